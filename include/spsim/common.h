@@ -1,0 +1,75 @@
+/*
+ * spsim: analytic simulator of Megatron-style tensor, sequence, pipeline and data parallel
+ * training. Common definitions shared by every public header.
+ */
+#ifndef SPSIM_COMMON_H
+#define SPSIM_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(SPSIM_BUILDING_LIBRARY) && defined(__GNUC__)
+#define SPSIM_API __attribute__((visibility("default")))
+#else
+#define SPSIM_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Status codes. Every fallible function returns SPSIM_OK (0) or one of these negative values.
+ * The numeric values are stable.
+ */
+enum spsim_status {
+    SPSIM_OK = 0,
+    SPSIM_EINVAL = -1,   /**< invalid argument (NULL pointer, bad enum) */
+    SPSIM_ENOMEM = -2,   /**< allocation failed */
+    SPSIM_EIO = -3,      /**< a file could not be read or written */
+    SPSIM_EPARSE = -4,   /**< malformed JSON */
+    SPSIM_EFIELD = -5,   /**< a field is missing, has the wrong type or is out of range */
+    SPSIM_ECONFIG = -6,  /**< the parallel configuration is invalid or cannot run */
+    SPSIM_ERANGE = -7,   /**< a result cannot be represented (64-bit overflow) */
+    SPSIM_ENOTSUP = -8,  /**< not supported by this build (e.g. no GPU support) */
+    SPSIM_EGPU = -9,     /**< a CUDA, cuBLAS or NCCL call failed */
+    SPSIM_ENUMERIC = -10 /**< a numerical routine (GSL) failed */
+};
+
+/** Longest message held by struct spsim_error, terminating NUL included. */
+#define SPSIM_ERROR_MESSAGE_MAX 512
+
+/**
+ * Detail of a failure. Functions that take a `struct spsim_error *` fill it on failure (it may
+ * be NULL). The message names the file, the field and the rule, e.g.
+ * "models/x.json: field 'hidden': must be an integer in [1, 1048576]". It carries no
+ * "error:" prefix and no trailing newline: the caller decides how to show it.
+ */
+struct spsim_error {
+    int code;                               /**< the enum spsim_status value returned */
+    char message[SPSIM_ERROR_MESSAGE_MAX]; /**< NUL-terminated, one line */
+};
+
+/**
+ * @return a static one-line description of a status code; never NULL (unknown codes give
+ * "unknown error").
+ */
+SPSIM_API const char *spsim_strerror(int code);
+
+/**
+ * Write `len` bytes to `path` atomically: a temporary file beside it, fsync, rename(2). Readers
+ * see either the old file or the whole new one, never a part.
+ * @return SPSIM_OK or SPSIM_EIO (err names the path and the system error)
+ */
+SPSIM_API int spsim_file_write_atomic(const char *path, const void *data, size_t len,
+                                      struct spsim_error *err);
+
+/** @return the library version, "MAJOR.MINOR.PATCH"; static storage. */
+SPSIM_API const char *spsim_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

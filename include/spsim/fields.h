@@ -1,0 +1,61 @@
+/*
+ * The scalar fields of a struct spsim_result, by name. `spsim query --format json` nests them by
+ * their dotted path ("memory.total_bytes" → {"memory": {"total_bytes": ...}}); CSV and JSONL
+ * writers name columns by the path with '.' replaced by '_' ("memory_total_bytes"). Both read
+ * the same table, so a row and a query always agree.
+ */
+#ifndef SPSIM_FIELDS_H
+#define SPSIM_FIELDS_H
+
+#include "spsim/result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum spsim_field_type {
+    SPSIM_FIELD_U64 = 0,  /**< uint64_t */
+    SPSIM_FIELD_U32 = 1,  /**< uint32_t */
+    SPSIM_FIELD_I64 = 2,  /**< int64_t */
+    SPSIM_FIELD_F64 = 3,  /**< double */
+    SPSIM_FIELD_BOOL = 4, /**< bool */
+    SPSIM_FIELD_ENUM = 5  /**< an enum, written as its name */
+};
+
+struct spsim_field {
+    const char *path;            /**< "memory.total_bytes" */
+    enum spsim_field_type type;
+    size_t offset;               /**< into struct spsim_result */
+    const char *(*enum_name)(int value); /**< SPSIM_FIELD_ENUM only */
+};
+
+/**
+ * @param fields  receives the table (static storage)
+ * @return the number of fields
+ */
+SPSIM_API size_t spsim_result_fields(const struct spsim_field **fields);
+
+/**
+ * Format a field's value of `r` into buf: integers in decimal, booleans as true/false, enums by
+ * name, doubles by spsim_format_double().
+ * @return the length written (buf is NUL-terminated); 0 if cap is too small (cap >= 32 always
+ *         suffices)
+ */
+SPSIM_API size_t spsim_field_format(const struct spsim_field *f, const struct spsim_result *r,
+                                    char *buf, size_t cap);
+
+/**
+ * Format a double in the shortest decimal form that reads back as the same double ("%.17g"
+ * precision or better); NaN and infinities as "nan", "inf", "-inf".
+ * @return the length written; buf must hold at least 32 bytes
+ */
+SPSIM_API size_t spsim_format_double(double value, char *buf);
+
+/** Format an unsigned integer in decimal; buf must hold at least 21 bytes. @return length */
+SPSIM_API size_t spsim_format_u64(uint64_t value, char *buf);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,71 @@
+/* Hardware profiles: GPU, NVLink domain, scale-out network. */
+#ifndef SPSIM_HARDWARE_H
+#define SPSIM_HARDWARE_H
+
+#include "spsim/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Data types a GPU may have a tensor-core peak for. */
+enum spsim_dtype {
+    SPSIM_DTYPE_BF16 = 0,
+    SPSIM_DTYPE_FP16 = 1,
+    SPSIM_DTYPE_FP8 = 2,
+    SPSIM_DTYPE_TF32 = 3,
+    SPSIM_DTYPE_FP32 = 4,
+    SPSIM_DTYPE_COUNT
+};
+
+/** @return "bf16", "fp16", ...; "?" for an unknown value. */
+SPSIM_API const char *spsim_dtype_name(enum spsim_dtype dtype);
+
+/** The headline numbers of a hardware profile, for listings. Units are in the names. */
+struct spsim_hardware_info {
+    const char *name;        /**< owned by the hardware object */
+    const char *description; /**< owned by the hardware object */
+    const char *gpu_model;   /**< owned by the hardware object */
+    double peak_tflops[SPSIM_DTYPE_COUNT]; /**< dense; 0 where the GPU has no such unit */
+    double gemm_achievable_tflops_bf16;
+    uint32_t sm_count;
+    uint64_t hbm_capacity_bytes;
+    double hbm_bandwidth_GBps;
+    double hbm_achievable_GBps;
+    uint32_t gpus_per_node;
+    uint32_t nvlink_domain_gpus;
+    uint32_t nics_per_node;
+    double nvlink_bandwidth_per_direction_GBps;
+    double nvlink_ring_busbw_GBps;
+    double nvlink_allreduce_busbw_GBps;
+    double nic_line_rate_Gbit_s;
+    double nic_achievable_GBps;
+    bool calibrated; /**< the profile carries a `calibration` object */
+};
+
+struct spsim_hardware;
+
+/**
+ * Load and validate a hardware profile (doc/profiles.md).
+ * @param out  the caller owns the result; free it with spsim_hardware_destroy()
+ * @return SPSIM_OK, SPSIM_EIO, SPSIM_EPARSE, SPSIM_EFIELD or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_hardware_load(const char *path, struct spsim_hardware **out,
+                                  struct spsim_error *err);
+
+/** Parse a hardware profile held in memory; origin names it in error messages. */
+SPSIM_API int spsim_hardware_parse(const char *json, size_t len, const char *origin,
+                                   struct spsim_hardware **out, struct spsim_error *err);
+
+/** Free; NULL is accepted. */
+SPSIM_API void spsim_hardware_destroy(struct spsim_hardware *hw);
+
+/** Fill `info` with views into `hw` (valid while hw lives). */
+SPSIM_API void spsim_hardware_get_info(const struct spsim_hardware *hw,
+                                       struct spsim_hardware_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

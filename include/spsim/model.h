@@ -1,0 +1,87 @@
+/* Model profiles: the shape of a decoder-only transformer. */
+#ifndef SPSIM_MODEL_H
+#define SPSIM_MODEL_H
+
+#include "spsim/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum spsim_mlp { SPSIM_MLP_GELU = 0, SPSIM_MLP_SWIGLU = 1 };
+enum spsim_norm { SPSIM_NORM_LAYERNORM = 0, SPSIM_NORM_RMSNORM = 1 };
+enum spsim_attention { SPSIM_ATTENTION_STANDARD = 0, SPSIM_ATTENTION_FLASH = 1 };
+enum spsim_position { SPSIM_POSITION_LEARNED = 0, SPSIM_POSITION_ROPE = 1 };
+
+/** The numbers of a model profile (see doc/profiles.md for the rules). */
+struct spsim_model_shape {
+    uint32_t layers;     /**< L */
+    uint32_t hidden;     /**< h */
+    uint32_t heads;      /**< a, query heads */
+    uint32_t kv_heads;   /**< key/value heads (GQA), == heads for MHA */
+    uint32_t head_dim;   /**< d; hidden / heads unless the profile sets it */
+    uint32_t ffn_hidden; /**< MLP inner size (each of gate and up for SwiGLU) */
+    uint32_t vocab;      /**< v before padding */
+    uint32_t seq_len;    /**< default s */
+    enum spsim_mlp mlp;
+    enum spsim_norm norm;
+    bool dropout;
+    enum spsim_attention attention; /**< default attention kernel */
+    enum spsim_position position;
+    bool linear_bias;
+    bool tied_embeddings;
+};
+
+struct spsim_model;
+
+/**
+ * Load and validate a model profile.
+ * @param path   file to read
+ * @param out    receives the model; the caller owns it and frees it with spsim_model_destroy()
+ * @param err    optional; filled on failure
+ * @return SPSIM_OK, SPSIM_EIO, SPSIM_EPARSE, SPSIM_EFIELD or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_model_load(const char *path, struct spsim_model **out, struct spsim_error *err);
+
+/**
+ * Parse and validate a model profile held in memory.
+ * @param json    the text (need not be NUL-terminated)
+ * @param origin  the name used in error messages (a path)
+ */
+SPSIM_API int spsim_model_parse(const char *json, size_t len, const char *origin,
+                                struct spsim_model **out, struct spsim_error *err);
+
+/**
+ * Build a model from a shape, validated with the same rules as a file.
+ * @param name  copied; may be NULL ("custom")
+ */
+SPSIM_API int spsim_model_create(const struct spsim_model_shape *shape, const char *name,
+                                 struct spsim_model **out, struct spsim_error *err);
+
+/** Free a model; NULL is accepted. */
+SPSIM_API void spsim_model_destroy(struct spsim_model *model);
+
+/** @return the profile's name; owned by the model. */
+SPSIM_API const char *spsim_model_name(const struct spsim_model *model);
+/** @return the profile's source line ("" if none); owned by the model. */
+SPSIM_API const char *spsim_model_source(const struct spsim_model *model);
+/** @return the profile's description ("" if none); owned by the model. */
+SPSIM_API const char *spsim_model_description(const struct spsim_model *model);
+/** @return the shape; owned by the model. */
+SPSIM_API const struct spsim_model_shape *spsim_model_get_shape(const struct spsim_model *model);
+
+/**
+ * Vocabulary padded as Megatron pads it: to a multiple of 128·tp
+ * (--make-vocab-size-divisible-by 128, megatron/training/tokenizer/tokenizer.py
+ * _vocab_size_with_padding).
+ */
+SPSIM_API uint64_t spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp);
+
+/** Exact parameter count of the whole model with the vocabulary padded for tp. */
+SPSIM_API uint64_t spsim_model_parameters(const struct spsim_model *model, uint32_t tp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

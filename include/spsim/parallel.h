@@ -1,0 +1,73 @@
+/* A parallel training configuration and the rules Megatron-LM applies to it. */
+#ifndef SPSIM_PARALLEL_H
+#define SPSIM_PARALLEL_H
+
+#include "spsim/common.h"
+#include "spsim/hardware.h"
+#include "spsim/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum spsim_recompute {
+    SPSIM_RECOMPUTE_NONE = 0,
+    SPSIM_RECOMPUTE_SELECTIVE = 1, /**< core attention only (Korthikanti et al. §5) */
+    SPSIM_RECOMPUTE_FULL = 2       /**< the whole layer, one layer per checkpoint */
+};
+
+/** @return "none", "selective", "full"; "?" for an unknown value. */
+SPSIM_API const char *spsim_recompute_name(enum spsim_recompute r);
+
+/**
+ * A parallel configuration. Fill it with spsim_parallel_defaults() first, then set what differs.
+ * GPUs used = tp · pp · dp.
+ */
+struct spsim_parallel {
+    uint32_t tp;   /**< tensor parallel size t; default 1 */
+    uint32_t pp;   /**< pipeline parallel size p; default 1 */
+    uint32_t dp;   /**< data parallel size d; default 1 */
+    uint32_t vpp;  /**< interleaved model chunks per pipeline rank (m); 1 = no interleaving */
+    uint32_t ep;   /**< expert parallel size (MoE); 1 = none; default 1 */
+    bool sp;       /**< sequence parallelism; default false */
+    enum spsim_recompute recompute; /**< default none */
+    uint32_t mbs;  /**< micro-batch size b, sequences; default 1 */
+    uint64_t gbs;  /**< global batch size B, sequences; default 1 */
+    uint32_t seq;  /**< sequence length s; 0 = the model's seq_len (default) */
+    int flash_attn; /**< -1 = the model's `attention` (default), 0 = standard, 1 = flash */
+    bool distributed_optimizer; /**< shard optimizer state over dp (Megatron); default false */
+    bool overlap_grad_reduce;   /**< overlap DP gradient reduction with backward; default false */
+    enum spsim_dtype dtype;     /**< GEMM data type: bf16 (default), fp16 or fp8 */
+};
+
+/** Set every field to its documented default. */
+SPSIM_API void spsim_parallel_defaults(struct spsim_parallel *par);
+
+/** Warnings: configurations that run but are probably not what the user wants. */
+enum spsim_warning {
+    SPSIM_WARN_TP_SPANS_DOMAIN = 1u << 0,  /**< a TP group spans more GPUs than one NVLink domain */
+    SPSIM_WARN_TP_STRADDLES_DOMAIN = 1u << 1, /**< t does not divide the NVLink domain size */
+    SPSIM_WARN_FEW_MICROBATCHES = 1u << 2, /**< fewer micro-batches than pipeline stages */
+    SPSIM_WARN_COUNT_ = 3
+};
+
+/** @return the one-line text of a single warning bit; "" for unknown bits. */
+SPSIM_API const char *spsim_warning_text(uint32_t warning_bit);
+
+/**
+ * Check a configuration against the model and hardware with Megatron-LM's rules (SP needs
+ * tp > 1; heads, kv_heads and ffn divisible by tp; layers divisible by pp·vpp; global batch
+ * divisible by mbs·dp; ...). Nothing is computed.
+ * @param hw        may be NULL (hardware-dependent checks are skipped)
+ * @param warnings  optional; receives an OR of enum spsim_warning
+ * @return SPSIM_OK, SPSIM_ECONFIG (err names the field and the rule) or SPSIM_EINVAL
+ */
+SPSIM_API int spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardware *hw,
+                                   const struct spsim_parallel *par, uint32_t *warnings,
+                                   struct spsim_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,186 @@
+/* Evaluating one configuration: memory, communication and time. */
+#ifndef SPSIM_RESULT_H
+#define SPSIM_RESULT_H
+
+#include "spsim/common.h"
+#include "spsim/hardware.h"
+#include "spsim/model.h"
+#include "spsim/parallel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * The six activation-memory modes of Korthikanti et al. 2022, Table 2 (per transformer layer,
+ * bytes, one tensor-parallel rank).
+ */
+enum spsim_act_mode {
+    SPSIM_MODE_NONE = 0,            /**< no parallelism: sbh(34 + 5as/h) */
+    SPSIM_MODE_TP = 1,              /**< tensor parallel: sbh(10 + 24/t + 5as/(ht)) */
+    SPSIM_MODE_TP_SP = 2,           /**< + sequence parallel: sbh(34/t + 5as/(ht)) */
+    SPSIM_MODE_TP_SELECTIVE = 3,    /**< TP + selective recompute: sbh(10 + 24/t) */
+    SPSIM_MODE_TP_SP_SELECTIVE = 4, /**< TP + SP + selective recompute: 34sbh/t */
+    SPSIM_MODE_FULL = 5,            /**< full recompute (paper: without SP): 2sbh */
+    SPSIM_MODE_COUNT = 6
+};
+
+/** @return "none", "tp", "tp_sp", "tp_selective", "tp_sp_selective", "full"; "?" otherwise. */
+SPSIM_API const char *spsim_act_mode_name(enum spsim_act_mode mode);
+
+enum spsim_phase { SPSIM_PHASE_FORWARD = 0, SPSIM_PHASE_BACKWARD = 1, SPSIM_PHASE_RECOMPUTE = 2 };
+/** @return "forward", "backward", "recompute"; "?" otherwise. */
+SPSIM_API const char *spsim_phase_name(enum spsim_phase phase);
+
+enum spsim_coll_op {
+    SPSIM_COLL_ALL_REDUCE = 0,
+    SPSIM_COLL_ALL_GATHER = 1,
+    SPSIM_COLL_REDUCE_SCATTER = 2,
+    SPSIM_COLL_SEND_RECV = 3,
+    SPSIM_COLL_COUNT
+};
+/** @return "all_reduce", "all_gather", "reduce_scatter", "send_recv"; "?" otherwise. */
+SPSIM_API const char *spsim_coll_op_name(enum spsim_coll_op op);
+
+/** The link tier a transfer uses. */
+enum spsim_tier {
+    SPSIM_TIER_LOCAL = 0,        /**< group of one: no transfer */
+    SPSIM_TIER_NVLINK = 1,       /**< inside one NVLink domain */
+    SPSIM_TIER_NETWORK = 2,      /**< across nodes, one GPU per node in the group */
+    SPSIM_TIER_HIERARCHICAL = 3  /**< across NVLink domains with several GPUs per domain */
+};
+/** @return "local", "nvlink", "network", "hierarchical"; "?" otherwise. */
+SPSIM_API const char *spsim_tier_name(enum spsim_tier tier);
+
+/** What a backward collective runs beside (Megatron's
+ * LinearWithGradAccumulationAndAsyncCommunication); NONE means on the critical path. */
+enum spsim_overlap { SPSIM_OVERLAP_NONE = 0, SPSIM_OVERLAP_DGRAD = 1, SPSIM_OVERLAP_WGRAD = 2 };
+/** @return "none", "dgrad", "wgrad"; "?" otherwise. */
+SPSIM_API const char *spsim_overlap_name(enum spsim_overlap overlap);
+
+/** One collective of one transformer layer on one TP rank. */
+struct spsim_collective_entry {
+    enum spsim_phase phase;
+    enum spsim_coll_op op;
+    const char *site;          /**< static text, e.g. "g: AllGather before QKV" */
+    uint64_t message_bytes;    /**< M = b·s·h·2 (the whole gathered/reduced tensor) */
+    uint64_t wire_bytes_per_rank; /**< ring: (t−1)/t·M for AG/RS, 2(t−1)/t·M for AR */
+    uint32_t group_size;       /**< t */
+    enum spsim_tier tier;
+    enum spsim_overlap overlap;
+    double time_s;             /**< predicted duration */
+    double exposed_s;          /**< part of time_s not hidden behind computation */
+};
+
+/** Most collectives one layer can have (TP+SP with full recompute has 14). */
+#define SPSIM_MAX_LAYER_COLLECTIVES 16
+
+struct spsim_memory_report {
+    uint64_t activation_modes_bytes[SPSIM_MODE_COUNT]; /**< per layer, Table 2 rows at this t, s, b */
+    uint64_t activation_per_layer_bytes;  /**< the configured (sp, recompute, attention) mode */
+    /** First-stage activations if the layers used each Table 2 mode (the in-flight layers ×
+     * that mode's per-layer bytes, plus this configuration's embedding, output and, for full,
+     * recompute-working terms). */
+    uint64_t activation_modes_first_stage_bytes[SPSIM_MODE_COUNT];
+    /** The first stage's weights, gradients and optimizer state plus the above, per mode. */
+    uint64_t total_modes_bytes[SPSIM_MODE_COUNT];
+    uint32_t layers_per_stage;            /**< L/p */
+    uint32_t layers_per_chunk;            /**< L/(p·vpp) */
+    uint32_t inflight_chunks_first_stage; /**< model chunks whose activations stage 0 holds at peak */
+    double interleave_factor;             /**< in-flight layers / L: 1 + (p−1)/(p·vpp) with enough micro-batches */
+    uint64_t activation_layers_bytes;     /**< in-flight layers × per-layer bytes on stage 0 */
+    uint64_t activation_embedding_bytes;  /**< embedding dropout masks, sbhp/t (paper §4.3) */
+    uint64_t activation_output_bytes;     /**< p = 1 only: 4sbh/t·(1 + v/h) (paper §4.3) */
+    uint64_t activation_recompute_working_bytes; /**< full recompute: one layer's activations while it is recomputed */
+    uint64_t activation_first_stage_bytes; /**< sum of the four terms above */
+    uint64_t activation_last_stage_bytes;  /**< the last stage (its layers, output layer, logits) */
+    uint64_t parameters_total;            /**< whole model, exact, vocabulary padded */
+    uint64_t parameters_first_stage;      /**< one TP rank of stage 0 */
+    uint64_t parameters_last_stage;       /**< one TP rank of stage p−1 */
+    uint64_t parameters_per_gpu;          /**< the most loaded stage's TP rank */
+    uint64_t weights_bytes;               /**< bf16 weights: 2 per parameter (most loaded stage) */
+    uint64_t gradients_bytes;             /**< fp32 main gradients: 4 per parameter */
+    uint64_t optimizer_bytes;             /**< fp32 master + Adam m, v: 12 per parameter (12/d sharded) */
+    uint64_t total_bytes;                 /**< max over stages of weights+grads+optimizer+activations */
+    uint32_t peak_stage;                  /**< the stage holding total_bytes (0 or p−1) */
+    uint64_t capacity_bytes;              /**< HBM capacity */
+    int64_t headroom_bytes;               /**< capacity − total; negative when it does not fit */
+    bool fits;
+};
+
+struct spsim_comm_report {
+    uint32_t per_layer_count;
+    struct spsim_collective_entry per_layer[SPSIM_MAX_LAYER_COLLECTIVES];
+    uint64_t tp_forward_wire_bytes_per_layer;   /**< per rank */
+    uint64_t tp_backward_wire_bytes_per_layer;  /**< per rank, wgrad re-gathers included */
+    uint64_t tp_recompute_wire_bytes_per_layer; /**< per rank, full recompute only */
+    uint64_t tp_wgrad_gather_wire_bytes_per_layer; /**< the SP weight-gradient re-gathers alone */
+    uint64_t tp_wire_bytes_per_microbatch;      /**< per rank: layers on its stage × per layer */
+    uint64_t tp_wire_bytes_per_iteration;       /**< per rank: × micro-batches */
+    uint64_t tp_wire_bytes_per_iteration_all_layers; /**< L × per layer × micro-batches (one TP rank of every stage) */
+    uint32_t microbatches;                      /**< gbs / (mbs · dp) */
+    enum spsim_tier tp_tier;
+    /* Data parallel gradient reduction (per rank, per iteration). */
+    enum spsim_tier dp_tier;
+    uint64_t dp_grad_bytes;                     /**< gradients reduced per rank (fp32) */
+    uint64_t dp_wire_bytes_per_rank;            /**< AR 2(d−1)/d, or RS+AG with the distributed optimizer */
+    /* Pipeline point-to-point (per rank, per iteration). */
+    enum spsim_tier pp_tier;
+    uint64_t pp_message_bytes;                  /**< one activation send: s·b·h·2 / t with SP's scatter */
+    uint64_t pp_wire_bytes_per_rank;            /**< sends of a middle stage per iteration, forward + backward */
+};
+
+/** Times of one iteration on the slowest pipeline stage. Seconds unless named otherwise. */
+struct spsim_time_report {
+    double iteration_s;
+    double forward_s;          /**< forward computation of all micro-batches (critical stage) */
+    double backward_s;         /**< backward computation (recompute excluded) */
+    double recompute_s;        /**< recomputation (selective or full) */
+    double tp_exposed_s;       /**< TP communication not hidden */
+    double pp_bubble_s;        /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
+    double pp_p2p_s;           /**< exposed point-to-point sends */
+    double dp_exposed_s;       /**< exposed data-parallel gradient reduction */
+    double optimizer_s;        /**< optimizer step (memory-bound) */
+    double microbatch_s;       /**< one micro-batch's forward+backward on the critical stage */
+    double layer_forward_s;    /**< one layer, one micro-batch, one rank */
+    double layer_backward_s;   /**< idem, backward including its recompute */
+    double tokens_per_s;
+    double model_flops;        /**< per iteration, whole model (paper Eq. 7 for the GPT layer) */
+    double hardware_flops;     /**< per iteration, with the recomputation actually done */
+    double mfu;                /**< model FLOP/s ÷ (GPUs × peak) */
+    double hfu;                /**< hardware FLOP/s ÷ (GPUs × peak) */
+    double tflops_per_gpu;     /**< model FLOPs / (iteration · GPUs) / 1e12, as Megatron logs it */
+    double nvlink_busy_s;      /**< per GPU, per iteration */
+    double network_busy_s;     /**< per GPU, per iteration */
+    double nvlink_utilisation; /**< busy / iteration */
+    double network_utilisation;
+    uint32_t critical_stage;   /**< the pipeline stage that sets the pace */
+};
+
+/** Everything spsim says about one configuration. */
+struct spsim_result {
+    struct spsim_parallel config; /**< the configuration with defaults resolved (seq, flash_attn) */
+    uint32_t gpus;                /**< tp · pp · dp */
+    bool flash_attention;         /**< the attention kernel used (config.flash_attn resolved) */
+    uint64_t padded_vocab;
+    uint32_t warnings;            /**< OR of enum spsim_warning */
+    struct spsim_memory_report memory;
+    struct spsim_comm_report comm;
+    struct spsim_time_report time;
+};
+
+/**
+ * Evaluate one configuration. The configuration is checked first (spsim_parallel_check()).
+ * @param out  filled on success; untouched on failure
+ * @return SPSIM_OK, SPSIM_ECONFIG, SPSIM_ERANGE (a byte count overflows 64 bits),
+ *         SPSIM_ENUMERIC or SPSIM_EINVAL
+ */
+SPSIM_API int spsim_evaluate(const struct spsim_model *model, const struct spsim_hardware *hw,
+                             const struct spsim_parallel *par, struct spsim_result *out,
+                             struct spsim_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,167 @@
+/* The spsim command: shared helpers. The CLI uses only the library's public API. */
+#ifndef SPSIM_CLI_H
+#define SPSIM_CLI_H
+
+#include <stdio.h>
+
+#include "spsim/spsim.h"
+
+/* Exit codes (documented in the README and in `spsim --help`). */
+enum cli_exit {
+    EXIT_OK = 0,
+    EXIT_RUNTIME = 1,   /* internal or numerical failure, I/O error writing output */
+    EXIT_USAGE = 2,     /* bad command line */
+    EXIT_INPUT = 3,     /* bad input file: profile, sweep spec, log */
+    EXIT_CONFIG = 4,    /* invalid parallel configuration */
+    EXIT_NO_GPU = 5,    /* GPU feature absent from this build, or no GPU present */
+    EXIT_GPU = 6        /* a CUDA, cuBLAS or NCCL call failed */
+};
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLI_PRINTF(f, a)
+#endif
+
+/** Print "spsim: error: MSG" to stderr; return `code`. */
+int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
+/** Print "spsim: warning: MSG" to stderr. */
+void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
+/** Print a usage error and the hint to see --help; return EXIT_USAGE. */
+int cli_usage_error(const char *command, const char *fmt, ...) CLI_PRINTF(2, 3);
+/** Map a library status to the CLI exit code. */
+int cli_exit_for(int status);
+/** Report a library error (its message) and return the exit code. */
+int cli_fail(const struct spsim_error *err);
+
+/* Strict number parsing: the whole string, no sign, within [min, max]. */
+int cli_parse_u64(const char *option, const char *text, uint64_t min, uint64_t max, uint64_t *out);
+int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t max, uint32_t *out);
+int cli_parse_double(const char *option, const char *text, double min, double max, double *out);
+
+/** Load a model or hardware profile given a NAME or a path. */
+int cli_load_model(const char *arg, struct spsim_model **out);
+int cli_load_hardware(const char *arg, struct spsim_hardware **out);
+
+/*
+ * Output: results go to stdout, or to a file given with -o, written atomically (the whole
+ * output is built in memory, then renamed into place).
+ */
+struct cli_output {
+    FILE *stream;     /* where to write */
+    char *buffer;     /* open_memstream buffer when path != NULL */
+    size_t size;
+    const char *path; /* NULL: stdout */
+};
+int cli_output_open(struct cli_output *out, const char *path);
+/** Flush and, for a file, write it atomically. @return an exit code */
+int cli_output_close(struct cli_output *out);
+
+/* The parallel-configuration options shared by query and explain. */
+struct cli_config {
+    const char *model;
+    const char *hardware;
+    struct spsim_parallel par;
+};
+/** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
+ * gbs 64. */
+void cli_config_defaults(struct cli_config *cfg);
+/** Parse one configuration option; returns 1 if consumed, 0 if not ours, <0 on error
+ * (-exit code). */
+int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
+
+enum cli_config_opt {
+    OPT_MODEL = 1000,
+    OPT_HW,
+    OPT_TP,
+    OPT_PP,
+    OPT_DP,
+    OPT_VPP,
+    OPT_SP,
+    OPT_NO_SP,
+    OPT_RECOMPUTE,
+    OPT_MBS,
+    OPT_GBS,
+    OPT_SEQ,
+    OPT_FLASH,
+    OPT_NO_FLASH,
+    OPT_DISTOPT,
+    OPT_NO_DISTOPT,
+    OPT_OVERLAP_GRAD,
+    OPT_NO_OVERLAP_GRAD,
+    OPT_DTYPE,
+    OPT_CONFIG_END
+};
+
+#define CLI_CONFIG_LONG_OPTIONS                                                                   \
+    {"model", required_argument, NULL, OPT_MODEL}, {"hw", required_argument, NULL, OPT_HW},       \
+        {"tp", required_argument, NULL, OPT_TP}, {"pp", required_argument, NULL, OPT_PP},         \
+        {"dp", required_argument, NULL, OPT_DP}, {"vpp", required_argument, NULL, OPT_VPP},       \
+        {"sp", no_argument, NULL, OPT_SP}, {"no-sp", no_argument, NULL, OPT_NO_SP},               \
+        {"recompute", required_argument, NULL, OPT_RECOMPUTE},                                    \
+        {"mbs", required_argument, NULL, OPT_MBS}, {"gbs", required_argument, NULL, OPT_GBS},     \
+        {"seq", required_argument, NULL, OPT_SEQ},                                                \
+        {"flash-attn", no_argument, NULL, OPT_FLASH},                                             \
+        {"no-flash-attn", no_argument, NULL, OPT_NO_FLASH},                                       \
+        {"distributed-optimizer", no_argument, NULL, OPT_DISTOPT},                                \
+        {"no-distributed-optimizer", no_argument, NULL, OPT_NO_DISTOPT},                          \
+        {"overlap-grad-reduce", no_argument, NULL, OPT_OVERLAP_GRAD},                             \
+        {"no-overlap-grad-reduce", no_argument, NULL, OPT_NO_OVERLAP_GRAD},                       \
+        {"dtype", required_argument, NULL, OPT_DTYPE}
+
+#define CLI_CONFIG_HELP                                                                           \
+    "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models')\n"          \
+    "  --hw NAME|FILE         hardware profile (default dgx-a100-80g; 'spsim list hardware')\n"  \
+    "  --tp N                 tensor parallel size (default 8)\n"                                 \
+    "  --pp N                 pipeline parallel size (default 8)\n"                               \
+    "  --dp N                 data parallel size (default 1)\n"                                   \
+    "  --vpp N                interleaved model chunks per pipeline stage (default 3; 1 = none)\n" \
+    "  --sp, --no-sp          sequence parallelism (default on)\n"                                \
+    "  --recompute MODE       none, selective or full (default selective)\n"                      \
+    "  --mbs N                micro-batch size in sequences (default 1)\n"                        \
+    "  --gbs N                global batch size in sequences (default 64)\n"                      \
+    "  --seq N                sequence length (default: the model's seq_len)\n"                   \
+    "  --flash-attn, --no-flash-attn\n"                                                           \
+    "                         attention kernel (default: the model's 'attention' field)\n"        \
+    "  --distributed-optimizer, --no-distributed-optimizer\n"                                     \
+    "                         shard optimizer state over dp (default off)\n"                      \
+    "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                         \
+    "                         overlap the DP gradient reduction with backward (default off)\n"    \
+    "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"
+
+/* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
+struct jw {
+    FILE *f;
+    int depth;
+    bool first[32];
+    bool pretty;
+};
+void jw_init(struct jw *w, FILE *f, bool pretty);
+void jw_begin_object(struct jw *w, const char *key);
+void jw_end_object(struct jw *w);
+void jw_begin_array(struct jw *w, const char *key);
+void jw_end_array(struct jw *w);
+void jw_string(struct jw *w, const char *key, const char *value);
+void jw_u64(struct jw *w, const char *key, uint64_t value);
+void jw_i64(struct jw *w, const char *key, int64_t value);
+void jw_double(struct jw *w, const char *key, double value);
+void jw_bool(struct jw *w, const char *key, bool value);
+void jw_raw(struct jw *w, const char *key, const char *text);
+void jw_finish(struct jw *w);
+
+/** Write a result's scalar fields of one section ("config", "memory", ...) as members of the
+ * currently open object, opening sub-objects for deeper paths. */
+void jw_result_section(struct jw *w, const struct spsim_result *r, const char *section);
+
+/* Human formatting. */
+const char *fmt_bytes(char *buf, size_t cap, double bytes); /* "12.34 GiB" */
+const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
+
+/* Subcommands. */
+int cmd_query(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_collective(int argc, char **argv);
+
+#endif

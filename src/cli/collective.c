@@ -1,0 +1,295 @@
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "spsim/collective.h"
+
+static const char collective_help[] =
+    "Usage: spsim collective --op OP --gpus N [--nodes K] --bytes SIZES [--hw NAME|FILE]\n"
+    "                        [--format table|json|csv] [-o FILE]\n"
+    "\n"
+    "Predict the time and bandwidth of one NCCL collective as nccl-tests reports it, so that the\n"
+    "prediction can be held against nccl-tests output line by line.\n"
+    "\n"
+    "  --op OP        all_reduce, all_gather, reduce_scatter or send_recv\n"
+    "  --gpus N       ranks in the communicator (2 or more)\n"
+    "  --nodes K      nodes they span (default: as few as the hardware allows); a group larger\n"
+    "                 than one NVLink domain runs hierarchically: NVLink inside, NICs across\n"
+    "  --bytes SIZES  nccl-tests size convention (AllGather/ReduceScatter: the whole buffer, n\n"
+    "                 times the per-rank part). One size, a list (8,1M,64M), a doubling range\n"
+    "                 (8..1G), a range with a factor (1M..1G:x4) or a step (1M..100M:+10M).\n"
+    "                 Suffixes K, M, G, T are powers of 1024, as in nccl-tests -b/-e\n"
+    "  --hw NAME|FILE hardware profile (default dgx-a100-80g)\n"
+    "  --format F     table (default, nccl-tests columns), json or csv\n"
+    "  -o FILE        write to FILE atomically\n"
+    "\n"
+    "Model: time = base + steps·hop + wire bytes per rank / (busbw × eff(size)), ring steps n−1\n"
+    "(AG, RS) or 2(n−1) (AR); algbw = size/time and busbw = algbw × 2(n−1)/n (AR), (n−1)/n\n"
+    "(AG, RS), 1 (send/recv); GB = 1e9 bytes, as nccl-tests.\n"
+    "JSON: {\"rows\": [{\"size_bytes\", \"time_s\", \"algbw_GBps\", \"busbw_GBps\", ...}]}; with\n"
+    "one size the row's keys also appear at the top level.\n";
+
+#define MAX_SIZES 4096
+
+static int
+parse_size(const char *text, uint64_t *out)
+{
+    errno = 0;
+    char *end = NULL;
+    if (*text < '0' || *text > '9')
+        return -1;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno == ERANGE)
+        return -1;
+    uint64_t mult = 1;
+    switch (*end) {
+    case 'K':
+    case 'k':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        mult = 1ull << 30;
+        end++;
+        break;
+    case 'T':
+    case 't':
+        mult = 1ull << 40;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || v == 0 || v > (1ull << 50) / mult)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+/* "a,b,c", "lo..hi", "lo..hi:xF", "lo..hi:+S" */
+static int
+parse_sizes(const char *text, uint64_t *sizes, size_t *n)
+{
+    char buf[256];
+    if (strlen(text) >= sizeof(buf))
+        return cli_error(EXIT_USAGE, "--bytes: '%s' is too long", text);
+    strcpy(buf, text);
+    *n = 0;
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *dots = strstr(item, "..");
+        uint64_t lo, hi, step = 0, factor = 2;
+        if (!dots) {
+            if (parse_size(item, &lo) || *n >= MAX_SIZES)
+                return cli_error(EXIT_USAGE, "--bytes: '%s' is not a size (e.g. 8, 64K, 1M, 2G)", item);
+            sizes[(*n)++] = lo;
+            continue;
+        }
+        *dots = '\0';
+        char *hi_text = dots + 2, *colon = strchr(hi_text, ':');
+        if (colon) {
+            *colon = '\0';
+            const char *inc = colon + 1;
+            if (*inc == 'x') {
+                char *end = NULL;
+                errno = 0;
+                factor = strtoull(inc + 1, &end, 10);
+                if (errno || *end || factor < 2 || factor > 1024)
+                    return cli_error(EXIT_USAGE, "--bytes: '%s' is not a factor 'xF' with F in [2, 1024]",
+                                     inc);
+            } else if (*inc != '+' || parse_size(inc + 1, &step)) {
+                return cli_error(EXIT_USAGE, "--bytes: '%s' is not 'xF' or '+SIZE'", inc);
+            }
+        }
+        if (parse_size(item, &lo) || parse_size(hi_text, &hi) || hi < lo)
+            return cli_error(EXIT_USAGE, "--bytes: '%s..%s' is not a range LO..HI of sizes with LO <= HI",
+                             item, hi_text);
+        for (uint64_t v = lo; v <= hi; v = step ? v + step : v * factor) {
+            if (*n >= MAX_SIZES)
+                return cli_error(EXIT_USAGE, "--bytes: more than %d sizes", MAX_SIZES);
+            sizes[(*n)++] = v;
+            if (v > (1ull << 50) / factor)
+                break;
+        }
+    }
+    if (*n == 0)
+        return cli_error(EXIT_USAGE, "--bytes: no size given");
+    return EXIT_OK;
+}
+
+static int
+parse_op(const char *text, enum spsim_coll_op *op)
+{
+    for (int i = 0; i < SPSIM_COLL_COUNT; i++) {
+        if (strcmp(text, spsim_coll_op_name((enum spsim_coll_op)i)) == 0) {
+            *op = (enum spsim_coll_op)i;
+            return EXIT_OK;
+        }
+    }
+    return cli_error(EXIT_USAGE, "--op: '%s' is not one of all_reduce, all_gather, reduce_scatter, "
+                                 "send_recv", text);
+}
+
+static void
+json_row(struct jw *w, const char *key, const struct spsim_collective_prediction *p)
+{
+    if (key)
+        jw_begin_object(w, key);
+    jw_u64(w, "size_bytes", p->size_bytes);
+    jw_double(w, "time_s", p->time_s);
+    jw_double(w, "latency_s", p->latency_s);
+    jw_double(w, "algbw_GBps", p->algbw_GBps);
+    jw_double(w, "busbw_GBps", p->busbw_GBps);
+    if (key)
+        jw_end_object(w);
+}
+
+int
+cmd_collective(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"op", required_argument, NULL, 'p'},
+                                             {"gpus", required_argument, NULL, 'g'},
+                                             {"nodes", required_argument, NULL, 'n'},
+                                             {"bytes", required_argument, NULL, 'b'},
+                                             {"hw", required_argument, NULL, 'w'},
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *hw_name = "dgx-a100-80g", *output = NULL, *format = "table";
+    enum spsim_coll_op op = SPSIM_COLL_COUNT;
+    uint32_t gpus = 0, nodes = 0;
+    static uint64_t sizes[MAX_SIZES];
+    size_t nsizes = 0;
+    int rc;
+    optind = 1;
+    opterr = 0;
+    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
+        switch (opt) {
+        case 'h':
+            fputs(collective_help, stdout);
+            return EXIT_OK;
+        case 'p':
+            if ((rc = parse_op(optarg, &op)))
+                return rc;
+            break;
+        case 'g':
+            if ((rc = cli_parse_u32("--gpus", optarg, 2, 1u << 24, &gpus)))
+                return rc;
+            break;
+        case 'n':
+            if ((rc = cli_parse_u32("--nodes", optarg, 1, 1u << 24, &nodes)))
+                return rc;
+            break;
+        case 'b':
+            if ((rc = parse_sizes(optarg, sizes, &nsizes)))
+                return rc;
+            break;
+        case 'w':
+            hw_name = optarg;
+            break;
+        case 'f':
+            format = optarg;
+            if (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "csv"))
+                return cli_usage_error("collective", "--format: '%s' is not one of table, json, csv",
+                                       format);
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case ':':
+            return cli_usage_error("collective", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("collective", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("collective", "unexpected argument '%s'", argv[optind]);
+    if (op == SPSIM_COLL_COUNT || gpus == 0 || nsizes == 0)
+        return cli_usage_error("collective", "--op, --gpus and --bytes are required");
+
+    struct spsim_hardware *hw = NULL;
+    if ((rc = cli_load_hardware(hw_name, &hw)))
+        return rc;
+    static struct spsim_collective_prediction rows[MAX_SIZES];
+    struct spsim_error err = {0};
+    for (size_t i = 0; i < nsizes; i++) {
+        if (spsim_collective_predict(hw, op, gpus, nodes, sizes[i], &rows[i], &err) != SPSIM_OK) {
+            spsim_hardware_destroy(hw);
+            return cli_error(err.code == SPSIM_EINVAL ? EXIT_USAGE : EXIT_RUNTIME, "%s", err.message);
+        }
+    }
+    struct spsim_hardware_info info;
+    spsim_hardware_get_info(hw, &info);
+    struct cli_output out;
+    if ((rc = cli_output_open(&out, output))) {
+        spsim_hardware_destroy(hw);
+        return rc;
+    }
+    FILE *f = out.stream;
+    const struct spsim_collective_prediction *r0 = &rows[0];
+    if (strcmp(format, "json") == 0) {
+        struct jw w;
+        jw_init(&w, f, true);
+        jw_begin_object(&w, NULL);
+        jw_string(&w, "hardware", info.name);
+        jw_string(&w, "op", spsim_coll_op_name(op));
+        jw_u64(&w, "gpus", r0->gpus);
+        jw_u64(&w, "nodes", r0->nodes);
+        jw_u64(&w, "gpus_per_domain", r0->gpus_per_domain);
+        jw_string(&w, "tier", spsim_tier_name(r0->tier));
+        jw_bool(&w, "hierarchical", r0->tier == SPSIM_TIER_HIERARCHICAL);
+        if (nsizes == 1)
+            json_row(&w, NULL, r0);
+        jw_begin_array(&w, "rows");
+        for (size_t i = 0; i < nsizes; i++) {
+            jw_begin_object(&w, NULL);
+            json_row(&w, NULL, &rows[i]);
+            jw_end_object(&w);
+        }
+        jw_end_array(&w);
+        jw_end_object(&w);
+        jw_finish(&w);
+    } else if (strcmp(format, "csv") == 0) {
+        fputs("op,gpus,nodes,tier,size_bytes,time_s,latency_s,algbw_GBps,busbw_GBps\n", f);
+        for (size_t i = 0; i < nsizes; i++) {
+            char t[32], l[32], a[32], b[32];
+            spsim_format_double(rows[i].time_s, t);
+            spsim_format_double(rows[i].latency_s, l);
+            spsim_format_double(rows[i].algbw_GBps, a);
+            spsim_format_double(rows[i].busbw_GBps, b);
+            fprintf(f, "%s,%u,%u,%s,%llu,%s,%s,%s,%s\n", spsim_coll_op_name(op), rows[i].gpus,
+                    rows[i].nodes, spsim_tier_name(rows[i].tier),
+                    (unsigned long long)rows[i].size_bytes, t, l, a, b);
+        }
+    } else {
+        fprintf(f, "# spsim collective: %s, %u GPUs on %u node(s) of %s, %s%s\n",
+                spsim_coll_op_name(op), r0->gpus, r0->nodes, info.name, spsim_tier_name(r0->tier),
+                r0->tier == SPSIM_TIER_HIERARCHICAL
+                    ? " (NVLink inside each domain, NICs across domains)"
+                    : "");
+        fprintf(f, "#%12s %12s %10s %8s %8s\n", "size", "count(fp32)", "time", "algbw", "busbw");
+        fprintf(f, "#%12s %12s %10s %8s %8s\n", "(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)");
+        for (size_t i = 0; i < nsizes; i++) {
+            uint64_t count = rows[i].size_bytes / 4;
+            if (op == SPSIM_COLL_ALL_GATHER || op == SPSIM_COLL_REDUCE_SCATTER)
+                count /= gpus; /* nccl-tests prints the per-rank count */
+            fprintf(f, " %12llu %12llu %10.2f %8.2f %8.2f\n", (unsigned long long)rows[i].size_bytes,
+                    (unsigned long long)count, rows[i].time_s * 1e6, rows[i].algbw_GBps,
+                    rows[i].busbw_GBps);
+        }
+    }
+    spsim_hardware_destroy(hw);
+    return cli_output_close(&out);
+}

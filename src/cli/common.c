@@ -1,0 +1,305 @@
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int
+cli_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("spsim: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+void
+cli_warning(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("spsim: warning: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int
+cli_usage_error(const char *command, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("spsim: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fprintf(stderr, "Try 'spsim %s --help'.\n", command);
+    return EXIT_USAGE;
+}
+
+int
+cli_exit_for(int status)
+{
+    switch (status) {
+    case SPSIM_OK:
+        return EXIT_OK;
+    case SPSIM_EIO:
+    case SPSIM_EPARSE:
+    case SPSIM_EFIELD:
+        return EXIT_INPUT;
+    case SPSIM_ECONFIG:
+    case SPSIM_ERANGE:
+        return EXIT_CONFIG;
+    case SPSIM_ENOTSUP:
+        return EXIT_NO_GPU;
+    case SPSIM_EGPU:
+        return EXIT_GPU;
+    default:
+        return EXIT_RUNTIME;
+    }
+}
+
+int
+cli_fail(const struct spsim_error *err)
+{
+    return cli_error(cli_exit_for(err->code), "%s",
+                     err->message[0] ? err->message : spsim_strerror(err->code));
+}
+
+int
+cli_parse_u64(const char *option, const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+    const char *p = text;
+    while (*p == ' ')
+        p++;
+    if (*p < '0' || *p > '9')
+        return cli_error(EXIT_USAGE, "%s: '%s' is not an integer in [%llu, %llu]", option, text,
+                         (unsigned long long)min, (unsigned long long)max);
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (errno == ERANGE || *end != '\0' || v < min || v > max)
+        return cli_error(EXIT_USAGE, "%s: '%s' is not an integer in [%llu, %llu]", option, text,
+                         (unsigned long long)min, (unsigned long long)max);
+    *out = v;
+    return EXIT_OK;
+}
+
+int
+cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t max, uint32_t *out)
+{
+    uint64_t v = 0;
+    int rc = cli_parse_u64(option, text, min, max, &v);
+    if (rc == EXIT_OK)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+int
+cli_parse_double(const char *option, const char *text, double min, double max, double *out)
+{
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || !(v >= min && v <= max))
+        return cli_error(EXIT_USAGE, "%s: '%s' is not a number in [%g, %g]", option, text, min,
+                         max);
+    *out = v;
+    return EXIT_OK;
+}
+
+int
+cli_load_model(const char *arg, struct spsim_model **out)
+{
+    char path[4096];
+    struct spsim_error err = {0};
+    int rc = spsim_profile_resolve(SPSIM_PROFILE_MODEL, arg, path, sizeof(path), &err);
+    if (rc == SPSIM_OK)
+        rc = spsim_model_load(path, out, &err);
+    return rc == SPSIM_OK ? EXIT_OK : cli_fail(&err);
+}
+
+int
+cli_load_hardware(const char *arg, struct spsim_hardware **out)
+{
+    char path[4096];
+    struct spsim_error err = {0};
+    int rc = spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, arg, path, sizeof(path), &err);
+    if (rc == SPSIM_OK)
+        rc = spsim_hardware_load(path, out, &err);
+    return rc == SPSIM_OK ? EXIT_OK : cli_fail(&err);
+}
+
+int
+cli_output_open(struct cli_output *out, const char *path)
+{
+    memset(out, 0, sizeof(*out));
+    out->path = path;
+    if (!path) {
+        out->stream = stdout;
+        return EXIT_OK;
+    }
+    out->stream = open_memstream(&out->buffer, &out->size);
+    if (!out->stream)
+        return cli_error(EXIT_RUNTIME, "%s: cannot buffer output: %s", path, strerror(errno));
+    return EXIT_OK;
+}
+
+int
+cli_output_close(struct cli_output *out)
+{
+    if (!out->path) {
+        if (fflush(stdout) != 0 || ferror(stdout))
+            return cli_error(EXIT_RUNTIME, "cannot write to standard output: %s", strerror(errno));
+        return EXIT_OK;
+    }
+    if (fclose(out->stream) != 0) {
+        free(out->buffer);
+        return cli_error(EXIT_RUNTIME, "%s: cannot buffer output", out->path);
+    }
+    struct spsim_error err = {0};
+    int rc = spsim_file_write_atomic(out->path, out->buffer, out->size, &err);
+    free(out->buffer);
+    out->buffer = NULL;
+    return rc == SPSIM_OK ? EXIT_OK : cli_error(EXIT_RUNTIME, "%s", err.message);
+}
+
+void
+cli_config_defaults(struct cli_config *cfg)
+{
+    cfg->model = "gpt3-175b";
+    cfg->hardware = "dgx-a100-80g";
+    spsim_parallel_defaults(&cfg->par);
+    /* Korthikanti et al. 2022, Table 3 and §6: GPT-3 175B, t = 8, p = 8, three interleaving
+     * stages, sequence parallelism with selective recomputation, micro-batch 1, batch 64. */
+    cfg->par.tp = 8;
+    cfg->par.pp = 8;
+    cfg->par.dp = 1;
+    cfg->par.vpp = 3;
+    cfg->par.sp = true;
+    cfg->par.recompute = SPSIM_RECOMPUTE_SELECTIVE;
+    cfg->par.mbs = 1;
+    cfg->par.gbs = 64;
+}
+
+int
+cli_config_option(struct cli_config *cfg, int opt, const char *arg)
+{
+    struct spsim_parallel *p = &cfg->par;
+    int rc = EXIT_OK;
+    switch (opt) {
+    case OPT_MODEL:
+        cfg->model = arg;
+        break;
+    case OPT_HW:
+        cfg->hardware = arg;
+        break;
+    case OPT_TP:
+        rc = cli_parse_u32("--tp", arg, 1, 65536, &p->tp);
+        break;
+    case OPT_PP:
+        rc = cli_parse_u32("--pp", arg, 1, 65536, &p->pp);
+        break;
+    case OPT_DP:
+        rc = cli_parse_u32("--dp", arg, 1, 65536, &p->dp);
+        break;
+    case OPT_VPP:
+        rc = cli_parse_u32("--vpp", arg, 1, 65536, &p->vpp);
+        break;
+    case OPT_SP:
+        p->sp = true;
+        break;
+    case OPT_NO_SP:
+        p->sp = false;
+        break;
+    case OPT_RECOMPUTE:
+        if (strcmp(arg, "none") == 0)
+            p->recompute = SPSIM_RECOMPUTE_NONE;
+        else if (strcmp(arg, "selective") == 0)
+            p->recompute = SPSIM_RECOMPUTE_SELECTIVE;
+        else if (strcmp(arg, "full") == 0)
+            p->recompute = SPSIM_RECOMPUTE_FULL;
+        else
+            rc = cli_error(EXIT_USAGE, "--recompute: '%s' is not one of none, selective, full", arg);
+        break;
+    case OPT_MBS:
+        rc = cli_parse_u32("--mbs", arg, 1, 65536, &p->mbs);
+        break;
+    case OPT_GBS:
+        rc = cli_parse_u64("--gbs", arg, 1, 1ull << 32, &p->gbs);
+        break;
+    case OPT_SEQ:
+        rc = cli_parse_u32("--seq", arg, 1, 1u << 24, &p->seq);
+        break;
+    case OPT_FLASH:
+        p->flash_attn = 1;
+        break;
+    case OPT_NO_FLASH:
+        p->flash_attn = 0;
+        break;
+    case OPT_DISTOPT:
+        p->distributed_optimizer = true;
+        break;
+    case OPT_NO_DISTOPT:
+        p->distributed_optimizer = false;
+        break;
+    case OPT_OVERLAP_GRAD:
+        p->overlap_grad_reduce = true;
+        break;
+    case OPT_NO_OVERLAP_GRAD:
+        p->overlap_grad_reduce = false;
+        break;
+    case OPT_DTYPE:
+        if (strcmp(arg, "bf16") == 0)
+            p->dtype = SPSIM_DTYPE_BF16;
+        else if (strcmp(arg, "fp16") == 0)
+            p->dtype = SPSIM_DTYPE_FP16;
+        else if (strcmp(arg, "fp8") == 0)
+            p->dtype = SPSIM_DTYPE_FP8;
+        else
+            rc = cli_error(EXIT_USAGE, "--dtype: '%s' is not one of bf16, fp16, fp8", arg);
+        break;
+    default:
+        return 0;
+    }
+    return rc == EXIT_OK ? 1 : -rc;
+}
+
+const char *
+fmt_bytes(char *buf, size_t cap, double bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    double v = bytes;
+    while (fabs(v) >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%.0f B", v);
+    else
+        snprintf(buf, cap, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+const char *
+fmt_time(char *buf, size_t cap, double s)
+{
+    if (s == 0)
+        snprintf(buf, cap, "0");
+    else if (fabs(s) < 1e-3)
+        snprintf(buf, cap, "%.1f us", s * 1e6);
+    else if (fabs(s) < 1)
+        snprintf(buf, cap, "%.3f ms", s * 1e3);
+    else
+        snprintf(buf, cap, "%.3f s", s);
+    return buf;
+}

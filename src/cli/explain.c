@@ -1,0 +1,160 @@
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char explain_help[] =
+    "Usage: spsim explain [OPTIONS]\n"
+    "\n"
+    "Print one transformer layer's schedule on one TP rank as Megatron-LM runs it: each op in\n"
+    "order (forward, recomputation, backward), the region it runs in (SP region: sharded along\n"
+    "the sequence; replicated: the same on every TP rank; TP region: sharded by heads or ffn),\n"
+    "the collective of each f/f̄/g/ḡ boundary and of the weight-gradient re-gather, what a\n"
+    "backward collective overlaps with, the tensor shapes before and after, and the RNG domain\n"
+    "each dropout must draw from. Takes the same configuration options as 'spsim query'.\n"
+    "\n"
+    "Configuration:\n" CLI_CONFIG_HELP "\n"
+    "Output:\n"
+    "  --format F             table (default) or json\n"
+    "  -o, --output FILE      write to FILE atomically instead of standard output\n"
+    "  -h, --help             show this help\n";
+
+static void
+write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const char *model,
+            const struct spsim_parallel *p)
+{
+    fprintf(f, "spsim explain: %s, tp %u, SP %s, recompute %s, mbs %u, seq %u\n", model, p->tp,
+            p->sp ? "on" : "off", spsim_recompute_name(p->recompute), p->mbs, p->seq);
+    if (p->tp > 1 && p->sp)
+        fprintf(f, "Operators: g = AllGather forward / ReduceScatter backward (SP region -> TP "
+                   "region); ḡ = ReduceScatter forward / AllGather backward (TP -> SP region).\n"
+                   "Backward also re-gathers each column-parallel GEMM's saved input shard for "
+                   "its weight gradient (wgrad AG), beside the dgrad GEMM.\n");
+    else if (p->tp > 1)
+        fprintf(f, "Operators: f = identity forward / AllReduce backward (before a "
+                   "column-parallel GEMM); f̄ = AllReduce forward / identity backward (after a "
+                   "row-parallel GEMM).\n");
+    fprintf(f, "\n%-3s %-9s %-46s %-8s %-10s %-24s %-8s %-34s %-34s %-19s %s\n", "#", "phase", "op",
+            "pass", "region", "collective", "beside", "shape in", "shape out", "dropout RNG",
+            "time");
+    for (size_t i = 0; i < n; i++) {
+        const struct spsim_schedule_step *s = &steps[i];
+        char coll[48] = "-", t[32];
+        if (s->collective[0])
+            snprintf(coll, sizeof(coll), "%s%s%s", s->operator_name, s->operator_name[0] ? ": " : "",
+                     s->collective);
+        else if (s->operator_name[0])
+            snprintf(coll, sizeof(coll), "%s: identity", s->operator_name);
+        fprintf(f, "%-3zu %-9s %-46s %-8s %-10s %-24s %-8s %-34s %-34s %-19s %s\n", i + 1,
+                spsim_phase_name(s->phase), s->op, s->pass[0] ? s->pass : "-", s->region, coll,
+                s->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(s->overlap), s->shape_in,
+                s->shape_out, s->rng[0] ? s->rng : "-", fmt_time(t, sizeof(t), s->time_s));
+    }
+}
+
+static void
+write_json(FILE *f, const struct spsim_schedule_step *steps, size_t n, const char *model,
+           const struct spsim_parallel *p)
+{
+    struct jw w;
+    jw_init(&w, f, true);
+    jw_begin_object(&w, NULL);
+    jw_string(&w, "model", model);
+    jw_u64(&w, "tp", p->tp);
+    jw_bool(&w, "sp", p->sp);
+    jw_string(&w, "recompute", spsim_recompute_name(p->recompute));
+    jw_begin_array(&w, "steps");
+    for (size_t i = 0; i < n; i++) {
+        const struct spsim_schedule_step *s = &steps[i];
+        jw_begin_object(&w, NULL);
+        jw_string(&w, "phase", spsim_phase_name(s->phase));
+        jw_string(&w, "op", s->op);
+        jw_string(&w, "pass", s->pass);
+        jw_string(&w, "region", s->region);
+        jw_string(&w, "operator", s->operator_name);
+        jw_string(&w, "collective", s->collective);
+        jw_string(&w, "overlap", spsim_overlap_name(s->overlap));
+        jw_string(&w, "shape_in", s->shape_in);
+        jw_string(&w, "shape_out", s->shape_out);
+        jw_string(&w, "rng", s->rng);
+        jw_double(&w, "flops", s->flops);
+        jw_double(&w, "time_s", s->time_s);
+        jw_end_object(&w);
+    }
+    jw_end_array(&w);
+    jw_end_object(&w);
+    jw_finish(&w);
+}
+
+int
+cmd_explain(int argc, char **argv)
+{
+    static const struct option longopts[] = {CLI_CONFIG_LONG_OPTIONS,
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    struct cli_config cfg;
+    cli_config_defaults(&cfg);
+    bool json = false;
+    const char *output = NULL;
+    optind = 1;
+    opterr = 0;
+    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
+        int taken = cli_config_option(&cfg, opt, optarg);
+        if (taken < 0)
+            return -taken;
+        if (taken)
+            continue;
+        switch (opt) {
+        case 'h':
+            fputs(explain_help, stdout);
+            return EXIT_OK;
+        case 'o':
+            output = optarg;
+            break;
+        case 'f':
+            if (strcmp(optarg, "json") == 0)
+                json = true;
+            else if (strcmp(optarg, "table") != 0)
+                return cli_usage_error("explain", "--format: '%s' is not one of table, json", optarg);
+            break;
+        case ':':
+            return cli_usage_error("explain", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("explain", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("explain", "unexpected argument '%s'", argv[optind]);
+
+    struct spsim_model *model = NULL;
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    static struct spsim_schedule_step steps[SPSIM_MAX_SCHEDULE_STEPS];
+    size_t n = 0;
+    int rc;
+    if ((rc = cli_load_model(cfg.model, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
+        goto done;
+    if (spsim_layer_schedule(model, hw, &cfg.par, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, &err)) {
+        rc = cli_fail(&err);
+        goto done;
+    }
+    struct spsim_parallel shown = cfg.par;
+    if (!shown.seq)
+        shown.seq = spsim_model_get_shape(model)->seq_len;
+    struct cli_output out;
+    if ((rc = cli_output_open(&out, output)))
+        goto done;
+    if (json)
+        write_json(out.stream, steps, n, spsim_model_name(model), &shown);
+    else
+        write_table(out.stream, steps, n, spsim_model_name(model), &shown);
+    rc = cli_output_close(&out);
+done:
+    spsim_model_destroy(model);
+    spsim_hardware_destroy(hw);
+    return rc;
+}

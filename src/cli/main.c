@@ -1,0 +1,71 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "cli.h"
+
+static const char main_help[] =
+    "Usage: spsim COMMAND [OPTIONS]\n"
+    "\n"
+    "Analytic simulator of Megatron-style training: tensor, sequence, pipeline and data\n"
+    "parallelism with activation recomputation. No GPU needed.\n"
+    "\n"
+    "Commands:\n"
+    "  query      memory, communication and time of one configuration\n"
+    "  explain    a layer's schedule: ops, regions, collectives, shapes, RNG domains\n"
+    "  list       list the shipped profiles: spsim list models|hardware\n"
+    "  check      validate profile files: spsim check FILE...\n"
+    "  collective time and bandwidth of one NCCL collective, as nccl-tests reports it\n"
+    "\n"
+    "Run 'spsim COMMAND --help' for a command's options. 'spsim --version' prints the version.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  runtime failure (numerical error, cannot write output)\n"
+    "  2  invalid command line\n"
+    "  3  invalid input file (profile, sweep spec, nccl-tests log)\n"
+    "  4  invalid parallel configuration\n"
+    "  5  GPU support missing from this build, or no GPU present\n"
+    "  6  a CUDA, cuBLAS or NCCL call failed\n";
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+    {"query", cmd_query},
+    {"explain", cmd_explain},
+    {"list", cmd_list},
+    {"check", cmd_check},
+    {"collective", cmd_collective},
+};
+
+int
+main(int argc, char **argv)
+{
+    /* The library checks every GSL status; only the program may turn GSL's abort off. */
+    gsl_set_error_handler_off();
+    if (argc < 2) {
+        fputs(main_help, stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
+        fputs(main_help, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+        printf("spsim %s\n", spsim_version());
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "spsim: error: unknown command '%s'\n", name);
+    fputs("Try 'spsim --help'.\n", stderr);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,362 @@
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char query_help[] =
+    "Usage: spsim query [OPTIONS]\n"
+    "\n"
+    "Activation memory (all six modes of Korthikanti et al. 2022, Table 2), weights, gradients\n"
+    "and optimizer state per GPU, whether it fits, every TP/SP collective of a layer with its\n"
+    "bytes, link and time, and the iteration time, MFU and HFU of one configuration.\n"
+    "With no options: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective\n"
+    "recomputation, micro-batch 1, global batch 64 (the paper's setting).\n"
+    "\n"
+    "Configuration:\n" CLI_CONFIG_HELP "\n"
+    "Output:\n"
+    "  --format F             table (default), json or csv (one header line and one row,\n"
+    "                         columns named by JSON path with '.' as '_')\n"
+    "  -o, --output FILE      write to FILE atomically instead of standard output\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "Exit status: 0 ok, 2 bad option, 3 bad profile file, 4 invalid configuration\n"
+    "(Megatron-LM's rules: SP needs tp > 1, heads/kv_heads/ffn divisible by tp, layers by pp*vpp,\n"
+    "global batch by mbs*dp, ...), 1 other failure.\n";
+
+enum query_format { FORMAT_TABLE, FORMAT_JSON, FORMAT_CSV };
+
+static void
+print_config_line(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_parallel *p = &r->config;
+    fprintf(f,
+            "  tp %u · pp %u · dp %u · vpp %u · SP %s · recompute %s · mbs %u · gbs %llu · seq %u · "
+            "%s attention · %s\n",
+            p->tp, p->pp, p->dp, p->vpp, p->sp ? "on" : "off", spsim_recompute_name(p->recompute),
+            p->mbs, (unsigned long long)p->gbs, p->seq, r->flash_attention ? "flash" : "standard",
+            spsim_dtype_name(p->dtype));
+    fprintf(f, "  %u GPUs · %u micro-batches per iteration · padded vocabulary %llu%s%s\n", r->gpus,
+            r->comm.microbatches, (unsigned long long)r->padded_vocab,
+            p->distributed_optimizer ? " · distributed optimizer" : "",
+            p->overlap_grad_reduce ? " · DP reduce overlapped" : "");
+}
+
+static bool
+mode_selected(const struct spsim_parallel *p, int mode)
+{
+    switch (mode) {
+    case SPSIM_MODE_NONE:
+        return p->tp == 1 && p->recompute == SPSIM_RECOMPUTE_NONE;
+    case SPSIM_MODE_TP:
+        return p->tp > 1 && !p->sp && p->recompute == SPSIM_RECOMPUTE_NONE;
+    case SPSIM_MODE_TP_SP:
+        return p->sp && p->recompute == SPSIM_RECOMPUTE_NONE;
+    case SPSIM_MODE_TP_SELECTIVE:
+        return !p->sp && p->recompute == SPSIM_RECOMPUTE_SELECTIVE;
+    case SPSIM_MODE_TP_SP_SELECTIVE:
+        return p->sp && p->recompute == SPSIM_RECOMPUTE_SELECTIVE;
+    case SPSIM_MODE_FULL:
+        return !p->sp && p->recompute == SPSIM_RECOMPUTE_FULL;
+    }
+    return false;
+}
+
+static void
+print_memory(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_memory_report *m = &r->memory;
+    char a[32], b[32], c[32];
+    static const char *const formula[SPSIM_MODE_COUNT] = {
+        "sbh(34 + 5as/h)", "sbh(10 + 24/t + 5as/(ht))", "sbh(34/t + 5as/(ht))",
+        "sbh(10 + 24/t)", "34sbh/t", "2sbh"};
+    fprintf(f, "\nActivation memory by mode (one TP rank; Table 2 rows at this t, s, b)\n");
+    fprintf(f, "  %-17s %-27s %14s %16s %14s  %s\n", "mode", "paper formula", "per layer",
+            "first stage", "total/GPU", "fits");
+    for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
+        bool fits = m->total_modes_bytes[i] <= m->capacity_bytes;
+        fprintf(f, "  %-17s %-27s %14s %16s %14s  %s%s\n", spsim_act_mode_name(i), formula[i],
+                fmt_bytes(a, sizeof(a), (double)m->activation_modes_bytes[i]),
+                fmt_bytes(b, sizeof(b), (double)m->activation_modes_first_stage_bytes[i]),
+                fmt_bytes(c, sizeof(c), (double)m->total_modes_bytes[i]), fits ? "yes" : "no",
+                mode_selected(&r->config, i) ? "   <- this config" : "");
+    }
+    fprintf(f, "  (first stage: %u of %u layers' chunks in flight, %u layers each = %.4f × L;"
+               " flash attention drops the s² terms)\n",
+            m->inflight_chunks_first_stage, m->layers_per_stage * r->config.pp, m->layers_per_chunk,
+            m->interleave_factor);
+
+    fprintf(f, "\nMemory per GPU (stage %u, the most loaded)\n", m->peak_stage);
+    fprintf(f, "  %-44s %14s\n", "activations per layer (this config)",
+            fmt_bytes(a, sizeof(a), (double)m->activation_per_layer_bytes));
+    fprintf(f, "  %-44s %14s\n", "activations, layers in flight (stage 0)",
+            fmt_bytes(a, sizeof(a), (double)m->activation_layers_bytes));
+    fprintf(f, "  %-44s %14s\n", "activations, embedding dropout (stage 0)",
+            fmt_bytes(a, sizeof(a), (double)m->activation_embedding_bytes));
+    fprintf(f, "  %-44s %14s\n", "activations, output layer and logits (p = 1)",
+            fmt_bytes(a, sizeof(a), (double)m->activation_output_bytes));
+    fprintf(f, "  %-44s %14s\n", "activations, full-recompute working set",
+            fmt_bytes(a, sizeof(a), (double)m->activation_recompute_working_bytes));
+    fprintf(f, "  %-44s %14s\n", "activations, first stage",
+            fmt_bytes(a, sizeof(a), (double)m->activation_first_stage_bytes));
+    fprintf(f, "  %-44s %14s\n", "activations, last stage",
+            fmt_bytes(a, sizeof(a), (double)m->activation_last_stage_bytes));
+    fprintf(f, "  %-44s %14.4g\n", "parameters on this GPU", (double)m->parameters_per_gpu);
+    fprintf(f, "  %-44s %14s\n", "weights (bf16, 2 B/param)",
+            fmt_bytes(a, sizeof(a), (double)m->weights_bytes));
+    fprintf(f, "  %-44s %14s\n", "gradients (fp32, 4 B/param)",
+            fmt_bytes(a, sizeof(a), (double)m->gradients_bytes));
+    fprintf(f, "  %-44s %14s\n",
+            r->config.distributed_optimizer ? "optimizer (fp32 Adam, 12/dp B/param)"
+                                            : "optimizer (fp32 Adam, 12 B/param)",
+            fmt_bytes(a, sizeof(a), (double)m->optimizer_bytes));
+    fprintf(f, "  %-44s %14s of %s: %s (%s %s)\n", "total", fmt_bytes(a, sizeof(a), (double)m->total_bytes),
+            fmt_bytes(b, sizeof(b), (double)m->capacity_bytes), m->fits ? "fits" : "DOES NOT FIT",
+            fmt_bytes(c, sizeof(c), (double)(m->headroom_bytes < 0 ? -m->headroom_bytes : m->headroom_bytes)),
+            m->fits ? "free" : "over");
+    fprintf(f, "  model parameters: %.4g (vocabulary padded)\n", (double)m->parameters_total);
+}
+
+static void
+print_comm(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_comm_report *c = &r->comm;
+    char a[32], b[32], t[32], d[32];
+    fprintf(f, "\nTP collectives of one layer, one rank (group of %u, %s)\n", r->config.tp,
+            spsim_tier_name(c->tp_tier));
+    if (c->per_layer_count == 0)
+        fprintf(f, "  none (tp = 1)\n");
+    else
+        fprintf(f, "  %-9s %-14s %-54s %11s %11s %-8s %10s %10s\n", "phase", "collective", "site",
+                "message", "wire/rank", "beside", "time", "exposed");
+    for (uint32_t i = 0; i < c->per_layer_count; i++) {
+        const struct spsim_collective_entry *e = &c->per_layer[i];
+        char x[32];
+        fprintf(f, "  %-9s %-14s %-54s %11s %11s %-8s %10s %10s\n", spsim_phase_name(e->phase),
+                spsim_coll_op_name(e->op), e->site, fmt_bytes(a, sizeof(a), (double)e->message_bytes),
+                fmt_bytes(b, sizeof(b), (double)e->wire_bytes_per_rank),
+                e->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(e->overlap),
+                fmt_time(t, sizeof(t), e->time_s), fmt_time(x, sizeof(x), e->exposed_s));
+    }
+    fprintf(f, "  wire bytes per layer and rank: forward %s, backward %s (wgrad re-gathers %s), "
+               "recompute %s\n",
+            fmt_bytes(a, sizeof(a), (double)c->tp_forward_wire_bytes_per_layer),
+            fmt_bytes(b, sizeof(b), (double)c->tp_backward_wire_bytes_per_layer),
+            fmt_bytes(t, sizeof(t), (double)c->tp_wgrad_gather_wire_bytes_per_layer),
+            fmt_bytes(d, sizeof(d), (double)c->tp_recompute_wire_bytes_per_layer));
+    fprintf(f, "  per rank: %s per micro-batch, %s per iteration; all %u layers × %u micro-batches: %s\n",
+            fmt_bytes(a, sizeof(a), (double)c->tp_wire_bytes_per_microbatch),
+            fmt_bytes(b, sizeof(b), (double)c->tp_wire_bytes_per_iteration),
+            r->memory.layers_per_stage * r->config.pp, c->microbatches,
+            fmt_bytes(t, sizeof(t), (double)c->tp_wire_bytes_per_iteration_all_layers));
+    fprintf(f, "  DP gradient reduction: %s of fp32 gradients, %s on the wire per rank (%s)\n",
+            fmt_bytes(a, sizeof(a), (double)c->dp_grad_bytes),
+            fmt_bytes(b, sizeof(b), (double)c->dp_wire_bytes_per_rank), spsim_tier_name(c->dp_tier));
+    fprintf(f, "  PP point-to-point: %s per send, %s per rank per iteration (%s)\n",
+            fmt_bytes(a, sizeof(a), (double)c->pp_message_bytes),
+            fmt_bytes(b, sizeof(b), (double)c->pp_wire_bytes_per_rank), spsim_tier_name(c->pp_tier));
+}
+
+static void
+print_time(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_time_report *t = &r->time;
+    char a[32], b[32];
+    fprintf(f, "\nTime per iteration (critical stage %u)\n", t->critical_stage);
+    const struct {
+        const char *name;
+        double v;
+    } rows[] = {{"forward computation", t->forward_s},
+                {"backward computation", t->backward_s},
+                {"recomputation", t->recompute_s},
+                {"exposed TP communication", t->tp_exposed_s},
+                {"pipeline bubble", t->pp_bubble_s},
+                {"pipeline point-to-point", t->pp_p2p_s},
+                {"exposed DP gradient reduction", t->dp_exposed_s},
+                {"optimizer step", t->optimizer_s}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        fprintf(f, "  %-32s %12s  %5.1f%%\n", rows[i].name, fmt_time(a, sizeof(a), rows[i].v),
+                100.0 * rows[i].v / t->iteration_s);
+    fprintf(f, "  %-32s %12s\n", "iteration", fmt_time(a, sizeof(a), t->iteration_s));
+    fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",
+            fmt_time(a, sizeof(a), t->layer_forward_s), fmt_time(b, sizeof(b), t->layer_backward_s));
+    fprintf(f, "  %.4g tokens/s · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n", t->tokens_per_s,
+            t->tflops_per_gpu, 100 * t->mfu, 100 * t->hfu);
+    fprintf(f, "  link busy per GPU: NVLink %s (%.0f%%), network %s (%.0f%%)\n",
+            fmt_time(a, sizeof(a), t->nvlink_busy_s), 100 * t->nvlink_utilisation,
+            fmt_time(b, sizeof(b), t->network_busy_s), 100 * t->network_utilisation);
+}
+
+static void
+write_table(FILE *f, const struct spsim_result *r, const char *model, const char *hw)
+{
+    fprintf(f, "spsim query: %s on %s\n", model, hw);
+    print_config_line(f, r);
+    print_memory(f, r);
+    print_comm(f, r);
+    print_time(f, r);
+}
+
+static void
+write_json(FILE *f, const struct spsim_result *r, const struct spsim_model *model,
+           const struct spsim_hardware *hw)
+{
+    struct jw w;
+    jw_init(&w, f, true);
+    jw_begin_object(&w, NULL);
+    jw_string(&w, "spsim_version", spsim_version());
+    jw_string(&w, "model", spsim_model_name(model));
+    struct spsim_hardware_info info;
+    spsim_hardware_get_info(hw, &info);
+    jw_string(&w, "hardware", info.name);
+    jw_begin_object(&w, "config");
+    jw_result_section(&w, r, "config");
+    jw_end_object(&w);
+    jw_begin_array(&w, "warnings");
+    for (uint32_t bit = 1; bit < (1u << SPSIM_WARN_COUNT_); bit <<= 1)
+        if (r->warnings & bit)
+            jw_string(&w, NULL, spsim_warning_text(bit));
+    jw_end_array(&w);
+    jw_begin_object(&w, "memory");
+    jw_result_section(&w, r, "memory");
+    jw_end_object(&w);
+    jw_begin_object(&w, "comm");
+    jw_begin_array(&w, "per_layer");
+    for (uint32_t i = 0; i < r->comm.per_layer_count; i++) {
+        const struct spsim_collective_entry *e = &r->comm.per_layer[i];
+        jw_begin_object(&w, NULL);
+        jw_string(&w, "phase", spsim_phase_name(e->phase));
+        jw_string(&w, "op", spsim_coll_op_name(e->op));
+        jw_string(&w, "site", e->site);
+        jw_u64(&w, "message_bytes", e->message_bytes);
+        jw_u64(&w, "wire_bytes_per_rank", e->wire_bytes_per_rank);
+        jw_u64(&w, "group_size", e->group_size);
+        jw_string(&w, "tier", spsim_tier_name(e->tier));
+        jw_string(&w, "overlap", spsim_overlap_name(e->overlap));
+        jw_double(&w, "time_s", e->time_s);
+        jw_double(&w, "exposed_s", e->exposed_s);
+        jw_end_object(&w);
+    }
+    jw_end_array(&w);
+    jw_result_section(&w, r, "comm");
+    jw_end_object(&w);
+    jw_begin_object(&w, "time");
+    jw_result_section(&w, r, "time");
+    jw_end_object(&w);
+    jw_end_object(&w);
+    jw_finish(&w);
+}
+
+static void
+write_csv(FILE *f, const struct spsim_result *r, const char *model, const char *hw)
+{
+    const struct spsim_field *fields;
+    size_t n = spsim_result_fields(&fields);
+    fputs("model,hw", f);
+    for (size_t i = 0; i < n; i++) {
+        fputc(',', f);
+        for (const char *p = fields[i].path; *p; p++)
+            fputc(*p == '.' ? '_' : *p, f);
+    }
+    fprintf(f, "\n%s,%s", model, hw);
+    for (size_t i = 0; i < n; i++) {
+        char buf[64];
+        spsim_field_format(&fields[i], r, buf, sizeof(buf));
+        fputc(',', f);
+        fputs(buf, f);
+    }
+    fputc('\n', f);
+}
+
+static int
+parse(int argc, char **argv, struct cli_config *cfg, enum query_format *format, const char **output)
+{
+    static const struct option longopts[] = {CLI_CONFIG_LONG_OPTIONS,
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    optind = 1;
+    opterr = 0;
+    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
+        int taken = cli_config_option(cfg, opt, optarg);
+        if (taken < 0)
+            return -taken;
+        if (taken)
+            continue;
+        switch (opt) {
+        case 'h':
+            fputs(query_help, stdout);
+            return -1;
+        case 'o':
+            *output = optarg;
+            break;
+        case 'f':
+            if (strcmp(optarg, "table") == 0)
+                *format = FORMAT_TABLE;
+            else if (strcmp(optarg, "json") == 0)
+                *format = FORMAT_JSON;
+            else if (strcmp(optarg, "csv") == 0)
+                *format = FORMAT_CSV;
+            else
+                return cli_usage_error("query", "--format: '%s' is not one of table, json, csv",
+                                       optarg);
+            break;
+        case ':':
+            return cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("query", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("query", "unexpected argument '%s'", argv[optind]);
+    return EXIT_OK;
+}
+
+int
+cmd_query(int argc, char **argv)
+{
+    struct cli_config cfg;
+    cli_config_defaults(&cfg);
+    enum query_format format = FORMAT_TABLE;
+    const char *output = NULL;
+    int rc = parse(argc, argv, &cfg, &format, &output);
+    if (rc != EXIT_OK)
+        return rc < 0 ? EXIT_OK : rc;
+
+    struct spsim_model *model = NULL;
+    struct spsim_hardware *hw = NULL;
+    struct spsim_result result;
+    struct spsim_error err = {0};
+    if ((rc = cli_load_model(cfg.model, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
+        goto done;
+    if (spsim_evaluate(model, hw, &cfg.par, &result, &err) != SPSIM_OK) {
+        rc = cli_fail(&err);
+        goto done;
+    }
+    for (uint32_t bit = 1; bit < (1u << SPSIM_WARN_COUNT_); bit <<= 1)
+        if (result.warnings & bit)
+            cli_warning("%s", spsim_warning_text(bit));
+    struct spsim_hardware_info info;
+    spsim_hardware_get_info(hw, &info);
+    struct cli_output out;
+    if ((rc = cli_output_open(&out, output)))
+        goto done;
+    switch (format) {
+    case FORMAT_TABLE:
+        write_table(out.stream, &result, spsim_model_name(model), info.name);
+        break;
+    case FORMAT_JSON:
+        write_json(out.stream, &result, model, hw);
+        break;
+    case FORMAT_CSV:
+        write_csv(out.stream, &result, spsim_model_name(model), info.name);
+        break;
+    }
+    rc = cli_output_close(&out);
+done:
+    spsim_model_destroy(model);
+    spsim_hardware_destroy(hw);
+    return rc;
+}

@@ -1,0 +1,83 @@
+/* Time of one collective on a link tier, and where a group of GPUs sits. */
+#ifndef SPSIM_COLLECTIVE_MODEL_H
+#define SPSIM_COLLECTIVE_MODEL_H
+
+#include "profiles.h"
+
+/** Per-rank ring traffic as a fraction of the nccl-tests size S:
+ * AR 2(n−1)/n, AG and RS (n−1)/n, send/recv 1 (nccl-tests PERFORMANCE.md). */
+double spsim_wire_fraction(enum spsim_coll_op op, uint32_t n);
+
+/** Ring steps: AR 2(n−1), AG/RS n−1, send/recv 1 (NCCL tuning.cc nsteps). */
+uint32_t spsim_ring_steps(enum spsim_coll_op op, uint32_t n);
+
+/** base + steps·hop for a ring of n ranks inside one tier. */
+double spsim_ring_latency_s(const struct spsim_tier_params *tier, enum spsim_coll_op op,
+                            uint32_t n);
+
+/**
+ * Where a communication group sits: `size` ranks, `per_domain` of them in each NVLink domain
+ * (so size / per_domain domains), on a machine whose nodes have `gpus_per_node` GPUs.
+ */
+struct spsim_group {
+    uint32_t size;
+    uint32_t per_domain;
+};
+
+/** The tier a group's collectives use. */
+enum spsim_tier spsim_group_tier(const struct spsim_hardware *hw, struct spsim_group g);
+
+/**
+ * Place a group of `size` ranks whose members are `stride` ranks apart (TP: stride 1; DP:
+ * stride t; PP neighbours: stride t·d), with ranks filled domain by domain.
+ */
+struct spsim_group spsim_group_place(const struct spsim_hardware *hw, uint32_t size,
+                                     uint64_t stride);
+
+/** Prediction of one collective. */
+struct spsim_coll_time {
+    enum spsim_tier tier;
+    double time_s;
+    double latency_s;
+    double bandwidth_Bps; /* effective per-rank wire bandwidth (busbw) at this size */
+    double wire_bytes;    /* per rank */
+    double nvlink_bytes;  /* per rank, on the NVLink port */
+    double network_bytes; /* per rank (its share of the node's NIC traffic) */
+};
+
+/**
+ * Ring (hierarchical across domains) model:
+ *   time = base + (steps − inter)·hop_nvlink + inter·hop_net + wire / busbw_eff(S)
+ * where busbw_eff is the NVLink peak × eff_nvlink(S) inside a domain, and across domains the
+ * smaller of that and the NIC bandwidth the group's GPUs in one domain own × eff_net(S)
+ * (a ring enters and leaves each domain once per channel, so a domain's NIC traffic equals one
+ * rank's ring traffic). `size_bytes` uses nccl-tests' convention (AG/RS: the whole buffer).
+ * @param nic_share  fraction of each NIC's bandwidth this transfer gets (1 when alone)
+ */
+int spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                          struct spsim_group g, double size_bytes, double nic_share,
+                          struct spsim_coll_time *out);
+
+/* Max-min fair sharing of links between concurrent transfers. */
+
+#define SPSIM_FLOW_MAX_RESOURCES 4
+
+struct spsim_flow {
+    double bytes;      /**< to move */
+    double max_rate;   /**< the flow's own ceiling (bytes/s), e.g. its protocol efficiency; 0 = none */
+    uint32_t nres;
+    uint32_t res[SPSIM_FLOW_MAX_RESOURCES]; /**< indices of the links it crosses */
+    double rate;       /**< out: rate while all flows are active (maxmin_rates) */
+    double finish_s;   /**< out: completion time (maxmin_run) */
+};
+
+/** Progressive filling: every flow's max-min fair rate given link capacities (bytes/s). */
+int spsim_maxmin_rates(const double *capacity, uint32_t nres, struct spsim_flow *flows,
+                       uint32_t nflows);
+
+/** Run all flows from t = 0, re-sharing bandwidth whenever one completes.
+ * @param busy_s  optional, nres entries: time each link carried traffic */
+int spsim_maxmin_run(const double *capacity, uint32_t nres, struct spsim_flow *flows,
+                     uint32_t nflows, double *makespan_s, double *busy_s);
+
+#endif

@@ -1,0 +1,515 @@
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "eval.h"
+
+const char *
+spsim_act_mode_name(enum spsim_act_mode mode)
+{
+    static const char *const names[SPSIM_MODE_COUNT] = {"none", "tp", "tp_sp", "tp_selective",
+                                                        "tp_sp_selective", "full"};
+    return (unsigned)mode < SPSIM_MODE_COUNT ? names[mode] : "?";
+}
+
+const char *
+spsim_phase_name(enum spsim_phase phase)
+{
+    switch (phase) {
+    case SPSIM_PHASE_FORWARD:
+        return "forward";
+    case SPSIM_PHASE_BACKWARD:
+        return "backward";
+    case SPSIM_PHASE_RECOMPUTE:
+        return "recompute";
+    }
+    return "?";
+}
+
+const char *
+spsim_coll_op_name(enum spsim_coll_op op)
+{
+    static const char *const names[SPSIM_COLL_COUNT] = {"all_reduce", "all_gather",
+                                                        "reduce_scatter", "send_recv"};
+    return (unsigned)op < SPSIM_COLL_COUNT ? names[op] : "?";
+}
+
+const char *
+spsim_tier_name(enum spsim_tier tier)
+{
+    switch (tier) {
+    case SPSIM_TIER_LOCAL:
+        return "local";
+    case SPSIM_TIER_NVLINK:
+        return "nvlink";
+    case SPSIM_TIER_NETWORK:
+        return "network";
+    case SPSIM_TIER_HIERARCHICAL:
+        return "hierarchical";
+    }
+    return "?";
+}
+
+const char *
+spsim_overlap_name(enum spsim_overlap overlap)
+{
+    switch (overlap) {
+    case SPSIM_OVERLAP_NONE:
+        return "none";
+    case SPSIM_OVERLAP_DGRAD:
+        return "dgrad";
+    case SPSIM_OVERLAP_WGRAD:
+        return "wgrad";
+    }
+    return "?";
+}
+
+/* Everything the composition derives from the configuration before folding. */
+struct shape {
+    uint64_t L, p, v, d, t, micro, lps, lpc;
+};
+
+/*
+ * Model chunks whose activations pipeline rank r holds at peak. 1F1B (PipeDream-Flush): rank r
+ * runs p − r forward passes before its first backward, so min(p − r, micro-batches) are in
+ * flight, each of L/p layers. Interleaved (Megatron-LM schedules.py): rank r warms up with
+ * 2(p − r − 1) + (v − 1)p chunk forwards and holds one more in steady state, each of
+ * L/(p·v) layers; for r = 0 that is L(1 + (p − 1)/(p·v)) layers, the paper's factor.
+ */
+static uint64_t
+inflight_chunks(const struct shape *x, uint64_t rank)
+{
+    if (x->v == 1)
+        return spsim_min_u64(x->p - rank, x->micro);
+    return spsim_min_u64(2 * (x->p - rank - 1) + (x->v - 1) * x->p + 1, x->micro * x->v);
+}
+
+struct stage_memory {
+    uint64_t params, weights, grads, optimizer, activations, total;
+};
+
+static void
+stage_static(uint64_t params, const struct spsim_parallel *par, struct stage_memory *s, bool *ok)
+{
+    /* Megatron theoretical_memory_usage.py: 18 bytes per parameter (bf16 weight 2, fp32 main
+     * gradient 4, fp32 master weight and Adam moments 12), or 6 + 12/d with the distributed
+     * optimizer, which shards the 12 over the data-parallel group. */
+    s->params = params;
+    s->weights = spsim_mul(params, 2, ok);
+    s->grads = spsim_mul(params, 4, ok);
+    uint64_t opt = spsim_mul(params, 12, ok);
+    s->optimizer = par->distributed_optimizer ? (opt + par->dp - 1) / par->dp : opt;
+}
+
+static int
+compose_memory(const struct spsim_model *model, const struct spsim_hardware *hw,
+               const struct spsim_parallel *par, const struct spsim_layer_eval *le,
+               const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+{
+    const struct spsim_model_shape *m = &model->shape;
+    memcpy(mem->activation_modes_bytes, le->act_modes, sizeof(le->act_modes));
+    mem->activation_per_layer_bytes = le->layer.saved_bytes;
+    mem->layers_per_stage = (uint32_t)x->lps;
+    mem->layers_per_chunk = (uint32_t)x->lpc;
+
+    uint64_t chunks0 = inflight_chunks(x, 0);
+    mem->inflight_chunks_first_stage = (uint32_t)chunks0;
+    mem->interleave_factor = (double)(chunks0 * x->lpc) / (double)x->L;
+    mem->activation_layers_bytes = spsim_mul3(chunks0, x->lpc, le->layer.saved_bytes, ok);
+    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    mem->activation_embedding_bytes =
+        spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok);
+    /* Paper §4.3: with p = 1 the first stage is also the last: final norm, output-layer input
+     * and fp32 logits, 4sbh/t·(1 + v/h). */
+    mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
+    /* Full recomputation rebuilds one layer's activations before its backward: that layer's
+     * whole inventory is live on top of the checkpoints. */
+    mem->activation_recompute_working_bytes =
+        par->recompute == SPSIM_RECOMPUTE_FULL ? le->act_no_recompute : 0;
+    uint64_t first = spsim_add(mem->activation_layers_bytes, mem->activation_embedding_bytes, ok);
+    first = spsim_add(first, mem->activation_output_bytes, ok);
+    first = spsim_add(first, mem->activation_recompute_working_bytes, ok);
+    mem->activation_first_stage_bytes = first;
+    uint64_t last = first;
+    if (x->p > 1) {
+        last = spsim_mul3(inflight_chunks(x, x->p - 1), x->lpc, le->layer.saved_bytes, ok);
+        last = spsim_add(last, le->output.saved_bytes, ok);
+        last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
+    }
+    mem->activation_last_stage_bytes = last;
+
+    uint64_t vpad = le->padded_vocab;
+    uint32_t t = (uint32_t)x->t;
+    uint64_t layers = spsim_mul(x->lps, spsim_layer_parameters_per_rank(m, t, ok), ok);
+    uint64_t embed = spsim_embedding_parameters_per_rank(m, vpad, t, ok);
+    uint64_t output = spsim_output_parameters_per_rank(m, vpad, t, ok);
+    uint64_t p_first = spsim_add(layers, embed, ok), p_last = p_first;
+    if (x->p == 1) {
+        p_first = p_last = spsim_add(p_first, output, ok);
+    } else {
+        /* The last stage keeps its own copy of a tied word embedding (Megatron's shared
+         * embedding, kept in sync by an all-reduce of its gradient). */
+        uint64_t copy = m->tied_embeddings ? spsim_mul(vpad, m->hidden, ok) / t : 0;
+        p_last = spsim_add(spsim_add(layers, output, ok), copy, ok);
+    }
+    mem->parameters_total = spsim_model_parameters(model, t);
+    mem->parameters_first_stage = p_first;
+    mem->parameters_last_stage = p_last;
+
+    struct stage_memory s0, s1;
+    stage_static(p_first, par, &s0, ok);
+    stage_static(p_last, par, &s1, ok);
+    s0.total = spsim_add(spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok), first, ok);
+    s1.total = spsim_add(spsim_add(spsim_add(s1.weights, s1.grads, ok), s1.optimizer, ok), last, ok);
+    const struct stage_memory *peak = s1.total > s0.total ? &s1 : &s0;
+    mem->peak_stage = peak == &s1 ? (uint32_t)(x->p - 1) : 0;
+    mem->parameters_per_gpu = peak->params;
+    mem->weights_bytes = peak->weights;
+    mem->gradients_bytes = peak->grads;
+    mem->optimizer_bytes = peak->optimizer;
+    mem->total_bytes = peak->total;
+    mem->capacity_bytes = hw ? hw->hbm_capacity_bytes : 0;
+    uint64_t extras = spsim_add(mem->activation_embedding_bytes, mem->activation_output_bytes, ok);
+    uint64_t static0 = spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok);
+    for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
+        uint64_t act = spsim_add(spsim_mul3(chunks0, x->lpc, le->act_modes[i], ok), extras, ok);
+        if (i == SPSIM_MODE_FULL)
+            act = spsim_add(act, le->act_modes[SPSIM_MODE_TP], ok);
+        mem->activation_modes_first_stage_bytes[i] = act;
+        mem->total_modes_bytes[i] = spsim_add(static0, act, ok);
+    }
+    if (hw) {
+        if (mem->total_bytes > (uint64_t)INT64_MAX || mem->capacity_bytes > (uint64_t)INT64_MAX) {
+            *ok = false;
+            return SPSIM_OK;
+        }
+        mem->headroom_bytes = (int64_t)mem->capacity_bytes - (int64_t)mem->total_bytes;
+        mem->fits = mem->total_bytes <= mem->capacity_bytes;
+    }
+    return SPSIM_OK;
+}
+
+static void
+compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+             const struct spsim_layer_eval *le, const struct shape *x, uint32_t hidden,
+             const struct spsim_memory_report *mem, struct spsim_comm_report *comm, bool *ok)
+{
+    const struct spsim_block_eval *L = &le->layer;
+    comm->per_layer_count = 0;
+    for (uint32_t i = 0; i < L->sched.nsteps; i++) {
+        const struct spsim_step *st = &L->sched.steps[i];
+        if (st->coll == SPSIM_COLL_NONE || comm->per_layer_count >= SPSIM_MAX_LAYER_COLLECTIVES)
+            continue;
+        struct spsim_collective_entry *e = &comm->per_layer[comm->per_layer_count++];
+        e->phase = st->phase;
+        e->op = st->coll;
+        e->site = st->coll_site;
+        e->message_bytes = st->message_bytes;
+        uint64_t per = st->message_bytes / x->t * (x->t - 1);
+        e->wire_bytes_per_rank = st->coll == SPSIM_COLL_ALL_REDUCE ? 2 * per : per;
+        e->group_size = (uint32_t)x->t;
+        e->tier = L->cost[i].coll.tier;
+        if (!hw)
+            e->tier = x->t > 1 ? SPSIM_TIER_NVLINK : SPSIM_TIER_LOCAL;
+        e->overlap = st->overlap;
+        e->time_s = L->cost[i].comm_s;
+        e->exposed_s = L->cost[i].exposed_comm_s;
+    }
+    comm->tp_forward_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_FORWARD];
+    comm->tp_backward_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_BACKWARD];
+    comm->tp_recompute_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_RECOMPUTE];
+    comm->tp_wgrad_gather_wire_bytes_per_layer = L->tp_regather_wire;
+    uint64_t per_layer = spsim_add(spsim_add(L->tp_wire[0], L->tp_wire[1], ok), L->tp_wire[2], ok);
+    comm->tp_wire_bytes_per_microbatch = spsim_mul(x->lps, per_layer, ok);
+    comm->tp_wire_bytes_per_iteration = spsim_mul(comm->tp_wire_bytes_per_microbatch, x->micro, ok);
+    comm->tp_wire_bytes_per_iteration_all_layers = spsim_mul3(x->L, per_layer, x->micro, ok);
+    comm->microbatches = (uint32_t)x->micro;
+    comm->tp_tier = x->t > 1 ? (hw ? spsim_group_tier(hw, le->tp_group) : SPSIM_TIER_NVLINK)
+                             : SPSIM_TIER_LOCAL;
+
+    /* Data parallel: fp32 gradients (Megatron accumulates and reduces in fp32 for bf16
+     * training: arguments.py sets accumulate_allreduce_grads_in_fp32). */
+    uint64_t grads = spsim_mul(mem->parameters_per_gpu, 4, ok);
+    comm->dp_grad_bytes = x->d > 1 ? grads : 0;
+    if (x->d > 1) {
+        uint64_t frac = (grads / x->d) * (x->d - 1) + (grads % x->d) * (x->d - 1) / x->d;
+        /* AllReduce moves 2(d−1)/d; RS of fp32 gradients + AG of bf16 parameters with the
+         * distributed optimizer moves (d−1)/d of each. */
+        comm->dp_wire_bytes_per_rank = par->distributed_optimizer ? frac + frac / 2 : 2 * frac;
+        comm->dp_tier = hw ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)x->d, x->t))
+                           : SPSIM_TIER_NETWORK;
+    }
+    /* Pipeline: Megatron's scatter-gather optimisation sends 1/t of the [s, b, h] activation
+     * (with SP the activation already is the s/t shard). */
+    if (x->p > 1) {
+        comm->pp_message_bytes = spsim_mul3(le->cfg.s, le->cfg.b, 2ull * hidden, ok) / x->t;
+        comm->pp_wire_bytes_per_rank = spsim_mul4(comm->pp_message_bytes, x->micro, x->v, 2, ok);
+        comm->pp_tier = hw ? spsim_group_tier(hw, spsim_group_place(hw, 2, x->t * x->d))
+                           : SPSIM_TIER_NETWORK;
+    }
+}
+
+/* Per micro-batch work of one stage: its layers plus the embedding or output block. */
+struct stage_time {
+    double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm;
+};
+
+static void
+add_block(struct stage_time *s, const struct spsim_block_eval *b, double times)
+{
+    s->wall += times * (b->fwd_s + b->bwd_s + b->recompute_s);
+    s->fwd += times * b->fwd_compute_s;
+    s->bwd += times * b->bwd_compute_s;
+    s->rec += times * b->recompute_compute_s;
+    s->exposed += times * b->tp_exposed_s;
+    s->bwd_window += times * (b->bwd_s + b->recompute_s);
+    for (uint32_t i = 0; i < b->sched.nsteps; i++)
+        s->tp_comm += times * b->cost[i].comm_s;
+}
+
+static int
+collective(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t size, uint64_t stride,
+           double bytes, struct spsim_coll_time *out)
+{
+    return spsim_collective_time(hw, op, spsim_group_place(hw, size, stride), bytes, 1.0, out);
+}
+
+/* Exposed time of the data-parallel reduction. Overlapped with the last micro-batch's backward
+ * (Megatron --overlap-grad-reduce), it shares links with that backward's TP collectives and the
+ * pipeline's backward sends: bandwidth is split by max-min fairness. */
+static int
+dp_exposed(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+           const struct spsim_layer_eval *le, const struct shape *x,
+           const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
+           double *exposed, double *busy_nv, double *busy_net)
+{
+    *exposed = 0;
+    if (x->d <= 1)
+        return SPSIM_OK;
+    double grads = (double)comm->dp_grad_bytes;
+    struct spsim_coll_time a, b = {0};
+    int rc;
+    if (par->distributed_optimizer) {
+        if ((rc = collective(hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->d, x->t, grads, &a)) ||
+            (rc = collective(hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->d, x->t, grads / 2, &b)))
+            return rc;
+    } else if ((rc = collective(hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->d, x->t, grads, &a))) {
+        return rc;
+    }
+    double alone = a.time_s + b.time_s;
+    bool on_nvlink = a.tier == SPSIM_TIER_NVLINK;
+    *(on_nvlink ? busy_nv : busy_net) += alone;
+    if (!par->overlap_grad_reduce) {
+        *exposed = alone;
+        return SPSIM_OK;
+    }
+    /* Links of one GPU: its NVLink port (ring busbw) and its share of the node's NICs. */
+    double cap[2] = {hw->nvlink.busbw_Bps[SPSIM_COLL_ALL_GATHER],
+                     hw->nic_achievable_Bps * hw->nics_per_node / hw->gpus_per_node};
+    struct spsim_flow flows[3];
+    uint32_t n = 0;
+    double dp_bytes = a.wire_bytes + b.wire_bytes;
+    flows[n++] = (struct spsim_flow){.bytes = on_nvlink ? dp_bytes : a.network_bytes + b.network_bytes,
+                                     .max_rate = (a.wire_bytes + b.wire_bytes) /
+                                                 spsim_max_d(alone - a.latency_s - b.latency_s, 1e-12),
+                                     .nres = 1,
+                                     .res = {on_nvlink ? 0u : 1u}};
+    double tp_bytes = x->lps * le->layer.tp_bwd_wire_bytes;
+    if (tp_bytes > 0)
+        flows[n++] = (struct spsim_flow){.bytes = tp_bytes,
+                                         .max_rate = cap[0],
+                                         .nres = 1,
+                                         .res = {le->tp_group.per_domain >= le->tp_group.size ? 0u : 1u}};
+    if (x->p > 1 && t_send > 0)
+        flows[n++] = (struct spsim_flow){.bytes = (double)comm->pp_message_bytes * x->v,
+                                         .max_rate = cap[1],
+                                         .nres = 1,
+                                         .res = {1u}};
+    double makespan = 0;
+    if ((rc = spsim_maxmin_run(cap, 2, flows, n, &makespan, NULL)))
+        return rc;
+    double finish = flows[0].finish_s + a.latency_s + b.latency_s;
+    *exposed = spsim_max_d(0.0, finish - crit->bwd_window);
+    return SPSIM_OK;
+}
+
+static int
+compose_time(const struct spsim_model *model, const struct spsim_hardware *hw,
+             const struct spsim_parallel *par, const struct spsim_layer_eval *le,
+             const struct shape *x, const struct spsim_memory_report *mem,
+             const struct spsim_comm_report *comm, struct spsim_time_report *tr)
+{
+    const struct spsim_model_shape *m = &model->shape;
+    struct stage_time first = {0}, last = {0}, middle = {0};
+    add_block(&first, &le->layer, (double)x->lps);
+    add_block(&first, &le->embedding, 1);
+    add_block(&middle, &le->layer, (double)x->lps);
+    add_block(&last, &le->layer, (double)x->lps);
+    add_block(&last, &le->output, 1);
+    if (x->p == 1)
+        add_block(&first, &le->output, 1);
+
+    /* Point-to-point: in 1F1B's steady state every stage sends its output forward and its input
+     * gradient backward once per micro-batch and model chunk, blocking (Megatron's p2p_communication).
+     * Without SP the receiver re-gathers the [s, b, h] tensor from the t scattered pieces. */
+    double t_send = 0;
+    int rc;
+    if (x->p > 1) {
+        struct spsim_coll_time ct, ag = {0};
+        if ((rc = collective(hw, SPSIM_COLL_SEND_RECV, 2, x->t * x->d, (double)comm->pp_message_bytes,
+                             &ct)))
+            return rc;
+        if (!par->sp && x->t > 1 &&
+            (rc = spsim_collective_time(hw, SPSIM_COLL_ALL_GATHER, le->tp_group,
+                                        (double)le->layer.block.message_bytes, 1.0, &ag)))
+            return rc;
+        t_send = ct.time_s + ag.time_s;
+    }
+    double p2p = 2.0 * (double)x->v * t_send;
+    const struct stage_time *crit = &first;
+    tr->critical_stage = 0;
+    if (x->p > 1 && last.wall > crit->wall) {
+        crit = &last;
+        tr->critical_stage = (uint32_t)(x->p - 1);
+    }
+    if (x->p > 2 && middle.wall > crit->wall) {
+        crit = &middle;
+        tr->critical_stage = 1;
+    }
+    double avg = x->p == 1 ? first.wall : (first.wall + last.wall + (x->p - 2.0) * middle.wall) / x->p;
+    double mb = (double)x->micro;
+    tr->microbatch_s = crit->wall + p2p;
+    tr->forward_s = mb * crit->fwd;
+    tr->backward_s = mb * crit->bwd;
+    tr->recompute_s = mb * crit->rec;
+    tr->tp_exposed_s = mb * crit->exposed;
+    /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
+    tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
+    tr->pp_p2p_s = mb * p2p;
+
+    double busy_nv = 0, busy_net = 0;
+    double tp_busy = mb * crit->tp_comm + (x->p - 1.0) / x->v * crit->tp_comm;
+    *(le->tp_group.per_domain >= le->tp_group.size ? &busy_nv : &busy_net) += tp_busy;
+    *(comm->pp_tier == SPSIM_TIER_NVLINK ? &busy_nv : &busy_net) += (mb + x->p - 1.0) * p2p;
+    if ((rc = dp_exposed(hw, par, le, x, comm, crit, t_send, &tr->dp_exposed_s, &busy_nv, &busy_net)))
+        return rc;
+    if (x->p > 1 && m->tied_embeddings) {
+        /* The first and last stages all-reduce the shared word embedding's fp32 gradient. */
+        struct spsim_coll_time e;
+        double bytes = 4.0 * (double)le->padded_vocab * m->hidden / x->t;
+        if ((rc = collective(hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->d * (x->p - 1), bytes, &e)))
+            return rc;
+        tr->dp_exposed_s += e.time_s;
+        *(e.tier == SPSIM_TIER_NVLINK ? &busy_nv : &busy_net) += e.time_s;
+    }
+    /* Adam step, memory-bound (apex/TE fused Adam): per parameter read the fp32 gradient (4),
+     * read and write the fp32 master weight and both moments (24), write the bf16 weight (2).
+     * The distributed optimizer updates 1/d of the fp32 state. */
+    double params = (double)mem->parameters_per_gpu;
+    double opt_bytes = par->distributed_optimizer ? 28.0 * params / x->d + 2.0 * params
+                                                  : 30.0 * params;
+    tr->optimizer_s = opt_bytes / hw->hbm_achievable_Bps;
+    tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
+                      tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s + tr->optimizer_s;
+    tr->layer_forward_s = le->layer.fwd_s;
+    tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
+    tr->nvlink_busy_s = busy_nv;
+    tr->network_busy_s = busy_net;
+    return SPSIM_OK;
+}
+
+static void
+compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
+              const struct spsim_layer_eval *le, const struct shape *x, uint32_t gpus,
+              double peak, struct spsim_time_report *tr)
+{
+    const struct spsim_model_shape *m = &model->shape;
+    double h = m->hidden, d = m->head_dim, q = (double)m->heads * d, kv = (double)m->kv_heads * d;
+    double gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1, s = (double)le->cfg.s;
+    /* Model FLOPs (paper Appendix A, Eq. 7, generalised): per token and layer, 2 FLOPs per
+     * weight of QKV, projection, FC1 (gate and up for SwiGLU) and FC2, plus 4·s·q for QKᵀ and
+     * attention·V without causal masking; 2·h·v for the logits; backward twice forward. For
+     * the GPT layer: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)). */
+    double per_token = x->L * (2.0 * (h * (q + 2 * kv) + q * h + h * m->ffn_hidden * gate +
+                                      (double)m->ffn_hidden * h) +
+                               4.0 * s * q) +
+                       2.0 * h * (double)le->padded_vocab;
+    tr->model_flops = 3.0 * (double)par->gbs * s * per_token;
+    /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal
+     * half and backward recomputation), summed over the TP group and all micro-batches. */
+    double passes = (double)par->gbs / par->mbs;
+    const struct spsim_block_eval *L = &le->layer, *O = &le->output;
+    double layer = L->fwd_flops + L->bwd_flops + L->recompute_flops;
+    double output = O->fwd_flops + O->bwd_flops;
+    tr->hardware_flops = passes * x->t * (x->L * layer + output);
+    double iter = tr->iteration_s;
+    tr->tokens_per_s = (double)par->gbs * s / iter;
+    tr->mfu = tr->model_flops / (iter * gpus * peak);
+    tr->hfu = tr->hardware_flops / (iter * gpus * peak);
+    tr->tflops_per_gpu = tr->model_flops / (iter * gpus) / 1e12;
+    tr->nvlink_utilisation = tr->nvlink_busy_s / iter;
+    tr->network_utilisation = tr->network_busy_s / iter;
+}
+
+int
+spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,
+              const struct spsim_parallel *par, const struct spsim_layer_eval *le,
+              uint32_t warnings, struct spsim_result *out, struct spsim_error *err)
+{
+    const struct spsim_model_shape *m = &model->shape;
+    struct spsim_result r;
+    memset(&r, 0, sizeof(r));
+    r.config = *par;
+    r.config.seq = (uint32_t)le->cfg.s;
+    r.config.flash_attn = le->cfg.flash ? 1 : 0;
+    r.gpus = par->tp * par->pp * par->dp;
+    r.flash_attention = le->cfg.flash;
+    r.padded_vocab = le->padded_vocab;
+    r.warnings = warnings;
+    struct shape x = {.L = m->layers, .p = par->pp, .v = par->vpp, .d = par->dp, .t = par->tp};
+    x.micro = par->gbs / ((uint64_t)par->mbs * par->dp);
+    x.lps = x.L / x.p;
+    x.lpc = x.lps / x.v;
+    bool ok = true;
+    int rc = compose_memory(model, hw, par, le, &x, &r.memory, &ok);
+    if (rc == SPSIM_OK)
+        compose_comm(hw, par, le, &x, m->hidden, &r.memory, &r.comm, &ok);
+    if (rc == SPSIM_OK && !ok)
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "parallel config: a byte count of this configuration does not fit in "
+                          "64 bits (reduce seq, mbs or gbs)");
+    if (rc == SPSIM_OK && hw) {
+        rc = compose_time(model, hw, par, le, &x, &r.memory, &r.comm, &r.time);
+        if (rc == SPSIM_OK)
+            compose_flops(model, par, le, &x, r.gpus, hw->peak_flops[par->dtype], &r.time);
+        if (rc == SPSIM_OK && !(isfinite(r.time.iteration_s) && r.time.iteration_s > 0))
+            rc = SPSIM_ENUMERIC;
+        if (rc != SPSIM_OK)
+            return spsim_fail(err, rc, "numerical failure while timing the configuration");
+    }
+    if (rc != SPSIM_OK)
+        return rc;
+    *out = r;
+    return SPSIM_OK;
+}
+
+int
+spsim_evaluate(const struct spsim_model *model, const struct spsim_hardware *hw,
+               const struct spsim_parallel *par, struct spsim_result *out, struct spsim_error *err)
+{
+    if (!model || !par || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_evaluate: NULL argument");
+    uint32_t warnings = 0;
+    int rc = spsim_parallel_check(model, hw, par, &warnings, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    struct spsim_layer_config cfg;
+    spsim_layer_config_from(&model->shape, par, &cfg);
+    static _Thread_local struct spsim_layer_eval le;
+    rc = spsim_layer_evaluate(&model->shape, hw, &cfg, spsim_model_padded_vocab(model, par->tp), &le,
+                              err);
+    if (rc != SPSIM_OK)
+        return rc;
+    return spsim_compose(model, hw, par, &le, warnings, out, err);
+}

@@ -1,0 +1,107 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "eval.h"
+#include "spsim/schedule.h"
+
+static void
+shape_text(char *buf, size_t cap, const struct spsim_dim *d, uint32_t n)
+{
+    if (n == 0) {
+        snprintf(buf, cap, "-");
+        return;
+    }
+    size_t used = 0;
+    used += (size_t)snprintf(buf + used, cap - used, "[");
+    for (uint32_t i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", d[i].sym);
+    if (used < cap)
+        used += (size_t)snprintf(buf + used, cap - used, "] = [");
+    for (uint32_t i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%llu", i ? ", " : "",
+                                 (unsigned long long)d[i].value);
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+}
+
+static const char *
+region_text(enum spsim_region r, bool sp)
+{
+    switch (r) {
+    case SPSIM_REGION_SEQ:
+        return sp ? "SP region" : "replicated";
+    case SPSIM_REGION_TENSOR:
+        return "TP region";
+    case SPSIM_REGION_BOUNDARY:
+        return "boundary";
+    }
+    return "?";
+}
+
+static const char *
+pass_text(enum spsim_pass p)
+{
+    switch (p) {
+    case SPSIM_PASS_FWD:
+        return "forward";
+    case SPSIM_PASS_DGRAD:
+        return "dgrad";
+    case SPSIM_PASS_WGRAD:
+        return "wgrad";
+    case SPSIM_PASS_BWD:
+        return "backward";
+    case SPSIM_PASS_COMM:
+        return "";
+    }
+    return "";
+}
+
+int
+spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardware *hw,
+                     const struct spsim_parallel *par, struct spsim_schedule_step *steps,
+                     size_t cap, size_t *count, struct spsim_error *err)
+{
+    if (!model || !par || !count || (cap && !steps))
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: NULL argument");
+    int rc = spsim_parallel_check(model, hw, par, NULL, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    const struct spsim_model_shape *m = spsim_model_get_shape(model);
+    struct spsim_layer_config cfg;
+    spsim_layer_config_from(m, par, &cfg);
+    static _Thread_local struct spsim_layer_eval le;
+    rc = spsim_layer_evaluate(m, hw, &cfg, spsim_model_padded_vocab(model, par->tp), &le, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    const struct spsim_schedule *s = &le.layer.sched;
+    *count = s->nsteps;
+    if (cap < s->nsteps)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: %u steps need room, got %zu",
+                          s->nsteps, cap);
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        const struct spsim_step *st = &s->steps[i];
+        const struct spsim_op *op = st->op;
+        struct spsim_schedule_step *o = &steps[i];
+        memset(o, 0, sizeof(*o));
+        o->phase = st->phase;
+        o->op = op->name;
+        o->pass = pass_text(st->pass);
+        o->region = region_text(op->region, cfg.sp);
+        o->collective = st->coll == SPSIM_COLL_NONE ? "" : spsim_coll_op_name(st->coll);
+        o->operator_name = st->coll_operator ? st->coll_operator
+                           : (op->kind == SPSIM_OPK_COMM ? op->operator_name : "");
+        o->rng = op->rng && st->pass != SPSIM_PASS_COMM ? op->rng : "";
+        o->overlap = st->overlap;
+        bool backward = st->phase == SPSIM_PHASE_BACKWARD;
+        /* Backward flows from the op's output to its input. */
+        shape_text(o->shape_in, sizeof(o->shape_in), backward ? op->out : op->in,
+                   backward ? op->nout : op->nin);
+        shape_text(o->shape_out, sizeof(o->shape_out), backward ? op->in : op->out,
+                   backward ? op->nin : op->nout);
+        o->flops = st->flops;
+        o->time_s = hw ? le.layer.cost[i].compute_s + le.layer.cost[i].exposed_comm_s : 0;
+    }
+    return SPSIM_OK;
+}

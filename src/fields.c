@@ -1,0 +1,216 @@
+#include "config.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "spsim/fields.h"
+
+static const char *
+recompute_name(int v)
+{
+    return spsim_recompute_name((enum spsim_recompute)v);
+}
+
+static const char *
+dtype_name(int v)
+{
+    return spsim_dtype_name((enum spsim_dtype)v);
+}
+
+static const char *
+tier_name(int v)
+{
+    return spsim_tier_name((enum spsim_tier)v);
+}
+
+#define F(path, type, member) {path, SPSIM_FIELD_##type, offsetof(struct spsim_result, member), NULL}
+#define E(path, member, fn) {path, SPSIM_FIELD_ENUM, offsetof(struct spsim_result, member), fn}
+
+/* Contiguous by section and sub-object: the JSON writer opens and closes objects as the
+ * path prefix changes. */
+static const struct spsim_field fields[] = {
+    F("config.tp", U32, config.tp),
+    F("config.pp", U32, config.pp),
+    F("config.dp", U32, config.dp),
+    F("config.vpp", U32, config.vpp),
+    F("config.sp", BOOL, config.sp),
+    E("config.recompute", config.recompute, recompute_name),
+    F("config.mbs", U32, config.mbs),
+    F("config.gbs", U64, config.gbs),
+    F("config.seq", U32, config.seq),
+    F("config.flash_attn", BOOL, flash_attention),
+    F("config.distributed_optimizer", BOOL, config.distributed_optimizer),
+    F("config.overlap_grad_reduce", BOOL, config.overlap_grad_reduce),
+    E("config.dtype", config.dtype, dtype_name),
+    F("config.gpus", U32, gpus),
+    F("config.padded_vocab", U64, padded_vocab),
+    F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
+    F("memory.activation_modes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
+    F("memory.activation_modes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
+    F("memory.activation_modes.tp_sp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP_SP]),
+    F("memory.activation_modes.tp_selective", U64,
+      memory.activation_modes_bytes[SPSIM_MODE_TP_SELECTIVE]),
+    F("memory.activation_modes.tp_sp_selective", U64,
+      memory.activation_modes_bytes[SPSIM_MODE_TP_SP_SELECTIVE]),
+    F("memory.activation_modes.full", U64, memory.activation_modes_bytes[SPSIM_MODE_FULL]),
+    F("memory.activation_modes_first_stage.none", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_NONE]),
+    F("memory.activation_modes_first_stage.tp", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP]),
+    F("memory.activation_modes_first_stage.tp_sp", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SP]),
+    F("memory.activation_modes_first_stage.tp_selective", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SELECTIVE]),
+    F("memory.activation_modes_first_stage.tp_sp_selective", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SP_SELECTIVE]),
+    F("memory.activation_modes_first_stage.full", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_FULL]),
+    F("memory.total_modes.none", U64, memory.total_modes_bytes[SPSIM_MODE_NONE]),
+    F("memory.total_modes.tp", U64, memory.total_modes_bytes[SPSIM_MODE_TP]),
+    F("memory.total_modes.tp_sp", U64, memory.total_modes_bytes[SPSIM_MODE_TP_SP]),
+    F("memory.total_modes.tp_selective", U64, memory.total_modes_bytes[SPSIM_MODE_TP_SELECTIVE]),
+    F("memory.total_modes.tp_sp_selective", U64, memory.total_modes_bytes[SPSIM_MODE_TP_SP_SELECTIVE]),
+    F("memory.total_modes.full", U64, memory.total_modes_bytes[SPSIM_MODE_FULL]),
+    F("memory.layers_per_stage", U32, memory.layers_per_stage),
+    F("memory.layers_per_chunk", U32, memory.layers_per_chunk),
+    F("memory.inflight_chunks_first_stage", U32, memory.inflight_chunks_first_stage),
+    F("memory.interleave_factor", F64, memory.interleave_factor),
+    F("memory.activation_layers_bytes", U64, memory.activation_layers_bytes),
+    F("memory.activation_embedding_bytes", U64, memory.activation_embedding_bytes),
+    F("memory.activation_output_bytes", U64, memory.activation_output_bytes),
+    F("memory.activation_recompute_working_bytes", U64, memory.activation_recompute_working_bytes),
+    F("memory.activation_first_stage_bytes", U64, memory.activation_first_stage_bytes),
+    F("memory.activation_last_stage_bytes", U64, memory.activation_last_stage_bytes),
+    F("memory.parameters_total", U64, memory.parameters_total),
+    F("memory.parameters_first_stage", U64, memory.parameters_first_stage),
+    F("memory.parameters_last_stage", U64, memory.parameters_last_stage),
+    F("memory.parameters_per_gpu", U64, memory.parameters_per_gpu),
+    F("memory.weights_bytes", U64, memory.weights_bytes),
+    F("memory.gradients_bytes", U64, memory.gradients_bytes),
+    F("memory.optimizer_bytes", U64, memory.optimizer_bytes),
+    F("memory.total_bytes", U64, memory.total_bytes),
+    F("memory.peak_stage", U32, memory.peak_stage),
+    F("memory.capacity_bytes", U64, memory.capacity_bytes),
+    F("memory.headroom_bytes", I64, memory.headroom_bytes),
+    F("memory.fits", BOOL, memory.fits),
+    E("comm.tp_tier", comm.tp_tier, tier_name),
+    F("comm.tp_forward_wire_bytes_per_layer", U64, comm.tp_forward_wire_bytes_per_layer),
+    F("comm.tp_backward_wire_bytes_per_layer", U64, comm.tp_backward_wire_bytes_per_layer),
+    F("comm.tp_recompute_wire_bytes_per_layer", U64, comm.tp_recompute_wire_bytes_per_layer),
+    F("comm.tp_wgrad_gather_wire_bytes_per_layer", U64, comm.tp_wgrad_gather_wire_bytes_per_layer),
+    F("comm.tp_wire_bytes_per_microbatch", U64, comm.tp_wire_bytes_per_microbatch),
+    F("comm.tp_wire_bytes_per_iteration", U64, comm.tp_wire_bytes_per_iteration),
+    F("comm.tp_wire_bytes_per_iteration_all_layers", U64,
+      comm.tp_wire_bytes_per_iteration_all_layers),
+    F("comm.microbatches", U32, comm.microbatches),
+    E("comm.dp_tier", comm.dp_tier, tier_name),
+    F("comm.dp_grad_bytes", U64, comm.dp_grad_bytes),
+    F("comm.dp_wire_bytes_per_rank", U64, comm.dp_wire_bytes_per_rank),
+    E("comm.pp_tier", comm.pp_tier, tier_name),
+    F("comm.pp_message_bytes", U64, comm.pp_message_bytes),
+    F("comm.pp_wire_bytes_per_rank", U64, comm.pp_wire_bytes_per_rank),
+    F("time.iteration_s", F64, time.iteration_s),
+    F("time.forward_s", F64, time.forward_s),
+    F("time.backward_s", F64, time.backward_s),
+    F("time.recompute_s", F64, time.recompute_s),
+    F("time.tp_exposed_s", F64, time.tp_exposed_s),
+    F("time.pp_bubble_s", F64, time.pp_bubble_s),
+    F("time.pp_p2p_s", F64, time.pp_p2p_s),
+    F("time.dp_exposed_s", F64, time.dp_exposed_s),
+    F("time.optimizer_s", F64, time.optimizer_s),
+    F("time.microbatch_s", F64, time.microbatch_s),
+    F("time.layer_forward_s", F64, time.layer_forward_s),
+    F("time.layer_backward_s", F64, time.layer_backward_s),
+    F("time.tokens_per_s", F64, time.tokens_per_s),
+    F("time.model_flops", F64, time.model_flops),
+    F("time.hardware_flops", F64, time.hardware_flops),
+    F("time.mfu", F64, time.mfu),
+    F("time.hfu", F64, time.hfu),
+    F("time.tflops_per_gpu", F64, time.tflops_per_gpu),
+    F("time.nvlink_busy_s", F64, time.nvlink_busy_s),
+    F("time.network_busy_s", F64, time.network_busy_s),
+    F("time.nvlink_utilisation", F64, time.nvlink_utilisation),
+    F("time.network_utilisation", F64, time.network_utilisation),
+    F("time.critical_stage", U32, time.critical_stage),
+};
+
+size_t
+spsim_result_fields(const struct spsim_field **out)
+{
+    *out = fields;
+    return SPSIM_ARRAY_LENGTH(fields);
+}
+
+size_t
+spsim_format_u64(uint64_t v, char *buf)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = '\0';
+    return n;
+}
+
+size_t
+spsim_format_double(double value, char *buf)
+{
+    if (isnan(value))
+        return (size_t)snprintf(buf, 32, "nan");
+    if (isinf(value))
+        return (size_t)snprintf(buf, 32, value < 0 ? "-inf" : "inf");
+    /* Shortest of %.15g, %.16g, %.17g that reads back exactly. */
+    for (int prec = 15; prec <= 17; prec++) {
+        int n = snprintf(buf, 32, "%.*g", prec, value);
+        if (prec == 17 || strtod(buf, NULL) == value)
+            return (size_t)n;
+    }
+    return 0;
+}
+
+size_t
+spsim_field_format(const struct spsim_field *f, const struct spsim_result *r, char *buf, size_t cap)
+{
+    if (cap < 32)
+        return 0;
+    const char *p = (const char *)r + f->offset;
+    switch (f->type) {
+    case SPSIM_FIELD_U64: {
+        uint64_t v;
+        memcpy(&v, p, sizeof(v));
+        return spsim_format_u64(v, buf);
+    }
+    case SPSIM_FIELD_U32: {
+        uint32_t v;
+        memcpy(&v, p, sizeof(v));
+        return spsim_format_u64(v, buf);
+    }
+    case SPSIM_FIELD_I64: {
+        int64_t v;
+        memcpy(&v, p, sizeof(v));
+        if (v < 0) {
+            buf[0] = '-';
+            return 1 + spsim_format_u64((uint64_t)0 - (uint64_t)v, buf + 1);
+        }
+        return spsim_format_u64((uint64_t)v, buf);
+    }
+    case SPSIM_FIELD_F64: {
+        double v;
+        memcpy(&v, p, sizeof(v));
+        return spsim_format_double(v, buf);
+    }
+    case SPSIM_FIELD_BOOL: {
+        bool v;
+        memcpy(&v, p, sizeof(v));
+        return (size_t)snprintf(buf, cap, "%s", v ? "true" : "false");
+    }
+    case SPSIM_FIELD_ENUM: {
+        int v;
+        memcpy(&v, p, sizeof(v));
+        return (size_t)snprintf(buf, cap, "%s", f->enum_name(v));
+    }
+    }
+    return 0;
+}

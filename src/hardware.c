@@ -1,0 +1,517 @@
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "collective_model.h"
+#include "jsonfield.h"
+#include "profiles.h"
+
+static const char *const dtype_keys[SPSIM_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
+
+const char *
+spsim_dtype_name(enum spsim_dtype dtype)
+{
+    return (unsigned)dtype < SPSIM_DTYPE_COUNT ? dtype_keys[dtype] : "?";
+}
+
+int
+spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff)
+{
+    if (!curve || curve->n == 0) {
+        *eff = 1.0;
+        return SPSIM_OK;
+    }
+    double x = log(size_bytes > 1.0 ? size_bytes : 1.0);
+    if (curve->n == 1 || x <= curve->log_size[0]) {
+        *eff = curve->eff[0];
+        return SPSIM_OK;
+    }
+    if (x >= curve->log_size[curve->n - 1]) {
+        *eff = curve->eff[curve->n - 1];
+        return SPSIM_OK;
+    }
+    double y;
+    int status = gsl_interp_eval_e(curve->interp, curve->log_size, curve->eff, x, NULL, &y);
+    if (status != GSL_SUCCESS)
+        return SPSIM_ENUMERIC;
+    *eff = y;
+    return SPSIM_OK;
+}
+
+static void
+curve_free(struct spsim_curve *curve)
+{
+    if (curve && curve->interp) {
+        gsl_interp_free(curve->interp);
+        curve->interp = NULL;
+    }
+}
+
+/* Read [[x0, y0, ...], ...] rows of `width` positive finite numbers. */
+static int
+read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int width,
+            double rows[][4], uint32_t *count)
+{
+    if (!cJSON_IsArray(arr))
+        return spsim_json_field_error(c, path, "points", "must be an array of [%s] rows",
+                                      width == 2 ? "SIZE_BYTES, BUSBW_GBps" : "M, N, K, TFLOPS");
+    int n = cJSON_GetArraySize(arr);
+    if (n < 1 || n > SPSIM_MAX_CURVE_POINTS)
+        return spsim_json_field_error(c, path, "points", "must have 1 to %d rows, got %d",
+                                      SPSIM_MAX_CURVE_POINTS, n);
+    int i = 0;
+    for (const cJSON *row = arr->child; row; row = row->next, i++) {
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != width)
+            return spsim_json_field_error(c, path, "points", "row %d must be an array of %d numbers",
+                                          i, width);
+        int j = 0;
+        for (const cJSON *v = row->child; v; v = v->next, j++) {
+            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble > 0) ||
+                v->valuedouble > 1e20)
+                return spsim_json_field_error(c, path, "points",
+                                              "row %d, column %d must be a finite number > 0", i, j);
+            rows[i][j] = v->valuedouble;
+        }
+    }
+    *count = (uint32_t)n;
+    return SPSIM_OK;
+}
+
+static const char *const coll_keys[] = {"all_reduce", "all_gather", "reduce_scatter", "send_recv",
+                                        NULL};
+
+/* Build eff(size) from measured busbw: the time at each size minus the tier's latency for that
+ * collective and GPU count, against the tier's peak busbw for the collective. */
+static int
+read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
+           const struct spsim_tier_params *tier, struct spsim_curve *curve)
+{
+    static const char *const keys[] = {"op", "gpus", "source", "points", NULL};
+    int rc, op = 0;
+    uint32_t gpus = 0;
+    const char *source = NULL;
+    static double rows[SPSIM_MAX_CURVE_POINTS][4];
+    uint32_t n = 0;
+    if ((rc = spsim_json_check_keys(c, obj, path, keys)) ||
+        (rc = spsim_json_get_enum(c, obj, path, "op", true, coll_keys, &op)) ||
+        (rc = spsim_json_get_u32(c, obj, path, "gpus", true, 2, 1u << 20, &gpus)) ||
+        (rc = spsim_json_get_string(c, obj, path, "source", true, true, &source)) ||
+        (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), path, 2, rows, &n)))
+        return rc;
+    if (n < 2)
+        return spsim_json_field_error(c, path, "points", "a curve needs at least 2 rows, got %u", n);
+    double peak = tier->busbw_Bps[op];
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0 && !(rows[i][0] > rows[i - 1][0]))
+            return spsim_json_field_error(c, path, "points",
+                                          "sizes must be strictly increasing (row %u)", i);
+        double size = rows[i][0], busbw = rows[i][1] * 1e9;
+        double wire = spsim_wire_fraction((enum spsim_coll_op)op, gpus) * size;
+        double measured_s = wire / busbw;
+        double latency_s = spsim_ring_latency_s(tier, (enum spsim_coll_op)op, gpus);
+        double eff = 1.0;
+        if (measured_s > latency_s)
+            eff = wire / (peak * (measured_s - latency_s));
+        /* Above 1: the point beats the tier's stated peak; below 1e-3: latency-dominated sizes
+         * whose residual is noise. Both are clamped. */
+        curve->log_size[i] = log(size);
+        curve->eff[i] = eff > 1.0 ? 1.0 : (eff < 1e-3 ? 1e-3 : eff);
+    }
+    curve->n = n;
+    curve->interp = gsl_interp_alloc(gsl_interp_linear, n);
+    if (!curve->interp)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "%s: out of memory", c->origin);
+    if (gsl_interp_init(curve->interp, curve->log_size, curve->eff, n) != GSL_SUCCESS)
+        return spsim_fail(c->err, SPSIM_ENUMERIC, "%s: field '%s.points': interpolation setup failed",
+                          c->origin, path);
+    return SPSIM_OK;
+}
+
+static int
+read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *prefix,
+                 struct spsim_tier_params *tier, struct spsim_hardware *hw)
+{
+    const cJSON *obj = NULL, *set = NULL;
+    char path[160];
+    int rc;
+    if ((rc = spsim_json_get_object(c, tier_obj, prefix, "busbw_curve", false, &obj)))
+        return rc;
+    if (obj) {
+        struct spsim_curve *curve = &hw->curves[hw->ncurves++];
+        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), prefix, "busbw_curve"),
+                             tier, curve)))
+            return rc;
+        for (int op = 0; op < SPSIM_COLL_COUNT; op++)
+            tier->curve[op] = curve;
+    }
+    if ((rc = spsim_json_get_object(c, tier_obj, prefix, "busbw_curves", false, &set)) || !set)
+        return rc;
+    char setpath[160];
+    spsim_json_path(setpath, sizeof(setpath), prefix, "busbw_curves");
+    if ((rc = spsim_json_check_keys(c, set, setpath, coll_keys)))
+        return rc;
+    for (int op = 0; op < SPSIM_COLL_COUNT; op++) {
+        if ((rc = spsim_json_get_object(c, set, setpath, coll_keys[op], false, &obj)))
+            return rc;
+        if (!obj)
+            continue;
+        struct spsim_curve *curve = &hw->curves[hw->ncurves++];
+        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), setpath, coll_keys[op]),
+                             tier, curve)))
+            return rc;
+        if (curve->n > 0 && cJSON_GetObjectItemCaseSensitive(obj, "op") &&
+            strcmp(cJSON_GetObjectItemCaseSensitive(obj, "op")->valuestring, coll_keys[op]) != 0)
+            return spsim_json_field_error(c, path, "op", "must be '%s' under busbw_curves.%s",
+                                          coll_keys[op], coll_keys[op]);
+        tier->curve[op] = curve;
+    }
+    return SPSIM_OK;
+}
+
+static int
+read_latency(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
+             struct spsim_tier_params *tier)
+{
+    double base = 0, hop = 0;
+    int rc;
+    if ((rc = spsim_json_get_sourced(c, obj, prefix, "base_latency_us", true, 0, 1e4, &base, NULL)) ||
+        (rc = spsim_json_get_sourced(c, obj, prefix, "hop_latency_us", true, 0, 1e4, &hop, NULL)))
+        return rc;
+    tier->base_latency_s = base * 1e-6;
+    tier->hop_latency_s = hop * 1e-6;
+    return SPSIM_OK;
+}
+
+static int
+read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"model", "peak_dense_tflops", "gemm_achievable_tflops",
+                                       "sm_count", "hbm_capacity_GB", "hbm_bandwidth_GBps",
+                                       "hbm_achievable_GBps", "flash_attention_tflops", "gemm_table", NULL};
+    static const char *const dtype_all[] = {"bf16", "fp16", "fp8", "tf32", "fp32", NULL};
+    const cJSON *peak = NULL, *ach = NULL;
+    const char *model = NULL;
+    double sm = 0, cap = 0;
+    int rc;
+    if ((rc = spsim_json_check_keys(c, gpu, "gpu", keys)) ||
+        (rc = spsim_json_get_string(c, gpu, "gpu", "model", true, true, &model)) ||
+        (rc = spsim_json_get_object(c, gpu, "gpu", "peak_dense_tflops", true, &peak)) ||
+        (rc = spsim_json_check_keys(c, peak, "gpu.peak_dense_tflops", dtype_all)) ||
+        (rc = spsim_json_get_object(c, gpu, "gpu", "gemm_achievable_tflops", true, &ach)) ||
+        (rc = spsim_json_check_keys(c, ach, "gpu.gemm_achievable_tflops", dtype_all)))
+        return rc;
+    for (int t = 0; t < SPSIM_DTYPE_COUNT; t++) {
+        double p = 0, a = 0;
+        bool required = t == SPSIM_DTYPE_BF16;
+        if ((rc = spsim_json_get_sourced(c, peak, "gpu.peak_dense_tflops", dtype_keys[t], required,
+                                         1e-3, 1e5, &p, NULL)) ||
+            (rc = spsim_json_get_sourced(c, ach, "gpu.gemm_achievable_tflops", dtype_keys[t],
+                                         required, 1e-3, 1e5, &a, NULL)))
+            return rc;
+        if (a > 0 && p == 0)
+            return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", dtype_keys[t],
+                                          "has no matching gpu.peak_dense_tflops.%s", dtype_keys[t]);
+        if (a > p)
+            return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", dtype_keys[t],
+                                          "must not exceed the peak (%g), got %g", p, a);
+        hw->peak_flops[t] = p * 1e12;
+        hw->gemm_achievable_flops[t] = a * 1e12;
+    }
+    double bw = 0, bw_ach = 0, flash = 0;
+    if ((rc = spsim_json_get_sourced(c, gpu, "gpu", "flash_attention_tflops", false, 1e-3,
+                                     hw->peak_flops[SPSIM_DTYPE_BF16] / 1e12, &flash, NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "sm_count", true, 1, 4096, &sm, NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_capacity_GB", true, 1e-3, 1e5, &cap, NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_bandwidth_GBps", true, 1e-3, 1e6, &bw, NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_achievable_GBps", true, 1e-3, 1e6, &bw_ach,
+                                     NULL)))
+        return rc;
+    if (sm != floor(sm))
+        return spsim_json_field_error(c, "gpu", "sm_count", "must be an integer, got %g", sm);
+    if (bw_ach > bw)
+        return spsim_json_field_error(c, "gpu", "hbm_achievable_GBps",
+                                      "must not exceed hbm_bandwidth_GBps (%g), got %g", bw, bw_ach);
+    hw->sm_count = (uint32_t)sm;
+    hw->flash_flops = flash * 1e12;
+    hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
+    hw->hbm_Bps = bw * 1e9;
+    hw->hbm_achievable_Bps = bw_ach * 1e9;
+    hw->gpu_model = spsim_strdup(model);
+    return hw->gpu_model ? SPSIM_OK : spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+}
+
+static int
+compare_rows(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static int
+read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    const cJSON *obj = NULL;
+    int rc = spsim_json_get_object(c, gpu, "gpu", "gemm_table", false, &obj);
+    if (rc || !obj)
+        return rc;
+    static const char *const keys[] = {"dtype", "source", "points", NULL};
+    static const char *const dtypes[] = {"bf16", NULL};
+    static double rows[SPSIM_MAX_CURVE_POINTS][4];
+    int dtype = 0;
+    const char *source = NULL;
+    uint32_t n = 0;
+    if ((rc = spsim_json_check_keys(c, obj, "gpu.gemm_table", keys)) ||
+        (rc = spsim_json_get_enum(c, obj, "gpu.gemm_table", "dtype", true, dtypes, &dtype)) ||
+        (rc = spsim_json_get_string(c, obj, "gpu.gemm_table", "source", true, true, &source)) ||
+        (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), "gpu.gemm_table", 4,
+                          rows, &n)))
+        return rc;
+    struct spsim_gemm_table *t = spsim_calloc(1, sizeof(*t));
+    if (!t)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    hw->gemm_table = t;
+    /* Key each measurement by its work (2MNK FLOPs); equal keys are averaged. */
+    for (uint32_t i = 0; i < n; i++) {
+        if (rows[i][3] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16])
+            return spsim_json_field_error(c, "gpu.gemm_table", "points",
+                                          "row %u: %g TFLOP/s exceeds the bf16 peak", i, rows[i][3]);
+        double eff = spsim_tile_efficiency(hw->sm_count, (uint64_t)rows[i][0], (uint64_t)rows[i][1], 1);
+        double flops = 2.0 * rows[i][0] * rows[i][1] * rows[i][2];
+        rows[i][0] = log(flops);
+        rows[i][1] = rows[i][3] / eff;
+    }
+    qsort(rows, n, sizeof(rows[0]), compare_rows);
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i;
+        double sum = 0;
+        while (j < n && rows[j][0] == rows[i][0])
+            sum += rows[j++][1];
+        t->log_flops[t->n] = rows[i][0];
+        t->tflops[t->n++] = sum / (j - i);
+        i = j;
+    }
+    if (t->n >= 2) {
+        t->interp = gsl_interp_alloc(gsl_interp_linear, t->n);
+        if (!t->interp)
+            return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+        if (gsl_interp_init(t->interp, t->log_flops, t->tflops, t->n) != GSL_SUCCESS)
+            return spsim_fail(c->err, SPSIM_ENUMERIC, "%s: field 'gpu.gemm_table': interpolation setup failed",
+                              c->origin);
+    }
+    return SPSIM_OK;
+}
+
+static int
+read_node(const struct spsim_jctx *c, const cJSON *node, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"gpus_per_node", "nvlink_domain_gpus", "nics_per_node", NULL};
+    double gpn = 0, dom = 0, nics = 0;
+    int rc;
+    if ((rc = spsim_json_check_keys(c, node, "node", keys)) ||
+        (rc = spsim_json_get_sourced(c, node, "node", "gpus_per_node", true, 1, 1024, &gpn, NULL)) ||
+        (rc = spsim_json_get_sourced(c, node, "node", "nvlink_domain_gpus", true, 1, 65536, &dom,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, node, "node", "nics_per_node", true, 1, 1024, &nics, NULL)))
+        return rc;
+    if (gpn != floor(gpn) || dom != floor(dom) || nics != floor(nics))
+        return spsim_json_field_error(c, "node", "gpus_per_node",
+                                      "gpus_per_node, nvlink_domain_gpus and nics_per_node must be "
+                                      "integers");
+    if ((uint32_t)dom % (uint32_t)gpn != 0)
+        return spsim_json_field_error(c, "node", "nvlink_domain_gpus",
+                                      "must be a multiple of gpus_per_node (%g), got %g", gpn, dom);
+    hw->gpus_per_node = (uint32_t)gpn;
+    hw->nvlink_domain_gpus = (uint32_t)dom;
+    hw->nics_per_node = (uint32_t)nics;
+    return SPSIM_OK;
+}
+
+static int
+read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"bandwidth_per_direction_GBps", "ring_busbw_GBps",
+                                       "allreduce_busbw_GBps", "base_latency_us", "hop_latency_us",
+                                       "nccl_channels", "busbw_curve", "busbw_curves", NULL};
+    double line = 0, ring = 0, ar = 0, channels = 0;
+    int rc;
+    if ((rc = spsim_json_check_keys(c, nv, "nvlink", keys)) ||
+        (rc = spsim_json_get_sourced(c, nv, "nvlink", "bandwidth_per_direction_GBps", true, 1e-3,
+                                     1e6, &line, NULL)) ||
+        (rc = spsim_json_get_sourced(c, nv, "nvlink", "ring_busbw_GBps", true, 1e-3, 1e6, &ring,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, nv, "nvlink", "allreduce_busbw_GBps", false, 1e-3, 1e6, &ar,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, nv, "nvlink", "nccl_channels", true, 1, 256, &channels,
+                                     NULL)) ||
+        (rc = read_latency(c, nv, "nvlink", &hw->nvlink)))
+        return rc;
+    if (ring > line)
+        return spsim_json_field_error(c, "nvlink", "ring_busbw_GBps",
+                                      "must not exceed bandwidth_per_direction_GBps (%g), got %g",
+                                      line, ring);
+    if (channels != floor(channels) || channels >= hw->sm_count)
+        return spsim_json_field_error(c, "nvlink", "nccl_channels",
+                                      "must be an integer below gpu.sm_count (%u), got %g",
+                                      hw->sm_count, channels);
+    hw->nccl_channels = (uint32_t)channels;
+    hw->nvlink_line_Bps = line * 1e9;
+    for (int op = 0; op < SPSIM_COLL_COUNT; op++)
+        hw->nvlink.busbw_Bps[op] = ring * 1e9;
+    /* NVLink SHARP (NVLS) AllReduce exceeds the ring figure; AG/RS/p2p stay ring-bound. */
+    if (ar > 0)
+        hw->nvlink.busbw_Bps[SPSIM_COLL_ALL_REDUCE] = ar * 1e9;
+    return read_tier_curves(c, nv, "nvlink", &hw->nvlink, hw);
+}
+
+static int
+read_network(const struct spsim_jctx *c, const cJSON *net, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"nic_line_rate_Gbit_s", "nic_achievable_GBps",
+                                       "base_latency_us", "hop_latency_us",
+                                       "uplink_oversubscription", "busbw_curve", "busbw_curves",
+                                       NULL};
+    double line = 0, ach = 0, over = 0;
+    int rc;
+    if ((rc = spsim_json_check_keys(c, net, "network", keys)) ||
+        (rc = spsim_json_get_sourced(c, net, "network", "nic_line_rate_Gbit_s", true, 1e-3, 1e7,
+                                     &line, NULL)) ||
+        (rc = spsim_json_get_sourced(c, net, "network", "nic_achievable_GBps", true, 1e-3, 1e6, &ach,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, net, "network", "uplink_oversubscription", true, 1, 1024,
+                                     &over, NULL)) ||
+        (rc = read_latency(c, net, "network", &hw->network)))
+        return rc;
+    if (ach > line / 8.0)
+        return spsim_json_field_error(c, "network", "nic_achievable_GBps",
+                                      "must not exceed the line rate (%g Gbit/s = %g GB/s), got %g",
+                                      line, line / 8.0, ach);
+    hw->nic_line_Bps = line * 1e9 / 8.0;
+    hw->nic_achievable_Bps = ach * 1e9;
+    hw->oversubscription = over;
+    /* The network tier's peak busbw is set per group from the NICs its GPUs own (comm model);
+     * the curve's efficiency is measured against one GPU's NIC share. */
+    double per_gpu = hw->nic_achievable_Bps * hw->nics_per_node / hw->gpus_per_node;
+    for (int op = 0; op < SPSIM_COLL_COUNT; op++)
+        hw->network.busbw_Bps[op] = per_gpu * hw->gpus_per_node;
+    return read_tier_curves(c, net, "network", &hw->network, hw);
+}
+
+static int
+read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"schema", "name", "description", "gpu", "node", "nvlink",
+                                       "network", "calibration", NULL};
+    const char *schema = NULL, *name = NULL, *description = "";
+    const cJSON *gpu = NULL, *node = NULL, *nv = NULL, *net = NULL, *cal = NULL;
+    int rc;
+    if ((rc = spsim_json_check_keys(c, root, NULL, keys)) ||
+        (rc = spsim_json_get_string(c, root, NULL, "schema", true, true, &schema)))
+        return rc;
+    if (strcmp(schema, "spsim-hardware/1") != 0)
+        return spsim_json_field_error(c, NULL, "schema", "must be \"spsim-hardware/1\", got \"%s\"",
+                                      schema);
+    if ((rc = spsim_json_get_string(c, root, NULL, "name", true, true, &name)) ||
+        (rc = spsim_json_get_string(c, root, NULL, "description", false, false, &description)) ||
+        (rc = spsim_json_get_object(c, root, NULL, "gpu", true, &gpu)) ||
+        (rc = spsim_json_get_object(c, root, NULL, "node", true, &node)) ||
+        (rc = spsim_json_get_object(c, root, NULL, "nvlink", true, &nv)) ||
+        (rc = spsim_json_get_object(c, root, NULL, "network", true, &net)) ||
+        (rc = spsim_json_get_object(c, root, NULL, "calibration", false, &cal)) ||
+        (rc = read_gpu(c, gpu, hw)) || (rc = read_gemm_table(c, gpu, hw)) ||
+        (rc = read_node(c, node, hw)) || (rc = read_nvlink(c, nv, hw)) ||
+        (rc = read_network(c, net, hw)))
+        return rc;
+    hw->calibrated = cal != NULL;
+    hw->name = spsim_strdup(name);
+    hw->description = spsim_strdup(description);
+    if (!hw->name || !hw->description)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    return SPSIM_OK;
+}
+
+int
+spsim_hardware_parse(const char *json, size_t len, const char *origin, struct spsim_hardware **out,
+                     struct spsim_error *err)
+{
+    if (!json || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_hardware_parse: NULL argument");
+    if (!origin)
+        origin = "<hardware>";
+    cJSON *root = NULL;
+    int rc = spsim_json_parse(json, len, origin, &root, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    struct spsim_hardware *hw = spsim_calloc(1, sizeof(*hw));
+    if (!hw) {
+        cJSON_Delete(root);
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    }
+    struct spsim_jctx c = {origin, err};
+    rc = read_hardware(&c, root, hw);
+    cJSON_Delete(root);
+    if (rc != SPSIM_OK) {
+        spsim_hardware_destroy(hw);
+        return rc;
+    }
+    *out = hw;
+    return SPSIM_OK;
+}
+
+int
+spsim_hardware_load(const char *path, struct spsim_hardware **out, struct spsim_error *err)
+{
+    if (!path || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_hardware_load: NULL argument");
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = spsim_read_file(path, &buf, &len, err);
+    if (rc == SPSIM_OK)
+        rc = spsim_hardware_parse(buf, len, path, out, err);
+    free(buf);
+    return rc;
+}
+
+void
+spsim_hardware_destroy(struct spsim_hardware *hw)
+{
+    if (!hw)
+        return;
+    for (uint32_t i = 0; i < hw->ncurves; i++)
+        curve_free(&hw->curves[i]);
+    if (hw->gemm_table && hw->gemm_table->interp)
+        gsl_interp_free(hw->gemm_table->interp);
+    free(hw->gemm_table);
+    free(hw->name);
+    free(hw->description);
+    free(hw->gpu_model);
+    free(hw);
+}
+
+void
+spsim_hardware_get_info(const struct spsim_hardware *hw, struct spsim_hardware_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->name = hw->name;
+    info->description = hw->description;
+    info->gpu_model = hw->gpu_model;
+    for (int t = 0; t < SPSIM_DTYPE_COUNT; t++)
+        info->peak_tflops[t] = hw->peak_flops[t] / 1e12;
+    info->gemm_achievable_tflops_bf16 = hw->gemm_achievable_flops[SPSIM_DTYPE_BF16] / 1e12;
+    info->sm_count = hw->sm_count;
+    info->hbm_capacity_bytes = hw->hbm_capacity_bytes;
+    info->hbm_bandwidth_GBps = hw->hbm_Bps / 1e9;
+    info->hbm_achievable_GBps = hw->hbm_achievable_Bps / 1e9;
+    info->gpus_per_node = hw->gpus_per_node;
+    info->nvlink_domain_gpus = hw->nvlink_domain_gpus;
+    info->nics_per_node = hw->nics_per_node;
+    info->nvlink_bandwidth_per_direction_GBps = hw->nvlink_line_Bps / 1e9;
+    info->nvlink_ring_busbw_GBps = hw->nvlink.busbw_Bps[SPSIM_COLL_ALL_GATHER] / 1e9;
+    info->nvlink_allreduce_busbw_GBps = hw->nvlink.busbw_Bps[SPSIM_COLL_ALL_REDUCE] / 1e9;
+    info->nic_line_rate_Gbit_s = hw->nic_line_Bps * 8.0 / 1e9;
+    info->nic_achievable_GBps = hw->nic_achievable_Bps / 1e9;
+    info->calibrated = hw->calibrated;
+}

@@ -1,0 +1,486 @@
+#include "config.h"
+
+#include <string.h>
+
+#include "layer.h"
+
+/*
+ * Activation inventory of one layer, after Korthikanti et al. 2022 §4.1 (bf16 activations,
+ * 2 bytes/element; dropout masks 1 byte/element; small buffers such as LayerNorm statistics
+ * ignored, as the paper does). For the paper's GPT layer the sums are exactly Table 2:
+ *
+ *   tensor (per layer)                    elements          where         GPT, per sbh
+ *   LayerNorm 1 input                     s'·b·h            SEQ           2
+ *   QKV input (the g/f boundary)          s'·b·h            SEQ           2
+ *   Q and K (QKᵀ inputs)                  s·b·(q+kv)/t      TENSOR        4/t
+ *   softmax output                        b·(a/t)·s²        TENSOR, core  2as/(ht)
+ *   attention-dropout mask (1 B)          b·(a/t)·s²        TENSOR, core  as/(ht)
+ *   attention-dropout output              b·(a/t)·s²        TENSOR, core  2as/(ht)
+ *   V                                     s·b·kv/t          TENSOR        2/t
+ *   projection input                      s·b·q/t           TENSOR        2/t
+ *   dropout mask after attention (1 B)    s'·b·h            SEQ           1
+ *   LayerNorm 2 input                     s'·b·h            SEQ           2
+ *   FC1 input                             s'·b·h            SEQ           2
+ *   GeLU input                            s·b·ffn/t         TENSOR        8/t
+ *   FC2 input                             s·b·ffn/t         TENSOR        8/t
+ *   dropout mask after MLP (1 B)          s'·b·h            SEQ           1
+ *
+ * where s' = s/t with sequence parallelism and s without (SEQ-region tensors are replicated
+ * across the TP group without SP: the paper's 10sbh). Sum: 10 + 24/t + 5as/(ht) with TP;
+ * 34/t + 5as/(ht) with SP; the "core" rows are what selective recomputation drops.
+ *
+ * Other layers, derived the same way:
+ * - GQA: K and V have kv_heads·head_dim features, so Q+K is (q+kv) and V is kv.
+ * - SwiGLU: FC1 produces gate and up (2·ffn/t); the activation keeps both (4 B per output
+ *   element), FC2 keeps the activation's output (2 B): 6·s·b·ffn/t in all (GeLU: 4·s·b·ffn/t).
+ * - No dropout: no masks, no dropout output (attention·V reads the softmax output, already kept).
+ * - RMSNorm keeps its input like LayerNorm (2 B/element); RoPE keeps nothing (cos/sin tables).
+ * - Flash attention (FlashAttention-2): no s×s tensor is stored; it keeps Q, K, V, its output
+ *   (the projection input, counted there) and the fp32 log-sum-exp per row, b·(a/t)·s·4 B
+ *   (core group); dropout masks are regenerated from the RNG state in backward.
+ */
+
+struct builder {
+    struct spsim_layer *layer;
+    bool ok;
+};
+
+static struct spsim_op *
+add_op(struct builder *bld, const char *name, enum spsim_op_kind kind, enum spsim_region region,
+       enum spsim_rgroup group)
+{
+    struct spsim_layer *L = bld->layer;
+    struct spsim_op *op = &L->ops[L->nops++];
+    memset(op, 0, sizeof(*op));
+    op->name = name;
+    op->kind = kind;
+    op->region = region;
+    op->group = group;
+    op->batch = 1;
+    op->fwd_coll = op->bwd_coll = SPSIM_COLL_NONE;
+    return op;
+}
+
+static void
+save(struct spsim_op *op, const char *what, uint64_t elements, uint32_t bytes,
+     enum spsim_rgroup group)
+{
+    op->saved[op->nsaved++] = (struct spsim_saved_tensor){what, elements, bytes, group};
+}
+
+static void
+dims3(struct spsim_dim *d, uint32_t *n, const char *s0, uint64_t v0, const char *s1, uint64_t v1,
+      const char *s2, uint64_t v2)
+{
+    d[0] = (struct spsim_dim){s0, v0};
+    d[1] = (struct spsim_dim){s1, v1};
+    d[2] = (struct spsim_dim){s2, v2};
+    *n = 3;
+}
+
+struct dims {
+    uint64_t s, sl, b, h, t, q_t, kv_t, heads_t, d, ffn_t, gate;
+    const char *sl_sym;
+};
+
+static void
+add_norm(struct builder *bld, const struct dims *x, const char *name, const char *what,
+         uint64_t elements)
+{
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_MEMORY, SPSIM_REGION_SEQ, SPSIM_RG_LAYER);
+    /* Forward reads x and writes y (2 B each). Backward (apex fused_layer_norm_cuda:
+     * cuComputePartGradGammaBeta, then cuComputeGradInput) reads dy and x once for the γ/β
+     * partial sums and once more for dx, and writes dx: 10 B per element. */
+    op->fwd_bytes = 4.0 * elements;
+    op->bwd_bytes = 10.0 * elements;
+    save(op, what, elements, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+}
+
+static struct spsim_op *
+add_boundary(struct builder *bld, const struct dims *x, bool into_tp, const char *name_sp,
+             const char *name_tp, const char *bwd_sp, const char *bwd_tp)
+{
+    if (x->t <= 1)
+        return NULL; /* group of one: every operator is the identity */
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    struct spsim_op *op = add_op(bld, cfg->sp ? name_sp : name_tp, SPSIM_OPK_COMM,
+                                 SPSIM_REGION_BOUNDARY, SPSIM_RG_LAYER);
+    op->message_bytes = bld->layer->message_bytes;
+    op->into_tp = into_tp;
+    op->bwd_name = cfg->sp ? bwd_sp : bwd_tp;
+    if (cfg->sp) {
+        /* g: AllGather forward, ReduceScatter backward; ḡ the conjugate (paper Fig. 5). */
+        op->operator_name = into_tp ? "g" : "ḡ";
+        op->fwd_coll = into_tp ? SPSIM_COLL_ALL_GATHER : SPSIM_COLL_REDUCE_SCATTER;
+        op->bwd_coll = into_tp ? SPSIM_COLL_REDUCE_SCATTER : SPSIM_COLL_ALL_GATHER;
+    } else {
+        /* f: identity forward, AllReduce backward; f̄ the conjugate (paper Fig. 4). */
+        op->operator_name = into_tp ? "f" : "f̄";
+        op->fwd_coll = into_tp ? SPSIM_COLL_NONE : SPSIM_COLL_ALL_REDUCE;
+        op->bwd_coll = into_tp ? SPSIM_COLL_ALL_REDUCE : SPSIM_COLL_NONE;
+    }
+    if (into_tp) {
+        dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+        dims3(op->out, &op->nout, "s", x->s, "b", x->b, "h", x->h);
+    } else {
+        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "h (partial sums)", x->h);
+        dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    }
+    return op;
+}
+
+static struct spsim_op *
+add_gemm(struct builder *bld, const char *name, enum spsim_gemm_role role, uint64_t m, uint64_t k,
+         uint64_t n)
+{
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_GEMM, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->role = role;
+    op->m = m;
+    op->n = n;
+    op->k = k;
+    return op;
+}
+
+/* The input a column-parallel linear keeps: with SP only this rank's sequence shard (Megatron
+ * saves the shard and re-gathers it for the weight gradient); without SP the whole replicated
+ * input. */
+static void
+save_column_input(struct builder *bld, struct spsim_op *op, const struct dims *x, const char *what)
+{
+    save(op, what, spsim_mul3(x->sl, x->b, x->h, &bld->ok), 2, SPSIM_RG_LAYER);
+}
+
+static void
+add_dropout_add(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
+                const char *name)
+{
+    uint64_t elements = spsim_mul3(x->sl, x->b, x->h, &bld->ok);
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_MEMORY, SPSIM_REGION_SEQ, SPSIM_RG_LAYER);
+    /* The row-parallel GEMM's bias is added here (skip_bias_add): its gradient is a
+     * reduction of dy over the tokens (read 2 B per element). */
+    double bias_grad = m->linear_bias ? 2.0 * elements : 0.0;
+    if (m->dropout) {
+        /* Fused bias-dropout-add: forward reads x and the residual, writes out and the mask;
+         * backward reads dy and the mask, writes dx, and the residual's gradient is summed
+         * with the branch's (read 2 + 2, write 2). */
+        op->fwd_bytes = 7.0 * elements;
+        op->bwd_bytes = 11.0 * elements + bias_grad;
+        save(op, "dropout mask", elements, 1, SPSIM_RG_LAYER);
+        /* Replicated across TP without SP: every rank must draw the same mask (default RNG).
+         * With SP each rank holds a different sequence shard: different masks
+         * (model-parallel RNG; Megatron-LM issue #1256). */
+        op->rng = bld->layer->cfg.sp ? "model-parallel-rng" : "default";
+    } else {
+        op->fwd_bytes = 6.0 * elements;
+        op->bwd_bytes = 6.0 * elements + bias_grad;
+    }
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+}
+
+static void
+add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    bool *ok = &bld->ok;
+    uint64_t tokens = spsim_mul(x->s, x->b, ok);
+    if (bld->layer->cfg.flash) {
+        struct spsim_op *op =
+            add_op(bld, "flash attention (QK^T, softmax, dropout, .V)", SPSIM_OPK_FLASH,
+                   SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
+        /* Causal: half of the s×s scores; two matmuls of 2·s·s·d each per head, halved. */
+        op->flash_fwd_flops = 2.0 * (double)x->b * (double)x->heads_t * (double)x->s *
+                              (double)x->s * (double)x->d;
+        save(op, "Q and K", spsim_mul(tokens, x->q_t + x->kv_t, ok), 2, SPSIM_RG_LAYER);
+        save(op, "V", spsim_mul(tokens, x->kv_t, ok), 2, SPSIM_RG_LAYER);
+        save(op, "softmax log-sum-exp (fp32)", spsim_mul3(x->b, x->heads_t, x->s, ok), 4,
+             SPSIM_RG_CORE_ATTN);
+        if (m->dropout)
+            op->rng = "model-parallel-rng";
+        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
+        dims3(op->out, &op->nout, "s", x->s, "b", x->b, "ad/t", x->q_t);
+        return;
+    }
+    uint64_t scores = spsim_mul4(x->b, x->heads_t, x->s, x->s, ok);
+    struct spsim_op *op = add_op(bld, "QK^T (batched)", SPSIM_OPK_BMM, SPSIM_REGION_TENSOR,
+                                 SPSIM_RG_CORE_ATTN);
+    op->batch = x->b * x->heads_t;
+    op->m = x->s;
+    op->n = x->s;
+    op->k = x->d;
+    save(op, "Q and K", spsim_mul(tokens, x->q_t + x->kv_t, ok), 2, SPSIM_RG_LAYER);
+    op->in[0] = (struct spsim_dim){"b·a/t", x->b * x->heads_t};
+    op->in[1] = (struct spsim_dim){"s", x->s};
+    op->in[2] = (struct spsim_dim){"d", x->d};
+    op->nin = 3;
+    op->out[0] = (struct spsim_dim){"b·a/t", x->b * x->heads_t};
+    op->out[1] = (struct spsim_dim){"s", x->s};
+    op->out[2] = (struct spsim_dim){"s", x->s};
+    op->nout = 3;
+    struct spsim_dim score_dims[3] = {op->out[0], op->out[1], op->out[2]};
+
+    op = add_op(bld, "scale-mask-softmax", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
+    op->fwd_bytes = 4.0 * scores;
+    op->bwd_bytes = 6.0 * scores;
+    save(op, "softmax output", scores, 2, SPSIM_RG_CORE_ATTN);
+    memcpy(op->in, score_dims, sizeof(score_dims));
+    memcpy(op->out, score_dims, sizeof(score_dims));
+    op->nin = op->nout = 3;
+
+    if (m->dropout) {
+        op = add_op(bld, "attention dropout", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR,
+                    SPSIM_RG_CORE_ATTN);
+        op->fwd_bytes = 5.0 * scores;
+        op->bwd_bytes = 5.0 * scores;
+        save(op, "attention-dropout mask", scores, 1, SPSIM_RG_CORE_ATTN);
+        op->rng = "model-parallel-rng"; /* heads differ per TP rank: masks must differ */
+        memcpy(op->in, score_dims, sizeof(score_dims));
+        memcpy(op->out, score_dims, sizeof(score_dims));
+        op->nin = op->nout = 3;
+    }
+
+    op = add_op(bld, "attention x V (batched)", SPSIM_OPK_BMM, SPSIM_REGION_TENSOR,
+                SPSIM_RG_CORE_ATTN);
+    op->batch = x->b * x->heads_t;
+    op->m = x->s;
+    op->n = x->d;
+    op->k = x->s;
+    if (m->dropout)
+        save(op, "attention-dropout output", scores, 2, SPSIM_RG_CORE_ATTN);
+    save(op, "V", spsim_mul(tokens, x->kv_t, ok), 2, SPSIM_RG_LAYER);
+    memcpy(op->in, score_dims, sizeof(score_dims));
+    op->nin = 3;
+    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "ad/t", x->q_t);
+}
+
+static void
+add_attention_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    bool *ok = &bld->ok;
+    uint64_t tokens = spsim_mul(x->s, x->b, ok);
+    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 1" : "RMSNorm 1",
+             "norm 1 input", spsim_mul3(x->sl, x->b, x->h, ok));
+    add_boundary(bld, x, true, "g: AllGather before QKV", "f: identity before QKV",
+                 "g backward: ReduceScatter of the QKV input gradient",
+                 "f backward: AllReduce of the QKV input gradient");
+    struct spsim_op *op =
+        add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens, x->h,
+                 x->q_t + 2 * x->kv_t);
+    save_column_input(bld, op, x, "QKV input");
+    if (m->linear_bias) /* grad_bias = grad_output.sum(0): read dY once */
+        op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->q_t + 2 * x->kv_t);
+    op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
+    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
+    if (m->position == SPSIM_POSITION_ROPE) {
+        uint64_t elements = spsim_mul(tokens, x->q_t + x->kv_t, ok);
+        op = add_op(bld, "RoPE on Q and K", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+        op->fwd_bytes = 4.0 * elements;
+        op->bwd_bytes = 4.0 * elements;
+        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
+        dims3(op->out, &op->nout, "s", x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
+    }
+    add_core_attention(bld, m, x);
+    op = add_gemm(bld, "attention projection GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, x->q_t,
+                  x->h);
+    save(op, "projection input", spsim_mul(tokens, x->q_t, ok), 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "ad/t", x->q_t);
+    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "h (partial sums)", x->h);
+    add_boundary(bld, x, false, "ḡ: ReduceScatter after projection",
+                 "f̄: AllReduce after projection",
+                 "ḡ backward: AllGather of the projection output gradient",
+                 "f̄ backward: identity");
+    add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (attention)" : "residual add (attention)");
+}
+
+static void
+add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    bool *ok = &bld->ok;
+    uint64_t tokens = spsim_mul(x->s, x->b, ok);
+    uint64_t act = spsim_mul(tokens, x->ffn_t, ok);
+    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2",
+             "norm 2 input", spsim_mul3(x->sl, x->b, x->h, ok));
+    add_boundary(bld, x, true, "g: AllGather before FC1", "f: identity before FC1",
+                 "g backward: ReduceScatter of the FC1 input gradient",
+                 "f backward: AllReduce of the FC1 input gradient");
+    struct spsim_op *op = add_gemm(bld, "FC1 GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens,
+                                   x->h, x->gate * x->ffn_t);
+    save_column_input(bld, op, x, "FC1 input");
+    if (m->linear_bias) /* bias-GeLU's bias gradient: read dY once */
+        op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->gate * x->ffn_t);
+    op->regather_site = "wgrad AG: re-gather of the saved FC1 input shard";
+    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, "s", x->s, "b", x->b, x->gate == 2 ? "2ffn/t" : "ffn/t",
+          x->gate * x->ffn_t);
+    if (m->mlp == SPSIM_MLP_SWIGLU) {
+        op = add_op(bld, "SwiGLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+        op->fwd_bytes = 6.0 * act;
+        op->bwd_bytes = 10.0 * act;
+        save(op, "SwiGLU input (gate and up)", spsim_mul(act, 2, ok), 2, SPSIM_RG_LAYER);
+        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "2ffn/t", 2 * x->ffn_t);
+    } else {
+        op = add_op(bld, "bias-GeLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+        op->fwd_bytes = 4.0 * act;
+        op->bwd_bytes = 6.0 * act;
+        save(op, "GeLU input", act, 2, SPSIM_RG_LAYER);
+        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
+    }
+    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
+    op = add_gemm(bld, "FC2 GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, x->ffn_t, x->h);
+    save(op, "FC2 input", act, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
+    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "h (partial sums)", x->h);
+    add_boundary(bld, x, false, "ḡ: ReduceScatter after FC2", "f̄: AllReduce after FC2",
+                 "ḡ backward: AllGather of the FC2 output gradient", "f̄ backward: identity");
+    add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (MLP)" : "residual add (MLP)");
+}
+
+static struct dims
+make_dims(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg)
+{
+    uint64_t t = cfg->t ? cfg->t : 1;
+    return (struct dims){
+        .s = cfg->s,
+        .sl = cfg->sp ? cfg->s / t : cfg->s,
+        .b = cfg->b,
+        .h = m->hidden,
+        .t = t,
+        .q_t = (uint64_t)m->heads * m->head_dim / t,
+        .kv_t = (uint64_t)m->kv_heads * m->head_dim / t,
+        .heads_t = m->heads / t,
+        .d = m->head_dim,
+        .ffn_t = m->ffn_hidden / t,
+        .gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1,
+        .sl_sym = cfg->sp && t > 1 ? "s/t" : "s",
+    };
+}
+
+static void
+block_begin(struct spsim_layer *layer, const struct spsim_layer_config *cfg, struct builder *bld,
+            struct dims *x, const struct spsim_model_shape *m)
+{
+    memset(layer, 0, sizeof(*layer));
+    layer->cfg = *cfg;
+    *bld = (struct builder){layer, true};
+    *x = make_dims(m, cfg);
+    layer->message_bytes = spsim_mul4(x->b, x->s, x->h, 2, &bld->ok);
+}
+
+void
+spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                  struct spsim_layer *layer)
+{
+    struct builder bld;
+    struct dims x;
+    block_begin(layer, cfg, &bld, &x, m);
+    add_attention_block(&bld, m, &x);
+    add_mlp_block(&bld, m, &x);
+    layer->ok = bld.ok;
+}
+
+void
+spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                      uint64_t padded_vocab, struct spsim_layer *block)
+{
+    struct builder bld;
+    struct dims x;
+    block_begin(block, cfg, &bld, &x, m);
+    (void)padded_vocab;
+    uint64_t elements = spsim_mul3(x.s, x.b, x.h, &bld.ok);
+    /* VocabParallelEmbedding: each rank looks up the tokens of its vocabulary shard (2 B read,
+     * 2 B written per element), the learned position table is read and added; backward
+     * scatter-adds the gradient into the fp32 main gradient (read 2, read-modify-write 8). */
+    struct spsim_op *op = add_op(&bld, "word embedding lookup (vocabulary-parallel)",
+                                 SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    bool learned = m->position == SPSIM_POSITION_LEARNED;
+    op->fwd_bytes = (learned ? 8.0 : 4.0) * elements;
+    op->bwd_bytes = 10.0 * elements;
+    dims3(op->in, &op->nin, "s", x.s, "b", x.b, "token ids", 1);
+    op->nin = 2;
+    dims3(op->out, &op->nout, "s", x.s, "b", x.b, "h (partial sums)", x.h);
+    add_boundary(&bld, &x, false, "ḡ: ReduceScatter after the embedding",
+                 "f̄: AllReduce after the embedding",
+                 "ḡ backward: AllGather of the embedding output gradient", "f̄ backward: identity");
+    if (m->dropout) {
+        uint64_t local = spsim_mul3(x.sl, x.b, x.h, &bld.ok);
+        op = add_op(&bld, "embedding dropout", SPSIM_OPK_MEMORY, SPSIM_REGION_SEQ, SPSIM_RG_LAYER);
+        op->fwd_bytes = 5.0 * local;
+        op->bwd_bytes = 5.0 * local;
+        /* Paper §4.3: the embedding dropout mask, sbh/t per micro-batch with SP. */
+        save(op, "embedding dropout mask", local, 1, SPSIM_RG_LAYER);
+        op->rng = cfg->sp ? "model-parallel-rng" : "default";
+        dims3(op->in, &op->nin, x.sl_sym, x.sl, "b", x.b, "h", x.h);
+        dims3(op->out, &op->nout, x.sl_sym, x.sl, "b", x.b, "h", x.h);
+    }
+    block->ok = bld.ok;
+}
+
+void
+spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                   uint64_t padded_vocab, struct spsim_layer *block)
+{
+    struct builder bld;
+    struct dims x;
+    block_begin(block, cfg, &bld, &x, m);
+    uint64_t tokens = spsim_mul(x.s, x.b, &bld.ok);
+    uint64_t vocab_t = padded_vocab / x.t;
+    add_norm(&bld, &x, m->norm == SPSIM_NORM_LAYERNORM ? "final LayerNorm" : "final RMSNorm",
+             "final norm input", spsim_mul3(x.sl, x.b, x.h, &bld.ok));
+    add_boundary(&bld, &x, true, "g: AllGather before the output layer",
+                 "f: identity before the output layer",
+                 "g backward: ReduceScatter of the output-layer input gradient",
+                 "f backward: AllReduce of the output-layer input gradient");
+    struct spsim_op *op = add_gemm(&bld, "output layer GEMM (vocabulary-parallel)",
+                                   SPSIM_GEMM_COLUMN, tokens, x.h, vocab_t);
+    save_column_input(&bld, op, &x, "output layer input");
+    op->regather_site = "wgrad AG: re-gather of the saved output-layer input shard";
+    dims3(op->in, &op->nin, "s", x.s, "b", x.b, "h", x.h);
+    dims3(op->out, &op->nout, "s", x.s, "b", x.b, "v/t", vocab_t);
+    /* Vocabulary-parallel cross-entropy keeps the logits in fp32 (paper §4.3: 4sbv/t). Forward
+     * reads the bf16 logits and writes and re-reads fp32 exponentials; backward reads them and
+     * writes the bf16 gradient. Its three small all-reduces (max, sum, target logit; s·b fp32
+     * each) are latency-bound and modelled as one. */
+    uint64_t logits = spsim_mul(tokens, vocab_t, &bld.ok);
+    op = add_op(&bld, "vocabulary-parallel cross-entropy", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR,
+                SPSIM_RG_LAYER);
+    op->fwd_bytes = 10.0 * logits;
+    op->bwd_bytes = 6.0 * logits;
+    save(op, "logits (fp32)", logits, 4, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, "s", x.s, "b", x.b, "v/t", vocab_t);
+    dims3(op->out, &op->nout, "s", x.s, "b", x.b, "loss", 1);
+    op->nout = 2;
+    if (x.t > 1) {
+        op = add_op(&bld, "cross-entropy AllReduces (max, sum, target)", SPSIM_OPK_COMM,
+                    SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+        op->operator_name = "";
+        op->fwd_coll = SPSIM_COLL_ALL_REDUCE;
+        op->message_bytes = spsim_mul(tokens, 12, &bld.ok);
+        dims3(op->in, &op->nin, "s", x.s, "b", x.b, "3 fp32", 3);
+        dims3(op->out, &op->nout, "s", x.s, "b", x.b, "3 fp32", 3);
+    }
+    block->ok = bld.ok;
+}
+
+uint64_t
+spsim_layer_saved_bytes(const struct spsim_layer *layer, bool *ok)
+{
+    if (layer->cfg.recompute == SPSIM_RECOMPUTE_FULL) {
+        /* One checkpoint per layer: its input, [s', b, h] in bf16 (paper §5: 2sbh; with SP the
+         * input is already the sequence shard). */
+        const struct spsim_op *first = &layer->ops[0];
+        return spsim_mul(first->saved[0].elements, 2, ok);
+    }
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < layer->nops; i++) {
+        const struct spsim_op *op = &layer->ops[i];
+        for (uint32_t k = 0; k < op->nsaved; k++) {
+            const struct spsim_saved_tensor *st = &op->saved[k];
+            if (layer->cfg.recompute == SPSIM_RECOMPUTE_SELECTIVE && st->group == SPSIM_RG_CORE_ATTN)
+                continue;
+            total = spsim_add(total, spsim_mul(st->elements, st->bytes_per_element, ok), ok);
+        }
+    }
+    return total;
+}

@@ -1,0 +1,140 @@
+/*
+ * The transformer layer as data: an ordered list of operations built once for a (model,
+ * parallel configuration) pair. Every engine (memory, communication, time, explain) is a fold
+ * over this list or over the schedule derived from it. New layer kinds (SwiGLU, GQA, RMSNorm,
+ * no dropout, flash attention) are different rows, not different formulas.
+ */
+#ifndef SPSIM_LAYER_H
+#define SPSIM_LAYER_H
+
+#include "profiles.h"
+#include "spsim/parallel.h"
+#include "spsim/schedule.h"
+
+enum spsim_op_kind {
+    SPSIM_OPK_MEMORY = 0, /* memory-bound element-wise kernel (norm, dropout, activation...) */
+    SPSIM_OPK_GEMM = 1,   /* a linear layer: out[m,n] = in[m,k] · W[k,n] on one rank */
+    SPSIM_OPK_BMM = 2,    /* batched attention matmul (QKᵀ or attention·V), no weights */
+    SPSIM_OPK_FLASH = 3,  /* fused flash attention (QKᵀ, softmax, dropout, ·V) */
+    SPSIM_OPK_COMM = 4    /* a TP boundary operator: f, f̄, g or ḡ */
+};
+
+/* Recompute group: what selective recomputation drops and replays. */
+enum spsim_rgroup { SPSIM_RG_LAYER = 0, SPSIM_RG_CORE_ATTN = 1 };
+
+enum spsim_region { SPSIM_REGION_SEQ = 0, SPSIM_REGION_TENSOR = 1, SPSIM_REGION_BOUNDARY = 2 };
+
+enum spsim_gemm_role { SPSIM_GEMM_COLUMN = 0, SPSIM_GEMM_ROW = 1 };
+
+#define SPSIM_COLL_NONE SPSIM_COLL_COUNT
+
+struct spsim_saved_tensor {
+    const char *what;
+    uint64_t elements;        /* on one rank */
+    uint32_t bytes_per_element;
+    enum spsim_rgroup group;
+};
+
+struct spsim_dim {
+    const char *sym; /* "s/t", "b", "h", "3h/t", ... */
+    uint64_t value;
+};
+
+#define SPSIM_OP_MAX_SAVED 3
+#define SPSIM_OP_MAX_DIMS 4
+
+struct spsim_op {
+    const char *name;
+    enum spsim_op_kind kind;
+    enum spsim_region region;
+    enum spsim_rgroup group;
+    /* GEMM and BMM: forward shape per rank (batch = 1 for GEMM). */
+    enum spsim_gemm_role role;
+    uint64_t m, n, k, batch;
+    double bias_grad_bytes; /* GEMM with its bias in the epilogue: the bias-gradient reduction */
+    /* FLASH: causal attention computes half of the s×s score matrix. */
+    double flash_fwd_flops;
+    /* MEMORY: bytes moved through HBM forward and backward. */
+    double fwd_bytes, bwd_bytes;
+    /* COMM: the operator and the collective it issues in each direction. */
+    const char *operator_name;
+    const char *bwd_name;                 /* the collective's site in backward */
+    bool into_tp;                         /* g or f (before a column-parallel GEMM) */
+    enum spsim_coll_op fwd_coll, bwd_coll; /* SPSIM_COLL_NONE for identity */
+    /* Column-parallel GEMM with SP: where its weight-gradient re-gather is reported. */
+    const char *regather_site;
+    uint64_t message_bytes;               /* M = b·s·h·2 */
+    const char *rng;                      /* RNG domain of a dropout, or NULL */
+    uint32_t nsaved;
+    struct spsim_saved_tensor saved[SPSIM_OP_MAX_SAVED];
+    uint32_t nin, nout;
+    struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
+};
+
+#define SPSIM_LAYER_MAX_OPS 24
+
+/** A configuration with its defaults resolved, as the engines use it. */
+struct spsim_layer_config {
+    uint32_t t;       /* tensor parallel size */
+    bool sp;
+    bool flash;
+    enum spsim_recompute recompute;
+    uint64_t s, b;    /* sequence length, micro-batch size */
+    enum spsim_dtype dtype;
+};
+
+struct spsim_layer {
+    struct spsim_layer_config cfg;
+    uint32_t nops;
+    struct spsim_op ops[SPSIM_LAYER_MAX_OPS];
+    uint64_t message_bytes; /* M = b·s·h·2 */
+    bool ok;                /* false if a count overflowed 64 bits */
+};
+
+/** Build the op list. Never fails except on 64-bit overflow (layer->ok == false). */
+void spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                       struct spsim_layer *layer);
+
+/** The first stage's embedding block: vocabulary-parallel lookup, its ḡ/f̄, dropout. */
+void spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                           uint64_t padded_vocab, struct spsim_layer *block);
+
+/** The last stage's output block: final norm, g/f, vocabulary-parallel output GEMM,
+ * cross-entropy with fp32 logits. */
+void spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                        uint64_t padded_vocab, struct spsim_layer *block);
+
+/** Activation bytes this layer keeps for backward on one rank, for its recompute setting.
+ * *ok is cleared on overflow. */
+uint64_t spsim_layer_saved_bytes(const struct spsim_layer *layer, bool *ok);
+
+/* The schedule: forward, recompute and backward steps of one layer, with Megatron's overlaps. */
+
+enum spsim_pass { SPSIM_PASS_FWD, SPSIM_PASS_DGRAD, SPSIM_PASS_WGRAD, SPSIM_PASS_BWD, SPSIM_PASS_COMM };
+
+struct spsim_step {
+    enum spsim_phase phase;
+    const struct spsim_op *op;
+    enum spsim_pass pass;
+    /* Computation of the step (none for a pure collective step). */
+    double flops;
+    uint64_t gm, gn, gk, gbatch; /* GEMM shape of this pass (M, N, K) */
+    double bytes;                /* memory-bound bytes */
+    /* A collective issued in this step (runs beside the computation when overlap != NONE). */
+    enum spsim_coll_op coll;     /* SPSIM_COLL_NONE: none */
+    uint64_t message_bytes;      /* the collective's size (nccl-tests convention) */
+    const char *coll_site;
+    const char *coll_operator;
+    enum spsim_overlap overlap;
+};
+
+#define SPSIM_MAX_STEPS 96
+
+struct spsim_schedule {
+    uint32_t nsteps;
+    struct spsim_step steps[SPSIM_MAX_STEPS];
+};
+
+void spsim_schedule_build(const struct spsim_layer *layer, struct spsim_schedule *sched);
+
+#endif

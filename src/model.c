@@ -1,0 +1,281 @@
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonfield.h"
+#include "profiles.h"
+
+static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
+static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
+static const char *const attention_names[] = {"standard", "flash", NULL};
+static const char *const position_names[] = {"learned", "rope", NULL};
+
+/* Limits on sizes: far above any real model, low enough that every per-layer byte count of
+ * the memory engine is checked rather than assumed to fit (see the checked arithmetic). */
+#define MAX_LAYERS 4096u
+#define MAX_HIDDEN 1048576u
+#define MAX_HEADS 65536u
+#define MAX_FFN 4194304u
+#define MAX_VOCAB 16777216u
+#define MAX_SEQ 16777216u
+
+static int
+shape_check(const struct spsim_model_shape *m, const struct spsim_jctx *c, bool head_dim_given)
+{
+    if (m->kv_heads > m->heads)
+        return spsim_json_field_error(c, NULL, "kv_heads", "must not exceed heads (%u), got %u",
+                                      m->heads, m->kv_heads);
+    if (m->heads % m->kv_heads != 0)
+        return spsim_json_field_error(c, NULL, "kv_heads",
+                                      "must divide heads (%u) for grouped-query attention, got %u",
+                                      m->heads, m->kv_heads);
+    if (!head_dim_given && m->hidden % m->heads != 0)
+        return spsim_json_field_error(c, NULL, "heads",
+                                      "must divide hidden (%u) unless head_dim is given, got %u",
+                                      m->hidden, m->heads);
+    if ((uint64_t)m->heads * m->head_dim > MAX_HIDDEN)
+        return spsim_json_field_error(c, NULL, "head_dim",
+                                      "heads × head_dim must not exceed %u", MAX_HIDDEN);
+    return SPSIM_OK;
+}
+
+static int
+read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
+{
+    int rc;
+    int mlp = 0, norm = 0, attention = 0, position = 0;
+    bool head_dim_given = cJSON_GetObjectItemCaseSensitive(root, "head_dim") != NULL;
+    memset(m, 0, sizeof(*m));
+    if ((rc = spsim_json_get_u32(c, root, NULL, "layers", true, 1, MAX_LAYERS, &m->layers)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "hidden", true, 1, MAX_HIDDEN, &m->hidden)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "heads", true, 1, MAX_HEADS, &m->heads)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "kv_heads", true, 1, MAX_HEADS, &m->kv_heads)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "head_dim", false, 1, MAX_HIDDEN, &m->head_dim)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "ffn_hidden", true, 1, MAX_FFN, &m->ffn_hidden)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "vocab", true, 1, MAX_VOCAB, &m->vocab)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "seq_len", true, 1, MAX_SEQ, &m->seq_len)) ||
+        (rc = spsim_json_get_enum(c, root, NULL, "mlp", true, mlp_names, &mlp)) ||
+        (rc = spsim_json_get_enum(c, root, NULL, "norm", true, norm_names, &norm)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "dropout", true, &m->dropout)) ||
+        (rc = spsim_json_get_enum(c, root, NULL, "attention", true, attention_names,
+                                  &attention)) ||
+        (rc = spsim_json_get_enum(c, root, NULL, "position_embedding", true, position_names,
+                                  &position)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "linear_bias", true, &m->linear_bias)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)))
+        return rc;
+    if (!head_dim_given)
+        m->head_dim = m->heads ? m->hidden / m->heads : 0;
+    m->mlp = (enum spsim_mlp)mlp;
+    m->norm = (enum spsim_norm)norm;
+    m->attention = (enum spsim_attention)attention;
+    m->position = (enum spsim_position)position;
+    return shape_check(m, c, head_dim_given);
+}
+
+static int
+model_new(const struct spsim_model_shape *shape, const char *name, const char *source,
+          const char *description, struct spsim_model **out, struct spsim_error *err)
+{
+    struct spsim_model *m = spsim_calloc(1, sizeof(*m));
+    if (m) {
+        m->shape = *shape;
+        m->name = spsim_strdup(name);
+        m->source = spsim_strdup(source);
+        m->description = spsim_strdup(description);
+    }
+    if (!m || !m->name || !m->source || !m->description) {
+        spsim_model_destroy(m);
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    }
+    *out = m;
+    return SPSIM_OK;
+}
+
+int
+spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim_model **out,
+                  struct spsim_error *err)
+{
+    if (!json || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_model_parse: NULL argument");
+    if (!origin)
+        origin = "<model>";
+    cJSON *root = NULL;
+    int rc = spsim_json_parse(json, len, origin, &root, err);
+    if (rc != SPSIM_OK)
+        return rc;
+
+    static const char *const keys[] = {
+        "schema", "name", "description", "source", "layers", "hidden", "heads", "kv_heads",
+        "head_dim", "ffn_hidden", "vocab", "seq_len", "mlp", "norm", "dropout", "attention",
+        "position_embedding", "linear_bias", "tied_embeddings", NULL};
+    struct spsim_jctx c = {origin, err};
+    const char *schema = NULL, *name = NULL, *source = NULL, *description = "";
+    struct spsim_model_shape shape;
+    if ((rc = spsim_json_check_keys(&c, root, NULL, keys)) ||
+        (rc = spsim_json_get_string(&c, root, NULL, "schema", true, true, &schema)))
+        goto done;
+    if (strcmp(schema, "spsim-model/1") != 0) {
+        rc = spsim_json_field_error(&c, NULL, "schema", "must be \"spsim-model/1\", got \"%s\"",
+                                    schema);
+        goto done;
+    }
+    if ((rc = spsim_json_get_string(&c, root, NULL, "name", true, true, &name)) ||
+        (rc = spsim_json_get_string(&c, root, NULL, "source", true, true, &source)) ||
+        (rc = spsim_json_get_string(&c, root, NULL, "description", false, false, &description)) ||
+        (rc = read_shape(&c, root, &shape)))
+        goto done;
+    rc = model_new(&shape, name, source, description, out, err);
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int
+spsim_model_load(const char *path, struct spsim_model **out, struct spsim_error *err)
+{
+    if (!path || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_model_load: NULL argument");
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = spsim_read_file(path, &buf, &len, err);
+    if (rc == SPSIM_OK)
+        rc = spsim_model_parse(buf, len, path, out, err);
+    free(buf);
+    return rc;
+}
+
+int
+spsim_model_create(const struct spsim_model_shape *shape, const char *name,
+                   struct spsim_model **out, struct spsim_error *err)
+{
+    if (!shape || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_model_create: NULL argument");
+    const char *origin = name ? name : "custom";
+    struct spsim_jctx c = {origin, err};
+    const struct {
+        const char *key;
+        uint32_t value, max;
+    } limits[] = {{"layers", shape->layers, MAX_LAYERS},     {"hidden", shape->hidden, MAX_HIDDEN},
+                  {"heads", shape->heads, MAX_HEADS},         {"kv_heads", shape->kv_heads, MAX_HEADS},
+                  {"head_dim", shape->head_dim, MAX_HIDDEN},  {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
+                  {"vocab", shape->vocab, MAX_VOCAB},         {"seq_len", shape->seq_len, MAX_SEQ}};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(limits); i++)
+        if (limits[i].value < 1 || limits[i].value > limits[i].max)
+            return spsim_json_field_error(&c, NULL, limits[i].key,
+                                          "must be an integer in [1, %u], got %u", limits[i].max,
+                                          limits[i].value);
+    if ((unsigned)shape->mlp > SPSIM_MLP_SWIGLU || (unsigned)shape->norm > SPSIM_NORM_RMSNORM ||
+        (unsigned)shape->attention > SPSIM_ATTENTION_FLASH ||
+        (unsigned)shape->position > SPSIM_POSITION_ROPE)
+        return spsim_fail(err, SPSIM_EINVAL, "%s: an enumeration field is out of range", origin);
+    int rc = shape_check(shape, &c, true);
+    if (rc != SPSIM_OK)
+        return rc;
+    return model_new(shape, origin, "", "", out, err);
+}
+
+void
+spsim_model_destroy(struct spsim_model *model)
+{
+    if (!model)
+        return;
+    free(model->name);
+    free(model->source);
+    free(model->description);
+    free(model);
+}
+
+const char *
+spsim_model_name(const struct spsim_model *model)
+{
+    return model ? model->name : "";
+}
+
+const char *
+spsim_model_source(const struct spsim_model *model)
+{
+    return model ? model->source : "";
+}
+
+const char *
+spsim_model_description(const struct spsim_model *model)
+{
+    return model ? model->description : "";
+}
+
+const struct spsim_model_shape *
+spsim_model_get_shape(const struct spsim_model *model)
+{
+    return model ? &model->shape : NULL;
+}
+
+uint64_t
+spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp)
+{
+    /* Megatron pads to a multiple of make_vocab_size_divisible_by (default 128) × TP size. */
+    uint64_t multiple = 128ull * (tp ? tp : 1);
+    uint64_t v = model->shape.vocab;
+    return (v + multiple - 1) / multiple * multiple;
+}
+
+/*
+ * Parameter counts, exact, on one tensor-parallel rank. Column-parallel weights and biases
+ * (QKV, FC1) and row-parallel weights (projection, FC2) are split t ways; row-parallel biases
+ * and the norms are replicated (Megatron RowParallelLinear keeps the whole bias on every rank).
+ * With t = 1 these are the full counts.
+ */
+uint64_t
+spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, bool *ok)
+{
+    uint64_t h = m->hidden, d = m->head_dim;
+    uint64_t q = (uint64_t)m->heads * d, kv = (uint64_t)m->kv_heads * d;
+    uint64_t qkv_out = q + 2 * kv;
+    uint64_t gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1; /* SwiGLU: gate and up projections */
+    uint64_t fc1_out = gate * m->ffn_hidden;
+    uint64_t norm = m->norm == SPSIM_NORM_LAYERNORM ? 2 * h : h; /* LayerNorm: γ and β */
+
+    uint64_t sharded = spsim_add(spsim_mul(h, qkv_out, ok), spsim_mul(q, h, ok), ok);
+    sharded = spsim_add(sharded, spsim_mul(h, fc1_out, ok), ok);
+    sharded = spsim_add(sharded, spsim_mul(m->ffn_hidden, h, ok), ok);
+    uint64_t replicated = 2 * norm;
+    if (m->linear_bias) {
+        sharded = spsim_add(sharded, qkv_out + fc1_out, ok);
+        replicated += 2 * h; /* projection and FC2 biases */
+    }
+    return spsim_add(sharded / tp, replicated, ok);
+}
+
+uint64_t
+spsim_embedding_parameters_per_rank(const struct spsim_model_shape *m, uint64_t vpad, uint32_t tp,
+                                    bool *ok)
+{
+    /* VocabParallelEmbedding splits the word table; the learned position table is replicated. */
+    uint64_t words = spsim_mul(vpad, m->hidden, ok) / tp;
+    uint64_t positions =
+        m->position == SPSIM_POSITION_LEARNED ? spsim_mul(m->seq_len, m->hidden, ok) : 0;
+    return spsim_add(words, positions, ok);
+}
+
+uint64_t
+spsim_output_parameters_per_rank(const struct spsim_model_shape *m, uint64_t vpad, uint32_t tp,
+                                 bool *ok)
+{
+    /* The final norm, then the output projection unless it is tied to the word embedding. */
+    uint64_t final_norm = m->norm == SPSIM_NORM_LAYERNORM ? 2ull * m->hidden : m->hidden;
+    uint64_t output = m->tied_embeddings ? 0 : spsim_mul(vpad, m->hidden, ok) / tp;
+    return spsim_add(final_norm, output, ok);
+}
+
+uint64_t
+spsim_model_parameters(const struct spsim_model *model, uint32_t tp)
+{
+    const struct spsim_model_shape *m = &model->shape;
+    uint64_t vpad = spsim_model_padded_vocab(model, tp);
+    bool ok = true;
+    uint64_t layers = spsim_mul(m->layers, spsim_layer_parameters_per_rank(m, 1, &ok), &ok);
+    uint64_t total = spsim_add(layers, spsim_embedding_parameters_per_rank(m, vpad, 1, &ok), &ok);
+    total = spsim_add(total, spsim_output_parameters_per_rank(m, vpad, 1, &ok), &ok);
+    return ok ? total : UINT64_MAX;
+}

@@ -1,0 +1,201 @@
+#include "config.h"
+
+#include <stdio.h>
+
+#include "profiles.h"
+#include "spsim/parallel.h"
+
+/* Bounds beyond which a configuration is refused as absurd: they keep every product of the
+ * engines inside 64 bits and reject typos such as --gbs 1e12. */
+#define MAX_DEGREE 65536u        /* tp, pp, dp, vpp, ep */
+#define MAX_GPUS (1u << 24)      /* tp·pp·dp */
+#define MAX_MBS 65536u
+#define MAX_GBS (1ull << 32)
+#define MAX_SEQ (1u << 24)
+
+void
+spsim_parallel_defaults(struct spsim_parallel *par)
+{
+    *par = (struct spsim_parallel){
+        .tp = 1,
+        .pp = 1,
+        .dp = 1,
+        .vpp = 1,
+        .ep = 1,
+        .sp = false,
+        .recompute = SPSIM_RECOMPUTE_NONE,
+        .mbs = 1,
+        .gbs = 1,
+        .seq = 0,
+        .flash_attn = -1,
+        .distributed_optimizer = false,
+        .overlap_grad_reduce = false,
+        .dtype = SPSIM_DTYPE_BF16,
+    };
+}
+
+const char *
+spsim_recompute_name(enum spsim_recompute r)
+{
+    switch (r) {
+    case SPSIM_RECOMPUTE_NONE:
+        return "none";
+    case SPSIM_RECOMPUTE_SELECTIVE:
+        return "selective";
+    case SPSIM_RECOMPUTE_FULL:
+        return "full";
+    }
+    return "?";
+}
+
+const char *
+spsim_warning_text(uint32_t bit)
+{
+    switch (bit) {
+    case SPSIM_WARN_TP_SPANS_DOMAIN:
+        return "the tensor-parallel group spans more GPUs than one NVLink domain holds: its "
+               "collectives cross the scale-out network (Megatron advises keeping TP inside a "
+               "node)";
+    case SPSIM_WARN_TP_STRADDLES_DOMAIN:
+        return "tp does not divide the NVLink domain size: some tensor-parallel groups straddle "
+               "two domains";
+    case SPSIM_WARN_FEW_MICROBATCHES:
+        return "fewer micro-batches than pipeline stages: the pipeline never fills and most "
+               "stages idle";
+    default:
+        return "";
+    }
+}
+
+#define CONFIG_FAIL(err, ...) spsim_fail((err), SPSIM_ECONFIG, "parallel config: " __VA_ARGS__)
+
+static int
+check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    const struct {
+        const char *name;
+        uint32_t value;
+    } degrees[] = {{"tp", p->tp}, {"pp", p->pp}, {"dp", p->dp}, {"vpp", p->vpp}, {"ep", p->ep}};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(degrees); i++)
+        if (degrees[i].value < 1 || degrees[i].value > MAX_DEGREE)
+            return CONFIG_FAIL(err, "field '%s': must be an integer in [1, %u], got %u",
+                               degrees[i].name, MAX_DEGREE, degrees[i].value);
+    uint64_t gpus = (uint64_t)p->tp * p->pp * p->dp;
+    if (gpus > MAX_GPUS)
+        return CONFIG_FAIL(err, "field 'tp·pp·dp': %llu GPUs is more than the %u supported",
+                           (unsigned long long)gpus, MAX_GPUS);
+    if (p->mbs < 1 || p->mbs > MAX_MBS)
+        return CONFIG_FAIL(err, "field 'mbs': must be an integer in [1, %u], got %u", MAX_MBS,
+                           p->mbs);
+    if (p->gbs < 1 || p->gbs > MAX_GBS)
+        return CONFIG_FAIL(err, "field 'gbs': must be an integer in [1, %llu], got %llu",
+                           (unsigned long long)MAX_GBS, (unsigned long long)p->gbs);
+    if (p->seq > MAX_SEQ)
+        return CONFIG_FAIL(err, "field 'seq': must be at most %u, got %u", MAX_SEQ, p->seq);
+    if ((unsigned)p->recompute > SPSIM_RECOMPUTE_FULL)
+        return CONFIG_FAIL(err, "field 'recompute': must be none, selective or full");
+    if (p->flash_attn < -1 || p->flash_attn > 1)
+        return CONFIG_FAIL(err, "field 'flash_attn': must be -1 (model default), 0 or 1");
+    if (p->dtype != SPSIM_DTYPE_BF16 && p->dtype != SPSIM_DTYPE_FP16 && p->dtype != SPSIM_DTYPE_FP8)
+        return CONFIG_FAIL(err, "field 'dtype': must be bf16, fp16 or fp8");
+    return SPSIM_OK;
+}
+
+static int
+check_tensor(const struct spsim_model_shape *m, const struct spsim_parallel *p, uint32_t seq,
+             struct spsim_error *err)
+{
+    /* megatron/core/model_parallel_config.py __post_init__ (message verbatim). */
+    if (p->sp && p->tp <= 1)
+        return CONFIG_FAIL(err, "field 'sp': Cannot use sequence parallelism without tensor "
+                                "parallelism (tp = %u)", p->tp);
+    if (m->heads % p->tp != 0)
+        return CONFIG_FAIL(err, "field 'tp': the model's %u attention heads are not divisible by "
+                                "tp = %u", m->heads, p->tp);
+    if (m->kv_heads % p->tp != 0)
+        return CONFIG_FAIL(err, "field 'tp': the model's %u key/value heads (query groups) are not "
+                                "divisible by tp = %u", m->kv_heads, p->tp);
+    if (m->ffn_hidden % p->tp != 0)
+        return CONFIG_FAIL(err, "field 'tp': the model's ffn_hidden %u is not divisible by tp = %u",
+                           m->ffn_hidden, p->tp);
+    /* Megatron splits [s, b, h] along s for the SP region: s must divide evenly. */
+    if (p->sp && seq % p->tp != 0)
+        return CONFIG_FAIL(err, "field 'seq': sequence parallelism splits the sequence over tp = "
+                                "%u ranks, but seq = %u is not divisible by it", p->tp, seq);
+    if (p->ep > 1 && p->tp > 1 && !p->sp)
+        return CONFIG_FAIL(err, "field 'sp': When using expert parallelism and tensor "
+                                "parallelism, sequence parallelism must be used");
+    if (p->ep > 1)
+        return CONFIG_FAIL(err, "field 'ep': expert parallelism needs a mixture-of-experts model; "
+                                "this model has no experts");
+    return SPSIM_OK;
+}
+
+static int
+check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+               struct spsim_error *err)
+{
+    uint64_t chunks = (uint64_t)p->pp * p->vpp;
+    if (m->layers % chunks != 0)
+        return CONFIG_FAIL(err, "field 'pp': the model's %u layers are not divisible by pp·vpp = "
+                                "%u·%u = %llu", m->layers, p->pp, p->vpp,
+                           (unsigned long long)chunks);
+    if (p->vpp > 1 && p->pp < 2)
+        return CONFIG_FAIL(err, "field 'vpp': the interleaved schedule (vpp = %u) needs pp >= 2",
+                           p->vpp);
+    uint64_t per_step = (uint64_t)p->mbs * p->dp;
+    if (p->gbs % per_step != 0)
+        return CONFIG_FAIL(err, "field 'gbs': global batch size %llu is not divisible by "
+                                "micro-batch size × dp = %u × %u", (unsigned long long)p->gbs,
+                           p->mbs, p->dp);
+    uint64_t micro = p->gbs / per_step;
+    /* megatron/core/pipeline_parallel/schedules.py (interleaved schedule, 2022-2024): "number
+     * of microbatches (...) is not divisible by pipeline-parallel size when using interleaved
+     * schedule". */
+    if (p->vpp > 1 && micro % p->pp != 0)
+        return CONFIG_FAIL(err, "field 'gbs': number of microbatches (%llu) is not divisible by "
+                                "pipeline-parallel size (%u) when using interleaved schedule",
+                           (unsigned long long)micro, p->pp);
+    return SPSIM_OK;
+}
+
+static uint32_t
+hardware_warnings(const struct spsim_hardware *hw, const struct spsim_parallel *p)
+{
+    uint32_t w = 0;
+    if (!hw)
+        return w;
+    if (p->tp > hw->nvlink_domain_gpus)
+        w |= SPSIM_WARN_TP_SPANS_DOMAIN;
+    else if (hw->nvlink_domain_gpus % p->tp != 0)
+        w |= SPSIM_WARN_TP_STRADDLES_DOMAIN;
+    return w;
+}
+
+int
+spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardware *hw,
+                     const struct spsim_parallel *p, uint32_t *warnings, struct spsim_error *err)
+{
+    if (!model || !p)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_parallel_check: NULL argument");
+    const struct spsim_model_shape *m = &model->shape;
+    int rc = check_ranges(p, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    uint32_t seq = p->seq ? p->seq : m->seq_len;
+    if (m->position == SPSIM_POSITION_LEARNED && seq > m->seq_len)
+        return CONFIG_FAIL(err, "field 'seq': %u exceeds the model's %u learned position "
+                                "embeddings (seq_len)", seq, m->seq_len);
+    if ((rc = check_tensor(m, p, seq, err)) || (rc = check_pipeline(m, p, err)))
+        return rc;
+    if (hw && hw->peak_flops[p->dtype] <= 0)
+        return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak",
+                           hw->name, spsim_dtype_name(p->dtype));
+    if (warnings) {
+        uint64_t micro = p->gbs / ((uint64_t)p->mbs * p->dp);
+        *warnings = hardware_warnings(hw, p);
+        if (p->pp > 1 && micro < p->pp)
+            *warnings |= SPSIM_WARN_FEW_MICROBATCHES;
+    }
+    return SPSIM_OK;
+}

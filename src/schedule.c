@@ -1,0 +1,170 @@
+#include "config.h"
+
+#include <string.h>
+
+#include "layer.h"
+
+/*
+ * The order of one layer's work on one TP rank.
+ *
+ * Forward: the op list in order; every TP collective is on the critical path.
+ *
+ * Backward (Megatron-LM LinearWithGradAccumulationAndAsyncCommunication, layers.py): for a
+ * column-parallel linear (QKV, FC1)
+ *   with SP:    async AllGather of the saved input shard ‖ dgrad GEMM, then
+ *               async ReduceScatter of dgrad (g's backward) ‖ wgrad GEMM;
+ *   without SP: dgrad GEMM, then async AllReduce of dgrad (f's backward) ‖ wgrad GEMM.
+ * For a row-parallel linear (projection, FC2) with SP, ḡ's backward AllGather of the output
+ * gradient precedes the GEMMs on the critical path; without SP f̄'s backward is the identity.
+ *
+ * Recompute: full recomputation replays the whole forward (collectives included) before the
+ * layer's backward; selective replays the core-attention group just before its backward.
+ */
+
+struct sched_builder {
+    struct spsim_schedule *s;
+};
+
+static struct spsim_step *
+push(struct sched_builder *b, enum spsim_phase phase, const struct spsim_op *op,
+     enum spsim_pass pass)
+{
+    struct spsim_step *st = &b->s->steps[b->s->nsteps++];
+    memset(st, 0, sizeof(*st));
+    st->phase = phase;
+    st->op = op;
+    st->pass = pass;
+    st->coll = SPSIM_COLL_NONE;
+    st->gbatch = 1;
+    return st;
+}
+
+static void
+set_gemm(struct spsim_step *st, uint64_t m, uint64_t n, uint64_t k, uint64_t batch)
+{
+    st->gm = m;
+    st->gn = n;
+    st->gk = k;
+    st->gbatch = batch;
+    st->flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
+}
+
+static void
+set_coll(struct spsim_step *st, enum spsim_coll_op coll, uint64_t message, const char *site,
+         const char *opname, enum spsim_overlap overlap)
+{
+    st->coll = coll;
+    st->message_bytes = coll == SPSIM_COLL_NONE ? 0 : message;
+    st->coll_site = site;
+    st->coll_operator = opname;
+    st->overlap = overlap;
+}
+
+static void
+forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase)
+{
+    struct spsim_step *st;
+    switch (op->kind) {
+    case SPSIM_OPK_MEMORY:
+        st = push(b, phase, op, SPSIM_PASS_FWD);
+        st->bytes = op->fwd_bytes;
+        break;
+    case SPSIM_OPK_GEMM:
+    case SPSIM_OPK_BMM:
+        st = push(b, phase, op, SPSIM_PASS_FWD);
+        set_gemm(st, op->m, op->n, op->k, op->batch);
+        break;
+    case SPSIM_OPK_FLASH:
+        st = push(b, phase, op, SPSIM_PASS_FWD);
+        st->flops = op->flash_fwd_flops;
+        break;
+    case SPSIM_OPK_COMM:
+        st = push(b, phase, op, SPSIM_PASS_COMM);
+        set_coll(st, op->fwd_coll, op->message_bytes, op->name, op->operator_name, SPSIM_OVERLAP_NONE);
+        break;
+    }
+}
+
+/* out[m,n] = A[m,k]·B[k,n]: dA = dOut·Bᵀ is (M=m, N=k, K=n); dB = Aᵀ·dOut is (M=k, N=n, K=m). */
+static void
+backward_matmul(struct sched_builder *b, const struct spsim_op *op, const struct spsim_op *boundary)
+{
+    bool sp = false, tp = boundary != NULL;
+    if (boundary)
+        sp = boundary->fwd_coll == SPSIM_COLL_ALL_GATHER;
+    enum spsim_pass first = op->kind == SPSIM_OPK_GEMM ? SPSIM_PASS_DGRAD : SPSIM_PASS_BWD;
+    enum spsim_pass second = op->kind == SPSIM_OPK_GEMM ? SPSIM_PASS_WGRAD : SPSIM_PASS_BWD;
+    struct spsim_step *dgrad = push(b, SPSIM_PHASE_BACKWARD, op, first);
+    set_gemm(dgrad, op->m, op->k, op->n, op->batch);
+    if (tp && sp)
+        set_coll(dgrad, SPSIM_COLL_ALL_GATHER, boundary->message_bytes, op->regather_site, "wgrad AG", SPSIM_OVERLAP_DGRAD);
+    struct spsim_step *wgrad = push(b, SPSIM_PHASE_BACKWARD, op, second);
+    set_gemm(wgrad, op->k, op->n, op->m, op->batch);
+    wgrad->bytes = op->bias_grad_bytes;
+    if (tp)
+        set_coll(wgrad, boundary->bwd_coll, boundary->message_bytes, boundary->bwd_name, boundary->operator_name,
+                 SPSIM_OVERLAP_WGRAD);
+}
+
+static void
+backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
+{
+    const struct spsim_op *op = &L->ops[i];
+    struct spsim_step *st;
+    switch (op->kind) {
+    case SPSIM_OPK_MEMORY:
+        st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_BWD);
+        st->bytes = op->bwd_bytes;
+        break;
+    case SPSIM_OPK_FLASH:
+        /* FlashAttention-2 backward recomputes the scores: 5 matmuls against 2 forward. */
+        st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_BWD);
+        st->flops = 2.5 * op->flash_fwd_flops;
+        break;
+    case SPSIM_OPK_BMM:
+        backward_matmul(b, op, NULL);
+        break;
+    case SPSIM_OPK_GEMM: {
+        const struct spsim_op *boundary = NULL;
+        if (op->role == SPSIM_GEMM_COLUMN && i > 0 && L->ops[i - 1].kind == SPSIM_OPK_COMM)
+            boundary = &L->ops[i - 1];
+        backward_matmul(b, op, boundary);
+        break;
+    }
+    case SPSIM_OPK_COMM:
+        /* g/f: their backward collective is issued with the column-parallel wgrad above. */
+        if (op->into_tp)
+            break;
+        st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_COMM);
+        set_coll(st, op->bwd_coll, op->message_bytes, op->bwd_name, op->operator_name, SPSIM_OVERLAP_NONE);
+        break;
+    }
+}
+
+void
+spsim_schedule_build(const struct spsim_layer *L, struct spsim_schedule *sched)
+{
+    struct sched_builder b = {sched};
+    sched->nsteps = 0;
+    for (uint32_t i = 0; i < L->nops; i++)
+        forward_step(&b, &L->ops[i], SPSIM_PHASE_FORWARD);
+
+    if (L->cfg.recompute == SPSIM_RECOMPUTE_FULL)
+        for (uint32_t i = 0; i < L->nops; i++)
+            forward_step(&b, &L->ops[i], SPSIM_PHASE_RECOMPUTE);
+
+    int first_core = -1, last_core = -1;
+    for (uint32_t i = 0; i < L->nops; i++) {
+        if (L->ops[i].group == SPSIM_RG_CORE_ATTN) {
+            if (first_core < 0)
+                first_core = (int)i;
+            last_core = (int)i;
+        }
+    }
+    for (int i = (int)L->nops - 1; i >= 0; i--) {
+        if (L->cfg.recompute == SPSIM_RECOMPUTE_SELECTIVE && i == last_core)
+            for (int j = first_core; j <= last_core; j++)
+                forward_step(&b, &L->ops[j], SPSIM_PHASE_RECOMPUTE);
+        backward_step(&b, L, (uint32_t)i);
+    }
+}

@@ -1,0 +1,267 @@
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "collective_model.h"
+#include "eval.h"
+
+/*
+ * GEMM model. Without a measured table the throughput of a GEMM is the GPU's best measured
+ * large-GEMM rate (the profile's gemm_achievable_tflops, e.g. MAMF) scaled by how well its
+ * output tiles fill the GPU: a kernel computes the M×N output in tiles, one tile per SM at a
+ * time, so ceil(tiles / SMs) waves run and the last one is partly idle, and edge tiles are
+ * partly empty. The candidate tiles are the CUTLASS 2.x/3.x default threadblock shapes for
+ * 16-bit tensor-core GEMMs on SM80/SM90 (128×256, 256×128, 128×128); cuBLAS' heuristics pick
+ * among such kernels, so the best of the three is taken. A roofline bound (bytes over the
+ * measured HBM bandwidth) covers thin shapes.
+ */
+double
+spsim_tile_efficiency(uint32_t sms, uint64_t m, uint64_t n, uint64_t batch)
+{
+    static const uint64_t tiles[][2] = {{128, 256}, {256, 128}, {128, 128}};
+    double best = 0;
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(tiles); i++) {
+        uint64_t tm = (m + tiles[i][0] - 1) / tiles[i][0];
+        uint64_t tn = (n + tiles[i][1] - 1) / tiles[i][1];
+        double count = (double)tm * (double)tn * (double)batch;
+        double waves = ceil(count / sms);
+        double fill = ((double)m * (double)n) / ((double)tm * tiles[i][0] * (double)tn * tiles[i][1]);
+        double eff = fill * count / (waves * sms);
+        if (eff > best)
+            best = eff;
+    }
+    return best;
+}
+
+static double
+gemm_ceiling(const struct spsim_hardware *hw, enum spsim_dtype dtype)
+{
+    if (hw->gemm_achievable_flops[dtype] > 0)
+        return hw->gemm_achievable_flops[dtype];
+    /* No measurement for this dtype: the same fraction of its peak as bf16 reaches. */
+    return hw->gemm_achievable_flops[SPSIM_DTYPE_BF16] * hw->peak_flops[dtype] /
+           hw->peak_flops[SPSIM_DTYPE_BF16];
+}
+
+int
+spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
+                uint64_t k, uint64_t batch, bool fp32_accumulate_out, double *seconds)
+{
+    double flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
+    double compute;
+    const struct spsim_gemm_table *t = hw->gemm_table;
+    if (t && t->n > 0 && dtype == SPSIM_DTYPE_BF16) {
+        double x = log(flops > 1 ? flops : 1), tflops;
+        if (t->n == 1 || x <= t->log_flops[0])
+            tflops = t->tflops[0];
+        else if (x >= t->log_flops[t->n - 1])
+            tflops = t->tflops[t->n - 1];
+        else if (gsl_interp_eval_e(t->interp, t->log_flops, t->tflops, x, NULL, &tflops) !=
+                 GSL_SUCCESS)
+            return SPSIM_ENUMERIC;
+        double rate = tflops * 1e12 * spsim_tile_efficiency(hw->sm_count, m, n, batch);
+        compute = flops / spsim_min_d(rate, gemm_ceiling(hw, dtype));
+    } else {
+        compute = flops / (gemm_ceiling(hw, dtype) * spsim_tile_efficiency(hw->sm_count, m, n, batch));
+    }
+    /* Operands in 16 bits; Megatron's gradient-accumulation fusion reads and writes the fp32
+     * main gradient for the weight-gradient GEMM. */
+    double bytes = (double)batch * (2.0 * ((double)m * k + (double)k * n) +
+                                    (fp32_accumulate_out ? 8.0 : 2.0) * (double)m * n);
+    double memory = bytes / hw->hbm_achievable_Bps;
+    *seconds = spsim_max_d(compute, memory);
+    return isfinite(*seconds) ? SPSIM_OK : SPSIM_ENUMERIC;
+}
+
+void
+spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+                        struct spsim_layer_config *cfg)
+{
+    cfg->t = par->tp;
+    cfg->sp = par->sp;
+    cfg->flash = par->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : par->flash_attn == 1;
+    cfg->recompute = par->recompute;
+    cfg->s = par->seq ? par->seq : m->seq_len;
+    cfg->b = par->mbs;
+    cfg->dtype = par->dtype;
+}
+
+/*
+ * A computation and a collective run side by side. NCCL's kernel holds one SM per channel for
+ * the collective's whole duration (hardware profile: nvlink.nccl_channels), so the computation
+ * runs on the other SMs meanwhile: at rate r = 1 − k/S while the collective lasts, at full rate
+ * after. The pair takes max(comm, min(compute / r, compute + comm·k/S)).
+ */
+static double
+overlapped_s(const struct spsim_hardware *hw, double compute, double comm)
+{
+    double share = (double)hw->nccl_channels / hw->sm_count;
+    double slowed = spsim_min_d(compute / (1.0 - share), compute + comm * share);
+    return spsim_max_d(comm, slowed);
+}
+
+static int
+step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
+          const struct spsim_step *st, struct spsim_group tp, struct spsim_step_cost *c)
+{
+    memset(c, 0, sizeof(*c));
+    int rc = SPSIM_OK;
+    const struct spsim_op *op = st->op;
+    switch (op->kind) {
+    case SPSIM_OPK_GEMM:
+    case SPSIM_OPK_BMM:
+        rc = spsim_gemm_time(hw, cfg->dtype, st->gm, st->gn, st->gk, st->gbatch,
+                             op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
+                             &c->compute_s);
+        c->compute_s += st->bytes / hw->hbm_achievable_Bps; /* bias-gradient reduction */
+        break;
+    case SPSIM_OPK_FLASH: {
+        /* Measured flash-attention throughput where the profile has it, else the GEMM ceiling. */
+        double rate = hw->flash_flops > 0 ? hw->flash_flops : gemm_ceiling(hw, SPSIM_DTYPE_BF16);
+        c->compute_s = st->flops / rate;
+        break;
+    }
+    case SPSIM_OPK_MEMORY:
+        c->compute_s = st->bytes / hw->hbm_achievable_Bps;
+        break;
+    case SPSIM_OPK_COMM:
+        break;
+    }
+    if (rc != SPSIM_OK)
+        return rc;
+    if (st->coll != SPSIM_COLL_NONE) {
+        rc = spsim_collective_time(hw, st->coll, tp, (double)st->message_bytes, 1.0, &c->coll);
+        c->comm_s = c->coll.time_s;
+        c->exposed_comm_s = st->overlap == SPSIM_OVERLAP_NONE
+                                ? c->comm_s
+                                : overlapped_s(hw, c->compute_s, c->comm_s) - c->compute_s;
+    }
+    return rc;
+}
+
+static void
+fill_modes(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+           struct spsim_layer_eval *le, bool *ok)
+{
+    static const struct {
+        bool tensor, sp;
+        enum spsim_recompute rec;
+    } modes[SPSIM_MODE_COUNT] = {
+        [SPSIM_MODE_NONE] = {false, false, SPSIM_RECOMPUTE_NONE},
+        [SPSIM_MODE_TP] = {true, false, SPSIM_RECOMPUTE_NONE},
+        [SPSIM_MODE_TP_SP] = {true, true, SPSIM_RECOMPUTE_NONE},
+        [SPSIM_MODE_TP_SELECTIVE] = {true, false, SPSIM_RECOMPUTE_SELECTIVE},
+        [SPSIM_MODE_TP_SP_SELECTIVE] = {true, true, SPSIM_RECOMPUTE_SELECTIVE},
+        [SPSIM_MODE_FULL] = {true, false, SPSIM_RECOMPUTE_FULL},
+    };
+    struct spsim_layer tmp;
+    for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
+        struct spsim_layer_config c = *cfg;
+        c.t = modes[i].tensor ? cfg->t : 1;
+        c.sp = modes[i].sp;
+        c.recompute = modes[i].rec;
+        spsim_layer_build(m, &c, &tmp);
+        *ok = *ok && tmp.ok;
+        le->act_modes[i] = spsim_layer_saved_bytes(&tmp, ok);
+    }
+    struct spsim_layer_config c = *cfg;
+    c.recompute = SPSIM_RECOMPUTE_NONE;
+    spsim_layer_build(m, &c, &tmp);
+    *ok = *ok && tmp.ok;
+    le->act_no_recompute = spsim_layer_saved_bytes(&tmp, ok);
+}
+
+static uint64_t
+tp_wire(enum spsim_coll_op op, uint64_t message, uint32_t t)
+{
+    /* Exact for the TP boundaries: M = 2bsh is divisible by t because h is. */
+    uint64_t per = message / t * (t - 1);
+    return op == SPSIM_COLL_ALL_REDUCE ? 2 * per : per;
+}
+
+static void
+fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct spsim_step_cost *c)
+{
+    double wall = c->compute_s + c->exposed_comm_s;
+    switch (st->phase) {
+    case SPSIM_PHASE_FORWARD:
+        be->fwd_s += wall;
+        be->fwd_compute_s += c->compute_s;
+        be->fwd_flops += st->flops;
+        break;
+    case SPSIM_PHASE_BACKWARD:
+        be->bwd_s += wall;
+        be->bwd_compute_s += c->compute_s;
+        be->bwd_flops += st->flops;
+        be->tp_bwd_wire_bytes += c->coll.wire_bytes;
+        break;
+    case SPSIM_PHASE_RECOMPUTE:
+        be->recompute_s += wall;
+        be->recompute_compute_s += c->compute_s;
+        be->recompute_flops += st->flops;
+        break;
+    }
+    be->tp_exposed_s += c->exposed_comm_s;
+    be->tp_nvlink_bytes += c->coll.nvlink_bytes;
+    be->tp_network_bytes += c->coll.network_bytes;
+}
+
+/* Schedule, cost and fold a built block. */
+static int
+block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_block_eval *be,
+           bool *ok, struct spsim_error *err)
+{
+    const struct spsim_layer_config *cfg = &be->block.cfg;
+    be->saved_bytes = spsim_layer_saved_bytes(&be->block, ok);
+    spsim_schedule_build(&be->block, &be->sched);
+    for (uint32_t i = 0; i < be->sched.nsteps; i++) {
+        const struct spsim_step *st = &be->sched.steps[i];
+        if (st->coll != SPSIM_COLL_NONE) {
+            uint64_t w = tp_wire(st->coll, st->message_bytes, cfg->t);
+            be->tp_wire[st->phase] += w;
+            if (st->overlap == SPSIM_OVERLAP_DGRAD)
+                be->tp_regather_wire += w;
+        }
+        if (hw) {
+            int rc = step_cost(hw, cfg, st, tp, &be->cost[i]);
+            if (rc != SPSIM_OK)
+                return spsim_fail(err, rc, "numerical failure while costing '%s'", st->op->name);
+        }
+        fold_step(be, st, &be->cost[i]);
+    }
+    return SPSIM_OK;
+}
+
+int
+spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+                     const struct spsim_layer_config *cfg, uint64_t padded_vocab,
+                     struct spsim_layer_eval *le, struct spsim_error *err)
+{
+    memset(le, 0, sizeof(*le));
+    le->cfg = *cfg;
+    le->padded_vocab = padded_vocab;
+    le->tp_group = hw ? spsim_group_place(hw, cfg->t, 1) : (struct spsim_group){cfg->t, cfg->t};
+    bool ok = true;
+    /* The embedding and output layers are never recomputed. */
+    struct spsim_layer_config plain = *cfg;
+    plain.recompute = SPSIM_RECOMPUTE_NONE;
+    spsim_layer_build(m, cfg, &le->layer.block);
+    spsim_embedding_build(m, &plain, padded_vocab, &le->embedding.block);
+    spsim_output_build(m, &plain, padded_vocab, &le->output.block);
+    ok = le->layer.block.ok && le->embedding.block.ok && le->output.block.ok;
+    fill_modes(m, cfg, le, &ok);
+    int rc;
+    if ((rc = block_fold(hw, le->tp_group, &le->layer, &ok, err)) ||
+        (rc = block_fold(hw, le->tp_group, &le->embedding, &ok, err)) ||
+        (rc = block_fold(hw, le->tp_group, &le->output, &ok, err)))
+        return rc;
+    if (!ok)
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "parallel config: the activation byte counts of one layer (s = %llu, "
+                          "b = %llu) do not fit in 64 bits",
+                          (unsigned long long)cfg->s, (unsigned long long)cfg->b);
+    return SPSIM_OK;
+}

@@ -1,0 +1,176 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int
+spsim_fail(struct spsim_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+void *
+spsim_calloc(size_t n, size_t size)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        return NULL;
+    return calloc(n ? n : 1, size ? size : 1);
+}
+
+char *
+spsim_strdup(const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *copy = spsim_calloc(len, 1);
+    if (copy)
+        memcpy(copy, s, len);
+    return copy;
+}
+
+/* Profiles are small; anything above this is not a profile and is refused before reading. */
+#define SPSIM_MAX_FILE_BYTES (64u * 1024u * 1024u)
+
+int
+spsim_read_file(const char *path, char **buf, size_t *len, struct spsim_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path, strerror(errno));
+
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return spsim_fail(err, SPSIM_EIO, "%s: not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > SPSIM_MAX_FILE_BYTES) {
+        fclose(f);
+        return spsim_fail(err, SPSIM_EIO, "%s: file is larger than %u bytes", path,
+                          SPSIM_MAX_FILE_BYTES);
+    }
+
+    size_t size = (size_t)st.st_size;
+    char *data = spsim_calloc(size + 1, 1);
+    if (!data) {
+        fclose(f);
+        return spsim_fail(err, SPSIM_ENOMEM, "%s: out of memory", path);
+    }
+    size_t got = fread(data, 1, size, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed || got != size) {
+        free(data);
+        return spsim_fail(err, SPSIM_EIO, "%s: read error", path);
+    }
+    data[size] = '\0';
+    *buf = data;
+    *len = size;
+    return SPSIM_OK;
+}
+
+static int
+write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int
+spsim_write_file_atomic(const char *path, const void *data, size_t len, struct spsim_error *err)
+{
+    size_t plen = strlen(path);
+    char *tmp = spsim_calloc(plen + 16, 1);
+    if (!tmp)
+        return spsim_fail(err, SPSIM_ENOMEM, "%s: out of memory", path);
+    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return spsim_fail(err, SPSIM_EIO, "%s: cannot create a temporary file: %s", path,
+                          strerror(e));
+    }
+    int rc = SPSIM_OK;
+    if (write_all(fd, data, len) != 0 || fsync(fd) != 0)
+        rc = spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
+    /* mkstemp creates 0600; profiles and reports are ordinary files. */
+    if (rc == SPSIM_OK && fchmod(fd, 0644) != 0)
+        rc = spsim_fail(err, SPSIM_EIO, "%s: cannot set permissions: %s", path, strerror(errno));
+    if (close(fd) != 0 && rc == SPSIM_OK)
+        rc = spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
+    if (rc == SPSIM_OK && rename(tmp, path) != 0)
+        rc = spsim_fail(err, SPSIM_EIO, "%s: cannot rename the temporary file: %s", path,
+                        strerror(errno));
+    if (rc != SPSIM_OK)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+int
+spsim_file_write_atomic(const char *path, const void *data, size_t len, struct spsim_error *err)
+{
+    if (!path || (!data && len))
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_file_write_atomic: NULL argument");
+    return spsim_write_file_atomic(path, data, len, err);
+}
+
+const char *
+spsim_strerror(int code)
+{
+    switch (code) {
+    case SPSIM_OK:
+        return "success";
+    case SPSIM_EINVAL:
+        return "invalid argument";
+    case SPSIM_ENOMEM:
+        return "out of memory";
+    case SPSIM_EIO:
+        return "input/output error";
+    case SPSIM_EPARSE:
+        return "malformed JSON";
+    case SPSIM_EFIELD:
+        return "invalid field";
+    case SPSIM_ECONFIG:
+        return "invalid parallel configuration";
+    case SPSIM_ERANGE:
+        return "result not representable in 64 bits";
+    case SPSIM_ENOTSUP:
+        return "not supported by this build";
+    case SPSIM_EGPU:
+        return "GPU runtime error";
+    case SPSIM_ENUMERIC:
+        return "numerical error";
+    default:
+        return "unknown error";
+    }
+}
+
+const char *
+spsim_version(void)
+{
+    return SPSIM_VERSION_STRING;
+}

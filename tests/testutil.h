@@ -1,0 +1,83 @@
+/* Helpers shared by the Check suites. */
+#ifndef SPSIM_TESTUTIL_H
+#define SPSIM_TESTUTIL_H
+
+#include <check.h>
+#include <stdlib.h>
+
+#include "spsim/spsim.h"
+
+/** Run a suite; exit status for meson (0 ok, 1 failures). */
+static inline int
+testutil_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/** The paper's GPT layer (Korthikanti et al. 2022 §3): GeLU MLP of 4h, LayerNorm, dropout,
+ * standard attention, learned positions, biases, tied embeddings. */
+static inline struct spsim_model_shape
+testutil_gpt_shape(uint32_t layers, uint32_t hidden, uint32_t heads, uint32_t seq, uint32_t vocab)
+{
+    struct spsim_model_shape m = {
+        .layers = layers,
+        .hidden = hidden,
+        .heads = heads,
+        .kv_heads = heads,
+        .head_dim = hidden / heads,
+        .ffn_hidden = 4 * hidden,
+        .vocab = vocab,
+        .seq_len = seq,
+        .mlp = SPSIM_MLP_GELU,
+        .norm = SPSIM_NORM_LAYERNORM,
+        .dropout = true,
+        .attention = SPSIM_ATTENTION_STANDARD,
+        .position = SPSIM_POSITION_LEARNED,
+        .linear_bias = true,
+        .tied_embeddings = true,
+    };
+    return m;
+}
+
+static inline struct spsim_model *
+testutil_model(const struct spsim_model_shape *shape)
+{
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    int rc = spsim_model_create(shape, "test", &m, &err);
+    ck_assert_msg(rc == SPSIM_OK, "spsim_model_create: %s", err.message);
+    return m;
+}
+
+/** Load a shipped profile by name (the source tree's data directory). */
+static inline struct spsim_hardware *
+testutil_hardware(const char *name)
+{
+    char path[4096];
+    struct spsim_error err = {0};
+    struct spsim_hardware *hw = NULL;
+    int rc = spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, name, path, sizeof(path), &err);
+    if (rc == SPSIM_OK)
+        rc = spsim_hardware_load(path, &hw, &err);
+    ck_assert_msg(rc == SPSIM_OK, "%s: %s", name, err.message);
+    return hw;
+}
+
+static inline struct spsim_model *
+testutil_model_named(const char *name)
+{
+    char path[4096];
+    struct spsim_error err = {0};
+    struct spsim_model *m = NULL;
+    int rc = spsim_profile_resolve(SPSIM_PROFILE_MODEL, name, path, sizeof(path), &err);
+    if (rc == SPSIM_OK)
+        rc = spsim_model_load(path, &m, &err);
+    ck_assert_msg(rc == SPSIM_OK, "%s: %s", name, err.message);
+    return m;
+}
+
+#endif
