@@ -13,10 +13,12 @@
 #ifndef SPSIM_SPSIM_H
 #define SPSIM_SPSIM_H
 
+#include "spsim/calibrate.h"
 #include "spsim/collective.h"
 #include "spsim/common.h"
 #include "spsim/data.h"
 #include "spsim/fields.h"
+#include "spsim/gpu.h"
 #include "spsim/hardware.h"
 #include "spsim/model.h"
 #include "spsim/parallel.h"

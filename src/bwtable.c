@@ -1,0 +1,117 @@
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "spsim/calibrate.h"
+
+struct spsim_bw_table {
+    struct spsim_bw_sample *samples;
+    size_t n, cap;
+    char **keys, **values;
+    size_t ninfo;
+};
+
+int
+spsim_bw_table_create(struct spsim_bw_table **out)
+{
+    if (!out)
+        return SPSIM_EINVAL;
+    *out = spsim_calloc(1, sizeof(**out));
+    return *out ? SPSIM_OK : SPSIM_ENOMEM;
+}
+
+void
+spsim_bw_table_destroy(struct spsim_bw_table *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->ninfo; i++) {
+        free(t->keys[i]);
+        free(t->values[i]);
+    }
+    free(t->keys);
+    free(t->values);
+    free(t->samples);
+    free(t);
+}
+
+int
+spsim_bw_table_add(struct spsim_bw_table *t, const struct spsim_bw_sample *s)
+{
+    if (!t || !s || (unsigned)s->op >= SPSIM_COLL_COUNT || s->ranks < 1 || s->size_bytes == 0 ||
+        !(isfinite(s->time_s) && s->time_s > 0) || !isfinite(s->algbw_GBps) ||
+        !isfinite(s->busbw_GBps) || s->algbw_GBps < 0 || s->busbw_GBps < 0)
+        return SPSIM_EINVAL;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        struct spsim_bw_sample *p = realloc(t->samples, cap * sizeof(*p));
+        if (!p)
+            return SPSIM_ENOMEM;
+        t->samples = p;
+        t->cap = cap;
+    }
+    t->samples[t->n++] = *s;
+    return SPSIM_OK;
+}
+
+size_t
+spsim_bw_table_size(const struct spsim_bw_table *t)
+{
+    return t ? t->n : 0;
+}
+
+const struct spsim_bw_sample *
+spsim_bw_table_get(const struct spsim_bw_table *t, size_t i)
+{
+    return t && i < t->n ? &t->samples[i] : NULL;
+}
+
+int
+spsim_bw_table_set_info(struct spsim_bw_table *t, const char *key, const char *value)
+{
+    if (!t || !key || !value)
+        return SPSIM_EINVAL;
+    char *v = spsim_strdup(value);
+    if (!v)
+        return SPSIM_ENOMEM;
+    for (size_t i = 0; i < t->ninfo; i++) {
+        if (strcmp(t->keys[i], key) == 0) {
+            free(t->values[i]);
+            t->values[i] = v;
+            return SPSIM_OK;
+        }
+    }
+    char *k = spsim_strdup(key);
+    char **keys = realloc(t->keys, (t->ninfo + 1) * sizeof(*keys));
+    if (keys)
+        t->keys = keys;
+    char **values = keys ? realloc(t->values, (t->ninfo + 1) * sizeof(*values)) : NULL;
+    if (values)
+        t->values = values;
+    if (!k || !keys || !values) {
+        free(k);
+        free(v);
+        return SPSIM_ENOMEM;
+    }
+    t->keys[t->ninfo] = k;
+    t->values[t->ninfo++] = v;
+    return SPSIM_OK;
+}
+
+const char *
+spsim_bw_table_info(const struct spsim_bw_table *t, const char *key)
+{
+    for (size_t i = 0; t && key && i < t->ninfo; i++)
+        if (strcmp(t->keys[i], key) == 0)
+            return t->values[i];
+    return NULL;
+}
+
+const char *
+spsim_bw_table_info_key(const struct spsim_bw_table *t, size_t i)
+{
+    return t && i < t->ninfo ? t->keys[i] : NULL;
+}
