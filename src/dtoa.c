@@ -7,7 +7,9 @@
  * the exact value when several are shortest. strtod() therefore reads every output back to
  * the same bits. The layout is the shorter of the fixed and the exponent notation (ties:
  * fixed), so an output is never longer than printf's "%.17g" (tests/test_dtoa.c checks both
- * over millions of doubles).
+ * over millions of doubles). An output without '.' or 'e' is an integer equal to the double:
+ * integers whose shortest digits would need padding zeros are written exactly (up to 17
+ * digits, as %.17g does) or in exponent notation.
  */
 #include "config.h"
 
@@ -310,9 +312,21 @@ spsim_dtoa_shortest(double value, char *buf)
     write_digits(d, dec.digits, n);
     int32_t pt = (int32_t)n + dec.exponent; /* digits before the decimal point */
     int32_t x = pt - 1;                      /* the exponent of d.ddd */
+    if (pt > (int32_t)n && pt <= 17) {
+        /* An integer the shortest digits would pad with zeros: write its exact value, so a
+         * number without '.' or 'e' is always exactly the double (JSON readers take it for an
+         * integer); 17 digits at most, as %.17g writes it. */
+        uint64_t whole = (uint64_t)(negative ? -value : value);
+        n = decimal_length(whole);
+        write_digits(out, whole, n);
+        out[n] = '\0';
+        return (size_t)(out + n - buf);
+    }
     size_t fixed = pt <= 0 ? 2 + (size_t)-pt + n : (uint32_t)pt < n ? n + 1 : (size_t)pt;
     size_t sci = n + (n > 1) + 2 + (x <= -100 || x >= 100 ? 3 : 2);
-    out += fixed <= sci ? layout_fixed(d, n, pt, out) : layout_exponent(d, n, x, out);
+    /* Past 17 digits, padding zeros would stand for digits the double does not have. */
+    bool use_fixed = fixed <= sci && pt <= 17;
+    out += use_fixed ? layout_fixed(d, n, pt, out) : layout_exponent(d, n, x, out);
     *out = '\0';
     return (size_t)(out - buf);
 }

@@ -12,7 +12,9 @@
 /**
  * Write the shortest decimal that strtod() reads back as `value` (nearest such when several),
  * in the shorter of the fixed ("0.00123", "1234") and exponent ("1.5e+20") layouts; "nan",
- * "inf", "-inf" for the others. buf must hold SPSIM_DTOA_MAX bytes; it is NUL-terminated.
+ * "inf", "-inf" for the others. Text without '.' or 'e' is always the double's exact integer
+ * value (integers of 17 digits are written in full rather than padded with zeros). Never
+ * longer than printf's "%.17g". buf must hold SPSIM_DTOA_MAX bytes; it is NUL-terminated.
  * @return the length written
  */
 size_t spsim_dtoa_shortest(double value, char *buf);

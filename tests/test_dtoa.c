@@ -1,9 +1,11 @@
 /*
  * spsim_format_double (src/dtoa.c) against the C library: for millions of doubles, strtod()
  * must read the output back to the same bits, the output must be no longer than printf's
- * "%.17g", and no fewer significant digits may do (printf's correctly rounded "%.{n-1}g" must
- * not read back, n being the output's digit count). glibc's printf and strtod are exact, so
- * they are an independent reference.
+ * "%.17g", no fewer significant digits may do (printf's correctly rounded "%.{n-1}g" must
+ * not read back, n being the output's digit count; integers of 17 digits are written exactly
+ * instead), and an output without '.' or 'e' must be the double's exact integer value (JSON
+ * readers take it for an integer). glibc's printf and strtod are exact, so they are an
+ * independent reference.
  */
 #include <float.h>
 #include <math.h>
@@ -80,11 +82,17 @@ check_one(double v)
     double back = strtod(out, &end);
     if (*end != '\0' || to_bits(back) != to_bits(v))
         ck_abort_msg("%a printed as '%s' reads back as %a", v, out, back);
+    /* Text without '.' or 'e' reads as an integer in JSON: it must be the double exactly. */
+    bool integer = isfinite(v) && !strpbrk(out, ".e");
+    if (integer && (fabs(v) >= 18446744073709551616.0 ||
+                                strtoull(out + (out[0] == '-'), NULL, 10) != (uint64_t)fabs(v)))
+        ck_abort_msg("%a printed as the integer '%s', which is not its exact value", v, out);
     int reflen = snprintf(ref, sizeof(ref), "%.17g", v);
     if (len > (size_t)reflen)
         ck_abort_msg("%a: '%s' is longer than %%.17g '%s'", v, out, ref);
+    /* Shortest, except integers of 17 digits, written exactly rather than padded. */
     int n = significant_digits(out);
-    if (n > 1 && isfinite(v) && v != 0) {
+    if (n > 1 && isfinite(v) && v != 0 && !(integer && n == 17)) {
         snprintf(fewer, sizeof(fewer), "%.*g", n - 1, v);
         if (to_bits(strtod(fewer, NULL)) == to_bits(v))
             ck_abort_msg("%a: '%s' has %d digits but '%s' reads back too", v, out, n, fewer);
