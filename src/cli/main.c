@@ -19,6 +19,9 @@ static const char main_help[] =
     "  list       list the shipped profiles: spsim list models|hardware\n"
     "  check      validate profile files: spsim check FILE...\n"
     "  collective time and bandwidth of one NCCL collective, as nccl-tests reports it\n"
+    "  sweep      every configuration of a space of axes, streamed as CSV or JSON Lines\n"
+    "  optimize   the fastest configurations of a model on N GPUs, and why\n"
+    "  merge      combine the outputs of sharded sweeps\n"
     "\n"
     "Run 'spsim COMMAND --help' for a command's options. 'spsim --version' prints the version.\n"
     "\n"
@@ -42,6 +45,9 @@ static const struct command commands[] = {
     {"list", cmd_list},
     {"check", cmd_check},
     {"collective", cmd_collective},
+    {"sweep", cmd_sweep},
+    {"optimize", cmd_optimize},
+    {"merge", cmd_merge},
 };
 
 int
