@@ -19,4 +19,7 @@
  */
 size_t spsim_dtoa_shortest(double value, char *buf);
 
+/** Write v in decimal, NUL-terminated; buf must hold 21 bytes. @return the length */
+size_t spsim_u64_text(uint64_t v, char *buf);
+
 #endif

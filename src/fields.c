@@ -143,24 +143,7 @@ spsim_result_fields(const struct spsim_field **out)
 size_t
 spsim_format_u64(uint64_t v, char *buf)
 {
-    /* Two digits per division, from the end: the count first, then the digits in place. */
-    size_t n = 1;
-    for (uint64_t rest = v; rest >= 10; rest /= 10)
-        n++;
-    buf[n] = '\0';
-    size_t i = n;
-    while (v >= 100) {
-        uint32_t two = (uint32_t)(v % 100);
-        v /= 100;
-        buf[--i] = (char)('0' + two % 10);
-        buf[--i] = (char)('0' + two / 10);
-    }
-    if (v >= 10) {
-        buf[--i] = (char)('0' + v % 10);
-        v /= 10;
-    }
-    buf[--i] = (char)('0' + v);
-    return n;
+    return spsim_u64_text(v, buf);
 }
 
 size_t

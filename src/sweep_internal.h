@@ -45,12 +45,14 @@ void spsim_buf_free(struct spsim_buf *b);
 
 /* Row formatting with a per-thread memory of each column's last value and text: consecutive
  * rows share most values, and a repeated value is copied instead of formatted again. */
+#define SPSIM_ROW_CELL 40 /* room for a cell's text; copied whole, so rows keep this slack */
 struct spsim_row_column {
     const struct spsim_field *field;
     uint64_t last;  /* the value's bytes, zero-extended */
     bool known;     /* `last` and `text` are valid */
+    uint8_t size;   /* bytes of the value: 1, 4 or 8 */
     uint8_t len;
-    char text[39];
+    char text[SPSIM_ROW_CELL];
 };
 
 struct spsim_row_writer {

@@ -67,6 +67,36 @@ spsim_row_quote(enum spsim_row_format format, const char *name)
     return out;
 }
 
+static uint8_t
+value_size(enum spsim_field_type type)
+{
+    switch (type) {
+    case SPSIM_FIELD_BOOL:
+        return sizeof(bool);
+    case SPSIM_FIELD_U32:
+        return sizeof(uint32_t);
+    case SPSIM_FIELD_ENUM:
+        return sizeof(int);
+    default:
+        return sizeof(uint64_t);
+    }
+}
+
+/* The field's bytes, zero-extended: equal bytes give equal text. */
+static inline uint64_t
+raw_value(const struct spsim_row_column *c, const struct spsim_result *r)
+{
+    const char *p = (const char *)r + c->field->offset;
+    uint64_t v = 0;
+    if (c->size == 8)
+        memcpy(&v, p, 8);
+    else if (c->size == 4)
+        memcpy(&v, p, 4);
+    else
+        memcpy(&v, p, 1);
+    return v;
+}
+
 void
 spsim_row_writer_free(struct spsim_row_writer *w)
 {
@@ -95,6 +125,7 @@ spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format)
         char name[128];
         size_t n = column_name(fields[i].path, name);
         w->columns[i].field = &fields[i];
+        w->columns[i].size = value_size(fields[i].type);
         if (!(w->prefix[i] = spsim_calloc(n + 5, 1)))
             goto fail;
         if (format == SPSIM_ROW_JSONL) {
@@ -107,7 +138,7 @@ spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format)
             w->prefix[i][0] = ',';
             w->prefix_len[i] = 1;
         }
-        longest += w->prefix_len[i] + sizeof(w->columns[i].text);
+        longest += w->prefix_len[i] + SPSIM_ROW_CELL;
     }
     /* Every row fits in SPSIM_ROW_MAX beside its two names (the bound callers reserve). */
     if (longest > SPSIM_ROW_MAX)
@@ -116,29 +147,6 @@ spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format)
 fail:
     spsim_row_writer_free(w);
     return SPSIM_ENOMEM;
-}
-
-/* The field's bytes, zero-extended: equal bytes give equal text. */
-static uint64_t
-raw_value(const struct spsim_field *f, const struct spsim_result *r)
-{
-    const char *p = (const char *)r + f->offset;
-    uint64_t v = 0;
-    switch (f->type) {
-    case SPSIM_FIELD_U32:
-        memcpy(&v, p, sizeof(uint32_t));
-        break;
-    case SPSIM_FIELD_BOOL:
-        memcpy(&v, p, sizeof(bool));
-        break;
-    case SPSIM_FIELD_ENUM:
-        memcpy(&v, p, sizeof(int));
-        break;
-    default:
-        memcpy(&v, p, sizeof(uint64_t));
-        break;
-    }
-    return v;
 }
 
 /* Format a column's value into its memory: JSONL writes enums as strings and non-finite
@@ -183,15 +191,20 @@ spsim_row_writer_row(struct spsim_row_writer *w, const char *model, const char *
     n += hl;
     for (size_t i = 0; i < w->ncolumns; i++) {
         struct spsim_row_column *c = &w->columns[i];
-        uint64_t v = raw_value(c->field, r);
+        uint64_t v = raw_value(c, r);
         if (!c->known || v != c->last) {
             c->last = v;
             c->known = true;
             column_format(c, w->format, r);
         }
-        memcpy(out + n, w->prefix[i], w->prefix_len[i]);
-        n += w->prefix_len[i];
-        memcpy(out + n, c->text, c->len);
+        if (json) {
+            memcpy(out + n, w->prefix[i], w->prefix_len[i]);
+            n += w->prefix_len[i];
+        } else {
+            out[n++] = ',';
+        }
+        /* The whole cell buffer, a fixed size the compiler copies in two moves. */
+        memcpy(out + n, c->text, SPSIM_ROW_CELL);
         n += c->len;
     }
     if (json)
