@@ -112,6 +112,7 @@ int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *
  * by every input of spsim_collective_time(), so a hit returns exactly what a call would.
  */
 #define SPSIM_COLL_MEMO_SLOTS 256
+#define SPSIM_MAXMIN_MEMO_KEY 12 /* flow count, two capacities, three flows' three inputs */
 struct spsim_coll_memo {
     struct spsim_coll_memo_slot {
         const struct spsim_hardware *hw; /* NULL: empty */
@@ -119,6 +120,12 @@ struct spsim_coll_memo {
         double bytes;
         struct spsim_coll_time out;
     } slot[SPSIM_COLL_MEMO_SLOTS];
+    /* The data-parallel reduction's finish time under link sharing (64 slots). */
+    struct spsim_maxmin_memo_slot {
+        bool used;
+        double key[SPSIM_MAXMIN_MEMO_KEY];
+        double finish;
+    } maxmin[64];
 };
 
 /**

@@ -590,10 +590,33 @@ emit_row(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt, co
     return SPSIM_OK;
 }
 
+/*
+ * A GPU count that tp·pp does not divide fails every point inside the gpus axis alike: count
+ * them at once. @return the points skipped after the current one (its digits then end the
+ * run of such points, so the next point has the next gpus value)
+ */
+static uint64_t
+skip_unsplit(const struct spsim_sweep *sw, uint32_t *d, uint64_t left_in_block)
+{
+    uint64_t inside = 0, size = 1;
+    for (int a = SPSIM_AXIS_COUNT - 1; a > SPSIM_AXIS_GPUS; a--) {
+        inside += d[a] * size;
+        size *= sw->n[a];
+    }
+    uint64_t left = size - inside; /* this point and the rest of its run */
+    if (left > left_in_block)
+        return left_in_block - 1; /* the block ends first */
+    for (int a = SPSIM_AXIS_GPUS + 1; a < SPSIM_AXIS_COUNT; a++)
+        d[a] = sw->n[a] - 1;
+    return left - 1;
+}
+
 void
 spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt,
-                      struct spsim_block *b)
+                      struct spsim_block *shared)
 {
+    /* Counted in a private copy: blocks of other threads sit in the same cache lines. */
+    struct spsim_block local = *shared, *b = &local;
     uint32_t d[SPSIM_AXIS_COUNT];
     struct spsim_sweep_point pt;
     struct spsim_error err = {0};
@@ -604,11 +627,15 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
         b->evaluated++;
         pt.index = i;
         int rc = eval_digits(w, d, from, false, &pt, opt->invalid ? &err : NULL);
-        if (rc != SPSIM_OK) {
-            if (opt->invalid)
-                b->rc = describe_invalid(&pt, err.message, &b->invalid);
-            continue;
+        if (rc != SPSIM_OK && opt->invalid)
+            b->rc = describe_invalid(&pt, err.message, &b->invalid);
+        else if (rc != SPSIM_OK && pt.par.dp == 0) {
+            uint64_t skipped = skip_unsplit(w->sw, d, b->end - i);
+            b->evaluated += skipped;
+            i += skipped;
         }
+        if (rc != SPSIM_OK)
+            continue;
         b->valid++;
         b->feasible += w->res.memory.fits;
         if (!kept(opt, &w->res))
@@ -618,4 +645,5 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
         else if (opt->format != SPSIM_ROW_NONE)
             b->rc = emit_row(w, opt, d, b);
     }
+    *shared = local;
 }

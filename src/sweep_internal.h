@@ -96,6 +96,7 @@ struct spsim_sweep_worker {
     struct spsim_row_writer rows;
     struct spsim_top_entry *top;   /* max-heap of the best top_k seen */
     uint64_t ntop;
+    char pad[64];                  /* workers sit side by side: no cache line shared */
 };
 
 int spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *sw,

@@ -15,10 +15,13 @@
 
 #include "sweep_internal.h"
 
-/* Points per block: about a megabyte of CSV when rows are written; more when they are not,
- * since then a block costs only its counts. */
+/* Points per block: about a megabyte of CSV when rows are written. Without rows a block costs
+ * only its counts, so blocks are as large as load balance allows (16 per thread) between
+ * these bounds: handing a block over costs a few microseconds of locking and waking. */
 #define BLOCK_ROWS 1024
-#define BLOCK_POINTS 8192
+#define BLOCK_POINTS_MIN 1024
+#define BLOCK_POINTS_MAX (1u << 20)
+#define BLOCKS_PER_THREAD 16
 #define SLOTS_PER_THREAD 4
 #define MAX_THREADS 256
 #define PROGRESS_EVERY_S 0.1
@@ -298,14 +301,14 @@ check_options(const struct spsim_sweep *sw, const struct spsim_sweep_options *op
 }
 
 static unsigned
-thread_count(unsigned asked, uint64_t nblocks)
+thread_count(unsigned asked, uint64_t most)
 {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned n = asked ? asked : online > 0 ? (unsigned)online : 1;
     if (n > MAX_THREADS)
         n = MAX_THREADS;
-    if (n > nblocks)
-        n = nblocks ? (unsigned)nblocks : 1;
+    if (n > most)
+        n = (unsigned)most;
     return n;
 }
 
@@ -331,9 +334,18 @@ runner_init(struct runner *r, const struct spsim_sweep *sw, const struct spsim_s
     r->begin = opt->begin;
     r->end = opt->end ? opt->end : sw->size;
     bool rows = opt->format != SPSIM_ROW_NONE && !opt->top_k;
-    r->block_points = rows ? BLOCK_ROWS : BLOCK_POINTS;
-    r->nblocks = (r->end - r->begin + r->block_points - 1) / r->block_points;
-    r->nthreads = thread_count(opt->threads, r->nblocks);
+    uint64_t points = r->end - r->begin;
+    r->nthreads = thread_count(opt->threads, points / BLOCK_ROWS + 1);
+    r->block_points = points / ((uint64_t)r->nthreads * BLOCKS_PER_THREAD);
+    if (r->block_points > BLOCK_POINTS_MAX)
+        r->block_points = BLOCK_POINTS_MAX;
+    if (r->block_points < BLOCK_POINTS_MIN)
+        r->block_points = BLOCK_POINTS_MIN;
+    if (rows)
+        r->block_points = BLOCK_ROWS;
+    r->nblocks = (points + r->block_points - 1) / r->block_points;
+    if (r->nthreads > r->nblocks)
+        r->nthreads = r->nblocks ? (unsigned)r->nblocks : 1;
     r->nslots = r->nthreads == 1 ? 1 : SLOTS_PER_THREAD * r->nthreads;
     r->stats.points = r->end - r->begin;
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
