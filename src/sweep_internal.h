@@ -120,7 +120,4 @@ void spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_swee
 int spsim_sweep_eval_point(struct spsim_sweep_worker *w, uint64_t index, bool per_layer,
                            struct spsim_sweep_point *pt, struct spsim_error *err);
 
-/** The ranking key of a result: smaller is better. */
-uint64_t spsim_sweep_rank_key(enum spsim_sweep_by by, const struct spsim_result *r);
-
 #endif

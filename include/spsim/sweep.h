@@ -157,6 +157,13 @@ SPSIM_API const char *spsim_sweep_by_name(enum spsim_sweep_by by);
  * "time_mfu"; "?" otherwise. */
 SPSIM_API const char *spsim_sweep_by_column(enum spsim_sweep_by by);
 
+/**
+ * The key --top ranks a result by: smaller is better, equal keys go to the lower index.
+ * Positive doubles order as their bit patterns, so iteration_s ranks by its bits, mfu by
+ * their complement (largest first); total_bytes ranks as itself.
+ */
+SPSIM_API uint64_t spsim_sweep_rank_key(enum spsim_sweep_by by, const struct spsim_result *r);
+
 /** Counts of a run. Deterministic (the same for any thread count). */
 struct spsim_sweep_stats {
     uint64_t points;    /**< points in the run's range */

@@ -105,6 +105,23 @@ int cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, 
 int cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by);
 int cli_parse_row_format(const char *command, const char *arg, enum spsim_row_format *format);
 
+/* MPI: `mpirun -np N spsim sweep` splits the sweep over the ranks (src/cli/sweep_mpi.c; a
+ * build without MPI never starts it). */
+struct cli_mpi {
+    int rank, size;
+    bool active; /* MPI_Init was called */
+};
+/** @return whether an MPI launcher started this process */
+bool cli_mpi_launched(void);
+/** MPI_Init when launched by mpirun (`spsim` execs `spsim-mpi` with the same arguments then);
+ * rank 0 of 1 otherwise. argv[0] is the command ("sweep"). @return an exit code */
+int cli_mpi_begin(struct cli_mpi *m, int argc, char **argv);
+/** MPI_Finalize; a failure (rc != 0) aborts every rank first. @return rc */
+int cli_mpi_end(const struct cli_mpi *m, int rc);
+/** Run the sweep over all ranks; rank 0 writes through opt's callbacks and gets the totals. */
+int cli_mpi_sweep(const struct cli_mpi *m, const struct spsim_sweep *sw,
+                  const struct spsim_sweep_options *opt, struct spsim_sweep_stats *total);
+
 /* The parallel-configuration options shared by query and explain. */
 struct cli_config {
     const char *model;

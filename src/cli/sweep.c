@@ -59,6 +59,9 @@ static const char sweep_help[] =
     "sweep lasts more than a second; a summary line follows (evaluated, valid, feasible,\n"
     "written, elapsed).\n"
     "\n"
+    "Where spsim was built with MPI, 'mpirun -np N spsim sweep ...' splits the sweep over the\n"
+    "N processes and rank 0 writes the same output one process would.\n"
+    "\n"
     "Exit status: 0 ok, 1 runtime failure (output not writable, interrupted), 2 bad option or\n"
     "axis value, 3 bad spec or profile file.\n";
 
@@ -253,14 +256,23 @@ summary(const struct report *r, const struct spsim_sweep_stats *s)
             s->elapsed_s > 0 ? (double)s->evaluated / s->elapsed_s : 0.0);
 }
 
+/* The evaluation, alone or spread over MPI ranks. @return an exit code; a failure of the
+ * write callback (SPSIM_EIO) is left for the stream's commit to report */
 static int
-run(struct sweep_args *a, const struct spsim_sweep *sw)
+evaluate_all(const struct cli_mpi *mpi, const struct spsim_sweep *sw,
+             const struct spsim_sweep_options *opt, struct spsim_sweep_stats *stats)
 {
+    if (mpi->size > 1)
+        return cli_mpi_sweep(mpi, sw, opt, stats);
     struct spsim_error err = {0};
-    if (a->nshards &&
-        spsim_sweep_shard_range(spsim_sweep_size(sw), a->shard, a->nshards, &a->opt.begin,
-                                &a->opt.end, &err) != SPSIM_OK)
-        return cli_usage_error("sweep", "%s", err.message);
+    int st = spsim_sweep_run(sw, opt, stats, &err);
+    return st == SPSIM_OK || st == SPSIM_EIO ? EXIT_OK : cli_fail(&err);
+}
+
+/* Rank 0 (or the only process): open the output, evaluate, report, commit. */
+static int
+write_output(struct sweep_args *a, const struct spsim_sweep *sw, const struct cli_mpi *mpi)
+{
     struct cli_stream stream;
     int rc = cli_stream_open(&stream, a->output);
     if (rc != EXIT_OK)
@@ -270,16 +282,37 @@ run(struct sweep_args *a, const struct spsim_sweep *sw)
     a->opt.invalid = a->show_invalid ? write_invalid : NULL;
     a->opt.progress = draw_progress;
     a->opt.cookie = &rep;
-    struct spsim_sweep_stats stats;
-    int st = spsim_sweep_run(sw, &a->opt, &stats, &err);
+    struct spsim_sweep_stats stats = {0};
+    rc = evaluate_all(mpi, sw, &a->opt, &stats);
     summary(&rep, &stats);
-    if (st == SPSIM_EIO && (stream.error || cli_interrupted()))
-        return cli_stream_commit(&stream); /* it says which */
-    if (st != SPSIM_OK) {
+    if (rc != EXIT_OK && !stream.error && !cli_interrupted()) {
         cli_stream_abort(&stream);
-        return cli_fail(&err);
+        return rc;
     }
-    return cli_stream_commit(&stream);
+    return cli_stream_commit(&stream); /* reports a failed write or an interruption */
+}
+
+static int
+run(struct sweep_args *a, const struct spsim_sweep *sw, int argc, char **argv)
+{
+    struct cli_mpi mpi;
+    struct spsim_error err = {0};
+    struct spsim_sweep_stats stats;
+    int rc = cli_mpi_begin(&mpi, argc, argv);
+    if (rc == EXIT_OK && mpi.size > 1 && a->nshards)
+        rc = cli_usage_error("sweep", "--shard: under mpirun the ranks are the shards");
+    if (rc == EXIT_OK && a->nshards &&
+        spsim_sweep_shard_range(spsim_sweep_size(sw), a->shard, a->nshards, &a->opt.begin,
+                                &a->opt.end, &err) != SPSIM_OK)
+        rc = cli_usage_error("sweep", "%s", err.message);
+    a->opt.invalid = a->show_invalid ? write_invalid : NULL; /* other ranks: only the flag */
+    if (rc == EXIT_OK && a->count && mpi.rank == 0)
+        printf("%llu\n", (unsigned long long)spsim_sweep_size(sw));
+    else if (rc == EXIT_OK && !a->count && mpi.rank == 0)
+        rc = write_output(a, sw, &mpi);
+    else if (rc == EXIT_OK && !a->count)
+        rc = cli_mpi_sweep(&mpi, sw, &a->opt, &stats);
+    return cli_mpi_end(&mpi, rc);
 }
 
 int
@@ -294,10 +327,7 @@ cmd_sweep(int argc, char **argv)
     struct spsim_sweep *sw = NULL;
     if ((rc = build_sweep(&a, &sw)) != EXIT_OK)
         return rc;
-    if (a.count)
-        printf("%llu\n", (unsigned long long)spsim_sweep_size(sw));
-    else
-        rc = run(&a, sw);
+    rc = run(&a, sw, argc, argv);
     spsim_sweep_destroy(sw);
     return rc;
 }
