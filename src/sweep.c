@@ -379,8 +379,6 @@ spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *
         spsim_sweep_worker_free(w);
         return SPSIM_ENOMEM;
     }
-    for (uint32_t i = 0; i < sw->cache_slots; i++)
-        w->cache[i].key = UINT64_MAX;
     return SPSIM_OK;
 }
 
@@ -408,27 +406,35 @@ layer_key(const struct spsim_sweep *sw, const uint32_t *d)
     return key;
 }
 
+/*
+ * The point's layer summary, from the cache. The slot is chosen by the key axes' digits; a hit
+ * also requires every input of spsim_layer_evaluate to be equal (model, hardware, the layer
+ * configuration, the padded vocabulary), so the cache stays right whatever those inputs come
+ * to depend on.
+ */
 static int
 layer_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsim_sweep_point *pt,
               const struct spsim_layer_summary **out, struct spsim_error *err)
 {
-    uint64_t key = layer_key(w->sw, d);
-    struct spsim_cache_slot *slot = &w->cache[key & (w->sw->cache_slots - 1)];
+    struct spsim_cache_slot *slot = &w->cache[layer_key(w->sw, d) & (w->sw->cache_slots - 1)];
     const struct spsim_model_shape *m = &pt->model->shape;
     struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg)); /* padding too: configurations compare as bytes */
+    spsim_layer_config_from(m, &pt->par, &cfg);
     uint64_t vpad = spsim_model_padded_vocab(pt->model, pt->par.tp);
-    if (slot->key != key) {
-        spsim_layer_config_from(m, &pt->par, &cfg);
+    if (!slot->used || slot->model != pt->model || slot->hw != pt->hw || slot->vpad != vpad ||
+        memcmp(&slot->cfg, &cfg, sizeof(cfg)) != 0) {
         slot->rc = spsim_layer_evaluate(m, pt->hw, &cfg, vpad, w->le, NULL);
         if (slot->rc == SPSIM_OK)
             spsim_layer_summarize(pt->model, pt->hw, w->le, &slot->sum);
-        slot->key = key;
+        slot->used = true;
+        slot->model = pt->model;
+        slot->hw = pt->hw;
+        slot->cfg = cfg;
+        slot->vpad = vpad;
     }
-    if (slot->rc != SPSIM_OK && err) {
-        /* Failures are rare: evaluate again for the message. */
-        spsim_layer_config_from(m, &pt->par, &cfg);
+    if (slot->rc != SPSIM_OK && err) /* failures are rare: evaluate again for the message */
         spsim_layer_evaluate(m, pt->hw, &cfg, vpad, w->le, err);
-    }
     *out = &slot->sum;
     return slot->rc;
 }

@@ -77,8 +77,13 @@ char *spsim_row_quote(enum spsim_row_format format, const char *name);
 
 /* A worker: what one thread needs to evaluate points. */
 struct spsim_cache_slot {
-    uint64_t key;   /* UINT64_MAX: empty */
-    int rc;         /* spsim_layer_evaluate's status for this key */
+    bool used;
+    /* The inputs of spsim_layer_evaluate this slot holds the summary of. */
+    const struct spsim_model *model;
+    const struct spsim_hardware *hw;
+    struct spsim_layer_config cfg;
+    uint64_t vpad;
+    int rc;         /* spsim_layer_evaluate's status for them */
     struct spsim_layer_summary sum;
 };
 
