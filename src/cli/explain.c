@@ -36,6 +36,17 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
         fprintf(f, "Operators: f = identity forward / AllReduce backward (before a "
                    "column-parallel GEMM); f̄ = AllReduce forward / identity backward (after a "
                    "row-parallel GEMM).\n");
+    /* The forward pass drawn as the seed article draws it: each op under the previous one,
+     * with the region it runs in and the shape it produces. */
+    fprintf(f, "\nForward data flow:\n  input %s\n", n ? steps[0].shape_in : "");
+    int depth = 1;
+    for (size_t i = 0; i < n && steps[i].phase == SPSIM_PHASE_FORWARD; i++, depth++) {
+        const struct spsim_schedule_step *s = &steps[i];
+        const char *what = s->collective[0] ? s->collective : (s->operator_name[0] ? "identity" : "");
+        fprintf(f, "%*s└─ %s%s%s%s  → %s   [%s%s%s]\n", 2 * depth, "", s->op,
+                what[0] ? " (" : "", what, what[0] ? ")" : "", s->shape_out, s->region,
+                s->rng[0] ? ", dropout RNG: " : "", s->rng);
+    }
     fprintf(f, "\n%-3s %-9s %-46s %-8s %-10s %-24s %-8s %-34s %-34s %-19s %s\n", "#", "phase", "op",
             "pass", "region", "collective", "beside", "shape in", "shape out", "dropout RNG",
             "time");
