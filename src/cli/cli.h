@@ -154,6 +154,9 @@ void jw_finish(struct jw *w);
 void jw_result_section(struct jw *w, const struct spsim_result *r, const char *section);
 
 /* Human formatting. */
+/** Write `text` left-aligned in `width` display columns (UTF-8 aware: continuation bytes and
+ * combining marks such as the macron of ḡ take no column). */
+void fput_padded(FILE *f, const char *text, int width);
 const char *fmt_bytes(char *buf, size_t cap, double bytes); /* "12.34 GiB" */
 const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
 

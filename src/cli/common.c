@@ -303,3 +303,19 @@ fmt_time(char *buf, size_t cap, double s)
         snprintf(buf, cap, "%.3f s", s);
     return buf;
 }
+
+void
+fput_padded(FILE *f, const char *text, int width)
+{
+    int cols = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        bool continuation = (*p & 0xC0) == 0x80;
+        /* U+0300..U+036F (combining diacritics) are encoded 0xCC 0x80..0xCD 0xAF. */
+        bool combining = (*p == 0xCC || (*p == 0xCD && p[1] <= 0xAF)) && (p[1] & 0xC0) == 0x80;
+        if (!continuation && !combining)
+            cols++;
+    }
+    fputs(text, f);
+    for (; cols < width; cols++)
+        fputc(' ', f);
+}

@@ -58,8 +58,11 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
                      s->collective);
         else if (s->operator_name[0])
             snprintf(coll, sizeof(coll), "%s: identity", s->operator_name);
-        fprintf(f, "%-3zu %-9s %-46s %-8s %-10s %-24s %-8s %-34s %-34s %-19s %s\n", i + 1,
-                spsim_phase_name(s->phase), s->op, s->pass[0] ? s->pass : "-", s->region, coll,
+        fprintf(f, "%-3zu %-9s ", i + 1, spsim_phase_name(s->phase));
+        fput_padded(f, s->op, 46);
+        fprintf(f, " %-8s %-10s ", s->pass[0] ? s->pass : "-", s->region);
+        fput_padded(f, coll, 24);
+        fprintf(f, " %-8s %-34s %-34s %-19s %s\n",
                 s->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(s->overlap), s->shape_in,
                 s->shape_out, s->rng[0] ? s->rng : "-", fmt_time(t, sizeof(t), s->time_s));
     }
