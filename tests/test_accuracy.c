@@ -8,27 +8,12 @@
 
 #include "testutil.h"
 
+/* §6: "All models use tensor parallel size 8"; Selene = DGX A100 80GB. */
 static struct spsim_result
 evaluate(const char *model, uint32_t pp, uint32_t vpp, uint32_t mbs, uint64_t gbs, bool sp,
          enum spsim_recompute rec)
 {
-    struct spsim_model *m = testutil_model_named(model);
-    struct spsim_hardware *hw = testutil_hardware("dgx-a100-80g");
-    struct spsim_parallel p;
-    spsim_parallel_defaults(&p);
-    p.tp = 8; /* §6: "All models use tensor parallel size 8" */
-    p.pp = pp;
-    p.vpp = vpp;
-    p.mbs = mbs;
-    p.gbs = gbs;
-    p.sp = sp;
-    p.recompute = rec;
-    struct spsim_result r;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
-    spsim_model_destroy(m);
-    spsim_hardware_destroy(hw);
-    return r;
+    return testutil_evaluate(model, "dgx-a100-80g", 8, pp, vpp, mbs, gbs, sp, rec);
 }
 
 /* Table 4: one layer of the 22B model, s = 2048, b = 4 (Table 3), forward and backward (ms). */

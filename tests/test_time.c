@@ -11,23 +11,7 @@ static struct spsim_result
 eval_paper(const char *model, uint32_t tp, uint32_t pp, uint32_t vpp, uint32_t mbs, uint64_t gbs,
            bool sp, enum spsim_recompute rec)
 {
-    struct spsim_model *m = testutil_model_named(model);
-    struct spsim_hardware *hw = testutil_hardware("dgx-a100-80g");
-    struct spsim_parallel p;
-    spsim_parallel_defaults(&p);
-    p.tp = tp;
-    p.pp = pp;
-    p.vpp = vpp;
-    p.mbs = mbs;
-    p.gbs = gbs;
-    p.sp = sp;
-    p.recompute = rec;
-    struct spsim_result r;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
-    spsim_model_destroy(m);
-    spsim_hardware_destroy(hw);
-    return r;
+    return testutil_evaluate(model, "dgx-a100-80g", tp, pp, vpp, mbs, gbs, sp, rec);
 }
 
 /* Paper Eq. 7: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)). */

@@ -80,4 +80,28 @@ testutil_model_named(const char *name)
     return m;
 }
 
+/** Evaluate a shipped model on a shipped hardware profile at tp, pp, vpp, mbs, gbs (dp 1). */
+static inline struct spsim_result
+testutil_evaluate(const char *model, const char *hw_name, uint32_t tp, uint32_t pp, uint32_t vpp,
+                  uint32_t mbs, uint64_t gbs, bool sp, enum spsim_recompute rec)
+{
+    struct spsim_model *m = testutil_model_named(model);
+    struct spsim_hardware *hw = testutil_hardware(hw_name);
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = tp;
+    p.pp = pp;
+    p.vpp = vpp;
+    p.mbs = mbs;
+    p.gbs = gbs;
+    p.sp = sp;
+    p.recompute = rec;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s: %s", model, err.message);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+    return r;
+}
+
 #endif
