@@ -254,12 +254,6 @@ main(void)
         printf("skipped: %s\n", err.message);
         return 77;
     }
-    /* CUDA does not survive fork() once initialised (the check above initialised it), so
-     * the tests run in this process. */
-    SRunner *sr = srunner_create(gpu_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    /* The check above initialised CUDA: the tests must run in this process. */
+    return testutil_run_nofork(gpu_suite());
 }
