@@ -41,6 +41,21 @@ config_of(const struct config_row *c)
     return p;
 }
 
+/* The replay plan of configs[row] on the H200 profile; static storage. */
+static const struct spsim_gpu_validate_report *
+plan_of(size_t row)
+{
+    static struct spsim_gpu_validate_report r;
+    struct spsim_model *m = testutil_model_named(configs[row].model);
+    struct spsim_hardware *hw = testutil_hardware("hgx-h200");
+    struct spsim_parallel p = config_of(&configs[row]);
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_gpu_validate_plan(m, hw, &p, &r, &err) == 0, "%s", err.message);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+    return &r;
+}
+
 START_TEST(validate_plan_matches_schedule)
 {
     const struct config_row *c = &configs[_i];
@@ -100,12 +115,7 @@ find_step(const struct spsim_gpu_validate_report *r, enum spsim_phase phase, con
  */
 START_TEST(validate_plan_gpt3_shapes_by_hand)
 {
-    struct spsim_model *m = testutil_model_named("gpt3-175b");
-    struct spsim_hardware *hw = testutil_hardware("hgx-h200");
-    struct spsim_parallel p = config_of(&configs[1]);
-    static struct spsim_gpu_validate_report r;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_gpu_validate_plan(m, hw, &p, &r, &err) == 0, "%s", err.message);
+    const struct spsim_gpu_validate_report *r = plan_of(1);
     const char *qkv = "QKV GEMM (column-parallel)";
     const struct {
         const char *pass;
@@ -116,7 +126,7 @@ START_TEST(validate_plan_gpt3_shapes_by_hand)
                 {"dgrad", SPSIM_PHASE_BACKWARD, 2048, 12288, 4608, false},
                 {"wgrad", SPSIM_PHASE_BACKWARD, 12288, 4608, 2048, true}};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(want); i++) {
-        const struct spsim_gpu_validate_step *s = find_step(&r, want[i].phase, qkv, want[i].pass);
+        const struct spsim_gpu_validate_step *s = find_step(r, want[i].phase, qkv, want[i].pass);
         ck_assert_int_eq(s->kind, SPSIM_REPLAY_GEMM);
         ck_assert_uint_eq(s->m, want[i].m);
         ck_assert_uint_eq(s->n, want[i].n);
@@ -125,19 +135,17 @@ START_TEST(validate_plan_gpt3_shapes_by_hand)
         ck_assert_double_eq_tol(s->flops, 2.0 * 2048 * 4608 * 12288, 1.0);
     }
     const struct spsim_gpu_validate_step *g =
-        find_step(&r, SPSIM_PHASE_FORWARD, "g: AllGather before QKV", "");
+        find_step(r, SPSIM_PHASE_FORWARD, "g: AllGather before QKV", "");
     ck_assert_int_eq(g->coll, SPSIM_COLL_ALL_GATHER);
     ck_assert_uint_eq(g->coll_bytes, 50331648);
     ck_assert_int_eq(g->kind, SPSIM_REPLAY_NONE);
-    const struct spsim_gpu_validate_step *dg = find_step(&r, SPSIM_PHASE_BACKWARD, qkv, "dgrad");
+    const struct spsim_gpu_validate_step *dg = find_step(r, SPSIM_PHASE_BACKWARD, qkv, "dgrad");
     ck_assert_int_eq(dg->coll, SPSIM_COLL_ALL_GATHER); /* the wgrad re-gather beside dgrad */
     ck_assert_int_eq(dg->overlap, SPSIM_OVERLAP_DGRAD);
-    const struct spsim_gpu_validate_step *ln = find_step(&r, SPSIM_PHASE_FORWARD, "LayerNorm 1",
+    const struct spsim_gpu_validate_step *ln = find_step(r, SPSIM_PHASE_FORWARD, "LayerNorm 1",
                                                          "forward");
     ck_assert_int_eq(ln->kind, SPSIM_REPLAY_COPY);
     ck_assert_uint_eq(ln->copy_bytes, 12582912);
-    spsim_model_destroy(m);
-    spsim_hardware_destroy(hw);
 }
 END_TEST
 
@@ -149,16 +157,11 @@ END_TEST
  */
 START_TEST(validate_plan_flash_proxy_flops)
 {
-    struct spsim_model *m = testutil_model_named("llama3-8b");
-    struct spsim_hardware *hw = testutil_hardware("hgx-h200");
-    struct spsim_parallel p = config_of(&configs[4]);
-    static struct spsim_gpu_validate_report r;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_gpu_validate_plan(m, hw, &p, &r, &err) == 0, "%s", err.message);
+    const struct spsim_gpu_validate_report *r = plan_of(4);
     const char *fa = "flash attention (QK^T, softmax, dropout, .V)";
     double fwd = 2.0 * 4 * 8192.0 * 8192.0 * 128;
-    const struct spsim_gpu_validate_step *f = find_step(&r, SPSIM_PHASE_FORWARD, fa, "forward");
-    const struct spsim_gpu_validate_step *b = find_step(&r, SPSIM_PHASE_BACKWARD, fa, "backward");
+    const struct spsim_gpu_validate_step *f = find_step(r, SPSIM_PHASE_FORWARD, fa, "forward");
+    const struct spsim_gpu_validate_step *b = find_step(r, SPSIM_PHASE_BACKWARD, fa, "backward");
     ck_assert_int_eq(f->kind, SPSIM_REPLAY_ATTENTION_PROXY);
     ck_assert_uint_eq(f->gemms, 2);
     ck_assert_uint_eq(b->gemms, 5);
@@ -168,30 +171,21 @@ START_TEST(validate_plan_flash_proxy_flops)
     ck_assert_uint_eq(f->k, 128);
     ck_assert_double_eq_tol(f->flops, fwd, 1.0);
     ck_assert_double_eq_tol(b->flops, 2.5 * fwd, 1.0);
-    spsim_model_destroy(m);
-    spsim_hardware_destroy(hw);
 }
 END_TEST
 
 /* FP8 runs keep attention's matmuls in BF16 and write FP8 GEMMs' outputs in BF16. */
 START_TEST(validate_plan_fp8_dtypes)
 {
-    struct spsim_model *m = testutil_model_named("gpt3-175b");
-    struct spsim_hardware *hw = testutil_hardware("hgx-h200");
-    struct spsim_parallel p = config_of(&configs[3]);
-    static struct spsim_gpu_validate_report r;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_gpu_validate_plan(m, hw, &p, &r, &err) == 0, "%s", err.message);
-    for (size_t i = 0; i < r.nsteps; i++) {
-        const struct spsim_gpu_validate_step *s = &r.steps[i];
+    const struct spsim_gpu_validate_report *r = plan_of(3);
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const struct spsim_gpu_validate_step *s = &r->steps[i];
         if (s->kind == SPSIM_REPLAY_GEMM)
             ck_assert_int_eq(s->dtype, SPSIM_DTYPE_FP8);
         if (s->kind == SPSIM_REPLAY_BATCHED_GEMM)
             ck_assert_int_eq(s->dtype, SPSIM_DTYPE_BF16);
         ck_assert(!s->fp32_output);
     }
-    spsim_model_destroy(m);
-    spsim_hardware_destroy(hw);
 }
 END_TEST
 

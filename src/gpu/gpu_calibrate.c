@@ -428,22 +428,16 @@ measure_local(struct spsim_gpu_gemm_shape *v, size_t n, struct spsim_bw_table *t
     return rc;
 }
 
+/* A failed calibration returns no samples. */
 static void
-clear_outputs(struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sample **hbm,
-              size_t *nhbm)
+discard(struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sample **hbm,
+        size_t *nhbm)
 {
-    if (gemms) {
-        free(*gemms);
-        *gemms = NULL;
-    }
-    if (hbm) {
-        free(*hbm);
-        *hbm = NULL;
-    }
-    if (ngemms)
-        *ngemms = 0;
-    if (nhbm)
-        *nhbm = 0;
+    free(*gemms);
+    free(*hbm);
+    *gemms = NULL;
+    *hbm = NULL;
+    *ngemms = *nhbm = 0;
 }
 
 int
@@ -451,19 +445,13 @@ spsim_gpu_calibrate(const struct spsim_gpu_calibrate_options *o, struct spsim_bw
                     struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sample **hbm,
                     size_t *nhbm, struct spsim_error *err)
 {
-    if (gemms)
-        *gemms = NULL;
-    if (hbm)
-        *hbm = NULL;
-    clear_outputs(gemms, ngemms, hbm, nhbm);
-    if (!collectives || !gemms || !ngemms || !hbm || !nhbm)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_gpu_calibrate: NULL argument");
     uint64_t sizes[MAX_SIZES];
     struct spsim_gpu_gemm_shape *shapes = NULL;
     size_t nshapes = 0, nsizes = 0;
-    int rc = spsim_gpu_calibrate_check(o, err);
-    if (rc == SPSIM_OK)
-        rc = spsim_gpu_device_count(NULL, err);
+    int rc = spsim_gpu_calibrate_begin(o, collectives, gemms, ngemms, hbm, nhbm, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    rc = spsim_gpu_device_count(NULL, err);
     if (rc == SPSIM_OK)
         rc = spsim_gpu_calibrate_shapes(o, &shapes, &nshapes, err);
     if (rc == SPSIM_OK) {
@@ -476,8 +464,8 @@ spsim_gpu_calibrate(const struct spsim_gpu_calibrate_options *o, struct spsim_bw
     }
     free(shapes);
     if (rc != SPSIM_OK)
-        clear_outputs(gemms, ngemms, hbm, nhbm);
-    if (rc != SPSIM_OK && o && o->mpi)
+        discard(gemms, ngemms, hbm, nhbm);
+    if (rc != SPSIM_OK && o->mpi)
         spsim_gpu_mpi_note_failure();
     return rc;
 }

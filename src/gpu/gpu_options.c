@@ -61,6 +61,25 @@ spsim_gpu_calibrate_check(const struct spsim_gpu_calibrate_options *o, struct sp
     return SPSIM_OK;
 }
 
+int
+spsim_gpu_calibrate_begin(const struct spsim_gpu_calibrate_options *o,
+                          const struct spsim_bw_table *collectives, struct spsim_gemm_sample **gemms,
+                          size_t *ngemms, struct spsim_hbm_sample **hbm, size_t *nhbm,
+                          struct spsim_error *err)
+{
+    if (gemms)
+        *gemms = NULL;
+    if (ngemms)
+        *ngemms = 0;
+    if (hbm)
+        *hbm = NULL;
+    if (nhbm)
+        *nhbm = 0;
+    if (!collectives || !gemms || !ngemms || !hbm || !nhbm)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_gpu_calibrate: NULL argument");
+    return spsim_gpu_calibrate_check(o, err);
+}
+
 size_t
 spsim_gpu_sweep_sizes(const struct spsim_gpu_calibrate_options *o, uint64_t *sizes, size_t cap)
 {

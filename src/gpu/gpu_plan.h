@@ -27,6 +27,13 @@ int spsim_gpu_calibrate_shapes(const struct spsim_gpu_calibrate_options *o,
                                struct spsim_gpu_gemm_shape **out, size_t *n,
                                struct spsim_error *err);
 
+/** What spsim_gpu_calibrate() does first in every build: set the outputs empty (NULL, 0), then
+ * refuse NULL arguments and bad options. @return SPSIM_OK or SPSIM_EINVAL */
+int spsim_gpu_calibrate_begin(const struct spsim_gpu_calibrate_options *o,
+                              const struct spsim_bw_table *collectives,
+                              struct spsim_gemm_sample **gemms, size_t *ngemms,
+                              struct spsim_hbm_sample **hbm, size_t *nhbm, struct spsim_error *err);
+
 /** The collective sizes of a sweep, nccl-tests' -b/-e/-f: min, min·f, ... ≤ max. */
 size_t spsim_gpu_sweep_sizes(const struct spsim_gpu_calibrate_options *o, uint64_t *sizes,
                              size_t cap);

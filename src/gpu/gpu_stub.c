@@ -34,17 +34,7 @@ spsim_gpu_calibrate(const struct spsim_gpu_calibrate_options *o, struct spsim_bw
                     struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sample **hbm,
                     size_t *nhbm, struct spsim_error *err)
 {
-    if (gemms)
-        *gemms = NULL;
-    if (ngemms)
-        *ngemms = 0;
-    if (hbm)
-        *hbm = NULL;
-    if (nhbm)
-        *nhbm = 0;
-    if (!collectives || !gemms || !ngemms || !hbm || !nhbm)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_gpu_calibrate: NULL argument");
-    int rc = spsim_gpu_calibrate_check(o, err);
+    int rc = spsim_gpu_calibrate_begin(o, collectives, gemms, ngemms, hbm, nhbm, err);
     return rc != SPSIM_OK ? rc : spsim_gpu_device_count(NULL, err);
 }
 
