@@ -174,6 +174,7 @@ measure_collectives(const struct spsim_gpu_calibrate_options *o, struct spsim_bw
     int rc = spsim_gpu_comm_open(&c, o->gpus, o->mpi, bytes, err);
     if (rc != SPSIM_OK)
         return rc;
+    /* 64 KiB per rank (16384 floats) spans several of NCCL's chunks yet is read back at once. */
     uint64_t check = bytes / sizeof(float) / (uint64_t)c.nranks;
     if ((rc = spsim_gpu_coll_verify(&c, check < 16384 ? check : 16384, err)) == SPSIM_OK)
         rc = provenance(t, &c, o, err);

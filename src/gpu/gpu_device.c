@@ -202,7 +202,7 @@ spsim_gpu_fill(void *dev, size_t bytes, enum spsim_dtype dtype, struct spsim_err
     unsigned char *host = spsim_calloc(1, chunk + esize);
     if (!host)
         return spsim_fail(err, SPSIM_ENOMEM, "fill GPU buffer: out of host memory");
-    uint64_t state = 0x9e3779b97f4a7c15ull;
+    uint64_t state = 0x9e3779b97f4a7c15ull; /* any non-zero seed; this is 2^64 / golden ratio */
     for (size_t i = 0; i < chunk; i += esize) {
         uint32_t v = random_bits(dtype, &state);
         memcpy(host + i, &v, esize); /* little-endian: the low esize bytes */

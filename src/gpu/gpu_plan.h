@@ -8,7 +8,8 @@
 #include "internal.h"
 #include "spsim/gpu.h"
 
-/** Most GPUs one process drives (one communicator member each). */
+/** Most GPUs one process drives (one communicator member each): a guard well above the 8 of a
+ * DGX/HGX node and the 4 of a GB200 NVL72 compute tray (hardware-facts.md). */
 #define SPSIM_GPU_MAX_LOCAL 64
 
 /** One GEMM shape: out[m, n] = A[m, k] · B[k, n], `batch` of them. */
