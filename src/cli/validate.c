@@ -178,20 +178,6 @@ write_header(FILE *f, const struct spsim_gpu_validate_report *r, const char *mod
     write_notes(f);
 }
 
-/* Columns a UTF-8 string takes: its characters less the combining marks U+0300..U+036F
- * (f̄ is 'f' and a combining macron; ḡ is one character of three bytes). */
-static int
-display_width(const char *text)
-{
-    int w = 0;
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-        bool continuation = (*p & 0xc0) == 0x80;
-        bool combining = *p == 0xcc || (*p == 0xcd && p[1] < 0xb0);
-        w += !continuation && !combining;
-    }
-    return w;
-}
-
 static void
 write_row(FILE *f, size_t i, const struct spsim_gpu_validate_step *s)
 {
@@ -204,9 +190,9 @@ write_row(FILE *f, size_t i, const struct spsim_gpu_validate_step *s)
         if (s->measured_s > 0)
             fmt_time(cm, sizeof(cm), s->measured_comm_s);
     }
-    int pad = 44 - display_width(s->op);
-    fprintf(f, "%-3zu %-9s %s%*s %-8s %-15s %-30s %-24s %-6s %10s %10s %8s %10s %10s\n", i + 1,
-            spsim_phase_name(s->phase), s->op, pad > 0 ? pad : 0, "", s->pass[0] ? s->pass : "-",
+    fprintf(f, "%-3zu %-9s ", i + 1, spsim_phase_name(s->phase));
+    fput_padded(f, s->op, 44);
+    fprintf(f, " %-8s %-15s %-30s %-24s %-6s %10s %10s %8s %10s %10s\n", s->pass[0] ? s->pass : "-",
             spsim_replay_kind_name(s->kind), fmt_work(work, sizeof(work), s), coll,
             s->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(s->overlap),
             fmt_time(pt, sizeof(pt), s->predicted_s),
