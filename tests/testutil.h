@@ -18,6 +18,18 @@ testutil_run(Suite *s)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/** Run a suite in this process: CUDA and MPI do not survive fork() once initialised. */
+static inline int
+testutil_run_nofork(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
 /** The paper's GPT layer (Korthikanti et al. 2022 §3): GeLU MLP of 4h, LayerNorm, dropout,
  * standard attention, learned positions, biases, tied embeddings. */
 static inline struct spsim_model_shape
