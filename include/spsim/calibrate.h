@@ -58,6 +58,79 @@ struct spsim_hbm_sample {
     double GBps;     /**< 2 × bytes / time / 1e9: HBM traffic rate */
 };
 
+
+/* Importing nccl-tests output. */
+
+/** What the caller knows about a log; the importer takes the rest from the log. */
+struct spsim_nccl_log_options {
+    enum spsim_coll_op op; /**< SPSIM_COLL_COUNT (default): from "Collective test starting:" or
+                            *   the file name */
+    uint32_t gpus;         /**< ranks; 0 (default): from the "#  Rank N" lines or "nranks N" */
+    uint32_t nodes;        /**< nodes; 0 (default): distinct hosts, or "nNodes N" */
+};
+
+/** Set every member to its documented default. */
+SPSIM_API void spsim_nccl_log_defaults(struct spsim_nccl_log_options *o);
+
+/** Most rows a summary lists individually. */
+#define SPSIM_NCCL_LOG_MAX_NOTES 8
+
+/** One row whose printed algbw or busbw disagrees with its size and time. */
+struct spsim_nccl_log_note {
+    uint32_t line;    /**< 1-based line number in the file */
+    char text[160];   /**< e.g. "busbw 0.30 GB/s printed, 0.35 from size, time and 1.75 (8 ranks)" */
+};
+
+/** What the importer saw in one log. */
+struct spsim_nccl_log_summary {
+    enum spsim_coll_op op;
+    uint32_t ranks;
+    uint32_t nodes;
+    const char *op_from;    /**< static: "log", "--op" or "file name" */
+    const char *ranks_from; /**< static: "rank lines", "NCCL INFO nranks" or "--gpus" */
+    const char *nodes_from; /**< static: "rank lines", "NCCL INFO nNodes", "NCCL INFO hosts" or
+                             *   "--nodes" */
+    size_t rows;            /**< rows imported (sizes > 0) */
+    size_t zero_rows;       /**< rows of size 0, skipped */
+    size_t split_rows;      /**< rows cut by NCCL lines and joined again */
+    size_t mismatched_rows; /**< rows whose printed algbw or busbw disagree with size and time */
+    size_t nnotes;          /**< the first SPSIM_NCCL_LOG_MAX_NOTES of them */
+    struct spsim_nccl_log_note notes[SPSIM_NCCL_LOG_MAX_NOTES];
+};
+
+/**
+ * Read nccl-tests output (all_reduce, all_gather, reduce_scatter, sendrecv, alltoall perf) into
+ * `table`: one sample per data row of size > 0, with the out-of-place time; algbw and busbw are
+ * recomputed from size and time (GB = 1e9 bytes) after the printed ones are checked against them.
+ *
+ * Tolerated: `#` comment lines, `## KEY: VALUE` provenance lines (kept as table info), old
+ * (`error` column, no `root`) and new (`#wrong`, `root`) column layouts, a missing column header,
+ * NCCL INFO/WARN lines between rows or cutting a row (the row continues on a later line), rows of
+ * size 0 (skipped and counted), other text lines. Table info set: "source" (origin), "gpu",
+ * "hosts", "nccl_version", "nccl_tests_version", "cuda_driver_version", "process_layout", "type",
+ * and each `## KEY` as "log_KEY", spaces turned into '_' ("log_command", "log_system", ...),
+ * where the log has them.
+ *
+ * @param text, len  the log; not modified, need not be NUL-terminated
+ * @param origin     names the log in messages (a file name); NULL gives "<nccl-tests log>"
+ * @param o          may be NULL (all defaults)
+ * @param table      receives the samples and provenance (appended to what it holds)
+ * @param summary    optional; filled on success
+ * @return SPSIM_OK; SPSIM_EPARSE (a truncated or malformed row, a negative time, no data rows:
+ *         err names the origin and the line); SPSIM_EFIELD (the collective, rank or node count
+ *         cannot be told, or contradicts `o`, or the busbw factor of every row contradicts the
+ *         rank count); SPSIM_EINVAL; SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_nccl_log_parse(const char *text, size_t len, const char *origin,
+                                   const struct spsim_nccl_log_options *o,
+                                   struct spsim_bw_table *table,
+                                   struct spsim_nccl_log_summary *summary, struct spsim_error *err);
+
+/** spsim_nccl_log_parse() on a file. @return as it, or SPSIM_EIO when the file cannot be read */
+SPSIM_API int spsim_nccl_log_load(const char *path, const struct spsim_nccl_log_options *o,
+                                  struct spsim_bw_table *table,
+                                  struct spsim_nccl_log_summary *summary, struct spsim_error *err);
+
 #ifdef __cplusplus
 }
 #endif
