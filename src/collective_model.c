@@ -89,6 +89,19 @@ spsim_group_tier(const struct spsim_hardware *hw, struct spsim_group g)
     return g.per_domain == 1 ? SPSIM_TIER_NETWORK : SPSIM_TIER_HIERARCHICAL;
 }
 
+uint32_t
+spsim_inter_steps(enum spsim_coll_op op, struct spsim_group g)
+{
+    /* One domain boundary crossed per domain and ring pass (NCCL tuning.cc nInterSteps =
+     * 2(nNodes − 1) for AllReduce, nNodes − 1 otherwise; nccl-tests.md §1.5). */
+    uint32_t domains = g.size / g.per_domain;
+    uint32_t steps = spsim_ring_steps(op, g.size);
+    uint32_t inter = op == SPSIM_COLL_ALL_REDUCE ? 2 * (domains - 1) : domains - 1;
+    if (op == SPSIM_COLL_SEND_RECV)
+        inter = 1;
+    return inter > steps ? steps : inter;
+}
+
 double
 spsim_collective_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op op,
                            struct spsim_group g)
@@ -97,14 +110,9 @@ spsim_collective_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op o
     if (spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK)
         return spsim_ring_latency_s(&hw->nvlink, op, n);
     /* NCCL tuning.cc ring latency: base + (nsteps − nInterSteps)·intraLat + nInterSteps·interLat
-     * (nccl-tests.md §1.5), with one domain boundary crossed per domain and pass. */
-    uint32_t domains = n / g.per_domain;
+     * (nccl-tests.md §1.5). */
     uint32_t steps = spsim_ring_steps(op, n);
-    uint32_t inter = op == SPSIM_COLL_ALL_REDUCE ? 2 * (domains - 1) : domains - 1;
-    if (op == SPSIM_COLL_SEND_RECV)
-        inter = 1;
-    if (inter > steps)
-        inter = steps;
+    uint32_t inter = spsim_inter_steps(op, g);
     return hw->network.base_latency_s + (steps - inter) * hw->nvlink.hop_latency_s +
            inter * hw->network.hop_latency_s;
 }

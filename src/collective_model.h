@@ -43,6 +43,9 @@ struct spsim_group spsim_group_place(const struct spsim_hardware *hw, uint32_t s
 int spsim_collective_layout(const struct spsim_hardware *hw, uint32_t gpus, uint32_t *nodes,
                             const char *what, struct spsim_group *g, struct spsim_error *err);
 
+/** Ring steps of a group spanning domains that cross a domain boundary. */
+uint32_t spsim_inter_steps(enum spsim_coll_op op, struct spsim_group g);
+
 /** The α of a collective on a placed group: NVLink ring latency inside a domain, NCCL's
  * hierarchical ring latency (network base, NVLink hops inside, network hops across) otherwise. */
 double spsim_collective_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op op,

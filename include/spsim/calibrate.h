@@ -131,6 +131,102 @@ SPSIM_API int spsim_nccl_log_load(const char *path, const struct spsim_nccl_log_
                                   struct spsim_bw_table *table,
                                   struct spsim_nccl_log_summary *summary, struct spsim_error *err);
 
+/* Calibrating a hardware profile from measurements. */
+
+/** Where the calibrated profile starts from and what it records. */
+struct spsim_calibrate_options {
+    const char *base_path;    /**< base hardware profile, a file (required) */
+    const char *name;         /**< "name" of the calibrated profile (required, non-empty) */
+    const char *command_line; /**< recorded in every replaced source and the provenance; NULL:
+                               *   none (default) */
+    const char *date;         /**< recorded likewise; NULL (default): now, UTC, ISO 8601 */
+};
+
+/** Set every member to its documented default (all NULL). */
+SPSIM_API void spsim_calibrate_defaults(struct spsim_calibrate_options *o);
+
+/** The fit of one link tier (doc/calibration.md): time = α + steps·hop + wire/B. */
+struct spsim_calibration_tier {
+    bool measured;           /**< some samples ran on this tier */
+    bool hop_fitted;         /**< false: one step count only, so the base profile's base latency
+                              *   is kept and the rest of α is spread over the steps as hop */
+    double base_latency_us;  /**< as written to the profile */
+    double hop_latency_us;   /**< as written to the profile */
+    double fit_busbw_GBps[SPSIM_COLL_COUNT];  /**< fitted B per collective; 0 = not measured */
+    double peak_busbw_GBps[SPSIM_COLL_COUNT]; /**< the busbw the written profile gives the
+                                               *   curve's group at eff = 1 */
+    double fit_median_rel_err[SPSIM_COLL_COUNT]; /**< |fit − measured| / measured over sizes */
+    double fit_max_rel_err[SPSIM_COLL_COUNT];
+};
+
+/** One measured size: the measurement, the tier's fit and the calibrated profile's prediction. */
+struct spsim_calibration_row {
+    size_t input;          /**< index of the table it came from */
+    enum spsim_coll_op op;
+    enum spsim_tier tier;  /**< SPSIM_TIER_NVLINK, _NETWORK or _HIERARCHICAL */
+    uint32_t ranks, nodes;
+    uint64_t size_bytes;
+    double measured_s;     /**< mean of the table's samples of this size */
+    double fit_s;          /**< α + steps·hop + wire/B of the tier's fit */
+    double eff;            /**< eff(size) of the calibrated profile for this tier and collective */
+    double predicted_s;    /**< spsim_collective_predict() on the calibrated profile */
+    bool in_curve;         /**< the size is a point of the written busbw curve */
+};
+
+/** Most notes a calibration keeps. */
+#define SPSIM_CALIBRATION_MAX_NOTES 8
+
+/** The result of spsim_calibrate_profile(). Free with spsim_calibration_free(). */
+struct spsim_calibration {
+    struct spsim_calibration_tier tier[2]; /**< [0] the NVLink domain, [1] the network */
+    struct spsim_calibration_row *rows;    /**< owned; every measured size of every table */
+    size_t nrows;
+    char *profile_json;                    /**< owned; the calibrated profile, already accepted by
+                                            *   spsim_hardware_parse() */
+    size_t profile_len;
+    size_t nnotes;
+    char notes[SPSIM_CALIBRATION_MAX_NOTES][256]; /**< what was not used as given, one line each */
+};
+
+/**
+ * Fit the measured collectives and write a calibrated hardware profile: the base profile with
+ * the fitted tier latencies, the ring/AllReduce busbw, a busbw curve per measured collective
+ * and tier (for multi-node samples the network tier and node.gpus_per_node = ranks per node),
+ * for GPU runs also gpu.gemm_table and gpu.hbm_achievable_GBps; every other field keeps its
+ * source, each replaced number's source names the calibration, and a `calibration` object
+ * holds the provenance. `spsim collective` on the result reproduces every measured size from
+ * the curves (doc/calibration.md). Nothing is written: see spsim_calibration_write().
+ * @param tables        measured collectives (e.g. from spsim_nccl_log_load()); not modified
+ * @param gemms, hbm    optional GPU measurements (NULL with a count of 0)
+ * @param out           filled on success; the caller frees it with spsim_calibration_free()
+ * @return SPSIM_OK; SPSIM_EIO, SPSIM_EPARSE, SPSIM_EFIELD (the base profile); SPSIM_EINVAL (no
+ *         samples, samples that do not fit the base's nodes, a measurement the base profile cannot
+ *         hold: err says which); SPSIM_ENUMERIC (the fit failed); SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_calibrate_profile(const struct spsim_calibrate_options *o,
+                                      const struct spsim_bw_table *const *tables, size_t ntables,
+                                      const struct spsim_gemm_sample *gemms, size_t ngemms,
+                                      const struct spsim_hbm_sample *hbm, size_t nhbm,
+                                      struct spsim_calibration *out, struct spsim_error *err);
+
+/** Free what a calibration owns and zero it; NULL is accepted. */
+SPSIM_API void spsim_calibration_free(struct spsim_calibration *c);
+
+/** Write c->profile_json to `path` atomically (spsim_file_write_atomic): on failure the old file,
+ * if any, is left as it was. @return SPSIM_OK, SPSIM_EINVAL, SPSIM_EIO */
+SPSIM_API int spsim_calibration_write(const struct spsim_calibration *c, const char *path,
+                                      struct spsim_error *err);
+
+/**
+ * The shipped hardware profile for a GPU as CUDA names it ("NVIDIA A100-SXM4-80GB"): the one
+ * whose gpu.model is that name, or a known alias (doc/calibration.md).
+ * @param out  receives the profile NAME; capacity `cap`
+ * @return SPSIM_OK; SPSIM_EFIELD when no shipped profile matches (err says so); SPSIM_EINVAL;
+ *         SPSIM_EIO (no data directory)
+ */
+SPSIM_API int spsim_calibrate_base_for_gpu(const char *gpu_name, char *out, size_t cap,
+                                           struct spsim_error *err);
+
 #ifdef __cplusplus
 }
 #endif
