@@ -425,6 +425,8 @@ row_of(const struct cal *c, const struct spsim_hardware *hw, const struct cal_se
     *r = (struct spsim_calibration_row){.input = s->input, .op = s->op, .ranks = s->ranks,
                                         .nodes = s->nodes, .size_bytes = s->size[i],
                                         .measured_s = s->time_s[i], .in_curve = s->curve};
+    r->algbw_GBps = (double)s->size[i] / s->time_s[i] / 1e9;
+    r->busbw_GBps = s->op == SPSIM_COLL_SEND_RECV ? r->algbw_GBps : p.wire_bytes / s->time_s[i] / 1e9;
     r->fit_s = spsim_latbw_eval(&c->fit[s->tier], &p);
     int rc = spsim_curve_eval(tier->curve[s->op], (double)s->size[i], &r->eff);
     if (rc == SPSIM_OK)

@@ -449,7 +449,8 @@ check_rows(const struct pass2 *p, struct spsim_nccl_log_summary *s, double facto
     if (ratio_rows >= 3 && factor_bad == ratio_rows)
         return spsim_fail(p->err, SPSIM_EFIELD,
                           "%s: line %u: busbw/algbw is %.4f on every row, but %s on %u ranks has "
-                          "factor %.4f (nccl-tests PERFORMANCE.md): the rank count is wrong",
+                          "factor %.4f (nccl-tests PERFORMANCE.md): the rank count or the "
+                          "collective is wrong",
                           p->origin, bad->line, bad->busbw / bad->algbw,
                           spsim_coll_op_name(s->op), s->ranks, factor);
     return SPSIM_OK;

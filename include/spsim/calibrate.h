@@ -167,6 +167,8 @@ struct spsim_calibration_row {
     uint32_t ranks, nodes;
     uint64_t size_bytes;
     double measured_s;     /**< mean of the table's samples of this size */
+    double algbw_GBps;     /**< size / measured_s, GB = 1e9 B (nccl-tests) */
+    double busbw_GBps;     /**< algbw × the collective's nccl-tests factor */
     double fit_s;          /**< α + steps·hop + wire/B of the tier's fit */
     double eff;            /**< eff(size) of the calibrated profile for this tier and collective */
     double predicted_s;    /**< spsim_collective_predict() on the calibrated profile */

@@ -166,5 +166,6 @@ int cmd_explain(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_collective(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 #endif

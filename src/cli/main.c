@@ -19,6 +19,7 @@ static const char main_help[] =
     "  list       list the shipped profiles: spsim list models|hardware\n"
     "  check      validate profile files: spsim check FILE...\n"
     "  collective time and bandwidth of one NCCL collective, as nccl-tests reports it\n"
+    "  calibrate  fit a calibrated hardware profile to nccl-tests logs or the local GPUs\n"
     "\n"
     "Run 'spsim COMMAND --help' for a command's options. 'spsim --version' prints the version.\n"
     "\n"
@@ -42,6 +43,7 @@ static const struct command commands[] = {
     {"list", cmd_list},
     {"check", cmd_check},
     {"collective", cmd_collective},
+    {"calibrate", cmd_calibrate},
 };
 
 int
