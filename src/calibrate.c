@@ -105,16 +105,24 @@ series_merge(struct cal_series *s)
 static int
 collect_series(struct cal *c)
 {
+    size_t lone = 0;
     for (size_t t = 0; t < c->ntables; t++) {
         size_t n = spsim_bw_table_size(c->tables[t]);
         for (size_t i = 0; i < n; i++) {
             const struct spsim_bw_sample *x = spsim_bw_table_get(c->tables[t], i);
+            if (x->ranks < 2) { /* one GPU: no link is crossed (nccl-tests busbw factor 0) */
+                lone++;
+                continue;
+            }
             struct cal_series *s = series_for(c, t, x);
             if (!s || series_push(s, x->size_bytes, x->time_s) != SPSIM_OK)
                 return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
         }
     }
-    if (c->ns == 0)
+    if (lone)
+        spsim_cal_note(c, "%zu samples of a single rank carry no link timing and were left out",
+                       lone);
+    if (c->ns == 0 && c->ngemms + c->nhbm == 0)
         return spsim_fail(c->err, SPSIM_EINVAL, "calibrate: no measured collectives");
     for (size_t i = 0; i < c->ns; i++)
         series_merge(&c->s[i]);
@@ -448,8 +456,8 @@ make_rows(struct cal *c, const struct spsim_hardware *hw)
     for (size_t i = 0; i < c->ns; i++)
         total += c->s[i].n;
     struct spsim_calibration *out = c->out;
-    out->rows = spsim_calloc(total, sizeof(*out->rows));
-    double *fit = spsim_calloc(total, sizeof(double)), *repro = spsim_calloc(total, sizeof(double));
+    out->rows = spsim_calloc(total + 1, sizeof(*out->rows)); /* + 1: no sizes is no failure */
+    double *fit = spsim_calloc(total + 1, sizeof(double)), *repro = spsim_calloc(total + 1, sizeof(double));
     int rc = out->rows && fit && repro ? SPSIM_OK : spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
     for (size_t i = 0; i < c->ns && rc == SPSIM_OK; i++) {
         struct cal_series *s = &c->s[i];

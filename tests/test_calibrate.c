@@ -284,6 +284,20 @@ START_TEST(gemm_and_hbm_samples_go_into_the_gpu_section)
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(table, "points")), 2);
     cJSON_Delete(root);
     spsim_calibration_free(&cal);
+    /* One GPU: its one-rank "collectives" cross no link; the GEMMs and copies still count. */
+    struct spsim_bw_table *one = NULL;
+    ck_assert_int_eq(spsim_bw_table_create(&one), SPSIM_OK);
+    struct spsim_bw_sample lone = {SPSIM_COLL_ALL_REDUCE, 1, 1, 1048576, 5e-6, 209.7, 0};
+    ck_assert_int_eq(spsim_bw_table_add(one, &lone), SPSIM_OK);
+    const struct spsim_bw_table *single[1] = {one};
+    ck_assert_msg(spsim_calibrate_profile(&o, single, 1, gemms, 3, hbm, 2, &cal, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert_uint_eq(cal.nrows, 0);
+    ck_assert_uint_eq(cal.nnotes, 1);
+    ck_assert(!cal.tier[0].measured && !cal.tier[1].measured);
+    spsim_hardware_destroy(load_profile(&cal));
+    spsim_calibration_free(&cal);
+    spsim_bw_table_destroy(one);
     /* A copy faster than the spec, or a GEMM above the peak, means a wrong base. */
     hbm[0].GBps = 4000;
     ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, gemms, 3, hbm, 2, &cal, &err), SPSIM_EINVAL);
