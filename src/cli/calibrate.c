@@ -394,7 +394,8 @@ print_tier(FILE *f, const struct spsim_calibration_tier *t, const char *name)
                "error\n", name);
     fprintf(f, "#   base latency %.3f us, hop %.3f us%s\n", t->base_latency_us, t->hop_latency_us,
             t->hop_fitted ? " (both fitted)"
-                          : " (one step count: base from the base profile, hop from the rest)");
+                          : " (one step count: base kept from the base profile unless the latency "
+                            "is below it, hop from the rest)");
     for (int op = 0; op < SPSIM_COLL_COUNT; op++)
         if (t->fit_busbw_GBps[op] > 0)
             fprintf(f, "#   %-14s fitted B %8.2f GB/s, profile peak %8.2f GB/s; fit error median "
