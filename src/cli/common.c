@@ -117,6 +117,49 @@ cli_parse_double(const char *option, const char *text, double min, double max, d
 }
 
 int
+cli_parse_size(const char *text, uint64_t *out)
+{
+    errno = 0;
+    char *end = NULL;
+    if (*text < '0' || *text > '9')
+        return -1;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno == ERANGE)
+        return -1;
+    uint64_t mult = 1;
+    switch (*end) {
+    case 'K':
+    case 'k':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        mult = 1ull << 30;
+        end++;
+        break;
+    case 'T':
+    case 't':
+        mult = 1ull << 40;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || v == 0 || v > (1ull << 50) / mult)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+int
 cli_load_model(const char *arg, struct spsim_model **out)
 {
     char path[4096];

@@ -20,6 +20,7 @@ static const char main_help[] =
     "  check      validate profile files: spsim check FILE...\n"
     "  collective time and bandwidth of one NCCL collective, as nccl-tests reports it\n"
     "  validate   replay one layer on the local GPUs: predicted against measured, per op\n"
+    "  calibrate  fit a calibrated hardware profile to nccl-tests logs or the local GPUs\n"
     "\n"
     "Run 'spsim COMMAND --help' for a command's options. 'spsim --version' prints the version.\n"
     "\n"
@@ -44,6 +45,7 @@ static const struct command commands[] = {
     {"check", cmd_check},
     {"collective", cmd_collective},
     {"validate", cmd_validate},
+    {"calibrate", cmd_calibrate},
 };
 
 int

@@ -100,6 +100,7 @@ spsim_gpu_coll_count(enum spsim_coll_op op, uint64_t size_bytes, uint32_t elt_by
     switch (op) {
     case SPSIM_COLL_ALL_GATHER:
     case SPSIM_COLL_REDUCE_SCATTER:
+    case SPSIM_COLL_ALL_TO_ALL: /* AlltoAllGetCollByteCount: the same per-peer rounding */
         /* nccl-tests AllGatherGetCollByteCount: base = (count/nranks) & ~(16/eltSize - 1); the
          * printed size is max(send, recv) bytes = base · nranks · eltSize. */
         count = (count / nranks) & ~(uint64_t)(16 / elt_bytes - 1);
