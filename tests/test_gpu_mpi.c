@@ -33,7 +33,7 @@ START_TEST(mpi_job_is_two_ranks_on_one_node)
     ck_assert(rank == 0 || rank == 1);
     ck_assert_int_eq(local, rank);
     ck_assert_int_eq(nodes, 1);
-    ck_assert_int_eq(spsim_gpu_mpi_rank(), rank);
+    ck_assert_int_eq(spsim_gpu_impl_mpi_rank(), rank);
 
     char word[16] = "";
     if (rank == 0)
@@ -61,6 +61,6 @@ main(void)
     tcase_add_test(tc, mpi_job_is_two_ranks_on_one_node);
     suite_add_tcase(s, tc);
     int rc = testutil_run_nofork(s);
-    spsim_gpu_finalize();
+    spsim_gpu_impl_finalize();
     return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * spsim_gpu_calibrate(): NCCL collectives over the size sweep, cuBLASLt GEMMs over the layer's
+ * spsim_gpu_impl_calibrate(): NCCL collectives over the size sweep, cuBLASLt GEMMs over the layer's
  * and a grid's shapes, and device-to-device copies, each timed with CUDA events after warm-up.
  */
 #include "config.h"
@@ -104,7 +104,7 @@ provenance(struct spsim_bw_table *t, const struct spsim_gpu_comm *c,
 {
     struct spsim_gpu_info g;
     char hosts[1024];
-    int rc = spsim_gpu_info(c->devices[0], &g, err);
+    int rc = spsim_gpu_impl_info(c->devices[0], &g, err);
     if (rc == SPSIM_OK)
         rc = hosts_of(c, hosts, sizeof(hosts), err);
     if (rc != SPSIM_OK)
@@ -205,7 +205,7 @@ bench_open(struct bench *x, struct spsim_error *err)
 {
     memset(x, 0, sizeof(*x));
     int rc;
-    if ((rc = spsim_gpu_info(0, &x->info, err)) || (rc = spsim_gpu_use(0, err)) ||
+    if ((rc = spsim_gpu_impl_info(0, &x->info, err)) || (rc = spsim_gpu_use(0, err)) ||
         (rc = spsim_gpu_blas_open(&x->blas, err)) ||
         (rc = spsim_gpu_cuda(cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking),
                              "cudaStreamCreate", err)) ||
@@ -442,7 +442,7 @@ discard(struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sampl
 }
 
 int
-spsim_gpu_calibrate(const struct spsim_gpu_calibrate_options *o, struct spsim_bw_table *collectives,
+spsim_gpu_impl_calibrate(const struct spsim_gpu_calibrate_options *o, struct spsim_bw_table *collectives,
                     struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sample **hbm,
                     size_t *nhbm, struct spsim_error *err)
 {
@@ -452,7 +452,7 @@ spsim_gpu_calibrate(const struct spsim_gpu_calibrate_options *o, struct spsim_bw
     int rc = spsim_gpu_calibrate_begin(o, collectives, gemms, ngemms, hbm, nhbm, err);
     if (rc != SPSIM_OK)
         return rc;
-    rc = spsim_gpu_device_count(NULL, err);
+    rc = spsim_gpu_impl_device_count(NULL, err);
     if (rc == SPSIM_OK)
         rc = spsim_gpu_calibrate_shapes(o, &shapes, &nshapes, err);
     if (rc == SPSIM_OK) {
@@ -460,7 +460,7 @@ spsim_gpu_calibrate(const struct spsim_gpu_calibrate_options *o, struct spsim_bw
         struct progress p = {o, 0, 4 * nsizes + HBM_SIZES + nshapes * (o->fp8 ? 2 : 1)};
         rc = measure_collectives(o, collectives, &p, sizes, nsizes, err);
         /* Under MPI the GEMMs and copies of one GPU are enough: rank 0 measures them. */
-        if (rc == SPSIM_OK && spsim_gpu_mpi_rank() == 0)
+        if (rc == SPSIM_OK && spsim_gpu_impl_mpi_rank() == 0)
             rc = measure_local(shapes, nshapes, collectives, gemms, ngemms, hbm, nhbm, &p, err);
     }
     free(shapes);

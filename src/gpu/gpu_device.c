@@ -6,12 +6,6 @@
 
 #include "gpu_internal.h"
 
-bool
-spsim_gpu_built(void)
-{
-    return true;
-}
-
 int
 spsim_gpu_cuda(cudaError_t e, const char *step, struct spsim_error *err)
 {
@@ -65,7 +59,7 @@ spsim_gpu_nccl(ncclResult_t r, const char *step, struct spsim_error *err)
 }
 
 int
-spsim_gpu_device_count(int *count, struct spsim_error *err)
+spsim_gpu_impl_device_count(int *count, struct spsim_error *err)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -89,11 +83,11 @@ spsim_gpu_use(int device, struct spsim_error *err)
 }
 
 int
-spsim_gpu_info(int device, struct spsim_gpu_info *out, struct spsim_error *err)
+spsim_gpu_impl_info(int device, struct spsim_gpu_info *out, struct spsim_error *err)
 {
     if (!out)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_gpu_info: NULL argument");
-    int n = 0, rc = spsim_gpu_device_count(&n, err);
+    int n = 0, rc = spsim_gpu_impl_device_count(&n, err);
     if (rc != SPSIM_OK)
         return rc;
     if (device < 0 || device >= n)

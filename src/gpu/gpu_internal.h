@@ -149,7 +149,7 @@ int spsim_gpu_mpi_bcast(void *data, size_t bytes, struct spsim_error *err);
 int spsim_gpu_mpi_average(double *v, struct spsim_error *err);
 /** The host names of all ranks, distinct, comma-separated into buf. */
 int spsim_gpu_mpi_hosts(char *buf, size_t cap, struct spsim_error *err);
-/** A calibration failed under MPI: spsim_gpu_finalize() then leaves MPI unfinalized, so that
+/** A calibration failed under MPI: spsim_gpu_impl_finalize() then leaves MPI unfinalized, so that
  * this process can exit without waiting for ranks that may be blocked in a collective (the
  * launcher ends them when it sees this one exit with a failure status). */
 void spsim_gpu_mpi_note_failure(void);

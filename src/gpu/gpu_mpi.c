@@ -126,7 +126,7 @@ spsim_gpu_mpi_hosts(char *buf, size_t cap, struct spsim_error *err)
 }
 
 int
-spsim_gpu_mpi_rank(void)
+spsim_gpu_impl_mpi_rank(void)
 {
     return world_rank;
 }
@@ -138,7 +138,7 @@ spsim_gpu_mpi_note_failure(void)
 }
 
 void
-spsim_gpu_finalize(void)
+spsim_gpu_impl_finalize(void)
 {
     int finalized = 1;
     if (initialized_here && !failed && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
@@ -187,7 +187,7 @@ spsim_gpu_mpi_hosts(char *buf, size_t cap, struct spsim_error *err)
 }
 
 int
-spsim_gpu_mpi_rank(void)
+spsim_gpu_impl_mpi_rank(void)
 {
     return 0;
 }
@@ -198,7 +198,7 @@ spsim_gpu_mpi_note_failure(void)
 }
 
 void
-spsim_gpu_finalize(void)
+spsim_gpu_impl_finalize(void)
 {
 }
 

@@ -13,7 +13,7 @@
 static int
 open_local(struct spsim_gpu_comm *c, int gpus, struct spsim_error *err)
 {
-    int n = 0, rc = spsim_gpu_device_count(&n, err);
+    int n = 0, rc = spsim_gpu_impl_device_count(&n, err);
     if (rc != SPSIM_OK)
         return rc;
     if (gpus == 0)
@@ -45,7 +45,7 @@ open_mpi(struct spsim_gpu_comm *c, struct spsim_error *err)
     int rc = spsim_gpu_mpi_begin(&rank, &size, &local, &c->nodes, err);
     if (rc != SPSIM_OK)
         return rc;
-    rc = spsim_gpu_device_count(&n, err);
+    rc = spsim_gpu_impl_device_count(&n, err);
     if (rc == SPSIM_OK && local >= n)
         rc = spsim_fail(err, SPSIM_ENOTSUP, "MPI rank %d is rank %d on its node, which has %d "
                         "GPUs: start one rank per GPU", rank, local, n);

@@ -53,4 +53,40 @@ int spsim_gpu_validate_check(const struct spsim_gpu_validate_options *o, struct 
 /** True when the process was started by an MPI launcher with more than one rank. */
 bool spsim_gpu_mpi_launched(void);
 
+/*
+ * The CUDA side lives in a separately loaded module (libspsim-gpu.so), so that a program that
+ * never touches a GPU does not map cudart, cuBLASLt, NCCL and MPI at start-up (hundreds of
+ * milliseconds and 200 MB per process). The library's public GPU functions (gpu_loader.c)
+ * dlopen the module on first use and call its entry points through this table.
+ */
+#define SPSIM_GPU_MODULE_ABI 1
+
+struct spsim_gpu_vtable {
+    uint32_t abi; /* SPSIM_GPU_MODULE_ABI */
+    int (*device_count)(int *count, struct spsim_error *err);
+    int (*info)(int device, struct spsim_gpu_info *out, struct spsim_error *err);
+    int (*calibrate)(const struct spsim_gpu_calibrate_options *o, struct spsim_bw_table *collectives,
+                     struct spsim_gemm_sample **gemms, size_t *ngemms,
+                     struct spsim_hbm_sample **hbm, size_t *nhbm, struct spsim_error *err);
+    int (*validate)(const struct spsim_model *model, const struct spsim_hardware *hw,
+                    const struct spsim_parallel *par, const struct spsim_gpu_validate_options *o,
+                    struct spsim_gpu_validate_report *out, struct spsim_error *err);
+    int (*mpi_rank)(void);
+    void (*finalize)(void);
+};
+
+/* The module's implementations of the public GPU functions (CUDA build only). */
+int spsim_gpu_impl_device_count(int *count, struct spsim_error *err);
+int spsim_gpu_impl_info(int device, struct spsim_gpu_info *out, struct spsim_error *err);
+int spsim_gpu_impl_calibrate(const struct spsim_gpu_calibrate_options *o,
+                             struct spsim_bw_table *collectives, struct spsim_gemm_sample **gemms,
+                             size_t *ngemms, struct spsim_hbm_sample **hbm, size_t *nhbm,
+                             struct spsim_error *err);
+int spsim_gpu_impl_validate(const struct spsim_model *model, const struct spsim_hardware *hw,
+                            const struct spsim_parallel *par,
+                            const struct spsim_gpu_validate_options *o,
+                            struct spsim_gpu_validate_report *out, struct spsim_error *err);
+int spsim_gpu_impl_mpi_rank(void);
+void spsim_gpu_impl_finalize(void);
+
 #endif

@@ -1,5 +1,5 @@
 /*
- * spsim_gpu_validate(): one transformer layer replayed on tp local GPUs, step by step in the
+ * spsim_gpu_impl_validate(): one transformer layer replayed on tp local GPUs, step by step in the
  * schedule's order, each step timed with CUDA events.
  *
  * Each GPU has a compute stream and a collective stream (the communicator's). A step records
@@ -105,7 +105,7 @@ prepare_gemm(struct member *mb, const struct spsim_gpu_validate_step *s, struct 
 {
     struct spsim_gpu_info info;
     struct spsim_gpu_gemm_spec spec = step_spec(s);
-    int rc = spsim_gpu_info(mb->device, &info, err);
+    int rc = spsim_gpu_impl_info(mb->device, &info, err);
     if (rc == SPSIM_OK && s->dtype == SPSIM_DTYPE_FP8 &&
         !spsim_gpu_fp8_ok(info.cc_major, info.cc_minor, &spec.shape))
         return spsim_fail(err, SPSIM_ENOTSUP, "validate: FP8 GEMM %llux%llux%llu of '%s' needs "
@@ -194,7 +194,7 @@ replay_open(struct replay *R, struct spsim_gpu_validate_report *r, struct spsim_
     for (size_t i = 0; i < r->nsteps; i++)
         if (r->steps[i].phase == SPSIM_PHASE_FORWARD)
             R->last_forward = i;
-    int visible = 0, rc = spsim_gpu_device_count(&visible, err);
+    int visible = 0, rc = spsim_gpu_impl_device_count(&visible, err);
     if (rc == SPSIM_OK && (visible < R->n || R->n > SPSIM_GPU_MAX_LOCAL))
         return spsim_fail(err, SPSIM_ENOTSUP, "validate: tp = %d needs %d GPUs in this process, "
                           "%d visible", R->n, R->n, visible);
@@ -359,7 +359,7 @@ average(struct spsim_gpu_validate_report *r, uint32_t iters)
 }
 
 int
-spsim_gpu_validate(const struct spsim_model *model, const struct spsim_hardware *hw,
+spsim_gpu_impl_validate(const struct spsim_model *model, const struct spsim_hardware *hw,
                    const struct spsim_parallel *par, const struct spsim_gpu_validate_options *o,
                    struct spsim_gpu_validate_report *out, struct spsim_error *err)
 {
@@ -372,7 +372,7 @@ spsim_gpu_validate(const struct spsim_model *model, const struct spsim_hardware 
     if (rc == SPSIM_OK)
         rc = spsim_gpu_validate_plan(model, hw, par, out, err);
     if (rc == SPSIM_OK)
-        rc = spsim_gpu_info(0, &out->gpu, err);
+        rc = spsim_gpu_impl_info(0, &out->gpu, err);
     if (rc != SPSIM_OK || (rc = replay_open(&R, out, err)) != SPSIM_OK)
         return rc;
     out->iters = o->iters;
