@@ -209,6 +209,10 @@ put_nvlink(struct jb *j, cJSON *nv)
     const char *why = "the largest busbw the measurement needs once the fitted latency is taken "
                       "out (wire / (time - latency), over sizes where bandwidth takes at least "
                       "half the time), or the fitted B if larger, so that eff(size) <= 1";
+    /* The measured AllReduce peak holds for the measured group: the base profile's NVLS
+     * threshold no longer applies. */
+    if (c->ar_peak_Bps > 0)
+        cJSON_DeleteItemFromObjectCaseSensitive(nv, "nvls_min_gpus");
     if (c->ar_peak_Bps > 0)
         put_sourced(j, nv, "allreduce_busbw_GBps", c->ar_peak_Bps / 1e9,
                     source(j, "all_reduce: %s (fitted B %.4g GB/s)", why,

@@ -25,6 +25,14 @@ spsim_wire_fraction(enum spsim_coll_op op, uint32_t n)
     return 1.0;
 }
 
+double
+spsim_nvlink_peak_Bps(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t n)
+{
+    if (op == SPSIM_COLL_ALL_REDUCE && hw->nvls_min_gpus && n < hw->nvls_min_gpus)
+        return hw->nvlink.busbw_Bps[SPSIM_COLL_ALL_GATHER]; /* ring */
+    return hw->nvlink.busbw_Bps[op];
+}
+
 uint32_t
 spsim_ring_steps(enum spsim_coll_op op, uint32_t n)
 {
@@ -150,7 +158,7 @@ spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, st
     if (rc != SPSIM_OK)
         return rc;
 
-    double bw = hw->nvlink.busbw_Bps[op] * eff_nv;
+    double bw = spsim_nvlink_peak_Bps(hw, op, g.per_domain) * eff_nv;
     double latency = spsim_collective_latency_s(hw, op, g);
     if (out->tier != SPSIM_TIER_NVLINK) {
         double nic_bw = spsim_collective_nic_bw(hw, op, g, eff_net, nic_share);

@@ -8,6 +8,10 @@
  * AR 2(n−1)/n, AG and RS (n−1)/n, send/recv 1 (nccl-tests PERFORMANCE.md). */
 double spsim_wire_fraction(enum spsim_coll_op op, uint32_t n);
 
+/** Peak NVLink busbw of `op` among `n` GPUs of one domain: the NVLS AllReduce figure where
+ * NCCL uses NVLink SHARP (n >= nvls_min_gpus), the ring figure otherwise. */
+double spsim_nvlink_peak_Bps(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t n);
+
 /** Ring steps: AR 2(n−1), AG/RS n−1, send/recv 1 (NCCL tuning.cc nsteps). */
 uint32_t spsim_ring_steps(enum spsim_coll_op op, uint32_t n);
 

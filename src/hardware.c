@@ -98,7 +98,7 @@ curve_terms(const struct spsim_jctx *c, const char *path, const struct spsim_har
 {
     if (!network && nodes == 0) {
         *latency = spsim_ring_latency_s(&hw->nvlink, op, gpus);
-        *peak = hw->nvlink.busbw_Bps[op];
+        *peak = spsim_nvlink_peak_Bps(hw, op, gpus);
         return SPSIM_OK;
     }
     struct spsim_group g;
@@ -113,7 +113,8 @@ curve_terms(const struct spsim_jctx *c, const char *path, const struct spsim_har
                                       gpus, nodes, inside ? "stay inside" : "span more than",
                                       hw->nvlink_domain_gpus, network ? "a network" : "an NVLink");
     *latency = spsim_collective_latency_s(hw, op, g);
-    *peak = network ? spsim_collective_nic_bw(hw, op, g, 1.0, 1.0) : hw->nvlink.busbw_Bps[op];
+    *peak = network ? spsim_collective_nic_bw(hw, op, g, 1.0, 1.0)
+                    : spsim_nvlink_peak_Bps(hw, op, g.per_domain);
     return SPSIM_OK;
 }
 
@@ -371,8 +372,9 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
 {
     static const char *const keys[] = {"bandwidth_per_direction_GBps", "ring_busbw_GBps",
                                        "allreduce_busbw_GBps", "base_latency_us", "hop_latency_us",
-                                       "nccl_channels", "busbw_curve", "busbw_curves", NULL};
-    double line = 0, ring = 0, ar = 0, channels = 0;
+                                       "nccl_channels", "nvls_min_gpus", "busbw_curve",
+                                       "busbw_curves", NULL};
+    double line = 0, ring = 0, ar = 0, channels = 0, nvls_min = 0;
     int rc;
     if ((rc = spsim_json_check_keys(c, nv, "nvlink", keys)) ||
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "bandwidth_per_direction_GBps", true, 1e-3,
@@ -382,6 +384,8 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "allreduce_busbw_GBps", false, 1e-3, 1e6, &ar,
                                      NULL)) ||
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "nccl_channels", true, 1, 256, &channels,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, nv, "nvlink", "nvls_min_gpus", false, 2, 65536, &nvls_min,
                                      NULL)) ||
         (rc = read_latency(c, nv, "nvlink", &hw->nvlink)))
         return rc;
@@ -394,6 +398,10 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
                                       "must be an integer below gpu.sm_count (%u), got %g",
                                       hw->sm_count, channels);
     hw->nccl_channels = (uint32_t)channels;
+    if (nvls_min != floor(nvls_min))
+        return spsim_json_field_error(c, "nvlink", "nvls_min_gpus", "must be an integer, got %g",
+                                      nvls_min);
+    hw->nvls_min_gpus = (uint32_t)nvls_min;
     hw->nvlink_line_Bps = line * 1e9;
     for (int op = 0; op < SPSIM_COLL_COUNT; op++)
         hw->nvlink.busbw_Bps[op] = ring * 1e9;
