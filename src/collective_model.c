@@ -16,12 +16,21 @@ spsim_wire_fraction(enum spsim_coll_op op, uint32_t n)
         return 2.0 * (n - 1) / n;
     case SPSIM_COLL_ALL_GATHER:
     case SPSIM_COLL_REDUCE_SCATTER:
+    case SPSIM_COLL_ALL_TO_ALL: /* nccl-tests AlltoAllGetBw: (n−1)/n (nccl-tests.md §1.1) */
         return (double)(n - 1) / n;
     case SPSIM_COLL_SEND_RECV:
     case SPSIM_COLL_COUNT:
         break;
     }
     return 1.0;
+}
+
+double
+spsim_nvlink_peak_Bps(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t n)
+{
+    if (op == SPSIM_COLL_ALL_REDUCE && hw->nvls_min_gpus && n < hw->nvls_min_gpus)
+        return hw->nvlink.busbw_Bps[SPSIM_COLL_ALL_GATHER]; /* ring */
+    return hw->nvlink.busbw_Bps[op];
 }
 
 uint32_t
@@ -34,6 +43,10 @@ spsim_ring_steps(enum spsim_coll_op op, uint32_t n)
         return 2 * (n - 1);
     case SPSIM_COLL_ALL_GATHER:
     case SPSIM_COLL_REDUCE_SCATTER:
+        return n - 1;
+    case SPSIM_COLL_ALL_TO_ALL:
+        /* NCCL runs all-to-all as grouped point-to-point sends, one to each of the n − 1 peers
+         * (nccl-tests alltoall.cu); counted as n − 1 steps like a ring pass. */
         return n - 1;
     case SPSIM_COLL_SEND_RECV:
     case SPSIM_COLL_COUNT:
@@ -84,6 +97,50 @@ spsim_group_tier(const struct spsim_hardware *hw, struct spsim_group g)
     return g.per_domain == 1 ? SPSIM_TIER_NETWORK : SPSIM_TIER_HIERARCHICAL;
 }
 
+uint32_t
+spsim_inter_steps(enum spsim_coll_op op, struct spsim_group g)
+{
+    /* One domain boundary crossed per domain and ring pass (NCCL tuning.cc nInterSteps =
+     * 2(nNodes − 1) for AllReduce, nNodes − 1 otherwise; nccl-tests.md §1.5). */
+    uint32_t domains = g.size / g.per_domain;
+    uint32_t steps = spsim_ring_steps(op, g.size);
+    uint32_t inter = op == SPSIM_COLL_ALL_REDUCE ? 2 * (domains - 1) : domains - 1;
+    if (op == SPSIM_COLL_SEND_RECV)
+        inter = 1;
+    return inter > steps ? steps : inter;
+}
+
+double
+spsim_collective_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                           struct spsim_group g)
+{
+    uint32_t n = g.size;
+    if (spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK)
+        return spsim_ring_latency_s(&hw->nvlink, op, n);
+    /* NCCL tuning.cc ring latency: base + (nsteps − nInterSteps)·intraLat + nInterSteps·interLat
+     * (nccl-tests.md §1.5). */
+    uint32_t steps = spsim_ring_steps(op, n);
+    uint32_t inter = spsim_inter_steps(op, g);
+    return hw->network.base_latency_s + (steps - inter) * hw->nvlink.hop_latency_s +
+           inter * hw->network.hop_latency_s;
+}
+
+double
+spsim_collective_nic_bw(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
+                        double eff_net, double nic_share)
+{
+    /* NICs owned by the group's GPUs in one domain (one NIC share per GPU). */
+    double nic_per_gpu = hw->nic_achievable_Bps * hw->nics_per_node / hw->gpus_per_node;
+    if (op == SPSIM_COLL_ALL_TO_ALL) {
+        /* Each rank sends (n − per_domain)/n of S through its own NIC share, against a wire
+         * fraction of (n − 1)/n: the NIC-bound rate expressed as busbw. */
+        double n = g.size;
+        return nic_per_gpu * eff_net * nic_share / hw->oversubscription * (n - 1) /
+               (n - g.per_domain);
+    }
+    return nic_per_gpu * g.per_domain * eff_net * nic_share / hw->oversubscription;
+}
+
 int
 spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
                       double size_bytes, double nic_share, struct spsim_coll_time *out)
@@ -101,24 +158,15 @@ spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, st
     if (rc != SPSIM_OK)
         return rc;
 
-    double bw = hw->nvlink.busbw_Bps[op] * eff_nv;
-    double latency = spsim_ring_latency_s(&hw->nvlink, op, n);
+    double bw = spsim_nvlink_peak_Bps(hw, op, g.per_domain) * eff_nv;
+    double latency = spsim_collective_latency_s(hw, op, g);
     if (out->tier != SPSIM_TIER_NVLINK) {
-        uint32_t domains = n / g.per_domain;
-        /* NICs owned by the group's GPUs in one domain (one NIC share per GPU). */
-        double nic_per_gpu = hw->nic_achievable_Bps * hw->nics_per_node / hw->gpus_per_node;
-        double nic_bw = nic_per_gpu * g.per_domain * eff_net * nic_share / hw->oversubscription;
+        double nic_bw = spsim_collective_nic_bw(hw, op, g, eff_net, nic_share);
         /* A ring of one GPU per domain has no NVLink hops: its bandwidth is the NIC's. */
         bw = g.per_domain == 1 ? nic_bw : spsim_min_d(bw, nic_bw);
-        uint32_t steps = spsim_ring_steps(op, n);
-        uint32_t inter = op == SPSIM_COLL_ALL_REDUCE ? 2 * (domains - 1) : domains - 1;
-        if (op == SPSIM_COLL_SEND_RECV)
-            inter = 1;
-        if (inter > steps)
-            inter = steps;
-        latency = hw->network.base_latency_s + (steps - inter) * hw->nvlink.hop_latency_s +
-                  inter * hw->network.hop_latency_s;
-        out->network_bytes = wire / g.per_domain;
+        out->network_bytes = op == SPSIM_COLL_ALL_TO_ALL
+                                 ? size_bytes * (n - g.per_domain) / n
+                                 : wire / g.per_domain;
         out->nvlink_bytes = g.per_domain > 1 ? wire : 0;
     } else {
         out->nvlink_bytes = wire;
@@ -254,6 +302,30 @@ spsim_maxmin_run(const double *capacity, uint32_t nres, struct spsim_flow *flows
 }
 
 int
+spsim_collective_layout(const struct spsim_hardware *hw, uint32_t gpus, uint32_t *nodes,
+                        const char *what, struct spsim_group *g, struct spsim_error *err)
+{
+    if (*nodes == 0)
+        *nodes = (gpus + hw->gpus_per_node - 1) / hw->gpus_per_node;
+    if (*nodes > gpus || gpus % *nodes != 0)
+        return spsim_fail(err, SPSIM_EINVAL, "%s: %u GPUs do not spread evenly over %u nodes", what,
+                          gpus, *nodes);
+    uint32_t per_node = gpus / *nodes;
+    if (per_node > hw->gpus_per_node)
+        return spsim_fail(err, SPSIM_EINVAL, "%s: %u GPUs per node, but a '%s' node has %u", what,
+                          per_node, hw->name, hw->gpus_per_node);
+    /* Nodes fill NVLink domains (one node per domain on a DGX, 18 trays on an NVL72). */
+    uint32_t nodes_per_domain = hw->nvlink_domain_gpus / hw->gpus_per_node;
+    uint32_t domains = (*nodes + nodes_per_domain - 1) / nodes_per_domain;
+    if (gpus % domains != 0)
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s: %u nodes do not fill NVLink domains of %u nodes evenly", what, *nodes,
+                          nodes_per_domain);
+    *g = (struct spsim_group){gpus, gpus / domains};
+    return SPSIM_OK;
+}
+
+int
 spsim_collective_predict(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t gpus,
                          uint32_t nodes, uint64_t size_bytes, struct spsim_collective_prediction *out,
                          struct spsim_error *err)
@@ -266,26 +338,12 @@ spsim_collective_predict(const struct spsim_hardware *hw, enum spsim_coll_op op,
     if (size_bytes == 0 || size_bytes > (1ull << 50))
         return spsim_fail(err, SPSIM_EINVAL, "--bytes: must be in [1, 2^50], got %llu",
                           (unsigned long long)size_bytes);
-    if (nodes == 0)
-        nodes = (gpus + hw->gpus_per_node - 1) / hw->gpus_per_node;
-    if (nodes > gpus || gpus % nodes != 0)
-        return spsim_fail(err, SPSIM_EINVAL, "--nodes: %u GPUs do not spread evenly over %u nodes",
-                          gpus, nodes);
-    uint32_t per_node = gpus / nodes;
-    if (per_node > hw->gpus_per_node)
-        return spsim_fail(err, SPSIM_EINVAL,
-                          "--nodes: %u GPUs per node, but a '%s' node has %u", per_node, hw->name,
-                          hw->gpus_per_node);
-    /* Nodes fill NVLink domains (one node per domain on a DGX, 18 trays on an NVL72). */
-    uint32_t nodes_per_domain = hw->nvlink_domain_gpus / hw->gpus_per_node;
-    uint32_t domains = (nodes + nodes_per_domain - 1) / nodes_per_domain;
-    if (gpus % domains != 0)
-        return spsim_fail(err, SPSIM_EINVAL,
-                          "--nodes: %u nodes do not fill NVLink domains of %u nodes evenly", nodes,
-                          nodes_per_domain);
-    struct spsim_group g = {gpus, gpus / domains};
+    struct spsim_group g;
+    int rc = spsim_collective_layout(hw, gpus, &nodes, "--nodes", &g, err);
+    if (rc != SPSIM_OK)
+        return rc;
     struct spsim_coll_time t;
-    int rc = spsim_collective_time(hw, op, g, (double)size_bytes, 1.0, &t);
+    rc = spsim_collective_time(hw, op, g, (double)size_bytes, 1.0, &t);
     if (rc != SPSIM_OK)
         return spsim_fail(err, rc, "numerical failure in the collective model");
     memset(out, 0, sizeof(*out));

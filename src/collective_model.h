@@ -8,6 +8,10 @@
  * AR 2(n−1)/n, AG and RS (n−1)/n, send/recv 1 (nccl-tests PERFORMANCE.md). */
 double spsim_wire_fraction(enum spsim_coll_op op, uint32_t n);
 
+/** Peak NVLink busbw of `op` among `n` GPUs of one domain: the NVLS AllReduce figure where
+ * NCCL uses NVLink SHARP (n >= nvls_min_gpus), the ring figure otherwise. */
+double spsim_nvlink_peak_Bps(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t n);
+
 /** Ring steps: AR 2(n−1), AG/RS n−1, send/recv 1 (NCCL tuning.cc nsteps). */
 uint32_t spsim_ring_steps(enum spsim_coll_op op, uint32_t n);
 
@@ -33,6 +37,27 @@ enum spsim_tier spsim_group_tier(const struct spsim_hardware *hw, struct spsim_g
  */
 struct spsim_group spsim_group_place(const struct spsim_hardware *hw, uint32_t size,
                                      uint64_t stride);
+
+/**
+ * Place `gpus` ranks on `*nodes` nodes (0: as few as the hardware allows; receives the count
+ * used) the way `spsim collective` does: nodes fill NVLink domains in order.
+ * @param what  names the node count in messages ("--nodes")
+ * @return SPSIM_OK or SPSIM_EINVAL (err says why the ranks do not spread evenly)
+ */
+int spsim_collective_layout(const struct spsim_hardware *hw, uint32_t gpus, uint32_t *nodes,
+                            const char *what, struct spsim_group *g, struct spsim_error *err);
+
+/** Ring steps of a group spanning domains that cross a domain boundary. */
+uint32_t spsim_inter_steps(enum spsim_coll_op op, struct spsim_group g);
+
+/** The α of a collective on a placed group: NVLink ring latency inside a domain, NCCL's
+ * hierarchical ring latency (network base, NVLink hops inside, network hops across) otherwise. */
+double spsim_collective_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                                  struct spsim_group g);
+
+/** The NIC-bound busbw of a group spanning domains, at network efficiency `eff_net`. */
+double spsim_collective_nic_bw(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                               struct spsim_group g, double eff_net, double nic_share);
 
 /** Prediction of one collective. */
 struct spsim_coll_time {

@@ -95,6 +95,12 @@ int spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_h
                          const struct spsim_layer_config *cfg, uint64_t padded_vocab,
                          struct spsim_layer_eval *out, struct spsim_error *err);
 
+/** Check a configuration (spsim_parallel_check) and evaluate its layer: what
+ * spsim_layer_schedule() and the replay plan of `spsim validate` share. */
+int spsim_layer_evaluate_checked(const struct spsim_model *model, const struct spsim_hardware *hw,
+                                 const struct spsim_parallel *par, struct spsim_layer_eval *le,
+                                 struct spsim_error *err);
+
 /** Time of one GEMM (M, N, K, batch) of `dtype` on the hardware, roofline included.
  * @param fp32_accumulate_out  the output is accumulated in fp32 (Megatron's wgrad fusion) */
 int spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m,

@@ -33,7 +33,8 @@ const char *
 spsim_coll_op_name(enum spsim_coll_op op)
 {
     static const char *const names[SPSIM_COLL_COUNT] = {"all_reduce", "all_gather",
-                                                        "reduce_scatter", "send_recv"};
+                                                        "reduce_scatter", "send_recv",
+                                                        "all_to_all"};
     return (unsigned)op < SPSIM_COLL_COUNT ? names[op] : "?";
 }
 
@@ -454,12 +455,14 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         tr->dp_exposed_s += e.time_s;
         *(e.tier == SPSIM_TIER_NVLINK ? &busy_nv : &busy_net) += e.time_s;
     }
-    /* Adam step, memory-bound (apex/TE fused Adam): per parameter read the fp32 gradient (4),
-     * read and write the fp32 master weight and both moments (24), write the bf16 weight (2).
-     * The distributed optimizer updates 1/d of the fp32 state. */
+    /* Optimizer step, memory-bound. Megatron's step (optimizer.py): the gradient norm for
+     * clipping reads every fp32 main gradient (4 B); fused Adam (apex/TE) reads the gradient
+     * (4), reads and writes the fp32 master weight and both moments (24) and writes the bf16
+     * weight (2); zero_grad_buffer then clears the fp32 gradients (4). The distributed
+     * optimizer does the Adam part on 1/d of the parameters. */
     double params = (double)mem->parameters_per_gpu;
-    double opt_bytes = par->distributed_optimizer ? 28.0 * params / x->d + 2.0 * params
-                                                  : 30.0 * params;
+    double adam = par->distributed_optimizer ? 28.0 * params / x->d + 2.0 * params : 30.0 * params;
+    double opt_bytes = 4.0 * params + adam + 4.0 * params;
     tr->optimizer_s = opt_bytes / hw->hbm_achievable_Bps;
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s + tr->optimizer_s;

@@ -41,8 +41,8 @@ region_text(enum spsim_region r, bool sp)
     return "?";
 }
 
-static const char *
-pass_text(enum spsim_pass p)
+const char *
+spsim_pass_name(enum spsim_pass p)
 {
     switch (p) {
     case SPSIM_PASS_FWD:
@@ -60,23 +60,32 @@ pass_text(enum spsim_pass p)
 }
 
 int
-spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardware *hw,
-                     const struct spsim_parallel *par, struct spsim_schedule_step *steps,
-                     size_t cap, size_t *count, struct spsim_error *err)
+spsim_layer_evaluate_checked(const struct spsim_model *model, const struct spsim_hardware *hw,
+                             const struct spsim_parallel *par, struct spsim_layer_eval *le,
+                             struct spsim_error *err)
 {
-    if (!model || !par || !count || (cap && !steps))
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: NULL argument");
     int rc = spsim_parallel_check(model, hw, par, NULL, err);
     if (rc != SPSIM_OK)
         return rc;
     const struct spsim_model_shape *m = spsim_model_get_shape(model);
     struct spsim_layer_config cfg;
     spsim_layer_config_from(m, par, &cfg);
+    return spsim_layer_evaluate(m, hw, &cfg, spsim_model_padded_vocab(model, par->tp), le, err);
+}
+
+int
+spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardware *hw,
+                     const struct spsim_parallel *par, struct spsim_schedule_step *steps,
+                     size_t cap, size_t *count, struct spsim_error *err)
+{
+    if (!model || !par || !count || (cap && !steps))
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: NULL argument");
     /* On the heap, not thread-local: 80 kB of TLS are zeroed at every program start. */
     struct spsim_layer_eval *le = spsim_calloc(1, sizeof(*le));
     if (!le)
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
-    rc = spsim_layer_evaluate(m, hw, &cfg, spsim_model_padded_vocab(model, par->tp), le, err);
+    int rc = spsim_layer_evaluate_checked(model, hw, par, le, err);
+    const struct spsim_layer_config cfg = le->cfg;
     const struct spsim_schedule *s = &le->layer.sched;
     if (rc == SPSIM_OK && (*count = s->nsteps) > cap)
         rc = spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: %u steps need room, got %zu",
@@ -92,7 +101,7 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
         memset(o, 0, sizeof(*o));
         o->phase = st->phase;
         o->op = op->name;
-        o->pass = pass_text(st->pass);
+        o->pass = spsim_pass_name(st->pass);
         o->region = region_text(op->region, cfg.sp);
         o->collective = st->coll == SPSIM_COLL_NONE ? "" : spsim_coll_op_name(st->coll);
         o->operator_name = st->coll_operator ? st->coll_operator

@@ -81,30 +81,67 @@ read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int 
     return SPSIM_OK;
 }
 
+/* In enum spsim_coll_op order. */
 static const char *const coll_keys[] = {"all_reduce", "all_gather", "reduce_scatter", "send_recv",
-                                        NULL};
+                                        "all_to_all", NULL};
+_Static_assert(sizeof(coll_keys) / sizeof(coll_keys[0]) == SPSIM_COLL_COUNT + 1,
+               "coll_keys must name every enum spsim_coll_op value");
 
-/* Build eff(size) from measured busbw: the time at each size minus the tier's latency for that
- * collective and GPU count, against the tier's peak busbw for the collective. */
+/* The α and the peak busbw the model applies to a curve's measurement: the formulas
+ * spsim_collective_time() predicts with, so that a curve reproduces its own points. An NVLink
+ * curve is a ring inside one domain; a network curve is placed on `nodes` nodes (default: as few
+ * as the node allows) and takes the hierarchical latency and the NIC bandwidth of that group. */
+static int
+curve_terms(const struct spsim_jctx *c, const char *path, const struct spsim_hardware *hw,
+            bool network, enum spsim_coll_op op, uint32_t gpus, uint32_t nodes, double *latency,
+            double *peak)
+{
+    if (!network && nodes == 0) {
+        *latency = spsim_ring_latency_s(&hw->nvlink, op, gpus);
+        *peak = spsim_nvlink_peak_Bps(hw, op, gpus);
+        return SPSIM_OK;
+    }
+    struct spsim_group g;
+    struct spsim_error e = {0};
+    if (spsim_collective_layout(hw, gpus, &nodes, "nodes", &g, &e) != SPSIM_OK)
+        return spsim_json_field_error(c, path, "nodes", "%s", e.message);
+    bool inside = spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK;
+    if (inside != !network)
+        return spsim_json_field_error(c, path, "nodes",
+                                      "%u GPUs on %u node(s) %s one NVLink domain of %u GPUs, but "
+                                      "this is %s curve",
+                                      gpus, nodes, inside ? "stay inside" : "span more than",
+                                      hw->nvlink_domain_gpus, network ? "a network" : "an NVLink");
+    *latency = spsim_collective_latency_s(hw, op, g);
+    *peak = network ? spsim_collective_nic_bw(hw, op, g, 1.0, 1.0)
+                    : spsim_nvlink_peak_Bps(hw, op, g.per_domain);
+    return SPSIM_OK;
+}
+
+/* Build eff(size) from measured busbw: the time at each size minus the model's latency for that
+ * collective and group, against the peak busbw the model gives the group. */
 static int
 read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
-           const struct spsim_tier_params *tier, struct spsim_curve *curve)
+           const struct spsim_hardware *hw, bool network, struct spsim_curve *curve)
 {
-    static const char *const keys[] = {"op", "gpus", "source", "points", NULL};
+    static const char *const keys[] = {"op", "gpus", "nodes", "source", "points", NULL};
     int rc, op = 0;
-    uint32_t gpus = 0;
+    uint32_t gpus = 0, nodes = 0;
     const char *source = NULL;
     static double rows[SPSIM_MAX_CURVE_POINTS][4];
     uint32_t n = 0;
+    double latency_s = 0, peak = 0;
     if ((rc = spsim_json_check_keys(c, obj, path, keys)) ||
         (rc = spsim_json_get_enum(c, obj, path, "op", true, coll_keys, &op)) ||
         (rc = spsim_json_get_u32(c, obj, path, "gpus", true, 2, 1u << 20, &gpus)) ||
+        (rc = spsim_json_get_u32(c, obj, path, "nodes", false, 1, 1u << 20, &nodes)) ||
         (rc = spsim_json_get_string(c, obj, path, "source", true, true, &source)) ||
-        (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), path, 2, rows, &n)))
+        (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), path, 2, rows, &n)) ||
+        (rc = curve_terms(c, path, hw, network, (enum spsim_coll_op)op, gpus, nodes, &latency_s,
+                          &peak)))
         return rc;
     if (n < 2)
         return spsim_json_field_error(c, path, "points", "a curve needs at least 2 rows, got %u", n);
-    double peak = tier->busbw_Bps[op];
     for (uint32_t i = 0; i < n; i++) {
         if (i > 0 && !(rows[i][0] > rows[i - 1][0]))
             return spsim_json_field_error(c, path, "points",
@@ -112,7 +149,6 @@ read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
         double size = rows[i][0], busbw = rows[i][1] * 1e9;
         double wire = spsim_wire_fraction((enum spsim_coll_op)op, gpus) * size;
         double measured_s = wire / busbw;
-        double latency_s = spsim_ring_latency_s(tier, (enum spsim_coll_op)op, gpus);
         double eff = 1.0;
         if (measured_s > latency_s)
             eff = wire / (peak * (measured_s - latency_s));
@@ -135,6 +171,7 @@ static int
 read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *prefix,
                  struct spsim_tier_params *tier, struct spsim_hardware *hw)
 {
+    bool network = tier == &hw->network;
     const cJSON *obj = NULL, *set = NULL;
     char path[160];
     int rc;
@@ -143,7 +180,7 @@ read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *
     if (obj) {
         struct spsim_curve *curve = &hw->curves[hw->ncurves++];
         if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), prefix, "busbw_curve"),
-                             tier, curve)))
+                             hw, network, curve)))
             return rc;
         for (int op = 0; op < SPSIM_COLL_COUNT; op++)
             tier->curve[op] = curve;
@@ -161,7 +198,7 @@ read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *
             continue;
         struct spsim_curve *curve = &hw->curves[hw->ncurves++];
         if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), setpath, coll_keys[op]),
-                             tier, curve)))
+                             hw, network, curve)))
             return rc;
         if (curve->n > 0 && cJSON_GetObjectItemCaseSensitive(obj, "op") &&
             strcmp(cJSON_GetObjectItemCaseSensitive(obj, "op")->valuestring, coll_keys[op]) != 0)
@@ -335,8 +372,9 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
 {
     static const char *const keys[] = {"bandwidth_per_direction_GBps", "ring_busbw_GBps",
                                        "allreduce_busbw_GBps", "base_latency_us", "hop_latency_us",
-                                       "nccl_channels", "busbw_curve", "busbw_curves", NULL};
-    double line = 0, ring = 0, ar = 0, channels = 0;
+                                       "nccl_channels", "nvls_min_gpus", "busbw_curve",
+                                       "busbw_curves", NULL};
+    double line = 0, ring = 0, ar = 0, channels = 0, nvls_min = 0;
     int rc;
     if ((rc = spsim_json_check_keys(c, nv, "nvlink", keys)) ||
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "bandwidth_per_direction_GBps", true, 1e-3,
@@ -346,6 +384,8 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "allreduce_busbw_GBps", false, 1e-3, 1e6, &ar,
                                      NULL)) ||
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "nccl_channels", true, 1, 256, &channels,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, nv, "nvlink", "nvls_min_gpus", false, 2, 65536, &nvls_min,
                                      NULL)) ||
         (rc = read_latency(c, nv, "nvlink", &hw->nvlink)))
         return rc;
@@ -358,6 +398,10 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
                                       "must be an integer below gpu.sm_count (%u), got %g",
                                       hw->sm_count, channels);
     hw->nccl_channels = (uint32_t)channels;
+    if (nvls_min != floor(nvls_min))
+        return spsim_json_field_error(c, "nvlink", "nvls_min_gpus", "must be an integer, got %g",
+                                      nvls_min);
+    hw->nvls_min_gpus = (uint32_t)nvls_min;
     hw->nvlink_line_Bps = line * 1e9;
     for (int op = 0; op < SPSIM_COLL_COUNT; op++)
         hw->nvlink.busbw_Bps[op] = ring * 1e9;

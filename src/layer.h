@@ -137,4 +137,7 @@ struct spsim_schedule {
 
 void spsim_schedule_build(const struct spsim_layer *layer, struct spsim_schedule *sched);
 
+/** "forward", "dgrad", "wgrad", "backward"; "" for a collective step (as `spsim explain` prints). */
+const char *spsim_pass_name(enum spsim_pass p);
+
 #endif

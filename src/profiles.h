@@ -70,6 +70,7 @@ struct spsim_hardware {
     uint32_t nvlink_domain_gpus;
     uint32_t nics_per_node;
     uint32_t nccl_channels;      /* SMs a running collective occupies */
+    uint32_t nvls_min_gpus;      /* NVLS AllReduce from this many GPUs up; 0 = for every group */
     double nvlink_line_Bps;      /* per GPU per direction */
     double nic_line_Bps;         /* per NIC */
     double nic_achievable_Bps;   /* per NIC */

@@ -15,6 +15,11 @@
 
 #include "testutil.h"
 
+/* Random doubles per loop iteration of the two random tests: 500,000 (4 × 500,000 bit patterns
+ * and 4 × 250,000 short decimals, 3 million in all) unless argv[1] gives fewer, as the
+ * valgrind run of the unit suite does (tests/meson.build). */
+static int samples = 500000;
+
 /* xorshift64* (Vigna 2016), fixed seed: the same doubles on every run. */
 static uint64_t
 next_random(uint64_t *state)
@@ -145,7 +150,7 @@ START_TEST(random_bit_patterns)
 {
     /* Uniform over bit patterns: every exponent equally, subnormals and NaNs included. */
     uint64_t state = 0x9E3779B97F4A7C15ull + (uint64_t)_i;
-    for (int i = 0; i < 500000; i++)
+    for (int i = 0; i < samples; i++)
         check_one(from_bits(next_random(&state)));
 }
 END_TEST
@@ -155,7 +160,7 @@ START_TEST(random_short_decimals)
     /* Doubles nearest short decimals (1 to 17 digits): the trailing-zero paths of the digit
      * search, and the values a simulator prints most. */
     uint64_t state = 0xD1B54A32D192ED03ull + (uint64_t)_i;
-    for (int i = 0; i < 250000; i++) {
+    for (int i = 0; i < samples / 2; i++) {
         uint64_t limit = 10;
         for (uint64_t d = next_random(&state) % 17; d > 0; d--)
             limit *= 10;
@@ -207,7 +212,7 @@ dtoa_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, edge_cases);
     tcase_add_test(tc, powers_of_two_and_ten_and_neighbours);
-    /* 4 × 500,000 random bit patterns and 4 × 250,000 short decimals: 3 million doubles. */
+    /* 4 × `samples` random bit patterns and 4 × samples/2 short decimals. */
     tcase_add_loop_test(tc, random_bit_patterns, 0, 4);
     tcase_add_loop_test(tc, random_short_decimals, 0, 4);
     tcase_add_test(tc, integers);
@@ -217,7 +222,9 @@ dtoa_suite(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+    if (argc > 1)
+        samples = atoi(argv[1]) > 0 ? atoi(argv[1]) : samples;
     return testutil_run(dtoa_suite());
 }

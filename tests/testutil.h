@@ -18,6 +18,18 @@ testutil_run(Suite *s)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/** Run a suite in this process: CUDA and MPI do not survive fork() once initialised. */
+static inline int
+testutil_run_nofork(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
 /** The paper's GPT layer (Korthikanti et al. 2022 §3): GeLU MLP of 4h, LayerNorm, dropout,
  * standard attention, learned positions, biases, tied embeddings. */
 static inline struct spsim_model_shape
@@ -78,6 +90,30 @@ testutil_model_named(const char *name)
         rc = spsim_model_load(path, &m, &err);
     ck_assert_msg(rc == SPSIM_OK, "%s: %s", name, err.message);
     return m;
+}
+
+/** Evaluate a shipped model on a shipped hardware profile at tp, pp, vpp, mbs, gbs (dp 1). */
+static inline struct spsim_result
+testutil_evaluate(const char *model, const char *hw_name, uint32_t tp, uint32_t pp, uint32_t vpp,
+                  uint32_t mbs, uint64_t gbs, bool sp, enum spsim_recompute rec)
+{
+    struct spsim_model *m = testutil_model_named(model);
+    struct spsim_hardware *hw = testutil_hardware(hw_name);
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = tp;
+    p.pp = pp;
+    p.vpp = vpp;
+    p.mbs = mbs;
+    p.gbs = gbs;
+    p.sp = sp;
+    p.recompute = rec;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s: %s", model, err.message);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+    return r;
 }
 
 #endif

@@ -58,6 +58,177 @@ struct spsim_hbm_sample {
     double GBps;     /**< 2 × bytes / time / 1e9: HBM traffic rate */
 };
 
+
+/* Importing nccl-tests output. */
+
+/** What the caller knows about a log; the importer takes the rest from the log. */
+struct spsim_nccl_log_options {
+    enum spsim_coll_op op; /**< SPSIM_COLL_COUNT (default): from "Collective test starting:" or
+                            *   the file name */
+    uint32_t gpus;         /**< ranks; 0 (default): from the "#  Rank N" lines or "nranks N" */
+    uint32_t nodes;        /**< nodes; 0 (default): distinct hosts, or "nNodes N" */
+};
+
+/** Set every member to its documented default. */
+SPSIM_API void spsim_nccl_log_defaults(struct spsim_nccl_log_options *o);
+
+/** Most rows a summary lists individually. */
+#define SPSIM_NCCL_LOG_MAX_NOTES 8
+
+/** One row whose printed algbw or busbw disagrees with its size and time. */
+struct spsim_nccl_log_note {
+    uint32_t line;    /**< 1-based line number in the file */
+    char text[160];   /**< e.g. "busbw 0.30 GB/s printed, 0.35 from size, time and 1.75 (8 ranks)" */
+};
+
+/** What the importer saw in one log. */
+struct spsim_nccl_log_summary {
+    enum spsim_coll_op op;
+    uint32_t ranks;
+    uint32_t nodes;
+    const char *op_from;    /**< static: "log", "--op" or "file name" */
+    const char *ranks_from; /**< static: "rank lines", "NCCL INFO nranks" or "--gpus" */
+    const char *nodes_from; /**< static: "rank lines", "NCCL INFO nNodes", "NCCL INFO hosts" or
+                             *   "--nodes" */
+    size_t rows;            /**< rows imported (sizes > 0) */
+    size_t zero_rows;       /**< rows of size 0, skipped */
+    size_t split_rows;      /**< rows cut by NCCL lines and joined again */
+    size_t mismatched_rows; /**< rows whose printed algbw or busbw disagree with size and time */
+    size_t nnotes;          /**< the first SPSIM_NCCL_LOG_MAX_NOTES of them */
+    struct spsim_nccl_log_note notes[SPSIM_NCCL_LOG_MAX_NOTES];
+};
+
+/**
+ * Read nccl-tests output (all_reduce, all_gather, reduce_scatter, sendrecv, alltoall perf) into
+ * `table`: one sample per data row of size > 0, with the out-of-place time; algbw and busbw are
+ * recomputed from size and time (GB = 1e9 bytes) after the printed ones are checked against them.
+ *
+ * Tolerated: `#` comment lines, `## KEY: VALUE` provenance lines (kept as table info), old
+ * (`error` column, no `root`) and new (`#wrong`, `root`) column layouts, a missing column header,
+ * NCCL INFO/WARN lines between rows or cutting a row (the row continues on a later line), rows of
+ * size 0 (skipped and counted), other text lines. Table info set: "source" (origin), "gpu",
+ * "hosts", "nccl_version", "nccl_tests_version", "cuda_driver_version", "process_layout", "type",
+ * and each `## KEY` as "log_KEY", spaces turned into '_' ("log_command", "log_system", ...),
+ * where the log has them.
+ *
+ * @param text, len  the log; not modified, need not be NUL-terminated
+ * @param origin     names the log in messages (a file name); NULL gives "<nccl-tests log>"
+ * @param o          may be NULL (all defaults)
+ * @param table      receives the samples and provenance (appended to what it holds)
+ * @param summary    optional; filled on success
+ * @return SPSIM_OK; SPSIM_EPARSE (a truncated or malformed row, a negative time, no data rows:
+ *         err names the origin and the line); SPSIM_EFIELD (the collective, rank or node count
+ *         cannot be told, or contradicts `o`, or the busbw factor of every row contradicts the
+ *         rank count); SPSIM_EINVAL; SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_nccl_log_parse(const char *text, size_t len, const char *origin,
+                                   const struct spsim_nccl_log_options *o,
+                                   struct spsim_bw_table *table,
+                                   struct spsim_nccl_log_summary *summary, struct spsim_error *err);
+
+/** spsim_nccl_log_parse() on a file. @return as it, or SPSIM_EIO when the file cannot be read */
+SPSIM_API int spsim_nccl_log_load(const char *path, const struct spsim_nccl_log_options *o,
+                                  struct spsim_bw_table *table,
+                                  struct spsim_nccl_log_summary *summary, struct spsim_error *err);
+
+/* Calibrating a hardware profile from measurements. */
+
+/** Where the calibrated profile starts from and what it records. */
+struct spsim_calibrate_options {
+    const char *base_path;    /**< base hardware profile, a file (required) */
+    const char *name;         /**< "name" of the calibrated profile (required, non-empty) */
+    const char *command_line; /**< recorded in every replaced source and the provenance; NULL:
+                               *   none (default) */
+    const char *date;         /**< recorded likewise; NULL (default): now, UTC, ISO 8601 */
+};
+
+/** Set every member to its documented default (all NULL). */
+SPSIM_API void spsim_calibrate_defaults(struct spsim_calibrate_options *o);
+
+/** The fit of one link tier (doc/calibration.md): time = α + steps·hop + wire/B. */
+struct spsim_calibration_tier {
+    bool measured;           /**< some samples ran on this tier */
+    bool hop_fitted;         /**< false: one step count only, so the base profile's base latency
+                              *   is kept and the rest of α is spread over the steps as hop */
+    double base_latency_us;  /**< as written to the profile */
+    double hop_latency_us;   /**< as written to the profile */
+    double fit_busbw_GBps[SPSIM_COLL_COUNT];  /**< fitted B per collective; 0 = not measured */
+    double peak_busbw_GBps[SPSIM_COLL_COUNT]; /**< the busbw the written profile gives the
+                                               *   curve's group at eff = 1 */
+    double fit_median_rel_err[SPSIM_COLL_COUNT]; /**< |fit − measured| / measured over sizes */
+    double fit_max_rel_err[SPSIM_COLL_COUNT];
+};
+
+/** One measured size: the measurement, the tier's fit and the calibrated profile's prediction. */
+struct spsim_calibration_row {
+    size_t input;          /**< index of the table it came from */
+    enum spsim_coll_op op;
+    enum spsim_tier tier;  /**< SPSIM_TIER_NVLINK, _NETWORK or _HIERARCHICAL */
+    uint32_t ranks, nodes;
+    uint64_t size_bytes;
+    double measured_s;     /**< mean of the table's samples of this size */
+    double algbw_GBps;     /**< size / measured_s, GB = 1e9 B (nccl-tests) */
+    double busbw_GBps;     /**< algbw × the collective's nccl-tests factor */
+    double fit_s;          /**< α + steps·hop + wire/B of the tier's fit */
+    double eff;            /**< eff(size) of the calibrated profile for this tier and collective */
+    double predicted_s;    /**< spsim_collective_predict() on the calibrated profile */
+    bool in_curve;         /**< the size is a point of the written busbw curve */
+};
+
+/** Most notes a calibration keeps. */
+#define SPSIM_CALIBRATION_MAX_NOTES 8
+
+/** The result of spsim_calibrate_profile(). Free with spsim_calibration_free(). */
+struct spsim_calibration {
+    struct spsim_calibration_tier tier[2]; /**< [0] the NVLink domain, [1] the network */
+    struct spsim_calibration_row *rows;    /**< owned; every measured size of every table */
+    size_t nrows;
+    char *profile_json;                    /**< owned; the calibrated profile, already accepted by
+                                            *   spsim_hardware_parse() */
+    size_t profile_len;
+    size_t nnotes;
+    char notes[SPSIM_CALIBRATION_MAX_NOTES][256]; /**< what was not used as given, one line each */
+};
+
+/**
+ * Fit the measured collectives and write a calibrated hardware profile: the base profile with
+ * the fitted tier latencies, the ring/AllReduce busbw, a busbw curve per measured collective
+ * and tier (for multi-node samples the network tier and node.gpus_per_node = ranks per node),
+ * for GPU runs also gpu.gemm_table and gpu.hbm_achievable_GBps; every other field keeps its
+ * source, each replaced number's source names the calibration, and a `calibration` object
+ * holds the provenance. `spsim collective` on the result reproduces every measured size from
+ * the curves (doc/calibration.md). Nothing is written: see spsim_calibration_write().
+ * @param tables        measured collectives (e.g. from spsim_nccl_log_load()); not modified
+ * @param gemms, hbm    optional GPU measurements (NULL with a count of 0)
+ * @param out           filled on success; the caller frees it with spsim_calibration_free()
+ * @return SPSIM_OK; SPSIM_EIO, SPSIM_EPARSE, SPSIM_EFIELD (the base profile); SPSIM_EINVAL (no
+ *         samples, samples that do not fit the base's nodes, a measurement the base profile cannot
+ *         hold: err says which); SPSIM_ENUMERIC (the fit failed); SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_calibrate_profile(const struct spsim_calibrate_options *o,
+                                      const struct spsim_bw_table *const *tables, size_t ntables,
+                                      const struct spsim_gemm_sample *gemms, size_t ngemms,
+                                      const struct spsim_hbm_sample *hbm, size_t nhbm,
+                                      struct spsim_calibration *out, struct spsim_error *err);
+
+/** Free what a calibration owns and zero it; NULL is accepted. */
+SPSIM_API void spsim_calibration_free(struct spsim_calibration *c);
+
+/** Write c->profile_json to `path` atomically (spsim_file_write_atomic): on failure the old file,
+ * if any, is left as it was. @return SPSIM_OK, SPSIM_EINVAL, SPSIM_EIO */
+SPSIM_API int spsim_calibration_write(const struct spsim_calibration *c, const char *path,
+                                      struct spsim_error *err);
+
+/**
+ * The shipped hardware profile for a GPU as CUDA names it ("NVIDIA A100-SXM4-80GB"): the one
+ * whose gpu.model is that name, or a known alias (doc/calibration.md).
+ * @param out  receives the profile NAME; capacity `cap`
+ * @return SPSIM_OK; SPSIM_EFIELD when no shipped profile matches (err says so); SPSIM_EINVAL;
+ *         SPSIM_EIO (no data directory)
+ */
+SPSIM_API int spsim_calibrate_base_for_gpu(const char *gpu_name, char *out, size_t cap,
+                                           struct spsim_error *err);
+
 #ifdef __cplusplus
 }
 #endif

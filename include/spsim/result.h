@@ -37,9 +37,11 @@ enum spsim_coll_op {
     SPSIM_COLL_ALL_GATHER = 1,
     SPSIM_COLL_REDUCE_SCATTER = 2,
     SPSIM_COLL_SEND_RECV = 3,
+    SPSIM_COLL_ALL_TO_ALL = 4, /**< nccl-tests alltoall_perf; no layer uses it */
     SPSIM_COLL_COUNT
 };
-/** @return "all_reduce", "all_gather", "reduce_scatter", "send_recv"; "?" otherwise. */
+/** @return "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"; "?"
+ * otherwise. */
 SPSIM_API const char *spsim_coll_op_name(enum spsim_coll_op op);
 
 /** The link tier a transfer uses. */

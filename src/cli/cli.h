@@ -38,6 +38,9 @@ int cli_fail(const struct spsim_error *err);
 int cli_parse_u64(const char *option, const char *text, uint64_t min, uint64_t max, uint64_t *out);
 int cli_parse_u32(const char *option, const char *text, uint32_t min, uint32_t max, uint32_t *out);
 int cli_parse_double(const char *option, const char *text, double min, double max, double *out);
+/** A byte size in [1, 2^50]: digits with an optional K, M, G or T suffix (powers of 1024, as
+ * nccl-tests -b/-e) and an optional B. @return 0, or -1 when `text` is not one */
+int cli_parse_size(const char *text, uint64_t *out);
 
 /** Load a model or hardware profile given a NAME or a path. */
 int cli_load_model(const char *arg, struct spsim_model **out);
@@ -219,6 +222,9 @@ void jw_finish(struct jw *w);
 void jw_result_section(struct jw *w, const struct spsim_result *r, const char *section);
 
 /* Human formatting. */
+/** Write `text` left-aligned in `width` display columns (UTF-8 aware: continuation bytes and
+ * combining marks such as the macron of ḡ take no column). */
+void fput_padded(FILE *f, const char *text, int width);
 const char *fmt_bytes(char *buf, size_t cap, double bytes); /* "12.34 GiB" */
 const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
 
@@ -228,6 +234,8 @@ int cmd_explain(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_collective(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
 int cmd_merge(int argc, char **argv);

@@ -15,7 +15,7 @@ static const char collective_help[] =
     "Predict the time and bandwidth of one NCCL collective as nccl-tests reports it, so that the\n"
     "prediction can be held against nccl-tests output line by line.\n"
     "\n"
-    "  --op OP        all_reduce, all_gather, reduce_scatter or send_recv\n"
+    "  --op OP        all_reduce, all_gather, reduce_scatter, send_recv or all_to_all\n"
     "  --gpus N       ranks in the communicator (2 or more)\n"
     "  --nodes K      nodes they span (default: as few as the hardware allows); a group larger\n"
     "                 than one NVLink domain runs hierarchically: NVLink inside, NICs across\n"
@@ -28,55 +28,12 @@ static const char collective_help[] =
     "  -o FILE        write to FILE atomically\n"
     "\n"
     "Model: time = base + steps·hop + wire bytes per rank / (busbw × eff(size)), ring steps n−1\n"
-    "(AG, RS) or 2(n−1) (AR); algbw = size/time and busbw = algbw × 2(n−1)/n (AR), (n−1)/n\n"
-    "(AG, RS), 1 (send/recv); GB = 1e9 bytes, as nccl-tests.\n"
+    "(AG, RS, all-to-all) or 2(n−1) (AR); algbw = size/time and busbw = algbw × 2(n−1)/n (AR),\n"
+    "(n−1)/n (AG, RS, all-to-all), 1 (send/recv); GB = 1e9 bytes, as nccl-tests.\n"
     "JSON: {\"rows\": [{\"size_bytes\", \"time_s\", \"algbw_GBps\", \"busbw_GBps\", ...}]}; with\n"
     "one size the row's keys also appear at the top level.\n";
 
 #define MAX_SIZES 4096
-
-static int
-parse_size(const char *text, uint64_t *out)
-{
-    errno = 0;
-    char *end = NULL;
-    if (*text < '0' || *text > '9')
-        return -1;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno == ERANGE)
-        return -1;
-    uint64_t mult = 1;
-    switch (*end) {
-    case 'K':
-    case 'k':
-        mult = 1ull << 10;
-        end++;
-        break;
-    case 'M':
-    case 'm':
-        mult = 1ull << 20;
-        end++;
-        break;
-    case 'G':
-    case 'g':
-        mult = 1ull << 30;
-        end++;
-        break;
-    case 'T':
-    case 't':
-        mult = 1ull << 40;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || v == 0 || v > (1ull << 50) / mult)
-        return -1;
-    *out = v * mult;
-    return 0;
-}
 
 /* "a,b,c", "lo..hi", "lo..hi:xF", "lo..hi:+S" */
 static int
@@ -91,7 +48,7 @@ parse_sizes(const char *text, uint64_t *sizes, size_t *n)
         char *dots = strstr(item, "..");
         uint64_t lo, hi, step = 0, factor = 2;
         if (!dots) {
-            if (parse_size(item, &lo) || *n >= MAX_SIZES)
+            if (cli_parse_size(item, &lo) || *n >= MAX_SIZES)
                 return cli_error(EXIT_USAGE, "--bytes: '%s' is not a size (e.g. 8, 64K, 1M, 2G)", item);
             sizes[(*n)++] = lo;
             continue;
@@ -108,11 +65,11 @@ parse_sizes(const char *text, uint64_t *sizes, size_t *n)
                 if (errno || *end || factor < 2 || factor > 1024)
                     return cli_error(EXIT_USAGE, "--bytes: '%s' is not a factor 'xF' with F in [2, 1024]",
                                      inc);
-            } else if (*inc != '+' || parse_size(inc + 1, &step)) {
+            } else if (*inc != '+' || cli_parse_size(inc + 1, &step)) {
                 return cli_error(EXIT_USAGE, "--bytes: '%s' is not 'xF' or '+SIZE'", inc);
             }
         }
-        if (parse_size(item, &lo) || parse_size(hi_text, &hi) || hi < lo)
+        if (cli_parse_size(item, &lo) || cli_parse_size(hi_text, &hi) || hi < lo)
             return cli_error(EXIT_USAGE, "--bytes: '%s..%s' is not a range LO..HI of sizes with LO <= HI",
                              item, hi_text);
         for (uint64_t v = lo; v <= hi; v = step ? v + step : v * factor) {
@@ -138,7 +95,7 @@ parse_op(const char *text, enum spsim_coll_op *op)
         }
     }
     return cli_error(EXIT_USAGE, "--op: '%s' is not one of all_reduce, all_gather, reduce_scatter, "
-                                 "send_recv", text);
+                                 "send_recv, all_to_all", text);
 }
 
 static void
@@ -283,8 +240,9 @@ cmd_collective(int argc, char **argv)
         fprintf(f, "#%12s %12s %10s %8s %8s\n", "(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)");
         for (size_t i = 0; i < nsizes; i++) {
             uint64_t count = rows[i].size_bytes / 4;
-            if (op == SPSIM_COLL_ALL_GATHER || op == SPSIM_COLL_REDUCE_SCATTER)
-                count /= gpus; /* nccl-tests prints the per-rank count */
+            if (op == SPSIM_COLL_ALL_GATHER || op == SPSIM_COLL_REDUCE_SCATTER ||
+                op == SPSIM_COLL_ALL_TO_ALL)
+                count /= gpus; /* nccl-tests prints the per-rank (per-peer) count */
             fprintf(f, " %12llu %12llu %10.2f %8.2f %8.2f\n", (unsigned long long)rows[i].size_bytes,
                     (unsigned long long)count, rows[i].time_s * 1e6, rows[i].algbw_GBps,
                     rows[i].busbw_GBps);

@@ -117,6 +117,49 @@ cli_parse_double(const char *option, const char *text, double min, double max, d
 }
 
 int
+cli_parse_size(const char *text, uint64_t *out)
+{
+    errno = 0;
+    char *end = NULL;
+    if (*text < '0' || *text > '9')
+        return -1;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno == ERANGE)
+        return -1;
+    uint64_t mult = 1;
+    switch (*end) {
+    case 'K':
+    case 'k':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        mult = 1ull << 30;
+        end++;
+        break;
+    case 'T':
+    case 't':
+        mult = 1ull << 40;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || v == 0 || v > (1ull << 50) / mult)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+int
 cli_load_model(const char *arg, struct spsim_model **out)
 {
     char path[4096];
@@ -302,4 +345,20 @@ fmt_time(char *buf, size_t cap, double s)
     else
         snprintf(buf, cap, "%.3f s", s);
     return buf;
+}
+
+void
+fput_padded(FILE *f, const char *text, int width)
+{
+    int cols = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        bool continuation = (*p & 0xC0) == 0x80;
+        /* U+0300..U+036F (combining diacritics) are encoded 0xCC 0x80..0xCD 0xAF. */
+        bool combining = (*p == 0xCC || (*p == 0xCD && p[1] <= 0xAF)) && (p[1] & 0xC0) == 0x80;
+        if (!continuation && !combining)
+            cols++;
+    }
+    fputs(text, f);
+    for (; cols < width; cols++)
+        fputc(' ', f);
 }

@@ -36,6 +36,17 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
         fprintf(f, "Operators: f = identity forward / AllReduce backward (before a "
                    "column-parallel GEMM); f̄ = AllReduce forward / identity backward (after a "
                    "row-parallel GEMM).\n");
+    /* The forward pass drawn as the seed article draws it: each op under the previous one,
+     * with the region it runs in and the shape it produces. */
+    fprintf(f, "\nForward data flow:\n  input %s\n", n ? steps[0].shape_in : "");
+    int depth = 1;
+    for (size_t i = 0; i < n && steps[i].phase == SPSIM_PHASE_FORWARD; i++, depth++) {
+        const struct spsim_schedule_step *s = &steps[i];
+        const char *what = s->collective[0] ? s->collective : (s->operator_name[0] ? "identity" : "");
+        fprintf(f, "%*s└─ %s%s%s%s  → %s   [%s%s%s]\n", 2 * depth, "", s->op,
+                what[0] ? " (" : "", what, what[0] ? ")" : "", s->shape_out, s->region,
+                s->rng[0] ? ", dropout RNG: " : "", s->rng);
+    }
     fprintf(f, "\n%-3s %-9s %-46s %-8s %-10s %-24s %-8s %-34s %-34s %-19s %s\n", "#", "phase", "op",
             "pass", "region", "collective", "beside", "shape in", "shape out", "dropout RNG",
             "time");
@@ -47,8 +58,11 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
                      s->collective);
         else if (s->operator_name[0])
             snprintf(coll, sizeof(coll), "%s: identity", s->operator_name);
-        fprintf(f, "%-3zu %-9s %-46s %-8s %-10s %-24s %-8s %-34s %-34s %-19s %s\n", i + 1,
-                spsim_phase_name(s->phase), s->op, s->pass[0] ? s->pass : "-", s->region, coll,
+        fprintf(f, "%-3zu %-9s ", i + 1, spsim_phase_name(s->phase));
+        fput_padded(f, s->op, 46);
+        fprintf(f, " %-8s %-10s ", s->pass[0] ? s->pass : "-", s->region);
+        fput_padded(f, coll, 24);
+        fprintf(f, " %-8s %-34s %-34s %-19s %s\n",
                 s->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(s->overlap), s->shape_in,
                 s->shape_out, s->rng[0] ? s->rng : "-", fmt_time(t, sizeof(t), s->time_s));
     }

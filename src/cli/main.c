@@ -19,6 +19,8 @@ static const char main_help[] =
     "  list       list the shipped profiles: spsim list models|hardware\n"
     "  check      validate profile files: spsim check FILE...\n"
     "  collective time and bandwidth of one NCCL collective, as nccl-tests reports it\n"
+    "  validate   replay one layer on the local GPUs: predicted against measured, per op\n"
+    "  calibrate  fit a calibrated hardware profile to nccl-tests logs or the local GPUs\n"
     "  sweep      every configuration of a space of axes, streamed as CSV or JSON Lines\n"
     "  optimize   the fastest configurations of a model on N GPUs, and why\n"
     "  merge      combine the outputs of sharded sweeps\n"
@@ -45,6 +47,8 @@ static const struct command commands[] = {
     {"list", cmd_list},
     {"check", cmd_check},
     {"collective", cmd_collective},
+    {"validate", cmd_validate},
+    {"calibrate", cmd_calibrate},
     {"sweep", cmd_sweep},
     {"optimize", cmd_optimize},
     {"merge", cmd_merge},

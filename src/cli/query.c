@@ -130,13 +130,14 @@ print_comm(FILE *f, const struct spsim_result *r)
     if (c->per_layer_count == 0)
         fprintf(f, "  none (tp = 1)\n");
     else
-        fprintf(f, "  %-9s %-14s %-54s %11s %11s %-8s %10s %10s\n", "phase", "collective", "site",
+        fprintf(f, "  %-9s %-14s %-56s %11s %11s %-8s %10s %10s\n", "phase", "collective", "site",
                 "message", "wire/rank", "beside", "time", "exposed");
     for (uint32_t i = 0; i < c->per_layer_count; i++) {
         const struct spsim_collective_entry *e = &c->per_layer[i];
         char x[32];
-        fprintf(f, "  %-9s %-14s %-54s %11s %11s %-8s %10s %10s\n", spsim_phase_name(e->phase),
-                spsim_coll_op_name(e->op), e->site, fmt_bytes(a, sizeof(a), (double)e->message_bytes),
+        fprintf(f, "  %-9s %-14s ", spsim_phase_name(e->phase), spsim_coll_op_name(e->op));
+        fput_padded(f, e->site, 56);
+        fprintf(f, " %11s %11s %-8s %10s %10s\n", fmt_bytes(a, sizeof(a), (double)e->message_bytes),
                 fmt_bytes(b, sizeof(b), (double)e->wire_bytes_per_rank),
                 e->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(e->overlap),
                 fmt_time(t, sizeof(t), e->time_s), fmt_time(x, sizeof(x), e->exposed_s));

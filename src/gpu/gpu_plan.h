@@ -1,0 +1,92 @@
+/*
+ * The GPU part's host-only side, built with and without CUDA: option checks, the GEMM shapes
+ * a calibration measures, and the replay plan of `spsim validate`.
+ */
+#ifndef SPSIM_GPU_PLAN_H
+#define SPSIM_GPU_PLAN_H
+
+#include "internal.h"
+#include "spsim/gpu.h"
+
+/** Most GPUs one process drives (one communicator member each): a guard well above the 8 of a
+ * DGX/HGX node and the 4 of a GB200 NVL72 compute tray (hardware-facts.md). */
+#define SPSIM_GPU_MAX_LOCAL 64
+
+/** One GEMM shape: out[m, n] = A[m, k] · B[k, n], `batch` of them. */
+struct spsim_gpu_gemm_shape {
+    uint64_t m, n, k, batch;
+};
+
+/**
+ * The distinct linear-layer GEMM shapes a calibration measures: o->model's layer (forward,
+ * dgrad and wgrad of every linear GEMM) for each tp in {1, 2, 4, 8} that Megatron's rules
+ * allow, the square sizes 512 .. 16384, and the paper's four models at t = 8.
+ * @param out  receives an array the caller frees with free()
+ * @return SPSIM_OK, SPSIM_ENOMEM
+ */
+int spsim_gpu_calibrate_shapes(const struct spsim_gpu_calibrate_options *o,
+                               struct spsim_gpu_gemm_shape **out, size_t *n,
+                               struct spsim_error *err);
+
+/** What spsim_gpu_calibrate() does first in every build: set the outputs empty (NULL, 0), then
+ * refuse NULL arguments and bad options. @return SPSIM_OK or SPSIM_EINVAL */
+int spsim_gpu_calibrate_begin(const struct spsim_gpu_calibrate_options *o,
+                              const struct spsim_bw_table *collectives,
+                              struct spsim_gemm_sample **gemms, size_t *ngemms,
+                              struct spsim_hbm_sample **hbm, size_t *nhbm, struct spsim_error *err);
+
+/** The collective sizes of a sweep, nccl-tests' -b/-e/-f: min, min·f, ... ≤ max. */
+size_t spsim_gpu_sweep_sizes(const struct spsim_gpu_calibrate_options *o, uint64_t *sizes,
+                             size_t cap);
+
+/**
+ * nccl-tests' per-rank element count for a size (its *GetCollByteCount functions): AllGather and
+ * ReduceScatter take size/elt/n rounded down to a 16-byte multiple, the others size/elt.
+ * @param reported  receives the size nccl-tests prints for that count (AG/RS: count·n·elt)
+ */
+uint64_t spsim_gpu_coll_count(enum spsim_coll_op op, uint64_t size_bytes, uint32_t elt_bytes,
+                              uint32_t nranks, uint64_t *reported);
+
+/** Check validate options (NULL: the defaults, fine). @return SPSIM_OK or SPSIM_EINVAL */
+int spsim_gpu_validate_check(const struct spsim_gpu_validate_options *o, struct spsim_error *err);
+
+/** True when the process was started by an MPI launcher with more than one rank. */
+bool spsim_gpu_mpi_launched(void);
+
+/*
+ * The CUDA side lives in a separately loaded module (libspsim-gpu.so), so that a program that
+ * never touches a GPU does not map cudart, cuBLASLt, NCCL and MPI at start-up (hundreds of
+ * milliseconds and 200 MB per process). The library's public GPU functions (gpu_loader.c)
+ * dlopen the module on first use and call its entry points through this table.
+ */
+#define SPSIM_GPU_MODULE_ABI 1
+
+struct spsim_gpu_vtable {
+    uint32_t abi; /* SPSIM_GPU_MODULE_ABI */
+    int (*device_count)(int *count, struct spsim_error *err);
+    int (*info)(int device, struct spsim_gpu_info *out, struct spsim_error *err);
+    int (*calibrate)(const struct spsim_gpu_calibrate_options *o, struct spsim_bw_table *collectives,
+                     struct spsim_gemm_sample **gemms, size_t *ngemms,
+                     struct spsim_hbm_sample **hbm, size_t *nhbm, struct spsim_error *err);
+    int (*validate)(const struct spsim_model *model, const struct spsim_hardware *hw,
+                    const struct spsim_parallel *par, const struct spsim_gpu_validate_options *o,
+                    struct spsim_gpu_validate_report *out, struct spsim_error *err);
+    int (*mpi_rank)(void);
+    void (*finalize)(void);
+};
+
+/* The module's implementations of the public GPU functions (CUDA build only). */
+int spsim_gpu_impl_device_count(int *count, struct spsim_error *err);
+int spsim_gpu_impl_info(int device, struct spsim_gpu_info *out, struct spsim_error *err);
+int spsim_gpu_impl_calibrate(const struct spsim_gpu_calibrate_options *o,
+                             struct spsim_bw_table *collectives, struct spsim_gemm_sample **gemms,
+                             size_t *ngemms, struct spsim_hbm_sample **hbm, size_t *nhbm,
+                             struct spsim_error *err);
+int spsim_gpu_impl_validate(const struct spsim_model *model, const struct spsim_hardware *hw,
+                            const struct spsim_parallel *par,
+                            const struct spsim_gpu_validate_options *o,
+                            struct spsim_gpu_validate_report *out, struct spsim_error *err);
+int spsim_gpu_impl_mpi_rank(void);
+void spsim_gpu_impl_finalize(void);
+
+#endif

@@ -1,0 +1,78 @@
+#!/bin/sh
+# spsim calibrate from the command line: exit codes, the written profile through `spsim check`,
+# `spsim collective` on it against the log's measured times (issue 5: within 10 % from 1 MiB),
+# and an existing output left as it was when a run fails.
+# Usage: cli_calibrate.sh SPSIM SOURCE_ROOT
+set -u
+spsim=$1
+logs=$2/tests/data/nccl-tests
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# expect CODE COMMAND...: run it, stdout to $tmp/out, stderr to $tmp/err, check the exit code
+expect() {
+    want=$1
+    shift
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    got=$?
+    [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want: $(cat "$tmp/err")"
+}
+
+# reproduces PROFILE OP GPUS NODES LOG: spsim collective within 10 % of every row >= 1 MiB
+reproduces() {
+    awk 'NF == 13 && $3 == "float" && $1 >= 1048576 { print $1, $6 }' "$5" >"$tmp/measured"
+    [ -s "$tmp/measured" ] || fail "no rows >= 1 MiB in $5"
+    sizes=$(awk '{ printf "%s%s", sep, $1; sep = "," }' "$tmp/measured")
+    expect 0 "$spsim" collective --hw "$1" --op "$2" --gpus "$3" --nodes "$4" --bytes "$sizes" \
+        --format csv
+    tail -n +2 "$tmp/out" | cut -d, -f6 | paste -d' ' "$tmp/measured" - |
+        awk '{ e = ($3 * 1e6 - $2) / $2; if (e < 0) e = -e; if (e > 0.10) { print; bad = 1 } }
+             END { exit bad }' || fail "$1: spsim collective is more than 10 % off $5"
+}
+
+a100=$logs/a100x8_all_reduce_thanos_threads.txt
+azure=$logs/a100x8x2nodes_ib_hdr_all_reduce_azure_ndmv4_aks.txt
+
+expect 0 "$spsim" calibrate --help
+grep -q -- "--from-nccl-tests LOG" "$tmp/out" || fail "--help does not show --from-nccl-tests"
+
+# Usage errors (2), input errors (3).
+expect 2 "$spsim" calibrate --from-nccl-tests "$a100"
+grep -q "^spsim: error: -o OUT.json is required" "$tmp/err" || fail "no -o: $(cat "$tmp/err")"
+expect 2 "$spsim" calibrate --from-nccl-tests "$azure" -o "$tmp/x.json"
+grep -q "names no GPU; give the base profile with --base" "$tmp/err" || fail "azure without --base"
+expect 2 "$spsim" calibrate --from-nccl-tests "$a100" --op broadcast -o "$tmp/x.json"
+expect 2 "$spsim" calibrate --from-nccl-tests "$a100" --iters 5 -o "$tmp/x.json"
+printf '#  Rank  0 Group  0 Pid 1 on h device 0 [0x07] NVIDIA A100-SXM4-80GB\n     1048576  262144  float  sum  -1  52.61  19.93\n' >"$tmp/trunc.txt"
+expect 3 "$spsim" calibrate --from-nccl-tests "$tmp/trunc.txt" --gpus 8 --op all_reduce -o "$tmp/x.json"
+grep -q "trunc.txt: line 2: truncated data row" "$tmp/err" || fail "truncated: $(cat "$tmp/err")"
+expect 3 "$spsim" calibrate --from-nccl-tests "$tmp/none.txt" -o "$tmp/x.json"
+[ ! -e "$tmp/x.json" ] || fail "a failed run wrote $tmp/x.json"
+
+# The GPU path without GPU support, or without a GPU: exit 5 and one line.
+if ! (command -v nvidia-smi && nvidia-smi -L) >/dev/null 2>&1; then
+    expect 5 "$spsim" calibrate -o "$tmp/gpu.json"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "GPU path: $(cat "$tmp/err")"
+    [ ! -e "$tmp/gpu.json" ] || fail "the GPU path wrote a profile without a GPU"
+fi
+
+# Calibrate, check, reproduce: one node (base from the GPU name) and two nodes (--base).
+expect 0 "$spsim" calibrate --from-nccl-tests "$a100" -o "$tmp/a100.json"
+grep -q "^# wrote $tmp/a100.json" "$tmp/out" || fail "no 'wrote' line"
+expect 0 "$spsim" check "$tmp/a100.json"
+reproduces "$tmp/a100.json" all_reduce 8 1 "$a100"
+expect 0 "$spsim" calibrate --from-nccl-tests "$azure" --base dgx-a100-80g -o "$tmp/azure.json"
+expect 0 "$spsim" check "$tmp/azure.json"
+reproduces "$tmp/azure.json" all_reduce 16 2 "$azure"
+
+# A failed run leaves an existing profile as it was.
+cp "$tmp/a100.json" "$tmp/keep.json"
+expect 3 "$spsim" calibrate --from-nccl-tests "$tmp/trunc.txt" --gpus 8 --op all_reduce \
+    -o "$tmp/keep.json"
+cmp -s "$tmp/a100.json" "$tmp/keep.json" || fail "a failed run changed $tmp/keep.json"
+exit 0

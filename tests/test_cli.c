@@ -1,0 +1,306 @@
+/* The spsim command as a user meets it: output contracts, exit codes, messages. argv[1] is the
+ * path of the spsim executable. */
+#define _GNU_SOURCE /* mkstemps, mkdtemp */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static const char *spsim;
+
+struct run {
+    int status;
+    char out[1 << 20];
+    char err[8192];
+};
+
+/* Run "spsim ARGS" through the shell, capturing stdout and stderr. */
+static void
+run(struct run *r, const char *args)
+{
+    char errfile[] = "/tmp/spsim-cli-err-XXXXXX";
+    int fd = mkstemp(errfile);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s' %s 2>'%s'", spsim, args, errfile);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(r->out, 1, sizeof(r->out) - 1, p);
+    r->out[n] = '\0';
+    int st = pclose(p);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    FILE *e = fopen(errfile, "r");
+    n = e ? fread(r->err, 1, sizeof(r->err) - 1, e) : 0;
+    r->err[n] = '\0';
+    if (e)
+        fclose(e);
+    unlink(errfile);
+}
+
+static struct run R;
+
+static const cJSON *
+path(const cJSON *root, const char *dotted)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", dotted);
+    const cJSON *node = root;
+    for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && node; k = strtok_r(NULL, ".", &save))
+        node = cJSON_GetObjectItemCaseSensitive(node, k);
+    return node;
+}
+
+/* An integer written as an integer: digits only in the document. */
+static void
+check_integer(const char *text, const cJSON *root, const char *dotted)
+{
+    const cJSON *v = path(root, dotted);
+    ck_assert_msg(cJSON_IsNumber(v), "%s missing or not a number", dotted);
+    const char *key = strrchr(dotted, '.') ? strrchr(dotted, '.') + 1 : dotted;
+    char pat[128];
+    snprintf(pat, sizeof(pat), "\"%s\": ", key);
+    const char *at = strstr(text, pat);
+    ck_assert_ptr_nonnull(at);
+    at += strlen(pat);
+    ck_assert_msg(*at >= '0' && *at <= '9', "%s is not written as an integer", dotted);
+    while (*at >= '0' && *at <= '9')
+        at++;
+    ck_assert_msg(*at == ',' || *at == '\n' || *at == '}', "%s is not written as an integer", dotted);
+}
+
+START_TEST(query_json_document)
+{
+    run(&R, "query --format json");
+    ck_assert_int_eq(R.status, 0);
+    cJSON *root = cJSON_Parse(R.out);
+    ck_assert_ptr_nonnull(root);
+    static const char *const integers[] = {
+        "memory.activation_per_layer_bytes", "memory.activation_first_stage_bytes",
+        "memory.weights_bytes", "memory.gradients_bytes", "memory.optimizer_bytes",
+        "memory.total_bytes", "memory.activation_modes.none", "memory.activation_modes.tp",
+        "memory.activation_modes.tp_sp", "memory.activation_modes.tp_selective",
+        "memory.activation_modes.tp_sp_selective", "memory.activation_modes.full"};
+    for (size_t i = 0; i < sizeof(integers) / sizeof(integers[0]); i++)
+        check_integer(R.out, root, integers[i]);
+    ck_assert(cJSON_IsBool(path(root, "memory.fits")));
+    /* The defaults: GPT-3 175B, tp 8, SP, selective: the layer keeps 34sbh/t bytes. */
+    ck_assert_double_eq(path(root, "memory.activation_per_layer_bytes")->valuedouble,
+                        34.0 * 2048 * 12288 / 8);
+    const cJSON *list = path(root, "comm.per_layer");
+    ck_assert(cJSON_IsArray(list));
+    ck_assert_int_eq(cJSON_GetArraySize(list), 10);
+    for (const cJSON *e = list->child; e; e = e->next) {
+        static const char *const keys[] = {"phase", "op", "message_bytes", "wire_bytes_per_rank", "tier"};
+        for (size_t k = 0; k < 5; k++)
+            ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(e, keys[k]));
+        ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(e, "message_bytes")->valuedouble,
+                            2048.0 * 12288 * 2);
+    }
+    static const char *const times[] = {"time.iteration_s", "time.tokens_per_s", "time.model_flops",
+                                        "time.hardware_flops", "time.mfu", "time.hfu",
+                                        "time.tflops_per_gpu", "time.layer_forward_s",
+                                        "time.layer_backward_s"};
+    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+        const cJSON *v = path(root, times[i]);
+        ck_assert_msg(cJSON_IsNumber(v) && v->valuedouble > 0, "%s", times[i]);
+    }
+    cJSON_Delete(root);
+}
+END_TEST
+
+START_TEST(query_table_and_csv)
+{
+    run(&R, "query");
+    ck_assert_int_eq(R.status, 0);
+    for (int i = 0; i < SPSIM_MODE_COUNT; i++)
+        ck_assert_ptr_nonnull(strstr(R.out, spsim_act_mode_name(i)));
+    ck_assert_ptr_nonnull(strstr(R.out, "<- this config"));
+    ck_assert_ptr_nonnull(strstr(R.out, "MFU"));
+    run(&R, "query --format csv --model llama3-8b --hw dgx-h100 --tp 2 --pp 1 --vpp 1 --dp 4 --gbs 64");
+    ck_assert_int_eq(R.status, 0);
+    char *nl = strchr(R.out, '\n');
+    ck_assert_ptr_nonnull(nl);
+    size_t header = 0, row = 0;
+    for (char *c = R.out; c < nl; c++)
+        header += *c == ',';
+    for (char *c = nl + 1; *c && *c != '\n'; c++)
+        row += *c == ',';
+    ck_assert_uint_eq(header, row);
+    /* The sweep's header: configuration columns named as the options (doc/sweep.md). */
+    ck_assert(strncmp(R.out, "model,hw,tp,pp,dp,", 18) == 0);
+    ck_assert(strncmp(nl + 1, "llama3-8b,dgx-h100,2,", 21) == 0);
+}
+END_TEST
+
+static const struct {
+    const char *args;
+    int status;
+    const char *message;
+} errors[] = {
+    {"query --tp x", 2, "--tp: 'x' is not an integer"},
+    {"query --tp -8", 2, "--tp: '-8' is not an integer"},
+    {"query --mbs 0", 2, "--mbs: '0' is not an integer in [1, 65536]"},
+    {"query --recompute some", 2, "--recompute: 'some' is not one of none, selective, full"},
+    {"query --bogus", 2, "unknown option '--bogus'"},
+    {"query --format xml", 2, "--format: 'xml'"},
+    {"query --model /nonexistent/m.json", 3, "/nonexistent/m.json: cannot open"},
+    {"query --model no-such-model", 3, "no model profile named 'no-such-model'"},
+    {"query --tp 1 --no-sp --sp --vpp 1 --pp 1", 4, "Cannot use sequence parallelism without tensor parallelism"},
+    {"query --tp 7", 4, "96 attention heads are not divisible by tp = 7"},
+    {"query --mbs 2 --gbs 65", 4, "global batch size 65 is not divisible"},
+    {"bogus", 2, "unknown command 'bogus'"},
+    {"list gadgets", 2, "'gadgets' is not one of models, hardware"},
+    {"check", 2, "expected at least one FILE"},
+    {"collective --op all_reduce --gpus 8", 2, "--op, --gpus and --bytes are required"},
+    {"collective --op broadcast --gpus 8 --bytes 1M", 2, "--op: 'broadcast'"},
+    {"collective --op all_reduce --gpus 8 --bytes 1X", 2, "--bytes: '1X' is not a size"},
+    {"collective --op all_reduce --gpus 12 --nodes 5 --bytes 1M", 2, "do not spread evenly"},
+};
+
+START_TEST(bad_input_exit_codes)
+{
+    run(&R, errors[_i].args);
+    ck_assert_msg(R.status == errors[_i].status, "'%s': exit %d, stderr '%s'", errors[_i].args,
+                  R.status, R.err);
+    ck_assert_msg(strstr(R.err, "spsim: error: ") && strstr(R.err, errors[_i].message),
+                  "'%s': stderr '%s' lacks '%s'", errors[_i].args, R.err, errors[_i].message);
+    ck_assert_str_eq(R.out, "");
+}
+END_TEST
+
+START_TEST(check_reports_bad_files)
+{
+    char bad[] = "/tmp/spsim-bad-XXXXXX.json";
+    int fd = mkstemps(bad, 5);
+    ck_assert_int_ge(fd, 0);
+    const char text[] = "{\"schema\": \"spsim-model/1\", \"name\": \"x\", \"source\": \"y\",\n \"layers\": -1}";
+    ck_assert_int_eq(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+    close(fd);
+    char args[256];
+    snprintf(args, sizeof(args), "check '%s'", bad);
+    run(&R, args);
+    ck_assert_int_eq(R.status, 3);
+    ck_assert_ptr_nonnull(strstr(R.err, "field 'layers': must be an integer in [1, 4096], got -1"));
+    ck_assert_ptr_nonnull(strstr(R.err, bad));
+    unlink(bad);
+}
+END_TEST
+
+START_TEST(output_file_is_atomic)
+{
+    char dir[] = "/tmp/spsim-out-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char args[1024], file[600];
+    snprintf(file, sizeof(file), "%s/q.json", dir);
+    snprintf(args, sizeof(args), "query --format json -o '%s'", file);
+    run(&R, args);
+    ck_assert_int_eq(R.status, 0);
+    ck_assert_str_eq(R.out, "");
+    FILE *f = fopen(file, "r");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    run(&R, "query --format json");
+    ck_assert_str_eq(buf, R.out);
+    /* An unwritable target: exit 1, and no temporary file left behind. */
+    snprintf(args, sizeof(args), "query -o '%s/missing/q.json'", dir);
+    run(&R, args);
+    ck_assert_int_eq(R.status, 1);
+    ck_assert_ptr_nonnull(strstr(R.err, "missing/q.json"));
+    unlink(file);
+    ck_assert_int_eq(rmdir(dir), 0); /* empty: nothing half-written */
+}
+END_TEST
+
+START_TEST(explain_shows_the_seed_schedule)
+{
+    run(&R, "explain");
+    ck_assert_int_eq(R.status, 0);
+    ck_assert_ptr_nonnull(strstr(R.out, "g: all_gather"));
+    ck_assert_ptr_nonnull(strstr(R.out, "ḡ: reduce_scatter"));
+    ck_assert_ptr_nonnull(strstr(R.out, "wgrad AG: all_gather"));
+    ck_assert_ptr_nonnull(strstr(R.out, "[s/t, b, h] = [256, 1, 12288]"));
+    ck_assert_ptr_nonnull(strstr(R.out, "model-parallel-rng"));
+    ck_assert_ptr_nonnull(strstr(R.out, "recompute"));
+    run(&R, "explain --no-sp --recompute none");
+    ck_assert_int_eq(R.status, 0);
+    ck_assert_ptr_nonnull(strstr(R.out, "f̄: all_reduce"));
+    ck_assert_ptr_nonnull(strstr(R.out, "f: identity"));
+    /* Replicated dropout without SP: the same mask on every TP rank, the default RNG. */
+    ck_assert_ptr_nonnull(strstr(R.out, "default"));
+}
+END_TEST
+
+START_TEST(collective_json_and_table)
+{
+    run(&R, "collective --op all_gather --gpus 8 --bytes 1G --format json");
+    ck_assert_int_eq(R.status, 0);
+    cJSON *root = cJSON_Parse(R.out);
+    ck_assert_ptr_nonnull(root);
+    double t = cJSON_GetObjectItem(root, "time_s")->valuedouble;
+    double alg = cJSON_GetObjectItem(root, "algbw_GBps")->valuedouble;
+    double bus = cJSON_GetObjectItem(root, "busbw_GBps")->valuedouble;
+    /* nccl-tests: algbw = S/t (GB = 1e9), busbw = algbw·(n−1)/n for AllGather. */
+    ck_assert_double_eq_tol(alg, 1073741824.0 / t / 1e9, 1e-9);
+    ck_assert_double_eq_tol(bus, alg * 7 / 8, 1e-9);
+    cJSON_Delete(root);
+    run(&R, "collective --op all_reduce --gpus 8 --bytes 8..1M:x4");
+    ck_assert_int_eq(R.status, 0);
+    int rows = 0;
+    for (char *line = strtok(R.out, "\n"); line; line = strtok(NULL, "\n"))
+        rows += line[0] != '#';
+    ck_assert_int_eq(rows, 9); /* 8, 32, ..., 524288: nine sizes (2 MiB is past 1 MiB) */
+}
+END_TEST
+
+START_TEST(every_command_has_help)
+{
+    static const char *const cmds[] = {"--help", "query --help", "explain --help", "list --help",
+                                       "check --help", "collective --help"};
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        run(&R, cmds[i]);
+        ck_assert_msg(R.status == 0 && strstr(R.out, "Usage:"), "%s", cmds[i]);
+    }
+    run(&R, "list models");
+    ck_assert_int_eq(R.status, 0);
+    ck_assert_ptr_nonnull(strstr(R.out, "llama3-405b"));
+    run(&R, "list hardware");
+    ck_assert_int_eq(R.status, 0);
+    ck_assert_ptr_nonnull(strstr(R.out, "gb200-nvl72"));
+}
+END_TEST
+
+static Suite *
+cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("commands");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, query_json_document);
+    tcase_add_test(tc, query_table_and_csv);
+    tcase_add_loop_test(tc, bad_input_exit_codes, 0, sizeof(errors) / sizeof(errors[0]));
+    tcase_add_test(tc, check_reports_bad_files);
+    tcase_add_test(tc, output_file_is_atomic);
+    tcase_add_test(tc, explain_shows_the_seed_schedule);
+    tcase_add_test(tc, collective_json_and_table);
+    tcase_add_test(tc, every_command_has_help);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_cli PATH-TO-SPSIM\n");
+        return 2;
+    }
+    spsim = argv[1];
+    return testutil_run(cli_suite());
+}

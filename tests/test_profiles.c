@@ -1,0 +1,267 @@
+/* The profile loaders: every shipped file loads, every kind of bad input is refused with a
+ * message naming the file, the field and the rule. */
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static const char valid_model[] =
+    "{\"schema\": \"spsim-model/1\", \"name\": \"t\", \"source\": \"test\",\n"
+    " \"layers\": 48, \"hidden\": 6144, \"heads\": 64, \"kv_heads\": 64, \"ffn_hidden\": 24576,\n"
+    " \"vocab\": 51200, \"seq_len\": 2048, \"mlp\": \"gelu\", \"norm\": \"layernorm\",\n"
+    " \"dropout\": true, \"attention\": \"standard\", \"position_embedding\": \"learned\",\n"
+    " \"linear_bias\": true, \"tied_embeddings\": true}";
+
+/* Replace the first occurrence of `from` in `text` by `to`. */
+static char *
+edit(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    ck_assert_msg(at != NULL, "test bug: '%s' not found", from);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return out;
+}
+
+struct bad_case {
+    const char *from, *to;
+    int code;
+    const char *message;
+};
+
+static const struct bad_case model_cases[] = {
+    {"\"layers\": 48", "\"layers\": -48", SPSIM_EFIELD, "field 'layers': must be an integer in [1, 4096], got -48"},
+    {"\"layers\": 48", "\"layers\": 0", SPSIM_EFIELD, "field 'layers'"},
+    {"\"layers\": 48", "\"layers\": 48.5", SPSIM_EFIELD, "field 'layers'"},
+    {"\"layers\": 48", "\"layers\": 1e400", SPSIM_EFIELD, "field 'layers'"},
+    {"\"layers\": 48", "\"layers\": \"48\"", SPSIM_EFIELD, "field 'layers': must be an integer in [1, 4096], got a string"},
+    {"\"hidden\": 6144,", "", SPSIM_EFIELD, "field 'hidden': is required but missing"},
+    {"\"hidden\": 6144", "\"hidden\": 99999999", SPSIM_EFIELD, "field 'hidden'"},
+    {"\"heads\": 64, \"kv_heads\": 64", "\"heads\": 100, \"kv_heads\": 100", SPSIM_EFIELD, "field 'heads': must divide hidden"},
+    {"\"kv_heads\": 64", "\"kv_heads\": 48", SPSIM_EFIELD, "field 'kv_heads': must divide heads"},
+    {"\"kv_heads\": 64", "\"kv_heads\": 128", SPSIM_EFIELD, "field 'kv_heads': must not exceed heads"},
+    {"\"gelu\"", "\"relu\"", SPSIM_EFIELD, "field 'mlp': must be one of 'gelu', 'swiglu', got 'relu'"},
+    {"\"dropout\": true", "\"dropout\": 1", SPSIM_EFIELD, "field 'dropout': must be true or false"},
+    {"\"layers\"", "\"layer\"", SPSIM_EFIELD, "field 'layer': unknown key"},
+    {"\"name\": \"t\",", "\"name\": \"t\", \"name\": \"u\",", SPSIM_EFIELD, "field 'name': appears twice"},
+    {"spsim-model/1", "spsim-model/2", SPSIM_EFIELD, "field 'schema': must be \"spsim-model/1\""},
+    {"\"source\": \"test\",", "\"source\": \"\",", SPSIM_EFIELD, "field 'source': must not be empty"},
+    /* Malformed JSON: the position is reported (line 2: the missing comma). */
+    {"\"heads\": 64,", "\"heads\": 64", SPSIM_EPARSE, "malformed JSON at line 2"},
+    {"\"dropout\": true", "\"dropout\": tru", SPSIM_EPARSE, "malformed JSON at line 4"},
+    {"\"layers\": 48", "\"layers\": NaN", SPSIM_EPARSE, "malformed JSON"},
+    {"}", "} trailing", SPSIM_EPARSE, "unexpected text after the document"},
+};
+
+START_TEST(model_bad_input)
+{
+    const struct bad_case *c = &model_cases[_i];
+    char *text = edit(valid_model, c->from, c->to);
+    struct spsim_model *m = (struct spsim_model *)0x1;
+    struct spsim_error err = {0};
+    int rc = spsim_model_parse(text, strlen(text), "models/bad.json", &m, &err);
+    ck_assert_msg(rc == c->code, "case %d: rc %d, message '%s'", _i, rc, err.message);
+    ck_assert_msg(strstr(err.message, c->message) && strstr(err.message, "models/bad.json: "),
+                  "case %d: '%s' lacks '%s'", _i, err.message, c->message);
+    ck_assert_ptr_eq(m, (struct spsim_model *)0x1); /* untouched on failure */
+    free(text);
+}
+END_TEST
+
+START_TEST(model_valid_and_empty)
+{
+    struct spsim_model *m = NULL;
+    ck_assert_int_eq(spsim_model_parse(valid_model, strlen(valid_model), "x", &m, NULL), SPSIM_OK);
+    ck_assert_uint_eq(spsim_model_get_shape(m)->head_dim, 96); /* 6144 / 64 */
+    spsim_model_destroy(m);
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_model_parse("", 0, "empty.json", &m, &err), SPSIM_EPARSE);
+    ck_assert_ptr_nonnull(strstr(err.message, "empty.json: malformed JSON: the file is empty"));
+    ck_assert_int_eq(spsim_model_parse("[1,2]", 5, "arr.json", &m, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "must be a JSON object"));
+    ck_assert_int_eq(spsim_model_load("/nonexistent/x.json", &m, &err), SPSIM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/x.json: cannot open"));
+}
+END_TEST
+
+static char *
+read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 17];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *copy = malloc(n + 1);
+    memcpy(copy, buf, n + 1);
+    return copy;
+}
+
+static const struct bad_case hw_cases[] = {
+    /* Every number needs its source. */
+    {"\"sm_count\": {\"value\": 108,", "\"sm_count\": 108, \"_x\": {\"value\": 108,", SPSIM_EFIELD,
+     "field 'gpu.sm_count': must be {\"value\": NUMBER, \"source\": \"TEXT\"}"},
+    {"\"value\": 108, \"source\": \"", "\"value\": 108, \"sourc\": \"", SPSIM_EFIELD,
+     "field 'gpu.sm_count.sourc': unknown key"},
+    {"\"value\": 108,", "\"value\": -108,", SPSIM_EFIELD, "field 'gpu.sm_count.value'"},
+    {"\"value\": 108,", "\"value\": 108.5,", SPSIM_EFIELD, "field 'gpu.sm_count': must be an integer"},
+    {"\"value\": 2039,", "\"value\": 1e300,", SPSIM_EFIELD, "field 'gpu.hbm_bandwidth_GBps.value'"},
+    {"\"value\": 1700,", "\"value\": 2100,", SPSIM_EFIELD,
+     "field 'gpu.hbm_achievable_GBps': must not exceed hbm_bandwidth_GBps"},
+    {"\"value\": 271.2,", "\"value\": 400,", SPSIM_EFIELD,
+     "field 'gpu.gemm_achievable_tflops.bf16': must not exceed the peak"},
+    {"[268435456, 194.07]", "[1, 194.07]", SPSIM_EFIELD, "sizes must be strictly increasing"},
+    {"[268435456, 194.07]", "[268435456, -1]", SPSIM_EFIELD, "must be a finite number > 0"},
+    {"\"nvlink_domain_gpus\": {\"value\": 8,", "\"nvlink_domain_gpus\": {\"value\": 12,", SPSIM_EFIELD,
+     "must be a multiple of gpus_per_node"},
+    {"\"value\": 24,", "\"value\": 26,", SPSIM_EFIELD, "field 'network.nic_achievable_GBps'"},
+    {"\"network\":", "\"networks\": {}, \"network\":", SPSIM_EFIELD, "field 'networks': unknown key"},
+    {"spsim-hardware/1", "spsim-hardware/9", SPSIM_EFIELD, "field 'schema'"},
+    {"\"gpu\": {", "\"gpu\": [", SPSIM_EPARSE, "malformed JSON at line"},
+};
+
+START_TEST(hardware_bad_input)
+{
+    const struct bad_case *c = &hw_cases[_i];
+    char path[4096];
+    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-a100-80g", path,
+                                           sizeof(path), NULL), SPSIM_OK);
+    char *base = read_text(path);
+    char *text = edit(base, c->from, c->to);
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    int rc = spsim_hardware_parse(text, strlen(text), "hardware/bad.json", &hw, &err);
+    ck_assert_msg(rc == c->code, "case %d: rc %d '%s'", _i, rc, err.message);
+    ck_assert_msg(strstr(err.message, c->message) && strstr(err.message, "hardware/bad.json: "),
+                  "case %d: '%s' lacks '%s'", _i, err.message, c->message);
+    ck_assert_ptr_null(hw);
+    free(text);
+    free(base);
+}
+END_TEST
+
+static int
+load_each_model(void *cookie, const char *name, const char *path)
+{
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_str_eq(spsim_model_name(m), name);
+    ck_assert_str_ne(spsim_model_source(m), "");
+    (*(int *)cookie)++;
+    spsim_model_destroy(m);
+    return 0;
+}
+
+static int
+load_each_hardware(void *cookie, const char *name, const char *path)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    struct spsim_hardware_info i;
+    spsim_hardware_get_info(hw, &i);
+    ck_assert_str_eq(i.name, name);
+    ck_assert(i.peak_tflops[SPSIM_DTYPE_BF16] > 0 && i.hbm_capacity_bytes > 0);
+    (*(int *)cookie)++;
+    spsim_hardware_destroy(hw);
+    return 0;
+}
+
+START_TEST(shipped_profiles_load)
+{
+    int models = 0, hardware = 0;
+    ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_MODEL, load_each_model, &models, NULL), SPSIM_OK);
+    ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_HARDWARE, load_each_hardware, &hardware, NULL),
+                     SPSIM_OK);
+    ck_assert_int_ge(models, 10);
+    ck_assert_int_ge(hardware, 6);
+}
+END_TEST
+
+START_TEST(paper_shapes)
+{
+    /* Table 3 of Korthikanti et al. 2022 and the §6 text (s = 2048, v = 51200). */
+    static const struct {
+        const char *name;
+        uint32_t a, h, L;
+    } t3[] = {{"paper-22b", 64, 6144, 48}, {"paper-175b", 96, 12288, 96},
+              {"paper-530b", 128, 20480, 105}, {"paper-1t", 160, 25600, 128}};
+    for (size_t i = 0; i < 4; i++) {
+        struct spsim_model *m = testutil_model_named(t3[i].name);
+        const struct spsim_model_shape *s = spsim_model_get_shape(m);
+        ck_assert_uint_eq(s->heads, t3[i].a);
+        ck_assert_uint_eq(s->hidden, t3[i].h);
+        ck_assert_uint_eq(s->layers, t3[i].L);
+        ck_assert_uint_eq(s->seq_len, 2048);
+        ck_assert_uint_eq(s->vocab, 51200);
+        ck_assert_uint_eq(s->ffn_hidden, 4 * t3[i].h);
+        spsim_model_destroy(m);
+    }
+    /* Megatron pads 50257 to a multiple of 128·tp (tokenizer.py _vocab_size_with_padding):
+     * 128·8 = 1024 → 51200. */
+    struct spsim_model *g = testutil_model_named("gpt3-175b");
+    ck_assert_uint_eq(spsim_model_padded_vocab(g, 8), 51200);
+    ck_assert_uint_eq(spsim_model_padded_vocab(g, 1), 50304);
+    spsim_model_destroy(g);
+}
+END_TEST
+
+START_TEST(parameter_counts)
+{
+    /* Hand count, paper-175b (biases, LayerNorm γ/β, learned positions, tied embedding):
+     * per layer 12h² + 13h; embeddings v·h + s·h; final LayerNorm 2h. */
+    uint64_t h = 12288, L = 96, v = 51200, s = 2048;
+    uint64_t want = L * (12 * h * h + 13 * h) + v * h + s * h + 2 * h;
+    struct spsim_model *m = testutil_model_named("paper-175b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 8), want);
+    spsim_model_destroy(m);
+    /* Llama 3 8B (no biases, RMSNorm, untied, GQA 8 KV heads of 128, SwiGLU 14336, padded
+     * vocabulary 128256 is already a multiple of 128): 8,030,261,248 parameters, the Hugging
+     * Face model card's count. */
+    struct spsim_model *l3 = testutil_model_named("llama3-8b");
+    ck_assert_uint_eq(spsim_model_parameters(l3, 1), 8030261248ull);
+    spsim_model_destroy(l3);
+}
+END_TEST
+
+START_TEST(profile_names_resolve)
+{
+    char path[4096];
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_MODEL, "no-such-model", path, sizeof(path),
+                                           &err), SPSIM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "no model profile named 'no-such-model'"));
+    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_MODEL, "dir/file.json", path, sizeof(path),
+                                           NULL), SPSIM_OK);
+    ck_assert_str_eq(path, "dir/file.json");
+}
+END_TEST
+
+static Suite *
+profiles_suite(void)
+{
+    Suite *s = suite_create("profiles");
+    TCase *tc = tcase_create("model");
+    tcase_add_loop_test(tc, model_bad_input, 0, sizeof(model_cases) / sizeof(model_cases[0]));
+    tcase_add_test(tc, model_valid_and_empty);
+    tcase_add_test(tc, paper_shapes);
+    tcase_add_test(tc, parameter_counts);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("hardware");
+    tcase_add_loop_test(tc, hardware_bad_input, 0, sizeof(hw_cases) / sizeof(hw_cases[0]));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("shipped");
+    tcase_add_test(tc, shipped_profiles_load);
+    tcase_add_test(tc, profile_names_resolve);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return testutil_run(profiles_suite());
+}

@@ -1,0 +1,267 @@
+/* The time model: FLOP counts against the paper's Appendix A, the max-min fair solver on cases
+ * solved by hand, the collective formula on a synthetic profile, and sanity over every shipped
+ * model × hardware. (Accuracy against the paper's measurements is test_accuracy.c.) */
+#include <math.h>
+#include <string.h>
+
+#include "collective_model.h"
+#include "testutil.h"
+
+static struct spsim_result
+eval_paper(const char *model, uint32_t tp, uint32_t pp, uint32_t vpp, uint32_t mbs, uint64_t gbs,
+           bool sp, enum spsim_recompute rec)
+{
+    return testutil_evaluate(model, "dgx-a100-80g", tp, pp, vpp, mbs, gbs, sp, rec);
+}
+
+/* Paper Eq. 7: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)). */
+static double
+eq7(double B, double L, double s, double h, double v)
+{
+    return 72.0 * B * L * s * h * h * (1 + s / (6 * h) + v / (12 * h * L));
+}
+
+START_TEST(model_flops_are_eq7)
+{
+    static const struct {
+        const char *model;
+        double L, h;
+        uint32_t pp, vpp;
+        uint64_t gbs;
+    } rows[] = {{"paper-22b", 48, 6144, 1, 1, 4},
+                {"paper-175b", 96, 12288, 8, 3, 64},
+                {"paper-530b", 105, 20480, 35, 3, 280},
+                {"paper-1t", 128, 25600, 64, 1, 512}};
+    for (size_t i = 0; i < 4; i++) {
+        struct spsim_result r = eval_paper(rows[i].model, 8, rows[i].pp, rows[i].vpp,
+                                           i == 0 ? 4 : 1, rows[i].gbs, true,
+                                           SPSIM_RECOMPUTE_SELECTIVE);
+        double want = eq7((double)rows[i].gbs, rows[i].L, 2048, rows[i].h, 51200);
+        ck_assert_double_eq_tol(r.time.model_flops / want, 1.0, 1e-12);
+    }
+}
+END_TEST
+
+START_TEST(hardware_flops_count_the_recomputation)
+{
+    /* Appendix A: forward per layer 24Bsh² + 4Bs²h; backward twice forward; selective
+     * recomputation adds the attention-matrix and attention-over-values forward, 2Bs²h each
+     * (the text; its Eq. 8 writes the s/(3h) term twice as large); full recomputation adds the
+     * whole layer's forward. 22B, B = 4. */
+    double B = 4, L = 48, s = 2048, h = 6144, v = 51200;
+    struct spsim_result none = eval_paper("paper-22b", 8, 1, 1, 4, 4, false, SPSIM_RECOMPUTE_NONE);
+    struct spsim_result sel = eval_paper("paper-22b", 8, 1, 1, 4, 4, true, SPSIM_RECOMPUTE_SELECTIVE);
+    struct spsim_result full = eval_paper("paper-22b", 8, 1, 1, 4, 4, false, SPSIM_RECOMPUTE_FULL);
+    ck_assert_double_eq_tol(none.time.hardware_flops / eq7(B, L, s, h, v), 1.0, 1e-12);
+    ck_assert_double_eq_tol(sel.time.hardware_flops / (eq7(B, L, s, h, v) + L * 4 * B * s * s * h),
+                            1.0, 1e-12);
+    ck_assert_double_eq_tol(full.time.hardware_flops /
+                                (eq7(B, L, s, h, v) + L * (24 * B * s * h * h + 4 * B * s * s * h)),
+                            1.0, 1e-12);
+    /* Eq. 9: HFU/MFU ≈ 1 + s/(6h) for selective... with the text's count, 1 + s/(18h). */
+    ck_assert_double_eq_tol(sel.time.hfu / sel.time.mfu,
+                            1 + (4 * s * s * h * B * L) / eq7(B, L, s, h, v), 1e-12);
+    /* MFU definition: model FLOPs / (time · GPUs · 312e12), A100 BF16 dense peak [GK-A100]. */
+    ck_assert_double_eq_tol(sel.time.mfu,
+                            sel.time.model_flops / (sel.time.iteration_s * 8 * 312e12), 1e-12);
+    ck_assert_double_eq_tol(sel.time.tflops_per_gpu,
+                            sel.time.model_flops / (sel.time.iteration_s * 8) / 1e12, 1e-9);
+}
+END_TEST
+
+START_TEST(maxmin_hand_cases)
+{
+    /* One link of 10 shared by two flows: 5 each. */
+    double cap1[1] = {10};
+    struct spsim_flow f1[2] = {{.bytes = 100, .nres = 1, .res = {0}}, {.bytes = 300, .nres = 1, .res = {0}}};
+    ck_assert_int_eq(spsim_maxmin_rates(cap1, 1, f1, 2), SPSIM_OK);
+    ck_assert_double_eq_tol(f1[0].rate, 5, 1e-12);
+    ck_assert_double_eq_tol(f1[1].rate, 5, 1e-12);
+    /* Run to completion: the first ends at 100/5 = 20 s; the second then has 200 left at 10:
+     * ends at 40 s; the link is busy 40 s. */
+    double busy[1], makespan;
+    ck_assert_int_eq(spsim_maxmin_run(cap1, 1, f1, 2, &makespan, busy), SPSIM_OK);
+    ck_assert_double_eq_tol(f1[0].finish_s, 20, 1e-9);
+    ck_assert_double_eq_tol(f1[1].finish_s, 40, 1e-9);
+    ck_assert_double_eq_tol(makespan, 40, 1e-9);
+    ck_assert_double_eq_tol(busy[0], 40, 1e-9);
+
+    /* Bertsekas & Gallager's example shape: link A (10) carries f0 and f1, link B (4) carries
+     * f1 and f2. B saturates first at 2 each; f0 then takes A's remaining 8. */
+    double cap2[2] = {10, 4};
+    struct spsim_flow f2[3] = {{.bytes = 1, .nres = 1, .res = {0}},
+                               {.bytes = 1, .nres = 2, .res = {0, 1}},
+                               {.bytes = 1, .nres = 1, .res = {1}}};
+    ck_assert_int_eq(spsim_maxmin_rates(cap2, 2, f2, 3), SPSIM_OK);
+    ck_assert_double_eq_tol(f2[0].rate, 8, 1e-12);
+    ck_assert_double_eq_tol(f2[1].rate, 2, 1e-12);
+    ck_assert_double_eq_tol(f2[2].rate, 2, 1e-12);
+
+    /* A flow's own ceiling: f0 capped at 1 leaves 9 to f1. */
+    struct spsim_flow f3[2] = {{.bytes = 1, .max_rate = 1, .nres = 1, .res = {0}},
+                               {.bytes = 1, .nres = 1, .res = {0}}};
+    ck_assert_int_eq(spsim_maxmin_rates(cap1, 1, f3, 2), SPSIM_OK);
+    ck_assert_double_eq_tol(f3[0].rate, 1, 1e-12);
+    ck_assert_double_eq_tol(f3[1].rate, 9, 1e-12);
+
+    /* A flow crossing an unknown link is an error, not a crash. */
+    struct spsim_flow bad = {.bytes = 1, .nres = 1, .res = {7}};
+    ck_assert_int_eq(spsim_maxmin_rates(cap1, 1, &bad, 1), SPSIM_EINVAL);
+}
+END_TEST
+
+/* A profile with round numbers and no measured curves: the collective formula by hand. */
+static const char synthetic_hw[] =
+    "{\"schema\": \"spsim-hardware/1\", \"name\": \"synthetic\", \"gpu\": {\"model\": \"X\","
+    " \"peak_dense_tflops\": {\"bf16\": {\"value\": 100, \"source\": \"t\"}},"
+    " \"gemm_achievable_tflops\": {\"bf16\": {\"value\": 50, \"source\": \"t\"}},"
+    " \"sm_count\": {\"value\": 100, \"source\": \"t\"},"
+    " \"hbm_capacity_GB\": {\"value\": 80, \"source\": \"t\"},"
+    " \"hbm_bandwidth_GBps\": {\"value\": 2000, \"source\": \"t\"},"
+    " \"hbm_achievable_GBps\": {\"value\": 1000, \"source\": \"t\"}},"
+    " \"node\": {\"gpus_per_node\": {\"value\": 8, \"source\": \"t\"},"
+    " \"nvlink_domain_gpus\": {\"value\": 8, \"source\": \"t\"},"
+    " \"nics_per_node\": {\"value\": 8, \"source\": \"t\"}},"
+    " \"nvlink\": {\"bandwidth_per_direction_GBps\": {\"value\": 300, \"source\": \"t\"},"
+    " \"ring_busbw_GBps\": {\"value\": 200, \"source\": \"t\"},"
+    " \"base_latency_us\": {\"value\": 5, \"source\": \"t\"},"
+    " \"hop_latency_us\": {\"value\": 1, \"source\": \"t\"},"
+    " \"nccl_channels\": {\"value\": 10, \"source\": \"t\"}},"
+    " \"network\": {\"nic_line_rate_Gbit_s\": {\"value\": 400, \"source\": \"t\"},"
+    " \"nic_achievable_GBps\": {\"value\": 40, \"source\": \"t\"},"
+    " \"base_latency_us\": {\"value\": 10, \"source\": \"t\"},"
+    " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"
+    " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}";
+
+START_TEST(collective_formula_by_hand)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_hardware_parse(synthetic_hw, strlen(synthetic_hw), "synthetic", &hw, &err) ==
+                      SPSIM_OK, "%s", err.message);
+    struct spsim_collective_prediction p;
+    /* AllReduce, 8 GPUs, 1e9 B: 5 + 14·1 µs + 2·7/8·1e9 / 200e9 s = 19 µs + 8.75 ms. */
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 0, 1000000000, &p, NULL),
+                     SPSIM_OK);
+    ck_assert_double_eq_tol(p.time_s, 19e-6 + 8.75e-3, 1e-12);
+    ck_assert_double_eq_tol(p.algbw_GBps, 1.0 / p.time_s, 1e-9);
+    ck_assert_double_eq_tol(p.busbw_GBps, 1.75 / p.time_s, 1e-9);
+    ck_assert_int_eq(p.tier, SPSIM_TIER_NVLINK);
+    /* AllGather, 4 GPUs, 1e9 B (the whole gathered buffer): 5 + 3 µs + 3/4·1e9/200e9. */
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_GATHER, 4, 0, 1000000000, &p, NULL),
+                     SPSIM_OK);
+    ck_assert_double_eq_tol(p.time_s, 8e-6 + 3.75e-3, 1e-12);
+    /* AllReduce over 2 nodes of 8 (16 GPUs): hierarchical. Bandwidth: the smaller of NVLink
+     * (200) and the 8 NICs of a node (8 × 40 = 320): 200. Latency: network base 10 µs,
+     * 30 steps of which 2(2−1) = 2 cross nodes at 3 µs, 28 at 1 µs → 44 µs.
+     * Wire 2·15/16·1e9. */
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1000000000, &p, NULL),
+                     SPSIM_OK);
+    ck_assert_int_eq(p.tier, SPSIM_TIER_HIERARCHICAL);
+    ck_assert_double_eq_tol(p.time_s, 44e-6 + 1.875e9 / 200e9, 1e-12);
+    /* One GPU per node (8 GPUs on 8 nodes): each rank has its own NIC, 40 GB/s; latency
+     * 10 + 14 steps all across nodes × 3 µs = 52 µs. */
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 8, 1000000000, &p, NULL),
+                     SPSIM_OK);
+    ck_assert_int_eq(p.tier, SPSIM_TIER_NETWORK);
+    ck_assert_double_eq_tol(p.time_s, 52e-6 + 1.75e9 / 40e9, 1e-12);
+    /* Bad layouts are refused. */
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 12, 5, 1024, &p, &err),
+                     SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 1, 0, 1024, &p, &err),
+                     SPSIM_EINVAL);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+static int
+each_hardware(void *cookie, const char *name, const char *path)
+{
+    (void)path;
+    struct spsim_model *m = cookie;
+    struct spsim_hardware *hw = testutil_hardware(name);
+    const struct spsim_model_shape *s = spsim_model_get_shape(m);
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 8;
+    p.sp = true;
+    p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
+    p.pp = s->layers % 8 == 0 ? 8 : (s->layers % 7 == 0 ? 7 : 1);
+    p.dp = 2;
+    p.gbs = 2 * 4 * p.pp;
+    p.distributed_optimizer = true;
+    p.overlap_grad_reduce = true;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s on %s: %s",
+                  spsim_model_name(m), name, err.message);
+    const struct spsim_field *fields;
+    size_t n = spsim_result_fields(&fields);
+    for (size_t i = 0; i < n; i++) {
+        if (fields[i].type != SPSIM_FIELD_F64 || strncmp(fields[i].path, "time.", 5) != 0)
+            continue;
+        double v;
+        memcpy(&v, (const char *)&r + fields[i].offset, sizeof(v));
+        ck_assert_msg(isfinite(v) && v >= 0, "%s on %s: %s = %g", spsim_model_name(m), name,
+                      fields[i].path, v);
+    }
+    ck_assert(r.time.iteration_s > 0 && r.time.layer_forward_s > 0 && r.time.layer_backward_s > 0);
+    ck_assert(r.time.mfu > 0 && r.time.mfu < 1 && r.time.hfu > 0 && r.time.hfu < 1);
+    spsim_hardware_destroy(hw);
+    return 0;
+}
+
+static int
+each_model(void *cookie, const char *name, const char *path)
+{
+    (void)cookie;
+    (void)path;
+    struct spsim_model *m = testutil_model_named(name);
+    ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_HARDWARE, each_hardware, m, NULL), SPSIM_OK);
+    spsim_model_destroy(m);
+    return 0;
+}
+
+START_TEST(every_shipped_pair_has_finite_times)
+{
+    ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_MODEL, each_model, NULL, NULL), SPSIM_OK);
+}
+END_TEST
+
+START_TEST(breakdown_sums_to_iteration)
+{
+    struct spsim_result r = eval_paper("paper-175b", 8, 8, 3, 1, 64, true, SPSIM_RECOMPUTE_SELECTIVE);
+    const struct spsim_time_report *t = &r.time;
+    double sum = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s + t->pp_bubble_s +
+                 t->pp_p2p_s + t->dp_exposed_s + t->optimizer_s;
+    ck_assert_double_eq_tol(sum, t->iteration_s, 1e-9 * t->iteration_s);
+    /* Bubble: (p − 1)/vpp micro-batch slots. */
+    ck_assert(t->pp_bubble_s > 0 && t->pp_bubble_s < t->iteration_s * 7.0 / 3.0 / 64.0 * 1.5);
+}
+END_TEST
+
+static Suite *
+time_suite(void)
+{
+    Suite *s = suite_create("time");
+    TCase *tc = tcase_create("flops");
+    tcase_add_test(tc, model_flops_are_eq7);
+    tcase_add_test(tc, hardware_flops_count_the_recomputation);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("network");
+    tcase_add_test(tc, maxmin_hand_cases);
+    tcase_add_test(tc, collective_formula_by_hand);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("sanity");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, every_shipped_pair_has_finite_times);
+    tcase_add_test(tc, breakdown_sums_to_iteration);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return testutil_run(time_suite());
+}
