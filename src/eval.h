@@ -45,6 +45,47 @@ struct spsim_layer_eval {
     uint64_t act_no_recompute; /* one layer's activations while it is recomputed (full) */
 };
 
+/*
+ * What the composition reads of a block, folded once per layer evaluation: the sweep caches
+ * these (a few hundred bytes) instead of the whole schedule, and composes without looping
+ * over schedule steps. Members are named as in struct spsim_block_eval.
+ */
+struct spsim_block_totals {
+    uint64_t saved_bytes;
+    double fwd_s, bwd_s, recompute_s;
+    double fwd_compute_s, bwd_compute_s, recompute_compute_s;
+    double tp_exposed_s;
+    /* The collective steps' times in schedule order (composition sums them step by step, so
+     * a summary composes to the same bits as the schedule it came from). */
+    uint32_t ncomm;
+    double comm_s[SPSIM_MAX_STEPS];
+    double fwd_flops, bwd_flops, recompute_flops;
+    double tp_bwd_wire_bytes;
+    uint64_t tp_wire[3];
+    uint64_t tp_regather_wire;
+    uint64_t message_bytes; /* the block's M = b·s·h·2 */
+};
+
+/** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */
+struct spsim_layer_summary {
+    struct spsim_layer_config cfg;
+    struct spsim_group tp_group;
+    uint64_t padded_vocab;
+    struct spsim_block_totals layer, embedding, output;
+    uint64_t act_modes[SPSIM_MODE_COUNT];
+    uint64_t act_no_recompute;
+    /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
+    uint64_t params_layer, params_embedding, params_output, params_total;
+    bool params_ok; /* false if a count overflowed 64 bits */
+    /* The layer's collectives as comm.per_layer lists them. */
+    uint32_t ncoll;
+    struct spsim_collective_entry coll[SPSIM_MAX_LAYER_COLLECTIVES];
+};
+
+/** Fold a layer evaluation into its summary. hw may be NULL (as for spsim_layer_evaluate). */
+void spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardware *hw,
+                           const struct spsim_layer_eval *le, struct spsim_layer_summary *out);
+
 /** Resolve the model defaults (seq, attention kernel) into a layer configuration. */
 void spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                              struct spsim_layer_config *cfg);
@@ -66,9 +107,41 @@ int spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uin
                     uint64_t n, uint64_t k, uint64_t batch, bool fp32_accumulate_out,
                     double *seconds);
 
-/** Compose a full result from a checked configuration and its layer evaluation. */
+/** Compose a full result from a checked configuration and its layer summary. */
 int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,
-                  const struct spsim_parallel *par, const struct spsim_layer_eval *le,
+                  const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                   uint32_t warnings, struct spsim_result *out, struct spsim_error *err);
+
+/*
+ * Remembered collective predictions: the sweep composes millions of configurations whose
+ * data-parallel, point-to-point and embedding collectives repeat. A direct-mapped table keyed
+ * by every input of spsim_collective_time(), so a hit returns exactly what a call would.
+ */
+#define SPSIM_COLL_MEMO_SLOTS 256
+#define SPSIM_MAXMIN_MEMO_KEY 12 /* flow count, two capacities, three flows' three inputs */
+struct spsim_coll_memo {
+    struct spsim_coll_memo_slot {
+        const struct spsim_hardware *hw; /* NULL: empty */
+        uint32_t op, size, per_domain;
+        double bytes;
+        struct spsim_coll_time out;
+    } slot[SPSIM_COLL_MEMO_SLOTS];
+    /* The data-parallel reduction's finish time under link sharing (64 slots). */
+    struct spsim_maxmin_memo_slot {
+        bool used;
+        double key[SPSIM_MAXMIN_MEMO_KEY];
+        double finish;
+    } maxmin[64];
+};
+
+/**
+ * spsim_compose() for the sweep: writes into `out` directly (its contents are undefined on
+ * failure), uses `memo` (may be NULL) for collectives, and leaves comm.per_layer empty when
+ * `per_layer` is false (it is no scalar field).
+ */
+int spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware *hw,
+                       const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                       uint32_t warnings, struct spsim_coll_memo *memo, bool per_layer,
+                       struct spsim_result *out, struct spsim_error *err);
 
 #endif

@@ -1,6 +1,8 @@
 #include "config.h"
 
 #include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eval.h"
@@ -104,11 +106,10 @@ stage_static(uint64_t params, const struct spsim_parallel *par, struct stage_mem
 }
 
 static int
-compose_memory(const struct spsim_model *model, const struct spsim_hardware *hw,
-               const struct spsim_parallel *par, const struct spsim_layer_eval *le,
+compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+               const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
-    const struct spsim_model_shape *m = &model->shape;
     memcpy(mem->activation_modes_bytes, le->act_modes, sizeof(le->act_modes));
     mem->activation_per_layer_bytes = le->layer.saved_bytes;
     mem->layers_per_stage = (uint32_t)x->lps;
@@ -142,9 +143,11 @@ compose_memory(const struct spsim_model *model, const struct spsim_hardware *hw,
 
     uint64_t vpad = le->padded_vocab;
     uint32_t t = (uint32_t)x->t;
-    uint64_t layers = spsim_mul(x->lps, spsim_layer_parameters_per_rank(m, t, ok), ok);
-    uint64_t embed = spsim_embedding_parameters_per_rank(m, vpad, t, ok);
-    uint64_t output = spsim_output_parameters_per_rank(m, vpad, t, ok);
+    if (!le->params_ok)
+        *ok = false;
+    uint64_t layers = spsim_mul(x->lps, le->params_layer, ok);
+    uint64_t embed = le->params_embedding;
+    uint64_t output = le->params_output;
     uint64_t p_first = spsim_add(layers, embed, ok), p_last = p_first;
     if (x->p == 1) {
         p_first = p_last = spsim_add(p_first, output, ok);
@@ -154,7 +157,7 @@ compose_memory(const struct spsim_model *model, const struct spsim_hardware *hw,
         uint64_t copy = m->tied_embeddings ? spsim_mul(vpad, m->hidden, ok) / t : 0;
         p_last = spsim_add(spsim_add(layers, output, ok), copy, ok);
     }
-    mem->parameters_total = spsim_model_parameters(model, t);
+    mem->parameters_total = le->params_total;
     mem->parameters_first_stage = p_first;
     mem->parameters_last_stage = p_last;
 
@@ -193,30 +196,10 @@ compose_memory(const struct spsim_model *model, const struct spsim_hardware *hw,
 
 static void
 compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-             const struct spsim_layer_eval *le, const struct shape *x, uint32_t hidden,
+             const struct spsim_layer_summary *le, const struct shape *x, uint32_t hidden,
              const struct spsim_memory_report *mem, struct spsim_comm_report *comm, bool *ok)
 {
-    const struct spsim_block_eval *L = &le->layer;
-    comm->per_layer_count = 0;
-    for (uint32_t i = 0; i < L->sched.nsteps; i++) {
-        const struct spsim_step *st = &L->sched.steps[i];
-        if (st->coll == SPSIM_COLL_NONE || comm->per_layer_count >= SPSIM_MAX_LAYER_COLLECTIVES)
-            continue;
-        struct spsim_collective_entry *e = &comm->per_layer[comm->per_layer_count++];
-        e->phase = st->phase;
-        e->op = st->coll;
-        e->site = st->coll_site;
-        e->message_bytes = st->message_bytes;
-        uint64_t per = st->message_bytes / x->t * (x->t - 1);
-        e->wire_bytes_per_rank = st->coll == SPSIM_COLL_ALL_REDUCE ? 2 * per : per;
-        e->group_size = (uint32_t)x->t;
-        e->tier = L->cost[i].coll.tier;
-        if (!hw)
-            e->tier = x->t > 1 ? SPSIM_TIER_NVLINK : SPSIM_TIER_LOCAL;
-        e->overlap = st->overlap;
-        e->time_s = L->cost[i].comm_s;
-        e->exposed_s = L->cost[i].exposed_comm_s;
-    }
+    const struct spsim_block_totals *L = &le->layer;
     comm->tp_forward_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_FORWARD];
     comm->tp_backward_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_BACKWARD];
     comm->tp_recompute_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_RECOMPUTE];
@@ -257,7 +240,7 @@ struct stage_time {
 };
 
 static void
-add_block(struct stage_time *s, const struct spsim_block_eval *b, double times)
+add_block(struct stage_time *s, const struct spsim_block_totals *b, double times)
 {
     s->wall += times * (b->fwd_s + b->bwd_s + b->recompute_s);
     s->fwd += times * b->fwd_compute_s;
@@ -265,23 +248,85 @@ add_block(struct stage_time *s, const struct spsim_block_eval *b, double times)
     s->rec += times * b->recompute_compute_s;
     s->exposed += times * b->tp_exposed_s;
     s->bwd_window += times * (b->bwd_s + b->recompute_s);
-    for (uint32_t i = 0; i < b->sched.nsteps; i++)
-        s->tp_comm += times * b->cost[i].comm_s;
+    for (uint32_t i = 0; i < b->ncomm; i++)
+        s->tp_comm += times * b->comm_s[i];
+}
+
+/* spsim_collective_time(), through the memo when there is one. */
+static int
+memo_time(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, enum spsim_coll_op op,
+          struct spsim_group g, double bytes, struct spsim_coll_time *out)
+{
+    if (!memo)
+        return spsim_collective_time(hw, op, g, bytes, 1.0, out);
+    uint64_t bits;
+    memcpy(&bits, &bytes, sizeof(bits));
+    /* Fibonacci hashing of the inputs. */
+    uint64_t h = (bits ^ ((uint64_t)op << 56) ^ ((uint64_t)g.size << 24) ^ g.per_domain) *
+                 0x9E3779B97F4A7C15ull;
+    struct spsim_coll_memo_slot *s = &memo->slot[h >> 56 & (SPSIM_COLL_MEMO_SLOTS - 1)];
+    if (s->hw == hw && s->op == (uint32_t)op && s->size == g.size &&
+        s->per_domain == g.per_domain && memcmp(&s->bytes, &bytes, sizeof(bytes)) == 0) {
+        *out = s->out;
+        return SPSIM_OK;
+    }
+    int rc = spsim_collective_time(hw, op, g, bytes, 1.0, out);
+    if (rc == SPSIM_OK)
+        *s = (struct spsim_coll_memo_slot){hw, (uint32_t)op, g.size, g.per_domain, bytes, *out};
+    return rc;
+}
+
+/* The finish time of flows[0] under max-min sharing (spsim_maxmin_run), through the memo when
+ * there is one: keyed by every input, so a hit is what a run would give. */
+static int
+memo_maxmin(struct spsim_coll_memo *memo, const double cap[2], struct spsim_flow *flows,
+            uint32_t n, double *finish)
+{
+    double key[SPSIM_MAXMIN_MEMO_KEY] = {(double)n, cap[0], cap[1]};
+    for (uint32_t i = 0; i < n; i++) {
+        key[3 + 3 * i] = flows[i].bytes;
+        key[4 + 3 * i] = flows[i].max_rate;
+        key[5 + 3 * i] = flows[i].res[0];
+    }
+    struct spsim_maxmin_memo_slot *s = NULL;
+    if (memo) {
+        uint64_t h = 0;
+        for (size_t i = 0; i < SPSIM_MAXMIN_MEMO_KEY; i++) {
+            uint64_t bits;
+            memcpy(&bits, &key[i], sizeof(bits));
+            h = (h ^ bits) * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing */
+        }
+        s = &memo->maxmin[h >> 58];
+        if (s->used && memcmp(s->key, key, sizeof(key)) == 0) {
+            *finish = s->finish;
+            return SPSIM_OK;
+        }
+    }
+    double makespan = 0;
+    int rc = spsim_maxmin_run(cap, 2, flows, n, &makespan, NULL);
+    *finish = flows[0].finish_s;
+    if (rc == SPSIM_OK && s) {
+        memcpy(s->key, key, sizeof(key));
+        s->finish = *finish;
+        s->used = true;
+    }
+    return rc;
 }
 
 static int
-collective(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t size, uint64_t stride,
-           double bytes, struct spsim_coll_time *out)
+collective(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, enum spsim_coll_op op,
+           uint32_t size, uint64_t stride, double bytes, struct spsim_coll_time *out)
 {
-    return spsim_collective_time(hw, op, spsim_group_place(hw, size, stride), bytes, 1.0, out);
+    return memo_time(memo, hw, op, spsim_group_place(hw, size, stride), bytes, out);
 }
 
 /* Exposed time of the data-parallel reduction. Overlapped with the last micro-batch's backward
  * (Megatron --overlap-grad-reduce), it shares links with that backward's TP collectives and the
  * pipeline's backward sends: bandwidth is split by max-min fairness. */
 static int
-dp_exposed(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-           const struct spsim_layer_eval *le, const struct shape *x,
+dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+           const struct spsim_parallel *par,
+           const struct spsim_layer_summary *le, const struct shape *x,
            const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
            double *exposed, double *busy_nv, double *busy_net)
 {
@@ -292,10 +337,13 @@ dp_exposed(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     struct spsim_coll_time a, b = {0};
     int rc;
     if (par->distributed_optimizer) {
-        if ((rc = collective(hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->d, x->t, grads, &a)) ||
-            (rc = collective(hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->d, x->t, grads / 2, &b)))
+        if ((rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->d, x->t, grads,
+                             &a)) ||
+            (rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->d, x->t, grads / 2,
+                             &b)))
             return rc;
-    } else if ((rc = collective(hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->d, x->t, grads, &a))) {
+    } else if ((rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->d, x->t, grads,
+                                &a))) {
         return rc;
     }
     double alone = a.time_s + b.time_s;
@@ -327,26 +375,27 @@ dp_exposed(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                                          .max_rate = cap[1],
                                          .nres = 1,
                                          .res = {1u}};
-    double makespan = 0;
-    if ((rc = spsim_maxmin_run(cap, 2, flows, n, &makespan, NULL)))
+    double first_done = 0;
+    if ((rc = memo_maxmin(memo, cap, flows, n, &first_done)))
         return rc;
-    double finish = flows[0].finish_s + a.latency_s + b.latency_s;
+    double finish = first_done + a.latency_s + b.latency_s;
     *exposed = spsim_max_d(0.0, finish - crit->bwd_window);
     return SPSIM_OK;
 }
 
 static int
-compose_time(const struct spsim_model *model, const struct spsim_hardware *hw,
-             const struct spsim_parallel *par, const struct spsim_layer_eval *le,
+compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
+             const struct spsim_hardware *hw,
+             const struct spsim_parallel *par, const struct spsim_layer_summary *le,
              const struct shape *x, const struct spsim_memory_report *mem,
              const struct spsim_comm_report *comm, struct spsim_time_report *tr)
 {
     const struct spsim_model_shape *m = &model->shape;
-    struct stage_time first = {0}, last = {0}, middle = {0};
-    add_block(&first, &le->layer, (double)x->lps);
+    /* Every stage starts from its layers (the same sums, computed once). */
+    struct stage_time layers = {0};
+    add_block(&layers, &le->layer, (double)x->lps);
+    struct stage_time first = layers, last = layers, middle = layers;
     add_block(&first, &le->embedding, 1);
-    add_block(&middle, &le->layer, (double)x->lps);
-    add_block(&last, &le->layer, (double)x->lps);
     add_block(&last, &le->output, 1);
     if (x->p == 1)
         add_block(&first, &le->output, 1);
@@ -358,12 +407,12 @@ compose_time(const struct spsim_model *model, const struct spsim_hardware *hw,
     int rc;
     if (x->p > 1) {
         struct spsim_coll_time ct, ag = {0};
-        if ((rc = collective(hw, SPSIM_COLL_SEND_RECV, 2, x->t * x->d, (double)comm->pp_message_bytes,
-                             &ct)))
+        if ((rc = collective(memo, hw, SPSIM_COLL_SEND_RECV, 2, x->t * x->d,
+                             (double)comm->pp_message_bytes, &ct)))
             return rc;
         if (!par->sp && x->t > 1 &&
-            (rc = spsim_collective_time(hw, SPSIM_COLL_ALL_GATHER, le->tp_group,
-                                        (double)le->layer.block.message_bytes, 1.0, &ag)))
+            (rc = memo_time(memo, hw, SPSIM_COLL_ALL_GATHER, le->tp_group,
+                            (double)le->layer.message_bytes, &ag)))
             return rc;
         t_send = ct.time_s + ag.time_s;
     }
@@ -393,13 +442,15 @@ compose_time(const struct spsim_model *model, const struct spsim_hardware *hw,
     double tp_busy = mb * crit->tp_comm + (x->p - 1.0) / x->v * crit->tp_comm;
     *(le->tp_group.per_domain >= le->tp_group.size ? &busy_nv : &busy_net) += tp_busy;
     *(comm->pp_tier == SPSIM_TIER_NVLINK ? &busy_nv : &busy_net) += (mb + x->p - 1.0) * p2p;
-    if ((rc = dp_exposed(hw, par, le, x, comm, crit, t_send, &tr->dp_exposed_s, &busy_nv, &busy_net)))
+    if ((rc = dp_exposed(memo, hw, par, le, x, comm, crit, t_send, &tr->dp_exposed_s, &busy_nv,
+                         &busy_net)))
         return rc;
     if (x->p > 1 && m->tied_embeddings) {
         /* The first and last stages all-reduce the shared word embedding's fp32 gradient. */
         struct spsim_coll_time e;
         double bytes = 4.0 * (double)le->padded_vocab * m->hidden / x->t;
-        if ((rc = collective(hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->d * (x->p - 1), bytes, &e)))
+        if ((rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->d * (x->p - 1), bytes,
+                             &e)))
             return rc;
         tr->dp_exposed_s += e.time_s;
         *(e.tier == SPSIM_TIER_NVLINK ? &busy_nv : &busy_net) += e.time_s;
@@ -424,7 +475,7 @@ compose_time(const struct spsim_model *model, const struct spsim_hardware *hw,
 
 static void
 compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
-              const struct spsim_layer_eval *le, const struct shape *x, uint32_t gpus,
+              const struct spsim_layer_summary *le, const struct shape *x, uint32_t gpus,
               double peak, struct spsim_time_report *tr)
 {
     const struct spsim_model_shape *m = &model->shape;
@@ -442,7 +493,7 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal
      * half and backward recomputation), summed over the TP group and all micro-batches. */
     double passes = (double)par->gbs / par->mbs;
-    const struct spsim_block_eval *L = &le->layer, *O = &le->output;
+    const struct spsim_block_totals *L = &le->layer, *O = &le->output;
     double layer = L->fwd_flops + L->bwd_flops + L->recompute_flops;
     double output = O->fwd_flops + O->bwd_flops;
     tr->hardware_flops = passes * x->t * (x->L * layer + output);
@@ -456,45 +507,64 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
 }
 
 int
-spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,
-              const struct spsim_parallel *par, const struct spsim_layer_eval *le,
-              uint32_t warnings, struct spsim_result *out, struct spsim_error *err)
+spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware *hw,
+                   const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                   uint32_t warnings, struct spsim_coll_memo *memo, bool per_layer,
+                   struct spsim_result *out, struct spsim_error *err)
 {
     const struct spsim_model_shape *m = &model->shape;
-    struct spsim_result r;
-    memset(&r, 0, sizeof(r));
-    r.config = *par;
-    r.config.seq = (uint32_t)le->cfg.s;
-    r.config.flash_attn = le->cfg.flash ? 1 : 0;
-    r.gpus = par->tp * par->pp * par->dp;
-    r.flash_attention = le->cfg.flash;
-    r.padded_vocab = le->padded_vocab;
-    r.warnings = warnings;
+    struct spsim_result *r = out;
+    /* comm.per_layer (a kilobyte) is cleared only when it is filled in. */
+    size_t list = offsetof(struct spsim_result, comm.per_layer);
+    size_t after = list + sizeof(r->comm.per_layer);
+    memset(r, 0, list);
+    memset((char *)r + after, 0, sizeof(*r) - after);
+    r->config = *par;
+    r->config.seq = (uint32_t)le->cfg.s;
+    r->config.flash_attn = le->cfg.flash ? 1 : 0;
+    r->gpus = par->tp * par->pp * par->dp;
+    r->flash_attention = le->cfg.flash;
+    r->padded_vocab = le->padded_vocab;
+    r->warnings = warnings;
+    if (per_layer) {
+        r->comm.per_layer_count = le->ncoll;
+        memset(r->comm.per_layer, 0, sizeof(r->comm.per_layer));
+        memcpy(r->comm.per_layer, le->coll, le->ncoll * sizeof(le->coll[0]));
+    }
     struct shape x = {.L = m->layers, .p = par->pp, .v = par->vpp, .d = par->dp, .t = par->tp};
     x.micro = par->gbs / ((uint64_t)par->mbs * par->dp);
     x.lps = x.L / x.p;
     x.lpc = x.lps / x.v;
     bool ok = true;
-    int rc = compose_memory(model, hw, par, le, &x, &r.memory, &ok);
+    int rc = compose_memory(m, hw, par, le, &x, &r->memory, &ok);
     if (rc == SPSIM_OK)
-        compose_comm(hw, par, le, &x, m->hidden, &r.memory, &r.comm, &ok);
+        compose_comm(hw, par, le, &x, m->hidden, &r->memory, &r->comm, &ok);
     if (rc == SPSIM_OK && !ok)
         return spsim_fail(err, SPSIM_ERANGE,
                           "parallel config: a byte count of this configuration does not fit in "
                           "64 bits (reduce seq, mbs or gbs)");
     if (rc == SPSIM_OK && hw) {
-        rc = compose_time(model, hw, par, le, &x, &r.memory, &r.comm, &r.time);
+        rc = compose_time(memo, model, hw, par, le, &x, &r->memory, &r->comm, &r->time);
         if (rc == SPSIM_OK)
-            compose_flops(model, par, le, &x, r.gpus, hw->peak_flops[par->dtype], &r.time);
-        if (rc == SPSIM_OK && !(isfinite(r.time.iteration_s) && r.time.iteration_s > 0))
+            compose_flops(model, par, le, &x, r->gpus, hw->peak_flops[par->dtype], &r->time);
+        if (rc == SPSIM_OK && !(isfinite(r->time.iteration_s) && r->time.iteration_s > 0))
             rc = SPSIM_ENUMERIC;
         if (rc != SPSIM_OK)
             return spsim_fail(err, rc, "numerical failure while timing the configuration");
     }
-    if (rc != SPSIM_OK)
-        return rc;
-    *out = r;
-    return SPSIM_OK;
+    return rc;
+}
+
+int
+spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,
+              const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+              uint32_t warnings, struct spsim_result *out, struct spsim_error *err)
+{
+    struct spsim_result r;
+    int rc = spsim_compose_into(model, hw, par, le, warnings, NULL, true, &r, err);
+    if (rc == SPSIM_OK)
+        *out = r;
+    return rc;
 }
 
 int
@@ -509,10 +579,19 @@ spsim_evaluate(const struct spsim_model *model, const struct spsim_hardware *hw,
         return rc;
     struct spsim_layer_config cfg;
     spsim_layer_config_from(&model->shape, par, &cfg);
-    static _Thread_local struct spsim_layer_eval le;
-    rc = spsim_layer_evaluate(&model->shape, hw, &cfg, spsim_model_padded_vocab(model, par->tp), &le,
-                              err);
-    if (rc != SPSIM_OK)
-        return rc;
-    return spsim_compose(model, hw, par, &le, warnings, out, err);
+    /* On the heap: as thread-local storage these 80 kB were zeroed for every thread and at
+     * every program start, a fifth of a short `spsim query`'s page faults. */
+    struct spsim_layer_eval *le = spsim_calloc(1, sizeof(*le));
+    struct spsim_layer_summary *sum = spsim_calloc(1, sizeof(*sum));
+    rc = le && sum ? SPSIM_OK : spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    if (rc == SPSIM_OK)
+        rc = spsim_layer_evaluate(&model->shape, hw, &cfg,
+                                  spsim_model_padded_vocab(model, par->tp), le, err);
+    if (rc == SPSIM_OK) {
+        spsim_layer_summarize(model, hw, le, sum);
+        rc = spsim_compose(model, hw, par, sum, warnings, out, err);
+    }
+    free(le);
+    free(sum);
+    return rc;
 }

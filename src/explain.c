@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eval.h"
@@ -79,16 +80,20 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
 {
     if (!model || !par || !count || (cap && !steps))
         return spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: NULL argument");
-    static _Thread_local struct spsim_layer_eval le;
-    int rc = spsim_layer_evaluate_checked(model, hw, par, &le, err);
-    if (rc != SPSIM_OK)
+    /* On the heap, not thread-local: 80 kB of TLS are zeroed at every program start. */
+    struct spsim_layer_eval *le = spsim_calloc(1, sizeof(*le));
+    if (!le)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    int rc = spsim_layer_evaluate_checked(model, hw, par, le, err);
+    const struct spsim_layer_config cfg = le->cfg;
+    const struct spsim_schedule *s = &le->layer.sched;
+    if (rc == SPSIM_OK && (*count = s->nsteps) > cap)
+        rc = spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: %u steps need room, got %zu",
+                        s->nsteps, cap);
+    if (rc != SPSIM_OK) {
+        free(le);
         return rc;
-    const struct spsim_layer_config cfg = le.cfg;
-    const struct spsim_schedule *s = &le.layer.sched;
-    *count = s->nsteps;
-    if (cap < s->nsteps)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: %u steps need room, got %zu",
-                          s->nsteps, cap);
+    }
     for (uint32_t i = 0; i < s->nsteps; i++) {
         const struct spsim_step *st = &s->steps[i];
         const struct spsim_op *op = st->op;
@@ -110,7 +115,8 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
         shape_text(o->shape_out, sizeof(o->shape_out), backward ? op->in : op->out,
                    backward ? op->nin : op->nout);
         o->flops = st->flops;
-        o->time_s = hw ? le.layer.cost[i].compute_s + le.layer.cost[i].exposed_comm_s : 0;
+        o->time_s = hw ? le->layer.cost[i].compute_s + le->layer.cost[i].exposed_comm_s : 0;
     }
+    free(le);
     return SPSIM_OK;
 }

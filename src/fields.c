@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtoa.h"
 #include "internal.h"
 #include "spsim/fields.h"
 
@@ -142,32 +143,23 @@ spsim_result_fields(const struct spsim_field **out)
 size_t
 spsim_format_u64(uint64_t v, char *buf)
 {
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
-    buf[n] = '\0';
-    return n;
+    return spsim_u64_text(v, buf);
 }
 
 size_t
 spsim_format_double(double value, char *buf)
 {
-    if (isnan(value))
-        return (size_t)snprintf(buf, 32, "nan");
-    if (isinf(value))
-        return (size_t)snprintf(buf, 32, value < 0 ? "-inf" : "inf");
-    /* Shortest of %.15g, %.16g, %.17g that reads back exactly. */
-    for (int prec = 15; prec <= 17; prec++) {
-        int n = snprintf(buf, 32, "%.*g", prec, value);
-        if (prec == 17 || strtod(buf, NULL) == value)
-            return (size_t)n;
-    }
-    return 0;
+    return spsim_dtoa_shortest(value, buf);
+}
+
+static size_t
+copy_text(const char *text, char *buf, size_t cap)
+{
+    size_t len = strlen(text);
+    if (len >= cap)
+        return 0;
+    memcpy(buf, text, len + 1);
+    return len;
 }
 
 size_t
@@ -204,12 +196,12 @@ spsim_field_format(const struct spsim_field *f, const struct spsim_result *r, ch
     case SPSIM_FIELD_BOOL: {
         bool v;
         memcpy(&v, p, sizeof(v));
-        return (size_t)snprintf(buf, cap, "%s", v ? "true" : "false");
+        return copy_text(v ? "true" : "false", buf, cap);
     }
     case SPSIM_FIELD_ENUM: {
         int v;
         memcpy(&v, p, sizeof(v));
-        return (size_t)snprintf(buf, cap, "%s", f->enum_name(v));
+        return copy_text(f->enum_name(v), buf, cap);
     }
     }
     return 0;

@@ -97,9 +97,28 @@ write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
+/* A device or a pipe (/dev/null, a FIFO) is written in place: renaming over it would
+ * replace it with a regular file. */
+static int
+write_special(const char *path, const void *data, size_t len, struct spsim_error *err)
+{
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
+        return spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int rc = write_all(fd, data, len) == 0 ? SPSIM_OK
+                                           : spsim_fail(err, SPSIM_EIO, "%s: write error: %s",
+                                                        path, strerror(errno));
+    if (close(fd) != 0 && rc == SPSIM_OK)
+        rc = spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
+    return rc;
+}
+
 int
 spsim_write_file_atomic(const char *path, const void *data, size_t len, struct spsim_error *err)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return write_special(path, data, len, err);
     size_t plen = strlen(path);
     char *tmp = spsim_calloc(plen + 16, 1);
     if (!tmp)

@@ -24,5 +24,6 @@
 #include "spsim/parallel.h"
 #include "spsim/result.h"
 #include "spsim/schedule.h"
+#include "spsim/sweep.h"
 
 #endif

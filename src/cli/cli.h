@@ -60,6 +60,71 @@ int cli_output_open(struct cli_output *out, const char *path);
 /** Flush and, for a file, write it atomically. @return an exit code */
 int cli_output_close(struct cli_output *out);
 
+/*
+ * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
+ * into place by cli_stream_commit. SIGINT/SIGTERM make the next write fail; commit then removes
+ * the temporary file and reports the interruption.
+ */
+struct cli_stream {
+    int fd;
+    char *tmp;        /* the temporary file; NULL for standard output */
+    const char *path; /* NULL: standard output */
+    int error;        /* errno of the first failed write */
+    bool special;     /* path is a device or a pipe, written in place */
+};
+int cli_stream_open(struct cli_stream *s, const char *path);
+/** @return 0, or -1 after a write error or an interruption (the stream stays failed) */
+int cli_stream_write(struct cli_stream *s, const char *data, size_t len);
+/** Finish: fsync and rename for a file. @return an exit code (reports any failure) */
+int cli_stream_commit(struct cli_stream *s);
+/** Give up: remove the temporary file. */
+void cli_stream_abort(struct cli_stream *s);
+/** @return whether SIGINT or SIGTERM arrived since a stream was opened */
+bool cli_interrupted(void);
+
+/* Sweep axes as options (sweep, optimize): --model LIST ... --dtype LIST. */
+struct cli_axes {
+    const char *text[SPSIM_AXIS_COUNT]; /* the option's argument, or NULL */
+};
+struct option;
+/** Fill out[0 .. SPSIM_AXIS_COUNT) with the axes' long options. @return SPSIM_AXIS_COUNT */
+size_t cli_axis_options(struct option *out);
+/** @return 1 if `opt` is an axis option (its text is kept), 0 if not */
+int cli_axis_option(struct cli_axes *axes, int opt, const char *arg);
+/**
+ * getopt_long over the axis options, `own` (nown entries, no terminator; --help is added) and
+ * -o: axis options fill `axes`, others go to handle(ctx, opt, optarg, the option's text).
+ * @return EXIT_OK, an exit code, or -1 after printing `help`
+ */
+int cli_axes_getopt(int argc, char **argv, const char *command, const char *help,
+                    const struct option *own, size_t nown, struct cli_axes *axes,
+                    int (*handle)(void *ctx, int opt, const char *arg, const char *current),
+                    void *ctx);
+/** Parse the given axes into the spec (a bad value is a usage error naming the option). */
+int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec,
+                   const char *command);
+/** Set an axis the spec does not set yet. @return an exit code */
+int cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text);
+int cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by);
+int cli_parse_row_format(const char *command, const char *arg, enum spsim_row_format *format);
+
+/* MPI: `mpirun -np N spsim sweep` splits the sweep over the ranks (src/cli/sweep_mpi.c; a
+ * build without MPI never starts it). */
+struct cli_mpi {
+    int rank, size;
+    bool active; /* MPI_Init was called */
+};
+/** @return whether an MPI launcher started this process */
+bool cli_mpi_launched(void);
+/** MPI_Init when launched by mpirun (`spsim` execs `spsim-mpi` with the same arguments then);
+ * rank 0 of 1 otherwise. argv[0] is the command ("sweep"). @return an exit code */
+int cli_mpi_begin(struct cli_mpi *m, int argc, char **argv);
+/** MPI_Finalize; a failure (rc != 0) aborts every rank first. @return rc */
+int cli_mpi_end(const struct cli_mpi *m, int rc);
+/** Run the sweep over all ranks; rank 0 writes through opt's callbacks and gets the totals. */
+int cli_mpi_sweep(const struct cli_mpi *m, const struct spsim_sweep *sw,
+                  const struct spsim_sweep_options *opt, struct spsim_sweep_stats *total);
+
 /* The parallel-configuration options shared by query and explain. */
 struct cli_config {
     const char *model;
@@ -171,5 +236,8 @@ int cmd_check(int argc, char **argv);
 int cmd_collective(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_optimize(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

@@ -21,6 +21,9 @@ static const char main_help[] =
     "  collective time and bandwidth of one NCCL collective, as nccl-tests reports it\n"
     "  validate   replay one layer on the local GPUs: predicted against measured, per op\n"
     "  calibrate  fit a calibrated hardware profile to nccl-tests logs or the local GPUs\n"
+    "  sweep      every configuration of a space of axes, streamed as CSV or JSON Lines\n"
+    "  optimize   the fastest configurations of a model on N GPUs, and why\n"
+    "  merge      combine the outputs of sharded sweeps\n"
     "\n"
     "Run 'spsim COMMAND --help' for a command's options. 'spsim --version' prints the version.\n"
     "\n"
@@ -46,6 +49,9 @@ static const struct command commands[] = {
     {"collective", cmd_collective},
     {"validate", cmd_validate},
     {"calibrate", cmd_calibrate},
+    {"sweep", cmd_sweep},
+    {"optimize", cmd_optimize},
+    {"merge", cmd_merge},
 };
 
 int

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -16,8 +17,9 @@ static const char query_help[] =
     "\n"
     "Configuration:\n" CLI_CONFIG_HELP "\n"
     "Output:\n"
-    "  --format F             table (default), json or csv (one header line and one row,\n"
-    "                         columns named by JSON path with '.' as '_')\n"
+    "  --format F             table (default), json or csv (the header line and the row\n"
+    "                         'spsim sweep' writes: model, hw, tp, pp, ..., then the other\n"
+    "                         fields named by JSON path with '.' as '_')\n"
     "  -o, --output FILE      write to FILE atomically instead of standard output\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -249,25 +251,19 @@ write_json(FILE *f, const struct spsim_result *r, const struct spsim_model *mode
     jw_finish(&w);
 }
 
-static void
+/* The header and the row 'spsim sweep' writes for this configuration. */
+static int
 write_csv(FILE *f, const struct spsim_result *r, const char *model, const char *hw)
 {
-    const struct spsim_field *fields;
-    size_t n = spsim_result_fields(&fields);
-    fputs("model,hw", f);
-    for (size_t i = 0; i < n; i++) {
-        fputc(',', f);
-        for (const char *p = fields[i].path; *p; p++)
-            fputc(*p == '.' ? '_' : *p, f);
-    }
-    fprintf(f, "\n%s,%s", model, hw);
-    for (size_t i = 0; i < n; i++) {
-        char buf[64];
-        spsim_field_format(&fields[i], r, buf, sizeof(buf));
-        fputc(',', f);
-        fputs(buf, f);
-    }
-    fputc('\n', f);
+    char *buf = malloc(SPSIM_ROW_MAX + 4096);
+    if (!buf)
+        return cli_error(EXIT_RUNTIME, "out of memory");
+    size_t n = spsim_row_header(SPSIM_ROW_CSV, buf, SPSIM_ROW_MAX + 4096);
+    fwrite(buf, 1, n, f);
+    n = spsim_row_format(SPSIM_ROW_CSV, model, hw, r, buf, SPSIM_ROW_MAX + 4096);
+    fwrite(buf, 1, n, f);
+    free(buf);
+    return n ? EXIT_OK : cli_error(EXIT_RUNTIME, "a profile name is too long for a CSV row");
 }
 
 static int
@@ -352,10 +348,13 @@ cmd_query(int argc, char **argv)
         write_json(out.stream, &result, model, hw);
         break;
     case FORMAT_CSV:
-        write_csv(out.stream, &result, spsim_model_name(model), info.name);
+        rc = write_csv(out.stream, &result, spsim_model_name(model), info.name);
         break;
     }
-    rc = cli_output_close(&out);
+    if (rc == EXIT_OK)
+        rc = cli_output_close(&out);
+    else
+        cli_output_close(&out);
 done:
     spsim_model_destroy(model);
     spsim_hardware_destroy(hw);

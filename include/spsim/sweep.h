@@ -1,0 +1,260 @@
+/*
+ * Sweeps: every configuration of a space of axes (models, hardware, tp, pp, dp or a GPU count,
+ * vpp, sp, recompute, mbs, gbs, seq, ...), evaluated in a fixed order and streamed as CSV or
+ * JSON Lines rows, or reduced to the best K. A row holds exactly what spsim_evaluate() gives
+ * for its configuration.
+ */
+#ifndef SPSIM_SWEEP_H
+#define SPSIM_SWEEP_H
+
+#include "spsim/common.h"
+#include "spsim/result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * The axes, in nesting order: the first varies slowest. The points of a sweep are numbered
+ * 0 .. size−1 in this order (a mixed-radix number whose digits are the axes' value indices),
+ * whatever the number of threads or shards.
+ */
+enum spsim_sweep_axis {
+    SPSIM_AXIS_MODEL = 0,  /**< profile NAME or path; required */
+    SPSIM_AXIS_HW,         /**< profile NAME or path; required */
+    SPSIM_AXIS_TP,         /**< default 1 */
+    SPSIM_AXIS_PP,         /**< default 1 */
+    SPSIM_AXIS_DP,         /**< default 1; excludes SPSIM_AXIS_GPUS */
+    SPSIM_AXIS_GPUS,       /**< total GPUs: dp = gpus / (tp·pp); unset by default */
+    SPSIM_AXIS_VPP,        /**< default 1 */
+    SPSIM_AXIS_SP,         /**< on/off; default off */
+    SPSIM_AXIS_RECOMPUTE,  /**< none/selective/full; default none */
+    SPSIM_AXIS_MBS,        /**< default 1 */
+    SPSIM_AXIS_GBS,        /**< default 1 */
+    SPSIM_AXIS_SEQ,        /**< default: the model's seq_len */
+    SPSIM_AXIS_FLASH_ATTN, /**< on/off/model; default model (the profile's attention kernel) */
+    SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, /**< on/off; default off */
+    SPSIM_AXIS_OVERLAP_GRAD_REDUCE,   /**< on/off; default off */
+    SPSIM_AXIS_DTYPE,      /**< bf16/fp16/fp8; default bf16 */
+    SPSIM_AXIS_COUNT
+};
+
+/** @return the axis' name as spec files and options spell it ("tp", "flash_attn", ...);
+ * "?" for an unknown axis. Static storage. */
+SPSIM_API const char *spsim_sweep_axis_name(enum spsim_sweep_axis axis);
+
+/** @return the axis named `name` (as spsim_sweep_axis_name spells it, '-' accepted for '_'),
+ * or -1. */
+SPSIM_API int spsim_sweep_axis_from_name(const char *name);
+
+/** The values of the axes before profiles are loaded. Opaque; free with
+ * spsim_sweep_spec_destroy(). */
+struct spsim_sweep_spec;
+
+/** @param out  receives an empty spec (every axis unset); the caller owns it
+ * @return SPSIM_OK or SPSIM_ENOMEM */
+SPSIM_API int spsim_sweep_spec_create(struct spsim_sweep_spec **out, struct spsim_error *err);
+
+/** Free; NULL is accepted. */
+SPSIM_API void spsim_sweep_spec_destroy(struct spsim_sweep_spec *spec);
+
+/**
+ * Set an axis from text, replacing its values. The text is a comma-separated list of items;
+ * for the integer axes an item is N, A..B (every integer from A to B), A..B:S (step S) or
+ * A..B:*F (A, A·F, A·F², ... up to B). sp, distributed_optimizer and overlap_grad_reduce take
+ * on/off (or true/false); flash_attn also takes model; recompute takes none/selective/full;
+ * dtype takes bf16/fp16/fp8; model and hw take profile names or paths. A value may appear
+ * once. Ranges: tp, pp, dp, vpp and mbs in [1, 65536], gbs in [1, 2^32], seq in [1, 2^24],
+ * gpus in [1, 2^24] (spsim_parallel_check's bounds); at most 2^20 values per axis.
+ * @param where  names the source in error messages, e.g. "--tp" or "spec.json: field 'tp'"
+ * @return SPSIM_OK, SPSIM_EFIELD (err: "WHERE: REASON", naming the bad item), SPSIM_EINVAL
+ *         (NULL argument or unknown axis) or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_sweep_spec_parse(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis,
+                                     const char *text, const char *where,
+                                     struct spsim_error *err);
+
+/** @return whether the axis has been given values. */
+SPSIM_API bool spsim_sweep_spec_is_set(const struct spsim_sweep_spec *spec,
+                                       enum spsim_sweep_axis axis);
+
+/**
+ * Read a JSON sweep spec (doc/sweep.md): an object whose keys are axis names, each a value, an
+ * array of values or a string in spsim_sweep_spec_parse()'s syntax ("1..64"). Axes present in
+ * the file replace those of `spec`; keys starting with '_' are comments; any other key is an
+ * error.
+ * @return SPSIM_OK, SPSIM_EIO, SPSIM_EPARSE, SPSIM_EFIELD (err: "PATH: field 'tp': REASON")
+ *         or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_sweep_spec_load(struct spsim_sweep_spec *spec, const char *path,
+                                    struct spsim_error *err);
+
+/** A spec with its profiles loaded, ready to run. Opaque; free with spsim_sweep_destroy(). */
+struct spsim_sweep;
+
+/**
+ * Load the spec's profiles (spsim_profile_resolve) and fix the space. Unset axes take their
+ * default (the enum's comments); the spec may be freed afterwards.
+ * @param out  the caller owns it
+ * @return SPSIM_OK; SPSIM_EIO, SPSIM_EPARSE, SPSIM_EFIELD for a profile; SPSIM_EINVAL if
+ *         model or hw is unset or both dp and gpus are set; SPSIM_ERANGE if the space has
+ *         2^62 points or more; SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_sweep_create(const struct spsim_sweep_spec *spec, struct spsim_sweep **out,
+                                 struct spsim_error *err);
+
+/** Free; NULL is accepted. */
+SPSIM_API void spsim_sweep_destroy(struct spsim_sweep *sweep);
+
+/** @return the number of points of the space (valid or not). */
+SPSIM_API uint64_t spsim_sweep_size(const struct spsim_sweep *sweep);
+
+/** One point of the space. Pointers are owned by the sweep. */
+struct spsim_sweep_point {
+    uint64_t index;
+    const struct spsim_model *model;
+    const struct spsim_hardware *hw;
+    const char *model_name; /**< the profile's name */
+    const char *hw_name;
+    struct spsim_parallel par; /**< with dp derived from gpus when the gpus axis is set */
+    uint32_t gpus;             /**< the gpus axis' value; 0 when dp is an axis */
+};
+
+/**
+ * Decode a point. With the gpus axis, a GPU count that tp·pp does not divide leaves
+ * par.dp = 0 and returns SPSIM_ECONFIG (err names field 'gpus'); the point is then invalid.
+ * @return SPSIM_OK, SPSIM_ECONFIG or SPSIM_EINVAL (index out of range)
+ */
+SPSIM_API int spsim_sweep_point_at(const struct spsim_sweep *sweep, uint64_t index,
+                                   struct spsim_sweep_point *out, struct spsim_error *err);
+
+/**
+ * Points [*begin, *end) of shard `shard` of `nshards`: consecutive ranges in index order, so
+ * the shards partition the space exactly and their outputs concatenate to the whole sweep's.
+ * @return SPSIM_OK, or SPSIM_EINVAL unless 0 <= shard < nshards
+ */
+SPSIM_API int spsim_sweep_shard_range(uint64_t size, uint64_t shard, uint64_t nshards,
+                                      uint64_t *begin, uint64_t *end, struct spsim_error *err);
+
+/** Row layouts. */
+enum spsim_row_format {
+    SPSIM_ROW_NONE = 0,  /**< evaluate only */
+    SPSIM_ROW_CSV = 1,   /**< RFC 4180, a header line first */
+    SPSIM_ROW_JSONL = 2  /**< one JSON object per line, keys named as the CSV columns */
+};
+
+/** What --top ranks by; the best first. */
+enum spsim_sweep_by {
+    SPSIM_BY_ITERATION_S = 0, /**< time.iteration_s, smallest first */
+    SPSIM_BY_TOTAL_BYTES = 1, /**< memory.total_bytes, smallest first */
+    SPSIM_BY_MFU = 2          /**< time.mfu, largest first */
+};
+
+/** @return "iteration_s", "total_bytes", "mfu"; "?" otherwise. */
+SPSIM_API const char *spsim_sweep_by_name(enum spsim_sweep_by by);
+
+/** @return the column holding the metric: "time_iteration_s", "memory_total_bytes",
+ * "time_mfu"; "?" otherwise. */
+SPSIM_API const char *spsim_sweep_by_column(enum spsim_sweep_by by);
+
+/**
+ * The key --top ranks a result by: smaller is better, equal keys go to the lower index.
+ * Positive doubles order as their bit patterns, so iteration_s ranks by its bits, mfu by
+ * their complement (largest first); total_bytes ranks as itself.
+ */
+SPSIM_API uint64_t spsim_sweep_rank_key(enum spsim_sweep_by by, const struct spsim_result *r);
+
+/** Counts of a run. Deterministic (the same for any thread count). */
+struct spsim_sweep_stats {
+    uint64_t points;    /**< points in the run's range */
+    uint64_t evaluated; /**< points done so far (valid or not) */
+    uint64_t valid;     /**< passed spsim_parallel_check and evaluated */
+    uint64_t feasible;  /**< valid and fit in HBM (memory.fits) */
+    uint64_t written;   /**< rows passed to `write` */
+    double elapsed_s;   /**< wall time since the run started */
+};
+
+/** Receives output text in order; return non-zero to stop the run (it then fails with
+ * SPSIM_EIO). Called from the thread that called spsim_sweep_run(). */
+typedef int (*spsim_sweep_write_fn)(void *cookie, const char *text, size_t len);
+
+struct spsim_sweep_options {
+    uint64_t begin, end;        /**< index range [begin, end); default the whole sweep (end 0
+                                 *   means the size) */
+    unsigned threads;           /**< 0 (default): every online CPU */
+    enum spsim_row_format format; /**< default SPSIM_ROW_CSV */
+    bool header;                /**< CSV: write the header line first (default true) */
+    bool feasible_only;         /**< keep only rows that fit in HBM (default false) */
+    uint64_t max_total_bytes;   /**< keep only rows with memory.total_bytes <= this; 0 = no
+                                 *   limit (default) */
+    uint64_t top_k;             /**< 0 (default): every row in index order; else the best K by
+                                 *   `by`, ties to the lower index, written at the end; at most
+                                 *   SPSIM_SWEEP_MAX_TOP */
+    enum spsim_sweep_by by;     /**< default SPSIM_BY_ITERATION_S */
+    spsim_sweep_write_fn write; /**< rows; required unless format is SPSIM_ROW_NONE */
+    /** Invalid points, one line each ("model=... tp=... ...: REASON\n"), in index order;
+     * NULL (default): counted only. */
+    spsim_sweep_write_fn invalid;
+    /** Called about every 0.1 s and once at the end; return non-zero to stop the run (it
+     * then fails with SPSIM_EIO). NULL (default): none. */
+    int (*progress)(void *cookie, const struct spsim_sweep_stats *stats);
+    void *cookie;               /**< passed to the callbacks */
+    uint64_t *top_index;        /**< optional, top_k entries: receives the best points' indices,
+                                 *   best first */
+    uint64_t *top_count;        /**< optional: receives how many of them there are */
+};
+
+/** Largest top_k accepted (16 bytes of memory each, per thread). */
+#define SPSIM_SWEEP_MAX_TOP (1u << 24)
+
+/** Set every option to its documented default. */
+SPSIM_API void spsim_sweep_options_defaults(struct spsim_sweep_options *opt);
+
+/**
+ * Evaluate the points of the range in parallel and write the rows in index order (or the
+ * best top_k at the end). Memory stays bounded whatever the range: a few blocks of rows per
+ * thread, a cache of layer evaluations, and top_k entries per thread. Each point is checked
+ * with spsim_parallel_check(); invalid points are counted (and listed through `invalid`).
+ * @param stats  optional; receives the final counts
+ * @return SPSIM_OK; SPSIM_EINVAL (bad options: err names the option); SPSIM_EIO (a callback
+ *         asked to stop: err says which); SPSIM_ENOMEM (allocation or thread creation failed)
+ */
+SPSIM_API int spsim_sweep_run(const struct spsim_sweep *sweep,
+                              const struct spsim_sweep_options *opt,
+                              struct spsim_sweep_stats *stats, struct spsim_error *err);
+
+/**
+ * Evaluate one point as a row of the sweep is evaluated (the same as spsim_evaluate() of the
+ * point's configuration).
+ * @return SPSIM_OK, or the status spsim_evaluate() would give (ECONFIG for an invalid point)
+ */
+SPSIM_API int spsim_sweep_evaluate(const struct spsim_sweep *sweep, uint64_t index,
+                                   struct spsim_result *out, struct spsim_error *err);
+
+/** Room a row may need: every field at its longest. */
+#define SPSIM_ROW_MAX 16384
+
+/**
+ * The header line of a layout, '\n' included ("" for JSONL, which has none): "model,hw", the
+ * configuration columns named as the query options (tp, pp, dp, vpp, sp, recompute, mbs, gbs,
+ * seq, flash_attn, ...), then every other field of spsim_result_fields() named by its path
+ * with '.' as '_' (memory_total_bytes, time_iteration_s, ...).
+ * @return the length (buf is NUL-terminated); 0 if cap is too small (SPSIM_ROW_MAX suffices)
+ */
+SPSIM_API size_t spsim_row_header(enum spsim_row_format format, char *buf, size_t cap);
+
+/**
+ * One row of a result, '\n' included, numbers as spsim_field_format() writes them (JSONL:
+ * NaN and infinities as null). Strings are quoted as the layout needs.
+ * @return the length (buf is NUL-terminated); 0 if cap is too small or a name is too long
+ *         (names up to 1024 bytes and cap >= SPSIM_ROW_MAX always fit)
+ */
+SPSIM_API size_t spsim_row_format(enum spsim_row_format format, const char *model_name,
+                                  const char *hw_name, const struct spsim_result *result,
+                                  char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,123 @@
+/* The axis options shared by sweep and optimize: --tp LIST ... --dtype LIST. */
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* getopt values: CLI_AXIS_OPT + axis. */
+#define CLI_AXIS_OPT 3000
+
+size_t
+cli_axis_options(struct option *out)
+{
+    static char names[SPSIM_AXIS_COUNT][32];
+    for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
+        /* Options spell the axis with '-' (--flash-attn), specs with '_'. */
+        const char *name = spsim_sweep_axis_name(a);
+        size_t i = 0;
+        for (; name[i] && i + 1 < sizeof(names[a]); i++)
+            names[a][i] = name[i] == '_' ? '-' : name[i];
+        names[a][i] = '\0';
+        out[a] = (struct option){names[a], required_argument, NULL, CLI_AXIS_OPT + a};
+    }
+    return SPSIM_AXIS_COUNT;
+}
+
+int
+cli_axis_option(struct cli_axes *axes, int opt, const char *arg)
+{
+    if (opt < CLI_AXIS_OPT || opt >= CLI_AXIS_OPT + SPSIM_AXIS_COUNT)
+        return 0;
+    axes->text[opt - CLI_AXIS_OPT] = arg;
+    return 1;
+}
+
+int
+cli_axes_getopt(int argc, char **argv, const char *command, const char *help,
+                const struct option *own, size_t nown, struct cli_axes *axes,
+                int (*handle)(void *ctx, int opt, const char *arg, const char *current), void *ctx)
+{
+    struct option longopts[SPSIM_AXIS_COUNT + 32];
+    if (nown + 2 > 32)
+        return cli_error(EXIT_RUNTIME, "%s: too many options", command);
+    size_t n = cli_axis_options(longopts);
+    memcpy(longopts + n, own, nown * sizeof(*own));
+    longopts[n + nown] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[n + nown + 1] = (struct option){NULL, 0, NULL, 0};
+    optind = 1;
+    opterr = 0;
+    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
+        if (opt == 'h') {
+            fputs(help, stdout);
+            return -1;
+        }
+        if (opt == ':')
+            return cli_usage_error(command, "option '%s' needs a value", argv[optind - 1]);
+        if (opt == '?')
+            return cli_usage_error(command, "unknown option '%s'", argv[optind - 1]);
+        if (cli_axis_option(axes, opt, optarg))
+            continue;
+        int rc = handle(ctx, opt, optarg, argv[optind - 1]);
+        if (rc != EXIT_OK)
+            return rc;
+    }
+    if (optind < argc)
+        return cli_usage_error(command, "unexpected argument '%s'", argv[optind]);
+    return EXIT_OK;
+}
+
+int
+cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const char *command)
+{
+    for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
+        if (!axes->text[a])
+            continue;
+        char where[48] = "--";
+        size_t n = 2;
+        for (const char *p = spsim_sweep_axis_name(a); *p && n + 1 < sizeof(where); p++)
+            where[n++] = *p == '_' ? '-' : *p;
+        where[n] = '\0';
+        struct spsim_error err = {0};
+        int rc = spsim_sweep_spec_parse(spec, a, axes->text[a], where, &err);
+        if (rc == SPSIM_EFIELD)
+            return cli_usage_error(command, "%s", err.message);
+        if (rc != SPSIM_OK)
+            return cli_fail(&err);
+    }
+    return EXIT_OK;
+}
+
+int
+cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text)
+{
+    if (spsim_sweep_spec_is_set(spec, axis))
+        return EXIT_OK;
+    struct spsim_error err = {0};
+    int rc = spsim_sweep_spec_parse(spec, axis, text, spsim_sweep_axis_name(axis), &err);
+    return rc == SPSIM_OK ? EXIT_OK : cli_fail(&err);
+}
+
+int
+cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by)
+{
+    for (int b = SPSIM_BY_ITERATION_S; b <= SPSIM_BY_MFU; b++)
+        if (strcmp(arg, spsim_sweep_by_name(b)) == 0) {
+            *by = b;
+            return EXIT_OK;
+        }
+    return cli_usage_error(command, "--by: '%s' is not one of iteration_s, total_bytes, mfu", arg);
+}
+
+int
+cli_parse_row_format(const char *command, const char *arg, enum spsim_row_format *format)
+{
+    if (strcmp(arg, "csv") == 0)
+        *format = SPSIM_ROW_CSV;
+    else if (strcmp(arg, "jsonl") == 0)
+        *format = SPSIM_ROW_JSONL;
+    else
+        return cli_usage_error(command, "--format: '%s' is not one of csv, jsonl", arg);
+    return EXIT_OK;
+}

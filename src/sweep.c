@@ -1,0 +1,655 @@
+/*
+ * The sweep's space and its points: profiles loaded once, points decoded from their index,
+ * and a point evaluated from a cached layer summary plus spsim_compose() (the same arithmetic
+ * as spsim_evaluate(), which composes from the same summary).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spsim/data.h"
+#include "sweep_internal.h"
+
+int
+spsim_buf_reserve(struct spsim_buf *b, size_t more)
+{
+    if (b->cap - b->len > more)
+        return SPSIM_OK;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len <= more) {
+        if (cap > SIZE_MAX / 2)
+            return SPSIM_ENOMEM;
+        cap *= 2;
+    }
+    char *data = realloc(b->data, cap);
+    if (!data)
+        return SPSIM_ENOMEM;
+    b->data = data;
+    b->cap = cap;
+    return SPSIM_OK;
+}
+
+void
+spsim_buf_free(struct spsim_buf *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof(*b));
+}
+
+static void
+free_names(char **names, uint32_t n)
+{
+    for (uint32_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+void
+spsim_sweep_destroy(struct spsim_sweep *sw)
+{
+    if (!sw)
+        return;
+    uint32_t nm = sw->n[SPSIM_AXIS_MODEL], nh = sw->n[SPSIM_AXIS_HW];
+    for (uint32_t i = 0; sw->models && i < nm; i++)
+        spsim_model_destroy(sw->models[i]);
+    for (uint32_t i = 0; sw->hws && i < nh; i++)
+        spsim_hardware_destroy(sw->hws[i]);
+    free(sw->models);
+    free(sw->hws);
+    free(sw->hw_names);
+    free_names(sw->csv_model, nm);
+    free_names(sw->json_model, nm);
+    free_names(sw->csv_hw, nh);
+    free_names(sw->json_hw, nh);
+    for (int a = 0; a < SPSIM_AXIS_COUNT; a++)
+        free(sw->v[a]);
+    free(sw);
+}
+
+/* The value an unset axis takes (spsim_parallel_defaults; gpus unused). */
+static int64_t
+axis_default(int axis)
+{
+    switch (axis) {
+    case SPSIM_AXIS_TP:
+    case SPSIM_AXIS_PP:
+    case SPSIM_AXIS_DP:
+    case SPSIM_AXIS_VPP:
+    case SPSIM_AXIS_MBS:
+    case SPSIM_AXIS_GBS:
+        return 1;
+    case SPSIM_AXIS_FLASH_ATTN:
+        return -1; /* the model's kernel */
+    default:
+        return 0;  /* seq 0 = the model's; switches off; recompute none; dtype bf16; gpus unused */
+    }
+}
+
+static int
+copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct spsim_error *err)
+{
+    sw->size = 1;
+    for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
+        const struct spsim_axis_values *ax = &spec->axis[a];
+        sw->n[a] = ax->set ? ax->n : 1;
+        sw->v[a] = spsim_calloc(sw->n[a], sizeof(int64_t));
+        if (!sw->v[a])
+            return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+        if (ax->set)
+            memcpy(sw->v[a], ax->v, ax->n * sizeof(int64_t));
+        else
+            sw->v[a][0] = axis_default(a);
+        /* 2^62: indices, shard bounds and counts stay far from 64-bit overflow. */
+        if (sw->size > (UINT64_C(1) << 62) / sw->n[a])
+            return spsim_fail(err, SPSIM_ERANGE,
+                              "sweep: the space has more than 2^62 points; shorten an axis");
+        sw->size *= sw->n[a];
+    }
+    sw->use_gpus = spec->axis[SPSIM_AXIS_GPUS].set;
+    /* active[] lists the multi-valued axes outermost first; first_active[a] is the position
+     * of the first of them at or inside axis a. */
+    uint32_t k = 0;
+    for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
+        sw->first_active[a] = k;
+        if (sw->n[a] > 1)
+            sw->active[k++] = (uint8_t)a;
+    }
+    sw->nactive = k;
+    return SPSIM_OK;
+}
+
+static int
+load_profiles(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct spsim_error *err)
+{
+    const struct spsim_axis_values *m = &spec->axis[SPSIM_AXIS_MODEL];
+    const struct spsim_axis_values *h = &spec->axis[SPSIM_AXIS_HW];
+    sw->models = spsim_calloc(m->n, sizeof(*sw->models));
+    sw->hws = spsim_calloc(h->n, sizeof(*sw->hws));
+    sw->hw_names = spsim_calloc(h->n, sizeof(*sw->hw_names));
+    if (!sw->models || !sw->hws || !sw->hw_names)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    char path[4096];
+    int rc = SPSIM_OK;
+    for (uint32_t i = 0; rc == SPSIM_OK && i < m->n; i++) {
+        rc = spsim_profile_resolve(SPSIM_PROFILE_MODEL, m->names[i], path, sizeof(path), err);
+        if (rc == SPSIM_OK)
+            rc = spsim_model_load(path, &sw->models[i], err);
+    }
+    for (uint32_t i = 0; rc == SPSIM_OK && i < h->n; i++) {
+        rc = spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, h->names[i], path, sizeof(path), err);
+        if (rc == SPSIM_OK)
+            rc = spsim_hardware_load(path, &sw->hws[i], err);
+        if (rc == SPSIM_OK)
+            sw->hw_names[i] = sw->hws[i]->name;
+    }
+    return rc;
+}
+
+static int
+quote_names(struct spsim_sweep *sw, struct spsim_error *err)
+{
+    uint32_t nm = sw->n[SPSIM_AXIS_MODEL], nh = sw->n[SPSIM_AXIS_HW];
+    sw->csv_model = spsim_calloc(nm, sizeof(char *));
+    sw->json_model = spsim_calloc(nm, sizeof(char *));
+    sw->csv_hw = spsim_calloc(nh, sizeof(char *));
+    sw->json_hw = spsim_calloc(nh, sizeof(char *));
+    if (!sw->csv_model || !sw->json_model || !sw->csv_hw || !sw->json_hw)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < nm; i++) {
+        const char *name = spsim_model_name(sw->models[i]);
+        if (!(sw->csv_model[i] = spsim_row_quote(SPSIM_ROW_CSV, name)) ||
+            !(sw->json_model[i] = spsim_row_quote(SPSIM_ROW_JSONL, name)))
+            return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < nh; i++) {
+        if (!(sw->csv_hw[i] = spsim_row_quote(SPSIM_ROW_CSV, sw->hw_names[i])) ||
+            !(sw->json_hw[i] = spsim_row_quote(SPSIM_ROW_JSONL, sw->hw_names[i])))
+            return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    }
+    return SPSIM_OK;
+}
+
+/* Enough slots that the layer keys met while the outer axes stay put never collide: the
+ * product of the key axes nested inside tp (they vary faster than pp, dp, vpp), capped so a
+ * thread keeps a few megabytes. */
+static uint32_t
+cache_slots(const struct spsim_sweep *sw)
+{
+    static const int inner[] = {SPSIM_AXIS_SP, SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
+                                SPSIM_AXIS_SEQ, SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE};
+    uint64_t want = 1;
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(inner); i++)
+        want *= sw->n[inner[i]];
+    uint32_t slots = 16;
+    while (slots < want && slots < 1024)
+        slots *= 2;
+    return slots;
+}
+
+int
+spsim_sweep_create(const struct spsim_sweep_spec *spec, struct spsim_sweep **out,
+                   struct spsim_error *err)
+{
+    if (!spec || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_sweep_create: NULL argument");
+    if (!spec->axis[SPSIM_AXIS_MODEL].set || !spec->axis[SPSIM_AXIS_HW].set)
+        return spsim_fail(err, SPSIM_EINVAL, "sweep: axis '%s' is required",
+                          spec->axis[SPSIM_AXIS_MODEL].set ? "hw" : "model");
+    if (spec->axis[SPSIM_AXIS_DP].set && spec->axis[SPSIM_AXIS_GPUS].set)
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "sweep: axes 'dp' and 'gpus' exclude each other (with gpus, dp = "
+                          "gpus / (tp·pp))");
+    struct spsim_sweep *sw = spsim_calloc(1, sizeof(*sw));
+    if (!sw)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    int rc = copy_axes(spec, sw, err);
+    if (rc == SPSIM_OK)
+        rc = load_profiles(spec, sw, err);
+    if (rc == SPSIM_OK)
+        rc = quote_names(sw, err);
+    if (rc != SPSIM_OK) {
+        spsim_sweep_destroy(sw);
+        return rc;
+    }
+    sw->cache_slots = cache_slots(sw);
+    *out = sw;
+    return SPSIM_OK;
+}
+
+uint64_t
+spsim_sweep_size(const struct spsim_sweep *sw)
+{
+    return sw ? sw->size : 0;
+}
+
+int
+spsim_sweep_shard_range(uint64_t size, uint64_t shard, uint64_t nshards, uint64_t *begin,
+                        uint64_t *end, struct spsim_error *err)
+{
+    if (!begin || !end || nshards == 0 || shard >= nshards)
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "--shard: I/N needs 0 <= I < N, got %llu/%llu", (unsigned long long)shard,
+                          (unsigned long long)nshards);
+    /* floor(size·i/n) in 128 bits: consecutive shards share their bounds exactly. */
+    *begin = (uint64_t)((unsigned __int128)size * shard / nshards);
+    *end = (uint64_t)((unsigned __int128)size * (shard + 1) / nshards);
+    return SPSIM_OK;
+}
+
+static void
+digits_of(const struct spsim_sweep *sw, uint64_t index, uint32_t *d)
+{
+    for (int a = SPSIM_AXIS_COUNT - 1; a >= 0; a--) {
+        d[a] = (uint32_t)(index % sw->n[a]);
+        index /= sw->n[a];
+    }
+}
+
+/* Advance to the next point, over the axes of more than one value only.
+ * @return the outermost axis whose digit changed */
+static int
+digits_next(const struct spsim_sweep *sw, uint32_t *d)
+{
+    for (int i = (int)sw->nactive - 1; i >= 0; i--) {
+        int a = sw->active[i];
+        if (++d[a] < sw->n[a])
+            return a;
+        d[a] = 0;
+    }
+    return 0;
+}
+
+static void
+set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
+{
+    struct spsim_parallel *p = &pt->par;
+    switch (axis) {
+    case SPSIM_AXIS_TP:
+        p->tp = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_PP:
+        p->pp = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_DP:
+        p->dp = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_GPUS:
+        pt->gpus = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_VPP:
+        p->vpp = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_SP:
+        p->sp = v != 0;
+        break;
+    case SPSIM_AXIS_RECOMPUTE:
+        p->recompute = (enum spsim_recompute)v;
+        break;
+    case SPSIM_AXIS_MBS:
+        p->mbs = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_GBS:
+        p->gbs = (uint64_t)v;
+        break;
+    case SPSIM_AXIS_SEQ:
+        p->seq = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_FLASH_ATTN:
+        p->flash_attn = (int)v;
+        break;
+    case SPSIM_AXIS_DISTRIBUTED_OPTIMIZER:
+        p->distributed_optimizer = v != 0;
+        break;
+    case SPSIM_AXIS_OVERLAP_GRAD_REDUCE:
+        p->overlap_grad_reduce = v != 0;
+        break;
+    case SPSIM_AXIS_DTYPE:
+        p->dtype = (enum spsim_dtype)v;
+        break;
+    default: /* model and hw are pointers, set by point_update */
+        break;
+    }
+}
+
+/* Bring the point's configuration up to date for axis `from` and those inside it (0: all);
+ * dp = 0 when the GPU count does not split over tp·pp. */
+static void
+point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
+             struct spsim_sweep_point *pt)
+{
+    if (from == 0) {
+        spsim_parallel_defaults(&pt->par);
+        pt->gpus = 0;
+    }
+    if (from <= SPSIM_AXIS_HW) {
+        pt->model = sw->models[d[SPSIM_AXIS_MODEL]];
+        pt->hw = sw->hws[d[SPSIM_AXIS_HW]];
+        pt->model_name = spsim_model_name(pt->model);
+        pt->hw_name = sw->hw_names[d[SPSIM_AXIS_HW]];
+    }
+    if (from == 0) {
+        for (int a = SPSIM_AXIS_TP; a < SPSIM_AXIS_COUNT; a++)
+            set_axis(pt, a, sw->v[a][d[a]]);
+    } else {
+        /* Single-valued axes keep the value the full update gave them. */
+        for (uint32_t i = sw->first_active[from]; i < sw->nactive; i++)
+            set_axis(pt, sw->active[i], sw->v[sw->active[i]][d[sw->active[i]]]);
+    }
+    if (sw->use_gpus && from <= SPSIM_AXIS_GPUS) {
+        uint64_t tp_pp = (uint64_t)pt->par.tp * pt->par.pp;
+        pt->par.dp = pt->gpus % tp_pp == 0 ? (uint32_t)(pt->gpus / tp_pp) : 0;
+    }
+}
+
+static int
+gpus_error(const struct spsim_sweep_point *pt, struct spsim_error *err)
+{
+    return spsim_fail(err, SPSIM_ECONFIG,
+                      "parallel config: field 'gpus': %u GPUs do not split into tp·pp = %u·%u "
+                      "groups", pt->gpus, pt->par.tp, pt->par.pp);
+}
+
+int
+spsim_sweep_point_at(const struct spsim_sweep *sw, uint64_t index, struct spsim_sweep_point *out,
+                     struct spsim_error *err)
+{
+    if (!sw || !out || index >= sw->size)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_sweep_point_at: index out of range");
+    uint32_t d[SPSIM_AXIS_COUNT];
+    digits_of(sw, index, d);
+    point_update(sw, d, 0, out);
+    out->index = index;
+    return out->par.dp == 0 ? gpus_error(out, err) : SPSIM_OK;
+}
+
+int
+spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *sw,
+                        enum spsim_row_format format, uint64_t top_k)
+{
+    memset(w, 0, sizeof(*w));
+    w->sw = sw;
+    w->le = spsim_calloc(1, sizeof(*w->le));
+    w->cache = spsim_calloc(sw->cache_slots, sizeof(*w->cache));
+    w->memo = spsim_calloc(1, sizeof(*w->memo));
+    w->top = top_k ? spsim_calloc(top_k, sizeof(*w->top)) : NULL;
+    if (!w->le || !w->cache || !w->memo || (top_k && !w->top) ||
+        (format != SPSIM_ROW_NONE && spsim_row_writer_init(&w->rows, format) != SPSIM_OK)) {
+        spsim_sweep_worker_free(w);
+        return SPSIM_ENOMEM;
+    }
+    return SPSIM_OK;
+}
+
+void
+spsim_sweep_worker_free(struct spsim_sweep_worker *w)
+{
+    free(w->le);
+    free(w->cache);
+    free(w->memo);
+    free(w->top);
+    spsim_row_writer_free(&w->rows);
+    memset(w, 0, sizeof(*w));
+}
+
+/* The layer configuration is a function of these axes' digits: their mixed-radix number. */
+static uint64_t
+layer_key(const struct spsim_sweep *sw, const uint32_t *d)
+{
+    static const int key_axes[] = {SPSIM_AXIS_MODEL, SPSIM_AXIS_HW,  SPSIM_AXIS_TP,
+                                   SPSIM_AXIS_SP,    SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
+                                   SPSIM_AXIS_SEQ,   SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE};
+    uint64_t key = 0;
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
+        key = key * sw->n[key_axes[i]] + d[key_axes[i]];
+    return key;
+}
+
+/*
+ * The point's layer summary, from the cache. The slot is chosen by the key axes' digits; a hit
+ * also requires every input of spsim_layer_evaluate to be equal (model, hardware, the layer
+ * configuration, the padded vocabulary), so the cache stays right whatever those inputs come
+ * to depend on.
+ */
+static int
+layer_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsim_sweep_point *pt,
+              const struct spsim_layer_summary **out, struct spsim_error *err)
+{
+    struct spsim_cache_slot *slot = &w->cache[layer_key(w->sw, d) & (w->sw->cache_slots - 1)];
+    const struct spsim_model_shape *m = &pt->model->shape;
+    struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg)); /* padding too: configurations compare as bytes */
+    spsim_layer_config_from(m, &pt->par, &cfg);
+    uint64_t vpad = spsim_model_padded_vocab(pt->model, pt->par.tp);
+    if (!slot->used || slot->model != pt->model || slot->hw != pt->hw || slot->vpad != vpad ||
+        memcmp(&slot->cfg, &cfg, sizeof(cfg)) != 0) {
+        slot->rc = spsim_layer_evaluate(m, pt->hw, &cfg, vpad, w->le, NULL);
+        if (slot->rc == SPSIM_OK)
+            spsim_layer_summarize(pt->model, pt->hw, w->le, &slot->sum);
+        slot->used = true;
+        slot->model = pt->model;
+        slot->hw = pt->hw;
+        slot->cfg = cfg;
+        slot->vpad = vpad;
+    }
+    if (slot->rc != SPSIM_OK && err) /* failures are rare: evaluate again for the message */
+        spsim_layer_evaluate(m, pt->hw, &cfg, vpad, w->le, err);
+    *out = &slot->sum;
+    return slot->rc;
+}
+
+/* Evaluate the point of digits `d`, whose configuration `pt` holds up to axis `from`. */
+static int
+eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from, bool per_layer,
+            struct spsim_sweep_point *pt, struct spsim_error *err)
+{
+    point_update(w->sw, d, from, pt);
+    if (pt->par.dp == 0)
+        return gpus_error(pt, err);
+    uint32_t warnings = 0;
+    int rc = spsim_parallel_check(pt->model, pt->hw, &pt->par, &warnings, err);
+    const struct spsim_layer_summary *sum = NULL;
+    if (rc == SPSIM_OK)
+        rc = layer_summary(w, d, pt, &sum, err);
+    if (rc == SPSIM_OK)
+        rc = spsim_compose_into(pt->model, pt->hw, &pt->par, sum, warnings, w->memo, per_layer,
+                                &w->res, err);
+    return rc;
+}
+
+int
+spsim_sweep_eval_point(struct spsim_sweep_worker *w, uint64_t index, bool per_layer,
+                       struct spsim_sweep_point *pt, struct spsim_error *err)
+{
+    uint32_t d[SPSIM_AXIS_COUNT];
+    digits_of(w->sw, index, d);
+    pt->index = index;
+    return eval_digits(w, d, 0, per_layer, pt, err);
+}
+
+int
+spsim_sweep_evaluate(const struct spsim_sweep *sw, uint64_t index, struct spsim_result *out,
+                     struct spsim_error *err)
+{
+    if (!sw || !out || index >= sw->size)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_sweep_evaluate: index out of range");
+    struct spsim_sweep_worker w;
+    struct spsim_sweep_point pt;
+    if (spsim_sweep_worker_init(&w, sw, SPSIM_ROW_NONE, 0) != SPSIM_OK)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    int rc = spsim_sweep_eval_point(&w, index, true, &pt, err);
+    if (rc == SPSIM_OK)
+        *out = w.res;
+    spsim_sweep_worker_free(&w);
+    return rc;
+}
+
+uint64_t
+spsim_sweep_rank_key(enum spsim_sweep_by by, const struct spsim_result *r)
+{
+    /* Positive doubles order as their bit patterns; the complement reverses the order. */
+    uint64_t bits;
+    switch (by) {
+    case SPSIM_BY_TOTAL_BYTES:
+        return r->memory.total_bytes;
+    case SPSIM_BY_MFU:
+        if (!(r->time.mfu >= 0))
+            return UINT64_MAX;
+        memcpy(&bits, &r->time.mfu, sizeof(bits));
+        return ~bits;
+    case SPSIM_BY_ITERATION_S:
+    default:
+        memcpy(&bits, &r->time.iteration_s, sizeof(bits));
+        return bits;
+    }
+}
+
+/* (key, index) pairs: the max-heap's root is the worst of the best K. */
+static bool
+worse(const struct spsim_top_entry *a, const struct spsim_top_entry *b)
+{
+    return a->key != b->key ? a->key > b->key : a->index > b->index;
+}
+
+static void
+top_push(struct spsim_sweep_worker *w, uint64_t k, struct spsim_top_entry e)
+{
+    struct spsim_top_entry *h = w->top;
+    uint64_t i;
+    if (w->ntop < k) {
+        for (i = w->ntop++; i > 0 && worse(&e, &h[(i - 1) / 2]); i = (i - 1) / 2)
+            h[i] = h[(i - 1) / 2];
+        h[i] = e;
+        return;
+    }
+    if (!worse(&h[0], &e))
+        return;
+    for (i = 0;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= k)
+            break;
+        if (c + 1 < k && worse(&h[c + 1], &h[c]))
+            c++;
+        if (!worse(&h[c], &e))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = e;
+}
+
+static const char *
+switch_text(bool on)
+{
+    return on ? "on" : "off";
+}
+
+/* "model=M hw=H tp=.. ...: REASON\n" for --show-invalid. */
+static int
+describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct spsim_buf *out)
+{
+    const struct spsim_parallel *p = &pt->par;
+    char seq[16] = "model", dp[32];
+    if (p->seq)
+        snprintf(seq, sizeof(seq), "%u", p->seq);
+    if (pt->gpus)
+        snprintf(dp, sizeof(dp), "gpus=%u", pt->gpus);
+    else
+        snprintf(dp, sizeof(dp), "dp=%u", p->dp);
+    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 512;
+    if (spsim_buf_reserve(out, room) != SPSIM_OK)
+        return SPSIM_ENOMEM;
+    int n = snprintf(out->data + out->len, out->cap - out->len,
+                     "model=%s hw=%s tp=%u pp=%u %s vpp=%u sp=%s recompute=%s mbs=%u gbs=%llu "
+                     "seq=%s flash_attn=%s distributed_optimizer=%s overlap_grad_reduce=%s "
+                     "dtype=%s: %s\n",
+                     pt->model_name, pt->hw_name, p->tp, p->pp, dp, p->vpp, switch_text(p->sp),
+                     spsim_recompute_name(p->recompute), p->mbs, (unsigned long long)p->gbs, seq,
+                     p->flash_attn < 0 ? "model" : switch_text(p->flash_attn == 1),
+                     switch_text(p->distributed_optimizer), switch_text(p->overlap_grad_reduce),
+                     spsim_dtype_name(p->dtype), reason);
+    out->len += n > 0 ? (size_t)n : 0;
+    return SPSIM_OK;
+}
+
+static bool
+kept(const struct spsim_sweep_options *opt, const struct spsim_result *r)
+{
+    if (opt->feasible_only && !r->memory.fits)
+        return false;
+    return opt->max_total_bytes == 0 || r->memory.total_bytes <= opt->max_total_bytes;
+}
+
+static int
+emit_row(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt, const uint32_t *d,
+         struct spsim_block *b)
+{
+    const struct spsim_sweep *sw = w->sw;
+    bool csv = opt->format == SPSIM_ROW_CSV;
+    const char *model = (csv ? sw->csv_model : sw->json_model)[d[SPSIM_AXIS_MODEL]];
+    const char *hw = (csv ? sw->csv_hw : sw->json_hw)[d[SPSIM_AXIS_HW]];
+    if (spsim_buf_reserve(&b->out, SPSIM_ROW_MAX + strlen(model) + strlen(hw)) != SPSIM_OK)
+        return SPSIM_ENOMEM;
+    b->out.len += spsim_row_writer_row(&w->rows, model, hw, &w->res, b->out.data + b->out.len);
+    b->written++;
+    return SPSIM_OK;
+}
+
+/*
+ * A GPU count that tp·pp does not divide fails every point inside the gpus axis alike: count
+ * them at once. @return the points skipped after the current one (its digits then end the
+ * run of such points, so the next point has the next gpus value)
+ */
+static uint64_t
+skip_unsplit(const struct spsim_sweep *sw, uint32_t *d, uint64_t left_in_block)
+{
+    uint64_t inside = 0, size = 1;
+    for (int a = SPSIM_AXIS_COUNT - 1; a > SPSIM_AXIS_GPUS; a--) {
+        inside += d[a] * size;
+        size *= sw->n[a];
+    }
+    uint64_t left = size - inside; /* this point and the rest of its run */
+    if (left > left_in_block)
+        return left_in_block - 1; /* the block ends first */
+    for (int a = SPSIM_AXIS_GPUS + 1; a < SPSIM_AXIS_COUNT; a++)
+        d[a] = sw->n[a] - 1;
+    return left - 1;
+}
+
+void
+spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt,
+                      struct spsim_block *shared)
+{
+    /* Counted in a private copy: blocks of other threads sit in the same cache lines. */
+    struct spsim_block local = *shared, *b = &local;
+    uint32_t d[SPSIM_AXIS_COUNT];
+    struct spsim_sweep_point pt;
+    struct spsim_error err = {0};
+    digits_of(w->sw, b->begin, d);
+    int from = 0;
+    for (uint64_t i = b->begin; i < b->end && b->rc == SPSIM_OK;
+         i++, from = digits_next(w->sw, d)) {
+        b->evaluated++;
+        pt.index = i;
+        int rc = eval_digits(w, d, from, false, &pt, opt->invalid ? &err : NULL);
+        if (rc != SPSIM_OK && opt->invalid)
+            b->rc = describe_invalid(&pt, err.message, &b->invalid);
+        else if (rc != SPSIM_OK && pt.par.dp == 0) {
+            uint64_t skipped = skip_unsplit(w->sw, d, b->end - i);
+            b->evaluated += skipped;
+            i += skipped;
+        }
+        if (rc != SPSIM_OK)
+            continue;
+        b->valid++;
+        b->feasible += w->res.memory.fits;
+        if (!kept(opt, &w->res))
+            continue;
+        if (opt->top_k)
+            top_push(w, opt->top_k, (struct spsim_top_entry){spsim_sweep_rank_key(opt->by, &w->res), i});
+        else if (opt->format != SPSIM_ROW_NONE)
+            b->rc = emit_row(w, opt, d, b);
+    }
+    *shared = local;
+}

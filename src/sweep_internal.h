@@ -1,0 +1,128 @@
+/* The sweep engine's private layout, shared by src/sweep*.c. */
+#ifndef SPSIM_SWEEP_INTERNAL_H
+#define SPSIM_SWEEP_INTERNAL_H
+
+#include "eval.h"
+#include "spsim/sweep.h"
+
+/** The values of one axis. Integer axes hold the numbers; sp and the other switches 0 or 1;
+ * flash_attn −1 (model), 0, 1; recompute and dtype the enum; model and hw index `names`. */
+struct spsim_axis_values {
+    bool set;
+    uint32_t n;
+    int64_t *v;
+    char **names; /* model and hw: the arguments as given */
+};
+
+struct spsim_sweep_spec {
+    struct spsim_axis_values axis[SPSIM_AXIS_COUNT];
+};
+
+struct spsim_sweep {
+    uint32_t n[SPSIM_AXIS_COUNT];  /* values per axis (1 for an unset axis) */
+    int64_t *v[SPSIM_AXIS_COUNT];  /* the values */
+    uint64_t size;                 /* product of n */
+    bool use_gpus;                 /* dp derived from the gpus axis */
+    uint32_t nactive;              /* axes of more than one value, */
+    uint8_t active[SPSIM_AXIS_COUNT]; /* outermost first */
+    uint32_t first_active[SPSIM_AXIS_COUNT]; /* index in active[] of the first at or inside a */
+    struct spsim_model **models;   /* n[SPSIM_AXIS_MODEL] */
+    struct spsim_hardware **hws;   /* n[SPSIM_AXIS_HW] */
+    char **hw_names;               /* the profiles' names, owned by hws */
+    /* Names as the row layouts write them (CSV-quoted when needed, JSON strings). */
+    char **csv_model, **csv_hw, **json_model, **json_hw;
+    uint32_t cache_slots;          /* layer summaries kept per thread (a power of two) */
+};
+
+/** Growable text buffer. */
+struct spsim_buf {
+    char *data;
+    size_t len, cap;
+};
+/** Make room for `more` bytes. @return SPSIM_OK or SPSIM_ENOMEM */
+int spsim_buf_reserve(struct spsim_buf *b, size_t more);
+void spsim_buf_free(struct spsim_buf *b);
+
+/* Row formatting with a per-thread memory of each column's last value and text: consecutive
+ * rows share most values, and a repeated value is copied instead of formatted again. */
+#define SPSIM_ROW_CELL 40 /* room for a cell's text; copied whole, so rows keep this slack */
+struct spsim_row_column {
+    const struct spsim_field *field;
+    uint64_t last;  /* the value's bytes, zero-extended */
+    bool known;     /* `last` and `text` are valid */
+    uint8_t size;   /* bytes of the value: 1, 4 or 8 */
+    uint8_t len;
+    char text[SPSIM_ROW_CELL];
+};
+
+struct spsim_row_writer {
+    enum spsim_row_format format;
+    size_t ncolumns;
+    struct spsim_row_column *columns;
+    /* Text before each column: ',' for CSV, ',"key":' for JSONL (one string per column). */
+    char **prefix;
+    uint8_t *prefix_len;
+};
+
+int spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format);
+void spsim_row_writer_free(struct spsim_row_writer *w);
+/** Write one row ('\n' included) at `out` (room: SPSIM_ROW_MAX plus the two names).
+ * model and hw are already quoted for the layout. @return the length */
+size_t spsim_row_writer_row(struct spsim_row_writer *w, const char *model, const char *hw,
+                            const struct spsim_result *r, char *out);
+
+/** Quote a name for a layout (CSV: RFC 4180 when needed; JSONL: a JSON string).
+ * @return a new string (the caller frees it) or NULL when out of memory */
+char *spsim_row_quote(enum spsim_row_format format, const char *name);
+
+/* A worker: what one thread needs to evaluate points. */
+struct spsim_cache_slot {
+    bool used;
+    /* The inputs of spsim_layer_evaluate this slot holds the summary of. */
+    const struct spsim_model *model;
+    const struct spsim_hardware *hw;
+    struct spsim_layer_config cfg;
+    uint64_t vpad;
+    int rc;         /* spsim_layer_evaluate's status for them */
+    struct spsim_layer_summary sum;
+};
+
+struct spsim_top_entry {
+    uint64_t key;   /* ordered: smaller is better */
+    uint64_t index;
+};
+
+struct spsim_sweep_worker {
+    const struct spsim_sweep *sw;
+    struct spsim_layer_eval *le;   /* scratch for cache misses */
+    struct spsim_cache_slot *cache;
+    struct spsim_coll_memo *memo;
+    struct spsim_result res;
+    struct spsim_row_writer rows;
+    struct spsim_top_entry *top;   /* max-heap of the best top_k seen */
+    uint64_t ntop;
+    char pad[64];                  /* workers sit side by side: no cache line shared */
+};
+
+int spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *sw,
+                            enum spsim_row_format format, uint64_t top_k);
+void spsim_sweep_worker_free(struct spsim_sweep_worker *w);
+
+/** Counts and text of one block of points. */
+struct spsim_block {
+    uint64_t begin, end;
+    uint64_t evaluated, valid, feasible, written;
+    struct spsim_buf out, invalid;
+    int rc; /* SPSIM_OK or a failure that stops the run (ENOMEM) */
+};
+
+/** Evaluate points [b->begin, b->end) into the block (rows or the worker's top-K). */
+void spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt,
+                           struct spsim_block *b);
+
+/** Evaluate one point with a worker. per_layer: fill comm.per_layer. The result is in
+ * w->res. @return SPSIM_OK or the point's failure (err filled when not NULL) */
+int spsim_sweep_eval_point(struct spsim_sweep_worker *w, uint64_t index, bool per_layer,
+                           struct spsim_sweep_point *pt, struct spsim_error *err);
+
+#endif

@@ -1,0 +1,128 @@
+#!/bin/sh
+# spsim sweep, merge and optimize through the command line: exit codes and messages of bad
+# input, shards merged back into the whole sweep, --top merged across shards, -o written
+# atomically, and optimize's report. Usage: cli_sweep.sh SPSIM SOURCE_DIR
+set -u
+spsim=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# expect CODE TEXT -- ARGS: exit status CODE and TEXT on standard error.
+expect() {
+    code=$1 text=$2
+    shift 3
+    "$spsim" "$@" >"$tmp/out" 2>"$tmp/err"
+    got=$?
+    [ "$got" -eq "$code" ] || fail "spsim $*: exit $got, want $code ($(cat "$tmp/err"))"
+    grep -qF -- "$text" "$tmp/err" || fail "spsim $*: no '$text' in: $(cat "$tmp/err")"
+}
+
+small="--model llama3-8b --hw dgx-h100 --gpus 16 --tp 1,2,4 --pp 1..4 --vpp 1,2 --mbs 1,2 --sp on,off --recompute none,full --gbs 64 --quiet"
+
+for cmd in sweep optimize merge; do
+    "$spsim" $cmd --help >"$tmp/out" 2>&1 || fail "$cmd --help exits $?"
+    grep -q "^Usage: spsim $cmd" "$tmp/out" || fail "$cmd --help prints no usage"
+done
+
+# Bad axis values name the option; bad spec files name the file and the field.
+expect 2 "--tp: '0' is not an integer" -- sweep --tp 0
+expect 2 "--pp: '4..1' is a range whose end is below its start" -- sweep --pp 4..1
+expect 2 "--sp: 'maybe' is not on or off" -- sweep --sp maybe
+expect 2 "--flash-attn: 'fast' is not one of model, off, on" -- sweep --flash-attn fast
+expect 2 "--mbs: the value 2 appears twice in '1,2,2'" -- sweep --mbs 1,2,2
+expect 2 "axes 'dp' and 'gpus' exclude each other" -- sweep --dp 1 --gpus 8
+expect 2 "--shard: '3/3' needs 0 <= I < N" -- sweep --shard 3/3
+expect 2 "--shard: 'x' is not I/N" -- sweep --shard x
+expect 2 "--by: 'speed' is not one of iteration_s, total_bytes, mfu" -- sweep --by speed
+expect 2 "--format: 'xml' is not one of csv, jsonl" -- sweep --format xml
+expect 2 "--threads: '0' is not an integer" -- sweep --threads 0
+expect 2 "unknown option '--bogus'" -- sweep --bogus
+expect 3 "no model profile named 'nope'" -- sweep --model nope
+printf '{"tp": [1, 2], "pp": "1..x"}' >"$tmp/bad.json"
+expect 3 "$tmp/bad.json: field 'pp': '1..x' is not a range" -- sweep --spec "$tmp/bad.json"
+printf '{"tp": [1, 2], "mystery": 1}' >"$tmp/bad.json"
+expect 3 "$tmp/bad.json: field 'mystery': unknown key" -- sweep --spec "$tmp/bad.json"
+printf '{"tp": [1, 2' >"$tmp/bad.json"
+expect 3 "$tmp/bad.json: malformed JSON" -- sweep --spec "$tmp/bad.json"
+expect 3 "$tmp/none.json: cannot open" -- sweep --spec "$tmp/none.json"
+expect 2 "--model, --hw and --gpus are required" -- optimize --model llama3-8b
+expect 2 "--dp: dp is derived from --gpus" -- optimize --model llama3-8b --hw dgx-h100 --gpus 8 --dp 2
+expect 4 "none of the" -- optimize --model llama3-405b --hw dgx-a100-40g --gpus 8
+expect 2 "no input files" -- merge
+expect 3 "cannot open" -- merge "$tmp/none.csv"
+
+# Shards concatenate to the whole sweep; options override the spec file's axes.
+"$spsim" sweep $small -o "$tmp/whole.csv" || fail "whole sweep exits $?"
+[ "$(wc -l <"$tmp/whole.csv")" -gt 50 ] || fail "whole sweep has too few rows"
+for n in 2 3 5; do
+    files=""
+    i=0
+    while [ $i -lt $n ]; do
+        "$spsim" sweep $small --shard $i/$n --threads 2 -o "$tmp/s$i.csv" || fail "shard $i/$n"
+        files="$files $tmp/s$i.csv"
+        i=$((i + 1))
+    done
+    "$spsim" merge $files -o "$tmp/merged.csv" || fail "merge of $n shards exits $?"
+    cmp -s "$tmp/merged.csv" "$tmp/whole.csv" || fail "$n shards merged differ from the whole"
+done
+"$spsim" sweep $small --format jsonl >"$tmp/whole.jsonl"
+"$spsim" sweep $small --format jsonl --shard 0/2 >"$tmp/j0"
+"$spsim" sweep $small --format jsonl --shard 1/2 >"$tmp/j1"
+"$spsim" merge "$tmp/j0" "$tmp/j1" >"$tmp/merged.jsonl"
+cmp -s "$tmp/merged.jsonl" "$tmp/whole.jsonl" || fail "JSON Lines shards merged differ"
+expect 3 "mixes CSV and JSON Lines" -- merge "$tmp/s0.csv" "$tmp/j1"
+"$spsim" sweep $small --tp 1,2 -o "$tmp/other.csv"
+"$spsim" query --format csv -o "$tmp/query.csv"
+head -1 "$tmp/whole.csv" >"$tmp/h1"
+head -1 "$tmp/query.csv" >"$tmp/h2"
+cmp -s "$tmp/h1" "$tmp/h2" || fail "query --format csv and sweep have different headers"
+
+# --top K merged across shards is the whole sweep's --top K, for every ranking.
+for by in iteration_s total_bytes mfu; do
+    "$spsim" sweep $small --top 7 --by $by >"$tmp/top.csv"
+    "$spsim" sweep $small --top 7 --by $by --shard 0/3 >"$tmp/t0.csv"
+    "$spsim" sweep $small --top 7 --by $by --shard 1/3 >"$tmp/t1.csv"
+    "$spsim" sweep $small --top 7 --by $by --shard 2/3 >"$tmp/t2.csv"
+    "$spsim" merge --top 7 --by $by "$tmp/t0.csv" "$tmp/t1.csv" "$tmp/t2.csv" >"$tmp/tm.csv"
+    cmp -s "$tmp/tm.csv" "$tmp/top.csv" || fail "--top 7 --by $by merged differs"
+    [ "$(wc -l <"$tmp/top.csv")" -eq 8 ] || fail "--top 7 --by $by: not 7 rows"
+done
+"$spsim" sweep $small --top 3 --format jsonl >"$tmp/top.jsonl"
+"$spsim" merge --top 3 "$tmp/whole.jsonl" >"$tmp/tm.jsonl"
+cmp -s "$tmp/tm.jsonl" "$tmp/top.jsonl" || fail "--top 3 of JSON Lines differs"
+
+# --feasible-only keeps the rows that fit; the summary counts them.
+"$spsim" sweep $small --feasible-only -o "$tmp/fit.csv" 2>/dev/null
+col=$(head -1 "$tmp/whole.csv" | tr ',' '\n' | grep -n '^memory_fits$' | cut -d: -f1)
+[ "$(tail -n +2 "$tmp/fit.csv" | cut -d, -f"$col" | sort -u)" = "true" ] || fail "--feasible-only kept a row that does not fit"
+"$spsim" sweep $(echo "$small" | sed 's/--quiet//') -o "$tmp/x.csv" 2>"$tmp/err"
+grep -qE '^spsim: sweep: [0-9]+ evaluated, [0-9]+ valid, [0-9]+ feasible, [0-9]+ written in' "$tmp/err" || fail "no summary line: $(cat "$tmp/err")"
+
+# -o is atomic: a failed run leaves the old file whole and no temporary file.
+echo "old" >"$tmp/keep.csv"
+expect 2 "--tp" -- sweep --tp 0 -o "$tmp/keep.csv"
+[ "$(cat "$tmp/keep.csv")" = "old" ] || fail "a failed sweep touched the output"
+ls "$tmp" | grep -q '\.tmp\.' && fail "a temporary file was left behind"
+expect 1 "cannot create a temporary file" -- sweep --tp 8 -o "$tmp/no/such/dir.csv"
+
+# Optimize: a table of the best, the runner-up explained, rows on request.
+"$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 16 --top 3 --threads 2 >"$tmp/opt" ||
+    fail "optimize exits $?"
+grep -q "^spsim optimize: llama3-8b on dgx-h100, 16 GPUs, global batch 16" "$tmp/opt" || fail "optimize header: $(head -2 "$tmp/opt")"
+grep -qE "^  1 " "$tmp/opt" && grep -qE "^  3 " "$tmp/opt" || fail "optimize shows no 3 rows"
+grep -q "^#2 is .* slower per iteration than #1" "$tmp/opt" || fail "optimize explains nothing: $(cat "$tmp/opt")"
+"$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 16 --top 2 --format csv >"$tmp/opt.csv"
+[ "$(wc -l <"$tmp/opt.csv")" -eq 3 ] || fail "optimize --format csv: not 2 rows"
+"$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 16 --max-memory-gib 30 >"$tmp/opt" ||
+    fail "optimize with a memory limit exits $?"
+grep -q "at most 30.00 GiB per GPU" "$tmp/opt" || fail "optimize ignores --max-memory-gib"
+
+[ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "all CLI sweep checks passed"
