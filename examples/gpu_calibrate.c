@@ -125,18 +125,19 @@ write_json(FILE *f, const struct spsim_bw_table *t, const struct spsim_gemm_samp
     fputs("\n  },\n  \"collectives\": [", f);
     for (size_t i = 0; i < spsim_bw_table_size(t); i++) {
         const struct spsim_bw_sample *s = spsim_bw_table_get(t, i);
-        fprintf(f, "%s\n    {\"op\": \"%s\", \"ranks\": %u, \"nodes\": %u, \"size_bytes\": %llu, "
-                   "\"time_us\": %.17g, \"algbw_GBps\": %.17g, \"busbw_GBps\": %.17g}",
+        fprintf(f,
+                "%s\n    {\"op\": \"%s\", \"ranks\": %u, \"nodes\": %u, \"size_bytes\": %llu, "
+                "\"time_us\": %.17g, \"algbw_GBps\": %.17g, \"busbw_GBps\": %.17g}",
                 i ? "," : "", spsim_coll_op_name(s->op), s->ranks, s->nodes,
                 (unsigned long long)s->size_bytes, s->time_s * 1e6, s->algbw_GBps, s->busbw_GBps);
     }
     fputs("\n  ],\n  \"gemms\": [", f);
     for (size_t i = 0; i < ng; i++)
-        fprintf(f, "%s\n    {\"m\": %llu, \"n\": %llu, \"k\": %llu, \"dtype\": \"%s\", "
-                   "\"time_s\": %.17g, \"tflops\": %.17g}",
+        fprintf(f,
+                "%s\n    {\"m\": %llu, \"n\": %llu, \"k\": %llu, \"dtype\": \"%s\", "
+                "\"time_s\": %.17g, \"tflops\": %.17g}",
                 i ? "," : "", (unsigned long long)g[i].m, (unsigned long long)g[i].n,
-                (unsigned long long)g[i].k, spsim_dtype_name(g[i].dtype), g[i].time_s,
-                g[i].tflops);
+                (unsigned long long)g[i].k, spsim_dtype_name(g[i].dtype), g[i].time_s, g[i].tflops);
     fputs("\n  ],\n  \"hbm_copies\": [", f);
     for (size_t i = 0; i < nh; i++)
         fprintf(f, "%s\n    {\"bytes\": %llu, \"time_s\": %.17g, \"GBps\": %.17g}", i ? "," : "",

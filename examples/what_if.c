@@ -12,7 +12,8 @@
 #include <spsim/spsim.h>
 
 static int
-load(const char *model_name, const char *hw_name, struct spsim_model **m, struct spsim_hardware **hw)
+load(const char *model_name, const char *hw_name, struct spsim_model **m,
+     struct spsim_hardware **hw)
 {
     char path[4096];
     struct spsim_error err = {0};

@@ -87,7 +87,8 @@ check_points(const struct spsim_fit_point *pts, size_t n, struct design *d, stru
         if ((unsigned)q->op >= SPSIM_COLL_COUNT || !(q->time_s > 0) || !isfinite(q->time_s) ||
             !(q->wire_bytes > 0) || !isfinite(q->wire_bytes) || !(q->steps >= 0) ||
             !isfinite(q->steps) || !isfinite(q->offset_s))
-            return spsim_fail(err, SPSIM_EINVAL, "fit: point %zu is not a finite positive measurement", i);
+            return spsim_fail(err, SPSIM_EINVAL,
+                              "fit: point %zu is not a finite positive measurement", i);
         d->col_of[q->op] = 0;
         distinct_steps |= q->steps != pts[0].steps;
     }

@@ -278,7 +278,8 @@ set_peaks(struct cal *c, int tier)
             continue;
         double need = series_need_Bps(c, s);
         if (s->tier == CAL_NETWORK)
-            c->nic_Bps = spsim_max_d(c->nic_Bps, need / spsim_collective_nic_bw(&unit, s->op, s->g, 1, 1));
+            c->nic_Bps =
+                spsim_max_d(c->nic_Bps, need / spsim_collective_nic_bw(&unit, s->op, s->g, 1, 1));
         else if (s->op == SPSIM_COLL_ALL_REDUCE)
             c->ar_peak_Bps = spsim_max_d(c->ar_peak_Bps, need);
         else
@@ -286,17 +287,19 @@ set_peaks(struct cal *c, int tier)
     }
     if (tier == CAL_NVLINK && c->ring_peak_Bps > c->base->nvlink_line_Bps) {
         /* The loader holds ring busbw to the NVLink line rate. */
-        spsim_cal_note(c, "ring busbw %.1f GB/s exceeds the base's NVLink line rate; capped at %.1f",
+        spsim_cal_note(c,
+                       "ring busbw %.1f GB/s exceeds the base's NVLink line rate; capped at %.1f",
                        c->ring_peak_Bps / 1e9, c->base->nvlink_line_Bps / 1e9);
         c->ring_peak_Bps = c->base->nvlink_line_Bps;
         c->ring_capped = true;
     }
     if (tier == CAL_NETWORK && c->nic_Bps > c->base->nic_line_Bps)
-        return spsim_fail(c->err, SPSIM_EINVAL,
-                          "calibrate: the multi-node samples need %.2f GB/s per NIC from the base's "
-                          "%u NICs per node, above their line rate (%.2f GB/s): choose a base "
-                          "profile with more or faster NICs",
-                          c->nic_Bps / 1e9, c->base->nics_per_node, c->base->nic_line_Bps / 1e9);
+        return spsim_fail(
+            c->err, SPSIM_EINVAL,
+            "calibrate: the multi-node samples need %.2f GB/s per NIC from the base's "
+            "%u NICs per node, above their line rate (%.2f GB/s): choose a base "
+            "profile with more or faster NICs",
+            c->nic_Bps / 1e9, c->base->nics_per_node, c->base->nic_line_Bps / 1e9);
     return SPSIM_OK;
 }
 
@@ -363,8 +366,9 @@ cap_latency(struct cal *c, int tier)
     tp->base_latency_s = base;
     for (size_t i = 0; i < c->ns; i++)
         c->s[i].latency_s = spsim_collective_latency_s(&c->model, c->s[i].op, c->s[i].g);
-    spsim_cal_note(c, "%s tier: latency lowered from the fitted %.2f us so that every size from "
-                      "1 MiB up fits under latency + bytes at the peak busbw",
+    spsim_cal_note(c,
+                   "%s tier: latency lowered from the fitted %.2f us so that every size from "
+                   "1 MiB up fits under latency + bytes at the peak busbw",
                    tier == CAL_NVLINK ? "NVLink" : "network", c->fitted_latency_s[tier] * 1e6);
 }
 
@@ -421,7 +425,6 @@ median_max(double *v, size_t n, double *median, double *max)
     *max = v[n - 1];
 }
 
-
 static int
 row_of(const struct cal *c, const struct spsim_hardware *hw, const struct cal_series *s, size_t i,
        struct spsim_calibration_row *r)
@@ -430,19 +433,25 @@ row_of(const struct cal *c, const struct spsim_hardware *hw, const struct cal_se
     const struct spsim_tier_params *tier = s->tier == CAL_NVLINK ? &hw->nvlink : &hw->network;
     struct spsim_collective_prediction pred;
     struct spsim_error e = {0};
-    *r = (struct spsim_calibration_row){.input = s->input, .op = s->op, .ranks = s->ranks,
-                                        .nodes = s->nodes, .size_bytes = s->size[i],
-                                        .measured_s = s->time_s[i], .in_curve = s->curve};
+    *r = (struct spsim_calibration_row){.input = s->input,
+                                        .op = s->op,
+                                        .ranks = s->ranks,
+                                        .nodes = s->nodes,
+                                        .size_bytes = s->size[i],
+                                        .measured_s = s->time_s[i],
+                                        .in_curve = s->curve};
     r->algbw_GBps = (double)s->size[i] / s->time_s[i] / 1e9;
-    r->busbw_GBps = s->op == SPSIM_COLL_SEND_RECV ? r->algbw_GBps : p.wire_bytes / s->time_s[i] / 1e9;
+    r->busbw_GBps =
+        s->op == SPSIM_COLL_SEND_RECV ? r->algbw_GBps : p.wire_bytes / s->time_s[i] / 1e9;
     r->fit_s = spsim_latbw_eval(&c->fit[s->tier], &p);
     int rc = spsim_curve_eval(tier->curve[s->op], (double)s->size[i], &r->eff);
     if (rc == SPSIM_OK)
         rc = spsim_collective_predict(hw, s->op, s->ranks, s->nodes, s->size[i], &pred, &e);
     if (rc != SPSIM_OK)
-        return spsim_fail(c->err, rc, "calibrate: predicting %s of %llu B with the calibrated "
-                                      "profile: %s", spsim_coll_op_name(s->op),
-                          (unsigned long long)s->size[i], e.message);
+        return spsim_fail(c->err, rc,
+                          "calibrate: predicting %s of %llu B with the calibrated "
+                          "profile: %s",
+                          spsim_coll_op_name(s->op), (unsigned long long)s->size[i], e.message);
     r->tier = pred.tier;
     r->predicted_s = pred.time_s;
     return SPSIM_OK;
@@ -457,8 +466,10 @@ make_rows(struct cal *c, const struct spsim_hardware *hw)
         total += c->s[i].n;
     struct spsim_calibration *out = c->out;
     out->rows = spsim_calloc(total + 1, sizeof(*out->rows)); /* + 1: no sizes is no failure */
-    double *fit = spsim_calloc(total + 1, sizeof(double)), *repro = spsim_calloc(total + 1, sizeof(double));
-    int rc = out->rows && fit && repro ? SPSIM_OK : spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    double *fit = spsim_calloc(total + 1, sizeof(double)),
+           *repro = spsim_calloc(total + 1, sizeof(double));
+    int rc =
+        out->rows && fit && repro ? SPSIM_OK : spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
     for (size_t i = 0; i < c->ns && rc == SPSIM_OK; i++) {
         struct cal_series *s = &c->s[i];
         size_t nrepro = 0;
@@ -509,7 +520,8 @@ summarise_tiers(struct cal *c, const struct spsim_hardware *hw)
             if (s->tier == t && s->curve)
                 ct->peak_busbw_GBps[s->op] =
                     (t == CAL_NVLINK ? hw->nvlink.busbw_Bps[s->op]
-                                     : spsim_collective_nic_bw(hw, s->op, s->g, 1, 1)) / 1e9;
+                                     : spsim_collective_nic_bw(hw, s->op, s->g, 1, 1)) /
+                    1e9;
         }
     }
     free(err);
@@ -605,8 +617,15 @@ spsim_calibrate_profile(const struct spsim_calibrate_options *o,
         if (!tables[t])
             return spsim_fail(err, SPSIM_EINVAL, "spsim_calibrate_profile: table %zu is NULL", t);
     memset(out, 0, sizeof(*out));
-    struct cal c = {.o = o, .err = err, .tables = tables, .ntables = ntables, .gemms = gemms,
-                    .ngemms = ngemms, .hbm = hbm, .nhbm = nhbm, .out = out};
+    struct cal c = {.o = o,
+                    .err = err,
+                    .tables = tables,
+                    .ntables = ntables,
+                    .gemms = gemms,
+                    .ngemms = ngemms,
+                    .hbm = hbm,
+                    .nhbm = nhbm,
+                    .out = out};
     char *text = NULL;
     size_t len = 0;
     int rc = spsim_read_file(o->base_path, &text, &len, err);
@@ -638,7 +657,8 @@ spsim_calibration_free(struct spsim_calibration *c)
 }
 
 int
-spsim_calibration_write(const struct spsim_calibration *c, const char *path, struct spsim_error *err)
+spsim_calibration_write(const struct spsim_calibration *c, const char *path,
+                        struct spsim_error *err)
 {
     if (!c || !c->profile_json || !path)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_calibration_write: nothing to write");

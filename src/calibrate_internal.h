@@ -14,17 +14,17 @@ enum { CAL_NVLINK = 0, CAL_NETWORK = 1 };
 
 /** The sizes one table measured for one collective on one group. */
 struct cal_series {
-    size_t input;          /* index of the table */
+    size_t input; /* index of the table */
     enum spsim_coll_op op;
     uint32_t ranks, nodes; /* nodes as placed on the calibrated layout */
     struct spsim_group g;
-    int tier;              /* CAL_NVLINK or CAL_NETWORK */
-    size_t n;              /* distinct sizes, increasing */
+    int tier; /* CAL_NVLINK or CAL_NETWORK */
+    size_t n; /* distinct sizes, increasing */
     uint64_t *size;
-    double *time_s;        /* mean of the samples of each size */
-    bool curve;            /* this series gives its tier and collective's busbw curve */
-    double latency_s;      /* the calibrated model's α for the group */
-    double fit_median, fit_max; /* relative error of the tier's fit */
+    double *time_s;                 /* mean of the samples of each size */
+    bool curve;                     /* this series gives its tier and collective's busbw curve */
+    double latency_s;               /* the calibrated model's α for the group */
+    double fit_median, fit_max;     /* relative error of the tier's fit */
     double repro_median, repro_max; /* calibrated profile, sizes >= 1 MiB; < 0: no such size */
 };
 

@@ -52,8 +52,7 @@ child(struct jb *j, cJSON *obj, const char *key)
 }
 
 /* "calibration: WHAT [spsim calibrate VERSION, DATE, from FILES; command: ...]" */
-static const char *
-source(struct jb *j, const char *fmt, ...) SPSIM_PRINTF(2, 3);
+static const char *source(struct jb *j, const char *fmt, ...) SPSIM_PRINTF(2, 3);
 
 static const char *
 source(struct jb *j, const char *fmt, ...)
@@ -129,8 +128,9 @@ put_latencies(struct jb *j, cJSON *tobj, int tier, const struct spsim_tier_param
     const char *steps = tier == CAL_NVLINK ? "ring steps" : "inter-domain ring steps";
     if (f->hop_fitted) {
         put_sourced(j, tobj, "base_latency_us", cal->base_latency_s * 1e6,
-                    source(j, "fitted base of time = base + steps·hop + wire/B (GSL weighted least "
-                              "squares on relative error) over %zu sizes of %s%s",
+                    source(j,
+                           "fitted base of time = base + steps·hop + wire/B (GSL weighted least "
+                           "squares on relative error) over %zu sizes of %s%s",
                            c->fit_sizes[tier], ops, why));
         put_sourced(j, tobj, "hop_latency_us", cal->hop_latency_s * 1e6,
                     source(j, "fitted hop per one of the %s in the same fit%s%s", steps,
@@ -139,15 +139,17 @@ put_latencies(struct jb *j, cJSON *tobj, int tier, const struct spsim_tier_param
     }
     if (cal->base_latency_s != base->base_latency_s)
         put_sourced(j, tobj, "base_latency_us", cal->base_latency_s * 1e6,
-                    source(j, "the fitted latency of %s (one step count: base and hop are "
-                              "inseparable), %.4g us, is below the base profile's base latency, "
-                              "so it is all base and hop is 0%s",
+                    source(j,
+                           "the fitted latency of %s (one step count: base and hop are "
+                           "inseparable), %.4g us, is below the base profile's base latency, "
+                           "so it is all base and hop is 0%s",
                            ops, f->alpha_s * 1e6, why));
     put_sourced(j, tobj, "hop_latency_us", cal->hop_latency_s * 1e6,
-                source(j, "(fitted latency %.4g us - base_latency_us) / %.0f %s; the fit is time = "
-                          "latency + wire/B (GSL weighted least squares on relative error) over "
-                          "%zu sizes of %s, all with one step count, so base and hop are "
-                          "inseparable and the base profile's base latency is kept%s",
+                source(j,
+                       "(fitted latency %.4g us - base_latency_us) / %.0f %s; the fit is time = "
+                       "latency + wire/B (GSL weighted least squares on relative error) over "
+                       "%zu sizes of %s, all with one step count, so base and hop are "
+                       "inseparable and the base profile's base latency is kept%s",
                        f->alpha_s * 1e6, c->fit_steps[tier], steps, c->fit_sizes[tier], ops, why));
 }
 
@@ -171,8 +173,9 @@ curve_object(struct jb *j, const struct cal_series *s)
     const char *src = spsim_bw_table_info(j->c->tables[s->input], "source");
     check(j, cJSON_AddStringToObject(
                  o, "source",
-                 source(j, "%s: %s on %u ranks, %u node(s); busbw = wire bytes / measured time "
-                           "(nccl-tests conventions, GB = 1e9 B)",
+                 source(j,
+                        "%s: %s on %u ranks, %u node(s); busbw = wire bytes / measured time "
+                        "(nccl-tests conventions, GB = 1e9 B)",
                         src ? src : "measurement", spsim_coll_op_name(s->op), s->ranks, s->nodes)));
     for (size_t i = 0; i < s->n; i++) {
         double row[2] = {(double)s->size[i], spsim_cal_wire(s, s->size[i]) / s->time_s[i] / 1e9};
@@ -230,9 +233,10 @@ put_network(struct jb *j, cJSON *net)
     const struct cal *c = j->c;
     put_latencies(j, net, CAL_NETWORK, &c->base->network, &c->model.network);
     put_sourced(j, net, "nic_achievable_GBps", c->nic_Bps / 1e9,
-                source(j, "the per-NIC rate at which the nodes' %u NICs (the base profile's count) "
-                          "give each multi-node group the largest busbw its measurement needs once "
-                          "the fitted latency is taken out, or the fitted B if larger",
+                source(j,
+                       "the per-NIC rate at which the nodes' %u NICs (the base profile's count) "
+                       "give each multi-node group the largest busbw its measurement needs once "
+                       "the fitted latency is taken out, or the fitted B if larger",
                        c->base->nics_per_node));
     return put_curves(j, net, CAL_NETWORK);
 }
@@ -288,8 +292,10 @@ put_gemm_table(struct jb *j, cJSON *gpu)
     cJSON *t = check(j, cJSON_CreateObject());
     check(j, cJSON_AddStringToObject(t, "dtype", "bf16"));
     check(j, cJSON_AddStringToObject(t, "source",
-                                     source(j, "%zu bf16 GEMMs timed on the local GPU (M, N, K, "
-                                               "TFLOP/s = 2MNK / time)", n)));
+                                     source(j,
+                                            "%zu bf16 GEMMs timed on the local GPU (M, N, K, "
+                                            "TFLOP/s = 2MNK / time)",
+                                            n)));
     if (t)
         cJSON_AddItemToObject(t, "points", pts);
     else
@@ -310,7 +316,8 @@ put_hbm(struct jb *j, cJSON *gpu)
     if (!(best > 0) || best * 1e9 > c->base->hbm_Bps)
         return spsim_fail(c->err, SPSIM_EINVAL,
                           "calibrate: measured HBM rate %g GB/s is not within the base profile's "
-                          "spec %g GB/s: wrong base?", best, c->base->hbm_Bps / 1e9);
+                          "spec %g GB/s: wrong base?",
+                          best, c->base->hbm_Bps / 1e9);
     put_sourced(j, gpu, "hbm_achievable_GBps", best,
                 source(j, "fastest of %zu device-to-device copies (2 x bytes / time)", c->nhbm));
     return SPSIM_OK;
@@ -367,8 +374,9 @@ fits_object(struct jb *j)
         const struct spsim_fit_result *f = &c->fit[t];
         const struct spsim_tier_params *tp = t == CAL_NVLINK ? &c->model.nvlink : &c->model.network;
         cJSON *o = child(j, fits, tier_keys[t]), *bw = child(j, o, "fitted_busbw_GBps");
-        check(j, cJSON_AddStringToObject(o, "model", "time = alpha + steps*hop + wire/B, "
-                                                     "weights 1/time^2 (relative error)"));
+        check(j, cJSON_AddStringToObject(o, "model",
+                                         "time = alpha + steps*hop + wire/B, "
+                                         "weights 1/time^2 (relative error)"));
         check(j, cJSON_AddNumberToObject(o, "sizes", (double)c->fit_sizes[t]));
         check(j, cJSON_AddNumberToObject(o, "fitted_alpha_us", f->alpha_s * 1e6));
         check(j, cJSON_AddNumberToObject(o, "fitted_hop_us", f->hop_s * 1e6));

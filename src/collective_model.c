@@ -126,8 +126,8 @@ spsim_collective_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op o
 }
 
 double
-spsim_collective_nic_bw(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
-                        double eff_net, double nic_share)
+spsim_collective_nic_bw(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                        struct spsim_group g, double eff_net, double nic_share)
 {
     /* NICs owned by the group's GPUs in one domain (one NIC share per GPU). */
     double nic_per_gpu = hw->nic_achievable_Bps * hw->nics_per_node / hw->gpus_per_node;
@@ -164,9 +164,8 @@ spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, st
         double nic_bw = spsim_collective_nic_bw(hw, op, g, eff_net, nic_share);
         /* A ring of one GPU per domain has no NVLink hops: its bandwidth is the NIC's. */
         bw = g.per_domain == 1 ? nic_bw : spsim_min_d(bw, nic_bw);
-        out->network_bytes = op == SPSIM_COLL_ALL_TO_ALL
-                                 ? size_bytes * (n - g.per_domain) / n
-                                 : wire / g.per_domain;
+        out->network_bytes =
+            op == SPSIM_COLL_ALL_TO_ALL ? size_bytes * (n - g.per_domain) / n : wire / g.per_domain;
         out->nvlink_bytes = g.per_domain > 1 ? wire : 0;
     } else {
         out->nvlink_bytes = wire;
@@ -226,7 +225,8 @@ spsim_maxmin_rates(const double *capacity, uint32_t nres, struct spsim_flow *flo
         for (uint32_t f = 0; f < nflows; f++) {
             if (frozen[f])
                 continue;
-            bool saturated = flows[f].max_rate > 0 && flows[f].rate >= flows[f].max_rate * (1 - 1e-12);
+            bool saturated =
+                flows[f].max_rate > 0 && flows[f].rate >= flows[f].max_rate * (1 - 1e-12);
             for (uint32_t k = 0; k < flows[f].nres && !saturated; k++)
                 saturated = left[flows[f].res[k]] <= capacity[flows[f].res[k]] * 1e-12;
             if (saturated) {
@@ -319,16 +319,16 @@ spsim_collective_layout(const struct spsim_hardware *hw, uint32_t gpus, uint32_t
     uint32_t domains = (*nodes + nodes_per_domain - 1) / nodes_per_domain;
     if (gpus % domains != 0)
         return spsim_fail(err, SPSIM_EINVAL,
-                          "%s: %u nodes do not fill NVLink domains of %u nodes evenly", what, *nodes,
-                          nodes_per_domain);
+                          "%s: %u nodes do not fill NVLink domains of %u nodes evenly", what,
+                          *nodes, nodes_per_domain);
     *g = (struct spsim_group){gpus, gpus / domains};
     return SPSIM_OK;
 }
 
 int
 spsim_collective_predict(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t gpus,
-                         uint32_t nodes, uint64_t size_bytes, struct spsim_collective_prediction *out,
-                         struct spsim_error *err)
+                         uint32_t nodes, uint64_t size_bytes,
+                         struct spsim_collective_prediction *out, struct spsim_error *err)
 {
     if (!hw || !out || (unsigned)op >= SPSIM_COLL_COUNT)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_collective_predict: invalid argument");

@@ -88,12 +88,13 @@ int spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op
 #define SPSIM_FLOW_MAX_RESOURCES 4
 
 struct spsim_flow {
-    double bytes;      /**< to move */
-    double max_rate;   /**< the flow's own ceiling (bytes/s), e.g. its protocol efficiency; 0 = none */
+    double bytes; /**< to move */
+    double
+        max_rate; /**< the flow's own ceiling (bytes/s), e.g. its protocol efficiency; 0 = none */
     uint32_t nres;
     uint32_t res[SPSIM_FLOW_MAX_RESOURCES]; /**< indices of the links it crosses */
-    double rate;       /**< out: rate while all flows are active (maxmin_rates) */
-    double finish_s;   /**< out: completion time (maxmin_run) */
+    double rate;     /**< out: rate while all flows are active (maxmin_rates) */
+    double finish_s; /**< out: completion time (maxmin_run) */
 };
 
 /** Progressive filling: every flow's max-min fair rate given link capacities (bytes/s). */

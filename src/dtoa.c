@@ -227,12 +227,26 @@ static const char digit_pairs[] = "000102030405060708091011121314151617181920212
 static uint32_t
 decimal_length(uint64_t v)
 {
-    static const uint64_t pow10[20] = {
-        1ull,         10ull,         100ull,         1000ull,         10000ull,
-        100000ull,    1000000ull,    10000000ull,    100000000ull,    1000000000ull,
-        10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
-        100000000000000ull, 1000000000000000ull, 10000000000000000ull,
-        100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull}; /* 10^i */
+    static const uint64_t pow10[20] = {1ull,
+                                       10ull,
+                                       100ull,
+                                       1000ull,
+                                       10000ull,
+                                       100000ull,
+                                       1000000ull,
+                                       10000000ull,
+                                       100000000ull,
+                                       1000000000ull,
+                                       10000000000ull,
+                                       100000000000ull,
+                                       1000000000000ull,
+                                       10000000000000ull,
+                                       100000000000000ull,
+                                       1000000000000000ull,
+                                       10000000000000000ull,
+                                       100000000000000000ull,
+                                       1000000000000000000ull,
+                                       10000000000000000000ull}; /* 10^i */
     uint32_t bits = 64 - (uint32_t)__builtin_clzll(v | 1);
     uint32_t t = (bits * 1233) >> 12;
     return v ? t + (v >= pow10[t]) : 1;
@@ -339,7 +353,7 @@ spsim_dtoa_shortest(double value, char *buf)
     uint32_t n = decimal_length(dec.digits);
     write_digits(d, dec.digits, n);
     int32_t pt = (int32_t)n + dec.exponent; /* digits before the decimal point */
-    int32_t x = pt - 1;                      /* the exponent of d.ddd */
+    int32_t x = pt - 1;                     /* the exponent of d.ddd */
     if (pt > (int32_t)n && pt <= 17) {
         /* An integer the shortest digits would pad with zeros: write its exact value, so a
          * number without '.' or 'e' is always exactly the double (JSON readers take it for an

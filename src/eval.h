@@ -23,8 +23,8 @@ struct spsim_block_eval {
     struct spsim_layer block;
     struct spsim_schedule sched;
     struct spsim_step_cost cost[SPSIM_MAX_STEPS];
-    uint64_t saved_bytes;                         /* activations kept for backward */
-    double fwd_s, bwd_s, recompute_s;             /* wall time of each phase */
+    uint64_t saved_bytes;             /* activations kept for backward */
+    double fwd_s, bwd_s, recompute_s; /* wall time of each phase */
     double fwd_compute_s, bwd_compute_s, recompute_compute_s;
     double tp_exposed_s;
     double fwd_flops, bwd_flops, recompute_flops; /* executed, per rank */
@@ -103,9 +103,8 @@ int spsim_layer_evaluate_checked(const struct spsim_model *model, const struct s
 
 /** Time of one GEMM (M, N, K, batch) of `dtype` on the hardware, roofline included.
  * @param fp32_accumulate_out  the output is accumulated in fp32 (Megatron's wgrad fusion) */
-int spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m,
-                    uint64_t n, uint64_t k, uint64_t batch, bool fp32_accumulate_out,
-                    double *seconds);
+int spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
+                    uint64_t k, uint64_t batch, bool fp32_accumulate_out, double *seconds);
 
 /** Compose a full result from a checked configuration and its layer summary. */
 int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,

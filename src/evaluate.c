@@ -10,8 +10,8 @@
 const char *
 spsim_act_mode_name(enum spsim_act_mode mode)
 {
-    static const char *const names[SPSIM_MODE_COUNT] = {"none", "tp", "tp_sp", "tp_selective",
-                                                        "tp_sp_selective", "full"};
+    static const char *const names[SPSIM_MODE_COUNT] = {
+        "none", "tp", "tp_sp", "tp_selective", "tp_sp_selective", "full"};
     return (unsigned)mode < SPSIM_MODE_COUNT ? names[mode] : "?";
 }
 
@@ -32,9 +32,8 @@ spsim_phase_name(enum spsim_phase phase)
 const char *
 spsim_coll_op_name(enum spsim_coll_op op)
 {
-    static const char *const names[SPSIM_COLL_COUNT] = {"all_reduce", "all_gather",
-                                                        "reduce_scatter", "send_recv",
-                                                        "all_to_all"};
+    static const char *const names[SPSIM_COLL_COUNT] = {
+        "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"};
     return (unsigned)op < SPSIM_COLL_COUNT ? names[op] : "?";
 }
 
@@ -164,8 +163,10 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
     struct stage_memory s0, s1;
     stage_static(p_first, par, &s0, ok);
     stage_static(p_last, par, &s1, ok);
-    s0.total = spsim_add(spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok), first, ok);
-    s1.total = spsim_add(spsim_add(spsim_add(s1.weights, s1.grads, ok), s1.optimizer, ok), last, ok);
+    s0.total =
+        spsim_add(spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok), first, ok);
+    s1.total =
+        spsim_add(spsim_add(spsim_add(s1.weights, s1.grads, ok), s1.optimizer, ok), last, ok);
     const struct stage_memory *peak = s1.total > s0.total ? &s1 : &s0;
     mem->peak_stage = peak == &s1 ? (uint32_t)(x->p - 1) : 0;
     mem->parameters_per_gpu = peak->params;
@@ -209,8 +210,8 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     comm->tp_wire_bytes_per_iteration = spsim_mul(comm->tp_wire_bytes_per_microbatch, x->micro, ok);
     comm->tp_wire_bytes_per_iteration_all_layers = spsim_mul3(x->L, per_layer, x->micro, ok);
     comm->microbatches = (uint32_t)x->micro;
-    comm->tp_tier = x->t > 1 ? (hw ? spsim_group_tier(hw, le->tp_group) : SPSIM_TIER_NVLINK)
-                             : SPSIM_TIER_LOCAL;
+    comm->tp_tier =
+        x->t > 1 ? (hw ? spsim_group_tier(hw, le->tp_group) : SPSIM_TIER_NVLINK) : SPSIM_TIER_LOCAL;
 
     /* Data parallel: fp32 gradients (Megatron accumulates and reduces in fp32 for bf16
      * training: arguments.py sets accumulate_allreduce_grads_in_fp32). */
@@ -229,8 +230,8 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     if (x->p > 1) {
         comm->pp_message_bytes = spsim_mul3(le->cfg.s, le->cfg.b, 2ull * hidden, ok) / x->t;
         comm->pp_wire_bytes_per_rank = spsim_mul4(comm->pp_message_bytes, x->micro, x->v, 2, ok);
-        comm->pp_tier = hw ? spsim_group_tier(hw, spsim_group_place(hw, 2, x->t * x->d))
-                           : SPSIM_TIER_NETWORK;
+        comm->pp_tier =
+            hw ? spsim_group_tier(hw, spsim_group_place(hw, 2, x->t * x->d)) : SPSIM_TIER_NETWORK;
     }
 }
 
@@ -279,8 +280,8 @@ memo_time(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, enum sp
 /* The finish time of flows[0] under max-min sharing (spsim_maxmin_run), through the memo when
  * there is one: keyed by every input, so a hit is what a run would give. */
 static int
-memo_maxmin(struct spsim_coll_memo *memo, const double cap[2], struct spsim_flow *flows,
-            uint32_t n, double *finish)
+memo_maxmin(struct spsim_coll_memo *memo, const double cap[2], struct spsim_flow *flows, uint32_t n,
+            double *finish)
 {
     double key[SPSIM_MAXMIN_MEMO_KEY] = {(double)n, cap[0], cap[1]};
     for (uint32_t i = 0; i < n; i++) {
@@ -325,10 +326,10 @@ collective(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, enum s
  * pipeline's backward sends: bandwidth is split by max-min fairness. */
 static int
 dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
-           const struct spsim_parallel *par,
-           const struct spsim_layer_summary *le, const struct shape *x,
-           const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
-           double *exposed, double *busy_nv, double *busy_net)
+           const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+           const struct shape *x, const struct spsim_comm_report *comm,
+           const struct stage_time *crit, double t_send, double *exposed, double *busy_nv,
+           double *busy_net)
 {
     *exposed = 0;
     if (x->d <= 1)
@@ -339,11 +340,10 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     if (par->distributed_optimizer) {
         if ((rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->d, x->t, grads,
                              &a)) ||
-            (rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->d, x->t, grads / 2,
-                             &b)))
+            (rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->d, x->t, grads / 2, &b)))
             return rc;
-    } else if ((rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->d, x->t, grads,
-                                &a))) {
+    } else if ((rc =
+                    collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->d, x->t, grads, &a))) {
         return rc;
     }
     double alone = a.time_s + b.time_s;
@@ -359,17 +359,19 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     struct spsim_flow flows[3];
     uint32_t n = 0;
     double dp_bytes = a.wire_bytes + b.wire_bytes;
-    flows[n++] = (struct spsim_flow){.bytes = on_nvlink ? dp_bytes : a.network_bytes + b.network_bytes,
-                                     .max_rate = (a.wire_bytes + b.wire_bytes) /
-                                                 spsim_max_d(alone - a.latency_s - b.latency_s, 1e-12),
-                                     .nres = 1,
-                                     .res = {on_nvlink ? 0u : 1u}};
+    flows[n++] =
+        (struct spsim_flow){.bytes = on_nvlink ? dp_bytes : a.network_bytes + b.network_bytes,
+                            .max_rate = (a.wire_bytes + b.wire_bytes) /
+                                        spsim_max_d(alone - a.latency_s - b.latency_s, 1e-12),
+                            .nres = 1,
+                            .res = {on_nvlink ? 0u : 1u}};
     double tp_bytes = x->lps * le->layer.tp_bwd_wire_bytes;
     if (tp_bytes > 0)
-        flows[n++] = (struct spsim_flow){.bytes = tp_bytes,
-                                         .max_rate = cap[0],
-                                         .nres = 1,
-                                         .res = {le->tp_group.per_domain >= le->tp_group.size ? 0u : 1u}};
+        flows[n++] =
+            (struct spsim_flow){.bytes = tp_bytes,
+                                .max_rate = cap[0],
+                                .nres = 1,
+                                .res = {le->tp_group.per_domain >= le->tp_group.size ? 0u : 1u}};
     if (x->p > 1 && t_send > 0)
         flows[n++] = (struct spsim_flow){.bytes = (double)comm->pp_message_bytes * x->v,
                                          .max_rate = cap[1],
@@ -385,10 +387,10 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
 
 static int
 compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
-             const struct spsim_hardware *hw,
-             const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-             const struct shape *x, const struct spsim_memory_report *mem,
-             const struct spsim_comm_report *comm, struct spsim_time_report *tr)
+             const struct spsim_hardware *hw, const struct spsim_parallel *par,
+             const struct spsim_layer_summary *le, const struct shape *x,
+             const struct spsim_memory_report *mem, const struct spsim_comm_report *comm,
+             struct spsim_time_report *tr)
 {
     const struct spsim_model_shape *m = &model->shape;
     /* Every stage starts from its layers (the same sums, computed once). */
@@ -401,8 +403,9 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         add_block(&first, &le->output, 1);
 
     /* Point-to-point: in 1F1B's steady state every stage sends its output forward and its input
-     * gradient backward once per micro-batch and model chunk, blocking (Megatron's p2p_communication).
-     * Without SP the receiver re-gathers the [s, b, h] tensor from the t scattered pieces. */
+     * gradient backward once per micro-batch and model chunk, blocking (Megatron's
+     * p2p_communication). Without SP the receiver re-gathers the [s, b, h] tensor from the t
+     * scattered pieces. */
     double t_send = 0;
     int rc;
     if (x->p > 1) {
@@ -427,7 +430,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         crit = &middle;
         tr->critical_stage = 1;
     }
-    double avg = x->p == 1 ? first.wall : (first.wall + last.wall + (x->p - 2.0) * middle.wall) / x->p;
+    double avg =
+        x->p == 1 ? first.wall : (first.wall + last.wall + (x->p - 2.0) * middle.wall) / x->p;
     double mb = (double)x->micro;
     tr->microbatch_s = crit->wall + p2p;
     tr->forward_s = mb * crit->fwd;
@@ -585,8 +589,8 @@ spsim_evaluate(const struct spsim_model *model, const struct spsim_hardware *hw,
     struct spsim_layer_summary *sum = spsim_calloc(1, sizeof(*sum));
     rc = le && sum ? SPSIM_OK : spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     if (rc == SPSIM_OK)
-        rc = spsim_layer_evaluate(&model->shape, hw, &cfg,
-                                  spsim_model_padded_vocab(model, par->tp), le, err);
+        rc = spsim_layer_evaluate(&model->shape, hw, &cfg, spsim_model_padded_vocab(model, par->tp),
+                                  le, err);
     if (rc == SPSIM_OK) {
         spsim_layer_summarize(model, hw, le, sum);
         rc = spsim_compose(model, hw, par, sum, warnings, out, err);

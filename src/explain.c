@@ -104,8 +104,9 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
         o->pass = spsim_pass_name(st->pass);
         o->region = region_text(op->region, cfg.sp);
         o->collective = st->coll == SPSIM_COLL_NONE ? "" : spsim_coll_op_name(st->coll);
-        o->operator_name = st->coll_operator ? st->coll_operator
-                           : (op->kind == SPSIM_OPK_COMM ? op->operator_name : "");
+        o->operator_name = st->coll_operator
+                               ? st->coll_operator
+                               : (op->kind == SPSIM_OPK_COMM ? op->operator_name : "");
         o->rng = op->rng && st->pass != SPSIM_PASS_COMM ? op->rng : "";
         o->overlap = st->overlap;
         bool backward = st->phase == SPSIM_PHASE_BACKWARD;

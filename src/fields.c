@@ -28,8 +28,10 @@ tier_name(int v)
     return spsim_tier_name((enum spsim_tier)v);
 }
 
+/* clang-format off */
 #define F(path, type, member) {path, SPSIM_FIELD_##type, offsetof(struct spsim_result, member), NULL}
 #define E(path, member, fn) {path, SPSIM_FIELD_ENUM, offsetof(struct spsim_result, member), fn}
+/* clang-format on */
 
 /* Contiguous by section and sub-object: the JSON writer opens and closes objects as the
  * path prefix changes. */
@@ -58,17 +60,24 @@ static const struct spsim_field fields[] = {
     F("memory.activation_modes.tp_sp_selective", U64,
       memory.activation_modes_bytes[SPSIM_MODE_TP_SP_SELECTIVE]),
     F("memory.activation_modes.full", U64, memory.activation_modes_bytes[SPSIM_MODE_FULL]),
-    F("memory.activation_modes_first_stage.none", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_NONE]),
-    F("memory.activation_modes_first_stage.tp", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP]),
-    F("memory.activation_modes_first_stage.tp_sp", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SP]),
-    F("memory.activation_modes_first_stage.tp_selective", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SELECTIVE]),
-    F("memory.activation_modes_first_stage.tp_sp_selective", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SP_SELECTIVE]),
-    F("memory.activation_modes_first_stage.full", U64, memory.activation_modes_first_stage_bytes[SPSIM_MODE_FULL]),
+    F("memory.activation_modes_first_stage.none", U64,
+      memory.activation_modes_first_stage_bytes[SPSIM_MODE_NONE]),
+    F("memory.activation_modes_first_stage.tp", U64,
+      memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP]),
+    F("memory.activation_modes_first_stage.tp_sp", U64,
+      memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SP]),
+    F("memory.activation_modes_first_stage.tp_selective", U64,
+      memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SELECTIVE]),
+    F("memory.activation_modes_first_stage.tp_sp_selective", U64,
+      memory.activation_modes_first_stage_bytes[SPSIM_MODE_TP_SP_SELECTIVE]),
+    F("memory.activation_modes_first_stage.full", U64,
+      memory.activation_modes_first_stage_bytes[SPSIM_MODE_FULL]),
     F("memory.total_modes.none", U64, memory.total_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.total_modes.tp", U64, memory.total_modes_bytes[SPSIM_MODE_TP]),
     F("memory.total_modes.tp_sp", U64, memory.total_modes_bytes[SPSIM_MODE_TP_SP]),
     F("memory.total_modes.tp_selective", U64, memory.total_modes_bytes[SPSIM_MODE_TP_SELECTIVE]),
-    F("memory.total_modes.tp_sp_selective", U64, memory.total_modes_bytes[SPSIM_MODE_TP_SP_SELECTIVE]),
+    F("memory.total_modes.tp_sp_selective", U64,
+      memory.total_modes_bytes[SPSIM_MODE_TP_SP_SELECTIVE]),
     F("memory.total_modes.full", U64, memory.total_modes_bytes[SPSIM_MODE_FULL]),
     F("memory.layers_per_stage", U32, memory.layers_per_stage),
     F("memory.layers_per_chunk", U32, memory.layers_per_chunk),

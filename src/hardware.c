@@ -66,14 +66,14 @@ read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int 
     int i = 0;
     for (const cJSON *row = arr->child; row; row = row->next, i++) {
         if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != width)
-            return spsim_json_field_error(c, path, "points", "row %d must be an array of %d numbers",
-                                          i, width);
+            return spsim_json_field_error(c, path, "points",
+                                          "row %d must be an array of %d numbers", i, width);
         int j = 0;
         for (const cJSON *v = row->child; v; v = v->next, j++) {
             if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble > 0) ||
                 v->valuedouble > 1e20)
-                return spsim_json_field_error(c, path, "points",
-                                              "row %d, column %d must be a finite number > 0", i, j);
+                return spsim_json_field_error(
+                    c, path, "points", "row %d, column %d must be a finite number > 0", i, j);
             rows[i][j] = v->valuedouble;
         }
     }
@@ -82,8 +82,8 @@ read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int 
 }
 
 /* In enum spsim_coll_op order. */
-static const char *const coll_keys[] = {"all_reduce", "all_gather", "reduce_scatter", "send_recv",
-                                        "all_to_all", NULL};
+static const char *const coll_keys[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                        "send_recv",  "all_to_all", NULL};
 _Static_assert(sizeof(coll_keys) / sizeof(coll_keys[0]) == SPSIM_COLL_COUNT + 1,
                "coll_keys must name every enum spsim_coll_op value");
 
@@ -141,7 +141,8 @@ read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
                           &peak)))
         return rc;
     if (n < 2)
-        return spsim_json_field_error(c, path, "points", "a curve needs at least 2 rows, got %u", n);
+        return spsim_json_field_error(c, path, "points", "a curve needs at least 2 rows, got %u",
+                                      n);
     for (uint32_t i = 0; i < n; i++) {
         if (i > 0 && !(rows[i][0] > rows[i - 1][0]))
             return spsim_json_field_error(c, path, "points",
@@ -162,8 +163,8 @@ read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
     if (!curve->interp)
         return spsim_fail(c->err, SPSIM_ENOMEM, "%s: out of memory", c->origin);
     if (gsl_interp_init(curve->interp, curve->log_size, curve->eff, n) != GSL_SUCCESS)
-        return spsim_fail(c->err, SPSIM_ENUMERIC, "%s: field '%s.points': interpolation setup failed",
-                          c->origin, path);
+        return spsim_fail(c->err, SPSIM_ENUMERIC,
+                          "%s: field '%s.points': interpolation setup failed", c->origin, path);
     return SPSIM_OK;
 }
 
@@ -179,8 +180,8 @@ read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *
         return rc;
     if (obj) {
         struct spsim_curve *curve = &hw->curves[hw->ncurves++];
-        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), prefix, "busbw_curve"),
-                             hw, network, curve)))
+        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), prefix, "busbw_curve"), hw,
+                             network, curve)))
             return rc;
         for (int op = 0; op < SPSIM_COLL_COUNT; op++)
             tier->curve[op] = curve;
@@ -215,7 +216,8 @@ read_latency(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
 {
     double base = 0, hop = 0;
     int rc;
-    if ((rc = spsim_json_get_sourced(c, obj, prefix, "base_latency_us", true, 0, 1e4, &base, NULL)) ||
+    if ((rc = spsim_json_get_sourced(c, obj, prefix, "base_latency_us", true, 0, 1e4, &base,
+                                     NULL)) ||
         (rc = spsim_json_get_sourced(c, obj, prefix, "hop_latency_us", true, 0, 1e4, &hop, NULL)))
         return rc;
     tier->base_latency_s = base * 1e-6;
@@ -226,9 +228,16 @@ read_latency(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
 static int
 read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"model", "peak_dense_tflops", "gemm_achievable_tflops",
-                                       "sm_count", "hbm_capacity_GB", "hbm_bandwidth_GBps",
-                                       "hbm_achievable_GBps", "flash_attention_tflops", "gemm_table", NULL};
+    static const char *const keys[] = {"model",
+                                       "peak_dense_tflops",
+                                       "gemm_achievable_tflops",
+                                       "sm_count",
+                                       "hbm_capacity_GB",
+                                       "hbm_bandwidth_GBps",
+                                       "hbm_achievable_GBps",
+                                       "flash_attention_tflops",
+                                       "gemm_table",
+                                       NULL};
     static const char *const dtype_all[] = {"bf16", "fp16", "fp8", "tf32", "fp32", NULL};
     const cJSON *peak = NULL, *ach = NULL;
     const char *model = NULL;
@@ -251,7 +260,8 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
             return rc;
         if (a > 0 && p == 0)
             return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", dtype_keys[t],
-                                          "has no matching gpu.peak_dense_tflops.%s", dtype_keys[t]);
+                                          "has no matching gpu.peak_dense_tflops.%s",
+                                          dtype_keys[t]);
         if (a > p)
             return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", dtype_keys[t],
                                           "must not exceed the peak (%g), got %g", p, a);
@@ -262,8 +272,10 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     if ((rc = spsim_json_get_sourced(c, gpu, "gpu", "flash_attention_tflops", false, 1e-3,
                                      hw->peak_flops[SPSIM_DTYPE_BF16] / 1e12, &flash, NULL)) ||
         (rc = spsim_json_get_sourced(c, gpu, "gpu", "sm_count", true, 1, 4096, &sm, NULL)) ||
-        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_capacity_GB", true, 1e-3, 1e5, &cap, NULL)) ||
-        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_bandwidth_GBps", true, 1e-3, 1e6, &bw, NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_capacity_GB", true, 1e-3, 1e5, &cap,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_bandwidth_GBps", true, 1e-3, 1e6, &bw,
+                                     NULL)) ||
         (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_achievable_GBps", true, 1e-3, 1e6, &bw_ach,
                                      NULL)))
         return rc;
@@ -271,7 +283,8 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
         return spsim_json_field_error(c, "gpu", "sm_count", "must be an integer, got %g", sm);
     if (bw_ach > bw)
         return spsim_json_field_error(c, "gpu", "hbm_achievable_GBps",
-                                      "must not exceed hbm_bandwidth_GBps (%g), got %g", bw, bw_ach);
+                                      "must not exceed hbm_bandwidth_GBps (%g), got %g", bw,
+                                      bw_ach);
     hw->sm_count = (uint32_t)sm;
     hw->flash_flops = flash * 1e12;
     hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
@@ -315,8 +328,10 @@ read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardw
     for (uint32_t i = 0; i < n; i++) {
         if (rows[i][3] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16])
             return spsim_json_field_error(c, "gpu.gemm_table", "points",
-                                          "row %u: %g TFLOP/s exceeds the bf16 peak", i, rows[i][3]);
-        double eff = spsim_tile_efficiency(hw->sm_count, (uint64_t)rows[i][0], (uint64_t)rows[i][1], 1);
+                                          "row %u: %g TFLOP/s exceeds the bf16 peak", i,
+                                          rows[i][3]);
+        double eff =
+            spsim_tile_efficiency(hw->sm_count, (uint64_t)rows[i][0], (uint64_t)rows[i][1], 1);
         double flops = 2.0 * rows[i][0] * rows[i][1] * rows[i][2];
         rows[i][0] = log(flops);
         rows[i][1] = rows[i][3] / eff;
@@ -336,8 +351,8 @@ read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardw
         if (!t->interp)
             return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
         if (gsl_interp_init(t->interp, t->log_flops, t->tflops, t->n) != GSL_SUCCESS)
-            return spsim_fail(c->err, SPSIM_ENUMERIC, "%s: field 'gpu.gemm_table': interpolation setup failed",
-                              c->origin);
+            return spsim_fail(c->err, SPSIM_ENUMERIC,
+                              "%s: field 'gpu.gemm_table': interpolation setup failed", c->origin);
     }
     return SPSIM_OK;
 }
@@ -345,11 +360,13 @@ read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardw
 static int
 read_node(const struct spsim_jctx *c, const cJSON *node, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"gpus_per_node", "nvlink_domain_gpus", "nics_per_node", NULL};
+    static const char *const keys[] = {"gpus_per_node", "nvlink_domain_gpus", "nics_per_node",
+                                       NULL};
     double gpn = 0, dom = 0, nics = 0;
     int rc;
     if ((rc = spsim_json_check_keys(c, node, "node", keys)) ||
-        (rc = spsim_json_get_sourced(c, node, "node", "gpus_per_node", true, 1, 1024, &gpn, NULL)) ||
+        (rc =
+             spsim_json_get_sourced(c, node, "node", "gpus_per_node", true, 1, 1024, &gpn, NULL)) ||
         (rc = spsim_json_get_sourced(c, node, "node", "nvlink_domain_gpus", true, 1, 65536, &dom,
                                      NULL)) ||
         (rc = spsim_json_get_sourced(c, node, "node", "nics_per_node", true, 1, 1024, &nics, NULL)))
@@ -370,10 +387,16 @@ read_node(const struct spsim_jctx *c, const cJSON *node, struct spsim_hardware *
 static int
 read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"bandwidth_per_direction_GBps", "ring_busbw_GBps",
-                                       "allreduce_busbw_GBps", "base_latency_us", "hop_latency_us",
-                                       "nccl_channels", "nvls_min_gpus", "busbw_curve",
-                                       "busbw_curves", NULL};
+    static const char *const keys[] = {"bandwidth_per_direction_GBps",
+                                       "ring_busbw_GBps",
+                                       "allreduce_busbw_GBps",
+                                       "base_latency_us",
+                                       "hop_latency_us",
+                                       "nccl_channels",
+                                       "nvls_min_gpus",
+                                       "busbw_curve",
+                                       "busbw_curves",
+                                       NULL};
     double line = 0, ring = 0, ar = 0, channels = 0, nvls_min = 0;
     int rc;
     if ((rc = spsim_json_check_keys(c, nv, "nvlink", keys)) ||
@@ -414,17 +437,16 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
 static int
 read_network(const struct spsim_jctx *c, const cJSON *net, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"nic_line_rate_Gbit_s", "nic_achievable_GBps",
-                                       "base_latency_us", "hop_latency_us",
-                                       "uplink_oversubscription", "busbw_curve", "busbw_curves",
-                                       NULL};
+    static const char *const keys[] = {
+        "nic_line_rate_Gbit_s",    "nic_achievable_GBps", "base_latency_us", "hop_latency_us",
+        "uplink_oversubscription", "busbw_curve",         "busbw_curves",    NULL};
     double line = 0, ach = 0, over = 0;
     int rc;
     if ((rc = spsim_json_check_keys(c, net, "network", keys)) ||
         (rc = spsim_json_get_sourced(c, net, "network", "nic_line_rate_Gbit_s", true, 1e-3, 1e7,
                                      &line, NULL)) ||
-        (rc = spsim_json_get_sourced(c, net, "network", "nic_achievable_GBps", true, 1e-3, 1e6, &ach,
-                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, net, "network", "nic_achievable_GBps", true, 1e-3, 1e6,
+                                     &ach, NULL)) ||
         (rc = spsim_json_get_sourced(c, net, "network", "uplink_oversubscription", true, 1, 1024,
                                      &over, NULL)) ||
         (rc = read_latency(c, net, "network", &hw->network)))
@@ -447,8 +469,8 @@ read_network(const struct spsim_jctx *c, const cJSON *net, struct spsim_hardware
 static int
 read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"schema", "name", "description", "gpu", "node", "nvlink",
-                                       "network", "calibration", NULL};
+    static const char *const keys[] = {"schema", "name",    "description", "gpu", "node",
+                                       "nvlink", "network", "calibration", NULL};
     const char *schema = NULL, *name = NULL, *description = "";
     const cJSON *gpu = NULL, *node = NULL, *nv = NULL, *net = NULL, *cal = NULL;
     int rc;

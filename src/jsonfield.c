@@ -136,14 +136,15 @@ spsim_json_get_uint(const struct spsim_jctx *c, const cJSON *obj, const char *pr
     if (!v)
         return missing(c, prefix, key, required);
     if (!cJSON_IsNumber(v))
-        return spsim_json_field_error(c, prefix, key,
-                                      "must be an integer in [%llu, %llu], got %s",
+        return spsim_json_field_error(c, prefix, key, "must be an integer in [%llu, %llu], got %s",
                                       (unsigned long long)min, (unsigned long long)max,
                                       type_name(v));
     double d = v->valuedouble;
     /* 2^53: beyond it a double no longer holds every integer, so the value is not exact. */
-    if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max || d > 9007199254740992.0)
-        return spsim_json_field_error(c, prefix, key, "must be an integer in [%llu, %llu], got %.17g",
+    if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max ||
+        d > 9007199254740992.0)
+        return spsim_json_field_error(c, prefix, key,
+                                      "must be an integer in [%llu, %llu], got %.17g",
                                       (unsigned long long)min, (unsigned long long)max, d);
     *out = (uint64_t)d;
     return SPSIM_OK;

@@ -31,11 +31,9 @@ int spsim_json_field_error(const struct spsim_jctx *c, const char *prefix, const
 /* Each getter returns SPSIM_OK, or SPSIM_EFIELD with err filled. A missing optional field
  * leaves *out untouched and returns SPSIM_OK. */
 int spsim_json_get_uint(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
-                        const char *key, bool required, uint64_t min, uint64_t max,
-                        uint64_t *out);
+                        const char *key, bool required, uint64_t min, uint64_t max, uint64_t *out);
 int spsim_json_get_u32(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
-                       const char *key, bool required, uint32_t min, uint32_t max,
-                       uint32_t *out);
+                       const char *key, bool required, uint32_t min, uint32_t max, uint32_t *out);
 int spsim_json_get_double(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
                           const char *key, bool required, double min, double max, double *out);
 int spsim_json_get_bool(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,

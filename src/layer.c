@@ -186,12 +186,11 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
     bool *ok = &bld->ok;
     uint64_t tokens = spsim_mul(x->s, x->b, ok);
     if (bld->layer->cfg.flash) {
-        struct spsim_op *op =
-            add_op(bld, "flash attention (QK^T, softmax, dropout, .V)", SPSIM_OPK_FLASH,
-                   SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
+        struct spsim_op *op = add_op(bld, "flash attention (QK^T, softmax, dropout, .V)",
+                                     SPSIM_OPK_FLASH, SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
         /* Causal: half of the s×s scores; two matmuls of 2·s·s·d each per head, halved. */
-        op->flash_fwd_flops = 2.0 * (double)x->b * (double)x->heads_t * (double)x->s *
-                              (double)x->s * (double)x->d;
+        op->flash_fwd_flops =
+            2.0 * (double)x->b * (double)x->heads_t * (double)x->s * (double)x->s * (double)x->d;
         save(op, "Q and K", spsim_mul(tokens, x->q_t + x->kv_t, ok), 2, SPSIM_RG_LAYER);
         save(op, "V", spsim_mul(tokens, x->kv_t, ok), 2, SPSIM_RG_LAYER);
         save(op, "softmax log-sum-exp (fp32)", spsim_mul3(x->b, x->heads_t, x->s, ok), 4,
@@ -203,8 +202,8 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
         return;
     }
     uint64_t scores = spsim_mul4(x->b, x->heads_t, x->s, x->s, ok);
-    struct spsim_op *op = add_op(bld, "QK^T (batched)", SPSIM_OPK_BMM, SPSIM_REGION_TENSOR,
-                                 SPSIM_RG_CORE_ATTN);
+    struct spsim_op *op =
+        add_op(bld, "QK^T (batched)", SPSIM_OPK_BMM, SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
     op->batch = x->b * x->heads_t;
     op->m = x->s;
     op->n = x->s;
@@ -220,7 +219,8 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
     op->nout = 3;
     struct spsim_dim score_dims[3] = {op->out[0], op->out[1], op->out[2]};
 
-    op = add_op(bld, "scale-mask-softmax", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
+    op = add_op(bld, "scale-mask-softmax", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR,
+                SPSIM_RG_CORE_ATTN);
     op->fwd_bytes = 4.0 * scores;
     op->bwd_bytes = 6.0 * scores;
     save(op, "softmax output", scores, 2, SPSIM_RG_CORE_ATTN);
@@ -259,14 +259,13 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
 {
     bool *ok = &bld->ok;
     uint64_t tokens = spsim_mul(x->s, x->b, ok);
-    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 1" : "RMSNorm 1",
-             "norm 1 input", spsim_mul3(x->sl, x->b, x->h, ok));
+    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 1" : "RMSNorm 1", "norm 1 input",
+             spsim_mul3(x->sl, x->b, x->h, ok));
     add_boundary(bld, x, true, "g: AllGather before QKV", "f: identity before QKV",
                  "g backward: ReduceScatter of the QKV input gradient",
                  "f backward: AllReduce of the QKV input gradient");
-    struct spsim_op *op =
-        add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens, x->h,
-                 x->q_t + 2 * x->kv_t);
+    struct spsim_op *op = add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens,
+                                   x->h, x->q_t + 2 * x->kv_t);
     save_column_input(bld, op, x, "QKV input");
     if (m->linear_bias) /* grad_bias = grad_output.sum(0): read dY once */
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->q_t + 2 * x->kv_t);
@@ -289,9 +288,9 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     dims3(op->out, &op->nout, "s", x->s, "b", x->b, "h (partial sums)", x->h);
     add_boundary(bld, x, false, "ḡ: ReduceScatter after projection",
                  "f̄: AllReduce after projection",
-                 "ḡ backward: AllGather of the projection output gradient",
-                 "f̄ backward: identity");
-    add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (attention)" : "residual add (attention)");
+                 "ḡ backward: AllGather of the projection output gradient", "f̄ backward: identity");
+    add_dropout_add(bld, m, x,
+                    m->dropout ? "bias-dropout-add (attention)" : "residual add (attention)");
 }
 
 static void
@@ -300,8 +299,8 @@ add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const stru
     bool *ok = &bld->ok;
     uint64_t tokens = spsim_mul(x->s, x->b, ok);
     uint64_t act = spsim_mul(tokens, x->ffn_t, ok);
-    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2",
-             "norm 2 input", spsim_mul3(x->sl, x->b, x->h, ok));
+    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2", "norm 2 input",
+             spsim_mul3(x->sl, x->b, x->h, ok));
     add_boundary(bld, x, true, "g: AllGather before FC1", "f: identity before FC1",
                  "g backward: ReduceScatter of the FC1 input gradient",
                  "f backward: AllReduce of the FC1 input gradient");
@@ -477,7 +476,8 @@ spsim_layer_saved_bytes(const struct spsim_layer *layer, bool *ok)
         const struct spsim_op *op = &layer->ops[i];
         for (uint32_t k = 0; k < op->nsaved; k++) {
             const struct spsim_saved_tensor *st = &op->saved[k];
-            if (layer->cfg.recompute == SPSIM_RECOMPUTE_SELECTIVE && st->group == SPSIM_RG_CORE_ATTN)
+            if (layer->cfg.recompute == SPSIM_RECOMPUTE_SELECTIVE &&
+                st->group == SPSIM_RG_CORE_ATTN)
                 continue;
             total = spsim_add(total, spsim_mul(st->elements, st->bytes_per_element, ok), ok);
         }

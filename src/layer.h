@@ -30,7 +30,7 @@ enum spsim_gemm_role { SPSIM_GEMM_COLUMN = 0, SPSIM_GEMM_ROW = 1 };
 
 struct spsim_saved_tensor {
     const char *what;
-    uint64_t elements;        /* on one rank */
+    uint64_t elements; /* on one rank */
     uint32_t bytes_per_element;
     enum spsim_rgroup group;
 };
@@ -41,7 +41,7 @@ struct spsim_dim {
 };
 
 #define SPSIM_OP_MAX_SAVED 3
-#define SPSIM_OP_MAX_DIMS 4
+#define SPSIM_OP_MAX_DIMS  4
 
 struct spsim_op {
     const char *name;
@@ -58,13 +58,13 @@ struct spsim_op {
     double fwd_bytes, bwd_bytes;
     /* COMM: the operator and the collective it issues in each direction. */
     const char *operator_name;
-    const char *bwd_name;                 /* the collective's site in backward */
-    bool into_tp;                         /* g or f (before a column-parallel GEMM) */
+    const char *bwd_name;                  /* the collective's site in backward */
+    bool into_tp;                          /* g or f (before a column-parallel GEMM) */
     enum spsim_coll_op fwd_coll, bwd_coll; /* SPSIM_COLL_NONE for identity */
     /* Column-parallel GEMM with SP: where its weight-gradient re-gather is reported. */
     const char *regather_site;
-    uint64_t message_bytes;               /* M = b·s·h·2 */
-    const char *rng;                      /* RNG domain of a dropout, or NULL */
+    uint64_t message_bytes; /* M = b·s·h·2 */
+    const char *rng;        /* RNG domain of a dropout, or NULL */
     uint32_t nsaved;
     struct spsim_saved_tensor saved[SPSIM_OP_MAX_SAVED];
     uint32_t nin, nout;
@@ -75,11 +75,11 @@ struct spsim_op {
 
 /** A configuration with its defaults resolved, as the engines use it. */
 struct spsim_layer_config {
-    uint32_t t;       /* tensor parallel size */
+    uint32_t t; /* tensor parallel size */
     bool sp;
     bool flash;
     enum spsim_recompute recompute;
-    uint64_t s, b;    /* sequence length, micro-batch size */
+    uint64_t s, b; /* sequence length, micro-batch size */
     enum spsim_dtype dtype;
 };
 
@@ -110,7 +110,13 @@ uint64_t spsim_layer_saved_bytes(const struct spsim_layer *layer, bool *ok);
 
 /* The schedule: forward, recompute and backward steps of one layer, with Megatron's overlaps. */
 
-enum spsim_pass { SPSIM_PASS_FWD, SPSIM_PASS_DGRAD, SPSIM_PASS_WGRAD, SPSIM_PASS_BWD, SPSIM_PASS_COMM };
+enum spsim_pass {
+    SPSIM_PASS_FWD,
+    SPSIM_PASS_DGRAD,
+    SPSIM_PASS_WGRAD,
+    SPSIM_PASS_BWD,
+    SPSIM_PASS_COMM
+};
 
 struct spsim_step {
     enum spsim_phase phase;
@@ -121,8 +127,8 @@ struct spsim_step {
     uint64_t gm, gn, gk, gbatch; /* GEMM shape of this pass (M, N, K) */
     double bytes;                /* memory-bound bytes */
     /* A collective issued in this step (runs beside the computation when overlap != NONE). */
-    enum spsim_coll_op coll;     /* SPSIM_COLL_NONE: none */
-    uint64_t message_bytes;      /* the collective's size (nccl-tests convention) */
+    enum spsim_coll_op coll; /* SPSIM_COLL_NONE: none */
+    uint64_t message_bytes;  /* the collective's size (nccl-tests convention) */
     const char *coll_site;
     const char *coll_operator;
     enum spsim_overlap overlap;
@@ -137,7 +143,8 @@ struct spsim_schedule {
 
 void spsim_schedule_build(const struct spsim_layer *layer, struct spsim_schedule *sched);
 
-/** "forward", "dgrad", "wgrad", "backward"; "" for a collective step (as `spsim explain` prints). */
+/** "forward", "dgrad", "wgrad", "backward"; "" for a collective step (as `spsim explain` prints).
+ */
 const char *spsim_pass_name(enum spsim_pass p);
 
 #endif

@@ -15,10 +15,10 @@ static const char *const position_names[] = {"learned", "rope", NULL};
  * the memory engine is checked rather than assumed to fit (see the checked arithmetic). */
 #define MAX_LAYERS 4096u
 #define MAX_HIDDEN 1048576u
-#define MAX_HEADS 65536u
-#define MAX_FFN 4194304u
-#define MAX_VOCAB 16777216u
-#define MAX_SEQ 16777216u
+#define MAX_HEADS  65536u
+#define MAX_FFN    4194304u
+#define MAX_VOCAB  16777216u
+#define MAX_SEQ    16777216u
 
 static int
 shape_check(const struct spsim_model_shape *m, const struct spsim_jctx *c, bool head_dim_given)
@@ -35,8 +35,8 @@ shape_check(const struct spsim_model_shape *m, const struct spsim_jctx *c, bool 
                                       "must divide hidden (%u) unless head_dim is given, got %u",
                                       m->hidden, m->heads);
     if ((uint64_t)m->heads * m->head_dim > MAX_HIDDEN)
-        return spsim_json_field_error(c, NULL, "head_dim",
-                                      "heads × head_dim must not exceed %u", MAX_HIDDEN);
+        return spsim_json_field_error(c, NULL, "head_dim", "heads × head_dim must not exceed %u",
+                                      MAX_HIDDEN);
     return SPSIM_OK;
 }
 
@@ -58,8 +58,7 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_enum(c, root, NULL, "mlp", true, mlp_names, &mlp)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "norm", true, norm_names, &norm)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "dropout", true, &m->dropout)) ||
-        (rc = spsim_json_get_enum(c, root, NULL, "attention", true, attention_names,
-                                  &attention)) ||
+        (rc = spsim_json_get_enum(c, root, NULL, "attention", true, attention_names, &attention)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "position_embedding", true, position_names,
                                   &position)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "linear_bias", true, &m->linear_bias)) ||
@@ -106,10 +105,26 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
     if (rc != SPSIM_OK)
         return rc;
 
-    static const char *const keys[] = {
-        "schema", "name", "description", "source", "layers", "hidden", "heads", "kv_heads",
-        "head_dim", "ffn_hidden", "vocab", "seq_len", "mlp", "norm", "dropout", "attention",
-        "position_embedding", "linear_bias", "tied_embeddings", NULL};
+    static const char *const keys[] = {"schema",
+                                       "name",
+                                       "description",
+                                       "source",
+                                       "layers",
+                                       "hidden",
+                                       "heads",
+                                       "kv_heads",
+                                       "head_dim",
+                                       "ffn_hidden",
+                                       "vocab",
+                                       "seq_len",
+                                       "mlp",
+                                       "norm",
+                                       "dropout",
+                                       "attention",
+                                       "position_embedding",
+                                       "linear_bias",
+                                       "tied_embeddings",
+                                       NULL};
     struct spsim_jctx c = {origin, err};
     const char *schema = NULL, *name = NULL, *source = NULL, *description = "";
     struct spsim_model_shape shape;
@@ -157,10 +172,11 @@ spsim_model_create(const struct spsim_model_shape *shape, const char *name,
     const struct {
         const char *key;
         uint32_t value, max;
-    } limits[] = {{"layers", shape->layers, MAX_LAYERS},     {"hidden", shape->hidden, MAX_HIDDEN},
-                  {"heads", shape->heads, MAX_HEADS},         {"kv_heads", shape->kv_heads, MAX_HEADS},
-                  {"head_dim", shape->head_dim, MAX_HIDDEN},  {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
-                  {"vocab", shape->vocab, MAX_VOCAB},         {"seq_len", shape->seq_len, MAX_SEQ}};
+    } limits[] = {
+        {"layers", shape->layers, MAX_LAYERS},     {"hidden", shape->hidden, MAX_HIDDEN},
+        {"heads", shape->heads, MAX_HEADS},        {"kv_heads", shape->kv_heads, MAX_HEADS},
+        {"head_dim", shape->head_dim, MAX_HIDDEN}, {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
+        {"vocab", shape->vocab, MAX_VOCAB},        {"seq_len", shape->seq_len, MAX_SEQ}};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(limits); i++)
         if (limits[i].value < 1 || limits[i].value > limits[i].max)
             return spsim_json_field_error(&c, NULL, limits[i].key,

@@ -80,7 +80,7 @@ struct pass2 {
     char *pending; /* a row whose text is not finished yet */
     size_t plen, pcap;
     uint32_t pline;
-    bool split;    /* the pending row was cut by an NCCL line */
+    bool split; /* the pending row was cut by an NCCL line */
     struct raw_row *rows;
     size_t n, cap, zero, nsplit;
     char type[16];
@@ -100,8 +100,8 @@ pending_append(struct pass2 *p, const char *text, uint32_t lineno)
     }
     if (p->plen == 0)
         p->pline = lineno;
-    p->plen += (size_t)snprintf(p->pending + p->plen, p->pcap - p->plen, "%s%s", p->plen ? " " : "",
-                                text);
+    p->plen +=
+        (size_t)snprintf(p->pending + p->plen, p->pcap - p->plen, "%s%s", p->plen ? " " : "", text);
     return SPSIM_OK;
 }
 
@@ -116,8 +116,9 @@ row_error(const struct pass2 *p, uint32_t line, const char *what)
 static size_t
 skip_redop_root(const struct spsim_log_facts *f, char **tok, size_t n, size_t i)
 {
-    bool redop = f->have_header ? f->has_redop
-                                : i < n && isalpha((unsigned char)tok[i][0]) && strcmp(tok[i], "N/A");
+    bool redop = f->have_header
+                     ? f->has_redop
+                     : i < n && isalpha((unsigned char)tok[i][0]) && strcmp(tok[i], "N/A");
     if (redop)
         i++;
     bool root = f->have_header ? f->has_root : (n - i) % 2 == 1;
@@ -138,7 +139,8 @@ parse_row(const struct pass2 *p, char *text, uint32_t line, struct raw_row *row,
     size_t i = skip_redop_root(p->f, tok, n, 3);
     if (i > n || n - i < 4)
         return SPSIM_OK;
-    if (!spsim_log_parse_num(tok[i], &row->time_us) || !spsim_log_parse_num(tok[i + 1], &row->algbw) ||
+    if (!spsim_log_parse_num(tok[i], &row->time_us) ||
+        !spsim_log_parse_num(tok[i + 1], &row->algbw) ||
         !spsim_log_parse_num(tok[i + 2], &row->busbw) || !spsim_log_is_numeric(tok[i + 3]))
         return row_error(p, line, "time, algbw, busbw and #wrong must be numbers");
     size_t rest = n - i - 4;
@@ -322,9 +324,9 @@ settle_op(const struct pass2 *p, const struct spsim_nccl_log_options *o,
                               "all_gather, reduce_scatter, sendrecv, alltoall)",
                               p->origin, f->op_line, f->op_text);
         if (o->op != SPSIM_COLL_COUNT && o->op != f->op)
-            return spsim_fail(p->err, SPSIM_EFIELD, "%s: line %u: the log measured %s, not %s (--op)",
-                              p->origin, f->op_line, spsim_coll_op_name(f->op),
-                              spsim_coll_op_name(o->op));
+            return spsim_fail(p->err, SPSIM_EFIELD,
+                              "%s: line %u: the log measured %s, not %s (--op)", p->origin,
+                              f->op_line, spsim_coll_op_name(f->op), spsim_coll_op_name(o->op));
         s->op = f->op;
         s->op_from = "log";
         return SPSIM_OK;
@@ -338,10 +340,11 @@ settle_op(const struct pass2 *p, const struct spsim_nccl_log_options *o,
     s->op = op_from_file_name(p->origin, &matches);
     s->op_from = "file name";
     if (s->op == SPSIM_COLL_COUNT)
-        return spsim_fail(p->err, SPSIM_EFIELD,
-                          "%s: cannot tell which collective the log measured: it has no 'Collective "
-                          "test starting:' line and its file name names %s; give it with --op",
-                          p->origin, matches ? "several" : "none");
+        return spsim_fail(
+            p->err, SPSIM_EFIELD,
+            "%s: cannot tell which collective the log measured: it has no 'Collective "
+            "test starting:' line and its file name names %s; give it with --op",
+            p->origin, matches ? "several" : "none");
     return SPSIM_OK;
 }
 
@@ -451,8 +454,8 @@ check_rows(const struct pass2 *p, struct spsim_nccl_log_summary *s, double facto
                           "%s: line %u: busbw/algbw is %.4f on every row, but %s on %u ranks has "
                           "factor %.4f (nccl-tests PERFORMANCE.md): the rank count or the "
                           "collective is wrong",
-                          p->origin, bad->line, bad->busbw / bad->algbw,
-                          spsim_coll_op_name(s->op), s->ranks, factor);
+                          p->origin, bad->line, bad->busbw / bad->algbw, spsim_coll_op_name(s->op),
+                          s->ranks, factor);
     return SPSIM_OK;
 }
 
@@ -513,7 +516,8 @@ parse_log(struct pass2 *p, const char *text, size_t len, const struct spsim_nccl
     rc = read_rows(p, &lines);
     spsim_log_lines_free(&lines);
     if (rc == SPSIM_OK && !(rc = settle_op(p, o, s)) && !(rc = settle_ranks_nodes(p, o, s)))
-        rc = check_rows(p, s, s->op == SPSIM_COLL_SEND_RECV ? 1.0 : spsim_wire_fraction(s->op, s->ranks));
+        rc = check_rows(p, s,
+                        s->op == SPSIM_COLL_SEND_RECV ? 1.0 : spsim_wire_fraction(s->op, s->ranks));
     s->rows = p->n;
     s->zero_rows = p->zero;
     s->split_rows = p->nsplit;

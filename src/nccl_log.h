@@ -32,7 +32,7 @@ struct spsim_log_hosts {
 struct spsim_log_facts {
     enum spsim_coll_op op; /* from "Collective test starting:"; COUNT when absent or unknown */
     uint32_t op_line;
-    char op_text[64];      /* the binary name it gave */
+    char op_text[64]; /* the binary name it gave */
     bool have_header, has_redop, has_root;
     uint32_t rank_lines, max_rank_plus1;
     struct spsim_log_hosts rank_hosts; /* "on HOST device" of the rank lines */

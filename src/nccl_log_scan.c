@@ -19,7 +19,8 @@ size_t
 spsim_log_tokenize(char *s, char **tok, size_t cap)
 {
     size_t n = 0;
-    for (char *save = NULL, *t = strtok_r(s, " \t", &save); t && n < cap; t = strtok_r(NULL, " \t", &save))
+    for (char *save = NULL, *t = strtok_r(s, " \t", &save); t && n < cap;
+         t = strtok_r(NULL, " \t", &save))
         tok[n++] = t;
     return n;
 }
@@ -162,7 +163,8 @@ spsim_log_glued_prefix(const char *s, const struct spsim_log_hosts *known)
                 size_t best = 0;
                 for (size_t i = 0; i < known->n; i++) {
                     size_t len = strlen(known->name[i]);
-                    if (len > best && (size_t)(p - s) >= len && strncmp(p - len, known->name[i], len) == 0)
+                    if (len > best && (size_t)(p - s) >= len &&
+                        strncmp(p - len, known->name[i], len) == 0)
                         best = len;
                 }
                 if (best > 0)

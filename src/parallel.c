@@ -7,11 +7,11 @@
 
 /* Bounds beyond which a configuration is refused as absurd: they keep every product of the
  * engines inside 64 bits and reject typos such as --gbs 1e12. */
-#define MAX_DEGREE 65536u        /* tp, pp, dp, vpp, ep */
-#define MAX_GPUS (1u << 24)      /* tp·pp·dp */
-#define MAX_MBS 65536u
-#define MAX_GBS (1ull << 32)
-#define MAX_SEQ (1u << 24)
+#define MAX_DEGREE 65536u     /* tp, pp, dp, vpp, ep */
+#define MAX_GPUS   (1u << 24) /* tp·pp·dp */
+#define MAX_MBS    65536u
+#define MAX_GBS    (1ull << 32)
+#define MAX_SEQ    (1u << 24)
 
 void
 spsim_parallel_defaults(struct spsim_parallel *par)
@@ -107,21 +107,29 @@ check_tensor(const struct spsim_model_shape *m, const struct spsim_parallel *p, 
 {
     /* megatron/core/model_parallel_config.py __post_init__ (message verbatim). */
     if (p->sp && p->tp <= 1)
-        return CONFIG_FAIL(err, "field 'sp': Cannot use sequence parallelism without tensor "
-                                "parallelism (tp = %u)", p->tp);
+        return CONFIG_FAIL(err,
+                           "field 'sp': Cannot use sequence parallelism without tensor "
+                           "parallelism (tp = %u)",
+                           p->tp);
     if (m->heads % p->tp != 0)
-        return CONFIG_FAIL(err, "field 'tp': the model's %u attention heads are not divisible by "
-                                "tp = %u", m->heads, p->tp);
+        return CONFIG_FAIL(err,
+                           "field 'tp': the model's %u attention heads are not divisible by "
+                           "tp = %u",
+                           m->heads, p->tp);
     if (m->kv_heads % p->tp != 0)
-        return CONFIG_FAIL(err, "field 'tp': the model's %u key/value heads (query groups) are not "
-                                "divisible by tp = %u", m->kv_heads, p->tp);
+        return CONFIG_FAIL(err,
+                           "field 'tp': the model's %u key/value heads (query groups) are not "
+                           "divisible by tp = %u",
+                           m->kv_heads, p->tp);
     if (m->ffn_hidden % p->tp != 0)
         return CONFIG_FAIL(err, "field 'tp': the model's ffn_hidden %u is not divisible by tp = %u",
                            m->ffn_hidden, p->tp);
     /* Megatron splits [s, b, h] along s for the SP region: s must divide evenly. */
     if (p->sp && seq % p->tp != 0)
-        return CONFIG_FAIL(err, "field 'seq': sequence parallelism splits the sequence over tp = "
-                                "%u ranks, but seq = %u is not divisible by it", p->tp, seq);
+        return CONFIG_FAIL(err,
+                           "field 'seq': sequence parallelism splits the sequence over tp = "
+                           "%u ranks, but seq = %u is not divisible by it",
+                           p->tp, seq);
     if (p->ep > 1 && p->tp > 1 && !p->sp)
         return CONFIG_FAIL(err, "field 'sp': When using expert parallelism and tensor "
                                 "parallelism, sequence parallelism must be used");
@@ -137,24 +145,27 @@ check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p
 {
     uint64_t chunks = (uint64_t)p->pp * p->vpp;
     if (m->layers % chunks != 0)
-        return CONFIG_FAIL(err, "field 'pp': the model's %u layers are not divisible by pp·vpp = "
-                                "%u·%u = %llu", m->layers, p->pp, p->vpp,
-                           (unsigned long long)chunks);
+        return CONFIG_FAIL(err,
+                           "field 'pp': the model's %u layers are not divisible by pp·vpp = "
+                           "%u·%u = %llu",
+                           m->layers, p->pp, p->vpp, (unsigned long long)chunks);
     if (p->vpp > 1 && p->pp < 2)
         return CONFIG_FAIL(err, "field 'vpp': the interleaved schedule (vpp = %u) needs pp >= 2",
                            p->vpp);
     uint64_t per_step = (uint64_t)p->mbs * p->dp;
     if (p->gbs % per_step != 0)
-        return CONFIG_FAIL(err, "field 'gbs': global batch size %llu is not divisible by "
-                                "micro-batch size × dp = %u × %u", (unsigned long long)p->gbs,
-                           p->mbs, p->dp);
+        return CONFIG_FAIL(err,
+                           "field 'gbs': global batch size %llu is not divisible by "
+                           "micro-batch size × dp = %u × %u",
+                           (unsigned long long)p->gbs, p->mbs, p->dp);
     uint64_t micro = p->gbs / per_step;
     /* megatron/core/pipeline_parallel/schedules.py (interleaved schedule, 2022-2024): "number
      * of microbatches (...) is not divisible by pipeline-parallel size when using interleaved
      * schedule". */
     if (p->vpp > 1 && micro % p->pp != 0)
-        return CONFIG_FAIL(err, "field 'gbs': number of microbatches (%llu) is not divisible by "
-                                "pipeline-parallel size (%u) when using interleaved schedule",
+        return CONFIG_FAIL(err,
+                           "field 'gbs': number of microbatches (%llu) is not divisible by "
+                           "pipeline-parallel size (%u) when using interleaved schedule",
                            (unsigned long long)micro, p->pp);
     return SPSIM_OK;
 }
@@ -184,13 +195,15 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
         return rc;
     uint32_t seq = p->seq ? p->seq : m->seq_len;
     if (m->position == SPSIM_POSITION_LEARNED && seq > m->seq_len)
-        return CONFIG_FAIL(err, "field 'seq': %u exceeds the model's %u learned position "
-                                "embeddings (seq_len)", seq, m->seq_len);
+        return CONFIG_FAIL(err,
+                           "field 'seq': %u exceeds the model's %u learned position "
+                           "embeddings (seq_len)",
+                           seq, m->seq_len);
     if ((rc = check_tensor(m, p, seq, err)) || (rc = check_pipeline(m, p, err)))
         return rc;
     if (hw && hw->peak_flops[p->dtype] <= 0)
-        return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak",
-                           hw->name, spsim_dtype_name(p->dtype));
+        return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak", hw->name,
+                           spsim_dtype_name(p->dtype));
     if (warnings) {
         uint64_t micro = p->gbs / ((uint64_t)p->mbs * p->dp);
         *warnings = hardware_warnings(hw, p);

@@ -35,7 +35,7 @@ struct spsim_curve {
 struct spsim_tier_params {
     double base_latency_s;
     double hop_latency_s;
-    double busbw_Bps[SPSIM_COLL_COUNT];    /* peak busbw per collective */
+    double busbw_Bps[SPSIM_COLL_COUNT];          /* peak busbw per collective */
     struct spsim_curve *curve[SPSIM_COLL_COUNT]; /* NULL: eff = 1 */
 };
 
@@ -59,9 +59,9 @@ struct spsim_hardware {
     char *name;
     char *description;
     char *gpu_model;
-    double peak_flops[SPSIM_DTYPE_COUNT];     /* FLOP/s; 0 = absent */
+    double peak_flops[SPSIM_DTYPE_COUNT];            /* FLOP/s; 0 = absent */
     double gemm_achievable_flops[SPSIM_DTYPE_COUNT]; /* FLOP/s; 0 = absent */
-    double flash_flops;          /* measured flash-attention FLOP/s (bf16); 0 = absent */
+    double flash_flops; /* measured flash-attention FLOP/s (bf16); 0 = absent */
     uint32_t sm_count;
     uint64_t hbm_capacity_bytes;
     double hbm_Bps;
@@ -69,11 +69,11 @@ struct spsim_hardware {
     uint32_t gpus_per_node;
     uint32_t nvlink_domain_gpus;
     uint32_t nics_per_node;
-    uint32_t nccl_channels;      /* SMs a running collective occupies */
-    uint32_t nvls_min_gpus;      /* NVLS AllReduce from this many GPUs up; 0 = for every group */
-    double nvlink_line_Bps;      /* per GPU per direction */
-    double nic_line_Bps;         /* per NIC */
-    double nic_achievable_Bps;   /* per NIC */
+    uint32_t nccl_channels;    /* SMs a running collective occupies */
+    uint32_t nvls_min_gpus;    /* NVLS AllReduce from this many GPUs up; 0 = for every group */
+    double nvlink_line_Bps;    /* per GPU per direction */
+    double nic_line_Bps;       /* per NIC */
+    double nic_achievable_Bps; /* per NIC */
     double oversubscription;
     struct spsim_tier_params nvlink;
     struct spsim_tier_params network;

@@ -80,7 +80,8 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
         break;
     case SPSIM_OPK_COMM:
         st = push(b, phase, op, SPSIM_PASS_COMM);
-        set_coll(st, op->fwd_coll, op->message_bytes, op->name, op->operator_name, SPSIM_OVERLAP_NONE);
+        set_coll(st, op->fwd_coll, op->message_bytes, op->name, op->operator_name,
+                 SPSIM_OVERLAP_NONE);
         break;
     }
 }
@@ -97,13 +98,14 @@ backward_matmul(struct sched_builder *b, const struct spsim_op *op, const struct
     struct spsim_step *dgrad = push(b, SPSIM_PHASE_BACKWARD, op, first);
     set_gemm(dgrad, op->m, op->k, op->n, op->batch);
     if (tp && sp)
-        set_coll(dgrad, SPSIM_COLL_ALL_GATHER, boundary->message_bytes, op->regather_site, "wgrad AG", SPSIM_OVERLAP_DGRAD);
+        set_coll(dgrad, SPSIM_COLL_ALL_GATHER, boundary->message_bytes, op->regather_site,
+                 "wgrad AG", SPSIM_OVERLAP_DGRAD);
     struct spsim_step *wgrad = push(b, SPSIM_PHASE_BACKWARD, op, second);
     set_gemm(wgrad, op->k, op->n, op->m, op->batch);
     wgrad->bytes = op->bias_grad_bytes;
     if (tp)
-        set_coll(wgrad, boundary->bwd_coll, boundary->message_bytes, boundary->bwd_name, boundary->operator_name,
-                 SPSIM_OVERLAP_WGRAD);
+        set_coll(wgrad, boundary->bwd_coll, boundary->message_bytes, boundary->bwd_name,
+                 boundary->operator_name, SPSIM_OVERLAP_WGRAD);
 }
 
 static void
@@ -136,7 +138,8 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
         if (op->into_tp)
             break;
         st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_COMM);
-        set_coll(st, op->bwd_coll, op->message_bytes, op->bwd_name, op->operator_name, SPSIM_OVERLAP_NONE);
+        set_coll(st, op->bwd_coll, op->message_bytes, op->bwd_name, op->operator_name,
+                 SPSIM_OVERLAP_NONE);
         break;
     }
 }

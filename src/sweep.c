@@ -83,7 +83,7 @@ axis_default(int axis)
     case SPSIM_AXIS_FLASH_ATTN:
         return -1; /* the model's kernel */
     default:
-        return 0;  /* seq 0 = the model's; switches off; recompute none; dtype bf16; gpus unused */
+        return 0; /* seq 0 = the model's; switches off; recompute none; dtype bf16; gpus unused */
     }
 }
 
@@ -177,7 +177,7 @@ quote_names(struct spsim_sweep *sw, struct spsim_error *err)
 static uint32_t
 cache_slots(const struct spsim_sweep *sw)
 {
-    static const int inner[] = {SPSIM_AXIS_SP, SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
+    static const int inner[] = {SPSIM_AXIS_SP,  SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
                                 SPSIM_AXIS_SEQ, SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE};
     uint64_t want = 1;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(inner); i++)
@@ -229,9 +229,8 @@ spsim_sweep_shard_range(uint64_t size, uint64_t shard, uint64_t nshards, uint64_
                         uint64_t *end, struct spsim_error *err)
 {
     if (!begin || !end || nshards == 0 || shard >= nshards)
-        return spsim_fail(err, SPSIM_EINVAL,
-                          "--shard: I/N needs 0 <= I < N, got %llu/%llu", (unsigned long long)shard,
-                          (unsigned long long)nshards);
+        return spsim_fail(err, SPSIM_EINVAL, "--shard: I/N needs 0 <= I < N, got %llu/%llu",
+                          (unsigned long long)shard, (unsigned long long)nshards);
     /* floor(size·i/n) in 128 bits: consecutive shards share their bounds exactly. */
     *begin = (uint64_t)((unsigned __int128)size * shard / nshards);
     *end = (uint64_t)((unsigned __int128)size * (shard + 1) / nshards);
@@ -348,7 +347,8 @@ gpus_error(const struct spsim_sweep_point *pt, struct spsim_error *err)
 {
     return spsim_fail(err, SPSIM_ECONFIG,
                       "parallel config: field 'gpus': %u GPUs do not split into tp·pp = %u·%u "
-                      "groups", pt->gpus, pt->par.tp, pt->par.pp);
+                      "groups",
+                      pt->gpus, pt->par.tp, pt->par.pp);
 }
 
 int
@@ -397,8 +397,8 @@ spsim_sweep_worker_free(struct spsim_sweep_worker *w)
 static uint64_t
 layer_key(const struct spsim_sweep *sw, const uint32_t *d)
 {
-    static const int key_axes[] = {SPSIM_AXIS_MODEL, SPSIM_AXIS_HW,  SPSIM_AXIS_TP,
-                                   SPSIM_AXIS_SP,    SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
+    static const int key_axes[] = {SPSIM_AXIS_MODEL, SPSIM_AXIS_HW,         SPSIM_AXIS_TP,
+                                   SPSIM_AXIS_SP,    SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
                                    SPSIM_AXIS_SEQ,   SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE};
     uint64_t key = 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
@@ -647,7 +647,8 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
         if (!kept(opt, &w->res))
             continue;
         if (opt->top_k)
-            top_push(w, opt->top_k, (struct spsim_top_entry){spsim_sweep_rank_key(opt->by, &w->res), i});
+            top_push(w, opt->top_k,
+                     (struct spsim_top_entry){spsim_sweep_rank_key(opt->by, &w->res), i});
         else if (opt->format != SPSIM_ROW_NONE)
             b->rc = emit_row(w, opt, d, b);
     }

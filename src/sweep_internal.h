@@ -19,19 +19,19 @@ struct spsim_sweep_spec {
 };
 
 struct spsim_sweep {
-    uint32_t n[SPSIM_AXIS_COUNT];  /* values per axis (1 for an unset axis) */
-    int64_t *v[SPSIM_AXIS_COUNT];  /* the values */
-    uint64_t size;                 /* product of n */
-    bool use_gpus;                 /* dp derived from the gpus axis */
-    uint32_t nactive;              /* axes of more than one value, */
-    uint8_t active[SPSIM_AXIS_COUNT]; /* outermost first */
+    uint32_t n[SPSIM_AXIS_COUNT];            /* values per axis (1 for an unset axis) */
+    int64_t *v[SPSIM_AXIS_COUNT];            /* the values */
+    uint64_t size;                           /* product of n */
+    bool use_gpus;                           /* dp derived from the gpus axis */
+    uint32_t nactive;                        /* axes of more than one value, */
+    uint8_t active[SPSIM_AXIS_COUNT];        /* outermost first */
     uint32_t first_active[SPSIM_AXIS_COUNT]; /* index in active[] of the first at or inside a */
-    struct spsim_model **models;   /* n[SPSIM_AXIS_MODEL] */
-    struct spsim_hardware **hws;   /* n[SPSIM_AXIS_HW] */
-    char **hw_names;               /* the profiles' names, owned by hws */
+    struct spsim_model **models;             /* n[SPSIM_AXIS_MODEL] */
+    struct spsim_hardware **hws;             /* n[SPSIM_AXIS_HW] */
+    char **hw_names;                         /* the profiles' names, owned by hws */
     /* Names as the row layouts write them (CSV-quoted when needed, JSON strings). */
     char **csv_model, **csv_hw, **json_model, **json_hw;
-    uint32_t cache_slots;          /* layer summaries kept per thread (a power of two) */
+    uint32_t cache_slots; /* layer summaries kept per thread (a power of two) */
 };
 
 /** Growable text buffer. */
@@ -48,9 +48,9 @@ void spsim_buf_free(struct spsim_buf *b);
 #define SPSIM_ROW_CELL 40 /* room for a cell's text; copied whole, so rows keep this slack */
 struct spsim_row_column {
     const struct spsim_field *field;
-    uint64_t last;  /* the value's bytes, zero-extended */
-    bool known;     /* `last` and `text` are valid */
-    uint8_t size;   /* bytes of the value: 1, 4 or 8 */
+    uint64_t last; /* the value's bytes, zero-extended */
+    bool known;    /* `last` and `text` are valid */
+    uint8_t size;  /* bytes of the value: 1, 4 or 8 */
     uint8_t len;
     char text[SPSIM_ROW_CELL];
 };
@@ -83,25 +83,25 @@ struct spsim_cache_slot {
     const struct spsim_hardware *hw;
     struct spsim_layer_config cfg;
     uint64_t vpad;
-    int rc;         /* spsim_layer_evaluate's status for them */
+    int rc; /* spsim_layer_evaluate's status for them */
     struct spsim_layer_summary sum;
 };
 
 struct spsim_top_entry {
-    uint64_t key;   /* ordered: smaller is better */
+    uint64_t key; /* ordered: smaller is better */
     uint64_t index;
 };
 
 struct spsim_sweep_worker {
     const struct spsim_sweep *sw;
-    struct spsim_layer_eval *le;   /* scratch for cache misses */
+    struct spsim_layer_eval *le; /* scratch for cache misses */
     struct spsim_cache_slot *cache;
     struct spsim_coll_memo *memo;
     struct spsim_result res;
     struct spsim_row_writer rows;
-    struct spsim_top_entry *top;   /* max-heap of the best top_k seen */
+    struct spsim_top_entry *top; /* max-heap of the best top_k seen */
     uint64_t ntop;
-    char pad[64];                  /* workers sit side by side: no cache line shared */
+    char pad[64]; /* workers sit side by side: no cache line shared */
 };
 
 int spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *sw,

@@ -18,13 +18,13 @@
 /* Points per block: about a megabyte of CSV when rows are written. Without rows a block costs
  * only its counts, so blocks are as large as load balance allows (16 per thread) between
  * these bounds: handing a block over costs a few microseconds of locking and waking. */
-#define BLOCK_ROWS 1024
-#define BLOCK_POINTS_MIN 1024
-#define BLOCK_POINTS_MAX (1u << 20)
+#define BLOCK_ROWS        1024
+#define BLOCK_POINTS_MIN  1024
+#define BLOCK_POINTS_MAX  (1u << 20)
 #define BLOCKS_PER_THREAD 16
-#define SLOTS_PER_THREAD 4
-#define MAX_THREADS 256
-#define PROGRESS_EVERY_S 0.1
+#define SLOTS_PER_THREAD  4
+#define MAX_THREADS       256
+#define PROGRESS_EVERY_S  0.1
 
 const char *
 spsim_sweep_by_name(enum spsim_sweep_by by)
@@ -408,7 +408,8 @@ spsim_sweep_run(const struct spsim_sweep *sw, const struct spsim_sweep_options *
     if (rc == SPSIM_ENOMEM)
         return spsim_fail(err, rc, "sweep: out of memory (or no thread could be started)");
     if (rc == SPSIM_EIO)
-        return spsim_fail(err, rc, r.stopped ? "sweep: stopped by the progress callback"
-                                             : "sweep: the output was refused (write failed)");
+        return spsim_fail(err, rc,
+                          r.stopped ? "sweep: stopped by the progress callback"
+                                    : "sweep: the output was refused (write failed)");
     return rc;
 }

@@ -13,9 +13,9 @@
  * MAX_DEGREE, MAX_MBS, MAX_GBS, MAX_SEQ, MAX_GPUS), so a value outside them is an input error
  * rather than a point that can never be valid. */
 #define DEGREE_MAX 65536u
-#define GBS_MAX (1ull << 32)
-#define SEQ_MAX (1u << 24)
-#define GPUS_MAX (1u << 24)
+#define GBS_MAX    (1ull << 32)
+#define SEQ_MAX    (1u << 24)
+#define GPUS_MAX   (1u << 24)
 /* Values one axis may hold: far above any useful sweep, low enough to refuse a typo such as
  * --gbs 1..4294967296 before it allocates gigabytes. */
 #define AXIS_MAX_VALUES (1u << 20)
@@ -25,8 +25,8 @@ enum axis_kind { KIND_INT, KIND_SWITCH, KIND_NAMES, KIND_CHOICE };
 struct axis_info {
     const char *name;
     enum axis_kind kind;
-    uint64_t min, max;             /* KIND_INT */
-    const char *const *choices;    /* KIND_CHOICE, NULL-terminated; value = index + offset */
+    uint64_t min, max;          /* KIND_INT */
+    const char *const *choices; /* KIND_CHOICE, NULL-terminated; value = index + offset */
     int offset;
 };
 
@@ -311,8 +311,8 @@ parse_list(const struct axis_info *ax, const char *text, const char *where, stru
 }
 
 int
-spsim_sweep_spec_parse(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis,
-                       const char *text, const char *where, struct spsim_error *err)
+spsim_sweep_spec_parse(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text,
+                       const char *where, struct spsim_error *err)
 {
     if (!spec || !text || (unsigned)axis >= SPSIM_AXIS_COUNT)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_sweep_spec_parse: invalid argument");
@@ -368,9 +368,9 @@ json_axis_text(const struct spsim_jctx *c, const cJSON *v, struct spsim_buf *tex
         return spsim_json_field_error(c, NULL, v->string, "must not be an empty array");
     for (const cJSON *it = array ? v->child : v; it; it = array ? it->next : NULL) {
         char item[4096];
-        int rc = cJSON_IsArray(it) ? spsim_json_field_error(c, NULL, v->string,
-                                                           "arrays must not be nested")
-                                   : json_item_text(c, v->string, it, item, sizeof(item));
+        int rc = cJSON_IsArray(it)
+                     ? spsim_json_field_error(c, NULL, v->string, "arrays must not be nested")
+                     : json_item_text(c, v->string, it, item, sizeof(item));
         if (rc == SPSIM_OK)
             rc = spsim_buf_reserve(text, strlen(item) + 2);
         if (rc != SPSIM_OK)

@@ -28,7 +28,8 @@ spsim_tile_efficiency(uint32_t sms, uint64_t m, uint64_t n, uint64_t batch)
         uint64_t tn = (n + tiles[i][1] - 1) / tiles[i][1];
         double count = (double)tm * (double)tn * (double)batch;
         double waves = ceil(count / sms);
-        double fill = ((double)m * (double)n) / ((double)tm * tiles[i][0] * (double)tn * tiles[i][1]);
+        double fill =
+            ((double)m * (double)n) / ((double)tm * tiles[i][0] * (double)tn * tiles[i][1]);
         double eff = fill * count / (waves * sms);
         if (eff > best)
             best = eff;
@@ -65,7 +66,8 @@ spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_
         double rate = tflops * 1e12 * spsim_tile_efficiency(hw->sm_count, m, n, batch);
         compute = flops / spsim_min_d(rate, gemm_ceiling(hw, dtype));
     } else {
-        compute = flops / (gemm_ceiling(hw, dtype) * spsim_tile_efficiency(hw->sm_count, m, n, batch));
+        compute =
+            flops / (gemm_ceiling(hw, dtype) * spsim_tile_efficiency(hw->sm_count, m, n, batch));
     }
     /* Operands in 16 bits; Megatron's gradient-accumulation fusion reads and writes the fp32
      * main gradient for the weight-gradient GEMM. */

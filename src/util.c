@@ -105,9 +105,9 @@ write_special(const char *path, const void *data, size_t len, struct spsim_error
     int fd = open(path, O_WRONLY);
     if (fd < 0)
         return spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path, strerror(errno));
-    int rc = write_all(fd, data, len) == 0 ? SPSIM_OK
-                                           : spsim_fail(err, SPSIM_EIO, "%s: write error: %s",
-                                                        path, strerror(errno));
+    int rc = write_all(fd, data, len) == 0
+                 ? SPSIM_OK
+                 : spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
     if (close(fd) != 0 && rc == SPSIM_OK)
         rc = spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
     return rc;

@@ -40,7 +40,8 @@ START_TEST(table4_within_10_percent_and_ordered)
         double ef = fwd[i] / table4[i].fwd_ms - 1, eb = bwd[i] / table4[i].bwd_ms - 1;
         printf("table 4, %-24s forward %.2f ms (paper %.1f, %+.1f%%), backward %.2f ms (paper "
                "%.1f, %+.1f%%)\n",
-               table4[i].name, fwd[i], table4[i].fwd_ms, 100 * ef, bwd[i], table4[i].bwd_ms, 100 * eb);
+               table4[i].name, fwd[i], table4[i].fwd_ms, 100 * ef, bwd[i], table4[i].bwd_ms,
+               100 * eb);
         ck_assert_msg(fabs(ef) <= 0.10 && fabs(eb) <= 0.10, "%s off by more than 10%%",
                       table4[i].name);
     }
@@ -58,7 +59,8 @@ START_TEST(table5_530b)
     /* Table 5: 530B, tp 8, pp 35, three interleaving stages (§6), 280 GPUs, batch 280,
      * micro-batch 1 (Table 3), no data parallelism. */
     struct spsim_result full = evaluate("paper-530b", 35, 3, 1, 280, false, SPSIM_RECOMPUTE_FULL);
-    struct spsim_result sel = evaluate("paper-530b", 35, 3, 1, 280, true, SPSIM_RECOMPUTE_SELECTIVE);
+    struct spsim_result sel =
+        evaluate("paper-530b", 35, 3, 1, 280, true, SPSIM_RECOMPUTE_SELECTIVE);
     double ef = full.time.iteration_s / 49.05 - 1, es = sel.time.iteration_s / 37.83 - 1;
     printf("table 5, full recompute: %.2f s (paper 49.05, %+.1f%%); SP + selective: %.2f s "
            "(paper 37.83, %+.1f%%); MFU %.1f%% (paper 56.0), HFU %.1f%% (paper 57.0)\n",

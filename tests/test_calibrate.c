@@ -45,8 +45,9 @@ calibrate(const char *base, struct spsim_bw_table *t, struct spsim_calibration *
     struct spsim_calibrate_options o;
     spsim_calibrate_defaults(&o);
     char base_path[4096];
-    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, base, base_path,
-                                           sizeof(base_path), NULL), SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, base, base_path, sizeof(base_path), NULL),
+        SPSIM_OK);
     o.base_path = base_path;
     o.name = "calibrated-test";
     o.date = "2026-01-02T03:04:05Z";
@@ -113,7 +114,8 @@ START_TEST(calibrated_profile_reproduces_its_log)
                   err.message);
     struct spsim_hardware *hw = load_profile(&cal);
     double worst = worst_error_from_1MiB(hw, t);
-    ck_assert_msg(worst <= 0.10, "%s: %.2f %% off at some size >= 1 MiB", logs[_i].file, 100 * worst);
+    ck_assert_msg(worst <= 0.10, "%s: %.2f %% off at some size >= 1 MiB", logs[_i].file,
+                  100 * worst);
     /* The rows the library reports are the same predictions. */
     for (size_t i = 0; i < cal.nrows; i++)
         if (cal.rows[i].size_bytes >= (1u << 20))
@@ -163,16 +165,18 @@ START_TEST(profile_keeps_the_base_and_names_the_calibration)
                      source_of(base, "network", "nic_achievable_GBps"));
     ck_assert_str_eq(source_of(root, "nvlink", "ring_busbw_GBps"),
                      source_of(base, "nvlink", "ring_busbw_GBps"));
-    ck_assert_ptr_nonnull(strstr(source_of(root, "nvlink", "allreduce_busbw_GBps"), "calibration:"));
-    ck_assert_ptr_nonnull(strstr(source_of(root, "nvlink", "hop_latency_us"),
-                                 "2026-01-02T03:04:05Z"));
+    ck_assert_ptr_nonnull(
+        strstr(source_of(root, "nvlink", "allreduce_busbw_GBps"), "calibration:"));
+    ck_assert_ptr_nonnull(
+        strstr(source_of(root, "nvlink", "hop_latency_us"), "2026-01-02T03:04:05Z"));
     ck_assert_ptr_nonnull(strstr(source_of(root, "nvlink", "hop_latency_us"),
                                  "command: spsim calibrate --from-nccl-tests test"));
     /* The log's largest busbw, 232.44 GB/s at 4 GiB, net of a latency of tens of µs in 32 ms. */
     ck_assert_double_eq_tol(value_of(root, "nvlink", "allreduce_busbw_GBps"), 232.44, 0.5);
     const cJSON *curve = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "nvlink"),
-                                         "busbw_curves"), "all_reduce");
+                                         "busbw_curves"),
+        "all_reduce");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(curve, "points")), 30);
     const cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "calibration");
     ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")),
@@ -190,13 +194,15 @@ END_TEST
 START_TEST(multi_node_log_sets_the_node_and_network_tier)
 {
     /* Snellius: 8 ranks on 2 hosts (gcn151, gcn154), so 4 GPUs per node. */
-    struct spsim_bw_table *t = load_log("h100x4x2nodes_ib_ndr200_all_reduce_snellius_odissei.txt", false);
+    struct spsim_bw_table *t =
+        load_log("h100x4x2nodes_ib_ndr200_all_reduce_snellius_odissei.txt", false);
     struct spsim_calibration cal;
     ck_assert_int_eq(calibrate("dgx-h100", t, &cal, NULL), SPSIM_OK);
     cJSON *root = cJSON_Parse(cal.profile_json);
     ck_assert_double_eq(value_of(root, "node", "gpus_per_node"), 4);
     ck_assert_double_eq(value_of(root, "node", "nvlink_domain_gpus"), 4);
-    ck_assert_ptr_nonnull(strstr(source_of(root, "network", "nic_achievable_GBps"), "calibration:"));
+    ck_assert_ptr_nonnull(
+        strstr(source_of(root, "network", "nic_achievable_GBps"), "calibration:"));
     /* 156.14 GB/s busbw at 8 GiB over the base's 8 NICs: about 19.5 GB/s each. */
     ck_assert_double_eq_tol(value_of(root, "network", "nic_achievable_GBps"), 156.14 / 8, 0.2);
     ck_assert(cal.tier[1].measured && !cal.tier[0].measured);
@@ -216,9 +222,11 @@ synthetic_log(const char *binary, uint32_t ranks, uint32_t nodes, double alpha_u
     static char buf[1 << 15];
     size_t n = (size_t)snprintf(buf, sizeof(buf), "# Collective test starting: %s\n", binary);
     for (uint32_t r = 0; r < ranks; r++)
-        n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-                              "#  Rank %2u Group  0 Pid %4u on  node%u device %2u [0x07] NVIDIA H100 "
-                              "80GB HBM3\n", r, 100 + r, r / (ranks / nodes), r % (ranks / nodes));
+        n += (size_t)snprintf(
+            buf + n, sizeof(buf) - n,
+            "#  Rank %2u Group  0 Pid %4u on  node%u device %2u [0x07] NVIDIA H100 "
+            "80GB HBM3\n",
+            r, 100 + r, r / (ranks / nodes), r % (ranks / nodes));
     for (double size = 1024; size <= 1 << 30; size *= 4) {
         double t = round((alpha_us + size * factor / (B_GBps * 1e3)) * 100) / 100;
         double algbw = size / t / 1e3;
@@ -233,7 +241,8 @@ START_TEST(all_to_all_and_send_recv_logs)
 {
     /* all_to_all on 2 nodes of 4 (hierarchical: each rank's 4/8 of S crosses the NICs), and
      * send/recv on 2 GPUs of one node. */
-    struct spsim_bw_table *t = load_log(synthetic_log("alltoall_perf", 8, 2, 30, 60, 7.0 / 8), true);
+    struct spsim_bw_table *t =
+        load_log(synthetic_log("alltoall_perf", 8, 2, 30, 60, 7.0 / 8), true);
     struct spsim_calibration cal;
     struct spsim_error err = {0};
     ck_assert_msg(calibrate("dgx-h100", t, &cal, &err) == SPSIM_OK, "%s", err.message);
@@ -266,8 +275,9 @@ START_TEST(gemm_and_hbm_samples_go_into_the_gpu_section)
                                         {8192, 8192, 8192, SPSIM_DTYPE_FP8, 8e-4, 1374.4}};
     struct spsim_hbm_sample hbm[] = {{1u << 30, 7.6e-4, 2825.2}, {1u << 28, 2e-4, 2684.4}};
     char base[4096];
-    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", base, sizeof(base),
-                                           NULL), SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", base, sizeof(base), NULL),
+        SPSIM_OK);
     struct spsim_calibrate_options o;
     spsim_calibrate_defaults(&o);
     o.base_path = base;
@@ -279,8 +289,8 @@ START_TEST(gemm_and_hbm_samples_go_into_the_gpu_section)
                   "%s", err.message);
     cJSON *root = cJSON_Parse(cal.profile_json);
     ck_assert_double_eq(value_of(root, "gpu", "hbm_achievable_GBps"), 2825.2);
-    const cJSON *table = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "gpu"),
-                                                          "gemm_table");
+    const cJSON *table = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "gpu"), "gemm_table");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(table, "points")), 2);
     cJSON_Delete(root);
     spsim_calibration_free(&cal);
@@ -300,11 +310,13 @@ START_TEST(gemm_and_hbm_samples_go_into_the_gpu_section)
     spsim_bw_table_destroy(one);
     /* A copy faster than the spec, or a GEMM above the peak, means a wrong base. */
     hbm[0].GBps = 4000;
-    ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, gemms, 3, hbm, 2, &cal, &err), SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, gemms, 3, hbm, 2, &cal, &err),
+                     SPSIM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "HBM"));
     hbm[0].GBps = 2825.2;
     gemms[0].tflops = 1200;
-    ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, gemms, 3, hbm, 2, &cal, &err), SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, gemms, 3, hbm, 2, &cal, &err),
+                     SPSIM_EINVAL);
     ck_assert_ptr_null(cal.profile_json);
     spsim_bw_table_destroy(t);
 }
@@ -318,7 +330,8 @@ START_TEST(refused_calibrations)
     struct spsim_error err = {0};
     ck_assert_int_eq(calibrate("dgx-a100-80g", NULL, &cal, &err), SPSIM_EINVAL);
     /* 400 GB/s busbw across 2 DGX A100 nodes needs 50 GB/s from each 200 Gb/s (25 GB/s) NIC. */
-    struct spsim_bw_table *t = load_log(synthetic_log("all_reduce_perf", 16, 2, 40, 400, 30.0 / 16), true);
+    struct spsim_bw_table *t =
+        load_log(synthetic_log("all_reduce_perf", 16, 2, 40, 400, 30.0 / 16), true);
     ck_assert_int_eq(calibrate("dgx-a100-80g", t, &cal, &err), SPSIM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "NIC"));
     ck_assert_ptr_null(cal.profile_json);
@@ -329,9 +342,11 @@ START_TEST(refused_calibrations)
     o.name = "x";
     t = load_log("a100x8_all_reduce_thanos_threads.txt", false);
     const struct spsim_bw_table *tables[1] = {t};
-    ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, NULL, 0, NULL, 0, &cal, &err), SPSIM_EIO);
+    ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, NULL, 0, NULL, 0, &cal, &err),
+                     SPSIM_EIO);
     o.name = "";
-    ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, NULL, 0, NULL, 0, &cal, &err), SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_calibrate_profile(&o, tables, 1, NULL, 0, NULL, 0, &cal, &err),
+                     SPSIM_EINVAL);
     spsim_bw_table_destroy(t);
 }
 END_TEST
@@ -380,14 +395,16 @@ START_TEST(base_profile_for_a_gpu_name)
     char name[64];
     struct spsim_error err = {0};
     /* gpu.model of hardware/dgx-a100-80g.json */
-    ck_assert_int_eq(spsim_calibrate_base_for_gpu("NVIDIA A100-SXM4-80GB", name, sizeof(name), &err),
-                     SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_calibrate_base_for_gpu("NVIDIA A100-SXM4-80GB", name, sizeof(name), &err), SPSIM_OK);
     ck_assert_str_eq(name, "dgx-a100-80g");
-    /* The DGX H100's name for its GPU (tests/data/nccl-tests/h100x8_all_reduce_dgxc_benchmarking.txt) */
-    ck_assert_int_eq(spsim_calibrate_base_for_gpu("NVIDIA H100 80GB HBM3", name, sizeof(name), &err),
-                     SPSIM_OK);
+    /* The DGX H100's name for its GPU
+     * (tests/data/nccl-tests/h100x8_all_reduce_dgxc_benchmarking.txt) */
+    ck_assert_int_eq(
+        spsim_calibrate_base_for_gpu("NVIDIA H100 80GB HBM3", name, sizeof(name), &err), SPSIM_OK);
     ck_assert_str_eq(name, "dgx-h100");
-    ck_assert_int_eq(spsim_calibrate_base_for_gpu("NVIDIA H100", name, sizeof(name), &err), SPSIM_EFIELD);
+    ck_assert_int_eq(spsim_calibrate_base_for_gpu("NVIDIA H100", name, sizeof(name), &err),
+                     SPSIM_EFIELD);
     ck_assert_ptr_nonnull(strstr(err.message, "--base"));
 }
 END_TEST
@@ -396,13 +413,15 @@ START_TEST(network_curve_must_span_domains)
 {
     /* The loader derives a network curve on its own group: one inside an NVLink domain is no
      * network measurement. */
-    struct spsim_bw_table *t = load_log("a100x8x2nodes_ib_hdr_all_reduce_azure_ndmv4_aks.txt", false);
+    struct spsim_bw_table *t =
+        load_log("a100x8x2nodes_ib_hdr_all_reduce_azure_ndmv4_aks.txt", false);
     struct spsim_calibration cal;
     ck_assert_int_eq(calibrate("dgx-a100-80g", t, &cal, NULL), SPSIM_OK);
     cJSON *root = cJSON_Parse(cal.profile_json);
     cJSON *curve = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "network"),
-                                         "busbw_curves"), "all_reduce");
+                                         "busbw_curves"),
+        "all_reduce");
     cJSON_ReplaceItemInObjectCaseSensitive(curve, "gpus", cJSON_CreateNumber(8));
     cJSON_ReplaceItemInObjectCaseSensitive(curve, "nodes", cJSON_CreateNumber(1));
     char *text = cJSON_Print(root);
@@ -450,8 +469,9 @@ START_TEST(shipped_predictions_unchanged)
 {
     struct spsim_hardware *hw = testutil_hardware(shipped[_i].hw);
     struct spsim_collective_prediction p;
-    ck_assert_int_eq(spsim_collective_predict(hw, shipped[_i].op, shipped[_i].gpus, shipped[_i].nodes,
-                                              shipped[_i].size, &p, NULL), SPSIM_OK);
+    ck_assert_int_eq(spsim_collective_predict(hw, shipped[_i].op, shipped[_i].gpus,
+                                              shipped[_i].nodes, shipped[_i].size, &p, NULL),
+                     SPSIM_OK);
     ck_assert_double_eq_tol(p.time_s, shipped[_i].time_s, 1e-14 * shipped[_i].time_s);
     spsim_hardware_destroy(hw);
 }

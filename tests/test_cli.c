@@ -49,7 +49,8 @@ path(const cJSON *root, const char *dotted)
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", dotted);
     const cJSON *node = root;
-    for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && node; k = strtok_r(NULL, ".", &save))
+    for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && node;
+         k = strtok_r(NULL, ".", &save))
         node = cJSON_GetObjectItemCaseSensitive(node, k);
     return node;
 }
@@ -69,7 +70,8 @@ check_integer(const char *text, const cJSON *root, const char *dotted)
     ck_assert_msg(*at >= '0' && *at <= '9', "%s is not written as an integer", dotted);
     while (*at >= '0' && *at <= '9')
         at++;
-    ck_assert_msg(*at == ',' || *at == '\n' || *at == '}', "%s is not written as an integer", dotted);
+    ck_assert_msg(*at == ',' || *at == '\n' || *at == '}', "%s is not written as an integer",
+                  dotted);
 }
 
 START_TEST(query_json_document)
@@ -78,12 +80,18 @@ START_TEST(query_json_document)
     ck_assert_int_eq(R.status, 0);
     cJSON *root = cJSON_Parse(R.out);
     ck_assert_ptr_nonnull(root);
-    static const char *const integers[] = {
-        "memory.activation_per_layer_bytes", "memory.activation_first_stage_bytes",
-        "memory.weights_bytes", "memory.gradients_bytes", "memory.optimizer_bytes",
-        "memory.total_bytes", "memory.activation_modes.none", "memory.activation_modes.tp",
-        "memory.activation_modes.tp_sp", "memory.activation_modes.tp_selective",
-        "memory.activation_modes.tp_sp_selective", "memory.activation_modes.full"};
+    static const char *const integers[] = {"memory.activation_per_layer_bytes",
+                                           "memory.activation_first_stage_bytes",
+                                           "memory.weights_bytes",
+                                           "memory.gradients_bytes",
+                                           "memory.optimizer_bytes",
+                                           "memory.total_bytes",
+                                           "memory.activation_modes.none",
+                                           "memory.activation_modes.tp",
+                                           "memory.activation_modes.tp_sp",
+                                           "memory.activation_modes.tp_selective",
+                                           "memory.activation_modes.tp_sp_selective",
+                                           "memory.activation_modes.full"};
     for (size_t i = 0; i < sizeof(integers) / sizeof(integers[0]); i++)
         check_integer(R.out, root, integers[i]);
     ck_assert(cJSON_IsBool(path(root, "memory.fits")));
@@ -94,15 +102,21 @@ START_TEST(query_json_document)
     ck_assert(cJSON_IsArray(list));
     ck_assert_int_eq(cJSON_GetArraySize(list), 10);
     for (const cJSON *e = list->child; e; e = e->next) {
-        static const char *const keys[] = {"phase", "op", "message_bytes", "wire_bytes_per_rank", "tier"};
+        static const char *const keys[] = {"phase", "op", "message_bytes", "wire_bytes_per_rank",
+                                           "tier"};
         for (size_t k = 0; k < 5; k++)
             ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(e, keys[k]));
         ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(e, "message_bytes")->valuedouble,
                             2048.0 * 12288 * 2);
     }
-    static const char *const times[] = {"time.iteration_s", "time.tokens_per_s", "time.model_flops",
-                                        "time.hardware_flops", "time.mfu", "time.hfu",
-                                        "time.tflops_per_gpu", "time.layer_forward_s",
+    static const char *const times[] = {"time.iteration_s",
+                                        "time.tokens_per_s",
+                                        "time.model_flops",
+                                        "time.hardware_flops",
+                                        "time.mfu",
+                                        "time.hfu",
+                                        "time.tflops_per_gpu",
+                                        "time.layer_forward_s",
                                         "time.layer_backward_s"};
     for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
         const cJSON *v = path(root, times[i]);
@@ -120,7 +134,8 @@ START_TEST(query_table_and_csv)
         ck_assert_ptr_nonnull(strstr(R.out, spsim_act_mode_name(i)));
     ck_assert_ptr_nonnull(strstr(R.out, "<- this config"));
     ck_assert_ptr_nonnull(strstr(R.out, "MFU"));
-    run(&R, "query --format csv --model llama3-8b --hw dgx-h100 --tp 2 --pp 1 --vpp 1 --dp 4 --gbs 64");
+    run(&R,
+        "query --format csv --model llama3-8b --hw dgx-h100 --tp 2 --pp 1 --vpp 1 --dp 4 --gbs 64");
     ck_assert_int_eq(R.status, 0);
     char *nl = strchr(R.out, '\n');
     ck_assert_ptr_nonnull(nl);
@@ -149,7 +164,8 @@ static const struct {
     {"query --format xml", 2, "--format: 'xml'"},
     {"query --model /nonexistent/m.json", 3, "/nonexistent/m.json: cannot open"},
     {"query --model no-such-model", 3, "no model profile named 'no-such-model'"},
-    {"query --tp 1 --no-sp --sp --vpp 1 --pp 1", 4, "Cannot use sequence parallelism without tensor parallelism"},
+    {"query --tp 1 --no-sp --sp --vpp 1 --pp 1", 4,
+     "Cannot use sequence parallelism without tensor parallelism"},
     {"query --tp 7", 4, "96 attention heads are not divisible by tp = 7"},
     {"query --mbs 2 --gbs 65", 4, "global batch size 65 is not divisible"},
     {"bogus", 2, "unknown command 'bogus'"},
@@ -177,7 +193,8 @@ START_TEST(check_reports_bad_files)
     char bad[] = "/tmp/spsim-bad-XXXXXX.json";
     int fd = mkstemps(bad, 5);
     ck_assert_int_ge(fd, 0);
-    const char text[] = "{\"schema\": \"spsim-model/1\", \"name\": \"x\", \"source\": \"y\",\n \"layers\": -1}";
+    const char text[] =
+        "{\"schema\": \"spsim-model/1\", \"name\": \"x\", \"source\": \"y\",\n \"layers\": -1}";
     ck_assert_int_eq(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
     close(fd);
     char args[256];
@@ -261,8 +278,8 @@ END_TEST
 
 START_TEST(every_command_has_help)
 {
-    static const char *const cmds[] = {"--help", "query --help", "explain --help", "list --help",
-                                       "check --help", "collective --help"};
+    static const char *const cmds[] = {"--help",      "query --help", "explain --help",
+                                       "list --help", "check --help", "collective --help"};
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
         run(&R, cmds[i]);
         ck_assert_msg(R.status == 0 && strstr(R.out, "Usage:"), "%s", cmds[i]);

@@ -6,8 +6,8 @@
 
 /* paper-22b at the Table 4 setting: s = 2048, b = 4, h = 6144, t = 8. */
 static const uint64_t S = 2048, B = 4, H = 6144, T = 8;
-#define M (B * S * H * 2)          /* seed eq. M_SP = b·s·h·dtype_size */
-#define RING (M / T * (T - 1))     /* (t−1)/t · M per rank, AG or RS */
+#define M    (B * S * H * 2)   /* seed eq. M_SP = b·s·h·dtype_size */
+#define RING (M / T * (T - 1)) /* (t−1)/t · M per rank, AG or RS */
 
 static void
 run(bool sp, enum spsim_recompute rec, struct spsim_result *r)

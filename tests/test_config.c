@@ -24,6 +24,7 @@ struct rule_case {
     const char *message; /* a fragment the error must contain */
 };
 
+/* clang-format off */
 static void sp_without_tp(struct spsim_parallel *p) { p->tp = 1; p->sp = true; }
 static void heads_not_divisible(struct spsim_parallel *p) { p->tp = 5; }
 static void layers_not_divisible(struct spsim_parallel *p) { p->pp = 5; }
@@ -40,6 +41,7 @@ static void absurd_gbs(struct spsim_parallel *p) { p->gbs = 1ull << 40; }
 static void bad_recompute(struct spsim_parallel *p) { p->recompute = (enum spsim_recompute)7; }
 static void bad_flash(struct spsim_parallel *p) { p->flash_attn = 2; }
 static void too_many_gpus(struct spsim_parallel *p) { p->tp = 4096; p->pp = 4096; p->dp = 4096; }
+/* clang-format on */
 
 static const struct rule_case rules[] = {
     /* megatron/core/model_parallel_config.py, verbatim */

@@ -90,7 +90,7 @@ check_one(double v)
     /* Text without '.' or 'e' reads as an integer in JSON: it must be the double exactly. */
     bool integer = isfinite(v) && !strpbrk(out, ".e");
     if (integer && (fabs(v) >= 18446744073709551616.0 ||
-                                strtoull(out + (out[0] == '-'), NULL, 10) != (uint64_t)fabs(v)))
+                    strtoull(out + (out[0] == '-'), NULL, 10) != (uint64_t)fabs(v)))
         ck_abort_msg("%a printed as the integer '%s', which is not its exact value", v, out);
     int reflen = snprintf(ref, sizeof(ref), "%.17g", v);
     if (len > (size_t)reflen)
@@ -106,11 +106,36 @@ check_one(double v)
 
 START_TEST(edge_cases)
 {
-    const double fixed[] = {0.0,      -0.0,     1.0,     -1.0,   0.1,      0.2,     0.3,
-                            1.0 / 3,  2.0 / 3,  1e21,    1e22,   1e23,     123456.0, 1e-7,
-                            5e-324,   -5e-324,  DBL_MIN, DBL_MAX, -DBL_MAX, DBL_EPSILON,
-                            9007199254740992.0, 9007199254740993.0, 4.35e-6, 1.5e300,
-                            INFINITY, -INFINITY, NAN,    0.000123, 100.0,   1e100};
+    const double fixed[] = {0.0,
+                            -0.0,
+                            1.0,
+                            -1.0,
+                            0.1,
+                            0.2,
+                            0.3,
+                            1.0 / 3,
+                            2.0 / 3,
+                            1e21,
+                            1e22,
+                            1e23,
+                            123456.0,
+                            1e-7,
+                            5e-324,
+                            -5e-324,
+                            DBL_MIN,
+                            DBL_MAX,
+                            -DBL_MAX,
+                            DBL_EPSILON,
+                            9007199254740992.0,
+                            9007199254740993.0,
+                            4.35e-6,
+                            1.5e300,
+                            INFINITY,
+                            -INFINITY,
+                            NAN,
+                            0.000123,
+                            100.0,
+                            1e100};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         check_one(fixed[i]);
     char buf[32];
@@ -187,8 +212,8 @@ START_TEST(u64_matches_printf)
 {
     uint64_t state = 7;
     char out[32], ref[32];
-    const uint64_t edges[] = {0, 9, 10, 99, 100, 999, 1000, UINT32_MAX, UINT64_MAX,
-                              10000000000000000000ull};
+    const uint64_t edges[] = {0,   9,    10,         99,         100,
+                              999, 1000, UINT32_MAX, UINT64_MAX, 10000000000000000000ull};
     for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
         spsim_format_u64(edges[i], out);
         snprintf(ref, sizeof(ref), "%llu", (unsigned long long)edges[i]);

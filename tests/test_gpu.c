@@ -19,8 +19,9 @@ gpu_bounds(double *peak_tflops, double *hbm_GBps)
 {
     static const struct {
         const char *needle, *profile;
-    } map[] = {{"H200", "hgx-h200"}, {"H100", "dgx-h100"}, {"A100-SXM4-40GB", "dgx-a100-40g"},
-               {"A100", "dgx-a100-80g"}, {"GB200", "gb200-nvl72"}, {"B200", "dgx-b200"}};
+    } map[] = {
+        {"H200", "hgx-h200"},     {"H100", "dgx-h100"},     {"A100-SXM4-40GB", "dgx-a100-40g"},
+        {"A100", "dgx-a100-80g"}, {"GB200", "gb200-nvl72"}, {"B200", "dgx-b200"}};
     struct spsim_gpu_info g;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_gpu_info(0, &g, &err) == SPSIM_OK, "%s", err.message);
@@ -99,7 +100,7 @@ check_collectives(const struct spsim_bw_table *t)
         ck_assert(s->time_s > 0 && s->time_s < 10);
         /* nccl-tests: algbw = size / time / 1e9; busbw = algbw · 2(n−1)/n, (n−1)/n or 1. */
         double n = s->ranks, alg = (double)s->size_bytes / s->time_s / 1e9;
-        double factor = s->op == SPSIM_COLL_ALL_REDUCE   ? 2 * (n - 1) / n
+        double factor = s->op == SPSIM_COLL_ALL_REDUCE  ? 2 * (n - 1) / n
                         : s->op == SPSIM_COLL_SEND_RECV ? 1
                                                         : (n - 1) / n;
         ck_assert_double_eq_tol(s->algbw_GBps, alg, 1e-9 * alg);
@@ -107,8 +108,15 @@ check_collectives(const struct spsim_bw_table *t)
     }
     for (int op = 0; op < SPSIM_COLL_COUNT; op++)
         ck_assert_msg(seen[op] > 0, "no %s samples", spsim_coll_op_name(op));
-    const char *keys[] = {"gpu", "compute_capability", "cuda_driver", "cuda_runtime",
-                          "nccl_version", "gpus", "nodes", "hosts", "gemm_shapes_skipped"};
+    const char *keys[] = {"gpu",
+                          "compute_capability",
+                          "cuda_driver",
+                          "cuda_runtime",
+                          "nccl_version",
+                          "gpus",
+                          "nodes",
+                          "hosts",
+                          "gemm_shapes_skipped"};
     for (size_t k = 0; k < SPSIM_ARRAY_LENGTH(keys); k++)
         ck_assert_msg(spsim_bw_table_info(t, keys[k]), "provenance '%s' missing", keys[k]);
 }

@@ -142,8 +142,8 @@ START_TEST(validate_plan_gpt3_shapes_by_hand)
     const struct spsim_gpu_validate_step *dg = find_step(r, SPSIM_PHASE_BACKWARD, qkv, "dgrad");
     ck_assert_int_eq(dg->coll, SPSIM_COLL_ALL_GATHER); /* the wgrad re-gather beside dgrad */
     ck_assert_int_eq(dg->overlap, SPSIM_OVERLAP_DGRAD);
-    const struct spsim_gpu_validate_step *ln = find_step(r, SPSIM_PHASE_FORWARD, "LayerNorm 1",
-                                                         "forward");
+    const struct spsim_gpu_validate_step *ln =
+        find_step(r, SPSIM_PHASE_FORWARD, "LayerNorm 1", "forward");
     ck_assert_int_eq(ln->kind, SPSIM_REPLAY_COPY);
     ck_assert_uint_eq(ln->copy_bytes, 12582912);
 }
@@ -217,7 +217,7 @@ START_TEST(coll_count_follows_nccl_tests)
         uint64_t count, reported;
     } rows[] = {
         {SPSIM_COLL_ALL_GATHER, 1048576, 8, 32768, 1048576},
-        {SPSIM_COLL_ALL_GATHER, 100, 8, 0, 0},        /* 25/8 = 3 floats -> 0 */
+        {SPSIM_COLL_ALL_GATHER, 100, 8, 0, 0},         /* 25/8 = 3 floats -> 0 */
         {SPSIM_COLL_REDUCE_SCATTER, 1000, 3, 80, 960}, /* 250/3 = 83 -> 80 */
         {SPSIM_COLL_REDUCE_SCATTER, 128, 2, 16, 128},
         {SPSIM_COLL_ALL_REDUCE, 1000, 8, 250, 1000},

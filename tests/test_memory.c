@@ -20,23 +20,24 @@ table2(const struct shape *x, u128 out[SPSIM_MODE_COUNT])
 {
     u128 sbh = (u128)x->s * x->b * x->h;
     u128 as2b = (u128)x->a * x->s * x->s * x->b;
-    out[SPSIM_MODE_NONE] = sbh * 34 + 5 * as2b;                      /* sbh(34 + 5as/h) */
-    out[SPSIM_MODE_TP] = sbh * 10 + 24 * sbh / x->t + 5 * as2b / x->t; /* sbh(10 + 24/t + 5as/(ht)) */
-    out[SPSIM_MODE_TP_SP] = 34 * sbh / x->t + 5 * as2b / x->t;       /* sbh(34/t + 5as/(ht)) */
-    out[SPSIM_MODE_TP_SELECTIVE] = sbh * 10 + 24 * sbh / x->t;       /* sbh(10 + 24/t) */
-    out[SPSIM_MODE_TP_SP_SELECTIVE] = 34 * sbh / x->t;               /* 34sbh/t */
-    out[SPSIM_MODE_FULL] = 2 * sbh;                                  /* 2sbh */
+    out[SPSIM_MODE_NONE] = sbh * 34 + 5 * as2b; /* sbh(34 + 5as/h) */
+    out[SPSIM_MODE_TP] =
+        sbh * 10 + 24 * sbh / x->t + 5 * as2b / x->t;          /* sbh(10 + 24/t + 5as/(ht)) */
+    out[SPSIM_MODE_TP_SP] = 34 * sbh / x->t + 5 * as2b / x->t; /* sbh(34/t + 5as/(ht)) */
+    out[SPSIM_MODE_TP_SELECTIVE] = sbh * 10 + 24 * sbh / x->t; /* sbh(10 + 24/t) */
+    out[SPSIM_MODE_TP_SP_SELECTIVE] = 34 * sbh / x->t;         /* 34sbh/t */
+    out[SPSIM_MODE_FULL] = 2 * sbh;                            /* 2sbh */
 }
 
 static const struct shape shapes[] = {
-    {6144, 64, 2048, 4, 8},     /* paper 22B, Table 3 (b = 4) */
-    {12288, 96, 2048, 1, 8},    /* 175B */
-    {20480, 128, 2048, 1, 8},   /* 530B */
-    {25600, 160, 2048, 1, 8},   /* 1T */
-    {12288, 96, 3072, 2, 3},    /* odd t */
-    {25600, 160, 4000, 3, 5},   /* odd t, odd b */
-    {12288, 96, 2048, 1, 1},    /* t = 1: every row collapses to no parallelism */
-    {8192, 64, 1048576, 1, 8},  /* s = 2^20: the s² term alone is 3.5e14 bytes */
+    {6144, 64, 2048, 4, 8},    /* paper 22B, Table 3 (b = 4) */
+    {12288, 96, 2048, 1, 8},   /* 175B */
+    {20480, 128, 2048, 1, 8},  /* 530B */
+    {25600, 160, 2048, 1, 8},  /* 1T */
+    {12288, 96, 3072, 2, 3},   /* odd t */
+    {25600, 160, 4000, 3, 5},  /* odd t, odd b */
+    {12288, 96, 2048, 1, 1},   /* t = 1: every row collapses to no parallelism */
+    {8192, 64, 1048576, 1, 8}, /* s = 2^20: the s² term alone is 3.5e14 bytes */
     {16384, 128, 262144, 16, 16},
 };
 
@@ -62,8 +63,7 @@ static void
 check_u128(const char *what, const struct shape *x, uint64_t got, u128 want)
 {
     ck_assert_msg((u128)got == want, "%s (h=%u a=%u s=%u b=%u t=%u): got %llu, want %llu", what,
-                  x->h, x->a, x->s, x->b, x->t, (unsigned long long)got,
-                  (unsigned long long)want);
+                  x->h, x->a, x->s, x->b, x->t, (unsigned long long)got, (unsigned long long)want);
 }
 
 START_TEST(table2_rows_match_closed_forms)
@@ -138,12 +138,20 @@ START_TEST(llama_layer_inventory)
      * SP region: 2 norm inputs + 2 GEMM-input shards = 4 · s/t·b·h · 2 B;
      * TP region: Q+K (h + kv·d)/t, V kv·d/t, projection input h/t (2 B each), SwiGLU input
      * 2·ffn/t and FC2 input ffn/t (2 B each), log-sum-exp a/t·s fp32. */
-    struct spsim_model_shape ms = {.layers = 8, .hidden = 8192, .heads = 64, .kv_heads = 8,
-                                   .head_dim = 128, .ffn_hidden = 28672, .vocab = 32000,
-                                   .seq_len = 4096, .mlp = SPSIM_MLP_SWIGLU,
-                                   .norm = SPSIM_NORM_RMSNORM, .dropout = false,
+    struct spsim_model_shape ms = {.layers = 8,
+                                   .hidden = 8192,
+                                   .heads = 64,
+                                   .kv_heads = 8,
+                                   .head_dim = 128,
+                                   .ffn_hidden = 28672,
+                                   .vocab = 32000,
+                                   .seq_len = 4096,
+                                   .mlp = SPSIM_MLP_SWIGLU,
+                                   .norm = SPSIM_NORM_RMSNORM,
+                                   .dropout = false,
                                    .attention = SPSIM_ATTENTION_FLASH,
-                                   .position = SPSIM_POSITION_ROPE, .linear_bias = false,
+                                   .position = SPSIM_POSITION_ROPE,
+                                   .linear_bias = false,
                                    .tied_embeddings = false};
     struct spsim_model *m = testutil_model(&ms);
     struct spsim_parallel p;
@@ -153,10 +161,10 @@ START_TEST(llama_layer_inventory)
     struct spsim_result r;
     ck_assert_int_eq(spsim_evaluate(m, NULL, &p, &r, NULL), SPSIM_OK);
     uint64_t s = 4096, h = 8192, kvd = 8 * 128, ffn = 28672, t = 8;
-    uint64_t want = 4 * (s / t) * h * 2                 /* SP region */
+    uint64_t want = 4 * (s / t) * h * 2                                       /* SP region */
                     + s * (h + kvd) / t * 2 + s * kvd / t * 2 + s * h / t * 2 /* attention */
                     + s * 2 * ffn / t * 2 + s * ffn / t * 2                   /* MLP */
-                    + 64 / t * s * 4;                                          /* LSE */
+                    + 64 / t * s * 4;                                         /* LSE */
     ck_assert_uint_eq(r.memory.activation_per_layer_bytes, want);
     /* Selective recompute drops only the log-sum-exp (flash keeps no s² tensor). */
     p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
@@ -232,7 +240,8 @@ START_TEST(full_recompute_adds_one_layer_working_set)
     struct spsim_result r;
     ck_assert_int_eq(spsim_evaluate(m, NULL, &p, &r, NULL), SPSIM_OK);
     uint64_t sbh = 2048ull * 4 * 6144, as2b = 64ull * 2048 * 2048 * 4;
-    ck_assert_uint_eq(r.memory.activation_recompute_working_bytes, 10 * sbh + 24 * sbh / 8 + 5 * as2b / 8);
+    ck_assert_uint_eq(r.memory.activation_recompute_working_bytes,
+                      10 * sbh + 24 * sbh / 8 + 5 * as2b / 8);
     ck_assert_uint_eq(r.memory.activation_layers_bytes, 48 * 2 * sbh);
     spsim_model_destroy(m);
 }
@@ -276,7 +285,8 @@ START_TEST(weights_and_optimizer_bytes)
      * (3h² + 3h + h² + 4h² + 4h + 4h² + h)/t sharded... written out: column weights and
      * biases /t, row weights /t, row biases (2h) and LayerNorms (4h) replicated. */
     uint64_t h = 6144, t = 8;
-    uint64_t layer = (3 * h * h + 3 * h + h * h + 4 * h * h + 4 * h + 4 * h * h) / t + 2 * h + 4 * h;
+    uint64_t layer =
+        (3 * h * h + 3 * h + h * h + 4 * h * h + 4 * h + 4 * h * h) / t + 2 * h + 4 * h;
     uint64_t embed = 51200 * h / t + 2048 * h;
     uint64_t final_norm = 2 * h;
     ck_assert_uint_eq(n, 48 * layer + embed + final_norm);

@@ -89,11 +89,11 @@ static const struct {
     {"a100x8x2nodes_ib_hdr_all_reduce_azure_ndmv4_aks.txt", 8589934592, 85129},
     {"a100pcie_x2_pcie_all_reduce_medium_1MB-1GB_step10MB_thomaslie210.txt", 1070596096, 72437.4},
     {"h100x8_all_reduce_dgxc_benchmarking.txt", 17179869184ull, 62648},
-    {"h100x4of8_all_gather_waynehacking8.txt", 64, 16.98},          /* first row after size 0 */
+    {"h100x4of8_all_gather_waynehacking8.txt", 64, 16.98}, /* first row after size 0 */
     /* Cut twice: out-of-place time at line 430 (1303.96), in-place at line 482 (1303.95). */
     {"h100x6of8_all_reduce_NCCL_ALGO_Ring_waynehacking8.txt", 268435456, 1303.96},
     {"h100x6of8_all_reduce_NCCL_ALGO_Ring_waynehacking8.txt", 8589934592, 39015.0}, /* line 955 */
-    {"h100x4x2nodes_ib_ndr200_all_reduce_snellius_odissei.txt", 2097152, 87.18},     /* split */
+    {"h100x4x2nodes_ib_ndr200_all_reduce_snellius_odissei.txt", 2097152, 87.18},    /* split */
     {"h100x4x2nodes_ib_ndr200_all_reduce_snellius_odissei.txt", 16384, 90.85},
 };
 
@@ -122,7 +122,8 @@ START_TEST(public_log_provenance)
     struct spsim_bw_table *t = NULL;
     ck_assert_int_eq(spsim_bw_table_create(&t), SPSIM_OK);
     ck_assert_int_eq(spsim_nccl_log_load(log_path("h100x4of8_all_reduce_waynehacking8.txt"), NULL,
-                                         t, NULL, NULL), SPSIM_OK);
+                                         t, NULL, NULL),
+                     SPSIM_OK);
     /* "# nccl-tests version 2.18.3 nccl-headers=22902 nccl-library=22902": 2.29.2 */
     ck_assert_str_eq(spsim_bw_table_info(t, "nccl_version"), "2.29.2");
     ck_assert_str_eq(spsim_bw_table_info(t, "nccl_tests_version"), "2.18.3");
@@ -130,8 +131,10 @@ START_TEST(public_log_provenance)
     ck_assert_ptr_nonnull(strstr(spsim_bw_table_info(t, "log_command"), "all_reduce_perf"));
     spsim_bw_table_destroy(t);
     ck_assert_int_eq(spsim_bw_table_create(&t), SPSIM_OK);
-    ck_assert_int_eq(spsim_nccl_log_load(log_path("a100x8x2nodes_ib_hdr_all_reduce_azure_ndmv4_aks.txt"),
-                                         NULL, t, NULL, NULL), SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_nccl_log_load(log_path("a100x8x2nodes_ib_hdr_all_reduce_azure_ndmv4_aks.txt"), NULL,
+                            t, NULL, NULL),
+        SPSIM_OK);
     ck_assert_str_eq(spsim_bw_table_info(t, "hosts"),
                      "nccl-allreduce-job1-mpiworker-1,nccl-allreduce-job1-mpiworker-0");
     spsim_bw_table_destroy(t);
@@ -161,27 +164,33 @@ parse(const char *text, const char *origin, enum spsim_coll_op op, uint32_t gpus
     return p;
 }
 
-#define NEW_HEADER                                                                                \
-    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time " \
+#define NEW_HEADER                                                                                 \
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     "    \
+    "time "                                                                                        \
     "  algbw   busbw #wrong\n"
-#define OLD_HEADER                                                                                \
+#define OLD_HEADER                                                                                 \
     "#       size         count    type   redop     time   algbw   busbw  error     time   algbw " \
     "  busbw  error\n"
-#define RANKS_1x4                                                                                 \
-    "#  Rank  0 Group  0 Pid  100 on  nodeA device  0 [0x07] NVIDIA A100-SXM4-80GB\n"             \
-    "#  Rank  1 Group  0 Pid  100 on  nodeA device  1 [0x0a] NVIDIA A100-SXM4-80GB\n"             \
-    "#  Rank  2 Group  0 Pid  100 on  nodeA device  2 [0x45] NVIDIA A100-SXM4-80GB\n"             \
+#define RANKS_1x4                                                                                  \
+    "#  Rank  0 Group  0 Pid  100 on  nodeA device  0 [0x07] NVIDIA A100-SXM4-80GB\n"              \
+    "#  Rank  1 Group  0 Pid  100 on  nodeA device  1 [0x0a] NVIDIA A100-SXM4-80GB\n"              \
+    "#  Rank  2 Group  0 Pid  100 on  nodeA device  2 [0x45] NVIDIA A100-SXM4-80GB\n"              \
     "#  Rank  3 Group  0 Pid  100 on  nodeA device  3 [0x4b] NVIDIA A100-SXM4-80GB\n"
 
 /* Rows below: AllReduce on 4 ranks, busbw = algbw × 2·3/4 = 1.5 algbw (nccl-tests.md §1.1):
  * 1048576 B in 50.00 µs -> algbw 20.97, busbw 31.46; 8388608 B in 100.0 µs -> 83.89, 125.83. */
-#define ROW_1M "     1048576        262144     float     sum      -1    50.00   20.97   31.46      0    50.00   20.97   31.46      0\n"
-#define ROW_8M "     8388608       2097152     float     sum      -1    100.0   83.89  125.83      0    100.0   83.89  125.83      0\n"
+#define ROW_1M                                                                                     \
+    "     1048576        262144     float     sum      -1    50.00   20.97   31.46      0    "     \
+    "50.00   20.97   31.46      0\n"
+#define ROW_8M                                                                                     \
+    "     8388608       2097152     float     sum      -1    100.0   83.89  125.83      0    "     \
+    "100.0   83.89  125.83      0\n"
 
 START_TEST(new_layout_with_header)
 {
-    struct parsed p = parse("# Collective test starting: all_reduce_perf\n" RANKS_1x4 NEW_HEADER
-                            ROW_1M ROW_8M, "x.txt", SPSIM_COLL_COUNT, 0, 0);
+    struct parsed p =
+        parse("# Collective test starting: all_reduce_perf\n" RANKS_1x4 NEW_HEADER ROW_1M ROW_8M,
+              "x.txt", SPSIM_COLL_COUNT, 0, 0);
     ck_assert_msg(p.rc == SPSIM_OK, "%s", p.err.message);
     ck_assert_int_eq(p.s.op, SPSIM_COLL_ALL_REDUCE);
     ck_assert_str_eq(p.s.op_from, "log");
@@ -200,8 +209,10 @@ END_TEST
 START_TEST(old_layout_error_column_no_root)
 {
     /* nccl-tests before #wrong and root (nccl-tests.md §1.3): an 'error' column. */
-    const char *rows = "     1048576        262144   float     sum    50.00   20.97   31.46  1e-07    50.00   20.97   31.46  1e-07\n"
-                       "     8388608       2097152   float     sum    100.0   83.89  125.83  1e-07    100.0   83.89  125.83    N/A\n";
+    const char *rows = "     1048576        262144   float     sum    50.00   20.97   31.46  1e-07 "
+                       "   50.00   20.97   31.46  1e-07\n"
+                       "     8388608       2097152   float     sum    100.0   83.89  125.83  1e-07 "
+                       "   100.0   83.89  125.83    N/A\n";
     char text[2048];
     snprintf(text, sizeof(text), "%s%s%s", RANKS_1x4, OLD_HEADER, rows);
     struct parsed p = parse(text, "all_reduce.log", SPSIM_COLL_COUNT, 0, 0);
@@ -236,12 +247,12 @@ START_TEST(info_lines_between_and_inside_rows)
 {
     /* Cut after root and continued (the 6-of-8 H100 log), cut after the out-of-place group
      * (the Snellius log cuts after root with both groups following). */
-    const char *text = INFO("nodeA") RANKS_1x4 NEW_HEADER INFO("nodeA")
-        "     1048576        262144     float     sum      -1" INFO("nodeA") INFO("nodeA")
-        "    50.00   20.97   31.46      0    50.00   20.97   31.46      0\n"
-        "     8388608       2097152     float     sum      -1    100.0   83.89  125.83      0" INFO("nodeA")
-        "    100.0   83.89  125.83      0\n"
-        "# Avg bus bandwidth    : 78.6\n" INFO("nodeA");
+    const char *text = INFO("nodeA") RANKS_1x4 NEW_HEADER INFO(
+        "nodeA") "     1048576        262144     float     sum      -1" INFO("nodeA")
+        INFO("nodeA") "    50.00   20.97   31.46      0    50.00   20.97   31.46      0\n"
+                      "     8388608       2097152     float     sum      -1    100.0   83.89  "
+                      "125.83      0" INFO("nodeA") "    100.0   83.89  125.83      0\n"
+                                                    "# Avg bus bandwidth    : 78.6\n" INFO("nodeA");
     struct parsed p = parse(text, "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0);
     ck_assert_msg(p.rc == SPSIM_OK, "%s", p.err.message);
     ck_assert_uint_eq(p.s.rows, 2);
@@ -254,10 +265,11 @@ END_TEST
 
 START_TEST(zero_rows_are_skipped_and_counted)
 {
-    const char *text = RANKS_1x4 NEW_HEADER
-        "           0             0     float    none      -1     0.42    0.00    0.00      0     0.46    0.00    0.00      0\n"
-        "           0             0     float    none      -1     0.44    0.00    0.00      0     0.44    0.00    0.00      0\n"
-        ROW_1M;
+    const char *text =
+        RANKS_1x4 NEW_HEADER "           0             0     float    none      -1     0.42    "
+                             "0.00    0.00      0     0.46    0.00    0.00      0\n"
+                             "           0             0     float    none      -1     0.44    "
+                             "0.00    0.00      0     0.44    0.00    0.00      0\n" ROW_1M;
     struct parsed p = parse(text, "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0);
     ck_assert_msg(p.rc == SPSIM_OK, "%s", p.err.message);
     ck_assert_uint_eq(p.s.zero_rows, 2);
@@ -270,23 +282,25 @@ START_TEST(rank_layouts_threads_and_mpi)
 {
     /* -t 2 -g 2 on two hosts: four rank lines, two hosts. MPI -g 1 prints the same lines. */
     const char *text =
-        "# nThread 2 nGpus 2 minBytes 8 maxBytes 8388608 step: 2(factor) warmup iters: 5 iters: 20\n"
+        "# nThread 2 nGpus 2 minBytes 8 maxBytes 8388608 step: 2(factor) warmup iters: 5 iters: "
+        "20\n"
         "#  Rank  0 Group  0 Pid  100 on  nodeA device  0 [0x07] NVIDIA H100 80GB HBM3\n"
         "#  Rank  1 Group  0 Pid  100 on  nodeA device  1 [0x0a] NVIDIA H100 80GB HBM3\n"
         "#  Rank  2 Group  1 Pid  200 on  nodeB device  0 [0x07] NVIDIA H100 80GB HBM3\n"
-        "#  Rank  3 Group  1 Pid  200 on  nodeB device  1 [0x0a] NVIDIA H100 80GB HBM3\n"
-        NEW_HEADER ROW_1M;
+        "#  Rank  3 Group  1 Pid  200 on  nodeB device  1 [0x0a] NVIDIA H100 80GB HBM3\n" NEW_HEADER
+            ROW_1M;
     struct parsed p = parse(text, "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0);
     ck_assert_msg(p.rc == SPSIM_OK, "%s", p.err.message);
     ck_assert_uint_eq(p.s.ranks, 4);
     ck_assert_uint_eq(p.s.nodes, 2);
-    ck_assert_str_eq(spsim_bw_table_info(p.t, "process_layout"), "2 thread(s) x 2 GPU(s) per process");
+    ck_assert_str_eq(spsim_bw_table_info(p.t, "process_layout"),
+                     "2 thread(s) x 2 GPU(s) per process");
     ck_assert_str_eq(spsim_bw_table_info(p.t, "gpu"), "NVIDIA H100 80GB HBM3");
     spsim_bw_table_destroy(p.t);
     /* Without rank lines: NCCL INFO nranks and the hosts of the INFO lines. */
     text = "h1:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n"
-           "h2:3:4 [0] NCCL INFO comm 0x2 rank 2 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE\n"
-           NEW_HEADER ROW_1M;
+           "h2:3:4 [0] NCCL INFO comm 0x2 rank 2 nranks 4 cudaDev 0 busId 1000 - Init "
+           "COMPLETE\n" NEW_HEADER ROW_1M;
     p = parse(text, "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0);
     ck_assert_msg(p.rc == SPSIM_OK, "%s", p.err.message);
     ck_assert_uint_eq(p.s.ranks, 4);
@@ -302,14 +316,16 @@ START_TEST(sendrecv_and_alltoall_factors)
     /* sendrecv: busbw = algbw; alltoall: (n−1)/n = 0.75 on 4 ranks (nccl-tests.md §1.1).
      * 1048576 B in 50.00 µs: algbw 20.97. */
     struct parsed p = parse("# Collective test starting: sendrecv_perf\n" RANKS_1x4 NEW_HEADER
-                            "     1048576        262144     float     sum      -1    50.00   20.97   20.97      0    50.00   20.97   20.97      0\n",
+                            "     1048576        262144     float     sum      -1    50.00   20.97 "
+                            "  20.97      0    50.00   20.97   20.97      0\n",
                             "x", SPSIM_COLL_COUNT, 0, 0);
     ck_assert_msg(p.rc == SPSIM_OK, "%s", p.err.message);
     ck_assert_int_eq(p.s.op, SPSIM_COLL_SEND_RECV);
     ck_assert_uint_eq(p.s.mismatched_rows, 0);
     spsim_bw_table_destroy(p.t);
     p = parse("# Collective test starting: alltoall_perf\n" RANKS_1x4 NEW_HEADER
-              "     1048576         65536     float    none      -1    50.00   20.97   15.73      0    50.00   20.97   15.73      0\n",
+              "     1048576         65536     float    none      -1    50.00   20.97   15.73      "
+              "0    50.00   20.97   15.73      0\n",
               "x", SPSIM_COLL_COUNT, 0, 0);
     ck_assert_msg(p.rc == SPSIM_OK, "%s", p.err.message);
     ck_assert_int_eq(p.s.op, SPSIM_COLL_ALL_TO_ALL);
@@ -321,8 +337,9 @@ END_TEST
 START_TEST(disagreeing_rows_are_reported)
 {
     /* algbw printed 25.00 where 1048576 / 50 µs = 20.97 GB/s. */
-    const char *text = RANKS_1x4 NEW_HEADER ROW_8M
-        "     1048576        262144     float     sum      -1    50.00   25.00   31.46      0    50.00   20.97   31.46      0\n";
+    const char *text =
+        RANKS_1x4 NEW_HEADER ROW_8M "     1048576        262144     float     sum      -1    50.00 "
+                                    "  25.00   31.46      0    50.00   20.97   31.46      0\n";
     struct parsed p = parse(text, "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0);
     ck_assert_msg(p.rc == SPSIM_OK, "%s", p.err.message);
     ck_assert_uint_eq(p.s.mismatched_rows, 1);
@@ -342,26 +359,35 @@ static const struct {
     int rc;
     const char *message; /* a part of the expected message */
 } bad[] = {
-    {"truncated row", RANKS_1x4 NEW_HEADER ROW_1M "     8388608       2097152     float     sum      -1    100.0   83.89\n",
+    {"truncated row",
+     RANKS_1x4 NEW_HEADER ROW_1M
+     "     8388608       2097152     float     sum      -1    100.0   83.89\n",
      "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0, SPSIM_EPARSE, "all_reduce.txt: line 7: truncated"},
-    {"cut row never continued", RANKS_1x4 NEW_HEADER "     8388608       2097152     float     sum      -1" INFO("nodeA") "# Out of bounds values : 0 OK\n",
+    {"cut row never continued",
+     RANKS_1x4 NEW_HEADER "     8388608       2097152     float     sum      -1" INFO(
+         "nodeA") "# Out of bounds values : 0 OK\n",
      "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0, SPSIM_EPARSE, "line 6: truncated"},
-    {"negative time", RANKS_1x4 NEW_HEADER "     1048576        262144     float     sum      -1   -50.00   20.97   31.46      0    50.00   20.97   31.46      0\n",
+    {"negative time",
+     RANKS_1x4 NEW_HEADER "     1048576        262144     float     sum      -1   -50.00   20.97   "
+                          "31.46      0    50.00   20.97   31.46      0\n",
      "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0, SPSIM_EPARSE, "line 6: negative time"},
     {"no data rows", RANKS_1x4 NEW_HEADER "# Avg bus bandwidth    : 0\n", "all_reduce.txt",
      SPSIM_COLL_COUNT, 0, 0, SPSIM_EPARSE, "line 6: no data rows"},
     {"numbers without a row", RANKS_1x4 NEW_HEADER "    50.00   20.97   31.46      0\n",
      "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0, SPSIM_EPARSE, "line 6: numbers that continue no"},
-    {"garbled row", RANKS_1x4 NEW_HEADER "     1048576        262144  float sum -1 fast 20.97 31.46 0\n",
+    {"garbled row",
+     RANKS_1x4 NEW_HEADER "     1048576        262144  float sum -1 fast 20.97 31.46 0\n",
      "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0, SPSIM_EPARSE, "line 6: time, algbw"},
     {"collective unknown", RANKS_1x4 NEW_HEADER ROW_1M, "results.txt", SPSIM_COLL_COUNT, 0, 0,
      SPSIM_EFIELD, "give it with --op"},
     {"file name names two", RANKS_1x4 NEW_HEADER ROW_1M, "all_reduce_vs_all_gather.txt",
      SPSIM_COLL_COUNT, 0, 0, SPSIM_EFIELD, "names several"},
-    {"collective not modelled", "# Collective test starting: broadcast_perf\n" RANKS_1x4 NEW_HEADER ROW_1M,
-     "x.txt", SPSIM_COLL_COUNT, 0, 0, SPSIM_EFIELD, "line 1: 'broadcast_perf' is not"},
-    {"--op contradicts the log", "# Collective test starting: all_reduce_perf\n" RANKS_1x4 NEW_HEADER ROW_1M,
-     "x.txt", SPSIM_COLL_ALL_GATHER, 0, 0, SPSIM_EFIELD, "measured all_reduce, not all_gather"},
+    {"collective not modelled",
+     "# Collective test starting: broadcast_perf\n" RANKS_1x4 NEW_HEADER ROW_1M, "x.txt",
+     SPSIM_COLL_COUNT, 0, 0, SPSIM_EFIELD, "line 1: 'broadcast_perf' is not"},
+    {"--op contradicts the log",
+     "# Collective test starting: all_reduce_perf\n" RANKS_1x4 NEW_HEADER ROW_1M, "x.txt",
+     SPSIM_COLL_ALL_GATHER, 0, 0, SPSIM_EFIELD, "measured all_reduce, not all_gather"},
     {"--gpus contradicts the log", RANKS_1x4 NEW_HEADER ROW_1M, "all_reduce.txt", SPSIM_COLL_COUNT,
      8, 0, SPSIM_EFIELD, "rank lines give 4, but --gpus says 8"},
     {"no rank count", NEW_HEADER ROW_1M, "all_reduce.txt", SPSIM_COLL_COUNT, 0, 1, SPSIM_EFIELD,
@@ -371,7 +397,8 @@ static const struct {
     {"busbw factor of another rank count", NEW_HEADER ROW_1M ROW_8M ROW_1M, "all_reduce.txt",
      SPSIM_COLL_COUNT, 8, 1, SPSIM_EFIELD, "the rank count or the collective is wrong"},
     {"row cut by a line of an unknown host",
-     RANKS_1x4 NEW_HEADER "     1048576        262144     float     sum      -1other:1:2 [0] NCCL INFO x\n",
+     RANKS_1x4 NEW_HEADER
+     "     1048576        262144     float     sum      -1other:1:2 [0] NCCL INFO x\n",
      "all_reduce.txt", SPSIM_COLL_COUNT, 0, 0, SPSIM_EPARSE, "line 6:"},
 };
 
@@ -418,7 +445,8 @@ nccl_log_suite(void)
     tcase_add_test(small, disagreeing_rows_are_reported);
     suite_add_tcase(s, small);
     TCase *errors = tcase_create("errors");
-    tcase_add_loop_test(errors, malformed_logs_fail_with_file_and_line, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+    tcase_add_loop_test(errors, malformed_logs_fail_with_file_and_line, 0,
+                        (int)(sizeof(bad) / sizeof(bad[0])));
     tcase_add_test(errors, invalid_arguments);
     suite_add_tcase(s, errors);
     return s;

@@ -31,22 +31,29 @@ struct bad_case {
 };
 
 static const struct bad_case model_cases[] = {
-    {"\"layers\": 48", "\"layers\": -48", SPSIM_EFIELD, "field 'layers': must be an integer in [1, 4096], got -48"},
+    {"\"layers\": 48", "\"layers\": -48", SPSIM_EFIELD,
+     "field 'layers': must be an integer in [1, 4096], got -48"},
     {"\"layers\": 48", "\"layers\": 0", SPSIM_EFIELD, "field 'layers'"},
     {"\"layers\": 48", "\"layers\": 48.5", SPSIM_EFIELD, "field 'layers'"},
     {"\"layers\": 48", "\"layers\": 1e400", SPSIM_EFIELD, "field 'layers'"},
-    {"\"layers\": 48", "\"layers\": \"48\"", SPSIM_EFIELD, "field 'layers': must be an integer in [1, 4096], got a string"},
+    {"\"layers\": 48", "\"layers\": \"48\"", SPSIM_EFIELD,
+     "field 'layers': must be an integer in [1, 4096], got a string"},
     {"\"hidden\": 6144,", "", SPSIM_EFIELD, "field 'hidden': is required but missing"},
     {"\"hidden\": 6144", "\"hidden\": 99999999", SPSIM_EFIELD, "field 'hidden'"},
-    {"\"heads\": 64, \"kv_heads\": 64", "\"heads\": 100, \"kv_heads\": 100", SPSIM_EFIELD, "field 'heads': must divide hidden"},
+    {"\"heads\": 64, \"kv_heads\": 64", "\"heads\": 100, \"kv_heads\": 100", SPSIM_EFIELD,
+     "field 'heads': must divide hidden"},
     {"\"kv_heads\": 64", "\"kv_heads\": 48", SPSIM_EFIELD, "field 'kv_heads': must divide heads"},
-    {"\"kv_heads\": 64", "\"kv_heads\": 128", SPSIM_EFIELD, "field 'kv_heads': must not exceed heads"},
-    {"\"gelu\"", "\"relu\"", SPSIM_EFIELD, "field 'mlp': must be one of 'gelu', 'swiglu', got 'relu'"},
+    {"\"kv_heads\": 64", "\"kv_heads\": 128", SPSIM_EFIELD,
+     "field 'kv_heads': must not exceed heads"},
+    {"\"gelu\"", "\"relu\"", SPSIM_EFIELD,
+     "field 'mlp': must be one of 'gelu', 'swiglu', got 'relu'"},
     {"\"dropout\": true", "\"dropout\": 1", SPSIM_EFIELD, "field 'dropout': must be true or false"},
     {"\"layers\"", "\"layer\"", SPSIM_EFIELD, "field 'layer': unknown key"},
-    {"\"name\": \"t\",", "\"name\": \"t\", \"name\": \"u\",", SPSIM_EFIELD, "field 'name': appears twice"},
+    {"\"name\": \"t\",", "\"name\": \"t\", \"name\": \"u\",", SPSIM_EFIELD,
+     "field 'name': appears twice"},
     {"spsim-model/1", "spsim-model/2", SPSIM_EFIELD, "field 'schema': must be \"spsim-model/1\""},
-    {"\"source\": \"test\",", "\"source\": \"\",", SPSIM_EFIELD, "field 'source': must not be empty"},
+    {"\"source\": \"test\",", "\"source\": \"\",", SPSIM_EFIELD,
+     "field 'source': must not be empty"},
     /* Malformed JSON: the position is reported (line 2: the missing comma). */
     {"\"heads\": 64,", "\"heads\": 64", SPSIM_EPARSE, "malformed JSON at line 2"},
     {"\"dropout\": true", "\"dropout\": tru", SPSIM_EPARSE, "malformed JSON at line 4"},
@@ -106,7 +113,8 @@ static const struct bad_case hw_cases[] = {
     {"\"value\": 108, \"source\": \"", "\"value\": 108, \"sourc\": \"", SPSIM_EFIELD,
      "field 'gpu.sm_count.sourc': unknown key"},
     {"\"value\": 108,", "\"value\": -108,", SPSIM_EFIELD, "field 'gpu.sm_count.value'"},
-    {"\"value\": 108,", "\"value\": 108.5,", SPSIM_EFIELD, "field 'gpu.sm_count': must be an integer"},
+    {"\"value\": 108,", "\"value\": 108.5,", SPSIM_EFIELD,
+     "field 'gpu.sm_count': must be an integer"},
     {"\"value\": 2039,", "\"value\": 1e300,", SPSIM_EFIELD, "field 'gpu.hbm_bandwidth_GBps.value'"},
     {"\"value\": 1700,", "\"value\": 2100,", SPSIM_EFIELD,
      "field 'gpu.hbm_achievable_GBps': must not exceed hbm_bandwidth_GBps"},
@@ -114,10 +122,11 @@ static const struct bad_case hw_cases[] = {
      "field 'gpu.gemm_achievable_tflops.bf16': must not exceed the peak"},
     {"[268435456, 194.07]", "[1, 194.07]", SPSIM_EFIELD, "sizes must be strictly increasing"},
     {"[268435456, 194.07]", "[268435456, -1]", SPSIM_EFIELD, "must be a finite number > 0"},
-    {"\"nvlink_domain_gpus\": {\"value\": 8,", "\"nvlink_domain_gpus\": {\"value\": 12,", SPSIM_EFIELD,
-     "must be a multiple of gpus_per_node"},
+    {"\"nvlink_domain_gpus\": {\"value\": 8,", "\"nvlink_domain_gpus\": {\"value\": 12,",
+     SPSIM_EFIELD, "must be a multiple of gpus_per_node"},
     {"\"value\": 24,", "\"value\": 26,", SPSIM_EFIELD, "field 'network.nic_achievable_GBps'"},
-    {"\"network\":", "\"networks\": {}, \"network\":", SPSIM_EFIELD, "field 'networks': unknown key"},
+    {"\"network\":", "\"networks\": {}, \"network\":", SPSIM_EFIELD,
+     "field 'networks': unknown key"},
     {"spsim-hardware/1", "spsim-hardware/9", SPSIM_EFIELD, "field 'schema'"},
     {"\"gpu\": {", "\"gpu\": [", SPSIM_EPARSE, "malformed JSON at line"},
 };
@@ -126,8 +135,9 @@ START_TEST(hardware_bad_input)
 {
     const struct bad_case *c = &hw_cases[_i];
     char path[4096];
-    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-a100-80g", path,
-                                           sizeof(path), NULL), SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-a100-80g", path, sizeof(path), NULL),
+        SPSIM_OK);
     char *base = read_text(path);
     char *text = edit(base, c->from, c->to);
     struct spsim_hardware *hw = NULL;
@@ -173,9 +183,10 @@ load_each_hardware(void *cookie, const char *name, const char *path)
 START_TEST(shipped_profiles_load)
 {
     int models = 0, hardware = 0;
-    ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_MODEL, load_each_model, &models, NULL), SPSIM_OK);
-    ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_HARDWARE, load_each_hardware, &hardware, NULL),
+    ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_MODEL, load_each_model, &models, NULL),
                      SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_profile_list(SPSIM_PROFILE_HARDWARE, load_each_hardware, &hardware, NULL), SPSIM_OK);
     ck_assert_int_ge(models, 10);
     ck_assert_int_ge(hardware, 6);
 }
@@ -187,8 +198,10 @@ START_TEST(paper_shapes)
     static const struct {
         const char *name;
         uint32_t a, h, L;
-    } t3[] = {{"paper-22b", 64, 6144, 48}, {"paper-175b", 96, 12288, 96},
-              {"paper-530b", 128, 20480, 105}, {"paper-1t", 160, 25600, 128}};
+    } t3[] = {{"paper-22b", 64, 6144, 48},
+              {"paper-175b", 96, 12288, 96},
+              {"paper-530b", 128, 20480, 105},
+              {"paper-1t", 160, 25600, 128}};
     for (size_t i = 0; i < 4; i++) {
         struct spsim_model *m = testutil_model_named(t3[i].name);
         const struct spsim_model_shape *s = spsim_model_get_shape(m);
@@ -231,11 +244,13 @@ START_TEST(profile_names_resolve)
 {
     char path[4096];
     struct spsim_error err = {0};
-    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_MODEL, "no-such-model", path, sizeof(path),
-                                           &err), SPSIM_EIO);
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_MODEL, "no-such-model", path, sizeof(path), &err),
+        SPSIM_EIO);
     ck_assert_ptr_nonnull(strstr(err.message, "no model profile named 'no-such-model'"));
-    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_MODEL, "dir/file.json", path, sizeof(path),
-                                           NULL), SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_MODEL, "dir/file.json", path, sizeof(path), NULL),
+        SPSIM_OK);
     ck_assert_str_eq(path, "dir/file.json");
 }
 END_TEST

@@ -25,17 +25,17 @@ static const struct {
 } good_axes[] = {
     {SPSIM_AXIS_TP, "1,2,4,8", 4, {1, 2, 4, 8}},
     {SPSIM_AXIS_PP, "1..5", 5, {1, 2, 3, 4, 5}},
-    {SPSIM_AXIS_PP, "2..10:3", 3, {2, 5, 8}},         /* step 3 from 2, stops at 10 */
+    {SPSIM_AXIS_PP, "2..10:3", 3, {2, 5, 8}}, /* step 3 from 2, stops at 10 */
     {SPSIM_AXIS_TP, "1..64:*2", 7, {1, 2, 4, 8, 16, 32, 64}},
-    {SPSIM_AXIS_MBS, " 1 , 2 ", 2, {1, 2}},            /* blanks around items */
-    {SPSIM_AXIS_VPP, "3,1..2", 3, {3, 1, 2}},          /* lists keep their order */
+    {SPSIM_AXIS_MBS, " 1 , 2 ", 2, {1, 2}},   /* blanks around items */
+    {SPSIM_AXIS_VPP, "3,1..2", 3, {3, 1, 2}}, /* lists keep their order */
     {SPSIM_AXIS_SP, "on,off", 2, {1, 0}},
     {SPSIM_AXIS_SP, "true", 1, {1}},
-    {SPSIM_AXIS_RECOMPUTE, "full,none", 2, {2, 0}},    /* enum spsim_recompute */
+    {SPSIM_AXIS_RECOMPUTE, "full,none", 2, {2, 0}},         /* enum spsim_recompute */
     {SPSIM_AXIS_FLASH_ATTN, "model,on,off", 3, {-1, 1, 0}}, /* struct spsim_parallel.flash_attn */
-    {SPSIM_AXIS_DTYPE, "fp8", 1, {2}},                 /* enum spsim_dtype */
-    {SPSIM_AXIS_GBS, "4294967296", 1, {4294967296}},   /* the largest gbs, 2^32 */
-    {SPSIM_AXIS_GPUS, "8..64:*4", 2, {8, 32}},         /* 8, 32; 128 is past 64 */
+    {SPSIM_AXIS_DTYPE, "fp8", 1, {2}},                      /* enum spsim_dtype */
+    {SPSIM_AXIS_GBS, "4294967296", 1, {4294967296}},        /* the largest gbs, 2^32 */
+    {SPSIM_AXIS_GPUS, "8..64:*4", 2, {8, 32}},              /* 8, 32; 128 is past 64 */
 };
 
 START_TEST(axis_syntax)
@@ -70,7 +70,8 @@ static const struct {
     {SPSIM_AXIS_PP, "1..4:*1", "--x: '1..4:*1' has a bad step"},
     {SPSIM_AXIS_PP, "4x", "--x: '4x' is not an integer or a range"},
     {SPSIM_AXIS_SEQ, "-5", "--x: '-5' is not an integer"},
-    {SPSIM_AXIS_SEQ, "16777217", "--x: '16777217' is not an integer or range of integers in [1, 16777216]"},
+    {SPSIM_AXIS_SEQ, "16777217",
+     "--x: '16777217' is not an integer or range of integers in [1, 16777216]"},
     {SPSIM_AXIS_GBS, "4294967297", "in [1, 4294967296]"},
     {SPSIM_AXIS_TP, "99999999999999999999999", "'99999999999999999999999' is not an integer"},
     {SPSIM_AXIS_GBS, "1..2000000", "makes the axis longer than 1048576 values"},
@@ -266,35 +267,40 @@ reference_rows(void)
         for (int hi = 0; hi < 2; hi++) {
             struct spsim_hardware *hw = testutil_hardware(hws[hi]);
             for (int t = 0; t < 3; t++)
-            for (uint32_t pp = 1; pp <= 4; pp++)
-            for (int g = 0; g < 2; g++)
-            for (uint32_t vpp = 1; vpp <= 2; vpp++)
-            for (int sp = 0; sp < 2; sp++)
-            for (int rec = 0; rec < 2; rec++)
-            for (int b = 0; b < 2; b++)
-            for (int f = 0; f < 2; f++)
-            for (int dist = 1; dist >= 0; dist--)
-            for (int over = 0; over < 2; over++) {
-                struct spsim_parallel p;
-                spsim_parallel_defaults(&p);
-                p.tp = tps[t];
-                p.pp = pp;
-                p.dp = gpus[g] % (tps[t] * pp) == 0 ? gpus[g] / (tps[t] * pp) : 0;
-                p.vpp = vpp;
-                p.sp = sp;
-                p.recompute = rec ? SPSIM_RECOMPUTE_FULL : SPSIM_RECOMPUTE_NONE;
-                p.mbs = mbs[b];
-                p.gbs = 48;
-                p.seq = 2048;
-                p.flash_attn = flash[f];
-                p.distributed_optimizer = dist;
-                p.overlap_grad_reduce = over;
-                struct spsim_result r;
-                /* Shipped profiles are named as their files. */
-                if (p.dp && spsim_evaluate(m, hw, &p, &r, NULL) == SPSIM_OK)
-                    ref_add(&ref, ref.points, models[mi], hws[hi], &r);
-                ref.points++;
-            }
+                for (uint32_t pp = 1; pp <= 4; pp++)
+                    for (int g = 0; g < 2; g++)
+                        for (uint32_t vpp = 1; vpp <= 2; vpp++)
+                            for (int sp = 0; sp < 2; sp++)
+                                for (int rec = 0; rec < 2; rec++)
+                                    for (int b = 0; b < 2; b++)
+                                        for (int f = 0; f < 2; f++)
+                                            for (int dist = 1; dist >= 0; dist--)
+                                                for (int over = 0; over < 2; over++) {
+                                                    struct spsim_parallel p;
+                                                    spsim_parallel_defaults(&p);
+                                                    p.tp = tps[t];
+                                                    p.pp = pp;
+                                                    p.dp = gpus[g] % (tps[t] * pp) == 0
+                                                               ? gpus[g] / (tps[t] * pp)
+                                                               : 0;
+                                                    p.vpp = vpp;
+                                                    p.sp = sp;
+                                                    p.recompute = rec ? SPSIM_RECOMPUTE_FULL
+                                                                      : SPSIM_RECOMPUTE_NONE;
+                                                    p.mbs = mbs[b];
+                                                    p.gbs = 48;
+                                                    p.seq = 2048;
+                                                    p.flash_attn = flash[f];
+                                                    p.distributed_optimizer = dist;
+                                                    p.overlap_grad_reduce = over;
+                                                    struct spsim_result r;
+                                                    /* Shipped profiles are named as their files. */
+                                                    if (p.dp && spsim_evaluate(m, hw, &p, &r,
+                                                                               NULL) == SPSIM_OK)
+                                                        ref_add(&ref, ref.points, models[mi],
+                                                                hws[hi], &r);
+                                                    ref.points++;
+                                                }
             spsim_hardware_destroy(hw);
         }
         spsim_model_destroy(m);
@@ -607,11 +613,12 @@ START_TEST(invalid_points_are_listed)
                                                "flash_attn=model distributed_optimizer=on "
                                                "overlap_grad_reduce=off dtype=bf16: parallel "
                                                "config: field 'vpp'"));
-    ck_assert_ptr_nonnull(strstr(invalid.data, "tp=8 pp=3 gpus=16 vpp=1 sp=off recompute=none mbs=1 "
-                                               "gbs=48 seq=2048 flash_attn=model "
-                                               "distributed_optimizer=on overlap_grad_reduce=off "
-                                               "dtype=bf16: parallel config: field 'gpus': 16 GPUs "
-                                               "do not split into tp·pp = 8·3 groups"));
+    ck_assert_ptr_nonnull(strstr(invalid.data,
+                                 "tp=8 pp=3 gpus=16 vpp=1 sp=off recompute=none mbs=1 "
+                                 "gbs=48 seq=2048 flash_attn=model "
+                                 "distributed_optimizer=on overlap_grad_reduce=off "
+                                 "dtype=bf16: parallel config: field 'gpus': 16 GPUs "
+                                 "do not split into tp·pp = 8·3 groups"));
     free(invalid.data);
     spsim_sweep_destroy(sw);
 }

@@ -101,8 +101,8 @@ compare_cell(const struct spsim_field *f, const cJSON *v, const char *cell)
         /* Integers: cJSON holds them as doubles, exact below 2^53. */
         double b = v->valuedouble;
         long long a = strtoll(cell, NULL, 10);
-        ck_assert_msg(cJSON_IsNumber(v) && b < 9007199254740992.0 && (double)a == b, "%s: %s vs %.17g",
-                      f->path, cell, b);
+        ck_assert_msg(cJSON_IsNumber(v) && b < 9007199254740992.0 && (double)a == b,
+                      "%s: %s vs %.17g", f->path, cell, b);
     }
     }
 }

@@ -33,9 +33,9 @@ START_TEST(model_flops_are_eq7)
                 {"paper-530b", 105, 20480, 35, 3, 280},
                 {"paper-1t", 128, 25600, 64, 1, 512}};
     for (size_t i = 0; i < 4; i++) {
-        struct spsim_result r = eval_paper(rows[i].model, 8, rows[i].pp, rows[i].vpp,
-                                           i == 0 ? 4 : 1, rows[i].gbs, true,
-                                           SPSIM_RECOMPUTE_SELECTIVE);
+        struct spsim_result r =
+            eval_paper(rows[i].model, 8, rows[i].pp, rows[i].vpp, i == 0 ? 4 : 1, rows[i].gbs, true,
+                       SPSIM_RECOMPUTE_SELECTIVE);
         double want = eq7((double)rows[i].gbs, rows[i].L, 2048, rows[i].h, 51200);
         ck_assert_double_eq_tol(r.time.model_flops / want, 1.0, 1e-12);
     }
@@ -50,7 +50,8 @@ START_TEST(hardware_flops_count_the_recomputation)
      * whole layer's forward. 22B, B = 4. */
     double B = 4, L = 48, s = 2048, h = 6144, v = 51200;
     struct spsim_result none = eval_paper("paper-22b", 8, 1, 1, 4, 4, false, SPSIM_RECOMPUTE_NONE);
-    struct spsim_result sel = eval_paper("paper-22b", 8, 1, 1, 4, 4, true, SPSIM_RECOMPUTE_SELECTIVE);
+    struct spsim_result sel =
+        eval_paper("paper-22b", 8, 1, 1, 4, 4, true, SPSIM_RECOMPUTE_SELECTIVE);
     struct spsim_result full = eval_paper("paper-22b", 8, 1, 1, 4, 4, false, SPSIM_RECOMPUTE_FULL);
     ck_assert_double_eq_tol(none.time.hardware_flops / eq7(B, L, s, h, v), 1.0, 1e-12);
     ck_assert_double_eq_tol(sel.time.hardware_flops / (eq7(B, L, s, h, v) + L * 4 * B * s * s * h),
@@ -73,7 +74,8 @@ START_TEST(maxmin_hand_cases)
 {
     /* One link of 10 shared by two flows: 5 each. */
     double cap1[1] = {10};
-    struct spsim_flow f1[2] = {{.bytes = 100, .nres = 1, .res = {0}}, {.bytes = 300, .nres = 1, .res = {0}}};
+    struct spsim_flow f1[2] = {{.bytes = 100, .nres = 1, .res = {0}},
+                               {.bytes = 300, .nres = 1, .res = {0}}};
     ck_assert_int_eq(spsim_maxmin_rates(cap1, 1, f1, 2), SPSIM_OK);
     ck_assert_double_eq_tol(f1[0].rate, 5, 1e-12);
     ck_assert_double_eq_tol(f1[1].rate, 5, 1e-12);
@@ -137,32 +139,33 @@ START_TEST(collective_formula_by_hand)
 {
     struct spsim_hardware *hw = NULL;
     struct spsim_error err = {0};
-    ck_assert_msg(spsim_hardware_parse(synthetic_hw, strlen(synthetic_hw), "synthetic", &hw, &err) ==
-                      SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_hardware_parse(synthetic_hw, strlen(synthetic_hw), "synthetic", &hw,
+                                       &err) == SPSIM_OK,
+                  "%s", err.message);
     struct spsim_collective_prediction p;
     /* AllReduce, 8 GPUs, 1e9 B: 5 + 14·1 µs + 2·7/8·1e9 / 200e9 s = 19 µs + 8.75 ms. */
-    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 0, 1000000000, &p, NULL),
-                     SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 0, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_double_eq_tol(p.time_s, 19e-6 + 8.75e-3, 1e-12);
     ck_assert_double_eq_tol(p.algbw_GBps, 1.0 / p.time_s, 1e-9);
     ck_assert_double_eq_tol(p.busbw_GBps, 1.75 / p.time_s, 1e-9);
     ck_assert_int_eq(p.tier, SPSIM_TIER_NVLINK);
     /* AllGather, 4 GPUs, 1e9 B (the whole gathered buffer): 5 + 3 µs + 3/4·1e9/200e9. */
-    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_GATHER, 4, 0, 1000000000, &p, NULL),
-                     SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_collective_predict(hw, SPSIM_COLL_ALL_GATHER, 4, 0, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_double_eq_tol(p.time_s, 8e-6 + 3.75e-3, 1e-12);
     /* AllReduce over 2 nodes of 8 (16 GPUs): hierarchical. Bandwidth: the smaller of NVLink
      * (200) and the 8 NICs of a node (8 × 40 = 320): 200. Latency: network base 10 µs,
      * 30 steps of which 2(2−1) = 2 cross nodes at 3 µs, 28 at 1 µs → 44 µs.
      * Wire 2·15/16·1e9. */
-    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1000000000, &p, NULL),
-                     SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_int_eq(p.tier, SPSIM_TIER_HIERARCHICAL);
     ck_assert_double_eq_tol(p.time_s, 44e-6 + 1.875e9 / 200e9, 1e-12);
     /* One GPU per node (8 GPUs on 8 nodes): each rank has its own NIC, 40 GB/s; latency
      * 10 + 14 steps all across nodes × 3 µs = 52 µs. */
-    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 8, 1000000000, &p, NULL),
-                     SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 8, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_int_eq(p.tier, SPSIM_TIER_NETWORK);
     ck_assert_double_eq_tol(p.time_s, 52e-6 + 1.75e9 / 40e9, 1e-12);
     /* Bad layouts are refused. */
@@ -230,7 +233,8 @@ END_TEST
 
 START_TEST(breakdown_sums_to_iteration)
 {
-    struct spsim_result r = eval_paper("paper-175b", 8, 8, 3, 1, 64, true, SPSIM_RECOMPUTE_SELECTIVE);
+    struct spsim_result r =
+        eval_paper("paper-175b", 8, 8, 3, 1, 64, true, SPSIM_RECOMPUTE_SELECTIVE);
     const struct spsim_time_report *t = &r.time;
     double sum = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s + t->pp_bubble_s +
                  t->pp_p2p_s + t->dp_exposed_s + t->optimizer_s;

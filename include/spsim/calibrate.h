@@ -16,12 +16,12 @@ extern "C" {
 /** One measured collective size, in nccl-tests' conventions. */
 struct spsim_bw_sample {
     enum spsim_coll_op op;
-    uint32_t ranks;       /**< communicator size */
-    uint32_t nodes;       /**< nodes spanned; 0 = unknown */
-    uint64_t size_bytes;  /**< nccl-tests size (AG/RS: the whole buffer) */
-    double time_s;        /**< out-of-place time per operation */
-    double algbw_GBps;    /**< size / time, GB = 1e9 */
-    double busbw_GBps;    /**< algbw × the collective's factor */
+    uint32_t ranks;      /**< communicator size */
+    uint32_t nodes;      /**< nodes spanned; 0 = unknown */
+    uint64_t size_bytes; /**< nccl-tests size (AG/RS: the whole buffer) */
+    double time_s;       /**< out-of-place time per operation */
+    double algbw_GBps;   /**< size / time, GB = 1e9 */
+    double busbw_GBps;   /**< algbw × the collective's factor */
 };
 
 /** A growable table of samples with provenance. Opaque. */
@@ -35,7 +35,8 @@ SPSIM_API void spsim_bw_table_destroy(struct spsim_bw_table *t);
 SPSIM_API int spsim_bw_table_add(struct spsim_bw_table *t, const struct spsim_bw_sample *s);
 SPSIM_API size_t spsim_bw_table_size(const struct spsim_bw_table *t);
 /** @return the i-th sample (owned by the table), or NULL when out of range */
-SPSIM_API const struct spsim_bw_sample *spsim_bw_table_get(const struct spsim_bw_table *t, size_t i);
+SPSIM_API const struct spsim_bw_sample *spsim_bw_table_get(const struct spsim_bw_table *t,
+                                                           size_t i);
 /** Provenance, as key/value text ("source", "gpu", "nccl_version", "hosts", ...); copied. */
 SPSIM_API int spsim_bw_table_set_info(struct spsim_bw_table *t, const char *key, const char *value);
 /** @return the value for key, or NULL; owned by the table */
@@ -53,11 +54,10 @@ struct spsim_gemm_sample {
 
 /** One measured device-to-device copy. */
 struct spsim_hbm_sample {
-    uint64_t bytes;  /**< copied (read + written = 2 × bytes of traffic) */
+    uint64_t bytes; /**< copied (read + written = 2 × bytes of traffic) */
     double time_s;
-    double GBps;     /**< 2 × bytes / time / 1e9: HBM traffic rate */
+    double GBps; /**< 2 × bytes / time / 1e9: HBM traffic rate */
 };
-
 
 /* Importing nccl-tests output. */
 
@@ -77,8 +77,8 @@ SPSIM_API void spsim_nccl_log_defaults(struct spsim_nccl_log_options *o);
 
 /** One row whose printed algbw or busbw disagrees with its size and time. */
 struct spsim_nccl_log_note {
-    uint32_t line;    /**< 1-based line number in the file */
-    char text[160];   /**< e.g. "busbw 0.30 GB/s printed, 0.35 from size, time and 1.75 (8 ranks)" */
+    uint32_t line;  /**< 1-based line number in the file */
+    char text[160]; /**< e.g. "busbw 0.30 GB/s printed, 0.35 from size, time and 1.75 (8 ranks)" */
 };
 
 /** What the importer saw in one log. */
@@ -147,32 +147,32 @@ SPSIM_API void spsim_calibrate_defaults(struct spsim_calibrate_options *o);
 
 /** The fit of one link tier (doc/calibration.md): time = α + steps·hop + wire/B. */
 struct spsim_calibration_tier {
-    bool measured;           /**< some samples ran on this tier */
-    bool hop_fitted;         /**< false: one step count only, so the base profile's base latency
-                              *   is kept and the rest of α is spread over the steps as hop */
-    double base_latency_us;  /**< as written to the profile */
-    double hop_latency_us;   /**< as written to the profile */
-    double fit_busbw_GBps[SPSIM_COLL_COUNT];  /**< fitted B per collective; 0 = not measured */
-    double peak_busbw_GBps[SPSIM_COLL_COUNT]; /**< the busbw the written profile gives the
-                                               *   curve's group at eff = 1 */
+    bool measured;          /**< some samples ran on this tier */
+    bool hop_fitted;        /**< false: one step count only, so the base profile's base latency
+                             *   is kept and the rest of α is spread over the steps as hop */
+    double base_latency_us; /**< as written to the profile */
+    double hop_latency_us;  /**< as written to the profile */
+    double fit_busbw_GBps[SPSIM_COLL_COUNT];     /**< fitted B per collective; 0 = not measured */
+    double peak_busbw_GBps[SPSIM_COLL_COUNT];    /**< the busbw the written profile gives the
+                                                  *   curve's group at eff = 1 */
     double fit_median_rel_err[SPSIM_COLL_COUNT]; /**< |fit − measured| / measured over sizes */
     double fit_max_rel_err[SPSIM_COLL_COUNT];
 };
 
 /** One measured size: the measurement, the tier's fit and the calibrated profile's prediction. */
 struct spsim_calibration_row {
-    size_t input;          /**< index of the table it came from */
+    size_t input; /**< index of the table it came from */
     enum spsim_coll_op op;
-    enum spsim_tier tier;  /**< SPSIM_TIER_NVLINK, _NETWORK or _HIERARCHICAL */
+    enum spsim_tier tier; /**< SPSIM_TIER_NVLINK, _NETWORK or _HIERARCHICAL */
     uint32_t ranks, nodes;
     uint64_t size_bytes;
-    double measured_s;     /**< mean of the table's samples of this size */
-    double algbw_GBps;     /**< size / measured_s, GB = 1e9 B (nccl-tests) */
-    double busbw_GBps;     /**< algbw × the collective's nccl-tests factor */
-    double fit_s;          /**< α + steps·hop + wire/B of the tier's fit */
-    double eff;            /**< eff(size) of the calibrated profile for this tier and collective */
-    double predicted_s;    /**< spsim_collective_predict() on the calibrated profile */
-    bool in_curve;         /**< the size is a point of the written busbw curve */
+    double measured_s;  /**< mean of the table's samples of this size */
+    double algbw_GBps;  /**< size / measured_s, GB = 1e9 B (nccl-tests) */
+    double busbw_GBps;  /**< algbw × the collective's nccl-tests factor */
+    double fit_s;       /**< α + steps·hop + wire/B of the tier's fit */
+    double eff;         /**< eff(size) of the calibrated profile for this tier and collective */
+    double predicted_s; /**< spsim_collective_predict() on the calibrated profile */
+    bool in_curve;      /**< the size is a point of the written busbw curve */
 };
 
 /** Most notes a calibration keeps. */
@@ -183,8 +183,8 @@ struct spsim_calibration {
     struct spsim_calibration_tier tier[2]; /**< [0] the NVLink domain, [1] the network */
     struct spsim_calibration_row *rows;    /**< owned; every measured size of every table */
     size_t nrows;
-    char *profile_json;                    /**< owned; the calibrated profile, already accepted by
-                                            *   spsim_hardware_parse() */
+    char *profile_json; /**< owned; the calibrated profile, already accepted by
+                         *   spsim_hardware_parse() */
     size_t profile_len;
     size_t nnotes;
     char notes[SPSIM_CALIBRATION_MAX_NOTES][256]; /**< what was not used as given, one line each */

@@ -18,9 +18,9 @@ struct spsim_collective_prediction {
     uint64_t size_bytes;      /**< nccl-tests size: AG/RS the whole buffer, AR the buffer */
     enum spsim_tier tier;     /**< hierarchical: NVLink inside domains, NICs across */
     double time_s;
-    double latency_s;         /**< the α part of time_s */
-    double algbw_GBps;        /**< size / time, GB = 1e9 bytes */
-    double busbw_GBps;        /**< algbw × 2(n−1)/n (AR), (n−1)/n (AG, RS), 1 (send/recv) */
+    double latency_s;  /**< the α part of time_s */
+    double algbw_GBps; /**< size / time, GB = 1e9 bytes */
+    double busbw_GBps; /**< algbw × 2(n−1)/n (AR), (n−1)/n (AG, RS), 1 (send/recv) */
 };
 
 /**

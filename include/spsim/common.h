@@ -47,7 +47,7 @@ enum spsim_status {
  * "error:" prefix and no trailing newline: the caller decides how to show it.
  */
 struct spsim_error {
-    int code;                               /**< the enum spsim_status value returned */
+    int code;                              /**< the enum spsim_status value returned */
     char message[SPSIM_ERROR_MESSAGE_MAX]; /**< NUL-terminated, one line */
 };
 

@@ -23,9 +23,9 @@ enum spsim_field_type {
 };
 
 struct spsim_field {
-    const char *path;            /**< "memory.total_bytes" */
+    const char *path; /**< "memory.total_bytes" */
     enum spsim_field_type type;
-    size_t offset;               /**< into struct spsim_result */
+    size_t offset;                       /**< into struct spsim_result */
     const char *(*enum_name)(int value); /**< SPSIM_FIELD_ENUM only */
 };
 

@@ -28,15 +28,16 @@ typedef void (*spsim_progress_fn)(void *cookie, const char *what, size_t done, s
 
 /** What `spsim calibrate` measures on the local GPUs. */
 struct spsim_gpu_calibrate_options {
-    int gpus;                       /**< GPUs in the communicator; 0 = all visible (default) */
-    uint64_t min_bytes, max_bytes;  /**< collective sizes, nccl-tests convention (8 B .. 1 GiB) */
-    uint32_t factor;                /**< size step factor (2) */
-    uint32_t warmup_iters, iters;   /**< per size (5, 20) */
-    const struct spsim_model *model; /**< GEMMs at its layer's shapes for tp 1, 2, 4, 8 (NULL: grid only) */
-    uint32_t mbs;                   /**< micro-batch size for the model's shapes (1) */
-    uint32_t seq;                   /**< sequence length for them; 0 = the model's */
-    bool fp8;                       /**< also FP8 GEMMs where the GPU has them */
-    spsim_progress_fn progress;     /**< optional */
+    int gpus;                      /**< GPUs in the communicator; 0 = all visible (default) */
+    uint64_t min_bytes, max_bytes; /**< collective sizes, nccl-tests convention (8 B .. 1 GiB) */
+    uint32_t factor;               /**< size step factor (2) */
+    uint32_t warmup_iters, iters;  /**< per size (5, 20) */
+    const struct spsim_model
+        *model;   /**< GEMMs at its layer's shapes for tp 1, 2, 4, 8 (NULL: grid only) */
+    uint32_t mbs; /**< micro-batch size for the model's shapes (1) */
+    uint32_t seq; /**< sequence length for them; 0 = the model's */
+    bool fp8;     /**< also FP8 GEMMs where the GPU has them */
+    spsim_progress_fn progress; /**< optional */
     void *progress_cookie;
     /** One process per GPU across nodes under MPI (`mpirun -np N`; ncclCommInitRank with the
      * id broadcast over MPI); `gpus` must then be 0. Default: true when the build has MPI and
@@ -95,14 +96,14 @@ SPSIM_API int spsim_gpu_calibrate(const struct spsim_gpu_calibrate_options *o,
 
 /** Facts about one visible GPU and the software stack, for provenance. */
 struct spsim_gpu_info {
-    char name[256];          /**< cudaDeviceProp.name, e.g. "NVIDIA H200" */
-    int cc_major, cc_minor;  /**< compute capability */
-    int sm_count;            /**< streaming multiprocessors */
-    uint64_t memory_bytes;   /**< total device memory */
-    int driver_version;      /**< cudaDriverGetVersion, e.g. 13000 */
-    int runtime_version;     /**< cudaRuntimeGetVersion */
-    int nccl_version;        /**< ncclGetVersion, e.g. 22809 */
-    int device_count;        /**< visible GPUs */
+    char name[256];         /**< cudaDeviceProp.name, e.g. "NVIDIA H200" */
+    int cc_major, cc_minor; /**< compute capability */
+    int sm_count;           /**< streaming multiprocessors */
+    uint64_t memory_bytes;  /**< total device memory */
+    int driver_version;     /**< cudaDriverGetVersion, e.g. 13000 */
+    int runtime_version;    /**< cudaRuntimeGetVersion */
+    int nccl_version;       /**< ncclGetVersion, e.g. 22809 */
+    int device_count;       /**< visible GPUs */
 };
 
 /**
@@ -135,11 +136,11 @@ SPSIM_API void spsim_gpu_validate_defaults(struct spsim_gpu_validate_options *o)
 
 /** What the replay runs for the computation of one schedule step. */
 enum spsim_replay_kind {
-    SPSIM_REPLAY_NONE = 0,          /**< no computation: a collective step */
-    SPSIM_REPLAY_GEMM = 1,          /**< the linear layer's GEMM at this rank's shape */
-    SPSIM_REPLAY_BATCHED_GEMM = 2,  /**< attention's batched matmul (QK^T, attention x V) */
-    SPSIM_REPLAY_COPY = 3,          /**< a memory-bound kernel, stood in for by a
-                                     *   device-to-device copy moving the same HBM bytes */
+    SPSIM_REPLAY_NONE = 0,           /**< no computation: a collective step */
+    SPSIM_REPLAY_GEMM = 1,           /**< the linear layer's GEMM at this rank's shape */
+    SPSIM_REPLAY_BATCHED_GEMM = 2,   /**< attention's batched matmul (QK^T, attention x V) */
+    SPSIM_REPLAY_COPY = 3,           /**< a memory-bound kernel, stood in for by a
+                                      *   device-to-device copy moving the same HBM bytes */
     SPSIM_REPLAY_ATTENTION_PROXY = 4 /**< flash attention, stood in for by batched GEMMs of
                                       *   the same FLOPs (causal: half the keys) */
 };
@@ -152,35 +153,35 @@ SPSIM_API const char *spsim_replay_kind_name(enum spsim_replay_kind kind);
  * passes (0 in a plan). */
 struct spsim_gpu_validate_step {
     enum spsim_phase phase;
-    const char *op;              /**< static: the schedule's op name */
-    const char *pass;            /**< static: "forward", "dgrad", "wgrad", "backward", "" */
+    const char *op;   /**< static: the schedule's op name */
+    const char *pass; /**< static: "forward", "dgrad", "wgrad", "backward", "" */
     enum spsim_replay_kind kind;
-    enum spsim_dtype dtype;      /**< of the GEMMs */
-    uint64_t m, n, k, batch;     /**< GEMM shape (each proxy GEMM's); 0 without a GEMM */
-    uint32_t gemms;              /**< GEMMs launched: 1, or 2 (proxy forward) / 5 (backward) */
-    bool fp32_output;            /**< wgrad accumulated into an fp32 gradient (Megatron's
-                                  *   gradient-accumulation fusion); BF16/FP16 only */
-    double flops;                /**< replayed FLOPs */
-    uint64_t copy_bytes;         /**< HBM traffic (read + written) replayed by copies */
-    enum spsim_coll_op coll;     /**< SPSIM_COLL_COUNT when the step issues no collective */
-    uint64_t coll_bytes;         /**< its nccl-tests size (AG/RS: the whole gathered tensor) */
-    const char *coll_site;       /**< static; "" without a collective */
-    enum spsim_overlap overlap;  /**< a collective beside the computation: separate streams */
+    enum spsim_dtype dtype;     /**< of the GEMMs */
+    uint64_t m, n, k, batch;    /**< GEMM shape (each proxy GEMM's); 0 without a GEMM */
+    uint32_t gemms;             /**< GEMMs launched: 1, or 2 (proxy forward) / 5 (backward) */
+    bool fp32_output;           /**< wgrad accumulated into an fp32 gradient (Megatron's
+                                 *   gradient-accumulation fusion); BF16/FP16 only */
+    double flops;               /**< replayed FLOPs */
+    uint64_t copy_bytes;        /**< HBM traffic (read + written) replayed by copies */
+    enum spsim_coll_op coll;    /**< SPSIM_COLL_COUNT when the step issues no collective */
+    uint64_t coll_bytes;        /**< its nccl-tests size (AG/RS: the whole gathered tensor) */
+    const char *coll_site;      /**< static; "" without a collective */
+    enum spsim_overlap overlap; /**< a collective beside the computation: separate streams */
     double predicted_compute_s, predicted_comm_s;
-    double predicted_s;          /**< compute + exposed collective time */
+    double predicted_s; /**< compute + exposed collective time */
     double measured_compute_s, measured_comm_s;
-    double measured_s;           /**< from the computation's start until both are done */
+    double measured_s; /**< from the computation's start until both are done */
 };
 
 /** The replay of one layer. */
 struct spsim_gpu_validate_report {
     size_t nsteps;
     struct spsim_gpu_validate_step steps[SPSIM_MAX_SCHEDULE_STEPS];
-    uint32_t gpus;               /**< tp */
+    uint32_t gpus; /**< tp */
     uint32_t iters, warmup_iters;
     double predicted_forward_s, predicted_backward_s; /**< backward includes recomputation */
     double measured_forward_s, measured_backward_s;   /**< 0 in a plan */
-    struct spsim_gpu_info gpu;   /**< GPU 0; zero in a plan */
+    struct spsim_gpu_info gpu;                        /**< GPU 0; zero in a plan */
 };
 
 /**

@@ -23,9 +23,9 @@ SPSIM_API const char *spsim_dtype_name(enum spsim_dtype dtype);
 
 /** The headline numbers of a hardware profile, for listings. Units are in the names. */
 struct spsim_hardware_info {
-    const char *name;        /**< owned by the hardware object */
-    const char *description; /**< owned by the hardware object */
-    const char *gpu_model;   /**< owned by the hardware object */
+    const char *name;                      /**< owned by the hardware object */
+    const char *description;               /**< owned by the hardware object */
+    const char *gpu_model;                 /**< owned by the hardware object */
     double peak_tflops[SPSIM_DTYPE_COUNT]; /**< dense; 0 where the GPU has no such unit */
     double gemm_achievable_tflops_bf16;
     uint32_t sm_count;

@@ -24,16 +24,16 @@ SPSIM_API const char *spsim_recompute_name(enum spsim_recompute r);
  * GPUs used = tp · pp · dp.
  */
 struct spsim_parallel {
-    uint32_t tp;   /**< tensor parallel size t; default 1 */
-    uint32_t pp;   /**< pipeline parallel size p; default 1 */
-    uint32_t dp;   /**< data parallel size d; default 1 */
-    uint32_t vpp;  /**< interleaved model chunks per pipeline rank (m); 1 = no interleaving */
-    uint32_t ep;   /**< expert parallel size (MoE); 1 = none; default 1 */
-    bool sp;       /**< sequence parallelism; default false */
+    uint32_t tp;  /**< tensor parallel size t; default 1 */
+    uint32_t pp;  /**< pipeline parallel size p; default 1 */
+    uint32_t dp;  /**< data parallel size d; default 1 */
+    uint32_t vpp; /**< interleaved model chunks per pipeline rank (m); 1 = no interleaving */
+    uint32_t ep;  /**< expert parallel size (MoE); 1 = none; default 1 */
+    bool sp;      /**< sequence parallelism; default false */
     enum spsim_recompute recompute; /**< default none */
-    uint32_t mbs;  /**< micro-batch size b, sequences; default 1 */
-    uint64_t gbs;  /**< global batch size B, sequences; default 1 */
-    uint32_t seq;  /**< sequence length s; 0 = the model's seq_len (default) */
+    uint32_t mbs;                   /**< micro-batch size b, sequences; default 1 */
+    uint64_t gbs;                   /**< global batch size B, sequences; default 1 */
+    uint32_t seq;                   /**< sequence length s; 0 = the model's seq_len (default) */
     int flash_attn; /**< -1 = the model's `attention` (default), 0 = standard, 1 = flash */
     bool distributed_optimizer; /**< shard optimizer state over dp (Megatron); default false */
     bool overlap_grad_reduce;   /**< overlap DP gradient reduction with backward; default false */
@@ -45,9 +45,9 @@ SPSIM_API void spsim_parallel_defaults(struct spsim_parallel *par);
 
 /** Warnings: configurations that run but are probably not what the user wants. */
 enum spsim_warning {
-    SPSIM_WARN_TP_SPANS_DOMAIN = 1u << 0,  /**< a TP group spans more GPUs than one NVLink domain */
+    SPSIM_WARN_TP_SPANS_DOMAIN = 1u << 0, /**< a TP group spans more GPUs than one NVLink domain */
     SPSIM_WARN_TP_STRADDLES_DOMAIN = 1u << 1, /**< t does not divide the NVLink domain size */
-    SPSIM_WARN_FEW_MICROBATCHES = 1u << 2, /**< fewer micro-batches than pipeline stages */
+    SPSIM_WARN_FEW_MICROBATCHES = 1u << 2,    /**< fewer micro-batches than pipeline stages */
     SPSIM_WARN_COUNT_ = 3
 };
 

@@ -46,10 +46,10 @@ SPSIM_API const char *spsim_coll_op_name(enum spsim_coll_op op);
 
 /** The link tier a transfer uses. */
 enum spsim_tier {
-    SPSIM_TIER_LOCAL = 0,        /**< group of one: no transfer */
-    SPSIM_TIER_NVLINK = 1,       /**< inside one NVLink domain */
-    SPSIM_TIER_NETWORK = 2,      /**< across nodes, one GPU per node in the group */
-    SPSIM_TIER_HIERARCHICAL = 3  /**< across NVLink domains with several GPUs per domain */
+    SPSIM_TIER_LOCAL = 0,       /**< group of one: no transfer */
+    SPSIM_TIER_NVLINK = 1,      /**< inside one NVLink domain */
+    SPSIM_TIER_NETWORK = 2,     /**< across nodes, one GPU per node in the group */
+    SPSIM_TIER_HIERARCHICAL = 3 /**< across NVLink domains with several GPUs per domain */
 };
 /** @return "local", "nvlink", "network", "hierarchical"; "?" otherwise. */
 SPSIM_API const char *spsim_tier_name(enum spsim_tier tier);
@@ -64,88 +64,94 @@ SPSIM_API const char *spsim_overlap_name(enum spsim_overlap overlap);
 struct spsim_collective_entry {
     enum spsim_phase phase;
     enum spsim_coll_op op;
-    const char *site;          /**< static text, e.g. "g: AllGather before QKV" */
-    uint64_t message_bytes;    /**< M = b·s·h·2 (the whole gathered/reduced tensor) */
+    const char *site;             /**< static text, e.g. "g: AllGather before QKV" */
+    uint64_t message_bytes;       /**< M = b·s·h·2 (the whole gathered/reduced tensor) */
     uint64_t wire_bytes_per_rank; /**< ring: (t−1)/t·M for AG/RS, 2(t−1)/t·M for AR */
-    uint32_t group_size;       /**< t */
+    uint32_t group_size;          /**< t */
     enum spsim_tier tier;
     enum spsim_overlap overlap;
-    double time_s;             /**< predicted duration */
-    double exposed_s;          /**< part of time_s not hidden behind computation */
+    double time_s;    /**< predicted duration */
+    double exposed_s; /**< part of time_s not hidden behind computation */
 };
 
 /** Most collectives one layer can have (TP+SP with full recompute has 14). */
 #define SPSIM_MAX_LAYER_COLLECTIVES 16
 
 struct spsim_memory_report {
-    uint64_t activation_modes_bytes[SPSIM_MODE_COUNT]; /**< per layer, Table 2 rows at this t, s, b */
-    uint64_t activation_per_layer_bytes;  /**< the configured (sp, recompute, attention) mode */
+    uint64_t
+        activation_modes_bytes[SPSIM_MODE_COUNT]; /**< per layer, Table 2 rows at this t, s, b */
+    uint64_t activation_per_layer_bytes; /**< the configured (sp, recompute, attention) mode */
     /** First-stage activations if the layers used each Table 2 mode (the in-flight layers ×
      * that mode's per-layer bytes, plus this configuration's embedding, output and, for full,
      * recompute-working terms). */
     uint64_t activation_modes_first_stage_bytes[SPSIM_MODE_COUNT];
     /** The first stage's weights, gradients and optimizer state plus the above, per mode. */
     uint64_t total_modes_bytes[SPSIM_MODE_COUNT];
-    uint32_t layers_per_stage;            /**< L/p */
-    uint32_t layers_per_chunk;            /**< L/(p·vpp) */
-    uint32_t inflight_chunks_first_stage; /**< model chunks whose activations stage 0 holds at peak */
-    double interleave_factor;             /**< in-flight layers / L: 1 + (p−1)/(p·vpp) with enough micro-batches */
-    uint64_t activation_layers_bytes;     /**< in-flight layers × per-layer bytes on stage 0 */
-    uint64_t activation_embedding_bytes;  /**< embedding dropout masks, sbhp/t (paper §4.3) */
-    uint64_t activation_output_bytes;     /**< p = 1 only: 4sbh/t·(1 + v/h) (paper §4.3) */
-    uint64_t activation_recompute_working_bytes; /**< full recompute: one layer's activations while it is recomputed */
-    uint64_t activation_first_stage_bytes; /**< sum of the four terms above */
-    uint64_t activation_last_stage_bytes;  /**< the last stage (its layers, output layer, logits) */
+    uint32_t layers_per_stage; /**< L/p */
+    uint32_t layers_per_chunk; /**< L/(p·vpp) */
+    uint32_t
+        inflight_chunks_first_stage; /**< model chunks whose activations stage 0 holds at peak */
+    double
+        interleave_factor; /**< in-flight layers / L: 1 + (p−1)/(p·vpp) with enough micro-batches */
+    uint64_t activation_layers_bytes;    /**< in-flight layers × per-layer bytes on stage 0 */
+    uint64_t activation_embedding_bytes; /**< embedding dropout masks, sbhp/t (paper §4.3) */
+    uint64_t activation_output_bytes;    /**< p = 1 only: 4sbh/t·(1 + v/h) (paper §4.3) */
+    uint64_t activation_recompute_working_bytes; /**< full recompute: one layer's activations while
+                                                    it is recomputed */
+    uint64_t activation_first_stage_bytes;       /**< sum of the four terms above */
+    uint64_t activation_last_stage_bytes; /**< the last stage (its layers, output layer, logits) */
     uint64_t parameters_total;            /**< whole model, exact, vocabulary padded */
     uint64_t parameters_first_stage;      /**< one TP rank of stage 0 */
     uint64_t parameters_last_stage;       /**< one TP rank of stage p−1 */
     uint64_t parameters_per_gpu;          /**< the most loaded stage's TP rank */
     uint64_t weights_bytes;               /**< bf16 weights: 2 per parameter (most loaded stage) */
     uint64_t gradients_bytes;             /**< fp32 main gradients: 4 per parameter */
-    uint64_t optimizer_bytes;             /**< fp32 master + Adam m, v: 12 per parameter (12/d sharded) */
-    uint64_t total_bytes;                 /**< max over stages of weights+grads+optimizer+activations */
-    uint32_t peak_stage;                  /**< the stage holding total_bytes (0 or p−1) */
-    uint64_t capacity_bytes;              /**< HBM capacity */
-    int64_t headroom_bytes;               /**< capacity − total; negative when it does not fit */
+    uint64_t optimizer_bytes; /**< fp32 master + Adam m, v: 12 per parameter (12/d sharded) */
+    uint64_t total_bytes;     /**< max over stages of weights+grads+optimizer+activations */
+    uint32_t peak_stage;      /**< the stage holding total_bytes (0 or p−1) */
+    uint64_t capacity_bytes;  /**< HBM capacity */
+    int64_t headroom_bytes;   /**< capacity − total; negative when it does not fit */
     bool fits;
 };
 
 struct spsim_comm_report {
     uint32_t per_layer_count;
     struct spsim_collective_entry per_layer[SPSIM_MAX_LAYER_COLLECTIVES];
-    uint64_t tp_forward_wire_bytes_per_layer;   /**< per rank */
-    uint64_t tp_backward_wire_bytes_per_layer;  /**< per rank, wgrad re-gathers included */
-    uint64_t tp_recompute_wire_bytes_per_layer; /**< per rank, full recompute only */
+    uint64_t tp_forward_wire_bytes_per_layer;      /**< per rank */
+    uint64_t tp_backward_wire_bytes_per_layer;     /**< per rank, wgrad re-gathers included */
+    uint64_t tp_recompute_wire_bytes_per_layer;    /**< per rank, full recompute only */
     uint64_t tp_wgrad_gather_wire_bytes_per_layer; /**< the SP weight-gradient re-gathers alone */
-    uint64_t tp_wire_bytes_per_microbatch;      /**< per rank: layers on its stage × per layer */
-    uint64_t tp_wire_bytes_per_iteration;       /**< per rank: × micro-batches */
-    uint64_t tp_wire_bytes_per_iteration_all_layers; /**< L × per layer × micro-batches (one TP rank of every stage) */
-    uint32_t microbatches;                      /**< gbs / (mbs · dp) */
+    uint64_t tp_wire_bytes_per_microbatch; /**< per rank: layers on its stage × per layer */
+    uint64_t tp_wire_bytes_per_iteration;  /**< per rank: × micro-batches */
+    uint64_t tp_wire_bytes_per_iteration_all_layers; /**< L × per layer × micro-batches (one TP rank
+                                                        of every stage) */
+    uint32_t microbatches;                           /**< gbs / (mbs · dp) */
     enum spsim_tier tp_tier;
     /* Data parallel gradient reduction (per rank, per iteration). */
     enum spsim_tier dp_tier;
-    uint64_t dp_grad_bytes;                     /**< gradients reduced per rank (fp32) */
-    uint64_t dp_wire_bytes_per_rank;            /**< AR 2(d−1)/d, or RS+AG with the distributed optimizer */
+    uint64_t dp_grad_bytes;          /**< gradients reduced per rank (fp32) */
+    uint64_t dp_wire_bytes_per_rank; /**< AR 2(d−1)/d, or RS+AG with the distributed optimizer */
     /* Pipeline point-to-point (per rank, per iteration). */
     enum spsim_tier pp_tier;
-    uint64_t pp_message_bytes;                  /**< one activation send: s·b·h·2 / t with SP's scatter */
-    uint64_t pp_wire_bytes_per_rank;            /**< sends of a middle stage per iteration, forward + backward */
+    uint64_t pp_message_bytes; /**< one activation send: s·b·h·2 / t with SP's scatter */
+    uint64_t
+        pp_wire_bytes_per_rank; /**< sends of a middle stage per iteration, forward + backward */
 };
 
 /** Times of one iteration on the slowest pipeline stage. Seconds unless named otherwise. */
 struct spsim_time_report {
     double iteration_s;
-    double forward_s;          /**< forward computation of all micro-batches (critical stage) */
-    double backward_s;         /**< backward computation (recompute excluded) */
-    double recompute_s;        /**< recomputation (selective or full) */
-    double tp_exposed_s;       /**< TP communication not hidden */
-    double pp_bubble_s;        /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
-    double pp_p2p_s;           /**< exposed point-to-point sends */
-    double dp_exposed_s;       /**< exposed data-parallel gradient reduction */
-    double optimizer_s;        /**< optimizer step (memory-bound) */
-    double microbatch_s;       /**< one micro-batch's forward+backward on the critical stage */
-    double layer_forward_s;    /**< one layer, one micro-batch, one rank */
-    double layer_backward_s;   /**< idem, backward including its recompute */
+    double forward_s;        /**< forward computation of all micro-batches (critical stage) */
+    double backward_s;       /**< backward computation (recompute excluded) */
+    double recompute_s;      /**< recomputation (selective or full) */
+    double tp_exposed_s;     /**< TP communication not hidden */
+    double pp_bubble_s;      /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
+    double pp_p2p_s;         /**< exposed point-to-point sends */
+    double dp_exposed_s;     /**< exposed data-parallel gradient reduction */
+    double optimizer_s;      /**< optimizer step (memory-bound) */
+    double microbatch_s;     /**< one micro-batch's forward+backward on the critical stage */
+    double layer_forward_s;  /**< one layer, one micro-batch, one rank */
+    double layer_backward_s; /**< idem, backward including its recompute */
     double tokens_per_s;
     double model_flops;        /**< per iteration, whole model (paper Eq. 7 for the GPT layer) */
     double hardware_flops;     /**< per iteration, with the recomputation actually done */
@@ -156,7 +162,7 @@ struct spsim_time_report {
     double network_busy_s;     /**< per GPU, per iteration */
     double nvlink_utilisation; /**< busy / iteration */
     double network_utilisation;
-    uint32_t critical_stage;   /**< the pipeline stage that sets the pace */
+    uint32_t critical_stage; /**< the pipeline stage that sets the pace */
 };
 
 /** Everything spsim says about one configuration. */
@@ -165,7 +171,7 @@ struct spsim_result {
     uint32_t gpus;                /**< tp · pp · dp */
     bool flash_attention;         /**< the attention kernel used (config.flash_attn resolved) */
     uint64_t padded_vocab;
-    uint32_t warnings;            /**< OR of enum spsim_warning */
+    uint32_t warnings; /**< OR of enum spsim_warning */
     struct spsim_memory_report memory;
     struct spsim_comm_report comm;
     struct spsim_time_report time;

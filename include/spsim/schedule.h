@@ -15,18 +15,18 @@ extern "C" {
 /** One step of one transformer layer's schedule on one TP rank. */
 struct spsim_schedule_step {
     enum spsim_phase phase;
-    const char *op;         /**< static: "LayerNorm", "QKV GEMM (column-parallel)", ... */
-    const char *pass;       /**< static: "forward", "dgrad", "wgrad", "recompute", "" */
-    const char *region;     /**< static: "SP region", "TP region", "replicated", "boundary" */
-    const char *collective; /**< static: "all_gather", ... or "" when the step is computation */
-    const char *operator_name; /**< static: "g", "ḡ", "f", "f̄", "wgrad AG" or "" */
-    const char *rng;        /**< static: RNG domain of a dropout ("default",
-                             *   "model-parallel-rng"), or "" for no dropout */
+    const char *op;             /**< static: "LayerNorm", "QKV GEMM (column-parallel)", ... */
+    const char *pass;           /**< static: "forward", "dgrad", "wgrad", "recompute", "" */
+    const char *region;         /**< static: "SP region", "TP region", "replicated", "boundary" */
+    const char *collective;     /**< static: "all_gather", ... or "" when the step is computation */
+    const char *operator_name;  /**< static: "g", "ḡ", "f", "f̄", "wgrad AG" or "" */
+    const char *rng;            /**< static: RNG domain of a dropout ("default",
+                                 *   "model-parallel-rng"), or "" for no dropout */
     enum spsim_overlap overlap; /**< for a collective: what it runs beside */
     char shape_in[SPSIM_SHAPE_TEXT_MAX];
     char shape_out[SPSIM_SHAPE_TEXT_MAX];
-    double flops;           /**< per rank, this pass */
-    double time_s;          /**< predicted duration on the hardware (0 without hardware) */
+    double flops;  /**< per rank, this pass */
+    double time_s; /**< predicted duration on the hardware (0 without hardware) */
 };
 
 /** Most steps one layer's schedule can have. */

@@ -35,7 +35,7 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_FLASH_ATTN, /**< on/off/model; default model (the profile's attention kernel) */
     SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, /**< on/off; default off */
     SPSIM_AXIS_OVERLAP_GRAD_REDUCE,   /**< on/off; default off */
-    SPSIM_AXIS_DTYPE,      /**< bf16/fp16/fp8; default bf16 */
+    SPSIM_AXIS_DTYPE,                 /**< bf16/fp16/fp8; default bf16 */
     SPSIM_AXIS_COUNT
 };
 
@@ -71,8 +71,7 @@ SPSIM_API void spsim_sweep_spec_destroy(struct spsim_sweep_spec *spec);
  *         (NULL argument or unknown axis) or SPSIM_ENOMEM
  */
 SPSIM_API int spsim_sweep_spec_parse(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis,
-                                     const char *text, const char *where,
-                                     struct spsim_error *err);
+                                     const char *text, const char *where, struct spsim_error *err);
 
 /** @return whether the axis has been given values. */
 SPSIM_API bool spsim_sweep_spec_is_set(const struct spsim_sweep_spec *spec,
@@ -138,9 +137,9 @@ SPSIM_API int spsim_sweep_shard_range(uint64_t size, uint64_t shard, uint64_t ns
 
 /** Row layouts. */
 enum spsim_row_format {
-    SPSIM_ROW_NONE = 0,  /**< evaluate only */
-    SPSIM_ROW_CSV = 1,   /**< RFC 4180, a header line first */
-    SPSIM_ROW_JSONL = 2  /**< one JSON object per line, keys named as the CSV columns */
+    SPSIM_ROW_NONE = 0, /**< evaluate only */
+    SPSIM_ROW_CSV = 1,  /**< RFC 4180, a header line first */
+    SPSIM_ROW_JSONL = 2 /**< one JSON object per line, keys named as the CSV columns */
 };
 
 /** What --top ranks by; the best first. */
@@ -179,29 +178,29 @@ struct spsim_sweep_stats {
 typedef int (*spsim_sweep_write_fn)(void *cookie, const char *text, size_t len);
 
 struct spsim_sweep_options {
-    uint64_t begin, end;        /**< index range [begin, end); default the whole sweep (end 0
-                                 *   means the size) */
-    unsigned threads;           /**< 0 (default): every online CPU */
+    uint64_t begin, end;          /**< index range [begin, end); default the whole sweep (end 0
+                                   *   means the size) */
+    unsigned threads;             /**< 0 (default): every online CPU */
     enum spsim_row_format format; /**< default SPSIM_ROW_CSV */
-    bool header;                /**< CSV: write the header line first (default true) */
-    bool feasible_only;         /**< keep only rows that fit in HBM (default false) */
-    uint64_t max_total_bytes;   /**< keep only rows with memory.total_bytes <= this; 0 = no
-                                 *   limit (default) */
-    uint64_t top_k;             /**< 0 (default): every row in index order; else the best K by
-                                 *   `by`, ties to the lower index, written at the end; at most
-                                 *   SPSIM_SWEEP_MAX_TOP */
-    enum spsim_sweep_by by;     /**< default SPSIM_BY_ITERATION_S */
-    spsim_sweep_write_fn write; /**< rows; required unless format is SPSIM_ROW_NONE */
+    bool header;                  /**< CSV: write the header line first (default true) */
+    bool feasible_only;           /**< keep only rows that fit in HBM (default false) */
+    uint64_t max_total_bytes;     /**< keep only rows with memory.total_bytes <= this; 0 = no
+                                   *   limit (default) */
+    uint64_t top_k;               /**< 0 (default): every row in index order; else the best K by
+                                   *   `by`, ties to the lower index, written at the end; at most
+                                   *   SPSIM_SWEEP_MAX_TOP */
+    enum spsim_sweep_by by;       /**< default SPSIM_BY_ITERATION_S */
+    spsim_sweep_write_fn write;   /**< rows; required unless format is SPSIM_ROW_NONE */
     /** Invalid points, one line each ("model=... tp=... ...: REASON\n"), in index order;
      * NULL (default): counted only. */
     spsim_sweep_write_fn invalid;
     /** Called about every 0.1 s and once at the end; return non-zero to stop the run (it
      * then fails with SPSIM_EIO). NULL (default): none. */
     int (*progress)(void *cookie, const struct spsim_sweep_stats *stats);
-    void *cookie;               /**< passed to the callbacks */
-    uint64_t *top_index;        /**< optional, top_k entries: receives the best points' indices,
-                                 *   best first */
-    uint64_t *top_count;        /**< optional: receives how many of them there are */
+    void *cookie;        /**< passed to the callbacks */
+    uint64_t *top_index; /**< optional, top_k entries: receives the best points' indices,
+                          *   best first */
+    uint64_t *top_count; /**< optional: receives how many of them there are */
 };
 
 /** Largest top_k accepted (16 bytes of memory each, per thread). */
@@ -250,8 +249,8 @@ SPSIM_API size_t spsim_row_header(enum spsim_row_format format, char *buf, size_
  *         (names up to 1024 bytes and cap >= SPSIM_ROW_MAX always fit)
  */
 SPSIM_API size_t spsim_row_format(enum spsim_row_format format, const char *model_name,
-                                  const char *hw_name, const struct spsim_result *result,
-                                  char *buf, size_t cap);
+                                  const char *hw_name, const struct spsim_result *result, char *buf,
+                                  size_t cap);
 
 #ifdef __cplusplus
 }

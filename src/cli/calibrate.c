@@ -36,7 +36,8 @@ static const char calibrate_help[] =
     "  --gpus N       GPUs in the communicator (default: all visible)\n"
     "  --model M      also time the GEMMs of model M's layer for tp 1, 2, 4, 8 (a NAME or FILE)\n"
     "  --min-bytes SIZE, --max-bytes SIZE\n"
-    "                 collective sizes, nccl-tests convention (default 8 and 1G; K, M, G suffixes)\n"
+    "                 collective sizes, nccl-tests convention (default 8 and 1G; K, M, G "
+    "suffixes)\n"
     "  --iters N      timed iterations per size (default 20)\n"
     "\n"
     "Both:\n"
@@ -63,8 +64,18 @@ struct calibrate_args {
     bool gpu_option, log_option; /* options of one path only were given */
 };
 
-enum { CAL_FROM = 1, CAL_OP, CAL_GPUS, CAL_NODES, CAL_BASE, CAL_NAME, CAL_MODEL, CAL_MIN, CAL_MAX,
-       CAL_ITERS };
+enum {
+    CAL_FROM = 1,
+    CAL_OP,
+    CAL_GPUS,
+    CAL_NODES,
+    CAL_BASE,
+    CAL_NAME,
+    CAL_MODEL,
+    CAL_MIN,
+    CAL_MAX,
+    CAL_ITERS
+};
 
 static int
 parse_op_name(const char *text, enum spsim_coll_op *op)
@@ -75,8 +86,10 @@ parse_op_name(const char *text, enum spsim_coll_op *op)
             return EXIT_OK;
         }
     }
-    return cli_usage_error("calibrate", "--op: '%s' is not one of all_reduce, all_gather, "
-                                        "reduce_scatter, send_recv, all_to_all", text);
+    return cli_usage_error("calibrate",
+                           "--op: '%s' is not one of all_reduce, all_gather, "
+                           "reduce_scatter, send_recv, all_to_all",
+                           text);
 }
 
 static int
@@ -140,8 +153,8 @@ check_args(struct calibrate_args *a)
     if (a->from_logs && a->nlogs == 0)
         return cli_usage_error("calibrate", "--from-nccl-tests needs at least one LOG");
     if (!a->from_logs && a->nlogs > 0)
-        return cli_usage_error("calibrate", "unexpected argument '%s' (logs need --from-nccl-tests)",
-                               a->logs[0]);
+        return cli_usage_error(
+            "calibrate", "unexpected argument '%s' (logs need --from-nccl-tests)", a->logs[0]);
     if (a->from_logs && a->gpu_option)
         return cli_usage_error("calibrate", "--model, --min-bytes, --max-bytes and --iters are for "
                                             "measuring on the local GPUs, not --from-nccl-tests");
@@ -155,14 +168,19 @@ check_args(struct calibrate_args *a)
 static int
 parse_args(int argc, char **argv, struct calibrate_args *a, bool *help)
 {
-    static const struct option longopts[] = {
-        {"from-nccl-tests", no_argument, NULL, CAL_FROM}, {"op", required_argument, NULL, CAL_OP},
-        {"gpus", required_argument, NULL, CAL_GPUS},      {"nodes", required_argument, NULL, CAL_NODES},
-        {"base", required_argument, NULL, CAL_BASE},      {"name", required_argument, NULL, CAL_NAME},
-        {"model", required_argument, NULL, CAL_MODEL},    {"min-bytes", required_argument, NULL, CAL_MIN},
-        {"max-bytes", required_argument, NULL, CAL_MAX},  {"iters", required_argument, NULL, CAL_ITERS},
-        {"output", required_argument, NULL, 'o'},         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"from-nccl-tests", no_argument, NULL, CAL_FROM},
+                                             {"op", required_argument, NULL, CAL_OP},
+                                             {"gpus", required_argument, NULL, CAL_GPUS},
+                                             {"nodes", required_argument, NULL, CAL_NODES},
+                                             {"base", required_argument, NULL, CAL_BASE},
+                                             {"name", required_argument, NULL, CAL_NAME},
+                                             {"model", required_argument, NULL, CAL_MODEL},
+                                             {"min-bytes", required_argument, NULL, CAL_MIN},
+                                             {"max-bytes", required_argument, NULL, CAL_MAX},
+                                             {"iters", required_argument, NULL, CAL_ITERS},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     optind = 1;
     opterr = 0;
     for (int opt, rc; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
@@ -269,12 +287,14 @@ resolve_base(const struct calibrate_args *a, const struct inputs *in, char *path
         for (size_t i = 1; i < in->n && gpu; i++) {
             const char *other = spsim_bw_table_info(in->tables[i], "gpu");
             if (!other || strcmp(other, gpu) != 0)
-                return cli_usage_error("calibrate", "the inputs name different GPUs ('%s', '%s'); "
-                                                    "give the base profile with --base",
+                return cli_usage_error("calibrate",
+                                       "the inputs name different GPUs ('%s', '%s'); "
+                                       "give the base profile with --base",
                                        gpu, other ? other : "none");
         }
         if (!gpu)
-            return cli_usage_error("calibrate", "%s names no GPU; give the base profile with --base",
+            return cli_usage_error("calibrate",
+                                   "%s names no GPU; give the base profile with --base",
                                    a->from_logs ? a->logs[0] : "the measurement");
         int st = spsim_calibrate_base_for_gpu(gpu, name, sizeof(name), &err);
         if (st == SPSIM_EFIELD)
@@ -297,9 +317,9 @@ type_bytes(const char *type)
     static const struct {
         const char *name;
         double bytes;
-    } types[] = {{"int8", 1},     {"uint8", 1},    {"char", 1},    {"f8e4m3", 1},  {"f8e5m2", 1},
-                 {"half", 2},     {"bfloat16", 2}, {"float", 4},   {"int32", 4},   {"uint32", 4},
-                 {"int", 4},      {"double", 8},   {"int64", 8},   {"uint64", 8}};
+    } types[] = {{"int8", 1}, {"uint8", 1},    {"char", 1},  {"f8e4m3", 1}, {"f8e5m2", 1},
+                 {"half", 2}, {"bfloat16", 2}, {"float", 4}, {"int32", 4},  {"uint32", 4},
+                 {"int", 4},  {"double", 8},   {"int64", 8}, {"uint64", 8}};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(types[i].name, type) == 0)
             return types[i].bytes;
@@ -354,8 +374,10 @@ print_reproduction(FILE *f, const struct spsim_calibration *c, size_t from, size
     }
     qsort(err, n, sizeof(err[0]), compare_double);
     double median = n % 2 ? err[n / 2] : 0.5 * (err[n / 2 - 1] + err[n / 2]);
-    fprintf(f, "# spsim collective with the calibrated profile, %zu sizes >= 1 MiB: median error "
-               "%.3f %%, max %.3f %%\n", n, 100 * median, 100 * err[n - 1]);
+    fprintf(f,
+            "# spsim collective with the calibrated profile, %zu sizes >= 1 MiB: median error "
+            "%.3f %%, max %.3f %%\n",
+            n, 100 * median, 100 * err[n - 1]);
 }
 
 static bool
@@ -390,16 +412,19 @@ print_tier(FILE *f, const struct spsim_calibration_tier *t, const char *name)
 {
     if (!t->measured)
         return;
-    fprintf(f, "# %s tier: time = base + steps*hop + wire/B, weighted least squares on relative "
-               "error\n", name);
+    fprintf(f,
+            "# %s tier: time = base + steps*hop + wire/B, weighted least squares on relative "
+            "error\n",
+            name);
     fprintf(f, "#   base latency %.3f us, hop %.3f us%s\n", t->base_latency_us, t->hop_latency_us,
             t->hop_fitted ? " (both fitted)"
                           : " (one step count: base kept from the base profile unless the latency "
                             "is below it, hop from the rest)");
     for (int op = 0; op < SPSIM_COLL_COUNT; op++)
         if (t->fit_busbw_GBps[op] > 0)
-            fprintf(f, "#   %-14s fitted B %8.2f GB/s, profile peak %8.2f GB/s; fit error median "
-                       "%.1f %%, max %.1f %%\n",
+            fprintf(f,
+                    "#   %-14s fitted B %8.2f GB/s, profile peak %8.2f GB/s; fit error median "
+                    "%.1f %%, max %.1f %%\n",
                     spsim_coll_op_name((enum spsim_coll_op)op), t->fit_busbw_GBps[op],
                     t->peak_busbw_GBps[op], 100 * t->fit_median_rel_err[op],
                     100 * t->fit_max_rel_err[op]);

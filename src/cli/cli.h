@@ -9,12 +9,12 @@
 /* Exit codes (documented in the README and in `spsim --help`). */
 enum cli_exit {
     EXIT_OK = 0,
-    EXIT_RUNTIME = 1,   /* internal or numerical failure, I/O error writing output */
-    EXIT_USAGE = 2,     /* bad command line */
-    EXIT_INPUT = 3,     /* bad input file: profile, sweep spec, log */
-    EXIT_CONFIG = 4,    /* invalid parallel configuration */
-    EXIT_NO_GPU = 5,    /* GPU feature absent from this build, or no GPU present */
-    EXIT_GPU = 6        /* a CUDA, cuBLAS or NCCL call failed */
+    EXIT_RUNTIME = 1, /* internal or numerical failure, I/O error writing output */
+    EXIT_USAGE = 2,   /* bad command line */
+    EXIT_INPUT = 3,   /* bad input file: profile, sweep spec, log */
+    EXIT_CONFIG = 4,  /* invalid parallel configuration */
+    EXIT_NO_GPU = 5,  /* GPU feature absent from this build, or no GPU present */
+    EXIT_GPU = 6      /* a CUDA, cuBLAS or NCCL call failed */
 };
 
 #if defined(__GNUC__)
@@ -51,8 +51,8 @@ int cli_load_hardware(const char *arg, struct spsim_hardware **out);
  * output is built in memory, then renamed into place).
  */
 struct cli_output {
-    FILE *stream;     /* where to write */
-    char *buffer;     /* open_memstream buffer when path != NULL */
+    FILE *stream; /* where to write */
+    char *buffer; /* open_memstream buffer when path != NULL */
     size_t size;
     const char *path; /* NULL: stdout */
 };
@@ -101,8 +101,7 @@ int cli_axes_getopt(int argc, char **argv, const char *command, const char *help
                     int (*handle)(void *ctx, int opt, const char *arg, const char *current),
                     void *ctx);
 /** Parse the given axes into the spec (a bad value is a usage error naming the option). */
-int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec,
-                   const char *command);
+int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const char *command);
 /** Set an axis the spec does not set yet. @return an exit code */
 int cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text);
 int cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by);
@@ -161,40 +160,41 @@ enum cli_config_opt {
     OPT_CONFIG_END
 };
 
-#define CLI_CONFIG_LONG_OPTIONS                                                                   \
-    {"model", required_argument, NULL, OPT_MODEL}, {"hw", required_argument, NULL, OPT_HW},       \
-        {"tp", required_argument, NULL, OPT_TP}, {"pp", required_argument, NULL, OPT_PP},         \
-        {"dp", required_argument, NULL, OPT_DP}, {"vpp", required_argument, NULL, OPT_VPP},       \
-        {"sp", no_argument, NULL, OPT_SP}, {"no-sp", no_argument, NULL, OPT_NO_SP},               \
-        {"recompute", required_argument, NULL, OPT_RECOMPUTE},                                    \
-        {"mbs", required_argument, NULL, OPT_MBS}, {"gbs", required_argument, NULL, OPT_GBS},     \
-        {"seq", required_argument, NULL, OPT_SEQ},                                                \
-        {"flash-attn", no_argument, NULL, OPT_FLASH},                                             \
-        {"no-flash-attn", no_argument, NULL, OPT_NO_FLASH},                                       \
-        {"distributed-optimizer", no_argument, NULL, OPT_DISTOPT},                                \
-        {"no-distributed-optimizer", no_argument, NULL, OPT_NO_DISTOPT},                          \
-        {"overlap-grad-reduce", no_argument, NULL, OPT_OVERLAP_GRAD},                             \
-        {"no-overlap-grad-reduce", no_argument, NULL, OPT_NO_OVERLAP_GRAD},                       \
-        {"dtype", required_argument, NULL, OPT_DTYPE}
+#define CLI_CONFIG_LONG_OPTIONS                                                                    \
+    {"model", required_argument, NULL, OPT_MODEL}, {"hw", required_argument, NULL, OPT_HW},        \
+        {"tp", required_argument, NULL, OPT_TP}, {"pp", required_argument, NULL, OPT_PP},          \
+        {"dp", required_argument, NULL, OPT_DP}, {"vpp", required_argument, NULL, OPT_VPP},        \
+        {"sp", no_argument, NULL, OPT_SP}, {"no-sp", no_argument, NULL, OPT_NO_SP},                \
+        {"recompute", required_argument, NULL, OPT_RECOMPUTE},                                     \
+        {"mbs", required_argument, NULL, OPT_MBS}, {"gbs", required_argument, NULL, OPT_GBS},      \
+        {"seq", required_argument, NULL, OPT_SEQ}, {"flash-attn", no_argument, NULL, OPT_FLASH},   \
+        {"no-flash-attn", no_argument, NULL, OPT_NO_FLASH},                                        \
+        {"distributed-optimizer", no_argument, NULL, OPT_DISTOPT},                                 \
+        {"no-distributed-optimizer", no_argument, NULL, OPT_NO_DISTOPT},                           \
+        {"overlap-grad-reduce", no_argument, NULL, OPT_OVERLAP_GRAD},                              \
+        {"no-overlap-grad-reduce", no_argument, NULL, OPT_NO_OVERLAP_GRAD},                        \
+    {                                                                                              \
+        "dtype", required_argument, NULL, OPT_DTYPE                                                \
+    }
 
-#define CLI_CONFIG_HELP                                                                           \
-    "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models')\n"          \
-    "  --hw NAME|FILE         hardware profile (default dgx-a100-80g; 'spsim list hardware')\n"  \
-    "  --tp N                 tensor parallel size (default 8)\n"                                 \
-    "  --pp N                 pipeline parallel size (default 8)\n"                               \
-    "  --dp N                 data parallel size (default 1)\n"                                   \
+#define CLI_CONFIG_HELP                                                                            \
+    "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models')\n"            \
+    "  --hw NAME|FILE         hardware profile (default dgx-a100-80g; 'spsim list hardware')\n"    \
+    "  --tp N                 tensor parallel size (default 8)\n"                                  \
+    "  --pp N                 pipeline parallel size (default 8)\n"                                \
+    "  --dp N                 data parallel size (default 1)\n"                                    \
     "  --vpp N                interleaved model chunks per pipeline stage (default 3; 1 = none)\n" \
-    "  --sp, --no-sp          sequence parallelism (default on)\n"                                \
-    "  --recompute MODE       none, selective or full (default selective)\n"                      \
-    "  --mbs N                micro-batch size in sequences (default 1)\n"                        \
-    "  --gbs N                global batch size in sequences (default 64)\n"                      \
-    "  --seq N                sequence length (default: the model's seq_len)\n"                   \
-    "  --flash-attn, --no-flash-attn\n"                                                           \
-    "                         attention kernel (default: the model's 'attention' field)\n"        \
-    "  --distributed-optimizer, --no-distributed-optimizer\n"                                     \
-    "                         shard optimizer state over dp (default off)\n"                      \
-    "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                         \
-    "                         overlap the DP gradient reduction with backward (default off)\n"    \
+    "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
+    "  --recompute MODE       none, selective or full (default selective)\n"                       \
+    "  --mbs N                micro-batch size in sequences (default 1)\n"                         \
+    "  --gbs N                global batch size in sequences (default 64)\n"                       \
+    "  --seq N                sequence length (default: the model's seq_len)\n"                    \
+    "  --flash-attn, --no-flash-attn\n"                                                            \
+    "                         attention kernel (default: the model's 'attention' field)\n"         \
+    "  --distributed-optimizer, --no-distributed-optimizer\n"                                      \
+    "                         shard optimizer state over dp (default off)\n"                       \
+    "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
+    "                         overlap the DP gradient reduction with backward (default off)\n"     \
     "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
@@ -225,7 +225,7 @@ void jw_result_section(struct jw *w, const struct spsim_result *r, const char *s
 /** Write `text` left-aligned in `width` display columns (UTF-8 aware: continuation bytes and
  * combining marks such as the macron of ḡ take no column). */
 void fput_padded(FILE *f, const char *text, int width);
-const char *fmt_bytes(char *buf, size_t cap, double bytes); /* "12.34 GiB" */
+const char *fmt_bytes(char *buf, size_t cap, double bytes);  /* "12.34 GiB" */
 const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
 
 /* Subcommands. */

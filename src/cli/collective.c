@@ -44,12 +44,14 @@ parse_sizes(const char *text, uint64_t *sizes, size_t *n)
         return cli_error(EXIT_USAGE, "--bytes: '%s' is too long", text);
     strcpy(buf, text);
     *n = 0;
-    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
         char *dots = strstr(item, "..");
         uint64_t lo, hi, step = 0, factor = 2;
         if (!dots) {
             if (cli_parse_size(item, &lo) || *n >= MAX_SIZES)
-                return cli_error(EXIT_USAGE, "--bytes: '%s' is not a size (e.g. 8, 64K, 1M, 2G)", item);
+                return cli_error(EXIT_USAGE, "--bytes: '%s' is not a size (e.g. 8, 64K, 1M, 2G)",
+                                 item);
             sizes[(*n)++] = lo;
             continue;
         }
@@ -63,15 +65,16 @@ parse_sizes(const char *text, uint64_t *sizes, size_t *n)
                 errno = 0;
                 factor = strtoull(inc + 1, &end, 10);
                 if (errno || *end || factor < 2 || factor > 1024)
-                    return cli_error(EXIT_USAGE, "--bytes: '%s' is not a factor 'xF' with F in [2, 1024]",
-                                     inc);
+                    return cli_error(EXIT_USAGE,
+                                     "--bytes: '%s' is not a factor 'xF' with F in [2, 1024]", inc);
             } else if (*inc != '+' || cli_parse_size(inc + 1, &step)) {
                 return cli_error(EXIT_USAGE, "--bytes: '%s' is not 'xF' or '+SIZE'", inc);
             }
         }
         if (cli_parse_size(item, &lo) || cli_parse_size(hi_text, &hi) || hi < lo)
-            return cli_error(EXIT_USAGE, "--bytes: '%s..%s' is not a range LO..HI of sizes with LO <= HI",
-                             item, hi_text);
+            return cli_error(EXIT_USAGE,
+                             "--bytes: '%s..%s' is not a range LO..HI of sizes with LO <= HI", item,
+                             hi_text);
         for (uint64_t v = lo; v <= hi; v = step ? v + step : v * factor) {
             if (*n >= MAX_SIZES)
                 return cli_error(EXIT_USAGE, "--bytes: more than %d sizes", MAX_SIZES);
@@ -94,8 +97,10 @@ parse_op(const char *text, enum spsim_coll_op *op)
             return EXIT_OK;
         }
     }
-    return cli_error(EXIT_USAGE, "--op: '%s' is not one of all_reduce, all_gather, reduce_scatter, "
-                                 "send_recv, all_to_all", text);
+    return cli_error(EXIT_USAGE,
+                     "--op: '%s' is not one of all_reduce, all_gather, reduce_scatter, "
+                     "send_recv, all_to_all",
+                     text);
 }
 
 static void
@@ -159,8 +164,8 @@ cmd_collective(int argc, char **argv)
         case 'f':
             format = optarg;
             if (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "csv"))
-                return cli_usage_error("collective", "--format: '%s' is not one of table, json, csv",
-                                       format);
+                return cli_usage_error("collective",
+                                       "--format: '%s' is not one of table, json, csv", format);
             break;
         case 'o':
             output = optarg;
@@ -184,7 +189,8 @@ cmd_collective(int argc, char **argv)
     for (size_t i = 0; i < nsizes; i++) {
         if (spsim_collective_predict(hw, op, gpus, nodes, sizes[i], &rows[i], &err) != SPSIM_OK) {
             spsim_hardware_destroy(hw);
-            return cli_error(err.code == SPSIM_EINVAL ? EXIT_USAGE : EXIT_RUNTIME, "%s", err.message);
+            return cli_error(err.code == SPSIM_EINVAL ? EXIT_USAGE : EXIT_RUNTIME, "%s",
+                             err.message);
         }
     }
     struct spsim_hardware_info info;
@@ -243,9 +249,9 @@ cmd_collective(int argc, char **argv)
             if (op == SPSIM_COLL_ALL_GATHER || op == SPSIM_COLL_REDUCE_SCATTER ||
                 op == SPSIM_COLL_ALL_TO_ALL)
                 count /= gpus; /* nccl-tests prints the per-rank (per-peer) count */
-            fprintf(f, " %12llu %12llu %10.2f %8.2f %8.2f\n", (unsigned long long)rows[i].size_bytes,
-                    (unsigned long long)count, rows[i].time_s * 1e6, rows[i].algbw_GBps,
-                    rows[i].busbw_GBps);
+            fprintf(f, " %12llu %12llu %10.2f %8.2f %8.2f\n",
+                    (unsigned long long)rows[i].size_bytes, (unsigned long long)count,
+                    rows[i].time_s * 1e6, rows[i].algbw_GBps, rows[i].busbw_GBps);
         }
     }
     spsim_hardware_destroy(hw);

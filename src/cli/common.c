@@ -271,7 +271,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         else if (strcmp(arg, "full") == 0)
             p->recompute = SPSIM_RECOMPUTE_FULL;
         else
-            rc = cli_error(EXIT_USAGE, "--recompute: '%s' is not one of none, selective, full", arg);
+            rc =
+                cli_error(EXIT_USAGE, "--recompute: '%s' is not one of none, selective, full", arg);
         break;
     case OPT_MBS:
         rc = cli_parse_u32("--mbs", arg, 1, 65536, &p->mbs);

@@ -42,9 +42,10 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
     int depth = 1;
     for (size_t i = 0; i < n && steps[i].phase == SPSIM_PHASE_FORWARD; i++, depth++) {
         const struct spsim_schedule_step *s = &steps[i];
-        const char *what = s->collective[0] ? s->collective : (s->operator_name[0] ? "identity" : "");
-        fprintf(f, "%*s└─ %s%s%s%s  → %s   [%s%s%s]\n", 2 * depth, "", s->op,
-                what[0] ? " (" : "", what, what[0] ? ")" : "", s->shape_out, s->region,
+        const char *what =
+            s->collective[0] ? s->collective : (s->operator_name[0] ? "identity" : "");
+        fprintf(f, "%*s└─ %s%s%s%s  → %s   [%s%s%s]\n", 2 * depth, "", s->op, what[0] ? " (" : "",
+                what, what[0] ? ")" : "", s->shape_out, s->region,
                 s->rng[0] ? ", dropout RNG: " : "", s->rng);
     }
     fprintf(f, "\n%-3s %-9s %-46s %-8s %-10s %-24s %-8s %-34s %-34s %-19s %s\n", "#", "phase", "op",
@@ -54,8 +55,8 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
         const struct spsim_schedule_step *s = &steps[i];
         char coll[48] = "-", t[32];
         if (s->collective[0])
-            snprintf(coll, sizeof(coll), "%s%s%s", s->operator_name, s->operator_name[0] ? ": " : "",
-                     s->collective);
+            snprintf(coll, sizeof(coll), "%s%s%s", s->operator_name,
+                     s->operator_name[0] ? ": " : "", s->collective);
         else if (s->operator_name[0])
             snprintf(coll, sizeof(coll), "%s: identity", s->operator_name);
         fprintf(f, "%-3zu %-9s ", i + 1, spsim_phase_name(s->phase));
@@ -63,8 +64,9 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
         fprintf(f, " %-8s %-10s ", s->pass[0] ? s->pass : "-", s->region);
         fput_padded(f, coll, 24);
         fprintf(f, " %-8s %-34s %-34s %-19s %s\n",
-                s->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(s->overlap), s->shape_in,
-                s->shape_out, s->rng[0] ? s->rng : "-", fmt_time(t, sizeof(t), s->time_s));
+                s->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(s->overlap),
+                s->shape_in, s->shape_out, s->rng[0] ? s->rng : "-",
+                fmt_time(t, sizeof(t), s->time_s));
     }
 }
 
@@ -133,7 +135,8 @@ cmd_explain(int argc, char **argv)
             if (strcmp(optarg, "json") == 0)
                 json = true;
             else if (strcmp(optarg, "table") != 0)
-                return cli_usage_error("explain", "--format: '%s' is not one of table, json", optarg);
+                return cli_usage_error("explain", "--format: '%s' is not one of table, json",
+                                       optarg);
             break;
         case ':':
             return cli_usage_error("explain", "option '%s' needs a value", argv[optind - 1]);

@@ -42,15 +42,9 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"query", cmd_query},
-    {"explain", cmd_explain},
-    {"list", cmd_list},
-    {"check", cmd_check},
-    {"collective", cmd_collective},
-    {"validate", cmd_validate},
-    {"calibrate", cmd_calibrate},
-    {"sweep", cmd_sweep},
-    {"optimize", cmd_optimize},
+    {"query", cmd_query},         {"explain", cmd_explain},       {"list", cmd_list},
+    {"check", cmd_check},         {"collective", cmd_collective}, {"validate", cmd_validate},
+    {"calibrate", cmd_calibrate}, {"sweep", cmd_sweep},           {"optimize", cmd_optimize},
     {"merge", cmd_merge},
 };
 

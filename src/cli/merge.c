@@ -40,9 +40,9 @@ struct merge {
     struct cli_stream out;
     uint64_t top_k;
     enum spsim_sweep_by by;
-    char *header;       /* the first CSV file's header line */
+    char *header; /* the first CSV file's header line */
     bool jsonl, csv;
-    long column;        /* CSV: the ranked column's position */
+    long column; /* CSV: the ranked column's position */
     struct kept_row *heap;
     uint64_t nheap, seq;
 };
@@ -169,8 +169,7 @@ first_line(struct merge *m, const char *file, const char *line, bool *header)
 {
     bool jsonl = line[0] == '{';
     if ((jsonl && m->csv) || (!jsonl && m->jsonl))
-        return cli_error(EXIT_INPUT, "%s: mixes CSV and JSON Lines with the files before it",
-                         file);
+        return cli_error(EXIT_INPUT, "%s: mixes CSV and JSON Lines with the files before it", file);
     m->jsonl = jsonl;
     m->csv = !jsonl;
     *header = !jsonl;

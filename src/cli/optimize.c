@@ -160,9 +160,9 @@ build_space(const struct optimize_args *a, uint32_t layers, struct spsim_sweep *
                     {SPSIM_AXIS_OVERLAP_GRAD_REDUCE, "on,off"}};
     struct spsim_sweep_spec *spec = NULL;
     struct spsim_error err = {0};
-    int rc = !tps || !pps ? cli_error(EXIT_RUNTIME, "out of memory")
+    int rc = !tps || !pps                           ? cli_error(EXIT_RUNTIME, "out of memory")
              : spsim_sweep_spec_create(&spec, &err) ? cli_fail(&err)
-                                                     : EXIT_OK;
+                                                    : EXIT_OK;
     if (rc == EXIT_OK)
         rc = cli_axes_apply(&a->axes, spec, "optimize");
     for (size_t i = 0; rc == EXIT_OK && i < sizeof(defaults) / sizeof(defaults[0]); i++)
@@ -260,12 +260,13 @@ explain_headline(FILE *f, enum spsim_sweep_by by, const struct spsim_result *a,
 {
     char x[32];
     if (spsim_sweep_rank_key(by, a) == spsim_sweep_rank_key(by, b))
-        fprintf(f, "\n#2 ties with #1 on %s; the order is the sweep's (%s)", spsim_sweep_by_name(by),
-                diff);
+        fprintf(f, "\n#2 ties with #1 on %s; the order is the sweep's (%s)",
+                spsim_sweep_by_name(by), diff);
     else if (by == SPSIM_BY_TOTAL_BYTES)
-        fprintf(f, "\n#2 needs %s more per GPU than #1 (%s)",
-                fmt_bytes(x, sizeof(x), (double)b->memory.total_bytes - (double)a->memory.total_bytes),
-                diff);
+        fprintf(
+            f, "\n#2 needs %s more per GPU than #1 (%s)",
+            fmt_bytes(x, sizeof(x), (double)b->memory.total_bytes - (double)a->memory.total_bytes),
+            diff);
     else if (by == SPSIM_BY_MFU)
         fprintf(f, "\n#2 reaches %.2f%% MFU, %.2f points below #1 (%s)", 100 * b->time.mfu,
                 100 * (a->time.mfu - b->time.mfu), diff);
@@ -291,15 +292,14 @@ explain(FILE *f, enum spsim_sweep_by by, const struct spsim_result *a, const str
     config_diff(a, b, diff, sizeof(diff));
     const struct spsim_time_report *ta = &a->time, *tb = &b->time;
     const struct spsim_memory_report *ma = &a->memory, *mb = &b->memory;
-    struct term time_terms[] = {
-        {"forward", tb->forward_s - ta->forward_s},
-        {"backward", tb->backward_s - ta->backward_s},
-        {"recomputation", tb->recompute_s - ta->recompute_s},
-        {"exposed TP communication", tb->tp_exposed_s - ta->tp_exposed_s},
-        {"pipeline bubble", tb->pp_bubble_s - ta->pp_bubble_s},
-        {"pipeline point-to-point", tb->pp_p2p_s - ta->pp_p2p_s},
-        {"exposed DP reduction", tb->dp_exposed_s - ta->dp_exposed_s},
-        {"optimizer step", tb->optimizer_s - ta->optimizer_s}};
+    struct term time_terms[] = {{"forward", tb->forward_s - ta->forward_s},
+                                {"backward", tb->backward_s - ta->backward_s},
+                                {"recomputation", tb->recompute_s - ta->recompute_s},
+                                {"exposed TP communication", tb->tp_exposed_s - ta->tp_exposed_s},
+                                {"pipeline bubble", tb->pp_bubble_s - ta->pp_bubble_s},
+                                {"pipeline point-to-point", tb->pp_p2p_s - ta->pp_p2p_s},
+                                {"exposed DP reduction", tb->dp_exposed_s - ta->dp_exposed_s},
+                                {"optimizer step", tb->optimizer_s - ta->optimizer_s}};
     struct term mem_terms[] = {
         {"weights", (double)mb->weights_bytes - (double)ma->weights_bytes},
         {"gradients", (double)mb->gradients_bytes - (double)ma->gradients_bytes},
@@ -356,8 +356,9 @@ report(FILE *f, const struct optimize_args *a, const struct spsim_sweep *sw,
     if (rc == EXIT_OK && unlimited->count &&
         spsim_sweep_evaluate(sw, unlimited->index[0], &any, &err) == SPSIM_OK &&
         spsim_sweep_rank_key(a->by, &any) < spsim_sweep_rank_key(a->by, &r[0]))
-        fprintf(f, "\nWithout the memory limit the best by %s would be tp %u, pp %u, dp %u, vpp "
-                   "%u, mbs %u, recompute %s (%s, MFU %.1f%%), but it needs %s per GPU.\n",
+        fprintf(f,
+                "\nWithout the memory limit the best by %s would be tp %u, pp %u, dp %u, vpp "
+                "%u, mbs %u, recompute %s (%s, MFU %.1f%%), but it needs %s per GPU.\n",
                 spsim_sweep_by_name(a->by), any.config.tp, any.config.pp, any.config.dp,
                 any.config.vpp, any.config.mbs, spsim_recompute_name(any.config.recompute),
                 fmt_time(t, sizeof(t), any.time.iteration_s), 100 * any.time.mfu,
@@ -372,8 +373,9 @@ none_fits(const struct spsim_sweep *sw, const struct spsim_sweep_options *base,
           const struct search *unlimited, uint64_t limit)
 {
     if (unlimited->stats.valid == 0)
-        return cli_error(EXIT_CONFIG, "no valid configuration of %llu points (--show-invalid of "
-                                      "'spsim sweep' lists why each is refused)",
+        return cli_error(EXIT_CONFIG,
+                         "no valid configuration of %llu points (--show-invalid of "
+                         "'spsim sweep' lists why each is refused)",
                          (unsigned long long)unlimited->stats.evaluated);
     struct search smallest = {0};
     struct spsim_result r;
@@ -381,8 +383,9 @@ none_fits(const struct spsim_sweep *sw, const struct spsim_sweep_options *base,
     char need[32], lim[32];
     int rc = search(sw, base, 1, SPSIM_BY_TOTAL_BYTES, false, &smallest);
     if (rc == EXIT_OK && spsim_sweep_evaluate(sw, smallest.index[0], &r, &err) == SPSIM_OK)
-        rc = cli_error(EXIT_CONFIG, "none of the %llu valid configurations fits: the smallest "
-                                    "needs %s per GPU, the limit is %s",
+        rc = cli_error(EXIT_CONFIG,
+                       "none of the %llu valid configurations fits: the smallest "
+                       "needs %s per GPU, the limit is %s",
                        (unsigned long long)unlimited->stats.valid,
                        fmt_bytes(need, sizeof(need), (double)r.memory.total_bytes),
                        fmt_bytes(lim, sizeof(lim), (double)limit));

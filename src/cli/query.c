@@ -33,12 +33,13 @@ static void
 print_config_line(FILE *f, const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
-    fprintf(f,
-            "  tp %u · pp %u · dp %u · vpp %u · SP %s · recompute %s · mbs %u · gbs %llu · seq %u · "
-            "%s attention · %s\n",
-            p->tp, p->pp, p->dp, p->vpp, p->sp ? "on" : "off", spsim_recompute_name(p->recompute),
-            p->mbs, (unsigned long long)p->gbs, p->seq, r->flash_attention ? "flash" : "standard",
-            spsim_dtype_name(p->dtype));
+    fprintf(
+        f,
+        "  tp %u · pp %u · dp %u · vpp %u · SP %s · recompute %s · mbs %u · gbs %llu · seq %u · "
+        "%s attention · %s\n",
+        p->tp, p->pp, p->dp, p->vpp, p->sp ? "on" : "off", spsim_recompute_name(p->recompute),
+        p->mbs, (unsigned long long)p->gbs, p->seq, r->flash_attention ? "flash" : "standard",
+        spsim_dtype_name(p->dtype));
     fprintf(f, "  %u GPUs · %u micro-batches per iteration · padded vocabulary %llu%s%s\n", r->gpus,
             r->comm.microbatches, (unsigned long long)r->padded_vocab,
             p->distributed_optimizer ? " · distributed optimizer" : "",
@@ -70,9 +71,12 @@ print_memory(FILE *f, const struct spsim_result *r)
 {
     const struct spsim_memory_report *m = &r->memory;
     char a[32], b[32], c[32];
-    static const char *const formula[SPSIM_MODE_COUNT] = {
-        "sbh(34 + 5as/h)", "sbh(10 + 24/t + 5as/(ht))", "sbh(34/t + 5as/(ht))",
-        "sbh(10 + 24/t)", "34sbh/t", "2sbh"};
+    static const char *const formula[SPSIM_MODE_COUNT] = {"sbh(34 + 5as/h)",
+                                                          "sbh(10 + 24/t + 5as/(ht))",
+                                                          "sbh(34/t + 5as/(ht))",
+                                                          "sbh(10 + 24/t)",
+                                                          "34sbh/t",
+                                                          "2sbh"};
     fprintf(f, "\nActivation memory by mode (one TP rank; Table 2 rows at this t, s, b)\n");
     fprintf(f, "  %-17s %-27s %14s %16s %14s  %s\n", "mode", "paper formula", "per layer",
             "first stage", "total/GPU", "fits");
@@ -84,8 +88,9 @@ print_memory(FILE *f, const struct spsim_result *r)
                 fmt_bytes(c, sizeof(c), (double)m->total_modes_bytes[i]), fits ? "yes" : "no",
                 mode_selected(&r->config, i) ? "   <- this config" : "");
     }
-    fprintf(f, "  (first stage: %u of %u layers' chunks in flight, %u layers each = %.4f × L;"
-               " flash attention drops the s² terms)\n",
+    fprintf(f,
+            "  (first stage: %u of %u layers' chunks in flight, %u layers each = %.4f × L;"
+            " flash attention drops the s² terms)\n",
             m->inflight_chunks_first_stage, m->layers_per_stage * r->config.pp, m->layers_per_chunk,
             m->interleave_factor);
 
@@ -113,9 +118,11 @@ print_memory(FILE *f, const struct spsim_result *r)
             r->config.distributed_optimizer ? "optimizer (fp32 Adam, 12/dp B/param)"
                                             : "optimizer (fp32 Adam, 12 B/param)",
             fmt_bytes(a, sizeof(a), (double)m->optimizer_bytes));
-    fprintf(f, "  %-44s %14s of %s: %s (%s %s)\n", "total", fmt_bytes(a, sizeof(a), (double)m->total_bytes),
+    fprintf(f, "  %-44s %14s of %s: %s (%s %s)\n", "total",
+            fmt_bytes(a, sizeof(a), (double)m->total_bytes),
             fmt_bytes(b, sizeof(b), (double)m->capacity_bytes), m->fits ? "fits" : "DOES NOT FIT",
-            fmt_bytes(c, sizeof(c), (double)(m->headroom_bytes < 0 ? -m->headroom_bytes : m->headroom_bytes)),
+            fmt_bytes(c, sizeof(c),
+                      (double)(m->headroom_bytes < 0 ? -m->headroom_bytes : m->headroom_bytes)),
             m->fits ? "free" : "over");
     fprintf(f, "  model parameters: %.4g (vocabulary padded)\n", (double)m->parameters_total);
 }
@@ -142,23 +149,28 @@ print_comm(FILE *f, const struct spsim_result *r)
                 e->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(e->overlap),
                 fmt_time(t, sizeof(t), e->time_s), fmt_time(x, sizeof(x), e->exposed_s));
     }
-    fprintf(f, "  wire bytes per layer and rank: forward %s, backward %s (wgrad re-gathers %s), "
-               "recompute %s\n",
+    fprintf(f,
+            "  wire bytes per layer and rank: forward %s, backward %s (wgrad re-gathers %s), "
+            "recompute %s\n",
             fmt_bytes(a, sizeof(a), (double)c->tp_forward_wire_bytes_per_layer),
             fmt_bytes(b, sizeof(b), (double)c->tp_backward_wire_bytes_per_layer),
             fmt_bytes(t, sizeof(t), (double)c->tp_wgrad_gather_wire_bytes_per_layer),
             fmt_bytes(d, sizeof(d), (double)c->tp_recompute_wire_bytes_per_layer));
-    fprintf(f, "  per rank: %s per micro-batch, %s per iteration; all %u layers × %u micro-batches: %s\n",
-            fmt_bytes(a, sizeof(a), (double)c->tp_wire_bytes_per_microbatch),
-            fmt_bytes(b, sizeof(b), (double)c->tp_wire_bytes_per_iteration),
-            r->memory.layers_per_stage * r->config.pp, c->microbatches,
-            fmt_bytes(t, sizeof(t), (double)c->tp_wire_bytes_per_iteration_all_layers));
+    fprintf(
+        f,
+        "  per rank: %s per micro-batch, %s per iteration; all %u layers × %u micro-batches: %s\n",
+        fmt_bytes(a, sizeof(a), (double)c->tp_wire_bytes_per_microbatch),
+        fmt_bytes(b, sizeof(b), (double)c->tp_wire_bytes_per_iteration),
+        r->memory.layers_per_stage * r->config.pp, c->microbatches,
+        fmt_bytes(t, sizeof(t), (double)c->tp_wire_bytes_per_iteration_all_layers));
     fprintf(f, "  DP gradient reduction: %s of fp32 gradients, %s on the wire per rank (%s)\n",
             fmt_bytes(a, sizeof(a), (double)c->dp_grad_bytes),
-            fmt_bytes(b, sizeof(b), (double)c->dp_wire_bytes_per_rank), spsim_tier_name(c->dp_tier));
+            fmt_bytes(b, sizeof(b), (double)c->dp_wire_bytes_per_rank),
+            spsim_tier_name(c->dp_tier));
     fprintf(f, "  PP point-to-point: %s per send, %s per rank per iteration (%s)\n",
             fmt_bytes(a, sizeof(a), (double)c->pp_message_bytes),
-            fmt_bytes(b, sizeof(b), (double)c->pp_wire_bytes_per_rank), spsim_tier_name(c->pp_tier));
+            fmt_bytes(b, sizeof(b), (double)c->pp_wire_bytes_per_rank),
+            spsim_tier_name(c->pp_tier));
 }
 
 static void
@@ -183,9 +195,10 @@ print_time(FILE *f, const struct spsim_result *r)
                 100.0 * rows[i].v / t->iteration_s);
     fprintf(f, "  %-32s %12s\n", "iteration", fmt_time(a, sizeof(a), t->iteration_s));
     fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",
-            fmt_time(a, sizeof(a), t->layer_forward_s), fmt_time(b, sizeof(b), t->layer_backward_s));
-    fprintf(f, "  %.4g tokens/s · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n", t->tokens_per_s,
-            t->tflops_per_gpu, 100 * t->mfu, 100 * t->hfu);
+            fmt_time(a, sizeof(a), t->layer_forward_s),
+            fmt_time(b, sizeof(b), t->layer_backward_s));
+    fprintf(f, "  %.4g tokens/s · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n",
+            t->tokens_per_s, t->tflops_per_gpu, 100 * t->mfu, 100 * t->hfu);
     fprintf(f, "  link busy per GPU: NVLink %s (%.0f%%), network %s (%.0f%%)\n",
             fmt_time(a, sizeof(a), t->nvlink_busy_s), 100 * t->nvlink_utilisation,
             fmt_time(b, sizeof(b), t->network_busy_s), 100 * t->network_utilisation);

@@ -99,7 +99,8 @@ parse_shard(const char *arg, uint64_t *shard, uint64_t *nshards)
     int rc = cli_parse_u64("--shard N", slash + 1, 1, UINT32_MAX, nshards);
     if (rc == EXIT_OK)
         rc = cli_parse_u64("--shard I", first, 0, *nshards - 1, shard);
-    return rc == EXIT_OK ? EXIT_OK : cli_usage_error("sweep", "--shard: '%s' needs 0 <= I < N", arg);
+    return rc == EXIT_OK ? EXIT_OK
+                         : cli_usage_error("sweep", "--shard: '%s' needs 0 <= I < N", arg);
 }
 
 static int
@@ -149,18 +150,17 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
 static int
 parse(int argc, char **argv, struct sweep_args *a)
 {
-    static const struct option own[] = {
-        {"spec", required_argument, NULL, OPT_SPEC},
-        {"feasible-only", no_argument, NULL, OPT_FEASIBLE},
-        {"top", required_argument, NULL, OPT_TOP},
-        {"by", required_argument, NULL, OPT_BY},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"show-invalid", no_argument, NULL, OPT_SHOW_INVALID},
-        {"count", no_argument, NULL, OPT_COUNT},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"shard", required_argument, NULL, OPT_SHARD},
-        {"quiet", no_argument, NULL, OPT_QUIET},
-        {"output", required_argument, NULL, 'o'}};
+    static const struct option own[] = {{"spec", required_argument, NULL, OPT_SPEC},
+                                        {"feasible-only", no_argument, NULL, OPT_FEASIBLE},
+                                        {"top", required_argument, NULL, OPT_TOP},
+                                        {"by", required_argument, NULL, OPT_BY},
+                                        {"format", required_argument, NULL, OPT_FORMAT},
+                                        {"show-invalid", no_argument, NULL, OPT_SHOW_INVALID},
+                                        {"count", no_argument, NULL, OPT_COUNT},
+                                        {"threads", required_argument, NULL, OPT_THREADS},
+                                        {"shard", required_argument, NULL, OPT_SHARD},
+                                        {"quiet", no_argument, NULL, OPT_QUIET},
+                                        {"output", required_argument, NULL, 'o'}};
     return cli_axes_getopt(argc, argv, "sweep", sweep_help, own, sizeof(own) / sizeof(own[0]),
                            &a->axes, parse_option, a);
 }
@@ -172,13 +172,16 @@ build_sweep(const struct sweep_args *a, struct spsim_sweep **out)
     static const struct {
         enum spsim_sweep_axis axis;
         const char *text;
-    } defaults[] = {
-        /* cli_config_defaults: Korthikanti et al. 2022, GPT-3 175B, Table 3 and §6. */
-        {SPSIM_AXIS_MODEL, "gpt3-175b"}, {SPSIM_AXIS_HW, "dgx-a100-80g"},
-        {SPSIM_AXIS_TP, "8"},            {SPSIM_AXIS_PP, "8"},
-        {SPSIM_AXIS_VPP, "3"},           {SPSIM_AXIS_SP, "on"},
-        {SPSIM_AXIS_RECOMPUTE, "selective"}, {SPSIM_AXIS_MBS, "1"},
-        {SPSIM_AXIS_GBS, "64"}};
+    } defaults[] = {/* cli_config_defaults: Korthikanti et al. 2022, GPT-3 175B, Table 3 and §6. */
+                    {SPSIM_AXIS_MODEL, "gpt3-175b"},
+                    {SPSIM_AXIS_HW, "dgx-a100-80g"},
+                    {SPSIM_AXIS_TP, "8"},
+                    {SPSIM_AXIS_PP, "8"},
+                    {SPSIM_AXIS_VPP, "3"},
+                    {SPSIM_AXIS_SP, "on"},
+                    {SPSIM_AXIS_RECOMPUTE, "selective"},
+                    {SPSIM_AXIS_MBS, "1"},
+                    {SPSIM_AXIS_GBS, "64"}};
     struct spsim_sweep_spec *spec = NULL;
     struct spsim_error err = {0};
     int rc = spsim_sweep_spec_create(&spec, &err) ? cli_fail(&err) : EXIT_OK;

@@ -147,13 +147,12 @@ rows_worker(const struct cli_mpi *m, const struct spsim_sweep *sw,
         opt.invalid = base->invalid ? keep_invalid : NULL;
         opt.cookie = &c;
         int rc = run_range(sw, opt, begin, end, false, &s);
-        uint64_t counts[6] = {s.evaluated, s.valid, s.feasible, s.written, c.out.len,
-                              c.invalid.len};
+        uint64_t counts[6] = {s.evaluated, s.valid,   s.feasible,
+                              s.written,   c.out.len, c.invalid.len};
         if (rc == EXIT_OK) {
             MPI_Send(counts, 6, MPI_UINT64_T, 0, TAG_COUNTS, MPI_COMM_WORLD);
             MPI_Send(c.out.data, (int)c.out.len, MPI_CHAR, 0, TAG_ROWS, MPI_COMM_WORLD);
-            MPI_Send(c.invalid.data, (int)c.invalid.len, MPI_CHAR, 0, TAG_INVALID,
-                     MPI_COMM_WORLD);
+            MPI_Send(c.invalid.data, (int)c.invalid.len, MPI_CHAR, 0, TAG_INVALID, MPI_COMM_WORLD);
         }
         free(c.out.data);
         free(c.invalid.data);
@@ -198,8 +197,7 @@ receive_chunk(int from, const struct spsim_sweep_options *opt, struct spsim_swee
 /* Rank 0, rows: its own chunks written directly, the others' received, all in order. */
 static int
 rows_root(const struct cli_mpi *m, const struct spsim_sweep *sw,
-          const struct spsim_sweep_options *base, uint64_t nchunks,
-          struct spsim_sweep_stats *total)
+          const struct spsim_sweep_options *base, uint64_t nchunks, struct spsim_sweep_stats *total)
 {
     double t0 = MPI_Wtime();
     int rc = EXIT_OK;
@@ -236,7 +234,7 @@ static int
 top_write(const struct spsim_sweep *sw, const struct spsim_sweep_options *opt,
           const uint64_t *candidates, int n, struct spsim_sweep_stats *total)
 {
-    uint64_t (*ranked)[2] = calloc((size_t)n + 1, sizeof(*ranked));
+    uint64_t(*ranked)[2] = calloc((size_t)n + 1, sizeof(*ranked));
     struct spsim_result *r = malloc(sizeof(*r));
     char *row = malloc(SPSIM_ROW_MAX + 4096);
     struct spsim_error err = {0};
@@ -258,7 +256,8 @@ top_write(const struct spsim_sweep *sw, const struct spsim_sweep_options *opt,
         struct spsim_sweep_point pt;
         spsim_sweep_point_at(sw, ranked[i][1], &pt, NULL);
         spsim_sweep_evaluate(sw, ranked[i][1], r, NULL);
-        len = spsim_row_format(opt->format, pt.model_name, pt.hw_name, r, row, SPSIM_ROW_MAX + 4096);
+        len =
+            spsim_row_format(opt->format, pt.model_name, pt.hw_name, r, row, SPSIM_ROW_MAX + 4096);
         if (opt->write(opt->cookie, row, len))
             rc = EXIT_RUNTIME;
         total->written++;
@@ -271,8 +270,8 @@ top_write(const struct spsim_sweep *sw, const struct spsim_sweep_options *opt,
 
 /* --top K: each rank's best K of its shard, gathered on rank 0. */
 static int
-top_k(const struct cli_mpi *m, const struct spsim_sweep *sw,
-      const struct spsim_sweep_options *base, struct spsim_sweep_stats *total)
+top_k(const struct cli_mpi *m, const struct spsim_sweep *sw, const struct spsim_sweep_options *base,
+      struct spsim_sweep_stats *total)
 {
     uint64_t begin, end, count = 0;
     uint64_t *best = calloc(base->top_k, sizeof(*best));

@@ -157,17 +157,18 @@ write_notes(FILE *f)
 }
 
 static void
-write_header(FILE *f, const struct spsim_gpu_validate_report *r, const char *model,
-             const char *hw, const struct spsim_parallel *p, bool plan)
+write_header(FILE *f, const struct spsim_gpu_validate_report *r, const char *model, const char *hw,
+             const struct spsim_parallel *p, bool plan)
 {
     const struct spsim_gpu_info *g = &r->gpu;
     fprintf(f, "spsim validate: %s, predicted with %s\n", model, hw);
     if (plan)
         fprintf(f, "plan only: nothing was run (--plan)\n");
     else
-        fprintf(f, "measured on %u x %s (compute capability %d.%d, driver %d.%d, CUDA runtime "
-                   "%d.%d, NCCL %d.%d.%d): %u timed passes after %u warm-up, the slowest GPU's "
-                   "mean\n",
+        fprintf(f,
+                "measured on %u x %s (compute capability %d.%d, driver %d.%d, CUDA runtime "
+                "%d.%d, NCCL %d.%d.%d): %u timed passes after %u warm-up, the slowest GPU's "
+                "mean\n",
                 r->gpus, g->name, g->cc_major, g->cc_minor, g->driver_version / 1000,
                 g->driver_version % 1000 / 10, g->runtime_version / 1000,
                 g->runtime_version % 1000 / 10, g->nccl_version / 10000,
@@ -205,7 +206,8 @@ write_total(FILE *f, const char *what, double predicted, double measured)
 {
     char a[24], b[24] = "-", e[16];
     fprintf(f, "%-30s predicted %10s  measured %10s  error %8s\n", what,
-            fmt_time(a, sizeof(a), predicted), measured > 0 ? fmt_time(b, sizeof(b), measured) : "-",
+            fmt_time(a, sizeof(a), predicted),
+            measured > 0 ? fmt_time(b, sizeof(b), measured) : "-",
             fmt_error(e, sizeof(e), rel_error(predicted, measured)));
 }
 
@@ -312,9 +314,10 @@ write_json(FILE *f, const struct spsim_gpu_validate_report *r, const char *model
     if (!plan)
         json_device(&w, r);
     json_config(&w, p);
-    jw_string(&w, "replay_notes", "memory-bound ops replayed as device-to-device copies moving "
-                                  "the same HBM bytes; flash attention as batched GEMMs of its "
-                                  "FLOPs; collectives in bf16 on their own stream");
+    jw_string(&w, "replay_notes",
+              "memory-bound ops replayed as device-to-device copies moving "
+              "the same HBM bytes; flash attention as batched GEMMs of its "
+              "FLOPs; collectives in bf16 on their own stream");
     jw_begin_array(&w, "steps");
     for (size_t i = 0; i < r->nsteps; i++)
         json_step(&w, i, &r->steps[i]);

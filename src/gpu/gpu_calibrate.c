@@ -18,7 +18,7 @@
 /* Copies of 1 MiB .. 1 GiB by factors of 4: from latency-bound to streaming. */
 #define HBM_MIN_BYTES (1ull << 20)
 #define HBM_MAX_BYTES (1ull << 30)
-#define HBM_SIZES 6
+#define HBM_SIZES     6
 
 /* Fraction of the free device memory the GEMM and copy buffers may take: the rest is left to
  * cuBLASLt's workspace, the CUDA context and NCCL's own buffers. */
@@ -29,8 +29,7 @@ struct progress {
     size_t done, total;
 };
 
-static void
-tick(struct progress *p, const char *fmt, ...) SPSIM_PRINTF(2, 3);
+static void tick(struct progress *p, const char *fmt, ...) SPSIM_PRINTF(2, 3);
 
 static void
 tick(struct progress *p, const char *fmt, ...)
@@ -51,8 +50,7 @@ typedef int (*launch_fn)(void *ctx, cudaStream_t stream, struct spsim_error *err
 
 static int
 time_launches(launch_fn launch, void *ctx, cudaStream_t s, cudaEvent_t ev[2],
-              const struct spsim_gpu_calibrate_options *o, double *seconds,
-              struct spsim_error *err)
+              const struct spsim_gpu_calibrate_options *o, double *seconds, struct spsim_error *err)
 {
     int rc = SPSIM_OK;
     for (uint32_t i = 0; rc == SPSIM_OK && i < o->warmup_iters; i++)
@@ -73,8 +71,8 @@ time_launches(launch_fn launch, void *ctx, cudaStream_t s, cudaEvent_t ev[2],
 
 /* ---- provenance ------------------------------------------------------------------------ */
 
-static int
-set_info(struct spsim_bw_table *t, const char *key, const char *fmt, ...) SPSIM_PRINTF(3, 4);
+static int set_info(struct spsim_bw_table *t, const char *key, const char *fmt, ...)
+    SPSIM_PRINTF(3, 4);
 
 static int
 set_info(struct spsim_bw_table *t, const char *key, const char *fmt, ...)
@@ -110,13 +108,15 @@ provenance(struct spsim_bw_table *t, const struct spsim_gpu_comm *c,
     if (rc != SPSIM_OK)
         return rc;
     /* Version codes: CUDA 1000·major + 10·minor; NCCL ≥ 2.9 10000·major + 100·minor + patch. */
-    if (spsim_bw_table_set_info(t, "source", c->mpi ? "spsim calibrate (MPI, one rank per GPU)"
-                                                     : "spsim calibrate (local GPUs)") ||
+    if (spsim_bw_table_set_info(t, "source",
+                                c->mpi ? "spsim calibrate (MPI, one rank per GPU)"
+                                       : "spsim calibrate (local GPUs)") ||
         spsim_bw_table_set_info(t, "gpu", g.name) ||
         set_info(t, "compute_capability", "%d.%d", g.cc_major, g.cc_minor) ||
         set_info(t, "sm_count", "%d", g.sm_count) ||
         set_info(t, "gpu_memory_bytes", "%llu", (unsigned long long)g.memory_bytes) ||
-        set_info(t, "cuda_driver", "%d.%d", g.driver_version / 1000, g.driver_version % 1000 / 10) ||
+        set_info(t, "cuda_driver", "%d.%d", g.driver_version / 1000,
+                 g.driver_version % 1000 / 10) ||
         set_info(t, "cuda_runtime", "%d.%d", g.runtime_version / 1000,
                  g.runtime_version % 1000 / 10) ||
         set_info(t, "nccl_version", "%d.%d.%d", g.nccl_version / 10000,
@@ -139,7 +139,8 @@ sweep_op(struct spsim_gpu_comm *c, enum spsim_coll_op op, const uint64_t *sizes,
     uint64_t last = 0;
     int rc = SPSIM_OK;
     for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
-        uint64_t size = 0, count = spsim_gpu_coll_count(op, sizes[i], 4, (uint32_t)c->nranks, &size);
+        uint64_t size = 0,
+                 count = spsim_gpu_coll_count(op, sizes[i], 4, (uint32_t)c->nranks, &size);
         tick(p, "%s %llu B", spsim_coll_op_name(op), (unsigned long long)sizes[i]);
         if (count == 0 || size == last)
             continue; /* rounds to nothing, or to the size already measured */
@@ -148,16 +149,21 @@ sweep_op(struct spsim_gpu_comm *c, enum spsim_coll_op op, const uint64_t *sizes,
         rc = spsim_gpu_coll_time(c, op, count, o->warmup_iters, o->iters, &s, err);
         if (rc != SPSIM_OK)
             break;
-        struct spsim_bw_sample b = {.op = op, .ranks = (uint32_t)c->nranks,
-                                    .nodes = (uint32_t)c->nodes, .size_bytes = size, .time_s = s};
+        struct spsim_bw_sample b = {.op = op,
+                                    .ranks = (uint32_t)c->nranks,
+                                    .nodes = (uint32_t)c->nodes,
+                                    .size_bytes = size,
+                                    .time_s = s};
         b.algbw_GBps = (double)size / 1e9 / s;
         b.busbw_GBps = b.algbw_GBps * spsim_wire_fraction(op, (uint32_t)c->nranks);
         int added = spsim_bw_table_add(t, &b);
         if (added == SPSIM_ENOMEM)
             rc = spsim_fail(err, added, "calibrate: out of memory storing samples");
         else if (added != SPSIM_OK)
-            rc = spsim_fail(err, SPSIM_EGPU, "NCCL %s of %llu B: CUDA events gave an implausible "
-                            "time of %g s", spsim_coll_op_name(op), (unsigned long long)size, s);
+            rc = spsim_fail(err, SPSIM_EGPU,
+                            "NCCL %s of %llu B: CUDA events gave an implausible "
+                            "time of %g s",
+                            spsim_coll_op_name(op), (unsigned long long)size, s);
     }
     return rc;
 }
@@ -193,7 +199,7 @@ struct bench {
     struct spsim_gpu_blas blas;
     cudaStream_t stream;
     cudaEvent_t ev[2];
-    void *a, *b, *d;   /* GEMM operands, or copy source (a) and destination (b) */
+    void *a, *b, *d; /* GEMM operands, or copy source (a) and destination (b) */
     size_t a_bytes, b_bytes;
     struct spsim_gpu_gemm gemm;
     size_t copy_bytes;
@@ -341,7 +347,8 @@ gemm_pass(struct bench *x, const struct spsim_gpu_gemm_shape *v, size_t n, enum 
     for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
         tick(p, "gemm %s %llux%llux%llu", spsim_dtype_name(dtype), (unsigned long long)v[i].m,
              (unsigned long long)v[i].n, (unsigned long long)v[i].k);
-        if (dtype == SPSIM_DTYPE_FP8 && !spsim_gpu_fp8_ok(x->info.cc_major, x->info.cc_minor, &v[i]))
+        if (dtype == SPSIM_DTYPE_FP8 &&
+            !spsim_gpu_fp8_ok(x->info.cc_major, x->info.cc_minor, &v[i]))
             continue;
         struct spsim_gemm_sample sample;
         rc = time_gemm(x, &v[i], dtype, p->o, &sample, err);
@@ -413,8 +420,8 @@ measure_hbm(struct bench *x, struct spsim_hbm_sample **out, size_t *nout, struct
 
 static int
 measure_local(struct spsim_gpu_gemm_shape *v, size_t n, struct spsim_bw_table *t,
-              struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sample **hbm, size_t *nhbm, struct progress *p,
-              struct spsim_error *err)
+              struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sample **hbm,
+              size_t *nhbm, struct progress *p, struct spsim_error *err)
 {
     struct bench x;
     size_t skipped = 0;
@@ -442,9 +449,10 @@ discard(struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sampl
 }
 
 int
-spsim_gpu_impl_calibrate(const struct spsim_gpu_calibrate_options *o, struct spsim_bw_table *collectives,
-                    struct spsim_gemm_sample **gemms, size_t *ngemms, struct spsim_hbm_sample **hbm,
-                    size_t *nhbm, struct spsim_error *err)
+spsim_gpu_impl_calibrate(const struct spsim_gpu_calibrate_options *o,
+                         struct spsim_bw_table *collectives, struct spsim_gemm_sample **gemms,
+                         size_t *ngemms, struct spsim_hbm_sample **hbm, size_t *nhbm,
+                         struct spsim_error *err)
 {
     uint64_t sizes[MAX_SIZES];
     struct spsim_gpu_gemm_shape *shapes = NULL;

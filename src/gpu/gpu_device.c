@@ -68,8 +68,10 @@ spsim_gpu_impl_device_count(int *count, struct spsim_error *err)
     /* No device, or no driver (libcuda absent or older than this runtime): no GPU here, which
      * is not a failure of a CUDA call but the absence of what it needs. */
     if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || (e == cudaSuccess && n < 1))
-        return spsim_fail(err, SPSIM_ENOTSUP, "no GPU: the CUDA driver reports no usable device "
-                          "(%s: %s)", cudaGetErrorName(e), cudaGetErrorString(e));
+        return spsim_fail(err, SPSIM_ENOTSUP,
+                          "no GPU: the CUDA driver reports no usable device "
+                          "(%s: %s)",
+                          cudaGetErrorName(e), cudaGetErrorString(e));
     int rc = spsim_gpu_cuda(e, "cudaGetDeviceCount", err);
     if (rc == SPSIM_OK && count)
         *count = n;
@@ -94,12 +96,12 @@ spsim_gpu_impl_info(int device, struct spsim_gpu_info *out, struct spsim_error *
         return spsim_fail(err, SPSIM_EINVAL, "GPU %d: no such device (%d visible)", device, n);
     struct cudaDeviceProp p;
     struct spsim_gpu_info info = {.device_count = n};
-    if ((rc = spsim_gpu_cuda(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties",
-                             err)) ||
+    if ((rc =
+             spsim_gpu_cuda(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties", err)) ||
         (rc = spsim_gpu_cuda(cudaDriverGetVersion(&info.driver_version), "cudaDriverGetVersion",
                              err)) ||
-        (rc = spsim_gpu_cuda(cudaRuntimeGetVersion(&info.runtime_version),
-                             "cudaRuntimeGetVersion", err)) ||
+        (rc = spsim_gpu_cuda(cudaRuntimeGetVersion(&info.runtime_version), "cudaRuntimeGetVersion",
+                             err)) ||
         (rc = spsim_gpu_nccl(ncclGetVersion(&info.nccl_version), "ncclGetVersion", err)))
         return rc;
     memcpy(info.name, p.name, sizeof(info.name));

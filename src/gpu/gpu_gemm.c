@@ -191,9 +191,9 @@ int
 spsim_gpu_gemm_launch(struct spsim_gpu_blas *blas, const struct spsim_gpu_gemm *g, const void *a,
                       const void *b, void *d, cudaStream_t stream, struct spsim_error *err)
 {
-    cublasStatus_t s = cublasLtMatmul(blas->lt, g->desc, &g->alpha, a, g->a, b, g->b, &g->beta, d,
-                                      g->d, d, g->d, &g->algo, blas->workspace,
-                                      blas->workspace_bytes, stream);
+    cublasStatus_t s =
+        cublasLtMatmul(blas->lt, g->desc, &g->alpha, a, g->a, b, g->b, &g->beta, d, g->d, d, g->d,
+                       &g->algo, blas->workspace, blas->workspace_bytes, stream);
     if (s == CUBLAS_STATUS_SUCCESS)
         return SPSIM_OK;
     char step[192];

@@ -68,9 +68,9 @@ void spsim_gpu_blas_close(struct spsim_gpu_blas *b);
 /** What one GEMM computes: D[m, n] = A[m, k] · B[k, n] (+ D when accumulate), batch times. */
 struct spsim_gpu_gemm_spec {
     struct spsim_gpu_gemm_shape shape;
-    enum spsim_dtype dtype;  /* BF16, FP16 or FP8 (E4M3) inputs */
-    bool fp32_output;        /* D in FP32 (BF16/FP16 inputs only), else 16-bit (FP8: BF16) */
-    bool accumulate;         /* beta = 1 */
+    enum spsim_dtype dtype; /* BF16, FP16 or FP8 (E4M3) inputs */
+    bool fp32_output;       /* D in FP32 (BF16/FP16 inputs only), else 16-bit (FP8: BF16) */
+    bool accumulate;        /* beta = 1 */
 };
 
 /** A prepared GEMM: descriptors and the algorithm cuBLASLt's heuristic chose. */
@@ -102,10 +102,10 @@ void spsim_gpu_gemm_release(struct spsim_gpu_gemm *g);
 
 /** The communicator members this process drives, with a stream and two buffers each. */
 struct spsim_gpu_comm {
-    int nlocal;    /* members driven by this process (all GPUs; 1 under MPI) */
-    int nranks;    /* communicator size */
-    int rank0;     /* global rank of local member 0 */
-    int nodes;     /* nodes spanned (1 without MPI) */
+    int nlocal; /* members driven by this process (all GPUs; 1 under MPI) */
+    int nranks; /* communicator size */
+    int rank0;  /* global rank of local member 0 */
+    int nodes;  /* nodes spanned (1 without MPI) */
     bool mpi;
     int devices[SPSIM_GPU_MAX_LOCAL];
     ncclComm_t comms[SPSIM_GPU_MAX_LOCAL];
@@ -131,8 +131,7 @@ int spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint6
 /** Time one collective: warm-up, then `iters` back to back between CUDA events; the slowest
  * member's elapsed / iters (under MPI averaged over ranks, as nccl-tests -a 1). */
 int spsim_gpu_coll_time(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t count,
-                        uint32_t warmup, uint32_t iters, double *seconds,
-                        struct spsim_error *err);
+                        uint32_t warmup, uint32_t iters, double *seconds, struct spsim_error *err);
 
 /** One AllReduce and one AllGather of known data (rank r contributes r + 1), checked on the
  * host: SPSIM_EGPU when a value differs. */
@@ -141,8 +140,7 @@ int spsim_gpu_coll_verify(struct spsim_gpu_comm *c, uint64_t count, struct spsim
 /* ---- MPI (multi-node calibration); without HAVE_MPI these return SPSIM_ENOTSUP ---------- */
 
 /** MPI_Init if needed; this rank, the world size, the rank on this node and the node count. */
-int spsim_gpu_mpi_begin(int *rank, int *size, int *local_rank, int *nodes,
-                        struct spsim_error *err);
+int spsim_gpu_mpi_begin(int *rank, int *size, int *local_rank, int *nodes, struct spsim_error *err);
 /** Rank 0's NCCL id to every rank. */
 int spsim_gpu_mpi_bcast(void *data, size_t bytes, struct spsim_error *err);
 /** Sum of `v` over ranks, divided by the world size. */

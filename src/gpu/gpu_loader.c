@@ -48,7 +48,8 @@ load(void)
     if (!handle) {
         snprintf(load_error, sizeof(load_error),
                  "cannot load spsim's GPU module (%s; the CUDA runtime, cuBLASLt and NCCL must "
-                 "be installed)", dlerror());
+                 "be installed)",
+                 dlerror());
         return;
     }
     const struct spsim_gpu_vtable *(*entry)(void);

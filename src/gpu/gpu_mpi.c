@@ -50,9 +50,9 @@ spsim_gpu_mpi_begin(int *rank, int *size, int *local_rank, int *nodes, struct sp
     /* The ranks sharing this node's memory: the local rank picks the GPU. */
     MPI_Comm node = MPI_COMM_NULL;
     if (rc == SPSIM_OK)
-        rc = mpi_check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                                           &node),
-                       "MPI_Comm_split_type", err);
+        rc = mpi_check(
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type", err);
     if (rc == SPSIM_OK)
         rc = mpi_check(MPI_Comm_rank(node, local_rank), "MPI_Comm_rank (node)", err);
     int first = rc == SPSIM_OK && *local_rank == 0;
@@ -116,9 +116,9 @@ spsim_gpu_mpi_hosts(char *buf, size_t cap, struct spsim_error *err)
     if (rc == SPSIM_OK && !all)
         rc = spsim_fail(err, SPSIM_ENOMEM, "MPI host names: out of memory");
     if (rc == SPSIM_OK)
-        rc = mpi_check(MPI_Allgather(mine, HOST_MAX, MPI_CHAR, all, HOST_MAX, MPI_CHAR,
-                                     MPI_COMM_WORLD),
-                       "MPI_Allgather (host names)", err);
+        rc = mpi_check(
+            MPI_Allgather(mine, HOST_MAX, MPI_CHAR, all, HOST_MAX, MPI_CHAR, MPI_COMM_WORLD),
+            "MPI_Allgather (host names)", err);
     if (rc == SPSIM_OK)
         join_distinct(all, size, buf, cap);
     free(all);
@@ -151,7 +151,8 @@ spsim_gpu_impl_finalize(void)
 static int
 no_mpi(struct spsim_error *err)
 {
-    return spsim_fail(err, SPSIM_ENOTSUP, "this spsim was built without MPI (configure with "
+    return spsim_fail(err, SPSIM_ENOTSUP,
+                      "this spsim was built without MPI (configure with "
                       "-Dmpi=enabled where an MPI library is installed)");
 }
 

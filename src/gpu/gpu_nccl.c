@@ -47,8 +47,10 @@ open_mpi(struct spsim_gpu_comm *c, struct spsim_error *err)
         return rc;
     rc = spsim_gpu_impl_device_count(&n, err);
     if (rc == SPSIM_OK && local >= n)
-        rc = spsim_fail(err, SPSIM_ENOTSUP, "MPI rank %d is rank %d on its node, which has %d "
-                        "GPUs: start one rank per GPU", rank, local, n);
+        rc = spsim_fail(err, SPSIM_ENOTSUP,
+                        "MPI rank %d is rank %d on its node, which has %d "
+                        "GPUs: start one rank per GPU",
+                        rank, local, n);
     if (rc == SPSIM_OK)
         rc = spsim_gpu_use(local, err);
     if ((rc = agree(rc, "selecting a GPU", err)))
@@ -69,8 +71,10 @@ open_mpi(struct spsim_gpu_comm *c, struct spsim_error *err)
     if ((rc = spsim_gpu_mpi_bcast(&boot, sizeof(boot), err)))
         return rc;
     if (!boot.ok)
-        return rank == 0 ? SPSIM_EGPU : spsim_fail(err, SPSIM_EGPU, "ncclGetUniqueId failed on MPI "
-                                                   "rank 0");
+        return rank == 0 ? SPSIM_EGPU
+                         : spsim_fail(err, SPSIM_EGPU,
+                                      "ncclGetUniqueId failed on MPI "
+                                      "rank 0");
     return spsim_gpu_nccl(ncclCommInitRank(&c->comms[0], size, boot.id, rank), "ncclCommInitRank",
                           err);
 }
@@ -147,7 +151,8 @@ launch_one(struct spsim_gpu_comm *c, int i, enum spsim_coll_op op, uint64_t coun
         return ncclReduceScatter(c->send[i], c->recv[i], count, type, ncclSum, comm, s);
     case SPSIM_COLL_SEND_RECV: {
         ncclResult_t r = ncclSend(c->send[i], count, type, (rank + 1) % n, comm, s);
-        return r != ncclSuccess ? r : ncclRecv(c->recv[i], count, type, (rank + n - 1) % n, comm, s);
+        return r != ncclSuccess ? r
+                                : ncclRecv(c->recv[i], count, type, (rank + n - 1) % n, comm, s);
     }
     case SPSIM_COLL_ALL_TO_ALL: /* not among the collectives spsim calibrates */
     case SPSIM_COLL_COUNT:
@@ -168,9 +173,10 @@ spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t 
 {
     bool whole = op == SPSIM_COLL_ALL_GATHER || op == SPSIM_COLL_REDUCE_SCATTER;
     if (count * type_bytes(type) * (whole ? (uint64_t)c->nranks : 1) > c->buffer_bytes)
-        return spsim_fail(err, SPSIM_EINVAL, "%s of %llu elements per rank does not fit the "
-                          "%zu-byte buffers", spsim_coll_op_name(op), (unsigned long long)count,
-                          c->buffer_bytes);
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s of %llu elements per rank does not fit the "
+                          "%zu-byte buffers",
+                          spsim_coll_op_name(op), (unsigned long long)count, c->buffer_bytes);
     ncclResult_t first = ncclGroupStart();
     for (int i = 0; first == ncclSuccess && i < c->nlocal; i++)
         first = launch_one(c, i, op, count, type);
@@ -234,9 +240,9 @@ load_ranks(struct spsim_gpu_comm *c, float *host, uint64_t count, struct spsim_e
         for (uint64_t j = 0; j < count; j++)
             host[j] = (float)(c->rank0 + i + 1);
         if ((rc = spsim_gpu_use(c->devices[i], err)) == SPSIM_OK)
-            rc = spsim_gpu_cuda(cudaMemcpy(c->send[i], host, count * sizeof(float),
-                                           cudaMemcpyHostToDevice),
-                                "load verification data (cudaMemcpy)", err);
+            rc = spsim_gpu_cuda(
+                cudaMemcpy(c->send[i], host, count * sizeof(float), cudaMemcpyHostToDevice),
+                "load verification data (cudaMemcpy)", err);
     }
     return rc;
 }
@@ -251,9 +257,9 @@ count_wrong(struct spsim_gpu_comm *c, enum spsim_coll_op op, float *host, uint64
     int rc = sync_all(c, err);
     for (int i = 0; rc == SPSIM_OK && i < c->nlocal; i++) {
         if ((rc = spsim_gpu_use(c->devices[i], err)) ||
-            (rc = spsim_gpu_cuda(cudaMemcpy(host, c->recv[i], total * sizeof(float),
-                                            cudaMemcpyDeviceToHost),
-                                 "read verification result (cudaMemcpy)", err)))
+            (rc = spsim_gpu_cuda(
+                 cudaMemcpy(host, c->recv[i], total * sizeof(float), cudaMemcpyDeviceToHost),
+                 "read verification result (cudaMemcpy)", err)))
             break;
         for (uint64_t j = 0; j < total; j++) {
             double want = op == SPSIM_COLL_ALL_GATHER ? (double)(j / count + 1)
@@ -281,7 +287,8 @@ spsim_gpu_coll_verify(struct spsim_gpu_comm *c, uint64_t count, struct spsim_err
         if (rc == SPSIM_OK && c->mpi)
             rc = spsim_gpu_mpi_average(&any, err);
         if (rc == SPSIM_OK && any > 0)
-            rc = spsim_fail(err, SPSIM_EGPU, "NCCL %s of known data (rank r sends r + 1) returned "
+            rc = spsim_fail(err, SPSIM_EGPU,
+                            "NCCL %s of known data (rank r sends r + 1) returned "
                             "wrong values (%llu of %llu on this process)",
                             spsim_coll_op_name(ops[k]), (unsigned long long)wrong,
                             (unsigned long long)(count * c->nranks));

@@ -43,31 +43,41 @@ spsim_gpu_calibrate_check(const struct spsim_gpu_calibrate_options *o, struct sp
     if (!o)
         return spsim_fail(err, SPSIM_EINVAL, "%s: NULL options", what);
     if (!(o->gpus >= 0 && o->gpus <= SPSIM_GPU_MAX_LOCAL))
-        return spsim_fail(err, SPSIM_EINVAL, "%s: field 'gpus': must be an integer in [0, %d] "
-                          "(0 = all visible)", what, SPSIM_GPU_MAX_LOCAL);
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s: field 'gpus': must be an integer in [0, %d] "
+                          "(0 = all visible)",
+                          what, SPSIM_GPU_MAX_LOCAL);
     if (!(o->min_bytes >= 1 && o->min_bytes <= o->max_bytes && o->max_bytes <= MAX_SWEEP_BYTES))
-        return spsim_fail(err, SPSIM_EINVAL, "%s: fields 'min_bytes', 'max_bytes': need "
-                          "1 <= min_bytes <= max_bytes <= %llu", what, MAX_SWEEP_BYTES);
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s: fields 'min_bytes', 'max_bytes': need "
+                          "1 <= min_bytes <= max_bytes <= %llu",
+                          what, MAX_SWEEP_BYTES);
     if (!(o->factor >= 2 && o->factor <= 1024))
         return spsim_fail(err, SPSIM_EINVAL, "%s: field 'factor': must be an integer in [2, 1024]",
                           what);
     if (!(o->iters >= 1 && o->iters <= MAX_ITERS && o->warmup_iters <= MAX_ITERS))
-        return spsim_fail(err, SPSIM_EINVAL, "%s: fields 'iters', 'warmup_iters': need 1 <= iters "
-                          "<= %u and warmup_iters <= %u", what, MAX_ITERS, MAX_ITERS);
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s: fields 'iters', 'warmup_iters': need 1 <= iters "
+                          "<= %u and warmup_iters <= %u",
+                          what, MAX_ITERS, MAX_ITERS);
     if (!(o->mbs >= 1 && o->mbs <= 65536 && o->seq <= (1u << 24)))
-        return spsim_fail(err, SPSIM_EINVAL, "%s: fields 'mbs', 'seq': need mbs in [1, 65536] and "
-                          "seq in [0, 16777216] (0 = the model's)", what);
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s: fields 'mbs', 'seq': need mbs in [1, 65536] and "
+                          "seq in [0, 16777216] (0 = the model's)",
+                          what);
     if (o->mpi && o->gpus != 0)
-        return spsim_fail(err, SPSIM_EINVAL, "%s: field 'gpus': must be 0 under MPI (one rank "
-                          "per GPU)", what);
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s: field 'gpus': must be 0 under MPI (one rank "
+                          "per GPU)",
+                          what);
     return SPSIM_OK;
 }
 
 int
 spsim_gpu_calibrate_begin(const struct spsim_gpu_calibrate_options *o,
-                          const struct spsim_bw_table *collectives, struct spsim_gemm_sample **gemms,
-                          size_t *ngemms, struct spsim_hbm_sample **hbm, size_t *nhbm,
-                          struct spsim_error *err)
+                          const struct spsim_bw_table *collectives,
+                          struct spsim_gemm_sample **gemms, size_t *ngemms,
+                          struct spsim_hbm_sample **hbm, size_t *nhbm, struct spsim_error *err)
 {
     if (gemms)
         *gemms = NULL;
@@ -195,16 +205,29 @@ shapes_of_paper(struct shape_list *l)
     int rc = SPSIM_OK;
     for (size_t i = 0; rc == SPSIM_OK && i < SPSIM_ARRAY_LENGTH(table3); i++) {
         struct spsim_model_shape m = {
-            .layers = 1, .hidden = table3[i].hidden, .heads = table3[i].heads,
-            .kv_heads = table3[i].heads, .head_dim = table3[i].hidden / table3[i].heads,
-            .ffn_hidden = 4 * table3[i].hidden, .vocab = 51200, .seq_len = 2048,
-            .mlp = SPSIM_MLP_GELU, .norm = SPSIM_NORM_LAYERNORM, .dropout = true,
-            .attention = SPSIM_ATTENTION_STANDARD, .position = SPSIM_POSITION_LEARNED,
-            .linear_bias = true, .tied_embeddings = true,
+            .layers = 1,
+            .hidden = table3[i].hidden,
+            .heads = table3[i].heads,
+            .kv_heads = table3[i].heads,
+            .head_dim = table3[i].hidden / table3[i].heads,
+            .ffn_hidden = 4 * table3[i].hidden,
+            .vocab = 51200,
+            .seq_len = 2048,
+            .mlp = SPSIM_MLP_GELU,
+            .norm = SPSIM_NORM_LAYERNORM,
+            .dropout = true,
+            .attention = SPSIM_ATTENTION_STANDARD,
+            .position = SPSIM_POSITION_LEARNED,
+            .linear_bias = true,
+            .tied_embeddings = true,
         };
-        struct spsim_layer_config cfg = {.t = 8, .sp = true, .flash = false,
-                                         .recompute = SPSIM_RECOMPUTE_SELECTIVE, .s = 2048,
-                                         .b = table3[i].mbs, .dtype = SPSIM_DTYPE_BF16};
+        struct spsim_layer_config cfg = {.t = 8,
+                                         .sp = true,
+                                         .flash = false,
+                                         .recompute = SPSIM_RECOMPUTE_SELECTIVE,
+                                         .s = 2048,
+                                         .b = table3[i].mbs,
+                                         .dtype = SPSIM_DTYPE_BF16};
         rc = shapes_of_layer(l, &m, &cfg);
     }
     return rc;
@@ -255,8 +278,10 @@ int
 spsim_gpu_validate_check(const struct spsim_gpu_validate_options *o, struct spsim_error *err)
 {
     if (o && !(o->iters >= 1 && o->iters <= MAX_ITERS && o->warmup_iters <= MAX_ITERS))
-        return spsim_fail(err, SPSIM_EINVAL, "validate options: fields 'iters', 'warmup_iters': "
-                          "need 1 <= iters <= %u and warmup_iters <= %u", MAX_ITERS, MAX_ITERS);
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "validate options: fields 'iters', 'warmup_iters': "
+                          "need 1 <= iters <= %u and warmup_iters <= %u",
+                          MAX_ITERS, MAX_ITERS);
     return SPSIM_OK;
 }
 

@@ -74,8 +74,8 @@ plan_compute(struct spsim_gpu_validate_step *o, const struct spsim_step *st,
         o->batch = st->gbatch;
         o->gemms = 1;
     }
-    o->flops = 2.0 * (double)o->gemms * (double)o->batch * (double)o->m * (double)o->n *
-               (double)o->k;
+    o->flops =
+        2.0 * (double)o->gemms * (double)o->batch * (double)o->m * (double)o->n * (double)o->k;
 }
 
 static void

@@ -65,9 +65,10 @@ struct spsim_gpu_vtable {
     uint32_t abi; /* SPSIM_GPU_MODULE_ABI */
     int (*device_count)(int *count, struct spsim_error *err);
     int (*info)(int device, struct spsim_gpu_info *out, struct spsim_error *err);
-    int (*calibrate)(const struct spsim_gpu_calibrate_options *o, struct spsim_bw_table *collectives,
-                     struct spsim_gemm_sample **gemms, size_t *ngemms,
-                     struct spsim_hbm_sample **hbm, size_t *nhbm, struct spsim_error *err);
+    int (*calibrate)(const struct spsim_gpu_calibrate_options *o,
+                     struct spsim_bw_table *collectives, struct spsim_gemm_sample **gemms,
+                     size_t *ngemms, struct spsim_hbm_sample **hbm, size_t *nhbm,
+                     struct spsim_error *err);
     int (*validate)(const struct spsim_model *model, const struct spsim_hardware *hw,
                     const struct spsim_parallel *par, const struct spsim_gpu_validate_options *o,
                     struct spsim_gpu_validate_report *out, struct spsim_error *err);

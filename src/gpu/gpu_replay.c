@@ -31,10 +31,10 @@ struct member {
 
 struct replay {
     struct spsim_gpu_validate_report *r;
-    int n;                 /* GPUs: tp */
-    struct member *m;      /* n of them */
+    int n;            /* GPUs: tp */
+    struct member *m; /* n of them */
     struct spsim_gpu_comm comm;
-    size_t last_forward;   /* index of the last forward step */
+    size_t last_forward; /* index of the last forward step */
 };
 
 static struct spsim_gpu_gemm_spec
@@ -74,8 +74,7 @@ fill_type(const struct spsim_gpu_validate_report *r)
     for (size_t i = 0; i < r->nsteps; i++)
         if (r->steps[i].gemms && r->steps[i].dtype == SPSIM_DTYPE_FP8)
             return SPSIM_DTYPE_FP8;
-    return r->nsteps && r->steps[0].dtype == SPSIM_DTYPE_FP16 ? SPSIM_DTYPE_FP16
-                                                              : SPSIM_DTYPE_BF16;
+    return r->nsteps && r->steps[0].dtype == SPSIM_DTYPE_FP16 ? SPSIM_DTYPE_FP16 : SPSIM_DTYPE_BF16;
 }
 
 static int
@@ -108,9 +107,11 @@ prepare_gemm(struct member *mb, const struct spsim_gpu_validate_step *s, struct 
     int rc = spsim_gpu_impl_info(mb->device, &info, err);
     if (rc == SPSIM_OK && s->dtype == SPSIM_DTYPE_FP8 &&
         !spsim_gpu_fp8_ok(info.cc_major, info.cc_minor, &spec.shape))
-        return spsim_fail(err, SPSIM_ENOTSUP, "validate: FP8 GEMM %llux%llux%llu of '%s' needs "
+        return spsim_fail(err, SPSIM_ENOTSUP,
+                          "validate: FP8 GEMM %llux%llux%llu of '%s' needs "
                           "compute capability 8.9 or later (GPU %d has %d.%d) and sizes that are "
-                          "multiples of 16", (unsigned long long)s->m, (unsigned long long)s->n,
+                          "multiples of 16",
+                          (unsigned long long)s->m, (unsigned long long)s->n,
                           (unsigned long long)s->k, s->op, mb->device, info.cc_major,
                           info.cc_minor);
     if (rc == SPSIM_OK)
@@ -196,8 +197,10 @@ replay_open(struct replay *R, struct spsim_gpu_validate_report *r, struct spsim_
             R->last_forward = i;
     int visible = 0, rc = spsim_gpu_impl_device_count(&visible, err);
     if (rc == SPSIM_OK && (visible < R->n || R->n > SPSIM_GPU_MAX_LOCAL))
-        return spsim_fail(err, SPSIM_ENOTSUP, "validate: tp = %d needs %d GPUs in this process, "
-                          "%d visible", R->n, R->n, visible);
+        return spsim_fail(err, SPSIM_ENOTSUP,
+                          "validate: tp = %d needs %d GPUs in this process, "
+                          "%d visible",
+                          R->n, R->n, visible);
     if (rc == SPSIM_OK && R->n > 1)
         rc = spsim_gpu_comm_open(&R->comm, R->n, false, largest_message(r), err);
     R->m = rc == SPSIM_OK ? spsim_calloc((size_t)R->n, sizeof(*R->m)) : NULL;
@@ -360,8 +363,9 @@ average(struct spsim_gpu_validate_report *r, uint32_t iters)
 
 int
 spsim_gpu_impl_validate(const struct spsim_model *model, const struct spsim_hardware *hw,
-                   const struct spsim_parallel *par, const struct spsim_gpu_validate_options *o,
-                   struct spsim_gpu_validate_report *out, struct spsim_error *err)
+                        const struct spsim_parallel *par,
+                        const struct spsim_gpu_validate_options *o,
+                        struct spsim_gpu_validate_report *out, struct spsim_error *err)
 {
     struct spsim_gpu_validate_options defaults;
     spsim_gpu_validate_defaults(&defaults);
