@@ -189,10 +189,8 @@ parse_args(int argc, char **argv, struct calibrate_args *a, bool *help)
             return EXIT_OK;
         } else if (opt == 'o') {
             a->output = optarg;
-        } else if (opt == ':') {
-            return cli_usage_error("calibrate", "option '%s' needs a value", argv[optind - 1]);
-        } else if (opt == '?') {
-            return cli_usage_error("calibrate", "unknown option '%s'", argv[optind - 1]);
+        } else if (opt == ':' || opt == '?') {
+            return cli_getopt_error("calibrate", opt, argv);
         } else if ((rc = apply_option(a, opt, optarg)) != EXIT_OK) {
             return rc;
         }

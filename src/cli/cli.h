@@ -29,6 +29,11 @@ int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
 /** Print a usage error and the hint to see --help; return EXIT_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...) CLI_PRINTF(2, 3);
+/** The usage error for getopt_long's ':' (missing value) or '?' (unknown option) result;
+ * returns EXIT_USAGE. */
+int cli_getopt_error(const char *command, int opt, char **argv);
+/** EXIT_USAGE with a message if operands remain after the options, else EXIT_OK. */
+int cli_no_operands(const char *command, int argc, char **argv);
 /** Map a library status to the CLI exit code. */
 int cli_exit_for(int status);
 /** Report a library error (its message) and return the exit code. */

@@ -170,14 +170,13 @@ cmd_collective(int argc, char **argv)
         case 'o':
             output = optarg;
             break;
-        case ':':
-            return cli_usage_error("collective", "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error("collective", "unknown option '%s'", argv[optind - 1]);
+            return cli_getopt_error("collective", opt, argv);
         }
     }
-    if (optind < argc)
-        return cli_usage_error("collective", "unexpected argument '%s'", argv[optind]);
+    int operands = cli_no_operands("collective", argc, argv);
+    if (operands != EXIT_OK)
+        return operands;
     if (op == SPSIM_COLL_COUNT || gpus == 0 || nsizes == 0)
         return cli_usage_error("collective", "--op, --gpus and --bytes are required");
 

@@ -46,6 +46,22 @@ cli_usage_error(const char *command, const char *fmt, ...)
 }
 
 int
+cli_getopt_error(const char *command, int opt, char **argv)
+{
+    if (opt == ':')
+        return cli_usage_error(command, "option '%s' needs a value", argv[optind - 1]);
+    return cli_usage_error(command, "unknown option '%s'", argv[optind - 1]);
+}
+
+int
+cli_no_operands(const char *command, int argc, char **argv)
+{
+    if (optind < argc)
+        return cli_usage_error(command, "unexpected argument '%s'", argv[optind]);
+    return EXIT_OK;
+}
+
+int
 cli_exit_for(int status)
 {
     switch (status) {

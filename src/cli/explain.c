@@ -138,14 +138,13 @@ cmd_explain(int argc, char **argv)
                 return cli_usage_error("explain", "--format: '%s' is not one of table, json",
                                        optarg);
             break;
-        case ':':
-            return cli_usage_error("explain", "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error("explain", "unknown option '%s'", argv[optind - 1]);
+            return cli_getopt_error("explain", opt, argv);
         }
     }
-    if (optind < argc)
-        return cli_usage_error("explain", "unexpected argument '%s'", argv[optind]);
+    int operands = cli_no_operands("explain", argc, argv);
+    if (operands != EXIT_OK)
+        return operands;
 
     struct spsim_model *model = NULL;
     struct spsim_hardware *hw = NULL;

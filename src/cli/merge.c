@@ -276,10 +276,8 @@ parse(int argc, char **argv, struct merge *m, const char **output)
         case 'o':
             *output = optarg;
             break;
-        case ':':
-            return cli_usage_error("merge", "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error("merge", "unknown option '%s'", argv[optind - 1]);
+            return cli_getopt_error("merge", opt, argv);
         }
         if (rc != EXIT_OK)
             return rc;

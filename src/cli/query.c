@@ -313,14 +313,13 @@ parse(int argc, char **argv, struct cli_config *cfg, enum query_format *format, 
                 return cli_usage_error("query", "--format: '%s' is not one of table, json, csv",
                                        optarg);
             break;
-        case ':':
-            return cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error("query", "unknown option '%s'", argv[optind - 1]);
+            return cli_getopt_error("query", opt, argv);
         }
     }
-    if (optind < argc)
-        return cli_usage_error("query", "unexpected argument '%s'", argv[optind]);
+    int operands = cli_no_operands("query", argc, argv);
+    if (operands != EXIT_OK)
+        return operands;
     return EXIT_OK;
 }
 

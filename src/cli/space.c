@@ -53,18 +53,17 @@ cli_axes_getopt(int argc, char **argv, const char *command, const char *help,
             fputs(help, stdout);
             return -1;
         }
-        if (opt == ':')
-            return cli_usage_error(command, "option '%s' needs a value", argv[optind - 1]);
-        if (opt == '?')
-            return cli_usage_error(command, "unknown option '%s'", argv[optind - 1]);
+        if (opt == ':' || opt == '?')
+            return cli_getopt_error(command, opt, argv);
         if (cli_axis_option(axes, opt, optarg))
             continue;
         int rc = handle(ctx, opt, optarg, argv[optind - 1]);
         if (rc != EXIT_OK)
             return rc;
     }
-    if (optind < argc)
-        return cli_usage_error(command, "unexpected argument '%s'", argv[optind]);
+    int operands = cli_no_operands(command, argc, argv);
+    if (operands != EXIT_OK)
+        return operands;
     return EXIT_OK;
 }
 

@@ -63,10 +63,8 @@ parse_own(struct validate_args *a, int opt, const char *arg, char **argv)
             return EXIT_OK;
         }
         return cli_usage_error("validate", "--format: '%s' is not one of table, json", arg);
-    case ':':
-        return cli_usage_error("validate", "option '%s' needs a value", argv[optind - 1]);
     default:
-        return cli_usage_error("validate", "unknown option '%s'", argv[optind - 1]);
+        return cli_getopt_error("validate", opt, argv);
     }
 }
 
@@ -98,8 +96,9 @@ parse(int argc, char **argv, struct validate_args *a)
         if (rc != EXIT_OK)
             return rc;
     }
-    if (optind < argc)
-        return cli_usage_error("validate", "unexpected argument '%s'", argv[optind]);
+    int operands = cli_no_operands("validate", argc, argv);
+    if (operands != EXIT_OK)
+        return operands;
     return EXIT_OK;
 }
 
