@@ -33,7 +33,7 @@ static const char main_help[] =
     "  2  invalid command line\n"
     "  3  invalid input file (profile, sweep spec, nccl-tests log)\n"
     "  4  invalid parallel configuration\n"
-    "  5  GPU support missing from this build, or no GPU present\n"
+    "  5  GPU support missing from this build, no GPU, fewer than tp GPUs, or no FP8\n"
     "  6  a CUDA, cuBLAS or NCCL call failed\n";
 
 struct command {
