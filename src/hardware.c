@@ -128,7 +128,8 @@ read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
     int rc, op = 0;
     uint32_t gpus = 0, nodes = 0;
     const char *source = NULL;
-    double rows[SPSIM_MAX_CURVE_POINTS][4]; /* 16 KiB on the stack: no shared state between loaders */
+    double rows[SPSIM_MAX_CURVE_POINTS]
+               [4]; /* 16 KiB on the stack: no shared state between loaders */
     uint32_t n = 0;
     double latency_s = 0, peak = 0;
     if ((rc = spsim_json_check_keys(c, obj, path, keys)) ||
@@ -310,7 +311,8 @@ read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardw
         return rc;
     static const char *const keys[] = {"dtype", "source", "points", NULL};
     static const char *const dtypes[] = {"bf16", NULL};
-    double rows[SPSIM_MAX_CURVE_POINTS][4]; /* 16 KiB on the stack: no shared state between loaders */
+    double rows[SPSIM_MAX_CURVE_POINTS]
+               [4]; /* 16 KiB on the stack: no shared state between loaders */
     int dtype = 0;
     const char *source = NULL;
     uint32_t n = 0;
