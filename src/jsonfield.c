@@ -243,29 +243,55 @@ spsim_json_get_object(const struct spsim_jctx *c, const cJSON *obj, const char *
     return SPSIM_OK;
 }
 
+/* Open a sourced member {"value": ..., "source": "TEXT"}: checks its shape and source; *v is
+ * NULL when optional and absent, and path receives "prefix.key". */
+static int
+open_sourced(const struct spsim_jctx *c, const cJSON *obj, const char *prefix, const char *key,
+             bool required, const char *value_kind, char *path, size_t path_size, const cJSON **v,
+             const char **source)
+{
+    *v = member(obj, key);
+    if (!*v)
+        return missing(c, prefix, key, required);
+    if (!cJSON_IsObject(*v))
+        return spsim_json_field_error(c, prefix, key,
+                                      "must be {\"value\": %s, \"source\": \"TEXT\"}, got %s "
+                                      "(every hardware number carries its source)",
+                                      value_kind, type_name(*v));
+    spsim_json_path(path, path_size, prefix, key);
+    static const char *const keys[] = {"value", "source", NULL};
+    const char *src = NULL;
+    int rc = spsim_json_check_keys(c, *v, path, keys);
+    if (rc == SPSIM_OK)
+        rc = spsim_json_get_string(c, *v, path, "source", true, true, &src);
+    if (rc == SPSIM_OK && source)
+        *source = src;
+    return rc;
+}
+
 int
 spsim_json_get_sourced(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
                        const char *key, bool required, double min, double max, double *out,
                        const char **source)
 {
-    const cJSON *v = member(obj, key);
-    if (!v)
-        return missing(c, prefix, key, required);
-    if (!cJSON_IsObject(v))
-        return spsim_json_field_error(c, prefix, key,
-                                      "must be {\"value\": NUMBER, \"source\": \"TEXT\"}, got %s "
-                                      "(every hardware number carries its source)",
-                                      type_name(v));
     char path[160];
-    spsim_json_path(path, sizeof(path), prefix, key);
-    static const char *const keys[] = {"value", "source", NULL};
-    int rc = spsim_json_check_keys(c, v, path, keys);
-    if (rc == SPSIM_OK)
-        rc = spsim_json_get_double(c, v, path, "value", true, min, max, out);
-    const char *src = NULL;
-    if (rc == SPSIM_OK)
-        rc = spsim_json_get_string(c, v, path, "source", true, true, &src);
-    if (rc == SPSIM_OK && source)
-        *source = src;
-    return rc;
+    const cJSON *v = NULL;
+    int rc = open_sourced(c, obj, prefix, key, required, "NUMBER", path, sizeof(path), &v, source);
+    if (rc != SPSIM_OK || !v)
+        return rc;
+    return spsim_json_get_double(c, v, path, "value", true, min, max, out);
+}
+
+int
+spsim_json_get_sourced_enum(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
+                            const char *key, bool required, const char *const *names, int *out,
+                            const char **source)
+{
+    char path[160];
+    const cJSON *v = NULL;
+    int rc =
+        open_sourced(c, obj, prefix, key, required, "\"NAME\"", path, sizeof(path), &v, source);
+    if (rc != SPSIM_OK || !v)
+        return rc;
+    return spsim_json_get_enum(c, v, path, "value", true, names, out);
 }

@@ -53,5 +53,9 @@ int spsim_json_get_object(const struct spsim_jctx *c, const cJSON *obj, const ch
 int spsim_json_get_sourced(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
                            const char *key, bool required, double min, double max, double *out,
                            const char **source);
+/** A sourced name {"value": "NAME", "source": "TEXT"}: NAME one of `names`, *out its index. */
+int spsim_json_get_sourced_enum(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
+                                const char *key, bool required, const char *const *names, int *out,
+                                const char **source);
 
 #endif
