@@ -238,6 +238,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "hbm_achievable_GBps",
                                        "flash_attention_tflops",
                                        "gemm_table",
+                                       "gemm_epilogue",
                                        NULL};
     static const char *const dtype_all[] = {"bf16", "fp16", "fp8", "tf32", "fp32", NULL};
     const cJSON *peak = NULL, *ach = NULL;
@@ -269,8 +270,12 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
         hw->peak_flops[t] = p * 1e12;
         hw->gemm_achievable_flops[t] = a * 1e12;
     }
+    static const char *const epilogues[] = {"overlapped", "serial", NULL};
+    int epilogue = 0;
     double bw = 0, bw_ach = 0, flash = 0;
-    if ((rc = spsim_json_get_sourced(c, gpu, "gpu", "flash_attention_tflops", false, 1e-3,
+    if ((rc = spsim_json_get_sourced_enum(c, gpu, "gpu", "gemm_epilogue", false, epilogues,
+                                          &epilogue, NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "flash_attention_tflops", false, 1e-3,
                                      hw->peak_flops[SPSIM_DTYPE_BF16] / 1e12, &flash, NULL)) ||
         (rc = spsim_json_get_sourced(c, gpu, "gpu", "sm_count", true, 1, 4096, &sm, NULL)) ||
         (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_capacity_GB", true, 1e-3, 1e5, &cap,
@@ -287,6 +292,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                       "must not exceed hbm_bandwidth_GBps (%g), got %g", bw,
                                       bw_ach);
     hw->sm_count = (uint32_t)sm;
+    hw->gemm_epilogue_serial = epilogue == 1;
     hw->flash_flops = flash * 1e12;
     hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
     hw->hbm_Bps = bw * 1e9;
@@ -332,11 +338,22 @@ read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardw
             return spsim_json_field_error(c, "gpu.gemm_table", "points",
                                           "row %u: %g TFLOP/s exceeds the bf16 peak", i,
                                           rows[i][3]);
-        double eff =
-            spsim_tile_efficiency(hw->sm_count, (uint64_t)rows[i][0], (uint64_t)rows[i][1], 1);
-        double flops = 2.0 * rows[i][0] * rows[i][1] * rows[i][2];
+        for (int j = 0; j < 3; j++)
+            if (rows[i][j] != floor(rows[i][j]) || rows[i][j] > 1e9)
+                return spsim_json_field_error(c, "gpu.gemm_table", "points",
+                                              "row %u: M, N and K must be whole numbers from 1 "
+                                              "to 1e9, got %g",
+                                              i, rows[i][j]);
+        uint64_t gm = (uint64_t)rows[i][0], gn = (uint64_t)rows[i][1], gk = (uint64_t)rows[i][2];
+        double flops = 2.0 * rows[i][0] * rows[i][1] * rows[i][2], rate = 0;
+        if ((rc = spsim_gemm_mainloop_rate(hw, gm, gn, gk, rows[i][3] * 1e12, &rate)))
+            return spsim_json_field_error(c, "gpu.gemm_table", "points",
+                                          "row %u: %g TFLOP/s is faster than writing the %llu x "
+                                          "%llu output at gpu.hbm_achievable_GBps alone",
+                                          i, rows[i][3], (unsigned long long)gm,
+                                          (unsigned long long)gn);
         rows[i][0] = log(flops);
-        rows[i][1] = rows[i][3] / eff;
+        rows[i][1] = rate / 1e12;
     }
     qsort(rows, n, sizeof(rows[0]), compare_rows);
     for (uint32_t i = 0; i < n;) {

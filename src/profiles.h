@@ -55,6 +55,13 @@ struct spsim_gemm_table {
  * the best of the CUTLASS default tile shapes (wave quantisation and partial edge tiles). */
 double spsim_tile_efficiency(uint32_t sms, uint64_t m, uint64_t n, uint64_t batch);
 
+struct spsim_hardware;
+/** The main-loop rate per full wave behind one measured M×N×K GEMM (16-bit output, beta = 0):
+ * its serial epilogue (gpu.gemm_epilogue) taken out, then divided by its tile efficiency.
+ * SPSIM_ERANGE when the measurement is faster than its epilogue alone. */
+int spsim_gemm_mainloop_rate(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k,
+                             double measured_flops_per_s, double *rate);
+
 struct spsim_hardware {
     char *name;
     char *description;
@@ -66,6 +73,7 @@ struct spsim_hardware {
     uint64_t hbm_capacity_bytes;
     double hbm_Bps;
     double hbm_achievable_Bps;
+    bool gemm_epilogue_serial; /* a GEMM tile's epilogue runs after its main loop (see timing.c) */
     uint32_t gpus_per_node;
     uint32_t nvlink_domain_gpus;
     uint32_t nics_per_node;

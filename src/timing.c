@@ -17,6 +17,18 @@
  * 16-bit tensor-core GEMMs on SM80/SM90 (128×256, 256×128, 128×128); cuBLAS' heuristics pick
  * among such kernels, so the best of the three is taken. A roofline bound (bytes over the
  * measured HBM bandwidth) covers thin shapes.
+ *
+ * The epilogue (reading C when it is accumulated into, writing the output) depends on the
+ * kernel design, which the profile names (gpu.gemm_epilogue):
+ *   "overlapped" (persistent, warp-specialised kernels: Hopper, Blackwell): another tile's
+ *     main loop runs meanwhile, so time = max(compute, all bytes / HBM);
+ *   "serial" (SM80 kernels: one tile per threadblock, one threadblock per SM for the large
+ *     tiles, epilogue after the main loop): the SMs of a wave store their tiles together, so
+ *     time = max(compute, operand bytes / HBM) + output bytes / HBM.
+ * The output bytes matter for Megatron's weight-gradient GEMMs, which add into the fp32 main
+ * gradient (read and write 8 bytes per element) with K = tokens only; elsewhere they are a few
+ * per cent. "compute" is the main loop's rate: measured table points are converted to it by
+ * the same rule (spsim_gemm_mainloop_rate).
  */
 double
 spsim_tile_efficiency(uint32_t sms, uint64_t m, uint64_t n, uint64_t batch)
@@ -47,6 +59,30 @@ gemm_ceiling(const struct spsim_hardware *hw, enum spsim_dtype dtype)
            hw->peak_flops[SPSIM_DTYPE_BF16];
 }
 
+/* Seconds a serial epilogue adds: the output (2 bytes per element written, beta = 0) or, for
+ * fp32 accumulation, the main gradient read and written. */
+static double
+epilogue_s(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t batch,
+           bool fp32_accumulate_out)
+{
+    if (!hw->gemm_epilogue_serial)
+        return 0;
+    double bytes = (fp32_accumulate_out ? 8.0 : 2.0) * (double)batch * (double)m * (double)n;
+    return bytes / hw->hbm_achievable_Bps;
+}
+
+int
+spsim_gemm_mainloop_rate(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k,
+                         double measured_flops_per_s, double *rate)
+{
+    double flops = 2.0 * (double)m * (double)n * (double)k;
+    double mainloop = flops / measured_flops_per_s - epilogue_s(hw, m, n, 1, false);
+    if (!(mainloop > 0))
+        return SPSIM_ERANGE;
+    *rate = flops / mainloop / spsim_tile_efficiency(hw->sm_count, m, n, 1);
+    return SPSIM_OK;
+}
+
 int
 spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
                 uint64_t k, uint64_t batch, bool fp32_accumulate_out, double *seconds)
@@ -71,10 +107,11 @@ spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_
     }
     /* Operands in 16 bits; Megatron's gradient-accumulation fusion reads and writes the fp32
      * main gradient for the weight-gradient GEMM. */
-    double bytes = (double)batch * (2.0 * ((double)m * k + (double)k * n) +
-                                    (fp32_accumulate_out ? 8.0 : 2.0) * (double)m * n);
-    double memory = bytes / hw->hbm_achievable_Bps;
-    *seconds = spsim_max_d(compute, memory);
+    double operand_bytes = (double)batch * 2.0 * ((double)m * k + (double)k * n);
+    double output_bytes = (double)batch * (fp32_accumulate_out ? 8.0 : 2.0) * (double)m * n;
+    double epilogue = epilogue_s(hw, m, n, batch, fp32_accumulate_out);
+    double streamed = hw->gemm_epilogue_serial ? operand_bytes : operand_bytes + output_bytes;
+    *seconds = spsim_max_d(compute, streamed / hw->hbm_achievable_Bps) + epilogue;
     return isfinite(*seconds) ? SPSIM_OK : SPSIM_ENUMERIC;
 }
 

@@ -39,8 +39,8 @@ load_log(const char *text_or_file, bool is_text)
 }
 
 static int
-calibrate(const char *base, struct spsim_bw_table *t, struct spsim_calibration *cal,
-          struct spsim_error *err)
+calibrate_gpu(const char *base, struct spsim_bw_table *t, const struct spsim_gemm_sample *gemms,
+              size_t ngemms, struct spsim_calibration *cal, struct spsim_error *err)
 {
     struct spsim_calibrate_options o;
     spsim_calibrate_defaults(&o);
@@ -53,7 +53,14 @@ calibrate(const char *base, struct spsim_bw_table *t, struct spsim_calibration *
     o.date = "2026-01-02T03:04:05Z";
     o.command_line = "spsim calibrate --from-nccl-tests test";
     const struct spsim_bw_table *tables[1] = {t};
-    return spsim_calibrate_profile(&o, tables, t ? 1 : 0, NULL, 0, NULL, 0, cal, err);
+    return spsim_calibrate_profile(&o, tables, t ? 1 : 0, gemms, ngemms, NULL, 0, cal, err);
+}
+
+static int
+calibrate(const char *base, struct spsim_bw_table *t, struct spsim_calibration *cal,
+          struct spsim_error *err)
+{
+    return calibrate_gpu(base, t, NULL, 0, cal, err);
 }
 
 static struct spsim_hardware *
@@ -265,6 +272,33 @@ START_TEST(all_to_all_and_send_recv_logs)
 END_TEST
 
 /* ---- GPU measurements ---------------------------------------------------------------------- */
+
+START_TEST(serial_epilogue_points_that_beat_hbm_are_left_out)
+{
+    /* dgx-a100-80g has a serial GEMM epilogue and 1700 GB/s of HBM: a 16384 × 16384 output
+     * (536,870,912 B) takes 316 µs to write, so 2·16384²·16 FLOPs "at 100 TFLOP/s" (86 µs)
+     * cannot be represented and is left out; 8192³ at 250 TFLOP/s stays. */
+    struct spsim_bw_table *t = load_log("a100x8_all_reduce_thanos_threads.txt", false);
+    struct spsim_gemm_sample gemms[] = {{16384, 16384, 16, SPSIM_DTYPE_BF16, 8.6e-5, 100.0},
+                                        {8192, 8192, 8192, SPSIM_DTYPE_BF16, 4.4e-3, 250.0}};
+    struct spsim_calibration cal;
+    struct spsim_error err = {0};
+    ck_assert_msg(calibrate_gpu("dgx-a100-80g", t, gemms, 2, &cal, &err) == SPSIM_OK, "%s",
+                  err.message);
+    cJSON *root = cJSON_Parse(cal.profile_json);
+    const cJSON *table = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "gpu"), "gemm_table");
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(table, "points");
+    ck_assert_int_eq(cJSON_GetArraySize(points), 1);
+    ck_assert_double_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(points, 0), 0)->valuedouble, 8192);
+    ck_assert_ptr_nonnull(
+        strstr(cJSON_GetObjectItemCaseSensitive(table, "source")->valuestring, "1 left out"));
+    cJSON_Delete(root);
+    spsim_hardware_destroy(load_profile(&cal)); /* the loader accepts what was written */
+    spsim_calibration_free(&cal);
+    spsim_bw_table_destroy(t);
+}
+END_TEST
 
 START_TEST(gemm_and_hbm_samples_go_into_the_gpu_section)
 {
@@ -491,6 +525,7 @@ calibrate_suite(void)
     tcase_add_test(profile, profile_keeps_the_base_and_names_the_calibration);
     tcase_add_test(profile, multi_node_log_sets_the_node_and_network_tier);
     tcase_add_test(profile, gemm_and_hbm_samples_go_into_the_gpu_section);
+    tcase_add_test(profile, serial_epilogue_points_that_beat_hbm_are_left_out);
     tcase_add_test(profile, network_curve_must_span_domains);
     tcase_add_test(profile, base_profile_for_a_gpu_name);
     suite_add_tcase(s, profile);

@@ -2,9 +2,11 @@
  * solved by hand, the collective formula on a synthetic profile, and sanity over every shipped
  * model × hardware. (Accuracy against the paper's measurements is test_accuracy.c.) */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "collective_model.h"
+#include "eval.h"
 #include "testutil.h"
 
 static struct spsim_result
@@ -177,6 +179,112 @@ START_TEST(collective_formula_by_hand)
 }
 END_TEST
 
+/* Parse the synthetic profile with `extra` added to its gpu section. */
+static int
+parse_synthetic_with(const char *extra, struct spsim_hardware **hw, struct spsim_error *err)
+{
+    static const char at[] = "\"model\": \"X\",";
+    const char *cut = strstr(synthetic_hw, at) + strlen(at);
+    char text[sizeof(synthetic_hw) + 512];
+    snprintf(text, sizeof(text), "%.*s %s %s", (int)(cut - synthetic_hw), synthetic_hw, extra, cut);
+    return spsim_hardware_parse(text, strlen(text), "synthetic", hw, err);
+}
+
+static struct spsim_hardware *
+synthetic_with(const char *extra)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(parse_synthetic_with(extra, &hw, &err) == SPSIM_OK, "%s", err.message);
+    return hw;
+}
+
+static double
+gemm_s(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k, bool fp32_out)
+{
+    double s = 0;
+    ck_assert_int_eq(spsim_gemm_time(hw, SPSIM_DTYPE_BF16, m, n, k, 1, fp32_out, &s), SPSIM_OK);
+    return s;
+}
+
+START_TEST(gemm_model_by_hand)
+{
+    /* Synthetic GPU: 100 SMs, 50 TFLOP/s achievable, 1000 GB/s HBM. */
+    struct spsim_hardware *hw = synthetic_with("");
+    /* 1280 × 2560 output: 10 × 10 tiles of 128 × 256 = one full wave. 2·1280·2560·4096 FLOPs
+     * at 50e12; operands 2·(1280·4096 + 4096·2560) B and output 2·1280·2560 B are far below
+     * the compute time, which alone counts when the epilogue is overlapped (the default). */
+    double compute = 2.0 * 1280 * 2560 * 4096 / 50e12;
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, false), compute, 1e-15);
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, true), compute, 1e-15);
+    /* 1280 × 2816: 128×256 and 256×128 give 110 tiles = 2 waves (55 % busy); 128×128 gives
+     * 220 tiles = 3 waves, 220/300 busy: the best. */
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2816, 4096, false),
+                            2.0 * 1280 * 2816 * 4096 / (50e12 * 220.0 / 300.0), 1e-15);
+    /* Thin K = 16: 2·1280·2560·16 / 50e12 = 2.1 µs of compute, but operands and output,
+     * 2·(1280·16 + 16·2560) + 2·1280·2560 B at 1e12 B/s, take 6.7 µs: the roofline. */
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 16, false),
+                            (2.0 * (1280 * 16 + 16 * 2560) + 2.0 * 1280 * 2560) / 1e12, 1e-15);
+    spsim_hardware_destroy(hw);
+
+    /* Serial epilogue: the output is written after the main loop, 2 B per element, or the
+     * fp32 main gradient read and written (8 B) for a weight gradient. */
+    hw = synthetic_with("\"gemm_epilogue\": {\"value\": \"serial\", \"source\": \"t\"},");
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, false), compute + 2.0 * 1280 * 2560 / 1e12,
+                            1e-15);
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, true), compute + 8.0 * 1280 * 2560 / 1e12,
+                            1e-15);
+    /* Thin K: the operands (0.12 µs) stream under the main loop's 2.1 µs; the output's
+     * 6.6 µs follow it. */
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 16, false),
+                            2.0 * 1280 * 2560 * 16 / 50e12 + 2.0 * 1280 * 2560 / 1e12, 1e-15);
+    spsim_hardware_destroy(hw);
+
+    /* A measured point with a serial epilogue: 40 TFLOP/s at 1280×2560×4096 is
+     * 2.68435456e10 / 40e12 = 671.08864 µs, of which the output takes 6.5536 µs. The same
+     * GEMM is predicted back at its measured time; one with 4× the K has 4× the main loop. */
+    hw = synthetic_with("\"gemm_epilogue\": {\"value\": \"serial\", \"source\": \"t\"},"
+                        " \"gemm_table\": {\"dtype\": \"bf16\", \"source\": \"t\","
+                        " \"points\": [[1280, 2560, 4096, 40]]},");
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, false), 671.08864e-6, 1e-15);
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 16384, false),
+                            4 * (671.08864e-6 - 6.5536e-6) + 6.5536e-6, 1e-15);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+START_TEST(gemm_profile_errors)
+{
+    static const struct {
+        const char *extra, *needle;
+    } cases[] = {
+        {"\"gemm_epilogue\": {\"value\": \"sometimes\", \"source\": \"t\"},",
+         "field 'gpu.gemm_epilogue.value': must be one of 'overlapped', 'serial', got "
+         "'sometimes'"},
+        {"\"gemm_epilogue\": \"serial\",", "field 'gpu.gemm_epilogue': must be {\"value\": "
+                                           "\"NAME\", \"source\": \"TEXT\"}, got a string"},
+        {"\"gemm_epilogue\": {\"value\": \"serial\"},",
+         "field 'gpu.gemm_epilogue.source': is required but missing"},
+        /* 2e10 B of output at 1e12 B/s take 20 ms; 2e10 FLOPs at 50e12 claim 0.4 ms. */
+        {"\"gemm_epilogue\": {\"value\": \"serial\", \"source\": \"t\"}, \"gemm_table\": "
+         "{\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[100000, 100000, 1, 50]]},",
+         "field 'gpu.gemm_table.points': row 0: 50 TFLOP/s is faster than writing the 100000 x "
+         "100000 output at gpu.hbm_achievable_GBps alone"},
+        {"\"gemm_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[1280.5, 2560, "
+         "4096, 40]]},",
+         "field 'gpu.gemm_table.points': row 0: M, N and K must be whole numbers from 1 to 1e9, "
+         "got 1280.5"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct spsim_hardware *hw = NULL;
+        struct spsim_error err = {0};
+        ck_assert_int_eq(parse_synthetic_with(cases[i].extra, &hw, &err), SPSIM_EFIELD);
+        ck_assert_msg(strstr(err.message, cases[i].needle), "case %zu: %s", i, err.message);
+        ck_assert_ptr_null(hw);
+    }
+}
+END_TEST
+
 static int
 each_hardware(void *cookie, const char *name, const char *path)
 {
@@ -255,6 +363,8 @@ time_suite(void)
     tc = tcase_create("network");
     tcase_add_test(tc, maxmin_hand_cases);
     tcase_add_test(tc, collective_formula_by_hand);
+    tcase_add_test(tc, gemm_model_by_hand);
+    tcase_add_test(tc, gemm_profile_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("sanity");
     tcase_set_timeout(tc, 60);
