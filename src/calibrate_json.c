@@ -278,8 +278,9 @@ put_gemm_table(struct jb *j, cJSON *gpu)
      * output would take to reach HBM, which a serial-epilogue profile cannot represent: such
      * points are left out and counted. */
     struct spsim_hardware written = *c->base;
-    if (measured_hbm_GBps(c) > 0)
-        written.hbm_achievable_Bps = measured_hbm_GBps(c) * 1e9;
+    double hbm_GBps = measured_hbm_GBps(c);
+    if (hbm_GBps > 0)
+        written.hbm_achievable_Bps = hbm_GBps * 1e9;
     cJSON *pts = check(j, cJSON_CreateArray());
     size_t n = 0, too_fast = 0;
     for (size_t i = 0; i < c->ngemms && pts; i++) {
