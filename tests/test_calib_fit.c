@@ -7,7 +7,7 @@
 #include <gsl/gsl_errno.h>
 #include <math.h>
 
-#include "calib_fit.h"
+#include "calibrate/calib_fit.h"
 #include "testutil.h"
 
 #define MAXP 256

@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "sweep_internal.h"
+#include "sweep/sweep_internal.h"
 #include "testutil.h"
 
 /* ---- axis syntax ---------------------------------------------------------------------- */

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collective_model.h"
-#include "eval.h"
+#include "engine/collective_model.h"
+#include "engine/eval.h"
 #include "testutil.h"
 
 static struct spsim_result

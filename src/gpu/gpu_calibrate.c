@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collective_model.h"
+#include "engine/collective_model.h"
 #include "gpu_internal.h"
 
 /* Most sizes in a sweep: 1 B .. 64 GiB by factors of 2 is 37. */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
+#include "engine/eval.h"
 #include "gpu_plan.h"
 
 /* Limits of the options (doc/gpu.md). nccl-tests takes any -b/-e; the cap of 64 GiB per buffer

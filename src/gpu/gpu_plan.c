@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
+#include "engine/eval.h"
 #include "gpu_plan.h"
 
 /*

@@ -7,7 +7,7 @@
 #ifndef SPSIM_LAYER_H
 #define SPSIM_LAYER_H
 
-#include "profiles.h"
+#include "profiles/profiles.h"
 #include "spsim/parallel.h"
 #include "spsim/schedule.h"
 

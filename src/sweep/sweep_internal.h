@@ -2,7 +2,7 @@
 #ifndef SPSIM_SWEEP_INTERNAL_H
 #define SPSIM_SWEEP_INTERNAL_H
 
-#include "eval.h"
+#include "engine/eval.h"
 #include "spsim/sweep.h"
 
 /** The values of one axis. Integer axes hold the numbers; sp and the other switches 0 or 1;

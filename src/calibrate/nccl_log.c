@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collective_model.h"
+#include "engine/collective_model.h"
 #include "nccl_log.h"
 
 void

@@ -2,7 +2,7 @@
 
 #include <stdio.h>
 
-#include "profiles.h"
+#include "profiles/profiles.h"
 #include "spsim/parallel.h"
 
 /* Bounds beyond which a configuration is refused as absurd: they keep every product of the

@@ -6,8 +6,8 @@
 #include <cjson/cJSON.h>
 
 #include "calib_fit.h"
-#include "collective_model.h"
-#include "profiles.h"
+#include "engine/collective_model.h"
+#include "profiles/profiles.h"
 #include "spsim/calibrate.h"
 
 enum { CAL_NVLINK = 0, CAL_NETWORK = 1 };

@@ -6,7 +6,7 @@
 
 #include <gsl/gsl_errno.h>
 
-#include "collective_model.h"
+#include "engine/collective_model.h"
 #include "jsonfield.h"
 #include "profiles.h"
 

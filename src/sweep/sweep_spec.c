@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonfield.h"
+#include "profiles/jsonfield.h"
 #include "sweep_internal.h"
 
 /* Bounds of the integer axes: those spsim_parallel_check() enforces (src/parallel.c
