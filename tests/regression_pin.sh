@@ -1,0 +1,50 @@
+#!/bin/sh
+# REGRESSION PIN, not an accuracy claim: the bytes `spsim query`, `spsim explain` and
+# `spsim sweep --spec examples/sweeps/*.json` wrote when the library was reorganised into
+# profiles/, engine/, sweep/ and calibrate/ (issue 9), recorded from the code before the move.
+# A change that is meant to alter a figure updates these files in the same commit and says why;
+# any other difference is a defect. Usage: regression_pin.sh SPSIM SOURCE_DIR
+set -u
+spsim=$1
+src=$2
+pins="$src/tests/data/regression"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+# pin FILE ARGS...: `spsim ARGS` must write exactly the pinned FILE.
+pin() {
+    file=$1
+    shift
+    if ! "$spsim" "$@" >"$tmp/out" 2>"$tmp/err"; then
+        echo "FAIL: spsim $*: exit $? ($(cat "$tmp/err"))"
+        failures=$((failures + 1))
+    elif ! cmp -s "$tmp/out" "$pins/$file"; then
+        echo "FAIL: spsim $* differs from $file:"
+        diff "$pins/$file" "$tmp/out" | head -20
+        failures=$((failures + 1))
+    fi
+}
+
+pin default.json query --format json
+pin default.csv query --format csv
+pin default.txt query
+pin explain.txt explain
+pin q2.json query --model llama3-70b --hw dgx-h100 --tp 8 --pp 4 --vpp 1 --dp 8 --gbs 512 --format json
+pin q3.json query --model llama3-8b --hw dgx-a100-80g --tp 2 --pp 2 --vpp 1 --dp 4 --gbs 64 \
+    --recompute full --format json
+pin q4.json query --model paper-530b --hw dgx-a100-80g --tp 8 --pp 35 --vpp 3 --dp 1 --gbs 2240 \
+    --format json
+
+# The sweep CSVs (up to 860 MB) are pinned by their SHA-256, streamed from standard output.
+while read -r sum name; do
+    spec="$src/examples/sweeps/${name%.csv}.json"
+    got=$("$spsim" sweep --spec "$spec" | sha256sum | cut -d' ' -f1)
+    if [ "$got" != "$sum" ]; then
+        echo "FAIL: spsim sweep --spec $spec: SHA-256 $got, pinned $sum"
+        failures=$((failures + 1))
+    fi
+done <"$pins/sweeps.sha256"
+
+[ "$failures" -eq 0 ] && echo "regression pin: all outputs byte-identical"
+exit $((failures > 0))
