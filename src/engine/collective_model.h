@@ -2,7 +2,7 @@
 #ifndef SPSIM_COLLECTIVE_MODEL_H
 #define SPSIM_COLLECTIVE_MODEL_H
 
-#include "profiles/profiles.h"
+#include "hardware_view.h"
 
 /** Per-rank ring traffic as a fraction of the nccl-tests size S:
  * AR 2(n−1)/n, AG and RS (n−1)/n, send/recv 1 (nccl-tests PERFORMANCE.md). */

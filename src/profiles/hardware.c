@@ -6,7 +6,6 @@
 
 #include <gsl/gsl_errno.h>
 
-#include "engine/collective_model.h"
 #include "jsonfield.h"
 #include "profiles.h"
 
@@ -16,30 +15,6 @@ const char *
 spsim_dtype_name(enum spsim_dtype dtype)
 {
     return (unsigned)dtype < SPSIM_DTYPE_COUNT ? dtype_keys[dtype] : "?";
-}
-
-int
-spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff)
-{
-    if (!curve || curve->n == 0) {
-        *eff = 1.0;
-        return SPSIM_OK;
-    }
-    double x = log(size_bytes > 1.0 ? size_bytes : 1.0);
-    if (curve->n == 1 || x <= curve->log_size[0]) {
-        *eff = curve->eff[0];
-        return SPSIM_OK;
-    }
-    if (x >= curve->log_size[curve->n - 1]) {
-        *eff = curve->eff[curve->n - 1];
-        return SPSIM_OK;
-    }
-    double y;
-    int status = gsl_interp_eval_e(curve->interp, curve->log_size, curve->eff, x, NULL, &y);
-    if (status != GSL_SUCCESS)
-        return SPSIM_ENUMERIC;
-    *eff = y;
-    return SPSIM_OK;
 }
 
 static void
@@ -87,42 +62,10 @@ static const char *const coll_keys[] = {"all_reduce", "all_gather", "reduce_scat
 _Static_assert(sizeof(coll_keys) / sizeof(coll_keys[0]) == SPSIM_COLL_COUNT + 1,
                "coll_keys must name every enum spsim_coll_op value");
 
-/* The α and the peak busbw the model applies to a curve's measurement: the formulas
- * spsim_collective_time() predicts with, so that a curve reproduces its own points. An NVLink
- * curve is a ring inside one domain; a network curve is placed on `nodes` nodes (default: as few
- * as the node allows) and takes the hierarchical latency and the NIC bandwidth of that group. */
+/* Read one measured curve as the profile gives it; the engine derives its efficiencies. */
 static int
-curve_terms(const struct spsim_jctx *c, const char *path, const struct spsim_hardware *hw,
-            bool network, enum spsim_coll_op op, uint32_t gpus, uint32_t nodes, double *latency,
-            double *peak)
-{
-    if (!network && nodes == 0) {
-        *latency = spsim_ring_latency_s(&hw->nvlink, op, gpus);
-        *peak = spsim_nvlink_peak_Bps(hw, op, gpus);
-        return SPSIM_OK;
-    }
-    struct spsim_group g;
-    struct spsim_error e = {0};
-    if (spsim_collective_layout(hw, gpus, &nodes, "nodes", &g, &e) != SPSIM_OK)
-        return spsim_json_field_error(c, path, "nodes", "%s", e.message);
-    bool inside = spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK;
-    if (inside != !network)
-        return spsim_json_field_error(c, path, "nodes",
-                                      "%u GPUs on %u node(s) %s one NVLink domain of %u GPUs, but "
-                                      "this is %s curve",
-                                      gpus, nodes, inside ? "stay inside" : "span more than",
-                                      hw->nvlink_domain_gpus, network ? "a network" : "an NVLink");
-    *latency = spsim_collective_latency_s(hw, op, g);
-    *peak = network ? spsim_collective_nic_bw(hw, op, g, 1.0, 1.0)
-                    : spsim_nvlink_peak_Bps(hw, op, g.per_domain);
-    return SPSIM_OK;
-}
-
-/* Build eff(size) from measured busbw: the time at each size minus the model's latency for that
- * collective and group, against the peak busbw the model gives the group. */
-static int
-read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
-           const struct spsim_hardware *hw, bool network, struct spsim_curve *curve)
+read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path, bool network,
+           struct spsim_curve *curve)
 {
     static const char *const keys[] = {"op", "gpus", "nodes", "source", "points", NULL};
     int rc, op = 0;
@@ -131,15 +74,12 @@ read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
     double rows[SPSIM_MAX_CURVE_POINTS]
                [4]; /* 16 KiB on the stack: no shared state between loaders */
     uint32_t n = 0;
-    double latency_s = 0, peak = 0;
     if ((rc = spsim_json_check_keys(c, obj, path, keys)) ||
         (rc = spsim_json_get_enum(c, obj, path, "op", true, coll_keys, &op)) ||
         (rc = spsim_json_get_u32(c, obj, path, "gpus", true, 2, 1u << 20, &gpus)) ||
         (rc = spsim_json_get_u32(c, obj, path, "nodes", false, 1, 1u << 20, &nodes)) ||
         (rc = spsim_json_get_string(c, obj, path, "source", true, true, &source)) ||
-        (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), path, 2, rows, &n)) ||
-        (rc = curve_terms(c, path, hw, network, (enum spsim_coll_op)op, gpus, nodes, &latency_s,
-                          &peak)))
+        (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), path, 2, rows, &n)))
         return rc;
     if (n < 2)
         return spsim_json_field_error(c, path, "points", "a curve needs at least 2 rows, got %u",
@@ -148,24 +88,15 @@ read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path,
         if (i > 0 && !(rows[i][0] > rows[i - 1][0]))
             return spsim_json_field_error(c, path, "points",
                                           "sizes must be strictly increasing (row %u)", i);
-        double size = rows[i][0], busbw = rows[i][1] * 1e9;
-        double wire = spsim_wire_fraction((enum spsim_coll_op)op, gpus) * size;
-        double measured_s = wire / busbw;
-        double eff = 1.0;
-        if (measured_s > latency_s)
-            eff = wire / (peak * (measured_s - latency_s));
-        /* Above 1: the point beats the tier's stated peak; below 1e-3: latency-dominated sizes
-         * whose residual is noise. Both are clamped. */
-        curve->log_size[i] = log(size);
-        curve->eff[i] = eff > 1.0 ? 1.0 : (eff < 1e-3 ? 1e-3 : eff);
+        curve->size_bytes[i] = rows[i][0];
+        curve->busbw_Bps[i] = rows[i][1] * 1e9;
     }
     curve->n = n;
-    curve->interp = gsl_interp_alloc(gsl_interp_linear, n);
-    if (!curve->interp)
-        return spsim_fail(c->err, SPSIM_ENOMEM, "%s: out of memory", c->origin);
-    if (gsl_interp_init(curve->interp, curve->log_size, curve->eff, n) != GSL_SUCCESS)
-        return spsim_fail(c->err, SPSIM_ENUMERIC,
-                          "%s: field '%s.points': interpolation setup failed", c->origin, path);
+    curve->op = (enum spsim_coll_op)op;
+    curve->gpus = gpus;
+    curve->nodes = nodes;
+    curve->network = network;
+    snprintf(curve->path, sizeof(curve->path), "%s", path);
     return SPSIM_OK;
 }
 
@@ -181,7 +112,7 @@ read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *
         return rc;
     if (obj) {
         struct spsim_curve *curve = &hw->curves[hw->ncurves++];
-        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), prefix, "busbw_curve"), hw,
+        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), prefix, "busbw_curve"),
                              network, curve)))
             return rc;
         for (int op = 0; op < SPSIM_COLL_COUNT; op++)
@@ -200,7 +131,7 @@ read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *
             continue;
         struct spsim_curve *curve = &hw->curves[hw->ncurves++];
         if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), setpath, coll_keys[op]),
-                             hw, network, curve)))
+                             network, curve)))
             return rc;
         if (curve->n > 0 && cJSON_GetObjectItemCaseSensitive(obj, "op") &&
             strcmp(cJSON_GetObjectItemCaseSensitive(obj, "op")->valuestring, coll_keys[op]) != 0)
@@ -301,13 +232,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     return hw->gpu_model ? SPSIM_OK : spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
 }
 
-static int
-compare_rows(const void *a, const void *b)
-{
-    const double *x = a, *y = b;
-    return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
+/* Read the measured GEMM points; the engine derives its rate table from them. */
 static int
 read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
 {
@@ -317,61 +242,29 @@ read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardw
         return rc;
     static const char *const keys[] = {"dtype", "source", "points", NULL};
     static const char *const dtypes[] = {"bf16", NULL};
-    double rows[SPSIM_MAX_CURVE_POINTS]
-               [4]; /* 16 KiB on the stack: no shared state between loaders */
     int dtype = 0;
     const char *source = NULL;
-    uint32_t n = 0;
+    struct spsim_gemm_points *t = spsim_calloc(1, sizeof(*t));
+    if (!t)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    hw->gemm_points = t;
     if ((rc = spsim_json_check_keys(c, obj, "gpu.gemm_table", keys)) ||
         (rc = spsim_json_get_enum(c, obj, "gpu.gemm_table", "dtype", true, dtypes, &dtype)) ||
         (rc = spsim_json_get_string(c, obj, "gpu.gemm_table", "source", true, true, &source)) ||
         (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), "gpu.gemm_table", 4,
-                          rows, &n)))
+                          t->rows, &t->n)))
         return rc;
-    struct spsim_gemm_table *t = spsim_calloc(1, sizeof(*t));
-    if (!t)
-        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
-    hw->gemm_table = t;
-    /* Key each measurement by its work (2MNK FLOPs); equal keys are averaged. */
-    for (uint32_t i = 0; i < n; i++) {
-        if (rows[i][3] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16])
+    for (uint32_t i = 0; i < t->n; i++) {
+        if (t->rows[i][3] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16])
             return spsim_json_field_error(c, "gpu.gemm_table", "points",
                                           "row %u: %g TFLOP/s exceeds the bf16 peak", i,
-                                          rows[i][3]);
+                                          t->rows[i][3]);
         for (int j = 0; j < 3; j++)
-            if (rows[i][j] != floor(rows[i][j]) || rows[i][j] > 1e9)
+            if (t->rows[i][j] != floor(t->rows[i][j]) || t->rows[i][j] > 1e9)
                 return spsim_json_field_error(c, "gpu.gemm_table", "points",
                                               "row %u: M, N and K must be whole numbers from 1 "
                                               "to 1e9, got %g",
-                                              i, rows[i][j]);
-        uint64_t gm = (uint64_t)rows[i][0], gn = (uint64_t)rows[i][1], gk = (uint64_t)rows[i][2];
-        double flops = 2.0 * rows[i][0] * rows[i][1] * rows[i][2], rate = 0;
-        if ((rc = spsim_gemm_mainloop_rate(hw, gm, gn, gk, rows[i][3] * 1e12, &rate)))
-            return spsim_json_field_error(c, "gpu.gemm_table", "points",
-                                          "row %u: %g TFLOP/s is faster than writing the %llu x "
-                                          "%llu output at gpu.hbm_achievable_GBps alone",
-                                          i, rows[i][3], (unsigned long long)gm,
-                                          (unsigned long long)gn);
-        rows[i][0] = log(flops);
-        rows[i][1] = rate / 1e12;
-    }
-    qsort(rows, n, sizeof(rows[0]), compare_rows);
-    for (uint32_t i = 0; i < n;) {
-        uint32_t j = i;
-        double sum = 0;
-        while (j < n && rows[j][0] == rows[i][0])
-            sum += rows[j++][1];
-        t->log_flops[t->n] = rows[i][0];
-        t->tflops[t->n++] = sum / (j - i);
-        i = j;
-    }
-    if (t->n >= 2) {
-        t->interp = gsl_interp_alloc(gsl_interp_linear, t->n);
-        if (!t->interp)
-            return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
-        if (gsl_interp_init(t->interp, t->log_flops, t->tflops, t->n) != GSL_SUCCESS)
-            return spsim_fail(c->err, SPSIM_ENUMERIC,
-                              "%s: field 'gpu.gemm_table': interpolation setup failed", c->origin);
+                                              i, t->rows[i][j]);
     }
     return SPSIM_OK;
 }
@@ -519,11 +412,9 @@ read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardwa
 }
 
 int
-spsim_hardware_parse(const char *json, size_t len, const char *origin, struct spsim_hardware **out,
-                     struct spsim_error *err)
+spsim_hardware_read(const char *json, size_t len, const char *origin, struct spsim_hardware **out,
+                    struct spsim_error *err)
 {
-    if (!json || !out)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_hardware_parse: NULL argument");
     if (!origin)
         origin = "<hardware>";
     cJSON *root = NULL;
@@ -546,20 +437,6 @@ spsim_hardware_parse(const char *json, size_t len, const char *origin, struct sp
     return SPSIM_OK;
 }
 
-int
-spsim_hardware_load(const char *path, struct spsim_hardware **out, struct spsim_error *err)
-{
-    if (!path || !out)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_hardware_load: NULL argument");
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = spsim_read_file(path, &buf, &len, err);
-    if (rc == SPSIM_OK)
-        rc = spsim_hardware_parse(buf, len, path, out, err);
-    free(buf);
-    return rc;
-}
-
 void
 spsim_hardware_destroy(struct spsim_hardware *hw)
 {
@@ -570,6 +447,7 @@ spsim_hardware_destroy(struct spsim_hardware *hw)
     if (hw->gemm_table && hw->gemm_table->interp)
         gsl_interp_free(hw->gemm_table->interp);
     free(hw->gemm_table);
+    free(hw->gemm_points);
     free(hw->name);
     free(hw->description);
     free(hw->gpu_model);

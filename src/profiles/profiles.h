@@ -20,12 +20,23 @@ struct spsim_model {
 #define SPSIM_MAX_CURVE_POINTS 512
 
 /**
- * A measured busbw-against-size curve, turned into eff(size) ∈ (0, 1]: the fraction of the
- * tier's peak bandwidth reached at that size once the latency term is taken out. Interpolated
- * linearly in log(size) with GSL; clamped at both ends.
+ * A measured busbw-against-size curve. The loader keeps the points as the profile gives them
+ * (validated: sizes strictly increasing, busbw finite and positive); the engine turns them into
+ * eff(size) ∈ (0, 1], the fraction of the tier's peak bandwidth reached at that size once the
+ * latency term is taken out (engine/hardware_view.c), interpolated linearly in log(size) with GSL
+ * and clamped at both ends.
  */
 struct spsim_curve {
+    /* As measured (profiles/hardware.c). */
     uint32_t n;
+    enum spsim_coll_op op;
+    uint32_t gpus;
+    uint32_t nodes; /* 0: not given */
+    bool network;   /* a network-tier curve (else NVLink) */
+    char path[160]; /* the profile field, for messages */
+    double size_bytes[SPSIM_MAX_CURVE_POINTS];
+    double busbw_Bps[SPSIM_MAX_CURVE_POINTS];
+    /* Derived by the engine once per loaded profile. */
     double log_size[SPSIM_MAX_CURVE_POINTS];
     double eff[SPSIM_MAX_CURVE_POINTS];
     gsl_interp *interp; /* NULL when n < 2 */
@@ -39,10 +50,17 @@ struct spsim_tier_params {
     struct spsim_curve *curve[SPSIM_COLL_COUNT]; /* NULL: eff = 1 */
 };
 
+/** Measured GEMMs as the profile gives them: rows of M, N, K and TFLOP/s (validated). */
+struct spsim_gemm_points {
+    uint32_t n;
+    double rows[SPSIM_MAX_CURVE_POINTS][4];
+};
+
 /**
- * Measured GEMM throughput against GEMM size. Each measurement is divided by its own shape's
- * tile efficiency (spsim_tile_efficiency), so the table holds the size-dependent rate of a
- * perfectly tiled GEMM; a GEMM's time multiplies it back by its own shape's tile efficiency.
+ * The engine's GEMM rate against GEMM size, derived from the measured points
+ * (engine/hardware_view.c): each measurement is divided by its own shape's tile efficiency, so
+ * the table holds the size-dependent rate of a perfectly tiled GEMM; a GEMM's time multiplies it
+ * back by its own shape's tile efficiency.
  */
 struct spsim_gemm_table {
     uint32_t n;
@@ -50,17 +68,6 @@ struct spsim_gemm_table {
     double tflops[SPSIM_MAX_CURVE_POINTS]; /* normalised */
     gsl_interp *interp;
 };
-
-/** Fraction of the GPU's SMs doing useful work for an M×N output (batch of them), tiled with
- * the best of the CUTLASS default tile shapes (wave quantisation and partial edge tiles). */
-double spsim_tile_efficiency(uint32_t sms, uint64_t m, uint64_t n, uint64_t batch);
-
-struct spsim_hardware;
-/** The main-loop rate per full wave behind one measured M×N×K GEMM (16-bit output, beta = 0):
- * its serial epilogue (gpu.gemm_epilogue) taken out, then divided by its tile efficiency.
- * SPSIM_ERANGE when the measurement is faster than its epilogue alone. */
-int spsim_gemm_mainloop_rate(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k,
-                             double measured_flops_per_s, double *rate);
 
 struct spsim_hardware {
     char *name;
@@ -87,12 +94,15 @@ struct spsim_hardware {
     struct spsim_tier_params network;
     struct spsim_curve curves[2 * SPSIM_COLL_COUNT + 2]; /* storage for the pointers above */
     uint32_t ncurves;
-    struct spsim_gemm_table *gemm_table;
+    struct spsim_gemm_points *gemm_points; /* as measured; NULL = none */
+    struct spsim_gemm_table *gemm_table;   /* derived by the engine; NULL = none */
     bool calibrated;
 };
 
-/** Evaluate eff(size) of a curve (1 when curve is NULL). */
-int spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff);
+/** Read and validate a hardware profile: every field as the file gives it, nothing derived.
+ * The public spsim_hardware_parse() is this plus the engine's derivations. */
+int spsim_hardware_read(const char *json, size_t len, const char *origin,
+                        struct spsim_hardware **out, struct spsim_error *err);
 
 /** Per-TP-rank parameter counts. */
 uint64_t spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, bool *ok);

@@ -1,0 +1,199 @@
+/*
+ * The public hardware loader: the profile as profiles/hardware.c reads and validates it, then
+ * the efficiencies the collective and GEMM models derive from its measured points, once per
+ * loaded profile, so that the profile reader knows nothing of the models that use it.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "collective_model.h"
+#include "hardware_view.h"
+#include "profiles/jsonfield.h"
+
+int
+spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff)
+{
+    if (!curve || curve->n == 0) {
+        *eff = 1.0;
+        return SPSIM_OK;
+    }
+    double x = log(size_bytes > 1.0 ? size_bytes : 1.0);
+    if (curve->n == 1 || x <= curve->log_size[0]) {
+        *eff = curve->eff[0];
+        return SPSIM_OK;
+    }
+    if (x >= curve->log_size[curve->n - 1]) {
+        *eff = curve->eff[curve->n - 1];
+        return SPSIM_OK;
+    }
+    double y;
+    int status = gsl_interp_eval_e(curve->interp, curve->log_size, curve->eff, x, NULL, &y);
+    if (status != GSL_SUCCESS)
+        return SPSIM_ENUMERIC;
+    *eff = y;
+    return SPSIM_OK;
+}
+
+/* The α and the peak busbw the model applies to a curve's measurement: the formulas
+ * spsim_collective_time() predicts with, so that a curve reproduces its own points. An NVLink
+ * curve is a ring inside one domain; a network curve is placed on `nodes` nodes (default: as few
+ * as the node allows) and takes the hierarchical latency and the NIC bandwidth of that group. */
+static int
+curve_terms(const struct spsim_jctx *c, const struct spsim_hardware *hw,
+            const struct spsim_curve *cv, double *latency, double *peak)
+{
+    uint32_t nodes = cv->nodes;
+    if (!cv->network && nodes == 0) {
+        *latency = spsim_ring_latency_s(&hw->nvlink, cv->op, cv->gpus);
+        *peak = spsim_nvlink_peak_Bps(hw, cv->op, cv->gpus);
+        return SPSIM_OK;
+    }
+    struct spsim_group g;
+    struct spsim_error e = {0};
+    if (spsim_collective_layout(hw, cv->gpus, &nodes, "nodes", &g, &e) != SPSIM_OK)
+        return spsim_json_field_error(c, cv->path, "nodes", "%s", e.message);
+    bool inside = spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK;
+    if (inside != !cv->network)
+        return spsim_json_field_error(c, cv->path, "nodes",
+                                      "%u GPUs on %u node(s) %s one NVLink domain of %u GPUs, but "
+                                      "this is %s curve",
+                                      cv->gpus, nodes, inside ? "stay inside" : "span more than",
+                                      hw->nvlink_domain_gpus,
+                                      cv->network ? "a network" : "an NVLink");
+    *latency = spsim_collective_latency_s(hw, cv->op, g);
+    *peak = cv->network ? spsim_collective_nic_bw(hw, cv->op, g, 1.0, 1.0)
+                        : spsim_nvlink_peak_Bps(hw, cv->op, g.per_domain);
+    return SPSIM_OK;
+}
+
+/* eff(size) from measured busbw: the time at each size minus the model's latency for that
+ * collective and group, against the peak busbw the model gives the group. */
+static int
+prepare_curve(const struct spsim_jctx *c, const struct spsim_hardware *hw,
+              struct spsim_curve *cv)
+{
+    double latency_s = 0, peak = 0;
+    int rc = curve_terms(c, hw, cv, &latency_s, &peak);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < cv->n; i++) {
+        double size = cv->size_bytes[i];
+        double wire = spsim_wire_fraction(cv->op, cv->gpus) * size;
+        double measured_s = wire / cv->busbw_Bps[i];
+        double eff = 1.0;
+        if (measured_s > latency_s)
+            eff = wire / (peak * (measured_s - latency_s));
+        /* Above 1: the point beats the tier's stated peak; below 1e-3: latency-dominated sizes
+         * whose residual is noise. Both are clamped. */
+        cv->log_size[i] = log(size);
+        cv->eff[i] = eff > 1.0 ? 1.0 : (eff < 1e-3 ? 1e-3 : eff);
+    }
+    cv->interp = gsl_interp_alloc(gsl_interp_linear, cv->n);
+    if (!cv->interp)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "%s: out of memory", c->origin);
+    if (gsl_interp_init(cv->interp, cv->log_size, cv->eff, cv->n) != GSL_SUCCESS)
+        return spsim_fail(c->err, SPSIM_ENUMERIC,
+                          "%s: field '%s.points': interpolation setup failed", c->origin,
+                          cv->path);
+    return SPSIM_OK;
+}
+
+static int
+compare_rows(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The rate table: each point's main-loop rate keyed by its work (2MNK FLOPs), equal keys
+ * averaged, interpolated in log FLOPs. */
+static int
+prepare_gemm_table(const struct spsim_jctx *c, struct spsim_hardware *hw)
+{
+    const struct spsim_gemm_points *p = hw->gemm_points;
+    double rows[SPSIM_MAX_CURVE_POINTS][2]; /* 8 KiB on the stack: no shared state */
+    for (uint32_t i = 0; i < p->n; i++) {
+        const double *r = p->rows[i];
+        uint64_t gm = (uint64_t)r[0], gn = (uint64_t)r[1], gk = (uint64_t)r[2];
+        double rate = 0;
+        if (spsim_gemm_mainloop_rate(hw, gm, gn, gk, r[3] * 1e12, &rate))
+            return spsim_json_field_error(c, "gpu.gemm_table", "points",
+                                          "row %u: %g TFLOP/s is faster than writing the %llu x "
+                                          "%llu output at gpu.hbm_achievable_GBps alone",
+                                          i, r[3], (unsigned long long)gm, (unsigned long long)gn);
+        rows[i][0] = log(2.0 * r[0] * r[1] * r[2]);
+        rows[i][1] = rate / 1e12;
+    }
+    qsort(rows, p->n, sizeof(rows[0]), compare_rows);
+    struct spsim_gemm_table *t = spsim_calloc(1, sizeof(*t));
+    if (!t)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    hw->gemm_table = t;
+    for (uint32_t i = 0; i < p->n;) {
+        uint32_t j = i;
+        double sum = 0;
+        while (j < p->n && rows[j][0] == rows[i][0])
+            sum += rows[j++][1];
+        t->log_flops[t->n] = rows[i][0];
+        t->tflops[t->n++] = sum / (j - i);
+        i = j;
+    }
+    if (t->n < 2)
+        return SPSIM_OK;
+    t->interp = gsl_interp_alloc(gsl_interp_linear, t->n);
+    if (!t->interp)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    if (gsl_interp_init(t->interp, t->log_flops, t->tflops, t->n) != GSL_SUCCESS)
+        return spsim_fail(c->err, SPSIM_ENUMERIC,
+                          "%s: field 'gpu.gemm_table': interpolation setup failed", c->origin);
+    return SPSIM_OK;
+}
+
+int
+spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin, struct spsim_error *err)
+{
+    struct spsim_jctx c = {origin, err};
+    int rc;
+    if (hw->gemm_points && (rc = prepare_gemm_table(&c, hw)))
+        return rc;
+    for (uint32_t i = 0; i < hw->ncurves; i++)
+        if ((rc = prepare_curve(&c, hw, &hw->curves[i])))
+            return rc;
+    return SPSIM_OK;
+}
+
+int
+spsim_hardware_parse(const char *json, size_t len, const char *origin, struct spsim_hardware **out,
+                     struct spsim_error *err)
+{
+    if (!json || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_hardware_parse: NULL argument");
+    if (!origin)
+        origin = "<hardware>";
+    struct spsim_hardware *hw = NULL;
+    int rc = spsim_hardware_read(json, len, origin, &hw, err);
+    if (rc == SPSIM_OK && (rc = spsim_hardware_prepare(hw, origin, err)) != SPSIM_OK) {
+        spsim_hardware_destroy(hw);
+        hw = NULL;
+    }
+    *out = hw;
+    return rc;
+}
+
+int
+spsim_hardware_load(const char *path, struct spsim_hardware **out, struct spsim_error *err)
+{
+    if (!path || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_hardware_load: NULL argument");
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = spsim_read_file(path, &buf, &len, err);
+    if (rc == SPSIM_OK)
+        rc = spsim_hardware_parse(buf, len, path, out, err);
+    free(buf);
+    return rc;
+}
