@@ -36,12 +36,6 @@ spsim_cal_note(struct cal *c, const char *fmt, ...)
     va_end(ap);
 }
 
-double
-spsim_cal_wire(const struct cal_series *s, uint64_t size)
-{
-    return spsim_wire_fraction(s->op, s->ranks) * (double)size;
-}
-
 /* ---- grouping the samples ------------------------------------------------------------------ */
 
 static struct cal_series *

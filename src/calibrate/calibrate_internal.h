@@ -63,7 +63,11 @@ struct cal {
 void spsim_cal_note(struct cal *c, const char *fmt, ...) SPSIM_PRINTF(2, 3);
 
 /** The measured collective per-rank wire bytes of a series' size. */
-double spsim_cal_wire(const struct cal_series *s, uint64_t size);
+static inline double
+spsim_cal_wire(const struct cal_series *s, uint64_t size)
+{
+    return spsim_wire_fraction(s->op, s->ranks) * (double)size;
+}
 
 /** Turn the base profile's text into c->root with every calibrated field replaced. */
 int spsim_cal_json_build(struct cal *c, const char *base_text, size_t len);

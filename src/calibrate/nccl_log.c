@@ -24,47 +24,6 @@ spsim_nccl_log_defaults(struct spsim_nccl_log_options *o)
     o->nodes = 0;
 }
 
-void
-spsim_log_lines_init(struct spsim_log_lines *l, const char *text, size_t len)
-{
-    memset(l, 0, sizeof(*l));
-    l->text = text;
-    l->len = len;
-}
-
-char *
-spsim_log_next(struct spsim_log_lines *l, uint32_t *lineno)
-{
-    if (l->pos >= l->len || l->failed)
-        return NULL;
-    const char *start = l->text + l->pos;
-    const char *nl = memchr(start, '\n', l->len - l->pos);
-    size_t n = nl ? (size_t)(nl - start) : l->len - l->pos;
-    l->pos += n + (nl != NULL);
-    if (n + 1 > l->cap) {
-        char *p = realloc(l->buf, n + 1);
-        if (!p) {
-            l->failed = true;
-            return NULL;
-        }
-        l->buf = p;
-        l->cap = n + 1;
-    }
-    memcpy(l->buf, start, n);
-    while (n > 0 && l->buf[n - 1] == '\r')
-        n--;
-    l->buf[n] = '\0';
-    *lineno = ++l->lineno;
-    return l->buf;
-}
-
-void
-spsim_log_lines_free(struct spsim_log_lines *l)
-{
-    free(l->buf);
-    l->buf = NULL;
-}
-
 /* ---- pass 2: data rows --------------------------------------------------------------------- */
 
 struct raw_row {

@@ -3,8 +3,34 @@
 #include <math.h>
 #include <string.h>
 
+#include <gsl/gsl_errno.h>
+
 #include "collective_model.h"
 #include "spsim/collective.h"
+
+int
+spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff)
+{
+    if (!curve || curve->n == 0) {
+        *eff = 1.0;
+        return SPSIM_OK;
+    }
+    double x = log(size_bytes > 1.0 ? size_bytes : 1.0);
+    if (curve->n == 1 || x <= curve->log_size[0]) {
+        *eff = curve->eff[0];
+        return SPSIM_OK;
+    }
+    if (x >= curve->log_size[curve->n - 1]) {
+        *eff = curve->eff[curve->n - 1];
+        return SPSIM_OK;
+    }
+    double y;
+    int status = gsl_interp_eval_e(curve->interp, curve->log_size, curve->eff, x, NULL, &y);
+    if (status != GSL_SUCCESS)
+        return SPSIM_ENUMERIC;
+    *eff = y;
+    return SPSIM_OK;
+}
 
 double
 spsim_wire_fraction(enum spsim_coll_op op, uint32_t n)

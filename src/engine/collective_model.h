@@ -4,6 +4,9 @@
 
 #include "hardware_view.h"
 
+/** Evaluate eff(size) of a curve (1 when curve is NULL): linear in log(size), clamped. */
+int spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff);
+
 /** Per-rank ring traffic as a fraction of the nccl-tests size S:
  * AR 2(n−1)/n, AG and RS (n−1)/n, send/recv 1 (nccl-tests PERFORMANCE.md). */
 double spsim_wire_fraction(enum spsim_coll_op op, uint32_t n);

@@ -14,30 +14,6 @@
 #include "hardware_view.h"
 #include "profiles/jsonfield.h"
 
-int
-spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff)
-{
-    if (!curve || curve->n == 0) {
-        *eff = 1.0;
-        return SPSIM_OK;
-    }
-    double x = log(size_bytes > 1.0 ? size_bytes : 1.0);
-    if (curve->n == 1 || x <= curve->log_size[0]) {
-        *eff = curve->eff[0];
-        return SPSIM_OK;
-    }
-    if (x >= curve->log_size[curve->n - 1]) {
-        *eff = curve->eff[curve->n - 1];
-        return SPSIM_OK;
-    }
-    double y;
-    int status = gsl_interp_eval_e(curve->interp, curve->log_size, curve->eff, x, NULL, &y);
-    if (status != GSL_SUCCESS)
-        return SPSIM_ENUMERIC;
-    *eff = y;
-    return SPSIM_OK;
-}
-
 /* The α and the peak busbw the model applies to a curve's measurement: the formulas
  * spsim_collective_time() predicts with, so that a curve reproduces its own points. An NVLink
  * curve is a ring inside one domain; a network curve is placed on `nodes` nodes (default: as few

@@ -11,9 +11,6 @@
 int spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin,
                            struct spsim_error *err);
 
-/** Evaluate eff(size) of a curve (1 when curve is NULL). */
-int spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff);
-
 /** Fraction of the GPU's SMs doing useful work for an M×N output (batch of them), tiled with
  * the best of the CUTLASS default tile shapes (wave quantisation and partial edge tiles). */
 double spsim_tile_efficiency(uint32_t sms, uint64_t m, uint64_t n, uint64_t batch);
