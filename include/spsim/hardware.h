@@ -20,6 +20,10 @@ enum spsim_dtype {
 
 /** @return "bf16", "fp16", ...; "?" for an unknown value. */
 SPSIM_API const char *spsim_dtype_name(enum spsim_dtype dtype);
+/** The dtype named `name` (spsim_dtype_name's spelling). @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_dtype_parse(const char *name, enum spsim_dtype *out);
+/** The dtypes a configuration trains its GEMMs in: the first three (bf16, fp16, fp8). */
+#define SPSIM_DTYPE_TRAINING_COUNT 3
 
 /** The headline numbers of a hardware profile, for listings. Units are in the names. */
 struct spsim_hardware_info {

@@ -13,11 +13,14 @@ extern "C" {
 enum spsim_recompute {
     SPSIM_RECOMPUTE_NONE = 0,
     SPSIM_RECOMPUTE_SELECTIVE = 1, /**< core attention only (Korthikanti et al. §5) */
-    SPSIM_RECOMPUTE_FULL = 2       /**< the whole layer, one layer per checkpoint */
+    SPSIM_RECOMPUTE_FULL = 2,      /**< the whole layer, one layer per checkpoint */
+    SPSIM_RECOMPUTE_COUNT
 };
 
 /** @return "none", "selective", "full"; "?" for an unknown value. */
 SPSIM_API const char *spsim_recompute_name(enum spsim_recompute r);
+/** The mode named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_recompute_parse(const char *name, enum spsim_recompute *out);
 
 /**
  * A parallel configuration. Fill it with spsim_parallel_defaults() first, then set what differs.

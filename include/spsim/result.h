@@ -43,6 +43,8 @@ enum spsim_coll_op {
 /** @return "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"; "?"
  * otherwise. */
 SPSIM_API const char *spsim_coll_op_name(enum spsim_coll_op op);
+/** The collective named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_coll_op_parse(const char *name, enum spsim_coll_op *out);
 
 /** The link tier a transfer uses. */
 enum spsim_tier {

@@ -78,21 +78,6 @@ enum {
 };
 
 static int
-parse_op_name(const char *text, enum spsim_coll_op *op)
-{
-    for (int i = 0; i < SPSIM_COLL_COUNT; i++) {
-        if (strcmp(text, spsim_coll_op_name((enum spsim_coll_op)i)) == 0) {
-            *op = (enum spsim_coll_op)i;
-            return EXIT_OK;
-        }
-    }
-    return cli_usage_error("calibrate",
-                           "--op: '%s' is not one of all_reduce, all_gather, "
-                           "reduce_scatter, send_recv, all_to_all",
-                           text);
-}
-
-static int
 parse_bytes(const char *option, const char *text, uint64_t *out)
 {
     if (cli_parse_size(text, out) != 0)
@@ -111,7 +96,7 @@ apply_option(struct calibrate_args *a, int opt, const char *arg)
         return EXIT_OK;
     case CAL_OP:
         a->log_option = true;
-        return parse_op_name(arg, &a->log.op);
+        return cli_parse_coll_op("--op", arg, &a->log.op);
     case CAL_GPUS:
         if (cli_parse_u32("--gpus", arg, 1, 1u << 24, &v))
             return EXIT_USAGE;

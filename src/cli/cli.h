@@ -17,6 +17,8 @@ enum cli_exit {
     EXIT_GPU = 6      /* a CUDA, cuBLAS or NCCL call failed */
 };
 
+#define CLI_ARRAY_LENGTH(a) (sizeof(a) / sizeof((a)[0]))
+
 #if defined(__GNUC__)
 #define CLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
@@ -96,15 +98,6 @@ struct option;
 size_t cli_axis_options(struct option *out);
 /** @return 1 if `opt` is an axis option (its text is kept), 0 if not */
 int cli_axis_option(struct cli_axes *axes, int opt, const char *arg);
-/**
- * getopt_long over the axis options, `own` (nown entries, no terminator; --help is added) and
- * -o: axis options fill `axes`, others go to handle(ctx, opt, optarg, the option's text).
- * @return EXIT_OK, an exit code, or -1 after printing `help`
- */
-int cli_axes_getopt(int argc, char **argv, const char *command, const char *help,
-                    const struct option *own, size_t nown, struct cli_axes *axes,
-                    int (*handle)(void *ctx, int opt, const char *arg, const char *current),
-                    void *ctx);
 /** Parse the given axes into the spec (a bad value is a usage error naming the option). */
 int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const char *command);
 /** Set an axis the spec does not set yet. @return an exit code */
@@ -142,6 +135,31 @@ void cli_config_defaults(struct cli_config *cfg);
  * (-exit code). */
 int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
 
+/*
+ * One command's options (src/cli/options.c): the configuration options (query, explain,
+ * validate) and the sweep axes (sweep, optimize) come from the shared tables; the command's
+ * own options go to handle(ctx, opt, arg, the option's text as given).
+ */
+struct cli_command {
+    const char *name; /* "query" */
+    const char *help;
+    struct cli_config *config; /* non-NULL: the configuration options */
+    struct cli_axes *axes;     /* non-NULL: the sweep axes */
+    const struct option *own;  /* no terminator; --help is added */
+    size_t nown;
+    int (*handle)(void *ctx, int opt, const char *arg, const char *current);
+    void *ctx;
+    bool operands; /* the command takes operands (left at argv[optind ..]) */
+};
+/** The one getopt loop. @return EXIT_OK, an exit code, or -1 after printing the help */
+int cli_parse_options(const struct cli_command *c, int argc, char **argv);
+
+/* Enum values by the library's names; a bad one is a usage error listing the names. */
+int cli_parse_recompute(const char *option, const char *text, enum spsim_recompute *out);
+/** Only the training dtypes (SPSIM_DTYPE_TRAINING_COUNT). */
+int cli_parse_dtype(const char *option, const char *text, enum spsim_dtype *out);
+int cli_parse_coll_op(const char *option, const char *text, enum spsim_coll_op *out);
+
 enum cli_config_opt {
     OPT_MODEL = 1000,
     OPT_HW,
@@ -164,23 +182,6 @@ enum cli_config_opt {
     OPT_DTYPE,
     OPT_CONFIG_END
 };
-
-#define CLI_CONFIG_LONG_OPTIONS                                                                    \
-    {"model", required_argument, NULL, OPT_MODEL}, {"hw", required_argument, NULL, OPT_HW},        \
-        {"tp", required_argument, NULL, OPT_TP}, {"pp", required_argument, NULL, OPT_PP},          \
-        {"dp", required_argument, NULL, OPT_DP}, {"vpp", required_argument, NULL, OPT_VPP},        \
-        {"sp", no_argument, NULL, OPT_SP}, {"no-sp", no_argument, NULL, OPT_NO_SP},                \
-        {"recompute", required_argument, NULL, OPT_RECOMPUTE},                                     \
-        {"mbs", required_argument, NULL, OPT_MBS}, {"gbs", required_argument, NULL, OPT_GBS},      \
-        {"seq", required_argument, NULL, OPT_SEQ}, {"flash-attn", no_argument, NULL, OPT_FLASH},   \
-        {"no-flash-attn", no_argument, NULL, OPT_NO_FLASH},                                        \
-        {"distributed-optimizer", no_argument, NULL, OPT_DISTOPT},                                 \
-        {"no-distributed-optimizer", no_argument, NULL, OPT_NO_DISTOPT},                           \
-        {"overlap-grad-reduce", no_argument, NULL, OPT_OVERLAP_GRAD},                              \
-        {"no-overlap-grad-reduce", no_argument, NULL, OPT_NO_OVERLAP_GRAD},                        \
-    {                                                                                              \
-        "dtype", required_argument, NULL, OPT_DTYPE                                                \
-    }
 
 #define CLI_CONFIG_HELP                                                                            \
     "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models')\n"            \

@@ -88,21 +88,6 @@ parse_sizes(const char *text, uint64_t *sizes, size_t *n)
     return EXIT_OK;
 }
 
-static int
-parse_op(const char *text, enum spsim_coll_op *op)
-{
-    for (int i = 0; i < SPSIM_COLL_COUNT; i++) {
-        if (strcmp(text, spsim_coll_op_name((enum spsim_coll_op)i)) == 0) {
-            *op = (enum spsim_coll_op)i;
-            return EXIT_OK;
-        }
-    }
-    return cli_error(EXIT_USAGE,
-                     "--op: '%s' is not one of all_reduce, all_gather, reduce_scatter, "
-                     "send_recv, all_to_all",
-                     text);
-}
-
 static void
 json_row(struct jw *w, const char *key, const struct spsim_collective_prediction *p)
 {
@@ -117,76 +102,150 @@ json_row(struct jw *w, const char *key, const struct spsim_collective_prediction
         jw_end_object(w);
 }
 
+struct collective_args {
+    const char *hw_name, *output, *format;
+    enum spsim_coll_op op;
+    uint32_t gpus, nodes;
+    uint64_t *sizes; /* MAX_SIZES */
+    size_t nsizes;
+};
+
+static int
+parse_option(void *ctx, int opt, const char *arg, const char *current)
+{
+    struct collective_args *a = ctx;
+    (void)current;
+    switch (opt) {
+    case 'p':
+        return cli_parse_coll_op("--op", arg, &a->op);
+    case 'g':
+        return cli_parse_u32("--gpus", arg, 2, 1u << 24, &a->gpus);
+    case 'n':
+        return cli_parse_u32("--nodes", arg, 1, 1u << 24, &a->nodes);
+    case 'b':
+        return parse_sizes(arg, a->sizes, &a->nsizes);
+    case 'w':
+        a->hw_name = arg;
+        return EXIT_OK;
+    case 'o':
+        a->output = arg;
+        return EXIT_OK;
+    default: /* --format */
+        a->format = arg;
+        if (strcmp(arg, "table") && strcmp(arg, "json") && strcmp(arg, "csv"))
+            return cli_usage_error("collective", "--format: '%s' is not one of table, json, csv",
+                                   arg);
+        return EXIT_OK;
+    }
+}
+
+/* @return EXIT_OK, an exit code, or -1 after --help */
+static int
+parse(int argc, char **argv, struct collective_args *a)
+{
+    static const struct option own[] = {{"op", required_argument, NULL, 'p'},
+                                        {"gpus", required_argument, NULL, 'g'},
+                                        {"nodes", required_argument, NULL, 'n'},
+                                        {"bytes", required_argument, NULL, 'b'},
+                                        {"hw", required_argument, NULL, 'w'},
+                                        {"format", required_argument, NULL, 'f'},
+                                        {"output", required_argument, NULL, 'o'}};
+    const struct cli_command c = {.name = "collective",
+                                  .help = collective_help,
+                                  .own = own,
+                                  .nown = CLI_ARRAY_LENGTH(own),
+                                  .handle = parse_option,
+                                  .ctx = a};
+    int rc = cli_parse_options(&c, argc, argv);
+    if (rc == EXIT_OK && (a->op == SPSIM_COLL_COUNT || a->gpus == 0 || a->nsizes == 0))
+        return cli_usage_error("collective", "--op, --gpus and --bytes are required");
+    return rc;
+}
+
+static void
+write_json(FILE *f, const struct collective_args *a, const char *hw,
+           const struct spsim_collective_prediction *rows)
+{
+    const struct spsim_collective_prediction *r0 = &rows[0];
+    struct jw w;
+    jw_init(&w, f, true);
+    jw_begin_object(&w, NULL);
+    jw_string(&w, "hardware", hw);
+    jw_string(&w, "op", spsim_coll_op_name(a->op));
+    jw_u64(&w, "gpus", r0->gpus);
+    jw_u64(&w, "nodes", r0->nodes);
+    jw_u64(&w, "gpus_per_domain", r0->gpus_per_domain);
+    jw_string(&w, "tier", spsim_tier_name(r0->tier));
+    jw_bool(&w, "hierarchical", r0->tier == SPSIM_TIER_HIERARCHICAL);
+    if (a->nsizes == 1)
+        json_row(&w, NULL, r0);
+    jw_begin_array(&w, "rows");
+    for (size_t i = 0; i < a->nsizes; i++) {
+        jw_begin_object(&w, NULL);
+        json_row(&w, NULL, &rows[i]);
+        jw_end_object(&w);
+    }
+    jw_end_array(&w);
+    jw_end_object(&w);
+    jw_finish(&w);
+}
+
+static void
+write_csv(FILE *f, const struct collective_args *a,
+          const struct spsim_collective_prediction *rows)
+{
+    fputs("op,gpus,nodes,tier,size_bytes,time_s,latency_s,algbw_GBps,busbw_GBps\n", f);
+    for (size_t i = 0; i < a->nsizes; i++) {
+        char t[32], l[32], al[32], b[32];
+        spsim_format_double(rows[i].time_s, t);
+        spsim_format_double(rows[i].latency_s, l);
+        spsim_format_double(rows[i].algbw_GBps, al);
+        spsim_format_double(rows[i].busbw_GBps, b);
+        fprintf(f, "%s,%u,%u,%s,%llu,%s,%s,%s,%s\n", spsim_coll_op_name(a->op), rows[i].gpus,
+                rows[i].nodes, spsim_tier_name(rows[i].tier),
+                (unsigned long long)rows[i].size_bytes, t, l, al, b);
+    }
+}
+
+/* nccl-tests' own table layout. */
+static void
+write_table(FILE *f, const struct collective_args *a, const char *hw,
+            const struct spsim_collective_prediction *rows)
+{
+    const struct spsim_collective_prediction *r0 = &rows[0];
+    fprintf(f, "# spsim collective: %s, %u GPUs on %u node(s) of %s, %s%s\n",
+            spsim_coll_op_name(a->op), r0->gpus, r0->nodes, hw, spsim_tier_name(r0->tier),
+            r0->tier == SPSIM_TIER_HIERARCHICAL
+                ? " (NVLink inside each domain, NICs across domains)"
+                : "");
+    fprintf(f, "#%12s %12s %10s %8s %8s\n", "size", "count(fp32)", "time", "algbw", "busbw");
+    fprintf(f, "#%12s %12s %10s %8s %8s\n", "(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)");
+    for (size_t i = 0; i < a->nsizes; i++) {
+        uint64_t count = rows[i].size_bytes / 4;
+        if (a->op == SPSIM_COLL_ALL_GATHER || a->op == SPSIM_COLL_REDUCE_SCATTER ||
+            a->op == SPSIM_COLL_ALL_TO_ALL)
+            count /= a->gpus; /* nccl-tests prints the per-rank (per-peer) count */
+        fprintf(f, " %12llu %12llu %10.2f %8.2f %8.2f\n", (unsigned long long)rows[i].size_bytes,
+                (unsigned long long)count, rows[i].time_s * 1e6, rows[i].algbw_GBps,
+                rows[i].busbw_GBps);
+    }
+}
+
 int
 cmd_collective(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"op", required_argument, NULL, 'p'},
-                                             {"gpus", required_argument, NULL, 'g'},
-                                             {"nodes", required_argument, NULL, 'n'},
-                                             {"bytes", required_argument, NULL, 'b'},
-                                             {"hw", required_argument, NULL, 'w'},
-                                             {"format", required_argument, NULL, 'f'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    const char *hw_name = "dgx-a100-80g", *output = NULL, *format = "table";
-    enum spsim_coll_op op = SPSIM_COLL_COUNT;
-    uint32_t gpus = 0, nodes = 0;
     static uint64_t sizes[MAX_SIZES];
-    size_t nsizes = 0;
-    int rc;
-    optind = 1;
-    opterr = 0;
-    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
-        switch (opt) {
-        case 'h':
-            fputs(collective_help, stdout);
-            return EXIT_OK;
-        case 'p':
-            if ((rc = parse_op(optarg, &op)))
-                return rc;
-            break;
-        case 'g':
-            if ((rc = cli_parse_u32("--gpus", optarg, 2, 1u << 24, &gpus)))
-                return rc;
-            break;
-        case 'n':
-            if ((rc = cli_parse_u32("--nodes", optarg, 1, 1u << 24, &nodes)))
-                return rc;
-            break;
-        case 'b':
-            if ((rc = parse_sizes(optarg, sizes, &nsizes)))
-                return rc;
-            break;
-        case 'w':
-            hw_name = optarg;
-            break;
-        case 'f':
-            format = optarg;
-            if (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "csv"))
-                return cli_usage_error("collective",
-                                       "--format: '%s' is not one of table, json, csv", format);
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        default:
-            return cli_getopt_error("collective", opt, argv);
-        }
-    }
-    int operands = cli_no_operands("collective", argc, argv);
-    if (operands != EXIT_OK)
-        return operands;
-    if (op == SPSIM_COLL_COUNT || gpus == 0 || nsizes == 0)
-        return cli_usage_error("collective", "--op, --gpus and --bytes are required");
-
-    struct spsim_hardware *hw = NULL;
-    if ((rc = cli_load_hardware(hw_name, &hw)))
-        return rc;
     static struct spsim_collective_prediction rows[MAX_SIZES];
+    struct collective_args a = {"dgx-a100-80g", NULL, "table", SPSIM_COLL_COUNT, 0, 0, sizes, 0};
+    int rc = parse(argc, argv, &a);
+    if (rc != EXIT_OK)
+        return rc < 0 ? EXIT_OK : rc;
+    struct spsim_hardware *hw = NULL;
+    if ((rc = cli_load_hardware(a.hw_name, &hw)))
+        return rc;
     struct spsim_error err = {0};
-    for (size_t i = 0; i < nsizes; i++) {
-        if (spsim_collective_predict(hw, op, gpus, nodes, sizes[i], &rows[i], &err) != SPSIM_OK) {
+    for (size_t i = 0; i < a.nsizes; i++) {
+        if (spsim_collective_predict(hw, a.op, a.gpus, a.nodes, sizes[i], &rows[i], &err)) {
             spsim_hardware_destroy(hw);
             return cli_error(err.code == SPSIM_EINVAL ? EXIT_USAGE : EXIT_RUNTIME, "%s",
                              err.message);
@@ -195,64 +254,15 @@ cmd_collective(int argc, char **argv)
     struct spsim_hardware_info info;
     spsim_hardware_get_info(hw, &info);
     struct cli_output out;
-    if ((rc = cli_output_open(&out, output))) {
-        spsim_hardware_destroy(hw);
-        return rc;
-    }
-    FILE *f = out.stream;
-    const struct spsim_collective_prediction *r0 = &rows[0];
-    if (strcmp(format, "json") == 0) {
-        struct jw w;
-        jw_init(&w, f, true);
-        jw_begin_object(&w, NULL);
-        jw_string(&w, "hardware", info.name);
-        jw_string(&w, "op", spsim_coll_op_name(op));
-        jw_u64(&w, "gpus", r0->gpus);
-        jw_u64(&w, "nodes", r0->nodes);
-        jw_u64(&w, "gpus_per_domain", r0->gpus_per_domain);
-        jw_string(&w, "tier", spsim_tier_name(r0->tier));
-        jw_bool(&w, "hierarchical", r0->tier == SPSIM_TIER_HIERARCHICAL);
-        if (nsizes == 1)
-            json_row(&w, NULL, r0);
-        jw_begin_array(&w, "rows");
-        for (size_t i = 0; i < nsizes; i++) {
-            jw_begin_object(&w, NULL);
-            json_row(&w, NULL, &rows[i]);
-            jw_end_object(&w);
-        }
-        jw_end_array(&w);
-        jw_end_object(&w);
-        jw_finish(&w);
-    } else if (strcmp(format, "csv") == 0) {
-        fputs("op,gpus,nodes,tier,size_bytes,time_s,latency_s,algbw_GBps,busbw_GBps\n", f);
-        for (size_t i = 0; i < nsizes; i++) {
-            char t[32], l[32], a[32], b[32];
-            spsim_format_double(rows[i].time_s, t);
-            spsim_format_double(rows[i].latency_s, l);
-            spsim_format_double(rows[i].algbw_GBps, a);
-            spsim_format_double(rows[i].busbw_GBps, b);
-            fprintf(f, "%s,%u,%u,%s,%llu,%s,%s,%s,%s\n", spsim_coll_op_name(op), rows[i].gpus,
-                    rows[i].nodes, spsim_tier_name(rows[i].tier),
-                    (unsigned long long)rows[i].size_bytes, t, l, a, b);
-        }
-    } else {
-        fprintf(f, "# spsim collective: %s, %u GPUs on %u node(s) of %s, %s%s\n",
-                spsim_coll_op_name(op), r0->gpus, r0->nodes, info.name, spsim_tier_name(r0->tier),
-                r0->tier == SPSIM_TIER_HIERARCHICAL
-                    ? " (NVLink inside each domain, NICs across domains)"
-                    : "");
-        fprintf(f, "#%12s %12s %10s %8s %8s\n", "size", "count(fp32)", "time", "algbw", "busbw");
-        fprintf(f, "#%12s %12s %10s %8s %8s\n", "(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)");
-        for (size_t i = 0; i < nsizes; i++) {
-            uint64_t count = rows[i].size_bytes / 4;
-            if (op == SPSIM_COLL_ALL_GATHER || op == SPSIM_COLL_REDUCE_SCATTER ||
-                op == SPSIM_COLL_ALL_TO_ALL)
-                count /= gpus; /* nccl-tests prints the per-rank (per-peer) count */
-            fprintf(f, " %12llu %12llu %10.2f %8.2f %8.2f\n",
-                    (unsigned long long)rows[i].size_bytes, (unsigned long long)count,
-                    rows[i].time_s * 1e6, rows[i].algbw_GBps, rows[i].busbw_GBps);
-        }
+    if ((rc = cli_output_open(&out, a.output)) == EXIT_OK) {
+        if (strcmp(a.format, "json") == 0)
+            write_json(out.stream, &a, info.name, rows);
+        else if (strcmp(a.format, "csv") == 0)
+            write_csv(out.stream, &a, rows);
+        else
+            write_table(out.stream, &a, info.name, rows);
+        rc = cli_output_close(&out);
     }
     spsim_hardware_destroy(hw);
-    return cli_output_close(&out);
+    return rc;
 }

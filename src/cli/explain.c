@@ -104,54 +104,58 @@ write_json(FILE *f, const struct spsim_schedule_step *steps, size_t n, const cha
     jw_finish(&w);
 }
 
+struct explain_args {
+    struct cli_config cfg;
+    bool json;
+    const char *output;
+};
+
+static int
+parse_option(void *ctx, int opt, const char *arg, const char *current)
+{
+    struct explain_args *a = ctx;
+    (void)current;
+    if (opt == 'o')
+        a->output = arg;
+    else if (strcmp(arg, "json") == 0)
+        a->json = true;
+    else if (strcmp(arg, "table") != 0)
+        return cli_usage_error("explain", "--format: '%s' is not one of table, json", arg);
+    return EXIT_OK;
+}
+
+/* @return EXIT_OK, an exit code, or -1 after --help */
+static int
+parse(int argc, char **argv, struct explain_args *a)
+{
+    static const struct option own[] = {{"format", required_argument, NULL, 'f'},
+                                        {"output", required_argument, NULL, 'o'}};
+    cli_config_defaults(&a->cfg);
+    const struct cli_command c = {.name = "explain",
+                                  .help = explain_help,
+                                  .config = &a->cfg,
+                                  .own = own,
+                                  .nown = CLI_ARRAY_LENGTH(own),
+                                  .handle = parse_option,
+                                  .ctx = a};
+    return cli_parse_options(&c, argc, argv);
+}
+
 int
 cmd_explain(int argc, char **argv)
 {
-    static const struct option longopts[] = {CLI_CONFIG_LONG_OPTIONS,
-                                             {"format", required_argument, NULL, 'f'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    struct cli_config cfg;
-    cli_config_defaults(&cfg);
-    bool json = false;
-    const char *output = NULL;
-    optind = 1;
-    opterr = 0;
-    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
-        int taken = cli_config_option(&cfg, opt, optarg);
-        if (taken < 0)
-            return -taken;
-        if (taken)
-            continue;
-        switch (opt) {
-        case 'h':
-            fputs(explain_help, stdout);
-            return EXIT_OK;
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            if (strcmp(optarg, "json") == 0)
-                json = true;
-            else if (strcmp(optarg, "table") != 0)
-                return cli_usage_error("explain", "--format: '%s' is not one of table, json",
-                                       optarg);
-            break;
-        default:
-            return cli_getopt_error("explain", opt, argv);
-        }
-    }
-    int operands = cli_no_operands("explain", argc, argv);
-    if (operands != EXIT_OK)
-        return operands;
-
+    struct explain_args a = {0};
+    int rc = parse(argc, argv, &a);
+    if (rc != EXIT_OK)
+        return rc < 0 ? EXIT_OK : rc;
+    const struct cli_config cfg = a.cfg;
+    bool json = a.json;
+    const char *output = a.output;
     struct spsim_model *model = NULL;
     struct spsim_hardware *hw = NULL;
     struct spsim_error err = {0};
     static struct spsim_schedule_step steps[SPSIM_MAX_SCHEDULE_STEPS];
     size_t n = 0;
-    int rc;
     if ((rc = cli_load_model(cfg.model, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
     if (spsim_layer_schedule(model, hw, &cfg.par, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, &err)) {

@@ -99,8 +99,14 @@ parse(int argc, char **argv, struct optimize_args *a)
                                         {"format", required_argument, NULL, OPT_FORMAT},
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"output", required_argument, NULL, 'o'}};
-    int rc = cli_axes_getopt(argc, argv, "optimize", optimize_help, own,
-                             sizeof(own) / sizeof(own[0]), &a->axes, parse_option, a);
+    const struct cli_command c = {.name = "optimize",
+                                  .help = optimize_help,
+                                  .axes = &a->axes,
+                                  .own = own,
+                                  .nown = CLI_ARRAY_LENGTH(own),
+                                  .handle = parse_option,
+                                  .ctx = a};
+    int rc = cli_parse_options(&c, argc, argv);
     if (rc != EXIT_OK)
         return rc;
     a->gpus = a->axes.text[SPSIM_AXIS_GPUS];

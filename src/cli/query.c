@@ -279,48 +279,47 @@ write_csv(FILE *f, const struct spsim_result *r, const char *model, const char *
     return n ? EXIT_OK : cli_error(EXIT_RUNTIME, "a profile name is too long for a CSV row");
 }
 
+struct query_args {
+    enum query_format format;
+    const char *output;
+};
+
+static int
+parse_option(void *ctx, int opt, const char *arg, const char *current)
+{
+    struct query_args *a = ctx;
+    (void)current;
+    if (opt == 'o') {
+        a->output = arg;
+    } else if (strcmp(arg, "table") == 0) {
+        a->format = FORMAT_TABLE;
+    } else if (strcmp(arg, "json") == 0) {
+        a->format = FORMAT_JSON;
+    } else if (strcmp(arg, "csv") == 0) {
+        a->format = FORMAT_CSV;
+    } else {
+        return cli_usage_error("query", "--format: '%s' is not one of table, json, csv", arg);
+    }
+    return EXIT_OK;
+}
+
 static int
 parse(int argc, char **argv, struct cli_config *cfg, enum query_format *format, const char **output)
 {
-    static const struct option longopts[] = {CLI_CONFIG_LONG_OPTIONS,
-                                             {"format", required_argument, NULL, 'f'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    optind = 1;
-    opterr = 0;
-    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
-        int taken = cli_config_option(cfg, opt, optarg);
-        if (taken < 0)
-            return -taken;
-        if (taken)
-            continue;
-        switch (opt) {
-        case 'h':
-            fputs(query_help, stdout);
-            return -1;
-        case 'o':
-            *output = optarg;
-            break;
-        case 'f':
-            if (strcmp(optarg, "table") == 0)
-                *format = FORMAT_TABLE;
-            else if (strcmp(optarg, "json") == 0)
-                *format = FORMAT_JSON;
-            else if (strcmp(optarg, "csv") == 0)
-                *format = FORMAT_CSV;
-            else
-                return cli_usage_error("query", "--format: '%s' is not one of table, json, csv",
-                                       optarg);
-            break;
-        default:
-            return cli_getopt_error("query", opt, argv);
-        }
-    }
-    int operands = cli_no_operands("query", argc, argv);
-    if (operands != EXIT_OK)
-        return operands;
-    return EXIT_OK;
+    static const struct option own[] = {{"format", required_argument, NULL, 'f'},
+                                        {"output", required_argument, NULL, 'o'}};
+    struct query_args a = {*format, NULL};
+    const struct cli_command c = {.name = "query",
+                                  .help = query_help,
+                                  .config = cfg,
+                                  .own = own,
+                                  .nown = CLI_ARRAY_LENGTH(own),
+                                  .handle = parse_option,
+                                  .ctx = &a};
+    int rc = cli_parse_options(&c, argc, argv);
+    *format = a.format;
+    *output = a.output;
+    return rc;
 }
 
 int

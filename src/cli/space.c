@@ -35,39 +35,6 @@ cli_axis_option(struct cli_axes *axes, int opt, const char *arg)
 }
 
 int
-cli_axes_getopt(int argc, char **argv, const char *command, const char *help,
-                const struct option *own, size_t nown, struct cli_axes *axes,
-                int (*handle)(void *ctx, int opt, const char *arg, const char *current), void *ctx)
-{
-    struct option longopts[SPSIM_AXIS_COUNT + 32];
-    if (nown + 2 > 32)
-        return cli_error(EXIT_RUNTIME, "%s: too many options", command);
-    size_t n = cli_axis_options(longopts);
-    memcpy(longopts + n, own, nown * sizeof(*own));
-    longopts[n + nown] = (struct option){"help", no_argument, NULL, 'h'};
-    longopts[n + nown + 1] = (struct option){NULL, 0, NULL, 0};
-    optind = 1;
-    opterr = 0;
-    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
-        if (opt == 'h') {
-            fputs(help, stdout);
-            return -1;
-        }
-        if (opt == ':' || opt == '?')
-            return cli_getopt_error(command, opt, argv);
-        if (cli_axis_option(axes, opt, optarg))
-            continue;
-        int rc = handle(ctx, opt, optarg, argv[optind - 1]);
-        if (rc != EXIT_OK)
-            return rc;
-    }
-    int operands = cli_no_operands(command, argc, argv);
-    if (operands != EXIT_OK)
-        return operands;
-    return EXIT_OK;
-}
-
-int
 cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const char *command)
 {
     for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {

@@ -161,8 +161,14 @@ parse(int argc, char **argv, struct sweep_args *a)
                                         {"shard", required_argument, NULL, OPT_SHARD},
                                         {"quiet", no_argument, NULL, OPT_QUIET},
                                         {"output", required_argument, NULL, 'o'}};
-    return cli_axes_getopt(argc, argv, "sweep", sweep_help, own, sizeof(own) / sizeof(own[0]),
-                           &a->axes, parse_option, a);
+    const struct cli_command c = {.name = "sweep",
+                                  .help = sweep_help,
+                                  .axes = &a->axes,
+                                  .own = own,
+                                  .nown = CLI_ARRAY_LENGTH(own),
+                                  .handle = parse_option,
+                                  .ctx = a};
+    return cli_parse_options(&c, argc, argv);
 }
 
 /* The space: the spec file, the options over it, then query's defaults for the rest. */

@@ -44,8 +44,10 @@ struct validate_args {
 };
 
 static int
-parse_own(struct validate_args *a, int opt, const char *arg, char **argv)
+parse_option(void *ctx, int opt, const char *arg, const char *current)
 {
+    struct validate_args *a = ctx;
+    (void)current;
     switch (opt) {
     case 'i':
         return cli_parse_u32("--iters", arg, 1, 1000000, &a->opts.iters);
@@ -57,14 +59,12 @@ parse_own(struct validate_args *a, int opt, const char *arg, char **argv)
     case 'o':
         a->output = arg;
         return EXIT_OK;
-    case 'f':
+    default: /* --format */
         if (strcmp(arg, "json") == 0 || strcmp(arg, "table") == 0) {
             a->json = arg[0] == 'j';
             return EXIT_OK;
         }
         return cli_usage_error("validate", "--format: '%s' is not one of table, json", arg);
-    default:
-        return cli_getopt_error("validate", opt, argv);
     }
 }
 
@@ -72,34 +72,19 @@ parse_own(struct validate_args *a, int opt, const char *arg, char **argv)
 static int
 parse(int argc, char **argv, struct validate_args *a)
 {
-    static const struct option longopts[] = {CLI_CONFIG_LONG_OPTIONS,
-                                             {"iters", required_argument, NULL, 'i'},
-                                             {"warmup", required_argument, NULL, 'w'},
-                                             {"plan", no_argument, NULL, 'p'},
-                                             {"format", required_argument, NULL, 'f'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    optind = 1;
-    opterr = 0;
-    for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
-        int taken = cli_config_option(&a->cfg, opt, optarg);
-        if (taken < 0)
-            return -taken;
-        if (taken)
-            continue;
-        if (opt == 'h') {
-            fputs(validate_help, stdout);
-            return -1;
-        }
-        int rc = parse_own(a, opt, optarg, argv);
-        if (rc != EXIT_OK)
-            return rc;
-    }
-    int operands = cli_no_operands("validate", argc, argv);
-    if (operands != EXIT_OK)
-        return operands;
-    return EXIT_OK;
+    static const struct option own[] = {{"iters", required_argument, NULL, 'i'},
+                                        {"warmup", required_argument, NULL, 'w'},
+                                        {"plan", no_argument, NULL, 'p'},
+                                        {"format", required_argument, NULL, 'f'},
+                                        {"output", required_argument, NULL, 'o'}};
+    const struct cli_command c = {.name = "validate",
+                                  .help = validate_help,
+                                  .config = &a->cfg,
+                                  .own = own,
+                                  .nown = CLI_ARRAY_LENGTH(own),
+                                  .handle = parse_option,
+                                  .ctx = a};
+    return cli_parse_options(&c, argc, argv);
 }
 
 /* ---- output ---------------------------------------------------------------------------- */

@@ -30,14 +30,6 @@ spsim_phase_name(enum spsim_phase phase)
 }
 
 const char *
-spsim_coll_op_name(enum spsim_coll_op op)
-{
-    static const char *const names[SPSIM_COLL_COUNT] = {
-        "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"};
-    return (unsigned)op < SPSIM_COLL_COUNT ? names[op] : "?";
-}
-
-const char *
 spsim_tier_name(enum spsim_tier tier)
 {
     switch (tier) {

@@ -35,20 +35,6 @@ spsim_parallel_defaults(struct spsim_parallel *par)
 }
 
 const char *
-spsim_recompute_name(enum spsim_recompute r)
-{
-    switch (r) {
-    case SPSIM_RECOMPUTE_NONE:
-        return "none";
-    case SPSIM_RECOMPUTE_SELECTIVE:
-        return "selective";
-    case SPSIM_RECOMPUTE_FULL:
-        return "full";
-    }
-    return "?";
-}
-
-const char *
 spsim_warning_text(uint32_t bit)
 {
     switch (bit) {

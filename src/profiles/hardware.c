@@ -9,14 +9,6 @@
 #include "jsonfield.h"
 #include "profiles.h"
 
-static const char *const dtype_keys[SPSIM_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
-
-const char *
-spsim_dtype_name(enum spsim_dtype dtype)
-{
-    return (unsigned)dtype < SPSIM_DTYPE_COUNT ? dtype_keys[dtype] : "?";
-}
-
 static void
 curve_free(struct spsim_curve *curve)
 {
@@ -56,11 +48,6 @@ read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int 
     return SPSIM_OK;
 }
 
-/* In enum spsim_coll_op order. */
-static const char *const coll_keys[] = {"all_reduce", "all_gather", "reduce_scatter",
-                                        "send_recv",  "all_to_all", NULL};
-_Static_assert(sizeof(coll_keys) / sizeof(coll_keys[0]) == SPSIM_COLL_COUNT + 1,
-               "coll_keys must name every enum spsim_coll_op value");
 
 /* Read one measured curve as the profile gives it; the engine derives its efficiencies. */
 static int
@@ -75,7 +62,7 @@ read_curve(const struct spsim_jctx *c, const cJSON *obj, const char *path, bool 
                [4]; /* 16 KiB on the stack: no shared state between loaders */
     uint32_t n = 0;
     if ((rc = spsim_json_check_keys(c, obj, path, keys)) ||
-        (rc = spsim_json_get_enum(c, obj, path, "op", true, coll_keys, &op)) ||
+        (rc = spsim_json_get_enum(c, obj, path, "op", true, spsim_coll_op_names, &op)) ||
         (rc = spsim_json_get_u32(c, obj, path, "gpus", true, 2, 1u << 20, &gpus)) ||
         (rc = spsim_json_get_u32(c, obj, path, "nodes", false, 1, 1u << 20, &nodes)) ||
         (rc = spsim_json_get_string(c, obj, path, "source", true, true, &source)) ||
@@ -122,21 +109,21 @@ read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *
         return rc;
     char setpath[160];
     spsim_json_path(setpath, sizeof(setpath), prefix, "busbw_curves");
-    if ((rc = spsim_json_check_keys(c, set, setpath, coll_keys)))
+    if ((rc = spsim_json_check_keys(c, set, setpath, spsim_coll_op_names)))
         return rc;
     for (int op = 0; op < SPSIM_COLL_COUNT; op++) {
-        if ((rc = spsim_json_get_object(c, set, setpath, coll_keys[op], false, &obj)))
+        if ((rc = spsim_json_get_object(c, set, setpath, spsim_coll_op_names[op], false, &obj)))
             return rc;
         if (!obj)
             continue;
         struct spsim_curve *curve = &hw->curves[hw->ncurves++];
-        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), setpath, coll_keys[op]),
+        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), setpath, spsim_coll_op_names[op]),
                              network, curve)))
             return rc;
         if (curve->n > 0 && cJSON_GetObjectItemCaseSensitive(obj, "op") &&
-            strcmp(cJSON_GetObjectItemCaseSensitive(obj, "op")->valuestring, coll_keys[op]) != 0)
+            strcmp(cJSON_GetObjectItemCaseSensitive(obj, "op")->valuestring, spsim_coll_op_names[op]) != 0)
             return spsim_json_field_error(c, path, "op", "must be '%s' under busbw_curves.%s",
-                                          coll_keys[op], coll_keys[op]);
+                                          spsim_coll_op_names[op], spsim_coll_op_names[op]);
         tier->curve[op] = curve;
     }
     return SPSIM_OK;
@@ -171,7 +158,6 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "gemm_table",
                                        "gemm_epilogue",
                                        NULL};
-    static const char *const dtype_all[] = {"bf16", "fp16", "fp8", "tf32", "fp32", NULL};
     const cJSON *peak = NULL, *ach = NULL;
     const char *model = NULL;
     double sm = 0, cap = 0;
@@ -179,24 +165,24 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     if ((rc = spsim_json_check_keys(c, gpu, "gpu", keys)) ||
         (rc = spsim_json_get_string(c, gpu, "gpu", "model", true, true, &model)) ||
         (rc = spsim_json_get_object(c, gpu, "gpu", "peak_dense_tflops", true, &peak)) ||
-        (rc = spsim_json_check_keys(c, peak, "gpu.peak_dense_tflops", dtype_all)) ||
+        (rc = spsim_json_check_keys(c, peak, "gpu.peak_dense_tflops", spsim_dtype_names)) ||
         (rc = spsim_json_get_object(c, gpu, "gpu", "gemm_achievable_tflops", true, &ach)) ||
-        (rc = spsim_json_check_keys(c, ach, "gpu.gemm_achievable_tflops", dtype_all)))
+        (rc = spsim_json_check_keys(c, ach, "gpu.gemm_achievable_tflops", spsim_dtype_names)))
         return rc;
     for (int t = 0; t < SPSIM_DTYPE_COUNT; t++) {
         double p = 0, a = 0;
         bool required = t == SPSIM_DTYPE_BF16;
-        if ((rc = spsim_json_get_sourced(c, peak, "gpu.peak_dense_tflops", dtype_keys[t], required,
+        if ((rc = spsim_json_get_sourced(c, peak, "gpu.peak_dense_tflops", spsim_dtype_names[t], required,
                                          1e-3, 1e5, &p, NULL)) ||
-            (rc = spsim_json_get_sourced(c, ach, "gpu.gemm_achievable_tflops", dtype_keys[t],
+            (rc = spsim_json_get_sourced(c, ach, "gpu.gemm_achievable_tflops", spsim_dtype_names[t],
                                          required, 1e-3, 1e5, &a, NULL)))
             return rc;
         if (a > 0 && p == 0)
-            return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", dtype_keys[t],
+            return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", spsim_dtype_names[t],
                                           "has no matching gpu.peak_dense_tflops.%s",
-                                          dtype_keys[t]);
+                                          spsim_dtype_names[t]);
         if (a > p)
-            return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", dtype_keys[t],
+            return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", spsim_dtype_names[t],
                                           "must not exceed the peak (%g), got %g", p, a);
         hw->peak_flops[t] = p * 1e12;
         hw->gemm_achievable_flops[t] = a * 1e12;

@@ -7,7 +7,13 @@
 #include "internal.h"
 #include "spsim/hardware.h"
 #include "spsim/model.h"
+#include "spsim/parallel.h"
 #include "spsim/result.h"
+
+/** The enums' names, NULL-terminated, in enum order (profiles/names.c). */
+extern const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1];
+extern const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1];
+extern const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1];
 
 struct spsim_model {
     char *name;

@@ -28,10 +28,9 @@ struct axis_info {
     uint64_t min, max;          /* KIND_INT */
     const char *const *choices; /* KIND_CHOICE, NULL-terminated; value = index + offset */
     int offset;
+    int nchoices; /* KIND_CHOICE: only the first nchoices; 0 = all */
 };
 
-static const char *const recompute_choices[] = {"none", "selective", "full", NULL};
-static const char *const dtype_choices[] = {"bf16", "fp16", "fp8", NULL};
 /* flash_attn: −1 = the model's kernel, 0 = standard, 1 = flash (struct spsim_parallel). */
 static const char *const flash_choices[] = {"model", "off", "on", NULL};
 
@@ -44,14 +43,15 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_GPUS] = {"gpus", KIND_INT, 1, GPUS_MAX, NULL, 0},
     [SPSIM_AXIS_VPP] = {"vpp", KIND_INT, 1, DEGREE_MAX, NULL, 0},
     [SPSIM_AXIS_SP] = {"sp", KIND_SWITCH, 0, 0, NULL, 0},
-    [SPSIM_AXIS_RECOMPUTE] = {"recompute", KIND_CHOICE, 0, 0, recompute_choices, 0},
+    [SPSIM_AXIS_RECOMPUTE] = {"recompute", KIND_CHOICE, 0, 0, spsim_recompute_names, 0, 0},
     [SPSIM_AXIS_MBS] = {"mbs", KIND_INT, 1, DEGREE_MAX, NULL, 0},
     [SPSIM_AXIS_GBS] = {"gbs", KIND_INT, 1, GBS_MAX, NULL, 0},
     [SPSIM_AXIS_SEQ] = {"seq", KIND_INT, 1, SEQ_MAX, NULL, 0},
-    [SPSIM_AXIS_FLASH_ATTN] = {"flash_attn", KIND_CHOICE, 0, 0, flash_choices, -1},
+    [SPSIM_AXIS_FLASH_ATTN] = {"flash_attn", KIND_CHOICE, 0, 0, flash_choices, -1, 0},
     [SPSIM_AXIS_DISTRIBUTED_OPTIMIZER] = {"distributed_optimizer", KIND_SWITCH, 0, 0, NULL, 0},
     [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = {"overlap_grad_reduce", KIND_SWITCH, 0, 0, NULL, 0},
-    [SPSIM_AXIS_DTYPE] = {"dtype", KIND_CHOICE, 0, 0, dtype_choices, 0},
+    [SPSIM_AXIS_DTYPE] = {"dtype", KIND_CHOICE, 0, 0, spsim_dtype_names, 0,
+                          SPSIM_DTYPE_TRAINING_COUNT},
 };
 
 const char *
@@ -224,7 +224,7 @@ parse_word_item(const struct axis_info *ax, const struct item *it, struct list *
         return item_error(it, "is not %s", "on or off");
     }
     char choices[128] = "";
-    for (int i = 0; ax->choices[i]; i++) {
+    for (int i = 0; ax->choices[i] && (ax->nchoices == 0 || i < ax->nchoices); i++) {
         if (strcmp(it->text, ax->choices[i]) == 0)
             return list_add(l, it, i + ax->offset);
         size_t used = strlen(choices);

@@ -1,0 +1,75 @@
+/*
+ * The names of the library's enums, one table each: profiles, sweep specs, JSON and CSV output,
+ * explain and the command line all spell recompute modes, dtypes and collectives from here.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "profiles.h"
+
+const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1] = {"bf16", "fp16", "fp8", "tf32",
+                                                              "fp32", NULL};
+const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1] = {"none", "selective", "full",
+                                                                      NULL};
+/* nccl-tests' collectives, in enum spsim_coll_op order (profile keys and --op values). */
+const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1] = {
+    "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all", NULL};
+
+/* The index of `name` among the first `count` names, or -1. */
+static int
+find_name(const char *const *names, int count, const char *name)
+{
+    for (int i = 0; name && i < count; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+const char *
+spsim_dtype_name(enum spsim_dtype dtype)
+{
+    return (unsigned)dtype < SPSIM_DTYPE_COUNT ? spsim_dtype_names[dtype] : "?";
+}
+
+const char *
+spsim_recompute_name(enum spsim_recompute r)
+{
+    return (unsigned)r < SPSIM_RECOMPUTE_COUNT ? spsim_recompute_names[r] : "?";
+}
+
+const char *
+spsim_coll_op_name(enum spsim_coll_op op)
+{
+    return (unsigned)op < SPSIM_COLL_COUNT ? spsim_coll_op_names[op] : "?";
+}
+
+int
+spsim_dtype_parse(const char *name, enum spsim_dtype *out)
+{
+    int i = find_name(spsim_dtype_names, SPSIM_DTYPE_COUNT, name);
+    if (i < 0 || !out)
+        return SPSIM_EINVAL;
+    *out = (enum spsim_dtype)i;
+    return SPSIM_OK;
+}
+
+int
+spsim_recompute_parse(const char *name, enum spsim_recompute *out)
+{
+    int i = find_name(spsim_recompute_names, SPSIM_RECOMPUTE_COUNT, name);
+    if (i < 0 || !out)
+        return SPSIM_EINVAL;
+    *out = (enum spsim_recompute)i;
+    return SPSIM_OK;
+}
+
+int
+spsim_coll_op_parse(const char *name, enum spsim_coll_op *out)
+{
+    int i = find_name(spsim_coll_op_names, SPSIM_COLL_COUNT, name);
+    if (i < 0 || !out)
+        return SPSIM_EINVAL;
+    *out = (enum spsim_coll_op)i;
+    return SPSIM_OK;
+}
