@@ -255,6 +255,38 @@ START_TEST(profile_names_resolve)
 }
 END_TEST
 
+/* The enum name table (profiles/names.c): the spellings of doc/profiles.md and Megatron-LM's
+ * --recompute-granularity, each name parsed back to its value, unknown names refused. */
+START_TEST(enum_names_round_trip)
+{
+    static const char *const dtypes[] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
+    static const char *const modes[] = {"none", "selective", "full"};
+    static const char *const ops[] = {"all_reduce", "all_gather", "reduce_scatter", "send_recv",
+                                      "all_to_all"};
+    enum spsim_dtype d;
+    enum spsim_recompute r;
+    enum spsim_coll_op o;
+    for (int i = 0; i < 5; i++) {
+        ck_assert_str_eq(spsim_dtype_name((enum spsim_dtype)i), dtypes[i]);
+        ck_assert_int_eq(spsim_dtype_parse(dtypes[i], &d), SPSIM_OK);
+        ck_assert_int_eq(d, i);
+        ck_assert_str_eq(spsim_coll_op_name((enum spsim_coll_op)i), ops[i]);
+        ck_assert_int_eq(spsim_coll_op_parse(ops[i], &o), SPSIM_OK);
+        ck_assert_int_eq(o, i);
+    }
+    for (int i = 0; i < 3; i++) {
+        ck_assert_str_eq(spsim_recompute_name((enum spsim_recompute)i), modes[i]);
+        ck_assert_int_eq(spsim_recompute_parse(modes[i], &r), SPSIM_OK);
+        ck_assert_int_eq(r, i);
+    }
+    ck_assert_str_eq(spsim_recompute_name(SPSIM_RECOMPUTE_COUNT), "?");
+    ck_assert_int_eq(spsim_dtype_parse("BF16", &d), SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_recompute_parse("", &r), SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_coll_op_parse(NULL, &o), SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_coll_op_parse("all_reduce", NULL), SPSIM_EINVAL);
+}
+END_TEST
+
 static Suite *
 profiles_suite(void)
 {
@@ -271,6 +303,7 @@ profiles_suite(void)
     tc = tcase_create("shipped");
     tcase_add_test(tc, shipped_profiles_load);
     tcase_add_test(tc, profile_names_resolve);
+    tcase_add_test(tc, enum_names_round_trip);
     suite_add_tcase(s, tc);
     return s;
 }

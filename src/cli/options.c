@@ -234,35 +234,38 @@ coll_op_name(int i)
     return spsim_coll_op_name((enum spsim_coll_op)i);
 }
 
+/* The usage error for a value that is none of the first `count` names of an enum. */
+static int
+choice_error(const char *option, const char *text, const char *(*name)(int), int count)
+{
+    char list[128];
+    return cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", option, text,
+                     choice_list(list, sizeof(list), name, count));
+}
+
 int
 cli_parse_recompute(const char *option, const char *text, enum spsim_recompute *out)
 {
-    char list[128];
     if (spsim_recompute_parse(text, out) == SPSIM_OK)
         return EXIT_OK;
-    return cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", option, text,
-                     choice_list(list, sizeof(list), recompute_name, SPSIM_RECOMPUTE_COUNT));
+    return choice_error(option, text, recompute_name, SPSIM_RECOMPUTE_COUNT);
 }
 
 int
 cli_parse_dtype(const char *option, const char *text, enum spsim_dtype *out)
 {
-    char list[128];
     enum spsim_dtype d;
     if (spsim_dtype_parse(text, &d) == SPSIM_OK && d < SPSIM_DTYPE_TRAINING_COUNT) {
         *out = d;
         return EXIT_OK;
     }
-    return cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", option, text,
-                     choice_list(list, sizeof(list), dtype_name, SPSIM_DTYPE_TRAINING_COUNT));
+    return choice_error(option, text, dtype_name, SPSIM_DTYPE_TRAINING_COUNT);
 }
 
 int
 cli_parse_coll_op(const char *option, const char *text, enum spsim_coll_op *out)
 {
-    char list[128];
     if (spsim_coll_op_parse(text, out) == SPSIM_OK)
         return EXIT_OK;
-    return cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", option, text,
-                     choice_list(list, sizeof(list), coll_op_name, SPSIM_COLL_COUNT));
+    return choice_error(option, text, coll_op_name, SPSIM_COLL_COUNT);
 }

@@ -16,14 +16,16 @@ const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1] = {"none", "s
 const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1] = {
     "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all", NULL};
 
-/* The index of `name` among the first `count` names, or -1. */
+/* Store the index of `name` among the first `count` names in *out. */
 static int
-find_name(const char *const *names, int count, const char *name)
+find_name(const char *const *names, int count, const char *name, int *out)
 {
-    for (int i = 0; name && i < count; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return -1;
+    for (int i = 0; name && out && i < count; i++)
+        if (strcmp(names[i], name) == 0) {
+            *out = i;
+            return SPSIM_OK;
+        }
+    return SPSIM_EINVAL;
 }
 
 const char *
@@ -47,29 +49,26 @@ spsim_coll_op_name(enum spsim_coll_op op)
 int
 spsim_dtype_parse(const char *name, enum spsim_dtype *out)
 {
-    int i = find_name(spsim_dtype_names, SPSIM_DTYPE_COUNT, name);
-    if (i < 0 || !out)
-        return SPSIM_EINVAL;
-    *out = (enum spsim_dtype)i;
-    return SPSIM_OK;
+    int i = 0, rc = find_name(spsim_dtype_names, SPSIM_DTYPE_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_dtype)i;
+    return rc;
 }
 
 int
 spsim_recompute_parse(const char *name, enum spsim_recompute *out)
 {
-    int i = find_name(spsim_recompute_names, SPSIM_RECOMPUTE_COUNT, name);
-    if (i < 0 || !out)
-        return SPSIM_EINVAL;
-    *out = (enum spsim_recompute)i;
-    return SPSIM_OK;
+    int i = 0, rc = find_name(spsim_recompute_names, SPSIM_RECOMPUTE_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_recompute)i;
+    return rc;
 }
 
 int
 spsim_coll_op_parse(const char *name, enum spsim_coll_op *out)
 {
-    int i = find_name(spsim_coll_op_names, SPSIM_COLL_COUNT, name);
-    if (i < 0 || !out)
-        return SPSIM_EINVAL;
-    *out = (enum spsim_coll_op)i;
-    return SPSIM_OK;
+    int i = 0, rc = find_name(spsim_coll_op_names, SPSIM_COLL_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_coll_op)i;
+    return rc;
 }
