@@ -96,10 +96,11 @@ stage_static(uint64_t params, const struct spsim_parallel *par, struct stage_mem
     s->optimizer = par->distributed_optimizer ? (opt + par->dp - 1) / par->dp : opt;
 }
 
-static int
-compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
-               const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-               const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+/* The first and last stages' activations: in-flight chunks of the schedule, plus the extras
+ * of the first (embedding) and last (output layer) stages. */
+static void
+activation_memory(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                  const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
     memcpy(mem->activation_modes_bytes, le->act_modes, sizeof(le->act_modes));
     mem->activation_per_layer_bytes = le->layer.saved_bytes;
@@ -131,7 +132,14 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
         last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
     }
     mem->activation_last_stage_bytes = last;
+}
 
+/* Parameters of the first and last stages (the output layer, and a tied embedding's copy, on
+ * the last). */
+static void
+parameter_memory(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                 const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+{
     uint64_t vpad = le->padded_vocab;
     uint32_t t = (uint32_t)x->t;
     if (!le->params_ok)
@@ -151,14 +159,22 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
     mem->parameters_total = le->params_total;
     mem->parameters_first_stage = p_first;
     mem->parameters_last_stage = p_last;
+}
 
+/* Weights, gradients and optimizer of both stages; the per-GPU figures are the larger stage's;
+ * the six modes' first-stage totals; whether it fits. */
+static void
+stage_totals(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+             const struct spsim_layer_summary *le, const struct shape *x,
+             struct spsim_memory_report *mem, bool *ok)
+{
     struct stage_memory s0, s1;
-    stage_static(p_first, par, &s0, ok);
-    stage_static(p_last, par, &s1, ok);
-    s0.total =
-        spsim_add(spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok), first, ok);
-    s1.total =
-        spsim_add(spsim_add(spsim_add(s1.weights, s1.grads, ok), s1.optimizer, ok), last, ok);
+    stage_static(mem->parameters_first_stage, par, &s0, ok);
+    stage_static(mem->parameters_last_stage, par, &s1, ok);
+    s0.total = spsim_add(spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok),
+                         mem->activation_first_stage_bytes, ok);
+    s1.total = spsim_add(spsim_add(spsim_add(s1.weights, s1.grads, ok), s1.optimizer, ok),
+                         mem->activation_last_stage_bytes, ok);
     const struct stage_memory *peak = s1.total > s0.total ? &s1 : &s0;
     mem->peak_stage = peak == &s1 ? (uint32_t)(x->p - 1) : 0;
     mem->parameters_per_gpu = peak->params;
@@ -169,6 +185,7 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
     mem->capacity_bytes = hw ? hw->hbm_capacity_bytes : 0;
     uint64_t extras = spsim_add(mem->activation_embedding_bytes, mem->activation_output_bytes, ok);
     uint64_t static0 = spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok);
+    uint64_t chunks0 = inflight_chunks(x, 0);
     for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
         uint64_t act = spsim_add(spsim_mul3(chunks0, x->lpc, le->act_modes[i], ok), extras, ok);
         if (i == SPSIM_MODE_FULL)
@@ -176,6 +193,16 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
         mem->activation_modes_first_stage_bytes[i] = act;
         mem->total_modes_bytes[i] = spsim_add(static0, act, ok);
     }
+}
+
+static int
+compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+               const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+               const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+{
+    activation_memory(par, le, x, mem, ok);
+    parameter_memory(m, le, x, mem, ok);
+    stage_totals(hw, par, le, x, mem, ok);
     if (hw) {
         if (mem->total_bytes > (uint64_t)INT64_MAX || mem->capacity_bytes > (uint64_t)INT64_MAX) {
             *ok = false;
@@ -377,6 +404,64 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
+/* Point-to-point: in 1F1B's steady state every stage sends its output forward and its input
+ * gradient backward once per micro-batch and model chunk, blocking (Megatron's
+ * p2p_communication). Without SP the receiver re-gathers the [s, b, h] tensor from the t
+ * scattered pieces. */
+static int
+pp_send_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+          const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+          const struct shape *x, const struct spsim_comm_report *comm, double *t_send)
+{
+    if (x->p <= 1)
+        return SPSIM_OK;
+    struct spsim_coll_time ct, ag = {0};
+    int rc;
+    if ((rc = collective(memo, hw, SPSIM_COLL_SEND_RECV, 2, x->t * x->d,
+                         (double)comm->pp_message_bytes, &ct)))
+        return rc;
+    if (!par->sp && x->t > 1 &&
+        (rc = memo_time(memo, hw, SPSIM_COLL_ALL_GATHER, le->tp_group,
+                        (double)le->layer.message_bytes, &ag)))
+        return rc;
+    *t_send = ct.time_s + ag.time_s;
+    return SPSIM_OK;
+}
+
+/* The first and last stages all-reduce the shared word embedding's fp32 gradient. */
+static int
+tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                    const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                    const struct shape *x, struct spsim_time_report *tr, double *busy_nv,
+                    double *busy_net)
+{
+    if (x->p <= 1 || !m->tied_embeddings)
+        return SPSIM_OK;
+    struct spsim_coll_time e;
+    double bytes = 4.0 * (double)le->padded_vocab * m->hidden / x->t;
+    int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->d * (x->p - 1), bytes, &e);
+    if (rc)
+        return rc;
+    tr->dp_exposed_s += e.time_s;
+    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    return SPSIM_OK;
+}
+
+/* Optimizer step, memory-bound. Megatron's step (optimizer.py): the gradient norm for clipping
+ * reads every fp32 main gradient (4 B); fused Adam (apex/TE) reads the gradient (4), reads and
+ * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2);
+ * zero_grad_buffer then clears the fp32 gradients (4). The distributed optimizer does the Adam
+ * part on 1/d of the parameters. */
+static double
+optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                 const struct shape *x, const struct spsim_memory_report *mem)
+{
+    double params = (double)mem->parameters_per_gpu;
+    double adam = par->distributed_optimizer ? 28.0 * params / x->d + 2.0 * params : 30.0 * params;
+    double opt_bytes = 4.0 * params + adam + 4.0 * params;
+    return opt_bytes / hw->hbm_achievable_Bps;
+}
+
 static int
 compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              const struct spsim_hardware *hw, const struct spsim_parallel *par,
@@ -394,23 +479,10 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     if (x->p == 1)
         add_block(&first, &le->output, 1);
 
-    /* Point-to-point: in 1F1B's steady state every stage sends its output forward and its input
-     * gradient backward once per micro-batch and model chunk, blocking (Megatron's
-     * p2p_communication). Without SP the receiver re-gathers the [s, b, h] tensor from the t
-     * scattered pieces. */
     double t_send = 0;
-    int rc;
-    if (x->p > 1) {
-        struct spsim_coll_time ct, ag = {0};
-        if ((rc = collective(memo, hw, SPSIM_COLL_SEND_RECV, 2, x->t * x->d,
-                             (double)comm->pp_message_bytes, &ct)))
-            return rc;
-        if (!par->sp && x->t > 1 &&
-            (rc = memo_time(memo, hw, SPSIM_COLL_ALL_GATHER, le->tp_group,
-                            (double)le->layer.message_bytes, &ag)))
-            return rc;
-        t_send = ct.time_s + ag.time_s;
-    }
+    int rc = pp_send_s(memo, hw, par, le, x, comm, &t_send);
+    if (rc)
+        return rc;
     double p2p = 2.0 * (double)x->v * t_send;
     const struct stage_time *crit = &first;
     tr->critical_stage = 0;
@@ -441,25 +513,9 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     if ((rc = dp_exposed(memo, hw, par, le, x, comm, crit, t_send, &tr->dp_exposed_s, &busy_nv,
                          &busy_net)))
         return rc;
-    if (x->p > 1 && m->tied_embeddings) {
-        /* The first and last stages all-reduce the shared word embedding's fp32 gradient. */
-        struct spsim_coll_time e;
-        double bytes = 4.0 * (double)le->padded_vocab * m->hidden / x->t;
-        if ((rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->d * (x->p - 1), bytes,
-                             &e)))
-            return rc;
-        tr->dp_exposed_s += e.time_s;
-        *(e.tier == SPSIM_TIER_NVLINK ? &busy_nv : &busy_net) += e.time_s;
-    }
-    /* Optimizer step, memory-bound. Megatron's step (optimizer.py): the gradient norm for
-     * clipping reads every fp32 main gradient (4 B); fused Adam (apex/TE) reads the gradient
-     * (4), reads and writes the fp32 master weight and both moments (24) and writes the bf16
-     * weight (2); zero_grad_buffer then clears the fp32 gradients (4). The distributed
-     * optimizer does the Adam part on 1/d of the parameters. */
-    double params = (double)mem->parameters_per_gpu;
-    double adam = par->distributed_optimizer ? 28.0 * params / x->d + 2.0 * params : 30.0 * params;
-    double opt_bytes = 4.0 * params + adam + 4.0 * params;
-    tr->optimizer_s = opt_bytes / hw->hbm_achievable_Bps;
+    if ((rc = tied_embedding_sync(memo, hw, m, le, x, tr, &busy_nv, &busy_net)))
+        return rc;
+    tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s + tr->optimizer_s;
     tr->layer_forward_s = le->layer.fwd_s;
