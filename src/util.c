@@ -193,3 +193,24 @@ spsim_version(void)
 {
     return SPSIM_VERSION_STRING;
 }
+
+bool
+spsim_mpi_launched(uint32_t *world_size)
+{
+    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+    uint32_t n = 0;
+    bool launched = getenv("PMIX_RANK") != NULL;
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(sizes); i++) {
+        const char *v = getenv(sizes[i]);
+        if (!v)
+            continue;
+        launched = true;
+        char *end = NULL;
+        unsigned long long k = strtoull(v, &end, 10);
+        if (n == 0 && end != v && *end == '\0' && k <= UINT32_MAX)
+            n = (uint32_t)k;
+    }
+    if (world_size)
+        *world_size = n;
+    return launched;
+}

@@ -1,4 +1,5 @@
 /* Megatron-LM's configuration rules (paper-and-megatron-facts.md §11) and spsim's own limits. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -181,6 +182,32 @@ START_TEST(dtype_needs_a_peak)
 }
 END_TEST
 
+/* MPI launch detection, shared by the GPU module and `spsim sweep`: the variables Open MPI's
+ * mpirun, MPICH's Hydra (PMI) and PMIx launchers export. */
+START_TEST(mpi_launch_detection)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+    for (size_t i = 0; i < 3; i++)
+        unsetenv(vars[i]);
+    uint32_t n = 7;
+    ck_assert(!spsim_mpi_launched(&n));
+    ck_assert_uint_eq(n, 0);
+    setenv("OMPI_COMM_WORLD_SIZE", "16", 1);
+    ck_assert(spsim_mpi_launched(&n));
+    ck_assert_uint_eq(n, 16);
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    setenv("PMI_SIZE", "4", 1);
+    ck_assert(spsim_mpi_launched(&n));
+    ck_assert_uint_eq(n, 4);
+    unsetenv("PMI_SIZE");
+    setenv("PMIX_RANK", "0", 1);
+    ck_assert(spsim_mpi_launched(NULL));
+    ck_assert(spsim_mpi_launched(&n));
+    ck_assert_uint_eq(n, 0); /* PMIx does not say */
+    unsetenv("PMIX_RANK");
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -192,6 +219,7 @@ config_suite(void)
     tcase_add_test(tc, paper_settings_are_valid);
     tcase_add_test(tc, tp_beyond_nvlink_domain_warns);
     tcase_add_test(tc, dtype_needs_a_peak);
+    tcase_add_test(tc, mpi_launch_detection);
     suite_add_tcase(s, tc);
     return s;
 }

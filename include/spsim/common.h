@@ -68,6 +68,14 @@ SPSIM_API int spsim_file_write_atomic(const char *path, const void *data, size_t
 /** @return the library version, "MAJOR.MINOR.PATCH"; static storage. */
 SPSIM_API const char *spsim_version(void);
 
+/**
+ * Whether an MPI launcher started this process: Open MPI's mpirun (OMPI_COMM_WORLD_SIZE),
+ * MPICH/Hydra (PMI_SIZE) or a PMIx launcher such as Slurm's srun (PMIX_RANK).
+ * @param world_size  optional; receives the ranks the launcher started (OMPI_COMM_WORLD_SIZE or
+ *                    PMI_SIZE), 0 when it does not say
+ */
+SPSIM_API bool spsim_mpi_launched(uint32_t *world_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,8 +30,7 @@
 bool
 cli_mpi_launched(void)
 {
-    /* Set by Open MPI's, MPICH's (PMI) and PMIx launchers. */
-    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+    return spsim_mpi_launched(NULL);
 }
 
 #if SPSIM_CLI_MPI

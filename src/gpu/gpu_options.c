@@ -257,15 +257,13 @@ bool
 spsim_gpu_mpi_launched(void)
 {
 #if HAVE_MPI
-    /* Open MPI's mpirun, MPICH/Hydra (PMI) and PMIx launchers export the world size. */
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(vars); i++) {
-        const char *v = getenv(vars[i]);
-        if (v && strtol(v, NULL, 10) > 1)
-            return true;
-    }
-#endif
+    /* One rank needs no NCCL bootstrap over MPI; a launcher that does not say how many ranks
+     * it started (PMIx) is taken at its word. */
+    uint32_t size = 0;
+    return spsim_mpi_launched(&size) && size != 1;
+#else
     return false;
+#endif
 }
 
 void
