@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write src/dtoa.c's tables of 5^i, run at build time (meson custom_target).
+"""Write src/sweep/dtoa.c's tables of 5^i, run at build time (meson custom_target).
 
 The tables are those of Ryu (Ulf Adams, "Ryu: fast float-to-string conversion", PLDI 2018,
 section 3 and its reference implementation ryu/d2s_full_table.h), computed here exactly with

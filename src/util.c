@@ -1,3 +1,4 @@
+/* Shared helpers of every part: errors, checked arithmetic, file reading, atomic writes. */
 #include "config.h"
 
 #include <errno.h>

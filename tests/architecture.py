@@ -5,7 +5,7 @@ profiles <- engine <- {sweep, calibrate}; gpu uses engine and calibrate; util.c 
 serve all. Checked two ways: the #include lines of every file under src/ (a part may include
 only its own headers and those of the parts below it), and the symbols the core library's
 objects define and use (no object calls a part above its own, and no two files call each
-other). Usage: architecture.py SOURCE_DIR CORE_STATIC_LIBRARY
+other); and no function is longer than 80 lines. Usage: architecture.py SOURCE_DIR CORE_STATIC_LIBRARY
 """
 import re
 import subprocess
@@ -50,6 +50,29 @@ def include_errors(src):
     return errors
 
 
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(src):
+    """Functions longer than MAX_FUNCTION_LINES: the project's style (.clang-format) puts a
+    function's opening and closing braces alone in column 0."""
+    errors = []
+    for path in sorted(src.rglob("*.c")):
+        lines = path.read_text().splitlines()
+        start = None
+        for i, line in enumerate(lines):
+            if line == "{":
+                start = i
+            elif line == "}" and start is not None:
+                if i - start + 1 > MAX_FUNCTION_LINES:
+                    name = next((l.split("(")[0] for l in reversed(lines[:start])
+                                 if re.match(r"^[A-Za-z_]\w*\(", l)), "?")
+                    errors.append(f"{path}:{start + 1}: {name} has {i - start + 1} lines "
+                                  f"(at most {MAX_FUNCTION_LINES})")
+                start = None
+    return errors
+
+
 def symbol_errors(archive):
     out = subprocess.run(["nm", "-A", archive], check=True, capture_output=True, text=True).stdout
     defined, used = {}, []
@@ -82,11 +105,12 @@ def main():
     src, archive = Path(sys.argv[1]) / "src", sys.argv[2]
     top = [p.name for p in src.glob("*.c") if p.name != "util.c"]
     errors = [f"src/{name}: only util.c stays at the top of src/" for name in top]
-    errors += include_errors(src) + symbol_errors(archive)
+    errors += include_errors(src) + long_functions(src) + symbol_errors(archive)
     for e in errors:
         print("FAIL:", e)
     if not errors:
-        print("architecture: includes and symbols follow profiles <- engine <- {sweep, calibrate}")
+        print("architecture: includes and symbols follow profiles <- engine <- {sweep, calibrate}; "
+              f"no function above {MAX_FUNCTION_LINES} lines")
     return 1 if errors else 0
 
 

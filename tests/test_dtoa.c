@@ -1,5 +1,5 @@
 /*
- * spsim_format_double (src/dtoa.c) against the C library: for millions of doubles, strtod()
+ * spsim_format_double (src/sweep/dtoa.c) against the C library: for millions of doubles, strtod()
  * must read the output back to the same bits, the output must be no longer than printf's
  * "%.17g", no fewer significant digits may do (printf's correctly rounded "%.{n-1}g" must
  * not read back, n being the output's digit count; integers of 17 digits are written exactly

@@ -1,3 +1,7 @@
+/*
+ * A table of measured collective sizes with its provenance (the importer fills it; calibration
+ * reads it).
+ */
 #include "config.h"
 
 #include <math.h>

@@ -1,3 +1,7 @@
+/*
+ * The weighted least-squares fit (GSL) of a tier's base latency, hop latency and per-collective
+ * bandwidth.
+ */
 #include "config.h"
 
 #include <math.h>

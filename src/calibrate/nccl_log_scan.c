@@ -56,7 +56,6 @@ spsim_log_lines_free(struct spsim_log_lines *l)
     l->buf = NULL;
 }
 
-
 /* ---- small text helpers -------------------------------------------------------------------- */
 
 size_t

@@ -1,3 +1,4 @@
+/* `spsim calibrate`: nccl-tests logs or the local GPUs in, a calibrated hardware profile out. */
 #include "config.h"
 
 #include <getopt.h>

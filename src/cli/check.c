@@ -1,3 +1,4 @@
+/* `spsim check FILE...`: validate profiles with the real loaders. */
 #include "config.h"
 
 #include <string.h>

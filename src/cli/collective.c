@@ -1,3 +1,4 @@
+/* `spsim collective`: one NCCL collective's time, algbw and busbw in nccl-tests' conventions. */
 #include "config.h"
 
 #include <errno.h>
@@ -143,13 +144,11 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
 static int
 parse(int argc, char **argv, struct collective_args *a)
 {
-    static const struct option own[] = {{"op", required_argument, NULL, 'p'},
-                                        {"gpus", required_argument, NULL, 'g'},
-                                        {"nodes", required_argument, NULL, 'n'},
-                                        {"bytes", required_argument, NULL, 'b'},
-                                        {"hw", required_argument, NULL, 'w'},
-                                        {"format", required_argument, NULL, 'f'},
-                                        {"output", required_argument, NULL, 'o'}};
+    static const struct option own[] = {
+        {"op", required_argument, NULL, 'p'},    {"gpus", required_argument, NULL, 'g'},
+        {"nodes", required_argument, NULL, 'n'}, {"bytes", required_argument, NULL, 'b'},
+        {"hw", required_argument, NULL, 'w'},    {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'}};
     const struct cli_command c = {.name = "collective",
                                   .help = collective_help,
                                   .own = own,
@@ -191,8 +190,7 @@ write_json(FILE *f, const struct collective_args *a, const char *hw,
 }
 
 static void
-write_csv(FILE *f, const struct collective_args *a,
-          const struct spsim_collective_prediction *rows)
+write_csv(FILE *f, const struct collective_args *a, const struct spsim_collective_prediction *rows)
 {
     fputs("op,gpus,nodes,tier,size_bytes,time_s,latency_s,algbw_GBps,busbw_GBps\n", f);
     for (size_t i = 0; i < a->nsizes; i++) {

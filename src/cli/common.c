@@ -1,3 +1,7 @@
+/*
+ * The command's shared helpers: error messages, exit codes, strict number parsing, profile
+ * loading, output.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* `spsim explain`: one layer's schedule, op by op, with its collectives, shapes and RNG domains. */
 #include "config.h"
 
 #include <getopt.h>

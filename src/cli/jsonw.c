@@ -1,3 +1,4 @@
+/* A small streaming JSON writer (exact integers, shortest round-trip doubles), result sections. */
 #include "config.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* `spsim list models|hardware`: the shipped profiles. */
 #include "config.h"
 
 #include <string.h>

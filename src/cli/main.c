@@ -1,3 +1,4 @@
+/* The spsim command: subcommand dispatch, --help, --version. */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* `spsim query`: memory, communication and time of one configuration as a table, JSON or CSV. */
 #include "config.h"
 
 #include <getopt.h>

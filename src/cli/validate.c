@@ -1,3 +1,4 @@
+/* `spsim validate`: one layer replayed on the local GPUs, predicted against measured. */
 #include "config.h"
 
 #include <getopt.h>

@@ -1,3 +1,7 @@
+/*
+ * The collective model: ring and hierarchical times per tier, group placement, max-min link
+ * sharing.
+ */
 #include "config.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* Composition: memory per stage, pipeline, data parallelism and optimizer from a layer summary. */
 #include "config.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* The layer schedule as public steps for `spsim explain`: ops, regions, collectives, shapes. */
 #include "config.h"
 
 #include <stdio.h>

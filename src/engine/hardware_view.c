@@ -49,8 +49,7 @@ curve_terms(const struct spsim_jctx *c, const struct spsim_hardware *hw,
 /* eff(size) from measured busbw: the time at each size minus the model's latency for that
  * collective and group, against the peak busbw the model gives the group. */
 static int
-prepare_curve(const struct spsim_jctx *c, const struct spsim_hardware *hw,
-              struct spsim_curve *cv)
+prepare_curve(const struct spsim_jctx *c, const struct spsim_hardware *hw, struct spsim_curve *cv)
 {
     double latency_s = 0, peak = 0;
     int rc = curve_terms(c, hw, cv, &latency_s, &peak);
@@ -73,8 +72,7 @@ prepare_curve(const struct spsim_jctx *c, const struct spsim_hardware *hw,
         return spsim_fail(c->err, SPSIM_ENOMEM, "%s: out of memory", c->origin);
     if (gsl_interp_init(cv->interp, cv->log_size, cv->eff, cv->n) != GSL_SUCCESS)
         return spsim_fail(c->err, SPSIM_ENUMERIC,
-                          "%s: field '%s.points': interpolation setup failed", c->origin,
-                          cv->path);
+                          "%s: field '%s.points': interpolation setup failed", c->origin, cv->path);
     return SPSIM_OK;
 }
 

@@ -8,8 +8,7 @@
 /** Derive every curve's eff(size) and the GEMM rate table of a freshly read profile, once.
  * @return SPSIM_OK, SPSIM_EFIELD (a point the model cannot reproduce: err names origin and
  *         field), SPSIM_ENOMEM, SPSIM_ENUMERIC */
-int spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin,
-                           struct spsim_error *err);
+int spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin, struct spsim_error *err);
 
 /** Fraction of the GPU's SMs doing useful work for an M×N output (batch of them), tiled with
  * the best of the CUTLASS default tile shapes (wave quantisation and partial edge tiles). */

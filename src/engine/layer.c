@@ -1,3 +1,7 @@
+/*
+ * The transformer layer as one ordered op list: saved tensors, FLOPs, collectives (every engine
+ * reads it).
+ */
 #include "config.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* Megatron-LM's parallel-configuration rules, with its messages, and spsim's own limits. */
 #include "config.h"
 
 #include <stdio.h>

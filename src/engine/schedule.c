@@ -1,3 +1,4 @@
+/* The order of one layer's work on one TP rank: forward, recompute and backward steps. */
 #include "config.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* The GEMM and memory-bound op models: tile quantisation, epilogue, roofline; each op's time. */
 #include "config.h"
 
 #include <math.h>

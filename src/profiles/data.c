@@ -1,3 +1,4 @@
+/* Profile NAME resolution: $SPSIM_DATA_DIR, the source tree, the installed data directory. */
 #include "config.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* Reading and validating hardware profiles: every number sourced, measured points kept as given. */
 #include "config.h"
 
 #include <math.h>
@@ -47,7 +48,6 @@ read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int 
     *count = (uint32_t)n;
     return SPSIM_OK;
 }
-
 
 /* Read one measured curve as the profile gives it; the engine derives its efficiencies. */
 static int
@@ -117,11 +117,13 @@ read_tier_curves(const struct spsim_jctx *c, const cJSON *tier_obj, const char *
         if (!obj)
             continue;
         struct spsim_curve *curve = &hw->curves[hw->ncurves++];
-        if ((rc = read_curve(c, obj, spsim_json_path(path, sizeof(path), setpath, spsim_coll_op_names[op]),
+        if ((rc = read_curve(c, obj,
+                             spsim_json_path(path, sizeof(path), setpath, spsim_coll_op_names[op]),
                              network, curve)))
             return rc;
         if (curve->n > 0 && cJSON_GetObjectItemCaseSensitive(obj, "op") &&
-            strcmp(cJSON_GetObjectItemCaseSensitive(obj, "op")->valuestring, spsim_coll_op_names[op]) != 0)
+            strcmp(cJSON_GetObjectItemCaseSensitive(obj, "op")->valuestring,
+                   spsim_coll_op_names[op]) != 0)
             return spsim_json_field_error(c, path, "op", "must be '%s' under busbw_curves.%s",
                                           spsim_coll_op_names[op], spsim_coll_op_names[op]);
         tier->curve[op] = curve;
@@ -172,8 +174,8 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     for (int t = 0; t < SPSIM_DTYPE_COUNT; t++) {
         double p = 0, a = 0;
         bool required = t == SPSIM_DTYPE_BF16;
-        if ((rc = spsim_json_get_sourced(c, peak, "gpu.peak_dense_tflops", spsim_dtype_names[t], required,
-                                         1e-3, 1e5, &p, NULL)) ||
+        if ((rc = spsim_json_get_sourced(c, peak, "gpu.peak_dense_tflops", spsim_dtype_names[t],
+                                         required, 1e-3, 1e5, &p, NULL)) ||
             (rc = spsim_json_get_sourced(c, ach, "gpu.gemm_achievable_tflops", spsim_dtype_names[t],
                                          required, 1e-3, 1e5, &a, NULL)))
             return rc;

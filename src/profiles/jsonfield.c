@@ -1,3 +1,7 @@
+/*
+ * Field readers for the JSON profiles: types, ranges, sourced numbers, messages naming file and
+ * field.
+ */
 #include "config.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* Reading and validating model profiles, and the exact per-rank parameter counts. */
 #include "config.h"
 
 #include <stdlib.h>

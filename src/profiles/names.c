@@ -8,8 +8,8 @@
 
 #include "profiles.h"
 
-const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1] = {"bf16", "fp16", "fp8", "tf32",
-                                                              "fp32", NULL};
+const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1] = {"bf16", "fp16", "fp8",
+                                                              "tf32", "fp32", NULL};
 const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1] = {"none", "selective", "full",
                                                                       NULL};
 /* nccl-tests' collectives, in enum spsim_coll_op order (profile keys and --op values). */

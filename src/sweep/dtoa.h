@@ -1,4 +1,4 @@
-/* Shortest round-trip decimal text of a double (src/dtoa.c). */
+/* Shortest round-trip decimal text of a double (src/sweep/dtoa.c). */
 #ifndef SPSIM_DTOA_H
 #define SPSIM_DTOA_H
 

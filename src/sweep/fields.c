@@ -1,3 +1,4 @@
+/* The result's fields by JSON path: the one list JSON, CSV and sweep rows are written from. */
 #include "config.h"
 
 #include <math.h>

@@ -9,7 +9,7 @@
 #include "profiles/jsonfield.h"
 #include "sweep_internal.h"
 
-/* Bounds of the integer axes: those spsim_parallel_check() enforces (src/parallel.c
+/* Bounds of the integer axes: those spsim_parallel_check() enforces (src/engine/parallel.c
  * MAX_DEGREE, MAX_MBS, MAX_GBS, MAX_SEQ, MAX_GPUS), so a value outside them is an input error
  * rather than a point that can never be valid. */
 #define DEGREE_MAX 65536u
