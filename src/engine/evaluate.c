@@ -684,6 +684,7 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     r->config = *par;
     r->config.seq = (uint32_t)le->cfg.s;
     r->config.flash_attn = le->cfg.flash ? 1 : 0;
+    r->config.recompute_modules = le->cfg.rmods; /* resolved: Megatron's default for selective */
     r->gpus = par->tp * par->pp * par->dp;
     r->flash_attention = le->cfg.flash;
     r->padded_vocab = le->padded_vocab;
