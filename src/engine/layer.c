@@ -42,6 +42,17 @@
  * - Flash attention (FlashAttention-2): no s×s tensor is stored; it keeps Q, K, V, its output
  *   (the projection input, counted there) and the fp32 log-sum-exp per row, b·(a/t)·s·4 B
  *   (core group); dropout masks are regenerated from the RNG state in backward.
+ *
+ * Selective recomputation by module (Megatron recompute_modules, transformer_layer.py): each
+ * saved tensor and op carries the group of the module that drops and replays it.
+ * - core_attn (tensor_parallel.checkpoint of Q, K, V): the "core" rows above.
+ * - layernorm (CheckpointWithoutOutput): each norm's output, which is the QKV or FC1 input
+ *   (4·s'·b·h bytes); the norms' inputs stay as the checkpoints' inputs.
+ * - mlp (tensor_parallel.checkpoint of the MLP's input): GeLU/SwiGLU input and FC2 input; FC1's
+ *   input is the checkpoint and stays (unless layernorm drops it). The MLP module runs from the
+ *   g/f before FC1 to the ḡ/f̄ after FC2 (ColumnParallelLinear gathers, RowParallelLinear
+ *   reduces inside it), so its replay repeats those collectives; the bias-dropout-add and the
+ *   pre-MLP norm are outside it.
  */
 
 struct builder {
