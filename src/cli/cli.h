@@ -94,10 +94,6 @@ struct cli_axes {
     const char *text[SPSIM_AXIS_COUNT]; /* the option's argument, or NULL */
 };
 struct option;
-/** Fill out[0 .. SPSIM_AXIS_COUNT) with the axes' long options. @return SPSIM_AXIS_COUNT */
-size_t cli_axis_options(struct option *out);
-/** @return 1 if `opt` is an axis option (its text is kept), 0 if not */
-int cli_axis_option(struct cli_axes *axes, int opt, const char *arg);
 /** Parse the given axes into the spec (a bad value is a usage error naming the option). */
 int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const char *command);
 /** Set an axis the spec does not set yet. @return an exit code */
