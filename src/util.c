@@ -41,111 +41,104 @@ spsim_strdup(const char *s)
     return copy;
 }
 
-/* Profiles are small; anything above this is not a profile and is refused before reading. */
+/* Profiles are small; anything above this is not a profile and is refused. */
 #define SPSIM_MAX_FILE_BYTES (64u * 1024u * 1024u)
+
+static const char *
+file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a plain file";
+}
+
+int
+spsim_file_open_input(const char *path, int *fd_out, struct spsim_error *err)
+{
+    if (!path || !fd_out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_file_open_input: NULL argument");
+    /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer, forever if none comes;
+     * O_NOCTTY: a terminal named as input must not become the controlling one. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        int e = errno;
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* a socket: ENXIO */
+            return spsim_fail(err, SPSIM_EIO, "%s: not a regular file (%s)", path,
+                              file_kind(st.st_mode));
+        return spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path, strerror(e));
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || flags < 0 ||
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        int rc = S_ISREG(st.st_mode) ? spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path,
+                                                  strerror(errno))
+                                     : spsim_fail(err, SPSIM_EIO, "%s: not a regular file (%s)",
+                                                  path, file_kind(st.st_mode));
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return SPSIM_OK;
+}
+
+/* Read fd to its end: files under /proc and /sys report a size of 0, so st_size is only the
+ * first guess of the buffer's size. */
+static int
+read_to_end(int fd, const char *path, size_t guess, char **buf, size_t *len,
+            struct spsim_error *err)
+{
+    size_t cap = guess + 1 > 4096 ? guess + 1 : 4096, n = 0;
+    char *data = malloc(cap);
+    for (;;) {
+        if (data && n + 1 == cap) {
+            char *grown = realloc(data, cap * 2);
+            if (!grown)
+                free(data);
+            data = grown;
+            cap *= 2;
+        }
+        if (!data)
+            return spsim_fail(err, SPSIM_ENOMEM, "%s: out of memory", path);
+        ssize_t got = read(fd, data + n, cap - 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 || n + (size_t)(got > 0 ? got : 0) > SPSIM_MAX_FILE_BYTES) {
+            int e = errno;
+            free(data);
+            return got < 0 ? spsim_fail(err, SPSIM_EIO, "%s: read error: %s", path, strerror(e))
+                           : spsim_fail(err, SPSIM_EIO, "%s: file is larger than %u bytes",
+                                        path, SPSIM_MAX_FILE_BYTES);
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    data[n] = '\0';
+    *buf = data;
+    *len = n;
+    return SPSIM_OK;
+}
 
 int
 spsim_read_file(const char *path, char **buf, size_t *len, struct spsim_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path, strerror(errno));
-
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return spsim_fail(err, SPSIM_EIO, "%s: not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > SPSIM_MAX_FILE_BYTES) {
-        fclose(f);
-        return spsim_fail(err, SPSIM_EIO, "%s: file is larger than %u bytes", path,
-                          SPSIM_MAX_FILE_BYTES);
-    }
-
-    size_t size = (size_t)st.st_size;
-    char *data = spsim_calloc(size + 1, 1);
-    if (!data) {
-        fclose(f);
-        return spsim_fail(err, SPSIM_ENOMEM, "%s: out of memory", path);
-    }
-    size_t got = fread(data, 1, size, f);
-    int failed = ferror(f);
-    fclose(f);
-    if (failed || got != size) {
-        free(data);
-        return spsim_fail(err, SPSIM_EIO, "%s: read error", path);
-    }
-    data[size] = '\0';
-    *buf = data;
-    *len = size;
-    return SPSIM_OK;
-}
-
-static int
-write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* A device or a pipe (/dev/null, a FIFO) is written in place: renaming over it would
- * replace it with a regular file. */
-static int
-write_special(const char *path, const void *data, size_t len, struct spsim_error *err)
-{
-    int fd = open(path, O_WRONLY);
-    if (fd < 0)
-        return spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path, strerror(errno));
-    int rc = write_all(fd, data, len) == 0
-                 ? SPSIM_OK
-                 : spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
-    if (close(fd) != 0 && rc == SPSIM_OK)
-        rc = spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
-    return rc;
-}
-
-int
-spsim_write_file_atomic(const char *path, const void *data, size_t len, struct spsim_error *err)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return write_special(path, data, len, err);
-    size_t plen = strlen(path);
-    char *tmp = spsim_calloc(plen + 16, 1);
-    if (!tmp)
-        return spsim_fail(err, SPSIM_ENOMEM, "%s: out of memory", path);
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return spsim_fail(err, SPSIM_EIO, "%s: cannot create a temporary file: %s", path,
-                          strerror(e));
-    }
-    int rc = SPSIM_OK;
-    if (write_all(fd, data, len) != 0 || fsync(fd) != 0)
-        rc = spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
-    /* mkstemp creates 0600; profiles and reports are ordinary files. */
-    if (rc == SPSIM_OK && fchmod(fd, 0644) != 0)
-        rc = spsim_fail(err, SPSIM_EIO, "%s: cannot set permissions: %s", path, strerror(errno));
-    if (close(fd) != 0 && rc == SPSIM_OK)
-        rc = spsim_fail(err, SPSIM_EIO, "%s: write error: %s", path, strerror(errno));
-    if (rc == SPSIM_OK && rename(tmp, path) != 0)
-        rc = spsim_fail(err, SPSIM_EIO, "%s: cannot rename the temporary file: %s", path,
-                        strerror(errno));
+    int fd = -1;
+    int rc = spsim_file_open_input(path, &fd, err);
     if (rc != SPSIM_OK)
-        unlink(tmp);
-    free(tmp);
+        return rc;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        rc = spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path, strerror(errno));
+    else if ((uint64_t)st.st_size > SPSIM_MAX_FILE_BYTES)
+        rc = spsim_fail(err, SPSIM_EIO, "%s: file is larger than %u bytes", path,
+                        SPSIM_MAX_FILE_BYTES);
+    else
+        rc = read_to_end(fd, path, (size_t)st.st_size, buf, len, err);
+    close(fd);
     return rc;
 }
 
