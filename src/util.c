@@ -74,10 +74,10 @@ spsim_file_open_input(const char *path, int *fd_out, struct spsim_error *err)
     int flags = fcntl(fd, F_GETFL);
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || flags < 0 ||
         fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        int rc = S_ISREG(st.st_mode) ? spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path,
-                                                  strerror(errno))
-                                     : spsim_fail(err, SPSIM_EIO, "%s: not a regular file (%s)",
-                                                  path, file_kind(st.st_mode));
+        int rc = S_ISREG(st.st_mode)
+                     ? spsim_fail(err, SPSIM_EIO, "%s: cannot open: %s", path, strerror(errno))
+                     : spsim_fail(err, SPSIM_EIO, "%s: not a regular file (%s)", path,
+                                  file_kind(st.st_mode));
         close(fd);
         return rc;
     }
@@ -110,8 +110,8 @@ read_to_end(int fd, const char *path, size_t guess, char **buf, size_t *len,
             int e = errno;
             free(data);
             return got < 0 ? spsim_fail(err, SPSIM_EIO, "%s: read error: %s", path, strerror(e))
-                           : spsim_fail(err, SPSIM_EIO, "%s: file is larger than %u bytes",
-                                        path, SPSIM_MAX_FILE_BYTES);
+                           : spsim_fail(err, SPSIM_EIO, "%s: file is larger than %u bytes", path,
+                                        SPSIM_MAX_FILE_BYTES);
         }
         if (got == 0)
             break;

@@ -59,8 +59,7 @@ finish_stdout(int rc)
         return rc;
     int e = errno;
     if (rc == EXIT_OK)
-        rc = cli_error(EXIT_RUNTIME, "cannot write to standard output: %s",
-                       strerror(e ? e : EIO));
+        rc = cli_error(EXIT_RUNTIME, "cannot write to standard output: %s", strerror(e ? e : EIO));
     return rc;
 }
 

@@ -110,8 +110,8 @@ parse_shard(const char *arg, uint64_t *shard, uint64_t *nshards)
     first[slash - arg] = '\0';
     if (!scan_u64(slash + 1, nshards) || !scan_u64(first, shard) || *nshards < 1 ||
         *nshards > UINT32_MAX || *shard >= *nshards)
-        return cli_usage_error("sweep", "--shard: '%s' needs 0 <= I < N (integers, N <= %u)",
-                               arg, UINT32_MAX);
+        return cli_usage_error("sweep", "--shard: '%s' needs 0 <= I < N (integers, N <= %u)", arg,
+                               UINT32_MAX);
     return EXIT_OK;
 }
 

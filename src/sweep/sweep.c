@@ -266,8 +266,8 @@ spsim_sweep_fingerprint(const struct spsim_sweep *sw, const struct spsim_sweep_o
         h = fnv1a_str(h, spsim_model_name(sw->models[i]));
     for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_HW]; i++)
         h = fnv1a_str(h, sw->hw_names[i]);
-    const uint64_t rows[] = {sw->use_gpus,    (uint64_t)opt->format, opt->header,
-                             opt->feasible_only, opt->max_total_bytes, opt->top_k,
+    const uint64_t rows[] = {sw->use_gpus,       (uint64_t)opt->format, opt->header,
+                             opt->feasible_only, opt->max_total_bytes,  opt->top_k,
                              (uint64_t)opt->by};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(rows); i++)
         h = fnv1a_u64(h, rows[i]);

@@ -250,8 +250,8 @@ spsim_row_format(enum spsim_row_format format, const char *model_name, const cha
     struct spsim_row_writer w;
     char *model = spsim_row_quote(format, model_name), *hw = spsim_row_quote(format, hw_name);
     /* Names of any length, as the sweep writes them (spsim_sweep_run reserves the same). */
-    char *row = model && hw ? spsim_calloc(SPSIM_ROW_MAX + strlen(model) + strlen(hw) + 8, 1)
-                            : NULL;
+    char *row =
+        model && hw ? spsim_calloc(SPSIM_ROW_MAX + strlen(model) + strlen(hw) + 8, 1) : NULL;
     size_t n = 0;
     if (model && hw && row && spsim_row_writer_init(&w, format) == SPSIM_OK) {
         n = spsim_row_writer_row(&w, model, hw, result, row);
