@@ -25,6 +25,11 @@ static const char merge_help[] =
     "JSON Lines files are concatenated. With --top K, the best K rows of all the files are\n"
     "written instead, best first (the shards should be run with --top K too).\n"
     "\n"
+    "Each shard's first and last lines ('#spsim shard I/N of sweep ...', '#spsim end of shard\n"
+    "I/N: R rows') are checked and dropped: the shards must be of one sweep, each given once,\n"
+    "in order, and complete. Every line must end in a newline; CSV rows must have the header's\n"
+    "field count, JSON Lines rows must be JSON objects.\n"
+    "\n"
     "Options:\n"
     "  --top K                keep the best K rows\n"
     "  --by M                 what --top ranks by: iteration_s (default), total_bytes, mfu\n"
@@ -32,7 +37,8 @@ static const char merge_help[] =
     "  -h, --help             show this help\n"
     "\n"
     "Exit status: 0 ok, 1 output not writable, 2 bad option, 3 unreadable file, different\n"
-    "headers, or a row without the ranked column.\n";
+    "headers, a damaged row, a missing, repeated or truncated shard, or a row without the\n"
+    "ranked column.\n";
 
 struct kept_row {
     uint64_t key, seq; /* rank (smaller is better), then input order */
