@@ -65,6 +65,8 @@ expect 2 "-o: the output path is empty" -- query -o ''
 expect 2 "-o: the output path is empty" -- merge -o '' "$tmp/none.csv"
 expect 2 "-o: the output path is empty" -- optimize --model llama3-8b --hw dgx-h100 --gpus 8 -o ''
 expect 2 "-o: the output path is empty" -- calibrate --from-nccl-tests "$a100" -o ''
+expect 2 "-o: the output path is empty" -- validate -o ''
+expect 2 "-o: the output path is empty" -- explain -o ''
 
 # ulimit -f: SIGXFSZ used to kill the command silently and leave TARGET.tmp.XXXXXX. Now the
 # write fails with EFBIG: one line, exit 1, no temporary file, the old file whole.
@@ -78,6 +80,7 @@ for args in "sweep $big" "sweep $big --format jsonl" "query --format json" "merg
     got=$?
     [ "$got" -eq 1 ] || fail "ulimit -f 1: $args -o: exit $got, want 1 ($(cat "$tmp/err"))"
     grep -q "^spsim: error: .*File too large" "$tmp/err" || fail "ulimit -f 1: $args -o: $(cat "$tmp/err")"
+    [ "$(grep -c '^spsim: error:' "$tmp/err")" -eq 1 ] || fail "ulimit -f 1: $args -o: not one error line"
     [ "$(cat "$tmp/keep")" = "old" ] || fail "ulimit -f 1: $args -o replaced the file"
     no_tmp "ulimit -f 1: $args -o"
     # shellcheck disable=SC2086
@@ -87,6 +90,7 @@ for args in "sweep $big" "sweep $big --format jsonl" "query --format json" "merg
     [ "$got" -eq 1 ] || fail "ulimit -f 1: $args >FILE: exit $got, want 1 ($(cat "$tmp/err"))"
     grep -q "^spsim: error: cannot write to standard output: File too large" "$tmp/err" ||
         fail "ulimit -f 1: $args >FILE: $(cat "$tmp/err")"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "ulimit -f 1: $args >FILE: not one line: $(cat "$tmp/err")"
 done
 rm -f "$tmp/stdout"
 
