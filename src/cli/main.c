@@ -33,7 +33,8 @@ static const char main_help[] =
     "  0  success\n"
     "  1  runtime failure (numerical error, cannot write output)\n"
     "  2  invalid command line\n"
-    "  3  invalid input file (profile, sweep spec, nccl-tests log)\n"
+    "  3  invalid input file (profile, sweep spec, nccl-tests log, merge input; or not a\n"
+    "     regular file)\n"
     "  4  invalid parallel configuration\n"
     "  5  GPU support missing from this build, no GPU, fewer than tp GPUs, or no FP8\n"
     "  6  a CUDA, cuBLAS or NCCL call failed\n";
