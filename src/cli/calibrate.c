@@ -136,6 +136,8 @@ check_args(struct calibrate_args *a)
 {
     if (!a->output)
         return cli_usage_error("calibrate", "-o OUT.json is required");
+    if (cli_output_check(a->output) != EXIT_OK)
+        return EXIT_USAGE;
     if (a->from_logs && a->nlogs == 0)
         return cli_usage_error("calibrate", "--from-nccl-tests needs at least one LOG");
     if (!a->from_logs && a->nlogs > 0)

@@ -357,6 +357,8 @@ cmd_validate(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc != EXIT_OK)
         return rc < 0 ? EXIT_OK : rc;
+    if ((rc = cli_output_check(a.output)) != EXIT_OK) /* before the GPUs run */
+        return rc;
     struct spsim_model *model = NULL;
     struct spsim_hardware *hw = NULL;
     struct spsim_gpu_validate_report *report = calloc(1, sizeof(*report));
