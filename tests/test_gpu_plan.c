@@ -372,6 +372,38 @@ START_TEST(no_gpu_calls_say_enotsup)
 }
 END_TEST
 
+/* The module an installed library loads is the installed one, even where the build tree it was
+ * installed from still has its module; only a library loaded from the build tree takes that. */
+START_TEST(gpu_module_choice)
+{
+    const char *b = "/src/spsim/build/src/gpu/libspsim-gpu.so";
+    const char *i = "/usr/local/lib/spsim/libspsim-gpu.so";
+    const char *root = "/src/spsim/build";
+    static const struct {
+        const char *env, *self, *root, *want;
+    } rows[] = {
+        {NULL, "/usr/local/lib/libspsim.so.0.1.0", "/src/spsim/build", "install"},
+        {NULL, "/src/spsim/build/src/libspsim.so.0.1.0", "/src/spsim/build", "build"},
+        {NULL, "/src/spsim/build/tests/test_gpu", "/src/spsim/build/", "build"},
+        {NULL, "/src/spsim/build-asan/src/libspsim.so", "/src/spsim/build", "install"},
+        {NULL, "/src/spsim/build", "/src/spsim/build", "install"}, /* the directory itself */
+        {NULL, "/src/spsim/build/src/libspsim.so", "", "install"}, /* build tree gone */
+        {NULL, "", "/src/spsim/build", "install"},                 /* self unknown */
+        {"", "/usr/lib/libspsim.so", "/src/spsim/build", "install"},
+        {"/opt/m.so", "/src/spsim/build/src/libspsim.so", "/src/spsim/build", "/opt/m.so"},
+    };
+    for (size_t k = 0; k < SPSIM_ARRAY_LENGTH(rows); k++) {
+        const char *got = spsim_gpu_module_choose(rows[k].env, rows[k].self, rows[k].root, b, i);
+        const char *want = strcmp(rows[k].want, "build") == 0     ? b
+                           : strcmp(rows[k].want, "install") == 0 ? i
+                                                                  : rows[k].want;
+        ck_assert_msg(strcmp(got, want) == 0, "row %zu: %s, want %s", k, got, want);
+    }
+    ck_assert_str_eq(spsim_gpu_module_choose(NULL, NULL, root, b, i), i);
+    ck_assert_str_eq(spsim_gpu_module_choose(NULL, "/src/spsim/build/x", NULL, b, i), i);
+}
+END_TEST
+
 START_TEST(replay_kind_names)
 {
     ck_assert_str_eq(spsim_replay_kind_name(SPSIM_REPLAY_COPY), "copy");
@@ -401,6 +433,7 @@ gpu_plan_suite(void)
     TCase *nogpu = tcase_create("no_gpu");
     tcase_add_test(nogpu, no_gpu_calls_say_enotsup);
     tcase_add_test(nogpu, replay_kind_names);
+    tcase_add_test(nogpu, gpu_module_choice);
     suite_add_tcase(s, nogpu);
     return s;
 }

@@ -50,6 +50,14 @@ uint64_t spsim_gpu_coll_count(enum spsim_coll_op op, uint64_t size_bytes, uint32
 /** Check validate options (NULL: the defaults, fine). @return SPSIM_OK or SPSIM_EINVAL */
 int spsim_gpu_validate_check(const struct spsim_gpu_validate_options *o, struct spsim_error *err);
 
+/**
+ * The GPU module libspsim loads: `env` ($SPSIM_GPU_MODULE) when set and non-empty; else
+ * `build_module` when `self`, the canonical path of the file libspsim's code was loaded from,
+ * lies inside the canonical `build_root`; else `install_module`.
+ */
+const char *spsim_gpu_module_choose(const char *env, const char *self, const char *build_root,
+                                    const char *build_module, const char *install_module);
+
 /** True when the process was started by an MPI launcher with more than one rank. */
 bool spsim_gpu_mpi_launched(void);
 
