@@ -288,6 +288,22 @@ START_TEST(calibrate_shapes_cover_model_grid_and_paper)
 }
 END_TEST
 
+/* Under MPI: eight ranks on a node with all eight GPUs visible take GPU 0 .. 7; with one GPU
+ * per rank (Slurm --gpus-per-task=1) every rank takes its only device, 0; with two per rank,
+ * local ranks 0 .. 3 take 0, 1, 0, 1 of their own pair. */
+START_TEST(mpi_rank_device_wraps_over_visible_gpus)
+{
+    for (int r = 0; r < 8; r++) {
+        ck_assert_int_eq(spsim_gpu_rank_device(r, 8), r);
+        ck_assert_int_eq(spsim_gpu_rank_device(r, 1), 0);
+        ck_assert_int_eq(spsim_gpu_rank_device(r, 2), r & 1);
+    }
+    ck_assert_int_eq(spsim_gpu_rank_device(13, 4), 1);
+    ck_assert_int_eq(spsim_gpu_rank_device(0, 0), -1);
+    ck_assert_int_eq(spsim_gpu_rank_device(-1, 8), -1);
+}
+END_TEST
+
 /* ---- option checks ----------------------------------------------------------------------- */
 
 START_TEST(calibrate_check_rejects_each_bad_field)
@@ -429,6 +445,7 @@ gpu_plan_suite(void)
     tcase_add_test(cal, sweep_sizes_default_is_8_to_1g);
     tcase_add_test(cal, calibrate_shapes_cover_model_grid_and_paper);
     tcase_add_test(cal, calibrate_check_rejects_each_bad_field);
+    tcase_add_test(cal, mpi_rank_device_wraps_over_visible_gpus);
     suite_add_tcase(s, cal);
     TCase *nogpu = tcase_create("no_gpu");
     tcase_add_test(nogpu, no_gpu_calls_say_enotsup);

@@ -46,20 +46,16 @@ open_mpi(struct spsim_gpu_comm *c, struct spsim_error *err)
     if (rc != SPSIM_OK)
         return rc;
     rc = spsim_gpu_impl_device_count(&n, err);
-    if (rc == SPSIM_OK && local >= n)
-        rc = spsim_fail(err, SPSIM_ENOTSUP,
-                        "MPI rank %d is rank %d on its node, which has %d "
-                        "GPUs: start one rank per GPU",
-                        rank, local, n);
+    int device = spsim_gpu_rank_device(local, n);
     if (rc == SPSIM_OK)
-        rc = spsim_gpu_use(local, err);
+        rc = spsim_gpu_use(device, err);
     if ((rc = agree(rc, "selecting a GPU", err)))
         return rc;
     c->mpi = true;
     c->nlocal = 1;
     c->nranks = size;
     c->rank0 = rank;
-    c->devices[0] = local;
+    c->devices[0] = device;
     /* Rank 0 sends the id, or its failure, so that no rank waits for an id that never comes. */
     struct {
         int ok;

@@ -253,6 +253,18 @@ spsim_gpu_calibrate_shapes(const struct spsim_gpu_calibrate_options *o,
     return SPSIM_OK;
 }
 
+int
+spsim_gpu_rank_device(int local_rank, int visible)
+{
+    if (local_rank < 0 || visible < 1)
+        return -1;
+    /* Slurm --gpus-per-task=1 (or CUDA_VISIBLE_DEVICES set per rank) shows each rank one GPU,
+     * device 0, whatever its local rank; with the node's GPUs all visible, local rank r takes
+     * GPU r. Two ranks that land on one physical GPU are NCCL's to report ("Duplicate GPU
+     * detected"): the visible count alone cannot tell a shared GPU from a per-rank one. */
+    return local_rank % visible;
+}
+
 bool
 spsim_gpu_mpi_launched(void)
 {

@@ -58,6 +58,9 @@ int spsim_gpu_validate_check(const struct spsim_gpu_validate_options *o, struct 
 const char *spsim_gpu_module_choose(const char *env, const char *self, const char *build_root,
                                     const char *build_module, const char *install_module);
 
+/** The device an MPI rank drives: local_rank % visible (-1 for a negative rank or no device). */
+int spsim_gpu_rank_device(int local_rank, int visible);
+
 /** True when the process was started by an MPI launcher with more than one rank. */
 bool spsim_gpu_mpi_launched(void);
 
