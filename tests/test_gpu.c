@@ -64,9 +64,12 @@ START_TEST(allreduce_of_known_data_gives_known_sum)
     for (int i = 0; i < c.nlocal; i++) {
         for (int j = 0; j < COUNT; j++)
             host[j] = (float)(i + 1);
+        /* On the communicator's non-blocking stream, which the legacy stream does not order. */
         ck_assert_int_eq(cudaSetDevice(c.devices[i]), cudaSuccess);
-        ck_assert_int_eq(cudaMemcpy(c.send[i], host, sizeof(host), cudaMemcpyHostToDevice),
-                         cudaSuccess);
+        ck_assert_int_eq(
+            cudaMemcpyAsync(c.send[i], host, sizeof(host), cudaMemcpyHostToDevice, c.streams[i]),
+            cudaSuccess);
+        ck_assert_int_eq(cudaStreamSynchronize(c.streams[i]), cudaSuccess);
     }
     ck_assert_msg(spsim_gpu_coll_launch(&c, SPSIM_COLL_ALL_REDUCE, COUNT, ncclFloat32, &err) == 0,
                   "%s", err.message);
@@ -74,8 +77,10 @@ START_TEST(allreduce_of_known_data_gives_known_sum)
     for (int i = 0; i < c.nlocal; i++) {
         ck_assert_int_eq(cudaSetDevice(c.devices[i]), cudaSuccess);
         ck_assert_int_eq(cudaStreamSynchronize(c.streams[i]), cudaSuccess);
-        ck_assert_int_eq(cudaMemcpy(host, c.recv[i], sizeof(host), cudaMemcpyDeviceToHost),
-                         cudaSuccess);
+        ck_assert_int_eq(
+            cudaMemcpyAsync(host, c.recv[i], sizeof(host), cudaMemcpyDeviceToHost, c.streams[i]),
+            cudaSuccess);
+        ck_assert_int_eq(cudaStreamSynchronize(c.streams[i]), cudaSuccess);
         for (int j = 0; j < COUNT; j++)
             ck_assert_msg((double)host[j] == want, "GPU %d element %d: %g, want %g", i, j,
                           (double)host[j], want);

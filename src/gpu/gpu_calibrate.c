@@ -341,8 +341,8 @@ gemm_pass(struct bench *x, const struct spsim_gpu_gemm_shape *v, size_t n, enum 
           struct spsim_error *err)
 {
     int rc;
-    if ((rc = spsim_gpu_fill(x->a, x->a_bytes, dtype, err)) ||
-        (rc = spsim_gpu_fill(x->b, x->b_bytes, dtype, err)))
+    if ((rc = spsim_gpu_fill(x->a, x->a_bytes, dtype, x->stream, err)) ||
+        (rc = spsim_gpu_fill(x->b, x->b_bytes, dtype, x->stream, err)))
         return rc;
     for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
         tick(p, "gemm %s %llux%llux%llu", spsim_dtype_name(dtype), (unsigned long long)v[i].m,
@@ -403,7 +403,7 @@ measure_hbm(struct bench *x, struct spsim_hbm_sample **out, size_t *nout, struct
         rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory for copy samples");
     if (rc == SPSIM_OK && (rc = spsim_gpu_alloc(&x->a, top, "copy source", err)) == SPSIM_OK &&
         (rc = spsim_gpu_alloc(&x->b, top, "copy destination", err)) == SPSIM_OK)
-        rc = spsim_gpu_fill(x->a, top, SPSIM_DTYPE_BF16, err);
+        rc = spsim_gpu_fill(x->a, top, SPSIM_DTYPE_BF16, x->stream, err);
     for (uint64_t bytes = HBM_MIN_BYTES; rc == SPSIM_OK && bytes <= HBM_MAX_BYTES; bytes *= 4) {
         tick(p, "hbm copy %llu B", (unsigned long long)bytes);
         if (bytes > top)

@@ -49,9 +49,16 @@ int spsim_gpu_alloc(void **ptr, size_t bytes, const char *what, struct spsim_err
  * Fill a device buffer with finite pseudo-random values of `dtype` (BF16/FP16 in ±[2^-7, 2),
  * FP8 E4M3 below 2 in magnitude, FP32 words whose high half is such a BF16). Zeros would make
  * GEMMs run faster than on real data: tensor cores draw less power on zero operands and hold
- * higher clocks.
+ * higher clocks. The copies are queued on `stream`, the stream that then uses the buffer.
+ *
+ * Why a stream: every stream of this module is created cudaStreamNonBlocking, which does not
+ * synchronise with the legacy default stream (CUDA Runtime API, "Stream synchronization
+ * behavior"); a plain cudaMemcpy device to device or cudaMemset is asynchronous on that
+ * stream, so work queued next on a module stream could read the buffer before it is written.
+ * No host-side set-up call of this module may use the legacy stream (tests/gpu_streams.sh).
  */
-int spsim_gpu_fill(void *dev, size_t bytes, enum spsim_dtype dtype, struct spsim_error *err);
+int spsim_gpu_fill(void *dev, size_t bytes, enum spsim_dtype dtype, cudaStream_t stream,
+                   struct spsim_error *err);
 
 /* ---- cuBLASLt GEMMs -------------------------------------------------------------------- */
 

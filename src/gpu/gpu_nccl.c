@@ -87,10 +87,14 @@ open_member(struct spsim_gpu_comm *c, int i, struct spsim_error *err)
         (rc = spsim_gpu_alloc(&c->send[i], c->buffer_bytes, "collective send buffer", err)) ||
         (rc = spsim_gpu_alloc(&c->recv[i], c->buffer_bytes, "collective receive buffer", err)))
         return rc;
-    /* Defined contents; the values do not change NCCL's speed. */
-    if ((rc = spsim_gpu_cuda(cudaMemset(c->send[i], 0, c->buffer_bytes), "cudaMemset", err)))
+    /* Defined contents; the values do not change NCCL's speed. On the member's stream, where
+     * the collectives run: the legacy default stream does not order a non-blocking stream. */
+    cudaStream_t s = c->streams[i];
+    if ((rc = spsim_gpu_cuda(cudaMemsetAsync(c->send[i], 0, c->buffer_bytes, s),
+                             "cudaMemsetAsync (collective send buffer)", err)))
         return rc;
-    return spsim_gpu_cuda(cudaMemset(c->recv[i], 0, c->buffer_bytes), "cudaMemset", err);
+    return spsim_gpu_cuda(cudaMemsetAsync(c->recv[i], 0, c->buffer_bytes, s),
+                          "cudaMemsetAsync (collective receive buffer)", err);
 }
 
 int
@@ -235,10 +239,15 @@ load_ranks(struct spsim_gpu_comm *c, float *host, uint64_t count, struct spsim_e
     for (int i = 0; rc == SPSIM_OK && i < c->nlocal; i++) {
         for (uint64_t j = 0; j < count; j++)
             host[j] = (float)(c->rank0 + i + 1);
+        /* On the stream the check's collectives run on; synchronised because the next member
+         * refills the same host buffer. */
         if ((rc = spsim_gpu_use(c->devices[i], err)) == SPSIM_OK)
-            rc = spsim_gpu_cuda(
-                cudaMemcpy(c->send[i], host, count * sizeof(float), cudaMemcpyHostToDevice),
-                "load verification data (cudaMemcpy)", err);
+            rc = spsim_gpu_cuda(cudaMemcpyAsync(c->send[i], host, count * sizeof(float),
+                                                cudaMemcpyHostToDevice, c->streams[i]),
+                                "load verification data (cudaMemcpyAsync)", err);
+        if (rc == SPSIM_OK)
+            rc = spsim_gpu_cuda(cudaStreamSynchronize(c->streams[i]),
+                                "load verification data (synchronise)", err);
     }
     return rc;
 }
@@ -253,9 +262,11 @@ count_wrong(struct spsim_gpu_comm *c, enum spsim_coll_op op, float *host, uint64
     int rc = sync_all(c, err);
     for (int i = 0; rc == SPSIM_OK && i < c->nlocal; i++) {
         if ((rc = spsim_gpu_use(c->devices[i], err)) ||
-            (rc = spsim_gpu_cuda(
-                 cudaMemcpy(host, c->recv[i], total * sizeof(float), cudaMemcpyDeviceToHost),
-                 "read verification result (cudaMemcpy)", err)))
+            (rc = spsim_gpu_cuda(cudaMemcpyAsync(host, c->recv[i], total * sizeof(float),
+                                                 cudaMemcpyDeviceToHost, c->streams[i]),
+                                 "read verification result (cudaMemcpyAsync)", err)) ||
+            (rc = spsim_gpu_cuda(cudaStreamSynchronize(c->streams[i]),
+                                 "read verification result (synchronise)", err)))
             break;
         for (uint64_t j = 0; j < total; j++) {
             double want = op == SPSIM_COLL_ALL_GATHER ? (double)(j / count + 1)

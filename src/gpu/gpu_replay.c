@@ -91,9 +91,10 @@ member_buffers(struct member *mb, const struct spsim_gpu_validate_report *r,
     for (int k = 0; rc == SPSIM_OK && k < 5; k++)
         rc = spsim_gpu_alloc(ptr[k], size[k], what[k], err);
     enum spsim_dtype t = fill_type(r);
-    if (rc == SPSIM_OK && (rc = spsim_gpu_fill(mb->a, size[0], t, err)) == SPSIM_OK &&
-        (rc = spsim_gpu_fill(mb->b, size[1], t, err)) == SPSIM_OK)
-        rc = spsim_gpu_fill(mb->d, size[2], SPSIM_DTYPE_FP32, err); /* read by accumulation */
+    cudaStream_t s = mb->compute; /* the stream whose GEMMs read them */
+    if (rc == SPSIM_OK && (rc = spsim_gpu_fill(mb->a, size[0], t, s, err)) == SPSIM_OK &&
+        (rc = spsim_gpu_fill(mb->b, size[1], t, s, err)) == SPSIM_OK)
+        rc = spsim_gpu_fill(mb->d, size[2], SPSIM_DTYPE_FP32, s, err); /* read by accumulation */
     return rc;
 }
 
