@@ -288,6 +288,34 @@ START_TEST(calibrate_shapes_cover_model_grid_and_paper)
 }
 END_TEST
 
+/* HBM copies by hand: an H200 (50 MiB of L2, 140 GB free) copies 256 MiB (the first power of
+ * two at least 4 × 50 MiB = 200 MiB), 512 MiB, 1 GiB and 2 GiB; an A100 (40 MiB) the same
+ * from 256 MiB (160 MiB rounds up), 4 GiB at most; with 600 MiB free only 256 MiB fits twice; with
+ * 500 MiB none does; a GPU with a 4 MiB L2 starts at the 64 MiB floor; none is below 4 × L2. */
+START_TEST(hbm_sizes_stay_out_of_l2)
+{
+    const uint64_t MiB = 1ull << 20, GB = 1000000000ull;
+    uint64_t v[8] = {0};
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(50 * MiB, 140 * GB, v, 4), 4);
+    ck_assert(v[0] == 256 * MiB && v[1] == 512 * MiB && v[2] == 1024 * MiB && v[3] == 2048 * MiB);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(50 * MiB, 140 * GB, v, 8), 5); /* then 4 GiB, the top */
+    ck_assert_uint_eq(v[4], 4096 * MiB);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(40 * MiB, 80 * GB, v, 8), 5);
+    ck_assert_uint_eq(v[0], 256 * MiB);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(50 * MiB, 600 * MiB, v, 8), 1);
+    ck_assert_uint_eq(v[0], 256 * MiB);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(50 * MiB, 500 * MiB, v, 8), 0);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(4 * MiB, 140 * GB, v, 2), 2);
+    ck_assert(v[0] == 64 * MiB && v[1] == 128 * MiB);
+    for (uint64_t l2 = 1 * MiB; l2 <= 256 * MiB; l2 += 7 * MiB) {
+        size_t n = spsim_gpu_hbm_sizes(l2, 1000 * GB, v, 8);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(v[i] >= 4 * l2 && v[i] <= (4ull << 30), "L2 %llu: %llu B",
+                          (unsigned long long)l2, (unsigned long long)v[i]);
+    }
+}
+END_TEST
+
 /* Under MPI: eight ranks on a node with all eight GPUs visible take GPU 0 .. 7; with one GPU
  * per rank (Slurm --gpus-per-task=1) every rank takes its only device, 0; with two per rank,
  * local ranks 0 .. 3 take 0, 1, 0, 1 of their own pair. */
@@ -446,6 +474,7 @@ gpu_plan_suite(void)
     tcase_add_test(cal, calibrate_shapes_cover_model_grid_and_paper);
     tcase_add_test(cal, calibrate_check_rejects_each_bad_field);
     tcase_add_test(cal, mpi_rank_device_wraps_over_visible_gpus);
+    tcase_add_test(cal, hbm_sizes_stay_out_of_l2);
     suite_add_tcase(s, cal);
     TCase *nogpu = tcase_create("no_gpu");
     tcase_add_test(nogpu, no_gpu_calls_say_enotsup);

@@ -76,12 +76,15 @@ SPSIM_API int spsim_gpu_calibrate_check(const struct spsim_gpu_calibrate_options
  * the square sizes 512 .. 16384, and the paper's four models at t = 8 (Korthikanti et al.
  * 2022, Table 3); each distinct shape once. Shapes whose operands do not fit in 80% of the
  * free GPU memory are left out; their number is the provenance key "gemm_shapes_skipped".
- * HBM: device-to-device copies of 1 MiB .. 1 GiB (×4).
+ * HBM: device-to-device copies well beyond the L2 (powers of two from 4 × the L2 size,
+ * cudaDevAttrL2CacheSize, and 64 MiB, up to 4 GiB, at most 4 sizes), each size on freshly
+ * allocated buffers: smaller copies repeated over the same buffers are served from the L2.
  *
  * Provenance keys set on `collectives`: "source", "gpu", "compute_capability", "sm_count",
  * "gpu_memory_bytes", "cuda_driver", "cuda_runtime", "nccl_version", "gpus", "nodes", "hosts",
- * "datatype", "warmup_iters", "iters", "gemm_shapes_skipped". Under MPI every rank returns the
- * same collective table and only rank 0 (spsim_gpu_mpi_rank()) measures GEMMs and copies.
+ * "datatype", "warmup_iters", "iters", "gemm_shapes_skipped", "l2_cache_bytes", "hbm_copy_sizes".
+ * Under MPI every rank returns the same collective table and only rank 0 (spsim_gpu_mpi_rank())
+ * measures GEMMs and copies.
  *
  * @param collectives  receives the collective samples
  * @param gemms, hbm   receive arrays the caller frees with free()

@@ -15,10 +15,8 @@
 
 /* Most sizes in a sweep: 1 B .. 64 GiB by factors of 2 is 37. */
 #define MAX_SIZES 64
-/* Copies of 1 MiB .. 1 GiB by factors of 4: from latency-bound to streaming. */
-#define HBM_MIN_BYTES (1ull << 20)
-#define HBM_MAX_BYTES (1ull << 30)
-#define HBM_SIZES     6
+/* HBM copies: spsim_gpu_hbm_sizes(), at most this many. */
+#define HBM_SIZES SPSIM_GPU_HBM_MAX_SIZES
 
 /* Fraction of the free device memory the GEMM and copy buffers may take: the rest is left to
  * cuBLASLt's workspace, the CUDA context and NCCL's own buffers. */
@@ -390,31 +388,51 @@ measure_gemms(struct bench *x, struct spsim_gpu_gemm_shape *v, size_t n, size_t 
     return rc;
 }
 
+/* One copy size on fresh buffers: nothing of them is in the L2 from an earlier size. */
 static int
-measure_hbm(struct bench *x, struct spsim_hbm_sample **out, size_t *nout, struct progress *p,
-            struct spsim_error *err)
+time_copy(struct bench *x, uint64_t bytes, const struct spsim_gpu_calibrate_options *o,
+          struct spsim_hbm_sample *out, struct spsim_error *err)
 {
-    size_t budget = 0, top = HBM_MAX_BYTES;
-    int rc = free_budget(&budget, err);
-    while (top > HBM_MIN_BYTES && 2 * top > budget)
-        top /= 4;
+    double sec = 0;
+    x->copy_bytes = bytes;
+    int rc;
+    if ((rc = spsim_gpu_alloc(&x->a, bytes, "copy source", err)) == SPSIM_OK &&
+        (rc = spsim_gpu_alloc(&x->b, bytes, "copy destination", err)) == SPSIM_OK &&
+        (rc = spsim_gpu_fill(x->a, bytes, SPSIM_DTYPE_BF16, x->stream, err)) == SPSIM_OK)
+        rc = time_launches(launch_copy, x, x->stream, x->ev, o, &sec, err);
+    /* A copy reads and writes every byte: 2 × bytes of HBM traffic. */
+    *out = (struct spsim_hbm_sample){bytes, sec, 2.0 * (double)bytes / sec / 1e9};
+    if (x->stream)
+        (void)cudaStreamSynchronize(x->stream); /* release path: before the buffers go */
+    bench_free_buffers(x);
+    return rc;
+}
+
+static int
+measure_hbm(struct bench *x, struct spsim_bw_table *t, struct spsim_hbm_sample **out, size_t *nout,
+            struct progress *p, struct spsim_error *err)
+{
+    uint64_t sizes[HBM_SIZES];
+    size_t budget = 0, n = 0;
+    int l2 = 0, rc = free_budget(&budget, err);
+    if (rc == SPSIM_OK)
+        rc = spsim_gpu_cuda(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0),
+                            "cudaDeviceGetAttribute (L2 cache size)", err);
+    if (rc == SPSIM_OK)
+        n = spsim_gpu_hbm_sizes((uint64_t)l2, budget, sizes, HBM_SIZES);
+    p->total = p->done + n;
     *out = spsim_calloc(HBM_SIZES, sizeof(**out));
     if (rc == SPSIM_OK && !*out)
         rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory for copy samples");
-    if (rc == SPSIM_OK && (rc = spsim_gpu_alloc(&x->a, top, "copy source", err)) == SPSIM_OK &&
-        (rc = spsim_gpu_alloc(&x->b, top, "copy destination", err)) == SPSIM_OK)
-        rc = spsim_gpu_fill(x->a, top, SPSIM_DTYPE_BF16, x->stream, err);
-    for (uint64_t bytes = HBM_MIN_BYTES; rc == SPSIM_OK && bytes <= HBM_MAX_BYTES; bytes *= 4) {
-        tick(p, "hbm copy %llu B", (unsigned long long)bytes);
-        if (bytes > top)
-            continue;
-        double sec = 0;
-        x->copy_bytes = bytes;
-        rc = time_launches(launch_copy, x, x->stream, x->ev, p->o, &sec, err);
-        /* A copy reads and writes every byte: 2 × bytes of HBM traffic. */
-        (*out)[(*nout)++] = (struct spsim_hbm_sample){bytes, sec, 2.0 * (double)bytes / sec / 1e9};
+    if (rc == SPSIM_OK && (set_info(t, "l2_cache_bytes", "%d", l2) ||
+                           set_info(t, "hbm_copy_sizes", "%zu powers of two from %llu B", n,
+                                    n ? (unsigned long long)sizes[0] : 0ull)))
+        rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory recording provenance");
+    for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
+        tick(p, "hbm copy %llu B", (unsigned long long)sizes[i]);
+        if ((rc = time_copy(x, sizes[i], p->o, &(*out)[*nout], err)) == SPSIM_OK)
+            ++*nout;
     }
-    bench_free_buffers(x);
     return rc;
 }
 
@@ -429,7 +447,7 @@ measure_local(struct spsim_gpu_gemm_shape *v, size_t n, struct spsim_bw_table *t
     if (rc == SPSIM_OK)
         rc = measure_gemms(&x, v, n, &skipped, gemms, ngemms, p, err);
     if (rc == SPSIM_OK)
-        rc = measure_hbm(&x, hbm, nhbm, p, err);
+        rc = measure_hbm(&x, t, hbm, nhbm, p, err);
     if (rc == SPSIM_OK && set_info(t, "gemm_shapes_skipped", "%zu", skipped))
         rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory recording provenance");
     bench_close(&x);

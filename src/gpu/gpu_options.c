@@ -253,6 +253,26 @@ spsim_gpu_calibrate_shapes(const struct spsim_gpu_calibrate_options *o,
     return SPSIM_OK;
 }
 
+size_t
+spsim_gpu_hbm_sizes(uint64_t l2_bytes, uint64_t budget_bytes, uint64_t *sizes, size_t cap)
+{
+    /* A copy of c bytes streams from HBM only when it is well beyond the L2: repeated over the
+     * same buffers, a copy that fits (H100/H200 have 50 MB, NVIDIA H100 Tensor Core GPU
+     * Architecture whitepaper) is served from the L2 and beats the datasheet's HBM rate. At
+     * SPSIM_GPU_HBM_L2_MULTIPLE times the L2, at most a quarter of each copy could still be
+     * in the L2 when it starts, and none is, as the last bytes written evict the first ones
+     * read. The floor keeps the copy long beside its launch: 64 MiB at 3.35 TB/s (H100 SXM)
+     * is 40 us, against about 5 us to launch. */
+    uint64_t want = SPSIM_GPU_HBM_L2_MULTIPLE * l2_bytes, size = SPSIM_GPU_HBM_MIN_BYTES;
+    while (size < want && size < SPSIM_GPU_HBM_MAX_BYTES)
+        size *= 2;
+    size_t n = 0;
+    /* Source and destination are allocated fresh for each size: 2 x size must fit. */
+    for (; n < cap && size <= SPSIM_GPU_HBM_MAX_BYTES && size <= budget_bytes / 2; size *= 2)
+        sizes[n++] = size;
+    return n;
+}
+
 int
 spsim_gpu_rank_device(int local_rank, int visible)
 {

@@ -58,6 +58,22 @@ int spsim_gpu_validate_check(const struct spsim_gpu_validate_options *o, struct 
 const char *spsim_gpu_module_choose(const char *env, const char *self, const char *build_root,
                                     const char *build_module, const char *install_module);
 
+/* HBM copies of a calibration: powers of two from SPSIM_GPU_HBM_L2_MULTIPLE × the L2 size (at
+ * least SPSIM_GPU_HBM_MIN_BYTES) up to SPSIM_GPU_HBM_MAX_BYTES; at most 4 sizes. */
+#define SPSIM_GPU_HBM_L2_MULTIPLE 4
+#define SPSIM_GPU_HBM_MIN_BYTES   (64ull << 20)
+#define SPSIM_GPU_HBM_MAX_BYTES   (4ull << 30)
+#define SPSIM_GPU_HBM_MAX_SIZES   4
+
+/**
+ * The copy sizes of the HBM measurement for a GPU with `l2_bytes` of L2
+ * (cudaDevAttrL2CacheSize) and `budget_bytes` of device memory to use: the powers of two from
+ * the smallest at least 4 × L2 (and 64 MiB), doubling, each with fresh source and destination
+ * buffers that fit the budget together. @return the number written (≤ cap; 0 when even the
+ * first does not fit)
+ */
+size_t spsim_gpu_hbm_sizes(uint64_t l2_bytes, uint64_t budget_bytes, uint64_t *sizes, size_t cap);
+
 /** The device an MPI rank drives: local_rank % visible (-1 for a negative rank or no device). */
 int spsim_gpu_rank_device(int local_rank, int visible);
 
