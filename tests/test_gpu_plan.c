@@ -174,18 +174,35 @@ START_TEST(validate_plan_flash_proxy_flops)
 }
 END_TEST
 
-/* FP8 runs keep attention's matmuls in BF16 and write FP8 GEMMs' outputs in BF16. */
+/* FP8 runs keep attention's matmuls in BF16 and write FP8 GEMMs' outputs in BF16; as in
+ * Transformer Engine (pytorch/module/base.py: _2X_ACC_FPROP = False, _2X_ACC_DGRAD =
+ * _2X_ACC_WGRAD = True), forward GEMMs use cuBLASLt's fast accumulation and dgrad and wgrad
+ * the split accumulator; a BF16 run has no fast accumulation anywhere. */
 START_TEST(validate_plan_fp8_dtypes)
 {
     const struct spsim_gpu_validate_report *r = plan_of(3);
+    size_t fast = 0, split = 0;
     for (size_t i = 0; i < r->nsteps; i++) {
         const struct spsim_gpu_validate_step *s = &r->steps[i];
-        if (s->kind == SPSIM_REPLAY_GEMM)
+        if (s->kind == SPSIM_REPLAY_GEMM) {
             ck_assert_int_eq(s->dtype, SPSIM_DTYPE_FP8);
+            bool fprop = strcmp(s->pass, "forward") == 0;
+            ck_assert_msg(s->fp8_fast_accum == fprop, "step %zu %s %s", i, s->op, s->pass);
+            fast += fprop;
+            split += !fprop;
+        } else {
+            ck_assert(!s->fp8_fast_accum);
+        }
         if (s->kind == SPSIM_REPLAY_BATCHED_GEMM)
             ck_assert_int_eq(s->dtype, SPSIM_DTYPE_BF16);
         ck_assert(!s->fp32_output);
     }
+    /* Four linear layers (QKV, projection, FC1, FC2): 4 forward, 8 backward GEMMs. */
+    ck_assert_uint_eq(fast, 4);
+    ck_assert_uint_eq(split, 8);
+    const struct spsim_gpu_validate_report *b = plan_of(1);
+    for (size_t i = 0; i < b->nsteps; i++)
+        ck_assert(!b->steps[i].fp8_fast_accum);
 }
 END_TEST
 
@@ -313,6 +330,19 @@ START_TEST(hbm_sizes_stay_out_of_l2)
             ck_assert_msg(v[i] >= 4 * l2 && v[i] <= (4ull << 30), "L2 %llu: %llu B",
                           (unsigned long long)l2, (unsigned long long)v[i]);
     }
+}
+END_TEST
+
+/* BF16 alone, or BF16 then FP8 both ways (fast accumulation first, as TE's fprop). */
+START_TEST(gemm_variants_measure_both_fp8_modes)
+{
+    struct spsim_gpu_gemm_variant v[3];
+    ck_assert_uint_eq(spsim_gpu_gemm_variants(false, v), 1);
+    ck_assert(v[0].dtype == SPSIM_DTYPE_BF16 && !v[0].fast_accum);
+    ck_assert_uint_eq(spsim_gpu_gemm_variants(true, v), 3);
+    ck_assert(v[0].dtype == SPSIM_DTYPE_BF16 && !v[0].fast_accum);
+    ck_assert(v[1].dtype == SPSIM_DTYPE_FP8 && v[1].fast_accum);
+    ck_assert(v[2].dtype == SPSIM_DTYPE_FP8 && !v[2].fast_accum);
 }
 END_TEST
 
@@ -475,6 +505,7 @@ gpu_plan_suite(void)
     tcase_add_test(cal, calibrate_check_rejects_each_bad_field);
     tcase_add_test(cal, mpi_rank_device_wraps_over_visible_gpus);
     tcase_add_test(cal, hbm_sizes_stay_out_of_l2);
+    tcase_add_test(cal, gemm_variants_measure_both_fp8_modes);
     suite_add_tcase(s, cal);
     TCase *nogpu = tcase_create("no_gpu");
     tcase_add_test(nogpu, no_gpu_calls_say_enotsup);

@@ -164,6 +164,8 @@ struct spsim_gpu_validate_step {
     uint32_t gemms;             /**< GEMMs launched: 1, or 2 (proxy forward) / 5 (backward) */
     bool fp32_output;           /**< wgrad accumulated into an fp32 gradient (Megatron's
                                  *   gradient-accumulation fusion); BF16/FP16 only */
+    bool fp8_fast_accum;        /**< FP8 GEMM with cuBLASLt's fast accumulation, as Transformer
+                                 *   Engine runs fprop (dgrad and wgrad: split accumulator) */
     double flops;               /**< replayed FLOPs */
     uint64_t copy_bytes;        /**< HBM traffic (read + written) replayed by copies */
     enum spsim_coll_op coll;    /**< SPSIM_COLL_COUNT when the step issues no collective */

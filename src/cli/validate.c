@@ -148,7 +148,8 @@ static void
 write_notes(FILE *f)
 {
     fputs("GEMMs: cuBLASLt at this rank's shapes (MxNxK; batched B*MxNxK; 'nx' for n GEMMs);\n"
-          "wgrad accumulates into fp32 (bf16, fp16) as Megatron's gradient-accumulation fusion.\n"
+          "wgrad accumulates into fp32 (bf16, fp16) as Megatron's gradient-accumulation fusion;\n"
+          "fp8 as Transformer Engine: fast accumulation in forward, split in dgrad and wgrad.\n"
           "Memory-bound ops: device-to-device copies moving the same HBM bytes (the size shown:\n"
           "bytes read + written). Flash attention: batched GEMMs with its FLOPs (causal half).\n"
           "Collectives: NCCL, bf16, on their own stream; 'beside' names the GEMM they overlap.\n",
@@ -241,6 +242,7 @@ json_step(struct jw *w, size_t i, const struct spsim_gpu_validate_step *s)
     jw_u64(w, "batch", s->batch);
     jw_u64(w, "gemms", s->gemms);
     jw_bool(w, "fp32_output", s->fp32_output);
+    jw_bool(w, "fp8_fast_accum", s->fp8_fast_accum);
     jw_double(w, "flops", s->flops);
     jw_u64(w, "copy_bytes", s->copy_bytes);
     jw_string(w, "collective", s->coll == SPSIM_COLL_COUNT ? "" : spsim_coll_op_name(s->coll));

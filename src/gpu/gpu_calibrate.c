@@ -317,39 +317,50 @@ gemm_buffers(struct bench *x, struct spsim_gpu_gemm_shape *v, size_t *n, size_t 
 }
 
 static int
-time_gemm(struct bench *x, const struct spsim_gpu_gemm_shape *s, enum spsim_dtype dtype,
-          const struct spsim_gpu_calibrate_options *o, struct spsim_gemm_sample *out,
-          struct spsim_error *err)
+time_gemm(struct bench *x, const struct spsim_gpu_gemm_shape *s,
+          const struct spsim_gpu_gemm_variant *var, const struct spsim_gpu_calibrate_options *o,
+          struct spsim_gemm_sample *out, struct spsim_error *err)
 {
-    struct spsim_gpu_gemm_spec spec = gemm_spec(s, dtype);
+    struct spsim_gpu_gemm_spec spec = gemm_spec(s, var->dtype);
+    spec.fast_accum = var->fast_accum;
     double sec = 0;
     int rc = spsim_gpu_gemm_prepare(&x->blas, &spec, &x->gemm, err);
     if (rc == SPSIM_OK)
         rc = time_launches(launch_gemm, x, x->stream, x->ev, o, &sec, err);
     spsim_gpu_gemm_release(&x->gemm);
-    *out = (struct spsim_gemm_sample){s->m, s->n, s->k, dtype, sec, 0};
+    *out = (struct spsim_gemm_sample){.m = s->m,
+                                      .n = s->n,
+                                      .k = s->k,
+                                      .dtype = var->dtype,
+                                      .time_s = sec,
+                                      .fp8_fast_accum = var->fast_accum};
     out->tflops = 2.0 * (double)s->m * (double)s->n * (double)s->k / sec / 1e12;
     return rc;
 }
 
-/* One dtype over the shapes; a shape cuBLASLt has no kernel for (SPSIM_ENOTSUP) is skipped. */
+/* One variant over the shapes; a shape cuBLASLt has no kernel for (SPSIM_ENOTSUP) is skipped.
+ * The operands are refilled when the input type changes. */
 static int
-gemm_pass(struct bench *x, const struct spsim_gpu_gemm_shape *v, size_t n, enum spsim_dtype dtype,
-          struct spsim_gemm_sample *out, size_t *nout, size_t *skipped, struct progress *p,
-          struct spsim_error *err)
+gemm_pass(struct bench *x, const struct spsim_gpu_gemm_shape *v, size_t n,
+          const struct spsim_gpu_gemm_variant *var, bool fill, struct spsim_gemm_sample *out,
+          size_t *nout, size_t *skipped, struct progress *p, struct spsim_error *err)
 {
-    int rc;
-    if ((rc = spsim_gpu_fill(x->a, x->a_bytes, dtype, x->stream, err)) ||
-        (rc = spsim_gpu_fill(x->b, x->b_bytes, dtype, x->stream, err)))
+    int rc = SPSIM_OK;
+    enum spsim_dtype dtype = var->dtype;
+    if (fill && ((rc = spsim_gpu_fill(x->a, x->a_bytes, dtype, x->stream, err)) ||
+                 (rc = spsim_gpu_fill(x->b, x->b_bytes, dtype, x->stream, err))))
         return rc;
     for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
-        tick(p, "gemm %s %llux%llux%llu", spsim_dtype_name(dtype), (unsigned long long)v[i].m,
-             (unsigned long long)v[i].n, (unsigned long long)v[i].k);
+        tick(p, "gemm %s%s %llux%llux%llu", spsim_dtype_name(dtype),
+             dtype != SPSIM_DTYPE_FP8 ? ""
+             : var->fast_accum        ? " fast-accumulate"
+                                      : " split-accumulate",
+             (unsigned long long)v[i].m, (unsigned long long)v[i].n, (unsigned long long)v[i].k);
         if (dtype == SPSIM_DTYPE_FP8 &&
             !spsim_gpu_fp8_ok(x->info.cc_major, x->info.cc_minor, &v[i]))
             continue;
         struct spsim_gemm_sample sample;
-        rc = time_gemm(x, &v[i], dtype, p->o, &sample, err);
+        rc = time_gemm(x, &v[i], var, p->o, &sample, err);
         if (rc == SPSIM_ENOTSUP)
             ++*skipped;
         else if (rc == SPSIM_OK)
@@ -371,19 +382,19 @@ measure_gemms(struct bench *x, struct spsim_gpu_gemm_shape *v, size_t n, size_t 
               struct spsim_gemm_sample **out, size_t *nout, struct progress *p,
               struct spsim_error *err)
 {
-    size_t budget = 0, keep = n;
+    struct spsim_gpu_gemm_variant var[3];
+    size_t budget = 0, keep = n, nvar = spsim_gpu_gemm_variants(want_fp8(x, p->o), var);
     int rc = free_budget(&budget, err);
     if (rc == SPSIM_OK)
         rc = gemm_buffers(x, v, &keep, budget, err);
     *skipped = n - keep;
-    p->total = p->done + keep * (want_fp8(x, p->o) ? 2 : 1) + HBM_SIZES;
-    *out = spsim_calloc(2 * keep + 1, sizeof(**out));
+    p->total = p->done + keep * nvar + HBM_SIZES;
+    *out = spsim_calloc(nvar * keep + 1, sizeof(**out));
     if (rc == SPSIM_OK && !*out)
         rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory for GEMM samples");
-    if (rc == SPSIM_OK && keep > 0)
-        rc = gemm_pass(x, v, keep, SPSIM_DTYPE_BF16, *out, nout, skipped, p, err);
-    if (rc == SPSIM_OK && keep > 0 && want_fp8(x, p->o))
-        rc = gemm_pass(x, v, keep, SPSIM_DTYPE_FP8, *out, nout, skipped, p, err);
+    for (size_t k = 0; rc == SPSIM_OK && keep > 0 && k < nvar; k++)
+        rc = gemm_pass(x, v, keep, &var[k], k == 0 || var[k].dtype != var[k - 1].dtype, *out, nout,
+                       skipped, p, err);
     bench_free_buffers(x);
     return rc;
 }
@@ -448,7 +459,12 @@ measure_local(struct spsim_gpu_gemm_shape *v, size_t n, struct spsim_bw_table *t
         rc = measure_gemms(&x, v, n, &skipped, gemms, ngemms, p, err);
     if (rc == SPSIM_OK)
         rc = measure_hbm(&x, t, hbm, nhbm, p, err);
-    if (rc == SPSIM_OK && set_info(t, "gemm_shapes_skipped", "%zu", skipped))
+    if (rc == SPSIM_OK &&
+        (set_info(t, "gemm_shapes_skipped", "%zu", skipped) ||
+         spsim_bw_table_set_info(t, "fp8_accumulation",
+                                 "each FP8 shape twice: fast accumulation "
+                                 "(CUBLASLT_MATMUL_DESC_FAST_ACCUM = 1, Transformer Engine's "
+                                 "fprop) and split accumulator (0, its dgrad and wgrad)")))
         rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory recording provenance");
     bench_close(&x);
     return rc;
@@ -483,7 +499,9 @@ spsim_gpu_impl_calibrate(const struct spsim_gpu_calibrate_options *o,
         rc = spsim_gpu_calibrate_shapes(o, &shapes, &nshapes, err);
     if (rc == SPSIM_OK) {
         nsizes = spsim_gpu_sweep_sizes(o, sizes, MAX_SIZES);
-        struct progress p = {o, 0, 4 * nsizes + HBM_SIZES + nshapes * (o->fp8 ? 2 : 1)};
+        struct spsim_gpu_gemm_variant var[3];
+        size_t nvar = spsim_gpu_gemm_variants(o->fp8, var);
+        struct progress p = {o, 0, 4 * nsizes + HBM_SIZES + nshapes * nvar};
         rc = measure_collectives(o, collectives, &p, sizes, nsizes, err);
         /* Under MPI the GEMMs and copies of one GPU are enough: rank 0 measures them. */
         if (rc == SPSIM_OK && spsim_gpu_impl_mpi_rank() == 0)

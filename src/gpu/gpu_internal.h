@@ -78,6 +78,7 @@ struct spsim_gpu_gemm_spec {
     enum spsim_dtype dtype; /* BF16, FP16 or FP8 (E4M3) inputs */
     bool fp32_output;       /* D in FP32 (BF16/FP16 inputs only), else 16-bit (FP8: BF16) */
     bool accumulate;        /* beta = 1 */
+    bool fast_accum;        /* FP8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM (else split accumulator) */
 };
 
 /** A prepared GEMM: descriptors and the algorithm cuBLASLt's heuristic chose. */

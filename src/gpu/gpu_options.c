@@ -273,6 +273,20 @@ spsim_gpu_hbm_sizes(uint64_t l2_bytes, uint64_t budget_bytes, uint64_t *sizes, s
     return n;
 }
 
+size_t
+spsim_gpu_gemm_variants(bool fp8, struct spsim_gpu_gemm_variant v[3])
+{
+    /* Transformer Engine (pytorch/module/base.py _2X_ACC_FPROP = False, _2X_ACC_DGRAD =
+     * _2X_ACC_WGRAD = True; recipe Float8CurrentScaling the same) runs both FP8 modes in one
+     * training step, and they differ in speed: each shape is measured both ways. */
+    v[0] = (struct spsim_gpu_gemm_variant){SPSIM_DTYPE_BF16, false};
+    if (!fp8)
+        return 1;
+    v[1] = (struct spsim_gpu_gemm_variant){SPSIM_DTYPE_FP8, true};
+    v[2] = (struct spsim_gpu_gemm_variant){SPSIM_DTYPE_FP8, false};
+    return 3;
+}
+
 int
 spsim_gpu_rank_device(int local_rank, int visible)
 {

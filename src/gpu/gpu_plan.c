@@ -52,6 +52,9 @@ plan_compute(struct spsim_gpu_validate_step *o, const struct spsim_step *st,
          * main_grad (fused_weight_gradient_mlp_cuda wgrad_gemm_accum_fp32). The FP8 replay
          * writes BF16: cuBLASLt's FP8 kernels are only certain with a 16-bit output. */
         o->fp32_output = st->pass == SPSIM_PASS_WGRAD && cfg->dtype != SPSIM_DTYPE_FP8;
+        /* Transformer Engine's FP8 recipes: fprop with fast accumulation, dgrad and wgrad with
+         * the split accumulator (pytorch/module/base.py _2X_ACC_*; recompute is fprop). */
+        o->fp8_fast_accum = cfg->dtype == SPSIM_DTYPE_FP8 && st->pass == SPSIM_PASS_FWD;
         o->copy_bytes = (uint64_t)st->bytes; /* the bias gradient's reduction, a copy too */
         break;
     case SPSIM_OPK_BMM:

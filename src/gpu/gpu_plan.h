@@ -74,6 +74,17 @@ const char *spsim_gpu_module_choose(const char *env, const char *self, const cha
  */
 size_t spsim_gpu_hbm_sizes(uint64_t l2_bytes, uint64_t budget_bytes, uint64_t *sizes, size_t cap);
 
+/** One way a calibration runs its GEMMs: the input type and, for FP8, the accumulation. */
+struct spsim_gpu_gemm_variant {
+    enum spsim_dtype dtype;
+    bool fast_accum;
+};
+
+/** The GEMM variants a calibration measures, in order: BF16; with `fp8` also FP8 with fast
+ * accumulation (Transformer Engine's fprop) and FP8 with the split accumulator (its dgrad and
+ * wgrad). @return how many (1 or 3) */
+size_t spsim_gpu_gemm_variants(bool fp8, struct spsim_gpu_gemm_variant v[3]);
+
 /** The device an MPI rank drives: local_rank % visible (-1 for a negative rank or no device). */
 int spsim_gpu_rank_device(int local_rank, int visible);
 

@@ -45,6 +45,7 @@ step_spec(const struct spsim_gpu_validate_step *s)
         .dtype = s->dtype,
         .fp32_output = s->fp32_output,
         .accumulate = s->fp32_output, /* main_grad += dW */
+        .fast_accum = s->fp8_fast_accum,
     };
 }
 
