@@ -4,6 +4,7 @@
  * against hand-derived values, the option checks, and the no-GPU path (built without CUDA, or
  * on a machine without a GPU).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -218,6 +219,166 @@ START_TEST(validate_plan_bad_config_fails)
     ck_assert_int_eq(spsim_gpu_validate_plan(m, NULL, &p, &r, &err), SPSIM_EINVAL);
     spsim_model_destroy(m);
     spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/* ---- the replay's copies stream from HBM -------------------------------------------------- */
+
+/*
+ * Three passes of a plan's copies (source, then destination, per memory-bound step) through the
+ * ring: each stretch lies in the ring, is the op's bytes each way (half its read + written
+ * traffic), and between two stretches that share a byte the copies in between moved at least
+ * 2 × L2 bytes, so the L2 no longer holds it. Two buffers reused by every copy, as before, fail
+ * this at the second copy.
+ */
+static void
+check_ring(const struct spsim_gpu_validate_report *r, uint64_t l2)
+{
+    enum { MAXT = 3 * 2 * SPSIM_MAX_SCHEDULE_STEPS };
+    static uint64_t off[MAXT], len[MAXT], at[MAXT];
+    uint64_t largest = 0, traffic = 0;
+    for (size_t i = 0; i < r->nsteps; i++) {
+        uint64_t c = spsim_gpu_step_copy(&r->steps[i]);
+        ck_assert_uint_eq(c, r->steps[i].copy_bytes / 2);
+        largest = c > largest ? c : largest;
+    }
+    struct spsim_gpu_ring g;
+    spsim_gpu_ring_init(&g, largest, l2);
+    ck_assert_uint_le(g.size, 3 * (largest + 255) + 2 * (l2 + 255)); /* memory it costs */
+    size_t n = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < r->nsteps; i++)
+            for (int side = 0; side < 2 && spsim_gpu_step_copy(&r->steps[i]); side++) {
+                len[n] = spsim_gpu_step_copy(&r->steps[i]);
+                off[n] = spsim_gpu_ring_take(&g, len[n]);
+                at[n] = traffic;
+                traffic += len[n++];
+            }
+    ck_assert_uint_gt(n, 6);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_le(off[i] + len[i], g.size);
+        ck_assert_uint_eq(off[i] % 256, 0);
+        for (size_t j = i; j-- > 0;)
+            if (off[j] < off[i] + len[i] && off[i] < off[j] + len[j]) {
+                ck_assert_msg(at[i] - (at[j] + len[j]) >= 2 * l2,
+                              "copy %zu reuses copy %zu's bytes after %llu bytes", i, j,
+                              (unsigned long long)(at[i] - at[j] - len[j]));
+                break;
+            }
+    }
+}
+
+START_TEST(replay_copies_rotate_beyond_l2)
+{
+    const uint64_t MiB = 1ull << 20;
+    check_ring(plan_of(0), 50 * MiB); /* GPT-3 175B, tp 1: copies up to 0.94 GiB */
+    check_ring(plan_of(1), 50 * MiB); /* tp 8 with SP */
+    check_ring(plan_of(4), 50 * MiB); /* Llama 3 8B, flash attention */
+    check_ring(plan_of(5), 40 * MiB); /* FP16 on an A100's L2 */
+    /* A small layer (h = 1024, s = 512) whose copies are far below the L2: the ring is then
+     * mostly L2, and the reuse distance still holds. */
+    struct spsim_model_shape ms = testutil_gpt_shape(2, 1024, 16, 512, 51200);
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_hardware *hw = testutil_hardware("hgx-h200");
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    static struct spsim_gpu_validate_report r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_gpu_validate_plan(m, hw, &p, &r, &err) == 0, "%s", err.message);
+    check_ring(&r, 50 * MiB);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/* ---- one host thread per GPU -------------------------------------------------------------- */
+
+struct thread_probe {
+    pthread_t self[4];
+    bool agreed[4];
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool released;
+    int stalls;
+    int fail_at;     /* the thread that fails, or -1 */
+    bool at_barrier; /* it fails at a barrier (else by returning at once) */
+};
+
+static int
+probe_body(struct spsim_gpu_threads *t, void *ctx, int j, struct spsim_error *err)
+{
+    struct thread_probe *p = ctx;
+    p->self[j] = pthread_self();
+    if (j == p->fail_at && !p->at_barrier)
+        return spsim_fail(err, SPSIM_EGPU, "GPU %d: failed", j);
+    p->agreed[j] = spsim_gpu_threads_agree(t, j != p->fail_at);
+    if (j == p->fail_at)
+        return spsim_fail(err, SPSIM_EGPU, "GPU %d: failed", j);
+    return SPSIM_OK; /* done, or stopped because another failed */
+}
+
+/* Every member on its own thread, none the caller's; barriers agree; no failure, no stall. */
+START_TEST(gpu_threads_one_per_member)
+{
+    struct thread_probe p = {.fail_at = -1};
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_gpu_run_threads(4, probe_body, NULL, &p, 1.0, &err), SPSIM_OK);
+    for (int j = 0; j < 4; j++) {
+        ck_assert(p.agreed[j]);
+        ck_assert(!pthread_equal(p.self[j], pthread_self()));
+        for (int k = 0; k < j; k++)
+            ck_assert(!pthread_equal(p.self[j], p.self[k]));
+    }
+    /* A failure at the barrier, or before it (the thread has returned and counts as arrived):
+     * the others learn of it and stop, and its error is the one reported. */
+    for (int b = 0; b < 2; b++) {
+        p = (struct thread_probe){.fail_at = 2, .at_barrier = b};
+        ck_assert_int_eq(spsim_gpu_run_threads(4, probe_body, NULL, &p, 1.0, &err), SPSIM_EGPU);
+        ck_assert_str_eq(err.message, "GPU 2: failed");
+        ck_assert(!p.agreed[0] && !p.agreed[1] && !p.agreed[3]);
+    }
+    ck_assert_int_eq(spsim_gpu_run_threads(0, probe_body, NULL, &p, 1.0, &err), SPSIM_EINVAL);
+}
+END_TEST
+
+static void
+probe_stall(void *ctx)
+{
+    struct thread_probe *p = ctx;
+    pthread_mutex_lock(&p->lock);
+    p->stalls++;
+    p->released = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* The others wait for the failed one, as in a collective, until the stall call (ncclCommAbort
+ * in the replay) releases them; what they then report is not the failure reported. */
+static int
+stuck_body(struct spsim_gpu_threads *t, void *ctx, int j, struct spsim_error *err)
+{
+    (void)t;
+    struct thread_probe *p = ctx;
+    if (j == p->fail_at)
+        return spsim_fail(err, SPSIM_EGPU, "GPU %d: failed", j);
+    pthread_mutex_lock(&p->lock);
+    while (!p->released)
+        pthread_cond_wait(&p->cond, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    return spsim_fail(err, SPSIM_EGPU, "GPU %d: aborted", j);
+}
+
+START_TEST(gpu_threads_stall_releases_waiters)
+{
+    struct thread_probe p = {.fail_at = 1};
+    pthread_mutex_init(&p.lock, NULL);
+    pthread_cond_init(&p.cond, NULL);
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_gpu_run_threads(3, stuck_body, probe_stall, &p, 0.05, &err), SPSIM_EGPU);
+    ck_assert_str_eq(err.message, "GPU 1: failed");
+    ck_assert_int_eq(p.stalls, 1);
+    pthread_cond_destroy(&p.cond);
+    pthread_mutex_destroy(&p.lock);
 }
 END_TEST
 
@@ -497,6 +658,9 @@ gpu_plan_suite(void)
     tcase_add_test(plan, validate_plan_flash_proxy_flops);
     tcase_add_test(plan, validate_plan_fp8_dtypes);
     tcase_add_test(plan, validate_plan_bad_config_fails);
+    tcase_add_test(plan, replay_copies_rotate_beyond_l2);
+    tcase_add_test(plan, gpu_threads_one_per_member);
+    tcase_add_test(plan, gpu_threads_stall_releases_waiters);
     suite_add_tcase(s, plan);
     TCase *cal = tcase_create("calibrate");
     tcase_add_test(cal, coll_count_follows_nccl_tests);

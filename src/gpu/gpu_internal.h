@@ -136,6 +136,14 @@ void spsim_gpu_comm_close(struct spsim_gpu_comm *c);
 int spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t count,
                           ncclDataType_t type, struct spsim_error *err);
 
+/** Launch one collective on member i alone (its own NCCL group), for the thread driving it. */
+int spsim_gpu_coll_launch_member(struct spsim_gpu_comm *c, int i, enum spsim_coll_op op,
+                                 uint64_t count, ncclDataType_t type, struct spsim_error *err);
+
+/** Abort every member's communicator (ncclCommAbort), so that threads waiting on a collective
+ * that will never complete return; the communicators are then closed. */
+void spsim_gpu_comm_abort(struct spsim_gpu_comm *c);
+
 /** Time one collective: warm-up, then `iters` back to back between CUDA events; the slowest
  * member's elapsed / iters (under MPI averaged over ranks, as nccl-tests -a 1). */
 int spsim_gpu_coll_time(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t count,

@@ -167,9 +167,10 @@ type_bytes(ncclDataType_t type)
     return type == ncclFloat32 ? 4 : 2; /* the two types spsim uses: float and bf16 */
 }
 
-int
-spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t count,
-                      ncclDataType_t type, struct spsim_error *err)
+/* Members lo .. hi-1 in one NCCL group: all of this process's, or one thread's own. */
+static int
+launch_group(struct spsim_gpu_comm *c, int lo, int hi, enum spsim_coll_op op, uint64_t count,
+             ncclDataType_t type, struct spsim_error *err)
 {
     bool whole = op == SPSIM_COLL_ALL_GATHER || op == SPSIM_COLL_REDUCE_SCATTER;
     if (count * type_bytes(type) * (whole ? (uint64_t)c->nranks : 1) > c->buffer_bytes)
@@ -178,13 +179,41 @@ spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t 
                           "%zu-byte buffers",
                           spsim_coll_op_name(op), (unsigned long long)count, c->buffer_bytes);
     ncclResult_t first = ncclGroupStart();
-    for (int i = 0; first == ncclSuccess && i < c->nlocal; i++)
+    for (int i = lo; first == ncclSuccess && i < hi; i++)
         first = launch_one(c, i, op, count, type);
     ncclResult_t end = ncclGroupEnd(); /* always, to close the group */
     char step[96];
     snprintf(step, sizeof(step), "NCCL %s of %llu elements per rank", spsim_coll_op_name(op),
              (unsigned long long)count);
     return spsim_gpu_nccl(first != ncclSuccess ? first : end, step, err);
+}
+
+int
+spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t count,
+                      ncclDataType_t type, struct spsim_error *err)
+{
+    return launch_group(c, 0, c->nlocal, op, count, type, err);
+}
+
+int
+spsim_gpu_coll_launch_member(struct spsim_gpu_comm *c, int i, enum spsim_coll_op op, uint64_t count,
+                             ncclDataType_t type, struct spsim_error *err)
+{
+    /* A group even for one member: Send/Recv's send and receive must be one operation, or
+     * each rank's send waits for a receive its peer has not posted. */
+    return launch_group(c, i, i + 1, op, count, type, err);
+}
+
+void
+spsim_gpu_comm_abort(struct spsim_gpu_comm *c)
+{
+    /* ncclCommAbort makes the pending operations of a communicator return (NCCL
+     * documentation, "Fault tolerance"); the handle is gone after it. */
+    for (int i = 0; i < c->nlocal; i++)
+        if (c->comms[i]) {
+            (void)ncclCommAbort(c->comms[i]);
+            c->comms[i] = NULL;
+        }
 }
 
 static int

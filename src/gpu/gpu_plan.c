@@ -100,6 +100,36 @@ plan_step(struct spsim_gpu_validate_step *o, const struct spsim_step *st,
     o->predicted_s = c->compute_s + c->exposed_comm_s;
 }
 
+static uint64_t
+ring_align(uint64_t bytes)
+{
+    return (bytes + SPSIM_GPU_RING_ALIGN - 1) / SPSIM_GPU_RING_ALIGN * SPSIM_GPU_RING_ALIGN;
+}
+
+void
+spsim_gpu_ring_init(struct spsim_gpu_ring *r, uint64_t largest, uint64_t l2_bytes)
+{
+    r->size = 3 * ring_align(largest) + SPSIM_GPU_RING_L2_MULTIPLE * ring_align(l2_bytes);
+    r->next = 0;
+}
+
+uint64_t
+spsim_gpu_ring_take(struct spsim_gpu_ring *r, uint64_t bytes)
+{
+    uint64_t b = ring_align(bytes);
+    if (r->next + b > r->size)
+        r->next = 0;
+    uint64_t at = r->next;
+    r->next += b;
+    return at;
+}
+
+uint64_t
+spsim_gpu_step_copy(const struct spsim_gpu_validate_step *s)
+{
+    return s->copy_bytes / 2;
+}
+
 int
 spsim_gpu_validate_plan(const struct spsim_model *model, const struct spsim_hardware *hw,
                         const struct spsim_parallel *par, struct spsim_gpu_validate_report *out,
