@@ -271,7 +271,7 @@ check_ring(const struct spsim_gpu_validate_report *r, uint64_t l2)
 START_TEST(replay_copies_rotate_beyond_l2)
 {
     const uint64_t MiB = 1ull << 20;
-    check_ring(plan_of(0), 50 * MiB); /* GPT-3 175B, tp 1: copies up to 0.94 GiB */
+    check_ring(plan_of(0), 50 * MiB); /* GPT-3 175B, tp 1: copies up to 1.2 GB */
     check_ring(plan_of(1), 50 * MiB); /* tp 8 with SP */
     check_ring(plan_of(4), 50 * MiB); /* Llama 3 8B, flash attention */
     check_ring(plan_of(5), 40 * MiB); /* FP16 on an A100's L2 */

@@ -71,7 +71,9 @@ SPSIM_API int spsim_gpu_calibrate_check(const struct spsim_gpu_calibrate_options
  * values).
  *
  * GEMMs (cuBLASLt, "TN" layout, BF16 in and out with FP32 accumulation; FP8 E4M3 in, BF16 out
- * where the compute capability is 8.9 or above and o->fp8): the linear-layer GEMMs (forward,
+ * where the compute capability is 8.9 or above and o->fp8, each shape with cuBLASLt's fast
+ * accumulation and with the split accumulator, as Transformer Engine runs fprop and
+ * dgrad/wgrad; spsim_gemm_sample.fp8_fast_accum says which): the linear-layer GEMMs (forward,
  * dgrad, wgrad M, N, K) of o->model's layer for tp 1, 2, 4 and 8 (those tp the model allows),
  * the square sizes 512 .. 16384, and the paper's four models at t = 8 (Korthikanti et al.
  * 2022, Table 3); each distinct shape once. Shapes whose operands do not fit in 80% of the
@@ -205,7 +207,8 @@ SPSIM_API int spsim_gpu_validate_plan(const struct spsim_model *model,
  * Replay one transformer layer (forward, recomputation, backward) on tp local GPUs (tp = 1:
  * one GPU, no collectives) and time every step with CUDA events, against the prediction on
  * `hw`. Collectives run on their own stream beside the GEMM Megatron overlaps them with; the
- * others are waited for. Only par's tp, sp, recompute, mbs, seq, flash_attn and dtype matter.
+ * others are waited for. One host thread drives each GPU; memory-bound ops are copies between
+ * fresh stretches of a ring larger than the L2 (doc/gpu.md). Only par's tp, sp, recompute, mbs, seq, flash_attn and dtype matter.
  * @param o  NULL: the defaults
  * @return SPSIM_OK, SPSIM_EINVAL, SPSIM_ECONFIG, SPSIM_ERANGE, SPSIM_ENOTSUP (no GPU support, no
  *         GPU, or fewer than tp GPUs), SPSIM_EGPU (err names the CUDA, cuBLAS or NCCL error and
