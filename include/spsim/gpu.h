@@ -208,7 +208,8 @@ SPSIM_API int spsim_gpu_validate_plan(const struct spsim_model *model,
  * one GPU, no collectives) and time every step with CUDA events, against the prediction on
  * `hw`. Collectives run on their own stream beside the GEMM Megatron overlaps them with; the
  * others are waited for. One host thread drives each GPU; memory-bound ops are copies between
- * fresh stretches of a ring larger than the L2 (doc/gpu.md). Only par's tp, sp, recompute, mbs, seq, flash_attn and dtype matter.
+ * fresh stretches of a ring larger than the L2 (doc/gpu.md). Only par's tp, sp, recompute, mbs,
+ * seq, flash_attn and dtype matter.
  * @param o  NULL: the defaults
  * @return SPSIM_OK, SPSIM_EINVAL, SPSIM_ECONFIG, SPSIM_ERANGE, SPSIM_ENOTSUP (no GPU support, no
  *         GPU, or fewer than tp GPUs), SPSIM_EGPU (err names the CUDA, cuBLAS or NCCL error and
