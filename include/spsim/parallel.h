@@ -109,7 +109,8 @@ SPSIM_API const char *spsim_warning_text(uint32_t warning_bit);
 /**
  * Check a configuration against the model and hardware with Megatron-LM's rules (SP needs
  * tp > 1; heads, kv_heads and ffn divisible by tp; layers divisible by pp·vpp; global batch
- * divisible by mbs·dp; ...). Nothing is computed.
+ * divisible by mbs·dp; recompute modules, method and layer count, and CPU offload as
+ * transformer_config.py checks them; ...). Nothing is computed.
  * @param hw        may be NULL (hardware-dependent checks are skipped)
  * @param warnings  optional; receives an OR of enum spsim_warning
  * @return SPSIM_OK, SPSIM_ECONFIG (err names the field and the rule) or SPSIM_EINVAL
