@@ -469,9 +469,10 @@ static int
 hosts_info(struct spsim_bw_table *t, const struct spsim_log_hosts *hs)
 {
     char buf[1024] = "";
-    for (size_t i = 0; i < hs->n; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "," : "", hs->name[i]);
+    size_t used = 0;
+    for (size_t i = 0; i < hs->n && used + 1 < sizeof(buf); i++) {
+        int w = snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "," : "", hs->name[i]);
+        used = w < 0 ? sizeof(buf) : used + (size_t)w;
     }
     return set_info(t, "hosts", buf);
 }
