@@ -39,8 +39,34 @@ spsim_log_parse_u64(const char *s, uint64_t *out)
     return true;
 }
 
-bool
-spsim_log_parse_num(const char *s, double *out)
+/* Digits with an optional sign and fraction: how nccl-tests prints times and bandwidths
+ * (util.cu, "%7.2f" and the like); with `exponent`, also "1e-07", as old versions print their
+ * error column ("%5.0le"). strtod alone would also take "0x1p5", "1e300" or "inf". */
+static bool
+is_plain_decimal(const char *s, bool exponent)
+{
+    s += *s == '-' || *s == '+';
+    if (!isdigit((unsigned char)*s))
+        return false;
+    while (isdigit((unsigned char)*s))
+        s++;
+    if (*s == '.')
+        for (s++; isdigit((unsigned char)*s); s++)
+            ;
+    if (exponent && (*s == 'e' || *s == 'E')) {
+        s++;
+        s += *s == '-' || *s == '+';
+        if (!isdigit((unsigned char)*s))
+            return false;
+        while (isdigit((unsigned char)*s))
+            s++;
+    }
+    return *s == '\0';
+}
+
+/* strtod on a token already checked for its form. */
+static bool
+parse_finite(const char *s, double *out)
 {
     errno = 0;
     char *end = NULL;
@@ -52,10 +78,16 @@ spsim_log_parse_num(const char *s, double *out)
 }
 
 bool
+spsim_log_parse_num(const char *s, double *out)
+{
+    return is_plain_decimal(s, false) && parse_finite(s, out);
+}
+
+bool
 spsim_log_is_numeric(const char *s)
 {
     double v;
-    return spsim_log_parse_num(s, &v) || strcmp(s, "N/A") == 0;
+    return (is_plain_decimal(s, true) && parse_finite(s, &v)) || strcmp(s, "N/A") == 0;
 }
 
 /* The number after the first occurrence of `key` (followed by a blank) in s, if any. */
