@@ -26,7 +26,7 @@ run(struct run *r, const char *args)
     ck_assert_int_ge(fd, 0);
     close(fd);
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "'%s' %s 2>'%s'", spsim, args, errfile);
+    snprintf(cmd, sizeof(cmd), "%s %s 2>'%s'", spsim, args, errfile);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     size_t n = fread(r->out, 1, sizeof(r->out) - 1, p);
@@ -318,6 +318,6 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: test_cli PATH-TO-SPSIM\n");
         return 2;
     }
-    spsim = argv[1];
+    spsim = testutil_spsim_command(argv[1]);
     return testutil_run(cli_suite());
 }
