@@ -119,10 +119,18 @@ walk_string(struct walk *w, const char *field)
     return SPSIM_OK;
 }
 
+/* cJSON skips every byte up to ' ' as a blank (cJSON.c buffer_skip_whitespace), not only the
+ * four of RFC 8259; so must the walk, or it loses its place. */
+static bool
+is_blank(char c)
+{
+    return (unsigned char)c <= ' ';
+}
+
 static void
 skip_blanks(struct walk *w)
 {
-    while (w->pos < w->len && strchr(" \t\r\n", w->text[w->pos]) && w->text[w->pos])
+    while (w->pos < w->len && is_blank(w->text[w->pos]))
         w->pos++;
 }
 
@@ -154,6 +162,7 @@ walk_members(struct walk *w, unsigned depth, bool object)
     w->pos++;
     for (unsigned long index = 0;; index++) {
         skip_blanks(w);
+        size_t start = w->pos;
         if (w->pos >= w->len || w->text[w->pos] == close)
             break;
         int rc = SPSIM_OK;
@@ -172,6 +181,8 @@ walk_members(struct walk *w, unsigned depth, bool object)
         skip_blanks(w);
         if (w->pos < w->len && w->text[w->pos] == ',')
             w->pos++;
+        else if (w->pos == start)
+            return SPSIM_OK; /* not where a member starts: cJSON accepted the text, so never */
     }
     w->pos++;
     return SPSIM_OK;
@@ -188,7 +199,7 @@ walk_value(struct walk *w, unsigned depth)
         return walk_string(w, w->path);
     if (c == '{' || c == '[')
         return walk_members(w, depth, c == '{');
-    while (w->pos < w->len && !strchr(",]} \t\r\n", w->text[w->pos]))
+    while (w->pos < w->len && !is_blank(w->text[w->pos]) && !strchr(",]}", w->text[w->pos]))
         w->pos++; /* a number, true, false or null */
     return SPSIM_OK;
 }
