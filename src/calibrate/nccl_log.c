@@ -480,10 +480,10 @@ check_sizes(const struct pass2 *p, const struct spsim_nccl_log_summary *s)
     uint64_t ranks = per_rank ? s->ranks : 1;
     for (size_t i = 0; i < p->n; i++) {
         const struct raw_row *r = &p->rows[i];
-        bool ok = true;
+        bool ok = true, all_peers_ok = true;
         uint64_t expected = spsim_mul3(r->count, r->type_bytes, ranks, &ok);
-        if (s->op == SPSIM_COLL_ALL_TO_ALL && spsim_mul(r->count, r->type_bytes, &ok) == r->size &&
-            ok)
+        if (s->op == SPSIM_COLL_ALL_TO_ALL &&
+            spsim_mul(r->count, r->type_bytes, &all_peers_ok) == r->size && all_peers_ok)
             continue;
         if (r->type_bytes && (!ok || expected != r->size))
             return spsim_fail(p->err, SPSIM_EPARSE,
