@@ -219,9 +219,6 @@ void jw_bool(struct jw *w, const char *key, bool value);
 void jw_raw(struct jw *w, const char *key, const char *text);
 void jw_finish(struct jw *w);
 
-/** Write a result's scalar fields of one section ("config", "memory", ...) as members of the
- * currently open object, opening sub-objects for deeper paths. */
-void jw_result_section(struct jw *w, const struct spsim_result *r, const char *section);
 
 /* Human formatting. */
 /** Write `text` left-aligned in `width` display columns (UTF-8 aware: continuation bytes and
