@@ -88,6 +88,17 @@ SPSIM_API bool spsim_sweep_spec_is_set(const struct spsim_sweep_spec *spec,
 SPSIM_API int spsim_sweep_spec_load(struct spsim_sweep_spec *spec, const char *path,
                                     struct spsim_error *err);
 
+/**
+ * Set the axes `spsim optimize` searches where `spec` leaves them unset: tp every divisor of
+ * gpus, pp every divisor up to the layer count, vpp 1..layers, mbs 1..64:*2, gbs = gpus (one
+ * sequence per GPU, so that every dp is admissible), sp on,off, recompute none,selective,full,
+ * distributed_optimizer and overlap_grad_reduce on,off. The caller sets model, hw and gpus.
+ * @param layers  the model's layer count (spsim_model_get_shape)
+ * @return SPSIM_OK, SPSIM_EINVAL (gpus or layers 0) or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_sweep_spec_optimize_defaults(struct spsim_sweep_spec *spec, uint32_t gpus,
+                                                 uint32_t layers, struct spsim_error *err);
+
 /** A spec with its profiles loaded, ready to run. Opaque; free with spsim_sweep_destroy(). */
 struct spsim_sweep;
 
