@@ -238,5 +238,6 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif
