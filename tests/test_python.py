@@ -137,6 +137,17 @@ class Sweep(unittest.TestCase):
         self.assertEqual(lines, p.stderr.splitlines()[:len(lines)])
         self.assertTrue(lines)
 
+    def test_columns(self):
+        cols = ["tp", "model", "time_mfu", "memory_total_bytes"]
+        rows = list(spsim.sweep(**self.AXES, columns=cols))
+        self.assertEqual(rows, cli_rows("sweep", *self.ARGS, "--columns", ",".join(cols)))
+        self.assertEqual([list(r) for r in rows], [cols] * len(rows))
+        full = list(spsim.sweep(**self.AXES))
+        self.assertEqual(rows, [{k: r[k] for k in cols} for r in full])
+        with self.assertRaises(spsim.UsageError) as c:
+            list(spsim.sweep(**self.AXES, columns="tp,nope"))
+        self.assertIn("'nope' is not a column", c.exception.message)
+
     def test_spec_file(self):
         spec = os.path.join(os.environ["SPSIM_DATA_DIR"], "examples", "sweeps",
                             "llama3-70b-h100.json")

@@ -119,6 +119,10 @@ SPSIM_API void spsim_sweep_destroy(struct spsim_sweep *sweep);
 /** @return the number of points of the space (valid or not). */
 SPSIM_API uint64_t spsim_sweep_size(const struct spsim_sweep *sweep);
 
+/** @return the number of values of an axis (1 for an unset one; 0 for an unknown axis). */
+SPSIM_API uint32_t spsim_sweep_axis_size(const struct spsim_sweep *sweep,
+                                         enum spsim_sweep_axis axis);
+
 /** One point of the space. Pointers are owned by the sweep. */
 struct spsim_sweep_point {
     uint64_t index;
@@ -212,6 +216,10 @@ struct spsim_sweep_options {
     uint64_t *top_index; /**< optional, top_k entries: receives the best points' indices,
                           *   best first */
     uint64_t *top_count; /**< optional: receives how many of them there are */
+    /** The row's columns, "a,b,..." in that order, named as the header names them ("model",
+     * "hw", "tp", "memory_total_bytes", ...); NULL (default): every column. An unknown or
+     * repeated name fails the run with SPSIM_EINVAL naming it. */
+    const char *columns;
 };
 
 /** Largest top_k accepted (16 bytes of memory each, per thread). */
@@ -252,6 +260,13 @@ SPSIM_API int spsim_sweep_evaluate(const struct spsim_sweep *sweep, uint64_t ind
  * @return the length (buf is NUL-terminated); 0 if cap is too small (SPSIM_ROW_MAX suffices)
  */
 SPSIM_API size_t spsim_row_header(enum spsim_row_format format, char *buf, size_t cap);
+
+/**
+ * Check a column list for spsim_sweep_options.columns: "a,b,...", each name "model", "hw" or a
+ * column of spsim_row_header(), none twice.
+ * @return SPSIM_OK, or SPSIM_EINVAL (err: "columns: 'x' is not a column (...)")
+ */
+SPSIM_API int spsim_row_columns_check(const char *columns, struct spsim_error *err);
 
 /**
  * One row of a result, '\n' included, numbers as spsim_field_format() writes them (JSONL:

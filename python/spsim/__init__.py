@@ -110,7 +110,8 @@ def query(**config):
 def _run(sw, begin, end, opts):
     rows, invalid, stats = _call(_spsim.sweep_run, sw, begin, end, opts["feasible_only"],
                                  opts["top"], opts["by"], opts["threads"],
-                                 opts["max_total_bytes"], opts["on_invalid"] is not None)
+                                 opts["max_total_bytes"], opts["on_invalid"] is not None,
+                                 opts.get("columns"))
     if opts["on_invalid"] is not None:
         for line in invalid.splitlines():
             opts["on_invalid"](line)
@@ -127,16 +128,18 @@ def _rows(sw, opts, block=1 << 16):
 
 
 def sweep(spec=None, *, feasible_only=False, top=0, by="iteration_s", threads=0,
-          max_total_bytes=0, on_invalid=None, **axes):
+          max_total_bytes=0, on_invalid=None, columns=None, **axes):
     """The rows of `spsim sweep --format jsonl` (dicts keyed by the CSV columns), in the sweep's
     order or, with top=K, the best K by `by` (iteration_s, total_bytes, mfu). `spec` is a JSON
     sweep spec file (doc/sweep.md) whose axes the keywords replace; the other axes take
     `spsim sweep`'s defaults. on_invalid(line) receives each invalid configuration with the rule
-    it breaks. Rows are produced lazily, 65,536 points at a time."""
+    it breaks. columns (a list, or "a,b,...") keeps only those keys, in that order, as
+    `spsim sweep --columns`. Rows are produced lazily, 65,536 points at a time."""
     defaults = QUERY_DEFAULTS if spec is None else _unset(spec, axes)
     sw = _call(_spsim.sweep_create, _axes(axes, defaults), spec and str(spec), 0, 0)
     opts = {"feasible_only": feasible_only, "top": top, "by": by, "threads": threads,
-            "max_total_bytes": max_total_bytes, "on_invalid": on_invalid}
+            "max_total_bytes": max_total_bytes, "on_invalid": on_invalid,
+            "columns": None if columns is None else _text(columns)}
     return _rows(sw, opts)
 
 

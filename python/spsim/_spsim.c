@@ -186,9 +186,9 @@ write_invalid(void *cookie, const char *data, size_t len)
     return text_append(&((struct run *)cookie)->invalid, data, len);
 }
 
-/* sweep_run(capsule, begin, end, feasible_only, top, by, threads, max_total_bytes, invalid)
- * -> (JSON Lines rows, invalid lines, stats); end 0 means the whole sweep, by is
- * "iteration_s", "total_bytes" or "mfu". The GIL is released while the library runs. */
+/* sweep_run(capsule, begin, end, feasible_only, top, by, threads, max_total_bytes, invalid,
+ * columns or None) -> (JSON Lines rows, invalid lines, stats); end 0 means the whole sweep, by
+ * is "iteration_s", "total_bytes" or "mfu". The GIL is released while the library runs. */
 static PyObject *
 py_sweep_run(PyObject *self, PyObject *args)
 {
@@ -196,10 +196,10 @@ py_sweep_run(PyObject *self, PyObject *args)
     unsigned long long begin, end, top, maxbytes;
     int feasible, want_invalid;
     unsigned int threads;
-    const char *by;
+    const char *by, *columns;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OKKpKsIKp", &capsule, &begin, &end, &feasible, &top, &by, &threads,
-                          &maxbytes, &want_invalid))
+    if (!PyArg_ParseTuple(args, "OKKpKsIKpz", &capsule, &begin, &end, &feasible, &top, &by,
+                          &threads, &maxbytes, &want_invalid, &columns))
         return NULL;
     struct spsim_sweep *sw = sweep_of(capsule);
     if (!sw)
@@ -217,6 +217,7 @@ py_sweep_run(PyObject *self, PyObject *args)
     opt.write = write_rows;
     opt.invalid = want_invalid ? write_invalid : NULL;
     opt.cookie = &run;
+    opt.columns = columns;
     for (int b = SPSIM_BY_ITERATION_S; b <= SPSIM_BY_MFU; b++)
         if (strcmp(by, spsim_sweep_by_name(b)) == 0)
             opt.by = b;

@@ -100,6 +100,9 @@ int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, c
 int cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text);
 int cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by);
 int cli_parse_row_format(const char *command, const char *arg, enum spsim_row_format *format);
+/** The short column set for a terminal: model, hw, tp, pp, dp, the other axes the sweep varies,
+ * then memory, fit, iteration time, tokens/s per GPU and MFU. @return a new string or NULL */
+char *cli_short_columns(const struct spsim_sweep *sw);
 
 /* MPI: `mpirun -np N spsim sweep` splits the sweep over the ranks (src/cli/sweep_mpi.c; a
  * build without MPI never starts it). */
