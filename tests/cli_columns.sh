@@ -52,7 +52,7 @@ cmp -s "$tmp/h1" "$tmp/h2" || fail "the full header changed without a terminal"
 if command -v script >/dev/null 2>&1; then
     # shellcheck disable=SC2086
     script -qec "$spsim sweep $space" /dev/null | tr -d '\r' | head -1 >"$tmp/tty"
-    want="model,hw,tp,pp,dp,recompute,memory_total_bytes,memory_fits,time_iteration_s,time_mfu"
+    want="model,hw,tp,pp,dp,recompute,memory_total_bytes,memory_fits,time_iteration_s,time_tokens_per_s_per_gpu,time_mfu"
     [ "$(cat "$tmp/tty")" = "$want" ] || fail "terminal header: '$(cat "$tmp/tty")', want '$want'"
 else
     echo "script(1) missing: the terminal case is not checked"

@@ -198,8 +198,9 @@ print_time(FILE *f, const struct spsim_result *r)
     fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",
             fmt_time(a, sizeof(a), t->layer_forward_s),
             fmt_time(b, sizeof(b), t->layer_backward_s));
-    fprintf(f, "  %.4g tokens/s · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n",
-            t->tokens_per_s, t->tflops_per_gpu, 100 * t->mfu, 100 * t->hfu);
+    fprintf(f, "  %.4g tokens/s (%.4g per GPU) · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n",
+            t->tokens_per_s, t->tokens_per_s_per_gpu, t->tflops_per_gpu, 100 * t->mfu,
+            100 * t->hfu);
     fprintf(f, "  link busy per GPU: NVLink %s (%.0f%%), network %s (%.0f%%)\n",
             fmt_time(a, sizeof(a), t->nvlink_busy_s), 100 * t->nvlink_utilisation,
             fmt_time(b, sizeof(b), t->network_busy_s), 100 * t->network_utilisation);
