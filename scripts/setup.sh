@@ -1,11 +1,13 @@
 #!/bin/sh
 # Install what is missing (Debian/Ubuntu, apt-get, only the packages not yet installed), then
 # configure and build. Used by run.sh and test.sh. Environment: BUILDDIR (default: build),
-# MESON_ARGS (extra arguments for 'meson setup').
+# MESON_ARGS (extra arguments for 'meson setup'). python3-dev and python3-matplotlib are for the
+# Python module (BUILD/python: PYTHONPATH=build/python /usr/bin/python3 -c 'import spsim') and
+# `spsim plot`; they belong to the system interpreter /usr/bin/python3, the one built for.
 set -eu
 cd "$(dirname "$0")/.."
 
-packages="gcc meson ninja-build pkg-config libgsl-dev libcjson-dev check"
+packages="gcc meson ninja-build pkg-config libgsl-dev libcjson-dev check python3-dev python3-matplotlib"
 missing=""
 for pkg in $packages; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
