@@ -83,6 +83,25 @@ class Pictures(unittest.TestCase):
                                  r["time_mfu"] >= p["time_mfu"] for r in fits))
         self.assertEqual(max(r["time_mfu"] for r in fits), front[-1]["time_mfu"])
 
+    def test_shard_csv_link_and_mode(self):
+        shard = os.path.join(self.dir, "shard.csv")
+        subprocess.run([SPSIM, "sweep", "--model", "llama3-8b", "--hw", "dgx-h100", "--tp",
+                        "1,2,4", "--pp", "1", "--vpp", "1", "--gbs", "64", "--sp", "off",
+                        "--recompute", "none", "--shard", "0/1", "--quiet", "-o", shard],
+                       check=True)
+        target = os.path.join(self.dir, "target.svg")
+        with open(target, "w") as f:
+            f.write("old")
+        os.chmod(target, 0o640)
+        link = os.path.join(self.dir, "link.svg")
+        os.symlink(target, link)
+        p = subprocess.run([SPSIM, "plot", "pareto", shard, "-o", link], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.islink(link))
+        self.assertEqual(os.stat(target).st_mode & 0o777, 0o640)
+        self.assertIn("MFU (%)", svg_texts(target))
+
     def test_front_of_known_rows(self):
         rows = [dict(memory_fits=f, memory_total_bytes=m, time_mfu=u) for f, m, u in
                 [(True, 10, 0.2), (True, 20, 0.1), (True, 20, 0.4), (True, 30, 0.3),

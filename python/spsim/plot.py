@@ -15,6 +15,7 @@ The format follows the output's suffix (.png, .svg, .pdf); SVG text stays text.
 import argparse
 import csv
 import os
+import stat
 import sys
 import tempfile
 
@@ -76,7 +77,8 @@ def read_rows(path):
     except OSError as e:
         raise spsim.InputError(f"{path}: {e.strerror}") from None
     with f:
-        rows = list(csv.DictReader(f))
+        # A shard's first and last lines ("#spsim shard ...") are not rows.
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     need = {"time_mfu", "memory_total_bytes", "memory_fits", "time_iteration_s"}
     missing = need - set(rows[0]) if rows else need
     if missing:
@@ -225,16 +227,23 @@ def save(fig, path):
     fmt = os.path.splitext(path)[1][1:].lower()
     if fmt not in ("png", "svg", "pdf"):
         raise spsim.UsageError(f"-o {path}: the name must end in .png, .svg or .pdf")
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix="." + fmt)
+    # As the command's -o: a link is followed (its target replaced, the link kept), an existing
+    # file keeps its permission bits, a new one gets 0666 less the umask (not mkstemp's 0600).
+    target = os.path.realpath(path)
+    if os.path.exists(target):
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix="." + fmt)
     try:
         with os.fdopen(fd, "wb") as f:
             fig.savefig(f, format=fmt, dpi=120)
             f.flush()
             os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is not what a plain open gives
-        os.replace(tmp, path)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
         raise
