@@ -32,7 +32,7 @@ grep -qE '^\{"tp":1,"time_mfu":[0-9.e-]+\}$' "$tmp/first.jsonl" ||
     fail "jsonl --columns: $(cat "$tmp/first.jsonl")"
 
 # Bad lists: exit 2, the name in the message, no output file.
-for bad in "tp,nope" "tp,tp" "" "tp,,pp"; do
+for bad in "tp,nope" "tp,tp" "" "tp,,pp" "tp," ",tp"; do
     # shellcheck disable=SC2086
     "$spsim" sweep $space --columns "$bad" -o "$tmp/bad.csv" 2>"$tmp/err"
     rc=$?

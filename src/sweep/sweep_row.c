@@ -168,13 +168,15 @@ add_all_columns(struct spsim_row_writer *w)
 int
 spsim_row_columns_check(const char *columns, struct spsim_error *err)
 {
-    const char *p = columns;
     if (!columns || !*columns)
         return spsim_fail(err, SPSIM_EINVAL, "columns: the list is empty");
-    for (const char *end; *p; p = *end ? end + 1 : end) {
+    /* Every item up to the end, so that "tp," has an empty last one. */
+    for (const char *p = columns, *end = p; *end; p = end + 1) {
         end = strchr(p, ',');
         end = end ? end : p + strlen(p);
         size_t len = (size_t)(end - p);
+        if (len == 0)
+            return spsim_fail(err, SPSIM_EINVAL, "columns: an empty name in '%s'", columns);
         bool named = (len == 5 && memcmp(p, "model", 5) == 0) || (len == 2 && !memcmp(p, "hw", 2));
         if (!named && !field_of_column(p, len))
             return spsim_fail(err, SPSIM_EINVAL,
