@@ -11,6 +11,9 @@ configurations as stacked bars of its terms, from a sweep's CSV (`spsim sweep -o
 queries (--config 'tp=8,pp=8' repeated). pareto: a sweep's MFU against memory per GPU, the
 configurations that fit and those that do not, and the Pareto front of those that fit.
 The format follows the output's suffix (.png, .svg, .pdf); SVG text stays text.
+
+Exit status: 0 ok, 2 bad option, 3 unreadable CSV or profile, 4 invalid configuration, 1 other
+failure (matplotlib missing, output not writable).
 """
 import argparse
 import csv
