@@ -43,6 +43,17 @@ class Query(unittest.TestCase):
         ({"model": "paper-22b", "tp": 8, "pp": 1, "vpp": 1, "seq": 1024, "flash_attn": True},
          ["--model", "paper-22b", "--tp", "8", "--pp", "1", "--vpp", "1", "--seq", "1024",
           "--flash-attn"]),
+        # Options that came with the axis table after the module was written (issue 10): they
+        # are keywords by the same table; a module set is joined by '+' as on a sweep axis.
+        ({"recompute_modules": "core_attn+mlp"}, ["--recompute-modules", "core_attn,mlp"]),
+        ({"recompute": "full", "sp": False, "recompute_method": "uniform",
+          "recompute_layers": 2},
+         ["--recompute", "full", "--no-sp", "--recompute-method", "uniform",
+          "--recompute-layers", "2"]),
+        ({"model": "llama3-8b", "hw": "dgx-h100", "tp": 2, "pp": 1, "vpp": 1, "gbs": 8,
+          "recompute": "none", "offload_layers": 4},
+         ["--model", "llama3-8b", "--hw", "dgx-h100", "--tp", "2", "--pp", "1", "--vpp", "1",
+          "--gbs", "8", "--recompute", "none", "--offload-layers", "4"]),
     ]
 
     def test_same_document_as_the_cli(self):

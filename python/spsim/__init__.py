@@ -8,9 +8,10 @@
     frame = spsim.sweep_frame(...)          # a pandas DataFrame where pandas is installed
 
 Keywords are the library's sweep axes (spsim_sweep_axis_name: model, hw, tp, pp, dp, gpus, vpp,
-sp, recompute, mbs, gbs, seq, flash_attn, distributed_optimizer, overlap_grad_reduce, dtype, and
-whatever axes the library adds); a value is an int, a bool (on/off), a string in the CLI's
-syntax ("1..8:*2", "on,off") or a list of those. Errors raise spsim.Error subclasses by the CLI's
+sp, recompute, recompute_modules, recompute_method, recompute_layers, offload_layers, mbs, gbs,
+seq, flash_attn, distributed_optimizer, overlap_grad_reduce, dtype, and whatever axes the library
+adds); a value is an int, a bool (on/off), a string in the sweep's syntax ("1..8:*2", "on,off",
+a module set as "core_attn+mlp") or a list of those. Errors raise spsim.Error subclasses by the CLI's
 exit code, carrying spsim's one-line message and the field it names.
 """
 import json
