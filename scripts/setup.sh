@@ -2,7 +2,10 @@
 # Install what is missing (Debian/Ubuntu, apt-get, only the packages not yet installed), then
 # configure and build. Used by run.sh and test.sh. Environment: BUILDDIR (default: build),
 # MESON_ARGS (extra arguments for 'meson setup'), CC (with CC=clang, clang and its sanitizer and
-# libFuzzer runtimes are installed too; the default build needs only gcc).
+# libFuzzer runtimes are installed too; the default build needs only gcc). python3-dev and
+# python3-matplotlib are for the Python module (BUILD/python: PYTHONPATH=build/python
+# /usr/bin/python3 -c 'import spsim') and `spsim plot`; they belong to the system interpreter
+# /usr/bin/python3, the one built for.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -29,7 +32,8 @@ install_missing() {
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
 }
 
-install_missing gcc meson ninja-build pkg-config libgsl-dev libcjson-dev check
+install_missing gcc meson ninja-build pkg-config libgsl-dev libcjson-dev check python3-dev \
+    python3-matplotlib
 case "${CC:-}" in
 *clang*)
     install_missing clang

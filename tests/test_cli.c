@@ -122,6 +122,10 @@ START_TEST(query_json_document)
         const cJSON *v = path(root, times[i]);
         ck_assert_msg(cJSON_IsNumber(v) && v->valuedouble > 0, "%s", times[i]);
     }
+    /* Per GPU: the paper's setting's 64 sequences of 2048 tokens per iteration on 64 GPUs. */
+    double per_gpu = path(root, "time.tokens_per_s_per_gpu")->valuedouble;
+    double iteration = path(root, "time.iteration_s")->valuedouble;
+    ck_assert_double_eq_tol(per_gpu, 64.0 * 2048 / iteration / 64, 1e-9 * per_gpu);
     cJSON_Delete(root);
 }
 END_TEST

@@ -166,7 +166,8 @@ struct spsim_time_report {
     double microbatch_s;     /**< one micro-batch's forward+backward on the critical stage */
     double layer_forward_s;  /**< one layer, one micro-batch, one rank */
     double layer_backward_s; /**< idem, backward including its recompute */
-    double tokens_per_s;
+    double tokens_per_s;     /**< global batch × seq / iteration, the whole job */
+    double tokens_per_s_per_gpu; /**< tokens_per_s / GPUs, the figure to compare across sizes */
     double model_flops;        /**< per iteration, whole model (paper Eq. 7 for the GPT layer) */
     double hardware_flops;     /**< per iteration, with the recomputation actually done */
     double mfu;                /**< model FLOP/s ÷ (GPUs × peak) */

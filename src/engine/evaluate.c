@@ -661,6 +661,7 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     tr->hardware_flops = passes * x->t * (layers + output);
     double iter = tr->iteration_s;
     tr->tokens_per_s = (double)par->gbs * s / iter;
+    tr->tokens_per_s_per_gpu = tr->tokens_per_s / gpus;
     tr->mfu = tr->model_flops / (iter * gpus * peak);
     tr->hfu = tr->hardware_flops / (iter * gpus * peak);
     tr->tflops_per_gpu = tr->model_flops / (iter * gpus) / 1e12;

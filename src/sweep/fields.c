@@ -159,6 +159,7 @@ static const struct spsim_field fields[] = {
     F("time.layer_forward_s", F64, time.layer_forward_s),
     F("time.layer_backward_s", F64, time.layer_backward_s),
     F("time.tokens_per_s", F64, time.tokens_per_s),
+    F("time.tokens_per_s_per_gpu", F64, time.tokens_per_s_per_gpu),
     F("time.model_flops", F64, time.model_flops),
     F("time.hardware_flops", F64, time.hardware_flops),
     F("time.mfu", F64, time.mfu),
