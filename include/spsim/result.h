@@ -58,8 +58,13 @@ SPSIM_API const char *spsim_tier_name(enum spsim_tier tier);
 
 /** What a backward collective runs beside (Megatron's
  * LinearWithGradAccumulationAndAsyncCommunication); NONE means on the critical path. */
-enum spsim_overlap { SPSIM_OVERLAP_NONE = 0, SPSIM_OVERLAP_DGRAD = 1, SPSIM_OVERLAP_WGRAD = 2 };
-/** @return "none", "dgrad", "wgrad"; "?" otherwise. */
+enum spsim_overlap {
+    SPSIM_OVERLAP_NONE = 0,
+    SPSIM_OVERLAP_DGRAD = 1,
+    SPSIM_OVERLAP_WGRAD = 2,
+    SPSIM_OVERLAP_ATTENTION = 3 /**< the CP p2p ring: each block beside the attention step it feeds */
+};
+/** @return "none", "dgrad", "wgrad", "attention"; "?" otherwise. */
 SPSIM_API const char *spsim_overlap_name(enum spsim_overlap overlap);
 
 /** One collective of one transformer layer on one TP rank. */
@@ -76,8 +81,8 @@ struct spsim_collective_entry {
     double exposed_s; /**< part of time_s not hidden behind computation */
 };
 
-/** Most collectives one layer can have (TP+SP with full recompute has 14). */
-#define SPSIM_MAX_LAYER_COLLECTIVES 16
+/** Most collectives one layer can have (TP+SP with full recompute has 14; CP adds up to 9). */
+#define SPSIM_MAX_LAYER_COLLECTIVES 24
 
 struct spsim_memory_report {
     uint64_t
@@ -100,7 +105,11 @@ struct spsim_memory_report {
     uint64_t activation_output_bytes;    /**< p = 1 only: 4sbh/t·(1 + v/h) (paper §4.3) */
     uint64_t activation_recompute_working_bytes; /**< full recompute: one layer's activations while
                                                     it is recomputed */
-    uint64_t activation_first_stage_bytes;       /**< sum of the four terms above */
+    /** Context parallelism: one layer's transient exchange buffers (p2p: the backward's two
+     * [KV, dKV] receive buffers; all_gather: the gathered K, V and the full dK, dV; a2a: the
+     * exchanged Q, K, V). 0 with cp = 1. */
+    uint64_t activation_cp_working_bytes;
+    uint64_t activation_first_stage_bytes; /**< sum of the five terms above */
     uint64_t activation_last_stage_bytes; /**< the last stage (its layers, output layer, logits) */
     uint64_t parameters_total;            /**< whole model, exact, vocabulary padded */
     uint64_t parameters_first_stage;      /**< one TP rank of stage 0 */
@@ -132,7 +141,17 @@ struct spsim_comm_report {
     /* Data parallel gradient reduction (per rank, per iteration). */
     enum spsim_tier dp_tier;
     uint64_t dp_grad_bytes;          /**< gradients reduced per rank (fp32) */
-    uint64_t dp_wire_bytes_per_rank; /**< AR 2(d−1)/d, or RS+AG with the distributed optimizer */
+    uint64_t dp_wire_bytes_per_rank; /**< AR 2(D−1)/D, or RS+AG with the distributed optimizer
+                                        (D = dp·cp) */
+    uint64_t dp_rs_wire_bytes_per_rank; /**< sharded (zero >= 1): gradient ReduceScatters */
+    uint64_t dp_ag_wire_bytes_per_rank; /**< sharded: parameter AllGathers */
+    /* Context parallelism (per rank): KV exchanges of one layer, and of the stage's layers over
+     * the iteration. */
+    uint64_t cp_forward_wire_bytes_per_layer;
+    uint64_t cp_backward_wire_bytes_per_layer;
+    uint64_t cp_recompute_wire_bytes_per_layer;
+    uint64_t cp_wire_bytes_per_iteration;
+    enum spsim_tier cp_tier;
     /* Pipeline point-to-point (per rank, per iteration). */
     enum spsim_tier pp_tier;
     uint64_t pp_message_bytes; /**< one activation send: s·b·h·2 / t with SP's scatter */
@@ -147,6 +166,7 @@ struct spsim_time_report {
     double backward_s;       /**< backward computation (recompute excluded) */
     double recompute_s;      /**< recomputation (selective or full) */
     double tp_exposed_s;     /**< TP communication not hidden */
+    double cp_exposed_s;     /**< CP exchanges not hidden behind attention */
     double pp_bubble_s;      /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
     double pp_p2p_s;         /**< exposed point-to-point sends */
     double dp_exposed_s;     /**< exposed data-parallel gradient reduction */
@@ -170,7 +190,7 @@ struct spsim_time_report {
 /** Everything spsim says about one configuration. */
 struct spsim_result {
     struct spsim_parallel config; /**< the configuration with defaults resolved (seq, flash_attn) */
-    uint32_t gpus;                /**< tp · pp · dp */
+    uint32_t gpus;                /**< tp · cp · pp · dp */
     bool flash_attention;         /**< the attention kernel used (config.flash_attn resolved) */
     uint64_t padded_vocab;
     uint32_t warnings; /**< OR of enum spsim_warning */

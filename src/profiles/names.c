@@ -16,6 +16,10 @@ const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1] = {"none", "s
 const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1] = {
     "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all", NULL};
 
+/* Megatron's --cp-comm-type values, in enum spsim_cp_comm order. */
+const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_gather", "a2a",
+                                                                  "a2a+p2p", NULL};
+
 /* Store the index of `name` among the first `count` names in *out. */
 static int
 find_name(const char *const *names, int count, const char *name, int *out)
@@ -70,5 +74,20 @@ spsim_coll_op_parse(const char *name, enum spsim_coll_op *out)
     int i = 0, rc = find_name(spsim_coll_op_names, SPSIM_COLL_COUNT, name, out ? &i : NULL);
     if (rc == SPSIM_OK)
         *out = (enum spsim_coll_op)i;
+    return rc;
+}
+
+const char *
+spsim_cp_comm_name(enum spsim_cp_comm c)
+{
+    return (unsigned)c < SPSIM_CP_COMM_COUNT ? spsim_cp_comm_names[c] : "?";
+}
+
+int
+spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out)
+{
+    int i = 0, rc = find_name(spsim_cp_comm_names, SPSIM_CP_COMM_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_cp_comm)i;
     return rc;
 }
