@@ -33,6 +33,15 @@ static const struct option config_options[] = {
     {"overlap-grad-reduce", no_argument, NULL, OPT_OVERLAP_GRAD},
     {"no-overlap-grad-reduce", no_argument, NULL, OPT_NO_OVERLAP_GRAD},
     {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"cp", required_argument, NULL, OPT_CP},
+    {"cp-comm-type", required_argument, NULL, OPT_CP_COMM},
+    {"hierarchical-cp-sizes", required_argument, NULL, OPT_HCP_SIZES},
+    {"zero", required_argument, NULL, OPT_ZERO},
+    {"fsdp", required_argument, NULL, OPT_FSDP},
+    {"grad-reduce-in-fp32", no_argument, NULL, OPT_GRAD_FP32},
+    {"grad-reduce-in-bf16", no_argument, NULL, OPT_GRAD_BF16},
+    {"overlap-param-gather", no_argument, NULL, OPT_OVERLAP_PARAM},
+    {"no-overlap-param-gather", no_argument, NULL, OPT_NO_OVERLAP_PARAM},
 };
 
 /* The numeric configuration options: where each goes and its range. */
@@ -50,6 +59,7 @@ static const struct {
     {OPT_MBS, "--mbs", 65536, offsetof(struct spsim_parallel, mbs), false},
     {OPT_GBS, "--gbs", 1ull << 32, offsetof(struct spsim_parallel, gbs), true},
     {OPT_SEQ, "--seq", 1u << 24, offsetof(struct spsim_parallel, seq), false},
+    {OPT_CP, "--cp", 65536, offsetof(struct spsim_parallel, cp), false},
 };
 
 void
@@ -91,6 +101,14 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_NO_OVERLAP_GRAD:
         p->overlap_grad_reduce = opt == OPT_OVERLAP_GRAD;
         return 1;
+    case OPT_GRAD_FP32:
+    case OPT_GRAD_BF16:
+        p->grad_reduce_in_fp32 = opt == OPT_GRAD_FP32;
+        return 1;
+    case OPT_OVERLAP_PARAM:
+    case OPT_NO_OVERLAP_PARAM:
+        p->overlap_param_gather = opt == OPT_OVERLAP_PARAM;
+        return 1;
     default:
         return 0;
     }
@@ -113,6 +131,66 @@ config_number(struct spsim_parallel *p, int opt, const char *arg, bool *taken)
     }
     *taken = false;
     return EXIT_OK;
+}
+
+/* --hierarchical-cp-sizes A,B: two sizes, each at least 1. */
+static int
+parse_hcp_sizes(const char *arg, uint32_t sizes[2])
+{
+    char first[32];
+    const char *comma = strchr(arg, ',');
+    size_t n = comma ? (size_t)(comma - arg) : 0;
+    if (!comma || n == 0 || n >= sizeof(first) || strchr(comma + 1, ','))
+        return cli_error(EXIT_USAGE, "--hierarchical-cp-sizes: '%s' is not two sizes A,B", arg);
+    memcpy(first, arg, n);
+    first[n] = '\0';
+    int rc = cli_parse_u32("--hierarchical-cp-sizes", first, 1, 65536, &sizes[0]);
+    if (rc == EXIT_OK)
+        rc = cli_parse_u32("--hierarchical-cp-sizes", comma + 1, 1, 65536, &sizes[1]);
+    return rc;
+}
+
+/* Megatron-FSDP's --data-parallel-sharding-strategy values and their --zero levels. */
+static int
+parse_fsdp(const char *arg, uint32_t *zero)
+{
+    static const char *const names[] = {"optim", "optim_grads", "optim_grads_params"};
+    for (uint32_t i = 0; i < 3; i++)
+        if (strcmp(arg, names[i]) == 0) {
+            *zero = i + 1;
+            return EXIT_OK;
+        }
+    return cli_error(EXIT_USAGE,
+                     "--fsdp: '%s' is not one of optim, optim_grads, optim_grads_params", arg);
+}
+
+/* The context-parallel and sharding options that take a value: 1 if consumed, 0 if not one,
+ * −exit code on a bad value. */
+static int
+config_sharding(struct spsim_parallel *p, int opt, const char *arg)
+{
+    int rc;
+    switch (opt) {
+    case OPT_CP_COMM:
+        if (spsim_cp_comm_parse(arg, &p->cp_comm_type) == SPSIM_OK)
+            return 1;
+        rc = cli_error(EXIT_USAGE, "--cp-comm-type: '%s' is not one of p2p, all_gather, a2a, "
+                                   "a2a+p2p",
+                       arg);
+        break;
+    case OPT_HCP_SIZES:
+        rc = parse_hcp_sizes(arg, p->hcp_sizes);
+        break;
+    case OPT_ZERO:
+        rc = cli_parse_u32("--zero", arg, 0, 3, &p->zero);
+        break;
+    case OPT_FSDP:
+        rc = parse_fsdp(arg, &p->zero);
+        break;
+    default:
+        return 0;
+    }
+    return rc == EXIT_OK ? 1 : -rc;
 }
 
 int
@@ -139,7 +217,7 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         rc = cli_parse_dtype("--dtype", arg, &p->dtype);
         return rc == EXIT_OK ? 1 : -rc;
     default:
-        return 0;
+        return config_sharding(p, opt, arg);
     }
 }
 
