@@ -64,8 +64,8 @@ START_TEST(activations_divide_by_cp)
         uint32_t tp, cp, seq, mbs;
         enum spsim_recompute rec;
     } cases[] = {
-        {2, 2, 8192, 1, SPSIM_RECOMPUTE_NONE},      {2, 4, 8192, 1, SPSIM_RECOMPUTE_SELECTIVE},
-        {4, 2, 16384, 2, SPSIM_RECOMPUTE_NONE},     {1, 8, 32768, 1, SPSIM_RECOMPUTE_NONE},
+        {2, 2, 8192, 1, SPSIM_RECOMPUTE_NONE},        {2, 4, 8192, 1, SPSIM_RECOMPUTE_SELECTIVE},
+        {4, 2, 16384, 2, SPSIM_RECOMPUTE_NONE},       {1, 8, 32768, 1, SPSIM_RECOMPUTE_NONE},
         {8, 4, 131072, 1, SPSIM_RECOMPUTE_SELECTIVE},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -75,8 +75,8 @@ START_TEST(activations_divide_by_cp)
         p.gbs = cases[i].mbs;
         struct spsim_result r = evaluate("llama3-8b", "dgx-h100", &p);
         bool lse = cases[i].rec == SPSIM_RECOMPUTE_NONE;
-        uint64_t want = llama8b_layer_bytes(cases[i].seq, cases[i].mbs, cases[i].tp, cases[i].cp,
-                                            p.sp, lse);
+        uint64_t want =
+            llama8b_layer_bytes(cases[i].seq, cases[i].mbs, cases[i].tp, cases[i].cp, p.sp, lse);
         ck_assert_uint_eq(r.memory.activation_per_layer_bytes, want);
         struct spsim_parallel one = p;
         one.cp = 1;
@@ -110,8 +110,8 @@ ring_exposure(const struct spsim_hardware *hw, const struct spsim_model *m,
     ck_assert(af > 0 && ab > 0);
     uint64_t blk = 4ull * p->mbs * (p->seq / p->cp) * KV / p->tp;
     struct spsim_collective_prediction one, two;
-    ck_assert_int_eq(
-        spsim_collective_predict(hw, SPSIM_COLL_SEND_RECV, 2, nodes, blk, &one, NULL), SPSIM_OK);
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_SEND_RECV, 2, nodes, blk, &one, NULL),
+                     SPSIM_OK);
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_SEND_RECV, 2, nodes, 2 * blk, &two, NULL),
         SPSIM_OK);
@@ -199,8 +199,8 @@ START_TEST(all_gather_and_a2a_bytes)
         ck_assert_uint_eq(r.comm.cp_backward_wire_bytes_per_layer, wire);
         ck_assert_uint_eq(r.memory.activation_cp_working_bytes, qkv);
         struct spsim_collective_prediction x1, x2;
-        ck_assert_int_eq(
-            spsim_collective_predict(hw, SPSIM_COLL_ALL_TO_ALL, c, 1, qkv, &x1, NULL), 0);
+        ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_TO_ALL, c, 1, qkv, &x1, NULL),
+                         0);
         ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_TO_ALL, c, 1, o, &x2, NULL),
                          0);
         want = 4.0 * 32.0 * 2 * (x1.time_s + x2.time_s);

@@ -133,7 +133,8 @@ START_TEST(exposed_time_per_level)
 {
     /* tp 1, pp 1, cp 1: the gradient RS is the only flow beside the backward, so it takes its
      * time alone; each micro-batch's backward is backward_s / m (no recompute, no TP). */
-    double rs = predict(SPSIM_COLL_REDUCE_SCATTER, 4 * P), ag = predict(SPSIM_COLL_ALL_GATHER, 2 * P);
+    double rs = predict(SPSIM_COLL_REDUCE_SCATTER, 4 * P),
+           ag = predict(SPSIM_COLL_ALL_GATHER, 2 * P);
     double agl = predict(SPSIM_COLL_ALL_GATHER, 2 * PL);
     for (uint32_t m = 1; m <= 4; m *= 2) {
         struct spsim_parallel p = zero_config(1, m);
@@ -201,9 +202,9 @@ START_TEST(llama3_405b_as_meta_ran_it)
     ck_assert_uint_eq(r.memory.weights_bytes, 2 * params);
     /* One layer at tp 8: QKV 16384·18432, projection 16384², FC1 16384·106496, FC2
      * 53248·16384, over 8, plus two RMSNorm weights of 16384: 398,491,648 parameters. */
-    uint64_t layer = (16384ull * 18432 + 16384ull * 16384 + 16384ull * 106496 + 53248ull * 16384) /
-                         8 +
-                     2 * 16384;
+    uint64_t layer =
+        (16384ull * 18432 + 16384ull * 16384 + 16384ull * 106496 + 53248ull * 16384) / 8 +
+        2 * 16384;
     ck_assert_uint_eq(layer, 398491648);
     ck_assert_uint_eq(r.memory.gradients_bytes, (4 * params + 127) / 128 + 2 * 4 * layer);
     ck_assert_uint_eq(r.memory.optimizer_bytes, (12 * params + 127) / 128);

@@ -62,7 +62,8 @@ enum spsim_overlap {
     SPSIM_OVERLAP_NONE = 0,
     SPSIM_OVERLAP_DGRAD = 1,
     SPSIM_OVERLAP_WGRAD = 2,
-    SPSIM_OVERLAP_ATTENTION = 3 /**< the CP p2p ring: each block beside the attention step it feeds */
+    /** The CP p2p ring: each K/V block beside the attention step it feeds. */
+    SPSIM_OVERLAP_ATTENTION = 3
 };
 /** @return "none", "dgrad", "wgrad", "attention"; "?" otherwise. */
 SPSIM_API const char *spsim_overlap_name(enum spsim_overlap overlap);
@@ -110,13 +111,13 @@ struct spsim_memory_report {
      * exchanged Q, K, V). 0 with cp = 1. */
     uint64_t activation_cp_working_bytes;
     uint64_t activation_first_stage_bytes; /**< sum of the five terms above */
-    uint64_t activation_last_stage_bytes; /**< the last stage (its layers, output layer, logits) */
-    uint64_t parameters_total;            /**< whole model, exact, vocabulary padded */
-    uint64_t parameters_first_stage;      /**< one TP rank of stage 0 */
-    uint64_t parameters_last_stage;       /**< one TP rank of stage p−1 */
-    uint64_t parameters_per_gpu;          /**< the most loaded stage's TP rank */
-    uint64_t weights_bytes;               /**< bf16 weights: 2 per parameter (most loaded stage) */
-    uint64_t gradients_bytes;             /**< fp32 main gradients: 4 per parameter */
+    uint64_t activation_last_stage_bytes;  /**< the last stage (its layers, output layer, logits) */
+    uint64_t parameters_total;             /**< whole model, exact, vocabulary padded */
+    uint64_t parameters_first_stage;       /**< one TP rank of stage 0 */
+    uint64_t parameters_last_stage;        /**< one TP rank of stage p−1 */
+    uint64_t parameters_per_gpu;           /**< the most loaded stage's TP rank */
+    uint64_t weights_bytes;                /**< bf16 weights: 2 per parameter (most loaded stage) */
+    uint64_t gradients_bytes;              /**< fp32 main gradients: 4 per parameter */
     uint64_t optimizer_bytes; /**< fp32 master + Adam m, v: 12 per parameter (12/d sharded) */
     uint64_t total_bytes;     /**< max over stages of weights+grads+optimizer+activations */
     uint32_t peak_stage;      /**< the stage holding total_bytes (0 or p−1) */
@@ -140,9 +141,9 @@ struct spsim_comm_report {
     enum spsim_tier tp_tier;
     /* Data parallel gradient reduction (per rank, per iteration). */
     enum spsim_tier dp_tier;
-    uint64_t dp_grad_bytes;          /**< gradients reduced per rank (fp32) */
-    uint64_t dp_wire_bytes_per_rank; /**< AR 2(D−1)/D, or RS+AG with the distributed optimizer
-                                        (D = dp·cp) */
+    uint64_t dp_grad_bytes;             /**< gradients reduced per rank (fp32) */
+    uint64_t dp_wire_bytes_per_rank;    /**< AR 2(D−1)/D, or RS+AG with the distributed optimizer
+                                           (D = dp·cp) */
     uint64_t dp_rs_wire_bytes_per_rank; /**< sharded (zero >= 1): gradient ReduceScatters */
     uint64_t dp_ag_wire_bytes_per_rank; /**< sharded: parameter AllGathers */
     /* Context parallelism (per rank): KV exchanges of one layer, and of the stage's layers over

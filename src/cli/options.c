@@ -174,8 +174,9 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg)
     case OPT_CP_COMM:
         if (spsim_cp_comm_parse(arg, &p->cp_comm_type) == SPSIM_OK)
             return 1;
-        rc = cli_error(EXIT_USAGE, "--cp-comm-type: '%s' is not one of p2p, all_gather, a2a, "
-                                   "a2a+p2p",
+        rc = cli_error(EXIT_USAGE,
+                       "--cp-comm-type: '%s' is not one of p2p, all_gather, a2a, "
+                       "a2a+p2p",
                        arg);
         break;
     case OPT_HCP_SIZES:

@@ -340,8 +340,8 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     if (x->p > 1) {
         comm->pp_message_bytes = spsim_mul3(le->cfg.s / x->c, le->cfg.b, 2ull * hidden, ok) / x->t;
         comm->pp_wire_bytes_per_rank = spsim_mul4(comm->pp_message_bytes, x->micro, x->v, 2, ok);
-        comm->pp_tier = hw ? spsim_group_tier(hw, spsim_group_place(hw, 2, x->t * x->dc))
-                           : SPSIM_TIER_NETWORK;
+        comm->pp_tier =
+            hw ? spsim_group_tier(hw, spsim_group_place(hw, 2, x->t * x->dc)) : SPSIM_TIER_NETWORK;
     }
 }
 

@@ -68,7 +68,7 @@ check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
     const struct {
         const char *name;
         uint32_t value;
-    } degrees[] = {{"tp", p->tp}, {"pp", p->pp}, {"dp", p->dp},
+    } degrees[] = {{"tp", p->tp},   {"pp", p->pp}, {"dp", p->dp},
                    {"vpp", p->vpp}, {"ep", p->ep}, {"cp", p->cp}};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(degrees); i++)
         if (degrees[i].value < 1 || degrees[i].value > MAX_DEGREE)

@@ -72,8 +72,7 @@ layer_collectives(const struct spsim_hardware *hw, const struct spsim_block_eval
  * ReduceScatter, 2·c·KV_blk; a2a the exchanged Q, K, V, 2·b·(s/c)·(a+2kv)·d/t B.
  */
 static uint64_t
-cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
-                 bool *ok)
+cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg, bool *ok)
 {
     if (cfg->cp <= 1)
         return 0;

@@ -430,9 +430,9 @@ spsim_sweep_worker_free(struct spsim_sweep_worker *w)
 static uint64_t
 layer_key(const struct spsim_sweep *sw, const uint32_t *d)
 {
-    static const int key_axes[] = {SPSIM_AXIS_MODEL, SPSIM_AXIS_HW,         SPSIM_AXIS_TP,
-                                   SPSIM_AXIS_SP,    SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
-                                   SPSIM_AXIS_SEQ,   SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE,
+    static const int key_axes[] = {SPSIM_AXIS_MODEL, SPSIM_AXIS_HW,          SPSIM_AXIS_TP,
+                                   SPSIM_AXIS_SP,    SPSIM_AXIS_RECOMPUTE,   SPSIM_AXIS_MBS,
+                                   SPSIM_AXIS_SEQ,   SPSIM_AXIS_FLASH_ATTN,  SPSIM_AXIS_DTYPE,
                                    SPSIM_AXIS_CP,    SPSIM_AXIS_CP_COMM_TYPE};
     uint64_t key = 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
