@@ -30,19 +30,6 @@ cp_config(uint32_t tp, uint32_t cp, enum spsim_cp_comm type, uint32_t seq)
     return p;
 }
 
-static struct spsim_result
-evaluate(const char *model, const char *hw_name, const struct spsim_parallel *p)
-{
-    struct spsim_model *m = testutil_model_named(model);
-    struct spsim_hardware *hw = testutil_hardware(hw_name);
-    struct spsim_result r;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "%s", err.message);
-    spsim_model_destroy(m);
-    spsim_hardware_destroy(hw);
-    return r;
-}
-
 /*
  * One llama3-8b layer's saved bytes (src/engine/layer.c's inventory): with n = s/c tokens per
  * rank and n' = n/t with SP, the norm 1, QKV, norm 2 and FC1 inputs 4 × 2·n'·b·h; Q and K
@@ -73,14 +60,14 @@ START_TEST(activations_divide_by_cp)
         p.mbs = cases[i].mbs;
         p.recompute = cases[i].rec;
         p.gbs = cases[i].mbs;
-        struct spsim_result r = evaluate("llama3-8b", "dgx-h100", &p);
+        struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         bool lse = cases[i].rec == SPSIM_RECOMPUTE_NONE;
         uint64_t want =
             llama8b_layer_bytes(cases[i].seq, cases[i].mbs, cases[i].tp, cases[i].cp, p.sp, lse);
         ck_assert_uint_eq(r.memory.activation_per_layer_bytes, want);
         struct spsim_parallel one = p;
         one.cp = 1;
-        struct spsim_result r1 = evaluate("llama3-8b", "dgx-h100", &one);
+        struct spsim_result r1 = testutil_evaluate_config("llama3-8b", "dgx-h100", &one);
         ck_assert_uint_eq(r1.memory.activation_per_layer_bytes,
                           cases[i].cp * r.memory.activation_per_layer_bytes);
         /* The p2p backward's two [KV, dKV] receive buffers: 4·KV_blk, KV_blk = 2·b·(s/c)·kv/t·2. */
@@ -230,7 +217,7 @@ START_TEST(gradients_over_dp_cp)
     p.dp = 2;
     p.gbs = 8;
     p.distributed_optimizer = true;
-    struct spsim_result r = evaluate("llama3-8b", "dgx-h100", &p);
+    struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
     uint64_t P = r.memory.parameters_per_gpu, g = 4 * P;
     uint64_t frac = g / 4 * 3 + (g % 4) * 3 / 4;
     ck_assert_uint_eq(r.gpus, 8);
@@ -242,14 +229,14 @@ START_TEST(gradients_over_dp_cp)
     /* cp 2 alone still reduces gradients, over the 2 CP ranks. */
     p.dp = 1;
     p.gbs = 4;
-    r = evaluate("llama3-8b", "dgx-h100", &p);
+    r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
     g = 4 * r.memory.parameters_per_gpu;
     ck_assert_uint_eq(r.comm.dp_grad_bytes, g);
     ck_assert_uint_eq(r.comm.dp_wire_bytes_per_rank, g / 2 + (g / 2) / 2);
     /* The whole CP group does the causal work of one sequence: hardware FLOPs equal cp 1's. */
     struct spsim_parallel one = p;
     one.cp = 1;
-    struct spsim_result r1 = evaluate("llama3-8b", "dgx-h100", &one);
+    struct spsim_result r1 = testutil_evaluate_config("llama3-8b", "dgx-h100", &one);
     ck_assert_double_eq_tol(r.time.hardware_flops, r1.time.hardware_flops,
                             1e-12 * r1.time.hardware_flops);
     ck_assert_double_eq(r.time.model_flops, r1.time.model_flops);
@@ -258,34 +245,26 @@ START_TEST(gradients_over_dp_cp)
 }
 END_TEST
 
-static void
-expect_rule(const struct spsim_parallel *p, const char *model, const char *text)
-{
-    struct spsim_model *m = testutil_model_named(model);
-    struct spsim_error err = {0};
-    ck_assert_int_eq(spsim_parallel_check(m, NULL, p, NULL, &err), SPSIM_ECONFIG);
-    ck_assert_msg(strstr(err.message, text), "'%s' lacks '%s'", err.message, text);
-    spsim_model_destroy(m);
-}
-
 START_TEST(megatron_rules)
 {
     struct spsim_parallel p = cp_config(1, 3, SPSIM_CP_P2P, 8192);
-    expect_rule(&p, "llama3-8b", "seq-length should be a multiple of 2 * context-parallel-size");
+    testutil_expect_rule("llama3-8b", &p,
+                         "seq-length should be a multiple of 2 * context-parallel-size");
     p = cp_config(8, 4, SPSIM_CP_P2P, 8192 + 8); /* divisible by 2·4 and 8, not by 2·4·8 */
-    expect_rule(&p, "llama3-8b", "must be a multiple of 2·cp·tp");
+    testutil_expect_rule("llama3-8b", &p, "must be a multiple of 2·cp·tp");
     p = cp_config(1, 2, SPSIM_CP_P2P, 8192);
     p.flash_attn = 0;
-    expect_rule(&p, "llama3-8b", "Context parallelism is only supported by TEDotProductAttention");
+    testutil_expect_rule("llama3-8b", &p,
+                         "Context parallelism is only supported by TEDotProductAttention");
     p = cp_config(8, 2, SPSIM_CP_A2A, 8192); /* 8 KV heads over tp 8: 1 per rank */
-    expect_rule(&p, "llama3-8b", "requires num_heads % cp_size == 0");
+    testutil_expect_rule("llama3-8b", &p, "requires num_heads % cp_size == 0");
     p = cp_config(2, 4, SPSIM_CP_A2A_P2P, 8192);
-    expect_rule(&p, "llama3-8b", "--hierarchical-context-parallel-sizes must be set");
+    testutil_expect_rule("llama3-8b", &p, "--hierarchical-context-parallel-sizes must be set");
     p.hcp_sizes[0] = 2;
     p.hcp_sizes[1] = 4;
-    expect_rule(&p, "llama3-8b", "must equal context_parallel_size");
+    testutil_expect_rule("llama3-8b", &p, "must equal context_parallel_size");
     p = cp_config(1, 0, SPSIM_CP_P2P, 8192);
-    expect_rule(&p, "llama3-8b", "field 'cp'");
+    testutil_expect_rule("llama3-8b", &p, "field 'cp'");
     /* Valid: p2p and all_gather need no head divisibility. */
     struct spsim_model *m = testutil_model_named("llama3-8b");
     p = cp_config(8, 2, SPSIM_CP_ALL_GATHER, 8192);

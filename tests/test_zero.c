@@ -29,19 +29,6 @@ zero_config(uint32_t zero, uint32_t micro)
     return p;
 }
 
-static struct spsim_result
-evaluate(const char *model, const struct spsim_parallel *p)
-{
-    struct spsim_model *m = testutil_model_named(model);
-    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
-    struct spsim_result r;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "%s", err.message);
-    spsim_model_destroy(m);
-    spsim_hardware_destroy(hw);
-    return r;
-}
-
 static uint64_t
 ceil8(uint64_t x)
 {
@@ -64,7 +51,7 @@ START_TEST(memory_per_level)
         for (int fp32 = 0; fp32 <= 1; fp32++) {
             struct spsim_parallel p = zero_config(z, 1);
             p.grad_reduce_in_fp32 = fp32;
-            struct spsim_result r = evaluate("llama3-8b", &p);
+            struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
             uint64_t g = fp32 ? 4 : 2;
             ck_assert_uint_eq(r.memory.parameters_per_gpu, P);
             ck_assert_uint_eq(r.memory.weights_bytes, z >= 3 ? ceil8(2 * P) + 2 * 2 * PL : 2 * P);
@@ -77,13 +64,13 @@ START_TEST(memory_per_level)
     /* The distributed optimizer is level 1; cp 2 × dp 4 shards like dp 8. */
     struct spsim_parallel p = zero_config(0, 1);
     p.distributed_optimizer = true;
-    struct spsim_result a = evaluate("llama3-8b", &p);
+    struct spsim_result a = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
     ck_assert_uint_eq(a.memory.optimizer_bytes, ceil8(12 * P));
     p = zero_config(3, 1);
     p.dp = 4;
     p.cp = 2;
     p.gbs = 4;
-    a = evaluate("llama3-8b", &p);
+    a = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
     ck_assert_uint_eq(a.memory.weights_bytes, ceil8(2 * P) + 4 * PL);
     ck_assert_uint_eq(a.memory.gradients_bytes, ceil8(4 * P) + 8 * PL);
 }
@@ -93,26 +80,26 @@ START_TEST(bytes_per_level)
 {
     for (uint32_t m = 1; m <= 4; m *= 2) {
         struct spsim_parallel p = zero_config(1, m);
-        struct spsim_result r = evaluate("llama3-8b", &p);
+        struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         /* ZeRO-1: one RS of the fp32 gradients, one AG of the bf16 weights. */
         ck_assert_uint_eq(r.comm.dp_rs_wire_bytes_per_rank, frac8(4 * P));
         ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank, frac8(4 * P) / 2);
         ck_assert_uint_eq(r.comm.dp_wire_bytes_per_rank, frac8(4 * P) + frac8(4 * P) / 2);
         /* ZeRO-2: the RS after every micro-batch (grad_reduce_every_bprop), one AG. */
         p = zero_config(2, m);
-        r = evaluate("llama3-8b", &p);
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         ck_assert_uint_eq(r.comm.dp_rs_wire_bytes_per_rank, m * frac8(4 * P));
         ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank, frac8(2 * P));
         /* ZeRO-3: each layer's bf16 weights gathered before its forward and its backward. */
         p = zero_config(3, m);
-        r = evaluate("llama3-8b", &p);
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         ck_assert_uint_eq(r.comm.dp_rs_wire_bytes_per_rank, m * frac8(4 * P));
         ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank, 2 * m * L * frac8(2 * PL));
         ck_assert_uint_eq(r.comm.dp_wire_bytes_per_rank,
                           m * frac8(4 * P) + 2 * m * L * frac8(2 * PL));
         /* bf16 gradients halve the RS. */
         p.grad_reduce_in_fp32 = false;
-        r = evaluate("llama3-8b", &p);
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         ck_assert_uint_eq(r.comm.dp_grad_bytes, 2 * P);
         ck_assert_uint_eq(r.comm.dp_rs_wire_bytes_per_rank, m * frac8(2 * P));
     }
@@ -138,24 +125,24 @@ START_TEST(exposed_time_per_level)
     double agl = predict(SPSIM_COLL_ALL_GATHER, 2 * PL);
     for (uint32_t m = 1; m <= 4; m *= 2) {
         struct spsim_parallel p = zero_config(1, m);
-        struct spsim_result r = evaluate("llama3-8b", &p);
+        struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         ck_assert_double_eq_tol(r.time.dp_exposed_s, rs + ag, 1e-12 * (rs + ag));
         double bwd = r.time.backward_s / m, fwd = r.time.forward_s / m;
         double hidden_rs = m * fmax(0, rs - bwd);
         ck_assert(hidden_rs > 0); /* the test must see the per-micro-batch RS */
         p = zero_config(2, m);
-        r = evaluate("llama3-8b", &p);
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         double want = hidden_rs + ag;
         ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
         /* --overlap-param-gather: the AG behind the next iteration's first forward. */
         p.overlap_param_gather = true;
-        r = evaluate("llama3-8b", &p);
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         want = hidden_rs + fmax(0, ag - fwd);
         ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
         /* ZeRO-3: per micro-batch, the first layer's gather of each pass in full, the other
          * L−1 behind the previous layer's pass. */
         p = zero_config(3, m);
-        r = evaluate("llama3-8b", &p);
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         double lf = r.time.layer_forward_s, lb = r.time.layer_backward_s;
         want = hidden_rs + m * (2 * agl + (L - 1.0) * (fmax(0, agl - lf) + fmax(0, agl - lb)));
         ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
@@ -171,15 +158,17 @@ START_TEST(optimizer_step_per_level)
      * 4.75; level 1 with bf16 gradients: 2 + 26/8 + 2 + 2 = 9.25. */
     static const double per_param[] = {38, 13.5, 6.5, 4.75};
     struct spsim_parallel p = zero_config(0, 1);
-    double t0 = evaluate("llama3-8b", &p).time.optimizer_s;
+    double t0 = testutil_evaluate_config("llama3-8b", "dgx-h100", &p).time.optimizer_s;
     for (uint32_t z = 1; z <= 3; z++) {
         p = zero_config(z, 1);
-        double t = evaluate("llama3-8b", &p).time.optimizer_s;
+        double t = testutil_evaluate_config("llama3-8b", "dgx-h100", &p).time.optimizer_s;
         ck_assert_double_eq_tol(t / t0, per_param[z] / per_param[0], 1e-12);
     }
     p = zero_config(1, 1);
     p.grad_reduce_in_fp32 = false;
-    ck_assert_double_eq_tol(evaluate("llama3-8b", &p).time.optimizer_s / t0, 9.25 / 38, 1e-12);
+    ck_assert_double_eq_tol(testutil_evaluate_config("llama3-8b", "dgx-h100", &p).time.optimizer_s /
+                                t0,
+                            9.25 / 38, 1e-12);
 }
 END_TEST
 
@@ -197,7 +186,7 @@ START_TEST(llama3_405b_as_meta_ran_it)
     p.seq = 8192;
     p.gbs = 2048;
     p.zero = 2;
-    struct spsim_result r = evaluate("llama3-405b", &p);
+    struct spsim_result r = testutil_evaluate_config("llama3-405b", "dgx-h100", &p);
     uint64_t params = r.memory.parameters_per_gpu;
     ck_assert_uint_eq(r.memory.weights_bytes, 2 * params);
     /* One layer at tp 8: QKV 16384·18432, projection 16384², FC1 16384·106496, FC2
@@ -212,26 +201,18 @@ START_TEST(llama3_405b_as_meta_ran_it)
 }
 END_TEST
 
-static void
-expect_rule(const struct spsim_parallel *p, const char *text)
-{
-    struct spsim_model *m = testutil_model_named("llama3-8b");
-    struct spsim_error err = {0};
-    ck_assert_int_eq(spsim_parallel_check(m, NULL, p, NULL, &err), SPSIM_ECONFIG);
-    ck_assert_msg(strstr(err.message, text), "'%s' lacks '%s'", err.message, text);
-    spsim_model_destroy(m);
-}
-
 START_TEST(megatron_rules)
 {
     struct spsim_parallel p = zero_config(0, 1);
     p.overlap_param_gather = true;
-    expect_rule(&p, "--overlap-param-gather only supported with distributed optimizer");
+    testutil_expect_rule("llama3-8b", &p,
+                         "--overlap-param-gather only supported with distributed optimizer");
     p.zero = 1;
-    expect_rule(&p, "Must use --overlap-param-gather with --overlap-grad-reduce");
+    testutil_expect_rule("llama3-8b", &p,
+                         "Must use --overlap-param-gather with --overlap-grad-reduce");
     p.zero = 4;
     p.overlap_param_gather = false;
-    expect_rule(&p, "field 'zero'");
+    testutil_expect_rule("llama3-8b", &p, "field 'zero'");
     struct spsim_model *m = testutil_model_named("llama3-8b");
     p = zero_config(2, 1); /* FSDP forces overlap_grad_reduce */
     p.overlap_param_gather = true;
