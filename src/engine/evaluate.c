@@ -118,20 +118,27 @@ struct stage_memory {
  * the one in the reduce-scatter queue (2 units each).
  */
 static void
+fsdp_static(uint64_t unit, const struct spsim_parallel *par, const struct shape *x,
+            struct stage_memory *s, bool *ok)
+{
+    uint64_t g = grad_bytes(par), D = x->dc;
+    if (par->zero >= 3)
+        s->weights = spsim_add(ceil_div(s->weights, D), spsim_mul3(unit, 2, 2, ok), ok);
+    s->grads = spsim_add(ceil_div(s->grads, D), spsim_mul3(unit, 2, g, ok), ok);
+}
+
+static void
 stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
              const struct shape *x, struct stage_memory *s, bool *ok)
 {
-    uint32_t z = zero_level(par);
-    uint64_t g = grad_bytes(par), D = x->dc;
+    uint64_t D = x->dc;
     s->params = params;
     s->weights = spsim_mul(params, 2, ok);
-    s->grads = spsim_mul(params, g, ok);
-    if (z >= 3 && D > 1)
-        s->weights = spsim_add(ceil_div(s->weights, D), spsim_mul3(unit, 2, 2, ok), ok);
-    if (z >= 2 && D > 1)
-        s->grads = spsim_add(ceil_div(s->grads, D), spsim_mul3(unit, 2, g, ok), ok);
+    s->grads = par->grad_reduce_in_fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
+    if (par->zero >= 2 && D > 1)
+        fsdp_static(unit, par, x, s, ok);
     uint64_t opt = spsim_mul(params, 12, ok);
-    s->optimizer = z >= 1 ? (opt + D - 1) / D : opt;
+    s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
 }
 
 /* The first and last stages' activations: in-flight chunks of the schedule, plus the extras
@@ -319,7 +326,8 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     comm->tp_tier =
         x->t > 1 ? (hw ? spsim_group_tier(hw, le->tp_group) : SPSIM_TIER_NVLINK) : SPSIM_TIER_LOCAL;
 
-    compose_cp_comm(hw, le, x, comm, ok);
+    if (x->c > 1) /* the fields are cleared: nothing to fill without CP */
+        compose_cp_comm(hw, le, x, comm, ok);
     /* Data parallel over the dp·cp group: fp32 gradients (Megatron accumulates and reduces in
      * fp32 for bf16 training: arguments.py sets accumulate_allreduce_grads_in_fp32). */
     uint64_t grads = spsim_mul(mem->parameters_per_gpu, grad_bytes(par), ok);
@@ -403,15 +411,17 @@ memo_maxmin(struct spsim_coll_memo *memo, const double cap[2], struct spsim_flow
         key[5 + 3 * i] = flows[i].res[0];
     }
     struct spsim_maxmin_memo_slot *s = NULL;
+    /* key[0] = n: the first 3 + 3n entries are the whole key. */
+    size_t len = 3 + 3 * (size_t)n;
     if (memo) {
         uint64_t h = 0;
-        for (size_t i = 0; i < SPSIM_MAXMIN_MEMO_KEY; i++) {
+        for (size_t i = 0; i < len; i++) {
             uint64_t bits;
             memcpy(&bits, &key[i], sizeof(bits));
             h = (h ^ bits) * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing */
         }
         s = &memo->maxmin[h >> 58];
-        if (s->used && memcmp(s->key, key, sizeof(key)) == 0) {
+        if (s->used && memcmp(s->key, key, len * sizeof(key[0])) == 0) {
             *finish = s->finish;
             return SPSIM_OK;
         }
@@ -420,7 +430,7 @@ memo_maxmin(struct spsim_coll_memo *memo, const double cap[2], struct spsim_flow
     int rc = spsim_maxmin_run(cap, 2, flows, n, &makespan, NULL);
     *finish = flows[0].finish_s;
     if (rc == SPSIM_OK && s) {
-        memcpy(s->key, key, sizeof(key));
+        memcpy(s->key, key, len * sizeof(key[0]));
         s->finish = *finish;
         s->used = true;
     }

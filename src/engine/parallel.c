@@ -62,8 +62,9 @@ spsim_warning_text(uint32_t bit)
 
 #define CONFIG_FAIL(err, ...) spsim_fail((err), SPSIM_ECONFIG, "parallel config: " __VA_ARGS__)
 
+/* The degree out of [1, MAX_DEGREE], named. */
 static int
-check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
+degree_error(const struct spsim_parallel *p, struct spsim_error *err)
 {
     const struct {
         const char *name;
@@ -74,6 +75,17 @@ check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
         if (degrees[i].value < 1 || degrees[i].value > MAX_DEGREE)
             return CONFIG_FAIL(err, "field '%s': must be an integer in [1, %u], got %u",
                                degrees[i].name, MAX_DEGREE, degrees[i].value);
+    return SPSIM_OK;
+}
+
+static int
+check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    /* v − 1 < MAX_DEGREE (unsigned) is 1 <= v <= MAX_DEGREE: the sweep's common case is one
+     * test per degree, the message only on failure. */
+    if (!(p->tp - 1u < MAX_DEGREE && p->pp - 1u < MAX_DEGREE && p->dp - 1u < MAX_DEGREE &&
+          p->vpp - 1u < MAX_DEGREE && p->ep - 1u < MAX_DEGREE && p->cp - 1u < MAX_DEGREE))
+        return degree_error(p, err);
     uint64_t gpus = (uint64_t)p->tp * p->cp * p->pp * p->dp;
     if (gpus > MAX_GPUS)
         return CONFIG_FAIL(err, "field 'tp·cp·pp·dp': %llu GPUs is more than the %u supported",
@@ -122,6 +134,8 @@ static int
 check_context(const struct spsim_model_shape *m, const struct spsim_parallel *p, uint32_t seq,
               bool flash, struct spsim_error *err)
 {
+    if (p->cp <= 1 && p->cp_comm_type != SPSIM_CP_A2A_P2P && !p->hcp_sizes[0] && !p->hcp_sizes[1])
+        return SPSIM_OK;
     int rc = check_hierarchical(p, err);
     if (rc != SPSIM_OK || p->cp <= 1)
         return rc;
@@ -156,6 +170,8 @@ check_context(const struct spsim_model_shape *m, const struct spsim_parallel *p,
 static int
 check_sharding(const struct spsim_parallel *p, struct spsim_error *err)
 {
+    if (!p->overlap_param_gather)
+        return SPSIM_OK;
     if (p->overlap_param_gather && !p->distributed_optimizer && p->zero == 0)
         return CONFIG_FAIL(err, "field 'overlap_param_gather': --overlap-param-gather only "
                                 "supported with distributed optimizer, megatron fsdp, or "
