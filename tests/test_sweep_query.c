@@ -113,13 +113,25 @@ on_off(const char *boolean, const char *on, const char *off)
     return strcmp(boolean, "true") == 0 ? on : off;
 }
 
-START_TEST(rows_equal_query_json)
+/* The query options of a row's context-parallel and sharding cells. */
+static void
+cp_zero_options(char **cells, char **names, int ncols, char *out, size_t cap)
+{
+#define CELL(name) cells[column(names, ncols, name)]
+    snprintf(out, cap, " --cp %s --cp-comm-type %s --zero %s %s %s", CELL("cp"),
+             CELL("cp_comm_type"), CELL("zero"),
+             on_off(CELL("grad_reduce_in_fp32"), "--grad-reduce-in-fp32", "--grad-reduce-in-bf16"),
+             on_off(CELL("overlap_param_gather"), "--overlap-param-gather",
+                    "--no-overlap-param-gather"));
+#undef CELL
+}
+
+/* 40 rows of a sweep (`space`: its options), each against `spsim query` of its configuration. */
+static void
+check_rows(const char *space)
 {
     char command[8192];
-    snprintf(command, sizeof(command),
-             "%s sweep --quiet --spec %s/examples/sweeps/models-hardware.json "
-             "--flash-attn model,off --overlap-grad-reduce off,on --seq 2048,4096 --vpp 1,2",
-             spsim, getenv("SPSIM_DATA_DIR"));
+    snprintf(command, sizeof(command), "%s sweep --quiet %s", spsim, space);
     char *csv = capture(command);
     /* Index the lines. */
     size_t nlines = 0;
@@ -142,9 +154,11 @@ START_TEST(rows_equal_query_json)
         size_t row = 1 + (state >> 33) % (nlines - 1);
         ck_assert_int_eq(split(lines[row], cells, 256), ncols);
 #define CELL(name) cells[column(names, ncols, name)]
+        char extra[512];
+        cp_zero_options(cells, names, ncols, extra, sizeof(extra));
         snprintf(command, sizeof(command),
                  "%s query --format json --model %s --hw %s --tp %s --pp %s --dp %s --vpp %s %s "
-                 "--recompute %s --mbs %s --gbs %s --seq %s %s %s %s --dtype %s",
+                 "--recompute %s --mbs %s --gbs %s --seq %s %s %s %s --dtype %s%s",
                  spsim, CELL("model"), CELL("hw"), CELL("tp"), CELL("pp"), CELL("dp"), CELL("vpp"),
                  on_off(CELL("sp"), "--sp", "--no-sp"), CELL("recompute"), CELL("mbs"), CELL("gbs"),
                  CELL("seq"), on_off(CELL("flash_attn"), "--flash-attn", "--no-flash-attn"),
@@ -152,7 +166,8 @@ START_TEST(rows_equal_query_json)
                         "--no-distributed-optimizer"),
                  on_off(CELL("overlap_grad_reduce"), "--overlap-grad-reduce",
                         "--no-overlap-grad-reduce"),
-                 CELL("dtype"));
+                 CELL("dtype"), extra);
+#undef CELL
         char *json = capture(command);
         cJSON *root = cJSON_Parse(json);
         ck_assert_msg(root != NULL, "%s", command);
@@ -165,6 +180,27 @@ START_TEST(rows_equal_query_json)
     }
     free(lines);
     free(csv);
+}
+
+START_TEST(rows_equal_query_json)
+{
+    char space[1024];
+    snprintf(space, sizeof(space),
+             "--spec %s/examples/sweeps/models-hardware.json --flash-attn model,off "
+             "--overlap-grad-reduce off,on --seq 2048,4096 --vpp 1,2",
+             getenv("SPSIM_DATA_DIR"));
+    check_rows(space);
+}
+END_TEST
+
+/* Context parallelism and sharding: the cp axes key the layer cache, the rest the composition. */
+START_TEST(cp_zero_rows_equal_query_json)
+{
+    check_rows("--model llama3-8b,llama3-70b --hw dgx-h100,dgx-a100-80g --tp 1,2,4,8 --pp 1,2 "
+               "--vpp 1 --gpus 64 --cp 1,2,4 --cp-comm-type p2p,all_gather,a2a --zero 0..3 "
+               "--sp on,off --recompute none,selective --gbs 64 --seq 8192 "
+               "--overlap-grad-reduce on,off --overlap-param-gather on,off "
+               "--grad-reduce-in-fp32 on,off");
 }
 END_TEST
 
@@ -180,6 +216,7 @@ main(int argc, char **argv)
     TCase *tc = tcase_create("rows");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, rows_equal_query_json);
+    tcase_add_test(tc, cp_zero_rows_equal_query_json);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }
