@@ -63,9 +63,14 @@ struct cli_output {
     size_t size;
     const char *path; /* NULL: stdout */
 };
+/** EXIT_USAGE (with the message) for an empty -o path, so that a command refuses it before
+ * any work; EXIT_OK otherwise (NULL: standard output). */
+int cli_output_check(const char *path);
 int cli_output_open(struct cli_output *out, const char *path);
 /** Flush and, for a file, write it atomically. @return an exit code */
 int cli_output_close(struct cli_output *out);
+/** Give up after a failure: a file is not written (the old one stays). */
+void cli_output_abort(struct cli_output *out);
 
 /*
  * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
@@ -74,10 +79,9 @@ int cli_output_close(struct cli_output *out);
  */
 struct cli_stream {
     int fd;
-    char *tmp;        /* the temporary file; NULL for standard output */
-    const char *path; /* NULL: standard output */
-    int error;        /* errno of the first failed write */
-    bool special;     /* path is a device or a pipe, written in place */
+    struct spsim_output_file *file; /* NULL for standard output */
+    const char *path;               /* NULL: standard output */
+    int error;                      /* errno of the first failed write */
 };
 int cli_stream_open(struct cli_stream *s, const char *path);
 /** @return 0, or -1 after a write error or an interruption (the stream stays failed) */
@@ -94,10 +98,6 @@ struct cli_axes {
     const char *text[SPSIM_AXIS_COUNT]; /* the option's argument, or NULL */
 };
 struct option;
-/** Fill out[0 .. SPSIM_AXIS_COUNT) with the axes' long options. @return SPSIM_AXIS_COUNT */
-size_t cli_axis_options(struct option *out);
-/** @return 1 if `opt` is an axis option (its text is kept), 0 if not */
-int cli_axis_option(struct cli_axes *axes, int opt, const char *arg);
 /** Parse the given axes into the spec (a bad value is a usage error naming the option). */
 int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const char *command);
 /** Set an axis the spec does not set yet. @return an exit code */
