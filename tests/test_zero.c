@@ -56,7 +56,10 @@ START_TEST(memory_per_level)
             ck_assert_uint_eq(r.memory.parameters_per_gpu, P);
             ck_assert_uint_eq(r.memory.weights_bytes, z >= 3 ? ceil8(2 * P) + 2 * 2 * PL : 2 * P);
             ck_assert_uint_eq(r.memory.gradients_bytes, z >= 2 ? ceil8(g * P) + 2 * g * PL : g * P);
-            ck_assert_uint_eq(r.memory.optimizer_bytes, z >= 1 ? ceil8(12 * P) : 12 * P);
+            /* With 16-bit gradients the optimizer keeps fp32 copies: 16 bytes (Megatron's
+             * dist_optimizer.md, fp16/fp16: 4 + 16/d). */
+            uint64_t o = fp32 ? 12 : 16;
+            ck_assert_uint_eq(r.memory.optimizer_bytes, z >= 1 ? ceil8(o * P) : o * P);
             ck_assert_uint_eq(r.memory.total_bytes,
                               r.memory.weights_bytes + r.memory.gradients_bytes +
                                   r.memory.optimizer_bytes + r.memory.activation_first_stage_bytes);
@@ -155,7 +158,8 @@ START_TEST(optimizer_step_per_level)
     /* Bytes of the step per parameter (optimizer.py, fused Adam): gradient norm read g, Adam
      * g + 24 (+2 bf16 weight written), zero_grad g, D = 8: level 0: 4 + 30 + 4 = 38;
      * 1: 4 + 28/8 + 2 + 4 = 13.5; 2: 0.5 + 3.5 + 2 + 0.5 = 6.5; 3: 0.5 + 3.5 + 0.25 + 0.5 =
-     * 4.75; level 1 with bf16 gradients: 2 + 26/8 + 2 + 2 = 9.25. */
+     * 4.75; level 1 with bf16 gradients, copied to fp32 before Adam (read 2, write 4, Adam
+     * reads 4): 2 + (2 + 4 + 4 + 24)/8 + 2 + 2 = 10.25. */
     static const double per_param[] = {38, 13.5, 6.5, 4.75};
     struct spsim_parallel p = zero_config(0, 1);
     double t0 = testutil_evaluate_config("llama3-8b", "dgx-h100", &p).time.optimizer_s;
@@ -168,7 +172,28 @@ START_TEST(optimizer_step_per_level)
     p.grad_reduce_in_fp32 = false;
     ck_assert_double_eq_tol(testutil_evaluate_config("llama3-8b", "dgx-h100", &p).time.optimizer_s /
                                 t0,
-                            9.25 / 38, 1e-12);
+                            10.25 / 38, 1e-12);
+}
+END_TEST
+
+START_TEST(gradient_dtype_follows_megatron)
+{
+    /* arguments.py: bf16 (and fp8 on bf16) training accumulates and reduces gradients in fp32;
+     * fp16 training keeps fp16 gradients unless asked for fp32. */
+    struct spsim_parallel p = zero_config(1, 1);
+    struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert(r.grad_reduce_in_fp32 && r.config.grad_reduce_in_fp32 == 1);
+    ck_assert_uint_eq(r.comm.dp_grad_bytes, 4 * P);
+    p.dtype = SPSIM_DTYPE_FP16;
+    r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert(!r.grad_reduce_in_fp32);
+    ck_assert_uint_eq(r.comm.dp_grad_bytes, 2 * P);
+    ck_assert_uint_eq(r.memory.gradients_bytes, 2 * P);
+    ck_assert_uint_eq(r.memory.optimizer_bytes, ceil8(16 * P));
+    p.grad_reduce_in_fp32 = 1;
+    r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.memory.gradients_bytes, 4 * P);
+    ck_assert_uint_eq(r.memory.optimizer_bytes, ceil8(12 * P));
 }
 END_TEST
 
@@ -234,6 +259,7 @@ zero_suite(void)
     tcase_add_test(tc, bytes_per_level);
     tcase_add_test(tc, exposed_time_per_level);
     tcase_add_test(tc, optimizer_step_per_level);
+    tcase_add_test(tc, gradient_dtype_follows_megatron);
     tcase_add_test(tc, llama3_405b_as_meta_ran_it);
     tcase_add_test(tc, megatron_rules);
     suite_add_tcase(s, tc);

@@ -65,10 +65,12 @@ struct spsim_parallel {
      * (Megatron's distributed optimizer, Megatron-FSDP optim), 2 = + gradients (optim_grads),
      * 3 = + parameters (optim_grads_params). distributed_optimizer = true means at least 1. */
     uint32_t zero;
-    /** Gradient buffers and their reduction in fp32 (Megatron's default for bf16 training);
-     * false: in the parameter dtype (--grad-reduce-in-bf16, or bf16 main gradients with the
-     * precision-aware optimizer). Default true. */
-    bool grad_reduce_in_fp32;
+    /** Gradient buffers and their reduction: 1 = fp32 (--accumulate-allreduce-grads-in-fp32),
+     * 0 = the parameter dtype (--grad-reduce-in-bf16, or bf16 main gradients with the
+     * precision-aware optimizer; the optimizer then keeps an fp32 copy of its gradient shard),
+     * -1 = Megatron's choice for dtype (default): fp32 for bf16 and fp8, fp16 for fp16
+     * (arguments.py). */
+    int grad_reduce_in_fp32;
     /** Defer the parameter AllGather after the optimizer step to the next forward
      * (--overlap-param-gather; needs the distributed optimizer and overlap_grad_reduce). */
     bool overlap_param_gather;

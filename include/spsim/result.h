@@ -193,6 +193,7 @@ struct spsim_result {
     struct spsim_parallel config; /**< the configuration with defaults resolved (seq, flash_attn) */
     uint32_t gpus;                /**< tp · cp · pp · dp */
     bool flash_attention;         /**< the attention kernel used (config.flash_attn resolved) */
+    bool grad_reduce_in_fp32;     /**< config.grad_reduce_in_fp32 resolved for the dtype */
     uint64_t padded_vocab;
     uint32_t warnings; /**< OR of enum spsim_warning */
     struct spsim_memory_report memory;

@@ -220,7 +220,8 @@ enum cli_config_opt {
     "  --fsdp S               Megatron-FSDP strategy: optim (= --zero 1), optim_grads (2),\n"      \
     "                         optim_grads_params (3)\n"                                            \
     "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
-    "                         gradient buffer and its reduction in fp32 (default) or bf16\n"       \
+    "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
+    "                         fp16 with --dtype fp16, as Megatron)\n"                              \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"
 

@@ -36,7 +36,7 @@ static const char optimize_help[] =
     "  --seq LIST, --flash-attn LIST, --dtype LIST   default: the model's, bf16\n"
     "  --cp LIST, --cp-comm-type LIST   context parallelism; default 1, p2p\n"
     "  --zero LIST            sharding over dp·cp (0-3); default 0 (--distributed-optimizer is 1)\n"
-    "  --overlap-param-gather LIST, --grad-reduce-in-fp32 LIST   default off, on\n"
+    "  --overlap-param-gather LIST, --grad-reduce-in-fp32 LIST   default off, the dtype's\n"
     "  --max-memory-gib X     memory per GPU at most X GiB (default: the HBM capacity)\n"
     "Output:\n"
     "  --top K                how many configurations to show (default 5)\n"

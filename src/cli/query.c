@@ -75,12 +75,25 @@ mode_selected(const struct spsim_parallel *p, int mode)
 }
 
 static const char *
-gradients_label(const struct spsim_parallel *p)
+gradients_label(const struct spsim_result *r)
 {
-    if (p->zero >= 2)
-        return p->grad_reduce_in_fp32 ? "gradients (fp32, sharded + 2 layers)"
-                                      : "gradients (bf16, sharded + 2 layers)";
-    return p->grad_reduce_in_fp32 ? "gradients (fp32, 4 B/param)" : "gradients (bf16, 2 B/param)";
+    if (r->config.zero >= 2)
+        return r->grad_reduce_in_fp32 ? "gradients (fp32, sharded + 2 layers)"
+                                      : "gradients (16-bit, sharded + 2 layers)";
+    return r->grad_reduce_in_fp32 ? "gradients (fp32, 4 B/param)" : "gradients (16-bit, 2 B/param)";
+}
+
+static const char *
+optimizer_label(const struct spsim_result *r)
+{
+    const struct spsim_parallel *p = &r->config;
+    if (!r->grad_reduce_in_fp32)
+        return p->distributed_optimizer || p->zero ? "optimizer (Adam + fp32 grads, 16/(dp·cp) B)"
+                                                   : "optimizer (Adam + fp32 grads, 16 B/param)";
+    if (p->distributed_optimizer || p->zero)
+        return p->cp > 1 ? "optimizer (fp32 Adam, 12/(dp·cp) B/param)"
+                         : "optimizer (fp32 Adam, 12/dp B/param)";
+    return "optimizer (fp32 Adam, 12 B/param)";
 }
 
 static void
@@ -134,13 +147,9 @@ print_memory(FILE *f, const struct spsim_result *r)
             r->config.zero >= 3 ? "weights (bf16, sharded + 2 layers gathered)"
                                 : "weights (bf16, 2 B/param)",
             fmt_bytes(a, sizeof(a), (double)m->weights_bytes));
-    fprintf(f, "  %-44s %14s\n", gradients_label(&r->config),
+    fprintf(f, "  %-44s %14s\n", gradients_label(r),
             fmt_bytes(a, sizeof(a), (double)m->gradients_bytes));
-    fprintf(f, "  %-44s %14s\n",
-            r->config.distributed_optimizer || r->config.zero
-                ? (r->config.cp > 1 ? "optimizer (fp32 Adam, 12/(dp·cp) B/param)"
-                                    : "optimizer (fp32 Adam, 12/dp B/param)")
-                : "optimizer (fp32 Adam, 12 B/param)",
+    fprintf(f, "  %-44s %14s\n", optimizer_label(r),
             fmt_bytes(a, sizeof(a), (double)m->optimizer_bytes));
     fprintf(f, "  %-44s %14s of %s: %s (%s %s)\n", "total",
             fmt_bytes(a, sizeof(a), (double)m->total_bytes),
@@ -214,7 +223,7 @@ print_comm(FILE *f, const struct spsim_result *r)
     print_cp_sharding(f, r);
     fprintf(f, "  DP gradient reduction: %s of %s gradients, %s on the wire per rank (%s)\n",
             fmt_bytes(a, sizeof(a), (double)c->dp_grad_bytes),
-            r->config.grad_reduce_in_fp32 ? "fp32" : "bf16",
+            r->grad_reduce_in_fp32 ? "fp32" : "16-bit",
             fmt_bytes(b, sizeof(b), (double)c->dp_wire_bytes_per_rank),
             spsim_tier_name(c->dp_tier));
     fprintf(f, "  PP point-to-point: %s per send, %s per rank per iteration (%s)\n",

@@ -43,7 +43,7 @@ static const char sweep_help[] =
     "                         hierarchical sizes, which only 'spsim query' takes)\n"
     "  --zero LIST            sharding levels 0-3 over dp*cp (default 0)\n"
     "  --overlap-param-gather LIST, --grad-reduce-in-fp32 LIST\n"
-    "                         on, off (default off, on)\n"
+    "                         on, off (default off; fp32 gradients except with fp16)\n"
     "  Unlisted axes take the defaults of 'spsim query' (the paper's GPT-3 175B setting).\n"
     "\n"
     "Selection and output:\n"

@@ -76,11 +76,15 @@ zero_level(const struct spsim_parallel *par)
     return par->zero > 0 ? par->zero : (par->distributed_optimizer ? 1u : 0u);
 }
 
-/* Bytes per parameter of the gradient buffer (fp32 main gradients, or the parameter dtype). */
+/* Bytes per parameter of the gradient buffer: fp32 main gradients, or the parameter dtype
+ * (arguments.py: bf16 training accumulates and reduces in fp32 unless --grad-reduce-in-bf16;
+ * fp16 training keeps fp16 gradients). */
 static uint64_t
 grad_bytes(const struct spsim_parallel *par)
 {
-    return par->grad_reduce_in_fp32 ? 4 : 2;
+    bool fp32 = par->grad_reduce_in_fp32 < 0 ? par->dtype != SPSIM_DTYPE_FP16
+                                             : par->grad_reduce_in_fp32 == 1;
+    return fp32 ? 4 : 2;
 }
 
 static uint64_t
@@ -134,10 +138,13 @@ stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
     uint64_t D = x->dc;
     s->params = params;
     s->weights = spsim_mul(params, 2, ok);
-    s->grads = par->grad_reduce_in_fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
+    bool fp32 = grad_bytes(par) == 4;
+    s->grads = fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
     if (par->zero >= 2 && D > 1)
         fsdp_static(unit, par, x, s, ok);
-    uint64_t opt = spsim_mul(params, 12, ok);
+    /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
+     * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter). */
+    uint64_t opt = spsim_mul(params, fp32 ? 12 : 16, ok);
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
 }
 
@@ -633,7 +640,7 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
  * reads every fp32 main gradient (4 B); fused Adam (apex/TE) reads the gradient (4), reads and
  * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2);
  * zero_grad_buffer then clears the fp32 gradients (4). The distributed optimizer does the Adam
- * part on 1/d of the parameters. */
+ * part on 1/D of the parameters (D = dp·cp). */
 static double
 optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                  const struct shape *x, const struct spsim_memory_report *mem)
@@ -641,10 +648,12 @@ optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *p
     double params = (double)mem->parameters_per_gpu, g = (double)grad_bytes(par);
     uint32_t z = zero_level(par);
     double D = (double)x->dc;
-    /* Sharded gradients (2, 3) are read and cleared as shards; sharded weights (3) written so. */
+    /* Sharded gradients (2, 3) are read and cleared as shards; sharded weights (3) written so.
+     * 16-bit gradients are first copied to the optimizer's fp32 gradients (read g, write 4),
+     * which Adam reads (4). */
     double grads = z >= 2 ? g * params / D : g * params;
-    double adam = z >= 1 ? (g + 24.0) * params / D + (z >= 3 ? 2.0 * params / D : 2.0 * params)
-                         : (g + 26.0) * params;
+    double coef = g == 4 ? 28.0 : g + 32.0;
+    double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? 2.0 * params / D : 2.0 * params);
     double opt_bytes = grads + adam + grads;
     return opt_bytes / hw->hbm_achievable_Bps;
 }
@@ -768,6 +777,8 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     r->config.flash_attn = le->cfg.flash ? 1 : 0;
     r->gpus = par->tp * par->cp * par->pp * par->dp;
     r->flash_attention = le->cfg.flash;
+    r->grad_reduce_in_fp32 = grad_bytes(par) == 4;
+    r->config.grad_reduce_in_fp32 = r->grad_reduce_in_fp32;
     r->padded_vocab = le->padded_vocab;
     r->warnings = warnings;
     if (per_layer) {

@@ -36,7 +36,7 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .cp_comm_type = SPSIM_CP_P2P,
         .hcp_sizes = {0, 0},
         .zero = 0,
-        .grad_reduce_in_fp32 = true,
+        .grad_reduce_in_fp32 = -1,
         .overlap_param_gather = false,
     };
 }
@@ -108,6 +108,8 @@ check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
         return CONFIG_FAIL(err, "field 'cp_comm_type': must be p2p, all_gather, a2a or a2a+p2p");
     if (p->zero > 3)
         return CONFIG_FAIL(err, "field 'zero': must be 0, 1, 2 or 3, got %u", p->zero);
+    if (p->grad_reduce_in_fp32 < -1 || p->grad_reduce_in_fp32 > 1)
+        return CONFIG_FAIL(err, "field 'grad_reduce_in_fp32': must be -1 (dtype default), 0 or 1");
     return SPSIM_OK;
 }
 

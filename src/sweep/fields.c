@@ -61,7 +61,7 @@ static const struct spsim_field fields[] = {
     F("config.cp", U32, config.cp),
     E("config.cp_comm_type", config.cp_comm_type, cp_comm_name),
     F("config.zero", U32, config.zero),
-    F("config.grad_reduce_in_fp32", BOOL, config.grad_reduce_in_fp32),
+    F("config.grad_reduce_in_fp32", BOOL, grad_reduce_in_fp32),
     F("config.overlap_param_gather", BOOL, config.overlap_param_gather),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),

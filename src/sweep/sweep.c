@@ -78,12 +78,13 @@ axis_default(int axis)
     case SPSIM_AXIS_CP:
     case SPSIM_AXIS_DP:
     case SPSIM_AXIS_VPP:
-    case SPSIM_AXIS_GRAD_REDUCE_IN_FP32:
     case SPSIM_AXIS_MBS:
     case SPSIM_AXIS_GBS:
         return 1;
     case SPSIM_AXIS_FLASH_ATTN:
         return -1; /* the model's kernel */
+    case SPSIM_AXIS_GRAD_REDUCE_IN_FP32:
+        return -1; /* Megatron's choice for the dtype */
     default:
         return 0; /* seq 0 = the model's; switches off; recompute none; dtype bf16; gpus unused */
     }
@@ -330,7 +331,7 @@ set_sharding_axis(struct spsim_parallel *p, int axis, int64_t v)
         p->overlap_param_gather = v != 0;
         break;
     case SPSIM_AXIS_GRAD_REDUCE_IN_FP32:
-        p->grad_reduce_in_fp32 = v != 0;
+        p->grad_reduce_in_fp32 = (int)v;
         break;
     default: /* model and hw are pointers, set by point_update */
         break;
@@ -642,7 +643,7 @@ sharding_text(const struct spsim_parallel *p, char *buf, size_t cap)
         n += snprintf(buf + n, cap - (size_t)n, " zero=%u", p->zero);
     if (p->overlap_param_gather && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, " overlap_param_gather=on");
-    if (!p->grad_reduce_in_fp32 && n >= 0 && (size_t)n < cap)
+    if (p->grad_reduce_in_fp32 == 0 && n >= 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n, " grad_reduce_in_fp32=off");
 }
 
