@@ -265,6 +265,17 @@ START_TEST(megatron_rules)
     testutil_expect_rule("llama3-8b", &p, "must equal context_parallel_size");
     p = cp_config(1, 0, SPSIM_CP_P2P, 8192);
     testutil_expect_rule("llama3-8b", &p, "field 'cp'");
+    /* validate replays one TP group: it refuses CP rather than replay it wrongly. */
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_model *m8 = testutil_model_named("llama3-8b");
+    struct spsim_gpu_validate_report *rep = calloc(1, sizeof(*rep));
+    struct spsim_error err = {0};
+    p = cp_config(2, 2, SPSIM_CP_P2P, 8192);
+    ck_assert_int_eq(spsim_gpu_validate_plan(m8, hw, &p, rep, &err), SPSIM_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.message, "context parallelism (cp = 2) is not replayed"));
+    free(rep);
+    spsim_model_destroy(m8);
+    spsim_hardware_destroy(hw);
     /* Valid: p2p and all_gather need no head divisibility. */
     struct spsim_model *m = testutil_model_named("llama3-8b");
     p = cp_config(8, 2, SPSIM_CP_ALL_GATHER, 8192);
