@@ -190,7 +190,9 @@ struct spsim_time_report {
 
 /** Everything spsim says about one configuration. */
 struct spsim_result {
-    struct spsim_parallel config; /**< the configuration with defaults resolved (seq, flash_attn) */
+    /** The configuration with defaults resolved (seq, flash_attn, grad_reduce_in_fp32, and zero
+     * at least 1 with the distributed optimizer). */
+    struct spsim_parallel config;
     uint32_t gpus;                /**< tp · cp · pp · dp */
     bool flash_attention;         /**< the attention kernel used (config.flash_attn resolved) */
     bool grad_reduce_in_fp32;     /**< config.grad_reduce_in_fp32 resolved for the dtype */

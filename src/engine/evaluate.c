@@ -779,6 +779,7 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     r->flash_attention = le->cfg.flash;
     r->grad_reduce_in_fp32 = grad_bytes(par) == 4;
     r->config.grad_reduce_in_fp32 = r->grad_reduce_in_fp32;
+    r->config.zero = zero_level(par); /* the distributed optimizer is level 1 */
     r->padded_vocab = le->padded_vocab;
     r->warnings = warnings;
     if (per_layer) {
