@@ -104,14 +104,23 @@ struct spsim_memory_report {
     uint64_t activation_layers_bytes;    /**< in-flight layers × per-layer bytes on stage 0 */
     uint64_t activation_embedding_bytes; /**< embedding dropout masks, sbhp/t (paper §4.3) */
     uint64_t activation_output_bytes;    /**< p = 1 only: 4sbh/t·(1 + v/h) (paper §4.3) */
-    uint64_t activation_recompute_working_bytes; /**< full recompute: one layer's activations while
-                                                    it is recomputed */
+    uint64_t activation_recompute_working_bytes; /**< full recompute: the activations of one
+                                                    checkpointed group (uniform: recompute_layers
+                                                    layers; default and block: one) while it is
+                                                    recomputed */
     /** Context parallelism: one layer's transient exchange buffers (p2p: the backward's two
      * [KV, dKV] receive buffers; all_gather: the gathered K, V and the full dK, dV; a2a: the
      * exchanged Q, K, V). 0 with cp = 1. */
     uint64_t activation_cp_working_bytes;
     uint64_t activation_first_stage_bytes; /**< sum of the five terms above */
     uint64_t activation_last_stage_bytes;  /**< the last stage (its layers, output layer, logits) */
+    uint32_t recomputed_layers_per_stage;  /**< layers whose forward is replayed (full
+                                              recompute): L/p, or vpp·min(N, L/(p·vpp)) with
+                                              the block method; 0 otherwise */
+    uint64_t offload_bytes_per_layer;      /**< activations an offloaded layer moves to host memory
+                                              and back, each way (tensors of >= 256Ki elements) */
+    uint64_t offload_hbm_saved_bytes;      /**< offload_layers × the above: HBM freed at peak */
+    uint64_t offload_host_bytes;           /**< pinned host memory per GPU holding them */
     uint64_t parameters_total;             /**< whole model, exact, vocabulary padded */
     uint64_t parameters_first_stage;       /**< one TP rank of stage 0 */
     uint64_t parameters_last_stage;        /**< one TP rank of stage p−1 */
@@ -163,18 +172,21 @@ struct spsim_comm_report {
 /** Times of one iteration on the slowest pipeline stage. Seconds unless named otherwise. */
 struct spsim_time_report {
     double iteration_s;
-    double forward_s;        /**< forward computation of all micro-batches (critical stage) */
-    double backward_s;       /**< backward computation (recompute excluded) */
-    double recompute_s;      /**< recomputation (selective or full) */
-    double tp_exposed_s;     /**< TP communication not hidden */
-    double cp_exposed_s;     /**< CP exchanges not hidden behind attention */
-    double pp_bubble_s;      /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
-    double pp_p2p_s;         /**< exposed point-to-point sends */
-    double dp_exposed_s;     /**< exposed data-parallel gradient reduction */
-    double optimizer_s;      /**< optimizer step (memory-bound) */
-    double microbatch_s;     /**< one micro-batch's forward+backward on the critical stage */
-    double layer_forward_s;  /**< one layer, one micro-batch, one rank */
-    double layer_backward_s; /**< idem, backward including its recompute */
+    double forward_s;         /**< forward computation of all micro-batches (critical stage) */
+    double backward_s;        /**< backward computation (recompute excluded) */
+    double recompute_s;       /**< recomputation (selective or full) */
+    double tp_exposed_s;      /**< TP communication not hidden */
+    double cp_exposed_s;      /**< CP exchanges not hidden behind attention */
+    double pp_bubble_s;       /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
+    double pp_p2p_s;          /**< exposed point-to-point sends */
+    double dp_exposed_s;      /**< exposed data-parallel gradient reduction */
+    double optimizer_s;       /**< optimizer step (memory-bound) */
+    double offload_exposed_s; /**< CPU offload copies not hidden behind the layers' compute */
+    double offload_d2h_s_per_layer; /**< one offloaded layer's copy to host memory */
+    double offload_h2d_s_per_layer; /**< its reload before its backward */
+    double microbatch_s;            /**< one micro-batch's forward+backward on the critical stage */
+    double layer_forward_s;         /**< one layer, one micro-batch, one rank */
+    double layer_backward_s;        /**< idem, backward including its recompute */
     double tokens_per_s;
     double model_flops;        /**< per iteration, whole model (paper Eq. 7 for the GPT layer) */
     double hardware_flops;     /**< per iteration, with the recomputation actually done */
@@ -193,9 +205,9 @@ struct spsim_result {
     /** The configuration with defaults resolved (seq, flash_attn, grad_reduce_in_fp32, and zero
      * at least 1 with the distributed optimizer). */
     struct spsim_parallel config;
-    uint32_t gpus;                /**< tp · cp · pp · dp */
-    bool flash_attention;         /**< the attention kernel used (config.flash_attn resolved) */
-    bool grad_reduce_in_fp32;     /**< config.grad_reduce_in_fp32 resolved for the dtype */
+    uint32_t gpus;            /**< tp · cp · pp · dp */
+    bool flash_attention;     /**< the attention kernel used (config.flash_attn resolved) */
+    bool grad_reduce_in_fp32; /**< config.grad_reduce_in_fp32 resolved for the dtype */
     uint64_t padded_vocab;
     uint32_t warnings; /**< OR of enum spsim_warning */
     struct spsim_memory_report memory;

@@ -41,6 +41,11 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_ZERO,                  /**< sharding level 0-3; default 0 */
     SPSIM_AXIS_OVERLAP_PARAM_GATHER,  /**< on/off; default off */
     SPSIM_AXIS_GRAD_REDUCE_IN_FP32,   /**< on/off; default on */
+    SPSIM_AXIS_RECOMPUTE_MODULES,     /**< module sets, each joined by '+' (core_attn+mlp), or
+                                         default (Megatron's core_attn); default default */
+    SPSIM_AXIS_RECOMPUTE_METHOD,      /**< default/uniform/block; default default */
+    SPSIM_AXIS_RECOMPUTE_LAYERS,      /**< full with a method: layers per checkpoint; default 0 */
+    SPSIM_AXIS_OFFLOAD_LAYERS,        /**< layers whose activations go to host memory; default 0 */
     SPSIM_AXIS_COUNT
 };
 
