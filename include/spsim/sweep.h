@@ -36,6 +36,14 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, /**< on/off; default off */
     SPSIM_AXIS_OVERLAP_GRAD_REDUCE,   /**< on/off; default off */
     SPSIM_AXIS_DTYPE,                 /**< bf16/fp16/fp8; default bf16 */
+    /** How the layers split over the pipeline: even (default: L/(pp·vpp) each), account (the
+     * embedding and the loss each count as a layer), balanced (first and last stages build
+     * the same number f of layers, fewer than the middle ones, f the largest that Megatron's
+     * rules admit). A point whose split is not possible, or is the even one, is invalid. */
+    SPSIM_AXIS_PP_SPLIT,
+    /** Largest global batch: gbs becomes the largest multiple of dp·mbs (dp·mbs·pp with
+     * interleaving) not above it; excludes the gbs axis; unset by default */
+    SPSIM_AXIS_MAX_GBS,
     SPSIM_AXIS_COUNT
 };
 
@@ -117,6 +125,9 @@ struct spsim_sweep_point {
     const char *hw_name;
     struct spsim_parallel par; /**< with dp derived from gpus when the gpus axis is set */
     uint32_t gpus;             /**< the gpus axis' value; 0 when dp is an axis */
+    int pp_split;              /**< the pp_split axis' value (0 even, 1 account, 2 balanced) */
+    uint64_t max_gbs;          /**< the max_gbs axis' value; 0 when unset */
+    const char *invalid;       /**< why pp_split or max_gbs cannot apply here; NULL if they can */
 };
 
 /**
@@ -186,6 +197,9 @@ struct spsim_sweep_options {
     bool feasible_only;           /**< keep only rows that fit in HBM (default false) */
     uint64_t max_total_bytes;     /**< keep only rows with memory.total_bytes <= this; 0 = no
                                    *   limit (default) */
+    bool skip_inert;              /**< skip points that repeat another (not counted valid):
+                                   *   the distributed optimizer or overlap_grad_reduce on at
+                                   *   dp = 1 (default false) */
     uint64_t top_k;               /**< 0 (default): every row in index order; else the best K by
                                    *   `by`, ties to the lower index, written at the end; at most
                                    *   SPSIM_SWEEP_MAX_TOP */

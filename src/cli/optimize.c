@@ -13,7 +13,7 @@
 #include "cli.h"
 
 static const char optimize_help[] =
-    "Usage: spsim optimize --model M --hw H --gpus N [--gbs B] [OPTIONS]\n"
+    "Usage: spsim optimize --model M --hw H --gpus N [--gbs B | --max-gbs B] [OPTIONS]\n"
     "\n"
     "Search every valid parallel configuration of a model on N GPUs (dp = N / (tp*pp)) and\n"
     "print the best few that fit in memory, with their iteration time, memory per GPU and\n"
@@ -25,15 +25,22 @@ static const char optimize_help[] =
     "  --gpus N               number of GPUs (required)\n"
     "  --gbs B                global batch size (default N: one sequence per GPU, so that\n"
     "                         every data-parallel size is admissible)\n"
+    "  --max-gbs B            instead of --gbs: each configuration's batch is the largest\n"
+    "                         multiple of dp*mbs (dp*mbs*pp with interleaving) up to B\n"
     "Constraints (each list restricts the search; the defaults search everything):\n"
     "  --tp LIST, --pp LIST   default: every divisor of N (pp up to the layer count)\n"
     "  --vpp LIST             default 1..layers\n"
+    "  --pp-split LIST        even, account (embedding and loss count as layers), balanced\n"
+    "                         (lighter first and last stages); default all three, so that a\n"
+    "                         pp that does not divide the layers gets an answer\n"
     "  --mbs LIST             default 1..64:*2\n"
     "  --sp LIST              default on,off\n"
     "  --recompute LIST       default none,selective,full\n"
-    "  --distributed-optimizer LIST, --overlap-grad-reduce LIST   default on,off\n"
+    "  --distributed-optimizer LIST, --overlap-grad-reduce LIST   default on,off (on at dp 1\n"
+    "                         is skipped: it repeats off)\n"
     "  --seq LIST, --flash-attn LIST, --dtype LIST   default: the model's, bf16\n"
-    "  --max-memory-gib X     memory per GPU at most X GiB (default: the HBM capacity)\n"
+    "  --max-memory-gib X     memory per GPU at most X GiB (default: what the GPU reports\n"
+    "                         less what tensors cannot use); the 'fit' count honours it\n"
     "Output:\n"
     "  --top K                how many configurations to show (default 5)\n"
     "  --by M                 rank by iteration_s (default), total_bytes or mfu\n"
@@ -159,6 +166,7 @@ build_space(const struct optimize_args *a, uint32_t layers, struct spsim_sweep *
                     {SPSIM_AXIS_PP, pps},
                     {SPSIM_AXIS_VPP, vpp},
                     {SPSIM_AXIS_MBS, "1..64:*2"},
+                    {SPSIM_AXIS_PP_SPLIT, "even,account,balanced"},
                     {SPSIM_AXIS_GBS, a->gpus},
                     {SPSIM_AXIS_SP, "on,off"},
                     {SPSIM_AXIS_RECOMPUTE, "none,selective,full"},
@@ -216,15 +224,26 @@ on_off(bool v)
     return v ? "on" : "off";
 }
 
+/* The pipeline split: "even", "account" (embedding and loss as layers), or "F/L" layers. */
+static const char *
+split_text(const struct spsim_parallel *p, char *buf, size_t cap)
+{
+    if (p->first_stage_layers || p->last_stage_layers)
+        snprintf(buf, cap, "%u/%u", p->first_stage_layers, p->last_stage_layers);
+    else
+        snprintf(buf, cap, "%s", p->account_embedding || p->account_loss ? "account" : "even");
+    return buf;
+}
+
 static void
 print_row(FILE *f, int rank, const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
-    char t[32], m[32];
-    fprintf(f, "%3d %4u %4u %5u %4u  %-3s %-9s %4u  %-8s %-7s %12s %12s %6.1f%%\n", rank, p->tp,
-            p->pp, p->dp, p->vpp, on_off(p->sp), spsim_recompute_name(p->recompute), p->mbs,
-            on_off(p->distributed_optimizer), on_off(p->overlap_grad_reduce),
-            fmt_time(t, sizeof(t), r->time.iteration_s),
+    char t[32], m[32], s[32];
+    fprintf(f, "%3d %4u %4u %5u %4u %-7s  %-3s %-9s %4u  %-8s %-7s %12s %12s %6.1f%%\n", rank,
+            p->tp, p->pp, p->dp, p->vpp, split_text(p, s, sizeof(s)), on_off(p->sp),
+            spsim_recompute_name(p->recompute), p->mbs, on_off(p->distributed_optimizer),
+            on_off(p->overlap_grad_reduce), fmt_time(t, sizeof(t), r->time.iteration_s),
             fmt_bytes(m, sizeof(m), (double)r->memory.total_bytes), 100 * r->time.mfu);
 }
 
@@ -352,9 +371,9 @@ report(FILE *f, const struct optimize_args *a, const struct spsim_sweep *sw,
     fprintf(f, "searched %llu configurations in %.2f s: %llu valid, %llu fit\n\n",
             (unsigned long long)best->stats.evaluated, best->stats.elapsed_s,
             (unsigned long long)best->stats.valid, (unsigned long long)best->stats.feasible);
-    fprintf(f, "  # %4s %4s %5s %4s  %-3s %-9s %4s  %-8s %-7s %12s %12s %7s\n", "tp", "pp", "dp",
-            "vpp", "sp", "recompute", "mbs", "dist-opt", "overlap", "iteration", "memory/GPU",
-            "MFU");
+    fprintf(f, "  # %4s %4s %5s %4s %-7s  %-3s %-9s %4s  %-8s %-7s %12s %12s %7s\n", "tp", "pp",
+            "dp", "vpp", "split", "sp", "recompute", "mbs", "dist-opt", "overlap", "iteration",
+            "memory/GPU", "MFU");
     for (uint64_t i = 0; rc == EXIT_OK && i < best->count; i++)
         print_row(f, (int)i + 1, &r[i]);
     if (rc == EXIT_OK && best->count > 1)
@@ -460,6 +479,7 @@ cmd_optimize(int argc, char **argv)
     spsim_sweep_options_defaults(&base);
     base.threads = a.threads;
     base.feasible_only = true;
+    base.skip_inert = true;
     if (a.max_gib > 0 && a.max_gib * 1073741824.0 < (double)limit)
         limit = base.max_total_bytes = (uint64_t)(a.max_gib * 1073741824.0);
     if ((rc = search(sw, &base, a.top, a.by, true, &best)) ||

@@ -33,6 +33,12 @@ static const struct option config_options[] = {
     {"overlap-grad-reduce", no_argument, NULL, OPT_OVERLAP_GRAD},
     {"no-overlap-grad-reduce", no_argument, NULL, OPT_NO_OVERLAP_GRAD},
     {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"first-stage-layers", required_argument, NULL, OPT_FIRST_STAGE},
+    {"last-stage-layers", required_argument, NULL, OPT_LAST_STAGE},
+    {"account-for-embedding-in-pipeline-split", no_argument, NULL, OPT_ACCOUNT_EMB},
+    {"account-for-loss-in-pipeline-split", no_argument, NULL, OPT_ACCOUNT_LOSS},
+    {"pipeline-layout", required_argument, NULL, OPT_LAYOUT},
+    {"pipeline-model-parallel-layout", required_argument, NULL, OPT_LAYOUT},
 };
 
 /* The numeric configuration options: where each goes and its range. */
@@ -50,12 +56,16 @@ static const struct {
     {OPT_MBS, "--mbs", 65536, offsetof(struct spsim_parallel, mbs), false},
     {OPT_GBS, "--gbs", 1ull << 32, offsetof(struct spsim_parallel, gbs), true},
     {OPT_SEQ, "--seq", 1u << 24, offsetof(struct spsim_parallel, seq), false},
+    {OPT_FIRST_STAGE, "--first-stage-layers", 65536,
+     offsetof(struct spsim_parallel, first_stage_layers), false},
+    {OPT_LAST_STAGE, "--last-stage-layers", 65536,
+     offsetof(struct spsim_parallel, last_stage_layers), false},
 };
 
 void
 cli_config_defaults(struct cli_config *cfg)
 {
-    cfg->model = "gpt3-175b";
+    *cfg = (struct cli_config){.model = "gpt3-175b"};
     cfg->hardware = "dgx-a100-80g";
     spsim_parallel_defaults(&cfg->par);
     /* Korthikanti et al. 2022, Table 3 and §6: GPT-3 175B, t = 8, p = 8, three interleaving
@@ -91,6 +101,12 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_NO_OVERLAP_GRAD:
         p->overlap_grad_reduce = opt == OPT_OVERLAP_GRAD;
         return 1;
+    case OPT_ACCOUNT_EMB:
+        p->account_embedding = true;
+        return 1;
+    case OPT_ACCOUNT_LOSS:
+        p->account_loss = true;
+        return 1;
     default:
         return 0;
     }
@@ -121,6 +137,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     struct spsim_parallel *p = &cfg->par;
     bool taken = false;
     int rc = config_number(p, opt, arg, &taken);
+    cfg->pp_set |= opt == OPT_PP;
+    cfg->vpp_set |= opt == OPT_VPP;
     if (taken)
         return rc == EXIT_OK ? 1 : -rc;
     if (config_switch(p, opt))
@@ -128,6 +146,10 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
+        cfg->model_set = strcmp(arg, "gpt3-175b") != 0;
+        return 1;
+    case OPT_LAYOUT:
+        p->pipeline_layout = arg;
         return 1;
     case OPT_HW:
         cfg->hardware = arg;
@@ -140,6 +162,27 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         return rc == EXIT_OK ? 1 : -rc;
     default:
         return 0;
+    }
+}
+
+void
+cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
+{
+    struct spsim_parallel *p = &cfg->par;
+    uint32_t layers = spsim_model_get_shape(model)->layers;
+    /* The paper's interleaving (vpp 3) and pp 8 fit GPT-3 175B's 96 layers; another model gets
+     * no interleaving unless asked, and a pp that divides its layers. */
+    if ((cfg->model_set || p->pipeline_layout) && !cfg->vpp_set)
+        p->vpp = 1; /* with a layout, vpp is derived from it */
+    bool uneven = p->first_stage_layers || p->last_stage_layers || p->account_embedding ||
+                  p->account_loss || p->pipeline_layout;
+    if (cfg->model_set && !cfg->pp_set && !uneven)
+        for (p->pp = 8; p->pp > 1 && layers % p->pp != 0;)
+            p->pp--;
+    if (p->sp && p->tp == 1) {
+        /* megatron/training/arguments.py (message verbatim). */
+        cli_warning("Disabling sequence parallelism because tensor model parallelism is disabled");
+        p->sp = false;
     }
 }
 

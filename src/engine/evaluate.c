@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "eval.h"
+#include "stages.h"
 
 const char *
 spsim_act_mode_name(enum spsim_act_mode mode)
@@ -62,7 +63,9 @@ spsim_overlap_name(enum spsim_overlap overlap)
 
 /* Everything the composition derives from the configuration before folding. */
 struct shape {
-    uint64_t L, p, v, d, t, micro, lps, lpc;
+    uint64_t L, p, v, d, t, micro;
+    uint64_t lps, lpc; /* the most layers a rank, and a model chunk, builds */
+    const struct spsim_stage_plan *plan;
 };
 
 /*
@@ -97,6 +100,29 @@ stage_static(uint64_t params, const struct spsim_parallel *par, struct stage_mem
     s->optimizer = par->distributed_optimizer ? (opt + par->dp - 1) / par->dp : opt;
 }
 
+/* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
+ * rank 0 and the output layer on rank p − 1. */
+static uint64_t
+rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                 const struct shape *x, uint64_t r, bool *ok)
+{
+    uint64_t layers = spsim_stage_inflight_layers(x->plan, (uint32_t)r, x->micro);
+    uint64_t act = spsim_mul(layers, le->layer.saved_bytes, ok);
+    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    if (r == 0)
+        act = spsim_add(
+            act, spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok), ok);
+    /* Paper §4.3: the last stage's final norm, output-layer input and fp32 logits,
+     * 4sbh/t·(1 + v/h). */
+    if (r == x->p - 1)
+        act = spsim_add(act, le->output.saved_bytes, ok);
+    /* Full recomputation rebuilds one layer's activations before its backward: that layer's
+     * whole inventory is live on top of the checkpoints. */
+    if (par->recompute == SPSIM_RECOMPUTE_FULL)
+        act = spsim_add(act, le->act_no_recompute, ok);
+    return act;
+}
+
 /* The first and last stages' activations: in-flight chunks of the schedule, plus the extras
  * of the first (embedding) and last (output layer) stages. */
 static void
@@ -107,88 +133,121 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_per_layer_bytes = le->layer.saved_bytes;
     mem->layers_per_stage = (uint32_t)x->lps;
     mem->layers_per_chunk = (uint32_t)x->lpc;
+    mem->layers_first_stage = spsim_stage_rank_layers(x->plan, 0);
+    mem->layers_last_stage = spsim_stage_rank_layers(x->plan, (uint32_t)(x->p - 1));
 
-    uint64_t chunks0 = inflight_chunks(x, 0);
-    mem->inflight_chunks_first_stage = (uint32_t)chunks0;
-    mem->interleave_factor = (double)(chunks0 * x->lpc) / (double)x->L;
-    mem->activation_layers_bytes = spsim_mul3(chunks0, x->lpc, le->layer.saved_bytes, ok);
-    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    uint64_t layers0 = spsim_stage_inflight_layers(x->plan, 0, x->micro);
+    mem->inflight_chunks_first_stage = (uint32_t)inflight_chunks(x, 0);
+    mem->interleave_factor = (double)layers0 / (double)x->L;
+    mem->activation_layers_bytes = spsim_mul(layers0, le->layer.saved_bytes, ok);
     mem->activation_embedding_bytes =
         spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok);
-    /* Paper §4.3: with p = 1 the first stage is also the last: final norm, output-layer input
-     * and fp32 logits, 4sbh/t·(1 + v/h). */
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
-    /* Full recomputation rebuilds one layer's activations before its backward: that layer's
-     * whole inventory is live on top of the checkpoints. */
     mem->activation_recompute_working_bytes =
         par->recompute == SPSIM_RECOMPUTE_FULL ? le->act_no_recompute : 0;
-    uint64_t first = spsim_add(mem->activation_layers_bytes, mem->activation_embedding_bytes, ok);
-    first = spsim_add(first, mem->activation_output_bytes, ok);
-    first = spsim_add(first, mem->activation_recompute_working_bytes, ok);
-    mem->activation_first_stage_bytes = first;
-    uint64_t last = first;
-    if (x->p > 1) {
-        last = spsim_mul3(inflight_chunks(x, x->p - 1), x->lpc, le->layer.saved_bytes, ok);
-        last = spsim_add(last, le->output.saved_bytes, ok);
-        last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
-    }
-    mem->activation_last_stage_bytes = last;
+    mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
+    mem->activation_last_stage_bytes = rank_activations(par, le, x, x->p - 1, ok);
 }
 
-/* Parameters of the first and last stages (the output layer, and a tied embedding's copy, on
- * the last). */
+/* Parameters of one TP rank of pipeline rank r: its layers, the embedding on rank 0, the
+ * output layer on rank p − 1 (and there a tied embedding's copy, which Megatron keeps in sync
+ * by an all-reduce of its gradient). */
+static uint64_t
+rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                const struct shape *x, uint64_t r, bool *ok)
+{
+    uint64_t layers = spsim_stage_rank_layers(x->plan, (uint32_t)r);
+    uint64_t n = spsim_mul(layers, le->params_layer, ok);
+    if (r == 0)
+        n = spsim_add(n, le->params_embedding, ok);
+    if (r == x->p - 1) {
+        n = spsim_add(n, le->params_output, ok);
+        if (x->p > 1 && m->tied_embeddings)
+            n = spsim_add(n, spsim_mul(le->padded_vocab, m->hidden, ok) / x->t, ok);
+    }
+    return n;
+}
+
 static void
 parameter_memory(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
                  const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
-    uint64_t vpad = le->padded_vocab;
-    uint32_t t = (uint32_t)x->t;
     if (!le->params_ok)
         *ok = false;
-    uint64_t layers = spsim_mul(x->lps, le->params_layer, ok);
-    uint64_t embed = le->params_embedding;
-    uint64_t output = le->params_output;
-    uint64_t p_first = spsim_add(layers, embed, ok), p_last = p_first;
-    if (x->p == 1) {
-        p_first = p_last = spsim_add(p_first, output, ok);
-    } else {
-        /* The last stage keeps its own copy of a tied word embedding (Megatron's shared
-         * embedding, kept in sync by an all-reduce of its gradient). */
-        uint64_t copy = m->tied_embeddings ? spsim_mul(vpad, m->hidden, ok) / t : 0;
-        p_last = spsim_add(spsim_add(layers, output, ok), copy, ok);
-    }
     mem->parameters_total = le->params_total;
-    mem->parameters_first_stage = p_first;
-    mem->parameters_last_stage = p_last;
+    mem->parameters_first_stage = rank_parameters(m, le, x, 0, ok);
+    mem->parameters_last_stage = rank_parameters(m, le, x, x->p - 1, ok);
 }
 
-/* Weights, gradients and optimizer of both stages; the per-GPU figures are the larger stage's;
- * the six modes' first-stage totals; whether it fits. */
-static void
-stage_totals(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-             const struct spsim_layer_summary *le, const struct shape *x,
-             struct spsim_memory_report *mem, bool *ok)
+static uint64_t
+stage_sum(const struct stage_memory *s, bool *ok)
 {
-    struct stage_memory s0, s1;
+    return spsim_add(spsim_add(spsim_add(s->weights, s->grads, ok), s->optimizer, ok),
+                     s->activations, ok);
+}
+
+/* Weights, gradients, optimizer and activations of every rank that can be the most loaded;
+ * the per-GPU figures are the most loaded one's. */
+static void
+peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+           const struct spsim_layer_summary *le, const struct shape *x,
+           struct spsim_memory_report *mem, bool *ok)
+{
+    uint32_t ranks[SPSIM_LAYOUT_MAX_STAGES];
+    uint32_t n = spsim_stage_candidates(x->plan, ranks, SPSIM_LAYOUT_MAX_STAGES);
+    struct stage_memory best = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        struct stage_memory s;
+        stage_static(rank_parameters(m, le, x, ranks[i], ok), par, &s, ok);
+        s.activations = rank_activations(par, le, x, ranks[i], ok);
+        s.total = stage_sum(&s, ok);
+        if (i == 0 || s.total > best.total) {
+            best = s;
+            mem->peak_stage = ranks[i];
+        }
+    }
+    mem->parameters_per_gpu = best.params;
+    mem->weights_bytes = best.weights;
+    mem->gradients_bytes = best.grads;
+    mem->optimizer_bytes = best.optimizer;
+    mem->total_bytes = best.total;
+    mem->activation_peak_stage_bytes = best.activations;
+    mem->layers_peak_stage = spsim_stage_rank_layers(x->plan, mem->peak_stage);
+}
+
+/* What the GPU reports less what tensors cannot use: the CUDA context and cuBLAS workspace,
+ * the NCCL buffers of each communicator this configuration runs collectives on (TP, DP, the
+ * tied embedding's pair), then the allocator's fragmentation as a fraction of the rest. */
+static void
+memory_limit(const struct spsim_hardware *hw, const struct shape *x, bool tied,
+             struct spsim_memory_report *mem)
+{
+    uint64_t comms = (x->t > 1) + (x->d > 1) + (x->p > 1 && tied);
+    uint64_t reserved = hw->reserved_fixed_bytes + comms * hw->nccl_comm_bytes;
+    uint64_t left = hw->hbm_capacity_bytes > reserved ? hw->hbm_capacity_bytes - reserved : 0;
+    if (hw->allocator_fragmentation > 0)
+        left = (uint64_t)((double)left * (1.0 - hw->allocator_fragmentation));
+    mem->hbm_bytes = hw->hbm_capacity_bytes;
+    mem->reserved_bytes = hw->hbm_capacity_bytes - left;
+    mem->capacity_bytes = left;
+}
+
+/* The first stage's totals in the six modes; whether it fits. */
+static void
+stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+             const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+             const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+{
+    struct stage_memory s0;
     stage_static(mem->parameters_first_stage, par, &s0, ok);
-    stage_static(mem->parameters_last_stage, par, &s1, ok);
-    s0.total = spsim_add(spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok),
-                         mem->activation_first_stage_bytes, ok);
-    s1.total = spsim_add(spsim_add(spsim_add(s1.weights, s1.grads, ok), s1.optimizer, ok),
-                         mem->activation_last_stage_bytes, ok);
-    const struct stage_memory *peak = s1.total > s0.total ? &s1 : &s0;
-    mem->peak_stage = peak == &s1 ? (uint32_t)(x->p - 1) : 0;
-    mem->parameters_per_gpu = peak->params;
-    mem->weights_bytes = peak->weights;
-    mem->gradients_bytes = peak->grads;
-    mem->optimizer_bytes = peak->optimizer;
-    mem->total_bytes = peak->total;
-    mem->capacity_bytes = hw ? hw->hbm_capacity_bytes : 0;
+    peak_stage(m, par, le, x, mem, ok);
+    if (hw)
+        memory_limit(hw, x, m->tied_embeddings, mem);
     uint64_t extras = spsim_add(mem->activation_embedding_bytes, mem->activation_output_bytes, ok);
     uint64_t static0 = spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok);
-    uint64_t chunks0 = inflight_chunks(x, 0);
+    uint64_t layers0 = spsim_stage_inflight_layers(x->plan, 0, x->micro);
     for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
-        uint64_t act = spsim_add(spsim_mul3(chunks0, x->lpc, le->act_modes[i], ok), extras, ok);
+        uint64_t act = spsim_add(spsim_mul(layers0, le->act_modes[i], ok), extras, ok);
         if (i == SPSIM_MODE_FULL)
             act = spsim_add(act, le->act_modes[SPSIM_MODE_TP], ok);
         mem->activation_modes_first_stage_bytes[i] = act;
@@ -203,7 +262,7 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
 {
     activation_memory(par, le, x, mem, ok);
     parameter_memory(m, le, x, mem, ok);
-    stage_totals(hw, par, le, x, mem, ok);
+    stage_totals(m, hw, par, le, x, mem, ok);
     if (hw) {
         if (mem->total_bytes > (uint64_t)INT64_MAX || mem->capacity_bytes > (uint64_t)INT64_MAX) {
             *ok = false;
@@ -258,6 +317,7 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
 /* Per micro-batch work of one stage: its layers plus the embedding or output block. */
 struct stage_time {
     double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm;
+    uint64_t layers;
 };
 
 static void
@@ -385,7 +445,7 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                                         spsim_max_d(alone - a.latency_s - b.latency_s, 1e-12),
                             .nres = 1,
                             .res = {on_nvlink ? 0u : 1u}};
-    double tp_bytes = x->lps * le->layer.tp_bwd_wire_bytes;
+    double tp_bytes = crit->layers * le->layer.tp_bwd_wire_bytes;
     if (tp_bytes > 0)
         flows[n++] =
             (struct spsim_flow){.bytes = tp_bytes,
@@ -463,6 +523,56 @@ optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *p
     return opt_bytes / hw->hbm_achievable_Bps;
 }
 
+/* Per micro-batch work of pipeline rank r: its layers, the embedding on rank 0 and the output
+ * layer on rank p − 1. */
+static void
+rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t r,
+          struct stage_time *s)
+{
+    *s = (struct stage_time){.layers = spsim_stage_rank_layers(x->plan, r)};
+    add_block(s, &le->layer, (double)s->layers);
+    if (r == 0)
+        add_block(s, &le->embedding, 1);
+    if (r == x->p - 1)
+        add_block(s, &le->output, 1);
+}
+
+/* The rank that sets the pace (the first of the slowest, ranks in spsim_stage_candidates'
+ * order) and the mean stage time: with a layout every rank's, else rank 0's, rank p − 1's and
+ * the p − 2 middle ranks' (which build the same layers). */
+static uint32_t
+critical_stage(const struct spsim_layer_summary *le, const struct shape *x, struct stage_time *crit,
+               double *avg)
+{
+    uint32_t ranks[SPSIM_LAYOUT_MAX_STAGES], best = 0;
+    uint32_t n = spsim_stage_candidates(x->plan, ranks, SPSIM_LAYOUT_MAX_STAGES);
+    double walls[3] = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        struct stage_time s;
+        rank_time(le, x, ranks[i], &s);
+        if (i < 3)
+            walls[i] = s.wall;
+        if (i == 0 || s.wall > crit->wall) {
+            *crit = s;
+            best = ranks[i];
+        }
+    }
+    if (x->p == 1) {
+        *avg = walls[0];
+    } else if (!x->plan->nlayout) {
+        *avg = (walls[0] + walls[1] + (x->p - 2.0) * (x->p > 2 ? walls[2] : 0)) / x->p;
+    } else {
+        double sum = 0;
+        for (uint32_t r = 0; r < x->p; r++) {
+            struct stage_time s;
+            rank_time(le, x, r, &s);
+            sum += s.wall;
+        }
+        *avg = sum / x->p;
+    }
+    return best;
+}
+
 static int
 compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              const struct spsim_hardware *hw, const struct spsim_parallel *par,
@@ -471,32 +581,14 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              struct spsim_time_report *tr)
 {
     const struct spsim_model_shape *m = &model->shape;
-    /* Every stage starts from its layers (the same sums, computed once). */
-    struct stage_time layers = {0};
-    add_block(&layers, &le->layer, (double)x->lps);
-    struct stage_time first = layers, last = layers, middle = layers;
-    add_block(&first, &le->embedding, 1);
-    add_block(&last, &le->output, 1);
-    if (x->p == 1)
-        add_block(&first, &le->output, 1);
-
     double t_send = 0;
     int rc = pp_send_s(memo, hw, par, le, x, comm, &t_send);
     if (rc)
         return rc;
-    double p2p = 2.0 * (double)x->v * t_send;
-    const struct stage_time *crit = &first;
-    tr->critical_stage = 0;
-    if (x->p > 1 && last.wall > crit->wall) {
-        crit = &last;
-        tr->critical_stage = (uint32_t)(x->p - 1);
-    }
-    if (x->p > 2 && middle.wall > crit->wall) {
-        crit = &middle;
-        tr->critical_stage = 1;
-    }
-    double avg =
-        x->p == 1 ? first.wall : (first.wall + last.wall + (x->p - 2.0) * middle.wall) / x->p;
+    double p2p = 2.0 * (double)x->v * t_send, avg = 0;
+    struct stage_time critical = {0};
+    const struct stage_time *crit = &critical;
+    tr->critical_stage = critical_stage(le, x, &critical, &avg);
     double mb = (double)x->micro;
     tr->microbatch_s = crit->wall + p2p;
     tr->forward_s = mb * crit->fwd;
@@ -526,6 +618,24 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     return SPSIM_OK;
 }
 
+/*
+ * The other named model-FLOPs formulas, from the 2022 formula's per-token sum: Megatron-LM's
+ * current one (training.py num_floating_point_operations at d98e8a6: 6 FLOPs per weight and
+ * token, causal attention halved, Σs²·6·q per layer, i.e. 6·s·q less per layer-token than the
+ * 2022 paper's 12·s·q), and Narayanan et al. 2021's 96·B·s·L·h²·(1 + s/(6h) + V/(16Lh)), which
+ * counts the recomputed forward of every layer (4 passes instead of 3) but not of the logits.
+ */
+static void
+model_flops_named(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                  const struct shape *x, const struct spsim_parallel *par, double per_token,
+                  struct spsim_time_report *tr)
+{
+    double s = (double)le->cfg.s, tokens = (double)par->gbs * s;
+    double q = (double)m->heads * m->head_dim, logits = 2.0 * m->hidden * (double)le->padded_vocab;
+    tr->model_flops_megatron = 3.0 * tokens * (per_token - x->L * 2.0 * s * q);
+    tr->model_flops_narayanan2021 = tokens * (4.0 * (per_token - logits) + 3.0 * logits);
+}
+
 static void
 compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
               const struct spsim_layer_summary *le, const struct shape *x, uint32_t gpus,
@@ -543,6 +653,7 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
                                4.0 * s * q) +
                        2.0 * h * (double)le->padded_vocab;
     tr->model_flops = 3.0 * (double)par->gbs * s * per_token;
+    model_flops_named(m, le, x, par, per_token, tr);
     /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal
      * half and backward recomputation), summed over the TP group and all micro-batches. */
     double passes = (double)par->gbs / par->mbs;
@@ -555,8 +666,35 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     tr->mfu = tr->model_flops / (iter * gpus * peak);
     tr->hfu = tr->hardware_flops / (iter * gpus * peak);
     tr->tflops_per_gpu = tr->model_flops / (iter * gpus) / 1e12;
+    tr->tflops_per_gpu_megatron = tr->model_flops_megatron / (iter * gpus) / 1e12;
+    tr->tflops_per_gpu_narayanan2021 = tr->model_flops_narayanan2021 / (iter * gpus) / 1e12;
+    tr->hardware_tflops_per_gpu = tr->hardware_flops / (iter * gpus) / 1e12;
+    tr->tokens_per_s_per_gpu = tr->tokens_per_s / gpus;
     tr->nvlink_utilisation = tr->nvlink_busy_s / iter;
     tr->network_utilisation = tr->network_busy_s / iter;
+}
+
+/* The pipeline's shape: its stage plan and the most layers a rank and a chunk build. */
+static int
+make_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+           struct spsim_stage_plan *plan, struct shape *x, struct spsim_error *err)
+{
+    int rc = spsim_stage_plan_make(m, par, plan, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    *x = (struct shape){.L = m->layers, .p = par->pp, .v = plan->v, .d = par->dp, .t = par->tp};
+    x->micro = par->gbs / ((uint64_t)par->mbs * par->dp);
+    x->plan = plan;
+    x->lpc = spsim_stage_max_chunk_layers(plan);
+    if (plan->even) {
+        x->lps = x->L / x->p;
+        return SPSIM_OK;
+    }
+    uint32_t ranks[SPSIM_LAYOUT_MAX_STAGES];
+    uint32_t n = spsim_stage_candidates(plan, ranks, SPSIM_LAYOUT_MAX_STAGES);
+    for (uint32_t i = 0; i < n; i++)
+        x->lps = spsim_max_u64(x->lps, spsim_stage_rank_layers(plan, ranks[i]));
+    return SPSIM_OK;
 }
 
 int
@@ -584,12 +722,14 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
         memset(r->comm.per_layer, 0, sizeof(r->comm.per_layer));
         memcpy(r->comm.per_layer, le->coll, le->ncoll * sizeof(le->coll[0]));
     }
-    struct shape x = {.L = m->layers, .p = par->pp, .v = par->vpp, .d = par->dp, .t = par->tp};
-    x.micro = par->gbs / ((uint64_t)par->mbs * par->dp);
-    x.lps = x.L / x.p;
-    x.lpc = x.lps / x.v;
+    struct spsim_stage_plan plan;
+    struct shape x;
+    int rc = make_shape(m, par, &plan, &x, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    r->config.vpp = plan.v;
     bool ok = true;
-    int rc = compose_memory(m, hw, par, le, &x, &r->memory, &ok);
+    rc = compose_memory(m, hw, par, le, &x, &r->memory, &ok);
     if (rc == SPSIM_OK)
         compose_comm(hw, par, le, &x, m->hidden, &r->memory, &r->comm, &ok);
     if (rc == SPSIM_OK && !ok)
