@@ -365,9 +365,12 @@ report(FILE *f, const struct optimize_args *a, const struct spsim_sweep *sw,
             rc = cli_fail(&err);
     spsim_sweep_point_at(sw, best->index[0], &pt, NULL);
     char lim[32], t[32], m[32];
-    fprintf(f, "spsim optimize: %s on %s, %s GPUs, global batch %llu, at most %s per GPU\n",
+    fprintf(f, "spsim optimize: %s on %s, %s GPUs, global batch %llu, at most %s%s per GPU\n",
             pt.model_name, pt.hw_name, a->gpus, (unsigned long long)pt.par.gbs,
-            fmt_bytes(lim, sizeof(lim), (double)limit));
+            fmt_bytes(lim, sizeof(lim), (double)limit),
+            a->max_gib > 0 && (double)limit < a->max_gib * 1073741824.0 + 1
+                ? ""
+                : " less what tensors cannot use");
     fprintf(f, "searched %llu configurations in %.2f s: %llu valid, %llu fit\n\n",
             (unsigned long long)best->stats.evaluated, best->stats.elapsed_s,
             (unsigned long long)best->stats.valid, (unsigned long long)best->stats.feasible);
