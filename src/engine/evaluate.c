@@ -66,7 +66,33 @@ struct shape {
     uint64_t L, p, v, d, t, micro;
     uint64_t lps, lpc; /* the most layers a rank, and a model chunk, builds */
     const struct spsim_stage_plan *plan;
+    /* Ranks 0, 1 and p − 1 (the candidates without a layout): layers built and in flight,
+     * computed once per configuration. */
+    uint64_t built[3], held[3];
 };
+
+/* Index of rank r in the shape's cache, or -1 (a layout's other ranks). */
+static int
+cached(const struct shape *x, uint64_t r)
+{
+    if (r == x->p - 1)
+        return 2;
+    return r == 0 ? 0 : r == 1 && !x->plan->nlayout ? 1 : -1;
+}
+
+static uint64_t
+rank_built(const struct shape *x, uint64_t r)
+{
+    int i = cached(x, r);
+    return i >= 0 ? x->built[i] : spsim_stage_rank_layers(x->plan, (uint32_t)r);
+}
+
+static uint64_t
+rank_held(const struct shape *x, uint64_t r)
+{
+    int i = cached(x, r);
+    return i >= 0 ? x->held[i] : spsim_stage_inflight_layers(x->plan, (uint32_t)r, x->micro);
+}
 
 /*
  * Model chunks whose activations pipeline rank r holds at peak. 1F1B (PipeDream-Flush): rank r
@@ -106,8 +132,7 @@ static uint64_t
 rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                  const struct shape *x, uint64_t r, bool *ok)
 {
-    uint64_t layers = spsim_stage_inflight_layers(x->plan, (uint32_t)r, x->micro);
-    uint64_t act = spsim_mul(layers, le->layer.saved_bytes, ok);
+    uint64_t act = spsim_mul(rank_held(x, r), le->layer.saved_bytes, ok);
     /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
     if (r == 0)
         act = spsim_add(
@@ -133,10 +158,10 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_per_layer_bytes = le->layer.saved_bytes;
     mem->layers_per_stage = (uint32_t)x->lps;
     mem->layers_per_chunk = (uint32_t)x->lpc;
-    mem->layers_first_stage = spsim_stage_rank_layers(x->plan, 0);
-    mem->layers_last_stage = spsim_stage_rank_layers(x->plan, (uint32_t)(x->p - 1));
+    mem->layers_first_stage = (uint32_t)x->built[0];
+    mem->layers_last_stage = (uint32_t)x->built[2];
 
-    uint64_t layers0 = spsim_stage_inflight_layers(x->plan, 0, x->micro);
+    uint64_t layers0 = x->held[0];
     mem->inflight_chunks_first_stage = (uint32_t)inflight_chunks(x, 0);
     mem->interleave_factor = (double)layers0 / (double)x->L;
     mem->activation_layers_bytes = spsim_mul(layers0, le->layer.saved_bytes, ok);
@@ -156,8 +181,7 @@ static uint64_t
 rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
                 const struct shape *x, uint64_t r, bool *ok)
 {
-    uint64_t layers = spsim_stage_rank_layers(x->plan, (uint32_t)r);
-    uint64_t n = spsim_mul(layers, le->params_layer, ok);
+    uint64_t n = spsim_mul(rank_built(x, r), le->params_layer, ok);
     if (r == 0)
         n = spsim_add(n, le->params_embedding, ok);
     if (r == x->p - 1) {
@@ -193,17 +217,25 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
            const struct spsim_layer_summary *le, const struct shape *x,
            struct spsim_memory_report *mem, bool *ok)
 {
-    uint32_t ranks[SPSIM_LAYOUT_MAX_STAGES];
-    uint32_t n = spsim_stage_candidates(x->plan, ranks, SPSIM_LAYOUT_MAX_STAGES);
+    /* Evenly split, a middle rank holds rank 0's layers, fewer in flight and no embedding: it
+     * never exceeds rank 0. */
+    uint32_t n = x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan);
     struct stage_memory best = {0};
     for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = spsim_stage_candidate(x->plan, i);
+        bool first = r == 0, last = r == x->p - 1;
         struct stage_memory s;
-        stage_static(rank_parameters(m, le, x, ranks[i], ok), par, &s, ok);
-        s.activations = rank_activations(par, le, x, ranks[i], ok);
+        stage_static(first  ? mem->parameters_first_stage
+                     : last ? mem->parameters_last_stage
+                            : rank_parameters(m, le, x, r, ok),
+                     par, &s, ok);
+        s.activations = first  ? mem->activation_first_stage_bytes
+                        : last ? mem->activation_last_stage_bytes
+                               : rank_activations(par, le, x, r, ok);
         s.total = stage_sum(&s, ok);
         if (i == 0 || s.total > best.total) {
             best = s;
-            mem->peak_stage = ranks[i];
+            mem->peak_stage = r;
         }
     }
     mem->parameters_per_gpu = best.params;
@@ -212,7 +244,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     mem->optimizer_bytes = best.optimizer;
     mem->total_bytes = best.total;
     mem->activation_peak_stage_bytes = best.activations;
-    mem->layers_peak_stage = spsim_stage_rank_layers(x->plan, mem->peak_stage);
+    mem->layers_peak_stage = (uint32_t)rank_built(x, mem->peak_stage);
 }
 
 /* What the GPU reports less what tensors cannot use: the CUDA context and cuBLAS workspace,
@@ -245,7 +277,7 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
         memory_limit(hw, x, m->tied_embeddings, mem);
     uint64_t extras = spsim_add(mem->activation_embedding_bytes, mem->activation_output_bytes, ok);
     uint64_t static0 = spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok);
-    uint64_t layers0 = spsim_stage_inflight_layers(x->plan, 0, x->micro);
+    uint64_t layers0 = x->held[0];
     for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
         uint64_t act = spsim_add(spsim_mul(layers0, le->act_modes[i], ok), extras, ok);
         if (i == SPSIM_MODE_FULL)
@@ -524,13 +556,18 @@ optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *p
 }
 
 /* Per micro-batch work of pipeline rank r: its layers, the embedding on rank 0 and the output
- * layer on rank p − 1. */
+ * layer on rank p − 1. `layers` keeps the last layer block summed, for ranks that build as
+ * many layers (every rank of an even split). */
 static void
 rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t r,
-          struct stage_time *s)
+          struct stage_time *layers, struct stage_time *s)
 {
-    *s = (struct stage_time){.layers = spsim_stage_rank_layers(x->plan, r)};
-    add_block(s, &le->layer, (double)s->layers);
+    uint64_t n = rank_built(x, r);
+    if (layers->layers != n || layers->wall == 0) {
+        *layers = (struct stage_time){.layers = n};
+        add_block(layers, &le->layer, (double)n);
+    }
+    *s = *layers;
     if (r == 0)
         add_block(s, &le->embedding, 1);
     if (r == x->p - 1)
@@ -544,19 +581,22 @@ static uint32_t
 critical_stage(const struct spsim_layer_summary *le, const struct shape *x, struct stage_time *crit,
                double *avg)
 {
-    uint32_t ranks[SPSIM_LAYOUT_MAX_STAGES], best = 0;
-    uint32_t n = spsim_stage_candidates(x->plan, ranks, SPSIM_LAYOUT_MAX_STAGES);
+    /* Evenly split, a middle rank's work is rank 0's without the embedding: never slower. */
+    uint32_t best = 0, n = x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan);
     double walls[3] = {0};
+    struct stage_time layers = {0}, s;
     for (uint32_t i = 0; i < n; i++) {
-        struct stage_time s;
-        rank_time(le, x, ranks[i], &s);
+        uint32_t r = spsim_stage_candidate(x->plan, i);
+        rank_time(le, x, r, &layers, &s);
         if (i < 3)
             walls[i] = s.wall;
         if (i == 0 || s.wall > crit->wall) {
             *crit = s;
-            best = ranks[i];
+            best = r;
         }
     }
+    if (n == 2 && x->p > 2)
+        walls[2] = layers.wall;
     if (x->p == 1) {
         *avg = walls[0];
     } else if (!x->plan->nlayout) {
@@ -564,8 +604,7 @@ critical_stage(const struct spsim_layer_summary *le, const struct shape *x, stru
     } else {
         double sum = 0;
         for (uint32_t r = 0; r < x->p; r++) {
-            struct stage_time s;
-            rank_time(le, x, r, &s);
+            rank_time(le, x, r, &layers, &s);
             sum += s.wall;
         }
         *avg = sum / x->p;
@@ -675,25 +714,57 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
 }
 
 /* The pipeline's shape: its stage plan and the most layers a rank and a chunk build. */
+/* An even split (the sweep's common case), as spsim_stage_plan_make resolves it, without its
+ * checks (spsim_parallel_check ran them): every rank L/p layers, the in-flight closed forms. */
+static bool
+even_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+           struct spsim_stage_plan *plan, struct shape *x)
+{
+    if (par->first_stage_layers || par->last_stage_layers || par->account_embedding ||
+        par->account_loss || par->pipeline_layout)
+        return false;
+    /* Field by field: the layout table (4 kB) stays untouched. */
+    plan->p = par->pp;
+    plan->v = par->vpp;
+    plan->even = true;
+    plan->emb = plan->loss = false;
+    plan->nlayout = 0;
+    plan->first = plan->middle = plan->last = m->layers / par->pp;
+    x->lps = plan->first;
+    x->lpc = x->lps / x->v;
+    for (uint64_t i = 0, r; i < 3; i++) {
+        r = i == 2 ? x->p - 1 : i == 1 && x->p > 2 ? 1 : 0;
+        x->built[i] = x->lps;
+        x->held[i] =
+            x->v == 1 ? spsim_min_u64(x->p - r, x->micro) * x->lps
+                      : spsim_min_u64(2 * (x->p - r - 1) + (x->v - 1) * x->p + 1, x->micro * x->v) *
+                            x->lpc;
+    }
+    return true;
+}
+
 static int
 make_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
            struct spsim_stage_plan *plan, struct shape *x, struct spsim_error *err)
 {
+    *x = (struct shape){.L = m->layers, .p = par->pp, .v = par->vpp, .d = par->dp, .t = par->tp};
+    x->micro = par->gbs / ((uint64_t)par->mbs * par->dp);
+    x->plan = plan;
+    if (even_shape(m, par, plan, x))
+        return SPSIM_OK;
     int rc = spsim_stage_plan_make(m, par, plan, err);
     if (rc != SPSIM_OK)
         return rc;
-    *x = (struct shape){.L = m->layers, .p = par->pp, .v = plan->v, .d = par->dp, .t = par->tp};
-    x->micro = par->gbs / ((uint64_t)par->mbs * par->dp);
-    x->plan = plan;
+    x->v = plan->v;
     x->lpc = spsim_stage_max_chunk_layers(plan);
-    if (plan->even) {
-        x->lps = x->L / x->p;
-        return SPSIM_OK;
+    const uint32_t at[3] = {0, x->p > 2 ? 1 : 0, (uint32_t)x->p - 1};
+    for (int i = 0; i < 3; i++) {
+        x->built[i] = spsim_stage_rank_layers(plan, at[i]);
+        x->held[i] = spsim_stage_inflight_layers(plan, at[i], x->micro);
     }
-    uint32_t ranks[SPSIM_LAYOUT_MAX_STAGES];
-    uint32_t n = spsim_stage_candidates(plan, ranks, SPSIM_LAYOUT_MAX_STAGES);
-    for (uint32_t i = 0; i < n; i++)
-        x->lps = spsim_max_u64(x->lps, spsim_stage_rank_layers(plan, ranks[i]));
+    for (uint32_t i = 0, n = spsim_stage_ncandidates(plan); i < n; i++)
+        x->lps =
+            spsim_max_u64(x->lps, spsim_stage_rank_layers(plan, spsim_stage_candidate(plan, i)));
     return SPSIM_OK;
 }
 

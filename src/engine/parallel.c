@@ -132,7 +132,13 @@ check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p
                struct spsim_error *err)
 {
     struct spsim_stage_plan plan;
-    int rc = spsim_stage_plan_make(m, p, &plan, err);
+    plan.v = p->vpp;
+    bool plain = !p->first_stage_layers && !p->last_stage_layers && !p->account_embedding &&
+                 !p->account_loss && !p->pipeline_layout;
+    /* The sweep's common case first: an even split either divides or is refused. */
+    int rc = !plain                                        ? spsim_stage_plan_make(m, p, &plan, err)
+             : m->layers % ((uint64_t)p->pp * p->vpp) == 0 ? SPSIM_OK
+                                                           : spsim_stage_even_error(m, p, err);
     if (rc != SPSIM_OK)
         return rc;
     if (plan.v > 1 && p->pp < 2)

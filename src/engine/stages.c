@@ -238,6 +238,17 @@ plan_first_last(const struct spsim_model_shape *m, const struct spsim_parallel *
     return SPSIM_OK;
 }
 
+int
+spsim_stage_even_error(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+                       struct spsim_error *err)
+{
+    return CONFIG_FAIL(err,
+                       "field 'pp': the model's %u layers are not divisible by pp·vpp = "
+                       "%u·%u = %llu (uneven splits: first_stage_layers, last_stage_layers, "
+                       "account_embedding, account_loss or pipeline_layout)",
+                       m->layers, par->pp, par->vpp, (unsigned long long)par->pp * par->vpp);
+}
+
 /* Even split, with the embedding and the loss optionally counted as layers. */
 static int
 plan_even(const struct spsim_model_shape *m, const struct spsim_parallel *par,
@@ -246,11 +257,7 @@ plan_even(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     uint64_t n = (uint64_t)m->layers + par->account_embedding + par->account_loss;
     uint64_t chunks = (uint64_t)par->pp * par->vpp;
     if (pl->even && n % chunks != 0)
-        return CONFIG_FAIL(err,
-                           "field 'pp': the model's %u layers are not divisible by pp·vpp = "
-                           "%u·%u = %llu (uneven splits: first_stage_layers, last_stage_layers, "
-                           "account_embedding, account_loss or pipeline_layout)",
-                           m->layers, par->pp, par->vpp, (unsigned long long)chunks);
+        return spsim_stage_even_error(m, par, err);
     if (n % par->pp != 0)
         return CONFIG_FAIL(err,
                            "field 'pp': Number of layers should be divisible by the "
@@ -323,12 +330,10 @@ spsim_stage_max_chunk_layers(const struct spsim_stage_plan *pl)
 {
     if (pl->even)
         return pl->first / pl->v;
-    uint32_t most = 0;
-    uint32_t ranks[SPSIM_LAYOUT_MAX_STAGES];
-    uint32_t n = spsim_stage_candidates(pl, ranks, SPSIM_LAYOUT_MAX_STAGES);
+    uint32_t most = 0, n = spsim_stage_ncandidates(pl);
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t c = 0; c < pl->v; c++) {
-            uint32_t k = spsim_stage_chunk_layers(pl, ranks[i], c);
+            uint32_t k = spsim_stage_chunk_layers(pl, spsim_stage_candidate(pl, i), c);
             most = k > most ? k : most;
         }
     return most;
@@ -385,16 +390,9 @@ spsim_stage_inflight_layers(const struct spsim_stage_plan *pl, uint32_t r, uint6
 }
 
 uint32_t
-spsim_stage_candidates(const struct spsim_stage_plan *pl, uint32_t *ranks, uint32_t cap)
+spsim_stage_ncandidates(const struct spsim_stage_plan *pl)
 {
-    uint32_t n = 0, p = pl->p;
-    if (cap == 0)
-        return 0;
-    ranks[n++] = 0;
-    if (p > 1 && n < cap)
-        ranks[n++] = p - 1;
-    uint32_t middles = pl->nlayout ? p - 1 : (p > 2 ? 2 : 1);
-    for (uint32_t r = 1; r < middles && n < cap; r++)
-        ranks[n++] = r;
-    return n;
+    if (pl->p <= 2)
+        return pl->p;
+    return pl->nlayout ? pl->p : 3;
 }

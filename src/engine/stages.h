@@ -35,6 +35,10 @@ struct spsim_stage_plan {
 int spsim_stage_plan_make(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                           struct spsim_stage_plan *out, struct spsim_error *err);
 
+/** The refusal of an even split that pp·vpp does not divide. @return SPSIM_ECONFIG */
+int spsim_stage_even_error(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+                           struct spsim_error *err);
+
 /** Layers that chunk c of pipeline rank r builds. */
 uint32_t spsim_stage_chunk_layers(const struct spsim_stage_plan *pl, uint32_t r, uint32_t c);
 
@@ -52,10 +56,17 @@ uint32_t spsim_stage_max_chunk_layers(const struct spsim_stage_plan *pl);
  */
 uint64_t spsim_stage_inflight_layers(const struct spsim_stage_plan *pl, uint32_t r, uint64_t micro);
 
-/** Ranks that can be the most loaded, in the order ties are broken: rank 0, rank p − 1, then
- * the middle ranks (only rank 1 without a layout: the middle ranks build the same layers and
- * hold fewer in flight the later they are). @return how many were written to `ranks` */
-uint32_t spsim_stage_candidates(const struct spsim_stage_plan *pl, uint32_t *ranks, uint32_t cap);
+/** How many ranks can be the most loaded: rank 0, rank p − 1, then the middle ranks (only
+ * rank 1 without a layout: the middle ranks build the same layers and hold fewer in flight
+ * the later they are). */
+uint32_t spsim_stage_ncandidates(const struct spsim_stage_plan *pl);
+
+/** The i-th of them, in the order ties are broken (0, p − 1, 1, 2, ...). */
+static inline uint32_t
+spsim_stage_candidate(const struct spsim_stage_plan *pl, uint32_t i)
+{
+    return i == 0 ? 0 : i == 1 ? pl->p - 1 : i - 1;
+}
 
 /** A layout string read as Megatron's parse_str_to_list reads it. */
 struct spsim_layout_info {

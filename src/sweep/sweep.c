@@ -347,6 +347,8 @@ derived_axes(struct spsim_sweep_point *pt)
 {
     struct spsim_parallel *p = &pt->par;
     pt->invalid = NULL;
+    if (!pt->pp_split && !pt->max_gbs && !p->account_embedding && !p->first_stage_layers)
+        return; /* the default: nothing derived, nothing to undo */
     p->account_embedding = p->account_loss = pt->pp_split == 1;
     p->first_stage_layers = p->last_stage_layers = 0;
     if (pt->pp_split == 1 && p->pp == 1)
