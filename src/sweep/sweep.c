@@ -621,15 +621,17 @@ describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct 
     size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 512;
     if (spsim_buf_reserve(out, room) != SPSIM_OK)
         return SPSIM_ENOMEM;
+    static const char *const splits[] = {"", " pp_split=account", " pp_split=balanced"};
+    const char *split = (unsigned)pt->pp_split < 3 ? splits[pt->pp_split] : "";
     int n = snprintf(out->data + out->len, out->cap - out->len,
                      "model=%s hw=%s tp=%u pp=%u %s vpp=%u sp=%s recompute=%s mbs=%u gbs=%llu "
                      "seq=%s flash_attn=%s distributed_optimizer=%s overlap_grad_reduce=%s "
-                     "dtype=%s: %s\n",
+                     "dtype=%s%s: %s\n",
                      pt->model_name, pt->hw_name, p->tp, p->pp, dp, p->vpp, switch_text(p->sp),
                      spsim_recompute_name(p->recompute), p->mbs, (unsigned long long)p->gbs, seq,
                      p->flash_attn < 0 ? "model" : switch_text(p->flash_attn == 1),
                      switch_text(p->distributed_optimizer), switch_text(p->overlap_grad_reduce),
-                     spsim_dtype_name(p->dtype), reason);
+                     spsim_dtype_name(p->dtype), split, reason);
     out->len += n > 0 ? (size_t)n : 0;
     return SPSIM_OK;
 }
