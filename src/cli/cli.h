@@ -63,9 +63,14 @@ struct cli_output {
     size_t size;
     const char *path; /* NULL: stdout */
 };
+/** EXIT_USAGE (with the message) for an empty -o path, so that a command refuses it before
+ * any work; EXIT_OK otherwise (NULL: standard output). */
+int cli_output_check(const char *path);
 int cli_output_open(struct cli_output *out, const char *path);
 /** Flush and, for a file, write it atomically. @return an exit code */
 int cli_output_close(struct cli_output *out);
+/** Give up after a failure: a file is not written (the old one stays). */
+void cli_output_abort(struct cli_output *out);
 
 /*
  * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
@@ -74,10 +79,9 @@ int cli_output_close(struct cli_output *out);
  */
 struct cli_stream {
     int fd;
-    char *tmp;        /* the temporary file; NULL for standard output */
-    const char *path; /* NULL: standard output */
-    int error;        /* errno of the first failed write */
-    bool special;     /* path is a device or a pipe, written in place */
+    struct spsim_output_file *file; /* NULL for standard output */
+    const char *path;               /* NULL: standard output */
+    int error;                      /* errno of the first failed write */
 };
 int cli_stream_open(struct cli_stream *s, const char *path);
 /** @return 0, or -1 after a write error or an interruption (the stream stays failed) */
@@ -94,10 +98,6 @@ struct cli_axes {
     const char *text[SPSIM_AXIS_COUNT]; /* the option's argument, or NULL */
 };
 struct option;
-/** Fill out[0 .. SPSIM_AXIS_COUNT) with the axes' long options. @return SPSIM_AXIS_COUNT */
-size_t cli_axis_options(struct option *out);
-/** @return 1 if `opt` is an axis option (its text is kept), 0 if not */
-int cli_axis_option(struct cli_axes *axes, int opt, const char *arg);
 /** Parse the given axes into the spec (a bad value is a usage error naming the option). */
 int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const char *command);
 /** Set an axis the spec does not set yet. @return an exit code */
@@ -127,7 +127,7 @@ struct cli_config {
     const char *model;
     const char *hardware;
     struct spsim_parallel par;
-    bool model_set, pp_set, vpp_set; /* given on the command line */
+    bool pp_set, vpp_set; /* given on the command line */
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -136,9 +136,9 @@ void cli_config_defaults(struct cli_config *cfg);
  * (-exit code). */
 int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
 /**
- * Complete a configuration for its model (query, explain, validate): a model other than the
- * default gets vpp 1 and, unless given, the largest pp <= 8 that divides its layers; SP at
- * tp = 1 is disabled with Megatron's warning (arguments.py).
+ * Complete a configuration for its model (query, explain, validate): where the default pp·vpp
+ * (8·3) does not divide the model's layers, vpp 1 and, unless given, the largest pp <= 8 that
+ * divides them; SP at tp = 1 is disabled with Megatron's warning (arguments.py).
  */
 void cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 
@@ -199,11 +199,11 @@ enum cli_config_opt {
     "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models')\n"            \
     "  --hw NAME|FILE         hardware profile (default dgx-a100-80g; 'spsim list hardware')\n"    \
     "  --tp N                 tensor parallel size (default 8)\n"                                  \
-    "  --pp N                 pipeline parallel size (default 8; for another model the largest\n"  \
-    "                         of 8, 7, ..., 1 that divides its layers)\n"                          \
+    "  --pp N                 pipeline parallel size (default 8, or the largest of 8, 7, ..., 1\n" \
+    "                         that divides the model's layers)\n"                                  \
     "  --dp N                 data parallel size (default 1)\n"                                    \
-    "  --vpp N                interleaved model chunks per pipeline stage (default 3 for the\n"    \
-    "                         default model, else 1 = none)\n"                                     \
+    "  --vpp N                interleaved model chunks per pipeline stage (default 3 where\n"      \
+    "                         pp*3 divides the model's layers, else 1 = none)\n"                   \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
     "  --recompute MODE       none, selective or full (default selective)\n"                       \
     "  --mbs N                micro-batch size in sequences (default 1)\n"                         \

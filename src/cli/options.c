@@ -12,34 +12,50 @@
 
 #include "cli.h"
 
-/* The configuration options, in the order of CLI_CONFIG_HELP. */
-static const struct option config_options[] = {
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"hw", required_argument, NULL, OPT_HW},
-    {"tp", required_argument, NULL, OPT_TP},
-    {"pp", required_argument, NULL, OPT_PP},
-    {"dp", required_argument, NULL, OPT_DP},
-    {"vpp", required_argument, NULL, OPT_VPP},
-    {"sp", no_argument, NULL, OPT_SP},
-    {"no-sp", no_argument, NULL, OPT_NO_SP},
-    {"recompute", required_argument, NULL, OPT_RECOMPUTE},
-    {"mbs", required_argument, NULL, OPT_MBS},
-    {"gbs", required_argument, NULL, OPT_GBS},
-    {"seq", required_argument, NULL, OPT_SEQ},
-    {"flash-attn", no_argument, NULL, OPT_FLASH},
-    {"no-flash-attn", no_argument, NULL, OPT_NO_FLASH},
-    {"distributed-optimizer", no_argument, NULL, OPT_DISTOPT},
-    {"no-distributed-optimizer", no_argument, NULL, OPT_NO_DISTOPT},
-    {"overlap-grad-reduce", no_argument, NULL, OPT_OVERLAP_GRAD},
-    {"no-overlap-grad-reduce", no_argument, NULL, OPT_NO_OVERLAP_GRAD},
-    {"dtype", required_argument, NULL, OPT_DTYPE},
-    {"first-stage-layers", required_argument, NULL, OPT_FIRST_STAGE},
-    {"last-stage-layers", required_argument, NULL, OPT_LAST_STAGE},
-    {"account-for-embedding-in-pipeline-split", no_argument, NULL, OPT_ACCOUNT_EMB},
-    {"account-for-loss-in-pipeline-split", no_argument, NULL, OPT_ACCOUNT_LOSS},
-    {"pipeline-layout", required_argument, NULL, OPT_LAYOUT},
-    {"pipeline-model-parallel-layout", required_argument, NULL, OPT_LAYOUT},
+/*
+ * The one table of the configuration options: query, explain and validate take each as a single
+ * value (switches with their --no- forms), sweep and optimize take every entry that names a
+ * sweep axis as a list (--tp 1,2,4, --sp on,off). An axis option's name is the axis' name with
+ * '-' for '_' (spsim_sweep_axis_name). In the order of CLI_CONFIG_HELP.
+ */
+static const struct cli_option_spec {
+    const char *name;
+    int has_arg; /* as a configuration option; -1: a sweep axis only */
+    int config;  /* getopt value as a configuration option */
+    int axis;    /* enum spsim_sweep_axis; -1: not an axis */
+} option_table[] = {
+    {"model", required_argument, OPT_MODEL, SPSIM_AXIS_MODEL},
+    {"hw", required_argument, OPT_HW, SPSIM_AXIS_HW},
+    {"tp", required_argument, OPT_TP, SPSIM_AXIS_TP},
+    {"pp", required_argument, OPT_PP, SPSIM_AXIS_PP},
+    {"dp", required_argument, OPT_DP, SPSIM_AXIS_DP},
+    {"gpus", -1, 0, SPSIM_AXIS_GPUS},
+    {"vpp", required_argument, OPT_VPP, SPSIM_AXIS_VPP},
+    {"sp", no_argument, OPT_SP, SPSIM_AXIS_SP},
+    {"no-sp", no_argument, OPT_NO_SP, -1},
+    {"recompute", required_argument, OPT_RECOMPUTE, SPSIM_AXIS_RECOMPUTE},
+    {"mbs", required_argument, OPT_MBS, SPSIM_AXIS_MBS},
+    {"gbs", required_argument, OPT_GBS, SPSIM_AXIS_GBS},
+    {"seq", required_argument, OPT_SEQ, SPSIM_AXIS_SEQ},
+    {"flash-attn", no_argument, OPT_FLASH, SPSIM_AXIS_FLASH_ATTN},
+    {"no-flash-attn", no_argument, OPT_NO_FLASH, -1},
+    {"distributed-optimizer", no_argument, OPT_DISTOPT, SPSIM_AXIS_DISTRIBUTED_OPTIMIZER},
+    {"no-distributed-optimizer", no_argument, OPT_NO_DISTOPT, -1},
+    {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
+    {"no-overlap-grad-reduce", no_argument, OPT_NO_OVERLAP_GRAD, -1},
+    {"dtype", required_argument, OPT_DTYPE, SPSIM_AXIS_DTYPE},
+    {"first-stage-layers", required_argument, OPT_FIRST_STAGE, -1},
+    {"last-stage-layers", required_argument, OPT_LAST_STAGE, -1},
+    {"account-for-embedding-in-pipeline-split", no_argument, OPT_ACCOUNT_EMB, -1},
+    {"account-for-loss-in-pipeline-split", no_argument, OPT_ACCOUNT_LOSS, -1},
+    {"pipeline-layout", required_argument, OPT_LAYOUT, -1},
+    {"pipeline-model-parallel-layout", required_argument, OPT_LAYOUT, -1},
+    {"pp-split", -1, 0, SPSIM_AXIS_PP_SPLIT},
+    {"max-gbs", -1, 0, SPSIM_AXIS_MAX_GBS},
 };
+
+/* getopt values of the axis options: CLI_AXIS_OPT + axis. */
+#define CLI_AXIS_OPT 3000
 
 /* The numeric configuration options: where each goes and its range. */
 static const struct {
@@ -146,7 +162,6 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
-        cfg->model_set = strcmp(arg, "gpt3-175b") != 0;
         return 1;
     case OPT_LAYOUT:
         p->pipeline_layout = arg;
@@ -170,13 +185,14 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
 {
     struct spsim_parallel *p = &cfg->par;
     uint32_t layers = spsim_model_get_shape(model)->layers;
-    /* The paper's interleaving (vpp 3) and pp 8 fit GPT-3 175B's 96 layers; another model gets
-     * no interleaving unless asked, and a pp that divides its layers. */
-    if ((cfg->model_set || p->pipeline_layout) && !cfg->vpp_set)
-        p->vpp = 1; /* with a layout, vpp is derived from it */
+    /* The paper's interleaving (vpp 3) and pp 8 fit GPT-3 175B's 96 layers (and any model
+     * whose layers 24 divides): another model gets no interleaving unless asked, and a pp
+     * that divides its layers. With a layout, vpp is derived from it. */
     bool uneven = p->first_stage_layers || p->last_stage_layers || p->account_embedding ||
                   p->account_loss || p->pipeline_layout;
-    if (cfg->model_set && !cfg->pp_set && !uneven)
+    if (!cfg->vpp_set && (p->pipeline_layout || layers % ((uint64_t)p->pp * p->vpp) != 0))
+        p->vpp = 1;
+    if (!cfg->pp_set && !uneven)
         for (p->pp = 8; p->pp > 1 && layers % p->pp != 0;)
             p->pp--;
     if (p->sp && p->tp == 1) {
@@ -200,11 +216,20 @@ add_options(struct option *out, size_t n, size_t cap, const struct option *add, 
 static int
 build_options(const struct cli_command *c, struct option *out, size_t cap)
 {
-    size_t n = 0;
-    if (c->config)
-        n = add_options(out, n, cap, config_options, CLI_ARRAY_LENGTH(config_options));
-    if (c->axes && n + SPSIM_AXIS_COUNT <= cap)
-        n += cli_axis_options(out + n);
+    size_t n = 0, axes = 0;
+    for (size_t i = 0; i < CLI_ARRAY_LENGTH(option_table); i++) {
+        const struct cli_option_spec *o = &option_table[i];
+        struct option add = {o->name, o->has_arg, NULL, o->config};
+        if (c->axes && o->axis >= 0)
+            add = (struct option){o->name, required_argument, NULL, CLI_AXIS_OPT + o->axis};
+        else if (!c->config || o->has_arg < 0)
+            continue;
+        axes += o->axis >= 0;
+        n = add_options(out, n, cap, &add, 1);
+    }
+    /* Every axis of the library is an option of sweep and optimize. */
+    if (c->axes && axes != SPSIM_AXIS_COUNT)
+        return cli_error(EXIT_RUNTIME, "%s: the option table lacks a sweep axis", c->name);
     n = add_options(out, n, cap, c->own, c->nown);
     n = add_options(out, n, cap, &(struct option){"help", no_argument, NULL, 'h'}, 1);
     n = add_options(out, n, cap, &(struct option){NULL, 0, NULL, 0}, 1);
@@ -222,15 +247,17 @@ dispatch(const struct cli_command *c, int opt, char **argv)
         if (taken)
             return taken < 0 ? -taken : EXIT_OK;
     }
-    if (c->axes && cli_axis_option(c->axes, opt, optarg))
+    if (c->axes && opt >= CLI_AXIS_OPT && opt < CLI_AXIS_OPT + SPSIM_AXIS_COUNT) {
+        c->axes->text[opt - CLI_AXIS_OPT] = optarg;
         return EXIT_OK;
+    }
     return c->handle(c->ctx, opt, optarg, argv[optind - 1]);
 }
 
 int
 cli_parse_options(const struct cli_command *c, int argc, char **argv)
 {
-    struct option longopts[CLI_ARRAY_LENGTH(config_options) + SPSIM_AXIS_COUNT + 40];
+    struct option longopts[CLI_ARRAY_LENGTH(option_table) + 40];
     int rc = build_options(c, longopts, CLI_ARRAY_LENGTH(longopts));
     if (rc != EXIT_OK)
         return rc;

@@ -1,38 +1,10 @@
-/* The axis options shared by sweep and optimize: --tp LIST ... --dtype LIST. */
+/* The sweep axes given as options (sweep, optimize): into the spec, with defaults. */
 #include "config.h"
 
 #include <getopt.h>
 #include <string.h>
 
 #include "cli.h"
-
-/* getopt values: CLI_AXIS_OPT + axis. */
-#define CLI_AXIS_OPT 3000
-
-size_t
-cli_axis_options(struct option *out)
-{
-    static char names[SPSIM_AXIS_COUNT][32];
-    for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
-        /* Options spell the axis with '-' (--flash-attn), specs with '_'. */
-        const char *name = spsim_sweep_axis_name(a);
-        size_t i = 0;
-        for (; name[i] && i + 1 < sizeof(names[a]); i++)
-            names[a][i] = name[i] == '_' ? '-' : name[i];
-        names[a][i] = '\0';
-        out[a] = (struct option){names[a], required_argument, NULL, CLI_AXIS_OPT + a};
-    }
-    return SPSIM_AXIS_COUNT;
-}
-
-int
-cli_axis_option(struct cli_axes *axes, int opt, const char *arg)
-{
-    if (opt < CLI_AXIS_OPT || opt >= CLI_AXIS_OPT + SPSIM_AXIS_COUNT)
-        return 0;
-    axes->text[opt - CLI_AXIS_OPT] = arg;
-    return 1;
-}
 
 int
 cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const char *command)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "profiles/jsonfield.h"
+#include "spsim/fields.h"
 #include "sweep_internal.h"
 
 /* Bounds of the integer axes: those spsim_parallel_check() enforces (src/engine/parallel.c
@@ -36,21 +37,21 @@ static const char *const flash_choices[] = {"model", "off", "on", NULL};
 static const char *const split_choices[] = {"even", "account", "balanced", NULL};
 
 static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
-    [SPSIM_AXIS_MODEL] = {"model", KIND_NAMES, 0, 0, NULL, 0},
-    [SPSIM_AXIS_HW] = {"hw", KIND_NAMES, 0, 0, NULL, 0},
-    [SPSIM_AXIS_TP] = {"tp", KIND_INT, 1, DEGREE_MAX, NULL, 0},
-    [SPSIM_AXIS_PP] = {"pp", KIND_INT, 1, DEGREE_MAX, NULL, 0},
-    [SPSIM_AXIS_DP] = {"dp", KIND_INT, 1, DEGREE_MAX, NULL, 0},
-    [SPSIM_AXIS_GPUS] = {"gpus", KIND_INT, 1, GPUS_MAX, NULL, 0},
-    [SPSIM_AXIS_VPP] = {"vpp", KIND_INT, 1, DEGREE_MAX, NULL, 0},
-    [SPSIM_AXIS_SP] = {"sp", KIND_SWITCH, 0, 0, NULL, 0},
+    [SPSIM_AXIS_MODEL] = {"model", KIND_NAMES, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_HW] = {"hw", KIND_NAMES, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_TP] = {"tp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_PP] = {"pp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_DP] = {"dp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_GPUS] = {"gpus", KIND_INT, 1, GPUS_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_VPP] = {"vpp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_SP] = {"sp", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_RECOMPUTE] = {"recompute", KIND_CHOICE, 0, 0, spsim_recompute_names, 0, 0},
-    [SPSIM_AXIS_MBS] = {"mbs", KIND_INT, 1, DEGREE_MAX, NULL, 0},
-    [SPSIM_AXIS_GBS] = {"gbs", KIND_INT, 1, GBS_MAX, NULL, 0},
-    [SPSIM_AXIS_SEQ] = {"seq", KIND_INT, 1, SEQ_MAX, NULL, 0},
+    [SPSIM_AXIS_MBS] = {"mbs", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_GBS] = {"gbs", KIND_INT, 1, GBS_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_SEQ] = {"seq", KIND_INT, 1, SEQ_MAX, NULL, 0, 0},
     [SPSIM_AXIS_FLASH_ATTN] = {"flash_attn", KIND_CHOICE, 0, 0, flash_choices, -1, 0},
-    [SPSIM_AXIS_DISTRIBUTED_OPTIMIZER] = {"distributed_optimizer", KIND_SWITCH, 0, 0, NULL, 0},
-    [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = {"overlap_grad_reduce", KIND_SWITCH, 0, 0, NULL, 0},
+    [SPSIM_AXIS_DISTRIBUTED_OPTIMIZER] = {"distributed_optimizer", KIND_SWITCH, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = {"overlap_grad_reduce", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_DTYPE] = {"dtype", KIND_CHOICE, 0, 0, spsim_dtype_names, 0,
                           SPSIM_DTYPE_TRAINING_COUNT},
     [SPSIM_AXIS_PP_SPLIT] = {"pp_split", KIND_CHOICE, 0, 0, split_choices, 0, 0},
@@ -337,6 +338,23 @@ spsim_sweep_spec_parse(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis
     return SPSIM_OK;
 }
 
+/* A number no axis can take: an integer out of the axis' range, or not an integer. Written
+ * shortest (1e+300, not 1.0000000000000001e+300). */
+static int
+number_error(const struct spsim_jctx *c, const char *key, double d)
+{
+    int axis = spsim_sweep_axis_from_name(key);
+    char text[32];
+    spsim_format_double(d, text);
+    if (d != floor(d) || !isfinite(d))
+        return spsim_json_field_error(c, NULL, key, "%s is not a non-negative integer", text);
+    if (axis >= 0 && axes[axis].kind == KIND_INT)
+        return spsim_json_field_error(c, NULL, key, "%s is out of range [%llu, %llu]", text,
+                                      (unsigned long long)axes[axis].min,
+                                      (unsigned long long)axes[axis].max);
+    return spsim_json_field_error(c, NULL, key, "%s is out of range", text);
+}
+
 /* A JSON value as list text: numbers and booleans written out, strings as they are. */
 static int
 json_item_text(const struct spsim_jctx *c, const char *key, const cJSON *v, char *buf, size_t cap)
@@ -354,7 +372,7 @@ json_item_text(const struct spsim_jctx *c, const char *key, const cJSON *v, char
         double d = v->valuedouble;
         /* 2^53: beyond it a double no longer holds every integer. */
         if (!(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
-            return spsim_json_field_error(c, NULL, key, "%.17g is not a non-negative integer", d);
+            return number_error(c, key, d);
         snprintf(buf, cap, "%llu", (unsigned long long)d);
         return SPSIM_OK;
     }
