@@ -67,6 +67,34 @@ mode_selected(const struct spsim_parallel *p, int mode)
     return false;
 }
 
+/* The first stage's layers in flight; with uneven stages, what each end builds and the most
+ * loaded rank. */
+static void
+print_stage_note(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_memory_report *m = &r->memory;
+    const struct spsim_parallel *p = &r->config;
+    bool uneven = p->first_stage_layers || p->last_stage_layers || p->account_embedding ||
+                  p->account_loss || p->pipeline_layout;
+    if (!uneven)
+        fprintf(f,
+                "  (first stage: %u of %u layers' chunks in flight, %u layers each = %.4f × L;"
+                " flash attention drops the s² terms)\n",
+                m->inflight_chunks_first_stage, m->layers_per_stage * r->config.pp,
+                m->layers_per_chunk, m->interleave_factor);
+    else
+        fprintf(
+            f,
+            "  (uneven stages: rank 0 builds %u layers and holds %llu in flight = %.4f × L; "
+            "rank %u builds %u; the most loaded rank %u builds %u)\n",
+            m->layers_first_stage,
+            (unsigned long long)(m->activation_per_layer_bytes
+                                     ? m->activation_layers_bytes / m->activation_per_layer_bytes
+                                     : 0),
+            m->interleave_factor, p->pp - 1, m->layers_last_stage, m->peak_stage,
+            m->layers_peak_stage);
+}
+
 static void
 print_memory(FILE *f, const struct spsim_result *r)
 {
@@ -89,26 +117,7 @@ print_memory(FILE *f, const struct spsim_result *r)
                 fmt_bytes(c, sizeof(c), (double)m->total_modes_bytes[i]), fits ? "yes" : "no",
                 mode_selected(&r->config, i) ? "   <- this config" : "");
     }
-    const struct spsim_parallel *p = &r->config;
-    bool uneven = p->first_stage_layers || p->last_stage_layers || p->account_embedding ||
-                  p->account_loss || p->pipeline_layout;
-    if (!uneven)
-        fprintf(f,
-                "  (first stage: %u of %u layers' chunks in flight, %u layers each = %.4f × L;"
-                " flash attention drops the s² terms)\n",
-                m->inflight_chunks_first_stage, m->layers_per_stage * r->config.pp,
-                m->layers_per_chunk, m->interleave_factor);
-    else
-        fprintf(
-            f,
-            "  (uneven stages: rank 0 builds %u layers and holds %llu in flight = %.4f × L; "
-            "rank %u builds %u; the most loaded rank %u builds %u)\n",
-            m->layers_first_stage,
-            (unsigned long long)(m->activation_per_layer_bytes
-                                     ? m->activation_layers_bytes / m->activation_per_layer_bytes
-                                     : 0),
-            m->interleave_factor, p->pp - 1, m->layers_last_stage, m->peak_stage,
-            m->layers_peak_stage);
+    print_stage_note(f, r);
     fprintf(f, "\nMemory per GPU (stage %u, the most loaded)\n", m->peak_stage);
     fprintf(f, "  %-44s %14s\n", "activations per layer (this config)",
             fmt_bytes(a, sizeof(a), (double)m->activation_per_layer_bytes));
