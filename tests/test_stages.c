@@ -231,6 +231,14 @@ START_TEST(megatron_rules_and_messages)
     p.vpp = 1;
     p.pipeline_layout = "E(t|)*100000000000L";
     refused(&p, "expands to more than");
+    /* spsim's own limit: a recompute method is modelled per chunk of equal layers. */
+    p = base(4, 1, 8);
+    p.first_stage_layers = p.last_stage_layers = 2;
+    p.recompute = SPSIM_RECOMPUTE_FULL;
+    p.recompute_method = SPSIM_RECOMPUTE_METHOD_UNIFORM;
+    p.recompute_layers = 1;
+    refused(&p, "uneven pipeline stages with a recompute method or offload_layers are not");
+    p = base(4, 1, 8);
     /* Valid: an empty stage, repeats inside groups. */
     p.pipeline_layout = "E|(t*5|)*2,t*20L";
     struct spsim_model *m = gpt();

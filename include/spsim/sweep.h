@@ -36,6 +36,11 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, /**< on/off; default off */
     SPSIM_AXIS_OVERLAP_GRAD_REDUCE,   /**< on/off; default off */
     SPSIM_AXIS_DTYPE,                 /**< bf16/fp16/fp8; default bf16 */
+    SPSIM_AXIS_RECOMPUTE_MODULES,     /**< module sets, each joined by '+' (core_attn+mlp), or
+                                         default (Megatron's core_attn); default default */
+    SPSIM_AXIS_RECOMPUTE_METHOD,      /**< default/uniform/block; default default */
+    SPSIM_AXIS_RECOMPUTE_LAYERS,      /**< full with a method: layers per checkpoint; default 0 */
+    SPSIM_AXIS_OFFLOAD_LAYERS,        /**< layers whose activations go to host memory; default 0 */
     /** How the layers split over the pipeline: even (default: L/(pp·vpp) each), account (the
      * embedding and the loss each count as a layer), balanced (first and last stages build
      * the same number f of layers, fewer than the middle ones, f the largest that Megatron's

@@ -166,6 +166,10 @@ int cli_parse_recompute(const char *option, const char *text, enum spsim_recompu
 /** Only the training dtypes (SPSIM_DTYPE_TRAINING_COUNT). */
 int cli_parse_dtype(const char *option, const char *text, enum spsim_dtype *out);
 int cli_parse_coll_op(const char *option, const char *text, enum spsim_coll_op *out);
+int cli_parse_recompute_method(const char *option, const char *text,
+                               enum spsim_recompute_method *out);
+/** A module list ("core_attn,mlp" or "core_attn+mlp") into spsim_recompute_module bits. */
+int cli_parse_recompute_modules(const char *option, const char *text, uint32_t *out);
 
 enum cli_config_opt {
     OPT_MODEL = 1000,
@@ -192,6 +196,10 @@ enum cli_config_opt {
     OPT_ACCOUNT_EMB,
     OPT_ACCOUNT_LOSS,
     OPT_LAYOUT,
+    OPT_RECOMPUTE_MODULES,
+    OPT_RECOMPUTE_METHOD,
+    OPT_RECOMPUTE_LAYERS,
+    OPT_OFFLOAD_LAYERS,
     OPT_CONFIG_END
 };
 
@@ -206,6 +214,14 @@ enum cli_config_opt {
     "                         pp*3 divides the model's layers, else 1 = none)\n"                   \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
     "  --recompute MODE       none, selective or full (default selective)\n"                       \
+    "  --recompute-modules LIST\n"                                                                 \
+    "                         selective: modules recomputed, of core_attn, layernorm, mlp\n"       \
+    "                         (default core_attn, Korthikanti et al.'s selective recompute)\n"     \
+    "  --recompute-method M   full: uniform (groups of N layers) or block (first N layers of\n"    \
+    "                         each chunk); default: every layer its own checkpoint\n"              \
+    "  --recompute-layers N   full with a method: N (Megatron --recompute-num-layers)\n"           \
+    "  --offload-layers N     offload the first N layers' activations to host memory (TE CPU\n"    \
+    "                         offload; pp 1, no recompute; default 0 = none)\n"                    \
     "  --mbs N                micro-batch size in sequences (default 1)\n"                         \
     "  --gbs N                global batch size in sequences (default 64)\n"                       \
     "  --seq N                sequence length (default: the model's seq_len)\n"                    \

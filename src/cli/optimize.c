@@ -39,6 +39,8 @@ static const char optimize_help[] =
     "  --distributed-optimizer LIST, --overlap-grad-reduce LIST   default on,off (on at dp 1\n"
     "                         is skipped: it repeats off)\n"
     "  --seq LIST, --flash-attn LIST, --dtype LIST   default: the model's, bf16\n"
+    "  --recompute-modules LIST, --recompute-method LIST, --recompute-layers LIST,\n"
+    "  --offload-layers LIST  as 'spsim sweep' (default: Megatron's core_attn, none, 0, 0)\n"
     "  --max-memory-gib X     memory per GPU at most X GiB (default: what the GPU reports\n"
     "                         less what tensors cannot use); the 'fit' count honours it\n"
     "Output:\n"
@@ -235,16 +237,34 @@ split_text(const struct spsim_parallel *p, char *buf, size_t cap)
     return buf;
 }
 
+/* What a row adds to its recompute column when it is not the plain mode: the selective
+ * modules, the full method, the offloaded layers. */
+static void
+print_row_details(FILE *f, const struct spsim_parallel *p)
+{
+    char mods[96];
+    if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE && p->recompute_modules != SPSIM_RMOD_CORE_ATTN)
+        fprintf(f, "  modules %s",
+                spsim_recompute_modules_format(p->recompute_modules, mods, sizeof(mods)));
+    if (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT)
+        fprintf(f, "  %s %u", spsim_recompute_method_name(p->recompute_method),
+                p->recompute_layers);
+    if (p->offload_layers)
+        fprintf(f, "  offload %u", p->offload_layers);
+}
+
 static void
 print_row(FILE *f, int rank, const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
     char t[32], m[32], s[32];
-    fprintf(f, "%3d %4u %4u %5u %4u %-7s  %-3s %-9s %4u  %-8s %-7s %12s %12s %6.1f%%\n", rank,
-            p->tp, p->pp, p->dp, p->vpp, split_text(p, s, sizeof(s)), on_off(p->sp),
+    fprintf(f, "%3d %4u %4u %5u %4u %-7s  %-3s %-9s %4u  %-8s %-7s %12s %12s %6.1f%%", rank, p->tp,
+            p->pp, p->dp, p->vpp, split_text(p, s, sizeof(s)), on_off(p->sp),
             spsim_recompute_name(p->recompute), p->mbs, on_off(p->distributed_optimizer),
             on_off(p->overlap_grad_reduce), fmt_time(t, sizeof(t), r->time.iteration_s),
             fmt_bytes(m, sizeof(m), (double)r->memory.total_bytes), 100 * r->time.mfu);
+    print_row_details(f, p);
+    fputc('\n', f);
 }
 
 /* The configuration fields where b differs from a: "pp 16 vs 8, mbs 2 vs 1". */

@@ -52,6 +52,10 @@ static const struct cli_option_spec {
     {"pipeline-model-parallel-layout", required_argument, OPT_LAYOUT, -1},
     {"pp-split", -1, 0, SPSIM_AXIS_PP_SPLIT},
     {"max-gbs", -1, 0, SPSIM_AXIS_MAX_GBS},
+    {"recompute-modules", required_argument, OPT_RECOMPUTE_MODULES, SPSIM_AXIS_RECOMPUTE_MODULES},
+    {"recompute-method", required_argument, OPT_RECOMPUTE_METHOD, SPSIM_AXIS_RECOMPUTE_METHOD},
+    {"recompute-layers", required_argument, OPT_RECOMPUTE_LAYERS, SPSIM_AXIS_RECOMPUTE_LAYERS},
+    {"offload-layers", required_argument, OPT_OFFLOAD_LAYERS, SPSIM_AXIS_OFFLOAD_LAYERS},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -147,6 +151,25 @@ config_number(struct spsim_parallel *p, int opt, const char *arg, bool *taken)
     return EXIT_OK;
 }
 
+/* The recompute modules, method and layer count, and the offload: EXIT_OK, an exit code, or -1
+ * if opt is none of them. */
+static int
+config_recompute_offload(struct spsim_parallel *p, int opt, const char *arg)
+{
+    switch (opt) {
+    case OPT_RECOMPUTE_MODULES:
+        return cli_parse_recompute_modules("--recompute-modules", arg, &p->recompute_modules);
+    case OPT_RECOMPUTE_METHOD:
+        return cli_parse_recompute_method("--recompute-method", arg, &p->recompute_method);
+    case OPT_RECOMPUTE_LAYERS:
+        return cli_parse_u32("--recompute-layers", arg, 0, 65536, &p->recompute_layers);
+    case OPT_OFFLOAD_LAYERS:
+        return cli_parse_u32("--offload-layers", arg, 0, 65536, &p->offload_layers);
+    default:
+        return -1;
+    }
+}
+
 int
 cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
@@ -176,7 +199,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         rc = cli_parse_dtype("--dtype", arg, &p->dtype);
         return rc == EXIT_OK ? 1 : -rc;
     default:
-        return 0;
+        rc = config_recompute_offload(p, opt, arg);
+        return rc < 0 ? 0 : rc == EXIT_OK ? 1 : -rc;
     }
 }
 
@@ -299,6 +323,19 @@ dtype_name(int i)
 }
 
 static const char *
+method_name(int i)
+{
+    return spsim_recompute_method_name((enum spsim_recompute_method)i);
+}
+
+static const char *
+module_name(int i)
+{
+    static char one[32];
+    return spsim_recompute_modules_format(1u << i, one, sizeof(one));
+}
+
+static const char *
 coll_op_name(int i)
 {
     return spsim_coll_op_name((enum spsim_coll_op)i);
@@ -319,6 +356,24 @@ cli_parse_recompute(const char *option, const char *text, enum spsim_recompute *
     if (spsim_recompute_parse(text, out) == SPSIM_OK)
         return EXIT_OK;
     return choice_error(option, text, recompute_name, SPSIM_RECOMPUTE_COUNT);
+}
+
+int
+cli_parse_recompute_method(const char *option, const char *text, enum spsim_recompute_method *out)
+{
+    if (spsim_recompute_method_parse(text, out) == SPSIM_OK)
+        return EXIT_OK;
+    return choice_error(option, text, method_name, SPSIM_RECOMPUTE_METHOD_COUNT);
+}
+
+int
+cli_parse_recompute_modules(const char *option, const char *text, uint32_t *out)
+{
+    if (spsim_recompute_modules_parse(text, out) == SPSIM_OK)
+        return EXIT_OK;
+    char list[160];
+    return cli_error(EXIT_USAGE, "%s: '%s' is not a list of %s (separated by ',' or '+')", option,
+                     text, choice_list(list, sizeof(list), module_name, SPSIM_RMOD_COUNT_));
 }
 
 int

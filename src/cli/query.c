@@ -237,12 +237,46 @@ print_time(FILE *f, const struct spsim_result *r)
             fmt_time(b, sizeof(b), t->network_busy_s), 100 * t->network_utilisation);
 }
 
+/* Fine-grained recomputation and CPU offload, printed only when they are used. */
+static void
+print_recompute_offload(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_parallel *p = &r->config;
+    const struct spsim_memory_report *m = &r->memory;
+    const struct spsim_time_report *t = &r->time;
+    char a[32], b[32], c[64];
+    bool modules =
+        p->recompute == SPSIM_RECOMPUTE_SELECTIVE && p->recompute_modules != SPSIM_RMOD_CORE_ATTN;
+    if (modules || p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT || p->offload_layers)
+        fprintf(f, "\nRecomputation and offload\n");
+    if (modules)
+        fprintf(f, "  selective recompute of %s\n",
+                spsim_recompute_modules_format(p->recompute_modules, c, sizeof(c)));
+    if (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT)
+        fprintf(f, "  full recompute, %s method, %u layers: %u layers replayed per stage\n",
+                spsim_recompute_method_name(p->recompute_method), p->recompute_layers,
+                m->recomputed_layers_per_stage);
+    if (!p->offload_layers)
+        return;
+    fprintf(f,
+            "  CPU offload of %u layers: %s per layer each way, %s of HBM freed, %s pinned host "
+            "memory per GPU\n",
+            p->offload_layers, fmt_bytes(a, sizeof(a), (double)m->offload_bytes_per_layer),
+            fmt_bytes(b, sizeof(b), (double)m->offload_hbm_saved_bytes),
+            fmt_bytes(c, sizeof(c), (double)m->offload_host_bytes));
+    fprintf(f, "  copies per layer: to host %s, back %s; exposed per iteration %s\n",
+            fmt_time(a, sizeof(a), t->offload_d2h_s_per_layer),
+            fmt_time(b, sizeof(b), t->offload_h2d_s_per_layer),
+            fmt_time(c, sizeof(c), t->offload_exposed_s));
+}
+
 static void
 write_table(FILE *f, const struct spsim_result *r, const char *model, const char *hw)
 {
     fprintf(f, "spsim query: %s on %s\n", model, hw);
     print_config_line(f, r);
     print_memory(f, r);
+    print_recompute_offload(f, r);
     print_comm(f, r);
     print_time(f, r);
 }

@@ -148,6 +148,36 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
     return act;
 }
 
+/* One model chunk's activations by Megatron's full-recompute method (megatron/core/recompute.py
+ * checkpointed_forward, which runs per chunk over its layers):
+ *   uniform N: groups of N layers (the last one shorter), each keeping only its input; while a
+ *     group is recomputed and its backward runs, its N layers' whole activations are live;
+ *   block N: the first N layers keep their input only, the others everything; one layer is
+ *     recomputed at a time.
+ * spsim's plain `full` is uniform with N = 1. With CPU offload (no recomputation, pp = 1, so
+ * the chunk is the model) the offloaded layers' moved tensors are in host memory at peak (TE
+ * cpu_offload.py: peak (L − N)·T). */
+static uint64_t
+chunk_activations(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                  const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+{
+    uint64_t lpc = x->lpc, kept = le->layer.saved_bytes, whole = le->act_no_recompute;
+    mem->offload_bytes_per_layer = par->offload_layers ? le->offload_bytes : 0;
+    mem->offload_hbm_saved_bytes = spsim_mul(par->offload_layers, le->offload_bytes, ok);
+    mem->offload_host_bytes = mem->offload_hbm_saved_bytes;
+    if (par->recompute != SPSIM_RECOMPUTE_FULL)
+        return spsim_mul(lpc, kept, ok) - mem->offload_hbm_saved_bytes; /* N·O < L·T */
+    uint64_t n = spsim_min_u64(par->recompute_layers ? par->recompute_layers : 1, lpc);
+    if (par->recompute_method == SPSIM_RECOMPUTE_METHOD_BLOCK) {
+        mem->recomputed_layers_per_stage = (uint32_t)(n * x->v);
+        mem->activation_recompute_working_bytes = whole;
+        return spsim_add(spsim_mul(n, kept, ok), spsim_mul(lpc - n, whole, ok), ok);
+    }
+    mem->recomputed_layers_per_stage = (uint32_t)x->lps;
+    mem->activation_recompute_working_bytes = spsim_mul(n, whole, ok);
+    return spsim_mul((lpc + n - 1) / n, kept, ok);
+}
+
 /* The first and last stages' activations: in-flight chunks of the schedule, plus the extras
  * of the first (embedding) and last (output layer) stages. */
 static void
@@ -161,17 +191,39 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->layers_first_stage = (uint32_t)x->built[0];
     mem->layers_last_stage = (uint32_t)x->built[2];
 
-    uint64_t layers0 = x->held[0];
-    mem->inflight_chunks_first_stage = (uint32_t)inflight_chunks(x, 0);
-    mem->interleave_factor = (double)layers0 / (double)x->L;
-    mem->activation_layers_bytes = spsim_mul(layers0, le->layer.saved_bytes, ok);
+    uint64_t chunks0 = inflight_chunks(x, 0);
+    mem->inflight_chunks_first_stage = (uint32_t)chunks0;
+    uint64_t chunk = chunk_activations(par, le, x, mem, ok);
+    if (x->plan->even) {
+        mem->interleave_factor = (double)(chunks0 * x->lpc) / (double)x->L;
+        mem->activation_layers_bytes = spsim_mul(chunks0, chunk, ok);
+    } else {
+        /* Uneven (no recompute method, no offload: spsim_parallel_check): the layers held. */
+        mem->interleave_factor = (double)x->held[0] / (double)x->L;
+        mem->activation_layers_bytes = spsim_mul(x->held[0], le->layer.saved_bytes, ok);
+    }
+    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
     mem->activation_embedding_bytes =
         spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok);
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
-    mem->activation_recompute_working_bytes =
-        par->recompute == SPSIM_RECOMPUTE_FULL ? le->act_no_recompute : 0;
-    mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
-    mem->activation_last_stage_bytes = rank_activations(par, le, x, x->p - 1, ok);
+    if (!x->plan->even) {
+        mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
+        mem->activation_last_stage_bytes = rank_activations(par, le, x, x->p - 1, ok);
+        return;
+    }
+    /* Full recomputation rebuilds a group's activations before its backward: that group's
+     * whole inventory is live on top of the checkpoints (chunk_activations). */
+    uint64_t first = spsim_add(mem->activation_layers_bytes, mem->activation_embedding_bytes, ok);
+    first = spsim_add(first, mem->activation_output_bytes, ok);
+    first = spsim_add(first, mem->activation_recompute_working_bytes, ok);
+    mem->activation_first_stage_bytes = first;
+    uint64_t last = first;
+    if (x->p > 1) {
+        last = spsim_mul(inflight_chunks(x, x->p - 1), chunk, ok);
+        last = spsim_add(last, le->output.saved_bytes, ok);
+        last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
+    }
+    mem->activation_last_stage_bytes = last;
 }
 
 /* Parameters of one TP rank of pipeline rank r: its layers, the embedding on rank 0, the
@@ -316,10 +368,16 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     comm->tp_backward_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_BACKWARD];
     comm->tp_recompute_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_RECOMPUTE];
     comm->tp_wgrad_gather_wire_bytes_per_layer = L->tp_regather_wire;
-    uint64_t per_layer = spsim_add(spsim_add(L->tp_wire[0], L->tp_wire[1], ok), L->tp_wire[2], ok);
-    comm->tp_wire_bytes_per_microbatch = spsim_mul(x->lps, per_layer, ok);
+    /* Forward and backward on every layer; recompute on the replayed ones (block method). */
+    uint64_t per_layer = spsim_add(L->tp_wire[0], L->tp_wire[1], ok);
+    uint64_t replayed =
+        par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : x->lps;
+    uint64_t stage = spsim_add(spsim_mul(x->lps, per_layer, ok),
+                               spsim_mul(replayed, L->tp_wire[SPSIM_PHASE_RECOMPUTE], ok), ok);
+    comm->tp_wire_bytes_per_microbatch = stage;
     comm->tp_wire_bytes_per_iteration = spsim_mul(comm->tp_wire_bytes_per_microbatch, x->micro, ok);
-    comm->tp_wire_bytes_per_iteration_all_layers = spsim_mul3(x->L, per_layer, x->micro, ok);
+    comm->tp_wire_bytes_per_iteration_all_layers =
+        spsim_mul(spsim_mul(x->p, stage, ok), x->micro, ok);
     comm->microbatches = (uint32_t)x->micro;
     comm->tp_tier =
         x->t > 1 ? (hw ? spsim_group_tier(hw, le->tp_group) : SPSIM_TIER_NVLINK) : SPSIM_TIER_LOCAL;
@@ -348,7 +406,7 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
 
 /* Per micro-batch work of one stage: its layers plus the embedding or output block. */
 struct stage_time {
-    double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm;
+    double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, offload;
     uint64_t layers;
 };
 
@@ -363,6 +421,70 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->bwd_window += times * (b->bwd_s + b->recompute_s);
     for (uint32_t i = 0; i < b->ncomm; i++)
         s->tp_comm += times * b->comm_s[i];
+}
+
+/* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
+ * ones (fewer than all with the block method). */
+static void
+add_layers(struct stage_time *s, const struct spsim_block_totals *b, double layers, double replayed)
+{
+    if (replayed == layers) { /* the same sums as every other block */
+        add_block(s, b, layers);
+        return;
+    }
+    s->wall += layers * (b->fwd_s + b->bwd_s) + replayed * b->recompute_s;
+    s->fwd += layers * b->fwd_compute_s;
+    s->bwd += layers * b->bwd_compute_s;
+    s->rec += replayed * b->recompute_compute_s;
+    s->exposed +=
+        layers * (b->tp_exposed_s - b->recompute_exposed_s) + replayed * b->recompute_exposed_s;
+    s->bwd_window += layers * b->bwd_s + replayed * b->recompute_s;
+    double comm = 0;
+    for (uint32_t i = 0; i < b->ncomm; i++)
+        comm += b->comm_s[i];
+    s->tp_comm += layers * (comm - b->recompute_comm_s) + replayed * b->recompute_comm_s;
+}
+
+/*
+ * Stall of the compute stream behind TE's CPU offload (cpu_offload.py DefaultOffloadSynchronizer)
+ * over one pass of L layers of `step` seconds each, N of them offloaded with copies of `copy`
+ * seconds on one offload stream, in order. Forward: layer i's copy starts when its forward has
+ * ended and the previous copy is done, and must finish before the forward of layer L − N + i
+ * starts (its memory is released there). Backward is the mirror image: the j-th reload (of
+ * layer N − 1 − j) is issued before the backward of the pass's position j + 1 and is needed by
+ * position L − N + j, so the same recurrence holds with the backward's step.
+ */
+static double
+offload_stall_s(uint32_t L, uint32_t N, double step, double copy)
+{
+    double done[SPSIM_MODEL_MAX_LAYERS]; /* when each copy finishes */
+    double end = 0, last_copy = 0;
+    uint32_t D = L - N;
+    for (uint32_t j = 0; j < L; j++) {
+        double start = j >= D ? spsim_max_d(end, done[j - D]) : end;
+        end = start + step;
+        if (j < N) {
+            last_copy = spsim_max_d(end, last_copy) + copy;
+            done[j] = last_copy;
+        }
+    }
+    return end - L * step;
+}
+
+/* CPU offload's exposed time per micro-batch (pp = 1: the stage holds all L layers). */
+static double
+offload_exposed(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                const struct spsim_layer_summary *le, const struct shape *x,
+                struct spsim_time_report *tr)
+{
+    if (par->offload_layers == 0)
+        return 0;
+    double bytes = (double)le->offload_bytes;
+    tr->offload_d2h_s_per_layer = bytes / hw->host_d2h_Bps;
+    tr->offload_h2d_s_per_layer = bytes / hw->host_h2d_Bps;
+    uint32_t L = (uint32_t)x->lps, N = par->offload_layers;
+    return offload_stall_s(L, N, le->layer.fwd_s, tr->offload_d2h_s_per_layer) +
+           offload_stall_s(L, N, le->layer.bwd_s, tr->offload_h2d_s_per_layer);
 }
 
 /* spsim_collective_time(), through the memo when there is one. */
@@ -560,12 +682,17 @@ optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *p
  * many layers (every rank of an even split). */
 static void
 rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t r,
-          struct stage_time *layers, struct stage_time *s)
+          const double replayed_offload[2], struct stage_time *layers, struct stage_time *s)
 {
     uint64_t n = rank_built(x, r);
     if (layers->layers != n || layers->wall == 0) {
+        /* The recompute phase on the replayed layers (fewer with the block method; uneven
+         * splits have no method, spsim_parallel_check); the offload stall on each. */
+        double replayed = x->plan->even ? replayed_offload[0] : (double)n;
         *layers = (struct stage_time){.layers = n};
-        add_block(layers, &le->layer, (double)n);
+        add_layers(layers, &le->layer, (double)n, replayed);
+        layers->offload = replayed_offload[1];
+        layers->wall += layers->offload;
     }
     *s = *layers;
     if (r == 0)
@@ -578,8 +705,8 @@ rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t 
  * order) and the mean stage time: with a layout every rank's, else rank 0's, rank p − 1's and
  * the p − 2 middle ranks' (which build the same layers). */
 static uint32_t
-critical_stage(const struct spsim_layer_summary *le, const struct shape *x, struct stage_time *crit,
-               double *avg)
+critical_stage(const struct spsim_layer_summary *le, const struct shape *x,
+               const double replayed_offload[2], struct stage_time *crit, double *avg)
 {
     /* Evenly split, a middle rank's work is rank 0's without the embedding: never slower. */
     uint32_t best = 0, n = x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan);
@@ -587,7 +714,7 @@ critical_stage(const struct spsim_layer_summary *le, const struct shape *x, stru
     struct stage_time layers = {0}, s;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t r = spsim_stage_candidate(x->plan, i);
-        rank_time(le, x, r, &layers, &s);
+        rank_time(le, x, r, replayed_offload, &layers, &s);
         if (i < 3)
             walls[i] = s.wall;
         if (i == 0 || s.wall > crit->wall) {
@@ -604,7 +731,7 @@ critical_stage(const struct spsim_layer_summary *le, const struct shape *x, stru
     } else {
         double sum = 0;
         for (uint32_t r = 0; r < x->p; r++) {
-            rank_time(le, x, r, &layers, &s);
+            rank_time(le, x, r, replayed_offload, &layers, &s);
             sum += s.wall;
         }
         *avg = sum / x->p;
@@ -627,13 +754,17 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     double p2p = 2.0 * (double)x->v * t_send, avg = 0;
     struct stage_time critical = {0};
     const struct stage_time *crit = &critical;
-    tr->critical_stage = critical_stage(le, x, &critical, &avg);
+    const double replayed_offload[2] = {
+        par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : (double)x->lps,
+        offload_exposed(hw, par, le, x, tr)};
+    tr->critical_stage = critical_stage(le, x, replayed_offload, &critical, &avg);
     double mb = (double)x->micro;
     tr->microbatch_s = crit->wall + p2p;
     tr->forward_s = mb * crit->fwd;
     tr->backward_s = mb * crit->bwd;
     tr->recompute_s = mb * crit->rec;
     tr->tp_exposed_s = mb * crit->exposed;
+    tr->offload_exposed_s = mb * crit->offload;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
     tr->pp_p2p_s = mb * p2p;
@@ -649,7 +780,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
-                      tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s + tr->optimizer_s;
+                      tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s + tr->optimizer_s +
+                      tr->offload_exposed_s;
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;
@@ -678,7 +810,7 @@ model_flops_named(const struct spsim_model_shape *m, const struct spsim_layer_su
 static void
 compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
               const struct spsim_layer_summary *le, const struct shape *x, uint32_t gpus,
-              double peak, struct spsim_time_report *tr)
+              double peak, uint64_t replayed_layers, struct spsim_time_report *tr)
 {
     const struct spsim_model_shape *m = &model->shape;
     double h = m->hidden, d = m->head_dim, q = (double)m->heads * d, kv = (double)m->kv_heads * d;
@@ -699,7 +831,11 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     const struct spsim_block_totals *L = &le->layer, *O = &le->output;
     double layer = L->fwd_flops + L->bwd_flops + L->recompute_flops;
     double output = O->fwd_flops + O->bwd_flops;
-    tr->hardware_flops = passes * x->t * (x->L * layer + output);
+    double layers = x->L * layer;
+    if (par->recompute == SPSIM_RECOMPUTE_FULL && replayed_layers != x->lps)
+        layers = x->L * (L->fwd_flops + L->bwd_flops) +
+                 (double)(x->p * replayed_layers) * L->recompute_flops;
+    tr->hardware_flops = passes * x->t * (layers + output);
     double iter = tr->iteration_s;
     tr->tokens_per_s = (double)par->gbs * s / iter;
     tr->mfu = tr->model_flops / (iter * gpus * peak);
@@ -784,6 +920,7 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     r->config = *par;
     r->config.seq = (uint32_t)le->cfg.s;
     r->config.flash_attn = le->cfg.flash ? 1 : 0;
+    r->config.recompute_modules = le->cfg.rmods; /* resolved: Megatron's default for selective */
     r->gpus = par->tp * par->pp * par->dp;
     r->flash_attention = le->cfg.flash;
     r->padded_vocab = le->padded_vocab;
@@ -810,7 +947,8 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     if (rc == SPSIM_OK && hw) {
         rc = compose_time(memo, model, hw, par, le, &x, &r->memory, &r->comm, &r->time);
         if (rc == SPSIM_OK)
-            compose_flops(model, par, le, &x, r->gpus, hw->peak_flops[par->dtype], &r->time);
+            compose_flops(model, par, le, &x, r->gpus, hw->peak_flops[par->dtype],
+                          r->memory.recomputed_layers_per_stage, &r->time);
         if (rc == SPSIM_OK && !(isfinite(r->time.iteration_s) && r->time.iteration_s > 0))
             rc = SPSIM_ENUMERIC;
         if (rc != SPSIM_OK)

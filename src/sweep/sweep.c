@@ -177,8 +177,13 @@ quote_names(struct spsim_sweep *sw, struct spsim_error *err)
 static uint32_t
 cache_slots(const struct spsim_sweep *sw)
 {
-    static const int inner[] = {SPSIM_AXIS_SP,  SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
-                                SPSIM_AXIS_SEQ, SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE};
+    static const int inner[] = {SPSIM_AXIS_SP,
+                                SPSIM_AXIS_RECOMPUTE,
+                                SPSIM_AXIS_MBS,
+                                SPSIM_AXIS_SEQ,
+                                SPSIM_AXIS_FLASH_ATTN,
+                                SPSIM_AXIS_DTYPE,
+                                SPSIM_AXIS_RECOMPUTE_MODULES};
     uint64_t want = 1;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(inner); i++)
         want *= sw->n[inner[i]];
@@ -365,6 +370,18 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
     case SPSIM_AXIS_MAX_GBS:
         pt->max_gbs = (uint64_t)v;
         break;
+    case SPSIM_AXIS_RECOMPUTE_MODULES:
+        p->recompute_modules = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_RECOMPUTE_METHOD:
+        p->recompute_method = (enum spsim_recompute_method)v;
+        break;
+    case SPSIM_AXIS_RECOMPUTE_LAYERS:
+        p->recompute_layers = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_OFFLOAD_LAYERS:
+        p->offload_layers = (uint32_t)v;
+        break;
     default: /* model and hw are pointers, set by point_update */
         break;
     }
@@ -506,9 +523,11 @@ spsim_sweep_worker_free(struct spsim_sweep_worker *w)
 static uint64_t
 layer_key(const struct spsim_sweep *sw, const uint32_t *d)
 {
-    static const int key_axes[] = {SPSIM_AXIS_MODEL, SPSIM_AXIS_HW,         SPSIM_AXIS_TP,
-                                   SPSIM_AXIS_SP,    SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
-                                   SPSIM_AXIS_SEQ,   SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE};
+    static const int key_axes[] = {SPSIM_AXIS_MODEL,     SPSIM_AXIS_HW,
+                                   SPSIM_AXIS_TP,        SPSIM_AXIS_SP,
+                                   SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
+                                   SPSIM_AXIS_SEQ,       SPSIM_AXIS_FLASH_ATTN,
+                                   SPSIM_AXIS_DTYPE,     SPSIM_AXIS_RECOMPUTE_MODULES};
     uint64_t key = 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
         key = key * sw->n[key_axes[i]] + d[key_axes[i]];

@@ -21,7 +21,7 @@
  * --gbs 1..4294967296 before it allocates gigabytes. */
 #define AXIS_MAX_VALUES (1u << 20)
 
-enum axis_kind { KIND_INT, KIND_SWITCH, KIND_NAMES, KIND_CHOICE };
+enum axis_kind { KIND_INT, KIND_SWITCH, KIND_NAMES, KIND_CHOICE, KIND_MODULES };
 
 struct axis_info {
     const char *name;
@@ -56,6 +56,11 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
                           SPSIM_DTYPE_TRAINING_COUNT},
     [SPSIM_AXIS_PP_SPLIT] = {"pp_split", KIND_CHOICE, 0, 0, split_choices, 0, 0},
     [SPSIM_AXIS_MAX_GBS] = {"max_gbs", KIND_INT, 1, GBS_MAX, NULL, 0},
+    [SPSIM_AXIS_RECOMPUTE_MODULES] = {"recompute_modules", KIND_MODULES, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_RECOMPUTE_METHOD] = {"recompute_method", KIND_CHOICE, 0, 0,
+                                     spsim_recompute_method_names, 0, 0},
+    [SPSIM_AXIS_RECOMPUTE_LAYERS] = {"recompute_layers", KIND_INT, 0, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_OFFLOAD_LAYERS] = {"offload_layers", KIND_INT, 0, DEGREE_MAX, NULL, 0, 0},
 };
 
 const char *
@@ -237,6 +242,17 @@ parse_word_item(const struct axis_info *ax, const struct item *it, struct list *
     return item_error(it, "is not one of %s", choices);
 }
 
+/* A set of recompute modules joined by '+', or "default" (0: Megatron's core_attn). */
+static int
+parse_modules_item(const struct item *it, struct list *l)
+{
+    uint32_t mask = 0;
+    if (strcmp(it->text, "default") != 0 && spsim_recompute_modules_parse(it->text, &mask) != 0)
+        return item_error(it, "is not default or modules joined by '+' (%s)",
+                          "core_attn, layernorm, mlp, moe_act, mla_up_proj, moe, shared_experts");
+    return list_add(l, it, mask);
+}
+
 static int
 compare_values(const void *a, const void *b)
 {
@@ -304,6 +320,8 @@ parse_list(const struct axis_info *ax, const char *text, const char *where, stru
             rc = parse_int_item(ax, &it, l);
         else if (ax->kind == KIND_NAMES)
             rc = parse_name_item(&it, l, names);
+        else if (ax->kind == KIND_MODULES)
+            rc = parse_modules_item(&it, l);
         else
             rc = parse_word_item(ax, &it, l);
         p = comma + 1;
@@ -420,7 +438,9 @@ load_axes(struct spsim_sweep_spec *spec, const cJSON *root, const char *path,
             return spsim_json_field_error(&c, NULL, v->string,
                                           "unknown key (the axes are model, hw, tp, pp, dp, gpus, "
                                           "vpp, sp, recompute, mbs, gbs, seq, flash_attn, "
-                                          "distributed_optimizer, overlap_grad_reduce, dtype; "
+                                          "distributed_optimizer, overlap_grad_reduce, dtype, "
+                                          "recompute_modules, recompute_method, "
+                                          "recompute_layers, offload_layers; "
                                           "keys starting with '_' are comments)");
         struct spsim_buf text = {0};
         int rc = json_axis_text(&c, v, &text);
