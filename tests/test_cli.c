@@ -26,7 +26,7 @@ run(struct run *r, const char *args)
     ck_assert_int_ge(fd, 0);
     close(fd);
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "'%s' %s 2>'%s'", spsim, args, errfile);
+    snprintf(cmd, sizeof(cmd), "%s %s 2>'%s'", spsim, args, errfile);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     size_t n = fread(r->out, 1, sizeof(r->out) - 1, p);
@@ -122,6 +122,10 @@ START_TEST(query_json_document)
         const cJSON *v = path(root, times[i]);
         ck_assert_msg(cJSON_IsNumber(v) && v->valuedouble > 0, "%s", times[i]);
     }
+    /* Per GPU: the paper's setting's 64 sequences of 2048 tokens per iteration on 64 GPUs. */
+    double per_gpu = path(root, "time.tokens_per_s_per_gpu")->valuedouble;
+    double iteration = path(root, "time.iteration_s")->valuedouble;
+    ck_assert_double_eq_tol(per_gpu, 64.0 * 2048 / iteration / 64, 1e-9 * per_gpu);
     cJSON_Delete(root);
 }
 END_TEST
@@ -251,6 +255,45 @@ START_TEST(check_reports_bad_files)
 }
 END_TEST
 
+/* A name that would load as "llama" (cJSON stops at the NUL) or put invalid UTF-8 into JSON
+ * output: refused, naming the field, exit 3. */
+START_TEST(profile_strings_are_checked)
+{
+    static const char *const names[] = {"llama\\u0000evil", "llama\xff", "llama"};
+    static const char *const reasons[] = {"holds \\u0000", "invalid UTF-8", NULL};
+    for (int i = 0; i < 3; i++) {
+        char path[] = "/tmp/spsim-name-XXXXXX.json";
+        int fd = mkstemps(path, 5);
+        ck_assert_int_ge(fd, 0);
+        char text[512];
+        int n = snprintf(text, sizeof(text),
+                         "{\"schema\": \"spsim-model/1\", \"name\": \"%s\", \"source\": \"t\", "
+                         "\"layers\": 32, \"hidden\": 4096, \"heads\": 32, \"kv_heads\": 8, "
+                         "\"ffn_hidden\": 14336, \"vocab\": 128256, \"seq_len\": 8192, \"mlp\": "
+                         "\"swiglu\", \"norm\": \"rmsnorm\", \"dropout\": false, \"attention\": "
+                         "\"flash\", \"position_embedding\": \"rope\", \"linear_bias\": false, "
+                         "\"tied_embeddings\": false}",
+                         names[i]);
+        ck_assert_int_eq(write(fd, text, (size_t)n), n);
+        close(fd);
+        char args[256];
+        snprintf(args, sizeof(args),
+                 "query --model '%s' --hw dgx-h100 --pp 1 --vpp 1 --format json", path);
+        run(&R, args);
+        unlink(path);
+        if (!reasons[i]) { /* the same profile with a plain name loads */
+            ck_assert_msg(R.status == 0, "exit %d: %s", R.status, R.err);
+            ck_assert_ptr_nonnull(strstr(R.out, "\"model\": \"llama\""));
+            continue;
+        }
+        ck_assert_msg(R.status == 3, "exit %d: %s", R.status, R.err);
+        ck_assert_ptr_nonnull(strstr(R.err, "field 'name': "));
+        ck_assert_ptr_nonnull(strstr(R.err, reasons[i]));
+        ck_assert_str_eq(R.out, "");
+    }
+}
+END_TEST
+
 START_TEST(output_file_is_atomic)
 {
     char dir[] = "/tmp/spsim-out-XXXXXX";
@@ -349,6 +392,7 @@ cli_suite(void)
     tcase_add_test(tc, defaults_fit_the_model);
     tcase_add_test(tc, check_reports_bad_files);
     tcase_add_test(tc, output_file_is_atomic);
+    tcase_add_test(tc, profile_strings_are_checked);
     tcase_add_test(tc, explain_shows_the_seed_schedule);
     tcase_add_test(tc, collective_json_and_table);
     tcase_add_test(tc, every_command_has_help);
@@ -363,6 +407,6 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: test_cli PATH-TO-SPSIM\n");
         return 2;
     }
-    spsim = argv[1];
+    spsim = testutil_spsim_command(argv[1]);
     return testutil_run(cli_suite());
 }

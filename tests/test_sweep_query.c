@@ -213,7 +213,7 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: %s SPSIM\n", argv[0]);
         return 2;
     }
-    spsim = argv[1];
+    spsim = testutil_spsim_command(argv[1]);
     Suite *s = suite_create("sweep-query");
     TCase *tc = tcase_create("rows");
     tcase_set_timeout(tc, 60);

@@ -172,7 +172,8 @@ struct spsim_time_report {
     double microbatch_s;     /**< one micro-batch's forward+backward on the critical stage */
     double layer_forward_s;  /**< one layer, one micro-batch, one rank */
     double layer_backward_s; /**< idem, backward including its recompute */
-    double tokens_per_s;
+    double tokens_per_s;     /**< global batch × seq / iteration, the whole job */
+    double tokens_per_s_per_gpu; /**< tokens_per_s / GPUs, the figure to compare across sizes */
     double model_flops; /**< per iteration, whole model (Korthikanti et al. 2022 Eq. 7, no causal
                              halving: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)) for the GPT layer) */
     double hardware_flops;     /**< per iteration, with the recomputation actually done */
@@ -187,7 +188,6 @@ struct spsim_time_report {
     double model_flops_narayanan2021;
     double tflops_per_gpu_narayanan2021;
     double hardware_tflops_per_gpu; /**< hardware FLOPs / (iteration · GPUs) / 1e12 */
-    double tokens_per_s_per_gpu;    /**< tokens_per_s / GPUs */
     double nvlink_busy_s;      /**< per GPU, per iteration */
     double network_busy_s;     /**< per GPU, per iteration */
     double nvlink_utilisation; /**< busy / iteration */

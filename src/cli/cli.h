@@ -104,6 +104,9 @@ int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, c
 int cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text);
 int cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by);
 int cli_parse_row_format(const char *command, const char *arg, enum spsim_row_format *format);
+/** The short column set for a terminal: model, hw, tp, pp, dp, the other axes the sweep varies,
+ * then memory, fit, iteration time, tokens/s per GPU and MFU. @return a new string or NULL */
+char *cli_short_columns(const struct spsim_sweep *sw);
 
 /* MPI: `mpirun -np N spsim sweep` splits the sweep over the ranks (src/cli/sweep_mpi.c; a
  * build without MPI never starts it). */
@@ -262,9 +265,6 @@ void jw_bool(struct jw *w, const char *key, bool value);
 void jw_raw(struct jw *w, const char *key, const char *text);
 void jw_finish(struct jw *w);
 
-/** Write a result's scalar fields of one section ("config", "memory", ...) as members of the
- * currently open object, opening sub-objects for deeper paths. */
-void jw_result_section(struct jw *w, const struct spsim_result *r, const char *section);
 
 /* Human formatting. */
 /** Write `text` left-aligned in `width` display columns (UTF-8 aware: continuation bytes and
@@ -284,5 +284,6 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif

@@ -129,67 +129,24 @@ parse(int argc, char **argv, struct optimize_args *a)
     return EXIT_OK;
 }
 
-/* "d1,d2,..." of the divisors of n up to `max`. */
-static char *
-divisors(uint64_t n, uint64_t max)
-{
-    size_t cap = 4096, len = 0;
-    char *text = malloc(cap);
-    if (!text)
-        return NULL;
-    for (uint64_t d = 1; d <= n && d <= max; d++) {
-        if (n % d != 0)
-            continue;
-        if (len + 24 > cap) {
-            char *grown = realloc(text, cap *= 2);
-            if (!grown) {
-                free(text);
-                return NULL;
-            }
-            text = grown;
-        }
-        len += (size_t)snprintf(text + len, cap - len, "%s%llu", len ? "," : "",
-                                (unsigned long long)d);
-    }
-    return text;
-}
-
-/* The search space: the options, and everything valid where they say nothing. */
+/* The search space: the options, and everything valid where they say nothing
+ * (spsim_sweep_spec_optimize_defaults). */
 static int
 build_space(const struct optimize_args *a, uint32_t layers, struct spsim_sweep **out)
 {
-    uint64_t gpus = strtoull(a->gpus, NULL, 10);
-    char *tps = divisors(gpus, 65536), *pps = divisors(gpus, layers), vpp[32];
-    snprintf(vpp, sizeof(vpp), "1..%u", layers);
-    const struct {
-        enum spsim_sweep_axis axis;
-        const char *text;
-    } defaults[] = {{SPSIM_AXIS_TP, tps},
-                    {SPSIM_AXIS_PP, pps},
-                    {SPSIM_AXIS_VPP, vpp},
-                    {SPSIM_AXIS_MBS, "1..64:*2"},
-                    {SPSIM_AXIS_PP_SPLIT, "even,account,balanced"},
-                    {SPSIM_AXIS_GBS, a->gpus},
-                    {SPSIM_AXIS_SP, "on,off"},
-                    {SPSIM_AXIS_RECOMPUTE, "none,selective,full"},
-                    {SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, "on,off"},
-                    {SPSIM_AXIS_OVERLAP_GRAD_REDUCE, "on,off"}};
+    uint32_t gpus = (uint32_t)strtoul(a->gpus, NULL, 10);
     struct spsim_sweep_spec *spec = NULL;
     struct spsim_error err = {0};
-    int rc = !tps || !pps                           ? cli_error(EXIT_RUNTIME, "out of memory")
-             : spsim_sweep_spec_create(&spec, &err) ? cli_fail(&err)
-                                                    : EXIT_OK;
+    int rc = spsim_sweep_spec_create(&spec, &err) ? cli_fail(&err) : EXIT_OK;
     if (rc == EXIT_OK)
         rc = cli_axes_apply(&a->axes, spec, "optimize");
-    for (size_t i = 0; rc == EXIT_OK && i < sizeof(defaults) / sizeof(defaults[0]); i++)
-        rc = cli_axes_default(spec, defaults[i].axis, defaults[i].text);
+    if (rc == EXIT_OK && spsim_sweep_spec_optimize_defaults(spec, gpus, layers, &err) != SPSIM_OK)
+        rc = cli_fail(&err);
     if (rc == EXIT_OK && spsim_sweep_create(spec, out, &err) != SPSIM_OK)
         rc = err.code == SPSIM_EINVAL || err.code == SPSIM_ERANGE
                  ? cli_usage_error("optimize", "%s", err.message)
                  : cli_fail(&err);
     spsim_sweep_spec_destroy(spec);
-    free(tps);
-    free(pps);
     return rc;
 }
 
@@ -506,7 +463,6 @@ cmd_optimize(int argc, char **argv)
     spsim_sweep_options_defaults(&base);
     base.threads = a.threads;
     base.feasible_only = true;
-    base.skip_inert = true;
     if (a.max_gib > 0 && a.max_gib * 1073741824.0 < (double)limit)
         limit = base.max_total_bytes = (uint64_t)(a.max_gib * 1073741824.0);
     if ((rc = search(sw, &base, a.top, a.by, true, &best)) ||

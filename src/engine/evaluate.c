@@ -838,13 +838,13 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     tr->hardware_flops = passes * x->t * (layers + output);
     double iter = tr->iteration_s;
     tr->tokens_per_s = (double)par->gbs * s / iter;
+    tr->tokens_per_s_per_gpu = tr->tokens_per_s / gpus;
     tr->mfu = tr->model_flops / (iter * gpus * peak);
     tr->hfu = tr->hardware_flops / (iter * gpus * peak);
     tr->tflops_per_gpu = tr->model_flops / (iter * gpus) / 1e12;
     tr->tflops_per_gpu_megatron = tr->model_flops_megatron / (iter * gpus) / 1e12;
     tr->tflops_per_gpu_narayanan2021 = tr->model_flops_narayanan2021 / (iter * gpus) / 1e12;
     tr->hardware_tflops_per_gpu = tr->hardware_flops / (iter * gpus) / 1e12;
-    tr->tokens_per_s_per_gpu = tr->tokens_per_s / gpus;
     tr->nvlink_utilisation = tr->nvlink_busy_s / iter;
     tr->network_utilisation = tr->network_busy_s / iter;
 }

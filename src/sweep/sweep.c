@@ -108,6 +108,7 @@ copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct sp
         sw->size *= sw->n[a];
     }
     sw->use_gpus = spec->axis[SPSIM_AXIS_GPUS].set;
+    sw->skip_inert = spec->skip_inert;
     /* active[] lists the multi-valued axes outermost first; first_active[a] is the position
      * of the first of them at or inside axis a. */
     uint32_t k = 0;
@@ -231,6 +232,12 @@ spsim_sweep_size(const struct spsim_sweep *sw)
     return sw ? sw->size : 0;
 }
 
+uint32_t
+spsim_sweep_axis_size(const struct spsim_sweep *sw, enum spsim_sweep_axis axis)
+{
+    return sw && (unsigned)axis < SPSIM_AXIS_COUNT ? sw->n[axis] : 0;
+}
+
 /* FNV-1a, 64 bits (Fowler, Noll, Vo; offset basis and prime from the IETF draft
  * draft-eastlake-fnv): a checksum of the space, not a cryptographic hash. */
 static uint64_t
@@ -278,6 +285,8 @@ spsim_sweep_fingerprint(const struct spsim_sweep *sw, const struct spsim_sweep_o
                              (uint64_t)opt->by};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(rows); i++)
         h = fnv1a_u64(h, rows[i]);
+    if (opt->columns) /* only then: the fingerprints of every-column sweeps stay as they were */
+        h = fnv1a_str(h, opt->columns);
     return h;
 }
 
@@ -492,8 +501,10 @@ spsim_sweep_point_at(const struct spsim_sweep *sw, uint64_t index, struct spsim_
 
 int
 spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *sw,
-                        enum spsim_row_format format, uint64_t top_k)
+                        const struct spsim_sweep_options *opt)
 {
+    enum spsim_row_format format = opt ? opt->format : SPSIM_ROW_NONE;
+    uint64_t top_k = opt ? opt->top_k : 0;
     memset(w, 0, sizeof(*w));
     w->sw = sw;
     w->le = spsim_calloc(1, sizeof(*w->le));
@@ -501,7 +512,8 @@ spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *
     w->memo = spsim_calloc(1, sizeof(*w->memo));
     w->top = top_k ? spsim_calloc(top_k, sizeof(*w->top)) : NULL;
     if (!w->le || !w->cache || !w->memo || (top_k && !w->top) ||
-        (format != SPSIM_ROW_NONE && spsim_row_writer_init(&w->rows, format) != SPSIM_OK)) {
+        (format != SPSIM_ROW_NONE &&
+         spsim_row_writer_init(&w->rows, format, opt->columns) != SPSIM_OK)) {
         spsim_sweep_worker_free(w);
         return SPSIM_ENOMEM;
     }
@@ -606,7 +618,7 @@ spsim_sweep_evaluate(const struct spsim_sweep *sw, uint64_t index, struct spsim_
         return spsim_fail(err, SPSIM_EINVAL, "spsim_sweep_evaluate: index out of range");
     struct spsim_sweep_worker w;
     struct spsim_sweep_point pt;
-    if (spsim_sweep_worker_init(&w, sw, SPSIM_ROW_NONE, 0) != SPSIM_OK)
+    if (spsim_sweep_worker_init(&w, sw, NULL) != SPSIM_OK)
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     int rc = spsim_sweep_eval_point(&w, index, true, &pt, err);
     if (rc == SPSIM_OK)
@@ -776,7 +788,7 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
             continue;
         /* At dp = 1 the distributed optimizer shards over one rank and there is no reduction
          * to overlap: such a point repeats the one with both off. */
-        if (opt->skip_inert && pt.par.dp == 1 &&
+        if (w->sw->skip_inert && pt.par.dp == 1 &&
             (pt.par.distributed_optimizer || pt.par.overlap_grad_reduce))
             continue;
         b->valid++;

@@ -159,6 +159,8 @@ read_uint(const char *s, const char **end, uint64_t min, uint64_t max, uint64_t 
 struct list {
     uint32_t n, cap;
     int64_t *v;
+    uint32_t names_cap;
+    struct spsim_strset seen; /* the names so far: an axis may hold 2^20 of them */
 };
 
 static int
@@ -282,16 +284,29 @@ check_repeats(const struct list *l, const char *text, const char *where, struct 
 static int
 parse_name_item(const struct item *it, struct list *l, char ***names)
 {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (strcmp((*names)[i], it->text) == 0)
-            return item_error(it, "appears twice%s", "");
-    char **grown = realloc(*names, (l->n + 1) * sizeof(*grown));
-    if (!grown)
+    size_t len = strlen(it->text);
+    if (spsim_strset_find(&l->seen, it->text, len) != SPSIM_STRSET_NONE)
+        return item_error(it, "appears twice%s", "");
+    if (l->n == l->names_cap) {
+        uint32_t cap = l->names_cap ? 2 * l->names_cap : 16;
+        char **grown = realloc(*names, cap * sizeof(*grown));
+        if (!grown)
+            return spsim_fail(it->err, SPSIM_ENOMEM, "out of memory");
+        *names = grown;
+        l->names_cap = cap;
+    }
+    char *copy = spsim_strdup(it->text);
+    if (!copy)
         return spsim_fail(it->err, SPSIM_ENOMEM, "out of memory");
-    *names = grown;
-    if (!(grown[l->n] = spsim_strdup(it->text)))
+    int rc = list_add(l, it, l->n);
+    if (rc != SPSIM_OK) {
+        free(copy);
+        return rc;
+    }
+    (*names)[l->n - 1] = copy; /* owned by names from here */
+    if (spsim_strset_put(&l->seen, copy, len, l->n - 1) != SPSIM_OK)
         return spsim_fail(it->err, SPSIM_ENOMEM, "out of memory");
-    return list_add(l, it, l->n);
+    return SPSIM_OK;
 }
 
 /* Split at commas, trim blanks, parse every item. */
@@ -324,7 +339,8 @@ parse_list(const struct axis_info *ax, const char *text, const char *where, stru
             rc = parse_modules_item(&it, l);
         else
             rc = parse_word_item(ax, &it, l);
-        p = comma + 1;
+        if (comma)
+            p = comma + 1; /* comma + 1 with comma NULL is undefined (C11 6.5.6p8) */
     }
     free(copy);
     if (rc == SPSIM_OK && ax->kind != KIND_NAMES)
@@ -343,6 +359,7 @@ spsim_sweep_spec_parse(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis
     struct list l = {0};
     char **names = NULL;
     int rc = parse_list(&axes[axis], text, where, &l, &names, err);
+    spsim_strset_free(&l.seen);
     if (rc != SPSIM_OK) {
         for (uint32_t i = 0; names && i < l.n; i++)
             free(names[i]);
@@ -427,10 +444,13 @@ load_axes(struct spsim_sweep_spec *spec, const cJSON *root, const char *path,
           struct spsim_error *err)
 {
     struct spsim_jctx c = {path, err};
+    const cJSON *repeat = NULL;
+    int rc0 = spsim_json_repeated_key(&c, root, &repeat);
+    if (rc0 != SPSIM_OK)
+        return rc0;
     for (const cJSON *v = root->child; v; v = v->next) {
-        for (const cJSON *w = root->child; w != v; w = w->next)
-            if (strcmp(v->string, w->string) == 0)
-                return spsim_json_field_error(&c, NULL, v->string, "appears twice");
+        if (v == repeat)
+            return spsim_json_field_error(&c, NULL, v->string, "appears twice");
         if (v->string[0] == '_')
             continue;
         int axis = spsim_sweep_axis_from_name(v->string);
