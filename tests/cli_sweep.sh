@@ -90,8 +90,8 @@ rows=$(($(wc -l <"$tmp/s1.csv") - 3))
 grep -q '^#' "$tmp/whole.csv" "$tmp/whole.jsonl" && fail "an unsharded sweep writes a '#' line"
 s="$tmp/s0.csv $tmp/s1.csv $tmp/s2.csv $tmp/s3.csv $tmp/s4.csv"
 # Cut in the middle of a row, the half row used to be glued onto the next shard's first row.
-head -c 3000 "$tmp/s1.csv" >"$tmp/cut.csv"
-expect 3 "cut.csv:3: the last line has no newline" -- merge "$tmp/s0.csv" "$tmp/cut.csv" "$tmp/s2.csv" "$tmp/s3.csv" "$tmp/s4.csv"
+{ head -n 3 "$tmp/s1.csv"; sed -n 4p "$tmp/s1.csv" | head -c 40; } >"$tmp/cut.csv"
+expect 3 "cut.csv:4: the last line has no newline" -- merge "$tmp/s0.csv" "$tmp/cut.csv" "$tmp/s2.csv" "$tmp/s3.csv" "$tmp/s4.csv"
 head -n 4 "$tmp/s1.csv" >"$tmp/cut.csv"
 expect 3 "cut.csv: truncated: no last line '#spsim end of shard 1/5" -- merge "$tmp/s0.csv" "$tmp/cut.csv" "$tmp/s2.csv" "$tmp/s3.csv" "$tmp/s4.csv"
 head -c 5000 "$tmp/j0" >"$tmp/cut.jsonl"
@@ -189,6 +189,40 @@ grep -q "^#2 is .* slower per iteration than #1" "$tmp/opt" || fail "optimize ex
 "$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 16 --max-memory-gib 30 >"$tmp/opt" ||
     fail "optimize with a memory limit exits $?"
 grep -q "at most 30.00 GiB per GPU" "$tmp/opt" || fail "optimize ignores --max-memory-gib"
+
+# The 'fit' count honours --max-memory-gib (it counted what fits in HBM before).
+fits() { sed -n 's/^searched .* valid, \([0-9]*\) fit$/\1/p' "$1"; }
+"$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 16 >"$tmp/all" || fail "optimize exits $?"
+"$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 16 --max-memory-gib 12 >"$tmp/lim" ||
+    fail "optimize --max-memory-gib 12 exits $?"
+[ "$(fits "$tmp/lim")" -lt "$(fits "$tmp/all")" ] ||
+    fail "the fit count ignores --max-memory-gib: $(fits "$tmp/lim") vs $(fits "$tmp/all")"
+
+# At dp 1 the distributed optimizer and overlap do nothing: the best rows must still differ in
+# something else (tp pp cp dp vpp split sp recompute mbs).
+"$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 8 --tp 8 --top 5 >"$tmp/dp1" ||
+    fail "optimize at dp 1 exits $?"
+rows=$(grep -E '^ +[0-9] ' "$tmp/dp1" | awk '{print $2,$3,$4,$5,$6,$7,$8,$9,$10}')
+[ "$(echo "$rows" | sort -u | wc -l)" -eq "$(echo "$rows" | wc -l)" ] ||
+    fail "optimize at dp 1 repeats a configuration: $(cat "$tmp/dp1")"
+
+# 126 layers on 16 stages: the even split is refused, account and balanced (7 + 14·8 + 7)
+# answer; --max-gbs 2050 gives 2048 = 16·128·1.
+"$spsim" sweep --model llama3-405b --hw dgx-h100 --gpus 16384 --tp 8 --pp 16 --vpp 1 \
+    --pp-split even,account,balanced --max-gbs 2050 --distributed-optimizer on \
+    --format jsonl >"$tmp/405.jsonl" 2>"$tmp/err" || fail "405B sweep exits $?"
+[ "$(wc -l <"$tmp/405.jsonl")" -eq 2 ] || fail "405B sweep: not 2 rows: $(cat "$tmp/405.jsonl")"
+grep -q '"first_stage_layers":7,"last_stage_layers":7' "$tmp/405.jsonl" ||
+    fail "405B balanced split is not 7/7"
+grep -q '"account_embedding":true,"account_loss":true' "$tmp/405.jsonl" || fail "no account row"
+[ "$(grep -c '"gbs":2048' "$tmp/405.jsonl")" -eq 2 ] || fail "--max-gbs 2050 did not give 2048"
+expect 2 "axes 'gbs' and 'max_gbs' exclude each other" -- sweep --model llama3-8b --hw dgx-h100 \
+    --gbs 8 --max-gbs 16
+
+# Llama 3 405B on 16,384 H100: optimize answers.
+"$spsim" optimize --model llama3-405b --hw dgx-h100 --gpus 16384 --max-gbs 2048 >"$tmp/405" ||
+    fail "optimize llama3-405b on 16384 exits $?: $(cat "$tmp/405")"
+grep -qE '^  1 ' "$tmp/405" || fail "optimize llama3-405b shows no row"
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all CLI sweep checks passed"

@@ -33,7 +33,12 @@ expect 2 "--iters 0" --iters 0
 expect 2 "--format xml" --format xml
 expect 2 "stray argument" "$@" extra
 expect 3 "missing model file" --model /nonexistent/model.json --plan
-expect 4 "SP with tp 1 (Megatron's rule)" --tp 1 --sp --plan
+# arguments.py disables SP at tp 1 with a warning (ModelParallelConfig would refuse it).
+expect 0 "SP with tp 1 is disabled" --tp 1 --sp --plan
+grep -q "warning: Disabling sequence parallelism" "$tmp/err" || {
+    echo "FAIL: SP with tp 1: no warning"
+    fail=1
+}
 
 expect 0 "plan" "$@" --plan
 # QKV appears three times: forward, dgrad, wgrad (spsim explain's schedule)

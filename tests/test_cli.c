@@ -168,8 +168,6 @@ static const struct {
     {"query --format xml", 2, "--format: 'xml'"},
     {"query --model /nonexistent/m.json", 3, "/nonexistent/m.json: cannot open"},
     {"query --model no-such-model", 3, "no model profile named 'no-such-model'"},
-    {"query --tp 1 --no-sp --sp --vpp 1 --pp 1", 4,
-     "Cannot use sequence parallelism without tensor parallelism"},
     {"query --tp 7", 4, "96 attention heads are not divisible by tp = 7"},
     {"query --mbs 2 --gbs 65", 4, "global batch size 65 is not divisible"},
     {"query --recompute-modules core_attn,attention", 2,
@@ -213,6 +211,38 @@ START_TEST(bad_input_exit_codes)
     ck_assert_msg(strstr(R.err, "spsim: error: ") && strstr(R.err, errors[_i].message),
                   "'%s': stderr '%s' lacks '%s'", errors[_i].args, R.err, errors[_i].message);
     ck_assert_str_eq(R.out, "");
+}
+END_TEST
+
+/* Defaults for a model other than the paper's: no interleaving unless asked, pp the largest of
+ * 8..1 dividing the layers (llama3-8b: 32 layers, 8 divides; llama3-405b: 126 = 2·3²·7, so 7);
+ * SP at tp 1 is disabled with Megatron's warning (arguments.py), not refused. */
+START_TEST(defaults_fit_the_model)
+{
+    static const struct {
+        const char *args;
+        long pp, vpp;
+        bool sp;
+    } cases[] = {
+        {"query --model llama3-8b --hw dgx-h100 --format json", 8, 1, true},
+        {"query --model llama3-405b --hw dgx-h100 --format json", 7, 1, true},
+        {"query --model gpt3-175b --format json", 8, 3, true},
+        {"query --model llama3-8b --vpp 2 --pp 4 --format json", 4, 2, true},
+        {"query --tp 1 --sp --pp 1 --vpp 1 --format json", 1, 1, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run(&R, cases[i].args);
+        ck_assert_msg(R.status == 0, "'%s': exit %d, stderr '%s'", cases[i].args, R.status, R.err);
+        cJSON *root = cJSON_Parse(R.out);
+        ck_assert_ptr_nonnull(root);
+        ck_assert_int_eq((long)path(root, "config.pp")->valuedouble, cases[i].pp);
+        ck_assert_int_eq((long)path(root, "config.vpp")->valuedouble, cases[i].vpp);
+        ck_assert(cJSON_IsTrue(path(root, "config.sp")) == cases[i].sp);
+        bool warned = strstr(R.err, "spsim: warning: Disabling sequence parallelism because "
+                                    "tensor model parallelism is disabled") != NULL;
+        ck_assert_msg(warned == !cases[i].sp, "'%s': stderr '%s'", cases[i].args, R.err);
+        cJSON_Delete(root);
+    }
 }
 END_TEST
 
@@ -398,6 +428,7 @@ cli_suite(void)
     tcase_add_test(tc, query_json_document);
     tcase_add_test(tc, query_table_and_csv);
     tcase_add_loop_test(tc, bad_input_exit_codes, 0, sizeof(errors) / sizeof(errors[0]));
+    tcase_add_test(tc, defaults_fit_the_model);
     tcase_add_test(tc, check_reports_bad_files);
     tcase_add_test(tc, output_file_is_atomic);
     tcase_add_test(tc, profile_strings_are_checked);

@@ -122,6 +122,19 @@ struct spsim_parallel {
     /** Defer the parameter AllGather after the optimizer step to the next forward
      * (--overlap-param-gather; needs the distributed optimizer and overlap_grad_reduce). */
     bool overlap_param_gather;
+    /* Uneven pipeline stages (Megatron-Core transformer_block.py get_num_layers_to_build). At
+     * most one way is used: first/last layer counts, embedding/loss accounting, or a layout. */
+    uint32_t first_stage_layers; /**< layers of pipeline rank 0 (--decoder-first-pipeline-num-
+                                      layers); 0 = unset (default) */
+    uint32_t last_stage_layers;  /**< layers of rank p−1 (--decoder-last-...); 0 = unset */
+    bool account_embedding;      /**< the embedding counts as one layer of the split (first chunk of
+                                      rank 0 builds one layer fewer); default false */
+    bool account_loss;           /**< the loss counts as one layer (last chunk of rank p−1) */
+    /** --pipeline-model-parallel-layout: stages split by '|' in virtual-stage-major order,
+     * E embedding, t layer, L loss, "x*n" and "(..)*n" repeat, commas ignored; NULL = none
+     * (default). vpp is then the stage count / pp (vpp must be 1 or that). Borrowed: the string
+     * must outlive the configuration and any result that copies it. */
+    const char *pipeline_layout;
 };
 
 /** Set every field to its documented default. */
@@ -140,9 +153,11 @@ SPSIM_API const char *spsim_warning_text(uint32_t warning_bit);
 
 /**
  * Check a configuration against the model and hardware with Megatron-LM's rules (SP needs
- * tp > 1; heads, kv_heads and ffn divisible by tp; layers divisible by pp·vpp; global batch
- * divisible by mbs·dp; recompute modules, method and layer count, and CPU offload as
- * transformer_config.py checks them; ...). Nothing is computed.
+ * tp > 1, as ModelParallelConfig checks it: the command line disables SP at tp = 1 first, with
+ * Megatron's warning, as arguments.py does; heads, kv_heads and ffn divisible by tp; layers split
+ * over pp·vpp, evenly or by the uneven options; global batch divisible by mbs·dp; recompute
+ * modules, method and layer count, and CPU offload as transformer_config.py checks them; ...).
+ * Nothing is computed.
  * @param hw        may be NULL (hardware-dependent checks are skipped)
  * @param warnings  optional; receives an OR of enum spsim_warning
  * @return SPSIM_OK, SPSIM_ECONFIG (err names the field and the rule) or SPSIM_EINVAL

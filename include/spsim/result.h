@@ -95,8 +95,10 @@ struct spsim_memory_report {
     uint64_t activation_modes_first_stage_bytes[SPSIM_MODE_COUNT];
     /** The first stage's weights, gradients and optimizer state plus the above, per mode. */
     uint64_t total_modes_bytes[SPSIM_MODE_COUNT];
-    uint32_t layers_per_stage; /**< L/p */
-    uint32_t layers_per_chunk; /**< L/(p·vpp) */
+    uint32_t layers_per_stage;   /**< L/p; with uneven stages the most layers a rank builds */
+    uint32_t layers_per_chunk;   /**< L/(p·vpp); with uneven stages the most a chunk builds */
+    uint32_t layers_first_stage; /**< the layers pipeline rank 0 builds */
+    uint32_t layers_last_stage;  /**< the layers rank p−1 builds */
     uint32_t
         inflight_chunks_first_stage; /**< model chunks whose activations stage 0 holds at peak */
     double
@@ -129,8 +131,12 @@ struct spsim_memory_report {
     uint64_t gradients_bytes;              /**< fp32 main gradients: 4 per parameter */
     uint64_t optimizer_bytes; /**< fp32 master + Adam m, v: 12 per parameter (12/d sharded) */
     uint64_t total_bytes;     /**< max over stages of weights+grads+optimizer+activations */
-    uint32_t peak_stage;      /**< the stage holding total_bytes (0 or p−1) */
-    uint64_t capacity_bytes;  /**< HBM capacity */
+    uint32_t peak_stage;      /**< the pipeline rank holding total_bytes */
+    uint32_t layers_peak_stage;           /**< the layers that rank builds */
+    uint64_t activation_peak_stage_bytes; /**< that rank's activations */
+    uint64_t capacity_bytes;              /**< memory for tensors: hbm_bytes − reserved_bytes */
+    uint64_t hbm_bytes;       /**< what the GPU reports (profile hbm_reported_MiB, else GB) */
+    uint64_t reserved_bytes;  /**< CUDA context, cuBLAS workspace, NCCL buffers, fragmentation */
     int64_t headroom_bytes;   /**< capacity − total; negative when it does not fit */
     bool fits;
 };
@@ -189,11 +195,20 @@ struct spsim_time_report {
     double layer_backward_s; /**< idem, backward including its recompute */
     double tokens_per_s;     /**< global batch × seq / iteration, the whole job */
     double tokens_per_s_per_gpu; /**< tokens_per_s / GPUs, the figure to compare across sizes */
-    double model_flops;        /**< per iteration, whole model (paper Eq. 7 for the GPT layer) */
+    double model_flops; /**< per iteration, whole model (Korthikanti et al. 2022 Eq. 7, no causal
+                             halving: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)) for the GPT layer) */
     double hardware_flops;     /**< per iteration, with the recomputation actually done */
     double mfu;                /**< model FLOP/s ÷ (GPUs × peak) */
     double hfu;                /**< hardware FLOP/s ÷ (GPUs × peak) */
-    double tflops_per_gpu;     /**< model FLOPs / (iteration · GPUs) / 1e12, as Megatron logs it */
+    double tflops_per_gpu;     /**< model FLOPs / (iteration · GPUs) / 1e12 (the 2022 formula) */
+    /** Megatron-LM's current formula (training.py num_floating_point_operations: 6 FLOPs per
+     * weight and token, causal attention halved, GQA, SwiGLU), what Megatron and NeMo log. */
+    double model_flops_megatron;
+    double tflops_per_gpu_megatron;
+    /** Narayanan et al. 2021: 96·B·s·L·h²·(1 + s/(6h) + V/(16Lh)), recomputation counted. */
+    double model_flops_narayanan2021;
+    double tflops_per_gpu_narayanan2021;
+    double hardware_tflops_per_gpu; /**< hardware FLOPs / (iteration · GPUs) / 1e12 */
     double nvlink_busy_s;      /**< per GPU, per iteration */
     double network_busy_s;     /**< per GPU, per iteration */
     double nvlink_utilisation; /**< busy / iteration */

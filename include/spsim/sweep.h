@@ -46,6 +46,14 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_RECOMPUTE_METHOD,      /**< default/uniform/block; default default */
     SPSIM_AXIS_RECOMPUTE_LAYERS,      /**< full with a method: layers per checkpoint; default 0 */
     SPSIM_AXIS_OFFLOAD_LAYERS,        /**< layers whose activations go to host memory; default 0 */
+    /** How the layers split over the pipeline: even (default: L/(pp·vpp) each), account (the
+     * embedding and the loss each count as a layer), balanced (first and last stages build
+     * the same number f of layers, fewer than the middle ones, f the largest that Megatron's
+     * rules admit). A point whose split is not possible, or is the even one, is invalid. */
+    SPSIM_AXIS_PP_SPLIT,
+    /** Largest global batch: gbs becomes the largest multiple of dp·mbs (dp·mbs·pp with
+     * interleaving) not above it; excludes the gbs axis; unset by default */
+    SPSIM_AXIS_MAX_GBS,
     SPSIM_AXIS_COUNT
 };
 
@@ -102,7 +110,10 @@ SPSIM_API int spsim_sweep_spec_load(struct spsim_sweep_spec *spec, const char *p
  * Set the axes `spsim optimize` searches where `spec` leaves them unset: tp every divisor of
  * gpus, pp every divisor up to the layer count, vpp 1..layers, mbs 1..64:*2, gbs = gpus (one
  * sequence per GPU, so that every dp is admissible), sp on,off, recompute none,selective,full,
- * distributed_optimizer and overlap_grad_reduce on,off. The caller sets model, hw and gpus.
+ * distributed_optimizer and overlap_grad_reduce on,off, pp_split even,account,balanced (gbs
+ * is left unset when max_gbs is set). The space then skips (does not count as valid) the
+ * points that repeat another: the distributed optimizer or overlap_grad_reduce on at dp = 1.
+ * The caller sets model, hw and gpus.
  * @param layers  the model's layer count (spsim_model_get_shape)
  * @return SPSIM_OK, SPSIM_EINVAL (gpus or layers 0) or SPSIM_ENOMEM
  */
@@ -142,6 +153,9 @@ struct spsim_sweep_point {
     const char *hw_name;
     struct spsim_parallel par; /**< with dp derived from gpus when the gpus axis is set */
     uint32_t gpus;             /**< the gpus axis' value; 0 when dp is an axis */
+    int pp_split;              /**< the pp_split axis' value (0 even, 1 account, 2 balanced) */
+    uint64_t max_gbs;          /**< the max_gbs axis' value; 0 when unset */
+    const char *invalid;       /**< why pp_split or max_gbs cannot apply here; NULL if they can */
 };
 
 /**

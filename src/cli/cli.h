@@ -130,6 +130,7 @@ struct cli_config {
     const char *model;
     const char *hardware;
     struct spsim_parallel par;
+    bool pp_set, vpp_set; /* given on the command line */
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -137,6 +138,12 @@ void cli_config_defaults(struct cli_config *cfg);
 /** Parse one configuration option; returns 1 if consumed, 0 if not ours, <0 on error
  * (-exit code). */
 int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
+/**
+ * Complete a configuration for its model (query, explain, validate): where the default pp·vpp
+ * (8·3) does not divide the model's layers, vpp 1 and, unless given, the largest pp <= 8 that
+ * divides them; SP at tp = 1 is disabled with Megatron's warning (arguments.py).
+ */
+void cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 
 /*
  * One command's options (src/cli/options.c): the configuration options (query, explain,
@@ -187,6 +194,11 @@ enum cli_config_opt {
     OPT_OVERLAP_GRAD,
     OPT_NO_OVERLAP_GRAD,
     OPT_DTYPE,
+    OPT_FIRST_STAGE,
+    OPT_LAST_STAGE,
+    OPT_ACCOUNT_EMB,
+    OPT_ACCOUNT_LOSS,
+    OPT_LAYOUT,
     OPT_RECOMPUTE_MODULES,
     OPT_RECOMPUTE_METHOD,
     OPT_RECOMPUTE_LAYERS,
@@ -207,9 +219,11 @@ enum cli_config_opt {
     "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models')\n"            \
     "  --hw NAME|FILE         hardware profile (default dgx-a100-80g; 'spsim list hardware')\n"    \
     "  --tp N                 tensor parallel size (default 8)\n"                                  \
-    "  --pp N                 pipeline parallel size (default 8)\n"                                \
+    "  --pp N                 pipeline parallel size (default 8, or the largest of 8, 7, ..., 1\n" \
+    "                         that divides the model's layers)\n"                                  \
     "  --dp N                 data parallel size (default 1)\n"                                    \
-    "  --vpp N                interleaved model chunks per pipeline stage (default 3; 1 = none)\n" \
+    "  --vpp N                interleaved model chunks per pipeline stage (default 3 where\n"      \
+    "                         pp*3 divides the model's layers, else 1 = none)\n"                   \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
     "  --recompute MODE       none, selective or full (default selective)\n"                       \
     "  --recompute-modules LIST\n"                                                                 \
@@ -242,7 +256,16 @@ enum cli_config_opt {
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
-    "                         gather updated parameters during the next forward (default off)\n"
+    "                         gather updated parameters during the next forward (default off)\n" \
+    "Uneven pipeline stages (Megatron-Core; at most one of the three ways):\n"                     \
+    "  --first-stage-layers N, --last-stage-layers N\n"                                            \
+    "                         layers of pipeline rank 0 / rank pp-1; the rest split evenly\n"      \
+    "                         (Megatron's --decoder-first/last-pipeline-num-layers)\n"             \
+    "  --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split\n"          \
+    "                         count the embedding / the loss as one layer of the split\n"          \
+    "  --pipeline-layout S    Megatron's --pipeline-model-parallel-layout: stages split by '|'\n"  \
+    "                         (pp*vpp of them, vpp derived), E embedding, t layer, L loss,\n"      \
+    "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
 struct jw {

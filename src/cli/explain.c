@@ -175,7 +175,7 @@ cmd_explain(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc != EXIT_OK)
         return rc < 0 ? EXIT_OK : rc;
-    const struct cli_config cfg = a.cfg;
+    struct cli_config cfg = a.cfg;
     bool json = a.json;
     const char *output = a.output;
     struct spsim_model *model = NULL;
@@ -185,6 +185,7 @@ cmd_explain(int argc, char **argv)
     size_t n = 0;
     if ((rc = cli_load_model(cfg.model, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
+    cli_config_finish(&cfg, model);
     if (spsim_layer_schedule(model, hw, &cfg.par, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, &err)) {
         rc = cli_fail(&err);
         goto done;

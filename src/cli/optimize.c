@@ -14,7 +14,7 @@
 #include "cli.h"
 
 static const char optimize_help[] =
-    "Usage: spsim optimize --model M --hw H --gpus N [--gbs B] [OPTIONS]\n"
+    "Usage: spsim optimize --model M --hw H --gpus N [--gbs B | --max-gbs B] [OPTIONS]\n"
     "\n"
     "Search every valid parallel configuration of a model on N GPUs (dp = N / (tp*pp)) and\n"
     "print the best few that fit in memory, with their iteration time, memory per GPU and\n"
@@ -26,20 +26,27 @@ static const char optimize_help[] =
     "  --gpus N               number of GPUs (required)\n"
     "  --gbs B                global batch size (default N: one sequence per GPU, so that\n"
     "                         every data-parallel size is admissible)\n"
+    "  --max-gbs B            instead of --gbs: each configuration's batch is the largest\n"
+    "                         multiple of dp*mbs (dp*mbs*pp with interleaving) up to B\n"
     "Constraints (each list restricts the search; the defaults search everything):\n"
     "  --tp LIST, --pp LIST   default: every divisor of N (pp up to the layer count)\n"
     "  --vpp LIST             default 1..layers\n"
+    "  --pp-split LIST        even, account (embedding and loss count as layers), balanced\n"
+    "                         (lighter first and last stages); default all three, so that a\n"
+    "                         pp that does not divide the layers gets an answer\n"
     "  --mbs LIST             default 1..64:*2\n"
     "  --sp LIST              default on,off\n"
     "  --recompute LIST       default none,selective,full\n"
-    "  --distributed-optimizer LIST, --overlap-grad-reduce LIST   default on,off\n"
+    "  --distributed-optimizer LIST, --overlap-grad-reduce LIST   default on,off (on at dp 1\n"
+    "                         is skipped: it repeats off)\n"
     "  --seq LIST, --flash-attn LIST, --dtype LIST   default: the model's, bf16\n"
     "  --recompute-modules LIST, --recompute-method LIST, --recompute-layers LIST,\n"
     "  --offload-layers LIST  as 'spsim sweep' (default: Megatron's core_attn, none, 0, 0)\n"
     "  --cp LIST, --cp-comm-type LIST   context parallelism; default 1, p2p\n"
     "  --zero LIST            sharding over dp·cp (0-3); default 0 (--distributed-optimizer is 1)\n"
     "  --overlap-param-gather LIST, --grad-reduce-in-fp32 LIST   default off, the dtype's\n"
-    "  --max-memory-gib X     memory per GPU at most X GiB (default: the HBM capacity)\n"
+    "  --max-memory-gib X     memory per GPU at most X GiB (default: what the GPU reports\n"
+    "                         less what tensors cannot use); the 'fit' count honours it\n"
     "Output:\n"
     "  --top K                how many configurations to show (default 5)\n"
     "  --by M                 rank by iteration_s (default), total_bytes or mfu\n"
@@ -180,6 +187,17 @@ on_off(bool v)
     return v ? "on" : "off";
 }
 
+/* The pipeline split: "even", "account" (embedding and loss as layers), or "F/L" layers. */
+static const char *
+split_text(const struct spsim_parallel *p, char *buf, size_t cap)
+{
+    if (p->first_stage_layers || p->last_stage_layers)
+        snprintf(buf, cap, "%u/%u", p->first_stage_layers, p->last_stage_layers);
+    else
+        snprintf(buf, cap, "%s", p->account_embedding || p->account_loss ? "account" : "even");
+    return buf;
+}
+
 /* What a row adds to its recompute column when it is not the plain mode: the selective
  * modules, the full method, the offloaded layers. */
 static void
@@ -200,11 +218,11 @@ static void
 print_row(FILE *f, int rank, const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
-    char t[32], m[32];
-    fprintf(f, "%3d %4u %4u %3u %5u %4u  %-3s %-9s %4u  %-8s %4u %-7s %12s %12s %6.1f%%", rank,
-            p->tp, p->pp, p->cp, p->dp, p->vpp, on_off(p->sp), spsim_recompute_name(p->recompute),
-            p->mbs, on_off(p->distributed_optimizer), p->zero, on_off(p->overlap_grad_reduce),
-            fmt_time(t, sizeof(t), r->time.iteration_s),
+    char t[32], m[32], s[32];
+    fprintf(f, "%3d %4u %4u %3u %5u %4u %-7s  %-3s %-9s %4u  %-8s %4u %-7s %12s %12s %6.1f%%", rank,
+            p->tp, p->pp, p->cp, p->dp, p->vpp, split_text(p, s, sizeof(s)), on_off(p->sp),
+            spsim_recompute_name(p->recompute), p->mbs, on_off(p->distributed_optimizer), p->zero,
+            on_off(p->overlap_grad_reduce), fmt_time(t, sizeof(t), r->time.iteration_s),
             fmt_bytes(m, sizeof(m), (double)r->memory.total_bytes), 100 * r->time.mfu);
     print_row_details(f, p);
     fputc('\n', f);
@@ -328,14 +346,18 @@ report(FILE *f, const struct optimize_args *a, const struct spsim_sweep *sw,
             rc = cli_fail(&err);
     spsim_sweep_point_at(sw, best->index[0], &pt, NULL);
     char lim[32], t[32], m[32];
-    fprintf(f, "spsim optimize: %s on %s, %s GPUs, global batch %llu, at most %s per GPU\n",
+    fprintf(f, "spsim optimize: %s on %s, %s GPUs, global batch %llu, at most %s%s per GPU\n",
             pt.model_name, pt.hw_name, a->gpus, (unsigned long long)pt.par.gbs,
-            fmt_bytes(lim, sizeof(lim), (double)limit));
+            fmt_bytes(lim, sizeof(lim), (double)limit),
+            a->max_gib > 0 && (double)limit < a->max_gib * 1073741824.0 + 1
+                ? ""
+                : " less what tensors cannot use");
     fprintf(f, "searched %llu configurations in %.2f s: %llu valid, %llu fit\n\n",
             (unsigned long long)best->stats.evaluated, best->stats.elapsed_s,
             (unsigned long long)best->stats.valid, (unsigned long long)best->stats.feasible);
-    fprintf(f, "  # %4s %4s %3s %5s %4s  %-3s %-9s %4s  %-8s %4s %-7s %12s %12s %7s\n", "tp", "pp",
-            "cp", "dp", "vpp", "sp", "recompute", "mbs", "dist-opt", "zero", "overlap", "iteration",
+    fprintf(f, "  # %4s %4s %3s %5s %4s %-7s  %-3s %-9s %4s  %-8s %4s %-7s %12s %12s %7s\n", "tp",
+            "pp", "cp", "dp", "vpp", "split", "sp", "recompute", "mbs", "dist-opt", "zero",
+            "overlap", "iteration",
             "memory/GPU", "MFU");
     for (uint64_t i = 0; rc == EXIT_OK && i < best->count; i++)
         print_row(f, (int)i + 1, &r[i]);

@@ -44,6 +44,14 @@ static const struct cli_option_spec {
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
     {"no-overlap-grad-reduce", no_argument, OPT_NO_OVERLAP_GRAD, -1},
     {"dtype", required_argument, OPT_DTYPE, SPSIM_AXIS_DTYPE},
+    {"first-stage-layers", required_argument, OPT_FIRST_STAGE, -1},
+    {"last-stage-layers", required_argument, OPT_LAST_STAGE, -1},
+    {"account-for-embedding-in-pipeline-split", no_argument, OPT_ACCOUNT_EMB, -1},
+    {"account-for-loss-in-pipeline-split", no_argument, OPT_ACCOUNT_LOSS, -1},
+    {"pipeline-layout", required_argument, OPT_LAYOUT, -1},
+    {"pipeline-model-parallel-layout", required_argument, OPT_LAYOUT, -1},
+    {"pp-split", -1, 0, SPSIM_AXIS_PP_SPLIT},
+    {"max-gbs", -1, 0, SPSIM_AXIS_MAX_GBS},
     {"recompute-modules", required_argument, OPT_RECOMPUTE_MODULES, SPSIM_AXIS_RECOMPUTE_MODULES},
     {"recompute-method", required_argument, OPT_RECOMPUTE_METHOD, SPSIM_AXIS_RECOMPUTE_METHOD},
     {"recompute-layers", required_argument, OPT_RECOMPUTE_LAYERS, SPSIM_AXIS_RECOMPUTE_LAYERS},
@@ -78,12 +86,16 @@ static const struct {
     {OPT_GBS, "--gbs", 1ull << 32, offsetof(struct spsim_parallel, gbs), true},
     {OPT_SEQ, "--seq", 1u << 24, offsetof(struct spsim_parallel, seq), false},
     {OPT_CP, "--cp", 65536, offsetof(struct spsim_parallel, cp), false},
+    {OPT_FIRST_STAGE, "--first-stage-layers", 65536,
+     offsetof(struct spsim_parallel, first_stage_layers), false},
+    {OPT_LAST_STAGE, "--last-stage-layers", 65536,
+     offsetof(struct spsim_parallel, last_stage_layers), false},
 };
 
 void
 cli_config_defaults(struct cli_config *cfg)
 {
-    cfg->model = "gpt3-175b";
+    *cfg = (struct cli_config){.model = "gpt3-175b"};
     cfg->hardware = "dgx-a100-80g";
     spsim_parallel_defaults(&cfg->par);
     /* Korthikanti et al. 2022, Table 3 and §6: GPT-3 175B, t = 8, p = 8, three interleaving
@@ -126,6 +138,12 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_OVERLAP_PARAM:
     case OPT_NO_OVERLAP_PARAM:
         p->overlap_param_gather = opt == OPT_OVERLAP_PARAM;
+        return 1;
+    case OPT_ACCOUNT_EMB:
+        p->account_embedding = true;
+        return 1;
+    case OPT_ACCOUNT_LOSS:
+        p->account_loss = true;
         return 1;
     default:
         return 0;
@@ -237,6 +255,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     struct spsim_parallel *p = &cfg->par;
     bool taken = false;
     int rc = config_number(p, opt, arg, &taken);
+    cfg->pp_set |= opt == OPT_PP;
+    cfg->vpp_set |= opt == OPT_VPP;
     if (taken)
         return rc == EXIT_OK ? 1 : -rc;
     if (config_switch(p, opt))
@@ -244,6 +264,9 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
+        return 1;
+    case OPT_LAYOUT:
+        p->pipeline_layout = arg;
         return 1;
     case OPT_HW:
         cfg->hardware = arg;
@@ -259,6 +282,28 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         if (rc >= 0)
             return rc == EXIT_OK ? 1 : -rc;
         return config_sharding(p, opt, arg);
+    }
+}
+
+void
+cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
+{
+    struct spsim_parallel *p = &cfg->par;
+    uint32_t layers = spsim_model_get_shape(model)->layers;
+    /* The paper's interleaving (vpp 3) and pp 8 fit GPT-3 175B's 96 layers (and any model
+     * whose layers 24 divides): another model gets no interleaving unless asked, and a pp
+     * that divides its layers. With a layout, vpp is derived from it. */
+    bool uneven = p->first_stage_layers || p->last_stage_layers || p->account_embedding ||
+                  p->account_loss || p->pipeline_layout;
+    if (!cfg->vpp_set && (p->pipeline_layout || layers % ((uint64_t)p->pp * p->vpp) != 0))
+        p->vpp = 1;
+    if (!cfg->pp_set && !uneven)
+        for (p->pp = 8; p->pp > 1 && layers % p->pp != 0;)
+            p->pp--;
+    if (p->sp && p->tp == 1) {
+        /* megatron/training/arguments.py (message verbatim). */
+        cli_warning("Disabling sequence parallelism because tensor model parallelism is disabled");
+        p->sp = false;
     }
 }
 

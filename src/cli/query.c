@@ -96,6 +96,34 @@ optimizer_label(const struct spsim_result *r)
     return "optimizer (fp32 Adam, 12 B/param)";
 }
 
+/* The first stage's layers in flight; with uneven stages, what each end builds and the most
+ * loaded rank. */
+static void
+print_stage_note(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_memory_report *m = &r->memory;
+    const struct spsim_parallel *p = &r->config;
+    bool uneven = p->first_stage_layers || p->last_stage_layers || p->account_embedding ||
+                  p->account_loss || p->pipeline_layout;
+    if (!uneven)
+        fprintf(f,
+                "  (first stage: %u of %u layers' chunks in flight, %u layers each = %.4f × L;"
+                " flash attention drops the s² terms)\n",
+                m->inflight_chunks_first_stage, m->layers_per_stage * r->config.pp,
+                m->layers_per_chunk, m->interleave_factor);
+    else
+        fprintf(
+            f,
+            "  (uneven stages: rank 0 builds %u layers and holds %llu in flight = %.4f × L; "
+            "rank %u builds %u; the most loaded rank %u builds %u)\n",
+            m->layers_first_stage,
+            (unsigned long long)(m->activation_per_layer_bytes
+                                     ? m->activation_layers_bytes / m->activation_per_layer_bytes
+                                     : 0),
+            m->interleave_factor, p->pp - 1, m->layers_last_stage, m->peak_stage,
+            m->layers_peak_stage);
+}
+
 static void
 print_memory(FILE *f, const struct spsim_result *r)
 {
@@ -118,12 +146,7 @@ print_memory(FILE *f, const struct spsim_result *r)
                 fmt_bytes(c, sizeof(c), (double)m->total_modes_bytes[i]), fits ? "yes" : "no",
                 mode_selected(&r->config, i) ? "   <- this config" : "");
     }
-    fprintf(f,
-            "  (first stage: %u of %u layers' chunks in flight, %u layers each = %.4f × L;"
-            " flash attention drops the s² terms)\n",
-            m->inflight_chunks_first_stage, m->layers_per_stage * r->config.pp, m->layers_per_chunk,
-            m->interleave_factor);
-
+    print_stage_note(f, r);
     fprintf(f, "\nMemory per GPU (stage %u, the most loaded)\n", m->peak_stage);
     fprintf(f, "  %-44s %14s\n", "activations per layer (this config)",
             fmt_bytes(a, sizeof(a), (double)m->activation_per_layer_bytes));
@@ -157,6 +180,9 @@ print_memory(FILE *f, const struct spsim_result *r)
             fmt_bytes(c, sizeof(c),
                       (double)(m->headroom_bytes < 0 ? -m->headroom_bytes : m->headroom_bytes)),
             m->fits ? "free" : "over");
+    fprintf(f, "  %-44s %14s of %s reported (CUDA context, cuBLAS, NCCL, fragmentation)\n",
+            "reserved, not for tensors", fmt_bytes(a, sizeof(a), (double)m->reserved_bytes),
+            fmt_bytes(b, sizeof(b), (double)m->hbm_bytes));
     fprintf(f, "  model parameters: %.4g (vocabulary padded)\n", (double)m->parameters_total);
 }
 
@@ -262,6 +288,11 @@ print_time(FILE *f, const struct spsim_result *r)
     fprintf(f, "  %.4g tokens/s (%.4g per GPU) · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n",
             t->tokens_per_s, t->tokens_per_s_per_gpu, t->tflops_per_gpu, 100 * t->mfu,
             100 * t->hfu);
+    fprintf(f,
+            "  model TFLOP/s per GPU by formula: %.1f Megatron-LM today (causal attention "
+            "halved), %.1f Korthikanti 2022, %.1f Narayanan 2021; hardware %.1f TFLOP/s\n",
+            t->tflops_per_gpu_megatron, t->tflops_per_gpu, t->tflops_per_gpu_narayanan2021,
+            t->hardware_tflops_per_gpu);
     fprintf(f, "  link busy per GPU: NVLink %s (%.0f%%), network %s (%.0f%%)\n",
             fmt_time(a, sizeof(a), t->nvlink_busy_s), 100 * t->nvlink_utilisation,
             fmt_time(b, sizeof(b), t->network_busy_s), 100 * t->network_utilisation);
@@ -400,6 +431,7 @@ cmd_query(int argc, char **argv)
     struct spsim_error err = {0};
     if ((rc = cli_load_model(cfg.model, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
+    cli_config_finish(&cfg, model);
     if (spsim_evaluate(model, hw, &cfg.par, &result, &err) != SPSIM_OK) {
         rc = cli_fail(&err);
         goto done;

@@ -30,7 +30,8 @@ cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, const
 int
 cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text)
 {
-    if (spsim_sweep_spec_is_set(spec, axis))
+    if (spsim_sweep_spec_is_set(spec, axis) ||
+        (axis == SPSIM_AXIS_GBS && spsim_sweep_spec_is_set(spec, SPSIM_AXIS_MAX_GBS)))
         return EXIT_OK;
     struct spsim_error err = {0};
     int rc = spsim_sweep_spec_parse(spec, axis, text, spsim_sweep_axis_name(axis), &err);

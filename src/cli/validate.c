@@ -373,8 +373,10 @@ cmd_validate(int argc, char **argv)
     if (!report)
         rc = cli_error(EXIT_RUNTIME, "out of memory");
     else if ((rc = cli_load_model(a.cfg.model, &model)) == EXIT_OK &&
-             (rc = cli_load_hardware(a.cfg.hardware, &hw)) == EXIT_OK)
+             (rc = cli_load_hardware(a.cfg.hardware, &hw)) == EXIT_OK) {
+        cli_config_finish(&a.cfg, model);
         rc = run(&a, model, hw, report);
+    }
     free(report);
     spsim_model_destroy(model);
     spsim_hardware_destroy(hw);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "eval.h"
+#include "stages.h"
 
 const char *
 spsim_act_mode_name(enum spsim_act_mode mode)
@@ -66,7 +67,12 @@ spsim_overlap_name(enum spsim_overlap overlap)
 /* d is the data-parallel size (it sets the micro-batches), dc = d·c the group gradients are
  * reduced over and the optimizer is sharded over (Megatron's intra_dp_cp_group). */
 struct shape {
-    uint64_t L, p, v, d, t, micro, lps, lpc, c, dc;
+    uint64_t L, p, v, d, t, micro, c, dc;
+    uint64_t lps, lpc; /* the most layers a rank, and a model chunk, builds */
+    const struct spsim_stage_plan *plan;
+    /* Ranks 0, 1 and p − 1 (the candidates without a layout): layers built and in flight,
+     * computed once per configuration. */
+    uint64_t built[3], held[3];
 };
 
 /* The sharding level: --zero, or 1 for the distributed optimizer alone. */
@@ -91,6 +97,29 @@ static uint64_t
 ceil_div(uint64_t a, uint64_t b)
 {
     return a / b + (a % b != 0);
+}
+
+/* Index of rank r in the shape's cache, or -1 (a layout's other ranks). */
+static int
+cached(const struct shape *x, uint64_t r)
+{
+    if (r == x->p - 1)
+        return 2;
+    return r == 0 ? 0 : r == 1 && !x->plan->nlayout ? 1 : -1;
+}
+
+static uint64_t
+rank_built(const struct shape *x, uint64_t r)
+{
+    int i = cached(x, r);
+    return i >= 0 ? x->built[i] : spsim_stage_rank_layers(x->plan, (uint32_t)r);
+}
+
+static uint64_t
+rank_held(const struct shape *x, uint64_t r)
+{
+    int i = cached(x, r);
+    return i >= 0 ? x->held[i] : spsim_stage_inflight_layers(x->plan, (uint32_t)r, x->micro);
 }
 
 /*
@@ -148,6 +177,28 @@ stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
 }
 
+/* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
+ * rank 0 and the output layer on rank p − 1. */
+static uint64_t
+rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                 const struct shape *x, uint64_t r, bool *ok)
+{
+    uint64_t act = spsim_mul(rank_held(x, r), le->layer.saved_bytes, ok);
+    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    if (r == 0)
+        act = spsim_add(
+            act, spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok), ok);
+    /* Paper §4.3: the last stage's final norm, output-layer input and fp32 logits,
+     * 4sbh/t·(1 + v/h). */
+    if (r == x->p - 1)
+        act = spsim_add(act, le->output.saved_bytes, ok);
+    /* Full recomputation rebuilds one layer's activations before its backward: that layer's
+     * whole inventory is live on top of the checkpoints. */
+    if (par->recompute == SPSIM_RECOMPUTE_FULL)
+        act = spsim_add(act, le->act_no_recompute, ok);
+    return act;
+}
+
 /* One model chunk's activations by Megatron's full-recompute method (megatron/core/recompute.py
  * checkpointed_forward, which runs per chunk over its layers):
  *   uniform N: groups of N layers (the last one shorter), each keeping only its input; while a
@@ -188,18 +239,29 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_per_layer_bytes = le->layer.saved_bytes;
     mem->layers_per_stage = (uint32_t)x->lps;
     mem->layers_per_chunk = (uint32_t)x->lpc;
+    mem->layers_first_stage = (uint32_t)x->built[0];
+    mem->layers_last_stage = (uint32_t)x->built[2];
 
     uint64_t chunks0 = inflight_chunks(x, 0);
     mem->inflight_chunks_first_stage = (uint32_t)chunks0;
-    mem->interleave_factor = (double)(chunks0 * x->lpc) / (double)x->L;
     uint64_t chunk = chunk_activations(par, le, x, mem, ok);
-    mem->activation_layers_bytes = spsim_mul(chunks0, chunk, ok);
+    if (x->plan->even) {
+        mem->interleave_factor = (double)(chunks0 * x->lpc) / (double)x->L;
+        mem->activation_layers_bytes = spsim_mul(chunks0, chunk, ok);
+    } else {
+        /* Uneven (no recompute method, no offload: spsim_parallel_check): the layers held. */
+        mem->interleave_factor = (double)x->held[0] / (double)x->L;
+        mem->activation_layers_bytes = spsim_mul(x->held[0], le->layer.saved_bytes, ok);
+    }
     /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
     mem->activation_embedding_bytes =
         spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok);
-    /* Paper §4.3: with p = 1 the first stage is also the last: final norm, output-layer input
-     * and fp32 logits, 4sbh/t·(1 + v/h). */
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
+    if (!x->plan->even) {
+        mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
+        mem->activation_last_stage_bytes = rank_activations(par, le, x, x->p - 1, ok);
+        return;
+    }
     /* Full recomputation rebuilds a group's activations before its backward: that group's
      * whole inventory is live on top of the checkpoints (chunk_activations). */
     mem->activation_cp_working_bytes = le->cp_working_bytes;
@@ -218,60 +280,112 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_last_stage_bytes = last;
 }
 
-/* Parameters of the first and last stages (the output layer, and a tied embedding's copy, on
- * the last). */
+/* Parameters of one TP rank of pipeline rank r: its layers, the embedding on rank 0, the
+ * output layer on rank p − 1 (and there a tied embedding's copy, which Megatron keeps in sync
+ * by an all-reduce of its gradient). */
+static uint64_t
+rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                const struct shape *x, uint64_t r, bool *ok)
+{
+    uint64_t n = spsim_mul(rank_built(x, r), le->params_layer, ok);
+    if (r == 0)
+        n = spsim_add(n, le->params_embedding, ok);
+    if (r == x->p - 1) {
+        n = spsim_add(n, le->params_output, ok);
+        if (x->p > 1 && m->tied_embeddings)
+            n = spsim_add(n, spsim_mul(le->padded_vocab, m->hidden, ok) / x->t, ok);
+    }
+    return n;
+}
+
 static void
 parameter_memory(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
                  const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
-    uint64_t vpad = le->padded_vocab;
-    uint32_t t = (uint32_t)x->t;
     if (!le->params_ok)
         *ok = false;
-    uint64_t layers = spsim_mul(x->lps, le->params_layer, ok);
-    uint64_t embed = le->params_embedding;
-    uint64_t output = le->params_output;
-    uint64_t p_first = spsim_add(layers, embed, ok), p_last = p_first;
-    if (x->p == 1) {
-        p_first = p_last = spsim_add(p_first, output, ok);
-    } else {
-        /* The last stage keeps its own copy of a tied word embedding (Megatron's shared
-         * embedding, kept in sync by an all-reduce of its gradient). */
-        uint64_t copy = m->tied_embeddings ? spsim_mul(vpad, m->hidden, ok) / t : 0;
-        p_last = spsim_add(spsim_add(layers, output, ok), copy, ok);
-    }
     mem->parameters_total = le->params_total;
-    mem->parameters_first_stage = p_first;
-    mem->parameters_last_stage = p_last;
+    mem->parameters_first_stage = rank_parameters(m, le, x, 0, ok);
+    mem->parameters_last_stage = rank_parameters(m, le, x, x->p - 1, ok);
 }
 
-/* Weights, gradients and optimizer of both stages; the per-GPU figures are the larger stage's;
- * the six modes' first-stage totals; whether it fits. */
-static void
-stage_totals(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-             const struct spsim_layer_summary *le, const struct shape *x,
-             struct spsim_memory_report *mem, bool *ok)
+static uint64_t
+stage_sum(const struct stage_memory *s, bool *ok)
 {
-    struct stage_memory s0, s1;
+    return spsim_add(spsim_add(spsim_add(s->weights, s->grads, ok), s->optimizer, ok),
+                     s->activations, ok);
+}
+
+/* Weights, gradients, optimizer and activations of every rank that can be the most loaded;
+ * the per-GPU figures are the most loaded one's. */
+static void
+peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+           const struct spsim_layer_summary *le, const struct shape *x,
+           struct spsim_memory_report *mem, bool *ok)
+{
+    /* Evenly split, a middle rank holds rank 0's layers, fewer in flight and no embedding: it
+     * never exceeds rank 0. */
+    uint32_t n = x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan);
+    struct stage_memory best = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = spsim_stage_candidate(x->plan, i);
+        bool first = r == 0, last = r == x->p - 1;
+        struct stage_memory s;
+        stage_static(first  ? mem->parameters_first_stage
+                     : last ? mem->parameters_last_stage
+                            : rank_parameters(m, le, x, r, ok),
+                     le->params_layer, par, x, &s, ok);
+        s.activations = first  ? mem->activation_first_stage_bytes
+                        : last ? mem->activation_last_stage_bytes
+                               : rank_activations(par, le, x, r, ok);
+        s.total = stage_sum(&s, ok);
+        if (i == 0 || s.total > best.total) {
+            best = s;
+            mem->peak_stage = r;
+        }
+    }
+    mem->parameters_per_gpu = best.params;
+    mem->weights_bytes = best.weights;
+    mem->gradients_bytes = best.grads;
+    mem->optimizer_bytes = best.optimizer;
+    mem->total_bytes = best.total;
+    mem->activation_peak_stage_bytes = best.activations;
+    mem->layers_peak_stage = (uint32_t)rank_built(x, mem->peak_stage);
+}
+
+/* What the GPU reports less what tensors cannot use: the CUDA context and cuBLAS workspace,
+ * the NCCL buffers of each communicator this configuration runs collectives on (TP, CP, DP·CP,
+ * the tied embedding's pair), then the allocator's fragmentation as a fraction of the rest. */
+static void
+memory_limit(const struct spsim_hardware *hw, const struct shape *x, bool tied,
+             struct spsim_memory_report *mem)
+{
+    uint64_t comms = (x->t > 1) + (x->c > 1) + (x->dc > 1) + (x->p > 1 && tied);
+    uint64_t reserved = hw->reserved_fixed_bytes + comms * hw->nccl_comm_bytes;
+    uint64_t left = hw->hbm_capacity_bytes > reserved ? hw->hbm_capacity_bytes - reserved : 0;
+    if (hw->allocator_fragmentation > 0)
+        left = (uint64_t)((double)left * (1.0 - hw->allocator_fragmentation));
+    mem->hbm_bytes = hw->hbm_capacity_bytes;
+    mem->reserved_bytes = hw->hbm_capacity_bytes - left;
+    mem->capacity_bytes = left;
+}
+
+/* The first stage's totals in the six modes; whether it fits. */
+static void
+stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+             const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+             const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+{
+    struct stage_memory s0;
     stage_static(mem->parameters_first_stage, le->params_layer, par, x, &s0, ok);
-    stage_static(mem->parameters_last_stage, le->params_layer, par, x, &s1, ok);
-    s0.total = spsim_add(spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok),
-                         mem->activation_first_stage_bytes, ok);
-    s1.total = spsim_add(spsim_add(spsim_add(s1.weights, s1.grads, ok), s1.optimizer, ok),
-                         mem->activation_last_stage_bytes, ok);
-    const struct stage_memory *peak = s1.total > s0.total ? &s1 : &s0;
-    mem->peak_stage = peak == &s1 ? (uint32_t)(x->p - 1) : 0;
-    mem->parameters_per_gpu = peak->params;
-    mem->weights_bytes = peak->weights;
-    mem->gradients_bytes = peak->grads;
-    mem->optimizer_bytes = peak->optimizer;
-    mem->total_bytes = peak->total;
-    mem->capacity_bytes = hw ? hw->hbm_capacity_bytes : 0;
+    peak_stage(m, par, le, x, mem, ok);
+    if (hw)
+        memory_limit(hw, x, m->tied_embeddings, mem);
     uint64_t extras = spsim_add(mem->activation_embedding_bytes, mem->activation_output_bytes, ok);
     uint64_t static0 = spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok);
-    uint64_t chunks0 = inflight_chunks(x, 0);
+    uint64_t layers0 = x->held[0];
     for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
-        uint64_t act = spsim_add(spsim_mul3(chunks0, x->lpc, le->act_modes[i], ok), extras, ok);
+        uint64_t act = spsim_add(spsim_mul(layers0, le->act_modes[i], ok), extras, ok);
         if (i == SPSIM_MODE_FULL)
             act = spsim_add(act, le->act_modes[SPSIM_MODE_TP], ok);
         mem->activation_modes_first_stage_bytes[i] = act;
@@ -286,7 +400,7 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
 {
     activation_memory(par, le, x, mem, ok);
     parameter_memory(m, le, x, mem, ok);
-    stage_totals(hw, par, le, x, mem, ok);
+    stage_totals(m, hw, par, le, x, mem, ok);
     if (hw) {
         if (mem->total_bytes > (uint64_t)INT64_MAX || mem->capacity_bytes > (uint64_t)INT64_MAX) {
             *ok = false;
@@ -399,6 +513,7 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
 struct stage_time {
     double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, fwd_wall, cp_exposed, cp_comm,
         offload;
+    uint64_t layers;
 };
 
 static void
@@ -557,8 +672,9 @@ collective(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, enum s
 static int
 shared_finish(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
               const struct spsim_layer_summary *le, const struct shape *x,
-              const struct spsim_comm_report *comm, double t_send, const struct spsim_coll_time *a,
-              const struct spsim_coll_time *b, double alone, double *finish)
+              const struct spsim_comm_report *comm, double t_send, double layers,
+              const struct spsim_coll_time *a, const struct spsim_coll_time *b, double alone,
+              double *finish)
 {
     bool on_nvlink = a->tier == SPSIM_TIER_NVLINK;
     /* Links of one GPU: its NVLink port (ring busbw) and its share of the node's NICs. */
@@ -573,7 +689,7 @@ shared_finish(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                                         spsim_max_d(alone - a->latency_s - b->latency_s, 1e-12),
                             .nres = 1,
                             .res = {on_nvlink ? 0u : 1u}};
-    double tp_bytes = x->lps * le->layer.tp_bwd_wire_bytes;
+    double tp_bytes = layers * le->layer.tp_bwd_wire_bytes;
     if (tp_bytes > 0)
         flows[n++] =
             (struct spsim_flow){.bytes = tp_bytes,
@@ -585,7 +701,7 @@ shared_finish(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                                          .max_rate = cap[1],
                                          .nres = 1,
                                          .res = {1u}};
-    double cp_bytes = x->lps * le->layer.cp_bwd_wire_bytes;
+    double cp_bytes = layers * le->layer.cp_bwd_wire_bytes;
     if (cp_bytes > 0) /* the CP group's backward exchanges (dp·cp ranks share the links) */
         flows[n++] = (struct spsim_flow){.bytes = cp_bytes,
                                          .max_rate = cap[le->layer.cp_network ? 1 : 0],
@@ -631,15 +747,16 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                         par->zero >= 3 ? 2.0 * (double)le->params_layer : weights, &ag);
     double finish = 0;
     if (rc == SPSIM_OK)
-        rc = shared_finish(memo, hw, le, x, comm, t_send, &a, &none, a.time_s, &finish);
+        rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none,
+                           a.time_s, &finish);
     if (rc != SPSIM_OK)
         return rc;
     double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window), gather, busy;
     if (par->zero >= 3) {
         double fwd = le->layer.fwd_s, bwd = le->layer.bwd_s + le->layer.recompute_s;
         double hidden = spsim_max_d(0.0, ag.time_s - fwd) + spsim_max_d(0.0, ag.time_s - bwd);
-        gather = mb * (2.0 * ag.time_s + ((double)x->lps - 1.0) * hidden);
-        busy = mb * 2.0 * (double)x->lps * ag.time_s;
+        gather = mb * (2.0 * ag.time_s + ((double)crit->layers - 1.0) * hidden);
+        busy = mb * 2.0 * (double)crit->layers * ag.time_s;
     } else {
         gather = param_gather_exposed(par, crit, ag.time_s);
         busy = ag.time_s;
@@ -687,7 +804,8 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         alone = a.time_s;
         b = (struct spsim_coll_time){0};
     }
-    if ((rc = shared_finish(memo, hw, le, x, comm, t_send, &a, &b, alone, &finish)))
+    if ((rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &b, alone,
+                            &finish)))
         return rc;
     *exposed = spsim_max_d(0.0, finish - crit->bwd_window) + ag;
     return SPSIM_OK;
@@ -758,6 +876,68 @@ optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *p
     return opt_bytes / hw->hbm_achievable_Bps;
 }
 
+/* Per micro-batch work of pipeline rank r: its layers, the embedding on rank 0 and the output
+ * layer on rank p − 1. `layers` keeps the last layer block summed, for ranks that build as
+ * many layers (every rank of an even split). */
+static void
+rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t r,
+          const double replayed_offload[2], struct stage_time *layers, struct stage_time *s)
+{
+    uint64_t n = rank_built(x, r);
+    if (layers->layers != n || layers->wall == 0) {
+        /* The recompute phase on the replayed layers (fewer with the block method; uneven
+         * splits have no method, spsim_parallel_check); the offload stall on each. */
+        double replayed = x->plan->even ? replayed_offload[0] : (double)n;
+        *layers = (struct stage_time){.layers = n};
+        add_layers(layers, &le->layer, (double)n, replayed);
+        layers->offload = replayed_offload[1];
+        layers->wall += layers->offload;
+    }
+    *s = *layers;
+    if (r == 0)
+        add_block(s, &le->embedding, 1);
+    if (r == x->p - 1)
+        add_block(s, &le->output, 1);
+}
+
+/* The rank that sets the pace (the first of the slowest, ranks in spsim_stage_candidates'
+ * order) and the mean stage time: with a layout every rank's, else rank 0's, rank p − 1's and
+ * the p − 2 middle ranks' (which build the same layers). */
+static uint32_t
+critical_stage(const struct spsim_layer_summary *le, const struct shape *x,
+               const double replayed_offload[2], struct stage_time *crit, double *avg)
+{
+    /* Evenly split, a middle rank's work is rank 0's without the embedding: never slower. */
+    uint32_t best = 0, n = x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan);
+    double walls[3] = {0};
+    struct stage_time layers = {0}, s;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = spsim_stage_candidate(x->plan, i);
+        rank_time(le, x, r, replayed_offload, &layers, &s);
+        if (i < 3)
+            walls[i] = s.wall;
+        if (i == 0 || s.wall > crit->wall) {
+            *crit = s;
+            best = r;
+        }
+    }
+    if (n == 2 && x->p > 2)
+        walls[2] = layers.wall;
+    if (x->p == 1) {
+        *avg = walls[0];
+    } else if (!x->plan->nlayout) {
+        *avg = (walls[0] + walls[1] + (x->p - 2.0) * (x->p > 2 ? walls[2] : 0)) / x->p;
+    } else {
+        double sum = 0;
+        for (uint32_t r = 0; r < x->p; r++) {
+            rank_time(le, x, r, replayed_offload, &layers, &s);
+            sum += s.wall;
+        }
+        *avg = sum / x->p;
+    }
+    return best;
+}
+
 static int
 compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              const struct spsim_hardware *hw, const struct spsim_parallel *par,
@@ -766,36 +946,17 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              struct spsim_time_report *tr)
 {
     const struct spsim_model_shape *m = &model->shape;
-    /* Every stage starts from its layers (the same sums, computed once). */
-    struct stage_time layers = {0};
-    double replayed =
-        par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : (double)x->lps;
-    add_layers(&layers, &le->layer, (double)x->lps, replayed);
-    layers.offload = offload_exposed(hw, par, le, x, tr);
-    layers.wall += layers.offload;
-    struct stage_time first = layers, last = layers, middle = layers;
-    add_block(&first, &le->embedding, 1);
-    add_block(&last, &le->output, 1);
-    if (x->p == 1)
-        add_block(&first, &le->output, 1);
-
     double t_send = 0;
     int rc = pp_send_s(memo, hw, par, le, x, comm, &t_send);
     if (rc)
         return rc;
-    double p2p = 2.0 * (double)x->v * t_send;
-    const struct stage_time *crit = &first;
-    tr->critical_stage = 0;
-    if (x->p > 1 && last.wall > crit->wall) {
-        crit = &last;
-        tr->critical_stage = (uint32_t)(x->p - 1);
-    }
-    if (x->p > 2 && middle.wall > crit->wall) {
-        crit = &middle;
-        tr->critical_stage = 1;
-    }
-    double avg =
-        x->p == 1 ? first.wall : (first.wall + last.wall + (x->p - 2.0) * middle.wall) / x->p;
+    double p2p = 2.0 * (double)x->v * t_send, avg = 0;
+    struct stage_time critical = {0};
+    const struct stage_time *crit = &critical;
+    const double replayed_offload[2] = {
+        par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : (double)x->lps,
+        offload_exposed(hw, par, le, x, tr)};
+    tr->critical_stage = critical_stage(le, x, replayed_offload, &critical, &avg);
     double mb = (double)x->micro;
     tr->microbatch_s = crit->wall + p2p;
     tr->forward_s = mb * crit->fwd;
@@ -831,6 +992,24 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     return SPSIM_OK;
 }
 
+/*
+ * The other named model-FLOPs formulas, from the 2022 formula's per-token sum: Megatron-LM's
+ * current one (training.py num_floating_point_operations at d98e8a6: 6 FLOPs per weight and
+ * token, causal attention halved, Σs²·6·q per layer, i.e. 6·s·q less per layer-token than the
+ * 2022 paper's 12·s·q), and Narayanan et al. 2021's 96·B·s·L·h²·(1 + s/(6h) + V/(16Lh)), which
+ * counts the recomputed forward of every layer (4 passes instead of 3) but not of the logits.
+ */
+static void
+model_flops_named(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                  const struct shape *x, const struct spsim_parallel *par, double per_token,
+                  struct spsim_time_report *tr)
+{
+    double s = (double)le->cfg.s, tokens = (double)par->gbs * s;
+    double q = (double)m->heads * m->head_dim, logits = 2.0 * m->hidden * (double)le->padded_vocab;
+    tr->model_flops_megatron = 3.0 * tokens * (per_token - x->L * 2.0 * s * q);
+    tr->model_flops_narayanan2021 = tokens * (4.0 * (per_token - logits) + 3.0 * logits);
+}
+
 static void
 compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
               const struct spsim_layer_summary *le, const struct shape *x, uint32_t gpus,
@@ -848,6 +1027,7 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
                                4.0 * s * q) +
                        2.0 * h * (double)le->padded_vocab;
     tr->model_flops = 3.0 * (double)par->gbs * s * per_token;
+    model_flops_named(m, le, x, par, per_token, tr);
     /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal
      * half and backward recomputation), summed over the TP group and all micro-batches. */
     double passes = (double)par->gbs / par->mbs;
@@ -865,8 +1045,68 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     tr->mfu = tr->model_flops / (iter * gpus * peak);
     tr->hfu = tr->hardware_flops / (iter * gpus * peak);
     tr->tflops_per_gpu = tr->model_flops / (iter * gpus) / 1e12;
+    tr->tflops_per_gpu_megatron = tr->model_flops_megatron / (iter * gpus) / 1e12;
+    tr->tflops_per_gpu_narayanan2021 = tr->model_flops_narayanan2021 / (iter * gpus) / 1e12;
+    tr->hardware_tflops_per_gpu = tr->hardware_flops / (iter * gpus) / 1e12;
     tr->nvlink_utilisation = tr->nvlink_busy_s / iter;
     tr->network_utilisation = tr->network_busy_s / iter;
+}
+
+/* The pipeline's shape: its stage plan and the most layers a rank and a chunk build. */
+/* An even split (the sweep's common case), as spsim_stage_plan_make resolves it, without its
+ * checks (spsim_parallel_check ran them): every rank L/p layers, the in-flight closed forms. */
+static bool
+even_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+           struct spsim_stage_plan *plan, struct shape *x)
+{
+    if (par->first_stage_layers || par->last_stage_layers || par->account_embedding ||
+        par->account_loss || par->pipeline_layout)
+        return false;
+    /* Field by field: the layout table (4 kB) stays untouched. */
+    plan->p = par->pp;
+    plan->v = par->vpp;
+    plan->even = true;
+    plan->emb = plan->loss = false;
+    plan->nlayout = 0;
+    plan->first = plan->middle = plan->last = m->layers / par->pp;
+    x->lps = plan->first;
+    x->lpc = x->lps / x->v;
+    for (uint64_t i = 0, r; i < 3; i++) {
+        r = i == 2 ? x->p - 1 : i == 1 && x->p > 2 ? 1 : 0;
+        x->built[i] = x->lps;
+        x->held[i] =
+            x->v == 1 ? spsim_min_u64(x->p - r, x->micro) * x->lps
+                      : spsim_min_u64(2 * (x->p - r - 1) + (x->v - 1) * x->p + 1, x->micro * x->v) *
+                            x->lpc;
+    }
+    return true;
+}
+
+static int
+make_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+           struct spsim_stage_plan *plan, struct shape *x, struct spsim_error *err)
+{
+    *x = (struct shape){.L = m->layers, .p = par->pp, .v = par->vpp, .d = par->dp, .t = par->tp};
+    x->micro = par->gbs / ((uint64_t)par->mbs * par->dp);
+    x->c = par->cp;
+    x->dc = x->d * x->c;
+    x->plan = plan;
+    if (even_shape(m, par, plan, x))
+        return SPSIM_OK;
+    int rc = spsim_stage_plan_make(m, par, plan, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    x->v = plan->v;
+    x->lpc = spsim_stage_max_chunk_layers(plan);
+    const uint32_t at[3] = {0, x->p > 2 ? 1 : 0, (uint32_t)x->p - 1};
+    for (int i = 0; i < 3; i++) {
+        x->built[i] = spsim_stage_rank_layers(plan, at[i]);
+        x->held[i] = spsim_stage_inflight_layers(plan, at[i], x->micro);
+    }
+    for (uint32_t i = 0, n = spsim_stage_ncandidates(plan); i < n; i++)
+        x->lps =
+            spsim_max_u64(x->lps, spsim_stage_rank_layers(plan, spsim_stage_candidate(plan, i)));
+    return SPSIM_OK;
 }
 
 int
@@ -898,14 +1138,14 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
         memset(r->comm.per_layer, 0, sizeof(r->comm.per_layer));
         memcpy(r->comm.per_layer, le->coll, le->ncoll * sizeof(le->coll[0]));
     }
-    struct shape x = {.L = m->layers, .p = par->pp, .v = par->vpp, .d = par->dp, .t = par->tp};
-    x.micro = par->gbs / ((uint64_t)par->mbs * par->dp);
-    x.c = par->cp;
-    x.dc = x.d * x.c;
-    x.lps = x.L / x.p;
-    x.lpc = x.lps / x.v;
+    struct spsim_stage_plan plan;
+    struct shape x;
+    int rc = make_shape(m, par, &plan, &x, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    r->config.vpp = plan.v;
     bool ok = true;
-    int rc = compose_memory(m, hw, par, le, &x, &r->memory, &ok);
+    rc = compose_memory(m, hw, par, le, &x, &r->memory, &ok);
     if (rc == SPSIM_OK)
         compose_comm(hw, par, le, &x, m->hidden, &r->memory, &r->comm, &ok);
     if (rc == SPSIM_OK && !ok)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "profiles/profiles.h"
+#include "stages.h"
 #include "spsim/parallel.h"
 
 /* Bounds beyond which a configuration is refused as absurd: they keep every product of the
@@ -232,15 +233,24 @@ static int
 check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                struct spsim_error *err)
 {
-    uint64_t chunks = (uint64_t)p->pp * p->vpp;
-    if (m->layers % chunks != 0)
-        return CONFIG_FAIL(err,
-                           "field 'pp': the model's %u layers are not divisible by pp·vpp = "
-                           "%u·%u = %llu",
-                           m->layers, p->pp, p->vpp, (unsigned long long)chunks);
-    if (p->vpp > 1 && p->pp < 2)
+    struct spsim_stage_plan plan;
+    plan.v = p->vpp;
+    bool plain = !p->first_stage_layers && !p->last_stage_layers && !p->account_embedding &&
+                 !p->account_loss && !p->pipeline_layout;
+    /* The sweep's common case first: an even split either divides or is refused. */
+    int rc = !plain                                        ? spsim_stage_plan_make(m, p, &plan, err)
+             : m->layers % ((uint64_t)p->pp * p->vpp) == 0 ? SPSIM_OK
+                                                           : spsim_stage_even_error(m, p, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    /* spsim's limit, not Megatron's: a recompute method and CPU offload are modelled per
+     * model chunk of equal layers. */
+    if (!plain && (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT || p->offload_layers))
+        return CONFIG_FAIL(err, "field 'recompute_method': uneven pipeline stages with a "
+                                "recompute method or offload_layers are not modelled");
+    if (plan.v > 1 && p->pp < 2)
         return CONFIG_FAIL(err, "field 'vpp': the interleaved schedule (vpp = %u) needs pp >= 2",
-                           p->vpp);
+                           plan.v);
     uint64_t per_step = (uint64_t)p->mbs * p->dp;
     if (p->gbs % per_step != 0)
         return CONFIG_FAIL(err,
@@ -251,7 +261,7 @@ check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p
     /* megatron/core/pipeline_parallel/schedules.py (interleaved schedule, 2022-2024): "number
      * of microbatches (...) is not divisible by pipeline-parallel size when using interleaved
      * schedule". */
-    if (p->vpp > 1 && micro % p->pp != 0)
+    if (plan.v > 1 && micro % p->pp != 0)
         return CONFIG_FAIL(err,
                            "field 'gbs': number of microbatches (%llu) is not divisible by "
                            "pipeline-parallel size (%u) when using interleaved schedule",

@@ -146,6 +146,9 @@ read_latency(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
     return SPSIM_OK;
 }
 
+static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
+                              struct spsim_hardware *hw);
+
 static int
 read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
 {
@@ -159,6 +162,11 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "flash_attention_tflops",
                                        "gemm_table",
                                        "gemm_epilogue",
+                                       "hbm_reported_MiB",
+                                       "cuda_context_MiB",
+                                       "cublas_workspace_MiB",
+                                       "nccl_buffers_per_communicator_MiB",
+                                       "allocator_fragmentation",
                                        NULL};
     const cJSON *peak = NULL, *ach = NULL;
     const char *model = NULL;
@@ -217,7 +225,39 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     hw->hbm_Bps = bw * 1e9;
     hw->hbm_achievable_Bps = bw_ach * 1e9;
     hw->gpu_model = spsim_strdup(model);
-    return hw->gpu_model ? SPSIM_OK : spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    if (!hw->gpu_model)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    return read_memory_limits(c, gpu, hw);
+}
+
+/* What the GPU reports and what is not available to tensors (doc/profiles.md, "Memory"); every
+ * field optional: without hbm_reported_MiB the capacity is hbm_capacity_GB. */
+static int
+read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    double reported = 0, context = 0, cublas = 0, nccl = 0, frag = 0;
+    int rc;
+    if ((rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_reported_MiB", false, 1, 1e8, &reported,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "cuda_context_MiB", false, 0, 1e5, &context,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "cublas_workspace_MiB", false, 0, 1e5, &cublas,
+                                     NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "nccl_buffers_per_communicator_MiB", false, 0,
+                                     1e5, &nccl, NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "allocator_fragmentation", false, 0, 0.5, &frag,
+                                     NULL)))
+        return rc;
+    if (reported > 0)
+        hw->hbm_capacity_bytes = (uint64_t)llround(reported * 1048576.0);
+    hw->reserved_fixed_bytes = (uint64_t)llround((context + cublas) * 1048576.0);
+    hw->nccl_comm_bytes = (uint64_t)llround(nccl * 1048576.0);
+    hw->allocator_fragmentation = frag;
+    if (hw->reserved_fixed_bytes + 2 * hw->nccl_comm_bytes >= hw->hbm_capacity_bytes)
+        return spsim_json_field_error(c, "gpu", "cuda_context_MiB",
+                                      "the reserved memory exceeds the capacity (%g MiB)",
+                                      (double)hw->hbm_capacity_bytes / 1048576.0);
+    return SPSIM_OK;
 }
 
 /* Read the measured GEMM points; the engine derives its rate table from them. */

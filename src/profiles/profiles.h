@@ -90,7 +90,10 @@ struct spsim_hardware {
     double gemm_achievable_flops[SPSIM_DTYPE_COUNT]; /* FLOP/s; 0 = absent */
     double flash_flops; /* measured flash-attention FLOP/s (bf16); 0 = absent */
     uint32_t sm_count;
-    uint64_t hbm_capacity_bytes;
+    uint64_t hbm_capacity_bytes;   /* what the GPU reports (hbm_reported_MiB), else the GB figure */
+    uint64_t reserved_fixed_bytes; /* CUDA context + cuBLAS workspace */
+    uint64_t nccl_comm_bytes;      /* NCCL buffers of one communicator */
+    double allocator_fragmentation;
     double hbm_Bps;
     double hbm_achievable_Bps;
     bool gemm_epilogue_serial; /* a GEMM tile's epilogue runs after its main loop (see timing.c) */

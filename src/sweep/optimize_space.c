@@ -50,6 +50,7 @@ spsim_sweep_spec_optimize_defaults(struct spsim_sweep_spec *spec, uint32_t gpus,
                     {SPSIM_AXIS_PP, pps},
                     {SPSIM_AXIS_VPP, vpp},
                     {SPSIM_AXIS_MBS, "1..64:*2"},
+                    {SPSIM_AXIS_PP_SPLIT, "even,account,balanced"},
                     {SPSIM_AXIS_GBS, gbs},
                     {SPSIM_AXIS_SP, "on,off"},
                     {SPSIM_AXIS_RECOMPUTE, "none,selective,full"},
@@ -57,10 +58,13 @@ spsim_sweep_spec_optimize_defaults(struct spsim_sweep_spec *spec, uint32_t gpus,
                     {SPSIM_AXIS_OVERLAP_GRAD_REDUCE, "on,off"}};
     int rc = tps && pps ? SPSIM_OK : spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     for (size_t i = 0; rc == SPSIM_OK && i < sizeof(defaults) / sizeof(defaults[0]); i++)
-        if (!spsim_sweep_spec_is_set(spec, defaults[i].axis))
+        if (!spsim_sweep_spec_is_set(spec, defaults[i].axis) &&
+            !(defaults[i].axis == SPSIM_AXIS_GBS &&
+              spsim_sweep_spec_is_set(spec, SPSIM_AXIS_MAX_GBS)))
             rc = spsim_sweep_spec_parse(spec, defaults[i].axis, defaults[i].text,
                                         spsim_sweep_axis_name(defaults[i].axis), err);
     free(tps);
     free(pps);
+    spec->skip_inert = true;
     return rc;
 }

@@ -111,6 +111,7 @@ copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct sp
         sw->size *= sw->n[a];
     }
     sw->use_gpus = spec->axis[SPSIM_AXIS_GPUS].set;
+    sw->skip_inert = spec->skip_inert;
     /* active[] lists the multi-valued axes outermost first; first_active[a] is the position
      * of the first of them at or inside axis a. */
     uint32_t k = 0;
@@ -205,6 +206,8 @@ spsim_sweep_create(const struct spsim_sweep_spec *spec, struct spsim_sweep **out
     if (!spec->axis[SPSIM_AXIS_MODEL].set || !spec->axis[SPSIM_AXIS_HW].set)
         return spsim_fail(err, SPSIM_EINVAL, "sweep: axis '%s' is required",
                           spec->axis[SPSIM_AXIS_MODEL].set ? "hw" : "model");
+    if (spec->axis[SPSIM_AXIS_GBS].set && spec->axis[SPSIM_AXIS_MAX_GBS].set)
+        return spsim_fail(err, SPSIM_EINVAL, "sweep: axes 'gbs' and 'max_gbs' exclude each other");
     if (spec->axis[SPSIM_AXIS_DP].set && spec->axis[SPSIM_AXIS_GPUS].set)
         return spsim_fail(err, SPSIM_EINVAL,
                           "sweep: axes 'dp' and 'gpus' exclude each other (with gpus, dp = "
@@ -398,6 +401,12 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
     case SPSIM_AXIS_DTYPE:
         p->dtype = (enum spsim_dtype)v;
         break;
+    case SPSIM_AXIS_PP_SPLIT:
+        pt->pp_split = (int)v;
+        break;
+    case SPSIM_AXIS_MAX_GBS:
+        pt->max_gbs = (uint64_t)v;
+        break;
     case SPSIM_AXIS_RECOMPUTE_MODULES:
         p->recompute_modules = (uint32_t)v;
         break;
@@ -413,6 +422,53 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
     default: /* CP and sharding; model and hw are pointers, set by point_update */
         set_sharding_axis(p, axis, v);
         break;
+    }
+}
+
+/* The balanced first/last stage size: the largest f < middle with f and the middle ranks'
+ * count multiples of v and the rest dividing over the p − 2 middle ranks (with p = 2, the
+ * first stage gets the odd layer); 0 if none. */
+static uint32_t
+balanced_edge(uint32_t layers, uint32_t p, uint32_t v, uint32_t *last)
+{
+    if (p == 2) {
+        uint32_t f = layers - layers / 2;
+        *last = layers / 2;
+        return f != *last && f % v == 0 && *last % v == 0 && *last > 0 ? f : 0;
+    }
+    for (uint32_t f = layers / p / v * v; p > 2 && f >= v; f -= v) {
+        uint32_t rest = layers - 2 * f, mid = rest / (p - 2);
+        if (rest % (p - 2) == 0 && mid % v == 0 && f < mid) {
+            *last = f;
+            return f;
+        }
+    }
+    return 0;
+}
+
+/* The configuration the pp_split and max_gbs axes derive from the other axes. */
+static void
+derived_axes(struct spsim_sweep_point *pt)
+{
+    struct spsim_parallel *p = &pt->par;
+    pt->invalid = NULL;
+    if (!pt->pp_split && !pt->max_gbs && !p->account_embedding && !p->first_stage_layers)
+        return; /* the default: nothing derived, nothing to undo */
+    p->account_embedding = p->account_loss = pt->pp_split == 1;
+    p->first_stage_layers = p->last_stage_layers = 0;
+    if (pt->pp_split == 1 && p->pp == 1)
+        pt->invalid = "account: the same split as even at pp = 1";
+    if (pt->pp_split == 2 && p->pp > 1)
+        p->first_stage_layers =
+            balanced_edge(pt->model->shape.layers, p->pp, p->vpp, &p->last_stage_layers);
+    if (pt->pp_split == 2 && p->first_stage_layers == 0)
+        pt->invalid = "balanced: no split with lighter first and last stages that Megatron's "
+                      "rules admit at this pp and vpp";
+    if (pt->max_gbs && p->dp) {
+        uint64_t step = (uint64_t)p->dp * p->mbs * (p->vpp > 1 ? p->pp : 1);
+        p->gbs = pt->max_gbs / step * step;
+        if (p->gbs == 0)
+            pt->invalid = "max_gbs: smaller than dp·mbs (·pp with interleaving)";
     }
 }
 
@@ -444,6 +500,7 @@ point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
         uint64_t tp_pp = (uint64_t)pt->par.tp * pt->par.cp * pt->par.pp;
         pt->par.dp = pt->gpus % tp_pp == 0 ? (uint32_t)(pt->gpus / tp_pp) : 0;
     }
+    derived_axes(pt);
 }
 
 static int
@@ -470,7 +527,10 @@ spsim_sweep_point_at(const struct spsim_sweep *sw, uint64_t index, struct spsim_
     digits_of(sw, index, d);
     point_update(sw, d, 0, out);
     out->index = index;
-    return out->par.dp == 0 ? gpus_error(out, err) : SPSIM_OK;
+    if (out->par.dp == 0)
+        return gpus_error(out, err);
+    return out->invalid ? spsim_fail(err, SPSIM_ECONFIG, "parallel config: %s", out->invalid)
+                        : SPSIM_OK;
 }
 
 int
@@ -562,6 +622,8 @@ eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from, bool per_
     point_update(w->sw, d, from, pt);
     if (pt->par.dp == 0)
         return gpus_error(pt, err);
+    if (pt->invalid)
+        return spsim_fail(err, SPSIM_ECONFIG, "parallel config: %s", pt->invalid);
     uint32_t warnings = 0;
     int rc = spsim_parallel_check(pt->model, pt->hw, &pt->par, &warnings, err);
     const struct spsim_layer_summary *sum = NULL;
@@ -694,15 +756,17 @@ describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct 
     size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 672;
     if (spsim_buf_reserve(out, room) != SPSIM_OK)
         return SPSIM_ENOMEM;
+    static const char *const splits[] = {"", " pp_split=account", " pp_split=balanced"};
+    const char *split = (unsigned)pt->pp_split < 3 ? splits[pt->pp_split] : "";
     int n = snprintf(out->data + out->len, out->cap - out->len,
                      "model=%s hw=%s tp=%u pp=%u %s vpp=%u sp=%s recompute=%s mbs=%u gbs=%llu "
                      "seq=%s flash_attn=%s distributed_optimizer=%s overlap_grad_reduce=%s "
-                     "dtype=%s%s: %s\n",
+                     "dtype=%s%s%s: %s\n",
                      pt->model_name, pt->hw_name, p->tp, p->pp, dp, p->vpp, switch_text(p->sp),
                      spsim_recompute_name(p->recompute), p->mbs, (unsigned long long)p->gbs, seq,
                      p->flash_attn < 0 ? "model" : switch_text(p->flash_attn == 1),
                      switch_text(p->distributed_optimizer), switch_text(p->overlap_grad_reduce),
-                     spsim_dtype_name(p->dtype), extra, reason);
+                     spsim_dtype_name(p->dtype), extra, split, reason);
     out->len += n > 0 ? (size_t)n : 0;
     return SPSIM_OK;
 }
@@ -776,8 +840,15 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
         }
         if (rc != SPSIM_OK)
             continue;
+        /* With dp·cp = 1 every sharding level shards over one rank and there is no reduction
+         * to overlap or gather to defer: such a point repeats the one with all of them off. */
+        if (w->sw->skip_inert && pt.par.dp * pt.par.cp == 1 &&
+            (pt.par.distributed_optimizer || pt.par.overlap_grad_reduce || pt.par.zero ||
+             pt.par.overlap_param_gather))
+            continue;
         b->valid++;
-        b->feasible += w->res.memory.fits;
+        b->feasible += w->res.memory.fits && (opt->max_total_bytes == 0 ||
+                                              w->res.memory.total_bytes <= opt->max_total_bytes);
         if (!kept(opt, &w->res))
             continue;
         if (opt->top_k)

@@ -16,6 +16,7 @@ struct spsim_axis_values {
 
 struct spsim_sweep_spec {
     struct spsim_axis_values axis[SPSIM_AXIS_COUNT];
+    bool skip_inert; /* spsim_sweep_spec_optimize_defaults: skip points that repeat another */
 };
 
 struct spsim_sweep {
@@ -23,6 +24,7 @@ struct spsim_sweep {
     int64_t *v[SPSIM_AXIS_COUNT];            /* the values */
     uint64_t size;                           /* product of n */
     bool use_gpus;                           /* dp derived from the gpus axis */
+    bool skip_inert;                         /* from the spec (optimize's space) */
     uint32_t nactive;                        /* axes of more than one value, */
     uint8_t active[SPSIM_AXIS_COUNT];        /* outermost first */
     uint32_t first_active[SPSIM_AXIS_COUNT]; /* index in active[] of the first at or inside a */

@@ -34,6 +34,7 @@ struct axis_info {
 
 /* flash_attn: −1 = the model's kernel, 0 = standard, 1 = flash (struct spsim_parallel). */
 static const char *const flash_choices[] = {"model", "off", "on", NULL};
+static const char *const split_choices[] = {"even", "account", "balanced", NULL};
 
 static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_MODEL] = {"model", KIND_NAMES, 0, 0, NULL, 0, 0},
@@ -54,6 +55,8 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = {"overlap_grad_reduce", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_DTYPE] = {"dtype", KIND_CHOICE, 0, 0, spsim_dtype_names, 0,
                           SPSIM_DTYPE_TRAINING_COUNT},
+    [SPSIM_AXIS_PP_SPLIT] = {"pp_split", KIND_CHOICE, 0, 0, split_choices, 0, 0},
+    [SPSIM_AXIS_MAX_GBS] = {"max_gbs", KIND_INT, 1, GBS_MAX, NULL, 0},
     [SPSIM_AXIS_RECOMPUTE_MODULES] = {"recompute_modules", KIND_MODULES, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_RECOMPUTE_METHOD] = {"recompute_method", KIND_CHOICE, 0, 0,
                                      spsim_recompute_method_names, 0, 0},
