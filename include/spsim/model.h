@@ -30,6 +30,8 @@ struct spsim_model_shape {
     enum spsim_position position;
     bool linear_bias;
     bool tied_embeddings;
+    bool qkv_bias; /**< a bias on the QKV projection only (Qwen2, Megatron --add-qkv-bias); implied
+                      by linear_bias */
 };
 
 struct spsim_model;

@@ -271,7 +271,7 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     struct spsim_op *op = add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens,
                                    x->h, x->q_t + 2 * x->kv_t);
     save_column_input(bld, op, x, "QKV input");
-    if (m->linear_bias) /* grad_bias = grad_output.sum(0): read dY once */
+    if (m->linear_bias || m->qkv_bias) /* grad_bias = grad_output.sum(0): read dY once */
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->q_t + 2 * x->kv_t);
     op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
     dims3(op->in, &op->nin, "s", x->s, "b", x->b, "h", x->h);
