@@ -123,6 +123,7 @@ struct cli_config {
     const char *model;
     const char *hardware;
     struct spsim_parallel par;
+    struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -130,6 +131,15 @@ void cli_config_defaults(struct cli_config *cfg);
 /** Parse one configuration option; returns 1 if consumed, 0 if not ours, <0 on error
  * (-exit code). */
 int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
+
+/** --megatron-args FILE|-: the file's model and configuration replace what the options before
+ * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
+int cli_megatron_apply(struct cli_config *cfg, const char *path);
+/** The configuration's model: --megatron-args's (the caller now owns it), else --model's. */
+int cli_config_model(struct cli_config *cfg, struct spsim_model **out);
+/** --format megatron: the launch line of a configuration. @return an exit code */
+int cli_megatron_write(FILE *f, const struct spsim_model *model, const struct spsim_hardware *hw,
+                       const struct spsim_parallel *par);
 
 /*
  * One command's options (src/cli/options.c): the configuration options (query, explain,
@@ -176,6 +186,7 @@ enum cli_config_opt {
     OPT_OVERLAP_GRAD,
     OPT_NO_OVERLAP_GRAD,
     OPT_DTYPE,
+    OPT_MEGATRON_ARGS,
     OPT_CONFIG_END
 };
 
@@ -197,7 +208,10 @@ enum cli_config_opt {
     "                         shard optimizer state over dp (default off)\n"                       \
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
     "                         overlap the DP gradient reduction with backward (default off)\n"     \
-    "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"
+    "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"                     \
+    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': standard input):\n" \
+    "                         its model and configuration replace the options before it; the\n"  \
+    "                         flags spsim does not model are listed on standard error\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
 struct jw {

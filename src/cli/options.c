@@ -44,6 +44,7 @@ static const struct cli_option_spec {
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
     {"no-overlap-grad-reduce", no_argument, OPT_NO_OVERLAP_GRAD, -1},
     {"dtype", required_argument, OPT_DTYPE, SPSIM_AXIS_DTYPE},
+    {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -71,6 +72,7 @@ cli_config_defaults(struct cli_config *cfg)
 {
     cfg->model = "gpt3-175b";
     cfg->hardware = "dgx-a100-80g";
+    cfg->imported = NULL;
     spsim_parallel_defaults(&cfg->par);
     /* Korthikanti et al. 2022, Table 3 and §6: GPT-3 175B, t = 8, p = 8, three interleaving
      * stages, sequence parallelism with selective recomputation, micro-batch 1, batch 64. */
@@ -142,7 +144,12 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
+        spsim_model_destroy(cfg->imported);
+        cfg->imported = NULL;
         return 1;
+    case OPT_MEGATRON_ARGS:
+        rc = cli_megatron_apply(cfg, arg);
+        return rc == EXIT_OK ? 1 : -rc;
     case OPT_HW:
         cfg->hardware = arg;
         return 1;
@@ -221,14 +228,23 @@ cli_parse_options(const struct cli_command *c, int argc, char **argv)
     for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
         if (opt == 'h') {
             fputs(c->help, stdout);
-            return -1;
+            rc = -1;
+            break;
         }
-        if (opt == ':' || opt == '?')
-            return cli_getopt_error(c->name, opt, argv);
+        if (opt == ':' || opt == '?') {
+            rc = cli_getopt_error(c->name, opt, argv);
+            break;
+        }
         if ((rc = dispatch(c, opt, argv)) != EXIT_OK)
-            return rc;
+            break;
     }
-    return c->operands ? EXIT_OK : cli_no_operands(c->name, argc, argv);
+    if (rc == EXIT_OK && !c->operands)
+        rc = cli_no_operands(c->name, argc, argv);
+    if (rc != EXIT_OK && c->config) {
+        spsim_model_destroy(c->config->imported);
+        c->config->imported = NULL;
+    }
+    return rc;
 }
 
 /* "a, b, c": the first `count` names of an enum, for messages. */
