@@ -320,8 +320,9 @@ static void
 double_quoted(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws)
 {
     wb->quoted = true;
+    uint32_t start = s->line;
     for (int c; s->rc == SPSIM_OK;) {
-        if ((c = take(s)) < 0)
+        if ((c = take(s)) < 0 && (s->line = start))
             return (void)syntax(s, "unterminated double quote");
         if (c == '"')
             return;
@@ -364,8 +365,9 @@ read_word(struct sh *s, struct spsim_sh_words *ws)
                 continue;
         } else if (c == '\'') {
             wb.quoted = true;
+            uint32_t start = s->line;
             while ((c = take(s)) != '\'' && s->rc == SPSIM_OK)
-                if (c < 0)
+                if (c < 0 && (s->line = start))
                     syntax(s, "unterminated single quote");
                 else
                     put(s, &wb.text, &(char){(char)c}, 1);
