@@ -60,8 +60,8 @@ START_TEST(gpt3_example_on_16_nodes)
     memcpy(nodes, "NUM_NODES=16", 12);
     struct spsim_megatron_config mc;
     struct spsim_error err = {0};
-    ck_assert_msg(spsim_megatron_parse(text, strlen(text), "gpt3.sh", &mc, &err) == SPSIM_OK,
-                  "%s", err.message);
+    ck_assert_msg(spsim_megatron_parse(text, strlen(text), "gpt3.sh", &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
     const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
     ck_assert_uint_eq(s->layers, 96);
     ck_assert_uint_eq(s->hidden, 12288);
@@ -117,17 +117,18 @@ END_TEST
  * continuation, --flag=value, a comment, a redirection and a pipe. */
 START_TEST(bash_words)
 {
-    const char *text = "TP=2\n"
-                       "GPT_ARGS=(\n"
-                       "    --num-layers 4 # four layers\n"
-                       "    --hidden-size=256\n"
-                       ")\n"
-                       "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
-                       "torchrun --nproc-per-node ${GPUS:-8} pretrain_gpt.py \\\n"
-                       "    \"${GPT_ARGS[@]}\" --num-attention-heads '8' \\\n"
-                       "    --tensor-model-parallel-size $TP --seq-length 128 --vocab-size 1000 \\\n"
-                       "    --bf16 --swiglu --group-query-attention --sequence-parallel \\\n"
-                       "    --recompute-activations 2>&1 | tee log.txt\n";
+    const char *text =
+        "TP=2\n"
+        "GPT_ARGS=(\n"
+        "    --num-layers 4 # four layers\n"
+        "    --hidden-size=256\n"
+        ")\n"
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+        "torchrun --nproc-per-node ${GPUS:-8} pretrain_gpt.py \\\n"
+        "    \"${GPT_ARGS[@]}\" --num-attention-heads '8' \\\n"
+        "    --tensor-model-parallel-size $TP --seq-length 128 --vocab-size 1000 \\\n"
+        "    --bf16 --swiglu --group-query-attention --sequence-parallel \\\n"
+        "    --recompute-activations 2>&1 | tee log.txt\n";
     struct spsim_megatron_config mc;
     struct spsim_error err = {0};
     ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s", err.message);
@@ -229,8 +230,7 @@ assert_same_result(const struct spsim_result *a, const struct spsim_result *b, c
         char x[64], y[64];
         spsim_field_format(&fields[i], a, x, sizeof(x));
         spsim_field_format(&fields[i], b, y, sizeof(y));
-        ck_assert_msg(strcmp(x, y) == 0, "%s: %s against %s after\n%s", fields[i].path, x, y,
-                      text);
+        ck_assert_msg(strcmp(x, y) == 0, "%s: %s against %s after\n%s", fields[i].path, x, y, text);
     }
 }
 
@@ -287,12 +287,18 @@ START_TEST(round_trip_over_a_sweep)
     char models[512];
     snprintf(models, sizeof(models), "gpt3-175b,llama3-8b,%s", path);
     const char *axes[SPSIM_AXIS_COUNT] = {
-        [SPSIM_AXIS_MODEL] = models,  [SPSIM_AXIS_HW] = "dgx-h100",
-        [SPSIM_AXIS_TP] = "1,2,4",     [SPSIM_AXIS_PP] = "1,2",
-        [SPSIM_AXIS_DP] = "1,3",       [SPSIM_AXIS_VPP] = "1,2",
-        [SPSIM_AXIS_SP] = "on,off",    [SPSIM_AXIS_RECOMPUTE] = "none,selective,full",
-        [SPSIM_AXIS_MBS] = "2",        [SPSIM_AXIS_GBS] = "12",
-        [SPSIM_AXIS_SEQ] = "512",      [SPSIM_AXIS_FLASH_ATTN] = "model,off",
+        [SPSIM_AXIS_MODEL] = models,
+        [SPSIM_AXIS_HW] = "dgx-h100",
+        [SPSIM_AXIS_TP] = "1,2,4",
+        [SPSIM_AXIS_PP] = "1,2",
+        [SPSIM_AXIS_DP] = "1,3",
+        [SPSIM_AXIS_VPP] = "1,2",
+        [SPSIM_AXIS_SP] = "on,off",
+        [SPSIM_AXIS_RECOMPUTE] = "none,selective,full",
+        [SPSIM_AXIS_MBS] = "2",
+        [SPSIM_AXIS_GBS] = "12",
+        [SPSIM_AXIS_SEQ] = "512",
+        [SPSIM_AXIS_FLASH_ATTN] = "model,off",
         [SPSIM_AXIS_DTYPE] = "bf16,fp16,fp8",
         [SPSIM_AXIS_DISTRIBUTED_OPTIMIZER] = "on,off",
         [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = "on,off",
@@ -303,8 +309,8 @@ START_TEST(round_trip_over_a_sweep)
     ck_assert_int_eq(spsim_sweep_spec_create(&spec, &err), SPSIM_OK);
     for (int a = 0; a < SPSIM_AXIS_COUNT; a++)
         if (axes[a])
-            ck_assert_msg(spsim_sweep_spec_parse(spec, a, axes[a], "test", &err) == SPSIM_OK,
-                          "%s", err.message);
+            ck_assert_msg(spsim_sweep_spec_parse(spec, a, axes[a], "test", &err) == SPSIM_OK, "%s",
+                          err.message);
     ck_assert_msg(spsim_sweep_create(spec, &sw, &err) == SPSIM_OK, "%s", err.message);
     uint64_t valid = 0;
     for (uint64_t i = 0; i < spsim_sweep_size(sw); i++)

@@ -31,9 +31,10 @@ int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
 /** Print a usage error and the hint to see --help; return EXIT_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...) CLI_PRINTF(2, 3);
-/** The usage error for getopt_long's ':' (missing value) or '?' (unknown option) result;
- * returns EXIT_USAGE. */
-int cli_getopt_error(const char *command, int opt, char **argv);
+struct option;
+/** The usage error for getopt_long's ':' (missing value) or '?' (unknown option) result, an
+ * unknown option with the nearest of `longopts` (may be NULL); returns EXIT_USAGE. */
+int cli_getopt_error(const char *command, int opt, char **argv, const struct option *longopts);
 /** EXIT_USAGE with a message if operands remain after the options, else EXIT_OK. */
 int cli_no_operands(const char *command, int argc, char **argv);
 /** Map a library status to the CLI exit code. */
@@ -208,9 +209,9 @@ enum cli_config_opt {
     "                         shard optimizer state over dp (default off)\n"                       \
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
     "                         overlap the DP gradient reduction with backward (default off)\n"     \
-    "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"                     \
-    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': standard input):\n" \
-    "                         its model and configuration replace the options before it; the\n"  \
+    "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"                       \
+    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
+    "                         its model and configuration replace the options before it; the\n"    \
     "                         flags spsim does not model are listed on standard error\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */

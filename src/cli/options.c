@@ -232,7 +232,7 @@ cli_parse_options(const struct cli_command *c, int argc, char **argv)
             break;
         }
         if (opt == ':' || opt == '?') {
-            rc = cli_getopt_error(c->name, opt, argv);
+            rc = cli_getopt_error(c->name, opt, argv, longopts);
             break;
         }
         if ((rc = dispatch(c, opt, argv)) != EXIT_OK)

@@ -16,13 +16,55 @@
 #include "spsim/megatron.h"
 
 enum flag_id {
-    F_LAYERS, F_HIDDEN, F_HEADS, F_FFN, F_GQA, F_GROUPS, F_KV_CHANNELS, F_SEQ, F_POSITIONS,
-    F_SWIGLU, F_NORM, F_POSITION_TYPE, F_ROTARY, F_DISABLE_BIAS, F_ADD_BIAS, F_QKV_BIAS,
-    F_UNTIE, F_ATTN_DROPOUT, F_HIDDEN_DROPOUT, F_VOCAB, F_TOKENIZER, F_VOCAB_FILE,
-    F_MERGE_FILE, F_DIVISIBLE, F_FLASH, F_BACKEND, F_TP, F_PP, F_VPP_LAYERS, F_VPP, F_SP, F_CP,
-    F_EP, F_EXPERTS, F_MBS, F_GBS, F_RECOMPUTE_ACT, F_RECOMPUTE_GRAN, F_RECOMPUTE_METHOD,
-    F_RECOMPUTE_LAYERS, F_RECOMPUTE_MODULES, F_DISTOPT, F_OVERLAP, F_BF16, F_FP16, F_FP8,
-    F_NPROC, F_NNODES, F_COUNT
+    F_LAYERS,
+    F_HIDDEN,
+    F_HEADS,
+    F_FFN,
+    F_GQA,
+    F_GROUPS,
+    F_KV_CHANNELS,
+    F_SEQ,
+    F_POSITIONS,
+    F_SWIGLU,
+    F_NORM,
+    F_POSITION_TYPE,
+    F_ROTARY,
+    F_DISABLE_BIAS,
+    F_ADD_BIAS,
+    F_QKV_BIAS,
+    F_UNTIE,
+    F_ATTN_DROPOUT,
+    F_HIDDEN_DROPOUT,
+    F_VOCAB,
+    F_TOKENIZER,
+    F_VOCAB_FILE,
+    F_MERGE_FILE,
+    F_DIVISIBLE,
+    F_FLASH,
+    F_BACKEND,
+    F_TP,
+    F_PP,
+    F_VPP_LAYERS,
+    F_VPP,
+    F_SP,
+    F_CP,
+    F_EP,
+    F_EXPERTS,
+    F_MBS,
+    F_GBS,
+    F_RECOMPUTE_ACT,
+    F_RECOMPUTE_GRAN,
+    F_RECOMPUTE_METHOD,
+    F_RECOMPUTE_LAYERS,
+    F_RECOMPUTE_MODULES,
+    F_DISTOPT,
+    F_OVERLAP,
+    F_BF16,
+    F_FP16,
+    F_FP8,
+    F_NPROC,
+    F_NNODES,
+    F_COUNT
 };
 
 enum flag_kind { K_SWITCH, K_VALUE, K_LIST };
@@ -107,8 +149,7 @@ flag_fail(const struct mg *m, int code, int id, const char *fmt, va_list ap)
 }
 
 /* A flag spsim cannot read or does not model (SPSIM_EFIELD). */
-static int SPSIM_PRINTF(3, 4)
-flag_error(const struct mg *m, int id, const char *fmt, ...)
+static int SPSIM_PRINTF(3, 4) flag_error(const struct mg *m, int id, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -118,8 +159,7 @@ flag_error(const struct mg *m, int id, const char *fmt, ...)
 }
 
 /* A configuration Megatron-LM's own checks refuse (SPSIM_ECONFIG). */
-static int SPSIM_PRINTF(3, 4)
-rule_error(const struct mg *m, int id, const char *fmt, ...)
+static int SPSIM_PRINTF(3, 4) rule_error(const struct mg *m, int id, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -144,8 +184,8 @@ unmodelled(struct mg *m, const char *word)
             m->used += (size_t)snprintf(m->unmodelled + m->used, cap - m->used, ", ...");
         return;
     }
-    m->used += (size_t)snprintf(m->unmodelled + m->used, cap - m->used, "%s%s",
-                                m->used ? ", " : "", name);
+    m->used +=
+        (size_t)snprintf(m->unmodelled + m->used, cap - m->used, "%s%s", m->used ? ", " : "", name);
 }
 
 /* The table's flag named by `word` (up to '='); '_' and '-' are the same (torchrun takes
@@ -307,8 +347,9 @@ vocabulary(const struct mg *m, uint32_t *out)
     bool gpt2 = m->given[F_TOKENIZER] ? strcmp(m->value[F_TOKENIZER], "GPT2BPETokenizer") == 0
                                       : m->given[F_VOCAB_FILE] && m->given[F_MERGE_FILE];
     if (!gpt2)
-        return flag_error(m, F_VOCAB, "missing: spsim reads no tokenizer file, so give the "
-                                      "vocabulary's size (--vocab-size N)");
+        return flag_error(m, F_VOCAB,
+                          "missing: spsim reads no tokenizer file, so give the "
+                          "vocabulary's size (--vocab-size N)");
     *out = 50257;
     return SPSIM_OK;
 }
@@ -328,8 +369,8 @@ attention_shape(const struct mg *m, struct spsim_model_shape *s)
     if (!m->given[F_GQA])
         s->kv_heads = s->heads;
     if (s->heads % s->kv_heads)
-        return flag_error(m, F_GROUPS, "%u does not divide --num-attention-heads %u",
-                          s->kv_heads, s->heads);
+        return flag_error(m, F_GROUPS, "%u does not divide --num-attention-heads %u", s->kv_heads,
+                          s->heads);
     if (!m->given[F_KV_CHANNELS] && s->hidden % s->heads)
         return flag_error(m, F_HEADS, "%u does not divide --hidden-size %u (give --kv-channels)",
                           s->heads, s->hidden);
@@ -338,8 +379,8 @@ attention_shape(const struct mg *m, struct spsim_model_shape *s)
     /* SwiGLU's default keeps the parameters of a 4h MLP, to a multiple of 64:
      * int((4 * h * 2 / 3) / 64) * 64 (arguments.py). */
     s->mlp = m->given[F_SWIGLU] ? SPSIM_MLP_SWIGLU : SPSIM_MLP_GELU;
-    uint32_t ffn = s->mlp == SPSIM_MLP_SWIGLU ? (uint32_t)(8ull * s->hidden / 192 * 64)
-                                              : 4 * s->hidden;
+    uint32_t ffn =
+        s->mlp == SPSIM_MLP_SWIGLU ? (uint32_t)(8ull * s->hidden / 192 * 64) : 4 * s->hidden;
     return num32(m, F_FFN, 4194304, ffn ? ffn : 1, &s->ffn_hidden);
 }
 
@@ -369,8 +410,8 @@ layer_kind(const struct mg *m, struct spsim_model_shape *s)
     s->qkv_bias = m->given[F_QKV_BIAS] && !s->linear_bias;
     s->tied_embeddings = !m->given[F_UNTIE];
     /* TransformerConfig.attention_backend defaults to auto (flash or fused: no s² tensors). */
-    s->attention = backend >= 2 || m->given[F_FLASH] ? SPSIM_ATTENTION_FLASH
-                                                      : SPSIM_ATTENTION_STANDARD;
+    s->attention =
+        backend >= 2 || m->given[F_FLASH] ? SPSIM_ATTENTION_FLASH : SPSIM_ATTENTION_STANDARD;
     return SPSIM_OK;
 }
 
@@ -384,17 +425,18 @@ recompute(const struct mg *m, enum spsim_recompute *out)
     int g = m->given[F_RECOMPUTE_ACT] ? 0 : -1, method = -1, rc;
     if ((rc = choice(m, F_RECOMPUTE_GRAN, granularities, g, &g)))
         return rc;
-    *out = g < 0 ? SPSIM_RECOMPUTE_NONE : g == 0 ? SPSIM_RECOMPUTE_SELECTIVE
-                                                 : SPSIM_RECOMPUTE_FULL;
+    *out = g < 0 ? SPSIM_RECOMPUTE_NONE : g == 0 ? SPSIM_RECOMPUTE_SELECTIVE : SPSIM_RECOMPUTE_FULL;
     if (*out != SPSIM_RECOMPUTE_FULL)
         return SPSIM_OK;
     if ((rc = choice(m, F_RECOMPUTE_METHOD, methods, -1, &method)))
         return rc;
     if (method < 0)
-        return flag_error(m, F_RECOMPUTE_METHOD, "missing: full recomputation needs one "
-                                                 "(spsim models uniform)");
-    return only(m, F_RECOMPUTE_LAYERS, 1, "full recomputation of several layers per checkpoint "
-                                          "is not modelled");
+        return flag_error(m, F_RECOMPUTE_METHOD,
+                          "missing: full recomputation needs one "
+                          "(spsim models uniform)");
+    return only(m, F_RECOMPUTE_LAYERS, 1,
+                "full recomputation of several layers per checkpoint "
+                "is not modelled");
 }
 
 /* What Megatron-LM can run that spsim does not model: refused by flag. */
@@ -424,8 +466,9 @@ dtype(const struct mg *m, enum spsim_dtype *out)
     if (m->given[F_BF16] && m->given[F_FP16])
         return flag_error(m, F_FP16, "given with --bf16");
     if (!m->given[F_BF16] && !m->given[F_FP16])
-        return flag_error(m, F_BF16, "missing: without --bf16 or --fp16 Megatron-LM trains in "
-                                     "fp32, which spsim does not model");
+        return flag_error(m, F_BF16,
+                          "missing: without --bf16 or --fp16 Megatron-LM trains in "
+                          "fp32, which spsim does not model");
     *out = f >= 0 ? SPSIM_DTYPE_FP8 : m->given[F_BF16] ? SPSIM_DTYPE_BF16 : SPSIM_DTYPE_FP16;
     return SPSIM_OK;
 }
@@ -443,8 +486,9 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
         (rc = num32(m, F_NPROC, 65536, 1, &nproc)) || (rc = num32(m, F_NNODES, 65536, 1, &nnodes)))
         return rc;
     if (per_chunk && layers % ((uint64_t)p->pp * per_chunk))
-        return rule_error(m, F_VPP_LAYERS, "%u layers per chunk do not divide %u layers over %u "
-                                           "stages",
+        return rule_error(m, F_VPP_LAYERS,
+                          "%u layers per chunk do not divide %u layers over %u "
+                          "stages",
                           per_chunk, layers, p->pp);
     if (per_chunk)
         p->vpp = layers / (p->pp * per_chunk);

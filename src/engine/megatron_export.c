@@ -16,13 +16,12 @@ struct out {
     size_t cap, n;
 };
 
-static void SPSIM_PRINTF(2, 3)
-emit(struct out *o, const char *fmt, ...)
+static void SPSIM_PRINTF(2, 3) emit(struct out *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int w = vsnprintf(o->n < o->cap ? o->buf + o->n : NULL, o->n < o->cap ? o->cap - o->n : 0,
-                      fmt, ap);
+    int w =
+        vsnprintf(o->n < o->cap ? o->buf + o->n : NULL, o->n < o->cap ? o->cap - o->n : 0, fmt, ap);
     va_end(ap);
     if (w > 0)
         o->n += (size_t)w;
@@ -81,9 +80,10 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
         emit(o, "    --use-distributed-optimizer \\\n");
     if (p->overlap_grad_reduce)
         emit(o, "    --overlap-grad-reduce \\\n");
-    emit(o, "    %s\n", p->dtype == SPSIM_DTYPE_FP16  ? "--fp16"
-                        : p->dtype == SPSIM_DTYPE_FP8 ? "--bf16 \\\n    --fp8-format hybrid"
-                                                      : "--bf16");
+    emit(o, "    %s\n",
+         p->dtype == SPSIM_DTYPE_FP16  ? "--fp16"
+         : p->dtype == SPSIM_DTYPE_FP8 ? "--bf16 \\\n    --fp8-format hybrid"
+                                       : "--bf16");
 }
 
 size_t

@@ -463,10 +463,9 @@ assign(struct sh *s, size_t n, bool append)
 static bool
 control_word(const char *w)
 {
-    static const char *const words[] = {"if",    "then", "elif",     "else", "fi", "for",
-                                        "while", "until", "do",      "done", "case", "esac",
-                                        "select", "function", "[[", "[",    "{",  "}",
-                                        "test",  NULL};
+    static const char *const words[] = {
+        "if",   "then", "elif",   "else",     "fi", "for", "while", "until", "do",   "done",
+        "case", "esac", "select", "function", "[[", "[",   "{",     "}",     "test", NULL};
     for (const char *const *k = words; *k; k++)
         if (strcmp(*k, w) == 0)
             return true;
