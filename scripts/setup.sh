@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-packages="gcc meson ninja-build pkg-config libgsl-dev libcjson-dev check"
+packages="gcc meson ninja-build pkg-config libgsl-dev libcjson-dev check libyaml-dev"
 missing=""
 for pkg in $packages; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

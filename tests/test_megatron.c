@@ -323,6 +323,110 @@ START_TEST(round_trip_over_a_sweep)
 }
 END_TEST
 
+/* NeMo 1's megatron_gpt_config.yaml (NVIDIA/NeMo examples/nlp/language_modeling/conf, as
+ * published): the 125M GPT, its ${.encoder_seq_length} resolved, the other keys listed. */
+START_TEST(nemo_yaml)
+{
+    size_t len;
+    char *text = read_data("megatron_gpt_config.yaml", &len);
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse(text, len, "megatron_gpt_config.yaml", &mc, &err) ==
+                      SPSIM_OK,
+                  "%s", err.message);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert_uint_eq(s->layers, 12);
+    ck_assert_uint_eq(s->hidden, 768);
+    ck_assert_uint_eq(s->heads, 12);
+    ck_assert_uint_eq(s->ffn_hidden, 3072);
+    ck_assert_uint_eq(s->seq_len, 512); /* max_position_embeddings: ${.encoder_seq_length} */
+    ck_assert_uint_eq(s->vocab, 50257); /* tokenizer.type GPT2BPETokenizer */
+    ck_assert(s->linear_bias && s->tied_embeddings && s->dropout && s->mlp == SPSIM_MLP_GELU);
+    ck_assert(s->norm == SPSIM_NORM_LAYERNORM && s->position == SPSIM_POSITION_LEARNED);
+    ck_assert_uint_eq(mc.par.mbs, 4);
+    ck_assert_uint_eq(mc.par.gbs, 8);
+    ck_assert_uint_eq(mc.par.seq, 512);
+    ck_assert_int_eq(mc.par.dtype, SPSIM_DTYPE_BF16); /* trainer.precision: bf16 */
+    ck_assert(mc.world_size_given && mc.par.dp == 1 && !mc.par.distributed_optimizer);
+    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "trainer.max_steps, "));
+    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "model.rotary_percentage, "));
+    spsim_model_destroy(mc.model);
+    free(text);
+
+    /* Megatron-Bridge's tutorial override (NVIDIA-NeMo/Megatron-Bridge
+     * tutorials/recipes/llama/conf/llama32_1b_pretrain.yaml) sets the batch and tp, not the
+     * model: refused naming the field. */
+    text = read_data("llama32_1b_pretrain.yaml", &len);
+    ck_assert_int_eq(spsim_megatron_parse(text, len, "llama32_1b_pretrain.yaml", &mc, &err),
+                     SPSIM_EFIELD);
+    ck_assert_str_eq(err.message, "llama32_1b_pretrain.yaml: num_layers (--num-layers): missing "
+                                  "(Megatron-LM requires it)");
+    free(text);
+}
+END_TEST
+
+/* A Megatron-Bridge ConfigContainer (model: TransformerConfig's fields, train:, ddp:) and the
+ * launch line of the same configuration evaluate alike. */
+START_TEST(bridge_yaml_equals_launch_line)
+{
+    static const char yaml[] =
+        "model:\n"
+        "  num_layers: 32\n  hidden_size: 4096\n  num_attention_heads: 32\n"
+        "  num_query_groups: 8\n  kv_channels: 128\n  ffn_hidden_size: 14336\n"
+        "  seq_length: 8192\n  max_position_embeddings: 8192\n  normalization: RMSNorm\n"
+        "  gated_linear_unit: true\n  add_bias_linear: false\n  position_embedding_type: rope\n"
+        "  share_embeddings_and_output_weights: false\n  hidden_dropout: 0.0\n"
+        "  attention_dropout: 0.0\n  vocab_size: 128256\n  tensor_model_parallel_size: 2\n"
+        "  pipeline_model_parallel_size: 2\n  virtual_pipeline_model_parallel_size: 2\n"
+        "  sequence_parallel: true\n  recompute_granularity: selective\n"
+        "  recompute_modules: [core_attn]\n  bf16: true\n  fp16: false\n  fp8: null\n"
+        "  context_parallel_size: 1\n"
+        "train:\n  micro_batch_size: 1\n  global_batch_size: 32\n  train_iters: 100\n"
+        "ddp:\n  use_distributed_optimizer: true\n  overlap_grad_reduce: true\n";
+    static const char line[] =
+        "torchrun --nproc_per_node 4 pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+        "--num-attention-heads 32 --group-query-attention --num-query-groups 8 --kv-channels 128 "
+        "--ffn-hidden-size 14336 --seq-length 8192 --max-position-embeddings 8192 "
+        "--normalization RMSNorm --swiglu --disable-bias-linear --position-embedding-type rope "
+        "--untie-embeddings-and-output-weights --hidden-dropout 0.0 --attention-dropout 0.0 "
+        "--vocab-size 128256 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+        "--num-layers-per-virtual-pipeline-stage 8 --sequence-parallel "
+        "--recompute-granularity selective --bf16 --micro-batch-size 1 --global-batch-size 32 "
+        "--use-distributed-optimizer --overlap-grad-reduce";
+    struct spsim_megatron_config a, b;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse(yaml, strlen(yaml), "bridge.yaml", &a, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert_str_eq(a.unmodelled, "train.train_iters");
+    ck_assert_msg(parse(line, &b, &err) == SPSIM_OK, "%s", err.message);
+    assert_same_shape(spsim_model_get_shape(a.model), spsim_model_get_shape(b.model));
+    b.par.dp = a.par.dp; /* the recipe gives no world size */
+    struct spsim_hardware *hw = NULL;
+    char path[4096];
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", path, sizeof(path), &err),
+        SPSIM_OK);
+    ck_assert_int_eq(spsim_hardware_load(path, &hw, &err), SPSIM_OK);
+    struct spsim_result ra, rb;
+    ck_assert_msg(spsim_evaluate(a.model, hw, &a.par, &ra, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_evaluate(b.model, hw, &b.par, &rb, &err) == SPSIM_OK, "%s", err.message);
+    assert_same_result(&ra, &rb, yaml);
+    ck_assert(ra.config.sp && ra.config.vpp == 2 && ra.config.distributed_optimizer);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(a.model);
+    spsim_model_destroy(b.model);
+
+    /* A value that is not one: the key and the line. */
+    static const char bad[] = "model:\n  num_layers: 2\n  sequence_parallel: maybe\n";
+    ck_assert_int_eq(spsim_megatron_parse(bad, strlen(bad), "bad.yaml", &a, &err), SPSIM_EFIELD);
+    ck_assert_str_eq(err.message,
+                     "bad.yaml:3: model.sequence_parallel: must be true or false, got maybe");
+    static const char broken[] = "model:\n  num_layers: [2\n";
+    ck_assert_int_eq(spsim_megatron_parse(broken, strlen(broken), "broken.yaml", &a, &err),
+                     SPSIM_EPARSE);
+}
+END_TEST
+
 static Suite *
 megatron_suite(void)
 {
@@ -335,6 +439,8 @@ megatron_suite(void)
     tcase_add_test(tc, bash_words);
     tcase_add_test(tc, errors_name_the_flag);
     tcase_add_test(tc, round_trip_over_a_sweep);
+    tcase_add_test(tc, nemo_yaml);
+    tcase_add_test(tc, bridge_yaml_equals_launch_line);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shell_words.h"
+#include "megatron_yaml.h"
 #include "spsim/megatron.h"
 
 enum flag_id {
@@ -131,6 +131,8 @@ struct mg {
     bool given[F_COUNT];
     const char *value[F_COUNT];      /* NULL for a switch */
     const char *unresolved[F_COUNT]; /* the value's unresolved expansion, or "" */
+    const char *shown[F_COUNT];      /* a YAML recipe's key for the flag, or NULL */
+    bool yaml;                       /* a recipe, not a launch line */
     uint32_t line[F_COUNT];
     char *unmodelled;
     size_t used;
@@ -143,9 +145,16 @@ flag_fail(const struct mg *m, int code, int id, const char *fmt, va_list ap)
     char reason[256];
     vsnprintf(reason, sizeof(reason), fmt, ap);
     if (m->given[id])
-        return spsim_fail(m->err, code, "%s:%u: %s: %s", m->origin, m->line[id], flags[id].name,
-                          reason);
-    return spsim_fail(m->err, code, "%s: %s: %s", m->origin, flags[id].name, reason);
+        return spsim_fail(m->err, code, "%s:%u: %s: %s", m->origin, m->line[id],
+                          m->shown[id] ? m->shown[id] : flags[id].name, reason);
+    if (!m->yaml)
+        return spsim_fail(m->err, code, "%s: %s: %s", m->origin, flags[id].name, reason);
+    /* A recipe names the flag's TransformerConfig field: --num-layers is num_layers. */
+    char key[64];
+    snprintf(key, sizeof(key), "%s", flags[id].name + 2);
+    for (char *c = key; *c; c++)
+        *c = *c == '-' ? '_' : *c;
+    return spsim_fail(m->err, code, "%s: %s (%s): %s", m->origin, key, flags[id].name, reason);
 }
 
 /* A flag spsim cannot read or does not model (SPSIM_EFIELD). */
@@ -228,6 +237,7 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
         }
         m->given[id] = true;
         m->line[id] = w->line;
+        m->shown[id] = w->key[0] ? w->key : NULL;
         m->unresolved[id] = w->unresolved;
         if (flags[id].kind == K_SWITCH)
             continue;
@@ -535,8 +545,10 @@ ends_with(const char *s, const char *tail)
 /* The launch command (the one running a .py script: the launcher's flags before it, Megatron's
  * after), or, without one, every command that is only flags. */
 static int
-collect(struct mg *m, const struct spsim_sh_script *sc)
+collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
 {
+    if (yaml)
+        return read_flags(m, &sc->cmd[0], 0, sc->cmd[0].n);
     for (size_t i = 0; i < sc->n; i++)
         for (size_t j = 0; j < sc->cmd[i].n; j++)
             if (ends_with(sc->cmd[i].w[j].text, ".py")) {
@@ -594,14 +606,16 @@ spsim_megatron_parse(const char *text, size_t len, const char *origin,
     origin = origin ? origin : "-";
     memset(out, 0, sizeof(*out));
     struct spsim_sh_script sc;
-    int rc = spsim_sh_parse(text, len, origin, &sc, err);
+    bool yaml = ends_with(origin, ".yaml") || ends_with(origin, ".yml");
+    int rc = yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
+                  : spsim_sh_parse(text, len, origin, &sc, err);
     if (rc != SPSIM_OK)
         return rc;
-    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled};
+    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
     struct spsim_model_shape s;
     char name[128];
     model_name(origin, name, sizeof(name));
-    if ((rc = collect(&m, &sc)) == SPSIM_OK && (rc = shape(&m, &s)) == SPSIM_OK &&
+    if ((rc = collect(&m, &sc, yaml)) == SPSIM_OK && (rc = shape(&m, &s)) == SPSIM_OK &&
         (rc = parallel(&m, s.layers, out)) == SPSIM_OK)
         rc = spsim_model_create(&s, name, &out->model, err);
     spsim_sh_free(&sc);

@@ -104,10 +104,11 @@ push_word(struct sh *s, struct spsim_sh_words *ws, const char *text, size_t len,
     w->text = t;
     w->line = line;
     snprintf(w->unresolved, sizeof(w->unresolved), "%s", unresolved ? unresolved : "");
+    w->key[0] = '\0';
 }
 
-static void
-words_free(struct spsim_sh_words *ws)
+void
+spsim_sh_words_free(struct spsim_sh_words *ws)
 {
     for (size_t i = 0; i < ws->n; i++)
         free(ws->w[i].text);
@@ -171,7 +172,7 @@ var_set(struct sh *s, const char *name, struct spsim_sh_words *words, bool appen
     void *p = s->vars;
     if (!v) {
         if (!grow(&p, &s->capvars, s->nvars + 1, sizeof(*s->vars))) {
-            words_free(words);
+            spsim_sh_words_free(words);
             oom(s);
             return;
         }
@@ -181,12 +182,12 @@ var_set(struct sh *s, const char *name, struct spsim_sh_words *words, bool appen
         snprintf(v->name, sizeof(v->name), "%s", name);
     }
     if (!append)
-        words_free(&v->value);
+        spsim_sh_words_free(&v->value);
     for (size_t i = 0; i < words->n; i++) {
         const struct spsim_sh_word *w = &words->w[i];
         push_word(s, &v->value, w->text, strlen(w->text), w->line, w->unresolved);
     }
-    words_free(words);
+    spsim_sh_words_free(words);
 }
 
 /* A value's words into the word being built: each element is a word of its own, and an
@@ -435,7 +436,7 @@ assign(struct sh *s, size_t n, bool append)
         take(s);
         for (skip_blanks(s, true); s->rc == SPSIM_OK && peek(s) != ')'; skip_blanks(s, true)) {
             if (peek(s) < 0 || peek(s) == '(')
-                return (void)(syntax(s, "unterminated array"), words_free(&words));
+                return (void)(syntax(s, "unterminated array"), spsim_sh_words_free(&words));
             read_word(s, &words);
         }
         take(s);
@@ -452,7 +453,7 @@ assign(struct sh *s, size_t n, bool append)
             unresolved = parts.w[i].unresolved[0] ? parts.w[i].unresolved : NULL;
         push_word(s, &words, joined.s ? joined.s : "", joined.n, s->line, unresolved);
         free(joined.s);
-        words_free(&parts);
+        spsim_sh_words_free(&parts);
     } else {
         push_word(s, &words, "", 0, s->line, NULL);
     }
@@ -531,7 +532,7 @@ statement(struct sh *s, struct spsim_sh_words *cmd)
         }
     }
     if (prefix)
-        words_free(cmd);
+        spsim_sh_words_free(cmd);
 }
 
 int
@@ -543,19 +544,12 @@ spsim_sh_parse(const char *text, size_t len, const char *origin, struct spsim_sh
     while (s.rc == SPSIM_OK && peek(&s) >= 0) {
         struct spsim_sh_words cmd = {0};
         statement(&s, &cmd);
-        void *p = out->cmd;
-        if (cmd.n == 0)
-            continue;
-        if (!grow(&p, &out->cap, out->n + 1, sizeof(*out->cmd))) {
-            words_free(&cmd);
+        if (s.rc == SPSIM_OK && cmd.n && spsim_sh_add_command(out, &cmd) != SPSIM_OK)
             oom(&s);
-            break;
-        }
-        out->cmd = p;
-        out->cmd[out->n++] = cmd;
+        spsim_sh_words_free(&cmd);
     }
     for (size_t i = 0; i < s.nvars; i++)
-        words_free(&s.vars[i].value);
+        spsim_sh_words_free(&s.vars[i].value);
     free(s.vars);
     if (s.rc != SPSIM_OK)
         spsim_sh_free(out);
@@ -566,7 +560,29 @@ void
 spsim_sh_free(struct spsim_sh_script *s)
 {
     for (size_t i = 0; i < s->n; i++)
-        words_free(&s->cmd[i]);
+        spsim_sh_words_free(&s->cmd[i]);
     free(s->cmd);
     memset(s, 0, sizeof(*s));
+}
+
+int
+spsim_sh_add_command(struct spsim_sh_script *s, struct spsim_sh_words *cmd)
+{
+    void *p = s->cmd;
+    if (!grow(&p, &s->cap, s->n + 1, sizeof(*s->cmd)))
+        return SPSIM_ENOMEM;
+    s->cmd = p;
+    s->cmd[s->n++] = *cmd;
+    memset(cmd, 0, sizeof(*cmd));
+    return SPSIM_OK;
+}
+
+int
+spsim_sh_append(struct spsim_sh_words *ws, const char *text, uint32_t line, const char *key)
+{
+    struct sh s = {.rc = SPSIM_OK};
+    push_word(&s, ws, text, strlen(text), line, NULL);
+    if (s.rc == SPSIM_OK && key)
+        snprintf(ws->w[ws->n - 1].key, sizeof(ws->w[ws->n - 1].key), "%s", key);
+    return s.rc;
 }

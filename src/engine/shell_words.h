@@ -16,6 +16,7 @@ struct spsim_sh_word {
     char *text;
     uint32_t line;
     char unresolved[64]; /* the first expansion left unresolved ("TP", "1", "$(...)"), or "" */
+    char key[96];        /* a YAML recipe's key the word stands for ("model.num_layers"), or "" */
 };
 
 struct spsim_sh_words {
@@ -33,5 +34,10 @@ struct spsim_sh_script {
 int spsim_sh_parse(const char *text, size_t len, const char *origin, struct spsim_sh_script *out,
                    struct spsim_error *err);
 void spsim_sh_free(struct spsim_sh_script *s);
+/** Append a word (a YAML recipe's flags, megatron_yaml.c). @return SPSIM_OK or SPSIM_ENOMEM */
+int spsim_sh_append(struct spsim_sh_words *ws, const char *text, uint32_t line, const char *key);
+void spsim_sh_words_free(struct spsim_sh_words *ws);
+/** Append a command (taking its words). @return SPSIM_OK or SPSIM_ENOMEM */
+int spsim_sh_add_command(struct spsim_sh_script *s, struct spsim_sh_words *cmd);
 
 #endif
