@@ -135,9 +135,10 @@ write_json(FILE *f, const struct spsim_bw_table *t, const struct spsim_gemm_samp
     for (size_t i = 0; i < ng; i++)
         fprintf(f,
                 "%s\n    {\"m\": %llu, \"n\": %llu, \"k\": %llu, \"dtype\": \"%s\", "
-                "\"time_s\": %.17g, \"tflops\": %.17g}",
+                "\"time_s\": %.17g, \"tflops\": %.17g, \"fp8_fast_accum\": %s}",
                 i ? "," : "", (unsigned long long)g[i].m, (unsigned long long)g[i].n,
-                (unsigned long long)g[i].k, spsim_dtype_name(g[i].dtype), g[i].time_s, g[i].tflops);
+                (unsigned long long)g[i].k, spsim_dtype_name(g[i].dtype), g[i].time_s, g[i].tflops,
+                g[i].fp8_fast_accum ? "true" : "false");
     fputs("\n  ],\n  \"hbm_copies\": [", f);
     for (size_t i = 0; i < nh; i++)
         fprintf(f, "%s\n    {\"bytes\": %llu, \"time_s\": %.17g, \"GBps\": %.17g}", i ? "," : "",

@@ -24,12 +24,14 @@ int spsim_fail(struct spsim_error *err, int code, const char *fmt, ...) SPSIM_PR
 void *spsim_calloc(size_t n, size_t size);
 char *spsim_strdup(const char *s);
 
-/** Read a whole file. *buf is NUL-terminated; the caller frees it. */
+/** Read a whole regular file (spsim_file_open_input: no FIFO, device or directory) to its end,
+ * at most 64 MiB. *buf is NUL-terminated; the caller frees it. */
 int spsim_read_file(const char *path, char **buf, size_t *len, struct spsim_error *err);
 
 /**
- * Write `len` bytes to `path` atomically: a temporary file in the same directory, fsync, then
- * rename(2). Either the old file or the complete new one exists at every moment.
+ * Write `len` bytes to `path` atomically (spsim_output_file_open): a temporary file beside the
+ * target, fsync, then rename(2). Either the old file or the complete new one exists at every
+ * moment.
  */
 int spsim_write_file_atomic(const char *path, const void *data, size_t len,
                             struct spsim_error *err);

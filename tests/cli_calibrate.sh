@@ -48,6 +48,8 @@ expect 2 "$spsim" calibrate --from-nccl-tests "$azure" -o "$tmp/x.json"
 grep -q "names no GPU; give the base profile with --base" "$tmp/err" || fail "azure without --base"
 expect 2 "$spsim" calibrate --from-nccl-tests "$a100" --op broadcast -o "$tmp/x.json"
 expect 2 "$spsim" calibrate --from-nccl-tests "$a100" --iters 5 -o "$tmp/x.json"
+expect 2 "$spsim" calibrate --from-nccl-tests "$a100" --fp8 -o "$tmp/x.json"
+grep -q -- "--fp8 are for measuring on the local GPUs" "$tmp/err" || fail "--fp8 with logs"
 printf '#  Rank  0 Group  0 Pid 1 on h device 0 [0x07] NVIDIA A100-SXM4-80GB\n     1048576  262144  float  sum  -1  52.61  19.93\n' >"$tmp/trunc.txt"
 expect 3 "$spsim" calibrate --from-nccl-tests "$tmp/trunc.txt" --gpus 8 --op all_reduce -o "$tmp/x.json"
 grep -q "trunc.txt: line 2: truncated data row" "$tmp/err" || fail "truncated: $(cat "$tmp/err")"
@@ -58,6 +60,7 @@ expect 3 "$spsim" calibrate --from-nccl-tests "$tmp/none.txt" -o "$tmp/x.json"
 if ! (command -v nvidia-smi && nvidia-smi -L) >/dev/null 2>&1; then
     expect 5 "$spsim" calibrate -o "$tmp/gpu.json"
     [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "GPU path: $(cat "$tmp/err")"
+    expect 5 "$spsim" calibrate --fp8 -o "$tmp/gpu.json"
     [ ! -e "$tmp/gpu.json" ] || fail "the GPU path wrote a profile without a GPU"
 fi
 

@@ -40,6 +40,12 @@ n=$(grep -c 'QKV GEMM (column-parallel)' "$tmp/out")
 [ "$n" -eq 3 ] || { echo "FAIL: plan lists QKV $n times, want 3"; fail=1; }
 grep -q 'device-to-device copies' "$tmp/out" || { echo "FAIL: plan does not say how memory-bound ops are replayed"; fail=1; }
 
+# FP8 as Transformer Engine runs it: the 4 forward GEMMs with cuBLASLt's fast accumulation,
+# the 8 dgrad and wgrad GEMMs with the split accumulator
+expect 0 "fp8 plan" "$@" --dtype fp8 --plan --format json
+n=$(grep -c '"fp8_fast_accum": true' "$tmp/out")
+[ "$n" -eq 4 ] || { echo "FAIL: fp8 plan has $n fast-accumulation GEMMs, want 4"; fail=1; }
+
 expect 0 "plan as json to a file" "$@" --plan --format json -o "$tmp/plan.json"
 grep -q '"plan_only": true' "$tmp/plan.json" || { echo "FAIL: -o json"; fail=1; }
 [ -s "$tmp/out" ] && { echo "FAIL: output went to stdout despite -o"; fail=1; }

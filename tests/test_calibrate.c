@@ -279,8 +279,8 @@ START_TEST(serial_epilogue_points_that_beat_hbm_are_left_out)
      * (536,870,912 B) takes 316 µs to write, so 2·16384²·16 FLOPs "at 100 TFLOP/s" (86 µs)
      * cannot be represented and is left out; 8192³ at 250 TFLOP/s stays. */
     struct spsim_bw_table *t = load_log("a100x8_all_reduce_thanos_threads.txt", false);
-    struct spsim_gemm_sample gemms[] = {{16384, 16384, 16, SPSIM_DTYPE_BF16, 8.6e-5, 100.0},
-                                        {8192, 8192, 8192, SPSIM_DTYPE_BF16, 4.4e-3, 250.0}};
+    struct spsim_gemm_sample gemms[] = {{16384, 16384, 16, SPSIM_DTYPE_BF16, 8.6e-5, 100.0, false},
+                                        {8192, 8192, 8192, SPSIM_DTYPE_BF16, 4.4e-3, 250.0, false}};
     struct spsim_calibration cal;
     struct spsim_error err = {0};
     ck_assert_msg(calibrate_gpu("dgx-a100-80g", t, gemms, 2, &cal, &err) == SPSIM_OK, "%s",
@@ -304,9 +304,9 @@ START_TEST(gemm_and_hbm_samples_go_into_the_gpu_section)
 {
     struct spsim_bw_table *t = load_log("h100x8_all_reduce_dgxc_benchmarking.txt", false);
     /* Below the H100's 989 TFLOP/s bf16 peak and 3350 GB/s HBM spec (hardware/dgx-h100.json). */
-    struct spsim_gemm_sample gemms[] = {{4096, 4096, 4096, SPSIM_DTYPE_BF16, 2e-4, 687.2},
-                                        {8192, 8192, 8192, SPSIM_DTYPE_BF16, 1.5e-3, 733.0},
-                                        {8192, 8192, 8192, SPSIM_DTYPE_FP8, 8e-4, 1374.4}};
+    struct spsim_gemm_sample gemms[] = {{4096, 4096, 4096, SPSIM_DTYPE_BF16, 2e-4, 687.2, false},
+                                        {8192, 8192, 8192, SPSIM_DTYPE_BF16, 1.5e-3, 733.0, false},
+                                        {8192, 8192, 8192, SPSIM_DTYPE_FP8, 8e-4, 1374.4, true}};
     struct spsim_hbm_sample hbm[] = {{1u << 30, 7.6e-4, 2825.2}, {1u << 28, 2e-4, 2684.4}};
     char base[4096];
     ck_assert_int_eq(

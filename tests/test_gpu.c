@@ -3,7 +3,8 @@
  * finds none. Each check is a property any correct measurement has: NCCL sums known data
  * exactly, measured times are positive and the sizes increasing, bandwidths follow nccl-tests'
  * definitions, no GEMM beats the GPU's vendor peak and no copy its HBM bandwidth, and the
- * replay of a layer runs every step of the schedule.
+ * replay of a layer runs every step of the schedule. `test_gpu --multi` runs the replays across
+ * GPUs instead, and exits 77 where fewer than 2 are visible.
  */
 #include <stdio.h>
 #include <string.h>
@@ -64,9 +65,12 @@ START_TEST(allreduce_of_known_data_gives_known_sum)
     for (int i = 0; i < c.nlocal; i++) {
         for (int j = 0; j < COUNT; j++)
             host[j] = (float)(i + 1);
+        /* On the communicator's non-blocking stream, which the legacy stream does not order. */
         ck_assert_int_eq(cudaSetDevice(c.devices[i]), cudaSuccess);
-        ck_assert_int_eq(cudaMemcpy(c.send[i], host, sizeof(host), cudaMemcpyHostToDevice),
-                         cudaSuccess);
+        ck_assert_int_eq(
+            cudaMemcpyAsync(c.send[i], host, sizeof(host), cudaMemcpyHostToDevice, c.streams[i]),
+            cudaSuccess);
+        ck_assert_int_eq(cudaStreamSynchronize(c.streams[i]), cudaSuccess);
     }
     ck_assert_msg(spsim_gpu_coll_launch(&c, SPSIM_COLL_ALL_REDUCE, COUNT, ncclFloat32, &err) == 0,
                   "%s", err.message);
@@ -74,8 +78,10 @@ START_TEST(allreduce_of_known_data_gives_known_sum)
     for (int i = 0; i < c.nlocal; i++) {
         ck_assert_int_eq(cudaSetDevice(c.devices[i]), cudaSuccess);
         ck_assert_int_eq(cudaStreamSynchronize(c.streams[i]), cudaSuccess);
-        ck_assert_int_eq(cudaMemcpy(host, c.recv[i], sizeof(host), cudaMemcpyDeviceToHost),
-                         cudaSuccess);
+        ck_assert_int_eq(
+            cudaMemcpyAsync(host, c.recv[i], sizeof(host), cudaMemcpyDeviceToHost, c.streams[i]),
+            cudaSuccess);
+        ck_assert_int_eq(cudaStreamSynchronize(c.streams[i]), cudaSuccess);
         for (int j = 0; j < COUNT; j++)
             ck_assert_msg((double)host[j] == want, "GPU %d element %d: %g, want %g", i, j,
                           (double)host[j], want);
@@ -202,14 +208,21 @@ START_TEST(validate_replays_every_step_tp1)
 }
 END_TEST
 
+/* Run only as `test_gpu --multi` (meson test 'gpu-multi'), which exits 77 below 2 GPUs. */
 START_TEST(validate_replays_collectives_tp2)
+{
+    replay_small_layer(2, true);
+    replay_small_layer(2, false);
+}
+END_TEST
+
+/* Every tp of 4 and 8 the GPUs allow, one thread per GPU, with SP. */
+START_TEST(validate_replays_collectives_all_gpus)
 {
     int count = 0;
     ck_assert_int_eq(spsim_gpu_device_count(&count, NULL), SPSIM_OK);
-    if (count < 2)
-        return; /* one GPU: the tp = 1 replay above is all it can run */
-    replay_small_layer(2, true);
-    replay_small_layer(2, false);
+    for (uint32_t tp = 4; tp <= 8 && (int)tp <= count; tp *= 2)
+        replay_small_layer(tp, true);
 }
 END_TEST
 
@@ -232,36 +245,52 @@ START_TEST(validate_needs_tp_gpus)
 }
 END_TEST
 
-static Suite *
-gpu_suite(void)
+static TCase *
+add_case(Suite *s, const char *name, double timeout_s)
 {
-    Suite *s = suite_create("gpu");
-    TCase *dev = tcase_create("device");
-    tcase_set_timeout(dev, 120);
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout_s);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
+/* One GPU's checks, or with `multi` the replays across GPUs. */
+static Suite *
+gpu_suite(bool multi)
+{
+    Suite *s = suite_create(multi ? "gpu_multi" : "gpu");
+    if (multi) {
+        TCase *tp = add_case(s, "validate", 240);
+        tcase_add_test(tp, validate_replays_collectives_tp2);
+        tcase_add_test(tp, validate_replays_collectives_all_gpus);
+        return s;
+    }
+    TCase *dev = add_case(s, "device", 120);
     tcase_add_test(dev, gpu_info_describes_device);
     tcase_add_test(dev, allreduce_of_known_data_gives_known_sum);
-    suite_add_tcase(s, dev);
-    TCase *cal = tcase_create("calibrate");
-    tcase_set_timeout(cal, 240);
-    tcase_add_test(cal, calibrate_measures_plausible_values);
-    suite_add_tcase(s, cal);
-    TCase *val = tcase_create("validate");
-    tcase_set_timeout(val, 120);
+    tcase_add_test(add_case(s, "calibrate", 240), calibrate_measures_plausible_values);
+    TCase *val = add_case(s, "validate", 120);
     tcase_add_test(val, validate_replays_every_step_tp1);
-    tcase_add_test(val, validate_replays_collectives_tp2);
     tcase_add_test(val, validate_needs_tp_gpus);
-    suite_add_tcase(s, val);
     return s;
 }
 
+/* test_gpu: one GPU suffices; test_gpu --multi: the replays across GPUs, skipped (exit 77, not
+ * passed) where fewer than 2 are visible, so that a one-GPU run does not claim them. */
 int
-main(void)
+main(int argc, char **argv)
 {
+    bool multi = argc > 1 && strcmp(argv[1], "--multi") == 0;
+    int count = 0;
     struct spsim_error err = {0};
-    if (spsim_gpu_device_count(NULL, &err) != SPSIM_OK) {
+    if (spsim_gpu_device_count(&count, &err) != SPSIM_OK) {
         printf("skipped: %s\n", err.message);
         return 77;
     }
+    if (multi && count < 2) {
+        printf("skipped: the multi-GPU replays need 2 GPUs, %d visible\n", count);
+        return 77;
+    }
     /* The check above initialised CUDA: the tests must run in this process. */
-    return testutil_run_nofork(gpu_suite());
+    return testutil_run_nofork(gpu_suite(multi));
 }

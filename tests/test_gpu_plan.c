@@ -4,6 +4,7 @@
  * against hand-derived values, the option checks, and the no-GPU path (built without CUDA, or
  * on a machine without a GPU).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -174,18 +175,35 @@ START_TEST(validate_plan_flash_proxy_flops)
 }
 END_TEST
 
-/* FP8 runs keep attention's matmuls in BF16 and write FP8 GEMMs' outputs in BF16. */
+/* FP8 runs keep attention's matmuls in BF16 and write FP8 GEMMs' outputs in BF16; as in
+ * Transformer Engine (pytorch/module/base.py: _2X_ACC_FPROP = False, _2X_ACC_DGRAD =
+ * _2X_ACC_WGRAD = True), forward GEMMs use cuBLASLt's fast accumulation and dgrad and wgrad
+ * the split accumulator; a BF16 run has no fast accumulation anywhere. */
 START_TEST(validate_plan_fp8_dtypes)
 {
     const struct spsim_gpu_validate_report *r = plan_of(3);
+    size_t fast = 0, split = 0;
     for (size_t i = 0; i < r->nsteps; i++) {
         const struct spsim_gpu_validate_step *s = &r->steps[i];
-        if (s->kind == SPSIM_REPLAY_GEMM)
+        if (s->kind == SPSIM_REPLAY_GEMM) {
             ck_assert_int_eq(s->dtype, SPSIM_DTYPE_FP8);
+            bool fprop = strcmp(s->pass, "forward") == 0;
+            ck_assert_msg(s->fp8_fast_accum == fprop, "step %zu %s %s", i, s->op, s->pass);
+            fast += fprop;
+            split += !fprop;
+        } else {
+            ck_assert(!s->fp8_fast_accum);
+        }
         if (s->kind == SPSIM_REPLAY_BATCHED_GEMM)
             ck_assert_int_eq(s->dtype, SPSIM_DTYPE_BF16);
         ck_assert(!s->fp32_output);
     }
+    /* Four linear layers (QKV, projection, FC1, FC2): 4 forward, 8 backward GEMMs. */
+    ck_assert_uint_eq(fast, 4);
+    ck_assert_uint_eq(split, 8);
+    const struct spsim_gpu_validate_report *b = plan_of(1);
+    for (size_t i = 0; i < b->nsteps; i++)
+        ck_assert(!b->steps[i].fp8_fast_accum);
 }
 END_TEST
 
@@ -201,6 +219,166 @@ START_TEST(validate_plan_bad_config_fails)
     ck_assert_int_eq(spsim_gpu_validate_plan(m, NULL, &p, &r, &err), SPSIM_EINVAL);
     spsim_model_destroy(m);
     spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/* ---- the replay's copies stream from HBM -------------------------------------------------- */
+
+/*
+ * Three passes of a plan's copies (source, then destination, per memory-bound step) through the
+ * ring: each stretch lies in the ring, is the op's bytes each way (half its read + written
+ * traffic), and between two stretches that share a byte the copies in between moved at least
+ * 2 × L2 bytes, so the L2 no longer holds it. Two buffers reused by every copy, as before, fail
+ * this at the second copy.
+ */
+static void
+check_ring(const struct spsim_gpu_validate_report *r, uint64_t l2)
+{
+    enum { MAXT = 3 * 2 * SPSIM_MAX_SCHEDULE_STEPS };
+    static uint64_t off[MAXT], len[MAXT], at[MAXT];
+    uint64_t largest = 0, traffic = 0;
+    for (size_t i = 0; i < r->nsteps; i++) {
+        uint64_t c = spsim_gpu_step_copy(&r->steps[i]);
+        ck_assert_uint_eq(c, r->steps[i].copy_bytes / 2);
+        largest = c > largest ? c : largest;
+    }
+    struct spsim_gpu_ring g;
+    spsim_gpu_ring_init(&g, largest, l2);
+    ck_assert_uint_le(g.size, 3 * (largest + 255) + 2 * (l2 + 255)); /* memory it costs */
+    size_t n = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < r->nsteps; i++)
+            for (int side = 0; side < 2 && spsim_gpu_step_copy(&r->steps[i]); side++) {
+                len[n] = spsim_gpu_step_copy(&r->steps[i]);
+                off[n] = spsim_gpu_ring_take(&g, len[n]);
+                at[n] = traffic;
+                traffic += len[n++];
+            }
+    ck_assert_uint_gt(n, 6);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_le(off[i] + len[i], g.size);
+        ck_assert_uint_eq(off[i] % 256, 0);
+        for (size_t j = i; j-- > 0;)
+            if (off[j] < off[i] + len[i] && off[i] < off[j] + len[j]) {
+                ck_assert_msg(at[i] - (at[j] + len[j]) >= 2 * l2,
+                              "copy %zu reuses copy %zu's bytes after %llu bytes", i, j,
+                              (unsigned long long)(at[i] - at[j] - len[j]));
+                break;
+            }
+    }
+}
+
+START_TEST(replay_copies_rotate_beyond_l2)
+{
+    const uint64_t MiB = 1ull << 20;
+    check_ring(plan_of(0), 50 * MiB); /* GPT-3 175B, tp 1: copies up to 1.2 GB */
+    check_ring(plan_of(1), 50 * MiB); /* tp 8 with SP */
+    check_ring(plan_of(4), 50 * MiB); /* Llama 3 8B, flash attention */
+    check_ring(plan_of(5), 40 * MiB); /* FP16 on an A100's L2 */
+    /* A small layer (h = 1024, s = 512) whose copies are far below the L2: the ring is then
+     * mostly L2, and the reuse distance still holds. */
+    struct spsim_model_shape ms = testutil_gpt_shape(2, 1024, 16, 512, 51200);
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_hardware *hw = testutil_hardware("hgx-h200");
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    static struct spsim_gpu_validate_report r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_gpu_validate_plan(m, hw, &p, &r, &err) == 0, "%s", err.message);
+    check_ring(&r, 50 * MiB);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/* ---- one host thread per GPU -------------------------------------------------------------- */
+
+struct thread_probe {
+    pthread_t self[4];
+    bool agreed[4];
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool released;
+    int stalls;
+    int fail_at;     /* the thread that fails, or -1 */
+    bool at_barrier; /* it fails at a barrier (else by returning at once) */
+};
+
+static int
+probe_body(struct spsim_gpu_threads *t, void *ctx, int j, struct spsim_error *err)
+{
+    struct thread_probe *p = ctx;
+    p->self[j] = pthread_self();
+    if (j == p->fail_at && !p->at_barrier)
+        return spsim_fail(err, SPSIM_EGPU, "GPU %d: failed", j);
+    p->agreed[j] = spsim_gpu_threads_agree(t, j != p->fail_at);
+    if (j == p->fail_at)
+        return spsim_fail(err, SPSIM_EGPU, "GPU %d: failed", j);
+    return SPSIM_OK; /* done, or stopped because another failed */
+}
+
+/* Every member on its own thread, none the caller's; barriers agree; no failure, no stall. */
+START_TEST(gpu_threads_one_per_member)
+{
+    struct thread_probe p = {.fail_at = -1};
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_gpu_run_threads(4, probe_body, NULL, &p, 1.0, &err), SPSIM_OK);
+    for (int j = 0; j < 4; j++) {
+        ck_assert(p.agreed[j]);
+        ck_assert(!pthread_equal(p.self[j], pthread_self()));
+        for (int k = 0; k < j; k++)
+            ck_assert(!pthread_equal(p.self[j], p.self[k]));
+    }
+    /* A failure at the barrier, or before it (the thread has returned and counts as arrived):
+     * the others learn of it and stop, and its error is the one reported. */
+    for (int b = 0; b < 2; b++) {
+        p = (struct thread_probe){.fail_at = 2, .at_barrier = b};
+        ck_assert_int_eq(spsim_gpu_run_threads(4, probe_body, NULL, &p, 1.0, &err), SPSIM_EGPU);
+        ck_assert_str_eq(err.message, "GPU 2: failed");
+        ck_assert(!p.agreed[0] && !p.agreed[1] && !p.agreed[3]);
+    }
+    ck_assert_int_eq(spsim_gpu_run_threads(0, probe_body, NULL, &p, 1.0, &err), SPSIM_EINVAL);
+}
+END_TEST
+
+static void
+probe_stall(void *ctx)
+{
+    struct thread_probe *p = ctx;
+    pthread_mutex_lock(&p->lock);
+    p->stalls++;
+    p->released = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* The others wait for the failed one, as in a collective, until the stall call (ncclCommAbort
+ * in the replay) releases them; what they then report is not the failure reported. */
+static int
+stuck_body(struct spsim_gpu_threads *t, void *ctx, int j, struct spsim_error *err)
+{
+    (void)t;
+    struct thread_probe *p = ctx;
+    if (j == p->fail_at)
+        return spsim_fail(err, SPSIM_EGPU, "GPU %d: failed", j);
+    pthread_mutex_lock(&p->lock);
+    while (!p->released)
+        pthread_cond_wait(&p->cond, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    return spsim_fail(err, SPSIM_EGPU, "GPU %d: aborted", j);
+}
+
+START_TEST(gpu_threads_stall_releases_waiters)
+{
+    struct thread_probe p = {.fail_at = 1};
+    pthread_mutex_init(&p.lock, NULL);
+    pthread_cond_init(&p.cond, NULL);
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_gpu_run_threads(3, stuck_body, probe_stall, &p, 0.05, &err), SPSIM_EGPU);
+    ck_assert_str_eq(err.message, "GPU 1: failed");
+    ck_assert_int_eq(p.stalls, 1);
+    pthread_cond_destroy(&p.cond);
+    pthread_mutex_destroy(&p.lock);
 }
 END_TEST
 
@@ -288,6 +466,63 @@ START_TEST(calibrate_shapes_cover_model_grid_and_paper)
 }
 END_TEST
 
+/* HBM copies by hand: an H200 (50 MiB of L2, 140 GB free) copies 256 MiB (the first power of
+ * two at least 4 × 50 MiB = 200 MiB), 512 MiB, 1 GiB and 2 GiB; an A100 (40 MiB) the same
+ * from 256 MiB (160 MiB rounds up), 4 GiB at most; with 600 MiB free only 256 MiB fits twice; with
+ * 500 MiB none does; a GPU with a 4 MiB L2 starts at the 64 MiB floor; none is below 4 × L2. */
+START_TEST(hbm_sizes_stay_out_of_l2)
+{
+    const uint64_t MiB = 1ull << 20, GB = 1000000000ull;
+    uint64_t v[8] = {0};
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(50 * MiB, 140 * GB, v, 4), 4);
+    ck_assert(v[0] == 256 * MiB && v[1] == 512 * MiB && v[2] == 1024 * MiB && v[3] == 2048 * MiB);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(50 * MiB, 140 * GB, v, 8), 5); /* then 4 GiB, the top */
+    ck_assert_uint_eq(v[4], 4096 * MiB);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(40 * MiB, 80 * GB, v, 8), 5);
+    ck_assert_uint_eq(v[0], 256 * MiB);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(50 * MiB, 600 * MiB, v, 8), 1);
+    ck_assert_uint_eq(v[0], 256 * MiB);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(50 * MiB, 500 * MiB, v, 8), 0);
+    ck_assert_uint_eq(spsim_gpu_hbm_sizes(4 * MiB, 140 * GB, v, 2), 2);
+    ck_assert(v[0] == 64 * MiB && v[1] == 128 * MiB);
+    for (uint64_t l2 = 1 * MiB; l2 <= 256 * MiB; l2 += 7 * MiB) {
+        size_t n = spsim_gpu_hbm_sizes(l2, 1000 * GB, v, 8);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(v[i] >= 4 * l2 && v[i] <= (4ull << 30), "L2 %llu: %llu B",
+                          (unsigned long long)l2, (unsigned long long)v[i]);
+    }
+}
+END_TEST
+
+/* BF16 alone, or BF16 then FP8 both ways (fast accumulation first, as TE's fprop). */
+START_TEST(gemm_variants_measure_both_fp8_modes)
+{
+    struct spsim_gpu_gemm_variant v[3];
+    ck_assert_uint_eq(spsim_gpu_gemm_variants(false, v), 1);
+    ck_assert(v[0].dtype == SPSIM_DTYPE_BF16 && !v[0].fast_accum);
+    ck_assert_uint_eq(spsim_gpu_gemm_variants(true, v), 3);
+    ck_assert(v[0].dtype == SPSIM_DTYPE_BF16 && !v[0].fast_accum);
+    ck_assert(v[1].dtype == SPSIM_DTYPE_FP8 && v[1].fast_accum);
+    ck_assert(v[2].dtype == SPSIM_DTYPE_FP8 && !v[2].fast_accum);
+}
+END_TEST
+
+/* Under MPI: eight ranks on a node with all eight GPUs visible take GPU 0 .. 7; with one GPU
+ * per rank (Slurm --gpus-per-task=1) every rank takes its only device, 0; with two per rank,
+ * local ranks 0 .. 3 take 0, 1, 0, 1 of their own pair. */
+START_TEST(mpi_rank_device_wraps_over_visible_gpus)
+{
+    for (int r = 0; r < 8; r++) {
+        ck_assert_int_eq(spsim_gpu_rank_device(r, 8), r);
+        ck_assert_int_eq(spsim_gpu_rank_device(r, 1), 0);
+        ck_assert_int_eq(spsim_gpu_rank_device(r, 2), r & 1);
+    }
+    ck_assert_int_eq(spsim_gpu_rank_device(13, 4), 1);
+    ck_assert_int_eq(spsim_gpu_rank_device(0, 0), -1);
+    ck_assert_int_eq(spsim_gpu_rank_device(-1, 8), -1);
+}
+END_TEST
+
 /* ---- option checks ----------------------------------------------------------------------- */
 
 START_TEST(calibrate_check_rejects_each_bad_field)
@@ -372,6 +607,38 @@ START_TEST(no_gpu_calls_say_enotsup)
 }
 END_TEST
 
+/* The module an installed library loads is the installed one, even where the build tree it was
+ * installed from still has its module; only a library loaded from the build tree takes that. */
+START_TEST(gpu_module_choice)
+{
+    const char *b = "/src/spsim/build/src/gpu/libspsim-gpu.so";
+    const char *i = "/usr/local/lib/spsim/libspsim-gpu.so";
+    const char *root = "/src/spsim/build";
+    static const struct {
+        const char *env, *self, *root, *want;
+    } rows[] = {
+        {NULL, "/usr/local/lib/libspsim.so.0.1.0", "/src/spsim/build", "install"},
+        {NULL, "/src/spsim/build/src/libspsim.so.0.1.0", "/src/spsim/build", "build"},
+        {NULL, "/src/spsim/build/tests/test_gpu", "/src/spsim/build/", "build"},
+        {NULL, "/src/spsim/build-asan/src/libspsim.so", "/src/spsim/build", "install"},
+        {NULL, "/src/spsim/build", "/src/spsim/build", "install"}, /* the directory itself */
+        {NULL, "/src/spsim/build/src/libspsim.so", "", "install"}, /* build tree gone */
+        {NULL, "", "/src/spsim/build", "install"},                 /* self unknown */
+        {"", "/usr/lib/libspsim.so", "/src/spsim/build", "install"},
+        {"/opt/m.so", "/src/spsim/build/src/libspsim.so", "/src/spsim/build", "/opt/m.so"},
+    };
+    for (size_t k = 0; k < SPSIM_ARRAY_LENGTH(rows); k++) {
+        const char *got = spsim_gpu_module_choose(rows[k].env, rows[k].self, rows[k].root, b, i);
+        const char *want = strcmp(rows[k].want, "build") == 0     ? b
+                           : strcmp(rows[k].want, "install") == 0 ? i
+                                                                  : rows[k].want;
+        ck_assert_msg(strcmp(got, want) == 0, "row %zu: %s, want %s", k, got, want);
+    }
+    ck_assert_str_eq(spsim_gpu_module_choose(NULL, NULL, root, b, i), i);
+    ck_assert_str_eq(spsim_gpu_module_choose(NULL, "/src/spsim/build/x", NULL, b, i), i);
+}
+END_TEST
+
 START_TEST(replay_kind_names)
 {
     ck_assert_str_eq(spsim_replay_kind_name(SPSIM_REPLAY_COPY), "copy");
@@ -391,16 +658,23 @@ gpu_plan_suite(void)
     tcase_add_test(plan, validate_plan_flash_proxy_flops);
     tcase_add_test(plan, validate_plan_fp8_dtypes);
     tcase_add_test(plan, validate_plan_bad_config_fails);
+    tcase_add_test(plan, replay_copies_rotate_beyond_l2);
+    tcase_add_test(plan, gpu_threads_one_per_member);
+    tcase_add_test(plan, gpu_threads_stall_releases_waiters);
     suite_add_tcase(s, plan);
     TCase *cal = tcase_create("calibrate");
     tcase_add_test(cal, coll_count_follows_nccl_tests);
     tcase_add_test(cal, sweep_sizes_default_is_8_to_1g);
     tcase_add_test(cal, calibrate_shapes_cover_model_grid_and_paper);
     tcase_add_test(cal, calibrate_check_rejects_each_bad_field);
+    tcase_add_test(cal, mpi_rank_device_wraps_over_visible_gpus);
+    tcase_add_test(cal, hbm_sizes_stay_out_of_l2);
+    tcase_add_test(cal, gemm_variants_measure_both_fp8_modes);
     suite_add_tcase(s, cal);
     TCase *nogpu = tcase_create("no_gpu");
     tcase_add_test(nogpu, no_gpu_calls_say_enotsup);
     tcase_add_test(nogpu, replay_kind_names);
+    tcase_add_test(nogpu, gpu_module_choice);
     suite_add_tcase(s, nogpu);
     return s;
 }

@@ -50,6 +50,8 @@ struct spsim_gemm_sample {
     enum spsim_dtype dtype;
     double time_s;
     double tflops;
+    bool fp8_fast_accum; /**< FP8 only: cuBLASLt fast accumulation (Transformer Engine's fprop),
+                          *   else split accumulator (its dgrad and wgrad) */
 };
 
 /** One measured device-to-device copy. */

@@ -59,11 +59,45 @@ SPSIM_API const char *spsim_strerror(int code);
 
 /**
  * Write `len` bytes to `path` atomically: a temporary file beside it, fsync, rename(2). Readers
- * see either the old file or the whole new one, never a part.
+ * see either the old file or the whole new one, never a part. Links, permission bits, devices
+ * and pipes as spsim_output_file_open() says.
  * @return SPSIM_OK or SPSIM_EIO (err names the path and the system error)
  */
 SPSIM_API int spsim_file_write_atomic(const char *path, const void *data, size_t len,
                                       struct spsim_error *err);
+
+/**
+ * Open a file for reading without blocking on it: a FIFO, a device, a directory or a socket is
+ * refused (reading a FIFO with no writer would wait forever). The descriptor is blocking again
+ * when returned.
+ * @param fd  receives the descriptor; the caller closes it
+ * @return SPSIM_OK, SPSIM_EIO ("PATH: cannot open: REASON", "PATH: not a regular file (a FIFO)")
+ *         or SPSIM_EINVAL (NULL argument)
+ */
+SPSIM_API int spsim_file_open_input(const char *path, int *fd, struct spsim_error *err);
+
+/**
+ * An output file being written atomically, for outputs streamed rather than held in memory
+ * (spsim_file_write_atomic() writes one buffer through it). Opaque.
+ *
+ * A temporary file is created beside the target and renamed over it by the commit; a symbolic
+ * link is followed (its target is replaced, the link stays), an existing file keeps its
+ * permission bits (a new one gets 0644), and a device or a pipe is written in place.
+ */
+struct spsim_output_file;
+
+/** @param out  receives the file; finish it with commit or abort
+ * @return SPSIM_OK; SPSIM_EIO (the temporary file cannot be created: err names the path);
+ *         SPSIM_EINVAL (NULL or empty path); SPSIM_ENOMEM */
+SPSIM_API int spsim_output_file_open(const char *path, struct spsim_output_file **out,
+                                     struct spsim_error *err);
+/** @return the descriptor to write to (owned by the file) */
+SPSIM_API int spsim_output_file_fd(const struct spsim_output_file *file);
+/** fsync, set the permission bits and rename into place; frees the file, which on failure is
+ * removed and the old one left as it was. @return SPSIM_OK or SPSIM_EIO */
+SPSIM_API int spsim_output_file_commit(struct spsim_output_file *file, struct spsim_error *err);
+/** Remove the temporary file and free; NULL is accepted. */
+SPSIM_API void spsim_output_file_abort(struct spsim_output_file *file);
 
 /** @return the library version, "MAJOR.MINOR.PATCH"; static storage. */
 SPSIM_API const char *spsim_version(void);

@@ -71,17 +71,22 @@ SPSIM_API int spsim_gpu_calibrate_check(const struct spsim_gpu_calibrate_options
  * values).
  *
  * GEMMs (cuBLASLt, "TN" layout, BF16 in and out with FP32 accumulation; FP8 E4M3 in, BF16 out
- * where the compute capability is 8.9 or above and o->fp8): the linear-layer GEMMs (forward,
+ * where the compute capability is 8.9 or above and o->fp8, each shape with cuBLASLt's fast
+ * accumulation and with the split accumulator, as Transformer Engine runs fprop and
+ * dgrad/wgrad; spsim_gemm_sample.fp8_fast_accum says which): the linear-layer GEMMs (forward,
  * dgrad, wgrad M, N, K) of o->model's layer for tp 1, 2, 4 and 8 (those tp the model allows),
  * the square sizes 512 .. 16384, and the paper's four models at t = 8 (Korthikanti et al.
  * 2022, Table 3); each distinct shape once. Shapes whose operands do not fit in 80% of the
  * free GPU memory are left out; their number is the provenance key "gemm_shapes_skipped".
- * HBM: device-to-device copies of 1 MiB .. 1 GiB (×4).
+ * HBM: device-to-device copies well beyond the L2 (powers of two from 4 × the L2 size,
+ * cudaDevAttrL2CacheSize, and 64 MiB, up to 4 GiB, at most 4 sizes), each size on freshly
+ * allocated buffers: smaller copies repeated over the same buffers are served from the L2.
  *
  * Provenance keys set on `collectives`: "source", "gpu", "compute_capability", "sm_count",
  * "gpu_memory_bytes", "cuda_driver", "cuda_runtime", "nccl_version", "gpus", "nodes", "hosts",
- * "datatype", "warmup_iters", "iters", "gemm_shapes_skipped". Under MPI every rank returns the
- * same collective table and only rank 0 (spsim_gpu_mpi_rank()) measures GEMMs and copies.
+ * "datatype", "warmup_iters", "iters", "gemm_shapes_skipped", "l2_cache_bytes", "hbm_copy_sizes".
+ * Under MPI every rank returns the same collective table and only rank 0 (spsim_gpu_mpi_rank())
+ * measures GEMMs and copies.
  *
  * @param collectives  receives the collective samples
  * @param gemms, hbm   receive arrays the caller frees with free()
@@ -161,6 +166,8 @@ struct spsim_gpu_validate_step {
     uint32_t gemms;             /**< GEMMs launched: 1, or 2 (proxy forward) / 5 (backward) */
     bool fp32_output;           /**< wgrad accumulated into an fp32 gradient (Megatron's
                                  *   gradient-accumulation fusion); BF16/FP16 only */
+    bool fp8_fast_accum;        /**< FP8 GEMM with cuBLASLt's fast accumulation, as Transformer
+                                 *   Engine runs fprop (dgrad and wgrad: split accumulator) */
     double flops;               /**< replayed FLOPs */
     uint64_t copy_bytes;        /**< HBM traffic (read + written) replayed by copies */
     enum spsim_coll_op coll;    /**< SPSIM_COLL_COUNT when the step issues no collective */
@@ -200,7 +207,9 @@ SPSIM_API int spsim_gpu_validate_plan(const struct spsim_model *model,
  * Replay one transformer layer (forward, recomputation, backward) on tp local GPUs (tp = 1:
  * one GPU, no collectives) and time every step with CUDA events, against the prediction on
  * `hw`. Collectives run on their own stream beside the GEMM Megatron overlaps them with; the
- * others are waited for. Only par's tp, sp, recompute, mbs, seq, flash_attn and dtype matter.
+ * others are waited for. One host thread drives each GPU; memory-bound ops are copies between
+ * fresh stretches of a ring larger than the L2 (doc/gpu.md). Only par's tp, sp, recompute, mbs,
+ * seq, flash_attn and dtype matter.
  * @param o  NULL: the defaults
  * @return SPSIM_OK, SPSIM_EINVAL, SPSIM_ECONFIG, SPSIM_ERANGE, SPSIM_ENOTSUP (no GPU support, no
  *         GPU, or fewer than tp GPUs), SPSIM_EGPU (err names the CUDA, cuBLAS or NCCL error and

@@ -135,6 +135,18 @@ SPSIM_API int spsim_sweep_point_at(const struct spsim_sweep *sweep, uint64_t ind
 SPSIM_API int spsim_sweep_shard_range(uint64_t size, uint64_t shard, uint64_t nshards,
                                       uint64_t *begin, uint64_t *end, struct spsim_error *err);
 
+struct spsim_sweep_options;
+
+/**
+ * A 64-bit checksum (FNV-1a) of what a run's rows depend on besides its range: every axis'
+ * values, the profiles' names, and the options that select or lay out rows (format, header,
+ * feasible_only, max_total_bytes, top_k, by). Shards of one sweep share it; `spsim merge`
+ * refuses shards whose checksums differ. Not a hash of the profiles' contents.
+ * @return the checksum; 0 for a NULL argument
+ */
+SPSIM_API uint64_t spsim_sweep_fingerprint(const struct spsim_sweep *sweep,
+                                           const struct spsim_sweep_options *opt);
+
 /** Row layouts. */
 enum spsim_row_format {
     SPSIM_ROW_NONE = 0, /**< evaluate only */
@@ -230,8 +242,12 @@ SPSIM_API int spsim_sweep_run(const struct spsim_sweep *sweep,
 SPSIM_API int spsim_sweep_evaluate(const struct spsim_sweep *sweep, uint64_t index,
                                    struct spsim_result *out, struct spsim_error *err);
 
-/** Room a row may need: every field at its longest. */
+/** Room a row may need beside its two names: every field at its longest. */
 #define SPSIM_ROW_MAX 16384
+/** Room a row with names of these lengths may need: quoting makes a name at most six times
+ * longer (a control character becomes \u00XX in JSON) plus its two quotes. */
+#define SPSIM_ROW_SIZE(model_len, hw_len)                                                          \
+    (SPSIM_ROW_MAX + 6 * ((size_t)(model_len) + (size_t)(hw_len)) + 8)
 
 /**
  * The header line of a layout, '\n' included ("" for JSONL, which has none): "model,hw", the
@@ -245,8 +261,8 @@ SPSIM_API size_t spsim_row_header(enum spsim_row_format format, char *buf, size_
 /**
  * One row of a result, '\n' included, numbers as spsim_field_format() writes them (JSONL:
  * NaN and infinities as null). Strings are quoted as the layout needs.
- * @return the length (buf is NUL-terminated); 0 if cap is too small or a name is too long
- *         (names up to 1024 bytes and cap >= SPSIM_ROW_MAX always fit)
+ * @return the length (buf is NUL-terminated); 0 if cap is too small (or out of memory);
+ *         cap >= SPSIM_ROW_SIZE(strlen(model_name), strlen(hw_name)) always suffices
  */
 SPSIM_API size_t spsim_row_format(enum spsim_row_format format, const char *model_name,
                                   const char *hw_name, const struct spsim_result *result, char *buf,

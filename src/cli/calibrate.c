@@ -12,7 +12,7 @@ static const char calibrate_help[] =
     "Usage: spsim calibrate --from-nccl-tests LOG... [--op OP] [--gpus N] [--nodes K]\n"
     "                       [--base NAME|FILE] [--name NAME] -o OUT.json\n"
     "       spsim calibrate [--gpus N] [--model NAME|FILE] [--min-bytes SIZE] [--max-bytes SIZE]\n"
-    "                       [--iters N] [--base NAME|FILE] [--name NAME] -o OUT.json\n"
+    "                       [--iters N] [--fp8] [--base NAME|FILE] [--name NAME] -o OUT.json\n"
     "\n"
     "Fit the collective model, time = base + steps·hop + wire/(busbw·eff(size)), to measured\n"
     "NCCL collectives and write a calibrated hardware profile: the base profile with the fitted\n"
@@ -40,6 +40,8 @@ static const char calibrate_help[] =
     "                 collective sizes, nccl-tests convention (default 8 and 1G; K, M, G "
     "suffixes)\n"
     "  --iters N      timed iterations per size (default 20)\n"
+    "  --fp8          also FP8 GEMMs (compute capability 8.9 on), each shape with fast\n"
+    "                 accumulation (Transformer Engine's fprop) and split (its dgrad, wgrad)\n"
     "\n"
     "Both:\n"
     "  --base NAME|FILE  the profile to start from (default: the shipped profile of the GPU the\n"
@@ -75,7 +77,8 @@ enum {
     CAL_MODEL,
     CAL_MIN,
     CAL_MAX,
-    CAL_ITERS
+    CAL_ITERS,
+    CAL_FP8
 };
 
 static int
@@ -126,6 +129,10 @@ apply_option(struct calibrate_args *a, int opt, const char *arg)
     case CAL_ITERS:
         a->gpu_option = true;
         return cli_parse_u32("--iters", arg, 1, 1000000, &a->gpu.iters);
+    case CAL_FP8:
+        a->gpu_option = true;
+        a->gpu.fp8 = true;
+        return EXIT_OK;
     default:
         return EXIT_USAGE;
     }
@@ -136,14 +143,17 @@ check_args(struct calibrate_args *a)
 {
     if (!a->output)
         return cli_usage_error("calibrate", "-o OUT.json is required");
+    if (cli_output_check(a->output) != EXIT_OK)
+        return EXIT_USAGE;
     if (a->from_logs && a->nlogs == 0)
         return cli_usage_error("calibrate", "--from-nccl-tests needs at least one LOG");
     if (!a->from_logs && a->nlogs > 0)
         return cli_usage_error(
             "calibrate", "unexpected argument '%s' (logs need --from-nccl-tests)", a->logs[0]);
     if (a->from_logs && a->gpu_option)
-        return cli_usage_error("calibrate", "--model, --min-bytes, --max-bytes and --iters are for "
-                                            "measuring on the local GPUs, not --from-nccl-tests");
+        return cli_usage_error("calibrate", "--model, --min-bytes, --max-bytes, --iters and --fp8 "
+                                            "are for measuring on the local GPUs, not "
+                                            "--from-nccl-tests");
     if (!a->from_logs && a->log_option)
         return cli_usage_error("calibrate", "--op and --nodes are for --from-nccl-tests");
     if (a->gpu.min_bytes > a->gpu.max_bytes)
@@ -164,6 +174,7 @@ parse_args(int argc, char **argv, struct calibrate_args *a, bool *help)
                                              {"min-bytes", required_argument, NULL, CAL_MIN},
                                              {"max-bytes", required_argument, NULL, CAL_MAX},
                                              {"iters", required_argument, NULL, CAL_ITERS},
+                                             {"fp8", no_argument, NULL, CAL_FP8},
                                              {"output", required_argument, NULL, 'o'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};

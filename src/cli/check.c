@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -17,13 +18,13 @@ is_hardware(const char *path)
 {
     /* Decide by the schema string; a file without one is tried as a model (whose loader
      * then names the missing field). */
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
+    int fd = -1;
+    if (spsim_file_open_input(path, &fd, NULL) != SPSIM_OK)
+        return false; /* not readable, or a FIFO: the loader reports it */
     char buf[4096];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
     return strstr(buf, "spsim-hardware/") != NULL;
 }
 

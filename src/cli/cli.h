@@ -64,9 +64,14 @@ struct cli_output {
     size_t size;
     const char *path; /* NULL: stdout */
 };
+/** EXIT_USAGE (with the message) for an empty -o path, so that a command refuses it before
+ * any work; EXIT_OK otherwise (NULL: standard output). */
+int cli_output_check(const char *path);
 int cli_output_open(struct cli_output *out, const char *path);
 /** Flush and, for a file, write it atomically. @return an exit code */
 int cli_output_close(struct cli_output *out);
+/** Give up after a failure: a file is not written (the old one stays). */
+void cli_output_abort(struct cli_output *out);
 
 /*
  * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
@@ -75,10 +80,9 @@ int cli_output_close(struct cli_output *out);
  */
 struct cli_stream {
     int fd;
-    char *tmp;        /* the temporary file; NULL for standard output */
-    const char *path; /* NULL: standard output */
-    int error;        /* errno of the first failed write */
-    bool special;     /* path is a device or a pipe, written in place */
+    struct spsim_output_file *file; /* NULL for standard output */
+    const char *path;               /* NULL: standard output */
+    int error;                      /* errno of the first failed write */
 };
 int cli_stream_open(struct cli_stream *s, const char *path);
 /** @return 0, or -1 after a write error or an interruption (the stream stays failed) */

@@ -220,10 +220,18 @@ cli_load_hardware(const char *arg, struct spsim_hardware **out)
 }
 
 int
+cli_output_check(const char *path)
+{
+    return path && !*path ? cli_error(EXIT_USAGE, "-o: the output path is empty") : EXIT_OK;
+}
+
+int
 cli_output_open(struct cli_output *out, const char *path)
 {
     memset(out, 0, sizeof(*out));
     out->path = path;
+    if (cli_output_check(path) != EXIT_OK)
+        return EXIT_USAGE;
     if (!path) {
         out->stream = stdout;
         return EXIT_OK;
@@ -251,6 +259,16 @@ cli_output_close(struct cli_output *out)
     free(out->buffer);
     out->buffer = NULL;
     return rc == SPSIM_OK ? EXIT_OK : cli_error(EXIT_RUNTIME, "%s", err.message);
+}
+
+void
+cli_output_abort(struct cli_output *out)
+{
+    if (out->path && out->stream)
+        fclose(out->stream);
+    free(out->buffer);
+    out->buffer = NULL;
+    out->stream = NULL;
 }
 
 const char *

@@ -1,6 +1,8 @@
 /* The spsim command: subcommand dispatch, --help, --version. */
 #include "config.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,7 +34,8 @@ static const char main_help[] =
     "  0  success\n"
     "  1  runtime failure (numerical error, cannot write output)\n"
     "  2  invalid command line\n"
-    "  3  invalid input file (profile, sweep spec, nccl-tests log)\n"
+    "  3  invalid input file (profile, sweep spec, nccl-tests log, merge input; or not a\n"
+    "     regular file)\n"
     "  4  invalid parallel configuration\n"
     "  5  GPU support missing from this build, no GPU, fewer than tp GPUs, or no FP8\n"
     "  6  a CUDA, cuBLAS or NCCL call failed\n";
@@ -49,11 +52,28 @@ static const struct command commands[] = {
     {"merge", cmd_merge},
 };
 
+/* Whatever a command printed to standard output must have reached it: a full disk or a file
+ * size limit is a failure, not a silent truncation. */
+static int
+finish_stdout(int rc)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    int e = errno;
+    if (rc == EXIT_OK)
+        rc = cli_error(EXIT_RUNTIME, "cannot write to standard output: %s", strerror(e ? e : EIO));
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
     /* The library checks every GSL status; only the program may turn GSL's abort off. */
     gsl_set_error_handler_off();
+    /* Past a file size limit (ulimit -f) the kernel sends SIGXFSZ, whose default action kills
+     * the process without a word and leaves a temporary file behind; ignored, the write fails
+     * with EFBIG instead, which every writer reports and cleans up after. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(main_help, stderr);
         return EXIT_USAGE;
@@ -69,7 +89,7 @@ main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(commands[i].name, name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+            return finish_stdout(commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "spsim: error: unknown command '%s'\n", name);
     fputs("Try 'spsim --help'.\n", stderr);
     return EXIT_USAGE;

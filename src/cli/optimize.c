@@ -441,9 +441,11 @@ output(const struct optimize_args *a, const struct spsim_sweep *sw,
     if (a->format == OPTIMIZE_MEGATRON)
         return write_megatron(a, sw, best);
     if (a->format == SPSIM_ROW_NONE) {
-        if ((rc = cli_output_open(&out, a->output)) == EXIT_OK &&
-            (rc = report(out.stream, a, sw, best, unlimited, limit)) == EXIT_OK)
-            rc = cli_output_close(&out);
+        if ((rc = cli_output_open(&out, a->output)) != EXIT_OK)
+            return rc;
+        if ((rc = report(out.stream, a, sw, best, unlimited, limit)) == EXIT_OK)
+            return cli_output_close(&out);
+        cli_output_abort(&out);
         return rc;
     }
     /* Rows: the same search again, written. */
@@ -472,6 +474,8 @@ cmd_optimize(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc != EXIT_OK)
         return rc < 0 ? EXIT_OK : rc;
+    if ((rc = cli_output_check(a.output)) != EXIT_OK)
+        return rc;
     struct spsim_model *model = NULL;
     struct spsim_hardware *hw = NULL;
     struct spsim_sweep *sw = NULL;

@@ -272,15 +272,16 @@ write_json(FILE *f, const struct spsim_result *r, const struct spsim_model *mode
 static int
 write_csv(FILE *f, const struct spsim_result *r, const char *model, const char *hw)
 {
-    char *buf = malloc(SPSIM_ROW_MAX + 4096);
+    size_t cap = SPSIM_ROW_SIZE(strlen(model), strlen(hw));
+    char *buf = malloc(cap);
     if (!buf)
         return cli_error(EXIT_RUNTIME, "out of memory");
-    size_t n = spsim_row_header(SPSIM_ROW_CSV, buf, SPSIM_ROW_MAX + 4096);
+    size_t n = spsim_row_header(SPSIM_ROW_CSV, buf, cap);
     fwrite(buf, 1, n, f);
-    n = spsim_row_format(SPSIM_ROW_CSV, model, hw, r, buf, SPSIM_ROW_MAX + 4096);
+    n = spsim_row_format(SPSIM_ROW_CSV, model, hw, r, buf, cap);
     fwrite(buf, 1, n, f);
     free(buf);
-    return n ? EXIT_OK : cli_error(EXIT_RUNTIME, "a profile name is too long for a CSV row");
+    return n ? EXIT_OK : cli_error(EXIT_RUNTIME, "out of memory");
 }
 
 struct query_args {
@@ -375,7 +376,7 @@ cmd_query(int argc, char **argv)
     if (rc == EXIT_OK)
         rc = cli_output_close(&out);
     else
-        cli_output_close(&out);
+        cli_output_abort(&out); /* a failed command never replaces its output */
 done:
     spsim_model_destroy(model);
     spsim_hardware_destroy(hw);

@@ -7,11 +7,9 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -51,29 +49,12 @@ cli_stream_open(struct cli_stream *s, const char *path)
     catch_signals();
     if (!path)
         return EXIT_OK;
-    /* A device or a pipe (-o /dev/null, a FIFO) is written in place: renaming a file over it
-     * would replace it. */
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        s->fd = open(path, O_WRONLY);
-        s->special = true;
-        return s->fd >= 0 ? EXIT_OK
-                          : cli_error(EXIT_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
-    }
-    size_t len = strlen(path) + 16;
-    s->tmp = malloc(len);
-    if (!s->tmp)
-        return cli_error(EXIT_RUNTIME, "%s: out of memory", path);
-    memcpy(s->tmp, path, strlen(path));
-    memcpy(s->tmp + strlen(path), ".tmp.XXXXXX", 12);
-    s->fd = mkstemp(s->tmp);
-    if (s->fd < 0) {
-        int e = errno;
-        free(s->tmp);
-        s->tmp = NULL;
-        return cli_error(EXIT_RUNTIME, "%s: cannot create a temporary file beside it: %s", path,
-                         strerror(e));
-    }
+    if (cli_output_check(path) != EXIT_OK)
+        return EXIT_USAGE;
+    struct spsim_error err = {0};
+    if (spsim_output_file_open(path, &s->file, &err) != SPSIM_OK)
+        return cli_error(EXIT_RUNTIME, "%s", err.message);
+    s->fd = spsim_output_file_fd(s->file);
     return EXIT_OK;
 }
 
@@ -99,14 +80,8 @@ cli_stream_write(struct cli_stream *s, const char *data, size_t len)
 void
 cli_stream_abort(struct cli_stream *s)
 {
-    if (s->special)
-        close(s->fd);
-    if (s->tmp) {
-        close(s->fd);
-        unlink(s->tmp);
-        free(s->tmp);
-        s->tmp = NULL;
-    }
+    spsim_output_file_abort(s->file);
+    s->file = NULL;
 }
 
 int
@@ -121,22 +96,11 @@ cli_stream_commit(struct cli_stream *s)
         cli_stream_abort(s);
         return cli_error(EXIT_RUNTIME, "cannot write to %s: %s", name, strerror(s->error));
     }
-    if (s->special && close(s->fd) != 0)
-        return cli_error(EXIT_RUNTIME, "%s: write error: %s", name, strerror(errno));
-    if (!s->tmp)
-        return EXIT_OK;
-    int rc = EXIT_OK;
-    /* mkstemp creates 0600; outputs are ordinary files. */
-    if (fsync(s->fd) != 0 || fchmod(s->fd, 0644) != 0)
-        rc = cli_error(EXIT_RUNTIME, "%s: write error: %s", name, strerror(errno));
-    if (close(s->fd) != 0 && rc == EXIT_OK)
-        rc = cli_error(EXIT_RUNTIME, "%s: write error: %s", name, strerror(errno));
-    if (rc == EXIT_OK && rename(s->tmp, s->path) != 0)
-        rc = cli_error(EXIT_RUNTIME, "%s: cannot rename the temporary file: %s", name,
-                       strerror(errno));
-    if (rc != EXIT_OK)
-        unlink(s->tmp);
-    free(s->tmp);
-    s->tmp = NULL;
-    return rc;
+    struct spsim_error err = {0};
+    if (s->file && spsim_output_file_commit(s->file, &err) != SPSIM_OK) {
+        s->file = NULL;
+        return cli_error(EXIT_RUNTIME, "%s", err.message);
+    }
+    s->file = NULL;
+    return EXIT_OK;
 }

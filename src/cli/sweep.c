@@ -1,6 +1,7 @@
 /* spsim sweep: every configuration of a space, streamed as CSV or JSON Lines. */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,8 @@ static const char sweep_help[] =
     "  --count                print the number of points of the space and exit\n"
     "  --threads N            worker threads (default: every core)\n"
     "  --shard I/N            evaluate only the I-th of N consecutive slices of the space\n"
-    "                         (0 <= I < N); 'spsim merge' joins the shards' outputs\n"
+    "                         (0 <= I < N); the output gets a first and a last line that\n"
+    "                         'spsim merge' checks and drops when it joins the shards\n"
     "  --quiet                no progress bar, no summary line\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -87,6 +89,17 @@ struct sweep_args {
     uint64_t shard, nshards;
 };
 
+/* A whole decimal number, without a message (the caller's names the whole option). */
+static bool
+scan_u64(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    *out = v;
+    return text[0] >= '0' && text[0] <= '9' && *end == '\0' && errno == 0;
+}
+
 static int
 parse_shard(const char *arg, uint64_t *shard, uint64_t *nshards)
 {
@@ -96,11 +109,11 @@ parse_shard(const char *arg, uint64_t *shard, uint64_t *nshards)
         return cli_usage_error("sweep", "--shard: '%s' is not I/N", arg);
     memcpy(first, arg, (size_t)(slash - arg));
     first[slash - arg] = '\0';
-    int rc = cli_parse_u64("--shard N", slash + 1, 1, UINT32_MAX, nshards);
-    if (rc == EXIT_OK)
-        rc = cli_parse_u64("--shard I", first, 0, *nshards - 1, shard);
-    return rc == EXIT_OK ? EXIT_OK
-                         : cli_usage_error("sweep", "--shard: '%s' needs 0 <= I < N", arg);
+    if (!scan_u64(slash + 1, nshards) || !scan_u64(first, shard) || *nshards < 1 ||
+        *nshards > UINT32_MAX || *shard >= *nshards)
+        return cli_usage_error("sweep", "--shard: '%s' needs 0 <= I < N (integers, N <= %u)", arg,
+                               UINT32_MAX);
+    return EXIT_OK;
 }
 
 static int
@@ -278,6 +291,22 @@ evaluate_all(const struct cli_mpi *mpi, const struct spsim_sweep *sw,
     return st == SPSIM_OK || st == SPSIM_EIO ? EXIT_OK : cli_fail(&err);
 }
 
+/* A shard's first and last lines, which 'spsim merge' checks and drops (doc/sweep.md): which
+ * shard of which sweep, and that it is complete. @return 0 or -1 (a failed write) */
+static int
+shard_line(const struct sweep_args *a, const struct spsim_sweep *sw, struct cli_stream *stream,
+           const struct spsim_sweep_stats *done)
+{
+    char line[128];
+    int n = done ? snprintf(line, sizeof(line), "#spsim end of shard %llu/%llu: %llu rows\n",
+                            (unsigned long long)a->shard, (unsigned long long)a->nshards,
+                            (unsigned long long)done->written)
+                 : snprintf(line, sizeof(line), "#spsim shard %llu/%llu of sweep %016llx\n",
+                            (unsigned long long)a->shard, (unsigned long long)a->nshards,
+                            (unsigned long long)spsim_sweep_fingerprint(sw, &a->opt));
+    return a->nshards ? cli_stream_write(stream, line, (size_t)n) : 0;
+}
+
 /* Rank 0 (or the only process): open the output, evaluate, report, commit. */
 static int
 write_output(struct sweep_args *a, const struct spsim_sweep *sw, const struct cli_mpi *mpi)
@@ -292,8 +321,11 @@ write_output(struct sweep_args *a, const struct spsim_sweep *sw, const struct cl
     a->opt.progress = draw_progress;
     a->opt.cookie = &rep;
     struct spsim_sweep_stats stats = {0};
-    rc = evaluate_all(mpi, sw, &a->opt, &stats);
+    if (shard_line(a, sw, &stream, NULL) == 0)
+        rc = evaluate_all(mpi, sw, &a->opt, &stats);
     summary(&rep, &stats);
+    if (rc == EXIT_OK && !stream.error)
+        shard_line(a, sw, &stream, &stats);
     if (rc != EXIT_OK && !stream.error && !cli_interrupted()) {
         cli_stream_abort(&stream);
         return rc;

@@ -235,7 +235,8 @@ top_write(const struct spsim_sweep *sw, const struct spsim_sweep_options *opt,
 {
     uint64_t(*ranked)[2] = calloc((size_t)n + 1, sizeof(*ranked));
     struct spsim_result *r = malloc(sizeof(*r));
-    char *row = malloc(SPSIM_ROW_MAX + 4096);
+    size_t cap = SPSIM_ROW_MAX;
+    char *row = malloc(cap);
     struct spsim_error err = {0};
     int rc = ranked && r && row ? EXIT_OK : cli_error(EXIT_RUNTIME, "out of memory");
     for (int i = 0; rc == EXIT_OK && i < n; i++) {
@@ -247,7 +248,7 @@ top_write(const struct spsim_sweep *sw, const struct spsim_sweep_options *opt,
     if (rc == EXIT_OK)
         qsort(ranked, (size_t)n, sizeof(*ranked), compare_ranked);
     size_t len = rc == EXIT_OK && opt->format == SPSIM_ROW_CSV && opt->header
-                     ? spsim_row_header(SPSIM_ROW_CSV, row, SPSIM_ROW_MAX + 4096)
+                     ? spsim_row_header(SPSIM_ROW_CSV, row, cap)
                      : 0;
     if (len && opt->write(opt->cookie, row, len))
         rc = EXIT_RUNTIME;
@@ -255,9 +256,16 @@ top_write(const struct spsim_sweep *sw, const struct spsim_sweep_options *opt,
         struct spsim_sweep_point pt;
         spsim_sweep_point_at(sw, ranked[i][1], &pt, NULL);
         spsim_sweep_evaluate(sw, ranked[i][1], r, NULL);
-        len =
-            spsim_row_format(opt->format, pt.model_name, pt.hw_name, r, row, SPSIM_ROW_MAX + 4096);
-        if (opt->write(opt->cookie, row, len))
+        size_t need = SPSIM_ROW_SIZE(strlen(pt.model_name), strlen(pt.hw_name));
+        char *grown = need > cap ? realloc(row, need) : row;
+        if (!grown) {
+            rc = cli_error(EXIT_RUNTIME, "out of memory");
+            break;
+        }
+        row = grown;
+        cap = need > cap ? need : cap;
+        len = spsim_row_format(opt->format, pt.model_name, pt.hw_name, r, row, cap);
+        if (!len || opt->write(opt->cookie, row, len))
             rc = EXIT_RUNTIME;
         total->written++;
     }

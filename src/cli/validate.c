@@ -18,7 +18,8 @@ static const char validate_help[] =
     "(NCCL, bf16) in Megatron's order - f/f-bar AllReduces without SP, g/g-bar AllGathers and\n"
     "ReduceScatters with SP, the weight-gradient re-gathers - on a stream of their own beside\n"
     "the GEMM Megatron overlaps them with; memory-bound ops are replayed as device-to-device\n"
-    "copies moving the same HBM bytes, flash attention as batched GEMMs of its FLOPs.\n"
+    "copies moving the same HBM bytes (between fresh stretches of a buffer beyond the L2),\n"
+    "flash attention as batched GEMMs of its FLOPs. One host thread drives each GPU.\n"
     "tp GPUs are needed (tp 1: one GPU, no collectives). Only tp, sp, recompute, mbs, seq,\n"
     "the attention kernel and dtype shape the layer; the other options must still be valid.\n"
     "\n"
@@ -134,9 +135,12 @@ static void
 write_notes(FILE *f)
 {
     fputs("GEMMs: cuBLASLt at this rank's shapes (MxNxK; batched B*MxNxK; 'nx' for n GEMMs);\n"
-          "wgrad accumulates into fp32 (bf16, fp16) as Megatron's gradient-accumulation fusion.\n"
+          "wgrad accumulates into fp32 (bf16, fp16) as Megatron's gradient-accumulation fusion;\n"
+          "fp8 as Transformer Engine: fast accumulation in forward, split in dgrad and wgrad.\n"
           "Memory-bound ops: device-to-device copies moving the same HBM bytes (the size shown:\n"
-          "bytes read + written). Flash attention: batched GEMMs with its FLOPs (causal half).\n"
+          "bytes read + written), each between fresh stretches of a ring of 3x the largest copy\n"
+          "+ 2x L2, so that none hits in the L2. Flash attention: batched GEMMs with its FLOPs\n"
+          "(causal half). One host thread per GPU, each binding its device once.\n"
           "Collectives: NCCL, bf16, on their own stream; 'beside' names the GEMM they overlap.\n",
           f);
 }
@@ -227,6 +231,7 @@ json_step(struct jw *w, size_t i, const struct spsim_gpu_validate_step *s)
     jw_u64(w, "batch", s->batch);
     jw_u64(w, "gemms", s->gemms);
     jw_bool(w, "fp32_output", s->fp32_output);
+    jw_bool(w, "fp8_fast_accum", s->fp8_fast_accum);
     jw_double(w, "flops", s->flops);
     jw_u64(w, "copy_bytes", s->copy_bytes);
     jw_string(w, "collective", s->coll == SPSIM_COLL_COUNT ? "" : spsim_coll_op_name(s->coll));
@@ -301,8 +306,11 @@ write_json(FILE *f, const struct spsim_gpu_validate_report *r, const char *model
     json_config(&w, p);
     jw_string(&w, "replay_notes",
               "memory-bound ops replayed as device-to-device copies moving "
-              "the same HBM bytes; flash attention as batched GEMMs of its "
-              "FLOPs; collectives in bf16 on their own stream");
+              "the same HBM bytes between fresh stretches of a ring of 3 x the "
+              "largest copy + 2 x L2; flash attention as batched GEMMs of its "
+              "FLOPs; collectives in bf16 on their own stream; one host thread "
+              "per GPU; fp8 forward GEMMs with fast accumulation, dgrad and "
+              "wgrad split (Transformer Engine)");
     jw_begin_array(&w, "steps");
     for (size_t i = 0; i < r->nsteps; i++)
         json_step(&w, i, &r->steps[i]);
@@ -357,6 +365,8 @@ cmd_validate(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc != EXIT_OK)
         return rc < 0 ? EXIT_OK : rc;
+    if ((rc = cli_output_check(a.output)) != EXIT_OK) /* before the GPUs run */
+        return rc;
     struct spsim_model *model = NULL;
     struct spsim_hardware *hw = NULL;
     struct spsim_gpu_validate_report *report = calloc(1, sizeof(*report));

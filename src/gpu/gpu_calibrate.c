@@ -15,10 +15,8 @@
 
 /* Most sizes in a sweep: 1 B .. 64 GiB by factors of 2 is 37. */
 #define MAX_SIZES 64
-/* Copies of 1 MiB .. 1 GiB by factors of 4: from latency-bound to streaming. */
-#define HBM_MIN_BYTES (1ull << 20)
-#define HBM_MAX_BYTES (1ull << 30)
-#define HBM_SIZES     6
+/* HBM copies: spsim_gpu_hbm_sizes(), at most this many. */
+#define HBM_SIZES SPSIM_GPU_HBM_MAX_SIZES
 
 /* Fraction of the free device memory the GEMM and copy buffers may take: the rest is left to
  * cuBLASLt's workspace, the CUDA context and NCCL's own buffers. */
@@ -319,39 +317,50 @@ gemm_buffers(struct bench *x, struct spsim_gpu_gemm_shape *v, size_t *n, size_t 
 }
 
 static int
-time_gemm(struct bench *x, const struct spsim_gpu_gemm_shape *s, enum spsim_dtype dtype,
-          const struct spsim_gpu_calibrate_options *o, struct spsim_gemm_sample *out,
-          struct spsim_error *err)
+time_gemm(struct bench *x, const struct spsim_gpu_gemm_shape *s,
+          const struct spsim_gpu_gemm_variant *var, const struct spsim_gpu_calibrate_options *o,
+          struct spsim_gemm_sample *out, struct spsim_error *err)
 {
-    struct spsim_gpu_gemm_spec spec = gemm_spec(s, dtype);
+    struct spsim_gpu_gemm_spec spec = gemm_spec(s, var->dtype);
+    spec.fast_accum = var->fast_accum;
     double sec = 0;
     int rc = spsim_gpu_gemm_prepare(&x->blas, &spec, &x->gemm, err);
     if (rc == SPSIM_OK)
         rc = time_launches(launch_gemm, x, x->stream, x->ev, o, &sec, err);
     spsim_gpu_gemm_release(&x->gemm);
-    *out = (struct spsim_gemm_sample){s->m, s->n, s->k, dtype, sec, 0};
+    *out = (struct spsim_gemm_sample){.m = s->m,
+                                      .n = s->n,
+                                      .k = s->k,
+                                      .dtype = var->dtype,
+                                      .time_s = sec,
+                                      .fp8_fast_accum = var->fast_accum};
     out->tflops = 2.0 * (double)s->m * (double)s->n * (double)s->k / sec / 1e12;
     return rc;
 }
 
-/* One dtype over the shapes; a shape cuBLASLt has no kernel for (SPSIM_ENOTSUP) is skipped. */
+/* One variant over the shapes; a shape cuBLASLt has no kernel for (SPSIM_ENOTSUP) is skipped.
+ * The operands are refilled when the input type changes. */
 static int
-gemm_pass(struct bench *x, const struct spsim_gpu_gemm_shape *v, size_t n, enum spsim_dtype dtype,
-          struct spsim_gemm_sample *out, size_t *nout, size_t *skipped, struct progress *p,
-          struct spsim_error *err)
+gemm_pass(struct bench *x, const struct spsim_gpu_gemm_shape *v, size_t n,
+          const struct spsim_gpu_gemm_variant *var, bool fill, struct spsim_gemm_sample *out,
+          size_t *nout, size_t *skipped, struct progress *p, struct spsim_error *err)
 {
-    int rc;
-    if ((rc = spsim_gpu_fill(x->a, x->a_bytes, dtype, err)) ||
-        (rc = spsim_gpu_fill(x->b, x->b_bytes, dtype, err)))
+    int rc = SPSIM_OK;
+    enum spsim_dtype dtype = var->dtype;
+    if (fill && ((rc = spsim_gpu_fill(x->a, x->a_bytes, dtype, x->stream, err)) ||
+                 (rc = spsim_gpu_fill(x->b, x->b_bytes, dtype, x->stream, err))))
         return rc;
     for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
-        tick(p, "gemm %s %llux%llux%llu", spsim_dtype_name(dtype), (unsigned long long)v[i].m,
-             (unsigned long long)v[i].n, (unsigned long long)v[i].k);
+        tick(p, "gemm %s%s %llux%llux%llu", spsim_dtype_name(dtype),
+             dtype != SPSIM_DTYPE_FP8 ? ""
+             : var->fast_accum        ? " fast-accumulate"
+                                      : " split-accumulate",
+             (unsigned long long)v[i].m, (unsigned long long)v[i].n, (unsigned long long)v[i].k);
         if (dtype == SPSIM_DTYPE_FP8 &&
             !spsim_gpu_fp8_ok(x->info.cc_major, x->info.cc_minor, &v[i]))
             continue;
         struct spsim_gemm_sample sample;
-        rc = time_gemm(x, &v[i], dtype, p->o, &sample, err);
+        rc = time_gemm(x, &v[i], var, p->o, &sample, err);
         if (rc == SPSIM_ENOTSUP)
             ++*skipped;
         else if (rc == SPSIM_OK)
@@ -373,48 +382,68 @@ measure_gemms(struct bench *x, struct spsim_gpu_gemm_shape *v, size_t n, size_t 
               struct spsim_gemm_sample **out, size_t *nout, struct progress *p,
               struct spsim_error *err)
 {
-    size_t budget = 0, keep = n;
+    struct spsim_gpu_gemm_variant var[3];
+    size_t budget = 0, keep = n, nvar = spsim_gpu_gemm_variants(want_fp8(x, p->o), var);
     int rc = free_budget(&budget, err);
     if (rc == SPSIM_OK)
         rc = gemm_buffers(x, v, &keep, budget, err);
     *skipped = n - keep;
-    p->total = p->done + keep * (want_fp8(x, p->o) ? 2 : 1) + HBM_SIZES;
-    *out = spsim_calloc(2 * keep + 1, sizeof(**out));
+    p->total = p->done + keep * nvar + HBM_SIZES;
+    *out = spsim_calloc(nvar * keep + 1, sizeof(**out));
     if (rc == SPSIM_OK && !*out)
         rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory for GEMM samples");
-    if (rc == SPSIM_OK && keep > 0)
-        rc = gemm_pass(x, v, keep, SPSIM_DTYPE_BF16, *out, nout, skipped, p, err);
-    if (rc == SPSIM_OK && keep > 0 && want_fp8(x, p->o))
-        rc = gemm_pass(x, v, keep, SPSIM_DTYPE_FP8, *out, nout, skipped, p, err);
+    for (size_t k = 0; rc == SPSIM_OK && keep > 0 && k < nvar; k++)
+        rc = gemm_pass(x, v, keep, &var[k], k == 0 || var[k].dtype != var[k - 1].dtype, *out, nout,
+                       skipped, p, err);
+    bench_free_buffers(x);
+    return rc;
+}
+
+/* One copy size on fresh buffers: nothing of them is in the L2 from an earlier size. */
+static int
+time_copy(struct bench *x, uint64_t bytes, const struct spsim_gpu_calibrate_options *o,
+          struct spsim_hbm_sample *out, struct spsim_error *err)
+{
+    double sec = 0;
+    x->copy_bytes = bytes;
+    int rc;
+    if ((rc = spsim_gpu_alloc(&x->a, bytes, "copy source", err)) == SPSIM_OK &&
+        (rc = spsim_gpu_alloc(&x->b, bytes, "copy destination", err)) == SPSIM_OK &&
+        (rc = spsim_gpu_fill(x->a, bytes, SPSIM_DTYPE_BF16, x->stream, err)) == SPSIM_OK)
+        rc = time_launches(launch_copy, x, x->stream, x->ev, o, &sec, err);
+    /* A copy reads and writes every byte: 2 × bytes of HBM traffic. */
+    *out = (struct spsim_hbm_sample){bytes, sec, 2.0 * (double)bytes / sec / 1e9};
+    if (x->stream)
+        (void)cudaStreamSynchronize(x->stream); /* release path: before the buffers go */
     bench_free_buffers(x);
     return rc;
 }
 
 static int
-measure_hbm(struct bench *x, struct spsim_hbm_sample **out, size_t *nout, struct progress *p,
-            struct spsim_error *err)
+measure_hbm(struct bench *x, struct spsim_bw_table *t, struct spsim_hbm_sample **out, size_t *nout,
+            struct progress *p, struct spsim_error *err)
 {
-    size_t budget = 0, top = HBM_MAX_BYTES;
-    int rc = free_budget(&budget, err);
-    while (top > HBM_MIN_BYTES && 2 * top > budget)
-        top /= 4;
+    uint64_t sizes[HBM_SIZES];
+    size_t budget = 0, n = 0;
+    int l2 = 0, rc = free_budget(&budget, err);
+    if (rc == SPSIM_OK)
+        rc = spsim_gpu_cuda(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0),
+                            "cudaDeviceGetAttribute (L2 cache size)", err);
+    if (rc == SPSIM_OK)
+        n = spsim_gpu_hbm_sizes((uint64_t)l2, budget, sizes, HBM_SIZES);
+    p->total = p->done + n;
     *out = spsim_calloc(HBM_SIZES, sizeof(**out));
     if (rc == SPSIM_OK && !*out)
         rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory for copy samples");
-    if (rc == SPSIM_OK && (rc = spsim_gpu_alloc(&x->a, top, "copy source", err)) == SPSIM_OK &&
-        (rc = spsim_gpu_alloc(&x->b, top, "copy destination", err)) == SPSIM_OK)
-        rc = spsim_gpu_fill(x->a, top, SPSIM_DTYPE_BF16, err);
-    for (uint64_t bytes = HBM_MIN_BYTES; rc == SPSIM_OK && bytes <= HBM_MAX_BYTES; bytes *= 4) {
-        tick(p, "hbm copy %llu B", (unsigned long long)bytes);
-        if (bytes > top)
-            continue;
-        double sec = 0;
-        x->copy_bytes = bytes;
-        rc = time_launches(launch_copy, x, x->stream, x->ev, p->o, &sec, err);
-        /* A copy reads and writes every byte: 2 × bytes of HBM traffic. */
-        (*out)[(*nout)++] = (struct spsim_hbm_sample){bytes, sec, 2.0 * (double)bytes / sec / 1e9};
+    if (rc == SPSIM_OK && (set_info(t, "l2_cache_bytes", "%d", l2) ||
+                           set_info(t, "hbm_copy_sizes", "%zu powers of two from %llu B", n,
+                                    n ? (unsigned long long)sizes[0] : 0ull)))
+        rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory recording provenance");
+    for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
+        tick(p, "hbm copy %llu B", (unsigned long long)sizes[i]);
+        if ((rc = time_copy(x, sizes[i], p->o, &(*out)[*nout], err)) == SPSIM_OK)
+            ++*nout;
     }
-    bench_free_buffers(x);
     return rc;
 }
 
@@ -429,8 +458,13 @@ measure_local(struct spsim_gpu_gemm_shape *v, size_t n, struct spsim_bw_table *t
     if (rc == SPSIM_OK)
         rc = measure_gemms(&x, v, n, &skipped, gemms, ngemms, p, err);
     if (rc == SPSIM_OK)
-        rc = measure_hbm(&x, hbm, nhbm, p, err);
-    if (rc == SPSIM_OK && set_info(t, "gemm_shapes_skipped", "%zu", skipped))
+        rc = measure_hbm(&x, t, hbm, nhbm, p, err);
+    if (rc == SPSIM_OK &&
+        (set_info(t, "gemm_shapes_skipped", "%zu", skipped) ||
+         spsim_bw_table_set_info(t, "fp8_accumulation",
+                                 "each FP8 shape twice: fast accumulation "
+                                 "(CUBLASLT_MATMUL_DESC_FAST_ACCUM = 1, Transformer Engine's "
+                                 "fprop) and split accumulator (0, its dgrad and wgrad)")))
         rc = spsim_fail(err, SPSIM_ENOMEM, "calibrate: out of memory recording provenance");
     bench_close(&x);
     return rc;
@@ -465,7 +499,9 @@ spsim_gpu_impl_calibrate(const struct spsim_gpu_calibrate_options *o,
         rc = spsim_gpu_calibrate_shapes(o, &shapes, &nshapes, err);
     if (rc == SPSIM_OK) {
         nsizes = spsim_gpu_sweep_sizes(o, sizes, MAX_SIZES);
-        struct progress p = {o, 0, 4 * nsizes + HBM_SIZES + nshapes * (o->fp8 ? 2 : 1)};
+        struct spsim_gpu_gemm_variant var[3];
+        size_t nvar = spsim_gpu_gemm_variants(o->fp8, var);
+        struct progress p = {o, 0, 4 * nsizes + HBM_SIZES + nshapes * nvar};
         rc = measure_collectives(o, collectives, &p, sizes, nsizes, err);
         /* Under MPI the GEMMs and copies of one GPU are enough: rank 0 measures them. */
         if (rc == SPSIM_OK && spsim_gpu_impl_mpi_rank() == 0)

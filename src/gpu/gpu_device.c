@@ -190,7 +190,8 @@ dtype_bytes(enum spsim_dtype dtype)
 }
 
 int
-spsim_gpu_fill(void *dev, size_t bytes, enum spsim_dtype dtype, struct spsim_error *err)
+spsim_gpu_fill(void *dev, size_t bytes, enum spsim_dtype dtype, cudaStream_t stream,
+               struct spsim_error *err)
 {
     /* One host chunk of at most 16 MiB, then doubling device-to-device copies. */
     size_t chunk = bytes < (16u << 20) ? bytes : (16u << 20);
@@ -203,13 +204,17 @@ spsim_gpu_fill(void *dev, size_t bytes, enum spsim_dtype dtype, struct spsim_err
         uint32_t v = random_bits(dtype, &state);
         memcpy(host + i, &v, esize); /* little-endian: the low esize bytes */
     }
-    int rc = spsim_gpu_cuda(cudaMemcpy(dev, host, chunk, cudaMemcpyHostToDevice),
-                            "fill GPU buffer (cudaMemcpy host to device)", err);
+    int rc = spsim_gpu_cuda(cudaMemcpyAsync(dev, host, chunk, cudaMemcpyHostToDevice, stream),
+                            "fill GPU buffer (cudaMemcpyAsync host to device)", err);
+    /* The host chunk is freed next: the copy out of it must be complete. */
+    if (rc == SPSIM_OK)
+        rc = spsim_gpu_cuda(cudaStreamSynchronize(stream), "fill GPU buffer (synchronise)", err);
     free(host);
     for (size_t done = chunk; rc == SPSIM_OK && done < bytes; done *= 2) {
         size_t n = done <= bytes - done ? done : bytes - done;
-        rc = spsim_gpu_cuda(cudaMemcpy((char *)dev + done, dev, n, cudaMemcpyDeviceToDevice),
-                            "fill GPU buffer (cudaMemcpy device to device)", err);
+        rc = spsim_gpu_cuda(
+            cudaMemcpyAsync((char *)dev + done, dev, n, cudaMemcpyDeviceToDevice, stream),
+            "fill GPU buffer (cudaMemcpyAsync device to device)", err);
     }
     return rc;
 }

@@ -99,8 +99,11 @@ static void
 describe(const struct spsim_gpu_gemm_spec *s, const char *call, char *buf, size_t cap)
 {
     const struct spsim_gpu_gemm_shape *x = &s->shape;
-    snprintf(buf, cap, "cuBLASLt %s GEMM M=%llu N=%llu K=%llu batch=%llu%s (%s)",
-             spsim_dtype_name(s->dtype), (unsigned long long)x->m, (unsigned long long)x->n,
+    const char *acc = s->dtype != SPSIM_DTYPE_FP8 ? ""
+                      : s->fast_accum             ? " fast-accumulate"
+                                                  : " split-accumulate";
+    snprintf(buf, cap, "cuBLASLt %s%s GEMM M=%llu N=%llu K=%llu batch=%llu%s (%s)",
+             spsim_dtype_name(s->dtype), acc, (unsigned long long)x->m, (unsigned long long)x->n,
              (unsigned long long)x->k, (unsigned long long)x->batch,
              output_bytes(s) == 4 ? " into fp32" : "", call);
 }
@@ -131,6 +134,16 @@ make_desc(struct spsim_gpu_gemm *g)
         s = cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+    /* FP8 accumulation as Transformer Engine sets it (common/gemm/cublaslt_gemm.cu: the int8
+     * FAST_ACCUM attribute is !use_split_accumulator): fast accumulation, which cuBLASLt's
+     * documentation says may run faster as partial sums are not periodically promoted to
+     * higher precision, for fprop; the split accumulator for dgrad and wgrad
+     * (pytorch/module/base.py: _2X_ACC_FPROP False, _2X_ACC_DGRAD and _WGRAD True). Set either
+     * way, so that cuBLASLt's default does not decide. */
+    int8_t fast = g->spec.fast_accum ? 1 : 0;
+    if (s == CUBLAS_STATUS_SUCCESS && g->spec.dtype == SPSIM_DTYPE_FP8)
+        s = cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                           sizeof(fast));
     return s;
 }
 

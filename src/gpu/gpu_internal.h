@@ -49,9 +49,16 @@ int spsim_gpu_alloc(void **ptr, size_t bytes, const char *what, struct spsim_err
  * Fill a device buffer with finite pseudo-random values of `dtype` (BF16/FP16 in ±[2^-7, 2),
  * FP8 E4M3 below 2 in magnitude, FP32 words whose high half is such a BF16). Zeros would make
  * GEMMs run faster than on real data: tensor cores draw less power on zero operands and hold
- * higher clocks.
+ * higher clocks. The copies are queued on `stream`, the stream that then uses the buffer.
+ *
+ * Why a stream: every stream of this module is created cudaStreamNonBlocking, which does not
+ * synchronise with the legacy default stream (CUDA Runtime API, "Stream synchronization
+ * behavior"); a plain cudaMemcpy device to device or cudaMemset is asynchronous on that
+ * stream, so work queued next on a module stream could read the buffer before it is written.
+ * No host-side set-up call of this module may use the legacy stream (tests/gpu_streams.sh).
  */
-int spsim_gpu_fill(void *dev, size_t bytes, enum spsim_dtype dtype, struct spsim_error *err);
+int spsim_gpu_fill(void *dev, size_t bytes, enum spsim_dtype dtype, cudaStream_t stream,
+                   struct spsim_error *err);
 
 /* ---- cuBLASLt GEMMs -------------------------------------------------------------------- */
 
@@ -71,6 +78,7 @@ struct spsim_gpu_gemm_spec {
     enum spsim_dtype dtype; /* BF16, FP16 or FP8 (E4M3) inputs */
     bool fp32_output;       /* D in FP32 (BF16/FP16 inputs only), else 16-bit (FP8: BF16) */
     bool accumulate;        /* beta = 1 */
+    bool fast_accum;        /* FP8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM (else split accumulator) */
 };
 
 /** A prepared GEMM: descriptors and the algorithm cuBLASLt's heuristic chose. */
@@ -127,6 +135,14 @@ void spsim_gpu_comm_close(struct spsim_gpu_comm *c);
  * rank in nccl-tests' sense (AG: sent, RS: received, Send/Recv: sent to rank + 1). */
 int spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t count,
                           ncclDataType_t type, struct spsim_error *err);
+
+/** Launch one collective on member i alone (its own NCCL group), for the thread driving it. */
+int spsim_gpu_coll_launch_member(struct spsim_gpu_comm *c, int i, enum spsim_coll_op op,
+                                 uint64_t count, ncclDataType_t type, struct spsim_error *err);
+
+/** Abort every member's communicator (ncclCommAbort), so that threads waiting on a collective
+ * that will never complete return; the communicators are then closed. */
+void spsim_gpu_comm_abort(struct spsim_gpu_comm *c);
 
 /** Time one collective: warm-up, then `iters` back to back between CUDA events; the slowest
  * member's elapsed / iters (under MPI averaged over ranks, as nccl-tests -a 1). */

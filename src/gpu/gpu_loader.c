@@ -4,12 +4,15 @@
  * runtime it needs cannot be loaded, every call returns SPSIM_ENOTSUP saying why. Options are
  * checked before anything is loaded, so a bad option is reported as such in every build.
  */
+/* dladdr() and Dl_info are GNU extensions of <dlfcn.h> (glibc guards them with __USE_GNU). */
+#define _GNU_SOURCE
 #include "config.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
+#include <string.h>
 #if HAVE_CUDA
 #include <dlfcn.h>
 #endif
@@ -22,28 +25,57 @@ spsim_gpu_built(void)
     return HAVE_CUDA;
 }
 
+const char *
+spsim_gpu_module_choose(const char *env, const char *self, const char *build_root,
+                        const char *build_module, const char *install_module)
+{
+    if (env && *env)
+        return env;
+    /* Only a library (or test program) that was itself loaded from the build tree takes the
+     * build tree's module: an installed libspsim must not pick up a stale or differently
+     * configured module just because the build directory it was installed from still exists. */
+    size_t n = build_root ? strlen(build_root) : 0;
+    while (n > 1 && build_root[n - 1] == '/')
+        n--;
+    if (self && n > 0 && strncmp(self, build_root, n) == 0 && self[n] == '/')
+        return build_module;
+    return install_module;
+}
+
 #if HAVE_CUDA
 static const struct spsim_gpu_vtable *loaded;
 static char load_error[SPSIM_ERROR_MESSAGE_MAX];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-static const char *
-module_path(void)
+/* The canonical path of the file this code was loaded from: libspsim.so, or the program that
+ * links the library statically (a test); "" when neither can be resolved. */
+static void
+self_path(char buf[PATH_MAX])
 {
-    /* $SPSIM_GPU_MODULE, then the build tree this library came from, then the install. */
-    const char *env = getenv("SPSIM_GPU_MODULE");
-    if (env && *env)
-        return env;
-    struct stat st;
-    if (stat(SPSIM_GPU_MODULE_BUILD_PATH, &st) == 0)
-        return SPSIM_GPU_MODULE_BUILD_PATH;
-    return SPSIM_GPU_MODULE_INSTALL_PATH;
+    Dl_info info;
+    buf[0] = '\0';
+    if (dladdr((void *)(uintptr_t)spsim_gpu_built, &info) && info.dli_fname &&
+        realpath(info.dli_fname, buf))
+        return;
+    if (!realpath("/proc/self/exe", buf)) /* dladdr names the main program as it was invoked */
+        buf[0] = '\0';
+}
+
+static const char *
+module_path(char self[PATH_MAX], char root[PATH_MAX])
+{
+    self_path(self);
+    if (!realpath(SPSIM_BUILD_ROOT, root)) /* the build tree is gone: not loaded from it */
+        root[0] = '\0';
+    return spsim_gpu_module_choose(getenv("SPSIM_GPU_MODULE"), self, root,
+                                   SPSIM_GPU_MODULE_BUILD_PATH, SPSIM_GPU_MODULE_INSTALL_PATH);
 }
 
 static void
 load(void)
 {
-    const char *path = module_path();
+    static char self[PATH_MAX], root[PATH_MAX];
+    const char *path = module_path(self, root);
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         snprintf(load_error, sizeof(load_error),

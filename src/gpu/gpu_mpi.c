@@ -47,7 +47,7 @@ spsim_gpu_mpi_begin(int *rank, int *size, int *local_rank, int *nodes, struct sp
         rc = mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, rank), "MPI_Comm_rank", err);
     if (rc == SPSIM_OK)
         rc = mpi_check(MPI_Comm_size(MPI_COMM_WORLD, size), "MPI_Comm_size", err);
-    /* The ranks sharing this node's memory: the local rank picks the GPU. */
+    /* The ranks sharing this node's memory: the local rank picks a GPU (spsim_gpu_rank_device). */
     MPI_Comm node = MPI_COMM_NULL;
     if (rc == SPSIM_OK)
         rc = mpi_check(

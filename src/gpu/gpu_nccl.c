@@ -46,20 +46,16 @@ open_mpi(struct spsim_gpu_comm *c, struct spsim_error *err)
     if (rc != SPSIM_OK)
         return rc;
     rc = spsim_gpu_impl_device_count(&n, err);
-    if (rc == SPSIM_OK && local >= n)
-        rc = spsim_fail(err, SPSIM_ENOTSUP,
-                        "MPI rank %d is rank %d on its node, which has %d "
-                        "GPUs: start one rank per GPU",
-                        rank, local, n);
+    int device = spsim_gpu_rank_device(local, n);
     if (rc == SPSIM_OK)
-        rc = spsim_gpu_use(local, err);
+        rc = spsim_gpu_use(device, err);
     if ((rc = agree(rc, "selecting a GPU", err)))
         return rc;
     c->mpi = true;
     c->nlocal = 1;
     c->nranks = size;
     c->rank0 = rank;
-    c->devices[0] = local;
+    c->devices[0] = device;
     /* Rank 0 sends the id, or its failure, so that no rank waits for an id that never comes. */
     struct {
         int ok;
@@ -91,10 +87,14 @@ open_member(struct spsim_gpu_comm *c, int i, struct spsim_error *err)
         (rc = spsim_gpu_alloc(&c->send[i], c->buffer_bytes, "collective send buffer", err)) ||
         (rc = spsim_gpu_alloc(&c->recv[i], c->buffer_bytes, "collective receive buffer", err)))
         return rc;
-    /* Defined contents; the values do not change NCCL's speed. */
-    if ((rc = spsim_gpu_cuda(cudaMemset(c->send[i], 0, c->buffer_bytes), "cudaMemset", err)))
+    /* Defined contents; the values do not change NCCL's speed. On the member's stream, where
+     * the collectives run: the legacy default stream does not order a non-blocking stream. */
+    cudaStream_t s = c->streams[i];
+    if ((rc = spsim_gpu_cuda(cudaMemsetAsync(c->send[i], 0, c->buffer_bytes, s),
+                             "cudaMemsetAsync (collective send buffer)", err)))
         return rc;
-    return spsim_gpu_cuda(cudaMemset(c->recv[i], 0, c->buffer_bytes), "cudaMemset", err);
+    return spsim_gpu_cuda(cudaMemsetAsync(c->recv[i], 0, c->buffer_bytes, s),
+                          "cudaMemsetAsync (collective receive buffer)", err);
 }
 
 int
@@ -167,9 +167,10 @@ type_bytes(ncclDataType_t type)
     return type == ncclFloat32 ? 4 : 2; /* the two types spsim uses: float and bf16 */
 }
 
-int
-spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t count,
-                      ncclDataType_t type, struct spsim_error *err)
+/* Members lo .. hi-1 in one NCCL group: all of this process's, or one thread's own. */
+static int
+launch_group(struct spsim_gpu_comm *c, int lo, int hi, enum spsim_coll_op op, uint64_t count,
+             ncclDataType_t type, struct spsim_error *err)
 {
     bool whole = op == SPSIM_COLL_ALL_GATHER || op == SPSIM_COLL_REDUCE_SCATTER;
     if (count * type_bytes(type) * (whole ? (uint64_t)c->nranks : 1) > c->buffer_bytes)
@@ -178,13 +179,41 @@ spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t 
                           "%zu-byte buffers",
                           spsim_coll_op_name(op), (unsigned long long)count, c->buffer_bytes);
     ncclResult_t first = ncclGroupStart();
-    for (int i = 0; first == ncclSuccess && i < c->nlocal; i++)
+    for (int i = lo; first == ncclSuccess && i < hi; i++)
         first = launch_one(c, i, op, count, type);
     ncclResult_t end = ncclGroupEnd(); /* always, to close the group */
     char step[96];
     snprintf(step, sizeof(step), "NCCL %s of %llu elements per rank", spsim_coll_op_name(op),
              (unsigned long long)count);
     return spsim_gpu_nccl(first != ncclSuccess ? first : end, step, err);
+}
+
+int
+spsim_gpu_coll_launch(struct spsim_gpu_comm *c, enum spsim_coll_op op, uint64_t count,
+                      ncclDataType_t type, struct spsim_error *err)
+{
+    return launch_group(c, 0, c->nlocal, op, count, type, err);
+}
+
+int
+spsim_gpu_coll_launch_member(struct spsim_gpu_comm *c, int i, enum spsim_coll_op op, uint64_t count,
+                             ncclDataType_t type, struct spsim_error *err)
+{
+    /* A group even for one member: Send/Recv's send and receive must be one operation, or
+     * each rank's send waits for a receive its peer has not posted. */
+    return launch_group(c, i, i + 1, op, count, type, err);
+}
+
+void
+spsim_gpu_comm_abort(struct spsim_gpu_comm *c)
+{
+    /* ncclCommAbort makes the pending operations of a communicator return (NCCL
+     * documentation, "Fault tolerance"); the handle is gone after it. */
+    for (int i = 0; i < c->nlocal; i++)
+        if (c->comms[i]) {
+            (void)ncclCommAbort(c->comms[i]);
+            c->comms[i] = NULL;
+        }
 }
 
 static int
@@ -239,10 +268,15 @@ load_ranks(struct spsim_gpu_comm *c, float *host, uint64_t count, struct spsim_e
     for (int i = 0; rc == SPSIM_OK && i < c->nlocal; i++) {
         for (uint64_t j = 0; j < count; j++)
             host[j] = (float)(c->rank0 + i + 1);
+        /* On the stream the check's collectives run on; synchronised because the next member
+         * refills the same host buffer. */
         if ((rc = spsim_gpu_use(c->devices[i], err)) == SPSIM_OK)
-            rc = spsim_gpu_cuda(
-                cudaMemcpy(c->send[i], host, count * sizeof(float), cudaMemcpyHostToDevice),
-                "load verification data (cudaMemcpy)", err);
+            rc = spsim_gpu_cuda(cudaMemcpyAsync(c->send[i], host, count * sizeof(float),
+                                                cudaMemcpyHostToDevice, c->streams[i]),
+                                "load verification data (cudaMemcpyAsync)", err);
+        if (rc == SPSIM_OK)
+            rc = spsim_gpu_cuda(cudaStreamSynchronize(c->streams[i]),
+                                "load verification data (synchronise)", err);
     }
     return rc;
 }
@@ -257,9 +291,11 @@ count_wrong(struct spsim_gpu_comm *c, enum spsim_coll_op op, float *host, uint64
     int rc = sync_all(c, err);
     for (int i = 0; rc == SPSIM_OK && i < c->nlocal; i++) {
         if ((rc = spsim_gpu_use(c->devices[i], err)) ||
-            (rc = spsim_gpu_cuda(
-                 cudaMemcpy(host, c->recv[i], total * sizeof(float), cudaMemcpyDeviceToHost),
-                 "read verification result (cudaMemcpy)", err)))
+            (rc = spsim_gpu_cuda(cudaMemcpyAsync(host, c->recv[i], total * sizeof(float),
+                                                 cudaMemcpyDeviceToHost, c->streams[i]),
+                                 "read verification result (cudaMemcpyAsync)", err)) ||
+            (rc = spsim_gpu_cuda(cudaStreamSynchronize(c->streams[i]),
+                                 "read verification result (synchronise)", err)))
             break;
         for (uint64_t j = 0; j < total; j++) {
             double want = op == SPSIM_COLL_ALL_GATHER ? (double)(j / count + 1)

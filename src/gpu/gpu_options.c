@@ -253,6 +253,52 @@ spsim_gpu_calibrate_shapes(const struct spsim_gpu_calibrate_options *o,
     return SPSIM_OK;
 }
 
+size_t
+spsim_gpu_hbm_sizes(uint64_t l2_bytes, uint64_t budget_bytes, uint64_t *sizes, size_t cap)
+{
+    /* A copy of c bytes streams from HBM only when it is well beyond the L2: repeated over the
+     * same buffers, a copy that fits (H100/H200 have 50 MB, NVIDIA H100 Tensor Core GPU
+     * Architecture whitepaper) is served from the L2 and beats the datasheet's HBM rate. At
+     * SPSIM_GPU_HBM_L2_MULTIPLE times the L2, at most a quarter of each copy could still be
+     * in the L2 when it starts, and none is, as the last bytes written evict the first ones
+     * read. The floor keeps the copy long beside its launch: 64 MiB at 3.35 TB/s (H100 SXM)
+     * is 40 us, against about 5 us to launch. */
+    uint64_t want = SPSIM_GPU_HBM_L2_MULTIPLE * l2_bytes, size = SPSIM_GPU_HBM_MIN_BYTES;
+    while (size < want && size < SPSIM_GPU_HBM_MAX_BYTES)
+        size *= 2;
+    size_t n = 0;
+    /* Source and destination are allocated fresh for each size: 2 x size must fit. */
+    for (; n < cap && size <= SPSIM_GPU_HBM_MAX_BYTES && size <= budget_bytes / 2; size *= 2)
+        sizes[n++] = size;
+    return n;
+}
+
+size_t
+spsim_gpu_gemm_variants(bool fp8, struct spsim_gpu_gemm_variant v[3])
+{
+    /* Transformer Engine (pytorch/module/base.py _2X_ACC_FPROP = False, _2X_ACC_DGRAD =
+     * _2X_ACC_WGRAD = True; recipe Float8CurrentScaling the same) runs both FP8 modes in one
+     * training step, and they differ in speed: each shape is measured both ways. */
+    v[0] = (struct spsim_gpu_gemm_variant){SPSIM_DTYPE_BF16, false};
+    if (!fp8)
+        return 1;
+    v[1] = (struct spsim_gpu_gemm_variant){SPSIM_DTYPE_FP8, true};
+    v[2] = (struct spsim_gpu_gemm_variant){SPSIM_DTYPE_FP8, false};
+    return 3;
+}
+
+int
+spsim_gpu_rank_device(int local_rank, int visible)
+{
+    if (local_rank < 0 || visible < 1)
+        return -1;
+    /* Slurm --gpus-per-task=1 (or CUDA_VISIBLE_DEVICES set per rank) shows each rank one GPU,
+     * device 0, whatever its local rank; with the node's GPUs all visible, local rank r takes
+     * GPU r. Two ranks that land on one physical GPU are NCCL's to report ("Duplicate GPU
+     * detected"): the visible count alone cannot tell a shared GPU from a per-rank one. */
+    return local_rank % visible;
+}
+
 bool
 spsim_gpu_mpi_launched(void)
 {

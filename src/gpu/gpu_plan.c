@@ -52,6 +52,9 @@ plan_compute(struct spsim_gpu_validate_step *o, const struct spsim_step *st,
          * main_grad (fused_weight_gradient_mlp_cuda wgrad_gemm_accum_fp32). The FP8 replay
          * writes BF16: cuBLASLt's FP8 kernels are only certain with a 16-bit output. */
         o->fp32_output = st->pass == SPSIM_PASS_WGRAD && cfg->dtype != SPSIM_DTYPE_FP8;
+        /* Transformer Engine's FP8 recipes: fprop with fast accumulation, dgrad and wgrad with
+         * the split accumulator (pytorch/module/base.py _2X_ACC_*; recompute is fprop). */
+        o->fp8_fast_accum = cfg->dtype == SPSIM_DTYPE_FP8 && st->pass == SPSIM_PASS_FWD;
         o->copy_bytes = (uint64_t)st->bytes; /* the bias gradient's reduction, a copy too */
         break;
     case SPSIM_OPK_BMM:
@@ -95,6 +98,36 @@ plan_step(struct spsim_gpu_validate_step *o, const struct spsim_step *st,
     o->predicted_compute_s = c->compute_s;
     o->predicted_comm_s = c->comm_s;
     o->predicted_s = c->compute_s + c->exposed_comm_s;
+}
+
+static uint64_t
+ring_align(uint64_t bytes)
+{
+    return (bytes + SPSIM_GPU_RING_ALIGN - 1) / SPSIM_GPU_RING_ALIGN * SPSIM_GPU_RING_ALIGN;
+}
+
+void
+spsim_gpu_ring_init(struct spsim_gpu_ring *r, uint64_t largest, uint64_t l2_bytes)
+{
+    r->size = 3 * ring_align(largest) + SPSIM_GPU_RING_L2_MULTIPLE * ring_align(l2_bytes);
+    r->next = 0;
+}
+
+uint64_t
+spsim_gpu_ring_take(struct spsim_gpu_ring *r, uint64_t bytes)
+{
+    uint64_t b = ring_align(bytes);
+    if (r->next + b > r->size)
+        r->next = 0;
+    uint64_t at = r->next;
+    r->next += b;
+    return at;
+}
+
+uint64_t
+spsim_gpu_step_copy(const struct spsim_gpu_validate_step *s)
+{
+    return s->copy_bytes / 2;
 }
 
 int

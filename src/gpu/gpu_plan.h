@@ -50,6 +50,100 @@ uint64_t spsim_gpu_coll_count(enum spsim_coll_op op, uint64_t size_bytes, uint32
 /** Check validate options (NULL: the defaults, fine). @return SPSIM_OK or SPSIM_EINVAL */
 int spsim_gpu_validate_check(const struct spsim_gpu_validate_options *o, struct spsim_error *err);
 
+/**
+ * The GPU module libspsim loads: `env` ($SPSIM_GPU_MODULE) when set and non-empty; else
+ * `build_module` when `self`, the canonical path of the file libspsim's code was loaded from,
+ * lies inside the canonical `build_root`; else `install_module`.
+ */
+const char *spsim_gpu_module_choose(const char *env, const char *self, const char *build_root,
+                                    const char *build_module, const char *install_module);
+
+/* HBM copies of a calibration: powers of two from SPSIM_GPU_HBM_L2_MULTIPLE × the L2 size (at
+ * least SPSIM_GPU_HBM_MIN_BYTES) up to SPSIM_GPU_HBM_MAX_BYTES; at most 4 sizes. */
+#define SPSIM_GPU_HBM_L2_MULTIPLE 4
+#define SPSIM_GPU_HBM_MIN_BYTES   (64ull << 20)
+#define SPSIM_GPU_HBM_MAX_BYTES   (4ull << 30)
+#define SPSIM_GPU_HBM_MAX_SIZES   4
+
+/**
+ * The copy sizes of the HBM measurement for a GPU with `l2_bytes` of L2
+ * (cudaDevAttrL2CacheSize) and `budget_bytes` of device memory to use: the powers of two from
+ * the smallest at least 4 × L2 (and 64 MiB), doubling, each with fresh source and destination
+ * buffers that fit the budget together. @return the number written (≤ cap; 0 when even the
+ * first does not fit)
+ */
+size_t spsim_gpu_hbm_sizes(uint64_t l2_bytes, uint64_t budget_bytes, uint64_t *sizes, size_t cap);
+
+/** One way a calibration runs its GEMMs: the input type and, for FP8, the accumulation. */
+struct spsim_gpu_gemm_variant {
+    enum spsim_dtype dtype;
+    bool fast_accum;
+};
+
+/** The GEMM variants a calibration measures, in order: BF16; with `fp8` also FP8 with fast
+ * accumulation (Transformer Engine's fprop) and FP8 with the split accumulator (its dgrad and
+ * wgrad). @return how many (1 or 3) */
+size_t spsim_gpu_gemm_variants(bool fp8, struct spsim_gpu_gemm_variant v[3]);
+
+/* ---- where the replay's copies go ------------------------------------------------------- */
+
+/* Every copy of the replay reads and writes its own stretch of one ring buffer, so that no
+ * byte is touched again before SPSIM_GPU_RING_L2_MULTIPLE × the L2 size of other bytes have
+ * been: a memory-bound op then streams from HBM as the real one does on tensors no other op has
+ * just touched, instead of hitting in the L2 (two buffers reused by every copy stay there). */
+#define SPSIM_GPU_RING_L2_MULTIPLE 2
+/* Stretches start at multiples of 256 bytes (cudaMalloc's alignment, CUDA Programming Guide,
+ * "Device Memory Accesses"), so that each copy runs at the aligned rate. */
+#define SPSIM_GPU_RING_ALIGN 256u
+
+struct spsim_gpu_ring {
+    uint64_t size; /* bytes */
+    uint64_t next; /* offset of the next stretch */
+};
+
+/**
+ * A ring for copies of at most `largest` bytes each on a GPU with `l2_bytes` of L2:
+ * 3 × largest (aligned) + SPSIM_GPU_RING_L2_MULTIPLE × L2. Taking a stretch wraps to 0 when it
+ * does not fit before the end; between two takes that share a byte, the takes in between cover
+ * at least size − 3 × largest distinct bytes (the rest of the lap less the wasted tail, and the
+ * new lap's start), which is the L2 multiple.
+ */
+void spsim_gpu_ring_init(struct spsim_gpu_ring *r, uint64_t largest, uint64_t l2_bytes);
+/** The offset of the next stretch of `bytes` (≤ the ring's largest). */
+uint64_t spsim_gpu_ring_take(struct spsim_gpu_ring *r, uint64_t bytes);
+
+/** The bytes one memory-bound copy of step s moves each way (its HBM traffic is read + written:
+ * half of copy_bytes); 0 without a copy. */
+uint64_t spsim_gpu_step_copy(const struct spsim_gpu_validate_step *s);
+
+/* ---- one host thread per GPU (gpu_threads.c) --------------------------------------------- */
+
+struct spsim_gpu_threads;
+
+/** The body of thread j: its failure goes into err (the thread's own). A thread that stops
+ * because another failed returns SPSIM_OK, so that the first real failure is what is reported. */
+typedef int (*spsim_gpu_thread_fn)(struct spsim_gpu_threads *t, void *ctx, int j,
+                                   struct spsim_error *err);
+
+/**
+ * Run fn(t, ctx, j, ...) for j = 0 .. n-1, each on a thread of its own, and wait for all.
+ * When one has failed and others are still running `grace_s` seconds later (waiting, say, in
+ * a collective for the member that failed), stall(ctx) is called once to make them return
+ * (NULL: wait on). @return SPSIM_OK, or the first failure (in time), its error copied into err
+ */
+int spsim_gpu_run_threads(int n, spsim_gpu_thread_fn fn, void (*stall)(void *ctx), void *ctx,
+                          double grace_s, struct spsim_error *err);
+
+/** A barrier of the running threads (one that has returned counts as arrived): true when no
+ * thread has failed, counting `ok` of this one. */
+bool spsim_gpu_threads_agree(struct spsim_gpu_threads *t, bool ok);
+
+/** True once a thread has failed (at a barrier or by returning a failure). */
+bool spsim_gpu_threads_failed(struct spsim_gpu_threads *t);
+
+/** The device an MPI rank drives: local_rank % visible (-1 for a negative rank or no device). */
+int spsim_gpu_rank_device(int local_rank, int visible);
+
 /** True when the process was started by an MPI launcher with more than one rank. */
 bool spsim_gpu_mpi_launched(void);
 

@@ -2,6 +2,10 @@
  * spsim_gpu_impl_validate(): one transformer layer replayed on tp local GPUs, step by step in the
  * schedule's order, each step timed with CUDA events.
  *
+ * One host thread per GPU (gpu_threads.c), as Megatron runs one process per GPU: each binds its
+ * device once, queries its properties once, and queues only its own GPU's work, so that a
+ * small step is not launch-bound on n GPUs driven one after another from one thread.
+ *
  * Each GPU has a compute stream and a collective stream (the communicator's). A step records
  * c0 on the compute stream; its collective, if any, waits for c0 on the collective stream
  * (so it starts where Megatron issues it: after the previous step's work) and runs between k0
@@ -10,6 +14,10 @@
  * overlaps (the wgrad re-gather beside dgrad, the dgrad ReduceScatter/AllReduce beside wgrad)
  * thus runs beside its GEMM; the others are alone in their step and are waited for, which is
  * what Megatron's synchronous calls do.
+ *
+ * Memory-bound ops are copies of the op's bytes between stretches of a ring buffer
+ * (spsim_gpu_ring_take), so that, like the real op on tensors no other op has just touched,
+ * they stream from HBM instead of hitting in the L2.
  */
 #include "config.h"
 
@@ -19,18 +27,28 @@
 #include "gpu_internal.h"
 
 enum { EV_C0, EV_C1, EV_K0, EV_K1, EV_END, EV_COUNT };
+enum { T_COMPUTE, T_COMM, T_STEP };
+
+/* How long the others may run on after one GPU's thread failed before their collectives are
+ * aborted: far beyond one pass of any layer (GPT-3 175B at tp 1 is about 50 ms on an H200). */
+#define STALL_GRACE_S 10.0
 
 struct member {
-    int device;
+    int device, index;
+    int cc_major, cc_minor; /* queried once */
+    int l2_bytes;
     cudaStream_t compute;
     struct spsim_gpu_blas blas;
     struct spsim_gpu_gemm gemm[SPSIM_MAX_SCHEDULE_STEPS];
     cudaEvent_t ev[SPSIM_MAX_SCHEDULE_STEPS][EV_COUNT];
-    void *a, *b, *d, *src, *dst;
+    void *a, *b, *d, *ring;
+    struct spsim_gpu_ring rg;
+    double sum[SPSIM_MAX_SCHEDULE_STEPS][3], fwd, bwd; /* over the timed passes */
 };
 
 struct replay {
     struct spsim_gpu_validate_report *r;
+    const struct spsim_gpu_validate_options *o;
     int n;            /* GPUs: tp */
     struct member *m; /* n of them */
     struct spsim_gpu_comm comm;
@@ -45,25 +63,24 @@ step_spec(const struct spsim_gpu_validate_step *s)
         .dtype = s->dtype,
         .fp32_output = s->fp32_output,
         .accumulate = s->fp32_output, /* main_grad += dW */
+        .fast_accum = s->fp8_fast_accum,
     };
 }
 
 /* The largest operand of each kind over all steps, and the largest copy. */
 static void
-buffer_sizes(const struct spsim_gpu_validate_report *r, size_t size[5])
+buffer_sizes(const struct spsim_gpu_validate_report *r, size_t size[4])
 {
-    memset(size, 0, 5 * sizeof(size[0]));
+    memset(size, 0, 4 * sizeof(size[0]));
     for (size_t i = 0; i < r->nsteps; i++) {
         const struct spsim_gpu_validate_step *s = &r->steps[i];
-        size_t x[3] = {0, 0, 0};
+        size_t x[4] = {0, 0, 0, (size_t)spsim_gpu_step_copy(s)};
         if (s->gemms) {
             struct spsim_gpu_gemm_spec spec = step_spec(s);
             spsim_gpu_gemm_bytes(&spec, &x[0], &x[1], &x[2]);
         }
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             size[k] = x[k] > size[k] ? x[k] : size[k];
-        size_t copy = (size_t)(s->copy_bytes / 2); /* a copy of c bytes moves 2c */
-        size[3] = size[4] = copy > size[3] ? copy : size[3];
     }
 }
 
@@ -81,20 +98,24 @@ static int
 member_buffers(struct member *mb, const struct spsim_gpu_validate_report *r,
                struct spsim_error *err)
 {
-    size_t size[5];
+    size_t size[4];
     buffer_sizes(r, size);
-    void **ptr[5] = {&mb->a, &mb->b, &mb->d, &mb->src, &mb->dst};
-    static const char *const what[5] = {"replay GEMM operand A", "replay GEMM operand B",
-                                        "replay GEMM output", "replay copy source",
-                                        "replay copy destination"};
-    int rc = SPSIM_OK;
-    for (int k = 0; rc == SPSIM_OK && k < 5; k++)
-        rc = spsim_gpu_alloc(ptr[k], size[k], what[k], err);
+    spsim_gpu_ring_init(&mb->rg, size[3], (uint64_t)mb->l2_bytes);
+    size_t ring = size[3] ? (size_t)mb->rg.size : 0;
+    int rc;
+    if ((rc = spsim_gpu_alloc(&mb->a, size[0], "replay GEMM operand A", err)) ||
+        (rc = spsim_gpu_alloc(&mb->b, size[1], "replay GEMM operand B", err)) ||
+        (rc = spsim_gpu_alloc(&mb->d, size[2], "replay GEMM output", err)) ||
+        (rc = spsim_gpu_alloc(&mb->ring, ring, "replay copy ring", err)))
+        return rc;
     enum spsim_dtype t = fill_type(r);
-    if (rc == SPSIM_OK && (rc = spsim_gpu_fill(mb->a, size[0], t, err)) == SPSIM_OK &&
-        (rc = spsim_gpu_fill(mb->b, size[1], t, err)) == SPSIM_OK)
-        rc = spsim_gpu_fill(mb->d, size[2], SPSIM_DTYPE_FP32, err); /* read by accumulation */
-    return rc;
+    cudaStream_t s = mb->compute; /* the stream whose GEMMs and copies read them */
+    if ((rc = spsim_gpu_fill(mb->a, size[0], t, s, err)) ||
+        (rc = spsim_gpu_fill(mb->b, size[1], t, s, err)) ||
+        (rc = spsim_gpu_fill(mb->d, size[2], SPSIM_DTYPE_FP32, s, err))) /* read by accumulation */
+        return rc;
+    return spsim_gpu_cuda(cudaMemsetAsync(mb->ring, 0, ring, s), "cudaMemsetAsync (copy ring)",
+                          err);
 }
 
 /* A GEMM the layer needs and this GPU cannot run is a failed replay, not a missing GPU. */
@@ -102,20 +123,15 @@ static int
 prepare_gemm(struct member *mb, const struct spsim_gpu_validate_step *s, struct spsim_gpu_gemm *g,
              struct spsim_error *err)
 {
-    struct spsim_gpu_info info;
     struct spsim_gpu_gemm_spec spec = step_spec(s);
-    int rc = spsim_gpu_impl_info(mb->device, &info, err);
-    if (rc == SPSIM_OK && s->dtype == SPSIM_DTYPE_FP8 &&
-        !spsim_gpu_fp8_ok(info.cc_major, info.cc_minor, &spec.shape))
+    if (s->dtype == SPSIM_DTYPE_FP8 && !spsim_gpu_fp8_ok(mb->cc_major, mb->cc_minor, &spec.shape))
         return spsim_fail(err, SPSIM_ENOTSUP,
                           "validate: FP8 GEMM %llux%llux%llu of '%s' needs "
                           "compute capability 8.9 or later (GPU %d has %d.%d) and sizes that are "
                           "multiples of 16",
                           (unsigned long long)s->m, (unsigned long long)s->n,
-                          (unsigned long long)s->k, s->op, mb->device, info.cc_major,
-                          info.cc_minor);
-    if (rc == SPSIM_OK)
-        rc = spsim_gpu_gemm_prepare(&mb->blas, &spec, g, err);
+                          (unsigned long long)s->k, s->op, mb->device, mb->cc_major, mb->cc_minor);
+    int rc = spsim_gpu_gemm_prepare(&mb->blas, &spec, g, err);
     if (rc == SPSIM_ENOTSUP) { /* the message names the GEMM and cuBLASLt's answer */
         rc = SPSIM_EGPU;
         if (err)
@@ -124,13 +140,28 @@ prepare_gemm(struct member *mb, const struct spsim_gpu_validate_step *s, struct 
     return rc;
 }
 
+/* The device's properties, once per replay (cudaDeviceGetAttribute: no cudaDeviceProp). */
 static int
-member_open(struct member *mb, int device, const struct spsim_gpu_validate_report *r,
-            struct spsim_error *err)
+member_properties(struct member *mb, struct spsim_error *err)
 {
-    mb->device = device;
+    int d = mb->device, rc;
+    if ((rc = spsim_gpu_cuda(
+             cudaDeviceGetAttribute(&mb->cc_major, cudaDevAttrComputeCapabilityMajor, d),
+             "cudaDeviceGetAttribute (compute capability)", err)) ||
+        (rc = spsim_gpu_cuda(
+             cudaDeviceGetAttribute(&mb->cc_minor, cudaDevAttrComputeCapabilityMinor, d),
+             "cudaDeviceGetAttribute (compute capability)", err)))
+        return rc;
+    return spsim_gpu_cuda(cudaDeviceGetAttribute(&mb->l2_bytes, cudaDevAttrL2CacheSize, d),
+                          "cudaDeviceGetAttribute (L2 cache size)", err);
+}
+
+/* On the member's own thread: bind the device (once), then create what it replays with. */
+static int
+member_open(struct member *mb, const struct spsim_gpu_validate_report *r, struct spsim_error *err)
+{
     int rc;
-    if ((rc = spsim_gpu_use(device, err)) ||
+    if ((rc = spsim_gpu_use(mb->device, err)) || (rc = member_properties(mb, err)) ||
         (rc = spsim_gpu_cuda(cudaStreamCreateWithFlags(&mb->compute, cudaStreamNonBlocking),
                              "cudaStreamCreate (replay compute)", err)) ||
         (rc = spsim_gpu_blas_open(&mb->blas, err)) || (rc = member_buffers(mb, r, err)))
@@ -157,8 +188,8 @@ member_close(struct member *mb)
             if (mb->ev[i][e])
                 (void)cudaEventDestroy(mb->ev[i][e]);
     }
-    void *bufs[5] = {mb->a, mb->b, mb->d, mb->src, mb->dst};
-    for (int k = 0; k < 5; k++)
+    void *bufs[4] = {mb->a, mb->b, mb->d, mb->ring};
+    for (int k = 0; k < 4; k++)
         if (bufs[k])
             (void)cudaFree(bufs[k]);
     if (mb->compute)
@@ -186,11 +217,14 @@ replay_close(struct replay *R)
     spsim_gpu_comm_close(&R->comm);
 }
 
+/* The communicator (from this thread: ncclCommInitAll) and the members, not yet opened. */
 static int
-replay_open(struct replay *R, struct spsim_gpu_validate_report *r, struct spsim_error *err)
+replay_open(struct replay *R, struct spsim_gpu_validate_report *r,
+            const struct spsim_gpu_validate_options *o, struct spsim_error *err)
 {
     memset(R, 0, sizeof(*R));
     R->r = r;
+    R->o = o;
     R->n = (int)r->gpus;
     for (size_t i = 0; i < r->nsteps; i++)
         if (r->steps[i].phase == SPSIM_PHASE_FORWARD)
@@ -206,8 +240,10 @@ replay_open(struct replay *R, struct spsim_gpu_validate_report *r, struct spsim_
     R->m = rc == SPSIM_OK ? spsim_calloc((size_t)R->n, sizeof(*R->m)) : NULL;
     if (rc == SPSIM_OK && !R->m)
         rc = spsim_fail(err, SPSIM_ENOMEM, "validate: out of memory");
-    for (int j = 0; rc == SPSIM_OK && j < R->n; j++)
-        rc = member_open(&R->m[j], j, r, err);
+    for (int j = 0; rc == SPSIM_OK && j < R->n; j++) {
+        R->m[j].index = j;
+        R->m[j].device = R->n > 1 ? R->comm.devices[j] : 0;
+    }
     if (rc != SPSIM_OK)
         replay_close(R);
     return rc;
@@ -226,7 +262,7 @@ wait_for(cudaStream_t s, cudaEvent_t e, struct spsim_error *err)
 }
 
 /* The step's computation on one GPU: its GEMMs, then its copy (a memory-bound kernel, or the
- * bias gradient's reduction after a wgrad GEMM). */
+ * bias gradient's reduction after a wgrad GEMM) between two fresh stretches of the ring. */
 static int
 compute(struct member *mb, const struct spsim_gpu_validate_step *s, size_t i,
         struct spsim_error *err)
@@ -234,10 +270,14 @@ compute(struct member *mb, const struct spsim_gpu_validate_step *s, size_t i,
     int rc = SPSIM_OK;
     for (uint32_t g = 0; rc == SPSIM_OK && g < s->gemms; g++)
         rc = spsim_gpu_gemm_launch(&mb->blas, &mb->gemm[i], mb->a, mb->b, mb->d, mb->compute, err);
-    if (rc == SPSIM_OK && s->copy_bytes / 2 > 0)
-        rc = spsim_gpu_cuda(cudaMemcpyAsync(mb->dst, mb->src, (size_t)(s->copy_bytes / 2),
-                                            cudaMemcpyDeviceToDevice, mb->compute),
-                            "cudaMemcpyAsync (replay of a memory-bound op)", err);
+    uint64_t bytes = spsim_gpu_step_copy(s);
+    if (rc == SPSIM_OK && bytes > 0) {
+        char *src = (char *)mb->ring + spsim_gpu_ring_take(&mb->rg, bytes);
+        char *dst = (char *)mb->ring + spsim_gpu_ring_take(&mb->rg, bytes);
+        rc = spsim_gpu_cuda(
+            cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToDevice, mb->compute),
+            "cudaMemcpyAsync (replay of a memory-bound op)", err);
+    }
     return rc;
 }
 
@@ -252,113 +292,121 @@ coll_count(const struct spsim_gpu_validate_step *s, int n)
 }
 
 static int
-launch_collective(struct replay *R, size_t i, struct spsim_error *err)
-{
-    const struct spsim_gpu_validate_step *s = &R->r->steps[i];
-    int rc = SPSIM_OK;
-    for (int j = 0; rc == SPSIM_OK && j < R->n; j++) {
-        struct member *mb = &R->m[j];
-        if ((rc = spsim_gpu_use(mb->device, err)) ||
-            (rc = wait_for(R->comm.streams[j], mb->ev[i][EV_C0], err)))
-            break;
-        rc = record(mb, i, EV_K0, R->comm.streams[j], err);
-    }
-    if (rc == SPSIM_OK)
-        rc = spsim_gpu_coll_launch(&R->comm, s->coll, coll_count(s, R->n), ncclBfloat16, err);
-    for (int j = 0; rc == SPSIM_OK && j < R->n; j++)
-        if ((rc = spsim_gpu_use(R->m[j].device, err)) == SPSIM_OK)
-            rc = record(&R->m[j], i, EV_K1, R->comm.streams[j], err);
-    return rc;
-}
-
-static int
-launch_step(struct replay *R, size_t i, struct spsim_error *err)
+launch_step(struct replay *R, struct member *mb, size_t i, struct spsim_error *err)
 {
     const struct spsim_gpu_validate_step *s = &R->r->steps[i];
     bool coll = s->coll != SPSIM_COLL_COUNT;
-    int rc = SPSIM_OK;
-    for (int j = 0; rc == SPSIM_OK && j < R->n; j++)
-        if ((rc = spsim_gpu_use(R->m[j].device, err)) == SPSIM_OK)
-            rc = record(&R->m[j], i, EV_C0, R->m[j].compute, err);
-    if (rc == SPSIM_OK && coll)
-        rc = launch_collective(R, i, err);
-    for (int j = 0; rc == SPSIM_OK && j < R->n; j++) {
-        struct member *mb = &R->m[j];
-        if ((rc = spsim_gpu_use(mb->device, err)) || (rc = compute(mb, s, i, err)) ||
-            (rc = record(mb, i, EV_C1, mb->compute, err)) ||
-            (coll && (rc = wait_for(mb->compute, mb->ev[i][EV_K1], err))))
-            break;
-        rc = record(mb, i, EV_END, mb->compute, err);
-    }
-    return rc;
+    cudaStream_t cs = coll ? R->comm.streams[mb->index] : NULL;
+    int rc = record(mb, i, EV_C0, mb->compute, err);
+    if (rc == SPSIM_OK && coll &&
+        ((rc = wait_for(cs, mb->ev[i][EV_C0], err)) || (rc = record(mb, i, EV_K0, cs, err)) ||
+         (rc = spsim_gpu_coll_launch_member(&R->comm, mb->index, s->coll, coll_count(s, R->n),
+                                            ncclBfloat16, err)) ||
+         (rc = record(mb, i, EV_K1, cs, err))))
+        return rc;
+    if (rc == SPSIM_OK &&
+        ((rc = compute(mb, s, i, err)) || (rc = record(mb, i, EV_C1, mb->compute, err)) ||
+         (coll && (rc = wait_for(mb->compute, mb->ev[i][EV_K1], err)))))
+        return rc;
+    return rc == SPSIM_OK ? record(mb, i, EV_END, mb->compute, err) : rc;
 }
 
+/* One layer pass on this thread's GPU; it stops early once another GPU's thread has failed,
+ * so that it does not queue collectives that GPU will never join. */
 static int
-run_pass(struct replay *R, struct spsim_error *err)
+run_pass(struct spsim_gpu_threads *t, struct replay *R, struct member *mb, bool *stopped,
+         struct spsim_error *err)
 {
     int rc = SPSIM_OK;
-    for (size_t i = 0; rc == SPSIM_OK && i < R->r->nsteps; i++)
-        rc = launch_step(R, i, err);
-    for (int j = 0; rc == SPSIM_OK && j < R->n; j++)
-        if ((rc = spsim_gpu_use(R->m[j].device, err)) == SPSIM_OK)
-            rc = spsim_gpu_cuda(cudaStreamSynchronize(R->m[j].compute),
-                                "cudaStreamSynchronize (replay)", err);
+    for (size_t i = 0; rc == SPSIM_OK && !*stopped && i < R->r->nsteps; i++) {
+        *stopped = R->n > 1 && spsim_gpu_threads_failed(t);
+        if (!*stopped)
+            rc = launch_step(R, mb, i, err);
+    }
+    if (rc == SPSIM_OK && !*stopped)
+        rc = spsim_gpu_cuda(cudaStreamSynchronize(mb->compute), "cudaStreamSynchronize (replay)",
+                            err);
     return rc;
 }
 
-/* Elapsed seconds between two events of one GPU, the larger of it and *slowest kept. */
+/* Elapsed seconds between two events of this GPU, added to *sum. */
 static int
-slowest_of(struct member *mb, size_t i0, int e0, size_t i1, int e1, double *slowest,
-           struct spsim_error *err)
+add_elapsed(struct member *mb, size_t i0, int e0, size_t i1, int e1, double *sum,
+            struct spsim_error *err)
 {
     double s = 0;
     int rc = spsim_gpu_elapsed(mb->ev[i0][e0], mb->ev[i1][e1], &s, err);
-    *slowest = s > *slowest ? s : *slowest;
+    *sum += s;
     return rc;
 }
 
-/* Add one timed pass: per step and per phase, the slowest GPU. */
+/* Add one timed pass of this GPU: per step, and the forward and backward spans. */
 static int
-collect(struct replay *R, struct spsim_error *err)
+collect(struct replay *R, struct member *mb, struct spsim_error *err)
 {
-    struct spsim_gpu_validate_report *r = R->r;
+    const struct spsim_gpu_validate_report *r = R->r;
     size_t last = r->nsteps - 1, fwd = R->last_forward;
     int rc = SPSIM_OK;
     for (size_t i = 0; rc == SPSIM_OK && i < r->nsteps; i++) {
-        struct spsim_gpu_validate_step *s = &r->steps[i];
-        double t[3] = {0, 0, 0};
-        for (int j = 0; rc == SPSIM_OK && j < R->n; j++) {
-            struct member *mb = &R->m[j];
-            if ((rc = slowest_of(mb, i, EV_C0, i, EV_C1, &t[0], err)) == SPSIM_OK &&
-                s->coll != SPSIM_COLL_COUNT)
-                rc = slowest_of(mb, i, EV_K0, i, EV_K1, &t[1], err);
-            if (rc == SPSIM_OK)
-                rc = slowest_of(mb, i, EV_C0, i, EV_END, &t[2], err);
-        }
-        s->measured_compute_s += t[0];
-        s->measured_comm_s += t[1];
-        s->measured_s += t[2];
+        double *t = mb->sum[i];
+        if ((rc = add_elapsed(mb, i, EV_C0, i, EV_C1, &t[T_COMPUTE], err)) == SPSIM_OK &&
+            r->steps[i].coll != SPSIM_COLL_COUNT)
+            rc = add_elapsed(mb, i, EV_K0, i, EV_K1, &t[T_COMM], err);
+        if (rc == SPSIM_OK)
+            rc = add_elapsed(mb, i, EV_C0, i, EV_END, &t[T_STEP], err);
     }
-    double f = 0, b = 0;
-    for (int j = 0; rc == SPSIM_OK && j < R->n; j++) {
-        if ((rc = slowest_of(&R->m[j], 0, EV_C0, fwd, EV_END, &f, err)) == SPSIM_OK && fwd < last)
-            rc = slowest_of(&R->m[j], fwd, EV_END, last, EV_END, &b, err);
-    }
-    r->measured_forward_s += f;
-    r->measured_backward_s += b;
+    if (rc == SPSIM_OK &&
+        (rc = add_elapsed(mb, 0, EV_C0, fwd, EV_END, &mb->fwd, err)) == SPSIM_OK && fwd < last)
+        rc = add_elapsed(mb, fwd, EV_END, last, EV_END, &mb->bwd, err);
+    return rc;
+}
+
+/* The body of one GPU's thread: open, agree with the others that all opened, run the passes. */
+static int
+member_main(struct spsim_gpu_threads *t, void *ctx, int j, struct spsim_error *err)
+{
+    struct replay *R = ctx;
+    struct member *mb = &R->m[j];
+    int rc = member_open(mb, R->r, err);
+    if (!spsim_gpu_threads_agree(t, rc == SPSIM_OK))
+        return rc; /* its own failure, or SPSIM_OK where another GPU's failed */
+    bool stopped = false;
+    for (uint32_t w = 0; rc == SPSIM_OK && !stopped && w < R->o->warmup_iters; w++)
+        rc = run_pass(t, R, mb, &stopped, err);
+    for (uint32_t it = 0; rc == SPSIM_OK && !stopped && it < R->o->iters; it++)
+        if ((rc = run_pass(t, R, mb, &stopped, err)) == SPSIM_OK && !stopped)
+            rc = collect(R, mb, err);
     return rc;
 }
 
 static void
-average(struct spsim_gpu_validate_report *r, uint32_t iters)
+replay_stall(void *ctx)
 {
+    struct replay *R = ctx;
+    spsim_gpu_comm_abort(&R->comm);
+}
+
+/* The report: per step and per phase, the slowest GPU's mean over the timed passes. */
+static void
+report(struct replay *R)
+{
+    struct spsim_gpu_validate_report *r = R->r;
+    double iters = R->o->iters, f = 0, b = 0;
     for (size_t i = 0; i < r->nsteps; i++) {
-        r->steps[i].measured_compute_s /= iters;
-        r->steps[i].measured_comm_s /= iters;
-        r->steps[i].measured_s /= iters;
+        double t[3] = {0, 0, 0};
+        for (int j = 0; j < R->n; j++)
+            for (int k = 0; k < 3; k++)
+                t[k] = spsim_max_d(t[k], R->m[j].sum[i][k] / iters);
+        r->steps[i].measured_compute_s = t[T_COMPUTE];
+        r->steps[i].measured_comm_s = t[T_COMM];
+        r->steps[i].measured_s = t[T_STEP];
     }
-    r->measured_forward_s /= iters;
-    r->measured_backward_s /= iters;
+    for (int j = 0; j < R->n; j++) {
+        f = spsim_max_d(f, R->m[j].fwd / iters);
+        b = spsim_max_d(b, R->m[j].bwd / iters);
+    }
+    r->measured_forward_s = f;
+    r->measured_backward_s = b;
 }
 
 int
@@ -377,17 +425,13 @@ spsim_gpu_impl_validate(const struct spsim_model *model, const struct spsim_hard
         rc = spsim_gpu_validate_plan(model, hw, par, out, err);
     if (rc == SPSIM_OK)
         rc = spsim_gpu_impl_info(0, &out->gpu, err);
-    if (rc != SPSIM_OK || (rc = replay_open(&R, out, err)) != SPSIM_OK)
+    if (rc != SPSIM_OK || (rc = replay_open(&R, out, o, err)) != SPSIM_OK)
         return rc;
     out->iters = o->iters;
     out->warmup_iters = o->warmup_iters;
-    for (uint32_t w = 0; rc == SPSIM_OK && w < o->warmup_iters; w++)
-        rc = run_pass(&R, err);
-    for (uint32_t it = 0; rc == SPSIM_OK && it < o->iters; it++)
-        if ((rc = run_pass(&R, err)) == SPSIM_OK)
-            rc = collect(&R, err);
+    rc = spsim_gpu_run_threads(R.n, member_main, replay_stall, &R, STALL_GRACE_S, err);
     if (rc == SPSIM_OK)
-        average(out, o->iters);
+        report(&R);
     replay_close(&R);
     return rc;
 }

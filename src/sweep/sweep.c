@@ -224,6 +224,56 @@ spsim_sweep_size(const struct spsim_sweep *sw)
     return sw ? sw->size : 0;
 }
 
+/* FNV-1a, 64 bits (Fowler, Noll, Vo; offset basis and prime from the IETF draft
+ * draft-eastlake-fnv): a checksum of the space, not a cryptographic hash. */
+static uint64_t
+fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t
+fnv1a_u64(uint64_t h, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i)); /* little-endian whatever the host */
+    return fnv1a(h, b, sizeof(b));
+}
+
+static uint64_t
+fnv1a_str(uint64_t h, const char *s)
+{
+    size_t len = strlen(s);
+    return fnv1a(fnv1a_u64(h, len), s, len);
+}
+
+uint64_t
+spsim_sweep_fingerprint(const struct spsim_sweep *sw, const struct spsim_sweep_options *opt)
+{
+    if (!sw || !opt)
+        return 0;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
+        h = fnv1a_u64(h, sw->n[a]);
+        for (uint32_t i = 0; i < sw->n[a] && sw->v[a]; i++)
+            h = fnv1a_u64(h, (uint64_t)sw->v[a][i]);
+    }
+    for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_MODEL]; i++)
+        h = fnv1a_str(h, spsim_model_name(sw->models[i]));
+    for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_HW]; i++)
+        h = fnv1a_str(h, sw->hw_names[i]);
+    const uint64_t rows[] = {sw->use_gpus,       (uint64_t)opt->format, opt->header,
+                             opt->feasible_only, opt->max_total_bytes,  opt->top_k,
+                             (uint64_t)opt->by};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(rows); i++)
+        h = fnv1a_u64(h, rows[i]);
+    return h;
+}
+
 int
 spsim_sweep_shard_range(uint64_t size, uint64_t shard, uint64_t nshards, uint64_t *begin,
                         uint64_t *end, struct spsim_error *err)

@@ -245,12 +245,13 @@ size_t
 spsim_row_format(enum spsim_row_format format, const char *model_name, const char *hw_name,
                  const struct spsim_result *result, char *buf, size_t cap)
 {
-    if (!model_name || !hw_name || !result || !buf || cap == 0 || format == SPSIM_ROW_NONE ||
-        strlen(model_name) > 1024 || strlen(hw_name) > 1024)
+    if (!model_name || !hw_name || !result || !buf || cap == 0 || format == SPSIM_ROW_NONE)
         return 0;
     struct spsim_row_writer w;
     char *model = spsim_row_quote(format, model_name), *hw = spsim_row_quote(format, hw_name);
-    char *row = spsim_calloc(SPSIM_ROW_MAX + 2 * 6 * 1024 + 8, 1);
+    /* Names of any length, as the sweep writes them (spsim_sweep_run reserves the same). */
+    char *row =
+        model && hw ? spsim_calloc(SPSIM_ROW_MAX + strlen(model) + strlen(hw) + 8, 1) : NULL;
     size_t n = 0;
     if (model && hw && row && spsim_row_writer_init(&w, format) == SPSIM_OK) {
         n = spsim_row_writer_row(&w, model, hw, result, row);

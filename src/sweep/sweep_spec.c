@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "profiles/jsonfield.h"
+#include "spsim/fields.h"
 #include "sweep_internal.h"
 
 /* Bounds of the integer axes: those spsim_parallel_check() enforces (src/engine/parallel.c
@@ -334,6 +335,23 @@ spsim_sweep_spec_parse(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis
     return SPSIM_OK;
 }
 
+/* A number no axis can take: an integer out of the axis' range, or not an integer. Written
+ * shortest (1e+300, not 1.0000000000000001e+300). */
+static int
+number_error(const struct spsim_jctx *c, const char *key, double d)
+{
+    int axis = spsim_sweep_axis_from_name(key);
+    char text[32];
+    spsim_format_double(d, text);
+    if (d != floor(d) || !isfinite(d))
+        return spsim_json_field_error(c, NULL, key, "%s is not a non-negative integer", text);
+    if (axis >= 0 && axes[axis].kind == KIND_INT)
+        return spsim_json_field_error(c, NULL, key, "%s is out of range [%llu, %llu]", text,
+                                      (unsigned long long)axes[axis].min,
+                                      (unsigned long long)axes[axis].max);
+    return spsim_json_field_error(c, NULL, key, "%s is out of range", text);
+}
+
 /* A JSON value as list text: numbers and booleans written out, strings as they are. */
 static int
 json_item_text(const struct spsim_jctx *c, const char *key, const cJSON *v, char *buf, size_t cap)
@@ -351,7 +369,7 @@ json_item_text(const struct spsim_jctx *c, const char *key, const cJSON *v, char
         double d = v->valuedouble;
         /* 2^53: beyond it a double no longer holds every integer. */
         if (!(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
-            return spsim_json_field_error(c, NULL, key, "%.17g is not a non-negative integer", d);
+            return number_error(c, key, d);
         snprintf(buf, cap, "%llu", (unsigned long long)d);
         return SPSIM_OK;
     }
