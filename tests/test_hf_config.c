@@ -143,6 +143,24 @@ START_TEST(llama3_shape_and_name)
 }
 END_TEST
 
+/* transformers 4.53 and later write layer_types; all full attention is the same model. */
+START_TEST(layer_types_full_attention)
+{
+    static const char json[] =
+        "{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+        "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 128, "
+        "\"max_position_embeddings\": 64, \"layer_types\": [\"full_attention\", "
+        "\"full_attention\"]}";
+    struct spsim_error err = {0};
+    struct spsim_model *m = load(json, "qwen2-tiny/config.json", &err);
+    ck_assert(spsim_model_get_shape(m)->qkv_bias);
+    /* MHA (no num_key_value_heads): 2 × (64·192 + 192 + 64² + 3·64·128 + 2·64) + 2·128·64 + 64 */
+    ck_assert_uint_eq(spsim_model_parameters(m, 1),
+                      2ull * (64 * 192 + 192 + 64 * 64 + 3 * 64 * 128 + 128) + 2 * 128 * 64 + 64);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 START_TEST(gpt2_and_neox_layers)
 {
     struct spsim_error err = {0};
@@ -215,6 +233,12 @@ START_TEST(refused_by_key)
          "\"max_position_embeddings\": 64, \"attention_bias\": true}",
          "attention_bias"},
         {"{\"model_type\": \"llama\", \"hidden_size\": 64}", "num_hidden_layers"},
+        /* transformers 4.53's layer_types: Qwen2 with sliding-window layers */
+        {"{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"layer_types\": [\"full_attention\", "
+         "\"sliding_attention\"]}",
+         "layer_types"},
         {"{\"model_type\": \"llama\", \"num_hidden_layers\": 5000, \"hidden_size\": 64, "
          "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
          "\"max_position_embeddings\": 64}",
@@ -241,6 +265,7 @@ hf_suite(void)
     tcase_add_test(tc, published_parameter_counts);
     tcase_add_test(tc, llama3_shape_and_name);
     tcase_add_test(tc, gpt2_and_neox_layers);
+    tcase_add_test(tc, layer_types_full_attention);
     tcase_add_test(tc, refused_by_key);
     suite_add_tcase(s, tc);
     return s;

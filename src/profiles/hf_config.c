@@ -50,6 +50,7 @@ static const char *const llama_keys[] = {"num_hidden_layers",
                                          "use_sliding_window",
                                          "max_window_layers",
                                          "hidden_activation",
+                                         "layer_types",
                                          NULL};
 /* transformers/models/gpt2/configuration_gpt2.py; summary_* configure the classification head
  * of GPT2DoubleHeadsModel, not the decoder. */
@@ -278,6 +279,24 @@ read_bias(const struct spsim_jctx *c, const cJSON *root, const struct hf_family 
     return SPSIM_OK;
 }
 
+/* transformers 4.53 and later save each layer's attention ("layer_types"): spsim models
+ * "full_attention" in every layer. */
+static int
+check_layer_types(const struct spsim_jctx *c, const cJSON *root)
+{
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    if (!types || cJSON_IsNull(types))
+        return SPSIM_OK;
+    if (!cJSON_IsArray(types))
+        return spsim_json_field_error(c, NULL, "layer_types", "must be an array of names");
+    for (const cJSON *t = types->child; t; t = t->next)
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, "full_attention") != 0)
+            return spsim_json_field_error(c, NULL, "layer_types",
+                                          "\"%s\": only full attention in every layer is modelled",
+                                          cJSON_IsString(t) ? t->valuestring : "?");
+    return SPSIM_OK;
+}
+
 /* Layer variants spsim does not model: sliding windows, GPT-NeoX's parallel residual and
  * partial rotary embedding (both on by default in GPTNeoXConfig). */
 static int
@@ -348,7 +367,7 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
     if ((rc = find_family(c, root, &f)) || (rc = check_keys(c, root, f)) ||
         (rc = read_numbers(c, root, f, m)) || (rc = check_activation(c, root, f)) ||
         (rc = read_dropout(c, root, m)) || (rc = read_bias(c, root, f, m)) ||
-        (rc = check_variants(c, root, f, m->seq_len)))
+        (rc = check_variants(c, root, f, m->seq_len)) || (rc = check_layer_types(c, root)))
         return rc;
     m->tied_embeddings = f->tied;
     if ((rc = get_bool(c, root, "tie_word_embeddings", &m->tied_embeddings)))
