@@ -205,6 +205,11 @@ START_TEST(errors_name_the_flag)
          "launch.sh:1: --num-query-groups: 3 does not divide --num-attention-heads 8"},
         {"--vocab-size 1000 --bf16 --data-path 'unterminated", SPSIM_EPARSE,
          "launch.sh:1: unterminated single quote"},
+        /* A '|' inside an array once looped for ever (found by truncating the examples). */
+        {"--vocab-size 1000 --bf16\nA=(\n  --lr 1 | tee\n)", SPSIM_EPARSE,
+         "launch.sh:3: '|' inside an array"},
+        {"--vocab-size 1000 --bf16\nA=(\n  --lr 1", SPSIM_EPARSE,
+         "launch.sh:2: unterminated array"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char text[1024];

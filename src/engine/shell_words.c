@@ -433,11 +433,19 @@ assign(struct sh *s, size_t n, bool append)
     name[n] = '\0';
     s->p += n + append + 1;
     if (peek(s) == '(') {
+        uint32_t start = s->line;
         take(s);
         for (skip_blanks(s, true); s->rc == SPSIM_OK && peek(s) != ')'; skip_blanks(s, true)) {
-            if (peek(s) < 0 || peek(s) == '(')
-                return (void)(syntax(s, "unterminated array"), spsim_sh_words_free(&words));
-            read_word(s, &words);
+            const char *before = s->p;
+            if (peek(s) >= 0 && peek(s) != '(')
+                read_word(s, &words);
+            if (s->p == before) { /* EOF, or ( ; & | where a word should be */
+                char what[64];
+                s->line = peek(s) < 0 ? start : s->line;
+                snprintf(what, sizeof(what),
+                         peek(s) < 0 ? "unterminated array" : "'%c' inside an array", peek(s));
+                return (void)(syntax(s, what), spsim_sh_words_free(&words));
+            }
         }
         take(s);
     } else if (!word_end(peek(s), &(struct wordb){0})) {
