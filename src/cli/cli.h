@@ -196,7 +196,8 @@ enum cli_config_opt {
 };
 
 #define CLI_CONFIG_HELP                                                                            \
-    "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models')\n"            \
+    "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models'), or a\n"      \
+    "                         Hugging Face config.json or a folder holding one\n"                  \
     "  --hw NAME|FILE         hardware profile (default dgx-a100-80g; 'spsim list hardware')\n"    \
     "  --tp N                 tensor parallel size (default 8)\n"                                  \
     "  --pp N                 pipeline parallel size (default 8)\n"                                \
