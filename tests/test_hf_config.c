@@ -45,6 +45,19 @@ static const char qwen2_7b[] =
     "\"transformers_version\": \"4.37.2\", \"use_cache\": true, \"use_sliding_window\": false, "
     "\"vocab_size\": 152064}";
 
+/* Qwen/Qwen3-8B, config.json */
+static const char qwen3_8b[] =
+    "{\"architectures\": [\"Qwen3ForCausalLM\"], \"attention_bias\": false, "
+    "\"attention_dropout\": 0.0, \"bos_token_id\": 151643, \"eos_token_id\": 151645, "
+    "\"head_dim\": 128, \"hidden_act\": \"silu\", \"hidden_size\": 4096, "
+    "\"initializer_range\": 0.02, \"intermediate_size\": 12288, "
+    "\"max_position_embeddings\": 40960, \"max_window_layers\": 36, \"model_type\": \"qwen3\", "
+    "\"num_attention_heads\": 32, \"num_hidden_layers\": 36, \"num_key_value_heads\": 8, "
+    "\"rms_norm_eps\": 1e-06, \"rope_scaling\": null, \"rope_theta\": 1000000, "
+    "\"sliding_window\": null, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\", "
+    "\"transformers_version\": \"4.51.0\", \"use_cache\": true, \"use_sliding_window\": false, "
+    "\"vocab_size\": 151936}";
+
 /* google/gemma-7b, config.json (no tie_word_embeddings: GemmaConfig ties by default) */
 static const char gemma_7b[] =
     "{\"architectures\": [\"GemmaForCausalLM\"], \"attention_bias\": false, "
@@ -94,6 +107,8 @@ load(const char *json, const char *origin, struct spsim_error *err)
  *   + 2·152064·3584 + 3584 = 7,615,616,512 ("7.62B").
  * Gemma 7B: 28 × (3072·12288 + 4096·3072 + 3·3072·24576 + 2·3072) + 256000·3072 (tied) + 3072
  *   = 8,537,680,896 ("8.54B").
+ * Qwen3-8B: 36 × (4096·6144 + 4096² + 3·4096·12288 + 2·4096 + 2·128 (QK-norm))
+ *   + 2·151936·4096 + 4096 = 8,190,735,360 ("8.2B").
  * GPT-2: 124,439,808 with the 50257-token table; spsim pads it to 50304 (Megatron), 47 rows of
  *   768 more. */
 START_TEST(published_parameter_counts)
@@ -106,6 +121,7 @@ START_TEST(published_parameter_counts)
         {llama3_8b, "Meta-Llama-3-8B/config.json", 8030261248ull},
         {mistral_7b_v03, "Mistral-7B-v0.3/config.json", 7248023552ull},
         {qwen2_7b, "Qwen2-7B/config.json", 7615616512ull},
+        {qwen3_8b, "Qwen3-8B/config.json", 8190735360ull},
         {gemma_7b, "gemma-7b/config.json", 8537680896ull},
         {gpt2, "gpt2/config.json", 124439808ull + 47ull * 768},
     };
@@ -132,12 +148,7 @@ START_TEST(llama3_shape_and_name)
     ck_assert(!s->tied_embeddings && !s->linear_bias && !s->qkv_bias && !s->dropout);
     spsim_model_destroy(m);
     /* The shipped llama3-8b profile, written from the paper and the same config, agrees. */
-    struct spsim_model *shipped = NULL;
-    char path[4096];
-    ck_assert_int_eq(
-        spsim_profile_resolve(SPSIM_PROFILE_MODEL, "llama3-8b", path, sizeof(path), &err),
-        SPSIM_OK);
-    ck_assert_int_eq(spsim_model_load(path, &shipped, &err), SPSIM_OK);
+    struct spsim_model *shipped = testutil_model_named("llama3-8b");
     ck_assert_uint_eq(spsim_model_parameters(shipped, 1), 8030261248ull);
     spsim_model_destroy(shipped);
 }
@@ -158,6 +169,38 @@ START_TEST(layer_types_full_attention)
     ck_assert_uint_eq(spsim_model_parameters(m, 1),
                       2ull * (64 * 192 + 192 + 64 * 64 + 3 * 64 * 128 + 128) + 2 * 128 * 64 + 64);
     spsim_model_destroy(m);
+}
+END_TEST
+
+/* Qwen3's QK-norm keeps its input, Q and K, for backward: (a + kv)·d/t channels of 2 B for
+ * each of s·b tokens more per layer than the same layer without it; its weights are d each for
+ * Q and K, replicated on every TP rank. */
+START_TEST(qwen3_qk_norm_memory)
+{
+    struct spsim_error err = {0};
+    struct spsim_model *with = load(qwen3_8b, "Qwen3-8B/config.json", &err), *without = NULL;
+    struct spsim_model_shape shape = *spsim_model_get_shape(with);
+    ck_assert(shape.qk_norm);
+    shape.qk_norm = false;
+    ck_assert_int_eq(spsim_model_create(&shape, "no-qk-norm", &without, &err), SPSIM_OK);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel par;
+    spsim_parallel_defaults(&par);
+    par.tp = 2;
+    par.sp = true;
+    par.seq = 4096;
+    par.gbs = 8;
+    struct spsim_result a, b;
+    ck_assert_msg(spsim_evaluate(with, hw, &par, &a, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_evaluate(without, hw, &par, &b, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(a.memory.activation_per_layer_bytes - b.memory.activation_per_layer_bytes,
+                      4096ull * 1 * (32 + 8) * 128 / 2 * 2);
+    ck_assert_uint_eq(spsim_model_parameters(with, 1) - spsim_model_parameters(without, 1),
+                      36ull * 2 * 128);
+    ck_assert(a.time.layer_forward_s > b.time.layer_forward_s);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(with);
+    spsim_model_destroy(without);
 }
 END_TEST
 
@@ -196,8 +239,8 @@ START_TEST(gpt2_and_neox_layers)
 }
 END_TEST
 
-/* Mixtral, Qwen3 and DeepSeek-V3 (their published configs' deciding keys), Mistral v0.1's
- * sliding window, and an unknown key: refused naming the key, SPSIM_EFIELD (exit 3). */
+/* Mixtral, Qwen3-MoE, DeepSeek-V3 and Gemma 2 (their published configs' deciding keys), Mistral
+ * v0.1's sliding window, and an unknown key: refused naming the key, SPSIM_EFIELD (exit 3). */
 START_TEST(refused_by_key)
 {
     const struct {
@@ -213,8 +256,8 @@ START_TEST(refused_by_key)
         /* deepseek-ai/DeepSeek-V3 */
         {"{\"model_type\": \"deepseek_v3\", \"n_routed_experts\": 256, \"kv_lora_rank\": 512}",
          "n_routed_experts"},
-        /* Qwen/Qwen3-8B */
-        {"{\"model_type\": \"qwen3\", \"head_dim\": 128, \"num_hidden_layers\": 36}", "model_type"},
+        /* google/gemma-2-9b: soft-capping, sliding layers, four norms per layer */
+        {"{\"model_type\": \"gemma2\", \"num_hidden_layers\": 42}", "model_type"},
         /* mistralai/Mistral-7B-v0.1 */
         {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 32, \"hidden_size\": 4096, "
          "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336, "
@@ -266,6 +309,7 @@ hf_suite(void)
     tcase_add_test(tc, llama3_shape_and_name);
     tcase_add_test(tc, gpt2_and_neox_layers);
     tcase_add_test(tc, layer_types_full_attention);
+    tcase_add_test(tc, qwen3_qk_norm_memory);
     tcase_add_test(tc, refused_by_key);
     suite_add_tcase(s, tc);
     return s;

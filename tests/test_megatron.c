@@ -248,7 +248,7 @@ assert_same_shape(const struct spsim_model_shape *a, const struct spsim_model_sh
     ck_assert(a->seq_len == b->seq_len && a->mlp == b->mlp && a->norm == b->norm);
     ck_assert(a->dropout == b->dropout && a->position == b->position);
     ck_assert(a->linear_bias == b->linear_bias && a->tied_embeddings == b->tied_embeddings);
-    ck_assert(a->qkv_bias == b->qkv_bias);
+    ck_assert(a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm);
 }
 
 /* One point: written, read back, evaluated again. @return whether it was valid */
@@ -275,9 +275,9 @@ round_trip(const struct spsim_sweep *sw, uint64_t index)
     return true;
 }
 
-/* Every valid configuration of a sweep over three models (learned positions, GeLU, biases and
- * dropout; GQA, SwiGLU and RoPE; Qwen2's QKV bias from a transformers config) and every
- * switch. */
+/* Every valid configuration of a sweep over four models (learned positions, GeLU, biases and
+ * dropout; GQA, SwiGLU and RoPE; Qwen2's QKV bias from a transformers config; QK-norm with a
+ * QKV bias) and every switch. */
 START_TEST(round_trip_over_a_sweep)
 {
     char dir[] = "/tmp/spsim-megatron-XXXXXX", path[256];
@@ -289,8 +289,19 @@ START_TEST(round_trip_over_a_sweep)
           "\"vocab_size\": 1000, \"max_position_embeddings\": 512}",
           f);
     fclose(f);
-    char models[512];
-    snprintf(models, sizeof(models), "gpt3-175b,llama3-8b,%s", path);
+    /* A profile with Qwen3's QK-norm and Qwen2's QKV bias, on a LayerNorm layer. */
+    char profile[256], models[1024];
+    snprintf(profile, sizeof(profile), "%s/qk.json", dir);
+    f = fopen(profile, "w");
+    fputs("{\"schema\": \"spsim-model/1\", \"name\": \"qk\", \"source\": \"test\", \"layers\": 4, "
+          "\"hidden\": 128, \"heads\": 4, \"kv_heads\": 4, \"ffn_hidden\": 512, \"vocab\": 500, "
+          "\"seq_len\": 512, \"mlp\": \"gelu\", \"norm\": \"layernorm\", \"dropout\": true, "
+          "\"attention\": \"standard\", \"position_embedding\": \"learned\", "
+          "\"linear_bias\": false, \"qkv_bias\": true, \"qk_norm\": true, "
+          "\"tied_embeddings\": true}",
+          f);
+    fclose(f);
+    snprintf(models, sizeof(models), "gpt3-175b,llama3-8b,%s,%s", path, profile);
     const char *axes[SPSIM_AXIS_COUNT] = {
         [SPSIM_AXIS_MODEL] = models,
         [SPSIM_AXIS_HW] = "dgx-h100",
@@ -324,6 +335,7 @@ START_TEST(round_trip_over_a_sweep)
     spsim_sweep_destroy(sw);
     spsim_sweep_spec_destroy(spec);
     remove(path);
+    remove(profile);
     rmdir(dir);
 }
 END_TEST
@@ -406,12 +418,7 @@ START_TEST(bridge_yaml_equals_launch_line)
     ck_assert_msg(parse(line, &b, &err) == SPSIM_OK, "%s", err.message);
     assert_same_shape(spsim_model_get_shape(a.model), spsim_model_get_shape(b.model));
     b.par.dp = a.par.dp; /* the recipe gives no world size */
-    struct spsim_hardware *hw = NULL;
-    char path[4096];
-    ck_assert_int_eq(
-        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", path, sizeof(path), &err),
-        SPSIM_OK);
-    ck_assert_int_eq(spsim_hardware_load(path, &hw, &err), SPSIM_OK);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_result ra, rb;
     ck_assert_msg(spsim_evaluate(a.model, hw, &a.par, &ra, &err) == SPSIM_OK, "%s", err.message);
     ck_assert_msg(spsim_evaluate(b.model, hw, &b.par, &rb, &err) == SPSIM_OK, "%s", err.message);

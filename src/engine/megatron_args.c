@@ -33,6 +33,7 @@ enum flag_id {
     F_ADD_BIAS,
     F_QKV_BIAS,
     F_UNTIE,
+    F_QK_NORM,
     F_ATTN_DROPOUT,
     F_HIDDEN_DROPOUT,
     F_VOCAB,
@@ -90,6 +91,7 @@ static const struct {
     [F_ADD_BIAS] = {"--add-bias-linear", K_SWITCH},
     [F_QKV_BIAS] = {"--add-qkv-bias", K_SWITCH},
     [F_UNTIE] = {"--untie-embeddings-and-output-weights", K_SWITCH},
+    [F_QK_NORM] = {"--qk-layernorm", K_SWITCH},
     [F_ATTN_DROPOUT] = {"--attention-dropout", K_VALUE},
     [F_HIDDEN_DROPOUT] = {"--hidden-dropout", K_VALUE},
     [F_VOCAB] = {"--vocab-size", K_VALUE},
@@ -419,6 +421,7 @@ layer_kind(const struct mg *m, struct spsim_model_shape *s)
     s->linear_bias = !m->given[F_DISABLE_BIAS];
     s->qkv_bias = m->given[F_QKV_BIAS] && !s->linear_bias;
     s->tied_embeddings = !m->given[F_UNTIE];
+    s->qk_norm = m->given[F_QK_NORM]; /* the layer's --normalization, over each head */
     /* TransformerConfig.attention_backend defaults to auto (flash or fused: no s² tensors). */
     s->attention =
         backend >= 2 || m->given[F_FLASH] ? SPSIM_ATTENTION_FLASH : SPSIM_ATTENTION_STANDARD;

@@ -47,6 +47,8 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
         emit(o, "    --add-qkv-bias \\\n");
     if (!s->tied_embeddings)
         emit(o, "    --untie-embeddings-and-output-weights \\\n");
+    if (s->qk_norm)
+        emit(o, "    --qk-layernorm \\\n");
     /* Megatron's defaults are 0.1 for both (TransformerConfig). */
     const char *p = s->dropout ? "0.1" : "0.0";
     emit(o, "    --attention-dropout %s \\\n    --hidden-dropout %s \\\n", p, p);

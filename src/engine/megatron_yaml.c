@@ -49,6 +49,7 @@ static const struct {
     {"add_bias_linear", "--disable-bias-linear", M_INVERSE},
     {"bias", "--disable-bias-linear", M_INVERSE},
     {"add_qkv_bias", "--add-qkv-bias", M_SWITCH},
+    {"qk_layernorm", "--qk-layernorm", M_SWITCH},
     {"share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", M_INVERSE},
     {"hidden_dropout", "--hidden-dropout", M_VALUE},
     {"attention_dropout", "--attention-dropout", M_VALUE},

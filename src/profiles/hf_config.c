@@ -1,6 +1,6 @@
 /*
  * Hugging Face transformers config.json files read as model profiles: the dense decoder
- * families whose layer spsim models (Llama, Mistral, Qwen2, Gemma, GPT-2, GPT-NeoX). Every key
+ * families whose layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, GPT-NeoX). Every key
  * is either mapped, known to change nothing spsim computes, or refused by name: a key this file
  * does not know might change the layer, so it is not guessed at.
  */
@@ -22,6 +22,7 @@ struct hf_family {
     bool tied;     /* tie_word_embeddings when absent (the family's config class default) */
     bool all_bias; /* biases on every linear (GPT-2, GPT-NeoX) */
     bool qkv_bias; /* a QKV bias only (Qwen2: Qwen2Attention q/k/v_proj bias=True) */
+    bool qk_norm;  /* Qwen3Attention's q_norm and k_norm (RMSNorm of head_dim) */
     const char *const *keys; /* accepted beyond the common keys */
 };
 
@@ -93,22 +94,25 @@ static const char *const neox_keys[] = {"num_hidden_layers",
 static const struct hf_family families[] = {
     {"llama", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, llama_keys},
+     false, false, false, llama_keys},
     {"mistral", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, llama_keys},
+     false, false, false, llama_keys},
     {"qwen2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, true, llama_keys},
+     false, true, false, llama_keys},
+    {"qwen3", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+     "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
+     false, false, true, llama_keys},
     /* GemmaMLP is gated (gate_proj, up_proj) with a GeLU: the gated layer, GeLU for SiLU. */
     {"gemma", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, true,
-     false, false, llama_keys},
+     false, false, false, llama_keys},
     {"gpt2", "n_layer", "n_embd", "n_head", "n_inner", "n_positions", SPSIM_MLP_GELU,
-     SPSIM_NORM_LAYERNORM, SPSIM_POSITION_LEARNED, true, true, false, gpt2_keys},
+     SPSIM_NORM_LAYERNORM, SPSIM_POSITION_LEARNED, true, true, false, false, gpt2_keys},
     {"gpt_neox", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_GELU, SPSIM_NORM_LAYERNORM, SPSIM_POSITION_ROPE, false,
-     true, false, neox_keys},
+     true, false, false, neox_keys},
 };
 
 /* Keys of layers spsim does not model, named in the refusal. */
@@ -177,13 +181,9 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
             *out = &families[i];
             return SPSIM_OK;
         }
-    if (strcmp(type, "qwen3") == 0)
-        return spsim_json_field_error(c, NULL, "model_type",
-                                      "\"qwen3\": the per-head query/key RMSNorm (QK-norm) is not "
-                                      "modelled");
     return spsim_json_field_error(c, NULL, "model_type",
                                   "\"%s\" is not a family spsim models (llama, mistral, qwen2, "
-                                  "gemma, gpt2, gpt_neox)",
+                                  "qwen3, gemma, gpt2, gpt_neox)",
                                   type);
 }
 
@@ -303,7 +303,8 @@ static int
 check_variants(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f,
                uint32_t positions)
 {
-    bool use_window = !f->qkv_bias;
+    bool use_window = strncmp(f->type, "qwen", 4) != 0; /* Qwen2/3Config: use_sliding_window
+                                                          * False */
     uint32_t window = UINT32_MAX;
     int rc;
     if ((rc = get_bool(c, root, "use_sliding_window", &use_window)) ||
@@ -370,6 +371,7 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
         (rc = check_variants(c, root, f, m->seq_len)) || (rc = check_layer_types(c, root)))
         return rc;
     m->tied_embeddings = f->tied;
+    m->qk_norm = f->qk_norm;
     if ((rc = get_bool(c, root, "tie_word_embeddings", &m->tied_embeddings)))
         return rc;
     if (strcmp(f->type, "gpt2") == 0 && !m->tied_embeddings)

@@ -86,7 +86,8 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
                                   &position)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "linear_bias", true, &m->linear_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
-        (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)))
+        (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)))
         return rc;
     if (!head_dim_given)
         m->head_dim = m->heads ? m->hidden / m->heads : 0;
@@ -171,6 +172,7 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
                                        "linear_bias",
                                        "tied_embeddings",
                                        "qkv_bias",
+                                       "qk_norm",
                                        NULL};
     struct spsim_jctx c = {origin, err};
     const char *schema = NULL, *name = NULL, *source = NULL, *description = "";
@@ -297,6 +299,8 @@ spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, 
     sharded = spsim_add(sharded, spsim_mul(h, fc1_out, ok), ok);
     sharded = spsim_add(sharded, spsim_mul(m->ffn_hidden, h, ok), ok);
     uint64_t replicated = 2 * norm;
+    if (m->qk_norm) /* one norm of d channels for Q and one for K, shared by the heads */
+        replicated += 2 * (m->norm == SPSIM_NORM_LAYERNORM ? 2 * d : d);
     if (m->linear_bias) {
         sharded = spsim_add(sharded, qkv_out + fc1_out, ok);
         replicated += 2 * h; /* projection and FC2 biases */
