@@ -1,7 +1,7 @@
 /*
  * Hugging Face transformers config.json files read as model profiles: the dense decoder
- * families whose layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, GPT-NeoX). Every key
- * is either mapped, known to change nothing spsim computes, or refused by name: a key this file
+ * families whose layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, GPT-NeoX). Every
+ * key is either mapped, known to change nothing spsim computes, or refused by name: a key this file
  * does not know might change the layer, so it is not guessed at.
  */
 #include "config.h"
@@ -304,7 +304,7 @@ check_variants(const struct spsim_jctx *c, const cJSON *root, const struct hf_fa
                uint32_t positions)
 {
     bool use_window = strncmp(f->type, "qwen", 4) != 0; /* Qwen2/3Config: use_sliding_window
-                                                          * False */
+                                                         * False */
     uint32_t window = UINT32_MAX;
     int rc;
     if ((rc = get_bool(c, root, "use_sliding_window", &use_window)) ||
