@@ -36,6 +36,40 @@ int spsim_read_file(const char *path, char **buf, size_t *len, struct spsim_erro
 int spsim_write_file_atomic(const char *path, const void *data, size_t len,
                             struct spsim_error *err);
 
+/**
+ * A set of strings (not owned: each key must outlive the set) with a value each, for the
+ * parsers' "seen before?" checks in O(1). Zero-initialised = empty.
+ */
+struct spsim_strset_entry {
+    const char *key;
+    size_t len;
+    uint64_t hash;
+    size_t value;
+};
+struct spsim_strset {
+    struct spsim_strset_entry *slot;
+    size_t cap, n;
+};
+#define SPSIM_STRSET_NONE ((size_t)-1)
+/** The value of key[0..len), or SPSIM_STRSET_NONE. */
+size_t spsim_strset_find(const struct spsim_strset *s, const char *key, size_t len);
+/** Add key[0..len) (or replace its value). @return SPSIM_OK or SPSIM_ENOMEM */
+int spsim_strset_put(struct spsim_strset *s, const char *key, size_t len, size_t value);
+void spsim_strset_free(struct spsim_strset *s);
+/** The same with the caller's hash of the key (one set, one hash function), for keys hashed
+ * incrementally, e.g. suffixes grown one byte at a time with spsim_fnv_step. */
+size_t spsim_strset_find_hashed(const struct spsim_strset *s, const char *key, size_t len,
+                                uint64_t hash);
+int spsim_strset_put_hashed(struct spsim_strset *s, const char *key, size_t len, uint64_t hash,
+                            size_t value);
+/* FNV-1a, 64 bits (Fowler, Noll, Vo; http://www.isthe.com/chongo/tech/comp/fnv/). */
+#define SPSIM_FNV_BASIS 14695981039346656037ull
+static inline uint64_t
+spsim_fnv_step(uint64_t h, char c)
+{
+    return (h ^ (unsigned char)c) * 1099511628211ull;
+}
+
 /*
  * Checked 64-bit arithmetic. The memory engine counts bytes exactly; a product that does not
  * fit in 64 bits must be refused, never wrapped. The accumulator idiom: start with ok = true,

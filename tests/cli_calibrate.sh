@@ -8,6 +8,7 @@ spsim=$1
 logs=$2/tests/data/nccl-tests
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+spsim=$(sh "$(dirname "$0")/wrap_spsim.sh" "$spsim" "$tmp") || exit 1
 
 fail() {
     echo "FAIL: $*" >&2

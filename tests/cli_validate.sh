@@ -6,6 +6,7 @@ set -u
 spsim=$1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
+spsim=$(sh "$(dirname "$0")/wrap_spsim.sh" "$spsim" "$tmp") || exit 1
 fail=0
 
 # expect CODE WHAT ARGS...: run `spsim validate ARGS`, check its exit status

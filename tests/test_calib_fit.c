@@ -127,7 +127,7 @@ START_TEST(refused_inputs)
     /* One point for two unknowns (α and 1/B). */
     ck_assert_int_eq(spsim_latbw_fit(p, 1, &r, NULL), SPSIM_EINVAL);
     /* Non-finite or non-positive measurements. */
-    p[1].time_s = NAN;
+    p[1].time_s = (double)NAN;
     ck_assert_int_eq(spsim_latbw_fit(p, 3, &r, NULL), SPSIM_EINVAL);
     p[1].time_s = 0;
     ck_assert_int_eq(spsim_latbw_fit(p, 3, &r, NULL), SPSIM_EINVAL);

@@ -26,7 +26,7 @@ run(struct run *r, const char *args)
     ck_assert_int_ge(fd, 0);
     close(fd);
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "'%s' %s 2>'%s'", spsim, args, errfile);
+    snprintf(cmd, sizeof(cmd), "%s %s 2>'%s'", spsim, args, errfile);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     size_t n = fread(r->out, 1, sizeof(r->out) - 1, p);
@@ -122,6 +122,10 @@ START_TEST(query_json_document)
         const cJSON *v = path(root, times[i]);
         ck_assert_msg(cJSON_IsNumber(v) && v->valuedouble > 0, "%s", times[i]);
     }
+    /* Per GPU: the paper's setting's 64 sequences of 2048 tokens per iteration on 64 GPUs. */
+    double per_gpu = path(root, "time.tokens_per_s_per_gpu")->valuedouble;
+    double iteration = path(root, "time.iteration_s")->valuedouble;
+    ck_assert_double_eq_tol(per_gpu, 64.0 * 2048 / iteration / 64, 1e-9 * per_gpu);
     cJSON_Delete(root);
 }
 END_TEST
@@ -168,6 +172,20 @@ static const struct {
      "Cannot use sequence parallelism without tensor parallelism"},
     {"query --tp 7", 4, "96 attention heads are not divisible by tp = 7"},
     {"query --mbs 2 --gbs 65", 4, "global batch size 65 is not divisible"},
+    {"query --recompute-modules core_attn,attention", 2,
+     "--recompute-modules: 'core_attn,attention' is not a list of core_attn, layernorm, mlp"},
+    {"query --recompute-method zigzag", 2,
+     "--recompute-method: 'zigzag' is not one of default, uniform, block"},
+    {"query --offload-layers x", 2, "--offload-layers: 'x'"},
+    {"query --recompute full --recompute-method block", 4,
+     "recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 12"},
+    {"query --recompute-modules moe", 4, "this model is dense"},
+    {"query --offload-layers 4", 4,
+     "Currently there is no support for Pipeline parallelism with CPU offloading"},
+    {"explain --recompute-modules mla_up_proj", 4,
+     "mla_up_proj in recompute_modules is only supported with multi_latent_attention."},
+    {"sweep --model gpt3-175b --hw dgx-h100 --recompute-modules core_attn+mlp,bogus", 2,
+     "--recompute-modules: 'bogus' is not default or modules joined by '+'"},
     {"bogus", 2, "unknown command 'bogus'"},
     {"list gadgets", 2, "'gadgets' is not one of models, hardware"},
     {"check", 2, "expected at least one FILE"},
@@ -204,6 +222,45 @@ START_TEST(check_reports_bad_files)
     ck_assert_ptr_nonnull(strstr(R.err, "field 'layers': must be an integer in [1, 4096], got -1"));
     ck_assert_ptr_nonnull(strstr(R.err, bad));
     unlink(bad);
+}
+END_TEST
+
+/* A name that would load as "llama" (cJSON stops at the NUL) or put invalid UTF-8 into JSON
+ * output: refused, naming the field, exit 3. */
+START_TEST(profile_strings_are_checked)
+{
+    static const char *const names[] = {"llama\\u0000evil", "llama\xff", "llama"};
+    static const char *const reasons[] = {"holds \\u0000", "invalid UTF-8", NULL};
+    for (int i = 0; i < 3; i++) {
+        char path[] = "/tmp/spsim-name-XXXXXX.json";
+        int fd = mkstemps(path, 5);
+        ck_assert_int_ge(fd, 0);
+        char text[512];
+        int n = snprintf(text, sizeof(text),
+                         "{\"schema\": \"spsim-model/1\", \"name\": \"%s\", \"source\": \"t\", "
+                         "\"layers\": 32, \"hidden\": 4096, \"heads\": 32, \"kv_heads\": 8, "
+                         "\"ffn_hidden\": 14336, \"vocab\": 128256, \"seq_len\": 8192, \"mlp\": "
+                         "\"swiglu\", \"norm\": \"rmsnorm\", \"dropout\": false, \"attention\": "
+                         "\"flash\", \"position_embedding\": \"rope\", \"linear_bias\": false, "
+                         "\"tied_embeddings\": false}",
+                         names[i]);
+        ck_assert_int_eq(write(fd, text, (size_t)n), n);
+        close(fd);
+        char args[256];
+        snprintf(args, sizeof(args),
+                 "query --model '%s' --hw dgx-h100 --pp 1 --vpp 1 --format json", path);
+        run(&R, args);
+        unlink(path);
+        if (!reasons[i]) { /* the same profile with a plain name loads */
+            ck_assert_msg(R.status == 0, "exit %d: %s", R.status, R.err);
+            ck_assert_ptr_nonnull(strstr(R.out, "\"model\": \"llama\""));
+            continue;
+        }
+        ck_assert_msg(R.status == 3, "exit %d: %s", R.status, R.err);
+        ck_assert_ptr_nonnull(strstr(R.err, "field 'name': "));
+        ck_assert_ptr_nonnull(strstr(R.err, reasons[i]));
+        ck_assert_str_eq(R.out, "");
+    }
 }
 END_TEST
 
@@ -304,6 +361,7 @@ cli_suite(void)
     tcase_add_loop_test(tc, bad_input_exit_codes, 0, sizeof(errors) / sizeof(errors[0]));
     tcase_add_test(tc, check_reports_bad_files);
     tcase_add_test(tc, output_file_is_atomic);
+    tcase_add_test(tc, profile_strings_are_checked);
     tcase_add_test(tc, explain_shows_the_seed_schedule);
     tcase_add_test(tc, collective_json_and_table);
     tcase_add_test(tc, every_command_has_help);
@@ -318,6 +376,6 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: test_cli PATH-TO-SPSIM\n");
         return 2;
     }
-    spsim = argv[1];
+    spsim = testutil_spsim_command(argv[1]);
     return testutil_run(cli_suite());
 }

@@ -59,6 +59,27 @@ static const struct bad_case model_cases[] = {
     {"\"dropout\": true", "\"dropout\": tru", SPSIM_EPARSE, "malformed JSON at line 4"},
     {"\"layers\": 48", "\"layers\": NaN", SPSIM_EPARSE, "malformed JSON"},
     {"}", "} trailing", SPSIM_EPARSE, "unexpected text after the document"},
+    /* Strings: UTF-8 (RFC 3629) and no U+0000, which cJSON would cut the string at. The offset
+     * is that of the string's opening quote, or of the first bad byte: the value of "name" starts
+     * at 36. */
+    {"\"name\": \"t\"", "\"name\": \"llama\\u0000evil\"", SPSIM_EFIELD,
+     "field 'name': the string at byte offset 36 holds \\u0000 (a NUL character)"},
+    {"\"name\": \"t\"", "\"name\": \"t\xff\"", SPSIM_EFIELD,
+     "field 'name': invalid UTF-8 at byte offset 38"},
+    {"\"name\": \"t\"", "\"name\": \"\xc0\xaf\"", SPSIM_EFIELD,
+     "field 'name': invalid UTF-8 at byte offset 37"}, /* overlong '/' */
+    {"\"name\": \"t\"", "\"name\": \"\xed\xa0\x80\"", SPSIM_EFIELD,
+     "field 'name': invalid UTF-8"}, /* a UTF-16 surrogate */
+    {"\"name\": \"t\"", "\"name\": \"t\xe2\x82\"", SPSIM_EFIELD,
+     "field 'name': invalid UTF-8"}, /* cut short */
+    {"\"source\": \"test\"", "\"source\": \"\xf4\x90\x80\x80\"", SPSIM_EFIELD,
+     "field 'source': invalid UTF-8"}, /* above U+10FFFF */
+    {"\"name\": \"t\",", "\"name\": \"t\", \"_n\xfe\": 1,", SPSIM_EFIELD,
+     "field '_n?': invalid UTF-8"},
+    /* cJSON takes every byte below ' ' as a blank: the check must keep its place past them
+     * (found by fuzz_model: it looped forever). */
+    {"\"name\": \"t\",", "\"name\": \"t\",\x01\x02 \"_c\": [1\x1f]\x03, \"_d\": \"\xff\",",
+     SPSIM_EFIELD, "field '_d': invalid UTF-8"},
 };
 
 START_TEST(model_bad_input)
@@ -89,6 +110,61 @@ START_TEST(model_valid_and_empty)
     ck_assert_ptr_nonnull(strstr(err.message, "must be a JSON object"));
     ck_assert_int_eq(spsim_model_load("/nonexistent/x.json", &m, &err), SPSIM_EIO);
     ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/x.json: cannot open"));
+}
+END_TEST
+
+/* What cJSON reads differently from the text: a NUL byte (skipped as a blank) and nesting
+ * beyond CJSON_NESTING_LIMIT (a syntax error at the column where it stopped). */
+START_TEST(model_nul_and_depth)
+{
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    char text[sizeof(valid_model) + 1];
+    memcpy(text, valid_model, sizeof(valid_model));
+    size_t at = (size_t)(strstr(text, " \"layers\"") - text);
+    text[at] = '\0';
+    ck_assert_int_eq(spsim_model_parse(text, sizeof(valid_model) - 1, "nul.json", &m, &err),
+                     SPSIM_EPARSE);
+    char want[128];
+    snprintf(want, sizeof(want),
+             "nul.json: a NUL byte at byte offset %zu (a profile is UTF-8 text)", at);
+    ck_assert_str_eq(err.message, want);
+    /* After the document too: the whole file is the profile. */
+    ck_assert_int_eq(spsim_model_parse(valid_model, sizeof(valid_model), "end.json", &m, &err),
+                     SPSIM_EPARSE);
+    snprintf(want, sizeof(want), "end.json: a NUL byte at byte offset %zu",
+             sizeof(valid_model) - 1);
+    ck_assert_ptr_nonnull(strstr(err.message, want));
+    /* '{' and 999 '[' are 1000 levels, cJSON's limit: accepted; one more is refused. */
+    for (int levels = 1000; levels <= 1001; levels++) {
+        size_t n = strlen(valid_model) + 2 * (size_t)levels + 16;
+        char *deep = malloc(n), *p = deep;
+        p += sprintf(p, "{\"_c\": ");
+        for (int i = 1; i < levels; i++)
+            *p++ = '[';
+        for (int i = 1; i < levels; i++)
+            *p++ = ']';
+        sprintf(p, ", %s", valid_model + 1);
+        int rc = spsim_model_parse(deep, strlen(deep), "deep.json", &m, &err);
+        if (levels == 1000) {
+            ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
+            spsim_model_destroy(m);
+        } else {
+            ck_assert_int_eq(rc, SPSIM_EPARSE);
+            /* the 1000th '[' at byte offset 7 + 999 */
+            ck_assert_str_eq(err.message, "deep.json: JSON nested deeper than 1000 levels at line "
+                                          "1, column 1007 (byte offset 1006)");
+        }
+        free(deep);
+    }
+    /* Valid UTF-8 and escapes other than \u0000 load as they are. */
+    char *ok = edit(valid_model, "\"name\": \"t\"",
+                    "\"name\": \"t\xc3\xa9 \\u00e9 \xe2\x80\x93 \xf0\x9f\x98\x80 \\\"\\\\\"");
+    ck_assert_msg(spsim_model_parse(ok, strlen(ok), "ok.json", &m, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert_str_eq(spsim_model_name(m), "t\xc3\xa9 \xc3\xa9 \xe2\x80\x93 \xf0\x9f\x98\x80 \"\\");
+    spsim_model_destroy(m);
+    free(ok);
 }
 END_TEST
 
@@ -294,6 +370,7 @@ profiles_suite(void)
     TCase *tc = tcase_create("model");
     tcase_add_loop_test(tc, model_bad_input, 0, sizeof(model_cases) / sizeof(model_cases[0]));
     tcase_add_test(tc, model_valid_and_empty);
+    tcase_add_test(tc, model_nul_and_depth);
     tcase_add_test(tc, paper_shapes);
     tcase_add_test(tc, parameter_counts);
     suite_add_tcase(s, tc);

@@ -455,6 +455,84 @@ START_TEST(jsonl_matches_csv)
 }
 END_TEST
 
+START_TEST(columns_are_cells_of_the_full_rows)
+{
+    /* --columns: each row is the full row's cells at the named header positions (cut here by
+     * strtok, not by the row writer), in the order given, from two threads. */
+    static const char *const pick[] = {"time_mfu", "tp", "model", "memory_fits", "hw", "sp"};
+    struct spsim_sweep *sw = make_sweep(space_text);
+    struct spsim_buf full = run_csv(sw, 1, 0, 0, true);
+    struct spsim_sweep_options opt;
+    spsim_sweep_options_defaults(&opt);
+    opt.threads = 2;
+    opt.columns = "time_mfu,tp,model,memory_fits,hw,sp";
+    struct spsim_buf some = run_to_memory(sw, &opt, NULL);
+    char *f = full.data, *line = some.data, *names[256];
+    int nnames = 0, at[6], rows = 0;
+    char *end = strchr(f, '\n');
+    *end = '\0';
+    for (char *tok = strtok(f, ","); tok; tok = strtok(NULL, ","))
+        names[nnames++] = tok;
+    for (int k = 0; k < 6; k++)
+        for (at[k] = 0; strcmp(names[at[k]], pick[k]) != 0; at[k]++)
+            ck_assert_int_lt(at[k] + 1, nnames);
+    char *want = malloc(SPSIM_ROW_MAX);
+    ck_assert_ptr_nonnull(want);
+    snprintf(want, SPSIM_ROW_MAX, "%s\n", opt.columns);
+    ck_assert_int_eq(strncmp(line, want, strlen(want)), 0);
+    line += strlen(want);
+    for (f = end + 1; *f; f = end + 1, rows++) {
+        end = strchr(f, '\n');
+        *end = '\0';
+        char *cells[256];
+        int n = 0;
+        for (char *tok = strtok(f, ","); tok; tok = strtok(NULL, ","))
+            cells[n++] = tok;
+        snprintf(want, SPSIM_ROW_MAX, "%s,%s,%s,%s,%s,%s\n", cells[at[0]], cells[at[1]],
+                 cells[at[2]], cells[at[3]], cells[at[4]], cells[at[5]]);
+        if (strncmp(line, want, strlen(want)) != 0) /* Check only on failure (see check_rows) */
+            ck_abort_msg("row %d: '%.80s' vs '%s'", rows, line, want);
+        line += strlen(want);
+    }
+    ck_assert_int_gt(rows, 100);
+    ck_assert_str_eq(line, "");
+    free(want);
+    free(full.data);
+    free(some.data);
+    spsim_sweep_destroy(sw);
+}
+END_TEST
+
+START_TEST(columns_errors)
+{
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_row_columns_check("model,hw,time_mfu", &err), SPSIM_OK);
+    ck_assert_int_eq(spsim_row_columns_check("tp,nope", &err), SPSIM_EINVAL);
+    ck_assert_str_eq(err.message, "columns: 'nope' is not a column (the header of 'spsim query "
+                                  "--format csv' lists them)");
+    ck_assert_int_eq(spsim_row_columns_check("tp,pp,tp", &err), SPSIM_EINVAL);
+    ck_assert_str_eq(err.message, "columns: 'tp' is listed twice");
+    ck_assert_int_eq(spsim_row_columns_check("", &err), SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_row_columns_check("tp,", &err), SPSIM_EINVAL);
+    ck_assert_str_eq(err.message, "columns: an empty name in 'tp,'");
+    ck_assert_int_eq(spsim_row_columns_check(",tp", &err), SPSIM_EINVAL);
+    ck_assert_int_eq(spsim_row_columns_check("memory", &err), SPSIM_EINVAL); /* a prefix only */
+    /* The run refuses what the check refuses, before writing anything. */
+    struct spsim_sweep *sw = make_sweep(space_text);
+    struct spsim_sweep_options opt;
+    spsim_sweep_options_defaults(&opt);
+    opt.columns = "tp,tp";
+    struct spsim_buf out = {0};
+    opt.write = append;
+    opt.cookie = &out;
+    ck_assert_int_eq(spsim_sweep_run(sw, &opt, NULL, &err), SPSIM_EINVAL);
+    ck_assert_str_eq(err.message, "columns: 'tp' is listed twice");
+    ck_assert_uint_eq(out.len, 0);
+    free(out.data);
+    spsim_sweep_destroy(sw);
+}
+END_TEST
+
 START_TEST(threads_give_the_same_output)
 {
     struct spsim_sweep *sw = make_sweep(space_text);
@@ -690,6 +768,8 @@ sweep_suite(void)
     tcase_set_timeout(run, 60);
     tcase_add_test(run, rows_equal_evaluate);
     tcase_add_test(run, jsonl_matches_csv);
+    tcase_add_test(run, columns_are_cells_of_the_full_rows);
+    tcase_add_test(run, columns_errors);
     tcase_add_test(run, threads_give_the_same_output);
     tcase_add_test(run, shard_ranges_partition);
     tcase_add_test(run, shards_concatenate_to_the_whole);

@@ -113,14 +113,24 @@ on_off(const char *boolean, const char *on, const char *off)
     return strcmp(boolean, "true") == 0 ? on : off;
 }
 
-START_TEST(rows_equal_query_json)
+/* The query options that give a row's recompute modules, method, layer count and offload. */
+static void
+recompute_options(char **cells, char **names, int ncols, char *out, size_t cap)
 {
-    char command[8192];
-    snprintf(command, sizeof(command),
-             "%s sweep --quiet --spec %s/examples/sweeps/models-hardware.json "
-             "--flash-attn model,off --overlap-grad-reduce off,on --seq 2048,4096 --vpp 1,2",
-             spsim, getenv("SPSIM_DATA_DIR"));
-    char *csv = capture(command);
+    const char *mods = cells[column(names, ncols, "recompute_modules")];
+    snprintf(out, cap, "%s%s --recompute-method %s --recompute-layers %s --offload-layers %s",
+             strcmp(mods, "none") ? "--recompute-modules " : "", strcmp(mods, "none") ? mods : "",
+             cells[column(names, ncols, "recompute_method")],
+             cells[column(names, ncols, "recompute_layers")],
+             cells[column(names, ncols, "offload_layers")]);
+}
+
+/* `picks` random rows of the sweep's CSV, each against the query of its configuration. */
+static void
+rows_equal_queries(const char *sweep, size_t min_rows, int picks)
+{
+    char command[8192], extra[512];
+    char *csv = capture(sweep);
     /* Index the lines. */
     size_t nlines = 0;
     char **lines = malloc(sizeof(*lines) * (strlen(csv) / 64 + 2));
@@ -129,22 +139,24 @@ START_TEST(rows_equal_query_json)
         p = strchr(p, '\n');
         *p++ = '\0';
     }
-    ck_assert_uint_gt(nlines, 1000);
+    ck_assert_uint_gt(nlines, min_rows);
     char *names[256];
     int ncols = split(lines[0], names, 256);
     const struct spsim_field *fields;
     size_t nfields = spsim_result_fields(&fields);
     ck_assert_int_eq(ncols, (int)nfields + 2);
     uint64_t state = 12345;
-    for (int pick = 0; pick < 40; pick++) {
+    for (int pick = 0; pick < picks; pick++) {
         state = state * 6364136223846793005ull + 1442695040888963407ull; /* Knuth's MMIX LCG */
         char *cells[256];
         size_t row = 1 + (state >> 33) % (nlines - 1);
-        ck_assert_int_eq(split(lines[row], cells, 256), ncols);
+        char *line = strdup(lines[row]); /* split() cuts it, and a row may be picked twice */
+        ck_assert_int_eq(split(line, cells, 256), ncols);
 #define CELL(name) cells[column(names, ncols, name)]
+        recompute_options(cells, names, ncols, extra, sizeof(extra));
         snprintf(command, sizeof(command),
                  "%s query --format json --model %s --hw %s --tp %s --pp %s --dp %s --vpp %s %s "
-                 "--recompute %s --mbs %s --gbs %s --seq %s %s %s %s --dtype %s",
+                 "--recompute %s --mbs %s --gbs %s --seq %s %s %s %s --dtype %s %s",
                  spsim, CELL("model"), CELL("hw"), CELL("tp"), CELL("pp"), CELL("dp"), CELL("vpp"),
                  on_off(CELL("sp"), "--sp", "--no-sp"), CELL("recompute"), CELL("mbs"), CELL("gbs"),
                  CELL("seq"), on_off(CELL("flash_attn"), "--flash-attn", "--no-flash-attn"),
@@ -152,7 +164,7 @@ START_TEST(rows_equal_query_json)
                         "--no-distributed-optimizer"),
                  on_off(CELL("overlap_grad_reduce"), "--overlap-grad-reduce",
                         "--no-overlap-grad-reduce"),
-                 CELL("dtype"));
+                 CELL("dtype"), extra);
         char *json = capture(command);
         cJSON *root = cJSON_Parse(json);
         ck_assert_msg(root != NULL, "%s", command);
@@ -162,9 +174,35 @@ START_TEST(rows_equal_query_json)
             compare_cell(&fields[i], at_path(root, fields[i].path), cells[2 + i]);
         cJSON_Delete(root);
         free(json);
+        free(line);
     }
     free(lines);
     free(csv);
+}
+
+START_TEST(rows_equal_query_json)
+{
+    char command[8192];
+    snprintf(command, sizeof(command),
+             "%s sweep --quiet --spec %s/examples/sweeps/models-hardware.json "
+             "--flash-attn model,off --overlap-grad-reduce off,on --seq 2048,4096 --vpp 1,2",
+             spsim, getenv("SPSIM_DATA_DIR"));
+    rows_equal_queries(command, 1000, 40);
+}
+END_TEST
+
+START_TEST(recompute_and_offload_rows_equal_query_json)
+{
+    /* The fine-grained recompute and offload axes: every method, module set and offload. */
+    char command[8192];
+    snprintf(command, sizeof(command),
+             "%s sweep --quiet --model llama3-8b,gpt3-175b --hw dgx-h100,gb200-nvl72 --tp 1,8 "
+             "--pp 1,2 --vpp 1,2 --sp on,off --recompute none,selective,full "
+             "--recompute-modules default,mlp,core_attn+layernorm,layernorm+mlp+core_attn "
+             "--recompute-method default,uniform,block --recompute-layers 0,1,3 "
+             "--offload-layers 0,1,7 --seq 2048 --gbs 16",
+             spsim);
+    rows_equal_queries(command, 200, 40);
 }
 END_TEST
 
@@ -175,11 +213,12 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: %s SPSIM\n", argv[0]);
         return 2;
     }
-    spsim = argv[1];
+    spsim = testutil_spsim_command(argv[1]);
     Suite *s = suite_create("sweep-query");
     TCase *tc = tcase_create("rows");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, rows_equal_query_json);
+    tcase_add_test(tc, recompute_and_offload_rows_equal_query_json);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

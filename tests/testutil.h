@@ -3,9 +3,21 @@
 #define SPSIM_TESTUTIL_H
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "spsim/spsim.h"
+
+/** How a shell runs the spsim at `exe`: quoted, and under SPSIM_WRAPPER where the valgrind
+ * test setup sets it (tests/valgrind.sh), so that memcheck sees the spsim the tests start. */
+static inline const char *
+testutil_spsim_command(const char *exe)
+{
+    static char buf[4096];
+    const char *w = getenv("SPSIM_WRAPPER");
+    snprintf(buf, sizeof(buf), "%s%s'%s'", w ? w : "", w ? " " : "", exe);
+    return buf;
+}
 
 /** Run a suite; exit status for meson (0 ok, 1 failures). */
 static inline int

@@ -51,6 +51,18 @@ SPSIM_API size_t spsim_field_format(const struct spsim_field *f, const struct sp
  */
 SPSIM_API size_t spsim_format_double(double value, char *buf);
 
+/**
+ * The JSON document of a result, exactly as `spsim query --format json` writes it (and the
+ * Python module's spsim.query returns it): spsim_version, model, hardware, then "config",
+ * "warnings", "memory", "comm" (the layer's collectives in "per_layer") and "time", every field
+ * of spsim_result_fields() nested by its path; two-space indentation, a final line break,
+ * non-finite doubles as null.
+ * @param out  receives a NUL-terminated string; the caller frees it with free()
+ * @return SPSIM_OK, SPSIM_EINVAL (NULL argument) or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_result_to_json(const struct spsim_result *r, const char *model_name,
+                                   const char *hw_name, char **out, struct spsim_error *err);
+
 /** Format an unsigned integer in decimal; buf must hold at least 21 bytes. @return length */
 SPSIM_API size_t spsim_format_u64(uint64_t value, char *buf);
 

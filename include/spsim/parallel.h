@@ -22,6 +22,43 @@ SPSIM_API const char *spsim_recompute_name(enum spsim_recompute r);
 /** The mode named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_recompute_parse(const char *name, enum spsim_recompute *out);
 
+/** Which layers full recomputation checkpoints (Megatron --recompute-method). */
+enum spsim_recompute_method {
+    SPSIM_RECOMPUTE_METHOD_DEFAULT = 0, /**< spsim's `full`: uniform groups of one layer */
+    SPSIM_RECOMPUTE_METHOD_UNIFORM = 1, /**< groups of recompute_layers layers, each checkpointed */
+    SPSIM_RECOMPUTE_METHOD_BLOCK = 2,   /**< the first recompute_layers layers of each chunk */
+    SPSIM_RECOMPUTE_METHOD_COUNT
+};
+
+/** @return "default", "uniform", "block"; "?" for an unknown value. */
+SPSIM_API const char *spsim_recompute_method_name(enum spsim_recompute_method m);
+/** The method named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_recompute_method_parse(const char *name, enum spsim_recompute_method *out);
+
+/**
+ * Megatron's selective-recompute modules (--recompute-modules), as bits. Dense layers have the
+ * first three; the others are recognised and refused (the model has no experts or MLA).
+ */
+enum spsim_recompute_module {
+    SPSIM_RMOD_CORE_ATTN = 1u << 0,      /**< QKᵀ, softmax, dropout, ·V (checkpoint) */
+    SPSIM_RMOD_LAYERNORM = 1u << 1,      /**< both norms' outputs discarded, recomputed */
+    SPSIM_RMOD_MLP = 1u << 2,            /**< the dense MLP (checkpoint of its input) */
+    SPSIM_RMOD_MOE_ACT = 1u << 3,        /**< MoE experts' activation: refused (no MoE) */
+    SPSIM_RMOD_MLA_UP_PROJ = 1u << 4,    /**< MLA up-projections: refused (no MLA) */
+    SPSIM_RMOD_MOE = 1u << 5,            /**< the MoE layer: refused (no MoE) */
+    SPSIM_RMOD_SHARED_EXPERTS = 1u << 6, /**< MoE shared experts: refused (no MoE) */
+    SPSIM_RMOD_COUNT_ = 7
+};
+
+/**
+ * Parse a module list: names separated by ',' or '+' ("core_attn,mlp").
+ * @return SPSIM_OK, or SPSIM_EINVAL for an empty list or an unknown name
+ */
+SPSIM_API int spsim_recompute_modules_parse(const char *text, uint32_t *mask);
+/** The mask's names joined by '+' in bit order ("core_attn+mlp"); "core_attn" for 0 (the
+ * default). Writes at most cap bytes, NUL included. @return buf */
+SPSIM_API const char *spsim_recompute_modules_format(uint32_t mask, char *buf, size_t cap);
+
 /**
  * A parallel configuration. Fill it with spsim_parallel_defaults() first, then set what differs.
  * GPUs used = tp · pp · dp.
@@ -34,6 +71,18 @@ struct spsim_parallel {
     uint32_t ep;  /**< expert parallel size (MoE); 1 = none; default 1 */
     bool sp;      /**< sequence parallelism; default false */
     enum spsim_recompute recompute; /**< default none */
+    /** selective: OR of enum spsim_recompute_module; 0 = Megatron's default, core_attn alone
+     * (default 0). Must be 0 unless recompute is selective. */
+    uint32_t recompute_modules;
+    /** full: which layers are checkpointed; default SPSIM_RECOMPUTE_METHOD_DEFAULT */
+    enum spsim_recompute_method recompute_method;
+    /** full with a method: Megatron's --recompute-num-layers, 1 .. layers per stage; 0 with
+     * the default method (default 0) */
+    uint32_t recompute_layers;
+    /** activations of the first N layers offloaded to host memory (Megatron
+     * --cpu-offloading-num-layers; TE cpu_offload); 0 = none (default). Needs pp = 1, no
+     * recomputation and a hardware profile with a host_link. */
+    uint32_t offload_layers;
     uint32_t mbs;                   /**< micro-batch size b, sequences; default 1 */
     uint64_t gbs;                   /**< global batch size B, sequences; default 1 */
     uint32_t seq;                   /**< sequence length s; 0 = the model's seq_len (default) */
@@ -60,7 +109,8 @@ SPSIM_API const char *spsim_warning_text(uint32_t warning_bit);
 /**
  * Check a configuration against the model and hardware with Megatron-LM's rules (SP needs
  * tp > 1; heads, kv_heads and ffn divisible by tp; layers divisible by pp·vpp; global batch
- * divisible by mbs·dp; ...). Nothing is computed.
+ * divisible by mbs·dp; recompute modules, method and layer count, and CPU offload as
+ * transformer_config.py checks them; ...). Nothing is computed.
  * @param hw        may be NULL (hardware-dependent checks are skipped)
  * @param warnings  optional; receives an OR of enum spsim_warning
  * @return SPSIM_OK, SPSIM_ECONFIG (err names the field and the rule) or SPSIM_EINVAL

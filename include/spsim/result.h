@@ -98,10 +98,19 @@ struct spsim_memory_report {
     uint64_t activation_layers_bytes;    /**< in-flight layers × per-layer bytes on stage 0 */
     uint64_t activation_embedding_bytes; /**< embedding dropout masks, sbhp/t (paper §4.3) */
     uint64_t activation_output_bytes;    /**< p = 1 only: 4sbh/t·(1 + v/h) (paper §4.3) */
-    uint64_t activation_recompute_working_bytes; /**< full recompute: one layer's activations while
-                                                    it is recomputed */
+    uint64_t activation_recompute_working_bytes; /**< full recompute: the activations of one
+                                                    checkpointed group (uniform: recompute_layers
+                                                    layers; default and block: one) while it is
+                                                    recomputed */
     uint64_t activation_first_stage_bytes;       /**< sum of the four terms above */
     uint64_t activation_last_stage_bytes; /**< the last stage (its layers, output layer, logits) */
+    uint32_t recomputed_layers_per_stage; /**< layers whose forward is replayed (full
+                                             recompute): L/p, or vpp·min(N, L/(p·vpp)) with
+                                             the block method; 0 otherwise */
+    uint64_t offload_bytes_per_layer;     /**< activations an offloaded layer moves to host memory
+                                             and back, each way (tensors of >= 256Ki elements) */
+    uint64_t offload_hbm_saved_bytes;     /**< offload_layers × the above: HBM freed at peak */
+    uint64_t offload_host_bytes;          /**< pinned host memory per GPU holding them */
     uint64_t parameters_total;            /**< whole model, exact, vocabulary padded */
     uint64_t parameters_first_stage;      /**< one TP rank of stage 0 */
     uint64_t parameters_last_stage;       /**< one TP rank of stage p−1 */
@@ -151,10 +160,14 @@ struct spsim_time_report {
     double pp_p2p_s;         /**< exposed point-to-point sends */
     double dp_exposed_s;     /**< exposed data-parallel gradient reduction */
     double optimizer_s;      /**< optimizer step (memory-bound) */
+    double offload_exposed_s;       /**< CPU offload copies not hidden behind the layers' compute */
+    double offload_d2h_s_per_layer; /**< one offloaded layer's copy to host memory */
+    double offload_h2d_s_per_layer; /**< its reload before its backward */
     double microbatch_s;     /**< one micro-batch's forward+backward on the critical stage */
     double layer_forward_s;  /**< one layer, one micro-batch, one rank */
     double layer_backward_s; /**< idem, backward including its recompute */
-    double tokens_per_s;
+    double tokens_per_s;     /**< global batch × seq / iteration, the whole job */
+    double tokens_per_s_per_gpu; /**< tokens_per_s / GPUs, the figure to compare across sizes */
     double model_flops;        /**< per iteration, whole model (paper Eq. 7 for the GPT layer) */
     double hardware_flops;     /**< per iteration, with the recomputation actually done */
     double mfu;                /**< model FLOP/s ÷ (GPUs × peak) */

@@ -36,6 +36,11 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, /**< on/off; default off */
     SPSIM_AXIS_OVERLAP_GRAD_REDUCE,   /**< on/off; default off */
     SPSIM_AXIS_DTYPE,                 /**< bf16/fp16/fp8; default bf16 */
+    SPSIM_AXIS_RECOMPUTE_MODULES,     /**< module sets, each joined by '+' (core_attn+mlp), or
+                                         default (Megatron's core_attn); default default */
+    SPSIM_AXIS_RECOMPUTE_METHOD,      /**< default/uniform/block; default default */
+    SPSIM_AXIS_RECOMPUTE_LAYERS,      /**< full with a method: layers per checkpoint; default 0 */
+    SPSIM_AXIS_OFFLOAD_LAYERS,        /**< layers whose activations go to host memory; default 0 */
     SPSIM_AXIS_COUNT
 };
 
@@ -88,6 +93,17 @@ SPSIM_API bool spsim_sweep_spec_is_set(const struct spsim_sweep_spec *spec,
 SPSIM_API int spsim_sweep_spec_load(struct spsim_sweep_spec *spec, const char *path,
                                     struct spsim_error *err);
 
+/**
+ * Set the axes `spsim optimize` searches where `spec` leaves them unset: tp every divisor of
+ * gpus, pp every divisor up to the layer count, vpp 1..layers, mbs 1..64:*2, gbs = gpus (one
+ * sequence per GPU, so that every dp is admissible), sp on,off, recompute none,selective,full,
+ * distributed_optimizer and overlap_grad_reduce on,off. The caller sets model, hw and gpus.
+ * @param layers  the model's layer count (spsim_model_get_shape)
+ * @return SPSIM_OK, SPSIM_EINVAL (gpus or layers 0) or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_sweep_spec_optimize_defaults(struct spsim_sweep_spec *spec, uint32_t gpus,
+                                                 uint32_t layers, struct spsim_error *err);
+
 /** A spec with its profiles loaded, ready to run. Opaque; free with spsim_sweep_destroy(). */
 struct spsim_sweep;
 
@@ -107,6 +123,10 @@ SPSIM_API void spsim_sweep_destroy(struct spsim_sweep *sweep);
 
 /** @return the number of points of the space (valid or not). */
 SPSIM_API uint64_t spsim_sweep_size(const struct spsim_sweep *sweep);
+
+/** @return the number of values of an axis (1 for an unset one; 0 for an unknown axis). */
+SPSIM_API uint32_t spsim_sweep_axis_size(const struct spsim_sweep *sweep,
+                                         enum spsim_sweep_axis axis);
 
 /** One point of the space. Pointers are owned by the sweep. */
 struct spsim_sweep_point {
@@ -213,6 +233,10 @@ struct spsim_sweep_options {
     uint64_t *top_index; /**< optional, top_k entries: receives the best points' indices,
                           *   best first */
     uint64_t *top_count; /**< optional: receives how many of them there are */
+    /** The row's columns, "a,b,..." in that order, named as the header names them ("model",
+     * "hw", "tp", "memory_total_bytes", ...); NULL (default): every column. An unknown or
+     * repeated name fails the run with SPSIM_EINVAL naming it. */
+    const char *columns;
 };
 
 /** Largest top_k accepted (16 bytes of memory each, per thread). */
@@ -257,6 +281,13 @@ SPSIM_API int spsim_sweep_evaluate(const struct spsim_sweep *sweep, uint64_t ind
  * @return the length (buf is NUL-terminated); 0 if cap is too small (SPSIM_ROW_MAX suffices)
  */
 SPSIM_API size_t spsim_row_header(enum spsim_row_format format, char *buf, size_t cap);
+
+/**
+ * Check a column list for spsim_sweep_options.columns: "a,b,...", each name "model", "hw" or a
+ * column of spsim_row_header(), none twice.
+ * @return SPSIM_OK, or SPSIM_EINVAL (err: "columns: 'x' is not a column (...)")
+ */
+SPSIM_API int spsim_row_columns_check(const char *columns, struct spsim_error *err);
 
 /**
  * One row of a result, '\n' included, numbers as spsim_field_format() writes them (JSONL:

@@ -15,7 +15,8 @@ struct spsim_bw_table {
     struct spsim_bw_sample *samples;
     size_t n, cap;
     char **keys, **values;
-    size_t ninfo;
+    size_t ninfo, info_cap;
+    struct spsim_strset info_index; /* key -> position in keys: a log may carry 10^5 of them */
 };
 
 int
@@ -38,6 +39,7 @@ spsim_bw_table_destroy(struct spsim_bw_table *t)
     }
     free(t->keys);
     free(t->values);
+    spsim_strset_free(&t->info_index);
     free(t->samples);
     free(t);
 }
@@ -73,6 +75,25 @@ spsim_bw_table_get(const struct spsim_bw_table *t, size_t i)
     return t && i < t->n ? &t->samples[i] : NULL;
 }
 
+/* Room for one more key and value, doubling. */
+static int
+info_reserve(struct spsim_bw_table *t)
+{
+    if (t->ninfo < t->info_cap)
+        return SPSIM_OK;
+    size_t cap = t->info_cap ? 2 * t->info_cap : 16;
+    char **keys = realloc(t->keys, cap * sizeof(*keys));
+    if (keys)
+        t->keys = keys;
+    char **values = keys ? realloc(t->values, cap * sizeof(*values)) : NULL;
+    if (values)
+        t->values = values;
+    if (!keys || !values)
+        return SPSIM_ENOMEM;
+    t->info_cap = cap;
+    return SPSIM_OK;
+}
+
 int
 spsim_bw_table_set_info(struct spsim_bw_table *t, const char *key, const char *value)
 {
@@ -81,21 +102,15 @@ spsim_bw_table_set_info(struct spsim_bw_table *t, const char *key, const char *v
     char *v = spsim_strdup(value);
     if (!v)
         return SPSIM_ENOMEM;
-    for (size_t i = 0; i < t->ninfo; i++) {
-        if (strcmp(t->keys[i], key) == 0) {
-            free(t->values[i]);
-            t->values[i] = v;
-            return SPSIM_OK;
-        }
+    size_t i = spsim_strset_find(&t->info_index, key, strlen(key));
+    if (i != SPSIM_STRSET_NONE) {
+        free(t->values[i]);
+        t->values[i] = v;
+        return SPSIM_OK;
     }
     char *k = spsim_strdup(key);
-    char **keys = realloc(t->keys, (t->ninfo + 1) * sizeof(*keys));
-    if (keys)
-        t->keys = keys;
-    char **values = keys ? realloc(t->values, (t->ninfo + 1) * sizeof(*values)) : NULL;
-    if (values)
-        t->values = values;
-    if (!k || !keys || !values) {
+    if (!k || info_reserve(t) != SPSIM_OK ||
+        spsim_strset_put(&t->info_index, k, strlen(k), t->ninfo) != SPSIM_OK) {
         free(k);
         free(v);
         return SPSIM_ENOMEM;
@@ -108,10 +123,8 @@ spsim_bw_table_set_info(struct spsim_bw_table *t, const char *key, const char *v
 const char *
 spsim_bw_table_info(const struct spsim_bw_table *t, const char *key)
 {
-    for (size_t i = 0; t && key && i < t->ninfo; i++)
-        if (strcmp(t->keys[i], key) == 0)
-            return t->values[i];
-    return NULL;
+    size_t i = t && key ? spsim_strset_find(&t->info_index, key, strlen(key)) : SPSIM_STRSET_NONE;
+    return i != SPSIM_STRSET_NONE ? t->values[i] : NULL;
 }
 
 const char *

@@ -316,7 +316,7 @@ series_peak_Bps(const struct cal *c, const struct cal_series *s)
 static double
 series_latency_bound(const struct cal *c, const struct cal_series *s)
 {
-    double peak = series_peak_Bps(c, s), bound = INFINITY;
+    double peak = series_peak_Bps(c, s), bound = HUGE_VAL;
     for (size_t i = 0; i < s->n; i++)
         if (s->size[i] >= SPSIM_CAL_REPRO_MIN_BYTES)
             bound = spsim_min_d(bound, s->time_s[i] - spsim_cal_wire(s, s->size[i]) / peak);

@@ -28,7 +28,8 @@ spsim_nccl_log_defaults(struct spsim_nccl_log_options *o)
 
 struct raw_row {
     uint32_t line;
-    uint64_t size;
+    uint64_t size, count;
+    unsigned type_bytes;          /* 0: a type name spsim does not know */
     double time_us, algbw, busbw; /* as printed, out-of-place */
 };
 
@@ -84,24 +85,62 @@ skip_redop_root(const struct spsim_log_facts *f, char **tok, size_t n, size_t i)
     return root ? i + 1 : i;
 }
 
+/* Bounds of what a row can hold. 2^48 B: a buffer beyond the memory of any set of GPUs one
+ * nccl-tests run spans (2^10 GPUs of 256 GiB); 10^9 us: a collective of 1000 s, which nccl-tests
+ * would repeat for hours (warmup + 20 iterations by default, shared/reference/nccl-tests.md). */
+#define ROW_MAX_BYTES (1ull << 48)
+#define ROW_MAX_US    1e9
+
+/* The element size of an nccl-tests type name (common.cu test_typenames). */
+static unsigned
+type_bytes(const char *type)
+{
+    static const struct {
+        const char *name;
+        unsigned bytes;
+    } types[] = {{"int8", 1},   {"uint8", 1},    {"int32", 4},  {"uint32", 4},
+                 {"int64", 8},  {"uint64", 8},   {"half", 2},   {"float", 4},
+                 {"double", 8}, {"bfloat16", 2}, {"f8e4m3", 1}, {"f8e5m2", 1}};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(types); i++)
+        if (strcmp(type, types[i].name) == 0)
+            return types[i].bytes;
+    return 0;
+}
+
+static int
+check_bounds(const struct pass2 *p, uint32_t line, const struct raw_row *row)
+{
+    if (row->size > ROW_MAX_BYTES)
+        return spsim_fail(p->err, SPSIM_EPARSE,
+                          "%s: line %u: size %llu B is beyond any GPU memory (at most 2^48)",
+                          p->origin, line, (unsigned long long)row->size);
+    if (row->time_us > ROW_MAX_US)
+        return spsim_fail(p->err, SPSIM_EPARSE,
+                          "%s: line %u: time %.6g us is beyond 10^9 us (1000 s) per collective",
+                          p->origin, line, row->time_us);
+    return SPSIM_OK;
+}
+
 /* Parse a row's text: *complete is false when fields are missing (truncated or cut). */
 static int
 parse_row(const struct pass2 *p, char *text, uint32_t line, struct raw_row *row, bool *complete)
 {
     char *tok[64];
     size_t n = spsim_log_tokenize(text, tok, 64);
-    uint64_t count = 0;
     *complete = false;
-    if (n < 3 || !spsim_log_parse_u64(tok[0], &row->size) || !spsim_log_parse_u64(tok[1], &count) ||
-        !isalpha((unsigned char)tok[2][0]))
+    if (n < 3 || !spsim_log_parse_u64(tok[0], &row->size) ||
+        !spsim_log_parse_u64(tok[1], &row->count) || !isalpha((unsigned char)tok[2][0]))
         return row_error(p, line, "not an nccl-tests data row (expected 'SIZE COUNT TYPE ...')");
+    row->type_bytes = type_bytes(tok[2]);
     size_t i = skip_redop_root(p->f, tok, n, 3);
     if (i > n || n - i < 4)
         return SPSIM_OK;
     if (!spsim_log_parse_num(tok[i], &row->time_us) ||
         !spsim_log_parse_num(tok[i + 1], &row->algbw) ||
         !spsim_log_parse_num(tok[i + 2], &row->busbw) || !spsim_log_is_numeric(tok[i + 3]))
-        return row_error(p, line, "time, algbw, busbw and #wrong must be numbers");
+        return row_error(p, line,
+                         "time, algbw, busbw and #wrong must be decimal numbers, as nccl-tests "
+                         "prints them");
     size_t rest = n - i - 4;
     if (rest >= 1 && rest <= 3)
         return SPSIM_OK; /* the in-place group is cut short */
@@ -109,6 +148,9 @@ parse_row(const struct pass2 *p, char *text, uint32_t line, struct raw_row *row,
         return row_error(p, line, "negative time or bandwidth");
     if (row->size > 0 && row->time_us == 0)
         return row_error(p, line, "time 0 us for a non-empty message");
+    int rc = check_bounds(p, line, row);
+    if (rc != SPSIM_OK)
+        return rc;
     row->line = line;
     *complete = true;
     return SPSIM_OK;
@@ -385,6 +427,42 @@ note_row(struct spsim_nccl_log_summary *s, const struct raw_row *r, const char *
              printed, expected, factor != 1.0 ? " and the busbw factor" : "");
 }
 
+/* SIZE = COUNT x the type's size, times the rank count where COUNT is per rank (AllGather,
+ * ReduceScatter, AlltoAll; shared/reference/nccl-tests.md §1.1). A row that breaks it has its
+ * size or count column wrong (swapped columns make every size 4x too small for float). AlltoAll
+ * also passes with COUNT over all peers: no public AlltoAll log was at hand to confirm which. */
+static int
+check_sizes(const struct pass2 *p, const struct spsim_nccl_log_summary *s)
+{
+    bool per_rank = s->op == SPSIM_COLL_ALL_GATHER || s->op == SPSIM_COLL_REDUCE_SCATTER ||
+                    s->op == SPSIM_COLL_ALL_TO_ALL;
+    uint64_t ranks = per_rank ? s->ranks : 1;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct raw_row *r = &p->rows[i];
+        bool ok = true, all_peers_ok = true;
+        uint64_t expected = spsim_mul3(r->count, r->type_bytes, ranks, &ok);
+        if (s->op == SPSIM_COLL_ALL_TO_ALL &&
+            spsim_mul(r->count, r->type_bytes, &all_peers_ok) == r->size && all_peers_ok)
+            continue;
+        if (r->type_bytes && (!ok || expected != r->size))
+            return spsim_fail(p->err, SPSIM_EPARSE,
+                              "%s: line %u: size %llu B is not count %llu x %u B%s%s: a wrong "
+                              "or swapped size or count column",
+                              p->origin, r->line, (unsigned long long)r->size,
+                              (unsigned long long)r->count, r->type_bytes,
+                              per_rank ? " x the ranks of " : "",
+                              per_rank ? spsim_coll_op_name(s->op) : "");
+    }
+    return SPSIM_OK;
+}
+
+/* A printed algbw this far from size/time is no rounding (0.2 %) or slip of a digit: size or
+ * time is wrong, and both go into the profile. */
+#define ALGBW_REFUSE 0.10
+/* The most a hardware profile holds (src/profiles/hardware.c: busbw in [1e-3, 1e6] GB/s): a row
+ * beyond it would fail later, against the profile being written instead of this line. */
+#define BUSBW_MAX_GBPS 1e6
+
 /* Check every row against size/time and the busbw factor of the settled collective and rank
  * count. A factor that is wrong on every row means the rank count is wrong: refuse. */
 static int
@@ -396,6 +474,16 @@ check_rows(const struct pass2 *p, struct spsim_nccl_log_summary *s, double facto
         const struct raw_row *r = &p->rows[i];
         double algbw = (double)r->size / (r->time_us * 1e-6) / 1e9;
         bool bad_alg = disagrees(r->algbw, algbw), bad_bus = disagrees(r->busbw, algbw * factor);
+        if (algbw * spsim_max_d(factor, 1.0) > BUSBW_MAX_GBPS)
+            return spsim_fail(p->err, SPSIM_EPARSE,
+                              "%s: line %u: size and time give %.4g GB/s, beyond the 10^6 GB/s a "
+                              "profile may hold",
+                              p->origin, r->line, algbw * spsim_max_d(factor, 1.0));
+        if (bad_alg && fabs(r->algbw - algbw) > 0.0051 + ALGBW_REFUSE * algbw)
+            return spsim_fail(p->err, SPSIM_EPARSE,
+                              "%s: line %u: algbw %.2f GB/s printed, but size and time give %.4g: "
+                              "the size or the time is wrong",
+                              p->origin, r->line, r->algbw, algbw);
         if (bad_alg)
             note_row(s, r, "algbw", r->algbw, algbw, 1.0);
         else if (bad_bus)
@@ -428,9 +516,10 @@ static int
 hosts_info(struct spsim_bw_table *t, const struct spsim_log_hosts *hs)
 {
     char buf[1024] = "";
-    for (size_t i = 0; i < hs->n; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "," : "", hs->name[i]);
+    size_t used = 0;
+    for (size_t i = 0; i < hs->n && used + 1 < sizeof(buf); i++) {
+        int w = snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "," : "", hs->name[i]);
+        used = w < 0 ? sizeof(buf) : used + (size_t)w;
     }
     return set_info(t, "hosts", buf);
 }
@@ -446,7 +535,8 @@ store(const struct pass2 *p, const struct spsim_nccl_log_summary *s, struct spsi
         struct spsim_bw_sample x = {s->op, s->ranks, s->nodes, r->size, r->time_us * 1e-6, 0, 0};
         x.algbw_GBps = (double)r->size / x.time_s / 1e9;
         x.busbw_GBps = x.algbw_GBps * factor;
-        rc = spsim_bw_table_add(t, &x);
+        if ((rc = spsim_bw_table_add(t, &x)) == SPSIM_EINVAL)
+            return row_error(p, r->line, "time or bandwidth out of range");
     }
     if (rc == SPSIM_OK && !(rc = set_info(t, "source", p->origin)) &&
         !(rc = set_info(t, "gpu", f->gpu_mixed ? NULL : f->gpu)) &&
@@ -474,7 +564,8 @@ parse_log(struct pass2 *p, const char *text, size_t len, const struct spsim_nccl
     spsim_log_lines_init(&lines, text, len);
     rc = read_rows(p, &lines);
     spsim_log_lines_free(&lines);
-    if (rc == SPSIM_OK && !(rc = settle_op(p, o, s)) && !(rc = settle_ranks_nodes(p, o, s)))
+    if (rc == SPSIM_OK && !(rc = settle_op(p, o, s)) && !(rc = settle_ranks_nodes(p, o, s)) &&
+        !(rc = check_sizes(p, s)))
         rc = check_rows(p, s,
                         s->op == SPSIM_COLL_SEND_RECV ? 1.0 : spsim_wire_fraction(s->op, s->ranks));
     s->rows = p->n;

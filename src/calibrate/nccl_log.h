@@ -22,10 +22,12 @@ void spsim_log_lines_init(struct spsim_log_lines *l, const char *text, size_t le
 char *spsim_log_next(struct spsim_log_lines *l, uint32_t *lineno);
 void spsim_log_lines_free(struct spsim_log_lines *l);
 
-/** A set of host names. */
+/** A set of host names, in the order first seen. */
 struct spsim_log_hosts {
     char **name;
     size_t n, cap;
+    struct spsim_strset index; /* name -> position: a log may name 10^5 hosts */
+    size_t longest;            /* the longest name's length */
 };
 
 /** What a log says about itself (pass 1). */

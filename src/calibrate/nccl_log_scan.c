@@ -82,8 +82,34 @@ spsim_log_parse_u64(const char *s, uint64_t *out)
     return true;
 }
 
-bool
-spsim_log_parse_num(const char *s, double *out)
+/* Digits with an optional sign and fraction: how nccl-tests prints times and bandwidths
+ * (util.cu, "%7.2f" and the like); with `exponent`, also "1e-07", as old versions print their
+ * error column ("%5.0le"). strtod alone would also take "0x1p5", "1e300" or "inf". */
+static bool
+is_plain_decimal(const char *s, bool exponent)
+{
+    s += *s == '-' || *s == '+';
+    if (!isdigit((unsigned char)*s))
+        return false;
+    while (isdigit((unsigned char)*s))
+        s++;
+    if (*s == '.')
+        for (s++; isdigit((unsigned char)*s); s++)
+            ;
+    if (exponent && (*s == 'e' || *s == 'E')) {
+        s++;
+        s += *s == '-' || *s == '+';
+        if (!isdigit((unsigned char)*s))
+            return false;
+        while (isdigit((unsigned char)*s))
+            s++;
+    }
+    return *s == '\0';
+}
+
+/* strtod on a token already checked for its form. */
+static bool
+parse_finite(const char *s, double *out)
 {
     errno = 0;
     char *end = NULL;
@@ -95,10 +121,16 @@ spsim_log_parse_num(const char *s, double *out)
 }
 
 bool
+spsim_log_parse_num(const char *s, double *out)
+{
+    return is_plain_decimal(s, false) && parse_finite(s, out);
+}
+
+bool
 spsim_log_is_numeric(const char *s)
 {
     double v;
-    return spsim_log_parse_num(s, &v) || strcmp(s, "N/A") == 0;
+    return (is_plain_decimal(s, true) && parse_finite(s, &v)) || strcmp(s, "N/A") == 0;
 }
 
 /* The number after the first occurrence of `key` (followed by a blank) in s, if any. */
@@ -155,12 +187,23 @@ spsim_log_nccl_prefix(const char *s)
     return strncmp(p, "] NCCL ", 7) == 0 ? h : 0;
 }
 
+/* Host names are hashed from their last byte back, so that spsim_log_glued_prefix can grow a
+ * candidate leftwards one byte at a time. */
+static uint64_t
+reverse_hash(const char *s, size_t len)
+{
+    uint64_t h = SPSIM_FNV_BASIS;
+    while (len > 0)
+        h = spsim_fnv_step(h, s[--len]);
+    return h;
+}
+
 static int
 hosts_add(struct spsim_log_hosts *hs, const char *host, size_t len)
 {
-    for (size_t i = 0; i < hs->n; i++)
-        if (strlen(hs->name[i]) == len && strncmp(hs->name[i], host, len) == 0)
-            return SPSIM_OK;
+    uint64_t h = reverse_hash(host, len);
+    if (spsim_strset_find_hashed(&hs->index, host, len, h) != SPSIM_STRSET_NONE)
+        return SPSIM_OK;
     if (hs->n == hs->cap) {
         size_t cap = hs->cap ? 2 * hs->cap : 16;
         char **p = realloc(hs->name, cap * sizeof(*p));
@@ -173,7 +216,13 @@ hosts_add(struct spsim_log_hosts *hs, const char *host, size_t len)
     if (!copy)
         return SPSIM_ENOMEM;
     memcpy(copy, host, len);
+    if (spsim_strset_put_hashed(&hs->index, copy, len, h, hs->n) != SPSIM_OK) {
+        free(copy);
+        return SPSIM_ENOMEM;
+    }
     hs->name[hs->n++] = copy;
+    if (len > hs->longest)
+        hs->longest = len;
     return SPSIM_OK;
 }
 
@@ -183,6 +232,26 @@ hosts_free(struct spsim_log_hosts *hs)
     for (size_t i = 0; i < hs->n; i++)
         free(hs->name[i]);
     free(hs->name);
+    spsim_strset_free(&hs->index);
+}
+
+/* The start of the longest known host that ends at `end`. A host has no ':' or blank
+ * (spsim_log_nccl_prefix), so the search stops at one: each byte of a line is hashed at most
+ * once over all the candidates of that line. */
+static long
+known_host_before(const char *s, const char *end, const struct spsim_log_hosts *known)
+{
+    uint64_t h = SPSIM_FNV_BASIS;
+    long best = -1;
+    for (size_t len = 1; len <= known->longest && len <= (size_t)(end - s); len++) {
+        char c = end[-(ptrdiff_t)len];
+        if (c == ':' || isspace((unsigned char)c))
+            break;
+        h = spsim_fnv_step(h, c);
+        if (spsim_strset_find_hashed(&known->index, end - len, len, h) != SPSIM_STRSET_NONE)
+            best = (long)(end - len - s);
+    }
+    return best;
 }
 
 long
@@ -203,15 +272,9 @@ spsim_log_glued_prefix(const char *s, const struct spsim_log_hosts *known)
                 break;
             p--;
             if (field == 1) {
-                size_t best = 0;
-                for (size_t i = 0; i < known->n; i++) {
-                    size_t len = strlen(known->name[i]);
-                    if (len > best && (size_t)(p - s) >= len &&
-                        strncmp(p - len, known->name[i], len) == 0)
-                        best = len;
-                }
-                if (best > 0)
-                    return (long)(p - best - s);
+                long at = known_host_before(s, p, known);
+                if (at >= 0)
+                    return at;
             }
         }
     }

@@ -105,6 +105,9 @@ int cli_axes_apply(const struct cli_axes *axes, struct spsim_sweep_spec *spec, c
 int cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text);
 int cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by);
 int cli_parse_row_format(const char *command, const char *arg, enum spsim_row_format *format);
+/** The short column set for a terminal: model, hw, tp, pp, dp, the other axes the sweep varies,
+ * then memory, fit, iteration time, tokens/s per GPU and MFU. @return a new string or NULL */
+char *cli_short_columns(const struct spsim_sweep *sw);
 
 /* MPI: `mpirun -np N spsim sweep` splits the sweep over the ranks (src/cli/sweep_mpi.c; a
  * build without MPI never starts it). */
@@ -170,6 +173,10 @@ int cli_parse_recompute(const char *option, const char *text, enum spsim_recompu
 /** Only the training dtypes (SPSIM_DTYPE_TRAINING_COUNT). */
 int cli_parse_dtype(const char *option, const char *text, enum spsim_dtype *out);
 int cli_parse_coll_op(const char *option, const char *text, enum spsim_coll_op *out);
+int cli_parse_recompute_method(const char *option, const char *text,
+                               enum spsim_recompute_method *out);
+/** A module list ("core_attn,mlp" or "core_attn+mlp") into spsim_recompute_module bits. */
+int cli_parse_recompute_modules(const char *option, const char *text, uint32_t *out);
 
 enum cli_config_opt {
     OPT_MODEL = 1000,
@@ -191,6 +198,10 @@ enum cli_config_opt {
     OPT_OVERLAP_GRAD,
     OPT_NO_OVERLAP_GRAD,
     OPT_DTYPE,
+    OPT_RECOMPUTE_MODULES,
+    OPT_RECOMPUTE_METHOD,
+    OPT_RECOMPUTE_LAYERS,
+    OPT_OFFLOAD_LAYERS,
     OPT_MEGATRON_ARGS,
     OPT_CONFIG_END
 };
@@ -205,6 +216,14 @@ enum cli_config_opt {
     "  --vpp N                interleaved model chunks per pipeline stage (default 3; 1 = none)\n" \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
     "  --recompute MODE       none, selective or full (default selective)\n"                       \
+    "  --recompute-modules LIST\n"                                                                 \
+    "                         selective: modules recomputed, of core_attn, layernorm, mlp\n"       \
+    "                         (default core_attn, Korthikanti et al.'s selective recompute)\n"     \
+    "  --recompute-method M   full: uniform (groups of N layers) or block (first N layers of\n"    \
+    "                         each chunk); default: every layer its own checkpoint\n"              \
+    "  --recompute-layers N   full with a method: N (Megatron --recompute-num-layers)\n"           \
+    "  --offload-layers N     offload the first N layers' activations to host memory (TE CPU\n"    \
+    "                         offload; pp 1, no recompute; default 0 = none)\n"                    \
     "  --mbs N                micro-batch size in sequences (default 1)\n"                         \
     "  --gbs N                global batch size in sequences (default 64)\n"                       \
     "  --seq N                sequence length (default: the model's seq_len)\n"                    \
@@ -239,9 +258,6 @@ void jw_bool(struct jw *w, const char *key, bool value);
 void jw_raw(struct jw *w, const char *key, const char *text);
 void jw_finish(struct jw *w);
 
-/** Write a result's scalar fields of one section ("config", "memory", ...) as members of the
- * currently open object, opening sub-objects for deeper paths. */
-void jw_result_section(struct jw *w, const struct spsim_result *r, const char *section);
 
 /* Human formatting. */
 /** Write `text` left-aligned in `width` display columns (UTF-8 aware: continuation bytes and
@@ -261,5 +277,6 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif

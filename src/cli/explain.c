@@ -28,6 +28,13 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
 {
     fprintf(f, "spsim explain: %s, tp %u, SP %s, recompute %s, mbs %u, seq %u\n", model, p->tp,
             p->sp ? "on" : "off", spsim_recompute_name(p->recompute), p->mbs, p->seq);
+    char mods[96];
+    if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE && p->recompute_modules &&
+        p->recompute_modules != SPSIM_RMOD_CORE_ATTN)
+        fprintf(f,
+                "Recomputed modules: %s (each replayed just before its backward; layernorm "
+                "from the gradient of the block output it feeds).\n",
+                spsim_recompute_modules_format(p->recompute_modules, mods, sizeof(mods)));
     if (p->tp > 1 && p->sp)
         fprintf(f, "Operators: g = AllGather forward / ReduceScatter backward (SP region -> TP "
                    "region); ḡ = ReduceScatter forward / AllGather backward (TP -> SP region).\n"
@@ -82,6 +89,11 @@ write_json(FILE *f, const struct spsim_schedule_step *steps, size_t n, const cha
     jw_u64(&w, "tp", p->tp);
     jw_bool(&w, "sp", p->sp);
     jw_string(&w, "recompute", spsim_recompute_name(p->recompute));
+    if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE && p->recompute_modules) {
+        char mods[96];
+        jw_string(&w, "recompute_modules",
+                  spsim_recompute_modules_format(p->recompute_modules, mods, sizeof(mods)));
+    }
     jw_begin_array(&w, "steps");
     for (size_t i = 0; i < n; i++) {
         const struct spsim_schedule_step *s = &steps[i];

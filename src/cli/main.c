@@ -27,6 +27,7 @@ static const char main_help[] =
     "  sweep      every configuration of a space of axes, streamed as CSV or JSON Lines\n"
     "  optimize   the fastest configurations of a model on N GPUs, and why\n"
     "  merge      combine the outputs of sharded sweeps\n"
+    "  plot       draw a query or a sweep's CSV with matplotlib (python3 -m spsim.plot)\n"
     "\n"
     "Run 'spsim COMMAND --help' for a command's options. 'spsim --version' prints the version.\n"
     "\n"
@@ -49,7 +50,7 @@ static const struct command commands[] = {
     {"query", cmd_query},         {"explain", cmd_explain},       {"list", cmd_list},
     {"check", cmd_check},         {"collective", cmd_collective}, {"validate", cmd_validate},
     {"calibrate", cmd_calibrate}, {"sweep", cmd_sweep},           {"optimize", cmd_optimize},
-    {"merge", cmd_merge},
+    {"merge", cmd_merge},         {"plot", cmd_plot},
 };
 
 /* Whatever a command printed to standard output must have reached it: a full disk or a file

@@ -34,6 +34,8 @@ static const char optimize_help[] =
     "  --recompute LIST       default none,selective,full\n"
     "  --distributed-optimizer LIST, --overlap-grad-reduce LIST   default on,off\n"
     "  --seq LIST, --flash-attn LIST, --dtype LIST   default: the model's, bf16\n"
+    "  --recompute-modules LIST, --recompute-method LIST, --recompute-layers LIST,\n"
+    "  --offload-layers LIST  as 'spsim sweep' (default: Megatron's core_attn, none, 0, 0)\n"
     "  --max-memory-gib X     memory per GPU at most X GiB (default: the HBM capacity)\n"
     "Output:\n"
     "  --top K                how many configurations to show (default 5)\n"
@@ -127,66 +129,24 @@ parse(int argc, char **argv, struct optimize_args *a)
     return EXIT_OK;
 }
 
-/* "d1,d2,..." of the divisors of n up to `max`. */
-static char *
-divisors(uint64_t n, uint64_t max)
-{
-    size_t cap = 4096, len = 0;
-    char *text = malloc(cap);
-    if (!text)
-        return NULL;
-    for (uint64_t d = 1; d <= n && d <= max; d++) {
-        if (n % d != 0)
-            continue;
-        if (len + 24 > cap) {
-            char *grown = realloc(text, cap *= 2);
-            if (!grown) {
-                free(text);
-                return NULL;
-            }
-            text = grown;
-        }
-        len += (size_t)snprintf(text + len, cap - len, "%s%llu", len ? "," : "",
-                                (unsigned long long)d);
-    }
-    return text;
-}
-
-/* The search space: the options, and everything valid where they say nothing. */
+/* The search space: the options, and everything valid where they say nothing
+ * (spsim_sweep_spec_optimize_defaults). */
 static int
 build_space(const struct optimize_args *a, uint32_t layers, struct spsim_sweep **out)
 {
-    uint64_t gpus = strtoull(a->gpus, NULL, 10);
-    char *tps = divisors(gpus, 65536), *pps = divisors(gpus, layers), vpp[32];
-    snprintf(vpp, sizeof(vpp), "1..%u", layers);
-    const struct {
-        enum spsim_sweep_axis axis;
-        const char *text;
-    } defaults[] = {{SPSIM_AXIS_TP, tps},
-                    {SPSIM_AXIS_PP, pps},
-                    {SPSIM_AXIS_VPP, vpp},
-                    {SPSIM_AXIS_MBS, "1..64:*2"},
-                    {SPSIM_AXIS_GBS, a->gpus},
-                    {SPSIM_AXIS_SP, "on,off"},
-                    {SPSIM_AXIS_RECOMPUTE, "none,selective,full"},
-                    {SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, "on,off"},
-                    {SPSIM_AXIS_OVERLAP_GRAD_REDUCE, "on,off"}};
+    uint32_t gpus = (uint32_t)strtoul(a->gpus, NULL, 10);
     struct spsim_sweep_spec *spec = NULL;
     struct spsim_error err = {0};
-    int rc = !tps || !pps                           ? cli_error(EXIT_RUNTIME, "out of memory")
-             : spsim_sweep_spec_create(&spec, &err) ? cli_fail(&err)
-                                                    : EXIT_OK;
+    int rc = spsim_sweep_spec_create(&spec, &err) ? cli_fail(&err) : EXIT_OK;
     if (rc == EXIT_OK)
         rc = cli_axes_apply(&a->axes, spec, "optimize");
-    for (size_t i = 0; rc == EXIT_OK && i < sizeof(defaults) / sizeof(defaults[0]); i++)
-        rc = cli_axes_default(spec, defaults[i].axis, defaults[i].text);
+    if (rc == EXIT_OK && spsim_sweep_spec_optimize_defaults(spec, gpus, layers, &err) != SPSIM_OK)
+        rc = cli_fail(&err);
     if (rc == EXIT_OK && spsim_sweep_create(spec, out, &err) != SPSIM_OK)
         rc = err.code == SPSIM_EINVAL || err.code == SPSIM_ERANGE
                  ? cli_usage_error("optimize", "%s", err.message)
                  : cli_fail(&err);
     spsim_sweep_spec_destroy(spec);
-    free(tps);
-    free(pps);
     return rc;
 }
 
@@ -223,16 +183,34 @@ on_off(bool v)
     return v ? "on" : "off";
 }
 
+/* What a row adds to its recompute column when it is not the plain mode: the selective
+ * modules, the full method, the offloaded layers. */
+static void
+print_row_details(FILE *f, const struct spsim_parallel *p)
+{
+    char mods[96];
+    if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE && p->recompute_modules != SPSIM_RMOD_CORE_ATTN)
+        fprintf(f, "  modules %s",
+                spsim_recompute_modules_format(p->recompute_modules, mods, sizeof(mods)));
+    if (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT)
+        fprintf(f, "  %s %u", spsim_recompute_method_name(p->recompute_method),
+                p->recompute_layers);
+    if (p->offload_layers)
+        fprintf(f, "  offload %u", p->offload_layers);
+}
+
 static void
 print_row(FILE *f, int rank, const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
     char t[32], m[32];
-    fprintf(f, "%3d %4u %4u %5u %4u  %-3s %-9s %4u  %-8s %-7s %12s %12s %6.1f%%\n", rank, p->tp,
+    fprintf(f, "%3d %4u %4u %5u %4u  %-3s %-9s %4u  %-8s %-7s %12s %12s %6.1f%%", rank, p->tp,
             p->pp, p->dp, p->vpp, on_off(p->sp), spsim_recompute_name(p->recompute), p->mbs,
             on_off(p->distributed_optimizer), on_off(p->overlap_grad_reduce),
             fmt_time(t, sizeof(t), r->time.iteration_s),
             fmt_bytes(m, sizeof(m), (double)r->memory.total_bytes), 100 * r->time.mfu);
+    print_row_details(f, p);
+    fputc('\n', f);
 }
 
 /* The configuration fields where b differs from a: "pp 16 vs 8, mbs 2 vs 1". */

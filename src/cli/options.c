@@ -44,6 +44,10 @@ static const struct cli_option_spec {
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
     {"no-overlap-grad-reduce", no_argument, OPT_NO_OVERLAP_GRAD, -1},
     {"dtype", required_argument, OPT_DTYPE, SPSIM_AXIS_DTYPE},
+    {"recompute-modules", required_argument, OPT_RECOMPUTE_MODULES, SPSIM_AXIS_RECOMPUTE_MODULES},
+    {"recompute-method", required_argument, OPT_RECOMPUTE_METHOD, SPSIM_AXIS_RECOMPUTE_METHOD},
+    {"recompute-layers", required_argument, OPT_RECOMPUTE_LAYERS, SPSIM_AXIS_RECOMPUTE_LAYERS},
+    {"offload-layers", required_argument, OPT_OFFLOAD_LAYERS, SPSIM_AXIS_OFFLOAD_LAYERS},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
 };
 
@@ -131,6 +135,25 @@ config_number(struct spsim_parallel *p, int opt, const char *arg, bool *taken)
     return EXIT_OK;
 }
 
+/* The recompute modules, method and layer count, and the offload: EXIT_OK, an exit code, or -1
+ * if opt is none of them. */
+static int
+config_recompute_offload(struct spsim_parallel *p, int opt, const char *arg)
+{
+    switch (opt) {
+    case OPT_RECOMPUTE_MODULES:
+        return cli_parse_recompute_modules("--recompute-modules", arg, &p->recompute_modules);
+    case OPT_RECOMPUTE_METHOD:
+        return cli_parse_recompute_method("--recompute-method", arg, &p->recompute_method);
+    case OPT_RECOMPUTE_LAYERS:
+        return cli_parse_u32("--recompute-layers", arg, 0, 65536, &p->recompute_layers);
+    case OPT_OFFLOAD_LAYERS:
+        return cli_parse_u32("--offload-layers", arg, 0, 65536, &p->offload_layers);
+    default:
+        return -1;
+    }
+}
+
 int
 cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
@@ -160,7 +183,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         rc = cli_parse_dtype("--dtype", arg, &p->dtype);
         return rc == EXIT_OK ? 1 : -rc;
     default:
-        return 0;
+        rc = config_recompute_offload(p, opt, arg);
+        return rc < 0 ? 0 : rc == EXIT_OK ? 1 : -rc;
     }
 }
 
@@ -270,6 +294,19 @@ dtype_name(int i)
 }
 
 static const char *
+method_name(int i)
+{
+    return spsim_recompute_method_name((enum spsim_recompute_method)i);
+}
+
+static const char *
+module_name(int i)
+{
+    static char one[32];
+    return spsim_recompute_modules_format(1u << i, one, sizeof(one));
+}
+
+static const char *
 coll_op_name(int i)
 {
     return spsim_coll_op_name((enum spsim_coll_op)i);
@@ -290,6 +327,24 @@ cli_parse_recompute(const char *option, const char *text, enum spsim_recompute *
     if (spsim_recompute_parse(text, out) == SPSIM_OK)
         return EXIT_OK;
     return choice_error(option, text, recompute_name, SPSIM_RECOMPUTE_COUNT);
+}
+
+int
+cli_parse_recompute_method(const char *option, const char *text, enum spsim_recompute_method *out)
+{
+    if (spsim_recompute_method_parse(text, out) == SPSIM_OK)
+        return EXIT_OK;
+    return choice_error(option, text, method_name, SPSIM_RECOMPUTE_METHOD_COUNT);
+}
+
+int
+cli_parse_recompute_modules(const char *option, const char *text, uint32_t *out)
+{
+    if (spsim_recompute_modules_parse(text, out) == SPSIM_OK)
+        return EXIT_OK;
+    char list[160];
+    return cli_error(EXIT_USAGE, "%s: '%s' is not a list of %s (separated by ',' or '+')", option,
+                     text, choice_list(list, sizeof(list), module_name, SPSIM_RMOD_COUNT_));
 }
 
 int

@@ -201,11 +201,45 @@ print_time(FILE *f, const struct spsim_result *r)
     fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",
             fmt_time(a, sizeof(a), t->layer_forward_s),
             fmt_time(b, sizeof(b), t->layer_backward_s));
-    fprintf(f, "  %.4g tokens/s · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n",
-            t->tokens_per_s, t->tflops_per_gpu, 100 * t->mfu, 100 * t->hfu);
+    fprintf(f, "  %.4g tokens/s (%.4g per GPU) · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n",
+            t->tokens_per_s, t->tokens_per_s_per_gpu, t->tflops_per_gpu, 100 * t->mfu,
+            100 * t->hfu);
     fprintf(f, "  link busy per GPU: NVLink %s (%.0f%%), network %s (%.0f%%)\n",
             fmt_time(a, sizeof(a), t->nvlink_busy_s), 100 * t->nvlink_utilisation,
             fmt_time(b, sizeof(b), t->network_busy_s), 100 * t->network_utilisation);
+}
+
+/* Fine-grained recomputation and CPU offload, printed only when they are used. */
+static void
+print_recompute_offload(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_parallel *p = &r->config;
+    const struct spsim_memory_report *m = &r->memory;
+    const struct spsim_time_report *t = &r->time;
+    char a[32], b[32], c[64];
+    bool modules =
+        p->recompute == SPSIM_RECOMPUTE_SELECTIVE && p->recompute_modules != SPSIM_RMOD_CORE_ATTN;
+    if (modules || p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT || p->offload_layers)
+        fprintf(f, "\nRecomputation and offload\n");
+    if (modules)
+        fprintf(f, "  selective recompute of %s\n",
+                spsim_recompute_modules_format(p->recompute_modules, c, sizeof(c)));
+    if (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT)
+        fprintf(f, "  full recompute, %s method, %u layers: %u layers replayed per stage\n",
+                spsim_recompute_method_name(p->recompute_method), p->recompute_layers,
+                m->recomputed_layers_per_stage);
+    if (!p->offload_layers)
+        return;
+    fprintf(f,
+            "  CPU offload of %u layers: %s per layer each way, %s of HBM freed, %s pinned host "
+            "memory per GPU\n",
+            p->offload_layers, fmt_bytes(a, sizeof(a), (double)m->offload_bytes_per_layer),
+            fmt_bytes(b, sizeof(b), (double)m->offload_hbm_saved_bytes),
+            fmt_bytes(c, sizeof(c), (double)m->offload_host_bytes));
+    fprintf(f, "  copies per layer: to host %s, back %s; exposed per iteration %s\n",
+            fmt_time(a, sizeof(a), t->offload_d2h_s_per_layer),
+            fmt_time(b, sizeof(b), t->offload_h2d_s_per_layer),
+            fmt_time(c, sizeof(c), t->offload_exposed_s));
 }
 
 static void
@@ -214,58 +248,22 @@ write_table(FILE *f, const struct spsim_result *r, const char *model, const char
     fprintf(f, "spsim query: %s on %s\n", model, hw);
     print_config_line(f, r);
     print_memory(f, r);
+    print_recompute_offload(f, r);
     print_comm(f, r);
     print_time(f, r);
 }
 
-static void
-write_json(FILE *f, const struct spsim_result *r, const struct spsim_model *model,
-           const struct spsim_hardware *hw)
+/* The library's document (spsim_result_to_json), shared with the Python module. */
+static int
+write_json(FILE *f, const struct spsim_result *r, const char *model, const char *hw)
 {
-    struct jw w;
-    jw_init(&w, f, true);
-    jw_begin_object(&w, NULL);
-    jw_string(&w, "spsim_version", spsim_version());
-    jw_string(&w, "model", spsim_model_name(model));
-    struct spsim_hardware_info info;
-    spsim_hardware_get_info(hw, &info);
-    jw_string(&w, "hardware", info.name);
-    jw_begin_object(&w, "config");
-    jw_result_section(&w, r, "config");
-    jw_end_object(&w);
-    jw_begin_array(&w, "warnings");
-    for (uint32_t bit = 1; bit < (1u << SPSIM_WARN_COUNT_); bit <<= 1)
-        if (r->warnings & bit)
-            jw_string(&w, NULL, spsim_warning_text(bit));
-    jw_end_array(&w);
-    jw_begin_object(&w, "memory");
-    jw_result_section(&w, r, "memory");
-    jw_end_object(&w);
-    jw_begin_object(&w, "comm");
-    jw_begin_array(&w, "per_layer");
-    for (uint32_t i = 0; i < r->comm.per_layer_count; i++) {
-        const struct spsim_collective_entry *e = &r->comm.per_layer[i];
-        jw_begin_object(&w, NULL);
-        jw_string(&w, "phase", spsim_phase_name(e->phase));
-        jw_string(&w, "op", spsim_coll_op_name(e->op));
-        jw_string(&w, "site", e->site);
-        jw_u64(&w, "message_bytes", e->message_bytes);
-        jw_u64(&w, "wire_bytes_per_rank", e->wire_bytes_per_rank);
-        jw_u64(&w, "group_size", e->group_size);
-        jw_string(&w, "tier", spsim_tier_name(e->tier));
-        jw_string(&w, "overlap", spsim_overlap_name(e->overlap));
-        jw_double(&w, "time_s", e->time_s);
-        jw_double(&w, "exposed_s", e->exposed_s);
-        jw_end_object(&w);
-    }
-    jw_end_array(&w);
-    jw_result_section(&w, r, "comm");
-    jw_end_object(&w);
-    jw_begin_object(&w, "time");
-    jw_result_section(&w, r, "time");
-    jw_end_object(&w);
-    jw_end_object(&w);
-    jw_finish(&w);
+    char *doc = NULL;
+    struct spsim_error err = {0};
+    if (spsim_result_to_json(r, model, hw, &doc, &err) != SPSIM_OK)
+        return cli_fail(&err);
+    fputs(doc, f);
+    free(doc);
+    return EXIT_OK;
 }
 
 /* The header and the row 'spsim sweep' writes for this configuration. */
@@ -364,7 +362,7 @@ cmd_query(int argc, char **argv)
         write_table(out.stream, &result, spsim_model_name(model), info.name);
         break;
     case FORMAT_JSON:
-        write_json(out.stream, &result, model, hw);
+        rc = write_json(out.stream, &result, spsim_model_name(model), info.name);
         break;
     case FORMAT_CSV:
         rc = write_csv(out.stream, &result, spsim_model_name(model), info.name);

@@ -39,6 +39,12 @@ static const char sweep_help[] =
     "  --distributed-optimizer LIST, --overlap-grad-reduce LIST\n"
     "                         on, off (default off)\n"
     "  --dtype LIST           bf16, fp16, fp8 (default bf16)\n"
+    "  --recompute-modules LIST\n"
+    "                         selective: module sets joined by '+' (core_attn+mlp), of\n"
+    "                         core_attn, layernorm, mlp, or default (core_attn)\n"
+    "  --recompute-method LIST default, uniform, block (full recompute; default default)\n"
+    "  --recompute-layers LIST layers per checkpoint with a method (default 0)\n"
+    "  --offload-layers LIST  layers whose activations go to host memory (default 0)\n"
     "  Unlisted axes take the defaults of 'spsim query' (the paper's GPT-3 175B setting).\n"
     "\n"
     "Selection and output:\n"
@@ -46,6 +52,11 @@ static const char sweep_help[] =
     "  --top K                only the best K, best first (written at the end)\n"
     "  --by M                 what --top ranks by: iteration_s (default), total_bytes, mfu\n"
     "  --format F             csv (default) or jsonl (one object per line, same keys)\n"
+    "  --columns LIST         only these columns, in this order (names as in the header:\n"
+    "                         model,hw,tp,...,time_mfu); default: all of them, or where\n"
+    "                         standard output is a terminal a short set (model, hw, tp, pp,\n"
+    "                         dp, the other axes that vary, memory_total_bytes, memory_fits,\n"
+    "                         time_iteration_s, time_tokens_per_s_per_gpu, time_mfu)\n"
     "  -o, --output FILE      write FILE atomically (temporary file beside it, renamed at\n"
     "                         the end) instead of standard output\n"
     "  --show-invalid         list invalid configurations and the rule each breaks on\n"
@@ -78,7 +89,8 @@ enum {
     OPT_COUNT,
     OPT_THREADS,
     OPT_SHARD,
-    OPT_QUIET
+    OPT_QUIET,
+    OPT_COLUMNS
 };
 
 struct sweep_args {
@@ -152,6 +164,9 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     case OPT_QUIET:
         a->quiet = true;
         break;
+    case OPT_COLUMNS:
+        a->opt.columns = arg;
+        break;
     case 'o':
         a->output = arg;
         break;
@@ -174,6 +189,7 @@ parse(int argc, char **argv, struct sweep_args *a)
                                         {"threads", required_argument, NULL, OPT_THREADS},
                                         {"shard", required_argument, NULL, OPT_SHARD},
                                         {"quiet", no_argument, NULL, OPT_QUIET},
+                                        {"columns", required_argument, NULL, OPT_COLUMNS},
                                         {"output", required_argument, NULL, 'o'}};
     const struct cli_command c = {.name = "sweep",
                                   .help = sweep_help,
@@ -322,11 +338,18 @@ write_output(struct sweep_args *a, const struct spsim_sweep *sw, const struct cl
     a->opt.progress = draw_progress;
     a->opt.cookie = &rep;
     struct spsim_sweep_stats stats = {0};
-    if (shard_line(a, sw, &stream, NULL) == 0)
+    char *terminal = NULL; /* a person reads standard output: the short set of columns */
+    if (!a->opt.columns && !a->output && isatty(STDOUT_FILENO) == 1)
+        a->opt.columns = terminal = cli_short_columns(sw);
+    if (mpi->size > 1 && a->opt.top_k && a->opt.columns)
+        rc = cli_usage_error("sweep", "--columns: not with --top under mpirun");
+    else if (shard_line(a, sw, &stream, NULL) == 0)
         rc = evaluate_all(mpi, sw, &a->opt, &stats);
     summary(&rep, &stats);
     if (rc == EXIT_OK && !stream.error)
         shard_line(a, sw, &stream, &stats);
+    free(terminal);
+    a->opt.columns = NULL;
     if (rc != EXIT_OK && !stream.error && !cli_interrupted()) {
         cli_stream_abort(&stream);
         return rc;
@@ -366,6 +389,9 @@ cmd_sweep(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc != EXIT_OK)
         return rc < 0 ? EXIT_OK : rc;
+    struct spsim_error err = {0};
+    if (a.opt.columns && spsim_row_columns_check(a.opt.columns, &err) != SPSIM_OK)
+        return cli_usage_error("sweep", "--%s", err.message);
     struct spsim_sweep *sw = NULL;
     if ((rc = build_sweep(&a, &sw)) != EXIT_OK)
         return rc;

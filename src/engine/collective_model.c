@@ -228,7 +228,7 @@ spsim_maxmin_rates(const double *capacity, uint32_t nres, struct spsim_flow *flo
                 return SPSIM_EINVAL;
     }
     for (uint32_t active = nflows; active > 0;) {
-        double inc = (double)INFINITY;
+        double inc = HUGE_VAL;
         uint32_t users[MAXR] = {0};
         for (uint32_t f = 0; f < nflows; f++) {
             if (frozen[f])
@@ -298,7 +298,7 @@ spsim_maxmin_run(const double *capacity, uint32_t nres, struct spsim_flow *flows
         int rc = spsim_maxmin_rates(capacity, nres, live, nlive);
         if (rc != SPSIM_OK)
             return rc;
-        double dt = (double)INFINITY;
+        double dt = HUGE_VAL;
         for (uint32_t i = 0; i < nlive; i++)
             if (live[i].rate > 0)
                 dt = spsim_min_d(dt, remaining[i] / live[i].rate);

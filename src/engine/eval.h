@@ -27,6 +27,7 @@ struct spsim_block_eval {
     double fwd_s, bwd_s, recompute_s; /* wall time of each phase */
     double fwd_compute_s, bwd_compute_s, recompute_compute_s;
     double tp_exposed_s;
+    double recompute_comm_s, recompute_exposed_s; /* the recompute phase's collectives */
     double fwd_flops, bwd_flops, recompute_flops; /* executed, per rank */
     double tp_nvlink_bytes, tp_network_bytes;     /* per rank, all phases */
     double tp_bwd_wire_bytes;                     /* per rank, backward only */
@@ -43,6 +44,7 @@ struct spsim_layer_eval {
     struct spsim_block_eval output;
     uint64_t act_modes[SPSIM_MODE_COUNT];
     uint64_t act_no_recompute; /* one layer's activations while it is recomputed (full) */
+    uint64_t offload_bytes;    /* of those, what CPU offload moves (spsim_layer_offload_bytes) */
 };
 
 /*
@@ -55,6 +57,7 @@ struct spsim_block_totals {
     double fwd_s, bwd_s, recompute_s;
     double fwd_compute_s, bwd_compute_s, recompute_compute_s;
     double tp_exposed_s;
+    double recompute_comm_s, recompute_exposed_s;
     /* The collective steps' times in schedule order (composition sums them step by step, so
      * a summary composes to the same bits as the schedule it came from). */
     uint32_t ncomm;
@@ -74,6 +77,7 @@ struct spsim_layer_summary {
     struct spsim_block_totals layer, embedding, output;
     uint64_t act_modes[SPSIM_MODE_COUNT];
     uint64_t act_no_recompute;
+    uint64_t offload_bytes;
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;
     bool params_ok; /* false if a count overflowed 64 bits */

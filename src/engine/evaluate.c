@@ -97,6 +97,36 @@ stage_static(uint64_t params, const struct spsim_parallel *par, struct stage_mem
     s->optimizer = par->distributed_optimizer ? (opt + par->dp - 1) / par->dp : opt;
 }
 
+/* One model chunk's activations by Megatron's full-recompute method (megatron/core/recompute.py
+ * checkpointed_forward, which runs per chunk over its layers):
+ *   uniform N: groups of N layers (the last one shorter), each keeping only its input; while a
+ *     group is recomputed and its backward runs, its N layers' whole activations are live;
+ *   block N: the first N layers keep their input only, the others everything; one layer is
+ *     recomputed at a time.
+ * spsim's plain `full` is uniform with N = 1. With CPU offload (no recomputation, pp = 1, so
+ * the chunk is the model) the offloaded layers' moved tensors are in host memory at peak (TE
+ * cpu_offload.py: peak (L − N)·T). */
+static uint64_t
+chunk_activations(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                  const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+{
+    uint64_t lpc = x->lpc, kept = le->layer.saved_bytes, whole = le->act_no_recompute;
+    mem->offload_bytes_per_layer = par->offload_layers ? le->offload_bytes : 0;
+    mem->offload_hbm_saved_bytes = spsim_mul(par->offload_layers, le->offload_bytes, ok);
+    mem->offload_host_bytes = mem->offload_hbm_saved_bytes;
+    if (par->recompute != SPSIM_RECOMPUTE_FULL)
+        return spsim_mul(lpc, kept, ok) - mem->offload_hbm_saved_bytes; /* N·O < L·T */
+    uint64_t n = spsim_min_u64(par->recompute_layers ? par->recompute_layers : 1, lpc);
+    if (par->recompute_method == SPSIM_RECOMPUTE_METHOD_BLOCK) {
+        mem->recomputed_layers_per_stage = (uint32_t)(n * x->v);
+        mem->activation_recompute_working_bytes = whole;
+        return spsim_add(spsim_mul(n, kept, ok), spsim_mul(lpc - n, whole, ok), ok);
+    }
+    mem->recomputed_layers_per_stage = (uint32_t)x->lps;
+    mem->activation_recompute_working_bytes = spsim_mul(n, whole, ok);
+    return spsim_mul((lpc + n - 1) / n, kept, ok);
+}
+
 /* The first and last stages' activations: in-flight chunks of the schedule, plus the extras
  * of the first (embedding) and last (output layer) stages. */
 static void
@@ -111,24 +141,23 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     uint64_t chunks0 = inflight_chunks(x, 0);
     mem->inflight_chunks_first_stage = (uint32_t)chunks0;
     mem->interleave_factor = (double)(chunks0 * x->lpc) / (double)x->L;
-    mem->activation_layers_bytes = spsim_mul3(chunks0, x->lpc, le->layer.saved_bytes, ok);
+    uint64_t chunk = chunk_activations(par, le, x, mem, ok);
+    mem->activation_layers_bytes = spsim_mul(chunks0, chunk, ok);
     /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
     mem->activation_embedding_bytes =
         spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok);
     /* Paper §4.3: with p = 1 the first stage is also the last: final norm, output-layer input
      * and fp32 logits, 4sbh/t·(1 + v/h). */
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
-    /* Full recomputation rebuilds one layer's activations before its backward: that layer's
-     * whole inventory is live on top of the checkpoints. */
-    mem->activation_recompute_working_bytes =
-        par->recompute == SPSIM_RECOMPUTE_FULL ? le->act_no_recompute : 0;
+    /* Full recomputation rebuilds a group's activations before its backward: that group's
+     * whole inventory is live on top of the checkpoints (chunk_activations). */
     uint64_t first = spsim_add(mem->activation_layers_bytes, mem->activation_embedding_bytes, ok);
     first = spsim_add(first, mem->activation_output_bytes, ok);
     first = spsim_add(first, mem->activation_recompute_working_bytes, ok);
     mem->activation_first_stage_bytes = first;
     uint64_t last = first;
     if (x->p > 1) {
-        last = spsim_mul3(inflight_chunks(x, x->p - 1), x->lpc, le->layer.saved_bytes, ok);
+        last = spsim_mul(inflight_chunks(x, x->p - 1), chunk, ok);
         last = spsim_add(last, le->output.saved_bytes, ok);
         last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
     }
@@ -225,10 +254,16 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     comm->tp_backward_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_BACKWARD];
     comm->tp_recompute_wire_bytes_per_layer = L->tp_wire[SPSIM_PHASE_RECOMPUTE];
     comm->tp_wgrad_gather_wire_bytes_per_layer = L->tp_regather_wire;
-    uint64_t per_layer = spsim_add(spsim_add(L->tp_wire[0], L->tp_wire[1], ok), L->tp_wire[2], ok);
-    comm->tp_wire_bytes_per_microbatch = spsim_mul(x->lps, per_layer, ok);
+    /* Forward and backward on every layer; recompute on the replayed ones (block method). */
+    uint64_t per_layer = spsim_add(L->tp_wire[0], L->tp_wire[1], ok);
+    uint64_t replayed =
+        par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : x->lps;
+    uint64_t stage = spsim_add(spsim_mul(x->lps, per_layer, ok),
+                               spsim_mul(replayed, L->tp_wire[SPSIM_PHASE_RECOMPUTE], ok), ok);
+    comm->tp_wire_bytes_per_microbatch = stage;
     comm->tp_wire_bytes_per_iteration = spsim_mul(comm->tp_wire_bytes_per_microbatch, x->micro, ok);
-    comm->tp_wire_bytes_per_iteration_all_layers = spsim_mul3(x->L, per_layer, x->micro, ok);
+    comm->tp_wire_bytes_per_iteration_all_layers =
+        spsim_mul(spsim_mul(x->p, stage, ok), x->micro, ok);
     comm->microbatches = (uint32_t)x->micro;
     comm->tp_tier =
         x->t > 1 ? (hw ? spsim_group_tier(hw, le->tp_group) : SPSIM_TIER_NVLINK) : SPSIM_TIER_LOCAL;
@@ -257,7 +292,7 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
 
 /* Per micro-batch work of one stage: its layers plus the embedding or output block. */
 struct stage_time {
-    double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm;
+    double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, offload;
 };
 
 static void
@@ -271,6 +306,70 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->bwd_window += times * (b->bwd_s + b->recompute_s);
     for (uint32_t i = 0; i < b->ncomm; i++)
         s->tp_comm += times * b->comm_s[i];
+}
+
+/* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
+ * ones (fewer than all with the block method). */
+static void
+add_layers(struct stage_time *s, const struct spsim_block_totals *b, double layers, double replayed)
+{
+    if (replayed == layers) { /* the same sums as every other block */
+        add_block(s, b, layers);
+        return;
+    }
+    s->wall += layers * (b->fwd_s + b->bwd_s) + replayed * b->recompute_s;
+    s->fwd += layers * b->fwd_compute_s;
+    s->bwd += layers * b->bwd_compute_s;
+    s->rec += replayed * b->recompute_compute_s;
+    s->exposed +=
+        layers * (b->tp_exposed_s - b->recompute_exposed_s) + replayed * b->recompute_exposed_s;
+    s->bwd_window += layers * b->bwd_s + replayed * b->recompute_s;
+    double comm = 0;
+    for (uint32_t i = 0; i < b->ncomm; i++)
+        comm += b->comm_s[i];
+    s->tp_comm += layers * (comm - b->recompute_comm_s) + replayed * b->recompute_comm_s;
+}
+
+/*
+ * Stall of the compute stream behind TE's CPU offload (cpu_offload.py DefaultOffloadSynchronizer)
+ * over one pass of L layers of `step` seconds each, N of them offloaded with copies of `copy`
+ * seconds on one offload stream, in order. Forward: layer i's copy starts when its forward has
+ * ended and the previous copy is done, and must finish before the forward of layer L − N + i
+ * starts (its memory is released there). Backward is the mirror image: the j-th reload (of
+ * layer N − 1 − j) is issued before the backward of the pass's position j + 1 and is needed by
+ * position L − N + j, so the same recurrence holds with the backward's step.
+ */
+static double
+offload_stall_s(uint32_t L, uint32_t N, double step, double copy)
+{
+    double done[SPSIM_MODEL_MAX_LAYERS]; /* when each copy finishes */
+    double end = 0, last_copy = 0;
+    uint32_t D = L - N;
+    for (uint32_t j = 0; j < L; j++) {
+        double start = j >= D ? spsim_max_d(end, done[j - D]) : end;
+        end = start + step;
+        if (j < N) {
+            last_copy = spsim_max_d(end, last_copy) + copy;
+            done[j] = last_copy;
+        }
+    }
+    return end - L * step;
+}
+
+/* CPU offload's exposed time per micro-batch (pp = 1: the stage holds all L layers). */
+static double
+offload_exposed(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                const struct spsim_layer_summary *le, const struct shape *x,
+                struct spsim_time_report *tr)
+{
+    if (par->offload_layers == 0)
+        return 0;
+    double bytes = (double)le->offload_bytes;
+    tr->offload_d2h_s_per_layer = bytes / hw->host_d2h_Bps;
+    tr->offload_h2d_s_per_layer = bytes / hw->host_h2d_Bps;
+    uint32_t L = (uint32_t)x->lps, N = par->offload_layers;
+    return offload_stall_s(L, N, le->layer.fwd_s, tr->offload_d2h_s_per_layer) +
+           offload_stall_s(L, N, le->layer.bwd_s, tr->offload_h2d_s_per_layer);
 }
 
 /* spsim_collective_time(), through the memo when there is one. */
@@ -473,7 +572,11 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     const struct spsim_model_shape *m = &model->shape;
     /* Every stage starts from its layers (the same sums, computed once). */
     struct stage_time layers = {0};
-    add_block(&layers, &le->layer, (double)x->lps);
+    double replayed =
+        par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : (double)x->lps;
+    add_layers(&layers, &le->layer, (double)x->lps, replayed);
+    layers.offload = offload_exposed(hw, par, le, x, tr);
+    layers.wall += layers.offload;
     struct stage_time first = layers, last = layers, middle = layers;
     add_block(&first, &le->embedding, 1);
     add_block(&last, &le->output, 1);
@@ -503,6 +606,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     tr->backward_s = mb * crit->bwd;
     tr->recompute_s = mb * crit->rec;
     tr->tp_exposed_s = mb * crit->exposed;
+    tr->offload_exposed_s = mb * crit->offload;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
     tr->pp_p2p_s = mb * p2p;
@@ -518,7 +622,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
-                      tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s + tr->optimizer_s;
+                      tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s + tr->optimizer_s +
+                      tr->offload_exposed_s;
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;
@@ -529,7 +634,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
 static void
 compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
               const struct spsim_layer_summary *le, const struct shape *x, uint32_t gpus,
-              double peak, struct spsim_time_report *tr)
+              double peak, uint64_t replayed_layers, struct spsim_time_report *tr)
 {
     const struct spsim_model_shape *m = &model->shape;
     double h = m->hidden, d = m->head_dim, q = (double)m->heads * d, kv = (double)m->kv_heads * d;
@@ -549,9 +654,14 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     const struct spsim_block_totals *L = &le->layer, *O = &le->output;
     double layer = L->fwd_flops + L->bwd_flops + L->recompute_flops;
     double output = O->fwd_flops + O->bwd_flops;
-    tr->hardware_flops = passes * x->t * (x->L * layer + output);
+    double layers = x->L * layer;
+    if (par->recompute == SPSIM_RECOMPUTE_FULL && replayed_layers != x->lps)
+        layers = x->L * (L->fwd_flops + L->bwd_flops) +
+                 (double)(x->p * replayed_layers) * L->recompute_flops;
+    tr->hardware_flops = passes * x->t * (layers + output);
     double iter = tr->iteration_s;
     tr->tokens_per_s = (double)par->gbs * s / iter;
+    tr->tokens_per_s_per_gpu = tr->tokens_per_s / gpus;
     tr->mfu = tr->model_flops / (iter * gpus * peak);
     tr->hfu = tr->hardware_flops / (iter * gpus * peak);
     tr->tflops_per_gpu = tr->model_flops / (iter * gpus) / 1e12;
@@ -575,6 +685,7 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     r->config = *par;
     r->config.seq = (uint32_t)le->cfg.s;
     r->config.flash_attn = le->cfg.flash ? 1 : 0;
+    r->config.recompute_modules = le->cfg.rmods; /* resolved: Megatron's default for selective */
     r->gpus = par->tp * par->pp * par->dp;
     r->flash_attention = le->cfg.flash;
     r->padded_vocab = le->padded_vocab;
@@ -599,7 +710,8 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     if (rc == SPSIM_OK && hw) {
         rc = compose_time(memo, model, hw, par, le, &x, &r->memory, &r->comm, &r->time);
         if (rc == SPSIM_OK)
-            compose_flops(model, par, le, &x, r->gpus, hw->peak_flops[par->dtype], &r->time);
+            compose_flops(model, par, le, &x, r->gpus, hw->peak_flops[par->dtype],
+                          r->memory.recomputed_layers_per_stage, &r->time);
         if (rc == SPSIM_OK && !(isfinite(r->time.iteration_s) && r->time.iteration_s > 0))
             rc = SPSIM_ENUMERIC;
         if (rc != SPSIM_OK)

@@ -42,6 +42,17 @@
  * - Flash attention (FlashAttention-2): no s×s tensor is stored; it keeps Q, K, V, its output
  *   (the projection input, counted there) and the fp32 log-sum-exp per row, b·(a/t)·s·4 B
  *   (core group); dropout masks are regenerated from the RNG state in backward.
+ *
+ * Selective recomputation by module (Megatron recompute_modules, transformer_layer.py): each
+ * saved tensor and op carries the group of the module that drops and replays it.
+ * - core_attn (tensor_parallel.checkpoint of Q, K, V): the "core" rows above.
+ * - layernorm (CheckpointWithoutOutput): each norm's output, which is the QKV or FC1 input
+ *   (4·s'·b·h bytes); the norms' inputs stay as the checkpoints' inputs.
+ * - mlp (tensor_parallel.checkpoint of the MLP's input): GeLU/SwiGLU input and FC2 input; FC1's
+ *   input is the checkpoint and stays (unless layernorm drops it). The MLP module runs from the
+ *   g/f before FC1 to the ḡ/f̄ after FC2 (ColumnParallelLinear gathers, RowParallelLinear
+ *   reduces inside it), so its replay repeats those collectives; the bias-dropout-add and the
+ *   pre-MLP norm are outside it.
  */
 
 struct builder {
@@ -87,7 +98,7 @@ struct dims {
     const char *sl_sym;
 };
 
-static void
+static struct spsim_op *
 add_norm(struct builder *bld, const struct dims *x, const char *name, const char *what,
          uint64_t elements)
 {
@@ -100,6 +111,7 @@ add_norm(struct builder *bld, const struct dims *x, const char *name, const char
     save(op, what, elements, 2, SPSIM_RG_LAYER);
     dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
     dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    return op;
 }
 
 static struct spsim_op *
@@ -151,9 +163,10 @@ add_gemm(struct builder *bld, const char *name, enum spsim_gemm_role role, uint6
  * saves the shard and re-gathers it for the weight gradient); without SP the whole replicated
  * input. */
 static void
-save_column_input(struct builder *bld, struct spsim_op *op, const struct dims *x, const char *what)
+save_column_input(struct builder *bld, struct spsim_op *op, const struct dims *x, const char *what,
+                  enum spsim_rgroup group)
 {
-    save(op, what, spsim_mul3(x->sl, x->b, x->h, &bld->ok), 2, SPSIM_RG_LAYER);
+    save(op, what, spsim_mul3(x->sl, x->b, x->h, &bld->ok), 2, group);
 }
 
 static void
@@ -280,13 +293,14 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     bool *ok = &bld->ok;
     uint64_t tokens = spsim_mul(x->s, x->b, ok);
     add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 1" : "RMSNorm 1", "norm 1 input",
-             spsim_mul3(x->sl, x->b, x->h, ok));
+             spsim_mul3(x->sl, x->b, x->h, ok))
+        ->group = SPSIM_RG_NORM;
     add_boundary(bld, x, true, "g: AllGather before QKV", "f: identity before QKV",
                  "g backward: ReduceScatter of the QKV input gradient",
                  "f backward: AllReduce of the QKV input gradient");
     struct spsim_op *op = add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens,
                                    x->h, x->q_t + 2 * x->kv_t);
-    save_column_input(bld, op, x, "QKV input");
+    save_column_input(bld, op, x, "QKV input", SPSIM_RG_NORM); /* the norm's output */
     if (m->linear_bias || m->qkv_bias) /* grad_bias = grad_output.sum(0): read dY once */
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->q_t + 2 * x->kv_t);
     op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
@@ -322,13 +336,21 @@ add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const stru
     uint64_t tokens = spsim_mul(x->s, x->b, ok);
     uint64_t act = spsim_mul(tokens, x->ffn_t, ok);
     add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2", "norm 2 input",
-             spsim_mul3(x->sl, x->b, x->h, ok));
-    add_boundary(bld, x, true, "g: AllGather before FC1", "f: identity before FC1",
-                 "g backward: ReduceScatter of the FC1 input gradient",
-                 "f backward: AllReduce of the FC1 input gradient");
-    struct spsim_op *op = add_gemm(bld, "FC1 GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens,
-                                   x->h, x->gate * x->ffn_t);
-    save_column_input(bld, op, x, "FC1 input");
+             spsim_mul3(x->sl, x->b, x->h, ok))
+        ->group = SPSIM_RG_NORM;
+    /* The MLP module (recompute module mlp) runs from the boundary before FC1 to the one after
+     * FC2: Megatron's ColumnParallelLinear gathers and RowParallelLinear reduces inside it. */
+    struct spsim_op *op =
+        add_boundary(bld, x, true, "g: AllGather before FC1", "f: identity before FC1",
+                     "g backward: ReduceScatter of the FC1 input gradient",
+                     "f backward: AllReduce of the FC1 input gradient");
+    if (op)
+        op->group = SPSIM_RG_MLP;
+    op = add_gemm(bld, "FC1 GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens, x->h,
+                  x->gate * x->ffn_t);
+    op->group = SPSIM_RG_MLP;
+    /* The MLP checkpoint's input: kept by mlp recomputation, dropped by layernorm's. */
+    save_column_input(bld, op, x, "FC1 input", SPSIM_RG_NORM);
     if (m->linear_bias) /* bias-GeLU's bias gradient: read dY once */
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->gate * x->ffn_t);
     op->regather_site = "wgrad AG: re-gather of the saved FC1 input shard";
@@ -336,25 +358,28 @@ add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const stru
     dims3(op->out, &op->nout, "s", x->s, "b", x->b, x->gate == 2 ? "2ffn/t" : "ffn/t",
           x->gate * x->ffn_t);
     if (m->mlp == SPSIM_MLP_SWIGLU) {
-        op = add_op(bld, "SwiGLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+        op = add_op(bld, "SwiGLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_MLP);
         op->fwd_bytes = 6.0 * act;
         op->bwd_bytes = 10.0 * act;
-        save(op, "SwiGLU input (gate and up)", spsim_mul(act, 2, ok), 2, SPSIM_RG_LAYER);
+        save(op, "SwiGLU input (gate and up)", spsim_mul(act, 2, ok), 2, SPSIM_RG_MLP);
         dims3(op->in, &op->nin, "s", x->s, "b", x->b, "2ffn/t", 2 * x->ffn_t);
     } else {
-        op = add_op(bld, "bias-GeLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+        op = add_op(bld, "bias-GeLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_MLP);
         op->fwd_bytes = 4.0 * act;
         op->bwd_bytes = 6.0 * act;
-        save(op, "GeLU input", act, 2, SPSIM_RG_LAYER);
+        save(op, "GeLU input", act, 2, SPSIM_RG_MLP);
         dims3(op->in, &op->nin, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
     }
     dims3(op->out, &op->nout, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
     op = add_gemm(bld, "FC2 GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, x->ffn_t, x->h);
-    save(op, "FC2 input", act, 2, SPSIM_RG_LAYER);
+    op->group = SPSIM_RG_MLP;
+    save(op, "FC2 input", act, 2, SPSIM_RG_MLP);
     dims3(op->in, &op->nin, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
     dims3(op->out, &op->nout, "s", x->s, "b", x->b, "h (partial sums)", x->h);
-    add_boundary(bld, x, false, "ḡ: ReduceScatter after FC2", "f̄: AllReduce after FC2",
-                 "ḡ backward: AllGather of the FC2 output gradient", "f̄ backward: identity");
+    op = add_boundary(bld, x, false, "ḡ: ReduceScatter after FC2", "f̄: AllReduce after FC2",
+                      "ḡ backward: AllGather of the FC2 output gradient", "f̄ backward: identity");
+    if (op)
+        op->group = SPSIM_RG_MLP;
     add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (MLP)" : "residual add (MLP)");
 }
 
@@ -455,7 +480,7 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
                  "f backward: AllReduce of the output-layer input gradient");
     struct spsim_op *op = add_gemm(&bld, "output layer GEMM (vocabulary-parallel)",
                                    SPSIM_GEMM_COLUMN, tokens, x.h, vocab_t);
-    save_column_input(&bld, op, &x, "output layer input");
+    save_column_input(&bld, op, &x, "output layer input", SPSIM_RG_LAYER);
     op->regather_site = "wgrad AG: re-gather of the saved output-layer input shard";
     dims3(op->in, &op->nin, "s", x.s, "b", x.b, "h", x.h);
     dims3(op->out, &op->nout, "s", x.s, "b", x.b, "v/t", vocab_t);
@@ -498,11 +523,26 @@ spsim_layer_saved_bytes(const struct spsim_layer *layer, bool *ok)
         const struct spsim_op *op = &layer->ops[i];
         for (uint32_t k = 0; k < op->nsaved; k++) {
             const struct spsim_saved_tensor *st = &op->saved[k];
-            if (layer->cfg.recompute == SPSIM_RECOMPUTE_SELECTIVE &&
-                st->group == SPSIM_RG_CORE_ATTN)
+            if (st->group & layer->cfg.rmods) /* dropped by selective recomputation */
                 continue;
             total = spsim_add(total, spsim_mul(st->elements, st->bytes_per_element, ok), ok);
         }
     }
+    return total;
+}
+
+uint64_t
+spsim_layer_offload_bytes(const struct spsim_layer *layer, bool *ok)
+{
+    /* TE offloads only tensors of at least 256k elements ("~1MB for float32"); smaller ones
+     * (e.g. a flash-attention log-sum-exp of short sequences) stay in HBM. */
+    const uint64_t min_elements = 256u * 1024u;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < layer->nops; i++)
+        for (uint32_t k = 0; k < layer->ops[i].nsaved; k++) {
+            const struct spsim_saved_tensor *st = &layer->ops[i].saved[k];
+            if (st->elements >= min_elements && !(st->group & layer->cfg.rmods))
+                total = spsim_add(total, spsim_mul(st->elements, st->bytes_per_element, ok), ok);
+        }
     return total;
 }

@@ -19,8 +19,14 @@ enum spsim_op_kind {
     SPSIM_OPK_COMM = 4    /* a TP boundary operator: f, f̄, g or ḡ */
 };
 
-/* Recompute group: what selective recomputation drops and replays. */
-enum spsim_rgroup { SPSIM_RG_LAYER = 0, SPSIM_RG_CORE_ATTN = 1 };
+/* Recompute group: what selective recomputation of a module (enum spsim_recompute_module, the
+ * same bits) drops and replays. LAYER is never dropped by selective recomputation. */
+enum spsim_rgroup {
+    SPSIM_RG_LAYER = 0,
+    SPSIM_RG_CORE_ATTN = SPSIM_RMOD_CORE_ATTN,
+    SPSIM_RG_NORM = SPSIM_RMOD_LAYERNORM, /* a norm's output (the next linear's input) */
+    SPSIM_RG_MLP = SPSIM_RMOD_MLP
+};
 
 enum spsim_region { SPSIM_REGION_SEQ = 0, SPSIM_REGION_TENSOR = 1, SPSIM_REGION_BOUNDARY = 2 };
 
@@ -79,7 +85,8 @@ struct spsim_layer_config {
     bool sp;
     bool flash;
     enum spsim_recompute recompute;
-    uint64_t s, b; /* sequence length, micro-batch size */
+    uint32_t rmods; /* selective: the modules recomputed (enum spsim_rgroup bits); else 0 */
+    uint64_t s, b;  /* sequence length, micro-batch size */
     enum spsim_dtype dtype;
 };
 
@@ -107,6 +114,10 @@ void spsim_output_build(const struct spsim_model_shape *m, const struct spsim_la
 /** Activation bytes this layer keeps for backward on one rank, for its recompute setting.
  * *ok is cleared on overflow. */
 uint64_t spsim_layer_saved_bytes(const struct spsim_layer *layer, bool *ok);
+
+/** What TE's CPU offload moves of a layer kept whole (no recomputation): its saved tensors of
+ * at least 256·1024 elements (transformer_engine/pytorch/cpu_offload.py _check_if_offload). */
+uint64_t spsim_layer_offload_bytes(const struct spsim_layer *layer, bool *ok);
 
 /* The schedule: forward, recompute and backward steps of one layer, with Megatron's overlaps. */
 

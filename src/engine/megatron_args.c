@@ -58,6 +58,8 @@ enum flag_id {
     F_RECOMPUTE_METHOD,
     F_RECOMPUTE_LAYERS,
     F_RECOMPUTE_MODULES,
+    F_OFFLOAD,
+    F_OFFLOAD_LAYERS,
     F_DISTOPT,
     F_OVERLAP,
     F_BF16,
@@ -116,6 +118,8 @@ static const struct {
     [F_RECOMPUTE_METHOD] = {"--recompute-method", K_VALUE},
     [F_RECOMPUTE_LAYERS] = {"--recompute-num-layers", K_VALUE},
     [F_RECOMPUTE_MODULES] = {"--recompute-modules", K_LIST},
+    [F_OFFLOAD] = {"--cpu-offloading", K_SWITCH},
+    [F_OFFLOAD_LAYERS] = {"--cpu-offloading-num-layers", K_VALUE},
     [F_DISTOPT] = {"--use-distributed-optimizer", K_SWITCH},
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
     [F_BF16] = {"--bf16", K_SWITCH},
@@ -138,6 +142,7 @@ struct mg {
     uint32_t line[F_COUNT];
     char *unmodelled;
     size_t used;
+    char list[256]; /* a K_LIST flag's words joined by ',' */
 };
 
 /* "ORIGIN:LINE: --flag: reason" (or "ORIGIN: --flag: reason" for a flag that is absent). */
@@ -248,11 +253,13 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
         } else if (i + 1 < to && !is_flag(c->w[i + 1].text)) {
             m->value[id] = c->w[++i].text;
             m->unresolved[id] = c->w[i].unresolved;
-            /* nargs='*': every word up to the next flag (only "core_attn" is modelled). */
-            while (flags[id].kind == K_LIST && i + 1 < to && !is_flag(c->w[i + 1].text))
-                if (strcmp(c->w[++i].text, m->value[id]) != 0)
-                    return flag_error(m, id, "'%s': only core_attn (selective) is modelled",
-                                      c->w[i].text);
+            /* nargs='*': every word up to the next flag, joined by ','. */
+            if (flags[id].kind == K_LIST) {
+                size_t n = (size_t)snprintf(m->list, sizeof(m->list), "%s", m->value[id]);
+                while (i + 1 < to && !is_flag(c->w[i + 1].text) && n < sizeof(m->list))
+                    n += (size_t)snprintf(m->list + n, sizeof(m->list) - n, ",%s", c->w[++i].text);
+                m->value[id] = m->list;
+            }
         } else {
             return flag_error(m, id, "needs a value");
         }
@@ -428,28 +435,50 @@ layer_kind(const struct mg *m, struct spsim_model_shape *s)
     return SPSIM_OK;
 }
 
-/* Recomputation: selective (core attention), or full with one layer per checkpoint
- * (--recompute-method uniform --recompute-num-layers 1), the granularity spsim models. */
+/* Selective recomputation's modules (--recompute-modules, default core_attn). */
 static int
-recompute(const struct mg *m, enum spsim_recompute *out)
+recompute_modules(const struct mg *m, struct spsim_parallel *p)
+{
+    if (!m->given[F_RECOMPUTE_MODULES])
+        return SPSIM_OK;
+    if (spsim_recompute_modules_parse(m->value[F_RECOMPUTE_MODULES], &p->recompute_modules))
+        return flag_error(m, F_RECOMPUTE_MODULES, "'%s' is not a list of modules spsim knows",
+                          m->value[F_RECOMPUTE_MODULES]);
+    /* core_attn alone is Megatron's default, which spsim writes as 0. */
+    if (p->recompute_modules == SPSIM_RMOD_CORE_ATTN)
+        p->recompute_modules = 0;
+    return SPSIM_OK;
+}
+
+/* Recomputation: selective (its modules), or full by --recompute-method uniform or block over
+ * --recompute-num-layers; uniform groups of one layer are spsim's default full mode. */
+static int
+recompute(const struct mg *m, struct spsim_parallel *p)
 {
     static const char *const granularities[] = {"selective", "full", NULL};
-    static const char *const methods[] = {"uniform", NULL};
+    static const char *const methods[] = {"uniform", "block", NULL};
     int g = m->given[F_RECOMPUTE_ACT] ? 0 : -1, method = -1, rc;
-    if ((rc = choice(m, F_RECOMPUTE_GRAN, granularities, g, &g)))
+    if ((rc = choice(m, F_RECOMPUTE_GRAN, granularities, g, &g)) || (rc = recompute_modules(m, p)))
         return rc;
-    *out = g < 0 ? SPSIM_RECOMPUTE_NONE : g == 0 ? SPSIM_RECOMPUTE_SELECTIVE : SPSIM_RECOMPUTE_FULL;
-    if (*out != SPSIM_RECOMPUTE_FULL)
+    p->recompute = g < 0    ? SPSIM_RECOMPUTE_NONE
+                   : g == 0 ? SPSIM_RECOMPUTE_SELECTIVE
+                            : SPSIM_RECOMPUTE_FULL;
+    if (p->recompute != SPSIM_RECOMPUTE_FULL)
         return SPSIM_OK;
-    if ((rc = choice(m, F_RECOMPUTE_METHOD, methods, -1, &method)))
+    if ((rc = choice(m, F_RECOMPUTE_METHOD, methods, -1, &method)) ||
+        (rc = num32(m, F_RECOMPUTE_LAYERS, 4096, 1, &p->recompute_layers)))
         return rc;
     if (method < 0)
         return flag_error(m, F_RECOMPUTE_METHOD,
-                          "missing: full recomputation needs one "
-                          "(spsim models uniform)");
-    return only(m, F_RECOMPUTE_LAYERS, 1,
-                "full recomputation of several layers per checkpoint "
-                "is not modelled");
+                          "missing: full recomputation needs uniform or "
+                          "block (transformer_config.py)");
+    p->recompute_method =
+        method == 0 ? SPSIM_RECOMPUTE_METHOD_UNIFORM : SPSIM_RECOMPUTE_METHOD_BLOCK;
+    if (method == 0 && p->recompute_layers == 1) {
+        p->recompute_method = SPSIM_RECOMPUTE_METHOD_DEFAULT;
+        p->recompute_layers = 0;
+    }
+    return SPSIM_OK;
 }
 
 /* What Megatron-LM can run that spsim does not model: refused by flag. */
@@ -462,9 +491,6 @@ unmodelled_parallelism(const struct mg *m)
         return rc;
     if (m->given[F_EXPERTS] && strcmp(m->value[F_EXPERTS], "0") != 0)
         return flag_error(m, F_EXPERTS, "mixture-of-experts layers are not modelled");
-    if (m->given[F_RECOMPUTE_MODULES] && strcmp(m->value[F_RECOMPUTE_MODULES], "core_attn"))
-        return flag_error(m, F_RECOMPUTE_MODULES, "'%s': only core_attn (selective) is modelled",
-                          m->value[F_RECOMPUTE_MODULES]);
     return SPSIM_OK;
 }
 
@@ -522,16 +548,18 @@ static int
 parallel(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
 {
     struct spsim_parallel *p = &out->par;
+    uint64_t offload = 0;
     int rc;
     spsim_parallel_defaults(p);
-    if ((rc = unmodelled_parallelism(m)) || (rc = grid(m, layers, out)) ||
-        (rc = recompute(m, &p->recompute)) || (rc = dtype(m, &p->dtype)) ||
+    if ((rc = unmodelled_parallelism(m)) || (rc = grid(m, layers, out)) || (rc = recompute(m, p)) ||
+        (rc = dtype(m, &p->dtype)) || (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
         (rc = num32(m, F_MBS, 65536, 1, &p->mbs)))
         return rc;
     /* The global batch defaults to one micro-batch per data-parallel rank. */
     if ((rc = num(m, F_GBS, 1, 1ull << 32, (uint64_t)p->mbs * p->dp, &p->gbs)) ||
         (rc = num32(m, F_SEQ, 16777216, 0, &p->seq)))
         return rc;
+    p->offload_layers = (uint32_t)offload;
     p->distributed_optimizer = m->given[F_DISTOPT];
     p->overlap_grad_reduce = m->given[F_OVERLAP];
     p->flash_attn = -1;

@@ -57,6 +57,27 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
 }
 
 static void
+recompute_flags(struct out *o, const struct spsim_parallel *p)
+{
+    char modules[128];
+    if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE)
+        emit(o, "    --recompute-granularity selective \\\n");
+    /* Megatron takes the modules as separate words (nargs='*'). */
+    if (p->recompute_modules) {
+        spsim_recompute_modules_format(p->recompute_modules, modules, sizeof(modules));
+        for (char *c = modules; *c; c++)
+            *c = *c == '+' ? ' ' : *c;
+        emit(o, "    --recompute-modules %s \\\n", modules);
+    }
+    if (p->recompute != SPSIM_RECOMPUTE_FULL)
+        return;
+    bool block = p->recompute_method == SPSIM_RECOMPUTE_METHOD_BLOCK;
+    emit(o, "    --recompute-granularity full \\\n    --recompute-method %s \\\n",
+         block ? "block" : "uniform");
+    emit(o, "    --recompute-num-layers %u \\\n", p->recompute_layers ? p->recompute_layers : 1);
+}
+
+static void
 parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct spsim_parallel *p)
 {
     emit(o, "    --tensor-model-parallel-size %u \\\n", p->tp);
@@ -68,11 +89,10 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
         emit(o, "    --num-virtual-stages-per-pipeline-rank %u \\\n", p->vpp);
     if (p->sp)
         emit(o, "    --sequence-parallel \\\n");
-    if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE)
-        emit(o, "    --recompute-granularity selective \\\n");
-    if (p->recompute == SPSIM_RECOMPUTE_FULL)
-        emit(o, "    --recompute-granularity full \\\n    --recompute-method uniform \\\n"
-                "    --recompute-num-layers 1 \\\n");
+    recompute_flags(o, p);
+    if (p->offload_layers)
+        emit(o, "    --cpu-offloading \\\n    --cpu-offloading-num-layers %u \\\n",
+             p->offload_layers);
     bool flash = p->flash_attn >= 0 ? p->flash_attn == 1 : s->attention == SPSIM_ATTENTION_FLASH;
     emit(o, "    --attention-backend %s \\\n", flash ? "flash" : "unfused");
     emit(o, "    --seq-length %u \\\n", p->seq ? p->seq : s->seq_len);

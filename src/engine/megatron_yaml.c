@@ -26,7 +26,8 @@ enum mode {
     M_ACT,       /* NeMo's activation: swiglu / fast-swiglu: --swiglu; gelu: nothing */
     M_PRECISION, /* NeMo's trainer.precision: bf16*, 16*: --bf16, --fp16; 32: nothing */
     M_OPTIM,     /* NeMo's optim.name: distributed_fused_adam: --use-distributed-optimizer */
-    M_FP8        /* a format (Megatron-Bridge) or a boolean (NeMo: true is the hybrid format) */
+    M_FP8,       /* a format (Megatron-Bridge) or a boolean (NeMo: true is the hybrid format) */
+    M_OFFLOAD    /* cpu_offloading and its _num_layers: the count counts only when it is on */
 };
 
 static const struct {
@@ -73,6 +74,8 @@ static const struct {
     {"activations_checkpoint_num_layers", "--recompute-num-layers", M_VALUE},
     {"use_distributed_optimizer", "--use-distributed-optimizer", M_SWITCH},
     {"recompute_modules", "--recompute-modules", M_VALUE},
+    {"cpu_offloading", "--cpu-offloading", M_OFFLOAD},
+    {"cpu_offloading_num_layers", "--cpu-offloading-num-layers", M_OFFLOAD},
     {"overlap_grad_reduce", "--overlap-grad-reduce", M_SWITCH},
     {"bf16", "--bf16", M_SWITCH},
     {"fp16", "--fp16", M_SWITCH},
@@ -94,6 +97,11 @@ struct ys {
     int depth;
     bool at_key[16];
     char key[128];
+    /* cpu_offloading (NeMo, ModelParallelConfig) and cpu_offloading_num_layers, kept to the end:
+     * the count (NeMo writes ${sum:${.num_layers},-1}) matters only when offloading is on. */
+    int offload;
+    char offload_layers[96];
+    uint32_t offload_line;
     /* The scalars read so far, for OmegaConf's ${.key} and ${section.key} (NeMo). */
     struct {
         char path[160], value[96];
@@ -185,7 +193,7 @@ copy(char *dst, size_t cap, const char *src)
 static const char *
 interpolation(const struct ys *y, const char *v)
 {
-    char path[256];
+    char path[sizeof(y->path) + 128];
     size_t n = strlen(v);
     if (n < 4 || strncmp(v, "${", 2) != 0 || strcspn(v + 2, "${:}") != n - 3)
         return NULL;
@@ -230,6 +238,17 @@ leaf(struct ys *y, const char **values, size_t n, bool null, uint32_t line)
         return null ? SPSIM_OK : add(y, full, line);
     if (null || n == 0)
         return SPSIM_OK;
+    if (keys[k].mode == M_OFFLOAD && strcmp(keys[k].key, "cpu_offloading") == 0) {
+        y->offload = boolean(values[0]);
+        return y->offload < 0 ? yaml_error(y, line, "must be true or false, got ", values[0])
+                              : SPSIM_OK;
+    }
+    if (keys[k].mode == M_OFFLOAD) {
+        const char *v = strstr(values[0], "${") ? interpolation(y, values[0]) : values[0];
+        copy(y->offload_layers, sizeof(y->offload_layers), v ? v : "${");
+        y->offload_line = line;
+        return SPSIM_OK;
+    }
     for (size_t i = 0; i < n; i++)
         if (strstr(values[i], "${") && !(values[i] = interpolation(y, values[i])))
             return yaml_error(y, line, "an interpolation spsim cannot resolve (write the value)",
@@ -347,6 +366,21 @@ event(struct ys *y, const yaml_event_t *ev, struct seq *q, int *skip)
     }
 }
 
+/* The offload flags, once the document is read. */
+static int
+offload_flags(struct ys *y)
+{
+    if (y->offload != 1 || !y->offload_layers[0])
+        return SPSIM_OK;
+    snprintf(y->key, sizeof(y->key), "cpu_offloading_num_layers");
+    y->path[0] = '\0';
+    if (strcmp(y->offload_layers, "${") == 0)
+        return yaml_error(y, y->offload_line,
+                          "an interpolation spsim cannot resolve (write the value)", "");
+    int rc = add(y, "--cpu-offloading-num-layers", y->offload_line);
+    return rc ? rc : add(y, y->offload_layers, y->offload_line);
+}
+
 int
 spsim_megatron_yaml(const char *text, size_t len, const char *origin, struct spsim_sh_script *out,
                     struct spsim_error *err)
@@ -372,6 +406,8 @@ spsim_megatron_yaml(const char *text, size_t len, const char *origin, struct sps
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
+    if (rc == SPSIM_OK)
+        rc = offload_flags(&y);
     if (rc == SPSIM_OK && (rc = spsim_sh_add_command(out, &words)) != SPSIM_OK)
         rc = spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     spsim_sh_words_free(&words);

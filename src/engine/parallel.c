@@ -25,6 +25,10 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .ep = 1,
         .sp = false,
         .recompute = SPSIM_RECOMPUTE_NONE,
+        .recompute_modules = 0,
+        .recompute_method = SPSIM_RECOMPUTE_METHOD_DEFAULT,
+        .recompute_layers = 0,
+        .offload_layers = 0,
         .mbs = 1,
         .gbs = 1,
         .seq = 0,
@@ -157,6 +161,83 @@ check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p
     return SPSIM_OK;
 }
 
+/* Selective modules: dense layers have core_attn, layernorm and mlp. */
+static int
+check_modules(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    uint32_t mods = p->recompute_modules;
+    if (mods >> SPSIM_RMOD_COUNT_)
+        return CONFIG_FAIL(err, "field 'recompute_modules': unknown module bits 0x%x", mods);
+    if (mods && p->recompute != SPSIM_RECOMPUTE_SELECTIVE)
+        return CONFIG_FAIL(err, "field 'recompute_modules': modules are recomputed with recompute "
+                                "selective only (Megatron reads recompute_modules for "
+                                "recompute_granularity selective)");
+    /* transformer_config.py __post_init__ (message verbatim). */
+    if (mods & SPSIM_RMOD_MLA_UP_PROJ)
+        return CONFIG_FAIL(err, "field 'recompute_modules': mla_up_proj in recompute_modules is "
+                                "only supported with multi_latent_attention.");
+    if (mods & (SPSIM_RMOD_MOE_ACT | SPSIM_RMOD_MOE | SPSIM_RMOD_SHARED_EXPERTS))
+        return CONFIG_FAIL(err, "field 'recompute_modules': moe_act, moe and shared_experts "
+                                "recompute mixture-of-experts layers; this model is dense (dense "
+                                "layers have core_attn, layernorm and mlp)");
+    return SPSIM_OK;
+}
+
+/* Full recomputation's method and layer count (transformer_config.py, messages verbatim). */
+static int
+check_recompute_method(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+                       struct spsim_error *err)
+{
+    if ((unsigned)p->recompute_method >= SPSIM_RECOMPUTE_METHOD_COUNT)
+        return CONFIG_FAIL(err, "field 'recompute_method': must be default, uniform or block");
+    bool method = p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT;
+    if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE && p->recompute_layers)
+        return CONFIG_FAIL(err, "field 'recompute_layers': When using recompute_granularity: "
+                                "selective recompute_num_layers must be None.");
+    if (p->recompute != SPSIM_RECOMPUTE_FULL && (method || p->recompute_layers))
+        return CONFIG_FAIL(err, "field 'recompute_method': a method and a layer count apply to "
+                                "recompute full only");
+    if (p->recompute != SPSIM_RECOMPUTE_FULL)
+        return SPSIM_OK;
+    if (!method && p->recompute_layers)
+        return CONFIG_FAIL(err, "field 'recompute_method': Using recompute_granularity: full so "
+                                "recompute_method must be \"block\" or \"uniform\"");
+    uint32_t per_rank = m->layers / p->pp;
+    if (method && (p->recompute_layers < 1 || p->recompute_layers > per_rank))
+        return CONFIG_FAIL(err,
+                           "field 'recompute_layers': When using recompute_granularity: full "
+                           "recompute_num_layers must be between 1 and "
+                           "num_layers_per_pipeline_rank: %u",
+                           per_rank);
+    return SPSIM_OK;
+}
+
+/* Layer-level CPU offloading (transformer_config.py __post_init__, messages verbatim). */
+static int
+check_offload(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+              const struct spsim_parallel *p, struct spsim_error *err)
+{
+    if (p->offload_layers == 0)
+        return SPSIM_OK;
+    if (p->offload_layers >= m->layers)
+        return CONFIG_FAIL(err,
+                           "field 'offload_layers': CPU offloading can be done only for layers "
+                           "less than %u",
+                           m->layers);
+    if (p->pp > 1)
+        return CONFIG_FAIL(err, "field 'offload_layers': Currently there is no support for "
+                                "Pipeline parallelism with CPU offloading");
+    if (p->recompute != SPSIM_RECOMPUTE_NONE)
+        return CONFIG_FAIL(err, "field 'offload_layers': CPU offloading does not work when "
+                                "activation recomputation is enabled");
+    if (hw && hw->host_d2h_Bps <= 0)
+        return CONFIG_FAIL(err,
+                           "field 'offload_layers': the hardware profile '%s' has no host_link "
+                           "(GPU to host memory bandwidth)",
+                           hw->name);
+    return SPSIM_OK;
+}
+
 static uint32_t
 hardware_warnings(const struct spsim_hardware *hw, const struct spsim_parallel *p)
 {
@@ -186,7 +267,9 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
                            "field 'seq': %u exceeds the model's %u learned position "
                            "embeddings (seq_len)",
                            seq, m->seq_len);
-    if ((rc = check_tensor(m, p, seq, err)) || (rc = check_pipeline(m, p, err)))
+    if ((rc = check_tensor(m, p, seq, err)) || (rc = check_pipeline(m, p, err)) ||
+        (rc = check_modules(p, err)) || (rc = check_recompute_method(m, p, err)) ||
+        (rc = check_offload(m, hw, p, err)))
         return rc;
     if (hw && hw->peak_flops[p->dtype] <= 0)
         return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak", hw->name,

@@ -19,7 +19,7 @@
  * gradient precedes the GEMMs on the critical path; without SP f̄'s backward is the identity.
  *
  * Recompute: full recomputation replays the whole forward (collectives included) before the
- * layer's backward; selective replays the core-attention group just before its backward.
+ * layer's backward; selective replays each recomputed module (replay_runs below).
  */
 
 struct sched_builder {
@@ -145,6 +145,43 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
     }
 }
 
+/* A run of ops that selective recomputation replays, and the op before whose backward it is
+ * replayed. */
+struct replay {
+    uint32_t first, last, anchor;
+};
+
+/*
+ * The replayed runs of a layer, in op order. core_attn and mlp are checkpoints
+ * (tensor_parallel.checkpoint): their forward is re-run when the backward reaches them, just
+ * before their own backward. layernorm is output-discarding (CheckpointWithoutOutput): the
+ * norm is re-run from a hook on the gradient of the attention or MLP output it feeds
+ * (transformer_layer.py discard_output_and_register_recompute), i.e. before the backward of
+ * the op that precedes the block's bias-dropout-add.
+ */
+static uint32_t
+replay_runs(const struct spsim_layer *L, struct replay *out, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < L->nops && n < cap;) {
+        uint32_t g = L->ops[i].group, j = i;
+        while (j + 1 < L->nops && L->ops[j + 1].group == g)
+            j++;
+        if (g & L->cfg.rmods) {
+            uint32_t anchor = j;
+            if (g == SPSIM_RG_NORM) {
+                uint32_t k = j + 1;
+                while (k < L->nops && L->ops[k].region != SPSIM_REGION_SEQ)
+                    k++;
+                anchor = k - 1;
+            }
+            out[n++] = (struct replay){i, j, anchor};
+        }
+        i = j + 1;
+    }
+    return n;
+}
+
 void
 spsim_schedule_build(const struct spsim_layer *L, struct spsim_schedule *sched)
 {
@@ -157,18 +194,13 @@ spsim_schedule_build(const struct spsim_layer *L, struct spsim_schedule *sched)
         for (uint32_t i = 0; i < L->nops; i++)
             forward_step(&b, &L->ops[i], SPSIM_PHASE_RECOMPUTE);
 
-    int first_core = -1, last_core = -1;
-    for (uint32_t i = 0; i < L->nops; i++) {
-        if (L->ops[i].group == SPSIM_RG_CORE_ATTN) {
-            if (first_core < 0)
-                first_core = (int)i;
-            last_core = (int)i;
-        }
-    }
+    struct replay runs[SPSIM_LAYER_MAX_OPS];
+    uint32_t nruns = replay_runs(L, runs, SPSIM_LAYER_MAX_OPS);
     for (int i = (int)L->nops - 1; i >= 0; i--) {
-        if (L->cfg.recompute == SPSIM_RECOMPUTE_SELECTIVE && i == last_core)
-            for (int j = first_core; j <= last_core; j++)
-                forward_step(&b, &L->ops[j], SPSIM_PHASE_RECOMPUTE);
+        for (uint32_t r = 0; r < nruns; r++)
+            if (runs[r].anchor == (uint32_t)i)
+                for (uint32_t j = runs[r].first; j <= runs[r].last; j++)
+                    forward_step(&b, &L->ops[j], SPSIM_PHASE_RECOMPUTE);
         backward_step(&b, L, (uint32_t)i);
     }
 }

@@ -20,6 +20,8 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
     t->bwd_compute_s = b->bwd_compute_s;
     t->recompute_compute_s = b->recompute_compute_s;
     t->tp_exposed_s = b->tp_exposed_s;
+    t->recompute_comm_s = b->recompute_comm_s;
+    t->recompute_exposed_s = b->recompute_exposed_s;
     /* Steps without a collective cost 0, and x + 0 = x: leaving them out changes no sum. */
     t->ncomm = 0;
     for (uint32_t i = 0; i < b->sched.nsteps; i++)
@@ -76,6 +78,7 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     block_totals(&le->output, &s->output);
     memcpy(s->act_modes, le->act_modes, sizeof(s->act_modes));
     s->act_no_recompute = le->act_no_recompute;
+    s->offload_bytes = le->offload_bytes;
     bool ok = true;
     s->params_layer = spsim_layer_parameters_per_rank(m, t, &ok);
     s->params_embedding = spsim_embedding_parameters_per_rank(m, le->padded_vocab, t, &ok);

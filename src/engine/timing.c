@@ -124,6 +124,10 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->sp = par->sp;
     cfg->flash = par->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : par->flash_attn == 1;
     cfg->recompute = par->recompute;
+    /* Megatron's default module list is ["core_attn"] (transformer_config.py). */
+    cfg->rmods = par->recompute != SPSIM_RECOMPUTE_SELECTIVE ? 0
+                 : par->recompute_modules                    ? par->recompute_modules
+                                                             : SPSIM_RMOD_CORE_ATTN;
     cfg->s = par->seq ? par->seq : m->seq_len;
     cfg->b = par->mbs;
     cfg->dtype = par->dtype;
@@ -203,15 +207,18 @@ fill_modes(const struct spsim_model_shape *m, const struct spsim_layer_config *c
         c.t = modes[i].tensor ? cfg->t : 1;
         c.sp = modes[i].sp;
         c.recompute = modes[i].rec;
+        c.rmods = modes[i].rec == SPSIM_RECOMPUTE_SELECTIVE ? SPSIM_RMOD_CORE_ATTN : 0;
         spsim_layer_build(m, &c, &tmp);
         *ok = *ok && tmp.ok;
         le->act_modes[i] = spsim_layer_saved_bytes(&tmp, ok);
     }
     struct spsim_layer_config c = *cfg;
     c.recompute = SPSIM_RECOMPUTE_NONE;
+    c.rmods = 0;
     spsim_layer_build(m, &c, &tmp);
     *ok = *ok && tmp.ok;
     le->act_no_recompute = spsim_layer_saved_bytes(&tmp, ok);
+    le->offload_bytes = spsim_layer_offload_bytes(&tmp, ok);
 }
 
 static uint64_t
@@ -242,6 +249,8 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
         be->recompute_s += wall;
         be->recompute_compute_s += c->compute_s;
         be->recompute_flops += st->flops;
+        be->recompute_comm_s += c->comm_s;
+        be->recompute_exposed_s += c->exposed_comm_s;
         break;
     }
     be->tp_exposed_s += c->exposed_comm_s;
@@ -288,6 +297,7 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
     /* The embedding and output layers are never recomputed. */
     struct spsim_layer_config plain = *cfg;
     plain.recompute = SPSIM_RECOMPUTE_NONE;
+    plain.rmods = 0;
     spsim_layer_build(m, cfg, &le->layer.block);
     spsim_embedding_build(m, &plain, padded_vocab, &le->embedding.block);
     spsim_output_build(m, &plain, padded_vocab, &le->output.block);

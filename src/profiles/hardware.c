@@ -366,13 +366,41 @@ read_network(const struct spsim_jctx *c, const cJSON *net, struct spsim_hardware
     return read_tier_curves(c, net, "network", &hw->network, hw);
 }
 
+/* host_link: the GPU's copy bandwidth to and from pinned host memory (activation offload). */
+static int
+read_host_link(const struct spsim_jctx *c, const cJSON *hl, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"link", "line_rate_per_direction_GBps", "h2d_GBps",
+                                       "d2h_GBps", NULL};
+    double line = 0, h2d = 0, d2h = 0;
+    int rc;
+    if (!hl)
+        return SPSIM_OK;
+    if ((rc = spsim_json_check_keys(c, hl, "host_link", keys)) ||
+        (rc = spsim_json_get_sourced_enum(c, hl, "host_link", "link", true, spsim_host_link_names,
+                                          &hw->host_link, NULL)) ||
+        (rc = spsim_json_get_sourced(c, hl, "host_link", "line_rate_per_direction_GBps", false,
+                                     1e-3, 1e6, &line, NULL)) ||
+        (rc =
+             spsim_json_get_sourced(c, hl, "host_link", "h2d_GBps", true, 1e-3, 1e6, &h2d, NULL)) ||
+        (rc = spsim_json_get_sourced(c, hl, "host_link", "d2h_GBps", true, 1e-3, 1e6, &d2h, NULL)))
+        return rc;
+    if (line > 0 && (h2d > line || d2h > line))
+        return spsim_json_field_error(c, "host_link", h2d > line ? "h2d_GBps" : "d2h_GBps",
+                                      "must not exceed line_rate_per_direction_GBps (%g), got %g",
+                                      line, h2d > line ? h2d : d2h);
+    hw->host_h2d_Bps = h2d * 1e9;
+    hw->host_d2h_Bps = d2h * 1e9;
+    return SPSIM_OK;
+}
+
 static int
 read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"schema", "name",    "description", "gpu", "node",
-                                       "nvlink", "network", "calibration", NULL};
+    static const char *const keys[] = {"schema", "name",    "description", "gpu",         "node",
+                                       "nvlink", "network", "host_link",   "calibration", NULL};
     const char *schema = NULL, *name = NULL, *description = "";
-    const cJSON *gpu = NULL, *node = NULL, *nv = NULL, *net = NULL, *cal = NULL;
+    const cJSON *gpu = NULL, *node = NULL, *nv = NULL, *net = NULL, *cal = NULL, *hl = NULL;
     int rc;
     if ((rc = spsim_json_check_keys(c, root, NULL, keys)) ||
         (rc = spsim_json_get_string(c, root, NULL, "schema", true, true, &schema)))
@@ -387,9 +415,10 @@ read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardwa
         (rc = spsim_json_get_object(c, root, NULL, "nvlink", true, &nv)) ||
         (rc = spsim_json_get_object(c, root, NULL, "network", true, &net)) ||
         (rc = spsim_json_get_object(c, root, NULL, "calibration", false, &cal)) ||
+        (rc = spsim_json_get_object(c, root, NULL, "host_link", false, &hl)) ||
         (rc = read_gpu(c, gpu, hw)) || (rc = read_gemm_table(c, gpu, hw)) ||
         (rc = read_node(c, node, hw)) || (rc = read_nvlink(c, nv, hw)) ||
-        (rc = read_network(c, net, hw)))
+        (rc = read_network(c, net, hw)) || (rc = read_host_link(c, hl, hw)))
         return rc;
     hw->calibrated = cal != NULL;
     hw->name = spsim_strdup(name);

@@ -15,6 +15,9 @@ spsim_json_parse(const char *text, size_t len, const char *origin, cJSON **out,
                  struct spsim_error *err)
 {
     const char *end = NULL;
+    int rc = spsim_json_check_raw(text, len, origin, err);
+    if (rc != SPSIM_OK)
+        return rc;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (!root) {
         /* cJSON leaves `end` at the byte where parsing failed. */
@@ -50,6 +53,10 @@ spsim_json_parse(const char *text, size_t len, const char *origin, cJSON **out,
         cJSON_Delete(root);
         return spsim_fail(err, SPSIM_EFIELD, "%s: the document must be a JSON object", origin);
     }
+    if ((rc = spsim_json_check_strings(text, len, origin, err)) != SPSIM_OK) {
+        cJSON_Delete(root);
+        return rc;
+    }
     *out = root;
     return SPSIM_OK;
 }
@@ -78,15 +85,37 @@ spsim_json_field_error(const struct spsim_jctx *c, const char *prefix, const cha
 }
 
 int
+spsim_json_repeated_key(const struct spsim_jctx *c, const cJSON *obj, const cJSON **repeat)
+{
+    struct spsim_strset seen = {0};
+    int rc = SPSIM_OK;
+    *repeat = NULL;
+    for (const cJSON *it = obj->child; it && !*repeat && rc == SPSIM_OK; it = it->next) {
+        if (!it->string)
+            continue;
+        size_t len = strlen(it->string);
+        if (spsim_strset_find(&seen, it->string, len) != SPSIM_STRSET_NONE)
+            *repeat = it;
+        else if (spsim_strset_put(&seen, it->string, len, 0) != SPSIM_OK)
+            rc = spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    }
+    spsim_strset_free(&seen);
+    return rc;
+}
+
+int
 spsim_json_check_keys(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
                       const char *const *allowed)
 {
+    const cJSON *repeat = NULL;
+    int rc = spsim_json_repeated_key(c, obj, &repeat);
+    if (rc != SPSIM_OK)
+        return rc;
     for (const cJSON *it = obj->child; it; it = it->next) {
         if (!it->string)
             continue;
-        for (const cJSON *prev = obj->child; prev != it; prev = prev->next)
-            if (prev->string && strcmp(prev->string, it->string) == 0)
-                return spsim_json_field_error(c, prefix, it->string, "appears twice");
+        if (it == repeat)
+            return spsim_json_field_error(c, prefix, it->string, "appears twice");
         if (it->string[0] == '_')
             continue;
         bool known = false;

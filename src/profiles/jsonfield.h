@@ -16,10 +16,22 @@ struct spsim_jctx {
 int spsim_json_parse(const char *text, size_t len, const char *origin, cJSON **out,
                      struct spsim_error *err);
 
+/** Before cJSON: refuse a NUL byte and nesting deeper than cJSON's limit (SPSIM_EPARSE, naming
+ * the offset). */
+int spsim_json_check_raw(const char *text, size_t len, const char *origin, struct spsim_error *err);
+/** After cJSON accepted the text: refuse a string, key or value, that is not valid UTF-8 or
+ * holds \u0000 (SPSIM_EFIELD, naming the field). */
+int spsim_json_check_strings(const char *text, size_t len, const char *origin,
+                             struct spsim_error *err);
+
 /** Fail (SPSIM_EFIELD) on a key of obj not in `allowed` (NULL-terminated) or on a duplicate.
  * Keys starting with '_' are comments and always allowed. */
 int spsim_json_check_keys(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
                           const char *const *allowed);
+
+/** *repeat: the first member of obj whose key an earlier member has, or NULL (linear time: a
+ * profile may carry 10^5 comment keys). @return SPSIM_OK or SPSIM_ENOMEM */
+int spsim_json_repeated_key(const struct spsim_jctx *c, const cJSON *obj, const cJSON **repeat);
 
 /** Format "prefix.key" (or "key") into buf. */
 const char *spsim_json_path(char *buf, size_t cap, const char *prefix, const char *key);

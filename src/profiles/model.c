@@ -16,7 +16,7 @@ static const char *const position_names[] = {"learned", "rope", NULL};
 
 /* Limits on sizes: far above any real model, low enough that every per-layer byte count of
  * the memory engine is checked rather than assumed to fit (see the checked arithmetic). */
-#define MAX_LAYERS 4096u
+#define MAX_LAYERS SPSIM_MODEL_MAX_LAYERS
 #define MAX_HIDDEN 1048576u
 #define MAX_HEADS  65536u
 #define MAX_FFN    4194304u

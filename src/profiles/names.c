@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "profiles.h"
@@ -12,6 +13,14 @@ const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1] = {"bf16", "fp16", "f
                                                               "tf32", "fp32", NULL};
 const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1] = {"none", "selective", "full",
                                                                       NULL};
+const char *const spsim_recompute_method_names[SPSIM_RECOMPUTE_METHOD_COUNT + 1] = {
+    "default", "uniform", "block", NULL};
+/* Megatron's recompute_modules (transformer_config.py), in enum spsim_recompute_module bit
+ * order. */
+const char *const spsim_recompute_module_names[SPSIM_RMOD_COUNT_ + 1] = {
+    "core_attn", "layernorm", "mlp", "moe_act", "mla_up_proj", "moe", "shared_experts", NULL};
+/* The GPU's link to host memory (hardware profile host_link.link). */
+const char *const spsim_host_link_names[] = {"pcie-gen4-x16", "pcie-gen5-x16", "nvlink-c2c", NULL};
 /* nccl-tests' collectives, in enum spsim_coll_op order (profile keys and --op values). */
 const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1] = {
     "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all", NULL};
@@ -71,4 +80,63 @@ spsim_coll_op_parse(const char *name, enum spsim_coll_op *out)
     if (rc == SPSIM_OK)
         *out = (enum spsim_coll_op)i;
     return rc;
+}
+
+const char *
+spsim_recompute_method_name(enum spsim_recompute_method m)
+{
+    return (unsigned)m < SPSIM_RECOMPUTE_METHOD_COUNT ? spsim_recompute_method_names[m] : "?";
+}
+
+int
+spsim_recompute_method_parse(const char *name, enum spsim_recompute_method *out)
+{
+    int i = 0, rc = find_name(spsim_recompute_method_names, SPSIM_RECOMPUTE_METHOD_COUNT, name,
+                              out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_recompute_method)i;
+    return rc;
+}
+
+int
+spsim_recompute_modules_parse(const char *text, uint32_t *mask)
+{
+    if (!text || !mask)
+        return SPSIM_EINVAL;
+    uint32_t m = 0;
+    for (const char *p = text;;) {
+        size_t len = strcspn(p, ",+");
+        int i = 0;
+        char name[32];
+        if (len == 0 || len >= sizeof(name))
+            return SPSIM_EINVAL;
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (find_name(spsim_recompute_module_names, SPSIM_RMOD_COUNT_, name, &i) != SPSIM_OK)
+            return SPSIM_EINVAL;
+        m |= 1u << i;
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+    *mask = m;
+    return SPSIM_OK;
+}
+
+const char *
+spsim_recompute_modules_format(uint32_t mask, char *buf, size_t cap)
+{
+    if (!buf || cap == 0)
+        return buf;
+    buf[0] = '\0';
+    if (mask == 0)
+        mask = SPSIM_RMOD_CORE_ATTN;
+    size_t used = 0;
+    for (int i = 0; i < SPSIM_RMOD_COUNT_ && used < cap; i++)
+        if (mask & (1u << i)) {
+            int n = snprintf(buf + used, cap - used, "%s%s", used ? "+" : "",
+                             spsim_recompute_module_names[i]);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    return buf;
 }

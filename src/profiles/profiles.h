@@ -14,6 +14,12 @@
 extern const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1];
 extern const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1];
 extern const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1];
+extern const char *const spsim_recompute_method_names[SPSIM_RECOMPUTE_METHOD_COUNT + 1];
+extern const char *const spsim_recompute_module_names[SPSIM_RMOD_COUNT_ + 1];
+extern const char *const spsim_host_link_names[];
+
+/** Most transformer layers a model profile may have. */
+#define SPSIM_MODEL_MAX_LAYERS 4096u
 
 struct spsim_model {
     char *name;
@@ -98,6 +104,10 @@ struct spsim_hardware {
     double oversubscription;
     struct spsim_tier_params nvlink;
     struct spsim_tier_params network;
+    /* GPU <-> host memory (activation offload); host_d2h_Bps == 0: the profile has none. */
+    int host_link;       /* index into spsim_host_link_names */
+    double host_h2d_Bps; /* measured copy bandwidth, host to device, per GPU */
+    double host_d2h_Bps; /* measured copy bandwidth, device to host, per GPU */
     struct spsim_curve curves[2 * SPSIM_COLL_COUNT + 2]; /* storage for the pointers above */
     uint32_t ncurves;
     struct spsim_gemm_points *gemm_points; /* as measured; NULL = none */

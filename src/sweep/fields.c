@@ -24,6 +24,23 @@ dtype_name(int v)
 }
 
 static const char *
+method_name(int v)
+{
+    return spsim_recompute_method_name((enum spsim_recompute_method)v);
+}
+
+/* The recomputed modules of a result (config.recompute_modules, resolved: none unless
+ * selective); the dense modules only, the others being refused. */
+static const char *
+modules_name(int v)
+{
+    static const char *const names[8] = {
+        "none", "core_attn",     "layernorm",     "core_attn+layernorm",
+        "mlp",  "core_attn+mlp", "layernorm+mlp", "core_attn+layernorm+mlp"};
+    return v >= 0 && v < 8 ? names[v] : "?";
+}
+
+static const char *
 tier_name(int v)
 {
     return spsim_tier_name((enum spsim_tier)v);
@@ -52,6 +69,10 @@ static const struct spsim_field fields[] = {
     E("config.dtype", config.dtype, dtype_name),
     F("config.gpus", U32, gpus),
     F("config.padded_vocab", U64, padded_vocab),
+    E("config.recompute_modules", config.recompute_modules, modules_name),
+    E("config.recompute_method", config.recompute_method, method_name),
+    F("config.recompute_layers", U32, config.recompute_layers),
+    F("config.offload_layers", U32, config.offload_layers),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
@@ -90,6 +111,10 @@ static const struct spsim_field fields[] = {
     F("memory.activation_recompute_working_bytes", U64, memory.activation_recompute_working_bytes),
     F("memory.activation_first_stage_bytes", U64, memory.activation_first_stage_bytes),
     F("memory.activation_last_stage_bytes", U64, memory.activation_last_stage_bytes),
+    F("memory.recomputed_layers_per_stage", U32, memory.recomputed_layers_per_stage),
+    F("memory.offload_bytes_per_layer", U64, memory.offload_bytes_per_layer),
+    F("memory.offload_hbm_saved_bytes", U64, memory.offload_hbm_saved_bytes),
+    F("memory.offload_host_bytes", U64, memory.offload_host_bytes),
     F("memory.parameters_total", U64, memory.parameters_total),
     F("memory.parameters_first_stage", U64, memory.parameters_first_stage),
     F("memory.parameters_last_stage", U64, memory.parameters_last_stage),
@@ -127,10 +152,14 @@ static const struct spsim_field fields[] = {
     F("time.pp_p2p_s", F64, time.pp_p2p_s),
     F("time.dp_exposed_s", F64, time.dp_exposed_s),
     F("time.optimizer_s", F64, time.optimizer_s),
+    F("time.offload_exposed_s", F64, time.offload_exposed_s),
+    F("time.offload_d2h_s_per_layer", F64, time.offload_d2h_s_per_layer),
+    F("time.offload_h2d_s_per_layer", F64, time.offload_h2d_s_per_layer),
     F("time.microbatch_s", F64, time.microbatch_s),
     F("time.layer_forward_s", F64, time.layer_forward_s),
     F("time.layer_backward_s", F64, time.layer_backward_s),
     F("time.tokens_per_s", F64, time.tokens_per_s),
+    F("time.tokens_per_s_per_gpu", F64, time.tokens_per_s_per_gpu),
     F("time.model_flops", F64, time.model_flops),
     F("time.hardware_flops", F64, time.hardware_flops),
     F("time.mfu", F64, time.mfu),

@@ -177,8 +177,13 @@ quote_names(struct spsim_sweep *sw, struct spsim_error *err)
 static uint32_t
 cache_slots(const struct spsim_sweep *sw)
 {
-    static const int inner[] = {SPSIM_AXIS_SP,  SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
-                                SPSIM_AXIS_SEQ, SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE};
+    static const int inner[] = {SPSIM_AXIS_SP,
+                                SPSIM_AXIS_RECOMPUTE,
+                                SPSIM_AXIS_MBS,
+                                SPSIM_AXIS_SEQ,
+                                SPSIM_AXIS_FLASH_ATTN,
+                                SPSIM_AXIS_DTYPE,
+                                SPSIM_AXIS_RECOMPUTE_MODULES};
     uint64_t want = 1;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(inner); i++)
         want *= sw->n[inner[i]];
@@ -222,6 +227,12 @@ uint64_t
 spsim_sweep_size(const struct spsim_sweep *sw)
 {
     return sw ? sw->size : 0;
+}
+
+uint32_t
+spsim_sweep_axis_size(const struct spsim_sweep *sw, enum spsim_sweep_axis axis)
+{
+    return sw && (unsigned)axis < SPSIM_AXIS_COUNT ? sw->n[axis] : 0;
 }
 
 /* FNV-1a, 64 bits (Fowler, Noll, Vo; offset basis and prime from the IETF draft
@@ -271,6 +282,8 @@ spsim_sweep_fingerprint(const struct spsim_sweep *sw, const struct spsim_sweep_o
                              (uint64_t)opt->by};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(rows); i++)
         h = fnv1a_u64(h, rows[i]);
+    if (opt->columns) /* only then: the fingerprints of every-column sweeps stay as they were */
+        h = fnv1a_str(h, opt->columns);
     return h;
 }
 
@@ -357,6 +370,18 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
     case SPSIM_AXIS_DTYPE:
         p->dtype = (enum spsim_dtype)v;
         break;
+    case SPSIM_AXIS_RECOMPUTE_MODULES:
+        p->recompute_modules = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_RECOMPUTE_METHOD:
+        p->recompute_method = (enum spsim_recompute_method)v;
+        break;
+    case SPSIM_AXIS_RECOMPUTE_LAYERS:
+        p->recompute_layers = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_OFFLOAD_LAYERS:
+        p->offload_layers = (uint32_t)v;
+        break;
     default: /* model and hw are pointers, set by point_update */
         break;
     }
@@ -416,8 +441,10 @@ spsim_sweep_point_at(const struct spsim_sweep *sw, uint64_t index, struct spsim_
 
 int
 spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *sw,
-                        enum spsim_row_format format, uint64_t top_k)
+                        const struct spsim_sweep_options *opt)
 {
+    enum spsim_row_format format = opt ? opt->format : SPSIM_ROW_NONE;
+    uint64_t top_k = opt ? opt->top_k : 0;
     memset(w, 0, sizeof(*w));
     w->sw = sw;
     w->le = spsim_calloc(1, sizeof(*w->le));
@@ -425,7 +452,8 @@ spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *
     w->memo = spsim_calloc(1, sizeof(*w->memo));
     w->top = top_k ? spsim_calloc(top_k, sizeof(*w->top)) : NULL;
     if (!w->le || !w->cache || !w->memo || (top_k && !w->top) ||
-        (format != SPSIM_ROW_NONE && spsim_row_writer_init(&w->rows, format) != SPSIM_OK)) {
+        (format != SPSIM_ROW_NONE &&
+         spsim_row_writer_init(&w->rows, format, opt->columns) != SPSIM_OK)) {
         spsim_sweep_worker_free(w);
         return SPSIM_ENOMEM;
     }
@@ -447,9 +475,11 @@ spsim_sweep_worker_free(struct spsim_sweep_worker *w)
 static uint64_t
 layer_key(const struct spsim_sweep *sw, const uint32_t *d)
 {
-    static const int key_axes[] = {SPSIM_AXIS_MODEL, SPSIM_AXIS_HW,         SPSIM_AXIS_TP,
-                                   SPSIM_AXIS_SP,    SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
-                                   SPSIM_AXIS_SEQ,   SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE};
+    static const int key_axes[] = {SPSIM_AXIS_MODEL,     SPSIM_AXIS_HW,
+                                   SPSIM_AXIS_TP,        SPSIM_AXIS_SP,
+                                   SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
+                                   SPSIM_AXIS_SEQ,       SPSIM_AXIS_FLASH_ATTN,
+                                   SPSIM_AXIS_DTYPE,     SPSIM_AXIS_RECOMPUTE_MODULES};
     uint64_t key = 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
         key = key * sw->n[key_axes[i]] + d[key_axes[i]];
@@ -526,7 +556,7 @@ spsim_sweep_evaluate(const struct spsim_sweep *sw, uint64_t index, struct spsim_
         return spsim_fail(err, SPSIM_EINVAL, "spsim_sweep_evaluate: index out of range");
     struct spsim_sweep_worker w;
     struct spsim_sweep_point pt;
-    if (spsim_sweep_worker_init(&w, sw, SPSIM_ROW_NONE, 0) != SPSIM_OK)
+    if (spsim_sweep_worker_init(&w, sw, NULL) != SPSIM_OK)
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     int rc = spsim_sweep_eval_point(&w, index, true, &pt, err);
     if (rc == SPSIM_OK)

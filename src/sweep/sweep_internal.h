@@ -47,7 +47,8 @@ void spsim_buf_free(struct spsim_buf *b);
  * rows share most values, and a repeated value is copied instead of formatted again. */
 #define SPSIM_ROW_CELL 40 /* room for a cell's text; copied whole, so rows keep this slack */
 struct spsim_row_column {
-    const struct spsim_field *field;
+    const struct spsim_field *field; /* NULL for the model and hw columns */
+    uint8_t name;                    /* 1: the model's name, 2: the hardware's; 0: a field */
     uint64_t last; /* the value's bytes, zero-extended */
     bool known;    /* `last` and `text` are valid */
     uint8_t size;  /* bytes of the value: 1, 4 or 8 */
@@ -64,7 +65,13 @@ struct spsim_row_writer {
     uint8_t *prefix_len;
 };
 
-int spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format);
+/** @param columns  "a,b,..." (spsim_row_columns_check'ed) or NULL for every column */
+int spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format,
+                          const char *columns);
+/** The CSV header of the writer's columns, '\n' included. @return the length; 0 if cap is
+ * too small */
+size_t spsim_row_writer_header(const struct spsim_row_writer *w, char *buf, size_t cap);
+
 void spsim_row_writer_free(struct spsim_row_writer *w);
 /** Write one row ('\n' included) at `out` (room: SPSIM_ROW_MAX plus the two names).
  * model and hw are already quoted for the layout. @return the length */
@@ -105,7 +112,7 @@ struct spsim_sweep_worker {
 };
 
 int spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *sw,
-                            enum spsim_row_format format, uint64_t top_k);
+                            const struct spsim_sweep_options *opt);
 void spsim_sweep_worker_free(struct spsim_sweep_worker *w);
 
 /** Counts and text of one block of points. */

@@ -108,45 +108,140 @@ spsim_row_writer_free(struct spsim_row_writer *w)
     memset(w, 0, sizeof(*w));
 }
 
+/* The field whose column is `name` (`len` bytes); NULL when none is. */
+static const struct spsim_field *
+field_of_column(const char *name, size_t len)
+{
+    const struct spsim_field *fields;
+    size_t n = spsim_result_fields(&fields);
+    for (size_t i = 0; i < n; i++) {
+        char col[128];
+        if (column_name(fields[i].path, col) == len && memcmp(col, name, len) == 0)
+            return &fields[i];
+    }
+    return NULL;
+}
+
+/* Column `name` ("model", "hw" or a field's) as the writer's next column: its field or kind,
+ * and the text before it (CSV ','; JSONL ',"name":'; the first column's without the comma). */
+static int
+add_column(struct spsim_row_writer *w, const char *name, size_t len, const struct spsim_field *f)
+{
+    size_t i = w->ncolumns++;
+    bool json = w->format == SPSIM_ROW_JSONL;
+    w->columns[i].field = f;
+    w->columns[i].name = f ? 0 : len == 5 ? 1 : 2; /* model, hw */
+    w->columns[i].size = f ? value_size(f->type) : 0;
+    if (!(w->prefix[i] = spsim_calloc(len + 5, 1)))
+        return SPSIM_ENOMEM;
+    char *p = w->prefix[i];
+    size_t n = 0;
+    if (json) {
+        p[n++] = i ? ',' : '{';
+        p[n++] = '"';
+        memcpy(p + n, name, len);
+        memcpy(p + n + len, "\":", 2);
+        n += len + 2;
+    } else if (i) {
+        p[n++] = ',';
+    }
+    w->prefix_len[i] = (uint8_t)n;
+    return SPSIM_OK;
+}
+
+/* Every column: model, hw, then each field in the table's order. */
+static int
+add_all_columns(struct spsim_row_writer *w)
+{
+    const struct spsim_field *fields;
+    size_t n = spsim_result_fields(&fields);
+    int rc = add_column(w, "model", 5, NULL);
+    if (rc == SPSIM_OK)
+        rc = add_column(w, "hw", 2, NULL);
+    for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
+        char name[128];
+        rc = add_column(w, name, column_name(fields[i].path, name), &fields[i]);
+    }
+    return rc;
+}
+
 int
-spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format)
+spsim_row_columns_check(const char *columns, struct spsim_error *err)
+{
+    if (!columns || !*columns)
+        return spsim_fail(err, SPSIM_EINVAL, "columns: the list is empty");
+    /* Every item up to the end, so that "tp," has an empty last one. */
+    for (const char *p = columns, *end = p; *end; p = end + 1) {
+        end = strchr(p, ',');
+        end = end ? end : p + strlen(p);
+        size_t len = (size_t)(end - p);
+        if (len == 0)
+            return spsim_fail(err, SPSIM_EINVAL, "columns: an empty name in '%s'", columns);
+        bool named = (len == 5 && memcmp(p, "model", 5) == 0) || (len == 2 && !memcmp(p, "hw", 2));
+        if (!named && !field_of_column(p, len))
+            return spsim_fail(err, SPSIM_EINVAL,
+                              "columns: '%.*s' is not a column (the header of 'spsim query "
+                              "--format csv' lists them)",
+                              (int)len, p);
+        for (const char *q = columns; q < p; q = strchr(q, ',') + 1)
+            if (strncmp(q, p, len) == 0 && (q[len] == ',' || q[len] == '\0'))
+                return spsim_fail(err, SPSIM_EINVAL, "columns: '%.*s' is listed twice", (int)len,
+                                  p);
+    }
+    return SPSIM_OK;
+}
+
+int
+spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format, const char *columns)
 {
     memset(w, 0, sizeof(*w));
     const struct spsim_field *fields;
-    size_t longest = 32; /* braces, the two names' keys, the line break */
+    size_t cap = spsim_result_fields(&fields) + 2, longest = 32; /* braces, line break */
     w->format = format;
-    w->ncolumns = spsim_result_fields(&fields);
-    w->columns = spsim_calloc(w->ncolumns, sizeof(*w->columns));
-    w->prefix = spsim_calloc(w->ncolumns, sizeof(*w->prefix));
-    w->prefix_len = spsim_calloc(w->ncolumns, sizeof(*w->prefix_len));
-    if (!w->columns || !w->prefix || !w->prefix_len)
-        goto fail;
-    for (size_t i = 0; i < w->ncolumns; i++) {
-        char name[128];
-        size_t n = column_name(fields[i].path, name);
-        w->columns[i].field = &fields[i];
-        w->columns[i].size = value_size(fields[i].type);
-        if (!(w->prefix[i] = spsim_calloc(n + 5, 1)))
-            goto fail;
-        if (format == SPSIM_ROW_JSONL) {
-            w->prefix[i][0] = ',';
-            w->prefix[i][1] = '"';
-            memcpy(w->prefix[i] + 2, name, n);
-            memcpy(w->prefix[i] + 2 + n, "\":", 2);
-            w->prefix_len[i] = (uint8_t)(n + 4);
-        } else {
-            w->prefix[i][0] = ',';
-            w->prefix_len[i] = 1;
-        }
-        longest += w->prefix_len[i] + SPSIM_ROW_CELL;
+    w->columns = spsim_calloc(cap, sizeof(*w->columns));
+    w->prefix = spsim_calloc(cap, sizeof(*w->prefix));
+    w->prefix_len = spsim_calloc(cap, sizeof(*w->prefix_len));
+    int rc = w->columns && w->prefix && w->prefix_len ? SPSIM_OK : SPSIM_ENOMEM;
+    if (rc == SPSIM_OK && !columns)
+        rc = add_all_columns(w);
+    for (const char *p = columns, *end; rc == SPSIM_OK && p && *p; p = *end ? end + 1 : end) {
+        end = strchr(p, ',');
+        end = end ? end : p + strlen(p);
+        if (w->ncolumns == cap)
+            rc = SPSIM_EINVAL; /* a column twice: spsim_row_columns_check refuses it */
+        else
+            rc = add_column(w, p, (size_t)(end - p), field_of_column(p, (size_t)(end - p)));
     }
+    for (size_t i = 0; i < w->ncolumns; i++)
+        longest += w->prefix_len[i] + SPSIM_ROW_CELL;
     /* Every row fits in SPSIM_ROW_MAX beside its two names (the bound callers reserve). */
-    if (longest > SPSIM_ROW_MAX)
-        goto fail;
+    if (rc != SPSIM_OK || longest > SPSIM_ROW_MAX) {
+        spsim_row_writer_free(w);
+        return rc == SPSIM_OK ? SPSIM_ENOMEM : rc;
+    }
     return SPSIM_OK;
-fail:
-    spsim_row_writer_free(w);
-    return SPSIM_ENOMEM;
+}
+
+size_t
+spsim_row_writer_header(const struct spsim_row_writer *w, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->ncolumns; i++) {
+        const struct spsim_row_column *c = &w->columns[i];
+        char name[128] = "model";
+        size_t len = c->field ? column_name(c->field->path, name) : c->name == 1 ? 5 : 2;
+        if (c->name == 2)
+            memcpy(name, "hw", 3);
+        if (n + len + 3 > cap)
+            return 0;
+        if (i)
+            buf[n++] = ',';
+        memcpy(buf + n, name, len);
+        n += len;
+    }
+    buf[n++] = '\n';
+    buf[n] = '\0';
+    return n;
 }
 
 /* Format a column's value into its memory: JSONL writes enums as strings and non-finite
@@ -177,37 +272,29 @@ size_t
 spsim_row_writer_row(struct spsim_row_writer *w, const char *model, const char *hw,
                      const struct spsim_result *r, char *out)
 {
-    bool json = w->format == SPSIM_ROW_JSONL;
-    size_t n = 0, ml = strlen(model), hl = strlen(hw);
-    if (json) {
-        memcpy(out, "{\"model\":", 9);
-        n = 9;
-    }
-    memcpy(out + n, model, ml);
-    n += ml;
-    memcpy(out + n, json ? ",\"hw\":" : ",", json ? 6 : 1);
-    n += json ? 6 : 1;
-    memcpy(out + n, hw, hl);
-    n += hl;
+    size_t n = 0;
     for (size_t i = 0; i < w->ncolumns; i++) {
         struct spsim_row_column *c = &w->columns[i];
+        memcpy(out + n, w->prefix[i], w->prefix_len[i]);
+        n += w->prefix_len[i];
+        if (c->name) {
+            const char *name = c->name == 1 ? model : hw;
+            size_t len = strlen(name);
+            memcpy(out + n, name, len);
+            n += len;
+            continue;
+        }
         uint64_t v = raw_value(c, r);
         if (!c->known || v != c->last) {
             c->last = v;
             c->known = true;
             column_format(c, w->format, r);
         }
-        if (json) {
-            memcpy(out + n, w->prefix[i], w->prefix_len[i]);
-            n += w->prefix_len[i];
-        } else {
-            out[n++] = ',';
-        }
         /* The whole cell buffer, a fixed size the compiler copies in two moves. */
         memcpy(out + n, c->text, SPSIM_ROW_CELL);
         n += c->len;
     }
-    if (json)
+    if (w->format == SPSIM_ROW_JSONL)
         out[n++] = '}';
     out[n++] = '\n';
     out[n] = '\0';
@@ -220,24 +307,13 @@ spsim_row_header(enum spsim_row_format format, char *buf, size_t cap)
     if (!buf || cap == 0)
         return 0;
     buf[0] = '\0';
-    if (format != SPSIM_ROW_CSV)
+    struct spsim_row_writer w;
+    if (format != SPSIM_ROW_CSV || spsim_row_writer_init(&w, format, NULL) != SPSIM_OK)
         return 0;
-    const struct spsim_field *fields;
-    size_t nf = spsim_result_fields(&fields), n = 8;
-    if (cap < n + 1)
-        return 0;
-    memcpy(buf, "model,hw", n);
-    for (size_t i = 0; i < nf; i++) {
-        char name[128];
-        size_t len = column_name(fields[i].path, name);
-        if (n + len + 3 > cap)
-            return 0;
-        buf[n++] = ',';
-        memcpy(buf + n, name, len);
-        n += len;
-    }
-    buf[n++] = '\n';
-    buf[n] = '\0';
+    size_t n = spsim_row_writer_header(&w, buf, cap);
+    spsim_row_writer_free(&w);
+    if (n == 0)
+        buf[0] = '\0';
     return n;
 }
 
@@ -253,7 +329,7 @@ spsim_row_format(enum spsim_row_format format, const char *model_name, const cha
     char *row =
         model && hw ? spsim_calloc(SPSIM_ROW_MAX + strlen(model) + strlen(hw) + 8, 1) : NULL;
     size_t n = 0;
-    if (model && hw && row && spsim_row_writer_init(&w, format) == SPSIM_OK) {
+    if (model && hw && row && spsim_row_writer_init(&w, format, NULL) == SPSIM_OK) {
         n = spsim_row_writer_row(&w, model, hw, result, row);
         spsim_row_writer_free(&w);
     }

@@ -294,6 +294,9 @@ check_options(const struct spsim_sweep *sw, const struct spsim_sweep_options *op
         return spsim_fail(err, SPSIM_EINVAL, "sweep: unknown format or ranking");
     if (opt->format != SPSIM_ROW_NONE && !opt->write)
         return spsim_fail(err, SPSIM_EINVAL, "sweep: rows need a write callback");
+    if (opt->format != SPSIM_ROW_NONE && opt->columns &&
+        spsim_row_columns_check(opt->columns, err) != SPSIM_OK)
+        return err ? err->code : SPSIM_EINVAL;
     if (opt->top_k > SPSIM_SWEEP_MAX_TOP)
         return spsim_fail(err, SPSIM_EINVAL, "--top: at most %u, got %llu", SPSIM_SWEEP_MAX_TOP,
                           (unsigned long long)opt->top_k);
@@ -355,7 +358,7 @@ runner_init(struct runner *r, const struct spsim_sweep *sw, const struct spsim_s
     if (!r->workers || !r->slots || !r->ready)
         return SPSIM_ENOMEM;
     for (unsigned i = 0; i < r->nthreads; i++)
-        if (spsim_sweep_worker_init(&r->workers[i], sw, opt->format, opt->top_k) != SPSIM_OK)
+        if (spsim_sweep_worker_init(&r->workers[i], sw, opt) != SPSIM_OK)
             return SPSIM_ENOMEM;
     return SPSIM_OK;
 }
@@ -365,11 +368,15 @@ write_header(const struct spsim_sweep_options *opt)
 {
     if (opt->format != SPSIM_ROW_CSV || !opt->header)
         return SPSIM_OK;
+    struct spsim_row_writer w;
     char *header = spsim_calloc(SPSIM_ROW_MAX, 1);
-    if (!header)
+    if (!header || spsim_row_writer_init(&w, SPSIM_ROW_CSV, opt->columns) != SPSIM_OK) {
+        free(header);
         return SPSIM_ENOMEM;
-    size_t n = spsim_row_header(SPSIM_ROW_CSV, header, SPSIM_ROW_MAX);
+    }
+    size_t n = spsim_row_writer_header(&w, header, SPSIM_ROW_MAX);
     int rc = n && opt->write(opt->cookie, header, n) ? SPSIM_EIO : SPSIM_OK;
+    spsim_row_writer_free(&w);
     free(header);
     return rc;
 }

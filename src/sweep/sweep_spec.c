@@ -21,7 +21,7 @@
  * --gbs 1..4294967296 before it allocates gigabytes. */
 #define AXIS_MAX_VALUES (1u << 20)
 
-enum axis_kind { KIND_INT, KIND_SWITCH, KIND_NAMES, KIND_CHOICE };
+enum axis_kind { KIND_INT, KIND_SWITCH, KIND_NAMES, KIND_CHOICE, KIND_MODULES };
 
 struct axis_info {
     const char *name;
@@ -53,6 +53,11 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = {"overlap_grad_reduce", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_DTYPE] = {"dtype", KIND_CHOICE, 0, 0, spsim_dtype_names, 0,
                           SPSIM_DTYPE_TRAINING_COUNT},
+    [SPSIM_AXIS_RECOMPUTE_MODULES] = {"recompute_modules", KIND_MODULES, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_RECOMPUTE_METHOD] = {"recompute_method", KIND_CHOICE, 0, 0,
+                                     spsim_recompute_method_names, 0, 0},
+    [SPSIM_AXIS_RECOMPUTE_LAYERS] = {"recompute_layers", KIND_INT, 0, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_OFFLOAD_LAYERS] = {"offload_layers", KIND_INT, 0, DEGREE_MAX, NULL, 0, 0},
 };
 
 const char *
@@ -151,6 +156,8 @@ read_uint(const char *s, const char **end, uint64_t min, uint64_t max, uint64_t 
 struct list {
     uint32_t n, cap;
     int64_t *v;
+    uint32_t names_cap;
+    struct spsim_strset seen; /* the names so far: an axis may hold 2^20 of them */
 };
 
 static int
@@ -234,6 +241,17 @@ parse_word_item(const struct axis_info *ax, const struct item *it, struct list *
     return item_error(it, "is not one of %s", choices);
 }
 
+/* A set of recompute modules joined by '+', or "default" (0: Megatron's core_attn). */
+static int
+parse_modules_item(const struct item *it, struct list *l)
+{
+    uint32_t mask = 0;
+    if (strcmp(it->text, "default") != 0 && spsim_recompute_modules_parse(it->text, &mask) != 0)
+        return item_error(it, "is not default or modules joined by '+' (%s)",
+                          "core_attn, layernorm, mlp, moe_act, mla_up_proj, moe, shared_experts");
+    return list_add(l, it, mask);
+}
+
 static int
 compare_values(const void *a, const void *b)
 {
@@ -263,16 +281,29 @@ check_repeats(const struct list *l, const char *text, const char *where, struct 
 static int
 parse_name_item(const struct item *it, struct list *l, char ***names)
 {
-    for (uint32_t i = 0; i < l->n; i++)
-        if (strcmp((*names)[i], it->text) == 0)
-            return item_error(it, "appears twice%s", "");
-    char **grown = realloc(*names, (l->n + 1) * sizeof(*grown));
-    if (!grown)
+    size_t len = strlen(it->text);
+    if (spsim_strset_find(&l->seen, it->text, len) != SPSIM_STRSET_NONE)
+        return item_error(it, "appears twice%s", "");
+    if (l->n == l->names_cap) {
+        uint32_t cap = l->names_cap ? 2 * l->names_cap : 16;
+        char **grown = realloc(*names, cap * sizeof(*grown));
+        if (!grown)
+            return spsim_fail(it->err, SPSIM_ENOMEM, "out of memory");
+        *names = grown;
+        l->names_cap = cap;
+    }
+    char *copy = spsim_strdup(it->text);
+    if (!copy)
         return spsim_fail(it->err, SPSIM_ENOMEM, "out of memory");
-    *names = grown;
-    if (!(grown[l->n] = spsim_strdup(it->text)))
+    int rc = list_add(l, it, l->n);
+    if (rc != SPSIM_OK) {
+        free(copy);
+        return rc;
+    }
+    (*names)[l->n - 1] = copy; /* owned by names from here */
+    if (spsim_strset_put(&l->seen, copy, len, l->n - 1) != SPSIM_OK)
         return spsim_fail(it->err, SPSIM_ENOMEM, "out of memory");
-    return list_add(l, it, l->n);
+    return SPSIM_OK;
 }
 
 /* Split at commas, trim blanks, parse every item. */
@@ -301,9 +332,12 @@ parse_list(const struct axis_info *ax, const char *text, const char *where, stru
             rc = parse_int_item(ax, &it, l);
         else if (ax->kind == KIND_NAMES)
             rc = parse_name_item(&it, l, names);
+        else if (ax->kind == KIND_MODULES)
+            rc = parse_modules_item(&it, l);
         else
             rc = parse_word_item(ax, &it, l);
-        p = comma + 1;
+        if (comma)
+            p = comma + 1; /* comma + 1 with comma NULL is undefined (C11 6.5.6p8) */
     }
     free(copy);
     if (rc == SPSIM_OK && ax->kind != KIND_NAMES)
@@ -322,6 +356,7 @@ spsim_sweep_spec_parse(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis
     struct list l = {0};
     char **names = NULL;
     int rc = parse_list(&axes[axis], text, where, &l, &names, err);
+    spsim_strset_free(&l.seen);
     if (rc != SPSIM_OK) {
         for (uint32_t i = 0; names && i < l.n; i++)
             free(names[i]);
@@ -406,10 +441,13 @@ load_axes(struct spsim_sweep_spec *spec, const cJSON *root, const char *path,
           struct spsim_error *err)
 {
     struct spsim_jctx c = {path, err};
+    const cJSON *repeat = NULL;
+    int rc0 = spsim_json_repeated_key(&c, root, &repeat);
+    if (rc0 != SPSIM_OK)
+        return rc0;
     for (const cJSON *v = root->child; v; v = v->next) {
-        for (const cJSON *w = root->child; w != v; w = w->next)
-            if (strcmp(v->string, w->string) == 0)
-                return spsim_json_field_error(&c, NULL, v->string, "appears twice");
+        if (v == repeat)
+            return spsim_json_field_error(&c, NULL, v->string, "appears twice");
         if (v->string[0] == '_')
             continue;
         int axis = spsim_sweep_axis_from_name(v->string);
@@ -417,7 +455,9 @@ load_axes(struct spsim_sweep_spec *spec, const cJSON *root, const char *path,
             return spsim_json_field_error(&c, NULL, v->string,
                                           "unknown key (the axes are model, hw, tp, pp, dp, gpus, "
                                           "vpp, sp, recompute, mbs, gbs, seq, flash_attn, "
-                                          "distributed_optimizer, overlap_grad_reduce, dtype; "
+                                          "distributed_optimizer, overlap_grad_reduce, dtype, "
+                                          "recompute_modules, recompute_method, "
+                                          "recompute_layers, offload_layers; "
                                           "keys starting with '_' are comments)");
         struct spsim_buf text = {0};
         int rc = json_axis_text(&c, v, &text);

@@ -1,0 +1,178 @@
+"""spsim from Python: the library's query, sweep and optimize (no second implementation).
+
+    import spsim
+    doc = spsim.query(model="llama3-8b", hw="dgx-h100", tp=2, pp=1, vpp=1, sp=True, gbs=8)
+    doc["time"]["mfu"]                      # the document of `spsim query --format json`
+    rows = list(spsim.sweep(model="llama3-8b", hw="dgx-h100", tp=[1, 2, 4], pp=1, vpp=1))
+    best = spsim.optimize(model="llama3-8b", hw="dgx-h100", gpus=16, top=3)
+    frame = spsim.sweep_frame(...)          # a pandas DataFrame where pandas is installed
+
+Keywords are the library's sweep axes (spsim_sweep_axis_name: model, hw, tp, pp, dp, gpus, vpp,
+sp, recompute, recompute_modules, recompute_method, recompute_layers, offload_layers, mbs, gbs,
+seq, flash_attn, distributed_optimizer, overlap_grad_reduce, dtype, and whatever axes the library
+adds); a value is an int, a bool (on/off), a string in the sweep's syntax ("1..8:*2", "on,off",
+a module set as "core_attn+mlp") or a list of those. Errors raise spsim.Error subclasses by the CLI's
+exit code, carrying spsim's one-line message and the field it names.
+"""
+import json
+import re
+import warnings
+
+from . import _spsim
+
+__all__ = ["query", "sweep", "sweep_frame", "optimize", "Error", "UsageError", "InputError",
+           "ConfigError", "NoGPUError", "GPUError", "version"]
+
+version = _spsim.version
+
+# `spsim query`'s and `spsim sweep`'s defaults (src/cli: cli_config_defaults, the paper's GPT-3
+# 175B setting, Korthikanti et al. 2022, Table 3 and section 6); the test suite checks that
+# query() without arguments equals `spsim query --format json`.
+QUERY_DEFAULTS = {"model": "gpt3-175b", "hw": "dgx-a100-80g", "tp": 8, "pp": 8, "vpp": 3,
+                  "sp": True, "recompute": "selective", "mbs": 1, "gbs": 64}
+
+
+class Error(Exception):
+    """An error of spsim: `message` is the library's line, `field` the field it names (or None),
+    `status` the library's enum spsim_status, `exit_code` what the spsim command would exit
+    with."""
+
+    exit_code = 1
+
+    def __init__(self, message, field=None, status=None):
+        super().__init__(message)
+        self.message, self.field, self.status = message, field, status
+
+
+class UsageError(Error):
+    """An option or value spsim does not accept (the command's exit code 2)."""
+    exit_code = 2
+
+
+class InputError(Error):
+    """A profile or spec file that cannot be read or is invalid (exit code 3)."""
+    exit_code = 3
+
+
+class ConfigError(Error):
+    """A parallel configuration Megatron-LM's rules refuse, or a result beyond 64 bits (4)."""
+    exit_code = 4
+
+
+class NoGPUError(Error):
+    """GPU support missing from this build, or no GPU (5)."""
+    exit_code = 5
+
+
+class GPUError(Error):
+    """A CUDA, cuBLAS or NCCL call failed (6)."""
+    exit_code = 6
+
+
+_BY_EXIT = {2: UsageError, 3: InputError, 4: ConfigError, 5: NoGPUError, 6: GPUError}
+
+
+def _call(fn, *args):
+    try:
+        return fn(*args)
+    except _spsim.LibraryError as e:
+        status, message, code = e.args
+        m = re.search(r"field '([^']+)'", message)
+        raise _BY_EXIT.get(code, Error)(message, m.group(1) if m else None, status) from None
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple, range)):
+        return ",".join(_text(v) for v in value)
+    return str(value)
+
+
+def _axes(given, defaults):
+    axes = {k.replace("-", "_"): v for k, v in defaults.items()}
+    axes.update({k.replace("-", "_"): v for k, v in given.items() if v is not None})
+    return {k: _text(v) for k, v in axes.items()}
+
+
+def query(**config):
+    """The document of `spsim query --format json` for one configuration, as dicts. Unset
+    keywords take the command's defaults (QUERY_DEFAULTS; seq: the model's). The result's
+    warnings are also issued with warnings.warn."""
+    sw = _call(_spsim.sweep_create, _axes(config, QUERY_DEFAULTS), None, 0, 0)
+    if _spsim.sweep_size(sw) != 1:
+        raise UsageError("query takes one value per option; spsim.sweep takes lists")
+    doc = json.loads(_call(_spsim.query, sw, 0))
+    for text in doc["warnings"]:
+        warnings.warn(text, stacklevel=2)
+    return doc
+
+
+def _run(sw, begin, end, opts):
+    rows, invalid, stats = _call(_spsim.sweep_run, sw, begin, end, opts["feasible_only"],
+                                 opts["top"], opts["by"], opts["threads"],
+                                 opts["max_total_bytes"], opts["on_invalid"] is not None,
+                                 opts.get("columns"))
+    if opts["on_invalid"] is not None:
+        for line in invalid.splitlines():
+            opts["on_invalid"](line)
+    return [json.loads(line) for line in rows.splitlines()]
+
+
+def _rows(sw, opts, block=1 << 16):
+    if opts["top"]:
+        yield from _run(sw, 0, 0, opts)
+        return
+    size = _spsim.sweep_size(sw)
+    for begin in range(0, size, block):
+        yield from _run(sw, begin, min(size, begin + block), opts)
+
+
+def sweep(spec=None, *, feasible_only=False, top=0, by="iteration_s", threads=0,
+          max_total_bytes=0, on_invalid=None, columns=None, **axes):
+    """The rows of `spsim sweep --format jsonl` (dicts keyed by the CSV columns), in the sweep's
+    order or, with top=K, the best K by `by` (iteration_s, total_bytes, mfu). `spec` is a JSON
+    sweep spec file (doc/sweep.md) whose axes the keywords replace; the other axes take
+    `spsim sweep`'s defaults. on_invalid(line) receives each invalid configuration with the rule
+    it breaks. columns (a list, or "a,b,...") keeps only those keys, in that order, as
+    `spsim sweep --columns`. Rows are produced lazily, 65,536 points at a time."""
+    defaults = QUERY_DEFAULTS if spec is None else _unset(spec, axes)
+    sw = _call(_spsim.sweep_create, _axes(axes, defaults), spec and str(spec), 0, 0)
+    opts = {"feasible_only": feasible_only, "top": top, "by": by, "threads": threads,
+            "max_total_bytes": max_total_bytes, "on_invalid": on_invalid,
+            "columns": None if columns is None else _text(columns)}
+    return _rows(sw, opts)
+
+
+def _unset(spec, axes):
+    """The defaults for the axes neither the spec file nor the keywords set (as `spsim sweep
+    --spec` applies them); a file that cannot be read is left to the library to report."""
+    try:
+        with open(spec, encoding="utf-8") as f:
+            in_file = {k.replace("-", "_") for k in json.load(f)}
+    except (OSError, ValueError, TypeError):
+        in_file = set()
+    return {k: v for k, v in QUERY_DEFAULTS.items() if k not in in_file and k not in axes}
+
+
+def sweep_frame(spec=None, **kwargs):
+    """sweep(...) as a pandas DataFrame (pandas is needed only here)."""
+    import pandas  # noqa: imported on use: the module works without pandas
+    return pandas.DataFrame.from_records(list(sweep(spec, **kwargs)))
+
+
+def optimize(*, model, hw, gpus, gbs=None, top=5, by="iteration_s", max_memory_gib=None,
+             threads=0, **constraints):
+    """The best `top` configurations of `model` on `gpus` GPUs that fit in memory, best first,
+    as the rows of `spsim optimize --format jsonl`: the same search space
+    (spsim_sweep_spec_optimize_defaults; keywords restrict it as optimize's options do)."""
+    axes = dict(constraints, model=model, hw=hw, gpus=gpus, gbs=gbs)
+    layers = _call(_spsim.model_layers, str(model))
+    sw = _call(_spsim.sweep_create, _axes(axes, {}), None, int(gpus), layers)
+    limit = int(max_memory_gib * 1073741824.0) if max_memory_gib else 0
+    opts = {"feasible_only": True, "top": top, "by": by, "threads": threads,
+            "max_total_bytes": limit, "on_invalid": None}
+    rows = _run(sw, 0, 0, opts)
+    if not rows:
+        raise ConfigError(f"none of the configurations of {model} on {gpus} GPUs fits")
+    return rows

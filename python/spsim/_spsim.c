@@ -1,0 +1,298 @@
+/*
+ * The Python module's C side: CPython's C API over the public library only (no second
+ * implementation). Every configuration goes through the sweep API's axes, so each option of
+ * the library's axis table is a keyword of spsim.query/sweep/optimize; the documents come from
+ * spsim_result_to_json and the rows from spsim_sweep_run, as the CLI's do.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <gsl/gsl_errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spsim/spsim.h"
+
+static PyObject *library_error; /* _spsim.LibraryError(status, message, exit_code) */
+
+/* The command's exit code for a status (README, "Exit status"). */
+static int
+exit_code(int status)
+{
+    static const int codes[] = {0, 1, 1, 3, 3, 3, 4, 4, 5, 6, 1};
+    return status <= 0 && -status < (int)(sizeof(codes) / sizeof(codes[0])) ? codes[-status] : 1;
+}
+
+static PyObject *
+raise_error(const struct spsim_error *err, int exit)
+{
+    const char *msg = err->message[0] ? err->message : spsim_strerror(err->code);
+    PyObject *args = Py_BuildValue("(isi)", err->code, msg, exit ? exit : exit_code(err->code));
+    if (args) {
+        PyErr_SetObject(library_error, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+static void
+sweep_free(PyObject *capsule)
+{
+    spsim_sweep_destroy(PyCapsule_GetPointer(capsule, "spsim_sweep"));
+}
+
+/* Fill a spec from {axis name: text}; a bad name or value is a usage error (exit 2). */
+static int
+spec_from_axes(struct spsim_sweep_spec *spec, PyObject *axes)
+{
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    struct spsim_error err = {0};
+    while (PyDict_Next(axes, &pos, &key, &value)) {
+        const char *name = PyUnicode_AsUTF8(key), *text = PyUnicode_AsUTF8(value);
+        if (!name || !text)
+            return -1;
+        char where[160];
+        snprintf(where, sizeof(where), "field '%s'", name);
+        int axis = spsim_sweep_axis_from_name(name);
+        if (axis < 0) {
+            snprintf(err.message, sizeof(err.message), "%s: not an option of spsim", where);
+            err.code = SPSIM_EINVAL;
+            raise_error(&err, 2);
+            return -1;
+        }
+        if (spsim_sweep_spec_parse(spec, (enum spsim_sweep_axis)axis, text, where, &err)) {
+            raise_error(&err, 2);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* sweep_create(axes, spec_path or None, optimize_gpus, optimize_layers) -> capsule */
+static PyObject *
+py_sweep_create(PyObject *self, PyObject *args)
+{
+    PyObject *axes;
+    const char *path = NULL;
+    unsigned int gpus = 0, layers = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!zII", &PyDict_Type, &axes, &path, &gpus, &layers))
+        return NULL;
+    struct spsim_sweep_spec *spec = NULL;
+    struct spsim_sweep *sw = NULL;
+    struct spsim_error err = {0};
+    int rc = spsim_sweep_spec_create(&spec, &err);
+    if (rc == SPSIM_OK && path)
+        rc = spsim_sweep_spec_load(spec, path, &err);
+    if (rc != SPSIM_OK) {
+        spsim_sweep_spec_destroy(spec);
+        return raise_error(&err, 0);
+    }
+    if (spec_from_axes(spec, axes)) {
+        spsim_sweep_spec_destroy(spec);
+        return NULL;
+    }
+    if (gpus)
+        rc = spsim_sweep_spec_optimize_defaults(spec, gpus, layers, &err);
+    if (rc == SPSIM_OK)
+        rc = spsim_sweep_create(spec, &sw, &err);
+    spsim_sweep_spec_destroy(spec);
+    if (rc != SPSIM_OK)
+        return raise_error(&err, rc == SPSIM_EINVAL || rc == SPSIM_ERANGE ? 2 : 0);
+    PyObject *capsule = PyCapsule_New(sw, "spsim_sweep", sweep_free);
+    if (!capsule)
+        spsim_sweep_destroy(sw);
+    return capsule;
+}
+
+static struct spsim_sweep *
+sweep_of(PyObject *capsule)
+{
+    return PyCapsule_GetPointer(capsule, "spsim_sweep");
+}
+
+static PyObject *
+py_sweep_size(PyObject *self, PyObject *capsule)
+{
+    (void)self;
+    struct spsim_sweep *sw = sweep_of(capsule);
+    return sw ? PyLong_FromUnsignedLongLong(spsim_sweep_size(sw)) : NULL;
+}
+
+/* The document of point `index`: spsim_result_to_json, as `spsim query --format json`. */
+static PyObject *
+py_query(PyObject *self, PyObject *args)
+{
+    PyObject *capsule;
+    unsigned long long index;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OK", &capsule, &index))
+        return NULL;
+    struct spsim_sweep *sw = sweep_of(capsule);
+    if (!sw)
+        return NULL;
+    struct spsim_sweep_point pt;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    char *doc = NULL;
+    if (spsim_sweep_point_at(sw, index, &pt, &err) || spsim_sweep_evaluate(sw, index, &r, &err) ||
+        spsim_result_to_json(&r, pt.model_name, pt.hw_name, &doc, &err))
+        return raise_error(&err, 0);
+    PyObject *text = PyUnicode_FromString(doc);
+    free(doc);
+    return text;
+}
+
+/* Text a run writes, kept in memory for Python (rows, and the invalid points' lines). */
+struct text {
+    char *data;
+    size_t len, cap;
+};
+
+static int
+text_append(void *cookie, const char *data, size_t len)
+{
+    struct text *t = cookie;
+    if (t->len + len + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 65536;
+        while (cap < t->len + len + 1)
+            cap *= 2;
+        char *grown = realloc(t->data, cap);
+        if (!grown)
+            return 1;
+        t->data = grown;
+        t->cap = cap;
+    }
+    memcpy(t->data + t->len, data, len);
+    t->len += len;
+    t->data[t->len] = '\0';
+    return 0;
+}
+
+struct run {
+    struct text rows, invalid;
+};
+
+static int
+write_rows(void *cookie, const char *data, size_t len)
+{
+    return text_append(&((struct run *)cookie)->rows, data, len);
+}
+
+static int
+write_invalid(void *cookie, const char *data, size_t len)
+{
+    return text_append(&((struct run *)cookie)->invalid, data, len);
+}
+
+/* sweep_run(capsule, begin, end, feasible_only, top, by, threads, max_total_bytes, invalid,
+ * columns or None) -> (JSON Lines rows, invalid lines, stats); end 0 means the whole sweep, by
+ * is "iteration_s", "total_bytes" or "mfu". The GIL is released while the library runs. */
+static PyObject *
+py_sweep_run(PyObject *self, PyObject *args)
+{
+    PyObject *capsule;
+    unsigned long long begin, end, top, maxbytes;
+    int feasible, want_invalid;
+    unsigned int threads;
+    const char *by, *columns;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OKKpKsIKpz", &capsule, &begin, &end, &feasible, &top, &by,
+                          &threads, &maxbytes, &want_invalid, &columns))
+        return NULL;
+    struct spsim_sweep *sw = sweep_of(capsule);
+    if (!sw)
+        return NULL;
+    struct spsim_sweep_options opt;
+    spsim_sweep_options_defaults(&opt);
+    struct run run = {{0}, {0}};
+    opt.begin = begin;
+    opt.end = end;
+    opt.format = SPSIM_ROW_JSONL;
+    opt.feasible_only = feasible;
+    opt.top_k = top;
+    opt.threads = threads;
+    opt.max_total_bytes = maxbytes;
+    opt.write = write_rows;
+    opt.invalid = want_invalid ? write_invalid : NULL;
+    opt.cookie = &run;
+    opt.columns = columns;
+    for (int b = SPSIM_BY_ITERATION_S; b <= SPSIM_BY_MFU; b++)
+        if (strcmp(by, spsim_sweep_by_name(b)) == 0)
+            opt.by = b;
+    struct spsim_sweep_stats st = {0};
+    struct spsim_error err = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = spsim_sweep_run(sw, &opt, &st, &err);
+    Py_END_ALLOW_THREADS PyObject *out = NULL;
+    if (rc != SPSIM_OK)
+        raise_error(&err, rc == SPSIM_EINVAL ? 2 : 0);
+    else
+        out = Py_BuildValue("(s#s#{sKsKsKsKsKsd})", run.rows.data ? run.rows.data : "",
+                            (Py_ssize_t)run.rows.len, run.invalid.data ? run.invalid.data : "",
+                            (Py_ssize_t)run.invalid.len, "points", st.points, "evaluated",
+                            st.evaluated, "valid", st.valid, "feasible", st.feasible, "written",
+                            st.written, "elapsed_s", st.elapsed_s);
+    free(run.rows.data);
+    free(run.invalid.data);
+    return out;
+}
+
+/* model_layers(NAME or path) -> the model's layer count (optimize's vpp and pp ranges). */
+static PyObject *
+py_model_layers(PyObject *self, PyObject *args)
+{
+    const char *name;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    char path[4096];
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    if (spsim_profile_resolve(SPSIM_PROFILE_MODEL, name, path, sizeof(path), &err) ||
+        spsim_model_load(path, &m, &err))
+        return raise_error(&err, 0);
+    unsigned long layers = spsim_model_get_shape(m)->layers;
+    spsim_model_destroy(m);
+    return PyLong_FromUnsignedLong(layers);
+}
+
+static PyMethodDef methods[] = {
+    {"sweep_create", py_sweep_create, METH_VARARGS, "A loaded sweep of {axis: text}."},
+    {"sweep_size", py_sweep_size, METH_O, "The number of points of a sweep."},
+    {"sweep_run", py_sweep_run, METH_VARARGS, "Run a range of a sweep: rows as JSON Lines."},
+    {"query", py_query, METH_VARARGS, "The JSON document of one point of a sweep."},
+    {"model_layers", py_model_layers, METH_VARARGS, "A model profile's layer count."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,
+                                    "_spsim",
+                                    "spsim's library, for the spsim package",
+                                    -1,
+                                    methods,
+                                    NULL,
+                                    NULL,
+                                    NULL,
+                                    NULL};
+
+PyMODINIT_FUNC PyInit__spsim(void);
+
+PyMODINIT_FUNC
+PyInit__spsim(void)
+{
+    /* GSL's default handler aborts the process; the library reports a failure instead. */
+    gsl_set_error_handler_off();
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    library_error = PyErr_NewException("_spsim.LibraryError", NULL, NULL);
+    if (!library_error || PyModule_AddObject(m, "LibraryError", library_error) < 0 ||
+        PyModule_AddStringConstant(m, "version", spsim_version()) < 0) {
+        Py_XDECREF(library_error);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(library_error);
+    return m;
+}

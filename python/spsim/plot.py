@@ -1,0 +1,275 @@
+"""Pictures of spsim's answers with matplotlib (python3 -m spsim.plot, or spsim plot).
+
+    python3 -m spsim.plot memory --model paper-175b --tp 1,2,4,8 -o fig1.svg
+    python3 -m spsim.plot time sweep.csv --top 8 -o breakdown.png
+    python3 -m spsim.plot pareto sweep.csv -o pareto.svg
+
+memory: activation memory of the six modes of Korthikanti et al. 2022 (Table 2) against tp, per
+layer and for the first pipeline stage, with the HBM capacity (the paper's Figure 1 style);
+every other option is a query option (--hw, --pp, --seq, ...). time: the iteration time of
+configurations as stacked bars of its terms, from a sweep's CSV (`spsim sweep -o FILE`) or from
+queries (--config 'tp=8,pp=8' repeated). pareto: a sweep's MFU against memory per GPU, the
+configurations that fit and those that do not, and the Pareto front of those that fit.
+The format follows the output's suffix (.png, .svg, .pdf); SVG text stays text.
+
+Exit status: 0 ok, 2 bad option, 3 unreadable CSV or profile, 4 invalid configuration, 1 other
+failure (matplotlib missing, output not writable).
+"""
+import argparse
+import csv
+import os
+import stat
+import sys
+import tempfile
+
+import spsim
+
+GIB = 1024.0 ** 3
+MODES = ["none", "tp", "tp_sp", "tp_selective", "tp_sp_selective", "full"]
+MODE_LABELS = {"none": "no parallelism", "tp": "tensor parallel", "tp_sp": "TP + sequence parallel",
+               "tp_selective": "TP + selective recompute",
+               "tp_sp_selective": "TP + SP + selective recompute", "full": "full recompute"}
+# The terms of time.iteration_s (spsim_result_fields, time.*); what they leave (the pipeline's
+# point-to-point sends) is drawn as "other".
+TIME_TERMS = [("time_forward_s", "forward"), ("time_backward_s", "backward"),
+              ("time_recompute_s", "recomputation"), ("time_tp_exposed_s", "exposed TP comm."),
+              ("time_pp_bubble_s", "pipeline bubble"), ("time_dp_exposed_s", "exposed DP reduce"),
+              ("time_optimizer_s", "optimizer step")]
+CONFIG_KEYS = ["tp", "pp", "dp", "vpp", "sp", "recompute", "mbs"]
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # labels stay <text>, searchable and editable
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def memory_figure(tps, **config):
+    """Figure: the six modes' activation memory against tp (spsim.query for each tp)."""
+    plt = _pyplot()
+    # Every document holds all six modes at its tp; sp only has to be valid (it needs tp > 1).
+    docs = [spsim.query(**dict(config, tp=tp, sp=tp > 1)) for tp in tps]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for mode in MODES:
+        left.plot(tps, [d["memory"]["activation_modes"][mode] / GIB for d in docs], marker="o",
+                  label=MODE_LABELS[mode])
+        right.plot(tps, [d["memory"]["activation_modes_first_stage"][mode] / GIB for d in docs],
+                   marker="o", label=MODE_LABELS[mode])
+    cap = docs[0]["memory"]["capacity_bytes"] / GIB
+    right.axhline(cap, color="black", linestyle="--", label=f"HBM capacity ({cap:.0f} GiB)")
+    for ax, what in ((left, "per layer"), (right, "first pipeline stage")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(tps, [str(t) for t in tps])
+        ax.set_xlabel("tensor parallel size (tp)")
+        ax.set_ylabel(f"activation memory {what} (GiB)")
+        ax.grid(True, alpha=0.3)
+    right.legend(fontsize=8)
+    fig.suptitle(f"Activation memory: {docs[0]['model']} on {docs[0]['hardware']}, "
+                 f"seq {docs[0]['config']['seq']}, mbs {docs[0]['config']['mbs']}")
+    fig.tight_layout()
+    return fig
+
+
+def read_rows(path):
+    """Rows of a sweep's CSV ('-': standard input), numbers as floats; the command's errors
+    (spsim.InputError naming the file) for a file that is not one."""
+    try:
+        f = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8")
+    except OSError as e:
+        raise spsim.InputError(f"{path}: {e.strerror}") from None
+    with f:
+        # A shard's first and last lines ("#spsim shard ...") are not rows.
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    need = {"time_mfu", "memory_total_bytes", "memory_fits", "time_iteration_s"}
+    missing = need - set(rows[0]) if rows else need
+    if missing:
+        raise spsim.InputError(f"{path}: field '{sorted(missing)[0]}': not a spsim sweep CSV "
+                               "(spsim sweep -o FILE writes one)", sorted(missing)[0])
+    return [{k: _number(v) for k, v in r.items()} for r in rows]
+
+
+def _number(text):
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _label(row):
+    def value(k):
+        v = row[k]
+        return ("on" if v else "off") if isinstance(v, bool) else \
+            str(int(v)) if isinstance(v, float) else str(v)
+    keys = [k for k in CONFIG_KEYS if k in row]
+    return " ".join(f"{k} {value(k)}" for k in keys[:4]) + "\n" + \
+        " ".join(f"{k} {value(k)}" for k in keys[4:])
+
+
+def time_figure(rows):
+    """Figure: each row's iteration time as stacked bars of its terms."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(rows) + 3), 5))
+    x = range(len(rows))
+    bottom = [0.0] * len(rows)
+    for key, label in TIME_TERMS + [(None, "other (pipeline sends)")]:
+        if key is None:
+            heights = [max(0.0, r["time_iteration_s"] - b) for r, b in zip(rows, bottom)]
+        else:
+            heights = [r[key] for r in rows]
+        ax.bar(x, heights, bottom=bottom, label=label)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set_xticks(list(x), [_label(r) for r in rows], fontsize=7, rotation=30, ha="right")
+    ax.set_ylabel("time per iteration (s)")
+    ax.set_xlabel("configuration")
+    ax.set_title(f"Iteration time by term: {rows[0]['model']} on {rows[0]['hw']}")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    return fig
+
+
+def pareto_front(rows):
+    """The rows that fit for which no other row that fits has both less memory and more MFU
+    (ties in memory keep the best MFU), by memory."""
+    front, best = [], -1.0
+    for r in sorted((r for r in rows if r["memory_fits"]),
+                    key=lambda r: (r["memory_total_bytes"], -r["time_mfu"])):
+        if r["time_mfu"] > best:
+            front.append(r)
+            best = r["time_mfu"]
+    return front
+
+
+def pareto_figure(rows):
+    """Figure: MFU against memory per GPU; the Pareto front of the configurations that fit."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for fits, style in ((False, dict(color="lightgray", label="does not fit")),
+                        (True, dict(color="tab:blue", label="fits in HBM"))):
+        sel = [r for r in rows if bool(r["memory_fits"]) == fits]
+        ax.scatter([r["memory_total_bytes"] / GIB for r in sel],
+                   [100 * r["time_mfu"] for r in sel], s=10, **style)
+    front = pareto_front(rows)
+    ax.plot([r["memory_total_bytes"] / GIB for r in front], [100 * r["time_mfu"] for r in front],
+            color="tab:red", marker="o", drawstyle="steps-post", label="Pareto front (fits)")
+    cap = rows[0]["memory_capacity_bytes"] / GIB if "memory_capacity_bytes" in rows[0] else None
+    if cap:
+        ax.axvline(cap, color="black", linestyle="--", label=f"HBM capacity ({cap:.0f} GiB)")
+    ax.set_xlabel("memory per GPU (GiB)")
+    ax.set_ylabel("MFU (%)")
+    ax.set_title(f"MFU against memory: {len(rows)} configurations, {len(front)} on the front")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _axes(tokens):
+    """`--name value` pairs the parser does not know: query options (the library's axes)."""
+    axes, i = {}, 0
+    while i < len(tokens):
+        if not tokens[i].startswith("--") or i + 1 >= len(tokens):
+            raise spsim.UsageError(f"'{tokens[i]}': expected --OPTION VALUE")
+        axes[tokens[i][2:].replace("-", "_")] = tokens[i + 1]
+        i += 2
+    return axes
+
+
+def _config(text):
+    return dict(item.split("=", 1) for item in text.split(",") if item)
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="spsim plot", description=__doc__.split("\n\n")[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 2)[2])
+    p.add_argument("kind", choices=["memory", "time", "pareto"])
+    p.add_argument("csv", nargs="?", help="a sweep's CSV (time, pareto); '-' for standard input")
+    p.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.pdf")
+    p.add_argument("--tp", default="1,2,4,8", help="memory: the tp values (default 1,2,4,8)")
+    p.add_argument("--top", type=int, default=0,
+                   help="time: the best K rows by time_iteration_s (default: every row, at most 24)")
+    p.add_argument("--config", action="append", default=[],
+                   help="time: a configuration as 'tp=8,pp=8,...' (repeatable) instead of a CSV")
+    return p
+
+
+def _figure(args, axes):
+    if args.kind == "memory":
+        return memory_figure([int(t) for t in args.tp.split(",")], **axes)
+    if args.kind == "time" and args.config:
+        rows = [_flat(spsim.query(**dict(axes, **_config(c)))) for c in args.config]
+        return time_figure(rows)
+    if not args.csv:
+        raise spsim.UsageError(f"{args.kind}: a sweep's CSV is needed (spsim sweep -o FILE)")
+    rows = read_rows(args.csv)
+    if not rows:
+        raise spsim.InputError(f"{args.csv}: no rows")
+    if args.kind == "pareto":
+        return pareto_figure(rows)
+    if args.top:
+        rows = sorted(rows, key=lambda r: r["time_iteration_s"])[:args.top]
+    return time_figure(rows[:24])
+
+
+def _flat(doc):
+    """A query's document as a sweep row (the CSV's column names)."""
+    row = {"model": doc["model"], "hw": doc["hardware"], **doc["config"]}
+    for section in ("memory", "time"):
+        for k, v in doc[section].items():
+            if not isinstance(v, dict):
+                row[f"{section}_{k}"] = v
+    return row
+
+
+def save(fig, path):
+    """Write the figure atomically: a temporary file beside `path`, then a rename."""
+    fmt = os.path.splitext(path)[1][1:].lower()
+    if fmt not in ("png", "svg", "pdf"):
+        raise spsim.UsageError(f"-o {path}: the name must end in .png, .svg or .pdf")
+    # As the command's -o: a link is followed (its target replaced, the link kept), an existing
+    # file keeps its permission bits, a new one gets 0666 less the umask (not mkstemp's 0600).
+    target = os.path.realpath(path)
+    if os.path.exists(target):
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix="." + fmt)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format=fmt, dpi=120)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv=None):
+    args, rest = _parser().parse_known_args(argv)
+    try:
+        _pyplot()
+    except ImportError:
+        print("spsim: error: plots need matplotlib (apt-get install python3-matplotlib)",
+              file=sys.stderr)
+        return 1
+    try:
+        save(_figure(args, _axes(rest)), args.output)
+    except spsim.Error as e:
+        print(f"spsim: error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    except OSError as e:
+        print(f"spsim: error: {args.output}: {e.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

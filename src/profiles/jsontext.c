@@ -1,0 +1,212 @@
+/*
+ * Checks of a profile's text that cJSON does not make: a NUL byte (cJSON skips it as blank),
+ * nesting beyond cJSON's limit (reported by cJSON as a syntax error at the column where it
+ * stopped), and strings that are not valid UTF-8 or hold U+0000 (cJSON keeps the bytes, or
+ * cuts the string at the NUL, so "llama\u0000evil" would load as "llama").
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonfield.h"
+
+/* Line and column (1-based) of a byte offset. */
+static void
+line_column(const char *text, size_t offset, unsigned *line, unsigned *column)
+{
+    *line = 1;
+    *column = 1;
+    for (size_t i = 0; i < offset; i++) {
+        if (text[i] == '\n') {
+            ++*line;
+            *column = 1;
+        } else {
+            ++*column;
+        }
+    }
+}
+
+int
+spsim_json_check_raw(const char *text, size_t len, const char *origin, struct spsim_error *err)
+{
+    bool in_string = false;
+    size_t depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        unsigned line, column;
+        if (c == '\0')
+            return spsim_fail(err, SPSIM_EPARSE,
+                              "%s: a NUL byte at byte offset %zu (a profile is UTF-8 text)", origin,
+                              i);
+        if (in_string) {
+            if (c == '\\' && i + 1 < len && text[i + 1] != '\0')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > CJSON_NESTING_LIMIT) {
+                line_column(text, i, &line, &column);
+                return spsim_fail(err, SPSIM_EPARSE,
+                                  "%s: JSON nested deeper than %d levels at line %u, column %u "
+                                  "(byte offset %zu)",
+                                  origin, CJSON_NESTING_LIMIT, line, column, i);
+            }
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return SPSIM_OK;
+}
+
+/* The length of the UTF-8 sequence at s (RFC 3629 §4: no overlong forms, no surrogates, at
+ * most U+10FFFF), or 0 if it is not one. */
+static size_t
+utf8_length(const unsigned char *s, size_t room)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = s[0] >= 0xC2 && s[0] <= 0xDF   ? 2
+               : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+               : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4
+                                              : 0;
+    if (n == 0 || n > room)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) ||
+        (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return n;
+}
+
+/* Where the walk over the document is: the key of each open object, the index in each open
+ * array, for the field name of a message. */
+struct walk {
+    const char *text;
+    size_t len, pos;
+    const char *origin;
+    struct spsim_error *err;
+    char path[256];
+};
+
+/* Check the string starting at w->pos (its opening quote); on return w->pos is past it. */
+static int
+walk_string(struct walk *w, const char *field)
+{
+    const unsigned char *s = (const unsigned char *)w->text;
+    size_t start = w->pos++;
+    while (w->pos < w->len && s[w->pos] != '"') {
+        size_t n = 1;
+        if (s[w->pos] == '\\') {
+            n = s[w->pos + 1] == 'u' ? 6 : 2;
+            if (n == 6 && w->pos + 6 <= w->len && memcmp(s + w->pos + 2, "0000", 4) == 0)
+                return spsim_fail(w->err, SPSIM_EFIELD,
+                                  "%s: field '%s': the string at byte offset %zu holds \\u0000 "
+                                  "(a NUL character)",
+                                  w->origin, field, start);
+        } else if ((n = utf8_length(s + w->pos, w->len - w->pos)) == 0) {
+            return spsim_fail(w->err, SPSIM_EFIELD,
+                              "%s: field '%s': invalid UTF-8 at byte offset %zu", w->origin, field,
+                              w->pos);
+        }
+        w->pos += n;
+    }
+    w->pos++;
+    return SPSIM_OK;
+}
+
+/* cJSON skips every byte up to ' ' as a blank (cJSON.c buffer_skip_whitespace), not only the
+ * four of RFC 8259; so must the walk, or it loses its place. */
+static bool
+is_blank(char c)
+{
+    return (unsigned char)c <= ' ';
+}
+
+static void
+skip_blanks(struct walk *w)
+{
+    while (w->pos < w->len && is_blank(w->text[w->pos]))
+        w->pos++;
+}
+
+/* Append `.key` (or `key` at the top) to the path, bytes outside printable ASCII as '?', so
+ * that a message can name a key that is itself not valid UTF-8. */
+static void
+path_push_key(struct walk *w, size_t plen)
+{
+    size_t end = w->pos + 1, cap = sizeof(w->path);
+    if (plen > 0 && plen + 1 < cap)
+        w->path[plen++] = '.';
+    for (; end < w->len && w->text[end] != '"'; end++) {
+        if (w->text[end] == '\\')
+            end++;
+        unsigned char c = (unsigned char)w->text[end];
+        if (plen + 1 < cap)
+            w->path[plen++] = c >= 0x20 && c < 0x7F ? (char)c : '?';
+    }
+    w->path[plen < cap ? plen : cap - 1] = '\0';
+}
+
+static int walk_value(struct walk *w, unsigned depth);
+
+static int
+walk_members(struct walk *w, unsigned depth, bool object)
+{
+    size_t plen = strlen(w->path);
+    char close = object ? '}' : ']';
+    w->pos++;
+    for (unsigned long index = 0;; index++) {
+        skip_blanks(w);
+        size_t start = w->pos;
+        if (w->pos >= w->len || w->text[w->pos] == close)
+            break;
+        int rc = SPSIM_OK;
+        if (object) {
+            path_push_key(w, plen);
+            if ((rc = walk_string(w, w->path)) != SPSIM_OK)
+                return rc;
+            skip_blanks(w);
+            w->pos++; /* the ':' of a document cJSON has accepted */
+        } else {
+            snprintf(w->path + plen, sizeof(w->path) - plen, "[%lu]", index);
+        }
+        if ((rc = walk_value(w, depth + 1)) != SPSIM_OK)
+            return rc;
+        w->path[plen] = '\0';
+        skip_blanks(w);
+        if (w->pos < w->len && w->text[w->pos] == ',')
+            w->pos++;
+        else if (w->pos == start)
+            return SPSIM_OK; /* not where a member starts: cJSON accepted the text, so never */
+    }
+    w->pos++;
+    return SPSIM_OK;
+}
+
+static int
+walk_value(struct walk *w, unsigned depth)
+{
+    skip_blanks(w);
+    if (w->pos >= w->len || depth > CJSON_NESTING_LIMIT)
+        return SPSIM_OK;
+    char c = w->text[w->pos];
+    if (c == '"')
+        return walk_string(w, w->path);
+    if (c == '{' || c == '[')
+        return walk_members(w, depth, c == '{');
+    while (w->pos < w->len && !is_blank(w->text[w->pos]) && !strchr(",]}", w->text[w->pos]))
+        w->pos++; /* a number, true, false or null */
+    return SPSIM_OK;
+}
+
+int
+spsim_json_check_strings(const char *text, size_t len, const char *origin, struct spsim_error *err)
+{
+    struct walk w = {text, len, 0, origin, err, ""};
+    return walk_value(&w, 0);
+}

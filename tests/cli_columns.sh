@@ -1,0 +1,62 @@
+#!/bin/sh
+# spsim sweep --columns and the short set at a terminal: the chosen columns are the full rows'
+# columns (cut from the full CSV by header position, with awk, not by spsim), in the order
+# given; bad lists are usage errors; without a terminal the full header is unchanged.
+# Usage: cli_columns.sh SPSIM
+set -u
+spsim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+space="--model llama3-8b --hw dgx-h100,dgx-a100-80g --gpus 16 --tp 1,2,4 --pp 1,2 --vpp 1 --sp off --recompute none,full --gbs 64 --quiet"
+# shellcheck disable=SC2086
+"$spsim" sweep $space -o "$tmp/full.csv" || fail "full sweep exits $?"
+cols="time_mfu,tp,model,memory_total_bytes,hw,recompute"
+# shellcheck disable=SC2086
+"$spsim" sweep $space --columns "$cols" -o "$tmp/some.csv" || fail "--columns exits $?"
+awk -F, -v want="$cols" 'NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i; n = split(want, w, ",") }
+    { line = ""; for (j = 1; j <= n; j++) line = line (j > 1 ? "," : "") $(at[w[j]]); print line }' \
+    "$tmp/full.csv" >"$tmp/expected.csv"
+cmp -s "$tmp/some.csv" "$tmp/expected.csv" || fail "--columns $cols: not the full rows' columns"
+[ "$(wc -l <"$tmp/some.csv")" -gt 10 ] || fail "--columns: too few rows"
+
+# JSON Lines: the same keys in the same order.
+# shellcheck disable=SC2086
+"$spsim" sweep $space --columns tp,time_mfu --format jsonl | head -1 >"$tmp/first.jsonl"
+grep -qE '^\{"tp":1,"time_mfu":[0-9.e-]+\}$' "$tmp/first.jsonl" ||
+    fail "jsonl --columns: $(cat "$tmp/first.jsonl")"
+
+# Bad lists: exit 2, the name in the message, no output file.
+for bad in "tp,nope" "tp,tp" "" "tp,,pp" "tp," ",tp"; do
+    # shellcheck disable=SC2086
+    "$spsim" sweep $space --columns "$bad" -o "$tmp/bad.csv" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "--columns '$bad': exit $rc, want 2"
+    grep -q "^spsim: error: --columns: " "$tmp/err" || fail "--columns '$bad': $(cat "$tmp/err")"
+    [ ! -e "$tmp/bad.csv" ] || fail "--columns '$bad' wrote its output"
+done
+
+# Not a terminal: every column, the header of `spsim query --format csv`.
+# shellcheck disable=SC2086
+"$spsim" sweep $space | head -1 >"$tmp/h1"
+"$spsim" query --format csv | head -1 >"$tmp/h2"
+cmp -s "$tmp/h1" "$tmp/h2" || fail "the full header changed without a terminal"
+
+# A terminal (script(1) gives the command a pseudo-terminal): the short set; of the axes that
+# vary, recompute is the one not already among model,hw,tp,pp,dp.
+if command -v script >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    script -qec "$spsim sweep $space" /dev/null | tr -d '\r' | head -1 >"$tmp/tty"
+    want="model,hw,tp,pp,dp,recompute,memory_total_bytes,memory_fits,time_iteration_s,time_tokens_per_s_per_gpu,time_mfu"
+    [ "$(cat "$tmp/tty")" = "$want" ] || fail "terminal header: '$(cat "$tmp/tty")', want '$want'"
+else
+    echo "script(1) missing: the terminal case is not checked"
+fi
+
+[ "$failures" -eq 0 ] || exit 1
+echo "ok"

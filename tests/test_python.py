@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The Python module against the spsim command: the same documents, rows and errors for the
+same configurations. Usage: test_python.py SPSIM_EXECUTABLE (PYTHONPATH holds BUILD/python)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import spsim
+
+SPSIM = sys.argv.pop(1) if len(sys.argv) > 1 else "spsim"
+
+
+def cli(*args, check=True):
+    p = subprocess.run([SPSIM, *args], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"spsim {' '.join(args)}: {p.stderr}")
+    return p
+
+
+def cli_json(*args):
+    return json.loads(cli("query", "--format", "json", *args).stdout)
+
+
+def cli_rows(*args):
+    return [json.loads(line) for line in cli(*args, "--format", "jsonl").stdout.splitlines()]
+
+
+class Query(unittest.TestCase):
+    CASES = [
+        ({}, []),
+        ({"model": "llama3-8b", "hw": "dgx-h100", "tp": 2, "pp": 1, "vpp": 1, "gbs": 8},
+         ["--model", "llama3-8b", "--hw", "dgx-h100", "--tp", "2", "--pp", "1", "--vpp", "1",
+          "--gbs", "8"]),
+        ({"model": "llama3-70b", "hw": "dgx-h100", "tp": 8, "pp": 4, "vpp": 1, "dp": 8,
+          "gbs": 512, "sp": False, "recompute": "full", "distributed_optimizer": True,
+          "overlap_grad_reduce": True, "dtype": "fp8", "mbs": 2},
+         ["--model", "llama3-70b", "--hw", "dgx-h100", "--tp", "8", "--pp", "4", "--vpp", "1",
+          "--dp", "8", "--gbs", "512", "--no-sp", "--recompute", "full",
+          "--distributed-optimizer", "--overlap-grad-reduce", "--dtype", "fp8", "--mbs", "2"]),
+        ({"model": "paper-22b", "tp": 8, "pp": 1, "vpp": 1, "seq": 1024, "flash_attn": True},
+         ["--model", "paper-22b", "--tp", "8", "--pp", "1", "--vpp", "1", "--seq", "1024",
+          "--flash-attn"]),
+        # Options that came with the axis table after the module was written (issue 10): they
+        # are keywords by the same table; a module set is joined by '+' as on a sweep axis.
+        ({"recompute_modules": "core_attn+mlp"}, ["--recompute-modules", "core_attn,mlp"]),
+        ({"recompute": "full", "sp": False, "recompute_method": "uniform",
+          "recompute_layers": 2},
+         ["--recompute", "full", "--no-sp", "--recompute-method", "uniform",
+          "--recompute-layers", "2"]),
+        ({"model": "llama3-8b", "hw": "dgx-h100", "tp": 2, "pp": 1, "vpp": 1, "gbs": 8,
+          "recompute": "none", "offload_layers": 4},
+         ["--model", "llama3-8b", "--hw", "dgx-h100", "--tp", "2", "--pp", "1", "--vpp", "1",
+          "--gbs", "8", "--recompute", "none", "--offload-layers", "4"]),
+    ]
+
+    def test_same_document_as_the_cli(self):
+        for kwargs, args in self.CASES:
+            with self.subTest(kwargs=kwargs):
+                self.assertEqual(spsim.query(**kwargs), cli_json(*args))
+
+    def test_a_field_that_changes(self):
+        # Independent of the writer: a larger tp halves the per-rank layer activations' tp terms,
+        # so the documents must differ where the configuration does.
+        a, b = spsim.query(tp=4), spsim.query(tp=8)
+        self.assertEqual((a["config"]["tp"], b["config"]["tp"]), (4, 8))
+        self.assertGreater(a["memory"]["activation_per_layer_bytes"],
+                           b["memory"]["activation_per_layer_bytes"])
+
+
+class Errors(unittest.TestCase):
+    def check(self, kwargs, args, kind, code, field):
+        with self.assertRaises(kind) as c:
+            spsim.query(**kwargs)
+        e = c.exception
+        self.assertEqual((e.exit_code, e.field), (code, field))
+        p = cli("query", *args, check=False)
+        self.assertEqual(p.returncode, code, p.stderr)
+        return e, p.stderr
+
+    def test_usage(self):
+        e, _ = self.check({"tp": 0}, ["--tp", "0"], spsim.UsageError, 2, "tp")
+        self.assertIn("'0' is not an integer", e.message)
+        self.check({"recompute": "some"}, ["--recompute", "some"], spsim.UsageError, 2,
+                   "recompute")
+        with self.assertRaises(spsim.UsageError) as c:
+            spsim.query(nonsense=1)
+        self.assertEqual(c.exception.field, "nonsense")
+        with self.assertRaises(spsim.UsageError):
+            spsim.query(tp=[2, 4])  # one value per option
+
+    def test_input_and_config_carry_the_cli_message(self):
+        e, err = self.check({"model": "no-such-model"}, ["--model", "no-such-model"],
+                            spsim.InputError, 3, None)
+        self.assertEqual(err.strip(), "spsim: error: " + e.message)
+        e, err = self.check({"tp": 5, "sp": False}, ["--tp", "5", "--no-sp"], spsim.ConfigError,
+                            4, "tp")
+        self.assertEqual(err.strip(), "spsim: error: " + e.message)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write('{"name": "x", "layers": "many"}')
+        try:
+            e, err = self.check({"model": f.name}, ["--model", f.name], spsim.InputError, 3,
+                                spsim_field(f.name))
+            self.assertEqual(err.strip(), "spsim: error: " + e.message)
+        finally:
+            os.unlink(f.name)
+        self.assertTrue(issubclass(spsim.ConfigError, spsim.Error))
+
+
+def spsim_field(path):
+    """The field the CLI's message names for `path` (read from the CLI, not from the module)."""
+    err = cli("query", "--model", path, check=False).stderr
+    return err.split("field '")[1].split("'")[0] if "field '" in err else None
+
+
+class Sweep(unittest.TestCase):
+    AXES = {"model": "llama3-8b", "hw": ["dgx-h100", "dgx-a100-80g"], "tp": [1, 2, 4, 8],
+            "pp": "1..4:*2", "vpp": 1, "sp": [True, False],
+            "recompute": ["none", "selective", "full"], "gbs": 32, "mbs": [1, 2]}
+    ARGS = ["--model", "llama3-8b", "--hw", "dgx-h100,dgx-a100-80g", "--tp", "1,2,4,8", "--pp",
+            "1..4:*2", "--vpp", "1", "--sp", "on,off", "--recompute", "none,selective,full",
+            "--gbs", "32", "--mbs", "1,2", "--quiet"]
+
+    def test_rows_equal_the_cli_rows(self):
+        rows = list(spsim.sweep(**self.AXES))
+        self.assertEqual(rows, cli_rows("sweep", *self.ARGS))
+        self.assertGreater(len(rows), 20)
+
+    def test_rows_in_blocks_equal_one_run(self):
+        whole = list(spsim.sweep(**self.AXES))
+        sw = spsim._call(spsim._spsim.sweep_create, spsim._axes(self.AXES, spsim.QUERY_DEFAULTS),
+                         None, 0, 0)
+        opts = {"feasible_only": False, "top": 0, "by": "iteration_s", "threads": 1,
+                "max_total_bytes": 0, "on_invalid": None}
+        self.assertEqual(list(spsim._rows(sw, opts, block=7)), whole)
+
+    def test_top_feasible_and_invalid(self):
+        rows = list(spsim.sweep(**self.AXES, top=5, by="mfu", feasible_only=True))
+        self.assertEqual(rows, cli_rows("sweep", *self.ARGS, "--top", "5", "--by", "mfu",
+                                        "--feasible-only"))
+        self.assertEqual([r["time_mfu"] for r in rows],
+                         sorted((r["time_mfu"] for r in rows), reverse=True))
+        lines = []
+        list(spsim.sweep(**self.AXES, on_invalid=lines.append))
+        p = cli("sweep", *self.ARGS, "--show-invalid", "--format", "jsonl")
+        self.assertEqual(lines, p.stderr.splitlines()[:len(lines)])
+        self.assertTrue(lines)
+
+    def test_columns(self):
+        cols = ["tp", "model", "time_mfu", "memory_total_bytes"]
+        rows = list(spsim.sweep(**self.AXES, columns=cols))
+        self.assertEqual(rows, cli_rows("sweep", *self.ARGS, "--columns", ",".join(cols)))
+        self.assertEqual([list(r) for r in rows], [cols] * len(rows))
+        full = list(spsim.sweep(**self.AXES))
+        self.assertEqual(rows, [{k: r[k] for k in cols} for r in full])
+        with self.assertRaises(spsim.UsageError) as c:
+            list(spsim.sweep(**self.AXES, columns="tp,nope"))
+        self.assertIn("'nope' is not a column", c.exception.message)
+
+    def test_spec_file(self):
+        spec = os.path.join(os.environ["SPSIM_DATA_DIR"], "examples", "sweeps",
+                            "llama3-70b-h100.json")
+        rows = list(spsim.sweep(spec, top=10, by="mfu"))
+        self.assertEqual(rows, cli_rows("sweep", "--spec", spec, "--top", "10", "--by", "mfu",
+                                        "--quiet"))
+        with self.assertRaises(spsim.InputError):
+            list(spsim.sweep("/nonexistent/spec.json"))
+
+    def test_frame(self):
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            self.skipTest("pandas is not installed")
+        frame = spsim.sweep_frame(**self.AXES)
+        self.assertEqual(list(frame["time_mfu"]), [r["time_mfu"] for r in spsim.sweep(**self.AXES)])
+
+
+class Optimize(unittest.TestCase):
+    def test_rows_equal_the_cli_rows(self):
+        rows = spsim.optimize(model="llama3-8b", hw="dgx-h100", gpus=16, top=4)
+        self.assertEqual(rows, cli_rows("optimize", "--model", "llama3-8b", "--hw", "dgx-h100",
+                                        "--gpus", "16", "--top", "4"))
+        rows = spsim.optimize(model="llama3-70b", hw="dgx-h100", gpus=64, gbs=256, top=3,
+                              by="total_bytes", tp=[4, 8], max_memory_gib=60)
+        self.assertEqual(rows, cli_rows("optimize", "--model", "llama3-70b", "--hw", "dgx-h100",
+                                        "--gpus", "64", "--gbs", "256", "--top", "3", "--by",
+                                        "total_bytes", "--tp", "4,8", "--max-memory-gib", "60"))
+        self.assertTrue(all(r["memory_total_bytes"] <= 60 * 2**30 for r in rows))
+
+    def test_nothing_fits(self):
+        with self.assertRaises(spsim.ConfigError):
+            spsim.optimize(model="llama3-405b", hw="dgx-a100-40g", gpus=8)
+        self.assertEqual(cli("optimize", "--model", "llama3-405b", "--hw", "dgx-a100-40g",
+                             "--gpus", "8", check=False).returncode, 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
