@@ -186,6 +186,16 @@ static const struct {
      "mla_up_proj in recompute_modules is only supported with multi_latent_attention."},
     {"sweep --model gpt3-175b --hw dgx-h100 --recompute-modules core_attn+mlp,bogus", 2,
      "--recompute-modules: 'bogus' is not default or modules joined by '+'"},
+    {"query --cp 0", 2, "--cp: '0' is not an integer in [1, 65536]"},
+    {"query --cp-comm-type ring", 2,
+     "--cp-comm-type: 'ring' is not one of p2p, all_gather, a2a, a2a+p2p"},
+    {"query --hierarchical-cp-sizes 2", 2, "'2' is not two sizes A,B"},
+    {"query --zero 4", 2, "--zero: '4'"},
+    {"query --fsdp full", 2, "--fsdp: 'full' is not one of optim, optim_grads"},
+    {"query --cp 3", 4, "seq-length should be a multiple of 2 * context-parallel-size"},
+    {"query --model llama3-8b --hw dgx-h100 --cp 4 --cp-comm-type a2a+p2p", 4,
+     "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used"},
+    {"query --overlap-param-gather", 4, "--overlap-param-gather only supported with"},
     {"bogus", 2, "unknown command 'bogus'"},
     {"list gadgets", 2, "'gadgets' is not one of models, hardware"},
     {"check", 2, "expected at least one FILE"},
@@ -311,6 +321,35 @@ START_TEST(explain_shows_the_seed_schedule)
 }
 END_TEST
 
+/* --cp and --fsdp through the command: the CP steps in explain, --fsdp as its --zero level. */
+START_TEST(context_parallel_and_fsdp)
+{
+    const char *cfg = "--model llama3-8b --hw dgx-h100 --tp 2 --pp 1 --vpp 1 --gbs 8 --seq 8192";
+    char args[512];
+    snprintf(args, sizeof(args),
+             "explain %s --cp 4 --cp-comm-type a2a+p2p "
+             "--hierarchical-cp-sizes 2,2",
+             cfg);
+    run(&R, args);
+    ck_assert_msg(R.status == 0, "%s", R.err);
+    ck_assert_ptr_nonnull(strstr(R.out, "Context parallelism: cp 4, a2a+p2p (A2A over 2, p2p "
+                                        "ring over 2)"));
+    ck_assert_ptr_nonnull(strstr(R.out, "cp: send_recv"));
+    ck_assert_ptr_nonnull(strstr(R.out, "cp: all_to_all"));
+    ck_assert_ptr_nonnull(strstr(R.out, "[s/(c·t), b, h] = [1024, 1, 4096]"));
+    static char zero[sizeof(R.out)];
+    snprintf(args, sizeof(args), "query %s --dp 8 --zero 2 --format json", cfg);
+    run(&R, args);
+    ck_assert_int_eq(R.status, 0);
+    memcpy(zero, R.out, sizeof(zero));
+    snprintf(args, sizeof(args), "query %s --dp 8 --fsdp optim_grads --format json", cfg);
+    run(&R, args);
+    ck_assert_int_eq(R.status, 0);
+    ck_assert_str_eq(R.out, zero);
+    ck_assert_ptr_nonnull(strstr(R.out, "\"zero\": 2"));
+}
+END_TEST
+
 START_TEST(collective_json_and_table)
 {
     run(&R, "collective --op all_gather --gpus 8 --bytes 1G --format json");
@@ -363,6 +402,7 @@ cli_suite(void)
     tcase_add_test(tc, output_file_is_atomic);
     tcase_add_test(tc, profile_strings_are_checked);
     tcase_add_test(tc, explain_shows_the_seed_schedule);
+    tcase_add_test(tc, context_parallel_and_fsdp);
     tcase_add_test(tc, collective_json_and_table);
     tcase_add_test(tc, every_command_has_help);
     suite_add_tcase(s, tc);

@@ -44,7 +44,7 @@ START_TEST(gpt3_example_as_written)
     ck_assert_int_eq(spsim_megatron_parse(text, len, "train_gpt3_175b_distributed.sh", &mc, &err),
                      SPSIM_ECONFIG);
     ck_assert_str_eq(err.message, "train_gpt3_175b_distributed.sh:22: --nproc_per_node: the "
-                                  "world size 8 is not a multiple of tp · pp = 128");
+                                  "world size 8 is not a multiple of tp · pp · cp = 128");
     free(text);
 }
 END_TEST
@@ -174,8 +174,13 @@ START_TEST(errors_name_the_flag)
          "launch.sh:1: --micro-batch-size: '$(...)' uses $(...)"},
         {"--vocab-size 1000", SPSIM_EFIELD, "launch.sh: --bf16: missing: without --bf16 or --fp16"},
         {"--bf16", SPSIM_EFIELD, "launch.sh: --vocab-size: missing"},
-        {"--vocab-size 1000 --bf16 --context-parallel-size 2", SPSIM_EFIELD,
-         "launch.sh:1: --context-parallel-size: context parallelism is not modelled (only 1 is)"},
+        {"--vocab-size 1000 --bf16 --expert-model-parallel-size 2", SPSIM_EFIELD,
+         "launch.sh:1: --expert-model-parallel-size: expert parallelism is not modelled (only 1 "
+         "is)"},
+        {"--vocab-size 1000 --bf16 --context-parallel-size 2 --cp-comm-type ring", SPSIM_EFIELD,
+         "launch.sh:1: --cp-comm-type: 'ring' is not p2p, all_gather, a2a or a2a+p2p"},
+        {"--vocab-size 1000 --bf16 --data-parallel-sharding-strategy optim", SPSIM_EFIELD,
+         "launch.sh:1: --data-parallel-sharding-strategy: counts only with --use-megatron-fsdp"},
         {"--vocab-size 1000 --bf16 --num-experts 8", SPSIM_EFIELD,
          "launch.sh:1: --num-experts: mixture-of-experts layers are not modelled"},
         {"--vocab-size 1000 --bf16 --recompute-granularity full", SPSIM_EFIELD,
@@ -198,7 +203,7 @@ START_TEST(errors_name_the_flag)
         {"--vocab-size 1000 --bf16 --tensor-model-parallel-size 0", SPSIM_EFIELD,
          "launch.sh:1: --tensor-model-parallel-size: '0' is not an integer in [1, 65536]"},
         {"--vocab-size 1000 --bf16 --tensor-model-parallel-size 3", SPSIM_ECONFIG,
-         "launch.sh:1: --nproc_per_node: the world size 8 is not a multiple of tp · pp = 3"},
+         "launch.sh:1: --nproc_per_node: the world size 8 is not a multiple of tp · pp · cp = 3"},
         {"--vocab-size 1000 --bf16 --pipeline-model-parallel-size 2 "
          "--num-layers-per-virtual-pipeline-stage 3",
          SPSIM_ECONFIG,
@@ -364,6 +369,23 @@ START_TEST(round_trip_over_a_sweep)
         [SPSIM_AXIS_SEQ] = "512",
     };
     ck_assert_uint_gt(round_trip_sweep(recompute), 20);
+    /* Issue 10's context parallelism and sharding. */
+    const char *cp[SPSIM_AXIS_COUNT] = {
+        [SPSIM_AXIS_MODEL] = models,
+        [SPSIM_AXIS_HW] = "dgx-h100",
+        [SPSIM_AXIS_TP] = "1,2",
+        [SPSIM_AXIS_DP] = "1,2",
+        [SPSIM_AXIS_CP] = "1,2,4",
+        [SPSIM_AXIS_CP_COMM_TYPE] = "p2p,all_gather,a2a",
+        [SPSIM_AXIS_ZERO] = "0,1,2,3",
+        [SPSIM_AXIS_DISTRIBUTED_OPTIMIZER] = "on,off",
+        [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = "on,off",
+        [SPSIM_AXIS_OVERLAP_PARAM_GATHER] = "on,off",
+        [SPSIM_AXIS_GRAD_REDUCE_IN_FP32] = "on,off",
+        [SPSIM_AXIS_GBS] = "8",
+        [SPSIM_AXIS_SEQ] = "512",
+    };
+    ck_assert_uint_gt(round_trip_sweep(cp), 20);
     remove(path);
     remove(profile);
     rmdir(dir);

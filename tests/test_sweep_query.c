@@ -113,6 +113,19 @@ on_off(const char *boolean, const char *on, const char *off)
     return strcmp(boolean, "true") == 0 ? on : off;
 }
 
+/* The query options of a row's context-parallel and sharding cells. */
+static void
+cp_zero_options(char **cells, char **names, int ncols, char *out, size_t cap)
+{
+#define CELL(name) cells[column(names, ncols, name)]
+    snprintf(out, cap, " --cp %s --cp-comm-type %s --zero %s %s %s", CELL("cp"),
+             CELL("cp_comm_type"), CELL("zero"),
+             on_off(CELL("grad_reduce_in_fp32"), "--grad-reduce-in-fp32", "--grad-reduce-in-bf16"),
+             on_off(CELL("overlap_param_gather"), "--overlap-param-gather",
+                    "--no-overlap-param-gather"));
+#undef CELL
+}
+
 /* The query options that give a row's recompute modules, method, layer count and offload. */
 static void
 recompute_options(char **cells, char **names, int ncols, char *out, size_t cap)
@@ -154,6 +167,8 @@ rows_equal_queries(const char *sweep, size_t min_rows, int picks)
         ck_assert_int_eq(split(line, cells, 256), ncols);
 #define CELL(name) cells[column(names, ncols, name)]
         recompute_options(cells, names, ncols, extra, sizeof(extra));
+        size_t used = strlen(extra);
+        cp_zero_options(cells, names, ncols, extra + used, sizeof(extra) - used);
         snprintf(command, sizeof(command),
                  "%s query --format json --model %s --hw %s --tp %s --pp %s --dp %s --vpp %s %s "
                  "--recompute %s --mbs %s --gbs %s --seq %s %s %s %s --dtype %s %s",
@@ -206,6 +221,21 @@ START_TEST(recompute_and_offload_rows_equal_query_json)
 }
 END_TEST
 
+/* Context parallelism and sharding: the cp axes key the layer cache, the rest the composition. */
+START_TEST(cp_zero_rows_equal_query_json)
+{
+    char command[8192];
+    snprintf(command, sizeof(command),
+             "%s sweep --quiet --model llama3-8b,llama3-70b --hw dgx-h100,dgx-a100-80g "
+             "--tp 1,2,4,8 --pp 1,2 --vpp 1 --gpus 64 --cp 1,2,4 "
+             "--cp-comm-type p2p,all_gather,a2a --zero 0..3 --sp on,off "
+             "--recompute none,selective --gbs 64 --seq 8192 --overlap-grad-reduce on,off "
+             "--overlap-param-gather on,off --grad-reduce-in-fp32 on,off",
+             spsim);
+    rows_equal_queries(command, 1000, 40);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -219,6 +249,7 @@ main(int argc, char **argv)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, rows_equal_query_json);
     tcase_add_test(tc, recompute_and_offload_rows_equal_query_json);
+    tcase_add_test(tc, cp_zero_rows_equal_query_json);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

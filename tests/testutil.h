@@ -5,6 +5,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "spsim/spsim.h"
 
@@ -126,6 +127,31 @@ testutil_evaluate(const char *model, const char *hw_name, uint32_t tp, uint32_t 
     spsim_model_destroy(m);
     spsim_hardware_destroy(hw);
     return r;
+}
+
+/** Evaluate a configuration of a shipped model on a shipped hardware profile. */
+static inline struct spsim_result
+testutil_evaluate_config(const char *model, const char *hw_name, const struct spsim_parallel *p)
+{
+    struct spsim_model *m = testutil_model_named(model);
+    struct spsim_hardware *hw = testutil_hardware(hw_name);
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "%s: %s", model, err.message);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+    return r;
+}
+
+/** A configuration of a shipped model that Megatron's rules refuse with `text` in the message. */
+static inline void
+testutil_expect_rule(const char *model, const struct spsim_parallel *p, const char *text)
+{
+    struct spsim_model *m = testutil_model_named(model);
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_parallel_check(m, NULL, p, NULL, &err), SPSIM_ECONFIG);
+    ck_assert_msg(strstr(err.message, text), "'%s' lacks '%s'", err.message, text);
+    spsim_model_destroy(m);
 }
 
 #endif

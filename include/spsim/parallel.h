@@ -22,6 +22,20 @@ SPSIM_API const char *spsim_recompute_name(enum spsim_recompute r);
 /** The mode named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_recompute_parse(const char *name, enum spsim_recompute *out);
 
+/** How attention exchanges keys and values across the context-parallel group (Megatron's
+ * --cp-comm-type; Transformer Engine's context_parallel.py). */
+enum spsim_cp_comm {
+    SPSIM_CP_P2P = 0,        /**< ring of K/V blocks overlapped with the attention steps */
+    SPSIM_CP_ALL_GATHER = 1, /**< AllGather of K and V before attention, ReduceScatter of dK, dV */
+    SPSIM_CP_A2A = 2,        /**< Ulysses: all-to-all of Q, K, V (heads for sequence) and of O */
+    SPSIM_CP_A2A_P2P = 3,    /**< A2A in an inner group, the p2p ring across the outer group */
+    SPSIM_CP_COMM_COUNT
+};
+
+/** @return "p2p", "all_gather", "a2a", "a2a+p2p"; "?" for an unknown value. */
+SPSIM_API const char *spsim_cp_comm_name(enum spsim_cp_comm c);
+/** The type named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out);
 /** Which layers full recomputation checkpoints (Megatron --recompute-method). */
 enum spsim_recompute_method {
     SPSIM_RECOMPUTE_METHOD_DEFAULT = 0, /**< spsim's `full`: uniform groups of one layer */
@@ -61,7 +75,7 @@ SPSIM_API const char *spsim_recompute_modules_format(uint32_t mask, char *buf, s
 
 /**
  * A parallel configuration. Fill it with spsim_parallel_defaults() first, then set what differs.
- * GPUs used = tp · pp · dp.
+ * GPUs used = tp · cp · pp · dp (ranks ordered tp, cp, dp, pp: Megatron's 'tp-cp-ep-dp-pp').
  */
 struct spsim_parallel {
     uint32_t tp;  /**< tensor parallel size t; default 1 */
@@ -83,13 +97,31 @@ struct spsim_parallel {
      * --cpu-offloading-num-layers; TE cpu_offload); 0 = none (default). Needs pp = 1, no
      * recomputation and a hardware profile with a host_link. */
     uint32_t offload_layers;
-    uint32_t mbs;                   /**< micro-batch size b, sequences; default 1 */
-    uint64_t gbs;                   /**< global batch size B, sequences; default 1 */
-    uint32_t seq;                   /**< sequence length s; 0 = the model's seq_len (default) */
+    uint32_t mbs;   /**< micro-batch size b, sequences; default 1 */
+    uint64_t gbs;   /**< global batch size B, sequences; default 1 */
+    uint32_t seq;   /**< sequence length s; 0 = the model's seq_len (default) */
     int flash_attn; /**< -1 = the model's `attention` (default), 0 = standard, 1 = flash */
     bool distributed_optimizer; /**< shard optimizer state over dp (Megatron); default false */
     bool overlap_grad_reduce;   /**< overlap DP gradient reduction with backward; default false */
     enum spsim_dtype dtype;     /**< GEMM data type: bf16 (default), fp16 or fp8 */
+    uint32_t cp;                /**< context parallel size c; default 1 */
+    enum spsim_cp_comm cp_comm_type; /**< default p2p (Megatron's --cp-comm-type default) */
+    /** a2a+p2p only: Megatron's --hierarchical-context-parallel-sizes [inner A2A, outer p2p];
+     * 0, 0 = unset (default); their product must be cp. */
+    uint32_t hcp_sizes[2];
+    /** Sharded data parallelism over the dp·cp group: 0 = none (default), 1 = optimizer state
+     * (Megatron's distributed optimizer, Megatron-FSDP optim), 2 = + gradients (optim_grads),
+     * 3 = + parameters (optim_grads_params). distributed_optimizer = true means at least 1. */
+    uint32_t zero;
+    /** Gradient buffers and their reduction: 1 = fp32 (--accumulate-allreduce-grads-in-fp32),
+     * 0 = the parameter dtype (--grad-reduce-in-bf16, or bf16 main gradients with the
+     * precision-aware optimizer; the optimizer then keeps an fp32 copy of its gradient shard),
+     * -1 = Megatron's choice for dtype (default): fp32 for bf16 and fp8, fp16 for fp16
+     * (arguments.py). */
+    int grad_reduce_in_fp32;
+    /** Defer the parameter AllGather after the optimizer step to the next forward
+     * (--overlap-param-gather; needs the distributed optimizer and overlap_grad_reduce). */
+    bool overlap_param_gather;
 };
 
 /** Set every field to its documented default. */

@@ -58,8 +58,14 @@ SPSIM_API const char *spsim_tier_name(enum spsim_tier tier);
 
 /** What a backward collective runs beside (Megatron's
  * LinearWithGradAccumulationAndAsyncCommunication); NONE means on the critical path. */
-enum spsim_overlap { SPSIM_OVERLAP_NONE = 0, SPSIM_OVERLAP_DGRAD = 1, SPSIM_OVERLAP_WGRAD = 2 };
-/** @return "none", "dgrad", "wgrad"; "?" otherwise. */
+enum spsim_overlap {
+    SPSIM_OVERLAP_NONE = 0,
+    SPSIM_OVERLAP_DGRAD = 1,
+    SPSIM_OVERLAP_WGRAD = 2,
+    /** The CP p2p ring: each K/V block beside the attention step it feeds. */
+    SPSIM_OVERLAP_ATTENTION = 3
+};
+/** @return "none", "dgrad", "wgrad", "attention"; "?" otherwise. */
 SPSIM_API const char *spsim_overlap_name(enum spsim_overlap overlap);
 
 /** One collective of one transformer layer on one TP rank. */
@@ -76,8 +82,8 @@ struct spsim_collective_entry {
     double exposed_s; /**< part of time_s not hidden behind computation */
 };
 
-/** Most collectives one layer can have (TP+SP with full recompute has 14). */
-#define SPSIM_MAX_LAYER_COLLECTIVES 16
+/** Most collectives one layer can have (TP+SP with full recompute has 14; CP adds up to 9). */
+#define SPSIM_MAX_LAYER_COLLECTIVES 24
 
 struct spsim_memory_report {
     uint64_t
@@ -102,21 +108,25 @@ struct spsim_memory_report {
                                                     checkpointed group (uniform: recompute_layers
                                                     layers; default and block: one) while it is
                                                     recomputed */
-    uint64_t activation_first_stage_bytes;       /**< sum of the four terms above */
-    uint64_t activation_last_stage_bytes; /**< the last stage (its layers, output layer, logits) */
-    uint32_t recomputed_layers_per_stage; /**< layers whose forward is replayed (full
-                                             recompute): L/p, or vpp·min(N, L/(p·vpp)) with
-                                             the block method; 0 otherwise */
-    uint64_t offload_bytes_per_layer;     /**< activations an offloaded layer moves to host memory
-                                             and back, each way (tensors of >= 256Ki elements) */
-    uint64_t offload_hbm_saved_bytes;     /**< offload_layers × the above: HBM freed at peak */
-    uint64_t offload_host_bytes;          /**< pinned host memory per GPU holding them */
-    uint64_t parameters_total;            /**< whole model, exact, vocabulary padded */
-    uint64_t parameters_first_stage;      /**< one TP rank of stage 0 */
-    uint64_t parameters_last_stage;       /**< one TP rank of stage p−1 */
-    uint64_t parameters_per_gpu;          /**< the most loaded stage's TP rank */
-    uint64_t weights_bytes;               /**< bf16 weights: 2 per parameter (most loaded stage) */
-    uint64_t gradients_bytes;             /**< fp32 main gradients: 4 per parameter */
+    /** Context parallelism: one layer's transient exchange buffers (p2p: the backward's two
+     * [KV, dKV] receive buffers; all_gather: the gathered K, V and the full dK, dV; a2a: the
+     * exchanged Q, K, V). 0 with cp = 1. */
+    uint64_t activation_cp_working_bytes;
+    uint64_t activation_first_stage_bytes; /**< sum of the five terms above */
+    uint64_t activation_last_stage_bytes;  /**< the last stage (its layers, output layer, logits) */
+    uint32_t recomputed_layers_per_stage;  /**< layers whose forward is replayed (full
+                                              recompute): L/p, or vpp·min(N, L/(p·vpp)) with
+                                              the block method; 0 otherwise */
+    uint64_t offload_bytes_per_layer;      /**< activations an offloaded layer moves to host memory
+                                              and back, each way (tensors of >= 256Ki elements) */
+    uint64_t offload_hbm_saved_bytes;      /**< offload_layers × the above: HBM freed at peak */
+    uint64_t offload_host_bytes;           /**< pinned host memory per GPU holding them */
+    uint64_t parameters_total;             /**< whole model, exact, vocabulary padded */
+    uint64_t parameters_first_stage;       /**< one TP rank of stage 0 */
+    uint64_t parameters_last_stage;        /**< one TP rank of stage p−1 */
+    uint64_t parameters_per_gpu;           /**< the most loaded stage's TP rank */
+    uint64_t weights_bytes;                /**< bf16 weights: 2 per parameter (most loaded stage) */
+    uint64_t gradients_bytes;              /**< fp32 main gradients: 4 per parameter */
     uint64_t optimizer_bytes; /**< fp32 master + Adam m, v: 12 per parameter (12/d sharded) */
     uint64_t total_bytes;     /**< max over stages of weights+grads+optimizer+activations */
     uint32_t peak_stage;      /**< the stage holding total_bytes (0 or p−1) */
@@ -140,8 +150,18 @@ struct spsim_comm_report {
     enum spsim_tier tp_tier;
     /* Data parallel gradient reduction (per rank, per iteration). */
     enum spsim_tier dp_tier;
-    uint64_t dp_grad_bytes;          /**< gradients reduced per rank (fp32) */
-    uint64_t dp_wire_bytes_per_rank; /**< AR 2(d−1)/d, or RS+AG with the distributed optimizer */
+    uint64_t dp_grad_bytes;             /**< gradients reduced per rank (fp32) */
+    uint64_t dp_wire_bytes_per_rank;    /**< AR 2(D−1)/D, or RS+AG with the distributed optimizer
+                                           (D = dp·cp) */
+    uint64_t dp_rs_wire_bytes_per_rank; /**< sharded (zero >= 1): gradient ReduceScatters */
+    uint64_t dp_ag_wire_bytes_per_rank; /**< sharded: parameter AllGathers */
+    /* Context parallelism (per rank): KV exchanges of one layer, and of the stage's layers over
+     * the iteration. */
+    uint64_t cp_forward_wire_bytes_per_layer;
+    uint64_t cp_backward_wire_bytes_per_layer;
+    uint64_t cp_recompute_wire_bytes_per_layer;
+    uint64_t cp_wire_bytes_per_iteration;
+    enum spsim_tier cp_tier;
     /* Pipeline point-to-point (per rank, per iteration). */
     enum spsim_tier pp_tier;
     uint64_t pp_message_bytes; /**< one activation send: s·b·h·2 / t with SP's scatter */
@@ -152,15 +172,16 @@ struct spsim_comm_report {
 /** Times of one iteration on the slowest pipeline stage. Seconds unless named otherwise. */
 struct spsim_time_report {
     double iteration_s;
-    double forward_s;        /**< forward computation of all micro-batches (critical stage) */
-    double backward_s;       /**< backward computation (recompute excluded) */
-    double recompute_s;      /**< recomputation (selective or full) */
-    double tp_exposed_s;     /**< TP communication not hidden */
-    double pp_bubble_s;      /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
-    double pp_p2p_s;         /**< exposed point-to-point sends */
-    double dp_exposed_s;     /**< exposed data-parallel gradient reduction */
-    double optimizer_s;      /**< optimizer step (memory-bound) */
-    double offload_exposed_s;       /**< CPU offload copies not hidden behind the layers' compute */
+    double forward_s;         /**< forward computation of all micro-batches (critical stage) */
+    double backward_s;        /**< backward computation (recompute excluded) */
+    double recompute_s;       /**< recomputation (selective or full) */
+    double tp_exposed_s;      /**< TP communication not hidden */
+    double cp_exposed_s;      /**< CP exchanges not hidden behind attention */
+    double pp_bubble_s;       /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
+    double pp_p2p_s;          /**< exposed point-to-point sends */
+    double dp_exposed_s;      /**< exposed data-parallel gradient reduction */
+    double optimizer_s;       /**< optimizer step (memory-bound) */
+    double offload_exposed_s; /**< CPU offload copies not hidden behind the layers' compute */
     double offload_d2h_s_per_layer; /**< one offloaded layer's copy to host memory */
     double offload_h2d_s_per_layer; /**< its reload before its backward */
     double microbatch_s;     /**< one micro-batch's forward+backward on the critical stage */
@@ -182,9 +203,12 @@ struct spsim_time_report {
 
 /** Everything spsim says about one configuration. */
 struct spsim_result {
-    struct spsim_parallel config; /**< the configuration with defaults resolved (seq, flash_attn) */
-    uint32_t gpus;                /**< tp · pp · dp */
-    bool flash_attention;         /**< the attention kernel used (config.flash_attn resolved) */
+    /** The configuration with defaults resolved (seq, flash_attn, grad_reduce_in_fp32, and zero
+     * at least 1 with the distributed optimizer). */
+    struct spsim_parallel config;
+    uint32_t gpus;            /**< tp · cp · pp · dp */
+    bool flash_attention;     /**< the attention kernel used (config.flash_attn resolved) */
+    bool grad_reduce_in_fp32; /**< config.grad_reduce_in_fp32 resolved for the dtype */
     uint64_t padded_vocab;
     uint32_t warnings; /**< OR of enum spsim_warning */
     struct spsim_memory_report memory;

@@ -24,8 +24,9 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_HW,         /**< profile NAME or path; required */
     SPSIM_AXIS_TP,         /**< default 1 */
     SPSIM_AXIS_PP,         /**< default 1 */
+    SPSIM_AXIS_CP,         /**< context parallel size; default 1 */
     SPSIM_AXIS_DP,         /**< default 1; excludes SPSIM_AXIS_GPUS */
-    SPSIM_AXIS_GPUS,       /**< total GPUs: dp = gpus / (tp·pp); unset by default */
+    SPSIM_AXIS_GPUS,       /**< total GPUs: dp = gpus / (tp·cp·pp); unset by default */
     SPSIM_AXIS_VPP,        /**< default 1 */
     SPSIM_AXIS_SP,         /**< on/off; default off */
     SPSIM_AXIS_RECOMPUTE,  /**< none/selective/full; default none */
@@ -36,6 +37,10 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, /**< on/off; default off */
     SPSIM_AXIS_OVERLAP_GRAD_REDUCE,   /**< on/off; default off */
     SPSIM_AXIS_DTYPE,                 /**< bf16/fp16/fp8; default bf16 */
+    SPSIM_AXIS_CP_COMM_TYPE,          /**< p2p/all_gather/a2a/a2a+p2p; default p2p */
+    SPSIM_AXIS_ZERO,                  /**< sharding level 0-3; default 0 */
+    SPSIM_AXIS_OVERLAP_PARAM_GATHER,  /**< on/off; default off */
+    SPSIM_AXIS_GRAD_REDUCE_IN_FP32,   /**< on/off; default on */
     SPSIM_AXIS_RECOMPUTE_MODULES,     /**< module sets, each joined by '+' (core_attn+mlp), or
                                          default (Megatron's core_attn); default default */
     SPSIM_AXIS_RECOMPUTE_METHOD,      /**< default/uniform/block; default default */

@@ -202,6 +202,15 @@ enum cli_config_opt {
     OPT_RECOMPUTE_METHOD,
     OPT_RECOMPUTE_LAYERS,
     OPT_OFFLOAD_LAYERS,
+    OPT_CP,
+    OPT_CP_COMM,
+    OPT_HCP_SIZES,
+    OPT_ZERO,
+    OPT_FSDP,
+    OPT_GRAD_FP32,
+    OPT_GRAD_BF16,
+    OPT_OVERLAP_PARAM,
+    OPT_NO_OVERLAP_PARAM,
     OPT_MEGATRON_ARGS,
     OPT_CONFIG_END
 };
@@ -234,6 +243,19 @@ enum cli_config_opt {
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
     "                         overlap the DP gradient reduction with backward (default off)\n"     \
     "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"                       \
+    "  --cp N                 context parallel size (default 1): GPUs = tp·cp·pp·dp\n"          \
+    "  --cp-comm-type T       p2p (default), all_gather, a2a or a2a+p2p\n"                         \
+    "  --hierarchical-cp-sizes A,B\n"                                                              \
+    "                         a2a+p2p: inner A2A size A, outer p2p size B (A·B = cp)\n"           \
+    "  --zero N               shard over dp·cp: 0 none (default), 1 optimizer state (=\n"         \
+    "                         --distributed-optimizer), 2 + gradients, 3 + parameters\n"           \
+    "  --fsdp S               Megatron-FSDP strategy: optim (= --zero 1), optim_grads (2),\n"      \
+    "                         optim_grads_params (3)\n"                                            \
+    "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
+    "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
+    "                         fp16 with --dtype fp16, as Megatron)\n"                              \
+    "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
+    "                         gather updated parameters during the next forward (default off)\n"   \
     "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
     "                         its model and configuration replace the options before it; the\n"    \
     "                         flags spsim does not model are listed on standard error\n"
@@ -257,7 +279,6 @@ void jw_double(struct jw *w, const char *key, double value);
 void jw_bool(struct jw *w, const char *key, bool value);
 void jw_raw(struct jw *w, const char *key, const char *text);
 void jw_finish(struct jw *w);
-
 
 /* Human formatting. */
 /** Write `text` left-aligned in `width` display columns (UTF-8 aware: continuation bytes and

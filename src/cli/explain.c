@@ -22,6 +22,18 @@ static const char explain_help[] =
     "  -o, --output FILE      write to FILE atomically instead of standard output\n"
     "  -h, --help             show this help\n";
 
+/* Context parallelism: the exchange and its groups (TE context_parallel.py). */
+static void
+write_cp_legend(FILE *f, const struct spsim_parallel *p)
+{
+    fprintf(f, "Context parallelism: cp %u, %s", p->cp, spsim_cp_comm_name(p->cp_comm_type));
+    if (p->cp_comm_type == SPSIM_CP_A2A_P2P)
+        fprintf(f, " (A2A over %u, p2p ring over %u)", p->hcp_sizes[0], p->hcp_sizes[1]);
+    fprintf(f, "; each rank holds s/c tokens (chunks r and 2c-1-r of 2c). The p2p ring's K/V "
+               "blocks travel beside the attention steps they feed; the other exchanges are on "
+               "the critical path.\n");
+}
+
 static void
 write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const char *model,
             const struct spsim_parallel *p)
@@ -44,6 +56,8 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
         fprintf(f, "Operators: f = identity forward / AllReduce backward (before a "
                    "column-parallel GEMM); f̄ = AllReduce forward / identity backward (after a "
                    "row-parallel GEMM).\n");
+    if (p->cp > 1)
+        write_cp_legend(f, p);
     /* The forward pass drawn as the seed article draws it: each op under the previous one,
      * with the region it runs in and the shape it produces. */
     fprintf(f, "\nForward data flow:\n  input %s\n", n ? steps[0].shape_in : "");

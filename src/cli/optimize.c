@@ -1,6 +1,7 @@
 /*
  * spsim optimize: the best configurations of a model on N GPUs. A sweep over every valid
- * (tp, pp, vpp, mbs, sp, recompute, distributed optimizer, overlap) with dp = N / (tp·pp),
+ * (tp, pp, vpp, mbs, sp, recompute, distributed optimizer, overlap, and cp, zero where asked)
+ * with dp = N / (tp·cp·pp),
  * reduced to the best K that fit; then the runner-up compared with the winner term by term.
  */
 #include "config.h"
@@ -36,6 +37,9 @@ static const char optimize_help[] =
     "  --seq LIST, --flash-attn LIST, --dtype LIST   default: the model's, bf16\n"
     "  --recompute-modules LIST, --recompute-method LIST, --recompute-layers LIST,\n"
     "  --offload-layers LIST  as 'spsim sweep' (default: Megatron's core_attn, none, 0, 0)\n"
+    "  --cp LIST, --cp-comm-type LIST   context parallelism; default 1, p2p\n"
+    "  --zero LIST            sharding over dp·cp (0-3); default 0 (--distributed-optimizer is 1)\n"
+    "  --overlap-param-gather LIST, --grad-reduce-in-fp32 LIST   default off, the dtype's\n"
     "  --max-memory-gib X     memory per GPU at most X GiB (default: the HBM capacity)\n"
     "Output:\n"
     "  --top K                how many configurations to show (default 5)\n"
@@ -204,9 +208,9 @@ print_row(FILE *f, int rank, const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
     char t[32], m[32];
-    fprintf(f, "%3d %4u %4u %5u %4u  %-3s %-9s %4u  %-8s %-7s %12s %12s %6.1f%%", rank, p->tp,
-            p->pp, p->dp, p->vpp, on_off(p->sp), spsim_recompute_name(p->recompute), p->mbs,
-            on_off(p->distributed_optimizer), on_off(p->overlap_grad_reduce),
+    fprintf(f, "%3d %4u %4u %3u %5u %4u  %-3s %-9s %4u  %-8s %4u %-7s %12s %12s %6.1f%%", rank,
+            p->tp, p->pp, p->cp, p->dp, p->vpp, on_off(p->sp), spsim_recompute_name(p->recompute),
+            p->mbs, on_off(p->distributed_optimizer), p->zero, on_off(p->overlap_grad_reduce),
             fmt_time(t, sizeof(t), r->time.iteration_s),
             fmt_bytes(m, sizeof(m), (double)r->memory.total_bytes), 100 * r->time.mfu);
     print_row_details(f, p);
@@ -337,9 +341,9 @@ report(FILE *f, const struct optimize_args *a, const struct spsim_sweep *sw,
     fprintf(f, "searched %llu configurations in %.2f s: %llu valid, %llu fit\n\n",
             (unsigned long long)best->stats.evaluated, best->stats.elapsed_s,
             (unsigned long long)best->stats.valid, (unsigned long long)best->stats.feasible);
-    fprintf(f, "  # %4s %4s %5s %4s  %-3s %-9s %4s  %-8s %-7s %12s %12s %7s\n", "tp", "pp", "dp",
-            "vpp", "sp", "recompute", "mbs", "dist-opt", "overlap", "iteration", "memory/GPU",
-            "MFU");
+    fprintf(f, "  # %4s %4s %3s %5s %4s  %-3s %-9s %4s  %-8s %4s %-7s %12s %12s %7s\n", "tp", "pp",
+            "cp", "dp", "vpp", "sp", "recompute", "mbs", "dist-opt", "zero", "overlap", "iteration",
+            "memory/GPU", "MFU");
     for (uint64_t i = 0; rc == EXIT_OK && i < best->count; i++)
         print_row(f, (int)i + 1, &r[i]);
     if (rc == EXIT_OK && best->count > 1)

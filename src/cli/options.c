@@ -48,6 +48,15 @@ static const struct cli_option_spec {
     {"recompute-method", required_argument, OPT_RECOMPUTE_METHOD, SPSIM_AXIS_RECOMPUTE_METHOD},
     {"recompute-layers", required_argument, OPT_RECOMPUTE_LAYERS, SPSIM_AXIS_RECOMPUTE_LAYERS},
     {"offload-layers", required_argument, OPT_OFFLOAD_LAYERS, SPSIM_AXIS_OFFLOAD_LAYERS},
+    {"cp", required_argument, OPT_CP, SPSIM_AXIS_CP},
+    {"cp-comm-type", required_argument, OPT_CP_COMM, SPSIM_AXIS_CP_COMM_TYPE},
+    {"hierarchical-cp-sizes", required_argument, OPT_HCP_SIZES, -1},
+    {"zero", required_argument, OPT_ZERO, SPSIM_AXIS_ZERO},
+    {"fsdp", required_argument, OPT_FSDP, -1},
+    {"grad-reduce-in-fp32", no_argument, OPT_GRAD_FP32, SPSIM_AXIS_GRAD_REDUCE_IN_FP32},
+    {"grad-reduce-in-bf16", no_argument, OPT_GRAD_BF16, -1},
+    {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
+    {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
 };
 
@@ -69,6 +78,7 @@ static const struct {
     {OPT_MBS, "--mbs", 65536, offsetof(struct spsim_parallel, mbs), false},
     {OPT_GBS, "--gbs", 1ull << 32, offsetof(struct spsim_parallel, gbs), true},
     {OPT_SEQ, "--seq", 1u << 24, offsetof(struct spsim_parallel, seq), false},
+    {OPT_CP, "--cp", 65536, offsetof(struct spsim_parallel, cp), false},
 };
 
 void
@@ -111,6 +121,14 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_NO_OVERLAP_GRAD:
         p->overlap_grad_reduce = opt == OPT_OVERLAP_GRAD;
         return 1;
+    case OPT_GRAD_FP32:
+    case OPT_GRAD_BF16:
+        p->grad_reduce_in_fp32 = opt == OPT_GRAD_FP32;
+        return 1;
+    case OPT_OVERLAP_PARAM:
+    case OPT_NO_OVERLAP_PARAM:
+        p->overlap_param_gather = opt == OPT_OVERLAP_PARAM;
+        return 1;
     default:
         return 0;
     }
@@ -133,6 +151,67 @@ config_number(struct spsim_parallel *p, int opt, const char *arg, bool *taken)
     }
     *taken = false;
     return EXIT_OK;
+}
+
+/* --hierarchical-cp-sizes A,B: two sizes, each at least 1. */
+static int
+parse_hcp_sizes(const char *arg, uint32_t sizes[2])
+{
+    char first[32];
+    const char *comma = strchr(arg, ',');
+    size_t n = comma ? (size_t)(comma - arg) : 0;
+    if (!comma || n == 0 || n >= sizeof(first) || strchr(comma + 1, ','))
+        return cli_error(EXIT_USAGE, "--hierarchical-cp-sizes: '%s' is not two sizes A,B", arg);
+    memcpy(first, arg, n);
+    first[n] = '\0';
+    int rc = cli_parse_u32("--hierarchical-cp-sizes", first, 1, 65536, &sizes[0]);
+    if (rc == EXIT_OK)
+        rc = cli_parse_u32("--hierarchical-cp-sizes", comma + 1, 1, 65536, &sizes[1]);
+    return rc;
+}
+
+/* Megatron-FSDP's --data-parallel-sharding-strategy values and their --zero levels. */
+static int
+parse_fsdp(const char *arg, uint32_t *zero)
+{
+    static const char *const names[] = {"optim", "optim_grads", "optim_grads_params"};
+    for (uint32_t i = 0; i < 3; i++)
+        if (strcmp(arg, names[i]) == 0) {
+            *zero = i + 1;
+            return EXIT_OK;
+        }
+    return cli_error(EXIT_USAGE,
+                     "--fsdp: '%s' is not one of optim, optim_grads, optim_grads_params", arg);
+}
+
+/* The context-parallel and sharding options that take a value: 1 if consumed, 0 if not one,
+ * −exit code on a bad value. */
+static int
+config_sharding(struct spsim_parallel *p, int opt, const char *arg)
+{
+    int rc;
+    switch (opt) {
+    case OPT_CP_COMM:
+        if (spsim_cp_comm_parse(arg, &p->cp_comm_type) == SPSIM_OK)
+            return 1;
+        rc = cli_error(EXIT_USAGE,
+                       "--cp-comm-type: '%s' is not one of p2p, all_gather, a2a, "
+                       "a2a+p2p",
+                       arg);
+        break;
+    case OPT_HCP_SIZES:
+        rc = parse_hcp_sizes(arg, p->hcp_sizes);
+        break;
+    case OPT_ZERO:
+        rc = cli_parse_u32("--zero", arg, 0, 3, &p->zero);
+        break;
+    case OPT_FSDP:
+        rc = parse_fsdp(arg, &p->zero);
+        break;
+    default:
+        return 0;
+    }
+    return rc == EXIT_OK ? 1 : -rc;
 }
 
 /* The recompute modules, method and layer count, and the offload: EXIT_OK, an exit code, or -1
@@ -184,7 +263,9 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         return rc == EXIT_OK ? 1 : -rc;
     default:
         rc = config_recompute_offload(p, opt, arg);
-        return rc < 0 ? 0 : rc == EXIT_OK ? 1 : -rc;
+        if (rc >= 0)
+            return rc == EXIT_OK ? 1 : -rc;
+        return config_sharding(p, opt, arg);
     }
 }
 

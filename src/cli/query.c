@@ -44,10 +44,17 @@ print_config_line(FILE *f, const struct spsim_result *r)
         p->tp, p->pp, p->dp, p->vpp, p->sp ? "on" : "off", spsim_recompute_name(p->recompute),
         p->mbs, (unsigned long long)p->gbs, p->seq, r->flash_attention ? "flash" : "standard",
         spsim_dtype_name(p->dtype));
-    fprintf(f, "  %u GPUs · %u micro-batches per iteration · padded vocabulary %llu%s%s\n", r->gpus,
-            r->comm.microbatches, (unsigned long long)r->padded_vocab,
+    char extra[96] = "";
+    if (p->cp > 1)
+        snprintf(extra, sizeof(extra), " · cp %u (%s)", p->cp, spsim_cp_comm_name(p->cp_comm_type));
+    if (p->zero)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · zero %u", p->zero);
+    if (p->overlap_param_gather)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · param AG overlapped");
+    fprintf(f, "  %u GPUs · %u micro-batches per iteration · padded vocabulary %llu%s%s%s\n",
+            r->gpus, r->comm.microbatches, (unsigned long long)r->padded_vocab,
             p->distributed_optimizer ? " · distributed optimizer" : "",
-            p->overlap_grad_reduce ? " · DP reduce overlapped" : "");
+            p->overlap_grad_reduce ? " · DP reduce overlapped" : "", extra);
 }
 
 static bool
@@ -68,6 +75,28 @@ mode_selected(const struct spsim_parallel *p, int mode)
         return !p->sp && p->recompute == SPSIM_RECOMPUTE_FULL;
     }
     return false;
+}
+
+static const char *
+gradients_label(const struct spsim_result *r)
+{
+    if (r->config.zero >= 2)
+        return r->grad_reduce_in_fp32 ? "gradients (fp32, sharded + 2 layers)"
+                                      : "gradients (16-bit, sharded + 2 layers)";
+    return r->grad_reduce_in_fp32 ? "gradients (fp32, 4 B/param)" : "gradients (16-bit, 2 B/param)";
+}
+
+static const char *
+optimizer_label(const struct spsim_result *r)
+{
+    const struct spsim_parallel *p = &r->config;
+    if (!r->grad_reduce_in_fp32)
+        return p->distributed_optimizer || p->zero ? "optimizer (Adam + fp32 grads, 16/(dp·cp) B)"
+                                                   : "optimizer (Adam + fp32 grads, 16 B/param)";
+    if (p->distributed_optimizer || p->zero)
+        return p->cp > 1 ? "optimizer (fp32 Adam, 12/(dp·cp) B/param)"
+                         : "optimizer (fp32 Adam, 12/dp B/param)";
+    return "optimizer (fp32 Adam, 12 B/param)";
 }
 
 static void
@@ -109,18 +138,21 @@ print_memory(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)m->activation_output_bytes));
     fprintf(f, "  %-44s %14s\n", "activations, full-recompute working set",
             fmt_bytes(a, sizeof(a), (double)m->activation_recompute_working_bytes));
+    if (r->config.cp > 1)
+        fprintf(f, "  %-44s %14s\n", "activations, CP exchange buffers",
+                fmt_bytes(a, sizeof(a), (double)m->activation_cp_working_bytes));
     fprintf(f, "  %-44s %14s\n", "activations, first stage",
             fmt_bytes(a, sizeof(a), (double)m->activation_first_stage_bytes));
     fprintf(f, "  %-44s %14s\n", "activations, last stage",
             fmt_bytes(a, sizeof(a), (double)m->activation_last_stage_bytes));
     fprintf(f, "  %-44s %14.4g\n", "parameters on this GPU", (double)m->parameters_per_gpu);
-    fprintf(f, "  %-44s %14s\n", "weights (bf16, 2 B/param)",
-            fmt_bytes(a, sizeof(a), (double)m->weights_bytes));
-    fprintf(f, "  %-44s %14s\n", "gradients (fp32, 4 B/param)",
-            fmt_bytes(a, sizeof(a), (double)m->gradients_bytes));
     fprintf(f, "  %-44s %14s\n",
-            r->config.distributed_optimizer ? "optimizer (fp32 Adam, 12/dp B/param)"
-                                            : "optimizer (fp32 Adam, 12 B/param)",
+            r->config.zero >= 3 ? "weights (bf16, sharded + 2 layers gathered)"
+                                : "weights (bf16, 2 B/param)",
+            fmt_bytes(a, sizeof(a), (double)m->weights_bytes));
+    fprintf(f, "  %-44s %14s\n", gradients_label(r),
+            fmt_bytes(a, sizeof(a), (double)m->gradients_bytes));
+    fprintf(f, "  %-44s %14s\n", optimizer_label(r),
             fmt_bytes(a, sizeof(a), (double)m->optimizer_bytes));
     fprintf(f, "  %-44s %14s of %s: %s (%s %s)\n", "total",
             fmt_bytes(a, sizeof(a), (double)m->total_bytes),
@@ -131,12 +163,36 @@ print_memory(FILE *f, const struct spsim_result *r)
     fprintf(f, "  model parameters: %.4g (vocabulary padded)\n", (double)m->parameters_total);
 }
 
+/* Context parallelism's exchanges and the sharded data-parallel traffic, when configured. */
+static void
+print_cp_sharding(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_comm_report *c = &r->comm;
+    const struct spsim_parallel *p = &r->config;
+    char a[32], b[32], t[32];
+    if (p->cp > 1)
+        fprintf(f,
+                "  CP %s over %u ranks (%s): per layer and rank forward %s, backward %s, "
+                "recompute %s\n",
+                spsim_cp_comm_name(p->cp_comm_type), p->cp, spsim_tier_name(c->cp_tier),
+                fmt_bytes(a, sizeof(a), (double)c->cp_forward_wire_bytes_per_layer),
+                fmt_bytes(b, sizeof(b), (double)c->cp_backward_wire_bytes_per_layer),
+                fmt_bytes(t, sizeof(t), (double)c->cp_recompute_wire_bytes_per_layer));
+    if (p->zero || (p->distributed_optimizer && p->cp > 1))
+        fprintf(f,
+                "  sharded over dp·cp = %u (zero %u): gradient RS %s, parameter AG %s per rank\n",
+                p->dp * p->cp, p->zero ? p->zero : 1u,
+                fmt_bytes(a, sizeof(a), (double)c->dp_rs_wire_bytes_per_rank),
+                fmt_bytes(b, sizeof(b), (double)c->dp_ag_wire_bytes_per_rank));
+}
+
 static void
 print_comm(FILE *f, const struct spsim_result *r)
 {
     const struct spsim_comm_report *c = &r->comm;
     char a[32], b[32], t[32], d[32];
-    fprintf(f, "\nTP collectives of one layer, one rank (group of %u, %s)\n", r->config.tp,
+    fprintf(f, "\n%s of one layer, one rank (group of %u, %s)\n",
+            r->config.cp > 1 ? "TP collectives and CP exchanges" : "TP collectives", r->config.tp,
             spsim_tier_name(c->tp_tier));
     if (c->per_layer_count == 0)
         fprintf(f, "  none (tp = 1)\n");
@@ -167,8 +223,10 @@ print_comm(FILE *f, const struct spsim_result *r)
         fmt_bytes(b, sizeof(b), (double)c->tp_wire_bytes_per_iteration),
         r->memory.layers_per_stage * r->config.pp, c->microbatches,
         fmt_bytes(t, sizeof(t), (double)c->tp_wire_bytes_per_iteration_all_layers));
-    fprintf(f, "  DP gradient reduction: %s of fp32 gradients, %s on the wire per rank (%s)\n",
+    print_cp_sharding(f, r);
+    fprintf(f, "  DP gradient reduction: %s of %s gradients, %s on the wire per rank (%s)\n",
             fmt_bytes(a, sizeof(a), (double)c->dp_grad_bytes),
+            r->grad_reduce_in_fp32 ? "fp32" : "16-bit",
             fmt_bytes(b, sizeof(b), (double)c->dp_wire_bytes_per_rank),
             spsim_tier_name(c->dp_tier));
     fprintf(f, "  PP point-to-point: %s per send, %s per rank per iteration (%s)\n",
@@ -197,6 +255,9 @@ print_time(FILE *f, const struct spsim_result *r)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         fprintf(f, "  %-32s %12s  %5.1f%%\n", rows[i].name, fmt_time(a, sizeof(a), rows[i].v),
                 100.0 * rows[i].v / t->iteration_s);
+    if (r->config.cp > 1)
+        fprintf(f, "  %-32s %12s  %5.1f%%\n", "exposed CP exchanges",
+                fmt_time(a, sizeof(a), t->cp_exposed_s), 100.0 * t->cp_exposed_s / t->iteration_s);
     fprintf(f, "  %-32s %12s\n", "iteration", fmt_time(a, sizeof(a), t->iteration_s));
     fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",
             fmt_time(a, sizeof(a), t->layer_forward_s),

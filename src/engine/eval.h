@@ -33,6 +33,10 @@ struct spsim_block_eval {
     double tp_bwd_wire_bytes;                     /* per rank, backward only */
     uint64_t tp_wire[3];                          /* exact, per phase (enum spsim_phase) */
     uint64_t tp_regather_wire;
+    /* Context parallelism's exchanges, kept apart from the TP figures above. */
+    double cp_exposed_s, cp_comm_s, cp_bwd_wire_bytes;
+    uint64_t cp_wire[3];
+    bool cp_network; /* some CP exchange leaves the NVLink domain */
 };
 
 struct spsim_layer_eval {
@@ -67,6 +71,9 @@ struct spsim_block_totals {
     uint64_t tp_wire[3];
     uint64_t tp_regather_wire;
     uint64_t message_bytes; /* the block's M = b·s·h·2 */
+    double cp_exposed_s, cp_comm_s, cp_bwd_wire_bytes;
+    uint64_t cp_wire[3];
+    bool cp_network;
 };
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */
@@ -77,6 +84,7 @@ struct spsim_layer_summary {
     struct spsim_block_totals layer, embedding, output;
     uint64_t act_modes[SPSIM_MODE_COUNT];
     uint64_t act_no_recompute;
+    uint64_t cp_working_bytes; /* CP's transient exchange buffers of one layer (see summary.c) */
     uint64_t offload_bytes;
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;
@@ -121,7 +129,7 @@ int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *
  * by every input of spsim_collective_time(), so a hit returns exactly what a call would.
  */
 #define SPSIM_COLL_MEMO_SLOTS 256
-#define SPSIM_MAXMIN_MEMO_KEY 12 /* flow count, two capacities, three flows' three inputs */
+#define SPSIM_MAXMIN_MEMO_KEY 15 /* flow count, two capacities, four flows' three inputs */
 struct spsim_coll_memo {
     struct spsim_coll_memo_slot {
         const struct spsim_hardware *hw; /* NULL: empty */

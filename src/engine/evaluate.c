@@ -56,14 +56,42 @@ spsim_overlap_name(enum spsim_overlap overlap)
         return "dgrad";
     case SPSIM_OVERLAP_WGRAD:
         return "wgrad";
+    case SPSIM_OVERLAP_ATTENTION:
+        return "attention";
     }
     return "?";
 }
 
 /* Everything the composition derives from the configuration before folding. */
+/* d is the data-parallel size (it sets the micro-batches), dc = d·c the group gradients are
+ * reduced over and the optimizer is sharded over (Megatron's intra_dp_cp_group). */
 struct shape {
-    uint64_t L, p, v, d, t, micro, lps, lpc;
+    uint64_t L, p, v, d, t, micro, lps, lpc, c, dc;
 };
+
+/* The sharding level: --zero, or 1 for the distributed optimizer alone. */
+static uint32_t
+zero_level(const struct spsim_parallel *par)
+{
+    return par->zero > 0 ? par->zero : (par->distributed_optimizer ? 1u : 0u);
+}
+
+/* Bytes per parameter of the gradient buffer: fp32 main gradients, or the parameter dtype
+ * (arguments.py: bf16 training accumulates and reduces in fp32 unless --grad-reduce-in-bf16;
+ * fp16 training keeps fp16 gradients). */
+static uint64_t
+grad_bytes(const struct spsim_parallel *par)
+{
+    bool fp32 = par->grad_reduce_in_fp32 < 0 ? par->dtype != SPSIM_DTYPE_FP16
+                                             : par->grad_reduce_in_fp32 == 1;
+    return fp32 ? 4 : 2;
+}
+
+static uint64_t
+ceil_div(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
 
 /*
  * Model chunks whose activations pipeline rank r holds at peak. 1F1B (PipeDream-Flush): rank r
@@ -84,17 +112,40 @@ struct stage_memory {
     uint64_t params, weights, grads, optimizer, activations, total;
 };
 
+/*
+ * Megatron theoretical_memory_usage.py: 18 bytes per parameter (bf16 weight 2, fp32 main
+ * gradient 4, fp32 master weight and Adam moments 12), or 6 + 12/D with the distributed
+ * optimizer, which shards the 12 over the D = dp·cp ranks. Megatron-FSDP (megatron_fsdp.py):
+ * optim_grads (2) also shards the gradient buffer, optim_grads_params (3) the bf16 weights;
+ * a sharded buffer keeps the FSDP units (transformer layers) in flight unsharded: for
+ * weights the unit computing and the one prefetched, for gradients the unit being produced and
+ * the one in the reduce-scatter queue (2 units each).
+ */
 static void
-stage_static(uint64_t params, const struct spsim_parallel *par, struct stage_memory *s, bool *ok)
+fsdp_static(uint64_t unit, const struct spsim_parallel *par, const struct shape *x,
+            struct stage_memory *s, bool *ok)
 {
-    /* Megatron theoretical_memory_usage.py: 18 bytes per parameter (bf16 weight 2, fp32 main
-     * gradient 4, fp32 master weight and Adam moments 12), or 6 + 12/d with the distributed
-     * optimizer, which shards the 12 over the data-parallel group. */
+    uint64_t g = grad_bytes(par), D = x->dc;
+    if (par->zero >= 3)
+        s->weights = spsim_add(ceil_div(s->weights, D), spsim_mul3(unit, 2, 2, ok), ok);
+    s->grads = spsim_add(ceil_div(s->grads, D), spsim_mul3(unit, 2, g, ok), ok);
+}
+
+static void
+stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
+             const struct shape *x, struct stage_memory *s, bool *ok)
+{
+    uint64_t D = x->dc;
     s->params = params;
     s->weights = spsim_mul(params, 2, ok);
-    s->grads = spsim_mul(params, 4, ok);
-    uint64_t opt = spsim_mul(params, 12, ok);
-    s->optimizer = par->distributed_optimizer ? (opt + par->dp - 1) / par->dp : opt;
+    bool fp32 = grad_bytes(par) == 4;
+    s->grads = fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
+    if (par->zero >= 2 && D > 1)
+        fsdp_static(unit, par, x, s, ok);
+    /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
+     * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter). */
+    uint64_t opt = spsim_mul(params, fp32 ? 12 : 16, ok);
+    s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
 }
 
 /* One model chunk's activations by Megatron's full-recompute method (megatron/core/recompute.py
@@ -151,15 +202,18 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
     /* Full recomputation rebuilds a group's activations before its backward: that group's
      * whole inventory is live on top of the checkpoints (chunk_activations). */
+    mem->activation_cp_working_bytes = le->cp_working_bytes;
     uint64_t first = spsim_add(mem->activation_layers_bytes, mem->activation_embedding_bytes, ok);
     first = spsim_add(first, mem->activation_output_bytes, ok);
     first = spsim_add(first, mem->activation_recompute_working_bytes, ok);
+    first = spsim_add(first, mem->activation_cp_working_bytes, ok);
     mem->activation_first_stage_bytes = first;
     uint64_t last = first;
     if (x->p > 1) {
         last = spsim_mul(inflight_chunks(x, x->p - 1), chunk, ok);
         last = spsim_add(last, le->output.saved_bytes, ok);
         last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
+        last = spsim_add(last, mem->activation_cp_working_bytes, ok);
     }
     mem->activation_last_stage_bytes = last;
 }
@@ -199,8 +253,8 @@ stage_totals(const struct spsim_hardware *hw, const struct spsim_parallel *par,
              struct spsim_memory_report *mem, bool *ok)
 {
     struct stage_memory s0, s1;
-    stage_static(mem->parameters_first_stage, par, &s0, ok);
-    stage_static(mem->parameters_last_stage, par, &s1, ok);
+    stage_static(mem->parameters_first_stage, le->params_layer, par, x, &s0, ok);
+    stage_static(mem->parameters_last_stage, le->params_layer, par, x, &s1, ok);
     s0.total = spsim_add(spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok),
                          mem->activation_first_stage_bytes, ok);
     s1.total = spsim_add(spsim_add(spsim_add(s1.weights, s1.grads, ok), s1.optimizer, ok),
@@ -244,6 +298,52 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
     return SPSIM_OK;
 }
 
+/* Context parallelism's per-layer exchanges (per rank) and the tier of its group. */
+static void
+compose_cp_comm(const struct spsim_hardware *hw, const struct spsim_layer_summary *le,
+                const struct shape *x, struct spsim_comm_report *comm, bool *ok)
+{
+    const struct spsim_block_totals *L = &le->layer;
+    comm->cp_forward_wire_bytes_per_layer = L->cp_wire[SPSIM_PHASE_FORWARD];
+    comm->cp_backward_wire_bytes_per_layer = L->cp_wire[SPSIM_PHASE_BACKWARD];
+    comm->cp_recompute_wire_bytes_per_layer = L->cp_wire[SPSIM_PHASE_RECOMPUTE];
+    uint64_t per_layer = spsim_add(spsim_add(L->cp_wire[0], L->cp_wire[1], ok), L->cp_wire[2], ok);
+    comm->cp_wire_bytes_per_iteration = spsim_mul3(x->lps, per_layer, x->micro, ok);
+    comm->cp_tier = SPSIM_TIER_LOCAL;
+    if (x->c > 1)
+        comm->cp_tier = hw ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)x->c, x->t))
+                           : SPSIM_TIER_NVLINK;
+}
+
+/*
+ * Sharded data parallelism's traffic per rank and iteration. The distributed optimizer
+ * reduce-scatters the gradients once and gathers the updated bf16 weights once. Megatron-FSDP
+ * (megatron_fsdp.py): optim_grads and
+ * optim_grads_params reduce-scatter the gradients after every micro-batch's backward
+ * (grad_reduce_every_bprop), m times ZeRO-1's; optim_grads gathers the updated bf16
+ * parameters once after the step, optim_grads_params gathers each layer's bf16 parameters
+ * before its forward and again before its backward, every micro-batch, and never after the step.
+ */
+static void
+zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+          const struct shape *x, uint64_t grad_frac, struct spsim_comm_report *comm, bool *ok)
+{
+    uint64_t D = x->dc, unit = spsim_mul(le->params_layer, 2, ok);
+    uint64_t weights = spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok);
+    uint32_t z = zero_level(par);
+    comm->dp_rs_wire_bytes_per_rank = z >= 2 ? spsim_mul(grad_frac, x->micro, ok) : grad_frac;
+    if (z == 1 && grad_bytes(par) == 4) {
+        comm->dp_ag_wire_bytes_per_rank = grad_frac / 2; /* bf16 weights: half the fp32 grads */
+    } else if (z >= 3) {
+        uint64_t unit_frac = (unit / D) * (D - 1) + (unit % D) * (D - 1) / D;
+        comm->dp_ag_wire_bytes_per_rank = spsim_mul4(unit_frac, 2, x->lps, x->micro, ok);
+    } else {
+        comm->dp_ag_wire_bytes_per_rank = (weights / D) * (D - 1) + (weights % D) * (D - 1) / D;
+    }
+    comm->dp_wire_bytes_per_rank =
+        spsim_add(comm->dp_rs_wire_bytes_per_rank, comm->dp_ag_wire_bytes_per_rank, ok);
+}
+
 static void
 compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
              const struct spsim_layer_summary *le, const struct shape *x, uint32_t hidden,
@@ -268,31 +368,37 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     comm->tp_tier =
         x->t > 1 ? (hw ? spsim_group_tier(hw, le->tp_group) : SPSIM_TIER_NVLINK) : SPSIM_TIER_LOCAL;
 
-    /* Data parallel: fp32 gradients (Megatron accumulates and reduces in fp32 for bf16
-     * training: arguments.py sets accumulate_allreduce_grads_in_fp32). */
-    uint64_t grads = spsim_mul(mem->parameters_per_gpu, 4, ok);
-    comm->dp_grad_bytes = x->d > 1 ? grads : 0;
-    if (x->d > 1) {
-        uint64_t frac = (grads / x->d) * (x->d - 1) + (grads % x->d) * (x->d - 1) / x->d;
-        /* AllReduce moves 2(d−1)/d; RS of fp32 gradients + AG of bf16 parameters with the
-         * distributed optimizer moves (d−1)/d of each. */
-        comm->dp_wire_bytes_per_rank = par->distributed_optimizer ? frac + frac / 2 : 2 * frac;
-        comm->dp_tier = hw ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)x->d, x->t))
+    if (x->c > 1) /* the fields are cleared: nothing to fill without CP */
+        compose_cp_comm(hw, le, x, comm, ok);
+    /* Data parallel over the dp·cp group: fp32 gradients (Megatron accumulates and reduces in
+     * fp32 for bf16 training: arguments.py sets accumulate_allreduce_grads_in_fp32). */
+    uint64_t grads = spsim_mul(mem->parameters_per_gpu, grad_bytes(par), ok);
+    comm->dp_grad_bytes = x->dc > 1 ? grads : 0;
+    if (x->dc > 1) {
+        uint64_t D = x->dc;
+        uint64_t frac = (grads / D) * (D - 1) + (grads % D) * (D - 1) / D;
+        /* AllReduce moves 2(D−1)/D; RS of the gradients + AG of bf16 parameters with the
+         * distributed optimizer moves (D−1)/D of each. */
+        comm->dp_wire_bytes_per_rank = 2 * frac;
+        comm->dp_tier = hw ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)D, x->t))
                            : SPSIM_TIER_NETWORK;
+        if (zero_level(par) >= 1)
+            zero_comm(par, le, x, frac, comm, ok);
     }
-    /* Pipeline: Megatron's scatter-gather optimisation sends 1/t of the [s, b, h] activation
-     * (with SP the activation already is the s/t shard). */
+    /* Pipeline: Megatron's scatter-gather optimisation sends 1/t of the [s/c, b, h] activation
+     * (with SP the activation already is the s/(c·t) shard). */
     if (x->p > 1) {
-        comm->pp_message_bytes = spsim_mul3(le->cfg.s, le->cfg.b, 2ull * hidden, ok) / x->t;
+        comm->pp_message_bytes = spsim_mul3(le->cfg.s / x->c, le->cfg.b, 2ull * hidden, ok) / x->t;
         comm->pp_wire_bytes_per_rank = spsim_mul4(comm->pp_message_bytes, x->micro, x->v, 2, ok);
         comm->pp_tier =
-            hw ? spsim_group_tier(hw, spsim_group_place(hw, 2, x->t * x->d)) : SPSIM_TIER_NETWORK;
+            hw ? spsim_group_tier(hw, spsim_group_place(hw, 2, x->t * x->dc)) : SPSIM_TIER_NETWORK;
     }
 }
 
 /* Per micro-batch work of one stage: its layers plus the embedding or output block. */
 struct stage_time {
-    double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, offload;
+    double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, fwd_wall, cp_exposed, cp_comm,
+        offload;
 };
 
 static void
@@ -306,6 +412,9 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->bwd_window += times * (b->bwd_s + b->recompute_s);
     for (uint32_t i = 0; i < b->ncomm; i++)
         s->tp_comm += times * b->comm_s[i];
+    s->fwd_wall += times * b->fwd_s;
+    s->cp_exposed += times * b->cp_exposed_s;
+    s->cp_comm += times * b->cp_comm_s;
 }
 
 /* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
@@ -409,15 +518,17 @@ memo_maxmin(struct spsim_coll_memo *memo, const double cap[2], struct spsim_flow
         key[5 + 3 * i] = flows[i].res[0];
     }
     struct spsim_maxmin_memo_slot *s = NULL;
+    /* key[0] = n: the first 3 + 3n entries are the whole key. */
+    size_t len = 3 + 3 * (size_t)n;
     if (memo) {
         uint64_t h = 0;
-        for (size_t i = 0; i < SPSIM_MAXMIN_MEMO_KEY; i++) {
+        for (size_t i = 0; i < len; i++) {
             uint64_t bits;
             memcpy(&bits, &key[i], sizeof(bits));
             h = (h ^ bits) * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing */
         }
         s = &memo->maxmin[h >> 58];
-        if (s->used && memcmp(s->key, key, sizeof(key)) == 0) {
+        if (s->used && memcmp(s->key, key, len * sizeof(key[0])) == 0) {
             *finish = s->finish;
             return SPSIM_OK;
         }
@@ -426,7 +537,7 @@ memo_maxmin(struct spsim_coll_memo *memo, const double cap[2], struct spsim_flow
     int rc = spsim_maxmin_run(cap, 2, flows, n, &makespan, NULL);
     *finish = flows[0].finish_s;
     if (rc == SPSIM_OK && s) {
-        memcpy(s->key, key, sizeof(key));
+        memcpy(s->key, key, len * sizeof(key[0]));
         s->finish = *finish;
         s->used = true;
     }
@@ -440,48 +551,26 @@ collective(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, enum s
     return memo_time(memo, hw, op, spsim_group_place(hw, size, stride), bytes, out);
 }
 
-/* Exposed time of the data-parallel reduction. Overlapped with the last micro-batch's backward
- * (Megatron --overlap-grad-reduce), it shares links with that backward's TP collectives and the
- * pipeline's backward sends: bandwidth is split by max-min fairness. */
+/* The finish of a data-parallel transfer of times a + b (alone: `alone`) overlapped with the
+ * last micro-batch's backward: it shares links with that backward's TP and CP collectives and
+ * the pipeline's backward sends, bandwidth split by max-min fairness. */
 static int
-dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
-           const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-           const struct shape *x, const struct spsim_comm_report *comm,
-           const struct stage_time *crit, double t_send, double *exposed, double *busy_nv,
-           double *busy_net)
+shared_finish(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+              const struct spsim_layer_summary *le, const struct shape *x,
+              const struct spsim_comm_report *comm, double t_send, const struct spsim_coll_time *a,
+              const struct spsim_coll_time *b, double alone, double *finish)
 {
-    *exposed = 0;
-    if (x->d <= 1)
-        return SPSIM_OK;
-    double grads = (double)comm->dp_grad_bytes;
-    struct spsim_coll_time a, b = {0};
-    int rc;
-    if (par->distributed_optimizer) {
-        if ((rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->d, x->t, grads,
-                             &a)) ||
-            (rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->d, x->t, grads / 2, &b)))
-            return rc;
-    } else if ((rc =
-                    collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->d, x->t, grads, &a))) {
-        return rc;
-    }
-    double alone = a.time_s + b.time_s;
-    bool on_nvlink = a.tier == SPSIM_TIER_NVLINK;
-    *(on_nvlink ? busy_nv : busy_net) += alone;
-    if (!par->overlap_grad_reduce) {
-        *exposed = alone;
-        return SPSIM_OK;
-    }
+    bool on_nvlink = a->tier == SPSIM_TIER_NVLINK;
     /* Links of one GPU: its NVLink port (ring busbw) and its share of the node's NICs. */
     double cap[2] = {hw->nvlink.busbw_Bps[SPSIM_COLL_ALL_GATHER],
                      hw->nic_achievable_Bps * hw->nics_per_node / hw->gpus_per_node};
-    struct spsim_flow flows[3];
+    struct spsim_flow flows[4];
     uint32_t n = 0;
-    double dp_bytes = a.wire_bytes + b.wire_bytes;
+    double dp_bytes = a->wire_bytes + b->wire_bytes;
     flows[n++] =
-        (struct spsim_flow){.bytes = on_nvlink ? dp_bytes : a.network_bytes + b.network_bytes,
-                            .max_rate = (a.wire_bytes + b.wire_bytes) /
-                                        spsim_max_d(alone - a.latency_s - b.latency_s, 1e-12),
+        (struct spsim_flow){.bytes = on_nvlink ? dp_bytes : a->network_bytes + b->network_bytes,
+                            .max_rate = (a->wire_bytes + b->wire_bytes) /
+                                        spsim_max_d(alone - a->latency_s - b->latency_s, 1e-12),
                             .nres = 1,
                             .res = {on_nvlink ? 0u : 1u}};
     double tp_bytes = x->lps * le->layer.tp_bwd_wire_bytes;
@@ -496,11 +585,111 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                                          .max_rate = cap[1],
                                          .nres = 1,
                                          .res = {1u}};
+    double cp_bytes = x->lps * le->layer.cp_bwd_wire_bytes;
+    if (cp_bytes > 0) /* the CP group's backward exchanges (dp·cp ranks share the links) */
+        flows[n++] = (struct spsim_flow){.bytes = cp_bytes,
+                                         .max_rate = cap[le->layer.cp_network ? 1 : 0],
+                                         .nres = 1,
+                                         .res = {le->layer.cp_network ? 1u : 0u}};
     double first_done = 0;
-    if ((rc = memo_maxmin(memo, cap, flows, n, &first_done)))
+    int rc = memo_maxmin(memo, cap, flows, n, &first_done);
+    *finish = first_done + a->latency_s + b->latency_s;
+    return rc;
+}
+
+/* The parameter AllGather after the step (distributed optimizer, optim_grads): exposed, or
+ * with --overlap-param-gather behind the next iteration's first forward of the stage. */
+static double
+param_gather_exposed(const struct spsim_parallel *par, const struct stage_time *crit, double ag)
+{
+    return par->overlap_param_gather ? spsim_max_d(0.0, ag - crit->fwd_wall) : ag;
+}
+
+/*
+ * Megatron-FSDP's exposed data-parallel time (megatron_fsdp.py), optim_grads (2) and
+ * optim_grads_params (3). Every micro-batch's gradients are reduce-scattered beside its
+ * backward (shared_finish), m times. Level 2 gathers the updated weights once (see
+ * param_gather_exposed). Level 3 gathers each layer's bf16 weights before its forward and again
+ * before its backward, prefetched: the next layer's gather runs beside this layer's pass, so
+ * it shows by max(0, T_AG − pass) for L/p − 1 layers, and the first layer's gather of each
+ * pass (nothing before it to hide behind) in full.
+ */
+static int
+zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+             const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+             const struct shape *x, const struct spsim_comm_report *comm,
+             const struct stage_time *crit, double t_send, double *exposed, double *busy_nv,
+             double *busy_net)
+{
+    uint32_t D = (uint32_t)x->dc;
+    double grads = (double)comm->dp_grad_bytes, mb = (double)x->micro;
+    double weights = grads / (double)grad_bytes(par) * 2.0;
+    struct spsim_coll_time a, ag, none = {0};
+    int rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a);
+    if (rc == SPSIM_OK)
+        rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t,
+                        par->zero >= 3 ? 2.0 * (double)le->params_layer : weights, &ag);
+    double finish = 0;
+    if (rc == SPSIM_OK)
+        rc = shared_finish(memo, hw, le, x, comm, t_send, &a, &none, a.time_s, &finish);
+    if (rc != SPSIM_OK)
         return rc;
-    double finish = first_done + a.latency_s + b.latency_s;
-    *exposed = spsim_max_d(0.0, finish - crit->bwd_window);
+    double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window), gather, busy;
+    if (par->zero >= 3) {
+        double fwd = le->layer.fwd_s, bwd = le->layer.bwd_s + le->layer.recompute_s;
+        double hidden = spsim_max_d(0.0, ag.time_s - fwd) + spsim_max_d(0.0, ag.time_s - bwd);
+        gather = mb * (2.0 * ag.time_s + ((double)x->lps - 1.0) * hidden);
+        busy = mb * 2.0 * (double)x->lps * ag.time_s;
+    } else {
+        gather = param_gather_exposed(par, crit, ag.time_s);
+        busy = ag.time_s;
+    }
+    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += mb * a.time_s + busy;
+    *exposed = rs + gather;
+    return SPSIM_OK;
+}
+
+/* Exposed time of the data-parallel reduction over the dp·cp group. Overlapped with the last
+ * micro-batch's backward (Megatron --overlap-grad-reduce): see shared_finish. */
+static int
+dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+           const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+           const struct shape *x, const struct spsim_comm_report *comm,
+           const struct stage_time *crit, double t_send, double *exposed, double *busy_nv,
+           double *busy_net)
+{
+    *exposed = 0;
+    if (x->dc <= 1)
+        return SPSIM_OK;
+    if (zero_level(par) >= 2)
+        return zero_exposed(memo, hw, par, le, x, comm, crit, t_send, exposed, busy_nv, busy_net);
+    double grads = (double)comm->dp_grad_bytes;
+    double weights = grad_bytes(par) == 4 ? grads / 2 : grads;
+    uint32_t D = (uint32_t)x->dc;
+    struct spsim_coll_time a, b = {0};
+    int rc;
+    if (zero_level(par) >= 1) {
+        if ((rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a)) ||
+            (rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t, weights, &b)))
+            return rc;
+    } else if ((rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, D, x->t, grads, &a))) {
+        return rc;
+    }
+    double alone = a.time_s + b.time_s;
+    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += alone;
+    if (!par->overlap_grad_reduce) {
+        *exposed = alone;
+        return SPSIM_OK;
+    }
+    double finish = 0, ag = 0;
+    if (par->overlap_param_gather) { /* the gather leaves the backward for the next forward */
+        ag = param_gather_exposed(par, crit, b.time_s);
+        alone = a.time_s;
+        b = (struct spsim_coll_time){0};
+    }
+    if ((rc = shared_finish(memo, hw, le, x, comm, t_send, &a, &b, alone, &finish)))
+        return rc;
+    *exposed = spsim_max_d(0.0, finish - crit->bwd_window) + ag;
     return SPSIM_OK;
 }
 
@@ -517,7 +706,7 @@ pp_send_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         return SPSIM_OK;
     struct spsim_coll_time ct, ag = {0};
     int rc;
-    if ((rc = collective(memo, hw, SPSIM_COLL_SEND_RECV, 2, x->t * x->d,
+    if ((rc = collective(memo, hw, SPSIM_COLL_SEND_RECV, 2, x->t * x->dc,
                          (double)comm->pp_message_bytes, &ct)))
         return rc;
     if (!par->sp && x->t > 1 &&
@@ -539,7 +728,7 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
         return SPSIM_OK;
     struct spsim_coll_time e;
     double bytes = 4.0 * (double)le->padded_vocab * m->hidden / x->t;
-    int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->d * (x->p - 1), bytes, &e);
+    int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->dc * (x->p - 1), bytes, &e);
     if (rc)
         return rc;
     tr->dp_exposed_s += e.time_s;
@@ -551,14 +740,21 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
  * reads every fp32 main gradient (4 B); fused Adam (apex/TE) reads the gradient (4), reads and
  * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2);
  * zero_grad_buffer then clears the fp32 gradients (4). The distributed optimizer does the Adam
- * part on 1/d of the parameters. */
+ * part on 1/D of the parameters (D = dp·cp). */
 static double
 optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                  const struct shape *x, const struct spsim_memory_report *mem)
 {
-    double params = (double)mem->parameters_per_gpu;
-    double adam = par->distributed_optimizer ? 28.0 * params / x->d + 2.0 * params : 30.0 * params;
-    double opt_bytes = 4.0 * params + adam + 4.0 * params;
+    double params = (double)mem->parameters_per_gpu, g = (double)grad_bytes(par);
+    uint32_t z = zero_level(par);
+    double D = (double)x->dc;
+    /* Sharded gradients (2, 3) are read and cleared as shards; sharded weights (3) written so.
+     * 16-bit gradients are first copied to the optimizer's fp32 gradients (read g, write 4),
+     * which Adam reads (4). */
+    double grads = z >= 2 ? g * params / D : g * params;
+    double coef = g == 4 ? 28.0 : g + 32.0;
+    double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? 2.0 * params / D : 2.0 * params);
+    double opt_bytes = grads + adam + grads;
     return opt_bytes / hw->hbm_achievable_Bps;
 }
 
@@ -606,6 +802,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     tr->backward_s = mb * crit->bwd;
     tr->recompute_s = mb * crit->rec;
     tr->tp_exposed_s = mb * crit->exposed;
+    tr->cp_exposed_s = mb * crit->cp_exposed;
     tr->offload_exposed_s = mb * crit->offload;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
@@ -615,6 +812,9 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     double tp_busy = mb * crit->tp_comm + (x->p - 1.0) / x->v * crit->tp_comm;
     *(le->tp_group.per_domain >= le->tp_group.size ? &busy_nv : &busy_net) += tp_busy;
     *(comm->pp_tier == SPSIM_TIER_NVLINK ? &busy_nv : &busy_net) += (mb + x->p - 1.0) * p2p;
+    if (x->c > 1)
+        *(le->layer.cp_network ? &busy_net : &busy_nv) +=
+            mb * crit->cp_comm + (x->p - 1.0) / x->v * crit->cp_comm;
     if ((rc = dp_exposed(memo, hw, par, le, x, comm, crit, t_send, &tr->dp_exposed_s, &busy_nv,
                          &busy_net)))
         return rc;
@@ -622,8 +822,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
-                      tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s + tr->optimizer_s +
-                      tr->offload_exposed_s;
+                      tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s +
+                      tr->optimizer_s + tr->offload_exposed_s;
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;
@@ -658,7 +858,7 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     if (par->recompute == SPSIM_RECOMPUTE_FULL && replayed_layers != x->lps)
         layers = x->L * (L->fwd_flops + L->bwd_flops) +
                  (double)(x->p * replayed_layers) * L->recompute_flops;
-    tr->hardware_flops = passes * x->t * (layers + output);
+    tr->hardware_flops = passes * x->t * x->c * (layers + output);
     double iter = tr->iteration_s;
     tr->tokens_per_s = (double)par->gbs * s / iter;
     tr->tokens_per_s_per_gpu = tr->tokens_per_s / gpus;
@@ -686,8 +886,11 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     r->config.seq = (uint32_t)le->cfg.s;
     r->config.flash_attn = le->cfg.flash ? 1 : 0;
     r->config.recompute_modules = le->cfg.rmods; /* resolved: Megatron's default for selective */
-    r->gpus = par->tp * par->pp * par->dp;
+    r->gpus = par->tp * par->cp * par->pp * par->dp;
     r->flash_attention = le->cfg.flash;
+    r->grad_reduce_in_fp32 = grad_bytes(par) == 4;
+    r->config.grad_reduce_in_fp32 = r->grad_reduce_in_fp32;
+    r->config.zero = zero_level(par); /* the distributed optimizer is level 1 */
     r->padded_vocab = le->padded_vocab;
     r->warnings = warnings;
     if (per_layer) {
@@ -697,6 +900,8 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     }
     struct shape x = {.L = m->layers, .p = par->pp, .v = par->vpp, .d = par->dp, .t = par->tp};
     x.micro = par->gbs / ((uint64_t)par->mbs * par->dp);
+    x.c = par->cp;
+    x.dc = x.d * x.c;
     x.lps = x.L / x.p;
     x.lpc = x.lps / x.v;
     bool ok = true;

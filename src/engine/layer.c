@@ -93,9 +93,11 @@ dims3(struct spsim_dim *d, uint32_t *n, const char *s0, uint64_t v0, const char 
     *n = 3;
 }
 
+/* s is the tokens of one rank's sequence (s/c with context parallelism), s_full the whole
+ * sequence its queries attend to. */
 struct dims {
-    uint64_t s, sl, b, h, t, q_t, kv_t, heads_t, d, ffn_t, gate;
-    const char *sl_sym;
+    uint64_t s, sl, b, h, t, q_t, kv_t, heads_t, d, ffn_t, gate, s_full;
+    const char *s_sym, *sl_sym;
 };
 
 static struct spsim_op *
@@ -139,9 +141,9 @@ add_boundary(struct builder *bld, const struct dims *x, bool into_tp, const char
     }
     if (into_tp) {
         dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
-        dims3(op->out, &op->nout, "s", x->s, "b", x->b, "h", x->h);
+        dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "h", x->h);
     } else {
-        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "h (partial sums)", x->h);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h (partial sums)", x->h);
         dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
     }
     return op;
@@ -197,25 +199,101 @@ add_dropout_add(struct builder *bld, const struct spsim_model_shape *m, const st
     dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
 }
 
+/* A CP exchange op of the core-attention group (replayed with it by selective recompute). */
+static struct spsim_op *
+add_cp_op(struct builder *bld, const char *name, enum spsim_coll_op coll, uint64_t fwd_bytes,
+          uint64_t bwd_bytes, uint32_t group, uint32_t stride)
+{
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_CP, SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
+    op->operator_name = "cp";
+    op->fwd_coll = op->bwd_coll = coll;
+    op->message_bytes = fwd_bytes;
+    op->cp_bwd_message_bytes = bwd_bytes;
+    op->cp_group = group;
+    op->cp_stride = stride;
+    return op;
+}
+
+/*
+ * Context parallelism's exchanges around flash attention (TE context_parallel.py), before it
+ * (`before`) or after it. KV_blk = 2·b·(s/c)·(kv/t)·2 B, K and V of one rank; the A2A group is
+ * the inner one (stride t), the p2p ring the outer one (stride t·inner).
+ *   p2p:        ring of c−1 KV_blk sends beside the attention steps; backward c−1 KV_blk and
+ *               c−1 dKV_blk sends (AttnFuncWithCPAndKVP2P);
+ *   all_gather: AllGather of K and V (c·KV_blk) before attention, again in backward, and a
+ *               ReduceScatter of dK, dV after it (AttnFuncWithCPAndKVAllGather);
+ *   a2a:        all-to-all of Q, K, V before attention and of O after it; backward the
+ *               all-to-all of dO, then of dQ, dK, dV (AttnFuncWithCPAndQKVOA2A).
+ */
+static void
+add_cp_exchange(struct builder *bld, const struct dims *x, bool before)
+{
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    if (cfg->cp <= 1)
+        return;
+    bool *ok = &bld->ok;
+    uint64_t tokens = spsim_mul(x->s, x->b, ok), kv = spsim_mul3(tokens, 4, x->kv_t, ok);
+    uint32_t t = (uint32_t)x->t, inner = cfg->cp_a2a, ring = cfg->cp_ring;
+    struct spsim_op *op;
+    if (cfg->cp_comm == SPSIM_CP_ALL_GATHER) {
+        uint64_t full = spsim_mul(kv, cfg->cp, ok);
+        op = before ? add_cp_op(bld, "CP AllGather of K and V", SPSIM_COLL_ALL_GATHER, full, full,
+                                cfg->cp, t)
+                    : add_cp_op(bld, "CP AllGather of K and V (backward re-gather)",
+                                SPSIM_COLL_ALL_GATHER, 0, full, cfg->cp, t);
+        if (before) /* its backward is the ReduceScatter of dK and dV */
+            op->bwd_coll = SPSIM_COLL_REDUCE_SCATTER;
+        else
+            op->fwd_coll = SPSIM_COLL_NONE;
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "2kv·d/t", 2 * x->kv_t);
+        dims3(op->out, &op->nout, "s", x->s_full, "b", x->b, "2kv·d/t", 2 * x->kv_t);
+        return;
+    }
+    if (inner > 1) {
+        uint64_t io = before ? spsim_mul3(tokens, 2, x->q_t + 2 * x->kv_t, ok)
+                             : spsim_mul3(tokens, 2, x->q_t, ok);
+        op = add_cp_op(bld, before ? "CP all-to-all of Q, K, V" : "CP all-to-all of O",
+                       SPSIM_COLL_ALL_TO_ALL, io, io, inner, t);
+        uint64_t w = before ? x->q_t + 2 * x->kv_t : x->q_t;
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, before ? "(a+2kv)d/t" : "ad/t", w);
+        dims3(op->out, &op->nout, "s·inner/c", x->s * inner, "b", x->b,
+              before ? "(a+2kv)d/(t·inner)" : "ad/(t·inner)", w / inner);
+    }
+    if (before && ring > 1) {
+        op = add_cp_op(bld, "CP p2p ring of K/V blocks", SPSIM_COLL_SEND_RECV, kv,
+                       spsim_mul(kv, 2, ok), ring, t * inner);
+        dims3(op->in, &op->nin, "s·inner/c", x->s * inner, "b", x->b, "2kv·d/(t·inner)",
+              2 * x->kv_t / inner);
+        dims3(op->out, &op->nout, "s·inner/c", x->s * inner, "b", x->b, "2kv·d/(t·inner)",
+              2 * x->kv_t / inner);
+    }
+}
+
 static void
 add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
 {
     bool *ok = &bld->ok;
     uint64_t tokens = spsim_mul(x->s, x->b, ok);
     if (bld->layer->cfg.flash) {
+        add_cp_exchange(bld, x, true);
         struct spsim_op *op = add_op(bld, "flash attention (QK^T, softmax, dropout, .V)",
                                      SPSIM_OPK_FLASH, SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
-        /* Causal: half of the s×s scores; two matmuls of 2·s·s·d each per head, halved. */
-        op->flash_fwd_flops =
-            2.0 * (double)x->b * (double)x->heads_t * (double)x->s * (double)x->s * (double)x->d;
+        /* Causal: half of the s×s scores; two matmuls of 2·s·s·d each per head, halved. With
+         * context parallelism the rank's s/c queries (chunks r and 2c−1−r) see exactly the
+         * causal half of s/c × s (TE's load balancing), so the work is the causal total / c. */
+        op->flash_fwd_flops = 2.0 * (double)x->b * (double)x->heads_t * (double)x->s *
+                              (double)x->s_full * (double)x->d;
         save(op, "Q and K", spsim_mul(tokens, x->q_t + x->kv_t, ok), 2, SPSIM_RG_LAYER);
         save(op, "V", spsim_mul(tokens, x->kv_t, ok), 2, SPSIM_RG_LAYER);
         save(op, "softmax log-sum-exp (fp32)", spsim_mul3(x->b, x->heads_t, x->s, ok), 4,
              SPSIM_RG_CORE_ATTN);
         if (m->dropout)
             op->rng = "model-parallel-rng";
-        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
-        dims3(op->out, &op->nout, "s", x->s, "b", x->b, "ad/t", x->q_t);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
+        dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ad/t", x->q_t);
+        if (bld->layer->ops[bld->layer->nops - 2].kind == SPSIM_OPK_CP)
+            bld->layer->ops[bld->layer->nops - 2].cp_attn_flops = op->flash_fwd_flops;
+        add_cp_exchange(bld, x, false);
         return;
     }
     uint64_t scores = spsim_mul4(x->b, x->heads_t, x->s, x->s, ok);
@@ -227,12 +305,12 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
     op->k = x->d;
     save(op, "Q and K", spsim_mul(tokens, x->q_t + x->kv_t, ok), 2, SPSIM_RG_LAYER);
     op->in[0] = (struct spsim_dim){"b·a/t", x->b * x->heads_t};
-    op->in[1] = (struct spsim_dim){"s", x->s};
+    op->in[1] = (struct spsim_dim){x->s_sym, x->s};
     op->in[2] = (struct spsim_dim){"d", x->d};
     op->nin = 3;
     op->out[0] = (struct spsim_dim){"b·a/t", x->b * x->heads_t};
-    op->out[1] = (struct spsim_dim){"s", x->s};
-    op->out[2] = (struct spsim_dim){"s", x->s};
+    op->out[1] = (struct spsim_dim){x->s_sym, x->s};
+    op->out[2] = (struct spsim_dim){x->s_sym, x->s};
     op->nout = 3;
     struct spsim_dim score_dims[3] = {op->out[0], op->out[1], op->out[2]};
 
@@ -268,7 +346,7 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
     save(op, "V", spsim_mul(tokens, x->kv_t, ok), 2, SPSIM_RG_LAYER);
     memcpy(op->in, score_dims, sizeof(score_dims));
     op->nin = 3;
-    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "ad/t", x->q_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ad/t", x->q_t);
 }
 
 /* QK-norm (Qwen3; Megatron-Core's qk_layernorm): the layer's norm over each head's d channels
@@ -283,8 +361,8 @@ add_qk_norm(struct builder *bld, const struct dims *x)
     op->fwd_bytes = 4.0 * elements;
     op->bwd_bytes = 10.0 * elements;
     save(op, "QK-norm input", elements, 2, SPSIM_RG_LAYER);
-    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
-    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
 }
 
 static void
@@ -304,8 +382,8 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     if (m->linear_bias || m->qkv_bias) /* grad_bias = grad_output.sum(0): read dY once */
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->q_t + 2 * x->kv_t);
     op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
-    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "h", x->h);
-    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
     if (m->qk_norm)
         add_qk_norm(bld, x);
     if (m->position == SPSIM_POSITION_ROPE) {
@@ -313,15 +391,15 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
         op = add_op(bld, "RoPE on Q and K", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
         op->fwd_bytes = 4.0 * elements;
         op->bwd_bytes = 4.0 * elements;
-        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
-        dims3(op->out, &op->nout, "s", x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
+        dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
     }
     add_core_attention(bld, m, x);
     op = add_gemm(bld, "attention projection GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, x->q_t,
                   x->h);
     save(op, "projection input", spsim_mul(tokens, x->q_t, ok), 2, SPSIM_RG_LAYER);
-    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "ad/t", x->q_t);
-    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "h (partial sums)", x->h);
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "ad/t", x->q_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "h (partial sums)", x->h);
     add_boundary(bld, x, false, "ḡ: ReduceScatter after projection",
                  "f̄: AllReduce after projection",
                  "ḡ backward: AllGather of the projection output gradient", "f̄ backward: identity");
@@ -354,28 +432,28 @@ add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const stru
     if (m->linear_bias) /* bias-GeLU's bias gradient: read dY once */
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->gate * x->ffn_t);
     op->regather_site = "wgrad AG: re-gather of the saved FC1 input shard";
-    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "h", x->h);
-    dims3(op->out, &op->nout, "s", x->s, "b", x->b, x->gate == 2 ? "2ffn/t" : "ffn/t",
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, x->gate == 2 ? "2ffn/t" : "ffn/t",
           x->gate * x->ffn_t);
     if (m->mlp == SPSIM_MLP_SWIGLU) {
         op = add_op(bld, "SwiGLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_MLP);
         op->fwd_bytes = 6.0 * act;
         op->bwd_bytes = 10.0 * act;
         save(op, "SwiGLU input (gate and up)", spsim_mul(act, 2, ok), 2, SPSIM_RG_MLP);
-        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "2ffn/t", 2 * x->ffn_t);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "2ffn/t", 2 * x->ffn_t);
     } else {
         op = add_op(bld, "bias-GeLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_MLP);
         op->fwd_bytes = 4.0 * act;
         op->bwd_bytes = 6.0 * act;
         save(op, "GeLU input", act, 2, SPSIM_RG_MLP);
-        dims3(op->in, &op->nin, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "ffn/t", x->ffn_t);
     }
-    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ffn/t", x->ffn_t);
     op = add_gemm(bld, "FC2 GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, x->ffn_t, x->h);
     op->group = SPSIM_RG_MLP;
     save(op, "FC2 input", act, 2, SPSIM_RG_MLP);
-    dims3(op->in, &op->nin, "s", x->s, "b", x->b, "ffn/t", x->ffn_t);
-    dims3(op->out, &op->nout, "s", x->s, "b", x->b, "h (partial sums)", x->h);
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "ffn/t", x->ffn_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "h (partial sums)", x->h);
     op = add_boundary(bld, x, false, "ḡ: ReduceScatter after FC2", "f̄: AllReduce after FC2",
                       "ḡ backward: AllGather of the FC2 output gradient", "f̄ backward: identity");
     if (op)
@@ -386,10 +464,11 @@ add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const stru
 static struct dims
 make_dims(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg)
 {
-    uint64_t t = cfg->t ? cfg->t : 1;
+    uint64_t t = cfg->t ? cfg->t : 1, c = cfg->cp > 1 ? cfg->cp : 1, s = cfg->s / c;
     return (struct dims){
-        .s = cfg->s,
-        .sl = cfg->sp ? cfg->s / t : cfg->s,
+        .s = s,
+        .s_full = cfg->s,
+        .sl = cfg->sp ? s / t : s,
         .b = cfg->b,
         .h = m->hidden,
         .t = t,
@@ -399,7 +478,8 @@ make_dims(const struct spsim_model_shape *m, const struct spsim_layer_config *cf
         .d = m->head_dim,
         .ffn_t = m->ffn_hidden / t,
         .gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1,
-        .sl_sym = cfg->sp && t > 1 ? "s/t" : "s",
+        .s_sym = c > 1 ? "s/c" : "s",
+        .sl_sym = cfg->sp && t > 1 ? (c > 1 ? "s/(c·t)" : "s/t") : (c > 1 ? "s/c" : "s"),
     };
 }
 
@@ -443,9 +523,9 @@ spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_laye
     bool learned = m->position == SPSIM_POSITION_LEARNED;
     op->fwd_bytes = (learned ? 8.0 : 4.0) * elements;
     op->bwd_bytes = 10.0 * elements;
-    dims3(op->in, &op->nin, "s", x.s, "b", x.b, "token ids", 1);
+    dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "token ids", 1);
     op->nin = 2;
-    dims3(op->out, &op->nout, "s", x.s, "b", x.b, "h (partial sums)", x.h);
+    dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "h (partial sums)", x.h);
     add_boundary(&bld, &x, false, "ḡ: ReduceScatter after the embedding",
                  "f̄: AllReduce after the embedding",
                  "ḡ backward: AllGather of the embedding output gradient", "f̄ backward: identity");
@@ -482,8 +562,8 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
                                    SPSIM_GEMM_COLUMN, tokens, x.h, vocab_t);
     save_column_input(&bld, op, &x, "output layer input", SPSIM_RG_LAYER);
     op->regather_site = "wgrad AG: re-gather of the saved output-layer input shard";
-    dims3(op->in, &op->nin, "s", x.s, "b", x.b, "h", x.h);
-    dims3(op->out, &op->nout, "s", x.s, "b", x.b, "v/t", vocab_t);
+    dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "h", x.h);
+    dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "v/t", vocab_t);
     /* Vocabulary-parallel cross-entropy keeps the logits in fp32 (paper §4.3: 4sbv/t). Forward
      * reads the bf16 logits and writes and re-reads fp32 exponentials; backward reads them and
      * writes the bf16 gradient. Its three small all-reduces (max, sum, target logit; s·b fp32
@@ -494,8 +574,8 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
     op->fwd_bytes = 10.0 * logits;
     op->bwd_bytes = 6.0 * logits;
     save(op, "logits (fp32)", logits, 4, SPSIM_RG_LAYER);
-    dims3(op->in, &op->nin, "s", x.s, "b", x.b, "v/t", vocab_t);
-    dims3(op->out, &op->nout, "s", x.s, "b", x.b, "loss", 1);
+    dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "v/t", vocab_t);
+    dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "loss", 1);
     op->nout = 2;
     if (x.t > 1) {
         op = add_op(&bld, "cross-entropy AllReduces (max, sum, target)", SPSIM_OPK_COMM,
@@ -503,8 +583,8 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
         op->operator_name = "";
         op->fwd_coll = SPSIM_COLL_ALL_REDUCE;
         op->message_bytes = spsim_mul(tokens, 12, &bld.ok);
-        dims3(op->in, &op->nin, "s", x.s, "b", x.b, "3 fp32", 3);
-        dims3(op->out, &op->nout, "s", x.s, "b", x.b, "3 fp32", 3);
+        dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "3 fp32", 3);
+        dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "3 fp32", 3);
     }
     block->ok = bld.ok;
 }

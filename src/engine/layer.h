@@ -16,7 +16,8 @@ enum spsim_op_kind {
     SPSIM_OPK_GEMM = 1,   /* a linear layer: out[m,n] = in[m,k] · W[k,n] on one rank */
     SPSIM_OPK_BMM = 2,    /* batched attention matmul (QKᵀ or attention·V), no weights */
     SPSIM_OPK_FLASH = 3,  /* fused flash attention (QKᵀ, softmax, dropout, ·V) */
-    SPSIM_OPK_COMM = 4    /* a TP boundary operator: f, f̄, g or ḡ */
+    SPSIM_OPK_COMM = 4,   /* a TP boundary operator: f, f̄, g or ḡ */
+    SPSIM_OPK_CP = 5      /* a context-parallel exchange of attention inputs or outputs */
 };
 
 /* Recompute group: what selective recomputation of a module (enum spsim_recompute_module, the
@@ -70,7 +71,12 @@ struct spsim_op {
     /* Column-parallel GEMM with SP: where its weight-gradient re-gather is reported. */
     const char *regather_site;
     uint64_t message_bytes; /* M = b·s·h·2 */
-    const char *rng;        /* RNG domain of a dropout, or NULL */
+    /* CP: the backward message (p2p: K/V and dK/dV blocks travel together), the group (size,
+     * stride in ranks) and, for the p2p ring, the attention it overlaps (forward FLOPs). */
+    uint64_t cp_bwd_message_bytes;
+    uint32_t cp_group, cp_stride;
+    double cp_attn_flops;
+    const char *rng; /* RNG domain of a dropout, or NULL */
     uint32_t nsaved;
     struct spsim_saved_tensor saved[SPSIM_OP_MAX_SAVED];
     uint32_t nin, nout;
@@ -88,6 +94,10 @@ struct spsim_layer_config {
     uint32_t rmods; /* selective: the modules recomputed (enum spsim_rgroup bits); else 0 */
     uint64_t s, b;  /* sequence length, micro-batch size */
     enum spsim_dtype dtype;
+    /* Context parallelism: size, exchange, and the A2A (inner) and p2p ring (outer) sizes. */
+    uint32_t cp;
+    enum spsim_cp_comm cp_comm;
+    uint32_t cp_a2a, cp_ring;
 };
 
 struct spsim_layer {
@@ -143,6 +153,9 @@ struct spsim_step {
     const char *coll_site;
     const char *coll_operator;
     enum spsim_overlap overlap;
+    /* Filled when the step is costed: the group its collective spans, the bytes per rank. */
+    uint32_t group_size;
+    uint64_t wire_bytes;
 };
 
 #define SPSIM_MAX_STEPS 96

@@ -60,6 +60,13 @@ enum flag_id {
     F_RECOMPUTE_MODULES,
     F_OFFLOAD,
     F_OFFLOAD_LAYERS,
+    F_CP_COMM,
+    F_HCP,
+    F_FSDP,
+    F_SHARDING,
+    F_GRAD_FP32,
+    F_GRAD_BF16,
+    F_OVERLAP_PARAM,
     F_DISTOPT,
     F_OVERLAP,
     F_BF16,
@@ -120,6 +127,13 @@ static const struct {
     [F_RECOMPUTE_MODULES] = {"--recompute-modules", K_LIST},
     [F_OFFLOAD] = {"--cpu-offloading", K_SWITCH},
     [F_OFFLOAD_LAYERS] = {"--cpu-offloading-num-layers", K_VALUE},
+    [F_CP_COMM] = {"--cp-comm-type", K_VALUE},
+    [F_HCP] = {"--hierarchical-context-parallel-sizes", K_LIST},
+    [F_FSDP] = {"--use-megatron-fsdp", K_SWITCH},
+    [F_SHARDING] = {"--data-parallel-sharding-strategy", K_VALUE},
+    [F_GRAD_FP32] = {"--accumulate-allreduce-grads-in-fp32", K_SWITCH},
+    [F_GRAD_BF16] = {"--grad-reduce-in-bf16", K_SWITCH},
+    [F_OVERLAP_PARAM] = {"--overlap-param-gather", K_SWITCH},
     [F_DISTOPT] = {"--use-distributed-optimizer", K_SWITCH},
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
     [F_BF16] = {"--bf16", K_SWITCH},
@@ -481,13 +495,52 @@ recompute(const struct mg *m, struct spsim_parallel *p)
     return SPSIM_OK;
 }
 
+/* Context parallelism's exchange (--cp-comm-type, --hierarchical-context-parallel-sizes). */
+static int
+context_parallel(const struct mg *m, struct spsim_parallel *p)
+{
+    if (m->given[F_CP_COMM] && spsim_cp_comm_parse(m->value[F_CP_COMM], &p->cp_comm_type))
+        return flag_error(m, F_CP_COMM, "'%s' is not p2p, all_gather, a2a or a2a+p2p",
+                          m->value[F_CP_COMM]);
+    if (!m->given[F_HCP])
+        return SPSIM_OK;
+    unsigned a = 0, b = 0;
+    char end = 0;
+    if (sscanf(m->value[F_HCP], "%u,%u%c", &a, &b, &end) != 2 || !a || !b)
+        return flag_error(m, F_HCP, "'%s' is not two sizes", m->value[F_HCP]);
+    p->hcp_sizes[0] = a;
+    p->hcp_sizes[1] = b;
+    return SPSIM_OK;
+}
+
+/* Sharding and gradient buffers: Megatron-FSDP's strategy (optim = the distributed optimizer,
+ * optim_grads, optim_grads_params), the gradient reduction's dtype, the parameter gather. */
+static int
+sharding(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const strategies[] = {"no_shard", "optim", "optim_grads",
+                                             "optim_grads_params", NULL};
+    int level = 0;
+    int rc = choice(m, F_SHARDING, strategies, 0, &level);
+    if (rc != SPSIM_OK)
+        return rc;
+    if (m->given[F_SHARDING] && !m->given[F_FSDP])
+        return flag_error(m, F_SHARDING, "counts only with --use-megatron-fsdp");
+    p->zero = (uint32_t)level;
+    p->distributed_optimizer = m->given[F_DISTOPT];
+    if (m->given[F_GRAD_FP32] && m->given[F_GRAD_BF16])
+        return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
+    p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
+    p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
+    return SPSIM_OK;
+}
+
 /* What Megatron-LM can run that spsim does not model: refused by flag. */
 static int
 unmodelled_parallelism(const struct mg *m)
 {
     int rc;
-    if ((rc = only(m, F_CP, 1, "context parallelism is not modelled")) ||
-        (rc = only(m, F_EP, 1, "expert parallelism is not modelled")))
+    if ((rc = only(m, F_EP, 1, "expert parallelism is not modelled")))
         return rc;
     if (m->given[F_EXPERTS] && strcmp(m->value[F_EXPERTS], "0") != 0)
         return flag_error(m, F_EXPERTS, "mixture-of-experts layers are not modelled");
@@ -512,7 +565,7 @@ dtype(const struct mg *m, enum spsim_dtype *out)
     return SPSIM_OK;
 }
 
-/* tp, pp, vpp, dp (the world size over tp·pp, as arguments.py derives it), sp. */
+/* tp, pp, cp, vpp, dp (the world size over tp·pp·cp, as arguments.py derives it), sp. */
 static int
 grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
 {
@@ -520,7 +573,7 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
     uint32_t nproc = 1, nnodes = 1, per_chunk = 0;
     int rc;
     if ((rc = num32(m, F_TP, 65536, 1, &p->tp)) || (rc = num32(m, F_PP, 65536, 1, &p->pp)) ||
-        (rc = num32(m, F_VPP, 65536, 1, &p->vpp)) ||
+        (rc = num32(m, F_CP, 65536, 1, &p->cp)) || (rc = num32(m, F_VPP, 65536, 1, &p->vpp)) ||
         (rc = num32(m, F_VPP_LAYERS, 4096, 0, &per_chunk)) ||
         (rc = num32(m, F_NPROC, 65536, 1, &nproc)) || (rc = num32(m, F_NNODES, 65536, 1, &nnodes)))
         return rc;
@@ -532,10 +585,10 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
     if (per_chunk)
         p->vpp = layers / (p->pp * per_chunk);
     out->world_size_given = m->given[F_NPROC] || m->given[F_NNODES];
-    uint64_t world = (uint64_t)nproc * nnodes, model = (uint64_t)p->tp * p->pp;
+    uint64_t world = (uint64_t)nproc * nnodes, model = (uint64_t)p->tp * p->pp * p->cp;
     if (out->world_size_given && world % model)
         return rule_error(m, m->given[F_NPROC] ? F_NPROC : F_NNODES,
-                          "the world size %llu is not a multiple of tp · pp = %llu",
+                          "the world size %llu is not a multiple of tp · pp · cp = %llu",
                           (unsigned long long)world, (unsigned long long)model);
     p->dp = out->world_size_given ? (uint32_t)(world / model) : 1;
     /* arguments.py: "Disabling sequence parallelism because tensor model parallelism is
@@ -560,7 +613,8 @@ parallel(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
         (rc = num32(m, F_SEQ, 16777216, 0, &p->seq)))
         return rc;
     p->offload_layers = (uint32_t)offload;
-    p->distributed_optimizer = m->given[F_DISTOPT];
+    if ((rc = context_parallel(m, p)) || (rc = sharding(m, p)))
+        return rc;
     p->overlap_grad_reduce = m->given[F_OVERLAP];
     p->flash_attn = -1;
     return SPSIM_OK;

@@ -57,6 +57,38 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
 }
 
 static void
+context_flags(struct out *o, const struct spsim_parallel *p)
+{
+    if (p->cp > 1)
+        emit(o, "    --context-parallel-size %u \\\n", p->cp);
+    if (p->cp_comm_type != SPSIM_CP_P2P)
+        emit(o, "    --cp-comm-type %s \\\n", spsim_cp_comm_name(p->cp_comm_type));
+    if (p->hcp_sizes[0])
+        emit(o, "    --hierarchical-context-parallel-sizes %u %u \\\n", p->hcp_sizes[0],
+             p->hcp_sizes[1]);
+}
+
+/* The distributed optimizer, Megatron-FSDP's strategy, gradient buffers, parameter gather. */
+static void
+sharding_flags(struct out *o, const struct spsim_parallel *p)
+{
+    static const char *const strategies[] = {"no_shard", "optim", "optim_grads",
+                                             "optim_grads_params"};
+    /* Level 1 is the distributed optimizer, or Megatron-FSDP's optim (spsim's --zero 1). */
+    if (p->distributed_optimizer)
+        emit(o, "    --use-distributed-optimizer \\\n");
+    if (p->zero < 4 && (p->zero > 1 || (p->zero == 1 && !p->distributed_optimizer)))
+        emit(o, "    --use-megatron-fsdp \\\n    --data-parallel-sharding-strategy %s \\\n",
+             strategies[p->zero]);
+    if (p->grad_reduce_in_fp32 >= 0)
+        emit(o, "    %s \\\n",
+             p->grad_reduce_in_fp32 ? "--accumulate-allreduce-grads-in-fp32"
+                                    : "--grad-reduce-in-bf16");
+    if (p->overlap_param_gather)
+        emit(o, "    --overlap-param-gather \\\n");
+}
+
+static void
 recompute_flags(struct out *o, const struct spsim_parallel *p)
 {
     char modules[128];
@@ -82,6 +114,7 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
 {
     emit(o, "    --tensor-model-parallel-size %u \\\n", p->tp);
     emit(o, "    --pipeline-model-parallel-size %u \\\n", p->pp);
+    context_flags(o, p);
     if (p->vpp > 1 && p->pp && s->layers % (p->pp * p->vpp) == 0)
         emit(o, "    --num-layers-per-virtual-pipeline-stage %u \\\n",
              s->layers / (p->pp * p->vpp));
@@ -98,8 +131,7 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
     emit(o, "    --seq-length %u \\\n", p->seq ? p->seq : s->seq_len);
     emit(o, "    --micro-batch-size %u \\\n    --global-batch-size %llu \\\n", p->mbs,
          (unsigned long long)p->gbs);
-    if (p->distributed_optimizer)
-        emit(o, "    --use-distributed-optimizer \\\n");
+    sharding_flags(o, p);
     if (p->overlap_grad_reduce)
         emit(o, "    --overlap-grad-reduce \\\n");
     emit(o, "    %s\n",
@@ -118,7 +150,7 @@ spsim_megatron_format(const struct spsim_model *model, const struct spsim_parall
     if (!model || !par)
         return 0;
     const struct spsim_model_shape *s = spsim_model_get_shape(model);
-    uint64_t gpus = (uint64_t)par->tp * par->pp * par->dp;
+    uint64_t gpus = (uint64_t)par->tp * par->pp * par->dp * (par->cp ? par->cp : 1);
     uint64_t per_node = gpus_per_node && gpus % gpus_per_node == 0 ? gpus_per_node : gpus;
     emit(&o, "# %s: written by spsim %s (spsim --megatron-args reads it back)\n",
          spsim_model_name(model), spsim_version());

@@ -36,6 +36,12 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .distributed_optimizer = false,
         .overlap_grad_reduce = false,
         .dtype = SPSIM_DTYPE_BF16,
+        .cp = 1,
+        .cp_comm_type = SPSIM_CP_P2P,
+        .hcp_sizes = {0, 0},
+        .zero = 0,
+        .grad_reduce_in_fp32 = -1,
+        .overlap_param_gather = false,
     };
 }
 
@@ -60,20 +66,33 @@ spsim_warning_text(uint32_t bit)
 
 #define CONFIG_FAIL(err, ...) spsim_fail((err), SPSIM_ECONFIG, "parallel config: " __VA_ARGS__)
 
+/* The degree out of [1, MAX_DEGREE], named. */
 static int
-check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
+degree_error(const struct spsim_parallel *p, struct spsim_error *err)
 {
     const struct {
         const char *name;
         uint32_t value;
-    } degrees[] = {{"tp", p->tp}, {"pp", p->pp}, {"dp", p->dp}, {"vpp", p->vpp}, {"ep", p->ep}};
+    } degrees[] = {{"tp", p->tp},   {"pp", p->pp}, {"dp", p->dp},
+                   {"vpp", p->vpp}, {"ep", p->ep}, {"cp", p->cp}};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(degrees); i++)
         if (degrees[i].value < 1 || degrees[i].value > MAX_DEGREE)
             return CONFIG_FAIL(err, "field '%s': must be an integer in [1, %u], got %u",
                                degrees[i].name, MAX_DEGREE, degrees[i].value);
-    uint64_t gpus = (uint64_t)p->tp * p->pp * p->dp;
+    return SPSIM_OK;
+}
+
+static int
+check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    /* v − 1 < MAX_DEGREE (unsigned) is 1 <= v <= MAX_DEGREE: the sweep's common case is one
+     * test per degree, the message only on failure. */
+    if (!(p->tp - 1u < MAX_DEGREE && p->pp - 1u < MAX_DEGREE && p->dp - 1u < MAX_DEGREE &&
+          p->vpp - 1u < MAX_DEGREE && p->ep - 1u < MAX_DEGREE && p->cp - 1u < MAX_DEGREE))
+        return degree_error(p, err);
+    uint64_t gpus = (uint64_t)p->tp * p->cp * p->pp * p->dp;
     if (gpus > MAX_GPUS)
-        return CONFIG_FAIL(err, "field 'tp·pp·dp': %llu GPUs is more than the %u supported",
+        return CONFIG_FAIL(err, "field 'tp·cp·pp·dp': %llu GPUs is more than the %u supported",
                            (unsigned long long)gpus, MAX_GPUS);
     if (p->mbs < 1 || p->mbs > MAX_MBS)
         return CONFIG_FAIL(err, "field 'mbs': must be an integer in [1, %u], got %u", MAX_MBS,
@@ -89,6 +108,85 @@ check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
         return CONFIG_FAIL(err, "field 'flash_attn': must be -1 (model default), 0 or 1");
     if (p->dtype != SPSIM_DTYPE_BF16 && p->dtype != SPSIM_DTYPE_FP16 && p->dtype != SPSIM_DTYPE_FP8)
         return CONFIG_FAIL(err, "field 'dtype': must be bf16, fp16 or fp8");
+    if ((unsigned)p->cp_comm_type >= SPSIM_CP_COMM_COUNT)
+        return CONFIG_FAIL(err, "field 'cp_comm_type': must be p2p, all_gather, a2a or a2a+p2p");
+    if (p->zero > 3)
+        return CONFIG_FAIL(err, "field 'zero': must be 0, 1, 2 or 3, got %u", p->zero);
+    if (p->grad_reduce_in_fp32 < -1 || p->grad_reduce_in_fp32 > 1)
+        return CONFIG_FAIL(err, "field 'grad_reduce_in_fp32': must be -1 (dtype default), 0 or 1");
+    return SPSIM_OK;
+}
+
+/* a2a+p2p: Megatron's hierarchical sizes (arguments.py, parallel_state.py; messages verbatim). */
+static int
+check_hierarchical(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    bool set = p->hcp_sizes[0] || p->hcp_sizes[1];
+    if (p->cp_comm_type == SPSIM_CP_A2A_P2P && !set)
+        return CONFIG_FAIL(err, "field 'hierarchical_cp_sizes': "
+                                "--hierarchical-context-parallel-sizes must be set when a2a+p2p is "
+                                "used in cp comm");
+    if (set && (uint64_t)p->hcp_sizes[0] * p->hcp_sizes[1] != p->cp)
+        return CONFIG_FAIL(err,
+                           "field 'hierarchical_cp_sizes': the product of the hierarchical "
+                           "context-parallel sizes %u·%u must equal context_parallel_size = %u",
+                           p->hcp_sizes[0], p->hcp_sizes[1], p->cp);
+    return SPSIM_OK;
+}
+
+/* Context parallelism: Megatron's arguments.py and TE's context_parallel.py (messages
+ * verbatim); the heads an A2A splits are those of one TP rank. */
+static int
+check_context(const struct spsim_model_shape *m, const struct spsim_parallel *p, uint32_t seq,
+              bool flash, struct spsim_error *err)
+{
+    if (p->cp <= 1 && p->cp_comm_type != SPSIM_CP_A2A_P2P && !p->hcp_sizes[0] && !p->hcp_sizes[1])
+        return SPSIM_OK;
+    int rc = check_hierarchical(p, err);
+    if (rc != SPSIM_OK || p->cp <= 1)
+        return rc;
+    if (seq % (2ull * p->cp) != 0)
+        return CONFIG_FAIL(err,
+                           "field 'seq': seq-length should be a multiple of 2 * "
+                           "context-parallel-size if context-parallel-size > 1 (seq = %u, cp = %u)",
+                           seq, p->cp);
+    /* With SP each of the 2·cp load-balancing chunks is split over the tp ranks. */
+    if (p->sp && seq % (2ull * p->cp * p->tp) != 0)
+        return CONFIG_FAIL(err,
+                           "field 'seq': with sequence parallelism seq = %u must be a multiple "
+                           "of 2·cp·tp = 2·%u·%u",
+                           seq, p->cp, p->tp);
+    /* megatron/core/transformer/dot_product_attention.py (the local attention). */
+    if (!flash)
+        return CONFIG_FAIL(err, "field 'flash_attn': Context parallelism is only supported by "
+                                "TEDotProductAttention!");
+    uint32_t a2a = p->cp_comm_type == SPSIM_CP_A2A       ? p->cp
+                   : p->cp_comm_type == SPSIM_CP_A2A_P2P ? p->hcp_sizes[0]
+                                                         : 1;
+    if (a2a > 1 && ((m->heads / p->tp) % a2a != 0 || (m->kv_heads / p->tp) % a2a != 0))
+        return CONFIG_FAIL(err,
+                           "field 'cp_comm_type': cp_comm_type='a2a' requires num_heads %% "
+                           "cp_size == 0 for Q, K, V. Found num_heads_q = %u, num_heads_kv = %u, "
+                           "cp_size = %u.",
+                           m->heads / p->tp, m->kv_heads / p->tp, a2a);
+    return SPSIM_OK;
+}
+
+/* Sharded data parallelism: arguments.py's --overlap-param-gather rules (messages verbatim). */
+static int
+check_sharding(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    if (!p->overlap_param_gather)
+        return SPSIM_OK;
+    if (p->overlap_param_gather && !p->distributed_optimizer && p->zero == 0)
+        return CONFIG_FAIL(err, "field 'overlap_param_gather': --overlap-param-gather only "
+                                "supported with distributed optimizer, megatron fsdp, or "
+                                "dist_muon");
+    /* Megatron-FSDP forces overlap_grad_reduce for optim_grads and optim_grads_params
+     * (megatron_fsdp.py), so only levels 0 and 1 can lack it. */
+    if (p->overlap_param_gather && !p->overlap_grad_reduce && p->zero < 2)
+        return CONFIG_FAIL(err, "field 'overlap_param_gather': Must use --overlap-param-gather "
+                                "with --overlap-grad-reduce");
     return SPSIM_OK;
 }
 
@@ -267,7 +365,9 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
                            "field 'seq': %u exceeds the model's %u learned position "
                            "embeddings (seq_len)",
                            seq, m->seq_len);
-    if ((rc = check_tensor(m, p, seq, err)) || (rc = check_pipeline(m, p, err)) ||
+    bool flash = p->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : p->flash_attn == 1;
+    if ((rc = check_tensor(m, p, seq, err)) || (rc = check_context(m, p, seq, flash, err)) ||
+        (rc = check_sharding(p, err)) || (rc = check_pipeline(m, p, err)) ||
         (rc = check_modules(p, err)) || (rc = check_recompute_method(m, p, err)) ||
         (rc = check_offload(m, hw, p, err)))
         return rc;

@@ -61,6 +61,19 @@ set_coll(struct spsim_step *st, enum spsim_coll_op coll, uint64_t message, const
     st->overlap = overlap;
 }
 
+/* A context-parallel exchange: the p2p ring runs beside the attention steps it feeds (TE's
+ * two alternating streams), the other exchanges on the critical path. */
+static void
+cp_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase,
+        enum spsim_coll_op coll, uint64_t message)
+{
+    if (coll == SPSIM_COLL_NONE)
+        return;
+    struct spsim_step *st = push(b, phase, op, SPSIM_PASS_COMM);
+    set_coll(st, coll, message, op->name, op->operator_name,
+             coll == SPSIM_COLL_SEND_RECV ? SPSIM_OVERLAP_ATTENTION : SPSIM_OVERLAP_NONE);
+}
+
 static void
 forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase)
 {
@@ -83,6 +96,9 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
         st = push(b, phase, op, SPSIM_PASS_COMM);
         set_coll(st, op->fwd_coll, op->message_bytes, op->name, op->operator_name,
                  SPSIM_OVERLAP_NONE);
+        break;
+    case SPSIM_OPK_CP:
+        cp_step(b, op, phase, op->fwd_coll, op->message_bytes);
         break;
     }
 }
@@ -134,6 +150,9 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
         backward_matmul(b, op, boundary);
         break;
     }
+    case SPSIM_OPK_CP:
+        cp_step(b, op, SPSIM_PHASE_BACKWARD, op->bwd_coll, op->cp_bwd_message_bytes);
+        break;
     case SPSIM_OPK_COMM:
         /* g/f: their backward collective is issued with the column-parallel wgrad above. */
         if (op->into_tp)

@@ -25,8 +25,13 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
     /* Steps without a collective cost 0, and x + 0 = x: leaving them out changes no sum. */
     t->ncomm = 0;
     for (uint32_t i = 0; i < b->sched.nsteps; i++)
-        if (b->cost[i].comm_s != 0)
+        if (b->cost[i].comm_s != 0 && b->sched.steps[i].op->kind != SPSIM_OPK_CP)
             t->comm_s[t->ncomm++] = b->cost[i].comm_s;
+    t->cp_exposed_s = b->cp_exposed_s;
+    t->cp_comm_s = b->cp_comm_s;
+    t->cp_bwd_wire_bytes = b->cp_bwd_wire_bytes;
+    memcpy(t->cp_wire, b->cp_wire, sizeof(t->cp_wire));
+    t->cp_network = b->cp_network;
     t->fwd_flops = b->fwd_flops;
     t->bwd_flops = b->bwd_flops;
     t->recompute_flops = b->recompute_flops;
@@ -38,7 +43,7 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
 
 /* The layer's collectives in schedule order, as comm.per_layer reports them. */
 static void
-layer_collectives(const struct spsim_hardware *hw, const struct spsim_block_eval *L, uint32_t t,
+layer_collectives(const struct spsim_hardware *hw, const struct spsim_block_eval *L,
                   struct spsim_layer_summary *s)
 {
     s->ncoll = 0;
@@ -51,15 +56,38 @@ layer_collectives(const struct spsim_hardware *hw, const struct spsim_block_eval
         e->op = st->coll;
         e->site = st->coll_site;
         e->message_bytes = st->message_bytes;
-        uint64_t per = st->message_bytes / t * (t - 1);
-        e->wire_bytes_per_rank = st->coll == SPSIM_COLL_ALL_REDUCE ? 2 * per : per;
-        e->group_size = t;
+        e->wire_bytes_per_rank = st->wire_bytes;
+        e->group_size = st->group_size;
         e->tier = L->cost[i].coll.tier;
         if (!hw)
-            e->tier = t > 1 ? SPSIM_TIER_NVLINK : SPSIM_TIER_LOCAL;
+            e->tier = st->group_size > 1 ? SPSIM_TIER_NVLINK : SPSIM_TIER_LOCAL;
         e->overlap = st->overlap;
         e->time_s = L->cost[i].comm_s;
         e->exposed_s = L->cost[i].exposed_comm_s;
+    }
+}
+
+/*
+ * CP's transient buffers in one layer's attention (TE context_parallel.py), with
+ * KV_blk = 2·b·(s/c)·(kv/t)·2 B: p2p keeps two receive buffers of [KV, dKV] in backward
+ * (p2p_comm_buffers), 4·KV_blk; all_gather the gathered K and V and the full dK, dV before the
+ * ReduceScatter, 2·c·KV_blk; a2a the exchanged Q, K, V, 2·b·(s/c)·(a+2kv)·d/t B.
+ */
+static uint64_t
+cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg, bool *ok)
+{
+    if (cfg->cp <= 1)
+        return 0;
+    uint64_t tokens = spsim_mul(cfg->s / cfg->cp, cfg->b, ok);
+    uint64_t kv_t = (uint64_t)m->kv_heads * m->head_dim / cfg->t;
+    uint64_t blk = spsim_mul3(tokens, 4, kv_t, ok);
+    switch (cfg->cp_comm) {
+    case SPSIM_CP_ALL_GATHER:
+        return spsim_mul3(blk, 2, cfg->cp, ok);
+    case SPSIM_CP_A2A:
+        return spsim_mul3(tokens, 2, (uint64_t)m->heads * m->head_dim / cfg->t + 2 * kv_t, ok);
+    default:
+        return spsim_mul(blk, 4, ok);
     }
 }
 
@@ -84,6 +112,7 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->params_embedding = spsim_embedding_parameters_per_rank(m, le->padded_vocab, t, &ok);
     s->params_output = spsim_output_parameters_per_rank(m, le->padded_vocab, t, &ok);
     s->params_total = spsim_model_parameters(model, t);
+    s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
     s->params_ok = ok;
-    layer_collectives(hw, &le->layer, t, s);
+    layer_collectives(hw, &le->layer, s);
 }

@@ -131,6 +131,15 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->s = par->seq ? par->seq : m->seq_len;
     cfg->b = par->mbs;
     cfg->dtype = par->dtype;
+    cfg->cp = par->cp;
+    cfg->cp_comm = par->cp > 1 ? par->cp_comm_type : SPSIM_CP_P2P;
+    cfg->cp_a2a = 1;
+    cfg->cp_ring = par->cp;
+    if (par->cp > 1 && par->cp_comm_type == SPSIM_CP_A2A)
+        cfg->cp_a2a = par->cp;
+    else if (par->cp > 1 && par->cp_comm_type == SPSIM_CP_A2A_P2P)
+        cfg->cp_a2a = par->hcp_sizes[0];
+    cfg->cp_ring = par->cp / cfg->cp_a2a;
 }
 
 /*
@@ -145,6 +154,66 @@ overlapped_s(const struct spsim_hardware *hw, double compute, double comm)
     double share = (double)hw->nccl_channels / hw->sm_count;
     double slowed = spsim_min_d(compute / (1.0 - share), compute + comm * share);
     return spsim_max_d(comm, slowed);
+}
+
+static double
+flash_rate(const struct spsim_hardware *hw)
+{
+    /* Measured flash-attention throughput where the profile has it, else the GEMM ceiling. */
+    return hw->flash_flops > 0 ? hw->flash_flops : gemm_ceiling(hw, SPSIM_DTYPE_BF16);
+}
+
+/*
+ * The CP p2p ring (TE AttnFuncWithCPAndKVP2P): r steps of equal causal work a = attention / r
+ * (the diagonal step is half of a (s/c)² block, each other step half a block too). Forward:
+ * the block for step i+1 travels while step i computes, r−1 transfers of KV_blk, exposed
+ * max(0, T(KV_blk) − a) each. Backward (a = 2.5× the forward's, FlashAttention-2): KV_blk at
+ * step 0, KV_blk + dKV_blk at the r−2 middle steps, and the last dKV_blk after the last step
+ * (exposed). Transfers are one ring hop: a network hop when the ring leaves the NVLink domain.
+ */
+static int
+cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_step *st, struct spsim_group g,
+             struct spsim_step_cost *c)
+{
+    const struct spsim_op *op = st->op;
+    struct spsim_group pair = {2, g.per_domain < g.size ? 1 : 2};
+    double r = op->cp_group, attn = op->cp_attn_flops / flash_rate(hw) / r;
+    bool bwd = st->phase == SPSIM_PHASE_BACKWARD;
+    double blk = bwd ? (double)st->message_bytes / 2 : (double)st->message_bytes;
+    struct spsim_coll_time one, two;
+    int rc = spsim_collective_time(hw, SPSIM_COLL_SEND_RECV, pair, blk, 1.0, &one);
+    if (rc == SPSIM_OK)
+        rc = spsim_collective_time(hw, SPSIM_COLL_SEND_RECV, pair, 2 * blk, 1.0, &two);
+    if (rc != SPSIM_OK)
+        return rc;
+    c->coll = one;
+    if (!bwd) {
+        c->comm_s = (r - 1) * one.time_s;
+        c->exposed_comm_s = (r - 1) * spsim_max_d(0.0, one.time_s - attn);
+    } else {
+        attn *= 2.5;
+        c->comm_s = 2 * one.time_s + (r - 2) * two.time_s;
+        c->exposed_comm_s = spsim_max_d(0.0, one.time_s - attn) +
+                            (r - 2) * spsim_max_d(0.0, two.time_s - attn) + one.time_s;
+    }
+    double k = bwd ? 2 * (r - 1) : r - 1; /* KV_blk transfers of the whole step */
+    c->coll.wire_bytes = k * one.wire_bytes;
+    c->coll.nvlink_bytes = k * one.nvlink_bytes;
+    c->coll.network_bytes = k * one.network_bytes;
+    return SPSIM_OK;
+}
+
+/* A CP exchange: the ring beside attention, the others exposed, on the CP (sub)group. */
+static int
+cp_step_cost(const struct spsim_hardware *hw, const struct spsim_step *st,
+             struct spsim_step_cost *c)
+{
+    struct spsim_group g = spsim_group_place(hw, st->op->cp_group, st->op->cp_stride);
+    if (st->coll == SPSIM_COLL_SEND_RECV)
+        return cp_ring_cost(hw, st, g, c);
+    int rc = spsim_collective_time(hw, st->coll, g, (double)st->message_bytes, 1.0, &c->coll);
+    c->comm_s = c->exposed_comm_s = c->coll.time_s;
+    return rc;
 }
 
 static int
@@ -162,12 +231,11 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
                              &c->compute_s);
         c->compute_s += st->bytes / hw->hbm_achievable_Bps; /* bias-gradient reduction */
         break;
-    case SPSIM_OPK_FLASH: {
-        /* Measured flash-attention throughput where the profile has it, else the GEMM ceiling. */
-        double rate = hw->flash_flops > 0 ? hw->flash_flops : gemm_ceiling(hw, SPSIM_DTYPE_BF16);
-        c->compute_s = st->flops / rate;
+    case SPSIM_OPK_FLASH:
+        c->compute_s = st->flops / flash_rate(hw);
         break;
-    }
+    case SPSIM_OPK_CP:
+        return cp_step_cost(hw, st, c);
     case SPSIM_OPK_MEMORY:
         c->compute_s = st->bytes / hw->hbm_achievable_Bps;
         break;
@@ -229,10 +297,22 @@ tp_wire(enum spsim_coll_op op, uint64_t message, uint32_t t)
     return op == SPSIM_COLL_ALL_REDUCE ? 2 * per : per;
 }
 
+/* Exact bytes per rank of a CP step: the ring's KV_blk transfers ((r−1) per message, the
+ * backward message being KV_blk + dKV_blk), (n−1)/n of an AG, RS or A2A buffer. */
+static uint64_t
+cp_wire(const struct spsim_step *st)
+{
+    uint64_t n = st->op->cp_group;
+    if (st->coll == SPSIM_COLL_SEND_RECV)
+        return st->message_bytes * (n - 1);
+    return st->message_bytes / n * (n - 1);
+}
+
 static void
 fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct spsim_step_cost *c)
 {
     double wall = c->compute_s + c->exposed_comm_s;
+    bool cp = st->op->kind == SPSIM_OPK_CP;
     switch (st->phase) {
     case SPSIM_PHASE_FORWARD:
         be->fwd_s += wall;
@@ -243,7 +323,7 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
         be->bwd_s += wall;
         be->bwd_compute_s += c->compute_s;
         be->bwd_flops += st->flops;
-        be->tp_bwd_wire_bytes += c->coll.wire_bytes;
+        *(cp ? &be->cp_bwd_wire_bytes : &be->tp_bwd_wire_bytes) += c->coll.wire_bytes;
         break;
     case SPSIM_PHASE_RECOMPUTE:
         be->recompute_s += wall;
@@ -252,6 +332,12 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
         be->recompute_comm_s += c->comm_s;
         be->recompute_exposed_s += c->exposed_comm_s;
         break;
+    }
+    if (cp) {
+        be->cp_exposed_s += c->exposed_comm_s;
+        be->cp_comm_s += c->comm_s;
+        be->cp_network = be->cp_network || c->coll.tier >= SPSIM_TIER_NETWORK;
+        return;
     }
     be->tp_exposed_s += c->exposed_comm_s;
     be->tp_nvlink_bytes += c->coll.nvlink_bytes;
@@ -268,8 +354,14 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
     spsim_schedule_build(&be->block, &be->sched);
     for (uint32_t i = 0; i < be->sched.nsteps; i++) {
         const struct spsim_step *st = &be->sched.steps[i];
-        if (st->coll != SPSIM_COLL_NONE) {
+        if (st->coll != SPSIM_COLL_NONE && st->op->kind == SPSIM_OPK_CP) {
+            be->sched.steps[i].group_size = st->op->cp_group;
+            be->sched.steps[i].wire_bytes = cp_wire(st);
+            be->cp_wire[st->phase] += be->sched.steps[i].wire_bytes;
+        } else if (st->coll != SPSIM_COLL_NONE) {
             uint64_t w = tp_wire(st->coll, st->message_bytes, cfg->t);
+            be->sched.steps[i].group_size = cfg->t;
+            be->sched.steps[i].wire_bytes = w;
             be->tp_wire[st->phase] += w;
             if (st->overlap == SPSIM_OVERLAP_DGRAD)
                 be->tp_regather_wire += w;

@@ -68,6 +68,7 @@ plan_compute(struct spsim_gpu_validate_step *o, const struct spsim_step *st,
         o->copy_bytes = (uint64_t)st->bytes;
         break;
     case SPSIM_OPK_COMM:
+    case SPSIM_OPK_CP:
         break;
     }
     if (o->kind == SPSIM_REPLAY_GEMM || o->kind == SPSIM_REPLAY_BATCHED_GEMM) {
@@ -137,6 +138,12 @@ spsim_gpu_validate_plan(const struct spsim_model *model, const struct spsim_hard
 {
     if (!model || !hw || !par || !out)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_gpu_validate_plan: NULL argument");
+    /* The replay runs one TP group; a CP group's exchanges would need cp·tp GPUs. */
+    if (par->cp > 1)
+        return spsim_fail(err, SPSIM_ECONFIG,
+                          "parallel config: field 'cp': validate replays one tensor-parallel "
+                          "group; context parallelism (cp = %u) is not replayed",
+                          par->cp);
     const struct spsim_model_shape *m = spsim_model_get_shape(model);
     struct spsim_layer_eval *le = spsim_calloc(1, sizeof(*le));
     if (!le)

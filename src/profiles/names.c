@@ -25,6 +25,10 @@ const char *const spsim_host_link_names[] = {"pcie-gen4-x16", "pcie-gen5-x16", "
 const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1] = {
     "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all", NULL};
 
+/* Megatron's --cp-comm-type values, in enum spsim_cp_comm order. */
+const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_gather", "a2a",
+                                                                  "a2a+p2p", NULL};
+
 /* Store the index of `name` among the first `count` names in *out. */
 static int
 find_name(const char *const *names, int count, const char *name, int *out)
@@ -79,6 +83,21 @@ spsim_coll_op_parse(const char *name, enum spsim_coll_op *out)
     int i = 0, rc = find_name(spsim_coll_op_names, SPSIM_COLL_COUNT, name, out ? &i : NULL);
     if (rc == SPSIM_OK)
         *out = (enum spsim_coll_op)i;
+    return rc;
+}
+
+const char *
+spsim_cp_comm_name(enum spsim_cp_comm c)
+{
+    return (unsigned)c < SPSIM_CP_COMM_COUNT ? spsim_cp_comm_names[c] : "?";
+}
+
+int
+spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out)
+{
+    int i = 0, rc = find_name(spsim_cp_comm_names, SPSIM_CP_COMM_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_cp_comm)i;
     return rc;
 }
 

@@ -24,6 +24,12 @@ dtype_name(int v)
 }
 
 static const char *
+cp_comm_name(int v)
+{
+    return spsim_cp_comm_name((enum spsim_cp_comm)v);
+}
+
+static const char *
 method_name(int v)
 {
     return spsim_recompute_method_name((enum spsim_recompute_method)v);
@@ -73,6 +79,11 @@ static const struct spsim_field fields[] = {
     E("config.recompute_method", config.recompute_method, method_name),
     F("config.recompute_layers", U32, config.recompute_layers),
     F("config.offload_layers", U32, config.offload_layers),
+    F("config.cp", U32, config.cp),
+    E("config.cp_comm_type", config.cp_comm_type, cp_comm_name),
+    F("config.zero", U32, config.zero),
+    F("config.grad_reduce_in_fp32", BOOL, grad_reduce_in_fp32),
+    F("config.overlap_param_gather", BOOL, config.overlap_param_gather),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
@@ -127,6 +138,7 @@ static const struct spsim_field fields[] = {
     F("memory.capacity_bytes", U64, memory.capacity_bytes),
     F("memory.headroom_bytes", I64, memory.headroom_bytes),
     F("memory.fits", BOOL, memory.fits),
+    F("memory.activation_cp_working_bytes", U64, memory.activation_cp_working_bytes),
     E("comm.tp_tier", comm.tp_tier, tier_name),
     F("comm.tp_forward_wire_bytes_per_layer", U64, comm.tp_forward_wire_bytes_per_layer),
     F("comm.tp_backward_wire_bytes_per_layer", U64, comm.tp_backward_wire_bytes_per_layer),
@@ -143,6 +155,13 @@ static const struct spsim_field fields[] = {
     E("comm.pp_tier", comm.pp_tier, tier_name),
     F("comm.pp_message_bytes", U64, comm.pp_message_bytes),
     F("comm.pp_wire_bytes_per_rank", U64, comm.pp_wire_bytes_per_rank),
+    F("comm.dp_rs_wire_bytes_per_rank", U64, comm.dp_rs_wire_bytes_per_rank),
+    F("comm.dp_ag_wire_bytes_per_rank", U64, comm.dp_ag_wire_bytes_per_rank),
+    E("comm.cp_tier", comm.cp_tier, tier_name),
+    F("comm.cp_forward_wire_bytes_per_layer", U64, comm.cp_forward_wire_bytes_per_layer),
+    F("comm.cp_backward_wire_bytes_per_layer", U64, comm.cp_backward_wire_bytes_per_layer),
+    F("comm.cp_recompute_wire_bytes_per_layer", U64, comm.cp_recompute_wire_bytes_per_layer),
+    F("comm.cp_wire_bytes_per_iteration", U64, comm.cp_wire_bytes_per_iteration),
     F("time.iteration_s", F64, time.iteration_s),
     F("time.forward_s", F64, time.forward_s),
     F("time.backward_s", F64, time.backward_s),
@@ -170,6 +189,7 @@ static const struct spsim_field fields[] = {
     F("time.nvlink_utilisation", F64, time.nvlink_utilisation),
     F("time.network_utilisation", F64, time.network_utilisation),
     F("time.critical_stage", U32, time.critical_stage),
+    F("time.cp_exposed_s", F64, time.cp_exposed_s),
 };
 
 size_t

@@ -75,6 +75,7 @@ axis_default(int axis)
     switch (axis) {
     case SPSIM_AXIS_TP:
     case SPSIM_AXIS_PP:
+    case SPSIM_AXIS_CP:
     case SPSIM_AXIS_DP:
     case SPSIM_AXIS_VPP:
     case SPSIM_AXIS_MBS:
@@ -82,6 +83,8 @@ axis_default(int axis)
         return 1;
     case SPSIM_AXIS_FLASH_ATTN:
         return -1; /* the model's kernel */
+    case SPSIM_AXIS_GRAD_REDUCE_IN_FP32:
+        return -1; /* Megatron's choice for the dtype */
     default:
         return 0; /* seq 0 = the model's; switches off; recompute none; dtype bf16; gpus unused */
     }
@@ -323,6 +326,31 @@ digits_next(const struct spsim_sweep *sw, uint32_t *d)
     return 0;
 }
 
+/* The context-parallel and sharding axes. */
+static void
+set_sharding_axis(struct spsim_parallel *p, int axis, int64_t v)
+{
+    switch (axis) {
+    case SPSIM_AXIS_CP:
+        p->cp = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_CP_COMM_TYPE:
+        p->cp_comm_type = (enum spsim_cp_comm)v;
+        break;
+    case SPSIM_AXIS_ZERO:
+        p->zero = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_OVERLAP_PARAM_GATHER:
+        p->overlap_param_gather = v != 0;
+        break;
+    case SPSIM_AXIS_GRAD_REDUCE_IN_FP32:
+        p->grad_reduce_in_fp32 = (int)v;
+        break;
+    default: /* model and hw are pointers, set by point_update */
+        break;
+    }
+}
+
 static void
 set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
 {
@@ -382,7 +410,8 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
     case SPSIM_AXIS_OFFLOAD_LAYERS:
         p->offload_layers = (uint32_t)v;
         break;
-    default: /* model and hw are pointers, set by point_update */
+    default: /* CP and sharding; model and hw are pointers, set by point_update */
+        set_sharding_axis(p, axis, v);
         break;
     }
 }
@@ -412,7 +441,7 @@ point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
             set_axis(pt, sw->active[i], sw->v[sw->active[i]][d[sw->active[i]]]);
     }
     if (sw->use_gpus && from <= SPSIM_AXIS_GPUS) {
-        uint64_t tp_pp = (uint64_t)pt->par.tp * pt->par.pp;
+        uint64_t tp_pp = (uint64_t)pt->par.tp * pt->par.cp * pt->par.pp;
         pt->par.dp = pt->gpus % tp_pp == 0 ? (uint32_t)(pt->gpus / tp_pp) : 0;
     }
 }
@@ -420,6 +449,11 @@ point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
 static int
 gpus_error(const struct spsim_sweep_point *pt, struct spsim_error *err)
 {
+    if (pt->par.cp > 1)
+        return spsim_fail(err, SPSIM_ECONFIG,
+                          "parallel config: field 'gpus': %u GPUs do not split into tp·cp·pp = "
+                          "%u·%u·%u groups",
+                          pt->gpus, pt->par.tp, pt->par.cp, pt->par.pp);
     return spsim_fail(err, SPSIM_ECONFIG,
                       "parallel config: field 'gpus': %u GPUs do not split into tp·pp = %u·%u "
                       "groups",
@@ -479,7 +513,8 @@ layer_key(const struct spsim_sweep *sw, const uint32_t *d)
                                    SPSIM_AXIS_TP,        SPSIM_AXIS_SP,
                                    SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
                                    SPSIM_AXIS_SEQ,       SPSIM_AXIS_FLASH_ATTN,
-                                   SPSIM_AXIS_DTYPE,     SPSIM_AXIS_RECOMPUTE_MODULES};
+                                   SPSIM_AXIS_DTYPE,     SPSIM_AXIS_RECOMPUTE_MODULES,
+                                   SPSIM_AXIS_CP,        SPSIM_AXIS_CP_COMM_TYPE};
     uint64_t key = 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
         key = key * sw->n[key_axes[i]] + d[key_axes[i]];
@@ -625,6 +660,23 @@ switch_text(bool on)
     return on ? "on" : "off";
 }
 
+/* The context-parallel and sharding settings that differ from the defaults, " cp=2 ...". */
+static void
+sharding_text(const struct spsim_parallel *p, char *buf, size_t cap)
+{
+    int n = 0;
+    buf[0] = '\0';
+    if (p->cp > 1)
+        n += snprintf(buf, cap, " cp=%u cp_comm_type=%s", p->cp,
+                      spsim_cp_comm_name(p->cp_comm_type));
+    if (p->zero && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, " zero=%u", p->zero);
+    if (p->overlap_param_gather && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, " overlap_param_gather=on");
+    if (p->grad_reduce_in_fp32 == 0 && n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, " grad_reduce_in_fp32=off");
+}
+
 /* "model=M hw=H tp=.. ...: REASON\n" for --show-invalid. */
 static int
 describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct spsim_buf *out)
@@ -637,18 +689,20 @@ describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct 
         snprintf(dp, sizeof(dp), "gpus=%u", pt->gpus);
     else
         snprintf(dp, sizeof(dp), "dp=%u", p->dp);
-    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 512;
+    char extra[160];
+    sharding_text(p, extra, sizeof(extra));
+    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 672;
     if (spsim_buf_reserve(out, room) != SPSIM_OK)
         return SPSIM_ENOMEM;
     int n = snprintf(out->data + out->len, out->cap - out->len,
                      "model=%s hw=%s tp=%u pp=%u %s vpp=%u sp=%s recompute=%s mbs=%u gbs=%llu "
                      "seq=%s flash_attn=%s distributed_optimizer=%s overlap_grad_reduce=%s "
-                     "dtype=%s: %s\n",
+                     "dtype=%s%s: %s\n",
                      pt->model_name, pt->hw_name, p->tp, p->pp, dp, p->vpp, switch_text(p->sp),
                      spsim_recompute_name(p->recompute), p->mbs, (unsigned long long)p->gbs, seq,
                      p->flash_attn < 0 ? "model" : switch_text(p->flash_attn == 1),
                      switch_text(p->distributed_optimizer), switch_text(p->overlap_grad_reduce),
-                     spsim_dtype_name(p->dtype), reason);
+                     spsim_dtype_name(p->dtype), extra, reason);
     out->len += n > 0 ? (size_t)n : 0;
     return SPSIM_OK;
 }

@@ -40,6 +40,7 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_HW] = {"hw", KIND_NAMES, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_TP] = {"tp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
     [SPSIM_AXIS_PP] = {"pp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_CP] = {"cp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
     [SPSIM_AXIS_DP] = {"dp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
     [SPSIM_AXIS_GPUS] = {"gpus", KIND_INT, 1, GPUS_MAX, NULL, 0, 0},
     [SPSIM_AXIS_VPP] = {"vpp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
@@ -58,6 +59,10 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
                                      spsim_recompute_method_names, 0, 0},
     [SPSIM_AXIS_RECOMPUTE_LAYERS] = {"recompute_layers", KIND_INT, 0, DEGREE_MAX, NULL, 0, 0},
     [SPSIM_AXIS_OFFLOAD_LAYERS] = {"offload_layers", KIND_INT, 0, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_CP_COMM_TYPE] = {"cp_comm_type", KIND_CHOICE, 0, 0, spsim_cp_comm_names, 0, 0},
+    [SPSIM_AXIS_ZERO] = {"zero", KIND_INT, 0, 3, NULL, 0, 0},
+    [SPSIM_AXIS_OVERLAP_PARAM_GATHER] = {"overlap_param_gather", KIND_SWITCH, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_GRAD_REDUCE_IN_FP32] = {"grad_reduce_in_fp32", KIND_SWITCH, 0, 0, NULL, 0, 0},
 };
 
 const char *
@@ -453,11 +458,12 @@ load_axes(struct spsim_sweep_spec *spec, const cJSON *root, const char *path,
         int axis = spsim_sweep_axis_from_name(v->string);
         if (axis < 0 || strchr(v->string, '-'))
             return spsim_json_field_error(&c, NULL, v->string,
-                                          "unknown key (the axes are model, hw, tp, pp, dp, gpus, "
-                                          "vpp, sp, recompute, mbs, gbs, seq, flash_attn, "
+                                          "unknown key (the axes are model, hw, tp, pp, cp, dp, "
+                                          "gpus, vpp, sp, recompute, mbs, gbs, seq, flash_attn, "
                                           "distributed_optimizer, overlap_grad_reduce, dtype, "
                                           "recompute_modules, recompute_method, "
-                                          "recompute_layers, offload_layers; "
+                                          "recompute_layers, offload_layers, cp_comm_type, zero, "
+                                          "overlap_param_gather, grad_reduce_in_fp32; "
                                           "keys starting with '_' are comments)");
         struct spsim_buf text = {0};
         int rc = json_axis_text(&c, v, &text);
