@@ -159,74 +159,74 @@ START_TEST(bash_words)
 END_TEST
 
 /* Errors name the flag and its line (exit 3, or 4 for Megatron's own rules). */
+/* Launch lines that end in a bad flag, after a valid head. */
+static const struct {
+    const char *tail;
+    int rc;
+    const char *message;
+} bad_flags[] = {
+    {"--vocab-size 1000 --bf16 --tensor-model-parallel-size $TP", SPSIM_EFIELD,
+     "launch.sh:1: --tensor-model-parallel-size: '$TP' uses TP, which the file does not set"},
+    {"--vocab-size 1000 --bf16 --micro-batch-size $(echo 2)", SPSIM_EFIELD,
+     "launch.sh:1: --micro-batch-size: '$(...)' uses $(...)"},
+    {"--vocab-size 1000", SPSIM_EFIELD, "launch.sh: --bf16: missing: without --bf16 or --fp16"},
+    {"--bf16", SPSIM_EFIELD, "launch.sh: --vocab-size: missing"},
+    {"--vocab-size 1000 --bf16 --expert-model-parallel-size 2", SPSIM_EFIELD,
+     "launch.sh:1: --expert-model-parallel-size: expert parallelism is not modelled (only 1 "
+     "is)"},
+    {"--vocab-size 1000 --bf16 --context-parallel-size 2 --cp-comm-type ring", SPSIM_EFIELD,
+     "launch.sh:1: --cp-comm-type: 'ring' is not p2p, all_gather, a2a or a2a+p2p"},
+    {"--vocab-size 1000 --bf16 --data-parallel-sharding-strategy optim", SPSIM_EFIELD,
+     "launch.sh:1: --data-parallel-sharding-strategy: counts only with --use-megatron-fsdp"},
+    {"--vocab-size 1000 --bf16 --num-experts 8", SPSIM_EFIELD,
+     "launch.sh:1: --num-experts: mixture-of-experts layers are not modelled"},
+    {"--vocab-size 1000 --bf16 --recompute-granularity full", SPSIM_EFIELD,
+     "launch.sh: --recompute-method: missing: full recomputation needs uniform or block"},
+    {"--vocab-size 1000 --bf16 --recompute-granularity full --recompute-method stripe",
+     SPSIM_EFIELD,
+     "launch.sh:1: --recompute-method: 'stripe' is not modelled (spsim models uniform, block)"},
+    {"--vocab-size 1000 --bf16 --recompute-granularity selective --recompute-modules "
+     "core_attn bogus",
+     SPSIM_EFIELD, "launch.sh:1: --recompute-modules: 'core_attn,bogus' is not a list of modules"},
+    {"--vocab-size 1000 --bf16 --make-vocab-size-divisible-by 256", SPSIM_EFIELD,
+     "launch.sh:1: --make-vocab-size-divisible-by: another vocabulary padding"},
+    {"--vocab-size 1000 --bf16 --normalization Foo", SPSIM_EFIELD,
+     "launch.sh:1: --normalization: 'Foo' is not modelled (spsim models LayerNorm, RMSNorm)"},
+    {"--vocab-size 1000 --bf16 --attention-dropout 0.0", SPSIM_EFIELD,
+     "launch.sh:1: --attention-dropout: dropout on attention probabilities or residual"},
+    {"--vocab-size 1000 --bf16 --tensor-model-parallel-size", SPSIM_EFIELD,
+     "launch.sh:1: --tensor-model-parallel-size: needs a value"},
+    {"--vocab-size 1000 --bf16 --tensor-model-parallel-size 0", SPSIM_EFIELD,
+     "launch.sh:1: --tensor-model-parallel-size: '0' is not an integer in [1, 65536]"},
+    {"--vocab-size 1000 --bf16 --tensor-model-parallel-size 3", SPSIM_ECONFIG,
+     "launch.sh:1: --nproc_per_node: the world size 8 is not a multiple of tp · pp · cp = 3"},
+    {"--vocab-size 1000 --bf16 --pipeline-model-parallel-size 2 "
+     "--num-layers-per-virtual-pipeline-stage 3",
+     SPSIM_ECONFIG,
+     "launch.sh:1: --num-layers-per-virtual-pipeline-stage: 3 layers per chunk do not divide"},
+    {"--vocab-size 1000 --bf16 --group-query-attention --num-query-groups 3", SPSIM_EFIELD,
+     "launch.sh:1: --num-query-groups: 3 does not divide --num-attention-heads 8"},
+    {"--vocab-size 1000 --bf16 --data-path 'unterminated", SPSIM_EPARSE,
+     "launch.sh:1: unterminated single quote"},
+    /* A '|' inside an array once looped for ever (found by truncating the examples). */
+    {"--vocab-size 1000 --bf16\nA=(\n  --lr 1 | tee\n)", SPSIM_EPARSE,
+     "launch.sh:3: '|' inside an array"},
+    {"--vocab-size 1000 --bf16\nA=(\n  --lr 1", SPSIM_EPARSE, "launch.sh:2: unterminated array"},
+};
+
 START_TEST(errors_name_the_flag)
 {
     static const char head[] = "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 "
                                "--hidden-size 256 --num-attention-heads 8 --seq-length 128 ";
-    const struct {
-        const char *tail;
-        int rc;
-        const char *message;
-    } cases[] = {
-        {"--vocab-size 1000 --bf16 --tensor-model-parallel-size $TP", SPSIM_EFIELD,
-         "launch.sh:1: --tensor-model-parallel-size: '$TP' uses TP, which the file does not set"},
-        {"--vocab-size 1000 --bf16 --micro-batch-size $(echo 2)", SPSIM_EFIELD,
-         "launch.sh:1: --micro-batch-size: '$(...)' uses $(...)"},
-        {"--vocab-size 1000", SPSIM_EFIELD, "launch.sh: --bf16: missing: without --bf16 or --fp16"},
-        {"--bf16", SPSIM_EFIELD, "launch.sh: --vocab-size: missing"},
-        {"--vocab-size 1000 --bf16 --expert-model-parallel-size 2", SPSIM_EFIELD,
-         "launch.sh:1: --expert-model-parallel-size: expert parallelism is not modelled (only 1 "
-         "is)"},
-        {"--vocab-size 1000 --bf16 --context-parallel-size 2 --cp-comm-type ring", SPSIM_EFIELD,
-         "launch.sh:1: --cp-comm-type: 'ring' is not p2p, all_gather, a2a or a2a+p2p"},
-        {"--vocab-size 1000 --bf16 --data-parallel-sharding-strategy optim", SPSIM_EFIELD,
-         "launch.sh:1: --data-parallel-sharding-strategy: counts only with --use-megatron-fsdp"},
-        {"--vocab-size 1000 --bf16 --num-experts 8", SPSIM_EFIELD,
-         "launch.sh:1: --num-experts: mixture-of-experts layers are not modelled"},
-        {"--vocab-size 1000 --bf16 --recompute-granularity full", SPSIM_EFIELD,
-         "launch.sh: --recompute-method: missing: full recomputation needs uniform or block"},
-        {"--vocab-size 1000 --bf16 --recompute-granularity full --recompute-method stripe",
-         SPSIM_EFIELD,
-         "launch.sh:1: --recompute-method: 'stripe' is not modelled (spsim models uniform, block)"},
-        {"--vocab-size 1000 --bf16 --recompute-granularity selective --recompute-modules "
-         "core_attn bogus",
-         SPSIM_EFIELD,
-         "launch.sh:1: --recompute-modules: 'core_attn,bogus' is not a list of modules"},
-        {"--vocab-size 1000 --bf16 --make-vocab-size-divisible-by 256", SPSIM_EFIELD,
-         "launch.sh:1: --make-vocab-size-divisible-by: another vocabulary padding"},
-        {"--vocab-size 1000 --bf16 --normalization Foo", SPSIM_EFIELD,
-         "launch.sh:1: --normalization: 'Foo' is not modelled (spsim models LayerNorm, RMSNorm)"},
-        {"--vocab-size 1000 --bf16 --attention-dropout 0.0", SPSIM_EFIELD,
-         "launch.sh:1: --attention-dropout: dropout on attention probabilities or residual"},
-        {"--vocab-size 1000 --bf16 --tensor-model-parallel-size", SPSIM_EFIELD,
-         "launch.sh:1: --tensor-model-parallel-size: needs a value"},
-        {"--vocab-size 1000 --bf16 --tensor-model-parallel-size 0", SPSIM_EFIELD,
-         "launch.sh:1: --tensor-model-parallel-size: '0' is not an integer in [1, 65536]"},
-        {"--vocab-size 1000 --bf16 --tensor-model-parallel-size 3", SPSIM_ECONFIG,
-         "launch.sh:1: --nproc_per_node: the world size 8 is not a multiple of tp · pp · cp = 3"},
-        {"--vocab-size 1000 --bf16 --pipeline-model-parallel-size 2 "
-         "--num-layers-per-virtual-pipeline-stage 3",
-         SPSIM_ECONFIG,
-         "launch.sh:1: --num-layers-per-virtual-pipeline-stage: 3 layers per chunk do not divide"},
-        {"--vocab-size 1000 --bf16 --group-query-attention --num-query-groups 3", SPSIM_EFIELD,
-         "launch.sh:1: --num-query-groups: 3 does not divide --num-attention-heads 8"},
-        {"--vocab-size 1000 --bf16 --data-path 'unterminated", SPSIM_EPARSE,
-         "launch.sh:1: unterminated single quote"},
-        /* A '|' inside an array once looped for ever (found by truncating the examples). */
-        {"--vocab-size 1000 --bf16\nA=(\n  --lr 1 | tee\n)", SPSIM_EPARSE,
-         "launch.sh:3: '|' inside an array"},
-        {"--vocab-size 1000 --bf16\nA=(\n  --lr 1", SPSIM_EPARSE,
-         "launch.sh:2: unterminated array"},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < sizeof(bad_flags) / sizeof(bad_flags[0]); i++) {
         char text[1024];
-        snprintf(text, sizeof(text), "%s%s\n", head, cases[i].tail);
+        snprintf(text, sizeof(text), "%s%s\n", head, bad_flags[i].tail);
         struct spsim_megatron_config mc;
         struct spsim_error err = {0};
         int rc = parse(text, &mc, &err);
-        ck_assert_msg(rc == cases[i].rc, "%s: rc %d (%s)", cases[i].tail, rc, err.message);
-        ck_assert_msg(strncmp(err.message, cases[i].message, strlen(cases[i].message)) == 0,
-                      "%s: '%s'", cases[i].tail, err.message);
+        ck_assert_msg(rc == bad_flags[i].rc, "%s: rc %d (%s)", bad_flags[i].tail, rc, err.message);
+        ck_assert_msg(strncmp(err.message, bad_flags[i].message, strlen(bad_flags[i].message)) == 0,
+                      "%s: '%s'", bad_flags[i].tail, err.message);
         ck_assert_ptr_null(mc.model);
     }
 }
@@ -308,23 +308,19 @@ round_trip_sweep(const char *const axes[SPSIM_AXIS_COUNT])
     return valid;
 }
 
-/* Every valid configuration of a sweep over four models (learned positions, GeLU, biases and
- * dropout; GQA, SwiGLU and RoPE; Qwen2's QKV bias from a transformers config; QK-norm with a
- * QKV bias) and every switch. */
-START_TEST(round_trip_over_a_sweep)
+/* The test's models beside the shipped ones: a transformers Qwen2 config (QKV bias) and a
+ * profile with Qwen3's QK-norm and a QKV bias on a LayerNorm layer. */
+static void
+write_models(const char *dir, char *hf, char *profile, size_t cap)
 {
-    char dir[] = "/tmp/spsim-megatron-XXXXXX", path[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
+    snprintf(hf, cap, "%s/config.json", dir);
+    FILE *f = fopen(hf, "w");
     fputs("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 4, \"hidden_size\": 256, "
           "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"intermediate_size\": 512, "
           "\"vocab_size\": 1000, \"max_position_embeddings\": 512}",
           f);
     fclose(f);
-    /* A profile with Qwen3's QK-norm and Qwen2's QKV bias, on a LayerNorm layer. */
-    char profile[256], models[1024];
-    snprintf(profile, sizeof(profile), "%s/qk.json", dir);
+    snprintf(profile, cap, "%s/qk.json", dir);
     f = fopen(profile, "w");
     fputs("{\"schema\": \"spsim-model/1\", \"name\": \"qk\", \"source\": \"test\", \"layers\": 4, "
           "\"hidden\": 128, \"heads\": 4, \"kv_heads\": 4, \"ffn_hidden\": 512, \"vocab\": 500, "
@@ -334,7 +330,12 @@ START_TEST(round_trip_over_a_sweep)
           "\"tied_embeddings\": true}",
           f);
     fclose(f);
-    snprintf(models, sizeof(models), "gpt3-175b,llama3-8b,%s,%s", path, profile);
+}
+
+/* Four models and every switch. */
+static uint64_t
+sweep_switches(const char *models)
+{
     const char *axes[SPSIM_AXIS_COUNT] = {
         [SPSIM_AXIS_MODEL] = models,
         [SPSIM_AXIS_HW] = "dgx-h100",
@@ -352,9 +353,13 @@ START_TEST(round_trip_over_a_sweep)
         [SPSIM_AXIS_DISTRIBUTED_OPTIMIZER] = "on,off",
         [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = "on,off",
     };
-    ck_assert_uint_gt(round_trip_sweep(axes), 1000);
-    /* Issue 10's recomputation and offload options, on two of the models. */
-    snprintf(models, sizeof(models), "llama3-8b,%s", profile);
+    return round_trip_sweep(axes);
+}
+
+/* Issue 10's recomputation and offload options. */
+static uint64_t
+sweep_recompute(const char *models)
+{
     const char *recompute[SPSIM_AXIS_COUNT] = {
         [SPSIM_AXIS_MODEL] = models,
         [SPSIM_AXIS_HW] = "dgx-h100",
@@ -368,8 +373,13 @@ START_TEST(round_trip_over_a_sweep)
         [SPSIM_AXIS_GBS] = "8",
         [SPSIM_AXIS_SEQ] = "512",
     };
-    ck_assert_uint_gt(round_trip_sweep(recompute), 20);
-    /* Issue 10's context parallelism and sharding. */
+    return round_trip_sweep(recompute);
+}
+
+/* Issue 10's context parallelism and sharding. */
+static uint64_t
+sweep_cp(const char *models)
+{
     const char *cp[SPSIM_AXIS_COUNT] = {
         [SPSIM_AXIS_MODEL] = models,
         [SPSIM_AXIS_HW] = "dgx-h100",
@@ -385,8 +395,24 @@ START_TEST(round_trip_over_a_sweep)
         [SPSIM_AXIS_GBS] = "8",
         [SPSIM_AXIS_SEQ] = "512",
     };
-    ck_assert_uint_gt(round_trip_sweep(cp), 20);
-    remove(path);
+    return round_trip_sweep(cp);
+}
+
+/* --format megatron read back by --megatron-args, for every valid configuration of three
+ * sweeps: four models (learned positions, GeLU, biases and dropout; GQA, SwiGLU and RoPE;
+ * Qwen2's QKV bias from a transformers config; QK-norm with a QKV bias) with every switch, the
+ * recomputation and offload options, context parallelism and sharding. */
+START_TEST(round_trip_over_a_sweep)
+{
+    char dir[] = "/tmp/spsim-megatron-XXXXXX", hf[256], profile[256], models[1024];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_models(dir, hf, profile, sizeof(hf));
+    snprintf(models, sizeof(models), "gpt3-175b,llama3-8b,%s,%s", hf, profile);
+    ck_assert_uint_gt(sweep_switches(models), 1000);
+    snprintf(models, sizeof(models), "llama3-8b,%s", profile);
+    ck_assert_uint_gt(sweep_recompute(models), 20);
+    ck_assert_uint_gt(sweep_cp(models), 20);
+    remove(hf);
     remove(profile);
     rmdir(dir);
 }
