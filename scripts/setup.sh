@@ -5,7 +5,7 @@
 # libFuzzer runtimes are installed too; the default build needs only gcc). python3-dev and
 # python3-matplotlib are for the Python module (BUILD/python: PYTHONPATH=build/python
 # /usr/bin/python3 -c 'import spsim') and `spsim plot`; they belong to the system interpreter
-# /usr/bin/python3, the one built for.
+# /usr/bin/python3, the one built for. libyaml-dev is for YAML recipes in --megatron-args.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -33,7 +33,7 @@ install_missing() {
 }
 
 install_missing gcc meson ninja-build pkg-config libgsl-dev libcjson-dev check python3-dev \
-    python3-matplotlib
+    python3-matplotlib libyaml-dev
 case "${CC:-}" in
 *clang*)
     install_missing clang

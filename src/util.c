@@ -209,6 +209,50 @@ spsim_mpi_launched(uint32_t *world_size)
     return launched;
 }
 
+/* Levenshtein distance, two rows; words are cut at 255 bytes (names and options are short). */
+static size_t
+edit_distance(const char *a, const char *b)
+{
+    size_t la = strnlen(a, 255), lb = strnlen(b, 255);
+    size_t row[256], prev[256];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = row[j - 1] + 1;
+            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, row, (lb + 1) * sizeof(row[0]));
+    }
+    return prev[lb];
+}
+
+const char *
+spsim_did_you_mean(const char *word, const char *const *candidates, size_t n, const char *prefix,
+                   char *buf, size_t cap)
+{
+    size_t near[3], found = 0, used = 0;
+    if (!buf || !cap)
+        return "";
+    buf[0] = '\0';
+    if (!word || !candidates)
+        return buf;
+    size_t limit = strlen(word) / 3 > 2 ? strlen(word) / 3 : 2;
+    /* Nearest first: every distance from 0 up to the limit, candidates in order within one. */
+    for (size_t d = 0; d <= limit && found < 3; d++)
+        for (size_t i = 0; i < n && found < 3; i++)
+            if (candidates[i] && edit_distance(word, candidates[i]) == d)
+                near[found++] = i;
+    for (size_t i = 0; i < found && used < cap; i++) {
+        const char *sep = i == 0 ? "; did you mean " : i + 1 == found ? " or " : ", ";
+        used += (size_t)snprintf(buf + used, cap - used, "%s'%s%s'%s", sep, prefix ? prefix : "",
+                                 candidates[near[i]], i + 1 == found ? "?" : "");
+    }
+    return buf;
+}
+
 /* ---- output files ---------------------------------------------------------------------- */
 
 /*

@@ -110,6 +110,16 @@ SPSIM_API const char *spsim_version(void);
  */
 SPSIM_API bool spsim_mpi_launched(uint32_t *world_size);
 
+/**
+ * "Did you mean": the candidates nearest a misspelt word by edit distance (insertions,
+ * deletions and substitutions of bytes), at most three of those within max(2, strlen(word) / 3)
+ * edits, nearest first (ties in the candidates' order), as "; did you mean 'a', 'b' or 'c'?"
+ * with `prefix` before each name ("--" for options).
+ * @return buf; "" when no candidate is near
+ */
+SPSIM_API const char *spsim_did_you_mean(const char *word, const char *const *candidates,
+                                         size_t n, const char *prefix, char *buf, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

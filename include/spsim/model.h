@@ -30,6 +30,10 @@ struct spsim_model_shape {
     enum spsim_position position;
     bool linear_bias;
     bool tied_embeddings;
+    bool qkv_bias; /**< a bias on the QKV projection only (Qwen2, Megatron --add-qkv-bias); implied
+                      by linear_bias */
+    bool qk_norm;  /**< the layer's norm over each head's channels of Q and K after the QKV
+                      projection (Qwen3, Megatron --qk-layernorm) */
 };
 
 struct spsim_model;

@@ -20,6 +20,7 @@
 #include "spsim/fields.h"
 #include "spsim/gpu.h"
 #include "spsim/hardware.h"
+#include "spsim/megatron.h"
 #include "spsim/model.h"
 #include "spsim/parallel.h"
 #include "spsim/result.h"

@@ -187,7 +187,7 @@ parse_args(int argc, char **argv, struct calibrate_args *a, bool *help)
         } else if (opt == 'o') {
             a->output = optarg;
         } else if (opt == ':' || opt == '?') {
-            return cli_getopt_error("calibrate", opt, argv);
+            return cli_getopt_error("calibrate", opt, argv, longopts);
         } else if ((rc = apply_option(a, opt, optarg)) != EXIT_OK) {
             return rc;
         }

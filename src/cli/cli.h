@@ -31,9 +31,10 @@ int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
 /** Print a usage error and the hint to see --help; return EXIT_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...) CLI_PRINTF(2, 3);
-/** The usage error for getopt_long's ':' (missing value) or '?' (unknown option) result;
- * returns EXIT_USAGE. */
-int cli_getopt_error(const char *command, int opt, char **argv);
+struct option;
+/** The usage error for getopt_long's ':' (missing value) or '?' (unknown option) result, an
+ * unknown option with the nearest of `longopts` (may be NULL); returns EXIT_USAGE. */
+int cli_getopt_error(const char *command, int opt, char **argv, const struct option *longopts);
 /** EXIT_USAGE with a message if operands remain after the options, else EXIT_OK. */
 int cli_no_operands(const char *command, int argc, char **argv);
 /** Map a library status to the CLI exit code. */
@@ -131,6 +132,7 @@ struct cli_config {
     const char *hardware;
     struct spsim_parallel par;
     bool pp_set, vpp_set; /* given on the command line */
+    struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -144,6 +146,15 @@ int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
  * divides them; SP at tp = 1 is disabled with Megatron's warning (arguments.py).
  */
 void cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
+
+/** --megatron-args FILE|-: the file's model and configuration replace what the options before
+ * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
+int cli_megatron_apply(struct cli_config *cfg, const char *path);
+/** The configuration's model: --megatron-args's (the caller now owns it), else --model's. */
+int cli_config_model(struct cli_config *cfg, struct spsim_model **out);
+/** --format megatron: the launch line of a configuration. @return an exit code */
+int cli_megatron_write(FILE *f, const struct spsim_model *model, const struct spsim_hardware *hw,
+                       const struct spsim_parallel *par);
 
 /*
  * One command's options (src/cli/options.c): the configuration options (query, explain,
@@ -212,11 +223,13 @@ enum cli_config_opt {
     OPT_GRAD_BF16,
     OPT_OVERLAP_PARAM,
     OPT_NO_OVERLAP_PARAM,
+    OPT_MEGATRON_ARGS,
     OPT_CONFIG_END
 };
 
 #define CLI_CONFIG_HELP                                                                            \
-    "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models')\n"            \
+    "  --model NAME|FILE      model profile (default gpt3-175b; 'spsim list models'), or a\n"      \
+    "                         Hugging Face config.json or a folder holding one\n"                  \
     "  --hw NAME|FILE         hardware profile (default dgx-a100-80g; 'spsim list hardware')\n"    \
     "  --tp N                 tensor parallel size (default 8)\n"                                  \
     "  --pp N                 pipeline parallel size (default 8, or the largest of 8, 7, ..., 1\n" \
@@ -265,7 +278,10 @@ enum cli_config_opt {
     "                         count the embedding / the loss as one layer of the split\n"          \
     "  --pipeline-layout S    Megatron's --pipeline-model-parallel-layout: stages split by '|'\n"  \
     "                         (pp*vpp of them, vpp derived), E embedding, t layer, L loss,\n"      \
-    "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"
+    "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n" \
+    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
+    "                         its model and configuration replace the options before it; the\n"    \
+    "                         flags spsim does not model are listed on standard error\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
 struct jw {
@@ -286,7 +302,6 @@ void jw_double(struct jw *w, const char *key, double value);
 void jw_bool(struct jw *w, const char *key, bool value);
 void jw_raw(struct jw *w, const char *key, const char *text);
 void jw_finish(struct jw *w);
-
 
 /* Human formatting. */
 /** Write `text` left-aligned in `width` display columns (UTF-8 aware: continuation bytes and

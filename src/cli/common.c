@@ -49,12 +49,30 @@ cli_usage_error(const char *command, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-int
-cli_getopt_error(const char *command, int opt, char **argv)
+/* "; did you mean '--tp'?": the command's options nearest an unknown one ("" if none is). */
+static const char *
+option_hint(const char *given, const struct option *longopts, char *buf, size_t cap)
 {
+    const char *names[128];
+    size_t n = 0;
+    char word[64];
+    buf[0] = '\0';
+    if (strncmp(given, "--", 2) != 0 || !longopts)
+        return buf;
+    snprintf(word, sizeof(word), "%.*s", (int)strcspn(given + 2, "="), given + 2);
+    for (; longopts[n].name && n < CLI_ARRAY_LENGTH(names); n++)
+        names[n] = longopts[n].name;
+    return spsim_did_you_mean(word, names, n, "--", buf, cap);
+}
+
+int
+cli_getopt_error(const char *command, int opt, char **argv, const struct option *longopts)
+{
+    char hint[256];
     if (opt == ':')
         return cli_usage_error(command, "option '%s' needs a value", argv[optind - 1]);
-    return cli_usage_error(command, "unknown option '%s'", argv[optind - 1]);
+    return cli_usage_error(command, "unknown option '%s'%s", argv[optind - 1],
+                           option_hint(argv[optind - 1], longopts, hint, sizeof(hint)));
 }
 
 int

@@ -183,7 +183,7 @@ cmd_explain(int argc, char **argv)
     struct spsim_error err = {0};
     static struct spsim_schedule_step steps[SPSIM_MAX_SCHEDULE_STEPS];
     size_t n = 0;
-    if ((rc = cli_load_model(cfg.model, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
+    if ((rc = cli_config_model(&a.cfg, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
     cli_config_finish(&cfg, model);
     if (spsim_layer_schedule(model, hw, &cfg.par, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, &err)) {

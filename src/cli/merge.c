@@ -603,7 +603,7 @@ parse(int argc, char **argv, struct merge *m, const char **output)
             *output = optarg;
             break;
         default:
-            return cli_getopt_error("merge", opt, argv);
+            return cli_getopt_error("merge", opt, argv, longopts);
         }
         if (rc != EXIT_OK)
             return rc;

@@ -21,7 +21,8 @@ static const char optimize_help[] =
     "MFU, and what makes the runner-up lose.\n"
     "\n"
     "Problem:\n"
-    "  --model NAME|FILE      model profile (required)\n"
+    "  --model NAME|FILE      model profile (required; a Hugging Face config.json or its folder\n"
+    "                         too)\n"
     "  --hw NAME|FILE         hardware profile (required)\n"
     "  --gpus N               number of GPUs (required)\n"
     "  --gbs B                global batch size (default N: one sequence per GPU, so that\n"
@@ -50,7 +51,8 @@ static const char optimize_help[] =
     "Output:\n"
     "  --top K                how many configurations to show (default 5)\n"
     "  --by M                 rank by iteration_s (default), total_bytes or mfu\n"
-    "  --format F             table (default), csv or jsonl (rows as 'spsim sweep' writes)\n"
+    "  --format F             table (default), csv or jsonl (rows as 'spsim sweep' writes), or\n"
+    "                         megatron (the best configuration's Megatron-LM launch line)\n"
     "  --threads N            worker threads (default: every core)\n"
     "  -o, --output FILE      write FILE atomically instead of standard output\n"
     "  -h, --help             show this help\n"
@@ -60,12 +62,15 @@ static const char optimize_help[] =
 
 enum { OPT_MAXMEM = 5000, OPT_TOP, OPT_BY, OPT_FORMAT, OPT_THREADS };
 
+/* --format megatron: the best configuration's Megatron-LM launch line. */
+#define OPTIMIZE_MEGATRON 100
+
 struct optimize_args {
     struct cli_axes axes;
     const char *gpus;
     uint64_t top;
     enum spsim_sweep_by by;
-    int format; /* SPSIM_ROW_NONE = table */
+    int format; /* SPSIM_ROW_NONE = table; OPTIMIZE_MEGATRON */
     unsigned threads;
     double max_gib;
     const char *output;
@@ -88,6 +93,8 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     case OPT_FORMAT:
         if (strcmp(arg, "table") == 0)
             a->format = SPSIM_ROW_NONE;
+        else if (strcmp(arg, "megatron") == 0)
+            a->format = OPTIMIZE_MEGATRON;
         else if ((rc = cli_parse_row_format("optimize", arg, &format)) == EXIT_OK)
             a->format = format;
         return rc;
@@ -410,6 +417,25 @@ write_rows(void *cookie, const char *text, size_t len)
 }
 
 static int
+write_megatron(const struct optimize_args *a, const struct spsim_sweep *sw,
+               const struct search *best)
+{
+    struct spsim_sweep_point pt;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    struct cli_output out;
+    int rc;
+    if (spsim_sweep_point_at(sw, best->index[0], &pt, &err) != SPSIM_OK ||
+        spsim_sweep_evaluate(sw, best->index[0], &r, &err) != SPSIM_OK)
+        return cli_fail(&err);
+    if ((rc = cli_output_open(&out, a->output)) != EXIT_OK)
+        return rc;
+    rc = cli_megatron_write(out.stream, pt.model, pt.hw, &r.config);
+    int closed = cli_output_close(&out);
+    return rc != EXIT_OK ? rc : closed;
+}
+
+static int
 output(const struct optimize_args *a, const struct spsim_sweep *sw,
        const struct spsim_sweep_options *base, const struct search *best,
        const struct search *unlimited, uint64_t limit)
@@ -417,6 +443,8 @@ output(const struct optimize_args *a, const struct spsim_sweep *sw,
     struct cli_output out;
     struct cli_stream stream;
     int rc;
+    if (a->format == OPTIMIZE_MEGATRON)
+        return write_megatron(a, sw, best);
     if (a->format == SPSIM_ROW_NONE) {
         if ((rc = cli_output_open(&out, a->output)) != EXIT_OK)
             return rc;

@@ -65,6 +65,7 @@ static const struct cli_option_spec {
     {"grad-reduce-in-bf16", no_argument, OPT_GRAD_BF16, -1},
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
     {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
+    {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -97,6 +98,7 @@ cli_config_defaults(struct cli_config *cfg)
 {
     *cfg = (struct cli_config){.model = "gpt3-175b"};
     cfg->hardware = "dgx-a100-80g";
+    cfg->imported = NULL;
     spsim_parallel_defaults(&cfg->par);
     /* Korthikanti et al. 2022, Table 3 and §6: GPT-3 175B, t = 8, p = 8, three interleaving
      * stages, sequence parallelism with selective recomputation, micro-batch 1, batch 64. */
@@ -264,10 +266,17 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
+        spsim_model_destroy(cfg->imported);
+        cfg->imported = NULL;
         return 1;
     case OPT_LAYOUT:
         p->pipeline_layout = arg;
         return 1;
+    case OPT_MEGATRON_ARGS:
+        rc = cli_megatron_apply(cfg, arg);
+        /* The launch line sets its pipeline (Megatron's defaults where it is silent). */
+        cfg->pp_set = cfg->vpp_set = true;
+        return rc == EXIT_OK ? 1 : -rc;
     case OPT_HW:
         cfg->hardware = arg;
         return 1;
@@ -371,14 +380,23 @@ cli_parse_options(const struct cli_command *c, int argc, char **argv)
     for (int opt; (opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
         if (opt == 'h') {
             fputs(c->help, stdout);
-            return -1;
+            rc = -1;
+            break;
         }
-        if (opt == ':' || opt == '?')
-            return cli_getopt_error(c->name, opt, argv);
+        if (opt == ':' || opt == '?') {
+            rc = cli_getopt_error(c->name, opt, argv, longopts);
+            break;
+        }
         if ((rc = dispatch(c, opt, argv)) != EXIT_OK)
-            return rc;
+            break;
     }
-    return c->operands ? EXIT_OK : cli_no_operands(c->name, argc, argv);
+    if (rc == EXIT_OK && !c->operands)
+        rc = cli_no_operands(c->name, argc, argv);
+    if (rc != EXIT_OK && c->config) {
+        spsim_model_destroy(c->config->imported);
+        c->config->imported = NULL;
+    }
+    return rc;
 }
 
 /* "a, b, c": the first `count` names of an enum, for messages. */

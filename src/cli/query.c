@@ -20,7 +20,10 @@ static const char query_help[] =
     "Output:\n"
     "  --format F             table (default), json or csv (the header line and the row\n"
     "                         'spsim sweep' writes: model, hw, tp, pp, ..., then the other\n"
-    "                         fields named by JSON path with '.' as '_')\n"
+    "                         fields named by JSON path with '.' as '_') or megatron (the\n"
+    "                         Megatron-LM launch line of the configuration: torchrun's world\n"
+    "                         size, the model's shape, the parallel flags and the batch;\n"
+    "                         --megatron-args reads it back)\n"
     "  -o, --output FILE      write to FILE atomically instead of standard output\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -28,7 +31,7 @@ static const char query_help[] =
     "(Megatron-LM's rules: SP needs tp > 1, heads/kv_heads/ffn divisible by tp, layers by pp*vpp,\n"
     "global batch by mbs*dp, ...), 1 other failure.\n";
 
-enum query_format { FORMAT_TABLE, FORMAT_JSON, FORMAT_CSV };
+enum query_format { FORMAT_TABLE, FORMAT_JSON, FORMAT_CSV, FORMAT_MEGATRON };
 
 static void
 print_config_line(FILE *f, const struct spsim_result *r)
@@ -389,8 +392,11 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
         a->format = FORMAT_JSON;
     } else if (strcmp(arg, "csv") == 0) {
         a->format = FORMAT_CSV;
+    } else if (strcmp(arg, "megatron") == 0) {
+        a->format = FORMAT_MEGATRON;
     } else {
-        return cli_usage_error("query", "--format: '%s' is not one of table, json, csv", arg);
+        return cli_usage_error("query", "--format: '%s' is not one of table, json, csv, megatron",
+                               arg);
     }
     return EXIT_OK;
 }
@@ -429,7 +435,7 @@ cmd_query(int argc, char **argv)
     struct spsim_hardware *hw = NULL;
     struct spsim_result result;
     struct spsim_error err = {0};
-    if ((rc = cli_load_model(cfg.model, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
+    if ((rc = cli_config_model(&cfg, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
     cli_config_finish(&cfg, model);
     if (spsim_evaluate(model, hw, &cfg.par, &result, &err) != SPSIM_OK) {
@@ -453,6 +459,9 @@ cmd_query(int argc, char **argv)
         break;
     case FORMAT_CSV:
         rc = write_csv(out.stream, &result, spsim_model_name(model), info.name);
+        break;
+    case FORMAT_MEGATRON:
+        rc = cli_megatron_write(out.stream, model, hw, &result.config);
         break;
     }
     if (rc == EXIT_OK)

@@ -372,7 +372,7 @@ cmd_validate(int argc, char **argv)
     struct spsim_gpu_validate_report *report = calloc(1, sizeof(*report));
     if (!report)
         rc = cli_error(EXIT_RUNTIME, "out of memory");
-    else if ((rc = cli_load_model(a.cfg.model, &model)) == EXIT_OK &&
+    else if ((rc = cli_config_model(&a.cfg, &model)) == EXIT_OK &&
              (rc = cli_load_hardware(a.cfg.hardware, &hw)) == EXIT_OK) {
         cli_config_finish(&a.cfg, model);
         rc = run(&a, model, hw, report);

@@ -349,6 +349,22 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
     dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ad/t", x->q_t);
 }
 
+/* QK-norm (Qwen3; Megatron-Core's qk_layernorm): the layer's norm over each head's d channels
+ * of Q and K after the QKV GEMM, before RoPE. It keeps its input and moves bytes as the
+ * layer's norms do (add_norm), over this rank's (a + kv)·d/t channels. */
+static void
+add_qk_norm(struct builder *bld, const struct dims *x)
+{
+    uint64_t elements = spsim_mul3(x->s, x->b, x->q_t + x->kv_t, &bld->ok);
+    struct spsim_op *op =
+        add_op(bld, "QK-norm on Q and K", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 4.0 * elements;
+    op->bwd_bytes = 10.0 * elements;
+    save(op, "QK-norm input", elements, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
+}
+
 static void
 add_attention_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
 {
@@ -363,11 +379,13 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     struct spsim_op *op = add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens,
                                    x->h, x->q_t + 2 * x->kv_t);
     save_column_input(bld, op, x, "QKV input", SPSIM_RG_NORM); /* the norm's output */
-    if (m->linear_bias) /* grad_bias = grad_output.sum(0): read dY once */
+    if (m->linear_bias || m->qkv_bias) /* grad_bias = grad_output.sum(0): read dY once */
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->q_t + 2 * x->kv_t);
     op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
     dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
     dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
+    if (m->qk_norm)
+        add_qk_norm(bld, x);
     if (m->position == SPSIM_POSITION_ROPE) {
         uint64_t elements = spsim_mul(tokens, x->q_t + x->kv_t, ok);
         op = add_op(bld, "RoPE on Q and K", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);

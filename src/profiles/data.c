@@ -58,6 +58,34 @@ kind_dir(enum spsim_profile_kind kind)
     return kind == SPSIM_PROFILE_MODEL ? "models" : "hardware";
 }
 
+struct names {
+    char *name[256];
+    size_t n;
+};
+
+static int
+collect_name(void *cookie, const char *name, const char *path)
+{
+    struct names *names = cookie;
+    (void)path;
+    if (names->n < SPSIM_ARRAY_LENGTH(names->name) && (names->name[names->n] = spsim_strdup(name)))
+        names->n++;
+    return 0;
+}
+
+/* "; did you mean 'a' or 'b'?": the shipped names nearest a misspelt one ("" if none is). */
+static const char *
+did_you_mean(enum spsim_profile_kind kind, const char *arg, char *buf, size_t cap)
+{
+    struct names names = {.n = 0};
+    buf[0] = '\0';
+    if (spsim_profile_list(kind, collect_name, &names, NULL) == SPSIM_OK)
+        spsim_did_you_mean(arg, (const char *const *)names.name, names.n, "", buf, cap);
+    for (size_t i = 0; i < names.n; i++)
+        free(names.name[i]);
+    return buf;
+}
+
 int
 spsim_profile_resolve(enum spsim_profile_kind kind, const char *arg, char *out, size_t cap,
                       struct spsim_error *err)
@@ -82,10 +110,12 @@ spsim_profile_resolve(enum spsim_profile_kind kind, const char *arg, char *out, 
         if (is_file(out))
             return SPSIM_OK;
     }
+    char hint[256];
     return spsim_fail(err, SPSIM_EIO,
-                      "no %s profile named '%s' (looked for %s/%s.json in $SPSIM_DATA_DIR, %s and "
-                      "%s; 'spsim list %s' shows the names)",
-                      kind == SPSIM_PROFILE_MODEL ? "model" : "hardware", arg, kind_dir(kind), arg,
+                      "no %s profile named '%s'%s (looked for %s/%s.json in $SPSIM_DATA_DIR, %s "
+                      "and %s; 'spsim list %s' shows the names)",
+                      kind == SPSIM_PROFILE_MODEL ? "model" : "hardware", arg,
+                      did_you_mean(kind, arg, hint, sizeof(hint)), kind_dir(kind), arg,
                       SPSIM_SOURCE_DATADIR, SPSIM_INSTALL_DATADIR, kind_dir(kind));
 }
 

@@ -1,8 +1,10 @@
 /* Reading and validating model profiles, and the exact per-rank parameter counts. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "jsonfield.h"
 #include "profiles.h"
@@ -41,6 +43,26 @@ shape_check(const struct spsim_model_shape *m, const struct spsim_jctx *c, bool 
     return SPSIM_OK;
 }
 
+/* The ranges of a shape built in memory (a file's are checked as each field is read). */
+static int
+shape_limits(const struct spsim_model_shape *shape, const struct spsim_jctx *c)
+{
+    const struct {
+        const char *key;
+        uint32_t value, max;
+    } limits[] = {
+        {"layers", shape->layers, MAX_LAYERS},     {"hidden", shape->hidden, MAX_HIDDEN},
+        {"heads", shape->heads, MAX_HEADS},        {"kv_heads", shape->kv_heads, MAX_HEADS},
+        {"head_dim", shape->head_dim, MAX_HIDDEN}, {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
+        {"vocab", shape->vocab, MAX_VOCAB},        {"seq_len", shape->seq_len, MAX_SEQ}};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(limits); i++)
+        if (limits[i].value < 1 || limits[i].value > limits[i].max)
+            return spsim_json_field_error(c, NULL, limits[i].key,
+                                          "must be an integer in [1, %u], got %u", limits[i].max,
+                                          limits[i].value);
+    return shape_check(shape, c, true);
+}
+
 static int
 read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
 {
@@ -63,7 +85,9 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_enum(c, root, NULL, "position_embedding", true, position_names,
                                   &position)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "linear_bias", true, &m->linear_bias)) ||
-        (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)))
+        (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)))
         return rc;
     if (!head_dim_given)
         m->head_dim = m->heads ? m->hidden / m->heads : 0;
@@ -93,6 +117,23 @@ model_new(const struct spsim_model_shape *shape, const char *name, const char *s
     return SPSIM_OK;
 }
 
+/* A Hugging Face config.json: its shape, named after its folder, checked as a profile's. */
+static int
+hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct spsim_error *err)
+{
+    struct spsim_jctx c = {origin, err};
+    struct spsim_model_shape shape;
+    char name[256], source[512];
+    int rc = spsim_hf_config_read(&c, root, &shape);
+    if (rc == SPSIM_OK)
+        rc = shape_limits(&shape, &c);
+    if (rc != SPSIM_OK)
+        return rc;
+    snprintf(source, sizeof(source), "Hugging Face transformers config: %s", origin);
+    return model_new(&shape, spsim_hf_config_name(origin, name, sizeof(name)), source, "", out,
+                     err);
+}
+
 int
 spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim_model **out,
                   struct spsim_error *err)
@@ -106,6 +147,11 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
     if (rc != SPSIM_OK)
         return rc;
 
+    if (spsim_hf_config_is(root)) {
+        rc = hf_model(root, origin, out, err);
+        cJSON_Delete(root);
+        return rc;
+    }
     static const char *const keys[] = {"schema",
                                        "name",
                                        "description",
@@ -125,6 +171,8 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
                                        "position_embedding",
                                        "linear_bias",
                                        "tied_embeddings",
+                                       "qkv_bias",
+                                       "qk_norm",
                                        NULL};
     struct spsim_jctx c = {origin, err};
     const char *schema = NULL, *name = NULL, *source = NULL, *description = "";
@@ -153,8 +201,15 @@ spsim_model_load(const char *path, struct spsim_model **out, struct spsim_error 
 {
     if (!path || !out)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_model_load: NULL argument");
-    char *buf = NULL;
+    char *buf = NULL, file[4096];
     size_t len = 0;
+    struct stat st;
+    /* A folder holding a config.json is a Hugging Face model (another folder is refused by
+     * the reader as not a regular file). */
+    int w = snprintf(file, sizeof(file), "%s/config.json", path);
+    if (w > 0 && (size_t)w < sizeof(file) && stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+        stat(file, &st) == 0 && S_ISREG(st.st_mode))
+        path = file;
     int rc = spsim_read_file(path, &buf, &len, err);
     if (rc == SPSIM_OK)
         rc = spsim_model_parse(buf, len, path, out, err);
@@ -170,24 +225,11 @@ spsim_model_create(const struct spsim_model_shape *shape, const char *name,
         return spsim_fail(err, SPSIM_EINVAL, "spsim_model_create: NULL argument");
     const char *origin = name ? name : "custom";
     struct spsim_jctx c = {origin, err};
-    const struct {
-        const char *key;
-        uint32_t value, max;
-    } limits[] = {
-        {"layers", shape->layers, MAX_LAYERS},     {"hidden", shape->hidden, MAX_HIDDEN},
-        {"heads", shape->heads, MAX_HEADS},        {"kv_heads", shape->kv_heads, MAX_HEADS},
-        {"head_dim", shape->head_dim, MAX_HIDDEN}, {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
-        {"vocab", shape->vocab, MAX_VOCAB},        {"seq_len", shape->seq_len, MAX_SEQ}};
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(limits); i++)
-        if (limits[i].value < 1 || limits[i].value > limits[i].max)
-            return spsim_json_field_error(&c, NULL, limits[i].key,
-                                          "must be an integer in [1, %u], got %u", limits[i].max,
-                                          limits[i].value);
     if ((unsigned)shape->mlp > SPSIM_MLP_SWIGLU || (unsigned)shape->norm > SPSIM_NORM_RMSNORM ||
         (unsigned)shape->attention > SPSIM_ATTENTION_FLASH ||
         (unsigned)shape->position > SPSIM_POSITION_ROPE)
         return spsim_fail(err, SPSIM_EINVAL, "%s: an enumeration field is out of range", origin);
-    int rc = shape_check(shape, &c, true);
+    int rc = shape_limits(shape, &c);
     if (rc != SPSIM_OK)
         return rc;
     return model_new(shape, origin, "", "", out, err);
@@ -257,9 +299,13 @@ spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, 
     sharded = spsim_add(sharded, spsim_mul(h, fc1_out, ok), ok);
     sharded = spsim_add(sharded, spsim_mul(m->ffn_hidden, h, ok), ok);
     uint64_t replicated = 2 * norm;
+    if (m->qk_norm) /* one norm of d channels for Q and one for K, shared by the heads */
+        replicated += 2 * (m->norm == SPSIM_NORM_LAYERNORM ? 2 * d : d);
     if (m->linear_bias) {
         sharded = spsim_add(sharded, qkv_out + fc1_out, ok);
         replicated += 2 * h; /* projection and FC2 biases */
+    } else if (m->qkv_bias) {
+        sharded = spsim_add(sharded, qkv_out, ok);
     }
     return spsim_add(sharded / tp, replicated, ok);
 }

@@ -124,6 +124,18 @@ struct spsim_hardware {
 int spsim_hardware_read(const char *json, size_t len, const char *origin,
                         struct spsim_hardware **out, struct spsim_error *err);
 
+struct spsim_jctx;
+struct cJSON;
+/** Whether a parsed JSON file is a Hugging Face transformers config (no "schema", a
+ * "model_type"). */
+bool spsim_hf_config_is(const struct cJSON *root);
+/** Read a transformers config.json into a shape (profiles/hf_config.c); a key it cannot model
+ * is refused by name (SPSIM_EFIELD). The shape is then checked as a profile's. */
+int spsim_hf_config_read(const struct spsim_jctx *c, const struct cJSON *root,
+                         struct spsim_model_shape *m);
+/** The model's name from the file's path: the folder of a config.json, else the base name. */
+const char *spsim_hf_config_name(const char *origin, char *buf, size_t cap);
+
 /** Per-TP-rank parameter counts. */
 uint64_t spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, bool *ok);
 uint64_t spsim_embedding_parameters_per_rank(const struct spsim_model_shape *m, uint64_t vpad,

@@ -1,0 +1,59 @@
+/* Megatron-LM launch command lines: read into a model and a parallel configuration, and written
+ * back from them. */
+#ifndef SPSIM_MEGATRON_H
+#define SPSIM_MEGATRON_H
+
+#include "spsim/parallel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest list of flags spsim does not model that spsim_megatron_parse() keeps. */
+#define SPSIM_MEGATRON_UNMODELLED_MAX 2048
+
+/** What a launch command line says. */
+struct spsim_megatron_config {
+    struct spsim_model *model; /**< the shape its flags give; the caller frees it */
+    struct spsim_parallel par; /**< Megatron-LM's default where a flag is absent */
+    bool world_size_given;     /**< torchrun's --nproc_per_node × --nnodes gave dp (else 1) */
+    /** The flags spsim does not model, "--lr, --save, ..." ("" when none; cut with "..."). */
+    char unmodelled[SPSIM_MEGATRON_UNMODELLED_MAX];
+};
+
+/**
+ * Read a Megatron-LM launch script or command line: `torchrun ... pretrain_gpt.py --num-layers
+ * ...`, with bash's quotes, line continuations, comments, variables assigned in the text and
+ * arrays of flags (`GPT_ARGS=( ... )` spliced as `${GPT_ARGS[@]}`, as Megatron-LM's examples/
+ * write them), or the flags alone. A variable the text does not assign, a positional parameter
+ * or a command substitution in the value of a flag spsim maps is an error naming the flag;
+ * shell control flow (if, for, ...) is refused. Flags spsim models are mapped (model shape,
+ * tp, pp, vpp, sp, recompute, micro and global batch, dtype, distributed optimizer, gradient
+ * overlap, dp from the world size); a flag it does not model is listed in `unmodelled`; one
+ * whose value would change what spsim computes in a way it does not model (fp32, context or
+ * expert parallelism, MoE, another vocabulary padding) is an error.
+ * @param origin  the name used in messages (a path, or "-")
+ * @return SPSIM_OK, SPSIM_EPARSE (shell syntax), SPSIM_EFIELD (a flag: "ORIGIN:LINE: --flag:
+ *         reason"), SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_megatron_parse(const char *text, size_t len, const char *origin,
+                                   struct spsim_megatron_config *out, struct spsim_error *err);
+
+/**
+ * The Megatron-LM launch line of a configuration: `torchrun --nproc_per_node N --nnodes M
+ * pretrain_gpt.py` with the model's shape flags, the parallel flags and the batch, one flag per
+ * line with continuations, so that spsim_megatron_parse() of it gives back the same model and
+ * configuration.
+ * @param gpus_per_node  torchrun's --nproc_per_node when it divides the GPUs (else all GPUs on
+ *                       one node)
+ * @return the length of the text (as snprintf: the text is cut when it does not fit in cap)
+ */
+SPSIM_API size_t spsim_megatron_format(const struct spsim_model *model,
+                                       const struct spsim_parallel *par, uint32_t gpus_per_node,
+                                       char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

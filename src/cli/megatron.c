@@ -1,0 +1,95 @@
+/* --megatron-args FILE|- (query, explain, validate) and --format megatron (query, optimize). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The whole of FILE, or of standard input for "-". */
+static int
+read_all(const char *path, char **out, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return cli_error(EXIT_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    bool full = false;
+    while (buf && !full) {
+        if (n == cap) {
+            char *bigger = cap < (64u << 20) ? realloc(buf, 2 * cap) : NULL;
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        full = got == 0;
+    }
+    int failed = ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (!buf || failed) {
+        free(buf);
+        return cli_error(failed ? EXIT_INPUT : EXIT_RUNTIME, "%s: %s", path,
+                         failed ? "read error" : "out of memory or larger than 64 MiB");
+    }
+    *out = buf;
+    *len = n;
+    return EXIT_OK;
+}
+
+int
+cli_megatron_apply(struct cli_config *cfg, const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_all(path, &text, &len);
+    if (rc != EXIT_OK)
+        return rc;
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    int status = spsim_megatron_parse(text, len, path, &mc, &err);
+    free(text);
+    if (status != SPSIM_OK)
+        return cli_fail(&err);
+    if (mc.unmodelled[0])
+        cli_warning("%s: flags spsim does not model, left out of its figures: %s", path,
+                    mc.unmodelled);
+    spsim_model_destroy(cfg->imported);
+    cfg->imported = mc.model;
+    cfg->par = mc.par;
+    return EXIT_OK;
+}
+
+int
+cli_config_model(struct cli_config *cfg, struct spsim_model **out)
+{
+    if (cfg->imported) {
+        *out = cfg->imported;
+        cfg->imported = NULL;
+        return EXIT_OK;
+    }
+    return cli_load_model(cfg->model, out);
+}
+
+int
+cli_megatron_write(FILE *f, const struct spsim_model *model, const struct spsim_hardware *hw,
+                   const struct spsim_parallel *par)
+{
+    struct spsim_hardware_info info;
+    spsim_hardware_get_info(hw, &info);
+    char buf[8192];
+    size_t n = spsim_megatron_format(model, par, info.gpus_per_node, buf, sizeof(buf));
+    if (n >= sizeof(buf))
+        return cli_error(EXIT_RUNTIME, "the Megatron-LM flags do not fit in %zu bytes",
+                         sizeof(buf));
+    fwrite(buf, 1, n, f);
+    return EXIT_OK;
+}

@@ -1,0 +1,708 @@
+/*
+ * Megatron-LM launch lines in: the words of the script (shell_words.c), then each flag of
+ * megatron/training/arguments.py (and TransformerConfig's, megatron/core/transformer/
+ * transformer_config.py) that spsim models, with Megatron's defaults where it is absent.
+ * Read against NVIDIA/Megatron-LM at d98e8a64 (2026-08-22).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "megatron_yaml.h"
+#include "spsim/megatron.h"
+
+enum flag_id {
+    F_LAYERS,
+    F_HIDDEN,
+    F_HEADS,
+    F_FFN,
+    F_GQA,
+    F_GROUPS,
+    F_KV_CHANNELS,
+    F_SEQ,
+    F_POSITIONS,
+    F_SWIGLU,
+    F_NORM,
+    F_POSITION_TYPE,
+    F_ROTARY,
+    F_DISABLE_BIAS,
+    F_ADD_BIAS,
+    F_QKV_BIAS,
+    F_UNTIE,
+    F_QK_NORM,
+    F_ATTN_DROPOUT,
+    F_HIDDEN_DROPOUT,
+    F_VOCAB,
+    F_TOKENIZER,
+    F_VOCAB_FILE,
+    F_MERGE_FILE,
+    F_DIVISIBLE,
+    F_FLASH,
+    F_BACKEND,
+    F_TP,
+    F_PP,
+    F_VPP_LAYERS,
+    F_VPP,
+    F_SP,
+    F_CP,
+    F_EP,
+    F_EXPERTS,
+    F_MBS,
+    F_GBS,
+    F_RECOMPUTE_ACT,
+    F_RECOMPUTE_GRAN,
+    F_RECOMPUTE_METHOD,
+    F_RECOMPUTE_LAYERS,
+    F_RECOMPUTE_MODULES,
+    F_OFFLOAD,
+    F_OFFLOAD_LAYERS,
+    F_CP_COMM,
+    F_HCP,
+    F_FSDP,
+    F_SHARDING,
+    F_GRAD_FP32,
+    F_GRAD_BF16,
+    F_OVERLAP_PARAM,
+    F_DISTOPT,
+    F_OVERLAP,
+    F_BF16,
+    F_FP16,
+    F_FP8,
+    F_NPROC,
+    F_NNODES,
+    F_COUNT
+};
+
+enum flag_kind { K_SWITCH, K_VALUE, K_LIST };
+
+static const struct {
+    const char *name;
+    enum flag_kind kind;
+} flags[F_COUNT] = {
+    [F_LAYERS] = {"--num-layers", K_VALUE},
+    [F_HIDDEN] = {"--hidden-size", K_VALUE},
+    [F_HEADS] = {"--num-attention-heads", K_VALUE},
+    [F_FFN] = {"--ffn-hidden-size", K_VALUE},
+    [F_GQA] = {"--group-query-attention", K_SWITCH},
+    [F_GROUPS] = {"--num-query-groups", K_VALUE},
+    [F_KV_CHANNELS] = {"--kv-channels", K_VALUE},
+    [F_SEQ] = {"--seq-length", K_VALUE},
+    [F_POSITIONS] = {"--max-position-embeddings", K_VALUE},
+    [F_SWIGLU] = {"--swiglu", K_SWITCH},
+    [F_NORM] = {"--normalization", K_VALUE},
+    [F_POSITION_TYPE] = {"--position-embedding-type", K_VALUE},
+    [F_ROTARY] = {"--use-rotary-position-embeddings", K_SWITCH},
+    [F_DISABLE_BIAS] = {"--disable-bias-linear", K_SWITCH},
+    [F_ADD_BIAS] = {"--add-bias-linear", K_SWITCH},
+    [F_QKV_BIAS] = {"--add-qkv-bias", K_SWITCH},
+    [F_UNTIE] = {"--untie-embeddings-and-output-weights", K_SWITCH},
+    [F_QK_NORM] = {"--qk-layernorm", K_SWITCH},
+    [F_ATTN_DROPOUT] = {"--attention-dropout", K_VALUE},
+    [F_HIDDEN_DROPOUT] = {"--hidden-dropout", K_VALUE},
+    [F_VOCAB] = {"--vocab-size", K_VALUE},
+    [F_TOKENIZER] = {"--tokenizer-type", K_VALUE},
+    [F_VOCAB_FILE] = {"--vocab-file", K_VALUE},
+    [F_MERGE_FILE] = {"--merge-file", K_VALUE},
+    [F_DIVISIBLE] = {"--make-vocab-size-divisible-by", K_VALUE},
+    [F_FLASH] = {"--use-flash-attn", K_SWITCH},
+    [F_BACKEND] = {"--attention-backend", K_VALUE},
+    [F_TP] = {"--tensor-model-parallel-size", K_VALUE},
+    [F_PP] = {"--pipeline-model-parallel-size", K_VALUE},
+    [F_VPP_LAYERS] = {"--num-layers-per-virtual-pipeline-stage", K_VALUE},
+    [F_VPP] = {"--num-virtual-stages-per-pipeline-rank", K_VALUE},
+    [F_SP] = {"--sequence-parallel", K_SWITCH},
+    [F_CP] = {"--context-parallel-size", K_VALUE},
+    [F_EP] = {"--expert-model-parallel-size", K_VALUE},
+    [F_EXPERTS] = {"--num-experts", K_VALUE},
+    [F_MBS] = {"--micro-batch-size", K_VALUE},
+    [F_GBS] = {"--global-batch-size", K_VALUE},
+    [F_RECOMPUTE_ACT] = {"--recompute-activations", K_SWITCH},
+    [F_RECOMPUTE_GRAN] = {"--recompute-granularity", K_VALUE},
+    [F_RECOMPUTE_METHOD] = {"--recompute-method", K_VALUE},
+    [F_RECOMPUTE_LAYERS] = {"--recompute-num-layers", K_VALUE},
+    [F_RECOMPUTE_MODULES] = {"--recompute-modules", K_LIST},
+    [F_OFFLOAD] = {"--cpu-offloading", K_SWITCH},
+    [F_OFFLOAD_LAYERS] = {"--cpu-offloading-num-layers", K_VALUE},
+    [F_CP_COMM] = {"--cp-comm-type", K_VALUE},
+    [F_HCP] = {"--hierarchical-context-parallel-sizes", K_LIST},
+    [F_FSDP] = {"--use-megatron-fsdp", K_SWITCH},
+    [F_SHARDING] = {"--data-parallel-sharding-strategy", K_VALUE},
+    [F_GRAD_FP32] = {"--accumulate-allreduce-grads-in-fp32", K_SWITCH},
+    [F_GRAD_BF16] = {"--grad-reduce-in-bf16", K_SWITCH},
+    [F_OVERLAP_PARAM] = {"--overlap-param-gather", K_SWITCH},
+    [F_DISTOPT] = {"--use-distributed-optimizer", K_SWITCH},
+    [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
+    [F_BF16] = {"--bf16", K_SWITCH},
+    [F_FP16] = {"--fp16", K_SWITCH},
+    [F_FP8] = {"--fp8-format", K_VALUE},
+    /* torchrun (torch/distributed/run.py) */
+    [F_NPROC] = {"--nproc_per_node", K_VALUE},
+    [F_NNODES] = {"--nnodes", K_VALUE},
+};
+
+/* The flags as given: each one's value (the word after it, or after '='). */
+struct mg {
+    const char *origin;
+    struct spsim_error *err;
+    bool given[F_COUNT];
+    const char *value[F_COUNT];      /* NULL for a switch */
+    const char *unresolved[F_COUNT]; /* the value's unresolved expansion, or "" */
+    const char *shown[F_COUNT];      /* a YAML recipe's key for the flag, or NULL */
+    bool yaml;                       /* a recipe, not a launch line */
+    uint32_t line[F_COUNT];
+    char *unmodelled;
+    size_t used;
+    char list[256]; /* a K_LIST flag's words joined by ',' */
+};
+
+/* "ORIGIN:LINE: --flag: reason" (or "ORIGIN: --flag: reason" for a flag that is absent). */
+static int
+flag_fail(const struct mg *m, int code, int id, const char *fmt, va_list ap)
+{
+    char reason[256];
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    if (m->given[id])
+        return spsim_fail(m->err, code, "%s:%u: %s: %s", m->origin, m->line[id],
+                          m->shown[id] ? m->shown[id] : flags[id].name, reason);
+    if (!m->yaml)
+        return spsim_fail(m->err, code, "%s: %s: %s", m->origin, flags[id].name, reason);
+    /* A recipe names the flag's TransformerConfig field: --num-layers is num_layers. */
+    char key[64];
+    snprintf(key, sizeof(key), "%s", flags[id].name + 2);
+    for (char *c = key; *c; c++)
+        *c = *c == '-' ? '_' : *c;
+    return spsim_fail(m->err, code, "%s: %s (%s): %s", m->origin, key, flags[id].name, reason);
+}
+
+/* A flag spsim cannot read or does not model (SPSIM_EFIELD). */
+static int SPSIM_PRINTF(3, 4) flag_error(const struct mg *m, int id, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = flag_fail(m, SPSIM_EFIELD, id, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* A configuration Megatron-LM's own checks refuse (SPSIM_ECONFIG). */
+static int SPSIM_PRINTF(3, 4) rule_error(const struct mg *m, int id, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = flag_fail(m, SPSIM_ECONFIG, id, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* A flag spsim does not model, listed once. */
+static void
+unmodelled(struct mg *m, const char *word)
+{
+    size_t n = strcspn(word, "=");
+    char name[128];
+    snprintf(name, sizeof(name), "%.*s", (int)(n < 120 ? n : 120), word);
+    for (const char *p = m->unmodelled; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == m->unmodelled || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+            return;
+    size_t cap = SPSIM_MEGATRON_UNMODELLED_MAX;
+    if (m->used + n + 6 >= cap) {
+        if (m->used + 4 < cap && strcmp(m->unmodelled + m->used - 3, "...") != 0)
+            m->used += (size_t)snprintf(m->unmodelled + m->used, cap - m->used, ", ...");
+        return;
+    }
+    m->used +=
+        (size_t)snprintf(m->unmodelled + m->used, cap - m->used, "%s%s", m->used ? ", " : "", name);
+}
+
+/* The table's flag named by `word` (up to '='); '_' and '-' are the same (torchrun takes
+ * both spellings). @return its id, or -1 */
+static int
+lookup(const char *word)
+{
+    size_t n = strcspn(word, "=");
+    for (int id = 0; id < F_COUNT; id++) {
+        const char *f = flags[id].name;
+        size_t i = 0;
+        while (i < n && f[i] && (f[i] == word[i] || (strchr("-_", f[i]) && strchr("-_", word[i]))))
+            i++;
+        if (i == n && f[i] == '\0')
+            return id;
+    }
+    return -1;
+}
+
+static bool
+is_flag(const char *w)
+{
+    return w[0] == '-' && w[1] != '\0' && !(w[1] >= '0' && w[1] <= '9') && w[1] != '.';
+}
+
+/* The flags of words[from, to): mapped ones recorded, the others listed. */
+static int
+read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        const struct spsim_sh_word *w = &c->w[i];
+        int id = is_flag(w->text) ? lookup(w->text) : -1;
+        const char *eq = strchr(w->text, '=');
+        if (id < 0) {
+            unmodelled(m, w->text);
+            /* An unknown flag's values: the words up to the next flag (argparse's nargs). */
+            while (is_flag(w->text) && !eq && i + 1 < to && !is_flag(c->w[i + 1].text))
+                i++;
+            continue;
+        }
+        m->given[id] = true;
+        m->line[id] = w->line;
+        m->shown[id] = w->key[0] ? w->key : NULL;
+        m->unresolved[id] = w->unresolved;
+        if (flags[id].kind == K_SWITCH)
+            continue;
+        if (eq) {
+            m->value[id] = eq + 1;
+        } else if (i + 1 < to && !is_flag(c->w[i + 1].text)) {
+            m->value[id] = c->w[++i].text;
+            m->unresolved[id] = c->w[i].unresolved;
+            /* nargs='*': every word up to the next flag, joined by ','. */
+            if (flags[id].kind == K_LIST) {
+                size_t n = (size_t)snprintf(m->list, sizeof(m->list), "%s", m->value[id]);
+                while (i + 1 < to && !is_flag(c->w[i + 1].text) && n < sizeof(m->list))
+                    n += (size_t)snprintf(m->list + n, sizeof(m->list) - n, ",%s", c->w[++i].text);
+                m->value[id] = m->list;
+            }
+        } else {
+            return flag_error(m, id, "needs a value");
+        }
+        /* Only the presence of the tokenizer's files counts (GPT-2's BPE), not their paths. */
+        bool path = id == F_VOCAB_FILE || id == F_MERGE_FILE;
+        if (m->unresolved[id][0] && !path)
+            return flag_error(m, id,
+                              "'%s' uses %s, which the file does not set (spsim does not run "
+                              "the script: write the value)",
+                              m->value[id], m->unresolved[id]);
+    }
+    return SPSIM_OK;
+}
+
+/* An integer flag in [min, max]; `dflt` when absent. */
+static int
+num(const struct mg *m, int id, uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out)
+{
+    *out = dflt;
+    if (!m->given[id])
+        return SPSIM_OK;
+    const char *t = m->value[id];
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = t[0] >= '0' && t[0] <= '9' ? strtoull(t, &end, 10) : 0;
+    if (!end || *end || errno == ERANGE || v < min || v > max)
+        return flag_error(m, id, "'%s' is not an integer in [%llu, %llu]", t,
+                          (unsigned long long)min, (unsigned long long)max);
+    *out = v;
+    return SPSIM_OK;
+}
+
+static int
+num32(const struct mg *m, int id, uint32_t max, uint32_t dflt, uint32_t *out)
+{
+    uint64_t v = 0;
+    int rc = num(m, id, 1, max, dflt, &v);
+    *out = (uint32_t)v;
+    return rc;
+}
+
+/* A required integer: Megatron-LM refuses to start without it. */
+static int
+needed(const struct mg *m, int id, uint32_t max, uint32_t *out)
+{
+    if (!m->given[id])
+        return flag_error(m, id, "missing (Megatron-LM requires it)");
+    return num32(m, id, max, 0, out);
+}
+
+/* A probability in [0, 1]; `dflt` when absent. */
+static int
+probability(const struct mg *m, int id, double dflt, double *out)
+{
+    *out = dflt;
+    if (!m->given[id])
+        return SPSIM_OK;
+    char *end = NULL;
+    double v = strtod(m->value[id], &end);
+    if (end == m->value[id] || *end || !(v >= 0 && v <= 1))
+        return flag_error(m, id, "'%s' is not a probability in [0, 1]", m->value[id]);
+    *out = v;
+    return SPSIM_OK;
+}
+
+/* One of `names` (NULL-terminated); `dflt` when absent. */
+static int
+choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
+{
+    *out = dflt;
+    if (!m->given[id])
+        return SPSIM_OK;
+    char list[160] = "";
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(names[i], m->value[id]) == 0) {
+            *out = i;
+            return SPSIM_OK;
+        }
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", names[i]);
+    }
+    return flag_error(m, id, "'%s' is not modelled (spsim models %s)", m->value[id], list);
+}
+
+/* A flag whose value must be Megatron's default, else spsim would compute something else. */
+static int
+only(const struct mg *m, int id, uint64_t value, const char *why)
+{
+    uint64_t v = 0;
+    int rc = num(m, id, 0, UINT32_MAX, value, &v);
+    if (rc == SPSIM_OK && v != value)
+        return flag_error(m, id, "%s (only %llu is)", why, (unsigned long long)value);
+    return rc;
+}
+
+/* The vocabulary: --vocab-size, else GPT-2's BPE (its vocab and merge files, 50257 tokens:
+ * Radford et al. 2019, the GPT-2 tokenizer); spsim reads no tokenizer file. */
+static int
+vocabulary(const struct mg *m, uint32_t *out)
+{
+    int rc = only(m, F_DIVISIBLE, 128, "another vocabulary padding is not modelled");
+    if (rc != SPSIM_OK || m->given[F_VOCAB])
+        return rc ? rc : num32(m, F_VOCAB, 16777216, 0, out);
+    bool gpt2 = m->given[F_TOKENIZER] ? strcmp(m->value[F_TOKENIZER], "GPT2BPETokenizer") == 0
+                                      : m->given[F_VOCAB_FILE] && m->given[F_MERGE_FILE];
+    if (!gpt2)
+        return flag_error(m, F_VOCAB,
+                          "missing: spsim reads no tokenizer file, so give the "
+                          "vocabulary's size (--vocab-size N)");
+    *out = 50257;
+    return SPSIM_OK;
+}
+
+/* Heads, query groups, head size and the MLP's size (arguments.py's defaults). */
+static int
+attention_shape(const struct mg *m, struct spsim_model_shape *s)
+{
+    int rc;
+    if ((rc = needed(m, F_LAYERS, 4096, &s->layers)) ||
+        (rc = needed(m, F_HIDDEN, 1048576, &s->hidden)) ||
+        (rc = needed(m, F_HEADS, 65536, &s->heads)))
+        return rc;
+    /* --num-query-groups counts only with --group-query-attention (default 1 group). */
+    if (m->given[F_GQA] && (rc = num32(m, F_GROUPS, s->heads, 1, &s->kv_heads)))
+        return rc;
+    if (!m->given[F_GQA])
+        s->kv_heads = s->heads;
+    if (s->heads % s->kv_heads)
+        return flag_error(m, F_GROUPS, "%u does not divide --num-attention-heads %u", s->kv_heads,
+                          s->heads);
+    if (!m->given[F_KV_CHANNELS] && s->hidden % s->heads)
+        return flag_error(m, F_HEADS, "%u does not divide --hidden-size %u (give --kv-channels)",
+                          s->heads, s->hidden);
+    if ((rc = num32(m, F_KV_CHANNELS, 1048576, s->hidden / s->heads, &s->head_dim)))
+        return rc;
+    /* SwiGLU's default keeps the parameters of a 4h MLP, to a multiple of 64:
+     * int((4 * h * 2 / 3) / 64) * 64 (arguments.py). */
+    s->mlp = m->given[F_SWIGLU] ? SPSIM_MLP_SWIGLU : SPSIM_MLP_GELU;
+    uint32_t ffn =
+        s->mlp == SPSIM_MLP_SWIGLU ? (uint32_t)(8ull * s->hidden / 192 * 64) : 4 * s->hidden;
+    return num32(m, F_FFN, 4194304, ffn ? ffn : 1, &s->ffn_hidden);
+}
+
+/* Norm, positions, biases, embeddings, dropout and the attention kernel. */
+static int
+layer_kind(const struct mg *m, struct spsim_model_shape *s)
+{
+    static const char *const norms[] = {"LayerNorm", "RMSNorm", NULL};
+    static const char *const positions[] = {"learned_absolute", "rope", NULL};
+    static const char *const backends[] = {"unfused", "local", "flash", "fused", "auto", NULL};
+    int norm = 0, position = 0, backend = 4, rc;
+    double attention_p = 0, hidden_p = 0;
+    if ((rc = choice(m, F_NORM, norms, 0, &norm)) ||
+        (rc = choice(m, F_POSITION_TYPE, positions, m->given[F_ROTARY], &position)) ||
+        (rc = choice(m, F_BACKEND, backends, 4, &backend)) ||
+        (rc = probability(m, F_ATTN_DROPOUT, 0.1, &attention_p)) ||
+        (rc = probability(m, F_HIDDEN_DROPOUT, 0.1, &hidden_p)))
+        return rc;
+    if ((attention_p > 0) != (hidden_p > 0))
+        return flag_error(m, F_ATTN_DROPOUT,
+                          "dropout on attention probabilities or residual branches only is not "
+                          "modelled (both zero, or both nonzero; each is 0.1 when absent)");
+    s->norm = (enum spsim_norm)norm;
+    s->position = (enum spsim_position)position;
+    s->dropout = attention_p > 0;
+    s->linear_bias = !m->given[F_DISABLE_BIAS];
+    s->qkv_bias = m->given[F_QKV_BIAS] && !s->linear_bias;
+    s->tied_embeddings = !m->given[F_UNTIE];
+    s->qk_norm = m->given[F_QK_NORM]; /* the layer's --normalization, over each head */
+    /* TransformerConfig.attention_backend defaults to auto (flash or fused: no s² tensors). */
+    s->attention =
+        backend >= 2 || m->given[F_FLASH] ? SPSIM_ATTENTION_FLASH : SPSIM_ATTENTION_STANDARD;
+    return SPSIM_OK;
+}
+
+/* Selective recomputation's modules (--recompute-modules, default core_attn). */
+static int
+recompute_modules(const struct mg *m, struct spsim_parallel *p)
+{
+    if (!m->given[F_RECOMPUTE_MODULES])
+        return SPSIM_OK;
+    if (spsim_recompute_modules_parse(m->value[F_RECOMPUTE_MODULES], &p->recompute_modules))
+        return flag_error(m, F_RECOMPUTE_MODULES, "'%s' is not a list of modules spsim knows",
+                          m->value[F_RECOMPUTE_MODULES]);
+    /* core_attn alone is Megatron's default, which spsim writes as 0. */
+    if (p->recompute_modules == SPSIM_RMOD_CORE_ATTN)
+        p->recompute_modules = 0;
+    return SPSIM_OK;
+}
+
+/* Recomputation: selective (its modules), or full by --recompute-method uniform or block over
+ * --recompute-num-layers; uniform groups of one layer are spsim's default full mode. */
+static int
+recompute(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const granularities[] = {"selective", "full", NULL};
+    static const char *const methods[] = {"uniform", "block", NULL};
+    int g = m->given[F_RECOMPUTE_ACT] ? 0 : -1, method = -1, rc;
+    if ((rc = choice(m, F_RECOMPUTE_GRAN, granularities, g, &g)) || (rc = recompute_modules(m, p)))
+        return rc;
+    p->recompute = g < 0    ? SPSIM_RECOMPUTE_NONE
+                   : g == 0 ? SPSIM_RECOMPUTE_SELECTIVE
+                            : SPSIM_RECOMPUTE_FULL;
+    if (p->recompute != SPSIM_RECOMPUTE_FULL)
+        return SPSIM_OK;
+    if ((rc = choice(m, F_RECOMPUTE_METHOD, methods, -1, &method)) ||
+        (rc = num32(m, F_RECOMPUTE_LAYERS, 4096, 1, &p->recompute_layers)))
+        return rc;
+    if (method < 0)
+        return flag_error(m, F_RECOMPUTE_METHOD,
+                          "missing: full recomputation needs uniform or "
+                          "block (transformer_config.py)");
+    p->recompute_method =
+        method == 0 ? SPSIM_RECOMPUTE_METHOD_UNIFORM : SPSIM_RECOMPUTE_METHOD_BLOCK;
+    if (method == 0 && p->recompute_layers == 1) {
+        p->recompute_method = SPSIM_RECOMPUTE_METHOD_DEFAULT;
+        p->recompute_layers = 0;
+    }
+    return SPSIM_OK;
+}
+
+/* Context parallelism's exchange (--cp-comm-type, --hierarchical-context-parallel-sizes). */
+static int
+context_parallel(const struct mg *m, struct spsim_parallel *p)
+{
+    if (m->given[F_CP_COMM] && spsim_cp_comm_parse(m->value[F_CP_COMM], &p->cp_comm_type))
+        return flag_error(m, F_CP_COMM, "'%s' is not p2p, all_gather, a2a or a2a+p2p",
+                          m->value[F_CP_COMM]);
+    if (!m->given[F_HCP])
+        return SPSIM_OK;
+    unsigned a = 0, b = 0;
+    char end = 0;
+    if (sscanf(m->value[F_HCP], "%u,%u%c", &a, &b, &end) != 2 || !a || !b)
+        return flag_error(m, F_HCP, "'%s' is not two sizes", m->value[F_HCP]);
+    p->hcp_sizes[0] = a;
+    p->hcp_sizes[1] = b;
+    return SPSIM_OK;
+}
+
+/* Sharding and gradient buffers: Megatron-FSDP's strategy (optim = the distributed optimizer,
+ * optim_grads, optim_grads_params), the gradient reduction's dtype, the parameter gather. */
+static int
+sharding(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const strategies[] = {"no_shard", "optim", "optim_grads",
+                                             "optim_grads_params", NULL};
+    int level = 0;
+    int rc = choice(m, F_SHARDING, strategies, 0, &level);
+    if (rc != SPSIM_OK)
+        return rc;
+    if (m->given[F_SHARDING] && !m->given[F_FSDP])
+        return flag_error(m, F_SHARDING, "counts only with --use-megatron-fsdp");
+    p->zero = (uint32_t)level;
+    p->distributed_optimizer = m->given[F_DISTOPT];
+    if (m->given[F_GRAD_FP32] && m->given[F_GRAD_BF16])
+        return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
+    p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
+    p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
+    return SPSIM_OK;
+}
+
+/* What Megatron-LM can run that spsim does not model: refused by flag. */
+static int
+unmodelled_parallelism(const struct mg *m)
+{
+    int rc;
+    if ((rc = only(m, F_EP, 1, "expert parallelism is not modelled")))
+        return rc;
+    if (m->given[F_EXPERTS] && strcmp(m->value[F_EXPERTS], "0") != 0)
+        return flag_error(m, F_EXPERTS, "mixture-of-experts layers are not modelled");
+    return SPSIM_OK;
+}
+
+/* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format. */
+static int
+dtype(const struct mg *m, enum spsim_dtype *out)
+{
+    static const char *const formats[] = {"e4m3", "hybrid", NULL};
+    int f = -1, rc = choice(m, F_FP8, formats, -1, &f);
+    if (rc != SPSIM_OK)
+        return rc;
+    if (m->given[F_BF16] && m->given[F_FP16])
+        return flag_error(m, F_FP16, "given with --bf16");
+    if (!m->given[F_BF16] && !m->given[F_FP16])
+        return flag_error(m, F_BF16,
+                          "missing: without --bf16 or --fp16 Megatron-LM trains in "
+                          "fp32, which spsim does not model");
+    *out = f >= 0 ? SPSIM_DTYPE_FP8 : m->given[F_BF16] ? SPSIM_DTYPE_BF16 : SPSIM_DTYPE_FP16;
+    return SPSIM_OK;
+}
+
+/* tp, pp, cp, vpp, dp (the world size over tp·pp·cp, as arguments.py derives it), sp. */
+static int
+grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
+{
+    struct spsim_parallel *p = &out->par;
+    uint32_t nproc = 1, nnodes = 1, per_chunk = 0;
+    int rc;
+    if ((rc = num32(m, F_TP, 65536, 1, &p->tp)) || (rc = num32(m, F_PP, 65536, 1, &p->pp)) ||
+        (rc = num32(m, F_CP, 65536, 1, &p->cp)) || (rc = num32(m, F_VPP, 65536, 1, &p->vpp)) ||
+        (rc = num32(m, F_VPP_LAYERS, 4096, 0, &per_chunk)) ||
+        (rc = num32(m, F_NPROC, 65536, 1, &nproc)) || (rc = num32(m, F_NNODES, 65536, 1, &nnodes)))
+        return rc;
+    if (per_chunk && layers % ((uint64_t)p->pp * per_chunk))
+        return rule_error(m, F_VPP_LAYERS,
+                          "%u layers per chunk do not divide %u layers over %u "
+                          "stages",
+                          per_chunk, layers, p->pp);
+    if (per_chunk)
+        p->vpp = layers / (p->pp * per_chunk);
+    out->world_size_given = m->given[F_NPROC] || m->given[F_NNODES];
+    uint64_t world = (uint64_t)nproc * nnodes, model = (uint64_t)p->tp * p->pp * p->cp;
+    if (out->world_size_given && world % model)
+        return rule_error(m, m->given[F_NPROC] ? F_NPROC : F_NNODES,
+                          "the world size %llu is not a multiple of tp · pp · cp = %llu",
+                          (unsigned long long)world, (unsigned long long)model);
+    p->dp = out->world_size_given ? (uint32_t)(world / model) : 1;
+    /* arguments.py: "Disabling sequence parallelism because tensor model parallelism is
+     * disabled". */
+    p->sp = m->given[F_SP] && p->tp > 1;
+    return SPSIM_OK;
+}
+
+static int
+parallel(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
+{
+    struct spsim_parallel *p = &out->par;
+    uint64_t offload = 0;
+    int rc;
+    spsim_parallel_defaults(p);
+    if ((rc = unmodelled_parallelism(m)) || (rc = grid(m, layers, out)) || (rc = recompute(m, p)) ||
+        (rc = dtype(m, &p->dtype)) || (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
+        (rc = num32(m, F_MBS, 65536, 1, &p->mbs)))
+        return rc;
+    /* The global batch defaults to one micro-batch per data-parallel rank. */
+    if ((rc = num(m, F_GBS, 1, 1ull << 32, (uint64_t)p->mbs * p->dp, &p->gbs)) ||
+        (rc = num32(m, F_SEQ, 16777216, 0, &p->seq)))
+        return rc;
+    p->offload_layers = (uint32_t)offload;
+    if ((rc = context_parallel(m, p)) || (rc = sharding(m, p)))
+        return rc;
+    p->overlap_grad_reduce = m->given[F_OVERLAP];
+    p->flash_attn = -1;
+    return SPSIM_OK;
+}
+
+static bool
+ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+/* The launch command (the one running a .py script: the launcher's flags before it, Megatron's
+ * after), or, without one, every command that is only flags. */
+static int
+collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
+{
+    if (yaml)
+        return read_flags(m, &sc->cmd[0], 0, sc->cmd[0].n);
+    for (size_t i = 0; i < sc->n; i++)
+        for (size_t j = 0; j < sc->cmd[i].n; j++)
+            if (ends_with(sc->cmd[i].w[j].text, ".py")) {
+                int rc = read_flags(m, &sc->cmd[i], 1, j);
+                return rc ? rc : read_flags(m, &sc->cmd[i], j + 1, sc->cmd[i].n);
+            }
+    bool any = false;
+    for (size_t i = 0; i < sc->n; i++) {
+        if (!is_flag(sc->cmd[i].w[0].text))
+            continue;
+        int rc = read_flags(m, &sc->cmd[i], 0, sc->cmd[i].n);
+        if (rc != SPSIM_OK)
+            return rc;
+        any = true;
+    }
+    if (!any)
+        return spsim_fail(m->err, SPSIM_EFIELD,
+                          "%s: no launch command (a command running a .py script, such as "
+                          "torchrun ... pretrain_gpt.py --num-layers ...) and no flags",
+                          m->origin);
+    return SPSIM_OK;
+}
+
+static int
+shape(const struct mg *m, struct spsim_model_shape *s)
+{
+    int rc;
+    memset(s, 0, sizeof(*s));
+    if ((rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
+        (rc = vocabulary(m, &s->vocab)) || (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
+        return rc;
+    /* The model's positions: --max-position-embeddings, else the sequence. */
+    return num32(m, F_POSITIONS, 16777216, s->seq_len, &s->seq_len);
+}
+
+/* The model's name: the file's base name without its extension ("-": megatron-args). */
+static void
+model_name(const char *origin, char *buf, size_t cap)
+{
+    const char *base = strrchr(origin, '/');
+    base = base ? base + 1 : origin;
+    size_t n = strcspn(base, ".");
+    if (strcmp(origin, "-") == 0 || n == 0)
+        snprintf(buf, cap, "megatron-args");
+    else
+        snprintf(buf, cap, "%.*s", (int)n, base);
+}
+
+int
+spsim_megatron_parse(const char *text, size_t len, const char *origin,
+                     struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    if (!text || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse: NULL argument");
+    origin = origin ? origin : "-";
+    memset(out, 0, sizeof(*out));
+    struct spsim_sh_script sc;
+    bool yaml = ends_with(origin, ".yaml") || ends_with(origin, ".yml");
+    int rc = yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
+                  : spsim_sh_parse(text, len, origin, &sc, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
+    struct spsim_model_shape s;
+    char name[128];
+    model_name(origin, name, sizeof(name));
+    if ((rc = collect(&m, &sc, yaml)) == SPSIM_OK && (rc = shape(&m, &s)) == SPSIM_OK &&
+        (rc = parallel(&m, s.layers, out)) == SPSIM_OK)
+        rc = spsim_model_create(&s, name, &out->model, err);
+    spsim_sh_free(&sc);
+    return rc;
+}

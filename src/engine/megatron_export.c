@@ -1,0 +1,162 @@
+/*
+ * Megatron-LM launch lines out: the flags of a model and a configuration, in the names
+ * megatron_args.c reads, so that reading the text back gives the same model and configuration.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "spsim/megatron.h"
+
+struct out {
+    char *buf;
+    size_t cap, n;
+};
+
+static void SPSIM_PRINTF(2, 3) emit(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int w =
+        vsnprintf(o->n < o->cap ? o->buf + o->n : NULL, o->n < o->cap ? o->cap - o->n : 0, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        o->n += (size_t)w;
+}
+
+static void
+model_flags(struct out *o, const struct spsim_model_shape *s)
+{
+    emit(o, "    --num-layers %u \\\n    --hidden-size %u \\\n", s->layers, s->hidden);
+    emit(o, "    --num-attention-heads %u \\\n", s->heads);
+    if (s->kv_heads != s->heads)
+        emit(o, "    --group-query-attention \\\n    --num-query-groups %u \\\n", s->kv_heads);
+    emit(o, "    --kv-channels %u \\\n    --ffn-hidden-size %u \\\n", s->head_dim, s->ffn_hidden);
+    emit(o, "    --max-position-embeddings %u \\\n", s->seq_len);
+    if (s->mlp == SPSIM_MLP_SWIGLU)
+        emit(o, "    --swiglu \\\n");
+    emit(o, "    --normalization %s \\\n", s->norm == SPSIM_NORM_RMSNORM ? "RMSNorm" : "LayerNorm");
+    emit(o, "    --position-embedding-type %s \\\n",
+         s->position == SPSIM_POSITION_ROPE ? "rope" : "learned_absolute");
+    if (!s->linear_bias)
+        emit(o, "    --disable-bias-linear \\\n");
+    if (!s->linear_bias && s->qkv_bias)
+        emit(o, "    --add-qkv-bias \\\n");
+    if (!s->tied_embeddings)
+        emit(o, "    --untie-embeddings-and-output-weights \\\n");
+    if (s->qk_norm)
+        emit(o, "    --qk-layernorm \\\n");
+    /* Megatron's defaults are 0.1 for both (TransformerConfig). */
+    const char *p = s->dropout ? "0.1" : "0.0";
+    emit(o, "    --attention-dropout %s \\\n    --hidden-dropout %s \\\n", p, p);
+    /* NullTokenizer takes its size from --vocab-size (megatron/core/tokenizers). */
+    emit(o, "    --tokenizer-type NullTokenizer \\\n    --vocab-size %u \\\n", s->vocab);
+}
+
+static void
+context_flags(struct out *o, const struct spsim_parallel *p)
+{
+    if (p->cp > 1)
+        emit(o, "    --context-parallel-size %u \\\n", p->cp);
+    if (p->cp_comm_type != SPSIM_CP_P2P)
+        emit(o, "    --cp-comm-type %s \\\n", spsim_cp_comm_name(p->cp_comm_type));
+    if (p->hcp_sizes[0])
+        emit(o, "    --hierarchical-context-parallel-sizes %u %u \\\n", p->hcp_sizes[0],
+             p->hcp_sizes[1]);
+}
+
+/* The distributed optimizer, Megatron-FSDP's strategy, gradient buffers, parameter gather. */
+static void
+sharding_flags(struct out *o, const struct spsim_parallel *p)
+{
+    static const char *const strategies[] = {"no_shard", "optim", "optim_grads",
+                                             "optim_grads_params"};
+    /* Level 1 is the distributed optimizer, or Megatron-FSDP's optim (spsim's --zero 1). */
+    if (p->distributed_optimizer)
+        emit(o, "    --use-distributed-optimizer \\\n");
+    if (p->zero < 4 && (p->zero > 1 || (p->zero == 1 && !p->distributed_optimizer)))
+        emit(o, "    --use-megatron-fsdp \\\n    --data-parallel-sharding-strategy %s \\\n",
+             strategies[p->zero]);
+    if (p->grad_reduce_in_fp32 >= 0)
+        emit(o, "    %s \\\n",
+             p->grad_reduce_in_fp32 ? "--accumulate-allreduce-grads-in-fp32"
+                                    : "--grad-reduce-in-bf16");
+    if (p->overlap_param_gather)
+        emit(o, "    --overlap-param-gather \\\n");
+}
+
+static void
+recompute_flags(struct out *o, const struct spsim_parallel *p)
+{
+    char modules[128];
+    if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE)
+        emit(o, "    --recompute-granularity selective \\\n");
+    /* Megatron takes the modules as separate words (nargs='*'). */
+    if (p->recompute_modules) {
+        spsim_recompute_modules_format(p->recompute_modules, modules, sizeof(modules));
+        for (char *c = modules; *c; c++)
+            *c = *c == '+' ? ' ' : *c;
+        emit(o, "    --recompute-modules %s \\\n", modules);
+    }
+    if (p->recompute != SPSIM_RECOMPUTE_FULL)
+        return;
+    bool block = p->recompute_method == SPSIM_RECOMPUTE_METHOD_BLOCK;
+    emit(o, "    --recompute-granularity full \\\n    --recompute-method %s \\\n",
+         block ? "block" : "uniform");
+    emit(o, "    --recompute-num-layers %u \\\n", p->recompute_layers ? p->recompute_layers : 1);
+}
+
+static void
+parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct spsim_parallel *p)
+{
+    emit(o, "    --tensor-model-parallel-size %u \\\n", p->tp);
+    emit(o, "    --pipeline-model-parallel-size %u \\\n", p->pp);
+    context_flags(o, p);
+    if (p->vpp > 1 && p->pp && s->layers % (p->pp * p->vpp) == 0)
+        emit(o, "    --num-layers-per-virtual-pipeline-stage %u \\\n",
+             s->layers / (p->pp * p->vpp));
+    else if (p->vpp > 1)
+        emit(o, "    --num-virtual-stages-per-pipeline-rank %u \\\n", p->vpp);
+    if (p->sp)
+        emit(o, "    --sequence-parallel \\\n");
+    recompute_flags(o, p);
+    if (p->offload_layers)
+        emit(o, "    --cpu-offloading \\\n    --cpu-offloading-num-layers %u \\\n",
+             p->offload_layers);
+    bool flash = p->flash_attn >= 0 ? p->flash_attn == 1 : s->attention == SPSIM_ATTENTION_FLASH;
+    emit(o, "    --attention-backend %s \\\n", flash ? "flash" : "unfused");
+    emit(o, "    --seq-length %u \\\n", p->seq ? p->seq : s->seq_len);
+    emit(o, "    --micro-batch-size %u \\\n    --global-batch-size %llu \\\n", p->mbs,
+         (unsigned long long)p->gbs);
+    sharding_flags(o, p);
+    if (p->overlap_grad_reduce)
+        emit(o, "    --overlap-grad-reduce \\\n");
+    emit(o, "    %s\n",
+         p->dtype == SPSIM_DTYPE_FP16  ? "--fp16"
+         : p->dtype == SPSIM_DTYPE_FP8 ? "--bf16 \\\n    --fp8-format hybrid"
+                                       : "--bf16");
+}
+
+size_t
+spsim_megatron_format(const struct spsim_model *model, const struct spsim_parallel *par,
+                      uint32_t gpus_per_node, char *buf, size_t cap)
+{
+    struct out o = {buf, cap, 0};
+    if (cap)
+        buf[0] = '\0';
+    if (!model || !par)
+        return 0;
+    const struct spsim_model_shape *s = spsim_model_get_shape(model);
+    uint64_t gpus = (uint64_t)par->tp * par->pp * par->dp * (par->cp ? par->cp : 1);
+    uint64_t per_node = gpus_per_node && gpus % gpus_per_node == 0 ? gpus_per_node : gpus;
+    emit(&o, "# %s: written by spsim %s (spsim --megatron-args reads it back)\n",
+         spsim_model_name(model), spsim_version());
+    emit(&o, "torchrun --nproc_per_node %llu --nnodes %llu pretrain_gpt.py \\\n",
+         (unsigned long long)per_node, (unsigned long long)(gpus / per_node));
+    model_flags(&o, s);
+    parallel_flags(&o, s, par);
+    return o.n;
+}

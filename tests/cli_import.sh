@@ -1,0 +1,123 @@
+#!/bin/sh
+# The doors in and out through the command line: a Hugging Face config.json (file or folder) as
+# --model and in `spsim check`, --megatron-args from a file and from standard input, the one
+# warning line of unmodelled flags, --format megatron read back by --megatron-args (query and
+# optimize), and "did you mean" for profile names and options. Usage: cli_import.sh SPSIM
+set -u
+spsim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# expect CODE TEXT -- ARGS: exit status CODE and TEXT on standard error.
+expect() {
+    code=$1 text=$2
+    shift 3
+    "$spsim" "$@" >"$tmp/out" 2>"$tmp/err"
+    got=$?
+    [ "$got" -eq "$code" ] || fail "spsim $*: exit $got, want $code ($(cat "$tmp/err"))"
+    grep -qF -- "$text" "$tmp/err" || fail "spsim $*: no '$text' in: $(cat "$tmp/err")"
+}
+
+# meta-llama/Meta-Llama-3-8B's config.json (Hugging Face Hub), as published.
+mkdir -p "$tmp/Meta-Llama-3-8B"
+cat >"$tmp/Meta-Llama-3-8B/config.json" <<'JSON'
+{
+  "architectures": ["LlamaForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 128000,
+  "eos_token_id": 128001,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 14336,
+  "max_position_embeddings": 8192,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 8,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.40.0.dev0",
+  "use_cache": true,
+  "vocab_size": 128256
+}
+JSON
+"$spsim" check "$tmp/Meta-Llama-3-8B/config.json" >"$tmp/out" 2>&1 ||
+    fail "check of the Llama 3 config: $(cat "$tmp/out")"
+# The folder and the shipped llama3-8b profile (written from the same config) give the same
+# query, but for the name.
+cfg="--hw dgx-h100 --tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --format json"
+"$spsim" query --model "$tmp/Meta-Llama-3-8B" $cfg >"$tmp/hf.json" || fail "query --model FOLDER"
+"$spsim" query --model llama3-8b $cfg >"$tmp/shipped.json"
+grep -q '"model": "Meta-Llama-3-8B"' "$tmp/hf.json" || fail "the folder does not name the model"
+sed 's/"model": "Meta-Llama-3-8B"/"model": "llama3-8b"/' "$tmp/hf.json" | cmp -s - "$tmp/shipped.json" ||
+    fail "the Llama 3 config and the shipped llama3-8b profile differ"
+echo '{"model_type": "mixtral", "num_local_experts": 8}' >"$tmp/mixtral.json"
+expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not modelled" -- check "$tmp/mixtral.json"
+expect 3 "field 'num_local_experts'" -- query --model "$tmp/mixtral.json"
+
+# Out and back in: query JSON equal, from a file named after the model and from stdin.
+for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
+    "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --mbs 2 --dtype fp8 --distributed-optimizer" \
+    "--tp 1 --pp 4 --vpp 3 --dp 2 --gbs 16 --recompute none --no-sp --no-flash-attn --dtype fp16"; do
+    "$spsim" query --model gpt3-175b --hw dgx-h100 $conf --format megatron >"$tmp/gpt3-175b.sh" ||
+        fail "query --format megatron $conf"
+    "$spsim" query --model gpt3-175b --hw dgx-h100 $conf --format json >"$tmp/before.json"
+    "$spsim" query --megatron-args "$tmp/gpt3-175b.sh" --hw dgx-h100 --format json \
+        >"$tmp/after.json" 2>"$tmp/err" || fail "--megatron-args of $conf: $(cat "$tmp/err")"
+    cmp -s "$tmp/before.json" "$tmp/after.json" || fail "round trip of $conf differs"
+    [ -s "$tmp/err" ] && fail "round trip of $conf warns: $(cat "$tmp/err")"
+    "$spsim" query --megatron-args - --hw dgx-h100 --format json <"$tmp/gpt3-175b.sh" |
+        sed 's/"model": "megatron-args"/"model": "gpt3-175b"/' | cmp -s - "$tmp/before.json" ||
+        fail "--megatron-args - of $conf differs"
+done
+
+# optimize's best as a launch line: its CSV row is the query of that line.
+opt="--model llama3-8b --hw dgx-h100 --gpus 16 --gbs 64 --tp 1,2,4 --pp 1,2"
+"$spsim" optimize $opt --format megatron >"$tmp/llama3-8b.sh" 2>/dev/null || fail "optimize --format megatron"
+"$spsim" optimize $opt --format csv --top 1 >"$tmp/best.csv" 2>/dev/null
+"$spsim" query --megatron-args "$tmp/llama3-8b.sh" --hw dgx-h100 --format csv >"$tmp/line.csv" ||
+    fail "query of optimize's launch line"
+cmp -s "$tmp/best.csv" "$tmp/line.csv" || fail "optimize's launch line is not its best row"
+
+# Unmodelled flags: one warning line; later options win over the file.
+printf '%s\n' 'torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 \' \
+    '  --num-attention-heads 8 --seq-length 128 --vocab-size 1000 --bf16 \' \
+    '  --lr 1e-4 --save /ckpt --tensor-model-parallel-size 2' >"$tmp/small.sh"
+"$spsim" query --megatron-args "$tmp/small.sh" --hw dgx-h100 --format json >"$tmp/out" 2>"$tmp/err" ||
+    fail "small launch line: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "unmodelled flags: not one line: $(cat "$tmp/err")"
+grep -qF "spsim: warning: $tmp/small.sh: flags spsim does not model, left out of its figures: --lr, --save" "$tmp/err" ||
+    fail "unmodelled flags not listed: $(cat "$tmp/err")"
+grep -q '"dp": 4' "$tmp/out" || fail "dp is not the world size over tp"
+"$spsim" query --megatron-args "$tmp/small.sh" --tp 4 --hw dgx-h100 --format json 2>/dev/null |
+    grep -q '"tp": 4' || fail "--tp after --megatron-args does not win"
+"$spsim" explain --megatron-args "$tmp/small.sh" --hw dgx-h100 >/dev/null 2>&1 || fail "explain --megatron-args"
+sed 's/--tensor-model-parallel-size 2/--tensor-model-parallel-size $TP/' "$tmp/small.sh" >"$tmp/var.sh"
+expect 3 "var.sh:3: --tensor-model-parallel-size: '\$TP' uses TP, which the file does not set" -- query --megatron-args "$tmp/var.sh"
+expect 3 "nowhere.sh: cannot open" -- query --megatron-args "$tmp/nowhere.sh"
+
+# Did you mean.
+expect 3 "no model profile named 'llama3-8'; did you mean 'llama3-8b'?" -- query --model llama3-8
+expect 3 "no hardware profile named 'dgx-h10'; did you mean 'dgx-h100'?" -- query --hw dgx-h10
+expect 2 "unknown option '--recompte'; did you mean '--recompute'?" -- query --recompte full
+expect 2 "unknown option '--topp'; did you mean '--top'?" -- merge --topp 3
+
+for cmd in query explain validate; do
+    "$spsim" $cmd --help | grep -q -- "--megatron-args FILE" || fail "$cmd --help lacks --megatron-args"
+done
+"$spsim" optimize --help | grep -q "megatron" || fail "optimize --help lacks --format megatron"
+
+[ "$failures" -eq 0 ] || exit 1
+echo "cli-import: ok"
