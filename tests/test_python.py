@@ -31,6 +31,10 @@ def cli_rows(*args):
 class Query(unittest.TestCase):
     CASES = [
         ({}, []),
+        # The command's derived pipeline defaults (vpp 1, pp 8 for 32 layers) and SP off at tp 1.
+        ({"model": "llama3-8b", "hw": "dgx-h100"}, ["--model", "llama3-8b", "--hw", "dgx-h100"]),
+        ({"model": "llama3-405b", "hw": "dgx-h100", "tp": 8, "dp": 2, "gbs": 64},
+         ["--model", "llama3-405b", "--hw", "dgx-h100", "--tp", "8", "--dp", "2", "--gbs", "64"]),
         ({"model": "llama3-8b", "hw": "dgx-h100", "tp": 2, "pp": 1, "vpp": 1, "gbs": 8},
          ["--model", "llama3-8b", "--hw", "dgx-h100", "--tp", "2", "--pp", "1", "--vpp", "1",
           "--gbs", "8"]),

@@ -95,10 +95,44 @@ def _axes(given, defaults):
     return {k: _text(v) for k, v in axes.items()}
 
 
+_UNEVEN = ("first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
+           "pipeline_layout")
+
+
+def _derive_pipeline(config):
+    """The command's derived defaults (src/cli/options.c cli_config_finish): the paper's vpp 3
+    and pp 8 only where they divide the model's layers; otherwise no interleaving unless asked
+    and the largest pp of 8, 7, ..., 1 that divides them; SP off at tp 1, with Megatron's
+    warning. The layer count comes from the model itself, read by a one-stage query."""
+    config = dict(config)
+    tp = config.get("tp", QUERY_DEFAULTS["tp"])
+    sp = config.get("sp", QUERY_DEFAULTS["sp"])
+    if sp and tp == 1:
+        warnings.warn("Disabling sequence parallelism because tensor model parallelism is "
+                      "disabled", stacklevel=3)
+        config["sp"] = False
+    if config.get("pp") is not None and config.get("vpp") is not None:
+        return config
+    probe = dict(config, pp=1, vpp=1, dp=1, gbs=config.get("mbs", QUERY_DEFAULTS["mbs"]))
+    for key in _UNEVEN + ("gpus",):
+        probe.pop(key, None)
+    sw = _call(_spsim.sweep_create, _axes(probe, QUERY_DEFAULTS), None, 0, 0)
+    layers = json.loads(_call(_spsim.query, sw, 0))["memory"]["layers_per_stage"]
+    uneven = any(config.get(k) for k in _UNEVEN)
+    pp = config.get("pp", QUERY_DEFAULTS["pp"])
+    vpp = config.get("vpp", QUERY_DEFAULTS["vpp"])
+    if config.get("vpp") is None and (config.get("pipeline_layout") or layers % (pp * vpp)):
+        config["vpp"] = 1
+    if config.get("pp") is None and not uneven:
+        config["pp"] = next(p for p in range(8, 0, -1) if layers % p == 0)
+    return config
+
+
 def query(**config):
     """The document of `spsim query --format json` for one configuration, as dicts. Unset
     keywords take the command's defaults (QUERY_DEFAULTS; seq: the model's). The result's
     warnings are also issued with warnings.warn."""
+    config = _derive_pipeline(config)
     sw = _call(_spsim.sweep_create, _axes(config, QUERY_DEFAULTS), None, 0, 0)
     if _spsim.sweep_size(sw) != 1:
         raise UsageError("query takes one value per option; spsim.sweep takes lists")
