@@ -105,13 +105,22 @@ def _derive_pipeline(config):
     and the largest pp of 8, 7, ..., 1 that divides them; SP off at tp 1, with Megatron's
     warning. The layer count comes from the model itself, read by a one-stage query."""
     config = dict(config)
-    tp = config.get("tp", QUERY_DEFAULTS["tp"])
+
+    def number(key):  # keywords may come as text ("8"), as from `spsim plot --config`
+        try:
+            return int(config.get(key, QUERY_DEFAULTS.get(key)))
+        except (TypeError, ValueError):
+            return None
+
     sp = config.get("sp", QUERY_DEFAULTS["sp"])
-    if sp and tp == 1:
+    if isinstance(sp, str):
+        sp = sp in ("on", "true", "yes", "1")
+    if sp and number("tp") == 1:
         warnings.warn("Disabling sequence parallelism because tensor model parallelism is "
                       "disabled", stacklevel=3)
         config["sp"] = False
-    if config.get("pp") is not None and config.get("vpp") is not None:
+    pp, vpp = number("pp"), number("vpp")
+    if (config.get("pp") is not None and config.get("vpp") is not None) or not (pp and vpp):
         return config
     probe = dict(config, pp=1, vpp=1, dp=1, gbs=config.get("mbs", QUERY_DEFAULTS["mbs"]))
     for key in _UNEVEN + ("gpus",):
@@ -119,8 +128,6 @@ def _derive_pipeline(config):
     sw = _call(_spsim.sweep_create, _axes(probe, QUERY_DEFAULTS), None, 0, 0)
     layers = json.loads(_call(_spsim.query, sw, 0))["memory"]["layers_per_stage"]
     uneven = any(config.get(k) for k in _UNEVEN)
-    pp = config.get("pp", QUERY_DEFAULTS["pp"])
-    vpp = config.get("vpp", QUERY_DEFAULTS["vpp"])
     if config.get("vpp") is None and (config.get("pipeline_layout") or layers % (pp * vpp)):
         config["vpp"] = 1
     if config.get("pp") is None and not uneven:
