@@ -1,7 +1,8 @@
 /*
  * The spsim command in-process: the input is its argument list, one argument per line. The
  * CLI's sources are built into this target with main renamed (tests/fuzz/meson.build). Left
- * out: validate and calibrate without a log (they need a GPU), sweep and optimize (a few bytes
+ * out: validate and calibrate without a log (they need a GPU), plot (it execs the Python
+ * interpreter, which would replace the fuzzer's process), sweep and optimize (a few bytes
  * of options describe spaces of 10^12 points; fuzz_spec runs sweeps, bounded), absolute or
  * '..' paths, and an output path with a '/': the target runs in a scratch directory that links
  * to the source tree's models/, hardware/, examples/ and tests/, and -o writes only there.
@@ -19,7 +20,7 @@ static bool
 allowed(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "validate") == 0 || strcmp(argv[1], "sweep") == 0 ||
-        strcmp(argv[1], "optimize") == 0)
+        strcmp(argv[1], "optimize") == 0 || strcmp(argv[1], "plot") == 0)
         return false;
     bool from_log = false;
     for (int i = 1; i < argc; i++) {
