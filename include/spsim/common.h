@@ -117,8 +117,8 @@ SPSIM_API bool spsim_mpi_launched(uint32_t *world_size);
  * with `prefix` before each name ("--" for options).
  * @return buf; "" when no candidate is near
  */
-SPSIM_API const char *spsim_did_you_mean(const char *word, const char *const *candidates,
-                                         size_t n, const char *prefix, char *buf, size_t cap);
+SPSIM_API const char *spsim_did_you_mean(const char *word, const char *const *candidates, size_t n,
+                                         const char *prefix, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -129,15 +129,15 @@ struct spsim_memory_report {
     uint64_t parameters_per_gpu;           /**< the most loaded stage's TP rank */
     uint64_t weights_bytes;                /**< bf16 weights: 2 per parameter (most loaded stage) */
     uint64_t gradients_bytes;              /**< fp32 main gradients: 4 per parameter */
-    uint64_t optimizer_bytes; /**< fp32 master + Adam m, v: 12 per parameter (12/d sharded) */
-    uint64_t total_bytes;     /**< max over stages of weights+grads+optimizer+activations */
-    uint32_t peak_stage;      /**< the pipeline rank holding total_bytes */
-    uint32_t layers_peak_stage;           /**< the layers that rank builds */
+    uint64_t optimizer_bytes;   /**< fp32 master + Adam m, v: 12 per parameter (12/d sharded) */
+    uint64_t total_bytes;       /**< max over stages of weights+grads+optimizer+activations */
+    uint32_t peak_stage;        /**< the pipeline rank holding total_bytes */
+    uint32_t layers_peak_stage; /**< the layers that rank builds */
     uint64_t activation_peak_stage_bytes; /**< that rank's activations */
     uint64_t capacity_bytes;              /**< memory for tensors: hbm_bytes − reserved_bytes */
-    uint64_t hbm_bytes;       /**< what the GPU reports (profile hbm_reported_MiB, else GB) */
-    uint64_t reserved_bytes;  /**< CUDA context, cuBLAS workspace, NCCL buffers, fragmentation */
-    int64_t headroom_bytes;   /**< capacity − total; negative when it does not fit */
+    uint64_t hbm_bytes;      /**< what the GPU reports (profile hbm_reported_MiB, else GB) */
+    uint64_t reserved_bytes; /**< CUDA context, cuBLAS workspace, NCCL buffers, fragmentation */
+    int64_t headroom_bytes;  /**< capacity − total; negative when it does not fit */
     bool fits;
 };
 
@@ -190,17 +190,17 @@ struct spsim_time_report {
     double offload_exposed_s; /**< CPU offload copies not hidden behind the layers' compute */
     double offload_d2h_s_per_layer; /**< one offloaded layer's copy to host memory */
     double offload_h2d_s_per_layer; /**< its reload before its backward */
-    double microbatch_s;     /**< one micro-batch's forward+backward on the critical stage */
-    double layer_forward_s;  /**< one layer, one micro-batch, one rank */
-    double layer_backward_s; /**< idem, backward including its recompute */
-    double tokens_per_s;     /**< global batch × seq / iteration, the whole job */
-    double tokens_per_s_per_gpu; /**< tokens_per_s / GPUs, the figure to compare across sizes */
-    double model_flops; /**< per iteration, whole model (Korthikanti et al. 2022 Eq. 7, no causal
-                             halving: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)) for the GPT layer) */
-    double hardware_flops;     /**< per iteration, with the recomputation actually done */
-    double mfu;                /**< model FLOP/s ÷ (GPUs × peak) */
-    double hfu;                /**< hardware FLOP/s ÷ (GPUs × peak) */
-    double tflops_per_gpu;     /**< model FLOPs / (iteration · GPUs) / 1e12 (the 2022 formula) */
+    double microbatch_s;            /**< one micro-batch's forward+backward on the critical stage */
+    double layer_forward_s;         /**< one layer, one micro-batch, one rank */
+    double layer_backward_s;        /**< idem, backward including its recompute */
+    double tokens_per_s;            /**< global batch × seq / iteration, the whole job */
+    double tokens_per_s_per_gpu;    /**< tokens_per_s / GPUs, the figure to compare across sizes */
+    double model_flops;    /**< per iteration, whole model (Korthikanti et al. 2022 Eq. 7, no causal
+                                halving: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)) for the GPT layer) */
+    double hardware_flops; /**< per iteration, with the recomputation actually done */
+    double mfu;            /**< model FLOP/s ÷ (GPUs × peak) */
+    double hfu;            /**< hardware FLOP/s ÷ (GPUs × peak) */
+    double tflops_per_gpu; /**< model FLOPs / (iteration · GPUs) / 1e12 (the 2022 formula) */
     /** Megatron-LM's current formula (training.py num_floating_point_operations: 6 FLOPs per
      * weight and token, causal attention halved, GQA, SwiGLU), what Megatron and NeMo log. */
     double model_flops_megatron;
@@ -209,9 +209,9 @@ struct spsim_time_report {
     double model_flops_narayanan2021;
     double tflops_per_gpu_narayanan2021;
     double hardware_tflops_per_gpu; /**< hardware FLOPs / (iteration · GPUs) / 1e12 */
-    double nvlink_busy_s;      /**< per GPU, per iteration */
-    double network_busy_s;     /**< per GPU, per iteration */
-    double nvlink_utilisation; /**< busy / iteration */
+    double nvlink_busy_s;           /**< per GPU, per iteration */
+    double network_busy_s;          /**< per GPU, per iteration */
+    double nvlink_utilisation;      /**< busy / iteration */
     double network_utilisation;
     uint32_t critical_stage; /**< the pipeline stage that sets the pace */
 };

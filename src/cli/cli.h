@@ -131,7 +131,7 @@ struct cli_config {
     const char *model;
     const char *hardware;
     struct spsim_parallel par;
-    bool pp_set, vpp_set; /* given on the command line */
+    bool pp_set, vpp_set;         /* given on the command line */
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
@@ -269,7 +269,7 @@ enum cli_config_opt {
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
-    "                         gather updated parameters during the next forward (default off)\n" \
+    "                         gather updated parameters during the next forward (default off)\n"   \
     "Uneven pipeline stages (Megatron-Core; at most one of the three ways):\n"                     \
     "  --first-stage-layers N, --last-stage-layers N\n"                                            \
     "                         layers of pipeline rank 0 / rank pp-1; the rest split evenly\n"      \
@@ -278,7 +278,7 @@ enum cli_config_opt {
     "                         count the embedding / the loss as one layer of the split\n"          \
     "  --pipeline-layout S    Megatron's --pipeline-model-parallel-layout: stages split by '|'\n"  \
     "                         (pp*vpp of them, vpp derived), E embedding, t layer, L loss,\n"      \
-    "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n" \
+    "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"            \
     "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
     "                         its model and configuration replace the options before it; the\n"    \
     "                         flags spsim does not model are listed on standard error\n"

@@ -47,10 +47,17 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"query", cmd_query},         {"explain", cmd_explain},       {"list", cmd_list},
-    {"check", cmd_check},         {"collective", cmd_collective}, {"validate", cmd_validate},
-    {"calibrate", cmd_calibrate}, {"sweep", cmd_sweep},           {"optimize", cmd_optimize},
-    {"merge", cmd_merge},         {"plot", cmd_plot},
+    {"query", cmd_query},
+    {"explain", cmd_explain},
+    {"list", cmd_list},
+    {"check", cmd_check},
+    {"collective", cmd_collective},
+    {"validate", cmd_validate},
+    {"calibrate", cmd_calibrate},
+    {"sweep", cmd_sweep},
+    {"optimize", cmd_optimize},
+    {"merge", cmd_merge},
+    {"plot", cmd_plot},
 };
 
 /* Whatever a command printed to standard output must have reached it: a full disk or a file

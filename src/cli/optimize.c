@@ -364,8 +364,7 @@ report(FILE *f, const struct optimize_args *a, const struct spsim_sweep *sw,
             (unsigned long long)best->stats.valid, (unsigned long long)best->stats.feasible);
     fprintf(f, "  # %4s %4s %3s %5s %4s %-7s  %-3s %-9s %4s  %-8s %4s %-7s %12s %12s %7s\n", "tp",
             "pp", "cp", "dp", "vpp", "split", "sp", "recompute", "mbs", "dist-opt", "zero",
-            "overlap", "iteration",
-            "memory/GPU", "MFU");
+            "overlap", "iteration", "memory/GPU", "MFU");
     for (uint64_t i = 0; rc == EXIT_OK && i < best->count; i++)
         print_row(f, (int)i + 1, &r[i]);
     if (rc == EXIT_OK && best->count > 1)
