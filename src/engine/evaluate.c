@@ -747,8 +747,8 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                         par->zero >= 3 ? 2.0 * (double)le->params_layer : weights, &ag);
     double finish = 0;
     if (rc == SPSIM_OK)
-        rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none,
-                           a.time_s, &finish);
+        rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none, a.time_s,
+                           &finish);
     if (rc != SPSIM_OK)
         return rc;
     double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window), gather, busy;

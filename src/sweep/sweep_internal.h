@@ -51,9 +51,9 @@ void spsim_buf_free(struct spsim_buf *b);
 struct spsim_row_column {
     const struct spsim_field *field; /* NULL for the model and hw columns */
     uint8_t name;                    /* 1: the model's name, 2: the hardware's; 0: a field */
-    uint64_t last; /* the value's bytes, zero-extended */
-    bool known;    /* `last` and `text` are valid */
-    uint8_t size;  /* bytes of the value: 1, 4 or 8 */
+    uint64_t last;                   /* the value's bytes, zero-extended */
+    bool known;                      /* `last` and `text` are valid */
+    uint8_t size;                    /* bytes of the value: 1, 4 or 8 */
     uint8_t len;
     char text[SPSIM_ROW_CELL];
 };
