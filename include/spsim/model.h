@@ -12,6 +12,8 @@ enum spsim_mlp { SPSIM_MLP_GELU = 0, SPSIM_MLP_SWIGLU = 1 };
 enum spsim_norm { SPSIM_NORM_LAYERNORM = 0, SPSIM_NORM_RMSNORM = 1 };
 enum spsim_attention { SPSIM_ATTENTION_STANDARD = 0, SPSIM_ATTENTION_FLASH = 1 };
 enum spsim_position { SPSIM_POSITION_LEARNED = 0, SPSIM_POSITION_ROPE = 1 };
+/** The router's score function (Megatron-Core --moe-router-score-function). */
+enum spsim_router_score { SPSIM_ROUTER_SOFTMAX = 0, SPSIM_ROUTER_SIGMOID = 1 };
 
 /** The numbers of a model profile (see doc/profiles.md for the rules). */
 struct spsim_model_shape {
@@ -34,6 +36,28 @@ struct spsim_model_shape {
                       by linear_bias */
     bool qk_norm;  /**< the layer's norm over each head's channels of Q and K after the QKV
                       projection (Qwen3, Megatron --qk-layernorm) */
+    /* Mixture of experts (doc/profiles.md). experts == 0 is a dense model, and every MoE field is
+       then 0. Megatron-Core's option in brackets. */
+    uint32_t experts;                  /**< routed experts per MoE layer [--num-experts] */
+    uint32_t experts_per_token;        /**< top-k [--moe-router-topk] */
+    uint32_t expert_ffn_hidden;        /**< each routed expert's FFN inner size [--moe-ffn-hidden-size] */
+    uint32_t shared_expert_ffn_hidden; /**< the shared experts' inner size together, 0 = none
+                                          [--moe-shared-expert-intermediate-size] */
+    uint32_t moe_first_dense_layers;   /**< the first k layers are dense (DeepSeek's
+                                          first_k_dense_replace) */
+    uint32_t moe_layer_freq;           /**< layer i is MoE when i % n == 0 (1: all)
+                                          [--moe-layer-freq] */
+    enum spsim_router_score router_score;
+    double capacity_factor; /**< tokens an expert takes over its balanced share; 0 = dropless
+                               [--moe-expert-capacity-factor] */
+    /* Multi-latent attention (DeepSeek-V2/V3, [--multi-latent-attention]); kv_lora_rank == 0: not
+       MLA, and every MLA field is then 0. */
+    uint32_t q_lora_rank;         /**< 0: Q projected from the hidden state directly */
+    uint32_t kv_lora_rank;        /**< the compressed KV width [--kv-lora-rank] */
+    uint32_t qk_head_dim;         /**< each head's non-rotary Q/K channels [--qk-head-dim] */
+    uint32_t qk_pos_emb_head_dim; /**< each head's rotary Q/K channels [--qk-pos-emb-head-dim] */
+    uint32_t v_head_dim;          /**< [--v-head-dim] */
+    uint32_t mtp_layers;          /**< multi-token prediction layers [--mtp-num-layers] */
 };
 
 struct spsim_model;
@@ -80,6 +104,13 @@ SPSIM_API const struct spsim_model_shape *spsim_model_get_shape(const struct sps
  * _vocab_size_with_padding).
  */
 SPSIM_API uint64_t spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp);
+
+/**
+ * Whether decoder layer @p layer (0-based) is a mixture-of-experts layer: never for a dense model;
+ * otherwise not among the first moe_first_dense_layers, and with Megatron-Core's --moe-layer-freq N
+ * (models/gpt/gpt_layer_specs.py) layer i is MoE when i % N == 0.
+ */
+SPSIM_API bool spsim_model_layer_is_moe(const struct spsim_model *model, uint32_t layer);
 
 /** Exact parameter count of the whole model with the vocabulary padded for tp. */
 SPSIM_API uint64_t spsim_model_parameters(const struct spsim_model *model, uint32_t tp);

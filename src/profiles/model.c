@@ -342,3 +342,13 @@ spsim_model_parameters(const struct spsim_model *model, uint32_t tp)
     total = spsim_add(total, spsim_output_parameters_per_rank(m, vpad, 1, &ok), &ok);
     return ok ? total : UINT64_MAX;
 }
+
+bool
+spsim_model_layer_is_moe(const struct spsim_model *model, uint32_t layer)
+{
+    const struct spsim_model_shape *m = &model->shape;
+    if (m->experts == 0 || layer >= m->layers || layer < m->moe_first_dense_layers)
+        return false;
+    uint32_t freq = m->moe_layer_freq ? m->moe_layer_freq : 1;
+    return layer % freq == 0;
+}
