@@ -38,9 +38,9 @@ struct spsim_model_shape {
                       projection (Qwen3, Megatron --qk-layernorm) */
     /* Mixture of experts (doc/profiles.md). experts == 0 is a dense model, and every MoE field is
        then 0. Megatron-Core's option in brackets. */
-    uint32_t experts;                  /**< routed experts per MoE layer [--num-experts] */
-    uint32_t experts_per_token;        /**< top-k [--moe-router-topk] */
-    uint32_t expert_ffn_hidden;        /**< each routed expert's FFN inner size [--moe-ffn-hidden-size] */
+    uint32_t experts;           /**< routed experts per MoE layer [--num-experts] */
+    uint32_t experts_per_token; /**< top-k [--moe-router-topk] */
+    uint32_t expert_ffn_hidden; /**< each routed expert's FFN inner size [--moe-ffn-hidden-size] */
     uint32_t shared_expert_ffn_hidden; /**< the shared experts' inner size together, 0 = none
                                           [--moe-shared-expert-intermediate-size] */
     uint32_t moe_first_dense_layers;   /**< the first k layers are dense (DeepSeek's
