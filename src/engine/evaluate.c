@@ -835,7 +835,9 @@ pp_send_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
-/* The first and last stages all-reduce the shared word embedding's fp32 gradient. */
+/* The first and last stages all-reduce the shared word embedding's fp32 gradient
+ * (Megatron finalize_model_grads: _allreduce_word_embedding_grads, after the DP gradient
+ * reduction has finished), on the critical path: its own term, not part of the DP one. */
 static int
 tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
@@ -849,7 +851,7 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->dc * (x->p - 1), bytes, &e);
     if (rc)
         return rc;
-    tr->dp_exposed_s += e.time_s;
+    tr->tied_embedding_allreduce_s = e.time_s;
     *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
     return SPSIM_OK;
 }
@@ -983,8 +985,9 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
-                      tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s +
-                      tr->optimizer_s + tr->offload_exposed_s;
+                      tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
+                      (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
+                      tr->offload_exposed_s;
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;
