@@ -137,6 +137,23 @@ inflight_chunks(const struct shape *x, uint64_t rank)
     return spsim_min_u64(2 * (x->p - rank - 1) + (x->v - 1) * x->p + 1, x->micro * x->v);
 }
 
+/*
+ * Micro-batches whose embedding dropout mask rank 0 holds at peak: those whose forward has run
+ * through its first model chunk (where the embedding is) and whose backward has not. 1F1B: the
+ * p in flight (paper §4.3, sbhp/t). Interleaved (schedules.py get_model_chunk_id: forwards run
+ * chunk by chunk in groups of p micro-batches, backwards in reverse chunk order): rank 0's
+ * 2(p − 1) + (v − 1)p warm-up forwards and its first steady-state forward cover chunk 0 of the
+ * first two groups, 2p micro-batches, before the first chunk-0 backward; from then on each
+ * chunk-0 backward is matched by a chunk-0 forward, so 2p. Megatron's estimate
+ * (theoretical_memory_usage.py) scales the p by its interleaving penalty 1 + (p − 1)/(pv)
+ * instead, which is the mean over chunks, not chunk 0's count.
+ */
+static uint64_t
+embedding_inflight(const struct shape *x)
+{
+    return spsim_min_u64(x->v > 1 ? 2 * x->p : x->p, x->micro);
+}
+
 struct stage_memory {
     uint64_t params, weights, grads, optimizer, activations, total;
 };
@@ -184,10 +201,9 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
                  const struct shape *x, uint64_t r, bool *ok)
 {
     uint64_t act = spsim_mul(rank_held(x, r), le->layer.saved_bytes, ok);
-    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     if (r == 0)
-        act = spsim_add(
-            act, spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok), ok);
+        act = spsim_add(act, spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok), ok);
     /* Paper §4.3: the last stage's final norm, output-layer input and fp32 logits,
      * 4sbh/t·(1 + v/h). */
     if (r == x->p - 1)
@@ -253,9 +269,9 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
         mem->interleave_factor = (double)x->held[0] / (double)x->L;
         mem->activation_layers_bytes = spsim_mul(x->held[0], le->layer.saved_bytes, ok);
     }
-    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     mem->activation_embedding_bytes =
-        spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok);
+        spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok);
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
     if (!x->plan->even) {
         mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
