@@ -111,6 +111,10 @@ copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct sp
         sw->size *= sw->n[a];
     }
     sw->use_gpus = spec->axis[SPSIM_AXIS_GPUS].set;
+    for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_PP]; i++)
+        sw->auto_pipeline |= sw->v[SPSIM_AXIS_PP][i] == SPSIM_AXIS_AUTO;
+    for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_VPP]; i++)
+        sw->auto_pipeline |= sw->v[SPSIM_AXIS_VPP][i] == SPSIM_AXIS_AUTO;
     sw->skip_inert = spec->skip_inert;
     /* active[] lists the multi-valued axes outermost first; first_active[a] is the position
      * of the first of them at or inside axis a. */
@@ -472,6 +476,21 @@ derived_axes(struct spsim_sweep_point *pt)
     }
 }
 
+/* "auto" pp and vpp as spsim query derives them when unset (cli_config_finish): the paper's
+ * pp 8 counted down to a divisor of the layers, and its interleaving (vpp 3) where pp >= 2 and
+ * pp·3 divides the layers, else none. */
+static void
+derive_pipeline(const struct spsim_sweep *sw, const uint32_t *d, struct spsim_sweep_point *pt)
+{
+    struct spsim_parallel *p = &pt->par;
+    uint32_t layers = pt->model->shape.layers;
+    if (sw->v[SPSIM_AXIS_PP][d[SPSIM_AXIS_PP]] == SPSIM_AXIS_AUTO)
+        for (p->pp = 8; p->pp > 1 && layers % p->pp != 0;)
+            p->pp--;
+    if (sw->v[SPSIM_AXIS_VPP][d[SPSIM_AXIS_VPP]] == SPSIM_AXIS_AUTO)
+        p->vpp = p->pp >= 2 && layers % (3 * p->pp) == 0 ? 3 : 1;
+}
+
 /* Bring the point's configuration up to date for axis `from` and those inside it (0: all);
  * dp = 0 when the GPU count does not split over tp·pp. */
 static void
@@ -496,6 +515,8 @@ point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
         for (uint32_t i = sw->first_active[from]; i < sw->nactive; i++)
             set_axis(pt, sw->active[i], sw->v[sw->active[i]][d[sw->active[i]]]);
     }
+    if (sw->auto_pipeline)
+        derive_pipeline(sw, d, pt);
     if (sw->use_gpus && from <= SPSIM_AXIS_GPUS) {
         uint64_t tp_pp = (uint64_t)pt->par.tp * pt->par.cp * pt->par.pp;
         pt->par.dp = pt->gpus % tp_pp == 0 ? (uint32_t)(pt->gpus / tp_pp) : 0;
