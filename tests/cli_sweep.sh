@@ -241,4 +241,16 @@ expect 2 "--vpp: 'automatic' is not an integer" -- sweep --vpp automatic
 expect 2 "--tp: 'auto' is not an integer" -- sweep --tp auto
 "$spsim" query --pp 1 >/dev/null 2>"$tmp/err" || fail "query --pp 1 (vpp unset) exits $? ($(cat "$tmp/err"))"
 
+# Points that the model, tp, pp and vpp alone make invalid are skipped inside the vpp axis
+# without evaluation; --show-invalid evaluates every point: both must keep the same rows
+# (balanced splits are valid where the even one is not, so pp_split stops the skip).
+space="--model gpt3-175b,llama3-8b --gpus 64,128 --tp 1..16 --pp 1..12 --vpp 1..5 --mbs 1,2 --gbs 128,256 --threads 1 --quiet"
+for split in even even,balanced; do
+    "$spsim" sweep $space --pp-split $split >"$tmp/skip.csv" 2>&1 || fail "skip sweep exits $?"
+    "$spsim" sweep $space --pp-split $split --show-invalid >"$tmp/all.csv" 2>/dev/null ||
+        fail "--show-invalid sweep exits $?"
+    [ "$(wc -l <"$tmp/skip.csv")" -gt 100 ] || fail "skip sweep: only $(wc -l <"$tmp/skip.csv") rows"
+    cmp -s "$tmp/skip.csv" "$tmp/all.csv" || fail "--pp-split $split: skipping changed the rows"
+done
+
 echo "all CLI sweep checks passed"

@@ -816,24 +816,57 @@ emit_row(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt, co
 }
 
 /*
- * A GPU count that tp·pp does not divide fails every point inside the gpus axis alike: count
- * them at once. @return the points skipped after the current one (its digits then end the
- * run of such points, so the next point has the next gpus value)
+ * Points inside `axis` that fail alike (a GPU count that tp·pp does not divide fails every
+ * point inside the gpus axis) are counted at once. @return the points skipped after the
+ * current one (its digits then end the run of such points, so the next point has the next
+ * value of `axis`)
  */
 static uint64_t
-skip_unsplit(const struct spsim_sweep *sw, uint32_t *d, uint64_t left_in_block)
+skip_inside(const struct spsim_sweep *sw, int axis, uint32_t *d, uint64_t left_in_block)
 {
     uint64_t inside = 0, size = 1;
-    for (int a = SPSIM_AXIS_COUNT - 1; a > SPSIM_AXIS_GPUS; a--) {
+    for (int a = SPSIM_AXIS_COUNT - 1; a > axis; a--) {
         inside += d[a] * size;
         size *= sw->n[a];
     }
     uint64_t left = size - inside; /* this point and the rest of its run */
     if (left > left_in_block)
         return left_in_block - 1; /* the block ends first */
-    for (int a = SPSIM_AXIS_GPUS + 1; a < SPSIM_AXIS_COUNT; a++)
+    for (int a = axis + 1; a < SPSIM_AXIS_COUNT; a++)
         d[a] = sw->n[a] - 1;
     return left - 1;
+}
+
+/*
+ * Whether every point inside the vpp axis fails as this invalid one does: the rules of
+ * spsim_parallel_check that the model, tp, pp and vpp alone decide (heads, key/value heads and
+ * ffn_hidden divisible by tp; the even split of the layers over pp·vpp; interleaving needs
+ * pp >= 2), the split only where no inner axis can make it uneven. Most points of a space
+ * written as plain ranges fail these (96 layers have 12 divisors).
+ */
+static bool
+fails_inside_vpp(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt)
+{
+    const struct spsim_model_shape *m = &pt->model->shape;
+    const struct spsim_parallel *p = &pt->par;
+    if (m->heads % p->tp || m->kv_heads % p->tp || m->ffn_hidden % p->tp)
+        return true;
+    bool even = sw->n[SPSIM_AXIS_PP_SPLIT] == 1 && !p->first_stage_layers &&
+                !p->last_stage_layers && !p->account_embedding && !p->account_loss &&
+                !p->pipeline_layout;
+    return even && ((p->vpp > 1 && p->pp < 2) || m->layers % ((uint64_t)p->pp * p->vpp) != 0);
+}
+
+/* The points after the current one that fail alike and are counted at once (0: none). */
+static uint64_t
+skip_failing(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, uint32_t *d,
+             uint64_t left_in_block)
+{
+    if (pt->par.dp == 0)
+        return skip_inside(sw, SPSIM_AXIS_GPUS, d, left_in_block);
+    if (fails_inside_vpp(sw, pt))
+        return skip_inside(sw, SPSIM_AXIS_VPP, d, left_in_block);
+    return 0;
 }
 
 void
@@ -854,8 +887,8 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
         int rc = eval_digits(w, d, from, false, &pt, opt->invalid ? &err : NULL);
         if (rc != SPSIM_OK && opt->invalid)
             b->rc = describe_invalid(&pt, err.message, &b->invalid);
-        else if (rc != SPSIM_OK && pt.par.dp == 0) {
-            uint64_t skipped = skip_unsplit(w->sw, d, b->end - i);
+        else if (rc != SPSIM_OK) {
+            uint64_t skipped = skip_failing(w->sw, &pt, d, b->end - i);
             b->evaluated += skipped;
             i += skipped;
         }
