@@ -27,7 +27,8 @@ embedding-masks-p-interleaved@src/engine/evaluate.c@s|x->v > 1 ? 2 \* x->p : x->
 iteration-without-sends@src/engine/evaluate.c@s|tr->pp_bubble_s + tr->pp_p2p_s +$|tr->pp_bubble_s + 0 * tr->pp_p2p_s +|
 overlap-sm-share-halved@src/engine/timing.c@s|double share = (double)hw->nccl_channels / hw->sm_count;|double share = 0.5 * hw->nccl_channels / hw->sm_count;|
 cp-last-block-hidden@src/engine/timing.c@s|(r - 2) \* spsim_max_d(0.0, two.time_s - attn) + one.time_s;|(r - 2) * spsim_max_d(0.0, two.time_s - attn) + 0 * one.time_s;|
-full-recompute-free@src/engine/evaluate.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|'
+full-recompute-free@src/engine/evaluate.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|
+no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|'
 
 # A copy of the checkout as it is (tracked and untracked files git does not ignore).
 (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$tmp"

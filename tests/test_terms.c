@@ -439,6 +439,27 @@ START_TEST(pipeline_interleaved)
     ck_assert_uint_eq(r.memory.inflight_chunks_first_stage, 5);
     ck_assert_uint_eq(r.memory.activation_layers_bytes, (uint64_t)(5 * 2 * per_layer));
     ck_assert_uint_eq(r.memory.activation_embedding_bytes, (uint64_t)(4 * s * h));
+    /* With only p = 2 micro-batches, both are in flight: 2 masks. */
+    p = config(1, 2, 2, 1, 2);
+    r = run(&p);
+    ck_assert_uint_eq(r.memory.activation_embedding_bytes, (uint64_t)(2 * s * h));
+}
+END_TEST
+
+START_TEST(pipeline_sends_with_tp)
+{
+    /* t = 2, p = 2, 4 micro-batches. Megatron's scatter-gather optimisation sends 1/t of the
+     * [s, b, h] activation, 2·T·h/t = T·h bytes; without SP the receiver re-gathers the whole
+     * tensor over the TP group (an AllGather of 2·T·h bytes, (t−1)/t of it on the wire: T·h).
+     * With SP the activation already is the s/t shard: no re-gather. */
+    struct spsim_parallel p = config(2, 2, 1, 1, 4);
+    struct spsim_result r = run(&p);
+    double T = s;
+    ck_assert_uint_eq(r.comm.pp_message_bytes, (uint64_t)(T * h));
+    EQ(r.time.pp_p2p_s, 4 * 2 * (T * h / NV + T * h / NV));
+    p.sp = true;
+    r = run(&p);
+    EQ(r.time.pp_p2p_s, 4 * 2 * (T * h / NV));
 }
 END_TEST
 
@@ -516,6 +537,7 @@ terms_suite(void)
     tcase_add_test(tc, tp_exposed_without_sp);
     tcase_add_test(tc, pipeline_1f1b);
     tcase_add_test(tc, pipeline_interleaved);
+    tcase_add_test(tc, pipeline_sends_with_tp);
     tcase_add_test(tc, data_parallel);
     tcase_add_test(tc, context_parallel_p2p);
     suite_add_tcase(suite, tc);
