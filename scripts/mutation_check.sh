@@ -28,6 +28,7 @@ iteration-without-sends@src/engine/evaluate.c@s|tr->pp_bubble_s + tr->pp_p2p_s +
 overlap-sm-share-halved@src/engine/timing.c@s|double share = (double)hw->nccl_channels / hw->sm_count;|double share = 0.5 * hw->nccl_channels / hw->sm_count;|
 cp-last-block-hidden@src/engine/timing.c@s|(r - 2) \* spsim_max_d(0.0, two.time_s - attn) + one.time_s;|(r - 2) * spsim_max_d(0.0, two.time_s - attn) + 0 * one.time_s;|
 full-recompute-free@src/engine/evaluate.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|
+dp-overlap-ignores-tp@src/engine/evaluate.c@s|if (tp_bytes > 0)|if (0 * tp_bytes > 0)|
 no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|'
 
 # A copy of the checkout as it is (tracked and untracked files git does not ignore).

@@ -500,6 +500,37 @@ START_TEST(data_parallel)
 }
 END_TEST
 
+START_TEST(data_parallel_shares_nvlink_with_tp)
+{
+    /* t = 2 with SP, dp = 2 (stride 2: both groups inside the NVLink domain), 2 micro-batches,
+     * --overlap-grad-reduce. The gradient AllReduce (4P bytes on the wire for n = 2) runs
+     * beside the last backward, whose TP collectives use the same NVLink port: per layer the
+     * two ḡ AllGathers, the two re-gathers and the two ReduceScatters, 6 × (t−1)/t · 2·T·h =
+     * 6·T·h bytes, over 8 layers. Max-min fair sharing: 25 GB/s each until the TP bytes are
+     * through, then the AllReduce alone at 50 GB/s; it ends at (DP + TP bytes)/50 GB/s. */
+    struct spsim_parallel p = config(2, 1, 1, 2, 2);
+    p.sp = true;
+    p.overlap_grad_reduce = true;
+    struct spsim_result r = run(&p);
+    struct dims x = dims_of(2, true, 1);
+    double t = 2, tau = (t - 1) / t * 2 * x.T * h / NV;
+    double P = L * layer_params(2) + V * h / 2 + s * h + 2 * h;
+    double dp_bytes = 4 * P, tp_bytes = L * 6 * x.T * h;
+    ck_assert(tp_bytes < dp_bytes);
+    double finish = (dp_bytes + tp_bytes) / NV;
+    /* The window: the last micro-batch's backward on the stage, its exposed TP collectives
+     * included (as in tp_exposed_with_sp: per layer the two ḡ AllGathers and the four beside
+     * QKV's and FC1's GEMMs; the embedding's AllGather; the output block's two beside the
+     * logits GEMMs). */
+    double qkv = 2 * x.T * h * 3 * h / t / PEAK, fc1 = 2 * x.T * h * 4 * h / t / PEAK;
+    double logits = 2 * x.T * h * V / t / PEAK;
+    double window = L * (layer_bwd(x) + 2 * tau + 2 * beside(qkv, tau) + 2 * beside(fc1, tau)) +
+                    emb_bwd(x) + tau + out_bwd(x) + 2 * beside(logits, tau);
+    ck_assert(finish > window);
+    EQ(r.time.dp_exposed_s, finish - window);
+}
+END_TEST
+
 /* ---- Context parallelism. ---- */
 
 START_TEST(context_parallel_p2p)
@@ -539,6 +570,7 @@ terms_suite(void)
     tcase_add_test(tc, pipeline_interleaved);
     tcase_add_test(tc, pipeline_sends_with_tp);
     tcase_add_test(tc, data_parallel);
+    tcase_add_test(tc, data_parallel_shares_nvlink_with_tp);
     tcase_add_test(tc, context_parallel_p2p);
     suite_add_tcase(suite, tc);
     return suite;
