@@ -41,7 +41,10 @@ if ! meson setup "$build" "$tmp" -Dcuda=disabled -Dmpi=disabled -Dexamples=false
     tail -20 "$tmp/setup.log" "$tmp/compile.log"
     exit 1
 fi
-if ! meson test -C "$build" --no-rebuild --suite unit >"$tmp/test.log" 2>&1; then
+# Generous timeouts (meson's and Check's own): on a loaded machine a slow suite must not pass
+# for a killed mutation.
+export CK_TIMEOUT_MULTIPLIER=10
+if ! meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&1; then
     echo "mutation check: the unmutated copy already fails its unit tests"
     exit 1
 fi
@@ -61,13 +64,19 @@ echo "$mutations" | while IFS='@' read -r name file expr; do
     elif ! meson compile -C "$build" >"$tmp/compile.log" 2>&1; then
         echo "NO BUILD     $name"
         echo x >>"$tmp/bad"
-    elif meson test -C "$build" --no-rebuild --suite unit >"$tmp/test.log" 2>&1; then
+    elif meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&1; then
         echo "SURVIVED     $name: every unit test passed"
         echo x >>"$tmp/bad"
     else
         failed=$(grep -E '^ *[0-9]+/[0-9]+ .* (FAIL|ERROR) ' "$tmp/test.log" |
             sed -E 's/.* \/ ([a-z_0-9-]+) +(FAIL|ERROR).*/\1/' | tr '\n' ' ')
-        echo "KILLED       $name: failed $failed"
+        if grep -q -E 'Timeout: +[1-9]' "$tmp/test.log" ||
+            grep -q 'Test timeout expired' "$build/meson-logs/testlog.txt"; then
+            echo "TIMED OUT    $name: a suite timed out (failed: $failed); rerun on a quieter machine"
+            echo x >>"$tmp/bad"
+        else
+            echo "KILLED       $name: failed $failed"
+        fi
     fi
     mv "$tmp/$file.orig" "$tmp/$file"
 done
