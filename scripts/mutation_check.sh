@@ -78,7 +78,9 @@ echo "$mutations" | while IFS='@' read -r name file expr; do
             echo "KILLED       $name: failed $failed"
         fi
     fi
-    mv "$tmp/$file.orig" "$tmp/$file"
+    # cp, not mv: the restored file must be newer than the mutated object, or ninja keeps it.
+    cp "$tmp/$file.orig" "$tmp/$file"
+    rm -f "$tmp/$file.orig"
 done
 meson compile -C "$build" >/dev/null 2>&1
 if [ -s "$tmp/bad" ]; then
