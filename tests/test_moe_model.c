@@ -6,6 +6,9 @@
  */
 #include "config.h"
 
+#include <math.h>
+
+#include "engine/eval.h"
 #include "profiles/profiles.h"
 #include "testutil.h"
 
@@ -364,6 +367,50 @@ START_TEST(engine_refuses_until_modelled)
 }
 END_TEST
 
+/* Megatron-LM's num_floating_point_operations (training.py transformer_flops at d98e8a6) for
+ * DeepSeek-V3 with one MTP layer, per token and pass (its value / (3·B·s)), worked term by term
+ * from its source: MLP 2h·[f·3·L_dense + f_e·k·3·L_moe + f_shared·3·L_moe]; MLA 2·[r_q·(h + n·192
+ * + 1) + r_kv·(h + n·256 + 1) + h·d_r + n·d_v·h] per layer; core 2·(n·192/2 + n·128/2)·s; MTP
+ * 2·(3h + 2h²); logits 2·h·V·2. The MTP layer is MoE (the last decoder layer is). */
+START_TEST(megatron_flops_formula)
+{
+    double h = 7168, n = 128, s = 4096, V = 129280, L = 62, Lmoe = 59, Ldense = 3;
+    double mlp = 2 * h * (18432.0 * 3 * Ldense + 2048.0 * 8 * 3 * Lmoe + 2048.0 * 3 * Lmoe);
+    double mla = 2 * (1536 * (h + n * 192 + 1) + 512 * (h + n * 256 + 1) + h * 64 + n * 128 * h);
+    double core = 2 * (n * 192 / 2 + n * 128 / 2) * s;
+    double want = mlp + L * (mla + core) + 2 * (3 * h + 2 * h * h) + 2 * h * V * 2;
+    struct spsim_model *m = parse_ok(DEEPSEEK_V3(1));
+    struct spsim_flops_per_token f;
+    spsim_model_flops_per_token(m, s, V, &f);
+    ck_assert_double_eq_tol(f.megatron, want, want * 1e-12);
+    ck_assert_double_eq_tol(f.logits, 2 * h * V * 2, 1);
+    /* The 2022 convention: no MLA norms, no MTP norms, core attention not halved. */
+    double model = want - 2 * L * (1536 + 512) - 2 * 3 * h + L * core;
+    ck_assert_double_eq_tol(f.model, model, model * 1e-12);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/* For a dense shape the layer-kind sum is the engine's closed form: a GQA SwiGLU model's
+ * model_flops, model_flops_megatron and model_flops_narayanan2021 from spsim_evaluate. */
+START_TEST(flops_dense_agree)
+{
+    struct spsim_model *m = testutil_model_named("llama3-8b");
+    struct spsim_result r =
+        testutil_evaluate("llama3-8b", "dgx-h100", 8, 1, 1, 1, 8, true, SPSIM_RECOMPUTE_SELECTIVE);
+    struct spsim_flops_per_token f;
+    double s = 8192, tokens = 8 * s;
+    spsim_model_flops_per_token(m, s, (double)spsim_model_padded_vocab(m, 8), &f);
+    ck_assert_double_eq_tol(r.time.model_flops, 3 * tokens * f.model, r.time.model_flops * 1e-12);
+    ck_assert_double_eq_tol(r.time.model_flops_megatron, 3 * tokens * f.megatron,
+                            r.time.model_flops * 1e-12);
+    ck_assert_double_eq_tol(r.time.model_flops_narayanan2021,
+                            tokens * (4 * (f.model - f.logits) + 3 * f.logits),
+                            r.time.model_flops * 1e-12);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -376,6 +423,8 @@ main(void)
     tcase_add_test(tc, pattern_parser);
     tcase_add_test(tc, profile_rules);
     tcase_add_test(tc, engine_refuses_until_modelled);
+    tcase_add_test(tc, megatron_flops_formula);
+    tcase_add_test(tc, flops_dense_agree);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }
