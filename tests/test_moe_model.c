@@ -401,12 +401,222 @@ START_TEST(flops_dense_agree)
     struct spsim_flops_per_token f;
     double s = 8192, tokens = 8 * s;
     spsim_model_flops_per_token(m, s, (double)spsim_model_padded_vocab(m, 8), &f);
+    /* A dense model's active parameters are all of them: 8,030,261,248 (the Hugging Face card's)
+     * with the vocabulary padded from 128256 to 129024 for tp 8, 768 rows of 4096 twice more. */
+    ck_assert_uint_eq(r.memory.parameters_active, 8030261248ull + 2 * 768 * 4096);
+    ck_assert_uint_eq(r.memory.parameters_total, r.memory.parameters_active);
     ck_assert_double_eq_tol(r.time.model_flops, 3 * tokens * f.model, r.time.model_flops * 1e-12);
     ck_assert_double_eq_tol(r.time.model_flops_megatron, 3 * tokens * f.megatron,
                             r.time.model_flops * 1e-12);
     ck_assert_double_eq_tol(r.time.model_flops_narayanan2021,
                             tokens * (4 * (f.model - f.logits) + 3 * f.logits),
                             r.time.model_flops * 1e-12);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+static struct spsim_model *
+load_path(const char *rel)
+{
+    char path[4096];
+    const char *root = getenv("SPSIM_DATA_DIR");
+    snprintf(path, sizeof(path), "%s/%s", root ? root : ".", rel);
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s: %s", rel, err.message);
+    return m;
+}
+
+/* The shape fields that decide every count (seq_len aside: a config's is its longest context). */
+static void
+same_shape(const struct spsim_model_shape *a, const struct spsim_model_shape *b, const char *what)
+{
+    const uint32_t x[] = {a->layers,
+                          a->hidden,
+                          a->heads,
+                          a->kv_heads,
+                          a->head_dim,
+                          a->vocab,
+                          a->experts,
+                          a->experts_per_token,
+                          a->expert_ffn_hidden,
+                          a->shared_expert_ffn_hidden,
+                          a->q_lora_rank,
+                          a->kv_lora_rank,
+                          a->qk_head_dim,
+                          a->qk_pos_emb_head_dim,
+                          a->v_head_dim,
+                          a->mtp_layers,
+                          a->mlp,
+                          a->norm,
+                          a->router_score,
+                          a->qk_norm,
+                          a->linear_bias,
+                          a->tied_embeddings};
+    const uint32_t y[] = {b->layers,
+                          b->hidden,
+                          b->heads,
+                          b->kv_heads,
+                          b->head_dim,
+                          b->vocab,
+                          b->experts,
+                          b->experts_per_token,
+                          b->expert_ffn_hidden,
+                          b->shared_expert_ffn_hidden,
+                          b->q_lora_rank,
+                          b->kv_lora_rank,
+                          b->qk_head_dim,
+                          b->qk_pos_emb_head_dim,
+                          b->v_head_dim,
+                          b->mtp_layers,
+                          b->mlp,
+                          b->norm,
+                          b->router_score,
+                          b->qk_norm,
+                          b->linear_bias,
+                          b->tied_embeddings};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(x); i++)
+        ck_assert_msg(x[i] == y[i], "%s: field %zu: %u against %u", what, i, x[i], y[i]);
+}
+
+/* The published Hugging Face configs (tests/data/hf/) read as the shipped profiles and as the
+ * hand-written shapes above: the same counts, the same MoE layers. */
+START_TEST(hf_import)
+{
+    static const struct {
+        const char *dir, *shipped, *inline_json;
+    } cases[] = {
+        {"tests/data/hf/Mixtral-8x7B-v0.1", "mixtral-8x7b", mixtral_8x7b},
+        {"tests/data/hf/Qwen3-30B-A3B", "qwen3-30b-a3b", qwen3_30b},
+        {"tests/data/hf/DeepSeek-V3", "deepseek-v3", DEEPSEEK_V3(1)},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        struct spsim_model *hf = load_path(cases[i].dir);
+        struct spsim_model *shipped = testutil_model_named(cases[i].shipped);
+        struct spsim_model *hand = parse_ok(cases[i].inline_json);
+        same_shape(spsim_model_get_shape(hf), spsim_model_get_shape(shipped), cases[i].dir);
+        same_shape(spsim_model_get_shape(hand), spsim_model_get_shape(shipped), cases[i].shipped);
+        ck_assert_uint_eq(spsim_model_parameters(hf, 1), spsim_model_parameters(hand, 1));
+        ck_assert_uint_eq(spsim_model_active_parameters(hf, 1),
+                          spsim_model_active_parameters(hand, 1));
+        for (uint32_t l = 0; l < spsim_model_get_shape(hf)->layers; l++)
+            ck_assert(spsim_model_layer_is_moe(hf, l) == spsim_model_layer_is_moe(shipped, l));
+        spsim_model_destroy(hf);
+        spsim_model_destroy(shipped);
+        spsim_model_destroy(hand);
+    }
+}
+END_TEST
+
+/* Shipped profiles against the closed forms: Mixtral 8x22B 141B / 39B (Mistral AI's release,
+ * "141B parameters, 39B active"), Qwen3-235B-A22B, and gpt-oss-120b 116.83B total (OpenAI's
+ * model card, Table 1) less its 2304 sink logits, which the profile leaves out. */
+START_TEST(shipped_totals)
+{
+    uint64_t t, a;
+    moe_closed_form(56, 6144, gqa_attention(6144, 48, 8, 128, false), 8, 2, 16384, 32768, &t, &a);
+    struct spsim_model *m = testutil_model_named("mixtral-8x22b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
+    ck_assert_uint_eq(spsim_model_active_parameters(m, 1), a);
+    ck_assert(fabs((double)t - 141e9) < 1e9 && fabs((double)a - 39e9) < 1e9);
+    spsim_model_destroy(m);
+    moe_closed_form(94, 4096, gqa_attention(4096, 64, 4, 128, true), 128, 8, 1536, 151936, &t, &a);
+    m = testutil_model_named("qwen3-235b-a22b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
+    spsim_model_destroy(m);
+    /* gpt-oss: biases everywhere (QKV 4096 + 2·512, projection 2880; each expert's fc1 2·2880
+     * and fc2 2880; the router's 128). */
+    uint64_t h = 2880, E = 128, f = 2880, V = 201088;
+    uint64_t att = h * (4096 + 1024) + 4096 * h + (4096 + 1024) + h;
+    uint64_t expert = 3 * h * f + 2 * f + h, rest = att + 2 * h + h * E + E;
+    t = 36 * (rest + E * expert) + 2 * V * h + h;
+    m = testutil_model_named("gpt-oss-120b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
+    ck_assert(fabs((double)(t + 36 * 64) - 116.83e9) < 0.01e9);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/* Families and keys the reader refuses, naming them (exit 3). */
+START_TEST(hf_refusals)
+{
+    struct spsim_error err = {0};
+    struct spsim_model *m = NULL;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/hf/gpt-oss-120b", getenv("SPSIM_DATA_DIR"));
+    ck_assert_int_eq(spsim_model_load(path, &m, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "field 'model_type': \"gpt_oss\": its "
+                                              "sliding-window attention on alternate layers and "
+                                              "attention sinks are not modelled"));
+    static const struct {
+        const char *json, *field;
+    } cases[] = {
+        {"{\"model_type\": \"llama\", \"num_local_experts\": 8}", "num_local_experts"},
+        {"{\"model_type\": \"qwen3\", \"num_experts\": 8}", "num_experts"},
+        {"{\"model_type\": \"qwen2_moe\", \"num_experts\": 8}", "num_experts"},
+        {"{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"decoder_sparse_step\": 2}",
+         "decoder_sparse_step"},
+        {"{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"mlp_only_layers\": [0]}",
+         "mlp_only_layers"},
+        {"{\"model_type\": \"mixtral\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_local_experts\": 4, \"num_experts_per_tok\": 5}",
+         "experts_per_token"},
+        {"{\"model_type\": \"mixtral\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_local_experts\": 4}",
+         "num_experts_per_tok"},
+        {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 16, "
+         "\"qk_rope_head_dim\": 8, \"v_head_dim\": 16, \"scoring_func\": \"sqrtsoftplus\"}",
+         "scoring_func"},
+        {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8, "
+         "\"v_head_dim\": 16}",
+         "kv_lora_rank"},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        char want[128];
+        int rc = spsim_model_parse(cases[i].json, strlen(cases[i].json), "x/config.json", &m, &err);
+        ck_assert_msg(rc == SPSIM_EFIELD, "case %zu accepted", i);
+        snprintf(want, sizeof(want), "x/config.json: field '%s': ", cases[i].field);
+        ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0, "%zu: %s", i, err.message);
+    }
+}
+END_TEST
+
+/* A DeepSeek-V2-Lite-style config: no Q compression (q_lora_rank null), softmax router, two
+ * shared experts, first layer dense; its MLA attention counted without the q down-projection
+ * and q norm. */
+START_TEST(hf_deepseek_v2_lite)
+{
+    static const char json[] =
+        "{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+        "\"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"intermediate_size\": 128, "
+        "\"vocab_size\": 128, \"max_position_embeddings\": 64, \"n_routed_experts\": 8, "
+        "\"n_shared_experts\": 2, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, "
+        "\"first_k_dense_replace\": 1, \"moe_layer_freq\": 1, \"q_lora_rank\": null, "
+        "\"kv_lora_rank\": 32, \"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8, "
+        "\"v_head_dim\": 16, \"topk_method\": \"greedy\", \"tie_word_embeddings\": false}";
+    struct spsim_model *m = parse_ok(json);
+    const struct spsim_model_shape *s = spsim_model_get_shape(m);
+    ck_assert_uint_eq(s->shared_expert_ffn_hidden, 32);
+    ck_assert_uint_eq(s->head_dim, 24);
+    ck_assert(s->router_score == SPSIM_ROUTER_SOFTMAX && s->q_lora_rank == 0);
+    uint64_t h = 64, att = h * 4 * 24 + h * (32 + 8) + 32 + 32 * 4 * 32 + 4 * 16 * h;
+    uint64_t dense = att + 2 * h + 3 * h * 128;
+    uint64_t moe = att + 2 * h + h * 8 + 3 * h * 32 + 8 * 3 * h * 16;
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), dense + 3 * moe + 2 * 128 * h + h);
     spsim_model_destroy(m);
 }
 END_TEST
@@ -425,6 +635,10 @@ main(void)
     tcase_add_test(tc, engine_refuses_until_modelled);
     tcase_add_test(tc, megatron_flops_formula);
     tcase_add_test(tc, flops_dense_agree);
+    tcase_add_test(tc, hf_import);
+    tcase_add_test(tc, shipped_totals);
+    tcase_add_test(tc, hf_refusals);
+    tcase_add_test(tc, hf_deepseek_v2_lite);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

@@ -88,6 +88,7 @@ struct spsim_layer_summary {
     uint64_t offload_bytes;
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;
+    uint64_t params_active; /* spsim_model_active_parameters */
     bool params_ok; /* false if a count overflowed 64 bits */
     /* The layer's collectives as comm.per_layer lists them. */
     uint32_t ncoll;

@@ -305,6 +305,7 @@ parameter_memory(const struct spsim_model_shape *m, const struct spsim_layer_sum
     if (!le->params_ok)
         *ok = false;
     mem->parameters_total = le->params_total;
+    mem->parameters_active = le->params_active;
     mem->parameters_first_stage = rank_parameters(m, le, x, 0, ok);
     mem->parameters_last_stage = rank_parameters(m, le, x, x->p - 1, ok);
 }
