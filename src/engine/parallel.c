@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "profiles/profiles.h"
+#include "eval.h"
 #include "stages.h"
 #include "spsim/parallel.h"
 
@@ -360,8 +361,8 @@ hardware_warnings(const struct spsim_hardware *hw, const struct spsim_parallel *
 }
 
 /* What a profile can describe (issue 11) but the layer's op list does not model yet. */
-static int
-check_model_features(const struct spsim_model *model, struct spsim_error *err)
+int
+spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err)
 {
     const struct spsim_model_shape *m = &model->shape;
     if (m->experts)
@@ -388,7 +389,7 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     int rc = check_ranges(p, err);
     if (rc != SPSIM_OK)
         return rc;
-    if ((m->experts | m->kv_lora_rank | m->mtp_layers) && (rc = check_model_features(model, err)))
+    if ((m->experts | m->kv_lora_rank | m->mtp_layers) && (rc = spsim_model_modelled(model, err)))
         return rc;
     uint32_t seq = p->seq ? p->seq : m->seq_len;
     if (m->position == SPSIM_POSITION_LEARNED && seq > m->seq_len)
