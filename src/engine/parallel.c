@@ -4,9 +4,10 @@
 #include <stdio.h>
 
 #include "profiles/profiles.h"
-#include "eval.h"
 #include "stages.h"
 #include "spsim/parallel.h"
+
+#include "eval.h" /* spsim_model_modelled */
 
 /* Bounds beyond which a configuration is refused as absurd: they keep every product of the
  * engines inside 64 bits and reject typos such as --gbs 1e12. */
@@ -361,8 +362,8 @@ hardware_warnings(const struct spsim_hardware *hw, const struct spsim_parallel *
 }
 
 /* What a profile can describe (issue 11) but the layer's op list does not model yet. */
-int
-spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err)
+static int
+check_model_features(const struct spsim_model *model, struct spsim_error *err)
 {
     const struct spsim_model_shape *m = &model->shape;
     if (m->experts)
@@ -380,6 +381,12 @@ spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err)
 }
 
 int
+spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err)
+{
+    return check_model_features(model, err);
+}
+
+int
 spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardware *hw,
                      const struct spsim_parallel *p, uint32_t *warnings, struct spsim_error *err)
 {
@@ -389,7 +396,7 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     int rc = check_ranges(p, err);
     if (rc != SPSIM_OK)
         return rc;
-    if ((m->experts | m->kv_lora_rank | m->mtp_layers) && (rc = spsim_model_modelled(model, err)))
+    if ((m->experts | m->kv_lora_rank | m->mtp_layers) && (rc = check_model_features(model, err)))
         return rc;
     uint32_t seq = p->seq ? p->seq : m->seq_len;
     if (m->position == SPSIM_POSITION_LEARNED && seq > m->seq_len)
