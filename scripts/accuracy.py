@@ -74,10 +74,23 @@ class Maps:
         return self.by.get((kind, name))
 
 
+# A preset whose mapping (tp, pp, cp, FSDP) is not the row's was tuned for another memory
+# budget: its recompute, offload and CUDA-graph choices are not the row's and are not used.
+MAPPING = ("tensor ", "pipeline ", "context ", "use_megatron_fsdp ")
+LAYER_SETTINGS = ("recompute_num_layers", "recompute_modules", "cpu_offloading_num_layers",
+                  "cuda_graph_impl", "cuda_graph_scope")
+
+
 def settings_for(maps, row):
     """The recipe settings of a row (rows sharing a key take their settings in order)."""
     lst = maps.settings.get(row_key(row), [])
-    return lst.pop(0) if lst else {}
+    s = dict(lst.pop(0)) if lst else {}
+    diffs = s.get("match", "").replace("differs: ", "").split("; ")
+    if any(d.startswith(MAPPING) for d in diffs):
+        s["unused"] = ", ".join(k for k in LAYER_SETTINGS if s.get(k))
+        for k in LAYER_SETTINGS:
+            s[k] = ""
+    return s
 
 
 def reason_of_maps(maps, row):
@@ -251,7 +264,8 @@ def figures(res, row):
     out = {}
     out.update(tokens=t["tokens_per_s_per_gpu"], tflops=t[flops_field(row)],
                flops_per_token_megatron=t["model_flops_megatron"] / (res["config"]["gbs"] * res["config"]["seq"]),
-               padded_vocab=res["config"]["padded_vocab"], warnings=res.get("warnings", []))
+               padded_vocab=res["config"]["padded_vocab"], warnings=res.get("warnings", []),
+               fits=res["memory"]["fits"], gib=res["memory"]["total_bytes"] / 2**30)
     pub_tok, pub_tf = as_float(row["Tokens / sec / GPU"]), as_float(row["Model TFLOP / sec / GPU"])
     out["pub_tokens"], out["pub_tflops"] = pub_tok, pub_tf
     out["err_tokens"] = out["tokens"] / pub_tok - 1 if pub_tok else None
@@ -364,16 +378,19 @@ def md_stats_table(title, groups):
 
 def md_rows(done, extra=None):
     lines = ["| container | system | model | precision | GPUs | TP/PP/CP/VP/EP | MBS/GBS | tokens/s/GPU published | "
-             "spsim | error | TFLOP/s/GPU published | spsim | error | preset |" + (f" {extra} |" if extra else ""),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if extra else "")]
+             "spsim | error | TFLOP/s/GPU published | spsim | error | spsim GiB/GPU (fits) | preset |" +
+             (f" {extra} |" if extra else ""),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if extra else "")]
     for r in done:
         row, s = r["row"], r["settings"]
         par = "/".join(first(row[c]) or "-" for c in ("TP", "PP", "CP", "VP", "EP"))
         preset = f"`{s['config_name']}` @{s['recipe_commit']}" if s.get("config_name") else "page only"
+        if s.get("match") not in (None, "", "exact"):
+            preset += f" ({s['match']}" + (f"; its {s['unused']} not used" if s.get("unused") else "") + ")"
         lines.append(f"| {row['container']} | {row['system']} | {row['model']} | {row['Precision'] or '(FP8-CS)'} | "
                      f"{row['#-GPUs']} | {par} | {first(row['MBS'])}/{first(row['GBS'])} | {num(r['pub_tokens'])} | "
                      f"{num(r['tokens'])} | {pct(r['err_tokens'])} | {num(r['pub_tflops'])} | {num(r['tflops'])} | "
-                     f"{pct(r['err_tflops'])} | {preset} |" + (f" {' '.join(r['dropped'])} |" if extra else ""))
+                     f"{pct(r['err_tflops'])} | {r['gib']:.1f} ({'yes' if r['fits'] else '**no**'}) | {preset} |" + (f" {' '.join(r['dropped'])} |" if extra else ""))
     return lines
 
 

@@ -282,6 +282,9 @@ def best_preset(found, stem, row):
                 continue
             if got != v:
                 diffs.append(f"{k.split('_')[0]} {got} (row {v})")
+        fsdp = (as_int(row["FSDP"], 0) or 0) > 0
+        if bool(p.use_megatron_fsdp) != fsdp:
+            diffs.append(f"use_megatron_fsdp {p.use_megatron_fsdp} (row FSDP {row['FSDP'] or 'blank'})")
         if best is None or len(diffs) < len(best[2]):
             best = (name, (f, p), diffs)
     return best
