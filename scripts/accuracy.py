@@ -357,6 +357,10 @@ def pct(x, digits=1):
     return "" if x is None else f"{100 * x:+.{digits}f}%"
 
 
+def absp(x):
+    return "" if x is None else f"{100 * x:.1f}%"
+
+
 def num(x, fmt="{:.0f}"):
     return "" if x is None else fmt.format(x)
 
@@ -371,8 +375,8 @@ def md_stats_table(title, groups):
     for k, (tok, tf) in groups.items():
         if tok is None:
             continue
-        lines.append(f"| {k} | {tok['n']} | {pct(tok['mean'])} | {pct(tok['mae'])} | "
-                     f"{pct(tok['min'])} .. {pct(tok['max'])} | {pct(tf and tf['mean'])} | {pct(tf and tf['mae'])} |")
+        lines.append(f"| {k} | {tok['n']} | {pct(tok['mean'])} | {absp(tok['mae'])} | "
+                     f"{pct(tok['min'])} .. {pct(tok['max'])} | {pct(tf and tf['mean'])} | {absp(tf and tf['mae'])} |")
     return lines
 
 
