@@ -103,6 +103,11 @@ def reason_of_maps(maps, row):
             return m["reason"]
     if maps.get("precision", row["Precision"]) is None:
         return f"precision '{row['Precision']}' not mapped"
+    # Checked here rather than left to spsim, whose first complaint would be an option.
+    for kind, folder in (("system", "hardware"), ("model", "models")):
+        name = maps.get(kind, row[kind])["spsim"]
+        if not os.path.exists(os.path.join(ROOT, folder, name + ".json")):
+            return f"no {'hardware' if kind == 'system' else 'model'} profile {folder}/{name}.json"
     return None
 
 
