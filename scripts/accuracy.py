@@ -178,7 +178,7 @@ def feature_args(row, s, moe):
             args += ["--etp", s["etp"]]
         if s.get("moe_token_dispatcher_type"):
             args += ["--moe-dispatcher", s["moe_token_dispatcher_type"]]
-        if s.get("moe_flex_dispatcher_backend"):
+        if s.get("moe_flex_dispatcher_backend") and s.get("moe_token_dispatcher_type") == "flex":
             args += ["--moe-flex-dispatcher-backend", s["moe_flex_dispatcher_backend"]]
         if s.get("moe_a2a_overlap") == "True":
             args.append("--overlap-moe-expert-parallel-comm")

@@ -212,14 +212,31 @@ LIBRARY_DEFAULTS = {
 }
 
 
-def builder_settings(src, fn_name, precision, prefix):
+# The MoE token dispatcher before the builder amends it: the model providers' default
+# "alltoall" (deepseek_provider.py, qwen_provider.py, gpt_oss_provider.py), made "flex" by
+# apply_flex_dispatcher_backend (training/flex_dispatcher_backend.py) where the preset names a
+# backend the GPU supports: DeepEP on Ampere, Hopper, B200 and B300; HybridEP on compute
+# capability 8, 9 and 10 (every system of the tables). Elsewhere the backend is skipped.
+FLEX_GPUS = {"deepep": ("H100", "B200", "B300"), "hybridep": ("H100", "B200", "B300", "GB200", "GB300")}
+MOE_FAMILIES = ("deepseek", "qwen", "gpt_oss", "kimi", "nemotronh")
+
+
+def dispatcher_default(family, gpu, backend):
+    if family not in MOE_FAMILIES:
+        return {}
+    if backend and gpu in FLEX_GPUS.get(backend, ()):
+        return {"moe_token_dispatcher_type": "flex"}
+    return {"moe_token_dispatcher_type": "alltoall", "moe_flex_dispatcher_backend": None}
+
+
+def builder_settings(src, fn_name, precision, prefix, start):
     if src is None:
         return None
     tree = ast.parse(src)
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     if fn_name not in funcs:
         return None
-    out = dict(LIBRARY_DEFAULTS.get(prefix, {}))
+    out = dict(LIBRARY_DEFAULTS.get(prefix, {}), **start)
     scan(funcs[fn_name].body, precision, funcs, out)
     return out
 
@@ -331,7 +348,8 @@ def settings_for(mirror, row):
         out[k] = "" if v is None else str(v)
     fn = f"{prefix.lower()}_pretrain_config_{gpu.lower()}"
     for bf, src in sorted(builders.items()):
-        b = builder_settings(src, fn, precision, prefix)
+        start = dispatcher_default(family, gpu, getattr(p, "moe_flex_dispatcher_backend", None))
+        b = builder_settings(src, fn, precision, prefix, start)
         if b is not None:
             out["recipe_file"] += " + " + bf
             for k, v in b.items():
