@@ -386,6 +386,8 @@ def cmdline(argv):
 
 
 def md_stats_table(title, groups):
+    if all(tok is None for tok, _ in groups.values()):
+        return [f"({title}: no rows yet)"]
     lines = [f"| {title} | rows | tokens/s/GPU mean | mean abs | range | TFLOP/s/GPU mean | mean abs |",
              "|---|---|---|---|---|---|---|"]
     for k, (tok, tf) in groups.items():
@@ -494,7 +496,9 @@ compared are Megatron-Bridge's (causal attention at half: spsim's `tflops_per_gp
 for the NeMo 24.07 rows, whole attention (spsim's `tflops_per_gpu`, Korthikanti et al. Eq. 7),
 as the development set's README (1.0.2) establishes. NeMo 24.07's recipes are not in the mirrors:
 its rows run with the page's values and Bridge's defaults above, FP8 as delayed scaling.
-Error = spsim / published − 1 (positive: spsim predicts faster than measured).
+Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
+26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
+better figure.
 """
 
 
@@ -505,14 +509,16 @@ def write_md(results, paper, checks):
     out = [HEADER, "## Summary", "",
            f"{len(results)} published rows: {len(done)} predicted, {len(skipped)} not expressible "
            f"(reasons below).", ""]
-    out += md_stats_table("all rows", {"all": (stats([r["err_tokens"] for r in done]),
-                                               stats([r["err_tflops"] for r in done]))}) + [""]
-    out += md_stats_table("system", group_stats(done, lambda r: r["row"]["system"])) + [""]
-    out += md_stats_table("precision", group_stats(done, lambda r: r["row"]["Precision"] or "(FP8-CS)")) + [""]
-    out += md_stats_table("dense / MoE", group_stats(done, moe)) + [""]
-    out += md_stats_table("container", group_stats(done, lambda r: r["row"]["container"])) + [""]
-    out += ["## Rows predicted", ""] + md_rows(done) + [""]
-    out += ["### Command lines", ""] + md_commands(done) + [""]
+    if done:
+        out += md_stats_table("all rows", {"all": (stats([r["err_tokens"] for r in done]),
+                                                   stats([r["err_tflops"] for r in done]))}) + [""]
+        out += md_stats_table("system", group_stats(done, lambda r: r["row"]["system"])) + [""]
+        out += md_stats_table("precision", group_stats(done, lambda r: r["row"]["Precision"] or "(FP8-CS)")) + [""]
+        out += md_stats_table("dense / MoE", group_stats(done, moe)) + [""]
+        out += md_stats_table("container", group_stats(done, lambda r: r["row"]["container"])) + [""]
+    out += ["## Rows predicted", ""] + (md_rows(done) + ["", "### Command lines", ""] + md_commands(done)
+                                          if done else ["None on this build: every row lacks something (see below)."])
+    out += [""]
     approx = [dict(r, **r["approx"]) for r in skipped if r.get("approx")]
     out += ["## Approximations (not in the summary)", "",
             f"{len(approx)} of the rows not expressible run when the options spsim does not know yet are "
@@ -522,7 +528,8 @@ def write_md(results, paper, checks):
     out += md_stats_table("approximate rows", {"all": (stats([r["err_tokens"] for r in approx]),
                                                        stats([r["err_tflops"] for r in approx]))}) + [""]
     out += md_stats_table("system", group_stats(approx, lambda r: r["row"]["system"])) + [""]
-    out += md_rows(approx, "options dropped") + [""]
+    out += md_rows(approx, "options dropped") + ["", "### Command lines of the approximations", ""]
+    out += md_commands(approx) + [""]
     out += ["## Model FLOPs: Megatron-Bridge's formula against spsim's", "",
             "Dense Llama rows predicted above. The formula column is Bridge's closed form (README 1.0.2 of the "
             "development set) computed here from the model profile; spsim's column is its "
