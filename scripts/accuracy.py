@@ -269,6 +269,7 @@ def figures(res, row):
     out = {}
     out.update(tokens=t["tokens_per_s_per_gpu"], tflops=t[flops_field(row)],
                flops_per_token_megatron=t["model_flops_megatron"] / (res["config"]["gbs"] * res["config"]["seq"]),
+               flops_per_token=t["model_flops"] / (res["config"]["gbs"] * res["config"]["seq"]),
                padded_vocab=res["config"]["padded_vocab"], warnings=res.get("warnings", []),
                fits=res["memory"]["fits"], gib=res["memory"]["total_bytes"] / 2**30)
     pub_tok, pub_tf = as_float(row["Tokens / sec / GPU"]), as_float(row["Model TFLOP / sec / GPU"])
@@ -321,16 +322,18 @@ def paper_rows(spsim, env):
     return out
 
 
-def bridge_flops_per_token(model, seq, tp):
+def bridge_flops_per_token(model, seq, tp, causal=True):
     """Megatron-Bridge's model FLOPs per token for a dense GQA SwiGLU model, the closed form
     of flop_utils.py transformer_flops() at fa0315ae (development-set README 1.0.2):
     L·h²·(12 + 12·g/n_h + 18·ffn/h + 6·s/h) + 6·h·V_pad, with the vocabulary padded to a
-    multiple of 128·tp (Megatron's make_vocab_size_divisible_by 128; recipes pad the vocab)."""
+    multiple of 128·tp (Megatron's make_vocab_size_divisible_by 128; recipes pad the vocab).
+    causal=False counts attention whole (12·s/h), as NeMo <= 25.07 did (README 2.D there)."""
     L, h, ffn = model["layers"], model["hidden"], model["ffn_hidden"]
     g, nh, v = model["kv_heads"], model["heads"], model["vocab"]
     mult = 128 * tp
     vpad = -(-v // mult) * mult
-    return L * h * h * (12 + 12 * g / nh + 18 * ffn / h + 6 * seq / h) + 6 * h * vpad
+    attn = (6 if causal else 12) * seq / h
+    return L * h * h * (12 + 12 * g / nh + 18 * ffn / h + attn) + 6 * h * vpad
 
 
 def flops_checks(results):
@@ -340,16 +343,18 @@ def flops_checks(results):
     for r in results:
         r = dict(r, **r["approx"]) if r.get("approx") else r
         row = r["row"]
-        if r.get("tokens") is None or row["container"] == "24.07" or "--model" not in r["argv"]:
+        if r.get("tokens") is None or "--model" not in r["argv"]:
             continue
         name = r["argv"][r["argv"].index("--model") + 1]
         if not name.startswith("llama"):
             continue
         with open(os.path.join(ROOT, "models", name + ".json")) as f:
             model = json.load(f)
-        bridge = bridge_flops_per_token(model, as_int(row["Sequence Length"]), as_int(row["TP"], 1))
+        causal = row["container"] != "24.07"
+        bridge = bridge_flops_per_token(model, as_int(row["Sequence Length"]), as_int(row["TP"], 1), causal)
         implied = r["pub_tflops"] * 1e12 / r["pub_tokens"] if r["pub_tflops"] and r["pub_tokens"] else None
-        out.append({"row": row, "bridge": bridge, "spsim": r["flops_per_token_megatron"], "implied": implied})
+        mine = r["flops_per_token_megatron"] if causal else r["flops_per_token"]
+        out.append({"row": row, "bridge": bridge, "spsim": mine, "implied": implied, "causal": causal})
     return out
 
 
@@ -444,13 +449,14 @@ def md_not_expressible(skipped):
 
 
 def md_flops(checks):
-    lines = ["| container | system | model | TP | seq | Bridge formula (FLOPs/token) | spsim `model_flops_megatron`/token | "
-             "ratio | published TFLOP/s ÷ tokens/s | ratio to formula |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| container | system | model | TP | seq | attention | formula (FLOPs/token) | spsim per token | "
+             "ratio | published TFLOP/s ÷ tokens/s | ratio to formula |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in checks:
         row = c["row"]
         ratio = c["implied"] / c["bridge"] if c["implied"] else None
         lines.append(f"| {row['container']} | {row['system']} | {row['model']} | {first(row['TP'])} | "
-                     f"{first(row['Sequence Length'])} | {c['bridge']:.5e} | {c['spsim']:.5e} | "
+                     f"{first(row['Sequence Length'])} | {'causal half' if c['causal'] else 'whole'} | "
+                     f"{c['bridge']:.5e} | {c['spsim']:.5e} | "
                      f"{c['spsim'] / c['bridge']:.5f} | {num(c['implied'], '{:.5e}')} | {num(ratio, '{:.3f}')} |")
     return lines
 
@@ -531,9 +537,10 @@ def write_md(results, paper, checks):
     out += md_rows(approx, "options dropped") + ["", "### Command lines of the approximations", ""]
     out += md_commands(approx) + [""]
     out += ["## Model FLOPs: Megatron-Bridge's formula against spsim's", "",
-            "Dense Llama rows predicted above. The formula column is Bridge's closed form (README 1.0.2 of the "
-            "development set) computed here from the model profile; spsim's column is its "
-            "`model_flops_megatron` per token; the last columns check the formula against each row's "
+            "Dense Llama rows that run (predicted or approximated). The formula column is Bridge's closed form "
+            "(README 1.0.2 of the development set) computed here from the model profile, with attention "
+            "whole for the NeMo 24.07 rows; spsim's column is its `model_flops_megatron` per token "
+            "(`model_flops`, Eq. 7, for 24.07); the last columns check the formula against each row's "
             "published TFLOP/s ÷ tokens/s (the 26.04.01, 26.06.01 and 26.08 token counts are quantized, README 1.0.2).", ""]
     out += md_flops(checks) + [""]
     out += ["## Paper figures (Korthikanti et al. 2022, Selene, dgx-a100-80g)", "",
