@@ -343,21 +343,24 @@ spsim_collective_algo_latency_s(const struct spsim_hardware *hw, enum spsim_coll
  * NCCL's 0.75 of its bandwidth (tuning.cc:334).
  */
 static double
-spanning_nic_bw(struct spsim_group g, enum spsim_nccl_algo a, double nic_bw)
+spanning_nic_bw(struct spsim_group g, struct spsim_nccl_choice ch, double size, double nic_bw)
 {
-    if (a == SPSIM_NCCL_TREE) {
+    if (ch.algo == SPSIM_NCCL_TREE) {
         double n = g.size, N = (double)g.size / g.per_domain;
-        return nic_bw * N * (n - 1) / (n * (N - 1));
+        return nic_bw * N * (n - 1) / (n * (N - 1)) * spsim_nccl_tree_correction(ch.proto, size);
     }
-    return a == SPSIM_NCCL_PAT ? nic_bw * 0.75 : nic_bw;
+    return ch.algo == SPSIM_NCCL_PAT ? nic_bw * 0.75 : nic_bw;
 }
 
+/* A tree also runs at NCCL's treeCorrectionFactor of its size, NCCL's own measurement of how
+ * far trees fall short at medium sizes (tuning.cc:621-641). */
 static double
-spanning_bw(struct spsim_group g, enum spsim_nccl_algo a, double nv_bw, double nic_bw)
+spanning_bw(struct spsim_group g, struct spsim_nccl_choice ch, double size, double nv_bw,
+            double nic_bw)
 {
-    nic_bw = spanning_nic_bw(g, a, nic_bw);
-    if (a == SPSIM_NCCL_TREE)
-        nv_bw *= (g.size - 1.0) / g.size;
+    nic_bw = spanning_nic_bw(g, ch, size, nic_bw);
+    if (ch.algo == SPSIM_NCCL_TREE)
+        nv_bw *= (g.size - 1.0) / g.size * spsim_nccl_tree_correction(ch.proto, size);
     return g.per_domain == 1 ? nic_bw : spsim_min_d(nv_bw, nic_bw);
 }
 
@@ -370,7 +373,7 @@ spsim_collective_terms(const struct spsim_hardware *hw, enum spsim_coll_op op, s
     if (spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK)
         *peak_Bps = spsim_nvlink_peak_Bps(hw, op, g.per_domain);
     else
-        *peak_Bps = spanning_nic_bw(g, ch.algo, spsim_collective_nic_bw(hw, op, g, 1, 1));
+        *peak_Bps = spanning_nic_bw(g, ch, size_bytes, spsim_collective_nic_bw(hw, op, g, 1, 1));
 }
 
 /* The bytes each rank puts on its NVLink port and its share of the domain's NIC traffic. */
@@ -421,7 +424,8 @@ spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, st
     double bw = spsim_nvlink_peak_Bps(hw, op, g.per_domain) * eff_nv;
     double latency = spsim_collective_algo_latency_s(hw, op, g, ch.algo);
     if (out->tier != SPSIM_TIER_NVLINK)
-        bw = spanning_bw(g, ch.algo, bw, spsim_collective_nic_bw(hw, op, g, eff_net, nic_share));
+        bw = spanning_bw(g, ch, size_bytes, bw,
+                         spsim_collective_nic_bw(hw, op, g, eff_net, nic_share));
     out->wire_bytes = wire;
     traffic(op, g, size_bytes, ch.algo, out);
     if (!(bw > 0) || !isfinite(bw))

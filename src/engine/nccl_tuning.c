@@ -235,6 +235,15 @@ spsim_nccl_tune(struct spsim_nccl_comm *c, enum spsim_nccl_func func)
 }
 
 double
+spsim_nccl_tree_correction(enum spsim_nccl_proto p, double nbytes)
+{
+    int logsize = log2i(floor(nbytes / 64));
+    return logsize >= 0 && logsize < 23 && (unsigned)p < SPSIM_NCCL_PROTO_COUNT
+               ? tree_correction[p][logsize]
+               : 1.0;
+}
+
+double
 spsim_nccl_time_us(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum spsim_nccl_proto p,
                    double nbytes)
 {

@@ -80,6 +80,10 @@ void spsim_nccl_tune(struct spsim_nccl_comm *c, enum spsim_nccl_func func);
 double spsim_nccl_time_us(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a,
                           enum spsim_nccl_proto p, double nbytes);
 
+/** treeCorrectionFactor of a Tree AllReduce of `nbytes` (tuning.cc:623-641): NCCL's measured
+ * shortfall of trees against its model at medium sizes, 1 outside 64 B .. 256 MiB. */
+double spsim_nccl_tree_correction(enum spsim_nccl_proto p, double nbytes);
+
 /** The (algorithm, protocol) of least time, as topoGetAlgoInfo takes it (enqueue.cc:2028);
  * false when nothing is enabled. */
 bool spsim_nccl_choose(const struct spsim_nccl_comm *c, double nbytes,
