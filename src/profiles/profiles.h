@@ -89,6 +89,7 @@ struct spsim_hardware {
     double peak_flops[SPSIM_DTYPE_COUNT];            /* FLOP/s; 0 = absent */
     double gemm_achievable_flops[SPSIM_DTYPE_COUNT]; /* FLOP/s; 0 = absent */
     double flash_flops; /* measured flash-attention FLOP/s (bf16); 0 = absent */
+    double clock_scale; /* sustained / boost SM clock (gpu.sustained_clock); 1 = as measured */
     uint32_t sm_count;
     uint64_t hbm_capacity_bytes;   /* what the GPU reports (hbm_reported_MiB), else the GB figure */
     uint64_t reserved_fixed_bytes; /* CUDA context + cuBLAS workspace */
