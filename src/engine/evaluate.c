@@ -177,6 +177,17 @@ stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
 }
 
+/* TE's FP8 weight copies of rank r's layers beside their BF16 weights; none with FP8
+ * parameters (--fp8-param-gather: the FP8 tensors are the weights). */
+static uint64_t
+fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                  const struct shape *x, uint64_t r, bool *ok)
+{
+    if (par->fp8_param_gather || le->fp8_weight_bytes_layer == 0)
+        return 0;
+    return spsim_mul(rank_built(x, r), le->fp8_weight_bytes_layer, ok);
+}
+
 /* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
  * rank 0 and the output layer on rank p − 1. */
 static uint64_t
@@ -335,6 +346,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                      : last ? mem->parameters_last_stage
                             : rank_parameters(m, le, x, r, ok),
                      le->params_layer, par, x, &s, ok);
+        s.weights = spsim_add(s.weights, fp8_weight_copies(par, le, x, r, ok), ok);
         s.activations = first  ? mem->activation_first_stage_bytes
                         : last ? mem->activation_last_stage_bytes
                                : rank_activations(par, le, x, r, ok);
@@ -378,6 +390,7 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
 {
     struct stage_memory s0;
     stage_static(mem->parameters_first_stage, le->params_layer, par, x, &s0, ok);
+    s0.weights = spsim_add(s0.weights, fp8_weight_copies(par, le, x, 0, ok), ok);
     peak_stage(m, par, le, x, mem, ok);
     if (hw)
         memory_limit(hw, x, m->tied_embeddings, mem);

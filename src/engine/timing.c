@@ -134,6 +134,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->s = par->seq ? par->seq : m->seq_len;
     cfg->b = par->mbs;
     cfg->dtype = par->dtype;
+    cfg->fp8_recipe = par->dtype == SPSIM_DTYPE_FP8 ? par->fp8_recipe : SPSIM_FP8_DELAYED;
     cfg->cp = par->cp;
     cfg->cp_comm = par->cp > 1 ? par->cp_comm_type : SPSIM_CP_P2P;
     cfg->cp_a2a = 1;
@@ -221,6 +222,15 @@ cp_step_cost(const struct spsim_hardware *hw, const struct spsim_step *st,
     return rc;
 }
 
+/* FP8 configurations run the layer's linear GEMMs in FP8 (engine/fp8.c), the rest in BF16. */
+static enum spsim_dtype
+gemm_dtype(const struct spsim_layer_config *cfg, const struct spsim_op *op)
+{
+    if (op->fp8)
+        return SPSIM_DTYPE_FP8;
+    return cfg->dtype == SPSIM_DTYPE_FP8 ? SPSIM_DTYPE_BF16 : cfg->dtype;
+}
+
 static int
 step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
           const struct spsim_step *st, struct spsim_group tp, struct spsim_step_cost *c)
@@ -231,10 +241,11 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     switch (op->kind) {
     case SPSIM_OPK_GEMM:
     case SPSIM_OPK_BMM:
-        rc = spsim_gemm_time(hw, cfg->dtype, st->gm, st->gn, st->gk, st->gbatch,
+        rc = spsim_gemm_time(hw, gemm_dtype(cfg, op), st->gm, st->gn, st->gk, st->gbatch,
                              op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
                              &c->compute_s);
-        c->compute_s += st->bytes / hw->hbm_achievable_Bps; /* bias-gradient reduction */
+        /* the bias-gradient reduction (wgrad), FP8 casts (forward, dgrad) */
+        c->compute_s += st->bytes / hw->hbm_achievable_Bps;
         break;
     case SPSIM_OPK_FLASH:
         c->compute_s = st->flops / flash_rate(hw);
