@@ -232,6 +232,55 @@ START_TEST(fp8_rules)
 }
 END_TEST
 
+START_TEST(megatron_flags)
+{
+    static const char head[] = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+                               "--seq-length 32 --vocab-size 100 --bf16 ";
+    static const struct {
+        const char *tail;
+        enum spsim_dtype dtype;
+        enum spsim_fp8_recipe recipe;
+        bool gather;
+    } cases[] = {
+        {"--fp8-format hybrid", SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, false}, /* Megatron's default */
+        {"--fp8-format e4m3 --fp8-recipe tensorwise --fp8-param-gather "
+         "--use-distributed-optimizer",
+         SPSIM_DTYPE_FP8, SPSIM_FP8_CURRENT, true},
+        {"--fp8-format hybrid --fp8-recipe mxfp8", SPSIM_DTYPE_FP8, SPSIM_FP8_MXFP8, false},
+        {"--fp8-format hybrid --fp8-recipe blockwise", SPSIM_DTYPE_FP8, SPSIM_FP8_BLOCKWISE, false},
+        /* Without --fp8-format Megatron trains in BF16 and the recipe does nothing. */
+        {"--fp8-recipe mxfp8 --fp8-param-gather", SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s%s\n", head, cases[i].tail);
+        struct spsim_megatron_config mc;
+        struct spsim_error err = {0};
+        ck_assert_msg(spsim_megatron_parse(text, strlen(text), "l.sh", &mc, &err) == SPSIM_OK, "%s",
+                      err.message);
+        ck_assert_int_eq(mc.par.dtype, cases[i].dtype);
+        ck_assert_int_eq(mc.par.fp8_recipe, cases[i].recipe);
+        ck_assert_int_eq(mc.par.fp8_param_gather, cases[i].gather);
+        /* Written back, the flags read the same. */
+        char out[8192];
+        spsim_megatron_format(mc.model, &mc.par, 8, out, sizeof(out));
+        struct spsim_megatron_config back;
+        ck_assert_msg(spsim_megatron_parse(out, strlen(out), "out.sh", &back, &err) == SPSIM_OK,
+                      "%s", err.message);
+        ck_assert_int_eq(back.par.fp8_recipe, cases[i].recipe);
+        ck_assert_int_eq(back.par.fp8_param_gather, cases[i].gather);
+        spsim_model_destroy(back.model);
+        spsim_model_destroy(mc.model);
+    }
+    char bad[512];
+    snprintf(bad, sizeof(bad), "%s--fp8-format hybrid --fp8-recipe custom\n", head);
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_megatron_parse(bad, strlen(bad), "l.sh", &mc, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "--fp8-recipe: 'custom' is not modelled"), "%s", err.message);
+}
+END_TEST
+
 static Suite *
 fp8_suite(void)
 {
@@ -243,6 +292,7 @@ fp8_suite(void)
     tcase_add_test(tc, fp8_all_gathers);
     tcase_add_test(tc, gemm_dtypes_and_cast_time);
     tcase_add_test(tc, fp8_rules);
+    tcase_add_test(tc, megatron_flags);
     suite_add_tcase(s, tc);
     return s;
 }
