@@ -44,7 +44,7 @@ static const struct cli_option_spec {
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
     {"no-overlap-grad-reduce", no_argument, OPT_NO_OVERLAP_GRAD, -1},
     {"dtype", required_argument, OPT_DTYPE, SPSIM_AXIS_DTYPE},
-    {"fp8-recipe", required_argument, OPT_FP8_RECIPE, -1},
+    {"fp8-recipe", required_argument, OPT_FP8_RECIPE, SPSIM_AXIS_FP8_RECIPE},
     {"fp8-param-gather", no_argument, OPT_FP8_PARAM, -1},
     {"no-fp8-param-gather", no_argument, OPT_NO_FP8_PARAM, -1},
     {"first-stage-layers", required_argument, OPT_FIRST_STAGE, -1},

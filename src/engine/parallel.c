@@ -92,6 +92,9 @@ check_fp8(const struct spsim_parallel *p, struct spsim_error *err)
 {
     if ((unsigned)p->fp8_recipe >= SPSIM_FP8_RECIPE_COUNT)
         return CONFIG_FAIL(err, "field 'fp8_recipe': must be delayed, current, mxfp8 or blockwise");
+    if (p->fp8_recipe != SPSIM_FP8_DELAYED && p->dtype != SPSIM_DTYPE_FP8)
+        return CONFIG_FAIL(err, "field 'fp8_recipe': %s scaling needs dtype fp8",
+                           spsim_fp8_recipe_name(p->fp8_recipe));
     if (p->fp8_param_gather && p->dtype != SPSIM_DTYPE_FP8)
         return CONFIG_FAIL(err, "field 'fp8_param_gather': FP8 parameters need dtype fp8");
     if (p->fp8_param_gather && !p->distributed_optimizer && p->zero == 0)
