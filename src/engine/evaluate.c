@@ -179,13 +179,14 @@ stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
 
 /* TE's FP8 weight copies of rank r's layers beside their BF16 weights; none with FP8
  * parameters (--fp8-param-gather: the FP8 tensors are the weights). */
-static uint64_t
-fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-                  const struct shape *x, uint64_t r, bool *ok)
+static void
+add_fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                      const struct shape *x, uint64_t r, struct stage_memory *s, bool *ok)
 {
-    if (par->fp8_param_gather || le->fp8_weight_bytes_layer == 0)
-        return 0;
-    return spsim_mul(rank_built(x, r), le->fp8_weight_bytes_layer, ok);
+    if (le->fp8_weight_bytes_layer == 0 || par->fp8_param_gather) /* the one test: not FP8 */
+        return;
+    s->weights =
+        spsim_add(s->weights, spsim_mul(rank_built(x, r), le->fp8_weight_bytes_layer, ok), ok);
 }
 
 /* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
@@ -346,7 +347,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                      : last ? mem->parameters_last_stage
                             : rank_parameters(m, le, x, r, ok),
                      le->params_layer, par, x, &s, ok);
-        s.weights = spsim_add(s.weights, fp8_weight_copies(par, le, x, r, ok), ok);
+        add_fp8_weight_copies(par, le, x, r, &s, ok);
         s.activations = first  ? mem->activation_first_stage_bytes
                         : last ? mem->activation_last_stage_bytes
                                : rank_activations(par, le, x, r, ok);
@@ -390,7 +391,7 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
 {
     struct stage_memory s0;
     stage_static(mem->parameters_first_stage, le->params_layer, par, x, &s0, ok);
-    s0.weights = spsim_add(s0.weights, fp8_weight_copies(par, le, x, 0, ok), ok);
+    add_fp8_weight_copies(par, le, x, 0, &s0, ok);
     peak_stage(m, par, le, x, mem, ok);
     if (hw)
         memory_limit(hw, x, m->tied_embeddings, mem);

@@ -90,6 +90,8 @@ degree_error(const struct spsim_parallel *p, struct spsim_error *err)
 static int
 check_fp8(const struct spsim_parallel *p, struct spsim_error *err)
 {
+    if (p->fp8_recipe == SPSIM_FP8_DELAYED && !p->fp8_param_gather)
+        return SPSIM_OK; /* the sweep's common case: one test */
     if ((unsigned)p->fp8_recipe >= SPSIM_FP8_RECIPE_COUNT)
         return CONFIG_FAIL(err, "field 'fp8_recipe': must be delayed, current, mxfp8 or blockwise");
     if (p->fp8_recipe != SPSIM_FP8_DELAYED && p->dtype != SPSIM_DTYPE_FP8)

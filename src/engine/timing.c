@@ -134,7 +134,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->s = par->seq ? par->seq : m->seq_len;
     cfg->b = par->mbs;
     cfg->dtype = par->dtype;
-    cfg->fp8_recipe = par->dtype == SPSIM_DTYPE_FP8 ? par->fp8_recipe : SPSIM_FP8_DELAYED;
+    cfg->fp8_recipe = par->fp8_recipe; /* delayed unless dtype is fp8 (spsim_parallel_check) */
     cfg->cp = par->cp;
     cfg->cp_comm = par->cp > 1 ? par->cp_comm_type : SPSIM_CP_P2P;
     cfg->cp_a2a = 1;
