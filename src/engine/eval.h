@@ -89,6 +89,8 @@ struct spsim_layer_summary {
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;
     uint64_t fp8_weight_bytes_layer; /* TE's FP8 weight copies of one layer (engine/fp8.c) */
+    uint64_t fp8_weights_layer;      /* its linear weights in FP8 (gathered in FP8 with
+                                        fp8_param_gather) */
     bool params_ok;                  /* false if a count overflowed 64 bits */
     /* The layer's collectives as comm.per_layer lists them. */
     uint32_t ncoll;

@@ -443,6 +443,16 @@ compose_cp_comm(const struct spsim_hardware *hw, const struct spsim_layer_summar
                            : SPSIM_TIER_NVLINK;
 }
 
+/* --fp8-param-gather: the data-parallel AllGathers carry the linear weights in FP8, 1 B instead
+ * of 2 (Megatron DDP fp8_param_gather; megatron-core-and-nccl.md sec. 7.3): the bytes that
+ * `layers` layers' gather saves. */
+static uint64_t
+fp8_gather_saved(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                 uint64_t layers)
+{
+    return par->fp8_param_gather ? layers * le->fp8_weights_layer : 0;
+}
+
 /*
  * Sharded data parallelism's traffic per rank and iteration. The distributed optimizer
  * reduce-scatters the gradients once and gathers the updated bf16 weights once. Megatron-FSDP
@@ -456,11 +466,12 @@ static void
 zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
           const struct shape *x, uint64_t grad_frac, struct spsim_comm_report *comm, bool *ok)
 {
-    uint64_t D = x->dc, unit = spsim_mul(le->params_layer, 2, ok);
-    uint64_t weights = spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok);
+    uint64_t D = x->dc, unit = spsim_mul(le->params_layer, 2, ok) - fp8_gather_saved(par, le, 1);
+    uint64_t weights =
+        spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok) - fp8_gather_saved(par, le, x->lps);
     uint32_t z = zero_level(par);
     comm->dp_rs_wire_bytes_per_rank = z >= 2 ? spsim_mul(grad_frac, x->micro, ok) : grad_frac;
-    if (z == 1 && grad_bytes(par) == 4) {
+    if (z == 1 && grad_bytes(par) == 4 && !par->fp8_param_gather) {
         comm->dp_ag_wire_bytes_per_rank = grad_frac / 2; /* bf16 weights: half the fp32 grads */
     } else if (z >= 3) {
         uint64_t unit_frac = (unit / D) * (D - 1) + (unit % D) * (D - 1) / D;
@@ -753,12 +764,14 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
 {
     uint32_t D = (uint32_t)x->dc;
     double grads = (double)comm->dp_grad_bytes, mb = (double)x->micro;
-    double weights = grads / (double)grad_bytes(par) * 2.0;
+    double weights =
+        grads / (double)grad_bytes(par) * 2.0 - (double)fp8_gather_saved(par, le, x->lps);
+    double unit = 2.0 * (double)le->params_layer - (double)fp8_gather_saved(par, le, 1);
     struct spsim_coll_time a, ag, none = {0};
     int rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a);
     if (rc == SPSIM_OK)
-        rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t,
-                        par->zero >= 3 ? 2.0 * (double)le->params_layer : weights, &ag);
+        rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t, par->zero >= 3 ? unit : weights,
+                        &ag);
     double finish = 0;
     if (rc == SPSIM_OK)
         rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none, a.time_s,
@@ -795,7 +808,8 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     if (zero_level(par) >= 2)
         return zero_exposed(memo, hw, par, le, x, comm, crit, t_send, exposed, busy_nv, busy_net);
     double grads = (double)comm->dp_grad_bytes;
-    double weights = grad_bytes(par) == 4 ? grads / 2 : grads;
+    double weights =
+        (grad_bytes(par) == 4 ? grads / 2 : grads) - (double)fp8_gather_saved(par, le, x->lps);
     uint32_t D = (uint32_t)x->dc;
     struct spsim_coll_time a, b = {0};
     int rc;

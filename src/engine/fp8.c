@@ -85,14 +85,21 @@ spsim_layer_apply_fp8(struct spsim_layer *L)
 }
 
 uint64_t
-spsim_layer_fp8_weight_bytes(const struct spsim_layer *L, bool *ok)
+spsim_layer_fp8_weights(const struct spsim_layer *L, bool *ok)
 {
-    if (L->cfg.dtype != SPSIM_DTYPE_FP8)
-        return 0;
     uint64_t weights = 0;
     for (uint32_t i = 0; i < L->nops; i++)
         if (L->ops[i].fp8)
             weights = spsim_add(weights, spsim_mul(L->ops[i].k, L->ops[i].n, ok), ok);
+    return weights;
+}
+
+uint64_t
+spsim_layer_fp8_weight_bytes(const struct spsim_layer *L, bool *ok)
+{
+    if (L->cfg.dtype != SPSIM_DTYPE_FP8)
+        return 0;
+    uint64_t weights = spsim_layer_fp8_weights(L, ok);
     /* Rowwise and columnwise (the transpose cache), 1 B each; MXFP8's E8M0 scale per 32 in
      * each; blockwise's fp32 scale per 128×128 block in each (2·4/16384 per weight). */
     uint64_t scales = 0;

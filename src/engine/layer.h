@@ -131,6 +131,9 @@ void spsim_output_build(const struct spsim_model_shape *m, const struct spsim_la
  * the FP8 AllGathers. Nothing for other dtypes. */
 void spsim_layer_apply_fp8(struct spsim_layer *layer);
 
+/** The linear weights of one layer that run in FP8 on one rank (0 unless cfg.dtype is fp8). */
+uint64_t spsim_layer_fp8_weights(const struct spsim_layer *layer, bool *ok);
+
 /** The FP8 weight copies TE keeps beside one layer's BF16 linear weights on one rank (rowwise
  * and columnwise, with the recipe's scales). 0 unless cfg.dtype is fp8. */
 uint64_t spsim_layer_fp8_weight_bytes(const struct spsim_layer *layer, bool *ok);
