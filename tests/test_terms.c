@@ -20,8 +20,10 @@
  *   Micro-batch b = 1 throughout, so T = s·b = 1024 tokens (s/c with context parallelism).
  * Every GEMM of the configurations below is compute-bound (2mnk/100e12 exceeds the bytes it
  * streams over 1 TB/s, the fp32 main gradient of the weight gradients included) and fills whole
- * waves of 8 SMs (128×128 tiles, m and n multiples of 128 with mn/128² a multiple of 8), so a
- * GEMM takes exactly 2mnk / 100e12 s.
+ * waves of 8 SMs (128×128 tiles, m and n multiples of 128 with mn/128² a multiple of 8), so by
+ * the GEMM shape model (engine/gemm_shape.c; the epilogue overlapped, i.e. persistent kernels
+ * with one prologue k-block slot per SM) a GEMM of W waves and kb = K/64 k-blocks per tile takes
+ * 2mnk / 100e12 · (W·kb + 1) / (W·kb) s: gemm_s() below.
  */
 #include <math.h>
 #include <stdio.h>
@@ -101,6 +103,40 @@ run(const struct spsim_parallel *p)
 
 /* ---- Hand-worked pieces, per micro-batch and TP rank, compute only (no collective). ---- */
 
+/* One M×N×K GEMM: 128×128 tiles filling W = mn/(128²·8) whole waves of the 8 SMs (asserted),
+ * kb = K/64 k-blocks each and one prologue slot per SM: W·kb + 1 slots for W·kb of work. */
+static double
+gemm_s(double m, double n, double k)
+{
+    double tiles = m * n / (128.0 * 128.0), waves = tiles / 8, kb = ceil(k / 64);
+    ck_assert_msg(fmod(m, 128) == 0 && fmod(n, 128) == 0 && fmod(tiles, 8) == 0,
+                  "GEMM %gx%gx%g does not fill whole waves of 128x128 tiles", m, n, k);
+    return 2.0 * m * n * k / PEAK * (waves * kb + 1) / (waves * kb);
+}
+
+/* A linear of `in` → `out` features on T tokens: forward (T, out, K = in); backward its dgrad
+ * (T, in, K = out) and wgrad (in, out, K = T) (engine/schedule.c). */
+static double
+linear_fwd(double T, double in, double out)
+{
+    return gemm_s(T, out, in);
+}
+
+static double
+linear_bwd(double T, double in, double out)
+{
+    return gemm_s(T, in, out) + gemm_s(in, out, T);
+}
+
+/* The four linears of a layer on a rank: QKV h → 3h/t, projection h/t → h, FC1 h → 4h/t,
+ * FC2 4h/t → h. */
+static double
+layer_gemms(double T, double t, double (*linear)(double, double, double))
+{
+    return linear(T, h, 3 * h / t) + linear(T, h / t, h) + linear(T, h, f / t) +
+           linear(T, f / t, h);
+}
+
 /* Tokens of a rank and the elements of one [s', b, h] tensor of the SP region. */
 struct dims {
     double t, T, E;
@@ -130,7 +166,7 @@ flash_flops(struct dims x)
 static double
 layer_fwd(struct dims x)
 {
-    double gemm = 2.0 * x.T * 12 * h * h / x.t / PEAK;
+    double gemm = layer_gemms(x.T, x.t, linear_fwd);
     double mem = (2 * 4 * x.E + 2 * 7 * x.E + 4 * x.T * f / x.t) / HBM;
     return gemm + flash_flops(x) / FLASH + mem;
 }
@@ -145,7 +181,7 @@ layer_fwd(struct dims x)
 static double
 layer_bwd(struct dims x)
 {
-    double gemm = 2.0 * 2.0 * x.T * 12 * h * h / x.t / PEAK;
+    double gemm = layer_gemms(x.T, x.t, linear_bwd);
     double mem = (2 * 10 * x.E + 2 * 11 * x.E + 6 * x.T * f / x.t) / HBM;
     return gemm + 2.5 * flash_flops(x) / FLASH + mem;
 }
@@ -171,13 +207,13 @@ emb_bwd(struct dims x)
 static double
 out_fwd(struct dims x)
 {
-    return 4 * x.E / HBM + 2.0 * x.T * h * V / x.t / PEAK + 10 * x.T * V / x.t / HBM;
+    return 4 * x.E / HBM + linear_fwd(x.T, h, V / x.t) + 10 * x.T * V / x.t / HBM;
 }
 
 static double
 out_bwd(struct dims x)
 {
-    return 10 * x.E / HBM + 4.0 * x.T * h * V / x.t / PEAK + 6 * x.T * V / x.t / HBM;
+    return 10 * x.E / HBM + linear_bwd(x.T, h, V / x.t) + 6 * x.T * V / x.t / HBM;
 }
 
 /* Parameters on one TP rank: a layer's four weight matrices 12h²/t and two LayerNorms (2h
@@ -325,13 +361,17 @@ START_TEST(tp_exposed_with_sp)
      * AllGathers of the output gradients in full; beside QKV's and FC1's dgrad the re-gather
      * of their saved input shard (AG), beside their wgrad the ReduceScatter of their input
      * gradient. QKV's dgrad and wgrad are 2·T·h·3h/t FLOPs, FC1's 2·T·h·4h/t. */
-    double qkv = 2 * x.T * h * 3 * h / t / PEAK, fc1 = 2 * x.T * h * 4 * h / t / PEAK;
-    double layer = 4 * tau + 2 * tau + 2 * beside(qkv, tau) + 2 * beside(fc1, tau);
+    /* dgrad (T, in, K = out) and wgrad (in, out, K = T) of QKV (h → 3h/t) and FC1 (h → 4h/t). */
+    double qkv_d = gemm_s(x.T, h, 3 * h / t), qkv_w = gemm_s(h, 3 * h / t, x.T);
+    double fc1_d = gemm_s(x.T, h, f / t), fc1_w = gemm_s(h, f / t, x.T);
+    double layer = 4 * tau + 2 * tau + beside(qkv_d, tau) + beside(qkv_w, tau) +
+                   beside(fc1_d, tau) + beside(fc1_w, tau);
     /* The embedding: ḡ (RS) forward, its AllGather backward. The output block: g (AG)
      * forward; beside the logits dgrad the re-gather, beside its wgrad the RS (2·T·h·v/t each);
      * the cross-entropy's AllReduce of 12 B per token, 2(t−1)/t of it on the wire. */
-    double logits = 2 * x.T * h * V / t / PEAK, ce = 2 * (t - 1) / t * 12 * x.T / NV;
-    double emb = 2 * tau, out = tau + 2 * beside(logits, tau) + ce;
+    double logits_d = gemm_s(x.T, h, V / t), logits_w = gemm_s(h, V / t, x.T);
+    double ce = 2 * (t - 1) / t * 12 * x.T / NV;
+    double emb = 2 * tau, out = tau + beside(logits_d, tau) + beside(logits_w, tau) + ce;
     EQ(r.time.tp_exposed_s, 2 * (L * layer + emb + out));
     /* Compute: every GEMM and flash on 1/t, the SP-region ops on s/t tokens. */
     EQ(r.time.forward_s, 2 * (L * layer_fwd(x) + emb_fwd(x) + out_fwd(x)));
@@ -347,12 +387,14 @@ START_TEST(tp_exposed_without_sp)
     struct spsim_result r = run(&p);
     struct dims x = dims_of(2, false, 1);
     double t = 2, tau = (t - 1) / t * 2 * x.T * h / NV;
-    double qkv = 2 * x.T * h * 3 * h / t / PEAK, fc1 = 2 * x.T * h * 4 * h / t / PEAK;
-    double layer = 2 * 2 * tau + beside(qkv, 2 * tau) + beside(fc1, 2 * tau);
+    /* The wgrad (in, out, K = T) of QKV (h → 3h/t) and FC1 (h → 4h/t). */
+    double qkv_w = gemm_s(h, 3 * h / t, x.T), fc1_w = gemm_s(h, f / t, x.T);
+    double layer = 2 * 2 * tau + beside(qkv_w, 2 * tau) + beside(fc1_w, 2 * tau);
     /* Embedding: f̄ AllReduce forward. Output: f's AllReduce beside the logits wgrad, the
      * cross-entropy AllReduce. */
-    double logits = 2 * x.T * h * V / t / PEAK, ce = 2 * (t - 1) / t * 12 * x.T / NV;
-    double emb = 2 * tau, out = beside(logits, 2 * tau) + ce;
+    double logits_w = gemm_s(h, V / t, x.T);
+    double ce = 2 * (t - 1) / t * 12 * x.T / NV;
+    double emb = 2 * tau, out = beside(logits_w, 2 * tau) + ce;
     EQ(r.time.tp_exposed_s, 2 * (L * layer + emb + out));
     EQ(r.time.forward_s, 2 * (L * layer_fwd(x) + emb_fwd(x) + out_fwd(x)));
 }
@@ -522,10 +564,13 @@ START_TEST(data_parallel_shares_nvlink_with_tp)
      * included (as in tp_exposed_with_sp: per layer the two ḡ AllGathers and the four beside
      * QKV's and FC1's GEMMs; the embedding's AllGather; the output block's two beside the
      * logits GEMMs). */
-    double qkv = 2 * x.T * h * 3 * h / t / PEAK, fc1 = 2 * x.T * h * 4 * h / t / PEAK;
-    double logits = 2 * x.T * h * V / t / PEAK;
-    double window = L * (layer_bwd(x) + 2 * tau + 2 * beside(qkv, tau) + 2 * beside(fc1, tau)) +
-                    emb_bwd(x) + tau + out_bwd(x) + 2 * beside(logits, tau);
+    /* dgrad (T, in, K = out) and wgrad (in, out, K = T) of QKV (h → 3h/t) and FC1 (h → 4h/t). */
+    double qkv_d = gemm_s(x.T, h, 3 * h / t), qkv_w = gemm_s(h, 3 * h / t, x.T);
+    double fc1_d = gemm_s(x.T, h, f / t), fc1_w = gemm_s(h, f / t, x.T);
+    double logits_d = gemm_s(x.T, h, V / t), logits_w = gemm_s(h, V / t, x.T);
+    double window = L * (layer_bwd(x) + 2 * tau + beside(qkv_d, tau) + beside(qkv_w, tau) +
+                         beside(fc1_d, tau) + beside(fc1_w, tau)) +
+                    emb_bwd(x) + tau + out_bwd(x) + beside(logits_d, tau) + beside(logits_w, tau);
     ck_assert(finish > window);
     EQ(r.time.dp_exposed_s, finish - window);
 }

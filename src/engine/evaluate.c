@@ -194,6 +194,18 @@ stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
 }
 
+/* TE's FP8 weight copies of rank r's layers beside their BF16 weights; none with FP8
+ * parameters (--fp8-param-gather: the FP8 tensors are the weights). */
+static void
+add_fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                      const struct shape *x, uint64_t r, struct stage_memory *s, bool *ok)
+{
+    if (le->fp8_weight_bytes_layer == 0 || par->fp8_param_gather) /* the one test: not FP8 */
+        return;
+    s->weights =
+        spsim_add(s->weights, spsim_mul(rank_built(x, r), le->fp8_weight_bytes_layer, ok), ok);
+}
+
 /* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
  * rank 0 and the output layer on rank p − 1. */
 static uint64_t
@@ -352,6 +364,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                      : last ? mem->parameters_last_stage
                             : rank_parameters(m, le, x, r, ok),
                      le->params_layer, par, x, &s, ok);
+        add_fp8_weight_copies(par, le, x, r, &s, ok);
         s.activations = first  ? mem->activation_first_stage_bytes
                         : last ? mem->activation_last_stage_bytes
                                : rank_activations(par, le, x, r, ok);
@@ -395,6 +408,7 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
 {
     struct stage_memory s0;
     stage_static(mem->parameters_first_stage, le->params_layer, par, x, &s0, ok);
+    add_fp8_weight_copies(par, le, x, 0, &s0, ok);
     peak_stage(m, par, le, x, mem, ok);
     if (hw)
         memory_limit(hw, x, m->tied_embeddings, mem);
@@ -446,6 +460,16 @@ compose_cp_comm(const struct spsim_hardware *hw, const struct spsim_layer_summar
                            : SPSIM_TIER_NVLINK;
 }
 
+/* --fp8-param-gather: the data-parallel AllGathers carry the linear weights in FP8, 1 B instead
+ * of 2 (Megatron DDP fp8_param_gather; megatron-core-and-nccl.md sec. 7.3): the bytes that
+ * `layers` layers' gather saves. */
+static uint64_t
+fp8_gather_saved(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                 uint64_t layers)
+{
+    return par->fp8_param_gather ? layers * le->fp8_weights_layer : 0;
+}
+
 /*
  * Sharded data parallelism's traffic per rank and iteration. The distributed optimizer
  * reduce-scatters the gradients once and gathers the updated bf16 weights once. Megatron-FSDP
@@ -459,11 +483,12 @@ static void
 zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
           const struct shape *x, uint64_t grad_frac, struct spsim_comm_report *comm, bool *ok)
 {
-    uint64_t D = x->dc, unit = spsim_mul(le->params_layer, 2, ok);
-    uint64_t weights = spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok);
+    uint64_t D = x->dc, unit = spsim_mul(le->params_layer, 2, ok) - fp8_gather_saved(par, le, 1);
+    uint64_t weights =
+        spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok) - fp8_gather_saved(par, le, x->lps);
     uint32_t z = zero_level(par);
     comm->dp_rs_wire_bytes_per_rank = z >= 2 ? spsim_mul(grad_frac, x->micro, ok) : grad_frac;
-    if (z == 1 && grad_bytes(par) == 4) {
+    if (z == 1 && grad_bytes(par) == 4 && !par->fp8_param_gather) {
         comm->dp_ag_wire_bytes_per_rank = grad_frac / 2; /* bf16 weights: half the fp32 grads */
     } else if (z >= 3) {
         uint64_t unit_frac = (unit / D) * (D - 1) + (unit % D) * (D - 1) / D;
@@ -756,12 +781,14 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
 {
     uint32_t D = (uint32_t)x->dc;
     double grads = (double)comm->dp_grad_bytes, mb = (double)x->micro;
-    double weights = grads / (double)grad_bytes(par) * 2.0;
+    double weights =
+        grads / (double)grad_bytes(par) * 2.0 - (double)fp8_gather_saved(par, le, x->lps);
+    double unit = 2.0 * (double)le->params_layer - (double)fp8_gather_saved(par, le, 1);
     struct spsim_coll_time a, ag, none = {0};
     int rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a);
     if (rc == SPSIM_OK)
-        rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t,
-                        par->zero >= 3 ? 2.0 * (double)le->params_layer : weights, &ag);
+        rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t, par->zero >= 3 ? unit : weights,
+                        &ag);
     double finish = 0;
     if (rc == SPSIM_OK)
         rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none, a.time_s,
@@ -798,7 +825,8 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     if (zero_level(par) >= 2)
         return zero_exposed(memo, hw, par, le, x, comm, crit, t_send, exposed, busy_nv, busy_net);
     double grads = (double)comm->dp_grad_bytes;
-    double weights = grad_bytes(par) == 4 ? grads / 2 : grads;
+    double weights =
+        (grad_bytes(par) == 4 ? grads / 2 : grads) - (double)fp8_gather_saved(par, le, x->lps);
     uint32_t D = (uint32_t)x->dc;
     struct spsim_coll_time a, b = {0};
     int rc;

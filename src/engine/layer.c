@@ -503,6 +503,7 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
     block_begin(layer, cfg, &bld, &x, m);
     add_attention_block(&bld, m, &x);
     add_mlp_block(&bld, m, &x);
+    spsim_layer_apply_fp8(layer);
     layer->ok = bld.ok;
 }
 

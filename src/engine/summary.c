@@ -114,6 +114,8 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->params_total = spsim_model_parameters(model, t);
     s->params_active = spsim_model_active_parameters(model, t);
     s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
+    s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
+    s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
 }

@@ -24,6 +24,12 @@ dtype_name(int v)
 }
 
 static const char *
+fp8_recipe_name(int v)
+{
+    return spsim_fp8_recipe_name((enum spsim_fp8_recipe)v);
+}
+
+static const char *
 cp_comm_name(int v)
 {
     return spsim_cp_comm_name((enum spsim_cp_comm)v);
@@ -73,6 +79,8 @@ static const struct spsim_field fields[] = {
     F("config.distributed_optimizer", BOOL, config.distributed_optimizer),
     F("config.overlap_grad_reduce", BOOL, config.overlap_grad_reduce),
     E("config.dtype", config.dtype, dtype_name),
+    E("config.fp8_recipe", config.fp8_recipe, fp8_recipe_name),
+    F("config.fp8_param_gather", BOOL, config.fp8_param_gather),
     F("config.first_stage_layers", U32, config.first_stage_layers),
     F("config.last_stage_layers", U32, config.last_stage_layers),
     F("config.account_embedding", BOOL, config.account_embedding),
