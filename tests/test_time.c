@@ -115,27 +115,7 @@ START_TEST(maxmin_hand_cases)
 END_TEST
 
 /* A profile with round numbers and no measured curves: the collective formula by hand. */
-static const char synthetic_hw[] =
-    "{\"schema\": \"spsim-hardware/1\", \"name\": \"synthetic\", \"gpu\": {\"model\": \"X\","
-    " \"peak_dense_tflops\": {\"bf16\": {\"value\": 100, \"source\": \"t\"}},"
-    " \"gemm_achievable_tflops\": {\"bf16\": {\"value\": 50, \"source\": \"t\"}},"
-    " \"sm_count\": {\"value\": 100, \"source\": \"t\"},"
-    " \"hbm_capacity_GB\": {\"value\": 80, \"source\": \"t\"},"
-    " \"hbm_bandwidth_GBps\": {\"value\": 2000, \"source\": \"t\"},"
-    " \"hbm_achievable_GBps\": {\"value\": 1000, \"source\": \"t\"}},"
-    " \"node\": {\"gpus_per_node\": {\"value\": 8, \"source\": \"t\"},"
-    " \"nvlink_domain_gpus\": {\"value\": 8, \"source\": \"t\"},"
-    " \"nics_per_node\": {\"value\": 8, \"source\": \"t\"}},"
-    " \"nvlink\": {\"bandwidth_per_direction_GBps\": {\"value\": 300, \"source\": \"t\"},"
-    " \"ring_busbw_GBps\": {\"value\": 200, \"source\": \"t\"},"
-    " \"base_latency_us\": {\"value\": 5, \"source\": \"t\"},"
-    " \"hop_latency_us\": {\"value\": 1, \"source\": \"t\"},"
-    " \"nccl_channels\": {\"value\": 10, \"source\": \"t\"}},"
-    " \"network\": {\"nic_line_rate_Gbit_s\": {\"value\": 400, \"source\": \"t\"},"
-    " \"nic_achievable_GBps\": {\"value\": 40, \"source\": \"t\"},"
-    " \"base_latency_us\": {\"value\": 10, \"source\": \"t\"},"
-    " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"
-    " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}";
+static const char synthetic_hw[] = TESTUTIL_SYNTHETIC_HW("40");
 
 START_TEST(collective_formula_by_hand)
 {

@@ -214,6 +214,15 @@ struct spsim_time_report {
     double nvlink_utilisation;      /**< busy / iteration */
     double network_utilisation;
     uint32_t critical_stage; /**< the pipeline stage that sets the pace */
+    /** Point-to-point time hidden behind the next model chunk (interleaved schedule with
+     * overlap_p2p_comm); pp_p2p_s is what stays exposed. */
+    double pp_p2p_hidden_s;
+    /** The parameter AllGather's share of dp_exposed_s: after the step, or with
+     * --overlap-param-gather the first forward's wait for its buckets. */
+    double param_gather_exposed_s;
+    /** Buckets of pipeline rank 0's first model chunk in the overlapped gradient reduction
+     * (1: one bucket, the whole buffer). */
+    uint32_t dp_buckets;
 };
 
 /** Everything spsim says about one configuration. */
