@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/buckets.h"
+#include "engine/eval.h"
 #include "testutil.h"
 
 /* TESTUTIL_SYNTHETIC_HW (round numbers: NVLink ring busbw 200 GB/s, 5 µs + 1 µs a step;
@@ -270,6 +271,97 @@ START_TEST(dp_param_gather_after_step_or_in_forward)
 }
 END_TEST
 
+/* One layer's collective at `site` in `phase`. */
+static const struct spsim_collective_entry *
+entry(const struct spsim_result *r, enum spsim_phase phase, const char *site)
+{
+    for (uint32_t i = 0; i < r->comm.per_layer_count; i++)
+        if (r->comm.per_layer[i].phase == phase && strstr(r->comm.per_layer[i].site, site))
+            return &r->comm.per_layer[i];
+    ck_abort_msg("no collective '%s'", site);
+    return NULL;
+}
+
+static double
+gemm_s(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k)
+{
+    double s = 0;
+    ck_assert_int_eq(spsim_gemm_time(hw, SPSIM_DTYPE_BF16, m, n, k, 1, false, &s), SPSIM_OK);
+    return s;
+}
+
+/* The TP tests' layer: GPT, h 512, 8 heads, s 4096, b 1, at tp 8 with SP. The boundary
+ * tensor M = s·b·h·2 = 4 MiB; over the 8 GPUs of one node an AllGather or ReduceScatter of X
+ * bytes takes 5 + 7·1 µs + (7/8)·X / 200 GB/s (test_time.c): the whole M 30.35 µs. */
+#define TP_M 4194304.0
+
+static double
+tp8_s(double bytes)
+{
+    return 12e-6 + 0.875 * bytes / 200e9;
+}
+
+START_TEST(tp_comm_overlap_by_hand)
+{
+    struct spsim_model_shape g = testutil_gpt_shape(2, 512, 8, 4096, 1024);
+    struct spsim_hardware *hw = SYNTHETIC(40);
+    struct spsim_parallel p = testutil_config(8, 1, 1, 1, 1, true, SPSIM_RECOMPUTE_NONE);
+    struct spsim_result off = run(&g, hw, &p);
+    p.tp_comm_overlap = true;
+    struct spsim_result on = run(&g, hw, &p);
+    double T = tp8_s(TP_M);
+    /* Without it the forward boundaries are on the critical path, whole. */
+    ck_assert_double_eq_tol(entry(&off, SPSIM_PHASE_FORWARD, "before QKV")->exposed_s, T, TOL);
+    /* Ring exchange before QKV (M 4096, N 3h/t = 192, K 512): 8 chunk GEMMs of 512 rows, 7
+     * hops of T/7 each; the pair takes 7·max(g, T/7) + g instead of the GEMM's G. A chunk
+     * here is one wave of 4 tiles on 100 SMs, as long as the whole GEMM's one wave of 32. */
+    const struct spsim_collective_entry *e = entry(&on, SPSIM_PHASE_FORWARD, "before QKV");
+    double G = gemm_s(hw, 4096, 192, 512), gc = gemm_s(hw, 512, 192, 512);
+    ck_assert_int_eq(e->overlap, SPSIM_OVERLAP_RING_EXCHANGE);
+    ck_assert_double_eq_tol(e->time_s, T, TOL);
+    ck_assert_double_eq_tol(e->exposed_s, 7 * fmax(gc, T / 7) + gc - G, TOL);
+    /* Pipelined ReduceScatter after the projection (M 4096, N 512, K h/t = 64): 4 chunk
+     * GEMMs on 100 − 16 SMs, each chunk's RS of M/4 (16.59 µs, latency-bound) beside the
+     * next, the last exposed: g + 3·max(g, c) + c − G, here more than the plain RS. */
+    e = entry(&on, SPSIM_PHASE_FORWARD, "after projection");
+    G = gemm_s(hw, 4096, 512, 64);
+    gc = gemm_s(hw, 1024, 512, 64) * 100 / 84;
+    double c = tp8_s(TP_M / 4);
+    ck_assert_int_eq(e->overlap, SPSIM_OVERLAP_PIPELINE);
+    ck_assert_double_eq_tol(e->exposed_s, gc + 3 * fmax(gc, c) + c - G, TOL);
+    /* 25 sequences a micro-batch: 102,400 rows, a chunk 100 tiles (one full wave), the GEMM 8;
+     * the AllGather (470.75 µs) hides behind 7/8 of the GEMM but for 7·max(g, T/7) − 7g. */
+    p.mbs = p.gbs = 25;
+    struct spsim_result big = run(&g, hw, &p);
+    e = entry(&big, SPSIM_PHASE_FORWARD, "before QKV");
+    T = tp8_s(25 * TP_M);
+    G = gemm_s(hw, 102400, 192, 512);
+    gc = gemm_s(hw, 12800, 192, 512);
+    ck_assert_double_eq_tol(gc * 8, G, 1e-15);
+    ck_assert_double_eq_tol(e->exposed_s, 7 * fmax(gc, T / 7) + gc - G, TOL);
+    ck_assert(e->exposed_s > 0 && e->exposed_s < T / 100);
+    /* Bulk: the FC1 input's re-gather beside the FC1 dgrad (M 102,400, N h 512, K ffn/t
+     * 256, longer than T) on 16 of 100 SMs: max(T, min(D/0.84, D + 0.16·T)) − D, where
+     * NCCL's kernel takes 10 SMs (its channels). */
+    double D = gemm_s(hw, 102400, 512, 256);
+    ck_assert(D > T);
+    ck_assert_double_eq_tol(entry(&big, SPSIM_PHASE_BACKWARD, "saved FC1")->exposed_s,
+                            fmax(T, fmin(D / 0.84, D + 0.16 * T)) - D, TOL);
+    p.tp_comm_overlap = false;
+    struct spsim_result big_off = run(&g, hw, &p);
+    ck_assert_double_eq_tol(entry(&big_off, SPSIM_PHASE_BACKWARD, "saved FC1")->exposed_s,
+                            fmax(T, fmin(D / 0.9, D + 0.1 * T)) - D, TOL);
+    p.mbs = p.gbs = 1;
+    p.tp_comm_overlap = true;
+    /* The output layer (Megatron's own ColumnParallelLinear) keeps its AllGather whole. */
+    ck_assert_double_eq_tol(on.time.tp_exposed_s - off.time.tp_exposed_s,
+                            2 * ((on.time.layer_forward_s + on.time.layer_backward_s) -
+                                 (off.time.layer_forward_s + off.time.layer_backward_s)),
+                            1e-12);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
 static Suite *
 overlap_suite(void)
 {
@@ -281,6 +373,7 @@ overlap_suite(void)
     tcase_add_test(tc, param_gather_buckets_by_hand);
     tcase_add_test(tc, dp_last_bucket_stays_exposed);
     tcase_add_test(tc, dp_param_gather_after_step_or_in_forward);
+    tcase_add_test(tc, tp_comm_overlap_by_hand);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -60,6 +60,10 @@ spsim_overlap_name(enum spsim_overlap overlap)
         return "wgrad";
     case SPSIM_OVERLAP_ATTENTION:
         return "attention";
+    case SPSIM_OVERLAP_RING_EXCHANGE:
+        return "ring_exchange";
+    case SPSIM_OVERLAP_PIPELINE:
+        return "pipeline";
     }
     return "?";
 }
