@@ -780,27 +780,44 @@ bucket_params(const struct spsim_parallel *par, const struct shape *x)
                                 : spsim_max_u64(40000000ull, 1000000ull * x->d);
 }
 
-/* A dp·cp-group collective of `params` parameters of `per` bytes each, slowed `share` times. */
+/* What the ranks' bucket plans share: the dp·cp group (placed once), the collective, the bytes
+ * per parameter, the slowdown beside the backward's traffic, one chunk's pass of one
+ * micro-batch, and the whole buffer's collective (an upper bound of any rank's). */
+struct dp_plan {
+    struct spsim_coll_memo *memo;
+    const struct spsim_hardware *hw;
+    struct spsim_group g;
+    enum spsim_coll_op op;
+    double per, share, slot, whole_s;
+    double last_params, last_s; /* the latest collective's size and time: ranks repeat chunks */
+};
+
 static int
-dp_coll_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, const struct shape *x,
-          enum spsim_coll_op op, double params, double per, double share, double *s)
+dp_coll_s(struct dp_plan *c, double params, double *s)
 {
     struct spsim_coll_time ct;
     *s = 0;
     if (params <= 0)
         return SPSIM_OK;
-    int rc = collective(memo, hw, op, (uint32_t)x->dc, x->t, params * per, &ct);
-    *s = ct.time_s * share;
+    if (params == c->last_params) {
+        *s = c->last_s;
+        return SPSIM_OK;
+    }
+    int rc = memo_time(c->memo, c->hw, c->op, c->g, params * c->per, &ct);
+    *s = ct.time_s * c->share;
+    c->last_params = params;
+    c->last_s = *s;
     return rc;
 }
 
-/* Pipeline rank r's chunks and buckets (rank 0 the only bucketed one, spsim_dp_rank) for a
- * collective of `per` bytes per parameter; `slot` is one chunk's pass of one micro-batch. */
+/* Pipeline rank r's chunks and buckets (rank 0 the only bucketed one, spsim_dp_rank). A rank
+ * past the first with one chunk is skipped (*d->v = 0) when even the whole buffer's collective
+ * would end before `beat`: its own is no longer (collective times grow with the bytes). */
 static int
-dp_rank_plan(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
-             const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-             const struct shape *x, const struct spsim_memory_report *mem, uint32_t r,
-             enum spsim_coll_op op, double per, double share, double slot, struct spsim_dp_rank *d)
+dp_rank_plan(struct dp_plan *c, const struct spsim_parallel *par,
+             const struct spsim_layer_summary *le, const struct shape *x,
+             const struct spsim_memory_report *mem, uint32_t r, double beat,
+             struct spsim_dp_rank *d)
 {
     double total = r == 0          ? (double)mem->parameters_first_stage
                    : r == x->p - 1 ? (double)mem->parameters_last_stage
@@ -808,49 +825,60 @@ dp_rank_plan(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     double plain = (double)(rank_built(x, r) / x->v) * (double)le->params_layer;
     double chunk0 = total - (x->v - 1.0) * plain, S = (double)bucket_params(par, x);
     *d = (struct spsim_dp_rank){
-        .v = (uint32_t)x->v, .head = r * slot, .slot = slot, .group = (double)x->p};
-    int rc = dp_coll_s(memo, hw, x, op, plain, per, share, &d->chunk_s);
+        .v = (uint32_t)x->v, .head = r * c->slot, .slot = c->slot, .group = (double)x->p};
+    if (r > 0 && x->v == 1 && chunk0 <= (double)mem->parameters_per_gpu &&
+        c->whole_s * c->share - d->head <= beat) {
+        d->v = 0;
+        return SPSIM_OK;
+    }
+    int rc = x->v > 1 ? dp_coll_s(c, plain, &d->chunk_s) : SPSIM_OK;
     uint64_t n = (uint64_t)ceil(chunk0 / S);
     if (rc != SPSIM_OK || r != 0 || n <= 1)
-        return rc ? rc : dp_coll_s(memo, hw, x, op, chunk0, per, share, &d->chunk0_s);
+        return rc ? rc : dp_coll_s(c, chunk0, &d->chunk0_s);
     d->nbuckets = n;
     d->lin_buckets = (chunk0 - (double)le->params_embedding) / S;
-    if ((rc = dp_coll_s(memo, hw, x, op, S, per, share, &d->bucket_s)))
+    if ((rc = dp_coll_s(c, S, &d->bucket_s)))
         return rc;
-    return dp_coll_s(memo, hw, x, op, chunk0 - (n - 1.0) * S, per, share, &d->last_s);
+    return dp_coll_s(c, chunk0 - (n - 1.0) * S, &d->last_s);
 }
 
 /* The bucketed reduction's exposed time (the latest of ranks 0, 1 and p − 1 past rank 0's last
- * backward) and, with --overlap-param-gather, the first forward's wait for its parameters. */
+ * backward) and, with --overlap-param-gather, the first forward's wait for its parameters
+ * (`whole` holds the whole buffer's reduction and gather). */
 static int
 dp_buckets_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                    const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                    const struct shape *x, const struct spsim_memory_report *mem,
-                   const struct stage_time *crit, double share, double *grad, double *param,
-                   uint32_t *nbuckets)
+                   const struct stage_time *crit, double share, const double whole[2], double *grad,
+                   double *param, uint32_t *nbuckets)
 {
     const uint32_t ranks[3] = {0, x->p > 1 ? 1u : 0u, (uint32_t)x->p - 1};
+    struct spsim_group g = spsim_group_place(hw, (uint32_t)x->dc, x->t);
     enum spsim_coll_op op =
         zero_level(par) >= 1 ? SPSIM_COLL_REDUCE_SCATTER : SPSIM_COLL_ALL_REDUCE;
-    double g = (double)grad_bytes(par), finish = 0, wait = 0;
+    /* Gradients in their buffer's dtype; parameters gathered in bf16, 2 bytes each. */
+    struct dp_plan rs = {
+        memo, hw, g, op, (double)grad_bytes(par), share, crit->bwd_window / x->v, whole[0], -1, 0};
+    struct dp_plan ag = {memo,     hw, g, SPSIM_COLL_ALL_GATHER, 2.0, 1.0, crit->fwd_wall / x->v,
+                         whole[1], -1, 0};
+    double finish = -INFINITY, wait = 0;
     for (uint32_t i = 0; i < 3; i++) {
         if (i > 0 && ranks[i] == ranks[i - 1])
             continue;
         struct spsim_dp_rank d;
-        int rc = dp_rank_plan(memo, hw, par, le, x, mem, ranks[i], op, g, share,
-                              crit->bwd_window / x->v, &d);
+        int rc = dp_rank_plan(&rs, par, le, x, mem, ranks[i], finish, &d);
         if (rc != SPSIM_OK)
             return rc;
-        finish = spsim_max_d(finish, spsim_grad_reduce_finish(&d));
+        if (d.v)
+            finish = spsim_max_d(finish, spsim_grad_reduce_finish(&d));
         if (i == 0)
             *nbuckets = d.nbuckets ? (uint32_t)spsim_min_u64(d.nbuckets, UINT32_MAX) : 1;
         if (!par->overlap_param_gather)
             continue;
-        /* bf16 parameters: 2 bytes each whatever the gradients' dtype. */
-        if ((rc = dp_rank_plan(memo, hw, par, le, x, mem, ranks[i], SPSIM_COLL_ALL_GATHER, 2.0, 1.0,
-                               crit->fwd_wall / x->v, &d)))
+        if ((rc = dp_rank_plan(&ag, par, le, x, mem, ranks[i], wait, &d)))
             return rc;
-        wait = spsim_max_d(wait, spsim_param_gather_wait(&d));
+        if (d.v)
+            wait = spsim_max_d(wait, spsim_param_gather_wait(&d));
     }
     *grad = finish;
     *param = wait;
@@ -888,6 +916,7 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     double alone = a.time_s + b.time_s;
     *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += alone;
     tr->dp_buckets = 1;
+    tr->param_gather_exposed_s = b.time_s; /* after the step unless --overlap-param-gather */
     if (!par->overlap_grad_reduce) {
         *exposed = alone;
         return SPSIM_OK;
@@ -897,9 +926,9 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     struct spsim_coll_time none = {0};
     if ((rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none,
                             a.time_s, &finish)) ||
-        (rc = dp_buckets_exposed(memo, hw, par, le, x, mem, crit,
-                                 spsim_max_d(1.0, finish / a.time_s), &grad, &gather,
-                                 &tr->dp_buckets)))
+        (rc = dp_buckets_exposed(
+             memo, hw, par, le, x, mem, crit, spsim_max_d(1.0, finish / a.time_s),
+             (const double[2]){a.time_s, b.time_s}, &grad, &gather, &tr->dp_buckets)))
         return rc;
     /* Without --overlap-param-gather the AllGather runs after the step, synchronously
      * (distrib_optimizer.py), whatever the reduction overlapped. */
