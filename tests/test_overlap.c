@@ -98,15 +98,16 @@ END_TEST
 
 START_TEST(p2p_fast_sends_hide_and_1f1b_blocks)
 {
-    /* At 40 GB/s a send (19.55 µs) hides behind every chunk: nothing is exposed in the steady
-     * state, 8 micro-batches · 2v sends are hidden. */
+    /* At 40 GB/s a send (19.55 µs) hides behind every chunk but for the 10 of 100 SMs NCCL's
+     * kernel holds meanwhile (nccl_channels): T·0.1 of each of the 8 micro-batches' 2v sends
+     * shows, the rest is hidden. */
     struct spsim_model_shape g = testutil_gpt_shape(8, 512, 8, 2048, 512);
     struct spsim_hardware *hw = SYNTHETIC(40);
     double T = send_s(hw, 40);
     struct spsim_parallel p = p2p_config(2, false);
     struct spsim_result overlap = run(&g, hw, &p);
-    ck_assert_double_eq_tol(overlap.time.pp_p2p_s, 0, TOL);
-    ck_assert_double_eq_tol(overlap.time.pp_p2p_hidden_s, 8 * 4 * T, 1e-12);
+    ck_assert_double_eq_tol(overlap.time.pp_p2p_s, 8 * 4 * T * 0.1, 1e-12);
+    ck_assert_double_eq_tol(overlap.time.pp_p2p_hidden_s, 8 * 4 * T * 0.9, 1e-12);
     /* 1F1B (Megatron refuses overlap_p2p_comm without interleaving): 2 blocking sends per
      * micro-batch whatever the switch says. */
     p = p2p_config(1, false);

@@ -1069,20 +1069,26 @@ critical_stage(const struct spsim_layer_summary *le, const struct shape *x,
  * the interleaved schedule's overlap_p2p_comm (Megatron's default with vpp > 1, schedules.py
  * forward_backward_pipelining_with_interleaving) async isend/irecv whose wait comes before the
  * chunk after next: each steady-state transfer runs beside one model chunk's forward or
- * backward and shows only by what it outlasts that chunk. The fill and drain sends lie on the
- * dependency chain from rank to rank and stay whole in the bubble (compose_time).
+ * backward. As for every overlapped collective (timing.c overlapped_s), NCCL's kernel holds one
+ * SM per channel while it runs, so the chunk computes on the others meanwhile: the pair takes
+ * max(T, min(c/(1 − k/S), c + T·k/S)), the send showing by that less the chunk's c. The fill
+ * and drain sends lie on the dependency chain from rank to rank and stay whole in the bubble
+ * (compose_time).
  */
 static double
-p2p_exposed_s(const struct spsim_parallel *par, const struct shape *x,
-              const struct stage_time *crit, double t_send, double *hidden)
+p2p_exposed_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+              const struct shape *x, const struct stage_time *crit, double t_send, double *hidden)
 {
     double blocking = 2.0 * (double)x->v * t_send;
     *hidden = 0;
     if (x->v == 1 || par->no_overlap_p2p || t_send == 0)
         return blocking;
-    double fwd = crit->fwd_wall / x->v, bwd = crit->bwd_window / x->v;
-    double exposed =
-        (double)x->v * (spsim_max_d(0.0, t_send - fwd) + spsim_max_d(0.0, t_send - bwd));
+    double k = (double)hw->nccl_channels / hw->sm_count, exposed = 0;
+    const double chunk[2] = {crit->fwd_wall / x->v, crit->bwd_window / x->v};
+    for (int i = 0; i < 2; i++)
+        exposed += spsim_max_d(t_send, spsim_min_d(chunk[i] / (1.0 - k), chunk[i] + t_send * k)) -
+                   chunk[i];
+    exposed *= (double)x->v;
     *hidden = blocking - exposed;
     return exposed;
 }
@@ -1107,7 +1113,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         offload_exposed(hw, par, le, x, tr)};
     tr->critical_stage = critical_stage(le, x, replayed_offload, &critical, &avg);
     double mb = (double)x->micro, hidden = 0;
-    double p2p_steady = p2p_exposed_s(par, x, crit, t_send, &hidden);
+    double p2p_steady = p2p_exposed_s(hw, par, x, crit, t_send, &hidden);
     tr->pp_p2p_hidden_s = mb * hidden;
     tr->microbatch_s = crit->wall + p2p_steady;
     tr->forward_s = mb * crit->fwd;
