@@ -397,7 +397,8 @@ ub_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     uint64_t n = ring ? cfg->t : SPSIM_UB_PIPELINE_SPLITS;
     double gc = 0;
     struct spsim_coll_time ct = {.time_s = cost[i].comm_s / (n - 1.0)};
-    int rc = spsim_gemm_time(hw, cfg->dtype, g->gm / n, g->gn, g->gk, g->gbatch, false, &gc);
+    uint64_t rows = g->gm / n > 0 ? g->gm / n : 1; /* fewer tokens than chunks: one a chunk */
+    int rc = spsim_gemm_time(hw, cfg->dtype, rows, g->gn, g->gk, g->gbatch, false, &gc);
     if (rc == SPSIM_OK && !ring)
         rc = spsim_collective_time(hw, SPSIM_COLL_REDUCE_SCATTER, tp, (double)st->message_bytes / n,
                                    1.0, &ct);
