@@ -186,7 +186,11 @@ print_memory(FILE *f, const struct spsim_result *r)
     fprintf(f, "  %-44s %14s of %s reported (CUDA context, cuBLAS, NCCL, fragmentation)\n",
             "reserved, not for tensors", fmt_bytes(a, sizeof(a), (double)m->reserved_bytes),
             fmt_bytes(b, sizeof(b), (double)m->hbm_bytes));
-    fprintf(f, "  model parameters: %.4g (vocabulary padded)\n", (double)m->parameters_total);
+    if (m->parameters_active != m->parameters_total)
+        fprintf(f, "  model parameters: %.4g, %.4g active per token (vocabulary padded)\n",
+                (double)m->parameters_total, (double)m->parameters_active);
+    else
+        fprintf(f, "  model parameters: %.4g (vocabulary padded)\n", (double)m->parameters_total);
 }
 
 /* Context parallelism's exchanges and the sharded data-parallel traffic, when configured. */

@@ -112,6 +112,7 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->params_embedding = spsim_embedding_parameters_per_rank(m, le->padded_vocab, t, &ok);
     s->params_output = spsim_output_parameters_per_rank(m, le->padded_vocab, t, &ok);
     s->params_total = spsim_model_parameters(model, t);
+    s->params_active = spsim_model_active_parameters(model, t);
     s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
