@@ -27,6 +27,10 @@ struct spsim_schedule_step {
     char shape_out[SPSIM_SHAPE_TEXT_MAX];
     double flops;  /**< per rank, this pass */
     double time_s; /**< predicted duration on the hardware (0 without hardware) */
+    /** static: NCCL's algorithm and protocol for the step's collective ("Ring", "Tree",
+     * "NVLS", "PAT"; "LL", "LL128", "Simple"), "" without hardware or collective */
+    const char *algorithm;
+    const char *protocol;
 };
 
 /** Most steps one layer's schedule can have. */

@@ -124,6 +124,8 @@ write_json(FILE *f, const struct spsim_schedule_step *steps, size_t n, const cha
         jw_string(&w, "rng", s->rng);
         jw_double(&w, "flops", s->flops);
         jw_double(&w, "time_s", s->time_s);
+        jw_string(&w, "algorithm", s->algorithm);
+        jw_string(&w, "protocol", s->protocol);
         jw_end_object(&w);
     }
     jw_end_array(&w);
