@@ -36,6 +36,20 @@ enum spsim_cp_comm {
 SPSIM_API const char *spsim_cp_comm_name(enum spsim_cp_comm c);
 /** The type named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out);
+/** How an MoE layer moves tokens to the experts' ranks (Megatron-Core
+ * --moe-token-dispatcher-type; moe/token_dispatcher.py). */
+enum spsim_moe_dispatcher {
+    SPSIM_MOE_ALLGATHER = 0, /**< AllGather over the expert-TP×EP group, ReduceScatter back */
+    SPSIM_MOE_ALLTOALL = 1,  /**< all-to-all over EP (+ AllGather/ReduceScatter over ETP) */
+    SPSIM_MOE_FLEX = 2,      /**< DeepEP/HybridEP fused kernels: recognised, refused */
+    SPSIM_MOE_DISPATCHER_COUNT
+};
+
+/** @return "allgather", "alltoall", "flex"; "?" for an unknown value. */
+SPSIM_API const char *spsim_moe_dispatcher_name(enum spsim_moe_dispatcher d);
+/** The dispatcher named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out);
+
 /** Which layers full recomputation checkpoints (Megatron --recompute-method). */
 enum spsim_recompute_method {
     SPSIM_RECOMPUTE_METHOD_DEFAULT = 0, /**< spsim's `full`: uniform groups of one layer */
@@ -135,6 +149,11 @@ struct spsim_parallel {
      * (default). vpp is then the stage count / pp (vpp must be 1 or that). Borrowed: the string
      * must outlive the configuration and any result that copies it. */
     const char *pipeline_layout;
+    /* Mixture of experts (ignored by dense models). The expert grid refolds the same
+     * tp·cp·dp ranks of a pipeline stage as etp · ep · edp (parallel_state.py), so the expert
+     * data-parallel size is tp·cp·dp / (ep·etp). */
+    uint32_t etp; /**< expert tensor parallel size; 0 = tp (Megatron's default) */
+    enum spsim_moe_dispatcher moe_dispatcher; /**< default allgather (Megatron's default) */
 };
 
 /** Set every field to its documented default. */

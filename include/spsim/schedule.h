@@ -27,10 +27,16 @@ struct spsim_schedule_step {
     char shape_out[SPSIM_SHAPE_TEXT_MAX];
     double flops;  /**< per rank, this pass */
     double time_s; /**< predicted duration on the hardware (0 without hardware) */
+    /* A collective step: its size (nccl-tests' convention), the bytes one rank moves, the
+     * group it spans and the tier it crosses (local without hardware). */
+    uint64_t message_bytes;
+    uint64_t wire_bytes;
+    uint32_t group_size;
+    enum spsim_tier tier;
 };
 
 /** Most steps one layer's schedule can have. */
-#define SPSIM_MAX_SCHEDULE_STEPS 128
+#define SPSIM_MAX_SCHEDULE_STEPS 160
 
 /**
  * The ordered schedule of one transformer layer (forward, recompute, backward) for a config.

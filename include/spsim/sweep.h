@@ -54,6 +54,9 @@ enum spsim_sweep_axis {
     /** Largest global batch: gbs becomes the largest multiple of dp·mbs (dp·mbs·pp with
      * interleaving) not above it; excludes the gbs axis; unset by default */
     SPSIM_AXIS_MAX_GBS,
+    SPSIM_AXIS_EP,             /**< expert parallel size (MoE); default 1 */
+    SPSIM_AXIS_ETP,            /**< expert tensor parallel size; 0 = tp (default) */
+    SPSIM_AXIS_MOE_DISPATCHER, /**< allgather/alltoall/flex; default allgather */
     SPSIM_AXIS_COUNT
 };
 

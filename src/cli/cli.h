@@ -224,6 +224,9 @@ enum cli_config_opt {
     OPT_OVERLAP_PARAM,
     OPT_NO_OVERLAP_PARAM,
     OPT_MEGATRON_ARGS,
+    OPT_EP,
+    OPT_ETP,
+    OPT_MOE_DISPATCHER,
     OPT_CONFIG_END
 };
 
@@ -270,6 +273,11 @@ enum cli_config_opt {
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
+    "Mixture of experts (models with experts):\n"                                                  \
+    "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
+    "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \
+    "                         = tp·cp·dp / (ep·etp)\n"                                          \
+    "  --moe-dispatcher D     allgather (default, Megatron's), alltoall; flex is refused\n"        \
     "Uneven pipeline stages (Megatron-Core; at most one of the three ways):\n"                     \
     "  --first-stage-layers N, --last-stage-layers N\n"                                            \
     "                         layers of pipeline rank 0 / rank pp-1; the rest split evenly\n"      \

@@ -69,6 +69,7 @@ plan_compute(struct spsim_gpu_validate_step *o, const struct spsim_step *st,
         break;
     case SPSIM_OPK_COMM:
     case SPSIM_OPK_CP:
+    case SPSIM_OPK_EP:
         break;
     }
     if (o->kind == SPSIM_REPLAY_GEMM || o->kind == SPSIM_REPLAY_BATCHED_GEMM) {
