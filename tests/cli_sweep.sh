@@ -225,4 +225,32 @@ expect 2 "axes 'gbs' and 'max_gbs' exclude each other" -- sweep --model llama3-8
 grep -qE '^  1 ' "$tmp/405" || fail "optimize llama3-405b shows no row"
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+# Unset --pp/--vpp are derived per model as spsim query derives them: Llama 3 8B's 32 layers
+# take pp 8 and no interleaving (8·3 does not divide 32), GPT-3 175B's 96 take pp 8, vpp 3;
+# at pp 1 interleaving is off (Megatron refuses it there). They were the paper's pp 8, vpp 3
+# for every model, which left every Llama 3 8B row invalid.
+"$spsim" sweep --model llama3-8b,gpt3-175b --quiet --columns model,pp,vpp >"$tmp/auto.csv" 2>"$tmp/err" ||
+    fail "sweep with derived pp/vpp exits $? ($(cat "$tmp/err"))"
+printf 'model,pp,vpp\nllama3-8b,8,1\ngpt3-175b,8,3\n' | cmp -s - "$tmp/auto.csv" ||
+    fail "derived pp/vpp: got $(cat "$tmp/auto.csv")"
+"$spsim" sweep --model gpt3-175b --pp 1,16 --vpp auto,2 --quiet --columns pp,vpp,time_iteration_s >"$tmp/auto.csv" 2>&1 ||
+    fail "sweep --vpp auto,2 exits $?"
+[ "$(cut -d, -f1,2 "$tmp/auto.csv" | tr '\n' ' ')" = "pp,vpp 1,1 1,2 16,3 16,2 " ] ||
+    fail "--vpp auto at pp 1 and 16: got $(cat "$tmp/auto.csv")"
+expect 2 "--vpp: 'automatic' is not an integer" -- sweep --vpp automatic
+expect 2 "--tp: 'auto' is not an integer" -- sweep --tp auto
+"$spsim" query --pp 1 >/dev/null 2>"$tmp/err" || fail "query --pp 1 (vpp unset) exits $? ($(cat "$tmp/err"))"
+
+# Points that the model, tp, pp and vpp alone make invalid are skipped inside the vpp axis
+# without evaluation; --show-invalid evaluates every point: both must keep the same rows
+# (balanced splits are valid where the even one is not, so pp_split stops the skip).
+space="--model gpt3-175b,llama3-8b --gpus 64,128 --tp 1..16 --pp 1..12 --vpp 1..5 --mbs 1,2 --gbs 128,256 --threads 1 --quiet"
+for split in even even,balanced; do
+    "$spsim" sweep $space --pp-split $split >"$tmp/skip.csv" 2>&1 || fail "skip sweep exits $?"
+    "$spsim" sweep $space --pp-split $split --show-invalid >"$tmp/all.csv" 2>/dev/null ||
+        fail "--show-invalid sweep exits $?"
+    [ "$(wc -l <"$tmp/skip.csv")" -gt 100 ] || fail "skip sweep: only $(wc -l <"$tmp/skip.csv") rows"
+    cmp -s "$tmp/skip.csv" "$tmp/all.csv" || fail "--pp-split $split: skipping changed the rows"
+done
+
 echo "all CLI sweep checks passed"

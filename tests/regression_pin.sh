@@ -3,10 +3,12 @@
 # `spsim sweep --spec examples/sweeps/*.json` wrote when the library was reorganised into
 # profiles/, engine/, sweep/ and calibrate/ (issue 9), recorded from the code before the move.
 # A change that is meant to alter a figure updates these files in the same commit and says why;
-# any other difference is a defect. Usage: regression_pin.sh SPSIM SOURCE_DIR
+# any other difference is a defect. Usage: regression_pin.sh SPSIM SOURCE_DIR [--update]
+# (--update rewrites the pins from SPSIM: then check the diff field by field before committing)
 set -u
 spsim=$1
 src=$2
+update=${3:-}
 pins="$src/tests/data/regression"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -19,6 +21,8 @@ pin() {
     if ! "$spsim" "$@" >"$tmp/out" 2>"$tmp/err"; then
         echo "FAIL: spsim $*: exit $? ($(cat "$tmp/err"))"
         failures=$((failures + 1))
+    elif [ "$update" = --update ]; then
+        cp "$tmp/out" "$pins/$file"
     elif ! cmp -s "$tmp/out" "$pins/$file"; then
         echo "FAIL: spsim $* differs from $file:"
         diff "$pins/$file" "$tmp/out" | head -20
@@ -40,11 +44,17 @@ pin q4.json query --model paper-530b --hw dgx-a100-80g --tp 8 --pp 35 --vpp 3 --
 while read -r sum name; do
     spec="$src/examples/sweeps/${name%.csv}.json"
     got=$("$spsim" sweep --spec "$spec" | sha256sum | cut -d' ' -f1)
-    if [ "$got" != "$sum" ]; then
+    echo "$got  $name" >>"$tmp/sweeps.sha256"
+    if [ "$got" != "$sum" ] && [ "$update" != --update ]; then
         echo "FAIL: spsim sweep --spec $spec: SHA-256 $got, pinned $sum"
         failures=$((failures + 1))
     fi
 done <"$pins/sweeps.sha256"
+[ "$update" = --update ] && cp "$tmp/sweeps.sha256" "$pins/sweeps.sha256"
 
-[ "$failures" -eq 0 ] && echo "regression pin: all outputs byte-identical"
+if [ "$update" = --update ]; then
+    echo "regression pin: pins rewritten from $spsim"
+elif [ "$failures" -eq 0 ]; then
+    echo "regression pin: all outputs byte-identical"
+fi
 exit $((failures > 0))

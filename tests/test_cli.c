@@ -86,12 +86,12 @@ START_TEST(query_json_document)
                                            "memory.gradients_bytes",
                                            "memory.optimizer_bytes",
                                            "memory.total_bytes",
-                                           "memory.activation_modes.none",
-                                           "memory.activation_modes.tp",
-                                           "memory.activation_modes.tp_sp",
-                                           "memory.activation_modes.tp_selective",
-                                           "memory.activation_modes.tp_sp_selective",
-                                           "memory.activation_modes.full"};
+                                           "memory.activation_modes_bytes.none",
+                                           "memory.activation_modes_bytes.tp",
+                                           "memory.activation_modes_bytes.tp_sp",
+                                           "memory.activation_modes_bytes.tp_selective",
+                                           "memory.activation_modes_bytes.tp_sp_selective",
+                                           "memory.activation_modes_bytes.full"};
     for (size_t i = 0; i < sizeof(integers) / sizeof(integers[0]); i++)
         check_integer(R.out, root, integers[i]);
     ck_assert(cJSON_IsBool(path(root, "memory.fits")));

@@ -59,7 +59,7 @@ column(char **names, int n, const char *name)
     return -1;
 }
 
-/* The JSON value at a field's path ("memory.activation_modes.tp"). */
+/* The JSON value at a field's path ("memory.activation_modes_bytes.tp"). */
 static const cJSON *
 at_path(const cJSON *root, const char *path)
 {

@@ -53,9 +53,9 @@ def memory_figure(tps, **config):
     docs = [spsim.query(**dict(config, tp=tp, sp=tp > 1)) for tp in tps]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     for mode in MODES:
-        left.plot(tps, [d["memory"]["activation_modes"][mode] / GIB for d in docs], marker="o",
+        left.plot(tps, [d["memory"]["activation_modes_bytes"][mode] / GIB for d in docs], marker="o",
                   label=MODE_LABELS[mode])
-        right.plot(tps, [d["memory"]["activation_modes_first_stage"][mode] / GIB for d in docs],
+        right.plot(tps, [d["memory"]["activation_modes_first_stage_bytes"][mode] / GIB for d in docs],
                    marker="o", label=MODE_LABELS[mode])
     cap = docs[0]["memory"]["capacity_bytes"] / GIB
     right.axhline(cap, color="black", linestyle="--", label=f"HBM capacity ({cap:.0f} GiB)")

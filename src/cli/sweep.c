@@ -26,10 +26,12 @@ static const char sweep_help[] =
     "                         Face config.json files or their folders)\n"
     "  --hw LIST              hardware profiles (default dgx-a100-80g)\n"
     "  --tp LIST              tensor parallel sizes (default 8)\n"
-    "  --pp LIST              pipeline parallel sizes (default 8)\n"
+    "  --pp LIST              pipeline parallel sizes, or auto: 8, or the largest below\n"
+    "                         that divides the model's layers (default auto)\n"
     "  --dp LIST              data parallel sizes (default 1)\n"
     "  --gpus LIST            GPU counts instead of --dp: dp = gpus / (tp*cp*pp)\n"
-    "  --vpp LIST             interleaved chunks per pipeline stage (default 3)\n"
+    "  --vpp LIST             interleaved chunks per pipeline stage, or auto: 3 where\n"
+    "                         pp >= 2 and pp*3 divides the layers, else 1 (default auto)\n"
     "  --sp LIST              on, off (default on)\n"
     "  --recompute LIST       none, selective, full (default selective)\n"
     "  --mbs LIST             micro-batch sizes (default 1)\n"
@@ -222,8 +224,8 @@ build_sweep(const struct sweep_args *a, struct spsim_sweep **out)
                     {SPSIM_AXIS_MODEL, "gpt3-175b"},
                     {SPSIM_AXIS_HW, "dgx-a100-80g"},
                     {SPSIM_AXIS_TP, "8"},
-                    {SPSIM_AXIS_PP, "8"},
-                    {SPSIM_AXIS_VPP, "3"},
+                    {SPSIM_AXIS_PP, "auto"},
+                    {SPSIM_AXIS_VPP, "auto"},
                     {SPSIM_AXIS_SP, "on"},
                     {SPSIM_AXIS_RECOMPUTE, "selective"},
                     {SPSIM_AXIS_MBS, "1"},

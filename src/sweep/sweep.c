@@ -112,6 +112,10 @@ copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct sp
         sw->size *= sw->n[a];
     }
     sw->use_gpus = spec->axis[SPSIM_AXIS_GPUS].set;
+    for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_PP]; i++)
+        sw->auto_pipeline |= sw->v[SPSIM_AXIS_PP][i] == SPSIM_AXIS_AUTO;
+    for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_VPP]; i++)
+        sw->auto_pipeline |= sw->v[SPSIM_AXIS_VPP][i] == SPSIM_AXIS_AUTO;
     sw->skip_inert = spec->skip_inert;
     /* active[] lists the multi-valued axes outermost first; first_active[a] is the position
      * of the first of them at or inside axis a. */
@@ -482,6 +486,21 @@ derived_axes(struct spsim_sweep_point *pt)
     }
 }
 
+/* "auto" pp and vpp as spsim query derives them when unset (cli_config_finish): the paper's
+ * pp 8 counted down to a divisor of the layers, and its interleaving (vpp 3) where pp >= 2 and
+ * pp·3 divides the layers, else none. */
+static void
+derive_pipeline(const struct spsim_sweep *sw, const uint32_t *d, struct spsim_sweep_point *pt)
+{
+    struct spsim_parallel *p = &pt->par;
+    uint32_t layers = pt->model->shape.layers;
+    if (sw->v[SPSIM_AXIS_PP][d[SPSIM_AXIS_PP]] == SPSIM_AXIS_AUTO)
+        for (p->pp = 8; p->pp > 1 && layers % p->pp != 0;)
+            p->pp--;
+    if (sw->v[SPSIM_AXIS_VPP][d[SPSIM_AXIS_VPP]] == SPSIM_AXIS_AUTO)
+        p->vpp = p->pp >= 2 && layers % (3 * p->pp) == 0 ? 3 : 1;
+}
+
 /* Bring the point's configuration up to date for axis `from` and those inside it (0: all);
  * dp = 0 when the GPU count does not split over tp·pp. */
 static void
@@ -506,6 +525,8 @@ point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
         for (uint32_t i = sw->first_active[from]; i < sw->nactive; i++)
             set_axis(pt, sw->active[i], sw->v[sw->active[i]][d[sw->active[i]]]);
     }
+    if (sw->auto_pipeline)
+        derive_pipeline(sw, d, pt);
     if (sw->use_gpus && from <= SPSIM_AXIS_GPUS) {
         uint64_t tp_pp = (uint64_t)pt->par.tp * pt->par.cp * pt->par.pp;
         pt->par.dp = pt->gpus % tp_pp == 0 ? (uint32_t)(pt->gpus / tp_pp) : 0;
@@ -808,24 +829,57 @@ emit_row(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt, co
 }
 
 /*
- * A GPU count that tp·pp does not divide fails every point inside the gpus axis alike: count
- * them at once. @return the points skipped after the current one (its digits then end the
- * run of such points, so the next point has the next gpus value)
+ * Points inside `axis` that fail alike (a GPU count that tp·pp does not divide fails every
+ * point inside the gpus axis) are counted at once. @return the points skipped after the
+ * current one (its digits then end the run of such points, so the next point has the next
+ * value of `axis`)
  */
 static uint64_t
-skip_unsplit(const struct spsim_sweep *sw, uint32_t *d, uint64_t left_in_block)
+skip_inside(const struct spsim_sweep *sw, int axis, uint32_t *d, uint64_t left_in_block)
 {
     uint64_t inside = 0, size = 1;
-    for (int a = SPSIM_AXIS_COUNT - 1; a > SPSIM_AXIS_GPUS; a--) {
+    for (int a = SPSIM_AXIS_COUNT - 1; a > axis; a--) {
         inside += d[a] * size;
         size *= sw->n[a];
     }
     uint64_t left = size - inside; /* this point and the rest of its run */
     if (left > left_in_block)
         return left_in_block - 1; /* the block ends first */
-    for (int a = SPSIM_AXIS_GPUS + 1; a < SPSIM_AXIS_COUNT; a++)
+    for (int a = axis + 1; a < SPSIM_AXIS_COUNT; a++)
         d[a] = sw->n[a] - 1;
     return left - 1;
+}
+
+/*
+ * Whether every point inside the vpp axis fails as this invalid one does: the rules of
+ * spsim_parallel_check that the model, tp, pp and vpp alone decide (heads, key/value heads and
+ * ffn_hidden divisible by tp; the even split of the layers over pp·vpp; interleaving needs
+ * pp >= 2), the split only where no inner axis can make it uneven. Most points of a space
+ * written as plain ranges fail these (96 layers have 12 divisors).
+ */
+static bool
+fails_inside_vpp(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt)
+{
+    const struct spsim_model_shape *m = &pt->model->shape;
+    const struct spsim_parallel *p = &pt->par;
+    if (m->heads % p->tp || m->kv_heads % p->tp || m->ffn_hidden % p->tp)
+        return true;
+    bool even = sw->n[SPSIM_AXIS_PP_SPLIT] == 1 && !p->first_stage_layers &&
+                !p->last_stage_layers && !p->account_embedding && !p->account_loss &&
+                !p->pipeline_layout;
+    return even && ((p->vpp > 1 && p->pp < 2) || m->layers % ((uint64_t)p->pp * p->vpp) != 0);
+}
+
+/* The points after the current one that fail alike and are counted at once (0: none). */
+static uint64_t
+skip_failing(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, uint32_t *d,
+             uint64_t left_in_block)
+{
+    if (pt->par.dp == 0)
+        return skip_inside(sw, SPSIM_AXIS_GPUS, d, left_in_block);
+    if (fails_inside_vpp(sw, pt))
+        return skip_inside(sw, SPSIM_AXIS_VPP, d, left_in_block);
+    return 0;
 }
 
 void
@@ -846,8 +900,8 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
         int rc = eval_digits(w, d, from, false, &pt, opt->invalid ? &err : NULL);
         if (rc != SPSIM_OK && opt->invalid)
             b->rc = describe_invalid(&pt, err.message, &b->invalid);
-        else if (rc != SPSIM_OK && pt.par.dp == 0) {
-            uint64_t skipped = skip_unsplit(w->sw, d, b->end - i);
+        else if (rc != SPSIM_OK) {
+            uint64_t skipped = skip_failing(w->sw, &pt, d, b->end - i);
             b->evaluated += skipped;
             i += skipped;
         }

@@ -24,6 +24,7 @@ struct spsim_sweep {
     int64_t *v[SPSIM_AXIS_COUNT];            /* the values */
     uint64_t size;                           /* product of n */
     bool use_gpus;                           /* dp derived from the gpus axis */
+    bool auto_pipeline;                      /* pp or vpp takes "auto" somewhere */
     bool skip_inert;                         /* from the spec (optimize's space) */
     uint32_t nactive;                        /* axes of more than one value, */
     uint8_t active[SPSIM_AXIS_COUNT];        /* outermost first */
@@ -47,6 +48,10 @@ void spsim_buf_free(struct spsim_buf *b);
 
 /* Row formatting with a per-thread memory of each column's last value and text: consecutive
  * rows share most values, and a repeated value is copied instead of formatted again. */
+/* The value "auto" of the pp and vpp axes (below their minimum, 1): derived per configuration as
+ * spsim query derives an unset --pp/--vpp (sweep.c derive_pipeline). */
+#define SPSIM_AXIS_AUTO 0
+
 #define SPSIM_ROW_CELL 40 /* room for a cell's text; copied whole, so rows keep this slack */
 struct spsim_row_column {
     const struct spsim_field *field; /* NULL for the model and hw columns */

@@ -273,10 +273,16 @@ spsim_row_writer_row(struct spsim_row_writer *w, const char *model, const char *
                      const struct spsim_result *r, char *out)
 {
     size_t n = 0;
+    bool csv = w->format == SPSIM_ROW_CSV;
     for (size_t i = 0; i < w->ncolumns; i++) {
         struct spsim_row_column *c = &w->columns[i];
-        memcpy(out + n, w->prefix[i], w->prefix_len[i]);
-        n += w->prefix_len[i];
+        if (csv) { /* the prefix is a comma but before the first cell: no call to copy it */
+            out[n] = ',';
+            n += i > 0;
+        } else {
+            memcpy(out + n, w->prefix[i], w->prefix_len[i]);
+            n += w->prefix_len[i];
+        }
         if (c->name) {
             const char *name = c->name == 1 ? model : hw;
             size_t len = strlen(name);

@@ -29,7 +29,8 @@ struct axis_info {
     uint64_t min, max;          /* KIND_INT */
     const char *const *choices; /* KIND_CHOICE, NULL-terminated; value = index + offset */
     int offset;
-    int nchoices; /* KIND_CHOICE: only the first nchoices; 0 = all */
+    int nchoices;   /* KIND_CHOICE: only the first nchoices; 0 = all */
+    bool derivable; /* KIND_INT: also "auto", derived per configuration (sweep.c) */
 };
 
 /* flash_attn: −1 = the model's kernel, 0 = standard, 1 = flash (struct spsim_parallel). */
@@ -40,11 +41,11 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_MODEL] = {"model", KIND_NAMES, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_HW] = {"hw", KIND_NAMES, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_TP] = {"tp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
-    [SPSIM_AXIS_PP] = {"pp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_PP] = {"pp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0, true},
     [SPSIM_AXIS_CP] = {"cp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
     [SPSIM_AXIS_DP] = {"dp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
     [SPSIM_AXIS_GPUS] = {"gpus", KIND_INT, 1, GPUS_MAX, NULL, 0, 0},
-    [SPSIM_AXIS_VPP] = {"vpp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_VPP] = {"vpp", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0, true},
     [SPSIM_AXIS_SP] = {"sp", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_RECOMPUTE] = {"recompute", KIND_CHOICE, 0, 0, spsim_recompute_names, 0, 0},
     [SPSIM_AXIS_MBS] = {"mbs", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
@@ -199,6 +200,8 @@ parse_int_item(const struct axis_info *ax, const struct item *it, struct list *l
     const char *p = it->text;
     uint64_t a, b, step = 1;
     bool geometric = false;
+    if (ax->derivable && strcmp(p, "auto") == 0)
+        return list_add(l, it, SPSIM_AXIS_AUTO);
     if (!read_uint(p, &p, ax->min, ax->max, &a))
         return item_error(it, "is not an integer or range of integers in %s", bounds);
     b = a;
