@@ -325,10 +325,12 @@ static uint64_t
 rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
                 const struct shape *x, uint64_t r, bool *ok)
 {
-    uint64_t dense = rank_dense(x, r),
-             n = spsim_mul(rank_built(x, r) - dense, le->params_layer, ok);
-    if (dense)
-        n = spsim_add(n, spsim_mul(dense, le->params_dense_layer, ok), ok);
+    uint64_t n = spsim_mul(rank_built(x, r), le->params_layer, ok);
+    if (x->mixed) {
+        uint64_t dense = rank_dense(x, r);
+        n = spsim_add(spsim_mul(rank_built(x, r) - dense, le->params_layer, ok),
+                      spsim_mul(dense, le->params_dense_layer, ok), ok);
+    }
     if (r == 0)
         n = spsim_add(n, le->params_embedding, ok);
     if (r == x->p - 1) {
@@ -383,9 +385,10 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
         if (i == 0 || s.total > best.total) {
             best = s;
             mem->peak_stage = r;
-            mem->expert_parameters_per_gpu = rank_expert_parameters(le, x, r, ok);
         }
     }
+    if (x->moe)
+        mem->expert_parameters_per_gpu = rank_expert_parameters(le, x, mem->peak_stage, ok);
     mem->parameters_per_gpu = best.params;
     mem->weights_bytes = best.weights;
     mem->gradients_bytes = best.grads;
@@ -600,7 +603,7 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
 /* Per micro-batch work of one stage: its layers plus the embedding or output block. */
 struct stage_time {
     double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, fwd_wall, cp_exposed, cp_comm,
-        offload, ep_exposed, ep_comm;
+        offload;
     uint64_t layers;
 };
 
@@ -618,8 +621,6 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->fwd_wall += times * b->fwd_s;
     s->cp_exposed += times * b->cp_exposed_s;
     s->cp_comm += times * b->cp_comm_s;
-    s->ep_exposed += times * b->ep_exposed_s;
-    s->ep_comm += times * b->ep_comm_s;
 }
 
 /* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
@@ -1005,15 +1006,18 @@ rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t 
           const double replayed_offload[2], struct stage_time *layers, struct stage_time *s)
 {
     uint64_t n = rank_built(x, r);
-    if (layers->layers != n || layers->wall == 0 || x->mixed) {
+    if (x->mixed) {
+        /* An MoE model's MoE and dense layers (no recompute method, no offload: moe.c). */
+        uint64_t dense = rank_dense(x, r);
+        *layers = (struct stage_time){.layers = n};
+        add_layers(layers, &le->layer, (double)(n - dense), (double)(n - dense));
+        add_layers(layers, &le->dense, (double)dense, (double)dense);
+    } else if (layers->layers != n || layers->wall == 0) {
         /* The recompute phase on the replayed layers (fewer with the block method; uneven
          * splits have no method, spsim_parallel_check); the offload stall on each. */
         double replayed = x->plan->even ? replayed_offload[0] : (double)n;
         *layers = (struct stage_time){.layers = n};
-        uint64_t dense = rank_dense(x, r); /* MoE models have no recompute method: replayed = n */
-        add_layers(layers, &le->layer, (double)(n - dense), dense ? (double)(n - dense) : replayed);
-        if (dense)
-            add_layers(layers, &le->dense, (double)dense, (double)dense);
+        add_layers(layers, &le->layer, (double)n, replayed);
         layers->offload = replayed_offload[1];
         layers->wall += layers->offload;
     }
@@ -1089,7 +1093,6 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     tr->tp_exposed_s = mb * crit->exposed;
     tr->cp_exposed_s = mb * crit->cp_exposed;
     tr->offload_exposed_s = mb * crit->offload;
-    tr->ep_exposed_s = mb * crit->ep_exposed;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
     tr->pp_p2p_s = mb * p2p;
@@ -1101,9 +1104,13 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     if (x->c > 1)
         *(le->layer.cp_network ? &busy_net : &busy_nv) +=
             mb * crit->cp_comm + (x->p - 1.0) / x->v * crit->cp_comm;
-    if (x->moe)
+    if (x->moe) {
+        /* The MoE layers' token exchanges (in the stage's wall time already). */
+        double moe_layers = (double)(crit->layers - rank_dense(x, tr->critical_stage));
+        tr->ep_exposed_s = mb * moe_layers * le->layer.ep_exposed_s;
         *(le->layer.ep_network ? &busy_net : &busy_nv) +=
-            mb * crit->ep_comm + (x->p - 1.0) / x->v * crit->ep_comm;
+            (mb + (x->p - 1.0) / x->v) * moe_layers * le->layer.ep_comm_s;
+    }
     if ((rc = dp_exposed(memo, hw, par, le, x, comm, crit, t_send, &tr->dp_exposed_s, &busy_nv,
                          &busy_net)))
         return rc;

@@ -221,6 +221,8 @@ check_tensor(const struct spsim_model_shape *m, const struct spsim_parallel *p, 
                            "field 'seq': sequence parallelism splits the sequence over tp = "
                            "%u ranks, but seq = %u is not divisible by it",
                            p->tp, seq);
+    if (m->experts == 0 && p->ep == 1 && p->etp <= 1 && p->moe_dispatcher == SPSIM_MOE_ALLGATHER)
+        return SPSIM_OK; /* dense: nothing of MoE asked */
     return spsim_moe_check(m, p, err);
 }
 
