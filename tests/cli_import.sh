@@ -63,9 +63,19 @@ cfg="--hw dgx-h100 --tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --format json"
 grep -q '"model": "Meta-Llama-3-8B"' "$tmp/hf.json" || fail "the folder does not name the model"
 sed 's/"model": "Meta-Llama-3-8B"/"model": "llama3-8b"/' "$tmp/hf.json" | cmp -s - "$tmp/shipped.json" ||
     fail "the Llama 3 config and the shipped llama3-8b profile differ"
-echo '{"model_type": "mixtral", "num_local_experts": 8}' >"$tmp/mixtral.json"
-expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not modelled" -- check "$tmp/mixtral.json"
+echo '{"model_type": "llama", "num_local_experts": 8}' >"$tmp/mixtral.json"
+expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not read for model_type \"llama\"" -- check "$tmp/mixtral.json"
 expect 3 "field 'num_local_experts'" -- query --model "$tmp/mixtral.json"
+# The published MoE configs (tests/data/hf/) read; the engine refuses them until it models the
+# layers (exit 4), and gpt-oss is refused naming what is not modelled (exit 3).
+hf="$(dirname "$0")/data/hf"
+"$spsim" check "$hf/Mixtral-8x7B-v0.1" "$hf/Qwen3-30B-A3B" "$hf/DeepSeek-V3" >/dev/null ||
+    fail "spsim check of the MoE configs"
+expect 4 "model 'DeepSeek-V3': mixture-of-experts layers need --ep support" -- \
+    query --model "$hf/DeepSeek-V3" --hw dgx-h100
+expect 4 "model 'mixtral-8x7b': mixture-of-experts layers need --ep support" -- \
+    query --model mixtral-8x7b --hw dgx-h100
+expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
 
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \

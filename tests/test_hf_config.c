@@ -239,23 +239,21 @@ START_TEST(gpt2_and_neox_layers)
 }
 END_TEST
 
-/* Mixtral, Qwen3-MoE, DeepSeek-V3 and Gemma 2 (their published configs' deciding keys), Mistral
- * v0.1's sliding window, and an unknown key: refused naming the key, SPSIM_EFIELD (exit 3). */
+/* MoE and latent-attention keys in a dense family's config (read for mixtral, qwen3_moe and
+ * deepseek only: tests/test_moe_model.c), Gemma 2, Mistral v0.1's sliding window, and an unknown
+ * key: refused naming the key, SPSIM_EFIELD (exit 3). */
 START_TEST(refused_by_key)
 {
     const struct {
         const char *json, *field;
     } cases[] = {
-        /* mistralai/Mixtral-8x7B-v0.1 */
-        {"{\"model_type\": \"mixtral\", \"num_hidden_layers\": 32, \"num_local_experts\": 8, "
+        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 32, \"num_local_experts\": 8, "
          "\"num_experts_per_tok\": 2}",
          "num_local_experts"},
-        /* Qwen/Qwen3-30B-A3B */
-        {"{\"model_type\": \"qwen3_moe\", \"num_experts\": 128, \"moe_intermediate_size\": 768}",
+        /* Qwen/Qwen1.5-MoE-A2.7B: a family spsim does not read */
+        {"{\"model_type\": \"qwen2_moe\", \"num_experts\": 60, \"moe_intermediate_size\": 1408}",
          "num_experts"},
-        /* deepseek-ai/DeepSeek-V3 */
-        {"{\"model_type\": \"deepseek_v3\", \"n_routed_experts\": 256, \"kv_lora_rank\": 512}",
-         "n_routed_experts"},
+        {"{\"model_type\": \"qwen3\", \"kv_lora_rank\": 512}", "kv_lora_rank"},
         /* google/gemma-2-9b: soft-capping, sliding layers, four norms per layer */
         {"{\"model_type\": \"gemma2\", \"num_hidden_layers\": 42}", "model_type"},
         /* mistralai/Mistral-7B-v0.1 */

@@ -112,8 +112,19 @@ SPSIM_API uint64_t spsim_model_padded_vocab(const struct spsim_model *model, uin
  */
 SPSIM_API bool spsim_model_layer_is_moe(const struct spsim_model *model, uint32_t layer);
 
-/** Exact parameter count of the whole model with the vocabulary padded for tp. */
+/**
+ * Exact parameter count of the whole model with the vocabulary padded for tp: every routed
+ * expert of every MoE layer, and the multi-token-prediction layers (which share the model's
+ * embedding and output head, as Megatron-Core builds them).
+ */
 SPSIM_API uint64_t spsim_model_parameters(const struct spsim_model *model, uint32_t tp);
+
+/**
+ * The parameters one token passes through: spsim_model_parameters() with only experts_per_token
+ * of the routed experts of each MoE layer (the shared experts, router, attention, embedding and
+ * output head all counted). Equal to spsim_model_parameters() for a dense model.
+ */
+SPSIM_API uint64_t spsim_model_active_parameters(const struct spsim_model *model, uint32_t tp);
 
 #ifdef __cplusplus
 }

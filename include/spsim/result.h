@@ -124,6 +124,8 @@ struct spsim_memory_report {
     uint64_t offload_hbm_saved_bytes;      /**< offload_layers × the above: HBM freed at peak */
     uint64_t offload_host_bytes;           /**< pinned host memory per GPU holding them */
     uint64_t parameters_total;             /**< whole model, exact, vocabulary padded */
+    uint64_t parameters_active;            /**< those one token passes through: top-k of the
+                                              routed experts (= parameters_total when dense) */
     uint64_t parameters_first_stage;       /**< one TP rank of stage 0 */
     uint64_t parameters_last_stage;        /**< one TP rank of stage p−1 */
     uint64_t parameters_per_gpu;           /**< the most loaded stage's TP rank */

@@ -23,12 +23,12 @@ show_model(void *cookie, const char *name, const char *path)
         return 0;
     }
     const struct spsim_model_shape *s = spsim_model_get_shape(m);
-    printf("%-14s %5u %7u %6u %5u %7u %7u %6u  %-7s %-10s %-8s %10.4g\n", name, s->layers,
+    printf("%-15s %5u %7u %6u %5u %7u %7u %6u  %-7s %-10s %-8s %10.4g %10.4g\n", name, s->layers,
            s->hidden, s->heads, s->kv_heads, s->ffn_hidden, s->vocab, s->seq_len,
            s->mlp == SPSIM_MLP_SWIGLU ? "swiglu" : "gelu",
            s->norm == SPSIM_NORM_RMSNORM ? "rmsnorm" : "layernorm",
            s->attention == SPSIM_ATTENTION_FLASH ? "flash" : "standard",
-           (double)spsim_model_parameters(m, 1));
+           (double)spsim_model_parameters(m, 1), (double)spsim_model_active_parameters(m, 1));
     spsim_model_destroy(m);
     return 0;
 }
@@ -67,8 +67,9 @@ cmd_list(int argc, char **argv)
     struct spsim_error err = {0};
     int status;
     if (strcmp(argv[1], "models") == 0) {
-        printf("%-14s %5s %7s %6s %5s %7s %7s %6s  %-7s %-10s %-8s %10s\n", "name", "L", "hidden",
-               "heads", "kv", "ffn", "vocab", "seq", "mlp", "norm", "attn", "params");
+        printf("%-15s %5s %7s %6s %5s %7s %7s %6s  %-7s %-10s %-8s %10s %10s\n", "name", "L",
+               "hidden", "heads", "kv", "ffn", "vocab", "seq", "mlp", "norm", "attn", "params",
+               "active");
         status = spsim_profile_list(SPSIM_PROFILE_MODEL, show_model, &rc, &err);
     } else if (strcmp(argv[1], "hardware") == 0) {
         printf("%-14s %-24s %6s %7s %6s %7s %6s %7s %4s %s\n", "name", "gpu", "bf16TF", "gemmTF",

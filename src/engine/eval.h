@@ -108,6 +108,7 @@ struct spsim_layer_summary {
     uint64_t offload_bytes;
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;
+    uint64_t params_active; /* spsim_model_active_parameters */
     bool params_ok; /* false if a count overflowed 64 bits */
     /* The layer's collectives as comm.per_layer lists them. */
     uint32_t ncoll;
@@ -137,6 +138,15 @@ int spsim_layer_evaluate_checked(const struct spsim_model *model, const struct s
  * @param fp32_accumulate_out  the output is accumulated in fp32 (Megatron's wgrad fusion) */
 int spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
                     uint64_t k, uint64_t batch, bool fp32_accumulate_out, double *seconds);
+
+/** Forward model FLOPs per token (multiply by 3 for forward and backward) of a model with MoE,
+ * MLA or MTP layers (engine/model_flops.c): the 2022 paper's convention generalised (model), the
+ * Megatron-LM formula (megatron) and the logits' share (logits) of both. */
+struct spsim_flops_per_token {
+    double model, megatron, logits;
+};
+void spsim_model_flops_per_token(const struct spsim_model *model, double s, double vpad,
+                                 struct spsim_flops_per_token *f);
 
 /** Compose a full result from a checked configuration and its layer summary. */
 int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,

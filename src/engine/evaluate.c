@@ -348,6 +348,7 @@ parameter_memory(const struct spsim_model_shape *m, const struct spsim_layer_sum
     if (!le->params_ok)
         *ok = false;
     mem->parameters_total = le->params_total;
+    mem->parameters_active = le->params_active;
     mem->parameters_first_stage = rank_parameters(m, le, x, 0, ok);
     mem->parameters_last_stage = rank_parameters(m, le, x, x->p - 1, ok);
 }
@@ -1148,6 +1149,19 @@ model_flops_named(const struct spsim_model_shape *m, const struct spsim_layer_su
     tr->model_flops_narayanan2021 = tokens * (4.0 * (per_token - logits) + 3.0 * logits);
 }
 
+/* The three model-FLOPs formulas for a model with MoE, MLA or MTP layers, layer kind by kind. */
+static void
+sparse_model_flops(const struct spsim_model *model, const struct spsim_layer_summary *le,
+                   const struct spsim_parallel *par, struct spsim_time_report *tr)
+{
+    struct spsim_flops_per_token f;
+    double s = (double)le->cfg.s, tokens = (double)par->gbs * s;
+    spsim_model_flops_per_token(model, s, (double)le->padded_vocab, &f);
+    tr->model_flops = 3.0 * tokens * f.model;
+    tr->model_flops_megatron = 3.0 * tokens * f.megatron;
+    tr->model_flops_narayanan2021 = tokens * (4.0 * (f.model - f.logits) + 3.0 * f.logits);
+}
+
 static void
 compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
               const struct spsim_layer_summary *le, const struct shape *x, uint32_t gpus,
@@ -1166,6 +1180,8 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
                        2.0 * h * (double)le->padded_vocab;
     tr->model_flops = 3.0 * (double)par->gbs * s * per_token;
     model_flops_named(m, le, x, par, per_token, tr);
+    if (m->experts | m->kv_lora_rank | m->mtp_layers)
+        sparse_model_flops(model, le, par, tr);
     /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal
      * half and backward recomputation), summed over the TP group and all micro-batches. */
     double passes = (double)par->gbs / par->mbs;
@@ -1295,8 +1311,7 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
         x.ep_group = par->moe_dispatcher == SPSIM_MOE_ALLTOALL
                          ? par->ep
                          : (uint64_t)par->ep * spsim_moe_etp(par);
-        for (uint32_t i = 0; i < m->layers; i++)
-            x.dense_total += !spsim_model_layer_is_moe(model, i);
+        x.dense_total = m->layers - model->moe_layers;
         r->config.etp = spsim_moe_etp(par);
     }
     bool ok = true;

@@ -116,8 +116,10 @@ spsim_moe_edp(const struct spsim_parallel *p)
 
 /*
  * Bytes per rank and MoE layer (token_dispatcher.py), T = b·s/(c·t) tokens of this rank's
- * sequence shard, k copies each, f = min(1, capacity factor) of them kept (dropless: 1, the
- * balanced expectation: every expert receives T·k/E copies from each rank).
+ * sequence shard, k copies each, at the balanced expectation: every expert receives T·k/E
+ * copies from each rank. Dropless routing and a capacity factor (at least 1, the profile's
+ * rule) then move the same copies: none is over capacity, and padding to capacity
+ * (--moe-pad-expert-input-to-capacity) is not modelled. With f = 1:
  *   alltoall: all-to-all over EP of the token copies and their fp32 probabilities, S =
  *     T·k·f·(2h + 4) forward and its gradient backward; combine the tokens back, T·k·f·2h. With
  *     ETP > 1 an AllGather over ETP after the dispatch (S = etp·T·k·f·(2h + 4)) and a
@@ -137,7 +139,7 @@ spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_co
     uint64_t t = cfg->t ? cfg->t : 1, c = cfg->cp > 1 ? cfg->cp : 1;
     uint64_t T = cfg->s / c / (cfg->sp ? t : 1) * cfg->b, h = m->hidden, E = m->experts;
     uint64_t k = m->experts_per_token, local = E / cfg->ep;
-    double f = m->capacity_factor > 0 && m->capacity_factor < 1 ? m->capacity_factor : 1.0;
+    const double f = 1.0;
     out->tokens = T;
     out->local_experts = local;
     /* Copies per local expert: etp·T·k·f·ep/E (each of ep source ranks sends T·k·f/E). */
@@ -160,31 +162,15 @@ spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_co
     out->combine = spsim_mul(gathered, 2 * h, ok);
 }
 
-/*
- * Parameters of one MoE layer on one rank: the attention and the norms as a dense layer's
- * (spsim_layer_parameters_per_rank without its MLP), the replicated router [h, E], the shared
- * experts' MLP split over tp, and the E/ep local experts split over etp, each with
- * (gate + 1)·h·f_e weights (+ gate·f_e + h biases with linear_bias, which needs etp = 1). The
- * experts' share is also returned: it is reduced and sharded over the expert data-parallel
- * group, the rest over dp·cp.
- */
+/* One MoE layer on one rank (profiles' spsim_moe_layer_parameters_per_rank) and, of those, the
+ * E/ep local experts split over etp: reduced and sharded over the expert data-parallel group,
+ * the rest over dp·cp. */
 uint64_t
 spsim_moe_layer_parameters(const struct spsim_model_shape *m, uint32_t tp, uint32_t ep,
                            uint32_t etp, uint64_t *experts, bool *ok)
 {
-    struct spsim_model_shape attn = *m;
-    attn.ffn_hidden = 0;
-    uint64_t h = m->hidden, gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1;
-    uint64_t one = spsim_mul((gate + 1) * h, m->expert_ffn_hidden, ok);
-    if (m->linear_bias)
-        one = spsim_add(one, gate * m->expert_ffn_hidden + h, ok);
-    *experts = spsim_mul(one, m->experts / ep, ok) / etp;
-    uint64_t shared = spsim_mul((gate + 1) * h, m->shared_expert_ffn_hidden, ok) / tp;
-    uint64_t n = spsim_add(spsim_layer_parameters_per_rank(&attn, tp, ok), *experts, ok);
-    if (m->linear_bias) /* the dense FC2 bias counted above is the shared experts' */
-        n = m->shared_expert_ffn_hidden ? n + gate * m->shared_expert_ffn_hidden / tp : n - h;
-    n = spsim_add(n, shared, ok);
-    return spsim_add(n, spsim_mul(h, m->experts, ok), ok);
+    *experts = spsim_mul(m->experts / ep, spsim_expert_parameters_per_rank(m, etp, ok), ok);
+    return spsim_moe_layer_parameters_per_rank(m, tp, ep, etp, ok);
 }
 
 /* The first decoder layer of chunk c of rank r: virtual stages come in c·p + r order

@@ -358,6 +358,20 @@ hardware_warnings(const struct spsim_hardware *hw, const struct spsim_parallel *
     return w;
 }
 
+/* What a profile can describe (issue 11) but the layer's op list does not model yet. */
+static int
+check_model_features(const struct spsim_model *model, struct spsim_error *err)
+{
+    const struct spsim_model_shape *m = &model->shape;
+    if (m->kv_lora_rank)
+        return CONFIG_FAIL(err, "model '%s': multi-latent attention is not modelled yet",
+                           model->name);
+    if (m->mtp_layers)
+        return CONFIG_FAIL(err, "model '%s': multi-token prediction layers are not modelled yet",
+                           model->name);
+    return SPSIM_OK;
+}
+
 int
 spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardware *hw,
                      const struct spsim_parallel *p, uint32_t *warnings, struct spsim_error *err)
@@ -367,6 +381,8 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     const struct spsim_model_shape *m = &model->shape;
     int rc = check_ranges(p, err);
     if (rc != SPSIM_OK)
+        return rc;
+    if ((m->experts | m->kv_lora_rank | m->mtp_layers) && (rc = check_model_features(model, err)))
         return rc;
     uint32_t seq = p->seq ? p->seq : m->seq_len;
     if (m->position == SPSIM_POSITION_LEARNED && seq > m->seq_len)

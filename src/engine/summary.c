@@ -119,12 +119,13 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->params_embedding = spsim_embedding_parameters_per_rank(m, le->padded_vocab, t, &ok);
     s->params_output = spsim_output_parameters_per_rank(m, le->padded_vocab, t, &ok);
     s->params_total = spsim_model_parameters(model, t);
+    s->params_active = spsim_model_active_parameters(model, t);
     s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
     if (le->cfg.moe)
         s->params_layer = spsim_moe_layer_parameters(m, t, le->cfg.ep, le->cfg.etp,
                                                      &s->params_layer_experts, &ok);
-    s->has_dense = le->has_dense;
-    if (le->has_dense) {
+    s->has_dense = le->has_dense && model->moe_layers < m->layers;
+    if (s->has_dense) {
         block_totals(&le->dense, &s->dense);
         s->params_dense_layer = spsim_layer_parameters_per_rank(m, t, &ok);
         /* Full recomputation rebuilds either kind of layer: the larger is live at peak. */

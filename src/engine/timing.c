@@ -421,7 +421,7 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
         (rc = block_fold(hw, le->tp_group, &le->output, &ok, err)))
         return rc;
     /* An MoE model's dense layers (spsim_model_layer_is_moe): a dense layer of its FFN size. */
-    le->has_dense = cfg->moe && (m->moe_first_dense_layers > 0 || m->moe_layer_freq > 1);
+    le->has_dense = cfg->moe && m->ffn_hidden > 0; /* whether it has any: the model's pattern */
     if (le->has_dense) {
         struct spsim_layer_config dense = *cfg;
         dense.moe = false;

@@ -1,6 +1,7 @@
 /*
- * Hugging Face transformers config.json files read as model profiles: the dense decoder
- * families whose layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, GPT-NeoX). Every
+ * Hugging Face transformers config.json files read as model profiles: the decoder families whose
+ * layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, GPT-NeoX; the mixtures of
+ * experts Mixtral, Qwen3-MoE and DeepSeek-V2/V3 with its latent attention). Every
  * key is either mapped, known to change nothing spsim computes, or refused by name: a key this file
  * does not know might change the layer, so it is not guessed at.
  */
@@ -23,8 +24,13 @@ struct hf_family {
     bool all_bias; /* biases on every linear (GPT-2, GPT-NeoX) */
     bool qkv_bias; /* a QKV bias only (Qwen2: Qwen2Attention q/k/v_proj bias=True) */
     bool qk_norm;  /* Qwen3Attention's q_norm and k_norm (RMSNorm of head_dim) */
-    const char *const *keys; /* accepted beyond the common keys */
+    const char *const *keys;     /* accepted beyond the common keys */
+    int moe;                     /* enum hf_moe: how its experts are read (0: dense) */
+    const char *const *moe_keys; /* accepted beyond keys (its MoE and MLA keys) */
 };
+
+/* The mixture-of-experts families, by where transformers keeps their experts. */
+enum hf_moe { HF_DENSE = 0, HF_MIXTRAL, HF_QWEN_MOE, HF_DEEPSEEK };
 
 /* Keys that change nothing spsim computes: identity, token ids, numerics of the norm, the
  * rotary frequencies, inference caches, the stored dtype (the training dtype is --dtype). */
@@ -91,28 +97,84 @@ static const char *const neox_keys[] = {"num_hidden_layers",
                                         "attention_bias",
                                         NULL};
 
+/* configuration_mixtral.py: the router's training knobs change no FLOP spsim counts. */
+static const char *const mixtral_keys[] = {"num_local_experts",    "num_experts_per_tok",
+                                           "output_router_logits", "router_aux_loss_coef",
+                                           "router_jitter_noise",  NULL};
+/* configuration_qwen3_moe.py */
+static const char *const qwen_moe_keys[] = {
+    "num_experts",          "num_experts_per_tok",  "moe_intermediate_size",
+    "decoder_sparse_step",  "mlp_only_layers",      "norm_topk_prob",
+    "output_router_logits", "router_aux_loss_coef", NULL};
+/* configuration_deepseek_v3.py (and the V2 one, and deepseek-ai's configuration_deepseek.py the
+ * config.json's auto_map names): routing options (group-limited top-k, scaling, the aux loss)
+ * change no FLOP spsim counts; quantization_config is how the released weights are stored (the
+ * training dtype is --dtype). */
+static const char *const deepseek_keys[] = {"n_routed_experts",
+                                            "n_shared_experts",
+                                            "num_experts_per_tok",
+                                            "moe_intermediate_size",
+                                            "first_k_dense_replace",
+                                            "moe_layer_freq",
+                                            "scoring_func",
+                                            "q_lora_rank",
+                                            "kv_lora_rank",
+                                            "qk_nope_head_dim",
+                                            "qk_rope_head_dim",
+                                            "v_head_dim",
+                                            "num_nextn_predict_layers",
+                                            "routed_scaling_factor",
+                                            "topk_method",
+                                            "n_group",
+                                            "topk_group",
+                                            "norm_topk_prob",
+                                            "aux_loss_alpha",
+                                            "seq_aux",
+                                            "ep_size",
+                                            "auto_map",
+                                            "quantization_config",
+                                            "rope_interleave",
+                                            NULL};
+
 static const struct hf_family families[] = {
     {"llama", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, false, llama_keys},
+     false, false, false, llama_keys, HF_DENSE, NULL},
     {"mistral", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, false, llama_keys},
+     false, false, false, llama_keys, HF_DENSE, NULL},
     {"qwen2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, true, false, llama_keys},
+     false, true, false, llama_keys, HF_DENSE, NULL},
     {"qwen3", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, true, llama_keys},
+     false, false, true, llama_keys, HF_DENSE, NULL},
     /* GemmaMLP is gated (gate_proj, up_proj) with a GeLU: the gated layer, GeLU for SiLU. */
     {"gemma", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, true,
-     false, false, false, llama_keys},
+     false, false, false, llama_keys, HF_DENSE, NULL},
     {"gpt2", "n_layer", "n_embd", "n_head", "n_inner", "n_positions", SPSIM_MLP_GELU,
-     SPSIM_NORM_LAYERNORM, SPSIM_POSITION_LEARNED, true, true, false, false, gpt2_keys},
+     SPSIM_NORM_LAYERNORM, SPSIM_POSITION_LEARNED, true, true, false, false, gpt2_keys, HF_DENSE,
+     NULL},
     {"gpt_neox", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_GELU, SPSIM_NORM_LAYERNORM, SPSIM_POSITION_ROPE, false,
-     true, false, false, neox_keys},
+     true, false, false, neox_keys, HF_DENSE, NULL},
+    /* MixtralSparseMoeBlock in every layer: experts of intermediate_size, softmax router. */
+    {"mixtral", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+     "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
+     false, false, false, llama_keys, HF_MIXTRAL, mixtral_keys},
+    /* Qwen3MoeSparseMoeBlock: experts of moe_intermediate_size, Qwen3's Q/K norms. */
+    {"qwen3_moe", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+     "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
+     false, false, true, llama_keys, HF_QWEN_MOE, qwen_moe_keys},
+    /* DeepseekV3MoE after first_k_dense_replace dense layers, DeepseekV3Attention (MLA) with
+     * its q_a_layernorm and kv_a_layernorm (profile key qk_norm). */
+    {"deepseek_v3", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+     "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
+     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys},
+    {"deepseek_v2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+     "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
+     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys},
 };
 
 /* Keys of layers spsim does not model, named in the refusal. */
@@ -127,6 +189,15 @@ static const struct {
     {"kv_lora_rank", "multi-head latent attention (DeepSeek)"},
     {"q_lora_rank", "multi-head latent attention (DeepSeek)"},
 };
+
+static const struct hf_family *
+family_of(const char *type)
+{
+    for (size_t i = 0; type && i < SPSIM_ARRAY_LENGTH(families); i++)
+        if (strcmp(families[i].type, type) == 0)
+            return &families[i];
+    return NULL;
+}
 
 static bool
 present(const cJSON *root, const char *key)
@@ -163,27 +234,39 @@ get_dropout(const struct spsim_jctx *c, const cJSON *root, const char *key, int 
     return rc;
 }
 
-/* The family, after the refusals that name a key of an unmodelled layer. */
+/* The family, after the refusals that name a key of an unmodelled layer: MoE and MLA keys are
+ * read for the MoE families only. */
 static int
 find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_family **out)
 {
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(refused_keys); i++)
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const char *type = cJSON_IsString(t) ? t->valuestring : NULL;
+    const struct hf_family *f = family_of(type);
+    /* GptOssAttention: sliding-window layers alternating with full ones and a learned sink
+     * logit per head; the shipped models/gpt-oss-120b.json is the documented full-attention
+     * approximation. */
+    if (type && strcmp(type, "gpt_oss") == 0)
+        return spsim_json_field_error(c, NULL, "model_type",
+                                      "\"gpt_oss\": its sliding-window attention on alternate "
+                                      "layers and attention sinks are not modelled (the shipped "
+                                      "gpt-oss-120b profile approximates every layer as full "
+                                      "attention)");
+    for (size_t i = 0; (!f || !f->moe) && i < SPSIM_ARRAY_LENGTH(refused_keys); i++)
         if (present(root, refused_keys[i].key))
             return spsim_json_field_error(c, NULL, refused_keys[i].key,
-                                          "%s are not modelled (spsim models dense layers)",
-                                          refused_keys[i].what);
-    const char *type = NULL;
+                                          "%s are not read for model_type \"%s\" (spsim reads "
+                                          "them for mixtral, qwen3_moe, deepseek_v2 and "
+                                          "deepseek_v3)",
+                                          refused_keys[i].what, type ? type : "?");
     int rc = spsim_json_get_string(c, root, NULL, "model_type", true, true, &type);
     if (rc != SPSIM_OK)
         return rc;
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(families); i++)
-        if (strcmp(families[i].type, type) == 0) {
-            *out = &families[i];
-            return SPSIM_OK;
-        }
+    if ((*out = f))
+        return SPSIM_OK;
     return spsim_json_field_error(c, NULL, "model_type",
                                   "\"%s\" is not a family spsim models (llama, mistral, qwen2, "
-                                  "qwen3, gemma, gpt2, gpt_neox)",
+                                  "qwen3, gemma, gpt2, gpt_neox, mixtral, qwen3_moe, deepseek_v2, "
+                                  "deepseek_v3)",
                                   type);
 }
 
@@ -196,6 +279,8 @@ check_keys(const struct spsim_jctx *c, const cJSON *root, const struct hf_family
         for (const char *const *k = common_keys; !known && *k; k++)
             known = strcmp(*k, it->string) == 0;
         for (const char *const *k = f->keys; !known && *k; k++)
+            known = strcmp(*k, it->string) == 0;
+        for (const char *const *k = f->moe_keys; !known && k && *k; k++)
             known = strcmp(*k, it->string) == 0;
         if (!known)
             return spsim_json_field_error(c, NULL, it->string,
@@ -359,6 +444,88 @@ read_numbers(const struct spsim_jctx *c, const cJSON *root, const struct hf_fami
     return SPSIM_OK;
 }
 
+/* An integer key that may be 0, null or absent (absent and null leave *out as it is). */
+static int
+get_count(const struct spsim_jctx *c, const cJSON *root, const char *key, uint32_t *out)
+{
+    if (!present(root, key))
+        return SPSIM_OK;
+    return spsim_json_get_u32(c, root, NULL, key, true, 0, UINT32_MAX, out);
+}
+
+/* Qwen3MoeDecoderLayer: MoE where layer_idx is not in mlp_only_layers and (layer_idx + 1) %
+ * decoder_sparse_step == 0; every layer (step 1, no list) is what spsim reads. */
+static int
+qwen_moe_layers(const struct spsim_jctx *c, const cJSON *root)
+{
+    uint32_t step = 1;
+    int rc = get_u32(c, root, "decoder_sparse_step", false, &step);
+    if (rc == SPSIM_OK && step != 1)
+        return spsim_json_field_error(c, NULL, "decoder_sparse_step",
+                                      "MoE on every %u-th layer counted from 1 is not read (only "
+                                      "1: every layer)",
+                                      step);
+    const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
+    if (rc == SPSIM_OK && dense && !cJSON_IsNull(dense) &&
+        !(cJSON_IsArray(dense) && cJSON_GetArraySize(dense) == 0))
+        return spsim_json_field_error(c, NULL, "mlp_only_layers",
+                                      "dense layers among the MoE layers are not read (only [])");
+    return rc;
+}
+
+/* DeepseekV3Config / DeepseekV2Config: shared experts, the dense first layers and frequency
+ * (DeepseekV3DecoderLayer: MoE where layer_idx >= first_k_dense_replace and layer_idx %
+ * moe_layer_freq == 0, spsim's rule), the score function, MLA's widths and the MTP layers. */
+static int
+deepseek_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
+{
+    static const char *const scores[] = {"softmax", "sigmoid", NULL};
+    uint32_t shared = 0, nope = 0, rope = 0;
+    int score = 0, rc;
+    if ((rc = get_count(c, root, "n_shared_experts", &shared)) ||
+        (rc = get_count(c, root, "first_k_dense_replace", &m->moe_first_dense_layers)) ||
+        (rc = get_u32(c, root, "moe_layer_freq", false, &m->moe_layer_freq)) ||
+        (present(root, "scoring_func") &&
+         (rc = spsim_json_get_enum(c, root, NULL, "scoring_func", true, scores, &score))) ||
+        (rc = get_count(c, root, "q_lora_rank", &m->q_lora_rank)) ||
+        (rc = get_u32(c, root, "kv_lora_rank", true, &m->kv_lora_rank)) ||
+        (rc = get_u32(c, root, "qk_nope_head_dim", true, &nope)) ||
+        (rc = get_u32(c, root, "qk_rope_head_dim", true, &rope)) ||
+        (rc = get_u32(c, root, "v_head_dim", true, &m->v_head_dim)) ||
+        (rc = get_count(c, root, "num_nextn_predict_layers", &m->mtp_layers)))
+        return rc;
+    if ((uint64_t)shared * m->expert_ffn_hidden > UINT32_MAX)
+        return spsim_json_field_error(c, NULL, "n_shared_experts", "too many shared experts");
+    m->shared_expert_ffn_hidden = shared * m->expert_ffn_hidden;
+    m->router_score = (enum spsim_router_score)score;
+    m->qk_head_dim = nope;
+    m->qk_pos_emb_head_dim = rope;
+    m->head_dim = nope + rope; /* the Q/K head width; transformers' head_dim is the rope part */
+    return SPSIM_OK;
+}
+
+/* The experts: how many, top-k and their width (Mixtral's intermediate_size, the others'
+ * moe_intermediate_size), then the family's own keys. */
+static int
+read_moe(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f,
+         struct spsim_model_shape *m)
+{
+    const char *key = f->moe == HF_MIXTRAL    ? "num_local_experts"
+                      : f->moe == HF_QWEN_MOE ? "num_experts"
+                                              : "n_routed_experts";
+    int rc;
+    m->expert_ffn_hidden = m->ffn_hidden;
+    m->moe_layer_freq = 1;
+    if ((rc = get_u32(c, root, key, true, &m->experts)) ||
+        (rc = get_u32(c, root, "num_experts_per_tok", true, &m->experts_per_token)) ||
+        (f->moe != HF_MIXTRAL &&
+         (rc = get_u32(c, root, "moe_intermediate_size", true, &m->expert_ffn_hidden))))
+        return rc;
+    if (f->moe == HF_QWEN_MOE)
+        return qwen_moe_layers(c, root);
+    return f->moe == HF_DEEPSEEK ? deepseek_fields(c, root, m) : SPSIM_OK;
+}
+
 int
 spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
 {
@@ -366,9 +533,10 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
     int rc;
     memset(m, 0, sizeof(*m));
     if ((rc = find_family(c, root, &f)) || (rc = check_keys(c, root, f)) ||
-        (rc = read_numbers(c, root, f, m)) || (rc = check_activation(c, root, f)) ||
-        (rc = read_dropout(c, root, m)) || (rc = read_bias(c, root, f, m)) ||
-        (rc = check_variants(c, root, f, m->seq_len)) || (rc = check_layer_types(c, root)))
+        (rc = read_numbers(c, root, f, m)) || (f->moe && (rc = read_moe(c, root, f, m))) ||
+        (rc = check_activation(c, root, f)) || (rc = read_dropout(c, root, m)) ||
+        (rc = read_bias(c, root, f, m)) || (rc = check_variants(c, root, f, m->seq_len)) ||
+        (rc = check_layer_types(c, root)))
         return rc;
     m->tied_embeddings = f->tied;
     m->qk_norm = f->qk_norm;

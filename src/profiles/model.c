@@ -60,11 +60,13 @@ shape_limits(const struct spsim_model_shape *shape, const struct spsim_jctx *c)
             return spsim_json_field_error(c, NULL, limits[i].key,
                                           "must be an integer in [1, %u], got %u", limits[i].max,
                                           limits[i].value);
-    return shape_check(shape, c, true);
+    int rc = shape_check(shape, c, true);
+    return rc ? rc : spsim_model_check_moe(shape, NULL, c);
 }
 
 static int
-read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
+read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
+           uint8_t **pattern)
 {
     int rc;
     int mlp = 0, norm = 0, attention = 0, position = 0;
@@ -87,24 +89,36 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_bool(c, root, NULL, "linear_bias", true, &m->linear_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
-        (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)))
+        (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)) ||
+        (rc = spsim_model_read_moe(c, root, m, pattern)))
         return rc;
-    if (!head_dim_given)
+    /* MLA's Q and K heads are qk_head_dim + qk_pos_emb_head_dim wide, whatever hidden/heads. */
+    if (!head_dim_given && m->kv_lora_rank)
+        m->head_dim = m->qk_head_dim + m->qk_pos_emb_head_dim;
+    else if (!head_dim_given)
         m->head_dim = m->heads ? m->hidden / m->heads : 0;
     m->mlp = (enum spsim_mlp)mlp;
     m->norm = (enum spsim_norm)norm;
     m->attention = (enum spsim_attention)attention;
     m->position = (enum spsim_position)position;
-    return shape_check(m, c, head_dim_given);
+    if ((rc = shape_check(m, c, head_dim_given || m->kv_lora_rank)))
+        return rc;
+    return spsim_model_check_moe(m, *pattern, c);
 }
 
+/* Takes pattern (NULL or one byte per layer), freed with the model or on failure. */
 static int
-model_new(const struct spsim_model_shape *shape, const char *name, const char *source,
-          const char *description, struct spsim_model **out, struct spsim_error *err)
+model_new(const struct spsim_model_shape *shape, uint8_t *pattern, const char *name,
+          const char *source, const char *description, struct spsim_model **out,
+          struct spsim_error *err)
 {
     struct spsim_model *m = spsim_calloc(1, sizeof(*m));
+    if (!m)
+        free(pattern);
     if (m) {
         m->shape = *shape;
+        m->moe_pattern = pattern;
+        m->moe_layers = spsim_moe_layer_count(shape, pattern);
         m->name = spsim_strdup(name);
         m->source = spsim_strdup(source);
         m->description = spsim_strdup(description);
@@ -130,8 +144,8 @@ hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct
     if (rc != SPSIM_OK)
         return rc;
     snprintf(source, sizeof(source), "Hugging Face transformers config: %s", origin);
-    return model_new(&shape, spsim_hf_config_name(origin, name, sizeof(name)), source, "", out,
-                     err);
+    return model_new(&shape, NULL, spsim_hf_config_name(origin, name, sizeof(name)), source, "",
+                     out, err);
 }
 
 int
@@ -173,10 +187,26 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
                                        "tied_embeddings",
                                        "qkv_bias",
                                        "qk_norm",
+                                       "experts",
+                                       "experts_per_token",
+                                       "expert_ffn_hidden",
+                                       "shared_expert_ffn_hidden",
+                                       "moe_first_dense_layers",
+                                       "moe_layer_freq",
+                                       "moe_layer_pattern",
+                                       "router_score",
+                                       "capacity_factor",
+                                       "q_lora_rank",
+                                       "kv_lora_rank",
+                                       "qk_head_dim",
+                                       "qk_pos_emb_head_dim",
+                                       "v_head_dim",
+                                       "mtp_layers",
                                        NULL};
     struct spsim_jctx c = {origin, err};
     const char *schema = NULL, *name = NULL, *source = NULL, *description = "";
     struct spsim_model_shape shape;
+    uint8_t *pattern = NULL;
     if ((rc = spsim_json_check_keys(&c, root, NULL, keys)) ||
         (rc = spsim_json_get_string(&c, root, NULL, "schema", true, true, &schema)))
         goto done;
@@ -188,10 +218,12 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
     if ((rc = spsim_json_get_string(&c, root, NULL, "name", true, true, &name)) ||
         (rc = spsim_json_get_string(&c, root, NULL, "source", true, true, &source)) ||
         (rc = spsim_json_get_string(&c, root, NULL, "description", false, false, &description)) ||
-        (rc = read_shape(&c, root, &shape)))
+        (rc = read_shape(&c, root, &shape, &pattern)))
         goto done;
-    rc = model_new(&shape, name, source, description, out, err);
+    rc = model_new(&shape, pattern, name, source, description, out, err);
+    pattern = NULL;
 done:
+    free(pattern);
     cJSON_Delete(root);
     return rc;
 }
@@ -232,7 +264,7 @@ spsim_model_create(const struct spsim_model_shape *shape, const char *name,
     int rc = shape_limits(shape, &c);
     if (rc != SPSIM_OK)
         return rc;
-    return model_new(shape, origin, "", "", out, err);
+    return model_new(shape, NULL, origin, "", "", out, err);
 }
 
 void
@@ -243,6 +275,7 @@ spsim_model_destroy(struct spsim_model *model)
     free(model->name);
     free(model->source);
     free(model->description);
+    free(model->moe_pattern);
     free(model);
 }
 
@@ -288,25 +321,12 @@ spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp)
 uint64_t
 spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, bool *ok)
 {
-    uint64_t h = m->hidden, d = m->head_dim;
-    uint64_t q = (uint64_t)m->heads * d, kv = (uint64_t)m->kv_heads * d;
-    uint64_t qkv_out = q + 2 * kv;
-    uint64_t gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1; /* SwiGLU: gate and up projections */
-    uint64_t fc1_out = gate * m->ffn_hidden;
-    uint64_t norm = m->norm == SPSIM_NORM_LAYERNORM ? 2 * h : h; /* LayerNorm: γ and β */
-
-    uint64_t sharded = spsim_add(spsim_mul(h, qkv_out, ok), spsim_mul(q, h, ok), ok);
-    sharded = spsim_add(sharded, spsim_mul(h, fc1_out, ok), ok);
-    sharded = spsim_add(sharded, spsim_mul(m->ffn_hidden, h, ok), ok);
-    uint64_t replicated = 2 * norm;
-    if (m->qk_norm) /* one norm of d channels for Q and one for K, shared by the heads */
-        replicated += 2 * (m->norm == SPSIM_NORM_LAYERNORM ? 2 * d : d);
-    if (m->linear_bias) {
-        sharded = spsim_add(sharded, qkv_out + fc1_out, ok);
-        replicated += 2 * h; /* projection and FC2 biases */
-    } else if (m->qkv_bias) {
-        sharded = spsim_add(sharded, qkv_out, ok);
-    }
+    struct spsim_param_split att, mlp;
+    spsim_attention_parameters(m, &att, ok);
+    spsim_mlp_parameters(m, m->ffn_hidden, &mlp, ok);
+    uint64_t norm = m->norm == SPSIM_NORM_LAYERNORM ? 2ull * m->hidden : m->hidden;
+    uint64_t sharded = spsim_add(att.sharded, mlp.sharded, ok);
+    uint64_t replicated = spsim_add(2 * norm, att.replicated + mlp.replicated, ok);
     return spsim_add(sharded / tp, replicated, ok);
 }
 
@@ -331,24 +351,53 @@ spsim_output_parameters_per_rank(const struct spsim_model_shape *m, uint64_t vpa
     return spsim_add(final_norm, output, ok);
 }
 
-uint64_t
-spsim_model_parameters(const struct spsim_model *model, uint32_t tp)
+/* The decoder layers and the multi-token-prediction layers (each one more layer of the kind of
+ * the last decoder layer, as Megatron's num_floating_point_operations counts them, plus its own
+ * norms and eh_proj), with only k of the routed experts when active. */
+static uint64_t
+layers_parameters(const struct spsim_model *model, bool active, bool *ok)
+{
+    const struct spsim_model_shape *m = &model->shape;
+    uint64_t dense = spsim_layer_parameters_per_rank(m, 1, ok);
+    uint64_t moe = model->moe_layers ? spsim_moe_layer_parameters_per_rank(m, 1, 1, 1, ok) : 0;
+    if (active && model->moe_layers)
+        moe -= (uint64_t)(m->experts - m->experts_per_token) * spsim_expert_parameters(m);
+    uint64_t nmoe = model->moe_layers, ndense = m->layers - nmoe;
+    if (spsim_model_layer_is_moe(model, m->layers - 1))
+        nmoe += m->mtp_layers;
+    else
+        ndense += m->mtp_layers;
+    uint64_t total = spsim_add(spsim_mul(ndense, dense, ok), spsim_mul(nmoe, moe, ok), ok);
+    return spsim_add(
+        total, spsim_mul(m->mtp_layers, spsim_mtp_extra_parameters_per_rank(m, 1, ok), ok), ok);
+}
+
+static uint64_t
+model_parameters(const struct spsim_model *model, uint32_t tp, bool active)
 {
     const struct spsim_model_shape *m = &model->shape;
     uint64_t vpad = spsim_model_padded_vocab(model, tp);
     bool ok = true;
-    uint64_t layers = spsim_mul(m->layers, spsim_layer_parameters_per_rank(m, 1, &ok), &ok);
-    uint64_t total = spsim_add(layers, spsim_embedding_parameters_per_rank(m, vpad, 1, &ok), &ok);
+    uint64_t total = spsim_add(layers_parameters(model, active, &ok),
+                               spsim_embedding_parameters_per_rank(m, vpad, 1, &ok), &ok);
     total = spsim_add(total, spsim_output_parameters_per_rank(m, vpad, 1, &ok), &ok);
     return ok ? total : UINT64_MAX;
+}
+
+uint64_t
+spsim_model_parameters(const struct spsim_model *model, uint32_t tp)
+{
+    return model_parameters(model, tp, false);
+}
+
+uint64_t
+spsim_model_active_parameters(const struct spsim_model *model, uint32_t tp)
+{
+    return model_parameters(model, tp, true);
 }
 
 bool
 spsim_model_layer_is_moe(const struct spsim_model *model, uint32_t layer)
 {
-    const struct spsim_model_shape *m = &model->shape;
-    if (m->experts == 0 || layer >= m->layers || layer < m->moe_first_dense_layers)
-        return false;
-    uint32_t freq = m->moe_layer_freq ? m->moe_layer_freq : 1;
-    return layer % freq == 0;
+    return spsim_moe_layer_in(&model->shape, model->moe_pattern, layer);
 }

@@ -28,6 +28,11 @@ struct spsim_model {
     char *source;
     char *description;
     struct spsim_model_shape shape;
+    /* Which decoder layers are MoE: an explicit list (moe_layer_pattern, Megatron's
+       --moe-layer-freq "[0]*3+[1]*58"), one byte per layer, or NULL to derive it from
+       moe_first_dense_layers and moe_layer_freq. */
+    uint8_t *moe_pattern;
+    uint32_t moe_layers; /* MoE decoder layers (0 for a dense model), counted at load */
 };
 
 /** Most points a measured curve or GEMM table may have. */
@@ -137,11 +142,54 @@ int spsim_hf_config_read(const struct spsim_jctx *c, const struct cJSON *root,
 /** The model's name from the file's path: the folder of a config.json, else the base name. */
 const char *spsim_hf_config_name(const char *origin, char *buf, size_t cap);
 
+/** The MoE and MLA fields of a profile, all optional (profiles/model_moe.c); *pattern receives
+ * moe_layer_pattern (one byte per layer, the caller frees it) or NULL. */
+int spsim_model_read_moe(const struct spsim_jctx *c, const struct cJSON *root,
+                         struct spsim_model_shape *m, uint8_t **pattern);
+/** The MoE and MLA rules of a shape (files, Hugging Face configs, spsim_model_create). */
+int spsim_model_check_moe(const struct spsim_model_shape *m, const uint8_t *pattern,
+                          const struct spsim_jctx *c);
+/** Whether layer is MoE under the shape's rule or the explicit pattern (NULL: the rule). */
+bool spsim_moe_layer_in(const struct spsim_model_shape *m, const uint8_t *pattern,
+                        uint32_t layer);
+uint32_t spsim_moe_layer_count(const struct spsim_model_shape *m, const uint8_t *pattern);
+/** Megatron's --moe-layer-freq list expression ("[0]*3+[1]*58", "([1]*3+[0])*2", "[1,0]") into
+ * out (at most cap entries, *n written); NULL, or the reason it is refused. */
+const char *spsim_moe_pattern_parse(const char *text, uint8_t *out, uint32_t cap, uint32_t *n);
+
 /** Per-TP-rank parameter counts. */
 uint64_t spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, bool *ok);
 uint64_t spsim_embedding_parameters_per_rank(const struct spsim_model_shape *m, uint64_t vpad,
                                              uint32_t tp, bool *ok);
 uint64_t spsim_output_parameters_per_rank(const struct spsim_model_shape *m, uint64_t vpad,
                                           uint32_t tp, bool *ok);
+
+/** Parameters of a part split over a TP group (sharded: each rank holds 1/t) and those every
+ * rank keeps whole (replicated). */
+struct spsim_param_split {
+    uint64_t sharded, replicated;
+};
+/** The attention of one layer, standard or multi-latent (profiles/model_params.c). */
+void spsim_attention_parameters(const struct spsim_model_shape *m, struct spsim_param_split *p,
+                                bool *ok);
+/** A dense MLP of inner size f (also one expert's and the shared experts' shape). */
+void spsim_mlp_parameters(const struct spsim_model_shape *m, uint64_t f,
+                          struct spsim_param_split *p, bool *ok);
+/** One routed expert, unsharded: SwiGLU 3·h·f_e, GELU 2·h·f_e, + f_e(·2) + h biases. */
+uint64_t spsim_expert_parameters(const struct spsim_model_shape *m);
+/** One routed expert on one rank of an expert-TP group of etp. */
+uint64_t spsim_expert_parameters_per_rank(const struct spsim_model_shape *m, uint32_t etp,
+                                          bool *ok);
+/** The shared experts of one MoE layer together, unsharded (0 when none). */
+uint64_t spsim_shared_expert_parameters(const struct spsim_model_shape *m);
+/** The router of one MoE layer: h·experts (+ experts with linear_bias), replicated. */
+uint64_t spsim_router_parameters(const struct spsim_model_shape *m);
+/** A MoE layer on one rank: attention, norms, router and shared experts split tp ways, and
+ * experts/ep routed experts split etp ways. (1, 1, 1): the whole layer. */
+uint64_t spsim_moe_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp,
+                                             uint32_t ep, uint32_t etp, bool *ok);
+/** What one multi-token-prediction layer adds beyond its transformer layer, per TP rank. */
+uint64_t spsim_mtp_extra_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp,
+                                             bool *ok);
 
 #endif

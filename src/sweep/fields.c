@@ -146,6 +146,7 @@ static const struct spsim_field fields[] = {
     F("memory.offload_hbm_saved_bytes", U64, memory.offload_hbm_saved_bytes),
     F("memory.offload_host_bytes", U64, memory.offload_host_bytes),
     F("memory.parameters_total", U64, memory.parameters_total),
+    F("memory.parameters_active", U64, memory.parameters_active),
     F("memory.parameters_first_stage", U64, memory.parameters_first_stage),
     F("memory.parameters_last_stage", U64, memory.parameters_last_stage),
     F("memory.parameters_per_gpu", U64, memory.parameters_per_gpu),

@@ -1,0 +1,643 @@
+/*
+ * Mixture-of-experts and multi-latent-attention model profiles (issue 11): the parameter counts
+ * against closed forms worked here from each model's published shape (and the published rounded
+ * totals), the MoE layer choice, the profile rules, and the engine's refusal until it models
+ * the layers.
+ */
+#include "config.h"
+
+#include <math.h>
+
+#include "engine/eval.h"
+#include "profiles/profiles.h"
+#include "testutil.h"
+
+static struct spsim_model *
+parse_ok(const char *json)
+{
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    int rc = spsim_model_parse(json, strlen(json), "moe.json", &m, &err);
+    ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
+    return m;
+}
+
+/* The published shape of each model as a profile body (fields after "schema" and "name"). */
+#define HEAD "{\"schema\": \"spsim-model/1\", \"name\": \"t\", \"source\": \"test\", "
+#define LLAMA_LIKE                                                                                 \
+    "\"mlp\": \"swiglu\", \"norm\": \"rmsnorm\", \"dropout\": false, \"attention\": \"flash\", "   \
+    "\"position_embedding\": \"rope\", \"linear_bias\": false, \"tied_embeddings\": false, "
+
+/* Mixtral 8x7B: Megatron-LM examples/mixtral/train_mixtral_8x7b_distributed.sh (32 layers,
+ * 4096, FFN 14336, 32 heads, 8 query groups, 8 experts, top 2, SwiGLU, RMSNorm, no biases,
+ * untied) and the Llama-2 tokenizer's 32000 tokens it names. */
+static const char mixtral_8x7b[] =
+    HEAD LLAMA_LIKE "\"layers\": 32, \"hidden\": 4096, \"heads\": 32, \"kv_heads\": 8, "
+                    "\"ffn_hidden\": 14336, \"vocab\": 32000, \"seq_len\": 4096, \"experts\": 8, "
+                    "\"experts_per_token\": 2}";
+
+/* Qwen3-30B-A3B and Qwen3-235B-A22B: Megatron-LM examples/post_training/modelopt/conf/Qwen/
+ * (48/94 layers, 2048/4096, 32/64 heads, 4 groups, kv-channels 128, qk-layernorm, 128 experts,
+ * moe-ffn 768/1536, top 8; vocabulary 151936 = 1187·128, its make-vocab-size-divisible-by). */
+static const char qwen3_30b[] = HEAD LLAMA_LIKE
+    "\"layers\": 48, \"hidden\": 2048, \"heads\": 32, \"kv_heads\": 4, "
+    "\"head_dim\": 128, \"qk_norm\": true, \"ffn_hidden\": 6144, \"vocab\": 151936, "
+    "\"seq_len\": 4096, \"experts\": 128, \"experts_per_token\": 8, "
+    "\"expert_ffn_hidden\": 768}";
+static const char qwen3_235b[] = HEAD LLAMA_LIKE
+    "\"layers\": 94, \"hidden\": 4096, \"heads\": 64, \"kv_heads\": 4, "
+    "\"head_dim\": 128, \"qk_norm\": true, \"ffn_hidden\": 12288, \"vocab\": 151936, "
+    "\"seq_len\": 4096, \"experts\": 128, \"experts_per_token\": 8, "
+    "\"expert_ffn_hidden\": 1536}";
+
+/* DeepSeek-V3: Megatron-LM examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh (61 layers, 7168,
+ * FFN 18432, 128 heads, q-lora 1536, kv-lora 512, qk 128 + rope 64, v 128, qk-layernorm, 256
+ * experts of 2048, top 8, one shared expert of 2048, "[0]*3+[1]*58", sigmoid, MTP 1) and the
+ * DeepSeek tokenizer's 129280 tokens (examples/.../DeepSeek-R1.sh: divisible-by 1280 · 101). */
+#define DEEPSEEK_V3(MTP)                                                                           \
+    HEAD LLAMA_LIKE "\"layers\": 61, \"hidden\": 7168, \"heads\": 128, \"kv_heads\": 128, "        \
+                    "\"qk_norm\": true, \"ffn_hidden\": 18432, \"vocab\": 129280, "                \
+                    "\"seq_len\": 4096, \"experts\": 256, \"experts_per_token\": 8, "              \
+                    "\"expert_ffn_hidden\": 2048, \"shared_expert_ffn_hidden\": 2048, "            \
+                    "\"moe_layer_pattern\": \"[0]*3+[1]*58\", \"router_score\": \"sigmoid\", "     \
+                    "\"q_lora_rank\": 1536, \"kv_lora_rank\": 512, \"qk_head_dim\": 128, "         \
+                    "\"qk_pos_emb_head_dim\": 64, \"v_head_dim\": 128, \"mtp_layers\": " #MTP "}"
+
+/* A Llama-style GQA attention, SwiGLU and RMSNorm layer's pieces, by hand. */
+static uint64_t
+gqa_attention(uint64_t h, uint64_t a, uint64_t g, uint64_t d, bool qk_norm)
+{
+    return h * (a * d + 2 * g * d) + a * d * h + (qk_norm ? 2 * d : 0);
+}
+
+/* total = L·(attention + 2 norms + router + E experts) + 2·V·h + final norm; active with k. */
+static void
+moe_closed_form(uint64_t L, uint64_t h, uint64_t att, uint64_t E, uint64_t k, uint64_t fe,
+                uint64_t V, uint64_t *total, uint64_t *active)
+{
+    uint64_t expert = 3 * h * fe, rest = att + 2 * h + h * E;
+    *total = L * (rest + E * expert) + 2 * V * h + h;
+    *active = L * (rest + k * expert) + 2 * V * h + h;
+}
+
+/* The published figures are rounded or truncated to their last digit (Qwen3-30B-A3B's active
+ * 3.353B is published as 3.3B): the exact count is within one unit of that digit. */
+static void
+check_counts(const char *json, uint64_t total, uint64_t active, double pub_total, double pub_active,
+             double rounding)
+{
+    struct spsim_model *m = parse_ok(json);
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), total);
+    ck_assert_uint_eq(spsim_model_active_parameters(m, 1), active);
+    ck_assert_msg(fabs((double)total - pub_total) <= rounding, "total %llu against %g",
+                  (unsigned long long)total, pub_total);
+    ck_assert_msg(fabs((double)active - pub_active) <= rounding, "active %llu against %g",
+                  (unsigned long long)active, pub_active);
+    spsim_model_destroy(m);
+}
+
+START_TEST(published_totals)
+{
+    uint64_t t, a;
+    /* Mixtral 8x7B: 46.7B total, 12.9B active (Jiang et al. 2024, arXiv:2401.04088 §2:
+     * "47B total", "13B active"; the Mistral AI release: 46.7B / 12.9B). */
+    moe_closed_form(32, 4096, gqa_attention(4096, 32, 8, 128, false), 8, 2, 14336, 32000, &t, &a);
+    check_counts(mixtral_8x7b, t, a, 46.7e9, 12.9e9, 0.1e9);
+    /* Qwen3-30B-A3B: 30.5B total, 3.3B activated (Qwen3 technical report arXiv:2505.09388,
+     * Table 2 and the model card). */
+    moe_closed_form(48, 2048, gqa_attention(2048, 32, 4, 128, true), 128, 8, 768, 151936, &t, &a);
+    check_counts(qwen3_30b, t, a, 30.5e9, 3.3e9, 0.1e9);
+    /* Qwen3-235B-A22B: 235B total, 22B activated (same report, Table 2). */
+    moe_closed_form(94, 4096, gqa_attention(4096, 64, 4, 128, true), 128, 8, 1536, 151936, &t, &a);
+    check_counts(qwen3_235b, t, a, 235e9, 22e9, 1e9);
+}
+END_TEST
+
+/* DeepSeek-V3's MLA layer by hand (multi_latent_attention.py :508-620 and the V3 report §2.1):
+ * q down h·r_q, q norm r_q, q up r_q·n·(d_qk + d_r), kv down h·(r_kv + d_r), kv norm r_kv, kv up
+ * r_kv·n·(d_qk + d_v), output n·d_v·h. */
+static uint64_t
+deepseek_mla(void)
+{
+    uint64_t h = 7168, n = 128, rq = 1536, rkv = 512, dqk = 128, dr = 64, dv = 128;
+    return h * rq + rq + rq * n * (dqk + dr) + h * (rkv + dr) + rkv + rkv * n * (dqk + dv) +
+           n * dv * h;
+}
+
+START_TEST(deepseek_v3_totals)
+{
+    /* 3 dense layers of FFN 18432, 58 MoE layers of 256 experts of 2048 (top 8) with one shared
+     * expert of 2048 and a 7168×256 router; embedding and head of 129280; final norm. */
+    uint64_t h = 7168, att = deepseek_mla(), V = 129280, expert = 3 * h * 2048;
+    uint64_t dense = att + 2 * h + 3 * h * 18432;
+    uint64_t moe_rest = att + 2 * h + h * 256 + 3 * h * 2048;
+    uint64_t outer = 2 * V * h + h;
+    uint64_t total = 3 * dense + 58 * (moe_rest + 256 * expert) + outer;
+    uint64_t active = 3 * dense + 58 * (moe_rest + 8 * expert) + outer;
+    /* 671B total, 37B activated (DeepSeek-V3 technical report arXiv:2412.19437, abstract):
+     * the main model, without the MTP module. */
+    check_counts(DEEPSEEK_V3(0), total, active, 671e9, 37e9, 1e9);
+    /* The MTP module as Megatron builds it: one more MoE layer (the last decoder layer is MoE),
+     * enorm, hnorm, final norm and eh_proj 2h·h; embedding and head shared. */
+    uint64_t mtp = moe_rest + 256 * expert + 3 * h + 2 * h * h;
+    struct spsim_model *m = parse_ok(DEEPSEEK_V3(1));
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), total + mtp);
+    ck_assert_uint_eq(spsim_model_active_parameters(m, 1), active + mtp - 248 * expert);
+    const struct spsim_model_shape *s = spsim_model_get_shape(m);
+    ck_assert_uint_eq(s->head_dim, 192); /* d_qk + d_r */
+    for (uint32_t i = 0; i < 61; i++)
+        ck_assert(spsim_model_layer_is_moe(m, i) == (i >= 3));
+    spsim_model_destroy(m);
+}
+END_TEST
+
+START_TEST(part_counts)
+{
+    struct spsim_model *m = parse_ok(DEEPSEEK_V3(0));
+    const struct spsim_model_shape *s = spsim_model_get_shape(m);
+    uint64_t h = 7168, expert = 3 * h * 2048;
+    ck_assert_uint_eq(spsim_expert_parameters(s), expert);
+    ck_assert_uint_eq(spsim_shared_expert_parameters(s), 3 * h * 2048);
+    ck_assert_uint_eq(spsim_router_parameters(s), h * 256); /* expert_bias is a buffer */
+    /* Per TP rank of 8: the down-projections and the latent norms whole on each rank. */
+    bool ok = true;
+    uint64_t n = 128, rq = 1536, rkv = 512;
+    uint64_t split = rq * n * 192 + rkv * n * 256 + n * 128 * h + 3 * h * 18432;
+    uint64_t whole = h * rq + rq + h * (rkv + 64) + rkv + 2 * h;
+    ck_assert_uint_eq(spsim_layer_parameters_per_rank(s, 8, &ok), split / 8 + whole);
+    /* A MoE layer at tp 8, ep 32, etp 1: 8 local experts whole; shared expert split. */
+    uint64_t moe_split = rq * n * 192 + rkv * n * 256 + n * 128 * h + 3 * h * 2048;
+    ck_assert_uint_eq(spsim_moe_layer_parameters_per_rank(s, 8, 32, 1, &ok),
+                      moe_split / 8 + whole + h * 256 + 8 * expert);
+    /* etp 2 halves each local expert. */
+    ck_assert_uint_eq(spsim_expert_parameters_per_rank(s, 2, &ok), expert / 2);
+    ck_assert(ok);
+    spsim_model_destroy(m);
+    /* With biases (GPT-OSS-style linear_bias): fc1 2·f_e and fc2 h per expert, the router's
+     * bias of E; fc2's bias stays whole under etp. */
+    struct spsim_model *mx = parse_ok(mixtral_8x7b);
+    struct spsim_model_shape g = *spsim_model_get_shape(mx);
+    spsim_model_destroy(mx);
+    g.linear_bias = true;
+    struct spsim_model *gm = testutil_model(&g);
+    ck_assert_uint_eq(spsim_expert_parameters(&g), 3ull * 4096 * 14336 + 2 * 14336 + 4096);
+    ck_assert_uint_eq(spsim_expert_parameters_per_rank(&g, 2, &ok),
+                      (3ull * 4096 * 14336 + 2 * 14336) / 2 + 4096);
+    ck_assert_uint_eq(spsim_router_parameters(&g), 4096 * 8 + 8);
+    spsim_model_destroy(gm);
+    /* A GELU expert has fc1 and fc2 only: 2·h·f_e (+ f_e + h biases). */
+    g.mlp = SPSIM_MLP_GELU;
+    ck_assert_uint_eq(spsim_expert_parameters(&g), 2ull * 4096 * 14336 + 14336 + 4096);
+    g.shared_expert_ffn_hidden = 1000;
+    ck_assert_uint_eq(spsim_shared_expert_parameters(&g), 2ull * 4096 * 1000 + 1000 + 4096);
+}
+END_TEST
+
+START_TEST(moe_layer_choice)
+{
+    /* first_k_dense 2 and frequency 3 over 10 layers: MoE where i >= 2 and i % 3 == 0. */
+    struct spsim_model *m = parse_ok(
+        HEAD LLAMA_LIKE "\"layers\": 10, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 4, "
+                        "\"ffn_hidden\": 128, \"vocab\": 128, \"seq_len\": 64, \"experts\": 4, "
+                        "\"experts_per_token\": 1, \"moe_first_dense_layers\": 2, "
+                        "\"moe_layer_freq\": 3}");
+    const bool want[10] = {0, 0, 0, 1, 0, 0, 1, 0, 0, 1};
+    for (uint32_t i = 0; i < 10; i++)
+        ck_assert(spsim_model_layer_is_moe(m, i) == want[i]);
+    ck_assert(!spsim_model_layer_is_moe(m, 10));
+    /* 3 MoE layers of 4 experts (3·64·128 each) and 7 dense ones of 3·64·128: the MoE layers add
+     * a router of 64·4 and 3 more experts. */
+    uint64_t att = 4 * 64 * 64, dense = att + 2 * 64 + 3 * 64 * 128, outer = 2 * 128 * 64 + 64;
+    uint64_t moe = att + 2 * 64 + 64 * 4 + 4 * 3 * 64 * 128;
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), 7 * dense + 3 * moe + outer);
+    spsim_model_destroy(m);
+    /* An explicit list, as an array and in Megatron's text form. */
+    static const char *const lists[] = {"[1, 0, 1, 0]", "\"[1,0]*2\"", "\"([1]+[0])*2\"",
+                                        "\"[1] + [0] + [1]*1 + [0]\""};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(lists); i++) {
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 HEAD LLAMA_LIKE "\"layers\": 4, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 4, "
+                                 "\"ffn_hidden\": 128, \"vocab\": 128, \"seq_len\": 64, "
+                                 "\"experts\": 4, \"experts_per_token\": 2, "
+                                 "\"moe_layer_pattern\": %s}",
+                 lists[i]);
+        m = parse_ok(json);
+        for (uint32_t l = 0; l < 4; l++)
+            ck_assert_msg(spsim_model_layer_is_moe(m, l) == (l % 2 == 0), "%s layer %u", lists[i],
+                          l);
+        spsim_model_destroy(m);
+    }
+}
+END_TEST
+
+START_TEST(pattern_parser)
+{
+    uint8_t out[64];
+    uint32_t n = 0;
+    ck_assert_ptr_null(spsim_moe_pattern_parse("[0]*3+[1]*58", out, 61, &n));
+    ck_assert_uint_eq(n, 61);
+    ck_assert(out[2] == 0 && out[3] == 1 && out[60] == 1);
+    ck_assert_ptr_null(spsim_moe_pattern_parse(" ( [0,1] * 2 ) * 2 + [1]*0 ", out, 64, &n));
+    ck_assert_uint_eq(n, 8);
+    ck_assert(out[0] == 0 && out[1] == 1 && out[7] == 1);
+    ck_assert_str_eq(spsim_moe_pattern_parse("[0]*3+[1]*58", out, 60, &n),
+                     "longer than the model's layers");
+    ck_assert_str_eq(spsim_moe_pattern_parse("[2]", out, 64, &n),
+                     "list entries must be 0 (dense) or 1 (MoE)");
+    ck_assert_ptr_nonnull(spsim_moe_pattern_parse("[1]*", out, 64, &n));
+    ck_assert_ptr_nonnull(spsim_moe_pattern_parse("[1", out, 64, &n));
+    ck_assert_ptr_nonnull(spsim_moe_pattern_parse("([1]", out, 64, &n));
+    ck_assert_ptr_nonnull(spsim_moe_pattern_parse("[1] x", out, 64, &n));
+    ck_assert_ptr_nonnull(spsim_moe_pattern_parse("1", out, 64, &n));
+    ck_assert_ptr_nonnull(spsim_moe_pattern_parse("[1]*99999999999", out, 64, &n));
+}
+END_TEST
+
+#define SMALL                                                                                      \
+    HEAD LLAMA_LIKE "\"layers\": 4, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 4, "               \
+                    "\"ffn_hidden\": 128, \"vocab\": 128, \"seq_len\": 64"
+
+/* Each rule of doc/profiles.md "Mixture of experts" and "Multi-latent attention", refused with
+ * the field it names. */
+START_TEST(profile_rules)
+{
+    static const struct {
+        const char *json, *field, *reason;
+    } bad[] = {
+        {SMALL ", \"experts_per_token\": 2}", "experts_per_token", "needs experts > 0"},
+        {SMALL ", \"experts\": 0, \"capacity_factor\": 1}", "capacity_factor", "needs experts > 0"},
+        {SMALL ", \"experts\": 4}", "experts_per_token", "missing"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 5}", "experts_per_token", "[1, 4]"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 0}", "experts_per_token", "[1, 4]"},
+        {SMALL ", \"experts\": 70000, \"experts_per_token\": 1}", "experts", "65536"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"capacity_factor\": 0.5}",
+         "capacity_factor", "0 (dropless) or in [1, 1000]"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_first_dense_layers\": 4}",
+         "moe_first_dense_layers", "[0, 3]"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_layer_freq\": 5}",
+         "moe_layer_freq", "[1, 4]"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_first_dense_layers\": 1, "
+               "\"moe_layer_freq\": 4}",
+         "moe_layer_freq", "chooses no mixture-of-experts layer"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_layer_pattern\": [1, 0, 1]}",
+         "moe_layer_pattern", "one entry per layer (layers 4, got 3)"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_layer_pattern\": \"[1]*5\"}",
+         "moe_layer_pattern", "longer than the model's layers"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_layer_pattern\": [0, 0, 0, 0]}",
+         "moe_layer_pattern", "chooses no mixture-of-experts layer"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_layer_pattern\": [0, 2, 0, 0]}",
+         "moe_layer_pattern", "0 (dense) or 1 (MoE)"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_layer_pattern\": 3}",
+         "moe_layer_pattern", "Megatron list expression"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"moe_layer_freq\": 2, "
+               "\"moe_layer_pattern\": [1, 0, 1, 0]}",
+         "moe_layer_pattern", "give one way"},
+        {SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"router_score\": \"tanh\"}",
+         "router_score", "softmax"},
+        {SMALL ", \"kv_lora_rank\": 16, \"qk_head_dim\": 16, \"v_head_dim\": 16}",
+         "qk_pos_emb_head_dim", "needs all of"},
+        {SMALL ", \"q_lora_rank\": 16}", "q_lora_rank", "needs kv_lora_rank"},
+        {SMALL ", \"kv_lora_rank\": 16, \"qk_head_dim\": 16, \"qk_pos_emb_head_dim\": 8, "
+               "\"v_head_dim\": 16, \"head_dim\": 16}",
+         "head_dim", "qk_head_dim + qk_pos_emb_head_dim (24)"},
+        {HEAD LLAMA_LIKE "\"layers\": 4, \"hidden\": 64, \"heads\": 4, \"kv_heads\": 2, "
+                         "\"ffn_hidden\": 128, \"vocab\": 128, \"seq_len\": 64, \"kv_lora_rank\": "
+                         "16, \"qk_head_dim\": 16, \"qk_pos_emb_head_dim\": 8, \"v_head_dim\": 16}",
+         "kv_heads", "must equal heads (4)"},
+        {SMALL ", \"qkv_bias\": true, \"kv_lora_rank\": 16, \"qk_head_dim\": 16, "
+               "\"qk_pos_emb_head_dim\": 8, \"v_head_dim\": 16}",
+         "qkv_bias", "no bias"},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(bad); i++) {
+        struct spsim_model *m = NULL;
+        struct spsim_error err = {0};
+        int rc = spsim_model_parse(bad[i].json, strlen(bad[i].json), "moe.json", &m, &err);
+        ck_assert_msg(rc == SPSIM_EFIELD, "case %zu accepted", i);
+        char field[128];
+        snprintf(field, sizeof(field), "moe.json: field '%s'", bad[i].field);
+        ck_assert_msg(strstr(err.message, field) && strstr(err.message, bad[i].reason),
+                      "case %zu: %s", i, err.message);
+    }
+    /* The same rules hold for a shape built in memory. */
+    struct spsim_model *mx = parse_ok(mixtral_8x7b);
+    struct spsim_model_shape s = *spsim_model_get_shape(mx);
+    spsim_model_destroy(mx);
+    s.experts_per_token = 9;
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_model_create(&s, "x", &m, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "experts_per_token"));
+    s.experts_per_token = 2;
+    s.experts = 0;
+    ck_assert_int_eq(spsim_model_create(&s, "x", &m, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "needs experts > 0"));
+}
+END_TEST
+
+/* Until the engine models them, a MoE, MLA or MTP model is refused as a configuration (exit 4),
+ * naming what is missing. */
+START_TEST(engine_refuses_until_modelled)
+{
+    static const struct {
+        const char *json, *reason;
+    } cases[] = {
+        {SMALL ", \"kv_lora_rank\": 16, \"qk_head_dim\": 16, \"qk_pos_emb_head_dim\": 8, "
+               "\"v_head_dim\": 16}",
+         "multi-latent attention is not modelled yet"},
+        {SMALL ", \"mtp_layers\": 1}", "multi-token prediction layers are not modelled yet"},
+    };
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        struct spsim_model *m = parse_ok(cases[i].json);
+        struct spsim_parallel p;
+        spsim_parallel_defaults(&p);
+        p.tp = 1;
+        p.sp = false;
+        p.pp = 1;
+        p.vpp = 1;
+        struct spsim_result r;
+        struct spsim_error err = {0};
+        ck_assert_int_eq(spsim_evaluate(m, hw, &p, &r, &err), SPSIM_ECONFIG);
+        ck_assert_msg(strstr(err.message, cases[i].reason), "%s", err.message);
+        spsim_model_destroy(m);
+    }
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/* Megatron-LM's num_floating_point_operations (training.py transformer_flops at d98e8a6) for
+ * DeepSeek-V3 with one MTP layer, per token and pass (its value / (3·B·s)), worked term by term
+ * from its source: MLP 2h·[f·3·L_dense + f_e·k·3·L_moe + f_shared·3·L_moe]; MLA 2·[r_q·(h + n·192
+ * + 1) + r_kv·(h + n·256 + 1) + h·d_r + n·d_v·h] per layer; core 2·(n·192/2 + n·128/2)·s; MTP
+ * 2·(3h + 2h²); logits 2·h·V·2. The MTP layer is MoE (the last decoder layer is). */
+START_TEST(megatron_flops_formula)
+{
+    double h = 7168, n = 128, s = 4096, V = 129280, L = 62, Lmoe = 59, Ldense = 3;
+    double mlp = 2 * h * (18432.0 * 3 * Ldense + 2048.0 * 8 * 3 * Lmoe + 2048.0 * 3 * Lmoe);
+    double mla = 2 * (1536 * (h + n * 192 + 1) + 512 * (h + n * 256 + 1) + h * 64 + n * 128 * h);
+    double core = 2 * (n * 192 / 2 + n * 128 / 2) * s;
+    double want = mlp + L * (mla + core) + 2 * (3 * h + 2 * h * h) + 2 * h * V * 2;
+    struct spsim_model *m = parse_ok(DEEPSEEK_V3(1));
+    struct spsim_flops_per_token f;
+    spsim_model_flops_per_token(m, s, V, &f);
+    ck_assert_double_eq_tol(f.megatron, want, want * 1e-12);
+    ck_assert_double_eq_tol(f.logits, 2 * h * V * 2, 1);
+    /* The 2022 convention: no MLA norms, no MTP norms, core attention not halved. */
+    double model = want - 2 * L * (1536 + 512) - 2 * 3 * h + L * core;
+    ck_assert_double_eq_tol(f.model, model, model * 1e-12);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/* For a dense shape the layer-kind sum is the engine's closed form: a GQA SwiGLU model's
+ * model_flops, model_flops_megatron and model_flops_narayanan2021 from spsim_evaluate. */
+START_TEST(flops_dense_agree)
+{
+    struct spsim_model *m = testutil_model_named("llama3-8b");
+    struct spsim_result r =
+        testutil_evaluate("llama3-8b", "dgx-h100", 8, 1, 1, 1, 8, true, SPSIM_RECOMPUTE_SELECTIVE);
+    struct spsim_flops_per_token f;
+    double s = 8192, tokens = 8 * s;
+    spsim_model_flops_per_token(m, s, (double)spsim_model_padded_vocab(m, 8), &f);
+    /* A dense model's active parameters are all of them: 8,030,261,248 (the Hugging Face card's)
+     * with the vocabulary padded from 128256 to 129024 for tp 8, 768 rows of 4096 twice more. */
+    ck_assert_uint_eq(r.memory.parameters_active, 8030261248ull + 2 * 768 * 4096);
+    ck_assert_uint_eq(r.memory.parameters_total, r.memory.parameters_active);
+    ck_assert_double_eq_tol(r.time.model_flops, 3 * tokens * f.model, r.time.model_flops * 1e-12);
+    ck_assert_double_eq_tol(r.time.model_flops_megatron, 3 * tokens * f.megatron,
+                            r.time.model_flops * 1e-12);
+    ck_assert_double_eq_tol(r.time.model_flops_narayanan2021,
+                            tokens * (4 * (f.model - f.logits) + 3 * f.logits),
+                            r.time.model_flops * 1e-12);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+static struct spsim_model *
+load_path(const char *rel)
+{
+    char path[4096];
+    const char *root = getenv("SPSIM_DATA_DIR");
+    snprintf(path, sizeof(path), "%s/%s", root ? root : ".", rel);
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s: %s", rel, err.message);
+    return m;
+}
+
+/* The shape fields that decide every count (seq_len aside: a config's is its longest context). */
+static void
+same_shape(const struct spsim_model_shape *a, const struct spsim_model_shape *b, const char *what)
+{
+    const uint32_t x[] = {a->layers,
+                          a->hidden,
+                          a->heads,
+                          a->kv_heads,
+                          a->head_dim,
+                          a->vocab,
+                          a->experts,
+                          a->experts_per_token,
+                          a->expert_ffn_hidden,
+                          a->shared_expert_ffn_hidden,
+                          a->q_lora_rank,
+                          a->kv_lora_rank,
+                          a->qk_head_dim,
+                          a->qk_pos_emb_head_dim,
+                          a->v_head_dim,
+                          a->mtp_layers,
+                          a->mlp,
+                          a->norm,
+                          a->router_score,
+                          a->qk_norm,
+                          a->linear_bias,
+                          a->tied_embeddings};
+    const uint32_t y[] = {b->layers,
+                          b->hidden,
+                          b->heads,
+                          b->kv_heads,
+                          b->head_dim,
+                          b->vocab,
+                          b->experts,
+                          b->experts_per_token,
+                          b->expert_ffn_hidden,
+                          b->shared_expert_ffn_hidden,
+                          b->q_lora_rank,
+                          b->kv_lora_rank,
+                          b->qk_head_dim,
+                          b->qk_pos_emb_head_dim,
+                          b->v_head_dim,
+                          b->mtp_layers,
+                          b->mlp,
+                          b->norm,
+                          b->router_score,
+                          b->qk_norm,
+                          b->linear_bias,
+                          b->tied_embeddings};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(x); i++)
+        ck_assert_msg(x[i] == y[i], "%s: field %zu: %u against %u", what, i, x[i], y[i]);
+}
+
+/* The published Hugging Face configs (tests/data/hf/) read as the shipped profiles and as the
+ * hand-written shapes above: the same counts, the same MoE layers. */
+START_TEST(hf_import)
+{
+    static const struct {
+        const char *dir, *shipped, *inline_json;
+    } cases[] = {
+        {"tests/data/hf/Mixtral-8x7B-v0.1", "mixtral-8x7b", mixtral_8x7b},
+        {"tests/data/hf/Qwen3-30B-A3B", "qwen3-30b-a3b", qwen3_30b},
+        {"tests/data/hf/DeepSeek-V3", "deepseek-v3", DEEPSEEK_V3(1)},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        struct spsim_model *hf = load_path(cases[i].dir);
+        struct spsim_model *shipped = testutil_model_named(cases[i].shipped);
+        struct spsim_model *hand = parse_ok(cases[i].inline_json);
+        same_shape(spsim_model_get_shape(hf), spsim_model_get_shape(shipped), cases[i].dir);
+        same_shape(spsim_model_get_shape(hand), spsim_model_get_shape(shipped), cases[i].shipped);
+        ck_assert_uint_eq(spsim_model_parameters(hf, 1), spsim_model_parameters(hand, 1));
+        ck_assert_uint_eq(spsim_model_active_parameters(hf, 1),
+                          spsim_model_active_parameters(hand, 1));
+        for (uint32_t l = 0; l < spsim_model_get_shape(hf)->layers; l++)
+            ck_assert(spsim_model_layer_is_moe(hf, l) == spsim_model_layer_is_moe(shipped, l));
+        spsim_model_destroy(hf);
+        spsim_model_destroy(shipped);
+        spsim_model_destroy(hand);
+    }
+}
+END_TEST
+
+/* Shipped profiles against the closed forms: Mixtral 8x22B 141B / 39B (Mistral AI's release,
+ * "141B parameters, 39B active"), Qwen3-235B-A22B, and gpt-oss-120b 116.83B total (OpenAI's
+ * model card, Table 1) less its 2304 sink logits, which the profile leaves out. */
+START_TEST(shipped_totals)
+{
+    uint64_t t, a;
+    moe_closed_form(56, 6144, gqa_attention(6144, 48, 8, 128, false), 8, 2, 16384, 32768, &t, &a);
+    struct spsim_model *m = testutil_model_named("mixtral-8x22b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
+    ck_assert_uint_eq(spsim_model_active_parameters(m, 1), a);
+    ck_assert(fabs((double)t - 141e9) < 1e9 && fabs((double)a - 39e9) < 1e9);
+    spsim_model_destroy(m);
+    moe_closed_form(94, 4096, gqa_attention(4096, 64, 4, 128, true), 128, 8, 1536, 151936, &t, &a);
+    m = testutil_model_named("qwen3-235b-a22b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
+    spsim_model_destroy(m);
+    /* gpt-oss: biases everywhere (QKV 4096 + 2·512, projection 2880; each expert's fc1 2·2880
+     * and fc2 2880; the router's 128). */
+    uint64_t h = 2880, E = 128, f = 2880, V = 201088;
+    uint64_t att = h * (4096 + 1024) + 4096 * h + (4096 + 1024) + h;
+    uint64_t expert = 3 * h * f + 2 * f + h, rest = att + 2 * h + h * E + E;
+    t = 36 * (rest + E * expert) + 2 * V * h + h;
+    m = testutil_model_named("gpt-oss-120b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
+    ck_assert(fabs((double)(t + 36 * 64) - 116.83e9) < 0.01e9);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/* Families and keys the reader refuses, naming them (exit 3). */
+START_TEST(hf_refusals)
+{
+    struct spsim_error err = {0};
+    struct spsim_model *m = NULL;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/hf/gpt-oss-120b", getenv("SPSIM_DATA_DIR"));
+    ck_assert_int_eq(spsim_model_load(path, &m, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "field 'model_type': \"gpt_oss\": its "
+                                              "sliding-window attention on alternate layers and "
+                                              "attention sinks are not modelled"));
+    static const struct {
+        const char *json, *field;
+    } cases[] = {
+        {"{\"model_type\": \"llama\", \"num_local_experts\": 8}", "num_local_experts"},
+        {"{\"model_type\": \"qwen3\", \"num_experts\": 8}", "num_experts"},
+        {"{\"model_type\": \"qwen2_moe\", \"num_experts\": 8}", "num_experts"},
+        {"{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"decoder_sparse_step\": 2}",
+         "decoder_sparse_step"},
+        {"{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"mlp_only_layers\": [0]}",
+         "mlp_only_layers"},
+        {"{\"model_type\": \"mixtral\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_local_experts\": 4, \"num_experts_per_tok\": 5}",
+         "experts_per_token"},
+        {"{\"model_type\": \"mixtral\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_local_experts\": 4}",
+         "num_experts_per_tok"},
+        {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 16, "
+         "\"qk_rope_head_dim\": 8, \"v_head_dim\": 16, \"scoring_func\": \"sqrtsoftplus\"}",
+         "scoring_func"},
+        {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8, "
+         "\"v_head_dim\": 16}",
+         "kv_lora_rank"},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        char want[128];
+        int rc = spsim_model_parse(cases[i].json, strlen(cases[i].json), "x/config.json", &m, &err);
+        ck_assert_msg(rc == SPSIM_EFIELD, "case %zu accepted", i);
+        snprintf(want, sizeof(want), "x/config.json: field '%s': ", cases[i].field);
+        ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0, "%zu: %s", i, err.message);
+    }
+}
+END_TEST
+
+/* A DeepSeek-V2-Lite-style config: no Q compression (q_lora_rank null), softmax router, two
+ * shared experts, first layer dense; its MLA attention counted without the q down-projection
+ * and q norm. */
+START_TEST(hf_deepseek_v2_lite)
+{
+    static const char json[] =
+        "{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+        "\"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"intermediate_size\": 128, "
+        "\"vocab_size\": 128, \"max_position_embeddings\": 64, \"n_routed_experts\": 8, "
+        "\"n_shared_experts\": 2, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, "
+        "\"first_k_dense_replace\": 1, \"moe_layer_freq\": 1, \"q_lora_rank\": null, "
+        "\"kv_lora_rank\": 32, \"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8, "
+        "\"v_head_dim\": 16, \"topk_method\": \"greedy\", \"tie_word_embeddings\": false}";
+    struct spsim_model *m = parse_ok(json);
+    const struct spsim_model_shape *s = spsim_model_get_shape(m);
+    ck_assert_uint_eq(s->shared_expert_ffn_hidden, 32);
+    ck_assert_uint_eq(s->head_dim, 24);
+    ck_assert(s->router_score == SPSIM_ROUTER_SOFTMAX && s->q_lora_rank == 0);
+    uint64_t h = 64, att = h * 4 * 24 + h * (32 + 8) + 32 + 32 * 4 * 32 + 4 * 16 * h;
+    uint64_t dense = att + 2 * h + 3 * h * 128;
+    uint64_t moe = att + 2 * h + h * 8 + 3 * h * 32 + 8 * 3 * h * 16;
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), dense + 3 * moe + 2 * 128 * h + h);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("moe_model");
+    TCase *tc = tcase_create("moe_model");
+    tcase_add_test(tc, published_totals);
+    tcase_add_test(tc, deepseek_v3_totals);
+    tcase_add_test(tc, part_counts);
+    tcase_add_test(tc, moe_layer_choice);
+    tcase_add_test(tc, pattern_parser);
+    tcase_add_test(tc, profile_rules);
+    tcase_add_test(tc, engine_refuses_until_modelled);
+    tcase_add_test(tc, megatron_flops_formula);
+    tcase_add_test(tc, flops_dense_agree);
+    tcase_add_test(tc, hf_import);
+    tcase_add_test(tc, shipped_totals);
+    tcase_add_test(tc, hf_refusals);
+    tcase_add_test(tc, hf_deepseek_v2_lite);
+    suite_add_tcase(s, tc);
+    return testutil_run(s);
+}
