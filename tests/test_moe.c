@@ -271,6 +271,42 @@ START_TEST(moe_term_times)
 }
 END_TEST
 
+/*
+ * An MoE model whose first layer is dense (DeepSeek's first_k_dense_replace), L = 4 over pp 2,
+ * tp 2 with SP, ep 2, 4 micro-batches. Rank 0 builds the dense layer 0 and the MoE layer 1,
+ * rank 1 two MoE layers. Parameters: the embedding 16 777 216; a dense layer's attention
+ * 2 097 152, norms 2048 and SwiGLU MLP 3·1024·4096/2 = 6 291 456 (8 390 656); an MoE layer's
+ * attention and norms, the router 8192 and E/ep = 4 experts of 3·1024·1024 (14 690 304); the
+ * output layer 16 777 216 + 1024. Activations (1F1B): rank 0 holds 2 micro-batches of the
+ * dense layer (the MoE layer's attention part 29 425 664, FC1 input 4 194 304, SwiGLU input
+ * 2·4096·2·2048·2 = 33 554 432, FC2 input 16 777 216: 83 951 616) and of the MoE layer
+ * (67 256 320); rank 1 one of its two MoE layers, with the output layer's norm and GEMM inputs
+ * (4 194 304 each) and fp32 logits 4096·16384·4 = 268 435 456.
+ */
+START_TEST(dense_layers_of_an_moe_model)
+{
+    struct spsim_model_shape s = moe_shape();
+    s.layers = 4;
+    s.moe_first_dense_layers = 1;
+    struct spsim_model *m = testutil_model(&s);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel p = moe_config(2, 2, 1, 1, SPSIM_MOE_ALLTOALL);
+    p.pp = 2;
+    p.gbs = 4;
+    struct spsim_result r = eval_ok(m, hw, &p);
+    ck_assert_uint_eq(r.memory.parameters_first_stage, 16777216ull + 8390656 + 14690304);
+    ck_assert_uint_eq(r.memory.parameters_last_stage, 2ull * 14690304 + 16777216 + 1024);
+    ck_assert_uint_eq(r.memory.activation_first_stage_bytes, 2ull * (83951616 + 67256320));
+    ck_assert_uint_eq(r.memory.activation_last_stage_bytes,
+                      2ull * 67256320 + 2 * 4194304 + 268435456);
+    /* The most loaded rank is the last (its logits): two MoE layers' 4 experts each. */
+    ck_assert_uint_eq(r.memory.peak_stage, 1);
+    ck_assert_uint_eq(r.memory.expert_parameters_per_gpu, 2ull * 4 * 3 * H * FE);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 static void
 expect_refused(const struct spsim_model *m, const struct spsim_parallel *p, const char *text)
 {
@@ -321,6 +357,7 @@ moe_suite(void)
     tcase_add_test(tc, expert_memory_per_rank);
     tcase_add_test(tc, moe_activations);
     tcase_add_test(tc, moe_term_times);
+    tcase_add_test(tc, dense_layers_of_an_moe_model);
     tcase_add_test(tc, rules);
     suite_add_tcase(s, tc);
     return s;
