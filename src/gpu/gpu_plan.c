@@ -146,6 +146,11 @@ spsim_gpu_validate_plan(const struct spsim_model *model, const struct spsim_hard
                           "group; context parallelism (cp = %u) is not replayed",
                           par->cp);
     const struct spsim_model_shape *m = spsim_model_get_shape(model);
+    /* Its token exchanges span ep·etp GPUs and its grouped GEMMs have no replay kernel. */
+    if (m->experts)
+        return spsim_fail(err, SPSIM_ECONFIG,
+                          "parallel config: field 'model': validate does not replay "
+                          "mixture-of-experts layers");
     struct spsim_layer_eval *le = spsim_calloc(1, sizeof(*le));
     if (!le)
         return spsim_fail(err, SPSIM_ENOMEM, "validate: out of memory");
