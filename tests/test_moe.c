@@ -126,7 +126,7 @@ START_TEST(dispatch_bytes_with_etp)
     struct spsim_result r = eval_ok(m, hw, &p);
     ck_assert_uint_eq(r.comm.ep_forward_wire_bytes_per_layer, 25190400);
     ck_assert_uint_eq(r.comm.ep_backward_wire_bytes_per_layer, 25190400);
-    ck_assert_uint_eq(r.comm.expert_dp, 1);
+    ck_assert_uint_eq(r.comm.expert_dp_ranks, 1);
     spsim_hardware_destroy(hw);
     spsim_model_destroy(m);
 }
@@ -154,7 +154,7 @@ START_TEST(expert_memory_per_rank)
     ck_assert_uint_eq(r.memory.weights_bytes, 2ull * 50353152);
     ck_assert_uint_eq(r.memory.gradients_bytes, 4ull * 50353152);
     ck_assert_uint_eq(r.memory.optimizer_bytes, 113310720ull + 75497472ull);
-    ck_assert_uint_eq(r.comm.expert_dp, 2);
+    ck_assert_uint_eq(r.comm.expert_dp_ranks, 2);
     ck_assert_uint_eq(r.comm.dp_grad_bytes, 4ull * (50353152 - 12582912));
     ck_assert_uint_eq(r.comm.expert_dp_grad_bytes, 4ull * 12582912);
     /* Sharded: RS of the fp32 gradients and AG of the bf16 weights, (D−1)/D = 1/2 each. */

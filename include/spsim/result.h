@@ -186,7 +186,7 @@ struct spsim_comm_report {
     uint64_t ep_recompute_wire_bytes_per_layer;
     uint64_t ep_wire_bytes_per_iteration;
     enum spsim_tier ep_tier;
-    uint32_t expert_dp;
+    uint32_t expert_dp_ranks;
     enum spsim_tier expert_dp_tier;
     uint64_t expert_dp_grad_bytes;          /**< the experts' gradients reduced per rank */
     uint64_t expert_dp_wire_bytes_per_rank; /**< AR 2(D−1)/D, or RS + AG sharded (D = edp) */

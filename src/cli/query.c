@@ -266,7 +266,7 @@ print_comm(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)c->pp_message_bytes),
             fmt_bytes(b, sizeof(b), (double)c->pp_wire_bytes_per_rank),
             spsim_tier_name(c->pp_tier));
-    if (c->expert_dp == 0) /* a dense model */
+    if (c->expert_dp_ranks == 0) /* a dense model */
         return;
     fprintf(f,
             "  MoE dispatch and combine (%s, ep %u, etp %u): %s forward, %s backward per MoE "
@@ -277,9 +277,9 @@ print_comm(FILE *f, const struct spsim_result *r)
             fmt_bytes(t, sizeof(t), (double)c->ep_wire_bytes_per_iteration),
             spsim_tier_name(c->ep_tier));
     fprintf(f, "  expert DP gradient reduction: %s over %u ranks, %s on the wire per rank (%s)\n",
-            fmt_bytes(a, sizeof(a), (double)c->expert_dp_grad_bytes), c->expert_dp,
+            fmt_bytes(a, sizeof(a), (double)c->expert_dp_grad_bytes), c->expert_dp_ranks,
             fmt_bytes(b, sizeof(b), (double)c->expert_dp_wire_bytes_per_rank),
-            spsim_tier_name(c->expert_dp > 1 ? c->expert_dp_tier : SPSIM_TIER_LOCAL));
+            spsim_tier_name(c->expert_dp_ranks > 1 ? c->expert_dp_tier : SPSIM_TIER_LOCAL));
 }
 
 static void

@@ -532,7 +532,7 @@ moe_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                     : hw
                         ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)x->ep_group, stride))
                         : SPSIM_TIER_NVLINK;
-    comm->expert_dp = (uint32_t)x->edp;
+    comm->expert_dp_ranks = (uint32_t)x->edp;
     uint64_t D = x->edp, grads = spsim_mul(mem->expert_parameters_per_gpu, grad_bytes(par), ok);
     if (D <= 1)
         return;

@@ -192,7 +192,7 @@ static const struct spsim_field fields[] = {
     F("comm.ep_backward_wire_bytes_per_layer", U64, comm.ep_backward_wire_bytes_per_layer),
     F("comm.ep_recompute_wire_bytes_per_layer", U64, comm.ep_recompute_wire_bytes_per_layer),
     F("comm.ep_wire_bytes_per_iteration", U64, comm.ep_wire_bytes_per_iteration),
-    F("comm.expert_dp", U32, comm.expert_dp),
+    F("comm.expert_dp_ranks", U32, comm.expert_dp_ranks),
     E("comm.expert_dp_tier", comm.expert_dp_tier, tier_name),
     F("comm.expert_dp_grad_bytes", U64, comm.expert_dp_grad_bytes),
     F("comm.expert_dp_wire_bytes_per_rank", U64, comm.expert_dp_wire_bytes_per_rank),
