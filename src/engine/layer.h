@@ -87,7 +87,7 @@ struct spsim_op {
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
 };
 
-#define SPSIM_LAYER_MAX_OPS 40
+#define SPSIM_LAYER_MAX_OPS 36
 
 /** A configuration with its defaults resolved, as the engines use it. */
 struct spsim_layer_config {
@@ -168,7 +168,7 @@ struct spsim_step {
     uint64_t wire_bytes;
 };
 
-#define SPSIM_MAX_STEPS 160
+#define SPSIM_MAX_STEPS 128
 
 struct spsim_schedule {
     uint32_t nsteps;
