@@ -79,6 +79,11 @@ expect 4 "model 'DeepSeek-V3': multi-latent attention is not modelled yet" -- \
 grep -q "MoE dispatch and combine" "$tmp/out" || fail "query of the Mixtral config: no MoE lines"
 
 expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
+# A space of a model the engine refuses is refused whole, naming the model (not 0 rows).
+expect 4 "parallel config: model 'deepseek-v3': " -- \
+    sweep --model llama3-8b,deepseek-v3 --hw dgx-h100 --tp 1,2 --gbs 64
+expect 4 "parallel config: model 'deepseek-v3': " -- \
+    optimize --model deepseek-v3 --hw dgx-h100 --gpus 64 --gbs 512
 
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \

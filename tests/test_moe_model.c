@@ -620,6 +620,31 @@ START_TEST(hf_deepseek_v2_lite)
 }
 END_TEST
 
+/* The MTP layer is counted as the last decoder layer's kind (training.py: num_moe_layers +=
+ * last_layer_is_moe · mtp_num_layers): a 4-layer model whose dense FFN (128) and active expert
+ * width (top 1 of 32) differ, with the MoE layer last and then first. */
+START_TEST(mtp_counts_as_last_layer)
+{
+    static const char *const patterns[] = {"[0, 0, 0, 1]", "[1, 0, 0, 0]"};
+    for (int last_moe = 1; last_moe >= 0; last_moe--) {
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 SMALL ", \"experts\": 4, \"experts_per_token\": 1, \"expert_ffn_hidden\": 32, "
+                       "\"moe_layer_pattern\": %s, \"mtp_layers\": 1}",
+                 patterns[1 - last_moe]);
+        struct spsim_model *m = parse_ok(json);
+        double h = 64, s = 64, V = 128, att = h * (64 + 128) + 64 * h;
+        double moe = 1 + last_moe, dense = 5 - moe;
+        double mlp = dense * 3 * h * 128 + moe * 3 * h * 32;
+        double want = 2 * (5 * att + mlp + 2 * h * h + 3 * h) + 5 * s * (64 + 64) + 2 * h * V * 2;
+        struct spsim_flops_per_token f;
+        spsim_model_flops_per_token(m, s, V, &f);
+        ck_assert_double_eq_tol(f.megatron, want, want * 1e-12);
+        spsim_model_destroy(m);
+    }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -638,6 +663,7 @@ main(void)
     tcase_add_test(tc, shipped_totals);
     tcase_add_test(tc, hf_refusals);
     tcase_add_test(tc, hf_deepseek_v2_lite);
+    tcase_add_test(tc, mtp_counts_as_last_layer);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

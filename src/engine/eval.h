@@ -109,7 +109,7 @@ struct spsim_layer_summary {
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;
     uint64_t params_active; /* spsim_model_active_parameters */
-    bool params_ok; /* false if a count overflowed 64 bits */
+    bool params_ok;         /* false if a count overflowed 64 bits */
     /* The layer's collectives as comm.per_layer lists them. */
     uint32_t ncoll;
     struct spsim_collective_entry coll[SPSIM_MAX_LAYER_COLLECTIVES];
@@ -127,6 +127,11 @@ void spsim_layer_config_from(const struct spsim_model_shape *m, const struct sps
 int spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
                          const struct spsim_layer_config *cfg, uint64_t padded_vocab,
                          struct spsim_layer_eval *out, struct spsim_error *err);
+
+/** SPSIM_ECONFIG naming what the engine does not model yet in this model (mixture-of-experts
+ * layers, multi-latent attention, multi-token prediction), else SPSIM_OK: spsim_parallel_check
+ * asks it, and the sweep once per model, so that a space of such a model is refused whole. */
+int spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err);
 
 /** Check a configuration (spsim_parallel_check) and evaluate its layer: what
  * spsim_layer_schedule() and the replay plan of `spsim validate` share. */

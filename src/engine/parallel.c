@@ -8,6 +8,8 @@
 #include "stages.h"
 #include "spsim/parallel.h"
 
+#include "eval.h" /* spsim_model_modelled */
+
 /* Bounds beyond which a configuration is refused as absurd: they keep every product of the
  * engines inside 64 bits and reject typos such as --gbs 1e12. */
 #define MAX_DEGREE 65536u     /* tp, pp, dp, vpp, ep */
@@ -370,6 +372,12 @@ check_model_features(const struct spsim_model *model, struct spsim_error *err)
         return CONFIG_FAIL(err, "model '%s': multi-token prediction layers are not modelled yet",
                            model->name);
     return SPSIM_OK;
+}
+
+int
+spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err)
+{
+    return check_model_features(model, err);
 }
 
 int

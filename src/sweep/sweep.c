@@ -145,6 +145,8 @@ load_profiles(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struc
         rc = spsim_profile_resolve(SPSIM_PROFILE_MODEL, m->names[i], path, sizeof(path), err);
         if (rc == SPSIM_OK)
             rc = spsim_model_load(path, &sw->models[i], err);
+        if (rc == SPSIM_OK)
+            rc = spsim_model_modelled(sw->models[i], err);
     }
     for (uint32_t i = 0; rc == SPSIM_OK && i < h->n; i++) {
         rc = spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, h->names[i], path, sizeof(path), err);
