@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+"""spsim against the published Megatron-Bridge/NeMo throughput tables (the development set).
+
+For every row of tests/data/published-runs/megatron-bridge-nemo-rows.csv it builds one
+`spsim query --format json` command line from the row (system, model, precision, GBS, MBS,
+sequence length, FSDP, TP, PP, CP, VP, EP) and the recipe settings the page leaves out
+(tests/data/published-runs/recipe-settings.csv, read from the Megatron-Bridge presets by
+scripts/accuracy_recipes.py), runs the built spsim, and tabulates predicted against
+published tokens/s/GPU and model TFLOP/s/GPU.  A row spsim cannot express (no profile, a
+task or an option it does not model) is listed with the reason: the profile map's, or
+spsim's own one-line error.  It also reruns the paper figures of tests/test_accuracy.c.
+
+Nothing here feeds back into spsim: no constant is set from these rows.
+Python 3 standard library only.
+
+Usage: scripts/accuracy.py [--spsim PATH] [--rows CSV] [--write FILE] [--json FILE]
+"""
+
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, ".."))
+DATA = os.path.join(ROOT, "tests", "data", "published-runs")
+
+# Recipe setting -> spsim flags.  The flag names are those of Megatron-LM's arguments
+# (spsim's convention); options spsim does not have yet are passed anyway, and spsim's
+# refusal becomes the row's reason, so a rerun after they are added fills the table.
+RECOMPUTE_MODULES = {"core_attn", "layernorm", "mlp", "moe_act", "moe", "shared_experts", "mla_up_proj"}
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def first(cell):
+    """The unparenthesized value of a published cell: '4 (2)' -> '4', '661[^note]' -> '661'."""
+    return cell.split("(")[0].split("[")[0].strip()
+
+
+def as_int(cell, default=None):
+    v = first(cell)
+    return int(v) if v.isdigit() else default
+
+
+def as_float(cell):
+    try:
+        return float(first(cell).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def row_key(r):
+    return (r["container"], r["task"], r["system"], r["model"], r.get("Precision", r.get("precision")),
+            r.get("#-GPUs", r.get("gpus")))
+
+
+class Maps:
+    def __init__(self, data):
+        self.by = {}
+        for r in read_csv(os.path.join(data, "profiles.csv")):
+            self.by[(r["kind"], r["name"])] = r
+        self.settings = {}
+        for r in read_csv(os.path.join(data, "recipe-settings.csv")):
+            self.settings.setdefault(row_key(r), []).append(r)
+
+    def get(self, kind, name):
+        return self.by.get((kind, name))
+
+
+# A preset whose mapping (tp, pp, cp, FSDP) is not the row's was tuned for another memory
+# budget: its recompute, offload and CUDA-graph choices are not the row's and are not used.
+MAPPING = ("tensor ", "pipeline ", "context ", "use_megatron_fsdp ")
+LAYER_SETTINGS = ("recompute_num_layers", "recompute_modules", "cpu_offloading_num_layers",
+                  "cuda_graph_impl", "cuda_graph_scope")
+
+
+def settings_for(maps, row):
+    """The recipe settings of a row (rows sharing a key take their settings in order)."""
+    lst = maps.settings.get(row_key(row), [])
+    s = dict(lst.pop(0)) if lst else {}
+    diffs = s.get("match", "").replace("differs: ", "").split("; ")
+    if any(d.startswith(MAPPING) for d in diffs):
+        s["unused"] = ", ".join(k for k in LAYER_SETTINGS if s.get(k))
+        for k in LAYER_SETTINGS:
+            s[k] = ""
+    return s
+
+
+def reason_of_maps(maps, row):
+    """The profile map's reason a row cannot be expressed, or None."""
+    for kind, name in (("task", row["task"]), ("system", row["system"]), ("model", row["model"])):
+        m = maps.get(kind, name)
+        if m is None:
+            return f"no entry for {kind} '{name}' in tests/data/published-runs/profiles.csv"
+        if m["reason"]:
+            return m["reason"]
+    if maps.get("precision", row["Precision"]) is None:
+        return f"precision '{row['Precision']}' not mapped"
+    # Checked here rather than left to spsim, whose first complaint would be an option.
+    for kind, folder in (("system", "hardware"), ("model", "models")):
+        name = maps.get(kind, row[kind])["spsim"]
+        if not os.path.exists(os.path.join(ROOT, folder, name + ".json")):
+            return f"no {'hardware' if kind == 'system' else 'model'} profile {folder}/{name}.json"
+    return None
+
+
+def parallel_args(row):
+    """--tp ... --dp from the published cells; (args, reason)."""
+    gpus, tp, pp = as_int(row["#-GPUs"]), as_int(row["TP"], 1), as_int(row["PP"], 1)
+    cp, vp = as_int(row["CP"], 1), as_int(row["VP"], 1)
+    if gpus is None:
+        return None, "no GPU count"
+    if gpus % (tp * pp * cp):
+        return None, f"{gpus} GPUs not divisible by tp*pp*cp = {tp * pp * cp}"
+    dp = gpus // (tp * pp * cp)
+    args = ["--tp", tp, "--pp", pp, "--cp", cp, "--dp", dp, "--vpp", vp, "--mbs", as_int(row["MBS"], 1),
+            "--gbs", as_int(row["GBS"]), "--seq", as_int(row["Sequence Length"])]
+    args += ["--sp"] if tp > 1 else ["--no-sp"]
+    return [str(a) for a in args], None
+
+
+def recompute_args(s):
+    if s.get("recompute_num_layers"):
+        return ["--recompute", "full", "--recompute-method", "block", "--recompute-layers", s["recompute_num_layers"]]
+    if s.get("recompute_modules"):
+        mods = s["recompute_modules"].split(";")
+        bad = [m for m in mods if m not in RECOMPUTE_MODULES]
+        if bad:
+            return ["--recompute-modules", ",".join(mods)]
+        return ["--recompute", "selective", "--recompute-modules", ",".join(mods)]
+    # Megatron-Core's TransformerConfig default: recompute_granularity None.
+    return ["--recompute", "none"]
+
+
+def dp_args(row, s):
+    """Bridge's DDP defaults (recipes' DistributedDataParallelConfig: distributed optimizer,
+    overlap_grad_reduce and overlap_param_gather on), Megatron-FSDP where the row or the
+    preset uses it (overrides.py: data_parallel_sharding_strategy optim_grads_params)."""
+    fsdp = (as_int(row["FSDP"], 0) or 0) > 0 or s.get("use_megatron_fsdp") == "True"
+    args = ["--fsdp", "optim_grads_params"] if fsdp else ["--distributed-optimizer"]
+    args.append("--overlap-grad-reduce")
+    if s.get("overlap_param_gather") != "False":
+        args.append("--overlap-param-gather")
+    if s.get("grad_reduce_in_fp32") == "False":
+        args.append("--grad-reduce-in-bf16")
+    return args
+
+
+def feature_args(row, s, moe):
+    args = []
+    # At pp 1 the split has one stage holding every layer (Megatron's transformer_block.py
+    # get_num_layers_to_build: (L + 2) / 1 less the embedding and the loss): a no-op.
+    split = as_int(row["PP"], 1) > 1
+    if s.get("account_embedding") == "True" and split:
+        args.append("--account-for-embedding-in-pipeline-split")
+    if s.get("account_loss") == "True" and split:
+        args.append("--account-for-loss-in-pipeline-split")
+    if s.get("pp_layout"):
+        args += ["--pipeline-layout", s["pp_layout"]]
+    if s.get("cpu_offloading_num_layers"):
+        args += ["--offload-layers", s["cpu_offloading_num_layers"]]
+    if s.get("cuda_graph_impl") not in (None, "", "none"):
+        args += ["--cuda-graph-impl", s["cuda_graph_impl"]]
+        if s.get("cuda_graph_scope"):
+            args += ["--cuda-graph-scope", s["cuda_graph_scope"].replace(";", ",")]
+    if s.get("tp_comm_overlap") == "True" and as_int(row["TP"], 1) > 1:
+        args.append("--tp-comm-overlap")
+    if moe:
+        args += ["--ep", str(as_int(row["EP"], 1))]
+        if s.get("etp"):
+            args += ["--etp", s["etp"]]
+        if s.get("moe_token_dispatcher_type"):
+            args += ["--moe-dispatcher", s["moe_token_dispatcher_type"]]
+        if s.get("moe_flex_dispatcher_backend") and s.get("moe_token_dispatcher_type") == "flex":
+            args += ["--moe-flex-dispatcher-backend", s["moe_flex_dispatcher_backend"]]
+        if s.get("moe_a2a_overlap") == "True":
+            args.append("--overlap-moe-expert-parallel-comm")
+    return args
+
+
+def command_for(maps, row, s):
+    """(argv after 'spsim', reason): the query of a published row, or why there is none."""
+    reason = reason_of_maps(maps, row)
+    if reason:
+        return None, reason
+    par, reason = parallel_args(row)
+    if reason:
+        return None, reason
+    model = maps.get("model", row["model"])
+    argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
+    argv += par + shlex.split(maps.get("precision", row["Precision"])["spsim"])
+    argv += recompute_args(s) + dp_args(row, s) + feature_args(row, s, model["dense_or_moe"] == "moe")
+    return argv + ["--format", "json"], None
+
+
+def run_spsim(spsim, argv, env):
+    """(parsed JSON, None) or (None, spsim's error line)."""
+    try:
+        p = subprocess.run([spsim] + argv, capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"spsim did not run: {e}"
+    if p.returncode != 0:
+        lines = [ln for ln in p.stderr.splitlines() if ln.startswith("spsim: error: ")]
+        msg = lines[0][len("spsim: error: "):] if lines else f"no error line"
+        # The search path in "no model profile" errors names this checkout: dropped.
+        msg = msg.split(" (looked for ")[0]
+        return None, f"spsim: {msg} (exit {p.returncode})"
+    try:
+        return json.loads(p.stdout), None
+    except ValueError as e:
+        return None, f"spsim's JSON did not parse: {e}"
+
+
+# Which of spsim's model-FLOPs figures matches the table's definition (README 1.0.2 of the
+# development set): Megatron-Bridge's flop_utils counts causal attention at half, NeMo
+# 24.07's page counts it whole (Korthikanti et al. Eq. 7 in spsim).
+def flops_field(row):
+    return "tflops_per_gpu" if row["container"] == "24.07" else "tflops_per_gpu_megatron"
+
+
+def without_unknown(spsim, argv, env, reason):
+    """Rerun dropping each option spsim does not know (and its value): (JSON, dropped) or
+    (None, dropped). The result is an approximation, reported apart from the summary."""
+    dropped = []
+    while reason and "unknown option '" in reason and len(dropped) < 10:
+        opt = reason.split("unknown option '")[1].split("'")[0]
+        if opt not in argv:
+            break
+        i = argv.index(opt)
+        n = 2 if i + 1 < len(argv) and not argv[i + 1].startswith("--") else 1
+        argv = argv[:i] + argv[i + n:]
+        dropped.append(opt)
+        res, reason = run_spsim(spsim, argv, env)
+        if res is not None:
+            return res, dropped, argv
+    return None, dropped, reason
+
+
+def evaluate_row(spsim, env, maps, row):
+    s = settings_for(maps, row)
+    out = {"row": row, "settings": s, "argv": None, "reason": None}
+    argv, reason = command_for(maps, row, s)
+    out["argv"] = argv
+    if reason:
+        out["reason"] = reason
+        return out
+    res, reason = run_spsim(spsim, argv, env)
+    if reason:
+        out["reason"] = reason
+        res, dropped, rest = without_unknown(spsim, argv, env, reason)
+        if res is not None:
+            out["approx"] = dict(dropped=dropped, argv=rest, **figures(res, row))
+        elif dropped:
+            out["then"] = f"without {' '.join(dropped)}: {rest}"
+        return out
+    out.update(figures(res, row))
+    return out
+
+
+def figures(res, row):
+    t = res["time"]
+    out = {}
+    out.update(tokens=t["tokens_per_s_per_gpu"], tflops=t[flops_field(row)],
+               flops_per_token_megatron=t["model_flops_megatron"] / (res["config"]["gbs"] * res["config"]["seq"]),
+               flops_per_token=t["model_flops"] / (res["config"]["gbs"] * res["config"]["seq"]),
+               padded_vocab=res["config"]["padded_vocab"], warnings=res.get("warnings", []),
+               fits=res["memory"]["fits"], gib=res["memory"]["total_bytes"] / 2**30)
+    pub_tok, pub_tf = as_float(row["Tokens / sec / GPU"]), as_float(row["Model TFLOP / sec / GPU"])
+    out["pub_tokens"], out["pub_tflops"] = pub_tok, pub_tf
+    out["err_tokens"] = out["tokens"] / pub_tok - 1 if pub_tok else None
+    out["err_tflops"] = out["tflops"] / pub_tf - 1 if pub_tf else None
+    return out
+
+
+# The paper figures of tests/test_accuracy.c (Korthikanti et al. 2022 on Selene, tp 8).
+T4 = "--model paper-22b --tp 8 --pp 1 --vpp 1 --mbs 4 --gbs 4 "
+PAPER = [
+    ("Table 4: 22B layer, baseline, forward (ms)", "layer_forward_s", 7.7e-3, T4 + "--no-sp --recompute none"),
+    ("Table 4: baseline, backward (ms)", "layer_backward_s", 11.9e-3, T4 + "--no-sp --recompute none"),
+    ("Table 4: sequence parallelism, forward", "layer_forward_s", 7.2e-3, T4 + "--sp --recompute none"),
+    ("Table 4: sequence parallelism, backward", "layer_backward_s", 11.8e-3, T4 + "--sp --recompute none"),
+    ("Table 4: full recompute, forward", "layer_forward_s", 7.7e-3, T4 + "--no-sp --recompute full"),
+    ("Table 4: full recompute, backward", "layer_backward_s", 19.5e-3, T4 + "--no-sp --recompute full"),
+    ("Table 4: selective recompute, forward", "layer_forward_s", 7.7e-3, T4 + "--no-sp --recompute selective"),
+    ("Table 4: selective recompute, backward", "layer_backward_s", 13.2e-3, T4 + "--no-sp --recompute selective"),
+    ("Table 4: selective + SP, forward", "layer_forward_s", 7.2e-3, T4 + "--sp --recompute selective"),
+    ("Table 4: selective + SP, backward", "layer_backward_s", 13.1e-3, T4 + "--sp --recompute selective"),
+    ("Table 5: 530B, full recompute (iteration s)", "iteration_s", 49.05,
+     "--model paper-530b --tp 8 --pp 35 --vpp 3 --mbs 1 --gbs 280 --no-sp --recompute full"),
+    ("Table 5: 530B, SP + selective (iteration s)", "iteration_s", 37.83,
+     "--model paper-530b --tp 8 --pp 35 --vpp 3 --mbs 1 --gbs 280 --sp --recompute selective"),
+    ("Table 5: 530B, SP + selective, MFU", "mfu", 0.560,
+     "--model paper-530b --tp 8 --pp 35 --vpp 3 --mbs 1 --gbs 280 --sp --recompute selective"),
+    ("Table 5: 530B, SP + selective, HFU", "hfu", 0.570,
+     "--model paper-530b --tp 8 --pp 35 --vpp 3 --mbs 1 --gbs 280 --sp --recompute selective"),
+    ("MFU, 22B (Megatron-LM README, dp 1)", "mfu", 0.415,
+     "--model paper-22b --tp 8 --pp 1 --vpp 1 --mbs 4 --gbs 4 --sp --recompute selective"),
+    ("MFU, 175B", "mfu", 0.514,
+     "--model paper-175b --tp 8 --pp 8 --vpp 3 --mbs 1 --gbs 64 --sp --recompute selective"),
+    ("MFU, 530B", "mfu", 0.560,
+     "--model paper-530b --tp 8 --pp 35 --vpp 3 --mbs 1 --gbs 280 --sp --recompute selective"),
+    ("MFU, 1T", "mfu", 0.563,
+     "--model paper-1t --tp 8 --pp 64 --vpp 1 --mbs 1 --gbs 512 --sp --recompute selective"),
+]
+
+
+def paper_rows(spsim, env):
+    out = []
+    for name, field, paper, args in PAPER:
+        argv = ["query", "--hw", "dgx-a100-80g"] + args.split() + ["--format", "json"]
+        res, reason = run_spsim(spsim, argv, env)
+        v = res["time"][field] if res else None
+        out.append({"name": name, "field": field, "paper": paper, "spsim": v, "reason": reason,
+                    "argv": argv})
+    return out
+
+
+def bridge_flops_per_token(model, seq, tp, causal=True):
+    """Megatron-Bridge's model FLOPs per token for a dense GQA SwiGLU model, the closed form
+    of flop_utils.py transformer_flops() at fa0315ae (development-set README 1.0.2):
+    L·h²·(12 + 12·g/n_h + 18·ffn/h + 6·s/h) + 6·h·V_pad, with the vocabulary padded to a
+    multiple of 128·tp (Megatron's make_vocab_size_divisible_by 128; recipes pad the vocab).
+    causal=False counts attention whole (12·s/h), as NeMo <= 25.07 did (README 2.D there)."""
+    L, h, ffn = model["layers"], model["hidden"], model["ffn_hidden"]
+    g, nh, v = model["kv_heads"], model["heads"], model["vocab"]
+    mult = 128 * tp
+    vpad = -(-v // mult) * mult
+    attn = (6 if causal else 12) * seq / h
+    return L * h * h * (12 + 12 * g / nh + 18 * ffn / h + attn) + 6 * h * vpad
+
+
+def flops_checks(results):
+    """Bridge's formula against spsim's Megatron figure and the rows' implied FLOPs/token
+    (rows predicted, or approximated: the FLOPs count does not depend on the options dropped)."""
+    out = []
+    for r in results:
+        r = dict(r, **r["approx"]) if r.get("approx") else r
+        row = r["row"]
+        if r.get("tokens") is None or "--model" not in r["argv"]:
+            continue
+        name = r["argv"][r["argv"].index("--model") + 1]
+        if not name.startswith("llama"):
+            continue
+        with open(os.path.join(ROOT, "models", name + ".json")) as f:
+            model = json.load(f)
+        causal = row["container"] != "24.07"
+        bridge = bridge_flops_per_token(model, as_int(row["Sequence Length"]), as_int(row["TP"], 1), causal)
+        implied = r["pub_tflops"] * 1e12 / r["pub_tokens"] if r["pub_tflops"] and r["pub_tokens"] else None
+        mine = r["flops_per_token_megatron"] if causal else r["flops_per_token"]
+        out.append({"row": row, "bridge": bridge, "spsim": mine, "implied": implied, "causal": causal})
+    return out
+
+
+def stats(errs):
+    errs = [e for e in errs if e is not None]
+    if not errs:
+        return None
+    return {"n": len(errs), "mean": sum(errs) / len(errs), "mae": sum(abs(e) for e in errs) / len(errs),
+            "min": min(errs), "max": max(errs)}
+
+
+def group_stats(done, key):
+    groups = {}
+    for r in done:
+        groups.setdefault(key(r), []).append(r)
+    return {k: (stats([r["err_tokens"] for r in v]), stats([r["err_tflops"] for r in v]))
+            for k, v in sorted(groups.items())}
+
+
+def pct(x, digits=1):
+    return "" if x is None else f"{100 * x:+.{digits}f}%"
+
+
+def absp(x):
+    return "" if x is None else f"{100 * x:.1f}%"
+
+
+def num(x, fmt="{:.0f}"):
+    return "" if x is None else fmt.format(x)
+
+
+def cmdline(argv):
+    return "spsim " + " ".join(shlex.quote(a) for a in argv)
+
+
+def md_stats_table(title, groups):
+    if all(tok is None for tok, _ in groups.values()):
+        return [f"({title}: no rows yet)"]
+    lines = [f"| {title} | rows | tokens/s/GPU mean | mean abs | range | TFLOP/s/GPU mean | mean abs |",
+             "|---|---|---|---|---|---|---|"]
+    for k, (tok, tf) in groups.items():
+        if tok is None:
+            continue
+        lines.append(f"| {k} | {tok['n']} | {pct(tok['mean'])} | {absp(tok['mae'])} | "
+                     f"{pct(tok['min'])} .. {pct(tok['max'])} | {pct(tf and tf['mean'])} | {absp(tf and tf['mae'])} |")
+    return lines
+
+
+def md_rows(done, extra=None):
+    lines = ["| container | system | model | precision | GPUs | TP/PP/CP/VP/EP | MBS/GBS | tokens/s/GPU published | "
+             "spsim | error | TFLOP/s/GPU published | spsim | error | spsim GiB/GPU (fits) | preset |" +
+             (f" {extra} |" if extra else ""),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if extra else "")]
+    for r in done:
+        row, s = r["row"], r["settings"]
+        par = "/".join(first(row[c]) or "-" for c in ("TP", "PP", "CP", "VP", "EP"))
+        preset = f"`{s['config_name']}` @{s['recipe_commit']}" if s.get("config_name") else "page only"
+        if s.get("match") not in (None, "", "exact"):
+            preset += f" ({s['match']}" + (f"; its {s['unused']} not used" if s.get("unused") else "") + ")"
+        lines.append(f"| {row['container']} | {row['system']} | {row['model']} | {row['Precision'] or '(FP8-CS)'} | "
+                     f"{row['#-GPUs']} | {par} | {first(row['MBS'])}/{first(row['GBS'])} | {num(r['pub_tokens'])} | "
+                     f"{num(r['tokens'])} | {pct(r['err_tokens'])} | {num(r['pub_tflops'])} | {num(r['tflops'])} | "
+                     f"{pct(r['err_tflops'])} | {r['gib']:.1f} ({'yes' if r['fits'] else '**no**'}) | {preset} |" + (f" {' '.join(r['dropped'])} |" if extra else ""))
+    return lines
+
+
+def md_commands(done):
+    lines = []
+    for r in done:
+        row = r["row"]
+        lines.append(f"- {row['container']} {row['system']} {row['model']} {row['Precision']} "
+                     f"{row['#-GPUs']} GPUs: `{cmdline(r['argv'])}`")
+    return lines
+
+
+def md_not_expressible(skipped):
+    counts = {}
+    for r in skipped:
+        counts.setdefault(r["reason"], []).append(r)
+    lines = ["| reason | rows |", "|---|---|"]
+    for reason, rs in sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"| {reason.replace('|', '/')} | {len(rs)} |")
+    lines += ["", "<details><summary>Every row not expressible, with its reason</summary>", ""]
+    lines += ["| container | task | system | model | precision | GPUs | reason | then, without the unknown options |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in skipped:
+        row = r["row"]
+        lines.append(f"| {row['container']} | {row['task']} | {row['system']} | {row['model']} | "
+                     f"{row['Precision']} | {row['#-GPUs']} | {r['reason'].replace('|', '/')} | "
+                     f"{r.get('then', '').replace('|', '/')} |")
+    return lines + ["", "</details>"]
+
+
+def md_flops(checks):
+    lines = ["| container | system | model | TP | seq | attention | formula (FLOPs/token) | spsim per token | "
+             "ratio | published TFLOP/s ÷ tokens/s | ratio to formula |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in checks:
+        row = c["row"]
+        ratio = c["implied"] / c["bridge"] if c["implied"] else None
+        lines.append(f"| {row['container']} | {row['system']} | {row['model']} | {first(row['TP'])} | "
+                     f"{first(row['Sequence Length'])} | {'causal half' if c['causal'] else 'whole'} | "
+                     f"{c['bridge']:.5e} | {c['spsim']:.5e} | "
+                     f"{c['spsim'] / c['bridge']:.5f} | {num(c['implied'], '{:.5e}')} | {num(ratio, '{:.3f}')} |")
+    return lines
+
+
+def md_paper(paper):
+    lines = ["| figure | paper | spsim | error | command |", "|---|---|---|---|---|"]
+    for p in paper:
+        if p["spsim"] is None:
+            lines.append(f"| {p['name']} | {p['paper']} | {p['reason']} | | `{cmdline(p['argv'])}` |")
+            continue
+        scale, fmt = {"mfu": (100, "{:.1f}%"), "hfu": (100, "{:.1f}%"), "layer_forward_s": (1e3, "{:.2f}"),
+                      "layer_backward_s": (1e3, "{:.2f}")}.get(p["field"], (1, "{:.2f}"))
+        lines.append(f"| {p['name']} | {fmt.format(scale * p['paper'])} | {fmt.format(scale * p['spsim'])} | "
+                     f"{pct(p['spsim'] / p['paper'] - 1)} | `{cmdline(p['argv'])}` |")
+    return lines
+
+
+HEADER = """# Accuracy against published training runs
+
+Generated by `scripts/accuracy.py --write doc/accuracy.md` from the built `spsim`; do not edit
+by hand (rerun it: rows that spsim cannot express today fill in as the options they need are
+added). The development set is `tests/data/published-runs/megatron-bridge-nemo-rows.csv`: every
+row of NVIDIA's Megatron-Bridge performance summaries (containers 25.09 to 26.08) and the NeMo
+24.07 page, cells as published (provenance in that folder's README.md).
+
+**No constant of spsim was set from these rows.** The hardware profiles come from sourced
+hardware facts (hardware/README.md), the model profiles from the models' published configs;
+nothing was fitted to any published throughput. These rows only show where the model stands.
+
+How a row becomes a command line: the page gives system, model, precision, GBS, MBS, sequence
+length, FSDP, TP, PP, CP, VP and EP (dp = GPUs / (tp·pp·cp); the 25.09 page's "A (B)" cells
+are read as A, the FP8-CS run). What the page leaves out comes from the Megatron-Bridge
+performance preset the row ran with, read by `scripts/accuracy_recipes.py` at the commit that
+published the row's container into `tests/data/published-runs/recipe-settings.csv` (preset
+file, config name and commit per row): SP whenever TP > 1 (`WorkloadBaseConfig.sequence_parallel`),
+no recomputation unless the preset sets `recompute_num_layers` (full, block) or
+`recompute_modules` (selective), CPU activation offload, Megatron-FSDP (`optim_grads_params`)
+or the distributed optimizer, overlapped gradient reduction and parameter gather (the recipes'
+DDP config; off where the builder turns it off), 16-bit gradient reduction
+(`grad_reduce_in_fp32 = False`), CUDA graphs, TP communication overlap (userbuffers; off for
+NVFP4), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
+compared are Megatron-Bridge's (causal attention at half: spsim's `tflops_per_gpu_megatron`) and,
+for the NeMo 24.07 rows, whole attention (spsim's `tflops_per_gpu`, Korthikanti et al. Eq. 7),
+as the development set's README (1.0.2) establishes. NeMo 24.07's recipes are not in the mirrors:
+its rows run with the page's values and Bridge's defaults above, FP8 as delayed scaling.
+Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
+26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
+better figure.
+"""
+
+
+def write_md(results, paper, checks):
+    done = [r for r in results if r.get("tokens") is not None]
+    skipped = [r for r in results if r.get("tokens") is None]
+    moe = lambda r: "MoE" if "--ep" in r["argv"] else "dense"
+    out = [HEADER, "## Summary", "",
+           f"{len(results)} published rows: {len(done)} predicted, {len(skipped)} not expressible "
+           f"(reasons below).", ""]
+    if done:
+        out += md_stats_table("all rows", {"all": (stats([r["err_tokens"] for r in done]),
+                                                   stats([r["err_tflops"] for r in done]))}) + [""]
+        out += md_stats_table("system", group_stats(done, lambda r: r["row"]["system"])) + [""]
+        out += md_stats_table("precision", group_stats(done, lambda r: r["row"]["Precision"] or "(FP8-CS)")) + [""]
+        out += md_stats_table("dense / MoE", group_stats(done, moe)) + [""]
+        out += md_stats_table("container", group_stats(done, lambda r: r["row"]["container"])) + [""]
+    out += ["## Rows predicted", ""] + (md_rows(done) + ["", "### Command lines", ""] + md_commands(done)
+                                          if done else ["None on this build: every row lacks something (see below)."])
+    out += [""]
+    approx = [dict(r, **r["approx"]) for r in skipped if r.get("approx")]
+    out += ["## Approximations (not in the summary)", "",
+            f"{len(approx)} of the rows not expressible run when the options spsim does not know yet are "
+            "dropped from their command lines (last column): the recipe's setting is then missing from the "
+            "prediction, so these figures are not the model's accuracy, only a check that the rest of "
+            "the row's configuration is accepted. They become rows above once spsim has those options.", ""]
+    out += md_stats_table("approximate rows", {"all": (stats([r["err_tokens"] for r in approx]),
+                                                       stats([r["err_tflops"] for r in approx]))}) + [""]
+    out += md_stats_table("system", group_stats(approx, lambda r: r["row"]["system"])) + [""]
+    out += md_rows(approx, "options dropped") + ["", "### Command lines of the approximations", ""]
+    out += md_commands(approx) + [""]
+    out += ["## Model FLOPs: Megatron-Bridge's formula against spsim's", "",
+            "Dense Llama rows that run (predicted or approximated). The formula column is Bridge's closed form "
+            "(README 1.0.2 of the development set) computed here from the model profile, with attention "
+            "whole for the NeMo 24.07 rows; spsim's column is its `model_flops_megatron` per token "
+            "(`model_flops`, Eq. 7, for 24.07); the last columns check the formula against each row's "
+            "published TFLOP/s ÷ tokens/s (the 26.04.01, 26.06.01 and 26.08 token counts are quantized, README 1.0.2).", ""]
+    out += md_flops(checks) + [""]
+    out += ["## Paper figures (Korthikanti et al. 2022, Selene, dgx-a100-80g)", "",
+            "The figures of tests/test_accuracy.c (which asserts them), rerun with the built spsim. "
+            "MFU and HFU are spsim's `time.mfu` and `time.hfu`: model FLOPs by the paper's Eq. 7 "
+            "(Appendix A, causal attention counted whole), hardware FLOPs with recomputation.", ""] + md_paper(paper) + [""]
+    out += ["## Not expressible", ""] + md_not_expressible(skipped) + [""]
+    return "\n".join(out)
+
+
+def write_atomic(path, text):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def default_spsim():
+    for p in ("build/src/cli/spsim", "build/spsim"):
+        if os.path.exists(os.path.join(ROOT, p)):
+            return os.path.join(ROOT, p)
+    return os.path.join(ROOT, "build/src/cli/spsim")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spsim", default=default_spsim(), help="the spsim binary (default build/src/cli/spsim)")
+    ap.add_argument("--rows", default=os.path.join(DATA, "megatron-bridge-nemo-rows.csv"))
+    ap.add_argument("--data", default=DATA, help="folder of profiles.csv and recipe-settings.csv")
+    ap.add_argument("--write", metavar="FILE", help="write the Markdown report to FILE (atomically)")
+    ap.add_argument("--json", metavar="FILE", help="write one JSON object per row to FILE (atomically)")
+    a = ap.parse_args(argv)
+    if not os.access(a.spsim, os.X_OK):
+        print(f"accuracy.py: error: {a.spsim}: not an executable spsim (build it, or give --spsim)", file=sys.stderr)
+        return 2
+    env = dict(os.environ, SPSIM_DATA_DIR=ROOT)
+    maps = Maps(a.data)
+    results = [evaluate_row(a.spsim, env, maps, row) for row in read_csv(a.rows)]
+    text = write_md(results, paper_rows(a.spsim, env), flops_checks(results))
+    if a.json:
+        write_atomic(a.json, "".join(json.dumps({k: v for k, v in r.items() if k != "settings"}) + "\n"
+                                     for r in results))
+    if a.write:
+        write_atomic(a.write, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
