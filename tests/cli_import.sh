@@ -66,15 +66,18 @@ sed 's/"model": "Meta-Llama-3-8B"/"model": "llama3-8b"/' "$tmp/hf.json" | cmp -s
 echo '{"model_type": "llama", "num_local_experts": 8}' >"$tmp/mixtral.json"
 expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not read for model_type \"llama\"" -- check "$tmp/mixtral.json"
 expect 3 "field 'num_local_experts'" -- query --model "$tmp/mixtral.json"
-# The published MoE configs (tests/data/hf/) read; the engine refuses them until it models the
-# layers (exit 4), and gpt-oss is refused naming what is not modelled (exit 3).
+# The published MoE configs (tests/data/hf/) read; the engine models MoE layers but refuses
+# multi-latent attention (DeepSeek-V3, exit 4), and gpt-oss is refused naming what is not
+# modelled (exit 3).
 hf="$(dirname "$0")/data/hf"
 "$spsim" check "$hf/Mixtral-8x7B-v0.1" "$hf/Qwen3-30B-A3B" "$hf/DeepSeek-V3" >/dev/null ||
     fail "spsim check of the MoE configs"
-expect 4 "model 'DeepSeek-V3': mixture-of-experts layers need --ep support" -- \
+expect 4 "model 'DeepSeek-V3': multi-latent attention is not modelled yet" -- \
     query --model "$hf/DeepSeek-V3" --hw dgx-h100
-expect 4 "model 'mixtral-8x7b': mixture-of-experts layers need --ep support" -- \
-    query --model mixtral-8x7b --hw dgx-h100
+"$spsim" query --model "$hf/Mixtral-8x7B-v0.1" --hw dgx-h100 --ep 4 --etp 1 --dp 4 --gbs 64 \
+    >"$tmp/out" 2>"$tmp/err" || fail "query of the Mixtral config with --ep 4: $(cat "$tmp/err")"
+grep -q "MoE dispatch and combine" "$tmp/out" || fail "query of the Mixtral config: no MoE lines"
+
 expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
 # A space of a model the engine refuses is refused whole, naming the model (not 0 rows).
 expect 4 "parallel config: model 'deepseek-v3': " -- \

@@ -342,7 +342,6 @@ START_TEST(engine_refuses_until_modelled)
     static const struct {
         const char *json, *reason;
     } cases[] = {
-        {mixtral_8x7b, "mixture-of-experts layers need --ep support"},
         {SMALL ", \"kv_lora_rank\": 16, \"qk_head_dim\": 16, \"qk_pos_emb_head_dim\": 8, "
                "\"v_head_dim\": 16}",
          "multi-latent attention is not modelled yet"},

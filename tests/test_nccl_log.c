@@ -49,6 +49,9 @@ static const struct {
      "NVIDIA H100 80GB HBM3"},
     {"h100x4x2nodes_ib_ndr200_all_reduce_snellius_odissei.txt", SPSIM_COLL_ALL_REDUCE, 8, 2, 31, 0,
      1, "NVIDIA H100"},
+    /* SYNTHETIC (README): alltoall_perf's layout, busbw = algbw·7/8 on 8 ranks. */
+    {"synthetic_h100x8_alltoall.txt", SPSIM_COLL_ALL_TO_ALL, 8, 1, 11, 0, 0,
+     "NVIDIA H100 80GB HBM3"},
 };
 
 START_TEST(public_log_counts)

@@ -51,6 +51,19 @@ SPSIM_API const char *spsim_fp8_recipe_name(enum spsim_fp8_recipe r);
 /** The recipe named `name` ("tensorwise", Megatron's name, is "current"). @return SPSIM_OK or
  * SPSIM_EINVAL */
 SPSIM_API int spsim_fp8_recipe_parse(const char *name, enum spsim_fp8_recipe *out);
+/** How an MoE layer moves tokens to the experts' ranks (Megatron-Core
+ * --moe-token-dispatcher-type; moe/token_dispatcher.py). */
+enum spsim_moe_dispatcher {
+    SPSIM_MOE_ALLGATHER = 0, /**< AllGather over the expert-TP×EP group, ReduceScatter back */
+    SPSIM_MOE_ALLTOALL = 1,  /**< all-to-all over EP (+ AllGather/ReduceScatter over ETP) */
+    SPSIM_MOE_FLEX = 2,      /**< DeepEP/HybridEP fused kernels: recognised, refused */
+    SPSIM_MOE_DISPATCHER_COUNT
+};
+
+/** @return "allgather", "alltoall", "flex"; "?" for an unknown value. */
+SPSIM_API const char *spsim_moe_dispatcher_name(enum spsim_moe_dispatcher d);
+/** The dispatcher named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out);
 
 /** Which layers full recomputation checkpoints (Megatron --recompute-method). */
 enum spsim_recompute_method {
@@ -67,16 +80,16 @@ SPSIM_API int spsim_recompute_method_parse(const char *name, enum spsim_recomput
 
 /**
  * Megatron's selective-recompute modules (--recompute-modules), as bits. Dense layers have the
- * first three; the others are recognised and refused (the model has no experts or MLA).
+ * first three; MoE models add moe_act, moe and shared_experts; mla_up_proj is refused (no MLA).
  */
 enum spsim_recompute_module {
     SPSIM_RMOD_CORE_ATTN = 1u << 0,      /**< QKᵀ, softmax, dropout, ·V (checkpoint) */
     SPSIM_RMOD_LAYERNORM = 1u << 1,      /**< both norms' outputs discarded, recomputed */
     SPSIM_RMOD_MLP = 1u << 2,            /**< the dense MLP (checkpoint of its input) */
-    SPSIM_RMOD_MOE_ACT = 1u << 3,        /**< MoE experts' activation: refused (no MoE) */
+    SPSIM_RMOD_MOE_ACT = 1u << 3,        /**< MoE experts' activation (output discarded) */
     SPSIM_RMOD_MLA_UP_PROJ = 1u << 4,    /**< MLA up-projections: refused (no MLA) */
-    SPSIM_RMOD_MOE = 1u << 5,            /**< the MoE layer: refused (no MoE) */
-    SPSIM_RMOD_SHARED_EXPERTS = 1u << 6, /**< MoE shared experts: refused (no MoE) */
+    SPSIM_RMOD_MOE = 1u << 5,            /**< the MoE layer, dispatch and combine included */
+    SPSIM_RMOD_SHARED_EXPERTS = 1u << 6, /**< MoE shared experts */
     SPSIM_RMOD_COUNT_ = 7
 };
 
@@ -166,6 +179,11 @@ struct spsim_parallel {
     uint64_t ddp_bucket_size;
     /** TE userbuffers TP communication overlap (--tp-comm-overlap; needs sp); default false */
     bool tp_comm_overlap;
+    /* Mixture of experts (ignored by dense models). The expert grid refolds the same
+     * tp·cp·dp ranks of a pipeline stage as etp · ep · edp (parallel_state.py), so the expert
+     * data-parallel size is tp·cp·dp / (ep·etp). */
+    uint32_t etp; /**< expert tensor parallel size; 0 = tp (Megatron's default) */
+    enum spsim_moe_dispatcher moe_dispatcher; /**< default allgather (Megatron's default) */
 };
 
 /** Set every field to its documented default. */

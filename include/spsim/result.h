@@ -89,7 +89,7 @@ struct spsim_collective_entry {
 };
 
 /** Most collectives one layer can have (TP+SP with full recompute has 14; CP adds up to 9). */
-#define SPSIM_MAX_LAYER_COLLECTIVES 24
+#define SPSIM_MAX_LAYER_COLLECTIVES 48
 
 struct spsim_memory_report {
     uint64_t
@@ -147,6 +147,9 @@ struct spsim_memory_report {
     uint64_t reserved_bytes; /**< CUDA context, cuBLAS workspace, NCCL buffers, fragmentation */
     int64_t headroom_bytes;  /**< capacity − total; negative when it does not fit */
     bool fits;
+    /** MoE: of parameters_per_gpu, the routed experts' (sharded over ep and etp, their
+     * gradients reduced and optimizer sharded over the expert data-parallel group) */
+    uint64_t expert_parameters_per_gpu;
 };
 
 struct spsim_comm_report {
@@ -181,6 +184,18 @@ struct spsim_comm_report {
     uint64_t pp_message_bytes; /**< one activation send: s·b·h·2 / t with SP's scatter */
     uint64_t
         pp_wire_bytes_per_rank; /**< sends of a middle stage per iteration, forward + backward */
+    /* Mixture of experts (per rank): the token dispatch and combine of one MoE layer, and of
+     * the stage's MoE layers over the iteration; the tier of the widest dispatch group; the
+     * expert data-parallel group (tp·cp·dp / (ep·etp)) and its gradient reduction. */
+    uint64_t ep_forward_wire_bytes_per_layer;
+    uint64_t ep_backward_wire_bytes_per_layer;
+    uint64_t ep_recompute_wire_bytes_per_layer;
+    uint64_t ep_wire_bytes_per_iteration;
+    enum spsim_tier ep_tier;
+    uint32_t expert_dp_ranks;
+    enum spsim_tier expert_dp_tier;
+    uint64_t expert_dp_grad_bytes;          /**< the experts' gradients reduced per rank */
+    uint64_t expert_dp_wire_bytes_per_rank; /**< AR 2(D−1)/D, or RS + AG sharded (D = edp) */
 };
 
 /** Times of one iteration on the slowest pipeline stage. Seconds unless named otherwise. */
@@ -199,6 +214,7 @@ struct spsim_time_report {
     double tied_embedding_allreduce_s;
     double optimizer_s;       /**< optimizer step (memory-bound) */
     double offload_exposed_s; /**< CPU offload copies not hidden behind the layers' compute */
+    double ep_exposed_s;      /**< MoE token dispatch and combine (on the critical path) */
     double offload_d2h_s_per_layer; /**< one offloaded layer's copy to host memory */
     double offload_h2d_s_per_layer; /**< its reload before its backward */
     double microbatch_s;            /**< one micro-batch's forward+backward on the critical stage */

@@ -27,6 +27,12 @@ struct spsim_schedule_step {
     char shape_out[SPSIM_SHAPE_TEXT_MAX];
     double flops;  /**< per rank, this pass */
     double time_s; /**< predicted duration on the hardware (0 without hardware) */
+    /* A collective step: its size (nccl-tests' convention), the bytes one rank moves, the
+     * group it spans and the tier it crosses (local without hardware). */
+    uint64_t message_bytes;
+    uint64_t wire_bytes;
+    uint32_t group_size;
+    enum spsim_tier tier;
     /** static: NCCL's algorithm and protocol for the step's collective ("Ring", "Tree",
      * "NVLS", "PAT"; "LL", "LL128", "Simple"), "" without hardware or collective */
     const char *algorithm;

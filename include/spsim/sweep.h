@@ -57,6 +57,9 @@ enum spsim_sweep_axis {
     /** Largest global batch: gbs becomes the largest multiple of dp·mbs (dp·mbs·pp with
      * interleaving) not above it; excludes the gbs axis; unset by default */
     SPSIM_AXIS_MAX_GBS,
+    SPSIM_AXIS_EP,             /**< expert parallel size (MoE); default 1 */
+    SPSIM_AXIS_ETP,            /**< expert tensor parallel size; 0 = tp (default) */
+    SPSIM_AXIS_MOE_DISPATCHER, /**< allgather/alltoall/flex; default allgather */
     SPSIM_AXIS_COUNT
 };
 
@@ -122,6 +125,15 @@ SPSIM_API int spsim_sweep_spec_load(struct spsim_sweep_spec *spec, const char *p
  */
 SPSIM_API int spsim_sweep_spec_optimize_defaults(struct spsim_sweep_spec *spec, uint32_t gpus,
                                                  uint32_t layers, struct spsim_error *err);
+
+/**
+ * The MoE axes optimize searches where the caller's say nothing: ep over the divisors of
+ * gcd(gpus, experts), the alltoall and allgather dispatchers (etp stays tp). Nothing for a
+ * dense model (experts 0).
+ * @return SPSIM_OK, SPSIM_EINVAL (gpus 0) or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_sweep_spec_optimize_moe(struct spsim_sweep_spec *spec, uint32_t gpus,
+                                            uint32_t experts, struct spsim_error *err);
 
 /** A spec with its profiles loaded, ready to run. Opaque; free with spsim_sweep_destroy(). */
 struct spsim_sweep;

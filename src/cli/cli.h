@@ -232,6 +232,9 @@ enum cli_config_opt {
     OPT_TP_COMM_OVERLAP,
     OPT_NO_TP_COMM_OVERLAP,
     OPT_MEGATRON_ARGS,
+    OPT_EP,
+    OPT_ETP,
+    OPT_MOE_DISPATCHER,
     OPT_CONFIG_END
 };
 
@@ -290,6 +293,11 @@ enum cli_config_opt {
     "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \
     "                         TE userbuffers: TP collectives pipelined with their GEMMs (needs\n"  \
     "                         --sp; default off)\n"                                                \
+    "Mixture of experts (models with experts):\n"                                                  \
+    "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
+    "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \
+    "                         = tp·cp·dp / (ep·etp)\n"                                          \
+    "  --moe-dispatcher D     allgather (default, Megatron's), alltoall; flex is refused\n"        \
     "Uneven pipeline stages (Megatron-Core; at most one of the three ways):\n"                     \
     "  --first-stage-layers N, --last-stage-layers N\n"                                            \
     "                         layers of pipeline rank 0 / rank pp-1; the rest split evenly\n"      \

@@ -34,6 +34,36 @@ write_cp_legend(FILE *f, const struct spsim_parallel *p)
                "the critical path.\n");
 }
 
+/* The MoE layer's token exchanges (operator "moe"): what each moves per rank, over which group
+ * and tier. Dropless routing is taken at its balanced expectation. */
+static void
+write_moe_steps(FILE *f, const struct spsim_schedule_step *steps, size_t n,
+                const struct spsim_parallel *p)
+{
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++)
+        any = strcmp(steps[i].operator_name, "moe") == 0;
+    if (!any)
+        return;
+    fprintf(f,
+            "\nToken dispatch and combine (%s dispatcher, ep %u, etp %u; dropless routing at its "
+            "balanced expectation, every expert receiving tokens·k/E):\n",
+            spsim_moe_dispatcher_name(p->moe_dispatcher), p->ep, p->etp ? p->etp : p->tp);
+    fprintf(f, "%-3s %-9s %-40s %-15s %-6s %-12s %16s %16s %s\n", "#", "phase", "op", "collective",
+            "group", "tier", "message B", "wire B/rank", "time");
+    for (size_t i = 0; i < n; i++) {
+        const struct spsim_schedule_step *s = &steps[i];
+        if (strcmp(s->operator_name, "moe") != 0)
+            continue;
+        char t[32];
+        fprintf(f, "%-3zu %-9s ", i + 1, spsim_phase_name(s->phase));
+        fput_padded(f, s->op, 40);
+        fprintf(f, " %-15s %-6u %-12s %16llu %16llu %s\n", s->collective, s->group_size,
+                spsim_tier_name(s->tier), (unsigned long long)s->message_bytes,
+                (unsigned long long)s->wire_bytes, fmt_time(t, sizeof(t), s->time_s));
+    }
+}
+
 static void
 write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const char *model,
             const struct spsim_parallel *p)
@@ -90,6 +120,7 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
                 s->shape_in, s->shape_out, s->rng[0] ? s->rng : "-",
                 fmt_time(t, sizeof(t), s->time_s));
     }
+    write_moe_steps(f, steps, n, p);
 }
 
 static void
@@ -126,6 +157,12 @@ write_json(FILE *f, const struct spsim_schedule_step *steps, size_t n, const cha
         jw_double(&w, "time_s", s->time_s);
         jw_string(&w, "algorithm", s->algorithm);
         jw_string(&w, "protocol", s->protocol);
+        if (strcmp(s->operator_name, "moe") == 0) { /* the MoE token exchanges */
+            jw_u64(&w, "message_bytes", s->message_bytes);
+            jw_u64(&w, "wire_bytes_per_rank", s->wire_bytes);
+            jw_u64(&w, "group_size", s->group_size);
+            jw_string(&w, "tier", spsim_tier_name(s->tier));
+        }
         jw_end_object(&w);
     }
     jw_end_array(&w);

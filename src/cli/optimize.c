@@ -144,15 +144,18 @@ parse(int argc, char **argv, struct optimize_args *a)
 /* The search space: the options, and everything valid where they say nothing
  * (spsim_sweep_spec_optimize_defaults). */
 static int
-build_space(const struct optimize_args *a, uint32_t layers, struct spsim_sweep **out)
+build_space(const struct optimize_args *a, const struct spsim_model_shape *shape,
+            struct spsim_sweep **out)
 {
+    uint32_t layers = shape->layers;
     uint32_t gpus = (uint32_t)strtoul(a->gpus, NULL, 10);
     struct spsim_sweep_spec *spec = NULL;
     struct spsim_error err = {0};
     int rc = spsim_sweep_spec_create(&spec, &err) ? cli_fail(&err) : EXIT_OK;
     if (rc == EXIT_OK)
         rc = cli_axes_apply(&a->axes, spec, "optimize");
-    if (rc == EXIT_OK && spsim_sweep_spec_optimize_defaults(spec, gpus, layers, &err) != SPSIM_OK)
+    if (rc == EXIT_OK && (spsim_sweep_spec_optimize_defaults(spec, gpus, layers, &err) ||
+                          spsim_sweep_spec_optimize_moe(spec, gpus, shape->experts, &err)))
         rc = cli_fail(&err);
     if (rc == EXIT_OK && spsim_sweep_create(spec, out, &err) != SPSIM_OK)
         rc = err.code == SPSIM_EINVAL || err.code == SPSIM_ERANGE
@@ -220,6 +223,9 @@ print_row_details(FILE *f, const struct spsim_parallel *p)
                 p->recompute_layers);
     if (p->offload_layers)
         fprintf(f, "  offload %u", p->offload_layers);
+    if (p->etp) /* resolved for MoE models only */
+        fprintf(f, "  ep %u etp %u %s", p->ep, p->etp,
+                spsim_moe_dispatcher_name(p->moe_dispatcher));
 }
 
 static void
@@ -489,7 +495,7 @@ cmd_optimize(int argc, char **argv)
     struct search best = {0}, unlimited = {0};
     if ((rc = cli_load_model(a.axes.text[SPSIM_AXIS_MODEL], &model)) ||
         (rc = cli_load_hardware(a.axes.text[SPSIM_AXIS_HW], &hw)) ||
-        (rc = build_space(&a, spsim_model_get_shape(model)->layers, &sw)))
+        (rc = build_space(&a, spsim_model_get_shape(model), &sw)))
         goto done;
     struct spsim_hardware_info info;
     spsim_hardware_get_info(hw, &info);

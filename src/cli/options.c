@@ -74,6 +74,9 @@ static const struct cli_option_spec {
     {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, -1},
     {"no-tp-comm-overlap", no_argument, OPT_NO_TP_COMM_OVERLAP, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
+    {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
+    {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
+    {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -95,6 +98,8 @@ static const struct {
     {OPT_GBS, "--gbs", 1ull << 32, offsetof(struct spsim_parallel, gbs), true},
     {OPT_SEQ, "--seq", 1u << 24, offsetof(struct spsim_parallel, seq), false},
     {OPT_CP, "--cp", 65536, offsetof(struct spsim_parallel, cp), false},
+    {OPT_EP, "--ep", 65536, offsetof(struct spsim_parallel, ep), false},
+    {OPT_ETP, "--etp", 65536, offsetof(struct spsim_parallel, etp), false},
     {OPT_FIRST_STAGE, "--first-stage-layers", 65536,
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
@@ -247,6 +252,12 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg)
         break;
     case OPT_FSDP:
         rc = parse_fsdp(arg, &p->zero);
+        break;
+    case OPT_MOE_DISPATCHER:
+        if (spsim_moe_dispatcher_parse(arg, &p->moe_dispatcher) == SPSIM_OK)
+            return 1;
+        rc = cli_error(EXIT_USAGE, "--moe-dispatcher: '%s' is not one of allgather, alltoall, flex",
+                       arg);
         break;
     default:
         return 0;

@@ -169,6 +169,9 @@ print_memory(FILE *f, const struct spsim_result *r)
     fprintf(f, "  %-44s %14s\n", "activations, last stage",
             fmt_bytes(a, sizeof(a), (double)m->activation_last_stage_bytes));
     fprintf(f, "  %-44s %14.4g\n", "parameters on this GPU", (double)m->parameters_per_gpu);
+    if (m->expert_parameters_per_gpu)
+        fprintf(f, "  %-44s %14.4g\n", "  of which routed experts (over expert DP)",
+                (double)m->expert_parameters_per_gpu);
     fprintf(f, "  %-44s %14s\n",
             r->config.zero >= 3 ? "weights (bf16, sharded + 2 layers gathered)"
                                 : "weights (bf16, 2 B/param)",
@@ -263,6 +266,20 @@ print_comm(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)c->pp_message_bytes),
             fmt_bytes(b, sizeof(b), (double)c->pp_wire_bytes_per_rank),
             spsim_tier_name(c->pp_tier));
+    if (c->expert_dp_ranks == 0) /* a dense model */
+        return;
+    fprintf(f,
+            "  MoE dispatch and combine (%s, ep %u, etp %u): %s forward, %s backward per MoE "
+            "layer and rank, %s per iteration (%s; balanced routing)\n",
+            spsim_moe_dispatcher_name(r->config.moe_dispatcher), r->config.ep, r->config.etp,
+            fmt_bytes(a, sizeof(a), (double)c->ep_forward_wire_bytes_per_layer),
+            fmt_bytes(b, sizeof(b), (double)c->ep_backward_wire_bytes_per_layer),
+            fmt_bytes(t, sizeof(t), (double)c->ep_wire_bytes_per_iteration),
+            spsim_tier_name(c->ep_tier));
+    fprintf(f, "  expert DP gradient reduction: %s over %u ranks, %s on the wire per rank (%s)\n",
+            fmt_bytes(a, sizeof(a), (double)c->expert_dp_grad_bytes), c->expert_dp_ranks,
+            fmt_bytes(b, sizeof(b), (double)c->expert_dp_wire_bytes_per_rank),
+            spsim_tier_name(c->expert_dp_ranks > 1 ? c->expert_dp_tier : SPSIM_TIER_LOCAL));
 }
 
 /* What the pipeline and data-parallel overlaps hide and leave exposed, where they run. */
@@ -309,6 +326,9 @@ print_time(FILE *f, const struct spsim_result *r)
     if (r->config.cp > 1)
         fprintf(f, "  %-32s %12s  %5.1f%%\n", "exposed CP exchanges",
                 fmt_time(a, sizeof(a), t->cp_exposed_s), 100.0 * t->cp_exposed_s / t->iteration_s);
+    if (t->ep_exposed_s > 0)
+        fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE dispatch and combine",
+                fmt_time(a, sizeof(a), t->ep_exposed_s), 100.0 * t->ep_exposed_s / t->iteration_s);
     fprintf(f, "  %-32s %12s\n", "iteration", fmt_time(a, sizeof(a), t->iteration_s));
     print_overlaps(f, r);
     fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",

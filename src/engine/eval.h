@@ -37,6 +37,10 @@ struct spsim_block_eval {
     double cp_exposed_s, cp_comm_s, cp_bwd_wire_bytes;
     uint64_t cp_wire[3];
     bool cp_network; /* some CP exchange leaves the NVLink domain */
+    /* MoE token exchanges (EP, ETP, ETP×EP groups), kept apart as CP's are. */
+    double ep_exposed_s, ep_comm_s, ep_bwd_wire_bytes;
+    uint64_t ep_wire[3];
+    bool ep_network;
 };
 
 struct spsim_layer_eval {
@@ -46,6 +50,11 @@ struct spsim_layer_eval {
     struct spsim_block_eval layer;
     struct spsim_block_eval embedding;
     struct spsim_block_eval output;
+    /* An MoE model with dense layers (first k dense, a layer frequency): one of those, and
+     * whether it was built. `layer` is then the MoE layer. */
+    struct spsim_block_eval dense;
+    bool has_dense;
+    uint64_t dense_no_recompute; /* the dense layer's activations kept whole */
     uint64_t act_modes[SPSIM_MODE_COUNT];
     uint64_t act_no_recompute; /* one layer's activations while it is recomputed (full) */
     uint64_t offload_bytes;    /* of those, what CPU offload moves (spsim_layer_offload_bytes) */
@@ -56,6 +65,9 @@ struct spsim_layer_eval {
  * these (a few hundred bytes) instead of the whole schedule, and composes without looping
  * over schedule steps. Members are named as in struct spsim_block_eval.
  */
+/* Collective steps a block can have (a layer has a few dozen). */
+#define SPSIM_BLOCK_MAX_COMM 96
+
 struct spsim_block_totals {
     uint64_t saved_bytes;
     double fwd_s, bwd_s, recompute_s;
@@ -65,7 +77,7 @@ struct spsim_block_totals {
     /* The collective steps' times in schedule order (composition sums them step by step, so
      * a summary composes to the same bits as the schedule it came from). */
     uint32_t ncomm;
-    double comm_s[SPSIM_MAX_STEPS];
+    double comm_s[SPSIM_BLOCK_MAX_COMM];
     double fwd_flops, bwd_flops, recompute_flops;
     double tp_bwd_wire_bytes;
     uint64_t tp_wire[3];
@@ -74,6 +86,9 @@ struct spsim_block_totals {
     double cp_exposed_s, cp_comm_s, cp_bwd_wire_bytes;
     uint64_t cp_wire[3];
     bool cp_network;
+    double ep_exposed_s, ep_comm_s, ep_bwd_wire_bytes;
+    uint64_t ep_wire[3];
+    bool ep_network;
 };
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */
@@ -84,6 +99,11 @@ struct spsim_layer_summary {
     struct spsim_block_totals layer, embedding, output;
     uint64_t act_modes[SPSIM_MODE_COUNT];
     uint64_t act_no_recompute;
+    /* MoE: the dense layers' totals and parameters (when has_dense), and the routed experts'
+     * parameters of one MoE layer on one rank (0 for a dense model). */
+    struct spsim_block_totals dense;
+    bool has_dense;
+    uint64_t params_dense_layer, params_layer_experts;
     uint64_t cp_working_bytes; /* CP's transient exchange buffers of one layer (see summary.c) */
     uint64_t offload_bytes;
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */

@@ -8,6 +8,7 @@
 
 #include "buckets.h"
 #include "eval.h"
+#include "moe.h"
 #include "stages.h"
 
 const char *
@@ -78,6 +79,12 @@ struct shape {
     /* Ranks 0, 1 and p − 1 (the candidates without a layout): layers built and in flight,
      * computed once per configuration. */
     uint64_t built[3], held[3];
+    /* Mixture of experts: the expert data-parallel size (edp; dc for a dense model), whether
+     * dense layers mix with the MoE ones (their count per rank from the model), and all of
+     * them. */
+    bool moe, mixed;
+    uint64_t edp, dense_total, ep_group; /* ep_group: ranks of the widest dispatch group */
+    const struct spsim_model *model;
 };
 
 /* The sharding level: --zero, or 1 for the distributed optimizer alone. */
@@ -183,7 +190,7 @@ fsdp_static(uint64_t unit, const struct spsim_parallel *par, const struct shape 
 }
 
 static void
-stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
+stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim_parallel *par,
              const struct shape *x, struct stage_memory *s, bool *ok)
 {
     uint64_t D = x->dc;
@@ -197,6 +204,12 @@ stage_static(uint64_t params, uint64_t unit, const struct spsim_parallel *par,
      * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter). */
     uint64_t opt = spsim_mul(params, fp32 ? 12 : 16, ok);
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
+    /* MoE: the experts' state is sharded over the expert data-parallel group instead
+     * (distrib_optimizer.py builds their buffers over the expert-DP group). */
+    if (expert && s->optimizer != opt) {
+        uint64_t e = spsim_mul(expert, fp32 ? 12 : 16, ok), E = x->edp;
+        s->optimizer = (opt - e + D - 1) / D + (e + E - 1) / E;
+    }
 }
 
 /* TE's FP8 weight copies of rank r's layers beside their BF16 weights; none with FP8
@@ -218,6 +231,10 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
                  const struct shape *x, uint64_t r, bool *ok)
 {
     uint64_t act = spsim_mul(rank_held(x, r), le->layer.saved_bytes, ok);
+    if (x->mixed) {
+        const uint64_t kept[2] = {le->layer.saved_bytes, le->dense.saved_bytes};
+        act = spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
+    }
     /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     if (r == 0)
         act = spsim_add(act, spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok), ok);
@@ -278,19 +295,24 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     uint64_t chunks0 = inflight_chunks(x, 0);
     mem->inflight_chunks_first_stage = (uint32_t)chunks0;
     uint64_t chunk = chunk_activations(par, le, x, mem, ok);
-    if (x->plan->even) {
+    if (x->plan->even && !x->mixed) {
         mem->interleave_factor = (double)(chunks0 * x->lpc) / (double)x->L;
         mem->activation_layers_bytes = spsim_mul(chunks0, chunk, ok);
     } else {
         /* Uneven (no recompute method, no offload: spsim_parallel_check): the layers held. */
         mem->interleave_factor = (double)x->held[0] / (double)x->L;
         mem->activation_layers_bytes = spsim_mul(x->held[0], le->layer.saved_bytes, ok);
+        if (x->mixed) {
+            const uint64_t kept[2] = {le->layer.saved_bytes, le->dense.saved_bytes};
+            mem->activation_layers_bytes =
+                spsim_moe_rank_held_bytes(x->model, x->plan, 0, x->micro, kept, ok);
+        }
     }
     /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     mem->activation_embedding_bytes =
         spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok);
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
-    if (!x->plan->even) {
+    if (!x->plan->even || x->mixed) {
         mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
         mem->activation_last_stage_bytes = rank_activations(par, le, x, x->p - 1, ok);
         return;
@@ -313,6 +335,22 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_last_stage_bytes = last;
 }
 
+/* Dense layers of an MoE model that pipeline rank r builds (0 when every layer is alike). */
+static uint64_t
+rank_dense(const struct shape *x, uint64_t r)
+{
+    return x->mixed ? spsim_moe_rank_dense_layers(x->model, x->plan, (uint32_t)r) : 0;
+}
+
+/* The routed experts' parameters on one rank of pipeline rank r. */
+static uint64_t
+rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r,
+                       bool *ok)
+{
+    return x->moe ? spsim_mul(rank_built(x, r) - rank_dense(x, r), le->params_layer_experts, ok)
+                  : 0;
+}
+
 /* Parameters of one TP rank of pipeline rank r: its layers, the embedding on rank 0, the
  * output layer on rank p − 1 (and there a tied embedding's copy, which Megatron keeps in sync
  * by an all-reduce of its gradient). */
@@ -321,6 +359,11 @@ rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summ
                 const struct shape *x, uint64_t r, bool *ok)
 {
     uint64_t n = spsim_mul(rank_built(x, r), le->params_layer, ok);
+    if (x->mixed) {
+        uint64_t dense = rank_dense(x, r);
+        n = spsim_add(spsim_mul(rank_built(x, r) - dense, le->params_layer, ok),
+                      spsim_mul(dense, le->params_dense_layer, ok), ok);
+    }
     if (r == 0)
         n = spsim_add(n, le->params_embedding, ok);
     if (r == x->p - 1) {
@@ -359,7 +402,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
 {
     /* Evenly split, a middle rank holds rank 0's layers, fewer in flight and no embedding: it
      * never exceeds rank 0. */
-    uint32_t n = x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan);
+    uint32_t n = x->plan->even && x->p > 2 && !x->mixed ? 2 : spsim_stage_ncandidates(x->plan);
     struct stage_memory best = {0};
     for (uint32_t i = 0; i < n; i++) {
         uint32_t r = spsim_stage_candidate(x->plan, i);
@@ -368,7 +411,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
         stage_static(first  ? mem->parameters_first_stage
                      : last ? mem->parameters_last_stage
                             : rank_parameters(m, le, x, r, ok),
-                     le->params_layer, par, x, &s, ok);
+                     rank_expert_parameters(le, x, r, ok), le->params_layer, par, x, &s, ok);
         add_fp8_weight_copies(par, le, x, r, &s, ok);
         s.activations = first  ? mem->activation_first_stage_bytes
                         : last ? mem->activation_last_stage_bytes
@@ -379,6 +422,8 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
             mem->peak_stage = r;
         }
     }
+    if (x->moe)
+        mem->expert_parameters_per_gpu = rank_expert_parameters(le, x, mem->peak_stage, ok);
     mem->parameters_per_gpu = best.params;
     mem->weights_bytes = best.weights;
     mem->gradients_bytes = best.grads;
@@ -396,6 +441,8 @@ memory_limit(const struct spsim_hardware *hw, const struct shape *x, bool tied,
              struct spsim_memory_report *mem)
 {
     uint64_t comms = (x->t > 1) + (x->c > 1) + (x->dc > 1) + (x->p > 1 && tied);
+    if (x->moe) /* the dispatch group and the expert data-parallel group */
+        comms += (x->ep_group > 1) + (x->edp > 1);
     uint64_t reserved = hw->reserved_fixed_bytes + comms * hw->nccl_comm_bytes;
     uint64_t left = hw->hbm_capacity_bytes > reserved ? hw->hbm_capacity_bytes - reserved : 0;
     if (hw->allocator_fragmentation > 0)
@@ -412,7 +459,8 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
              const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
     struct stage_memory s0;
-    stage_static(mem->parameters_first_stage, le->params_layer, par, x, &s0, ok);
+    stage_static(mem->parameters_first_stage, rank_expert_parameters(le, x, 0, ok),
+                 le->params_layer, par, x, &s0, ok);
     add_fp8_weight_copies(par, le, x, 0, &s0, ok);
     peak_stage(m, par, le, x, mem, ok);
     if (hw)
@@ -505,6 +553,46 @@ zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le
         spsim_add(comm->dp_rs_wire_bytes_per_rank, comm->dp_ag_wire_bytes_per_rank, ok);
 }
 
+/*
+ * MoE (per rank): the dispatch and combine of one MoE layer and of the stage's MoE layers over
+ * the iteration (the recompute phase on every layer: MoE models have no recompute method), and
+ * the experts' gradients reduced over the expert data-parallel group, whose members are
+ * etp·ep ranks apart (the expert grid's order tp-ep-dp, parallel_state.py): an AllReduce
+ * (2(D−1)/D), or a ReduceScatter of the gradients and an AllGather of the bf16 weights.
+ */
+static void
+moe_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+         const struct spsim_layer_summary *le, const struct shape *x,
+         const struct spsim_memory_report *mem, struct spsim_comm_report *comm, bool *ok)
+{
+    const struct spsim_block_totals *L = &le->layer;
+    comm->ep_forward_wire_bytes_per_layer = L->ep_wire[SPSIM_PHASE_FORWARD];
+    comm->ep_backward_wire_bytes_per_layer = L->ep_wire[SPSIM_PHASE_BACKWARD];
+    comm->ep_recompute_wire_bytes_per_layer = L->ep_wire[SPSIM_PHASE_RECOMPUTE];
+    uint64_t per_layer = spsim_add(spsim_add(L->ep_wire[0], L->ep_wire[1], ok), L->ep_wire[2], ok);
+    comm->ep_wire_bytes_per_iteration =
+        spsim_mul3(x->built[0] - rank_dense(x, 0), per_layer, x->micro, ok);
+    uint32_t stride =
+        par->moe_dispatcher == SPSIM_MOE_ALLTOALL && par->ep > 1 ? spsim_moe_etp(par) : 1;
+    comm->ep_tier = x->ep_group <= 1 ? SPSIM_TIER_LOCAL
+                    : hw
+                        ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)x->ep_group, stride))
+                        : SPSIM_TIER_NVLINK;
+    comm->expert_dp_ranks = (uint32_t)x->edp;
+    uint64_t D = x->edp, grads = spsim_mul(mem->expert_parameters_per_gpu, grad_bytes(par), ok);
+    if (D <= 1)
+        return;
+    comm->expert_dp_grad_bytes = grads;
+    uint64_t frac = (grads / D) * (D - 1) + (grads % D) * (D - 1) / D;
+    bool sharded = zero_level(par) >= 1;
+    /* Sharded: the bf16 weights gathered are half the fp32 gradients (2/g of them). */
+    comm->expert_dp_wire_bytes_per_rank = sharded ? frac + frac * 2 / grad_bytes(par) : 2 * frac;
+    comm->expert_dp_tier =
+        hw ? spsim_group_tier(
+                 hw, spsim_group_place(hw, (uint32_t)D, (uint64_t)spsim_moe_etp(par) * par->ep))
+           : SPSIM_TIER_NETWORK;
+}
+
 static void
 compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
              const struct spsim_layer_summary *le, const struct shape *x, uint32_t hidden,
@@ -533,8 +621,11 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
         compose_cp_comm(hw, le, x, comm, ok);
     /* Data parallel over the dp·cp group: fp32 gradients (Megatron accumulates and reduces in
      * fp32 for bf16 training: arguments.py sets accumulate_allreduce_grads_in_fp32). */
-    uint64_t grads = spsim_mul(mem->parameters_per_gpu, grad_bytes(par), ok);
+    uint64_t grads =
+        spsim_mul(mem->parameters_per_gpu - mem->expert_parameters_per_gpu, grad_bytes(par), ok);
     comm->dp_grad_bytes = x->dc > 1 ? grads : 0;
+    if (x->moe)
+        moe_comm(hw, par, le, x, mem, comm, ok);
     if (x->dc > 1) {
         uint64_t D = x->dc;
         uint64_t frac = (grads / D) * (D - 1) + (grads % D) * (D - 1) / D;
@@ -982,6 +1073,37 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
+/* The experts' gradient reduction over the expert data-parallel group (moe_comm), added to the
+ * data-parallel exposed time: whole, or with --overlap-grad-reduce beside the last
+ * micro-batch's backward on its own (not sharing links with the dense reduction). */
+static int
+expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                  const struct spsim_parallel *par, const struct shape *x,
+                  const struct spsim_comm_report *comm, const struct stage_time *crit,
+                  double *exposed, double *busy_nv, double *busy_net)
+{
+    if (x->edp <= 1 || comm->expert_dp_grad_bytes == 0)
+        return SPSIM_OK;
+    double grads = (double)comm->expert_dp_grad_bytes;
+    uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep;
+    struct spsim_coll_time a, b = {0};
+    int rc;
+    if (zero_level(par) >= 1) {
+        if ((rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edp, stride, grads,
+                             &a)) ||
+            (rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edp, stride,
+                             grads * 2.0 / (double)grad_bytes(par), &b)))
+            return rc;
+    } else if ((rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->edp, stride, grads,
+                                &a))) {
+        return rc;
+    }
+    double alone = a.time_s + b.time_s;
+    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += alone;
+    *exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;
+    return SPSIM_OK;
+}
+
 /* Point-to-point: in 1F1B's steady state every stage sends its output forward and its input
  * gradient backward once per micro-batch and model chunk, blocking (Megatron's
  * p2p_communication). Without SP the receiver re-gathers the [s, b, h] tensor from the t
@@ -1057,7 +1179,13 @@ rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t 
           const double replayed_offload[2], struct stage_time *layers, struct stage_time *s)
 {
     uint64_t n = rank_built(x, r);
-    if (layers->layers != n || layers->wall == 0) {
+    if (x->mixed) {
+        /* An MoE model's MoE and dense layers (no recompute method, no offload: moe.c). */
+        uint64_t dense = rank_dense(x, r);
+        *layers = (struct stage_time){.layers = n};
+        add_layers(layers, &le->layer, (double)(n - dense), (double)(n - dense));
+        add_layers(layers, &le->dense, (double)dense, (double)dense);
+    } else if (layers->layers != n || layers->wall == 0) {
         /* The recompute phase on the replayed layers (fewer with the block method; uneven
          * splits have no method, spsim_parallel_check); the offload stall on each. */
         double replayed = x->plan->even ? replayed_offload[0] : (double)n;
@@ -1180,7 +1308,17 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     if (x->c > 1)
         *(le->layer.cp_network ? &busy_net : &busy_nv) +=
             mb * crit->cp_comm + (x->p - 1.0) / x->v * crit->cp_comm;
+    if (x->moe) {
+        /* The MoE layers' token exchanges (in the stage's wall time already). */
+        double moe_layers = (double)(crit->layers - rank_dense(x, tr->critical_stage));
+        tr->ep_exposed_s = mb * moe_layers * le->layer.ep_exposed_s;
+        *(le->layer.ep_network ? &busy_net : &busy_nv) +=
+            (mb + (x->p - 1.0) / x->v) * moe_layers * le->layer.ep_comm_s;
+    }
     if ((rc = dp_exposed(memo, hw, par, le, x, comm, mem, crit, t_send, tr, &busy_nv, &busy_net)))
+        return rc;
+    if (x->moe && (rc = expert_dp_exposed(memo, hw, par, x, comm, crit, &tr->dp_exposed_s, &busy_nv,
+                                          &busy_net)))
         return rc;
     if ((rc = tied_embedding_sync(memo, hw, m, le, x, tr, &busy_nv, &busy_net)))
         return rc;
@@ -1188,7 +1326,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
                       (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
-                      tr->offload_exposed_s;
+                      tr->offload_exposed_s + tr->ep_exposed_s;
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;
@@ -1254,6 +1392,10 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     double layer = L->fwd_flops + L->bwd_flops + L->recompute_flops;
     double output = O->fwd_flops + O->bwd_flops;
     double layers = x->L * layer;
+    if (x->mixed) /* an MoE model's dense layers */
+        layers = (x->L - x->dense_total) * layer +
+                 x->dense_total *
+                     (le->dense.fwd_flops + le->dense.bwd_flops + le->dense.recompute_flops);
     if (par->recompute == SPSIM_RECOMPUTE_FULL && replayed_layers != x->lps)
         layers = x->L * (L->fwd_flops + L->bwd_flops) +
                  (double)(x->p * replayed_layers) * L->recompute_flops;
@@ -1365,6 +1507,18 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     r->config.vpp = plan.v;
     if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
         r->config.ddp_bucket_size = bucket_params(par, &x);
+    x.model = model;
+    x.edp = x.dc;
+    if (m->experts) { /* the dense path pays this one branch */
+        x.moe = true;
+        x.mixed = le->has_dense;
+        x.edp = spsim_moe_edp(par);
+        x.ep_group = par->moe_dispatcher == SPSIM_MOE_ALLTOALL
+                         ? par->ep
+                         : (uint64_t)par->ep * spsim_moe_etp(par);
+        x.dense_total = m->layers - model->moe_layers;
+        r->config.etp = spsim_moe_etp(par);
+    }
     bool ok = true;
     rc = compose_memory(m, hw, par, le, &x, &r->memory, &ok);
     if (rc == SPSIM_OK)

@@ -135,6 +135,10 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
                    backward ? op->nin : op->nout);
         o->flops = st->flops;
         o->time_s = hw ? le->layer.cost[i].compute_s + le->layer.cost[i].exposed_comm_s : 0;
+        o->message_bytes = st->message_bytes;
+        o->wire_bytes = st->wire_bytes;
+        o->group_size = st->group_size;
+        o->tier = hw ? le->layer.cost[i].coll.tier : SPSIM_TIER_LOCAL;
         step_algorithm(hw, le, st, &le->layer.cost[i].coll, o);
     }
     free(le);

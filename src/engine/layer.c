@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "layer.h"
+#include "moe.h"
 
 /*
  * Activation inventory of one layer, after Korthikanti et al. 2022 §4.1 (bf16 activations,
@@ -407,15 +408,16 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
                     m->dropout ? "bias-dropout-add (attention)" : "residual add (attention)");
 }
 
+/* The MLP between its norm and its residual add: the dense layer's (group mlp), or the MoE
+ * layer's shared experts (group shared_experts, whose input the MoE layer already keeps). */
 static void
-add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+add_mlp_core(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
+             bool shared)
 {
     bool *ok = &bld->ok;
     uint64_t tokens = spsim_mul(x->s, x->b, ok);
     uint64_t act = spsim_mul(tokens, x->ffn_t, ok);
-    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2", "norm 2 input",
-             spsim_mul3(x->sl, x->b, x->h, ok))
-        ->group = SPSIM_RG_NORM;
+    enum spsim_rgroup g = shared ? SPSIM_RG_SHARED : SPSIM_RG_MLP;
     /* The MLP module (recompute module mlp) runs from the boundary before FC1 to the one after
      * FC2: Megatron's ColumnParallelLinear gathers and RowParallelLinear reduces inside it. */
     struct spsim_op *op =
@@ -423,12 +425,14 @@ add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const stru
                      "g backward: ReduceScatter of the FC1 input gradient",
                      "f backward: AllReduce of the FC1 input gradient");
     if (op)
-        op->group = SPSIM_RG_MLP;
-    op = add_gemm(bld, "FC1 GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens, x->h,
-                  x->gate * x->ffn_t);
-    op->group = SPSIM_RG_MLP;
+        op->group = g;
+    op = add_gemm(
+        bld, shared ? "shared experts FC1 GEMM (column-parallel)" : "FC1 GEMM (column-parallel)",
+        SPSIM_GEMM_COLUMN, tokens, x->h, x->gate * x->ffn_t);
+    op->group = g;
     /* The MLP checkpoint's input: kept by mlp recomputation, dropped by layernorm's. */
-    save_column_input(bld, op, x, "FC1 input", SPSIM_RG_NORM);
+    if (!shared)
+        save_column_input(bld, op, x, "FC1 input", SPSIM_RG_NORM);
     if (m->linear_bias) /* bias-GeLU's bias gradient: read dY once */
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->gate * x->ffn_t);
     op->regather_site = "wgrad AG: re-gather of the saved FC1 input shard";
@@ -436,29 +440,223 @@ add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const stru
     dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, x->gate == 2 ? "2ffn/t" : "ffn/t",
           x->gate * x->ffn_t);
     if (m->mlp == SPSIM_MLP_SWIGLU) {
-        op = add_op(bld, "SwiGLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_MLP);
+        op = add_op(bld, "SwiGLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, g);
         op->fwd_bytes = 6.0 * act;
         op->bwd_bytes = 10.0 * act;
-        save(op, "SwiGLU input (gate and up)", spsim_mul(act, 2, ok), 2, SPSIM_RG_MLP);
+        save(op, "SwiGLU input (gate and up)", spsim_mul(act, 2, ok), 2, g);
         dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "2ffn/t", 2 * x->ffn_t);
     } else {
-        op = add_op(bld, "bias-GeLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_MLP);
+        op = add_op(bld, "bias-GeLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, g);
         op->fwd_bytes = 4.0 * act;
         op->bwd_bytes = 6.0 * act;
-        save(op, "GeLU input", act, 2, SPSIM_RG_MLP);
+        save(op, "GeLU input", act, 2, g);
         dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "ffn/t", x->ffn_t);
     }
     dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ffn/t", x->ffn_t);
-    op = add_gemm(bld, "FC2 GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, x->ffn_t, x->h);
-    op->group = SPSIM_RG_MLP;
-    save(op, "FC2 input", act, 2, SPSIM_RG_MLP);
+    op =
+        add_gemm(bld, shared ? "shared experts FC2 GEMM (row-parallel)" : "FC2 GEMM (row-parallel)",
+                 SPSIM_GEMM_ROW, tokens, x->ffn_t, x->h);
+    op->group = g;
+    save(op, "FC2 input", act, 2, g);
     dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "ffn/t", x->ffn_t);
     dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "h (partial sums)", x->h);
     op = add_boundary(bld, x, false, "ḡ: ReduceScatter after FC2", "f̄: AllReduce after FC2",
                       "ḡ backward: AllGather of the FC2 output gradient", "f̄ backward: identity");
     if (op)
-        op->group = SPSIM_RG_MLP;
+        op->group = g;
+}
+
+static void
+add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2", "norm 2 input",
+             spsim_mul3(x->sl, x->b, x->h, &bld->ok))
+        ->group = SPSIM_RG_NORM;
+    add_mlp_core(bld, m, x, false);
     add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (MLP)" : "residual add (MLP)");
+}
+
+/* An MoE token exchange (group MOE: the moe recompute module replays it). */
+static struct spsim_op *
+add_ep_op(struct builder *bld, const char *name, enum spsim_coll_op fwd, enum spsim_coll_op bwd,
+          uint64_t fwd_bytes, uint64_t bwd_bytes, uint32_t group, uint32_t stride)
+{
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_EP, SPSIM_REGION_TENSOR, SPSIM_RG_MOE);
+    op->operator_name = "moe";
+    op->fwd_coll = fwd;
+    op->bwd_coll = bwd;
+    op->message_bytes = fwd_bytes;
+    op->cp_bwd_message_bytes = bwd_bytes;
+    op->cp_group = group;
+    op->cp_stride = stride;
+    return op;
+}
+
+static struct spsim_op *
+add_moe_memory(struct builder *bld, const char *name, double fwd, double bwd)
+{
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_MOE);
+    op->fwd_bytes = fwd;
+    op->bwd_bytes = bwd;
+    return op;
+}
+
+/*
+ * Router (router.py TopKRouter): logits = x·W_r, W_r [h, E] replicated; the score function
+ * (softmax or sigmoid) in fp32 and the top-k. Forward reads the bf16 logits (2 B) and writes
+ * fp32 scores (4 B), top-k reads them (4 B) and writes k probabilities and int64 indices
+ * (12 B per copy); backward reads the scattered fp32 probability gradient and the scores and
+ * writes the logits' gradient (4 + 4 + 2 B). The scores are kept for the backward. The
+ * auxiliary losses are off by default (moe_aux_loss_coeff = 0.0) and not modelled.
+ */
+static void
+add_router(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x, uint64_t T)
+{
+    bool *ok = &bld->ok;
+    uint64_t E = m->experts, k = m->experts_per_token, scores = spsim_mul(T, E, ok);
+    struct spsim_op *op = add_gemm(bld, "router GEMM (replicated)", SPSIM_GEMM_ROW, T, x->h, E);
+    op->group = SPSIM_RG_MOE;
+    save(op, "MoE input (router and dispatch)", spsim_mul(T, x->h, ok), 2, SPSIM_RG_NORM);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "E", E);
+    op = add_moe_memory(bld,
+                        m->router_score == SPSIM_ROUTER_SIGMOID ? "router sigmoid and top-k"
+                                                                : "router softmax and top-k",
+                        10.0 * scores + 12.0 * (double)T * k, 10.0 * scores);
+    save(op, "router scores (fp32)", scores, 4, SPSIM_RG_MOE);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "E", E);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "k", k);
+}
+
+/* Tokens to the experts' ranks (token_dispatcher.py; bytes in moe.c). alltoall: permute the
+ * T·k copies into expert order (read and write 2 B each way), the EP all-to-all, with ETP the
+ * AllGather over the expert-TP group. allgather: the AllGather over ETP×EP, then the local
+ * experts' copies are picked out (the same permute over `rows`). */
+static void
+add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_traffic *tr)
+{
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    double h = (double)x->h, copies = (double)(tr->rows / cfg->etp);
+    struct spsim_op *op;
+    if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
+        op = add_moe_memory(bld, "permute (token copies into expert order)", 4.0 * copies * h,
+                            4.0 * copies * h);
+        if (cfg->ep > 1)
+            add_ep_op(bld, "dispatch all-to-all (EP)", SPSIM_COLL_ALL_TO_ALL, SPSIM_COLL_ALL_TO_ALL,
+                      tr->dispatch, tr->dispatch_bwd, cfg->ep, cfg->etp);
+        if (cfg->etp > 1)
+            add_ep_op(bld, "dispatch AllGather (expert TP)", SPSIM_COLL_ALL_GATHER,
+                      SPSIM_COLL_REDUCE_SCATTER, tr->etp_dispatch, tr->etp_dispatch, cfg->etp, 1);
+    } else {
+        if (cfg->ep * cfg->etp > 1)
+            add_ep_op(bld, "dispatch AllGather (expert TP×EP)", SPSIM_COLL_ALL_GATHER,
+                      SPSIM_COLL_REDUCE_SCATTER, tr->dispatch, tr->dispatch_bwd, cfg->ep * cfg->etp,
+                      1);
+        op = add_moe_memory(bld, "permute (the local experts' token copies)",
+                            4.0 * (double)tr->rows * h, 4.0 * (double)tr->rows * h);
+    }
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    op->out[0] = (struct spsim_dim){"token copies", tr->rows / cfg->etp};
+    op->out[1] = (struct spsim_dim){"h", x->h};
+    op->nout = 2;
+}
+
+/* The combine: the dispatch's mirror; the unpermute sums each token's k copies (read 2 B per
+ * copy, write 2 B per token; backward the copies' gradients, read and write). */
+static void
+add_combine(struct builder *bld, const struct dims *x, const struct spsim_moe_traffic *tr)
+{
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    double h = (double)x->h, copies = (double)(tr->rows / cfg->etp), T = (double)tr->tokens;
+    if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
+        if (cfg->etp > 1)
+            add_ep_op(bld, "combine ReduceScatter (expert TP)", SPSIM_COLL_REDUCE_SCATTER,
+                      SPSIM_COLL_ALL_GATHER, tr->etp_combine, tr->etp_combine, cfg->etp, 1);
+        if (cfg->ep > 1)
+            add_ep_op(bld, "combine all-to-all (EP)", SPSIM_COLL_ALL_TO_ALL, SPSIM_COLL_ALL_TO_ALL,
+                      tr->combine, tr->combine, cfg->ep, cfg->etp);
+        add_moe_memory(bld, "unpermute (sum of each token's copies)",
+                       2.0 * copies * h + 2.0 * T * h, 4.0 * copies * h);
+        return;
+    }
+    double gathered = (double)(cfg->ep * cfg->etp) * T;
+    add_moe_memory(bld, "unpermute (into the gathered tokens)",
+                   2.0 * (double)tr->rows * h + 2.0 * gathered * h, 4.0 * (double)tr->rows * h);
+    if (cfg->ep * cfg->etp > 1)
+        add_ep_op(bld, "combine ReduceScatter (expert TP×EP)", SPSIM_COLL_REDUCE_SCATTER,
+                  SPSIM_COLL_ALL_GATHER, tr->combine, tr->combine, cfg->ep * cfg->etp, 1);
+}
+
+/*
+ * The local experts (experts.py TEGroupedMLP: one grouped GEMM over the E/ep local experts,
+ * each with tokens_per_expert rows): FC1 [h → gate·f_e/etp], the activation (the routing
+ * probabilities applied to its output), FC2 [f_e/etp → h]. Kept: FC1's input (the permuted
+ * copies), its output and the probabilities (dropped by moe), FC2's input (dropped by moe and
+ * by moe_act, whose output-discarding checkpoint re-runs the activation).
+ */
+static void
+add_experts(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
+            const struct spsim_moe_traffic *tr)
+{
+    bool *ok = &bld->ok;
+    uint64_t f = m->expert_ffn_hidden / bld->layer->cfg.etp, tpe = tr->tokens_per_expert;
+    uint64_t act = spsim_mul(tr->rows, f, ok);
+    const enum spsim_rgroup act_group = (enum spsim_rgroup)(SPSIM_RG_MOE | SPSIM_RG_MOE_ACT);
+    struct spsim_op *op =
+        add_gemm(bld, "experts FC1 grouped GEMM", SPSIM_GEMM_ROW, tpe, x->h, x->gate * f);
+    op->batch = tr->local_experts;
+    op->group = SPSIM_RG_MOE;
+    save(op, "experts FC1 input (permuted token copies)", spsim_mul(tr->rows, x->h, ok), 2,
+         SPSIM_RG_MOE);
+    dims3(op->in, &op->nin, "E/ep", tr->local_experts, "tokens per expert", tpe, "h", x->h);
+    dims3(op->out, &op->nout, "E/ep", tr->local_experts, "tokens per expert", tpe,
+          x->gate == 2 ? "2f_e/etp" : "f_e/etp", x->gate * f);
+    op = add_op(bld,
+                m->mlp == SPSIM_MLP_SWIGLU ? "experts SwiGLU (× probabilities)"
+                                           : "experts GeLU (× probabilities)",
+                SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, act_group);
+    op->fwd_bytes = (x->gate == 2 ? 6.0 : 4.0) * (double)act + 4.0 * (double)tr->rows;
+    op->bwd_bytes = (x->gate == 2 ? 10.0 : 6.0) * (double)act + 8.0 * (double)tr->rows;
+    save(op, "experts activation input (FC1 output)", spsim_mul(act, x->gate, ok), 2, SPSIM_RG_MOE);
+    save(op, "permuted probabilities (fp32)", tr->rows, 4, SPSIM_RG_MOE);
+    dims3(op->in, &op->nin, "E/ep", tr->local_experts, "tokens per expert", tpe,
+          x->gate == 2 ? "2f_e/etp" : "f_e/etp", x->gate * f);
+    dims3(op->out, &op->nout, "E/ep", tr->local_experts, "tokens per expert", tpe, "f_e/etp", f);
+    op = add_gemm(bld, "experts FC2 grouped GEMM", SPSIM_GEMM_ROW, tpe, f, x->h);
+    op->batch = tr->local_experts;
+    op->group = SPSIM_RG_MOE;
+    save(op, "experts FC2 input", act, 2, act_group);
+    dims3(op->in, &op->nin, "E/ep", tr->local_experts, "tokens per expert", tpe, "f_e/etp", f);
+    dims3(op->out, &op->nout, "E/ep", tr->local_experts, "tokens per expert", tpe,
+          "h (partial sums)", x->h);
+}
+
+/* The MoE layer's FFN (moe_layer.py MoELayer.forward): route, dispatch, shared experts, the
+ * routed experts, combine; the shared experts are a dense TP MLP of their width. */
+static void
+add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    struct spsim_moe_traffic tr;
+    spsim_moe_traffic(m, &bld->layer->cfg, &tr, &bld->ok);
+    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2", "norm 2 input",
+             spsim_mul3(x->sl, x->b, x->h, &bld->ok))
+        ->group = SPSIM_RG_NORM;
+    add_router(bld, m, x, tr.tokens);
+    add_dispatch(bld, x, &tr);
+    if (m->shared_expert_ffn_hidden) {
+        struct dims sx = *x;
+        sx.ffn_t = m->shared_expert_ffn_hidden / x->t;
+        uint32_t first = bld->layer->nops;
+        add_mlp_core(bld, m, &sx, true);
+        for (uint32_t i = first; i < bld->layer->nops; i++) /* moe drops them too */
+            bld->layer->ops[i].group = (enum spsim_rgroup)(SPSIM_RG_SHARED | SPSIM_RG_MOE);
+        for (uint32_t i = first; i < bld->layer->nops; i++)
+            for (uint32_t k = 0; k < bld->layer->ops[i].nsaved; k++)
+                bld->layer->ops[i].saved[k].group = bld->layer->ops[i].group;
+    }
+    add_experts(bld, m, x, &tr);
+    add_combine(bld, x, &tr);
+    add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (MoE)" : "residual add (MoE)");
 }
 
 static struct dims
@@ -502,7 +700,10 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
     struct dims x;
     block_begin(layer, cfg, &bld, &x, m);
     add_attention_block(&bld, m, &x);
-    add_mlp_block(&bld, m, &x);
+    if (cfg->moe)
+        add_moe_block(&bld, m, &x);
+    else
+        add_mlp_block(&bld, m, &x);
     spsim_layer_apply_fp8(layer);
     layer->ok = bld.ok;
 }

@@ -17,7 +17,8 @@ enum spsim_op_kind {
     SPSIM_OPK_BMM = 2,    /* batched attention matmul (QKᵀ or attention·V), no weights */
     SPSIM_OPK_FLASH = 3,  /* fused flash attention (QKᵀ, softmax, dropout, ·V) */
     SPSIM_OPK_COMM = 4,   /* a TP boundary operator: f, f̄, g or ḡ */
-    SPSIM_OPK_CP = 5      /* a context-parallel exchange of attention inputs or outputs */
+    SPSIM_OPK_CP = 5,     /* a context-parallel exchange of attention inputs or outputs */
+    SPSIM_OPK_EP = 6      /* an MoE token exchange over the EP, ETP or ETP×EP group */
 };
 
 /* Recompute group: what selective recomputation of a module (enum spsim_recompute_module, the
@@ -26,7 +27,10 @@ enum spsim_rgroup {
     SPSIM_RG_LAYER = 0,
     SPSIM_RG_CORE_ATTN = SPSIM_RMOD_CORE_ATTN,
     SPSIM_RG_NORM = SPSIM_RMOD_LAYERNORM, /* a norm's output (the next linear's input) */
-    SPSIM_RG_MLP = SPSIM_RMOD_MLP
+    SPSIM_RG_MLP = SPSIM_RMOD_MLP,
+    SPSIM_RG_MOE_ACT = SPSIM_RMOD_MOE_ACT, /* with MOE: the experts' activation */
+    SPSIM_RG_MOE = SPSIM_RMOD_MOE,         /* the MoE layer from the router to the combine */
+    SPSIM_RG_SHARED = SPSIM_RMOD_SHARED_EXPERTS
 };
 
 enum spsim_region { SPSIM_REGION_SEQ = 0, SPSIM_REGION_TENSOR = 1, SPSIM_REGION_BOUNDARY = 2 };
@@ -75,7 +79,7 @@ struct spsim_op {
      * its output gradient's (backward); a boundary whose AllGathers carry FP8 (M/2). */
     bool fp8, fp8_gather;
     double cast_fwd_bytes, cast_bwd_bytes;
-    /* CP: the backward message (p2p: K/V and dK/dV blocks travel together), the group (size,
+    /* CP and EP: the backward message (p2p: K/V and dK/dV blocks travel together), the group (size,
      * stride in ranks) and, for the p2p ring, the attention it overlaps (forward FLOPs). */
     uint64_t cp_bwd_message_bytes;
     uint32_t cp_group, cp_stride;
@@ -87,7 +91,7 @@ struct spsim_op {
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
 };
 
-#define SPSIM_LAYER_MAX_OPS 24
+#define SPSIM_LAYER_MAX_OPS 36
 
 /** A configuration with its defaults resolved, as the engines use it. */
 struct spsim_layer_config {
@@ -104,6 +108,12 @@ struct spsim_layer_config {
     uint32_t cp;
     enum spsim_cp_comm cp_comm;
     uint32_t cp_a2a, cp_ring;
+    /* Mixture of experts: whether this is an MoE layer (its FFN the routed experts), and the
+     * expert-parallel, expert-tensor-parallel sizes and the dispatcher (1, 1, allgather for a
+     * dense model). */
+    bool moe;
+    uint32_t ep, etp;
+    enum spsim_moe_dispatcher dispatcher;
 };
 
 struct spsim_layer {
@@ -176,7 +186,7 @@ struct spsim_step {
     uint64_t wire_bytes;
 };
 
-#define SPSIM_MAX_STEPS 96
+#define SPSIM_MAX_STEPS 128
 
 struct spsim_schedule {
     uint32_t nsteps;

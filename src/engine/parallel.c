@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "profiles/profiles.h"
+#include "moe.h"
 #include "stages.h"
 #include "spsim/parallel.h"
 
@@ -251,13 +252,9 @@ check_tensor(const struct spsim_model_shape *m, const struct spsim_parallel *p, 
                            "field 'seq': sequence parallelism splits the sequence over tp = "
                            "%u ranks, but seq = %u is not divisible by it",
                            p->tp, seq);
-    if (p->ep > 1 && p->tp > 1 && !p->sp)
-        return CONFIG_FAIL(err, "field 'sp': When using expert parallelism and tensor "
-                                "parallelism, sequence parallelism must be used");
-    if (p->ep > 1)
-        return CONFIG_FAIL(err, "field 'ep': expert parallelism needs a mixture-of-experts model; "
-                                "this model has no experts");
-    return SPSIM_OK;
+    if (m->experts == 0 && p->ep == 1 && p->etp <= 1 && p->moe_dispatcher == SPSIM_MOE_ALLGATHER)
+        return SPSIM_OK; /* dense: nothing of MoE asked */
+    return spsim_moe_check(m, p, err);
 }
 
 static int
@@ -302,7 +299,8 @@ check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p
 
 /* Selective modules: dense layers have core_attn, layernorm and mlp. */
 static int
-check_modules(const struct spsim_parallel *p, struct spsim_error *err)
+check_modules(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+              struct spsim_error *err)
 {
     uint32_t mods = p->recompute_modules;
     if (mods >> SPSIM_RMOD_COUNT_)
@@ -315,7 +313,8 @@ check_modules(const struct spsim_parallel *p, struct spsim_error *err)
     if (mods & SPSIM_RMOD_MLA_UP_PROJ)
         return CONFIG_FAIL(err, "field 'recompute_modules': mla_up_proj in recompute_modules is "
                                 "only supported with multi_latent_attention.");
-    if (mods & (SPSIM_RMOD_MOE_ACT | SPSIM_RMOD_MOE | SPSIM_RMOD_SHARED_EXPERTS))
+    if (m->experts == 0 &&
+        (mods & (SPSIM_RMOD_MOE_ACT | SPSIM_RMOD_MOE | SPSIM_RMOD_SHARED_EXPERTS)))
         return CONFIG_FAIL(err, "field 'recompute_modules': moe_act, moe and shared_experts "
                                 "recompute mixture-of-experts layers; this model is dense (dense "
                                 "layers have core_attn, layernorm and mlp)");
@@ -395,11 +394,6 @@ static int
 check_model_features(const struct spsim_model *model, struct spsim_error *err)
 {
     const struct spsim_model_shape *m = &model->shape;
-    if (m->experts)
-        return CONFIG_FAIL(err,
-                           "model '%s': mixture-of-experts layers need --ep support (not "
-                           "modelled yet)",
-                           model->name);
     if (m->kv_lora_rank)
         return CONFIG_FAIL(err, "model '%s': multi-latent attention is not modelled yet",
                            model->name);
@@ -436,7 +430,7 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     bool flash = p->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : p->flash_attn == 1;
     if ((rc = check_tensor(m, p, seq, err)) || (rc = check_context(m, p, seq, flash, err)) ||
         (rc = check_sharding(p, err)) || (rc = check_pipeline(m, p, err)) ||
-        (rc = check_modules(p, err)) || (rc = check_recompute_method(m, p, err)) ||
+        (rc = check_modules(m, p, err)) || (rc = check_recompute_method(m, p, err)) ||
         (rc = check_offload(m, hw, p, err)))
         return rc;
     if (hw && hw->peak_flops[p->dtype] <= 0)

@@ -81,8 +81,8 @@ set_coll(struct spsim_step *st, enum spsim_coll_op coll, uint64_t message, const
     st->overlap = overlap;
 }
 
-/* A context-parallel exchange: the p2p ring runs beside the attention steps it feeds (TE's
- * two alternating streams), the other exchanges on the critical path. */
+/* A context-parallel or MoE exchange: the p2p ring runs beside the attention steps it feeds
+ * (TE's two alternating streams), the other exchanges on the critical path. */
 static void
 cp_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase,
         enum spsim_coll_op coll, uint64_t message)
@@ -127,6 +127,7 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
                  boundary_overlap(b, op->fwd_coll));
         break;
     case SPSIM_OPK_CP:
+    case SPSIM_OPK_EP:
         cp_step(b, op, phase, op->fwd_coll, op->message_bytes);
         break;
     }
@@ -181,6 +182,7 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
         break;
     }
     case SPSIM_OPK_CP:
+    case SPSIM_OPK_EP:
         cp_step(b, op, SPSIM_PHASE_BACKWARD, op->bwd_coll, op->cp_bwd_message_bytes);
         break;
     case SPSIM_OPK_COMM:

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eval.h"
+#include "moe.h"
 
 static void
 block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
@@ -25,13 +26,19 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
     /* Steps without a collective cost 0, and x + 0 = x: leaving them out changes no sum. */
     t->ncomm = 0;
     for (uint32_t i = 0; i < b->sched.nsteps; i++)
-        if (b->cost[i].comm_s != 0 && b->sched.steps[i].op->kind != SPSIM_OPK_CP)
+        if (b->cost[i].comm_s != 0 && b->sched.steps[i].op->kind < SPSIM_OPK_CP &&
+            t->ncomm < SPSIM_BLOCK_MAX_COMM)
             t->comm_s[t->ncomm++] = b->cost[i].comm_s;
     t->cp_exposed_s = b->cp_exposed_s;
     t->cp_comm_s = b->cp_comm_s;
     t->cp_bwd_wire_bytes = b->cp_bwd_wire_bytes;
     memcpy(t->cp_wire, b->cp_wire, sizeof(t->cp_wire));
     t->cp_network = b->cp_network;
+    t->ep_exposed_s = b->ep_exposed_s;
+    t->ep_comm_s = b->ep_comm_s;
+    t->ep_bwd_wire_bytes = b->ep_bwd_wire_bytes;
+    memcpy(t->ep_wire, b->ep_wire, sizeof(t->ep_wire));
+    t->ep_network = b->ep_network;
     t->fwd_flops = b->fwd_flops;
     t->bwd_flops = b->bwd_flops;
     t->recompute_flops = b->recompute_flops;
@@ -116,6 +123,16 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
     s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
     s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
+    if (le->cfg.moe)
+        s->params_layer = spsim_moe_layer_parameters(m, t, le->cfg.ep, le->cfg.etp,
+                                                     &s->params_layer_experts, &ok);
+    s->has_dense = le->has_dense && model->moe_layers < m->layers;
+    if (s->has_dense) {
+        block_totals(&le->dense, &s->dense);
+        s->params_dense_layer = spsim_layer_parameters_per_rank(m, t, &ok);
+        /* Full recomputation rebuilds either kind of layer: the larger is live at peak. */
+        s->act_no_recompute = spsim_max_u64(s->act_no_recompute, le->dense_no_recompute);
+    }
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
 }

@@ -9,6 +9,7 @@
 #include "collective_model.h"
 #include "eval.h"
 #include "hardware_view.h"
+#include "moe.h"
 
 /*
  * GEMM model. The throughput of a GEMM is a main-loop rate per full wave (the measured table's
@@ -145,6 +146,11 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     else if (par->cp > 1 && par->cp_comm_type == SPSIM_CP_A2A_P2P)
         cfg->cp_a2a = par->hcp_sizes[0];
     cfg->cp_ring = par->cp / cfg->cp_a2a;
+    /* An MoE model's layer is its MoE layer (the dense ones are built apart, summary.c). */
+    cfg->moe = m->experts > 0;
+    cfg->ep = cfg->moe ? par->ep : 1;
+    cfg->etp = cfg->moe ? spsim_moe_etp(par) : 1;
+    cfg->dispatcher = cfg->moe ? par->moe_dispatcher : SPSIM_MOE_ALLGATHER;
 }
 
 /*
@@ -258,6 +264,11 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
         break;
     case SPSIM_OPK_CP:
         return cp_step_cost(hw, st, c);
+    case SPSIM_OPK_EP: /* on the critical path: the experts wait for their tokens */
+        rc = spsim_collective_time(hw, st->coll, spsim_group_place(hw, op->cp_group, op->cp_stride),
+                                   (double)st->message_bytes, 1.0, &c->coll);
+        c->comm_s = c->exposed_comm_s = c->coll.time_s;
+        return rc;
     case SPSIM_OPK_MEMORY:
         c->compute_s = st->bytes / hw->hbm_achievable_Bps;
         break;
@@ -324,7 +335,7 @@ tp_wire(enum spsim_coll_op op, uint64_t message, uint32_t t)
     return op == SPSIM_COLL_ALL_REDUCE ? 2 * per : per;
 }
 
-/* Exact bytes per rank of a CP step: the ring's KV_blk transfers ((r−1) per message, the
+/* Exact bytes per rank of a CP or EP step: the ring's KV_blk transfers ((r−1) per message, the
  * backward message being KV_blk + dKV_blk), (n−1)/n of an AG, RS or A2A buffer. */
 static uint64_t
 cp_wire(const struct spsim_step *st)
@@ -339,7 +350,7 @@ static void
 fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct spsim_step_cost *c)
 {
     double wall = c->compute_s + c->exposed_comm_s;
-    bool cp = st->op->kind == SPSIM_OPK_CP;
+    bool cp = st->op->kind == SPSIM_OPK_CP, ep = st->op->kind == SPSIM_OPK_EP;
     switch (st->phase) {
     case SPSIM_PHASE_FORWARD:
         be->fwd_s += wall;
@@ -350,7 +361,9 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
         be->bwd_s += wall;
         be->bwd_compute_s += c->compute_s;
         be->bwd_flops += st->flops;
-        *(cp ? &be->cp_bwd_wire_bytes : &be->tp_bwd_wire_bytes) += c->coll.wire_bytes;
+        *(ep   ? &be->ep_bwd_wire_bytes
+          : cp ? &be->cp_bwd_wire_bytes
+               : &be->tp_bwd_wire_bytes) += c->coll.wire_bytes;
         break;
     case SPSIM_PHASE_RECOMPUTE:
         be->recompute_s += wall;
@@ -359,6 +372,12 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
         be->recompute_comm_s += c->comm_s;
         be->recompute_exposed_s += c->exposed_comm_s;
         break;
+    }
+    if (ep) {
+        be->ep_exposed_s += c->exposed_comm_s;
+        be->ep_comm_s += c->comm_s;
+        be->ep_network = be->ep_network || c->coll.tier >= SPSIM_TIER_NETWORK;
+        return;
     }
     if (cp) {
         be->cp_exposed_s += c->exposed_comm_s;
@@ -441,10 +460,11 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
     spsim_schedule_build(&be->block, &be->sched);
     for (uint32_t i = 0; i < be->sched.nsteps; i++) {
         const struct spsim_step *st = &be->sched.steps[i];
-        if (st->coll != SPSIM_COLL_NONE && st->op->kind == SPSIM_OPK_CP) {
+        if (st->coll != SPSIM_COLL_NONE && st->op->kind >= SPSIM_OPK_CP) {
             be->sched.steps[i].group_size = st->op->cp_group;
             be->sched.steps[i].wire_bytes = cp_wire(st);
-            be->cp_wire[st->phase] += be->sched.steps[i].wire_bytes;
+            *(st->op->kind == SPSIM_OPK_EP ? &be->ep_wire[st->phase] : &be->cp_wire[st->phase]) +=
+                be->sched.steps[i].wire_bytes;
         } else if (st->coll != SPSIM_COLL_NONE) {
             uint64_t w = tp_wire(st->coll, st->message_bytes, cfg->t);
             be->sched.steps[i].group_size = cfg->t;
@@ -498,6 +518,22 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
         (rc = block_fold(hw, le->tp_group, &le->embedding, &ok, err)) ||
         (rc = block_fold(hw, le->tp_group, &le->output, &ok, err)))
         return rc;
+    /* An MoE model's dense layers (spsim_model_layer_is_moe): a dense layer of its FFN size. */
+    le->has_dense = cfg->moe && m->ffn_hidden > 0; /* whether it has any: the model's pattern */
+    if (le->has_dense) {
+        struct spsim_layer_config dense = *cfg;
+        dense.moe = false;
+        dense.recompute = SPSIM_RECOMPUTE_NONE;
+        dense.rmods = 0;
+        spsim_layer_build(m, &dense, &le->dense.block);
+        le->dense_no_recompute = spsim_layer_saved_bytes(&le->dense.block, &ok);
+        dense = *cfg;
+        dense.moe = false;
+        spsim_layer_build(m, &dense, &le->dense.block);
+        ok = ok && le->dense.block.ok;
+        if ((rc = block_fold(hw, le->tp_group, &le->dense, &ok, err)))
+            return rc;
+    }
     if (!ok)
         return spsim_fail(err, SPSIM_ERANGE,
                           "parallel config: the activation byte counts of one layer (s = %llu, "

@@ -69,6 +69,7 @@ plan_compute(struct spsim_gpu_validate_step *o, const struct spsim_step *st,
         break;
     case SPSIM_OPK_COMM:
     case SPSIM_OPK_CP:
+    case SPSIM_OPK_EP:
         break;
     }
     if (o->kind == SPSIM_REPLAY_GEMM || o->kind == SPSIM_REPLAY_BATCHED_GEMM) {
@@ -150,6 +151,11 @@ spsim_gpu_validate_plan(const struct spsim_model *model, const struct spsim_hard
                           "parallel config: field 'tp_comm_overlap': validate replays NCCL "
                           "collectives; TE's userbuffers overlap is not replayed");
     const struct spsim_model_shape *m = spsim_model_get_shape(model);
+    /* Its token exchanges span ep·etp GPUs and its grouped GEMMs have no replay kernel. */
+    if (m->experts)
+        return spsim_fail(err, SPSIM_ECONFIG,
+                          "parallel config: field 'model': validate does not replay "
+                          "mixture-of-experts layers");
     struct spsim_layer_eval *le = spsim_calloc(1, sizeof(*le));
     if (!le)
         return spsim_fail(err, SPSIM_ENOMEM, "validate: out of memory");

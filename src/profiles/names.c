@@ -28,6 +28,9 @@ const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1] = {
 /* Megatron's --cp-comm-type values, in enum spsim_cp_comm order. */
 const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_gather", "a2a",
                                                                   "a2a+p2p", NULL};
+/* Megatron-Core's --moe-token-dispatcher-type values, in enum spsim_moe_dispatcher order. */
+const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1] = {
+    "allgather", "alltoall", "flex", NULL};
 
 /* Megatron's --fp8-recipe values, in enum spsim_fp8_recipe order (tensorwise = current). */
 const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1] = {"delayed", "current",
@@ -120,6 +123,22 @@ spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out)
     int i = 0, rc = find_name(spsim_cp_comm_names, SPSIM_CP_COMM_COUNT, name, out ? &i : NULL);
     if (rc == SPSIM_OK)
         *out = (enum spsim_cp_comm)i;
+    return rc;
+}
+
+const char *
+spsim_moe_dispatcher_name(enum spsim_moe_dispatcher d)
+{
+    return (unsigned)d < SPSIM_MOE_DISPATCHER_COUNT ? spsim_moe_dispatcher_names[d] : "?";
+}
+
+int
+spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out)
+{
+    int i = 0, rc = find_name(spsim_moe_dispatcher_names, SPSIM_MOE_DISPATCHER_COUNT, name,
+                              out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_moe_dispatcher)i;
     return rc;
 }
 

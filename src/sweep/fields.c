@@ -42,14 +42,23 @@ method_name(int v)
 }
 
 /* The recomputed modules of a result (config.recompute_modules, resolved: none unless
- * selective); the dense modules only, the others being refused. */
+ * selective); the MoE modules' sets are formatted into a per-thread buffer. */
 static const char *
 modules_name(int v)
 {
     static const char *const names[8] = {
         "none", "core_attn",     "layernorm",     "core_attn+layernorm",
         "mlp",  "core_attn+mlp", "layernorm+mlp", "core_attn+layernorm+mlp"};
+    static _Thread_local char buf[96];
+    if (v >= 8 && v < (1 << SPSIM_RMOD_COUNT_))
+        return spsim_recompute_modules_format((uint32_t)v, buf, sizeof(buf));
     return v >= 0 && v < 8 ? names[v] : "?";
+}
+
+static const char *
+dispatcher_name(int v)
+{
+    return spsim_moe_dispatcher_name((enum spsim_moe_dispatcher)v);
 }
 
 static const char *
@@ -99,6 +108,9 @@ static const struct spsim_field fields[] = {
     F("config.no_overlap_p2p", BOOL, config.no_overlap_p2p),
     F("config.ddp_bucket_size", U64, config.ddp_bucket_size),
     F("config.tp_comm_overlap", BOOL, config.tp_comm_overlap),
+    F("config.ep", U32, config.ep),
+    F("config.etp", U32, config.etp),
+    E("config.moe_dispatcher", config.moe_dispatcher, dispatcher_name),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
@@ -161,6 +173,7 @@ static const struct spsim_field fields[] = {
     F("memory.reserved_bytes", U64, memory.reserved_bytes),
     F("memory.headroom_bytes", I64, memory.headroom_bytes),
     F("memory.fits", BOOL, memory.fits),
+    F("memory.expert_parameters_per_gpu", U64, memory.expert_parameters_per_gpu),
     F("memory.activation_cp_working_bytes", U64, memory.activation_cp_working_bytes),
     E("comm.tp_tier", comm.tp_tier, tier_name),
     F("comm.tp_forward_wire_bytes_per_layer", U64, comm.tp_forward_wire_bytes_per_layer),
@@ -185,6 +198,15 @@ static const struct spsim_field fields[] = {
     F("comm.cp_backward_wire_bytes_per_layer", U64, comm.cp_backward_wire_bytes_per_layer),
     F("comm.cp_recompute_wire_bytes_per_layer", U64, comm.cp_recompute_wire_bytes_per_layer),
     F("comm.cp_wire_bytes_per_iteration", U64, comm.cp_wire_bytes_per_iteration),
+    E("comm.ep_tier", comm.ep_tier, tier_name),
+    F("comm.ep_forward_wire_bytes_per_layer", U64, comm.ep_forward_wire_bytes_per_layer),
+    F("comm.ep_backward_wire_bytes_per_layer", U64, comm.ep_backward_wire_bytes_per_layer),
+    F("comm.ep_recompute_wire_bytes_per_layer", U64, comm.ep_recompute_wire_bytes_per_layer),
+    F("comm.ep_wire_bytes_per_iteration", U64, comm.ep_wire_bytes_per_iteration),
+    F("comm.expert_dp_ranks", U32, comm.expert_dp_ranks),
+    E("comm.expert_dp_tier", comm.expert_dp_tier, tier_name),
+    F("comm.expert_dp_grad_bytes", U64, comm.expert_dp_grad_bytes),
+    F("comm.expert_dp_wire_bytes_per_rank", U64, comm.expert_dp_wire_bytes_per_rank),
     F("time.iteration_s", F64, time.iteration_s),
     F("time.forward_s", F64, time.forward_s),
     F("time.backward_s", F64, time.backward_s),
@@ -222,6 +244,7 @@ static const struct spsim_field fields[] = {
     F("time.pp_p2p_hidden_s", F64, time.pp_p2p_hidden_s),
     F("time.param_gather_exposed_s", F64, time.param_gather_exposed_s),
     F("time.dp_buckets", U32, time.dp_buckets),
+    F("time.ep_exposed_s", F64, time.ep_exposed_s),
 };
 
 size_t

@@ -68,3 +68,29 @@ spsim_sweep_spec_optimize_defaults(struct spsim_sweep_spec *spec, uint32_t gpus,
     spec->skip_inert = true;
     return rc;
 }
+
+int
+spsim_sweep_spec_optimize_moe(struct spsim_sweep_spec *spec, uint32_t gpus, uint32_t experts,
+                              struct spsim_error *err)
+{
+    if (!spec || gpus == 0)
+        return spsim_fail(err, SPSIM_EINVAL, "optimize: gpus must be positive");
+    if (experts == 0)
+        return SPSIM_OK;
+    /* ep divides the experts (arguments.py) and the GPUs (it refolds tp·cp·dp). */
+    uint64_t a = gpus, b = experts;
+    while (b) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    char *eps = divisors(a, 65536);
+    int rc = eps ? SPSIM_OK : spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    if (rc == SPSIM_OK && !spsim_sweep_spec_is_set(spec, SPSIM_AXIS_EP))
+        rc = spsim_sweep_spec_parse(spec, SPSIM_AXIS_EP, eps, "ep", err);
+    if (rc == SPSIM_OK && !spsim_sweep_spec_is_set(spec, SPSIM_AXIS_MOE_DISPATCHER))
+        rc = spsim_sweep_spec_parse(spec, SPSIM_AXIS_MOE_DISPATCHER, "alltoall,allgather",
+                                    "moe_dispatcher", err);
+    free(eps);
+    return rc;
+}

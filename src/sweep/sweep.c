@@ -80,6 +80,7 @@ axis_default(int axis)
     case SPSIM_AXIS_VPP:
     case SPSIM_AXIS_MBS:
     case SPSIM_AXIS_GBS:
+    case SPSIM_AXIS_EP:
         return 1;
     case SPSIM_AXIS_FLASH_ATTN:
         return -1; /* the model's kernel */
@@ -352,6 +353,15 @@ set_sharding_axis(struct spsim_parallel *p, int axis, int64_t v)
     case SPSIM_AXIS_GRAD_REDUCE_IN_FP32:
         p->grad_reduce_in_fp32 = (int)v;
         break;
+    case SPSIM_AXIS_EP:
+        p->ep = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_ETP:
+        p->etp = (uint32_t)v;
+        break;
+    case SPSIM_AXIS_MOE_DISPATCHER:
+        p->moe_dispatcher = (enum spsim_moe_dispatcher)v;
+        break;
     default: /* model and hw are pointers, set by point_update */
         break;
     }
@@ -599,9 +609,12 @@ layer_key(const struct spsim_sweep *sw, const uint32_t *d)
                                    SPSIM_AXIS_DTYPE,     SPSIM_AXIS_RECOMPUTE_MODULES,
                                    SPSIM_AXIS_CP,        SPSIM_AXIS_CP_COMM_TYPE,
                                    SPSIM_AXIS_FP8_RECIPE};
+    static const int moe_axes[] = {SPSIM_AXIS_EP, SPSIM_AXIS_ETP, SPSIM_AXIS_MOE_DISPATCHER};
     uint64_t key = 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
         key = key * sw->n[key_axes[i]] + d[key_axes[i]];
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(moe_axes); i++)
+        key = key * sw->n[moe_axes[i]] + d[moe_axes[i]];
     return key;
 }
 
@@ -901,10 +914,12 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
         if (rc != SPSIM_OK)
             continue;
         /* With dp·cp = 1 every sharding level shards over one rank and there is no reduction
-         * to overlap or gather to defer: such a point repeats the one with all of them off. */
+         * to overlap or gather to defer: such a point repeats the one with all of them off
+         * (unless an MoE model's expert data-parallel group tp/(ep·etp) has more). */
         if (w->sw->skip_inert && pt.par.dp * pt.par.cp == 1 &&
             (pt.par.distributed_optimizer || pt.par.overlap_grad_reduce || pt.par.zero ||
-             pt.par.overlap_param_gather))
+             pt.par.overlap_param_gather) &&
+            (uint64_t)pt.par.ep * (pt.par.etp ? pt.par.etp : pt.par.tp) >= pt.par.tp)
             continue;
         b->valid++;
         b->feasible += w->res.memory.fits && (opt->max_total_bytes == 0 ||

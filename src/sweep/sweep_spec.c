@@ -68,6 +68,10 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_ZERO] = {"zero", KIND_INT, 0, 3, NULL, 0, 0},
     [SPSIM_AXIS_OVERLAP_PARAM_GATHER] = {"overlap_param_gather", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_GRAD_REDUCE_IN_FP32] = {"grad_reduce_in_fp32", KIND_SWITCH, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_EP] = {"ep", KIND_INT, 1, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_ETP] = {"etp", KIND_INT, 0, DEGREE_MAX, NULL, 0, 0},
+    [SPSIM_AXIS_MOE_DISPATCHER] = {"moe_dispatcher", KIND_CHOICE, 0, 0, spsim_moe_dispatcher_names,
+                                   0, 0},
 };
 
 const char *
