@@ -65,14 +65,14 @@ SPSIM_API int spsim_recompute_method_parse(const char *name, enum spsim_recomput
 
 /**
  * Megatron's selective-recompute modules (--recompute-modules), as bits. Dense layers have the
- * first three; MoE models add moe_act, moe and shared_experts; mla_up_proj is refused (no MLA).
+ * first three; MoE models add moe_act, moe and shared_experts; MLA models add mla_up_proj.
  */
 enum spsim_recompute_module {
     SPSIM_RMOD_CORE_ATTN = 1u << 0,      /**< QKᵀ, softmax, dropout, ·V (checkpoint) */
     SPSIM_RMOD_LAYERNORM = 1u << 1,      /**< both norms' outputs discarded, recomputed */
     SPSIM_RMOD_MLP = 1u << 2,            /**< the dense MLP (checkpoint of its input) */
     SPSIM_RMOD_MOE_ACT = 1u << 3,        /**< MoE experts' activation (output discarded) */
-    SPSIM_RMOD_MLA_UP_PROJ = 1u << 4,    /**< MLA up-projections: refused (no MLA) */
+    SPSIM_RMOD_MLA_UP_PROJ = 1u << 4,    /**< MLA up-projections and RoPE (output discarded) */
     SPSIM_RMOD_MOE = 1u << 5,            /**< the MoE layer, dispatch and combine included */
     SPSIM_RMOD_SHARED_EXPERTS = 1u << 6, /**< MoE shared experts */
     SPSIM_RMOD_COUNT_ = 7

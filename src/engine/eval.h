@@ -105,6 +105,9 @@ struct spsim_layer_summary {
     bool has_dense;
     uint64_t params_dense_layer, params_layer_experts;
     uint64_t cp_working_bytes; /* CP's transient exchange buffers of one layer (see summary.c) */
+    /* MLA with SP and t > 1: one layer's parameters duplicated over TP whose gradients are
+     * all-reduced over TP once per iteration (the down-projections and latent norms); else 0. */
+    uint64_t params_tp_synced;
     uint64_t offload_bytes;
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;

@@ -977,6 +977,26 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     return SPSIM_OK;
 }
 
+/* MLA with SP: the duplicated down-projections' and latent norms' gradients (marked
+ * sequence_parallel) are summed over TP once per iteration, after the backward, in one
+ * coalesced all-reduce (finalize_model_grads._allreduce_non_tensor_model_parallel_grads), on
+ * the main gradients (grad_bytes) of the critical stage's layers. */
+static int
+mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+              const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+              const struct shape *x, const struct stage_time *crit, struct spsim_time_report *tr,
+              double *busy_nv, double *busy_net)
+{
+    struct spsim_coll_time e;
+    double bytes = (double)grad_bytes(par) * (double)le->params_tp_synced * (double)crit->layers;
+    int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, x->t, 1, bytes, &e);
+    if (rc)
+        return rc;
+    tr->dp_exposed_s += e.time_s;
+    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    return SPSIM_OK;
+}
+
 /* Optimizer step, memory-bound. Megatron's step (optimizer.py): the gradient norm for clipping
  * reads every fp32 main gradient (4 B); fused Adam (apex/TE) reads the gradient (4), reads and
  * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2);
@@ -1119,6 +1139,9 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
                                           &busy_net)))
         return rc;
     if ((rc = tied_embedding_sync(memo, hw, m, le, x, tr, &busy_nv, &busy_net)))
+        return rc;
+    if (le->params_tp_synced &&
+        (rc = mla_grad_sync(memo, hw, par, le, x, crit, tr, &busy_nv, &busy_net)))
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +

@@ -30,7 +30,8 @@ enum spsim_rgroup {
     SPSIM_RG_MLP = SPSIM_RMOD_MLP,
     SPSIM_RG_MOE_ACT = SPSIM_RMOD_MOE_ACT, /* with MOE: the experts' activation */
     SPSIM_RG_MOE = SPSIM_RMOD_MOE,         /* the MoE layer from the router to the combine */
-    SPSIM_RG_SHARED = SPSIM_RMOD_SHARED_EXPERTS
+    SPSIM_RG_SHARED = SPSIM_RMOD_SHARED_EXPERTS,
+    SPSIM_RG_MLA_UP = SPSIM_RMOD_MLA_UP_PROJ /* MLA: up-projections, RoPE and their Q, K, V */
 };
 
 enum spsim_region { SPSIM_REGION_SEQ = 0, SPSIM_REGION_TENSOR = 1, SPSIM_REGION_BOUNDARY = 2 };
@@ -87,7 +88,7 @@ struct spsim_op {
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
 };
 
-#define SPSIM_LAYER_MAX_OPS 36
+#define SPSIM_LAYER_MAX_OPS 44
 
 /** A configuration with its defaults resolved, as the engines use it. */
 struct spsim_layer_config {
@@ -168,7 +169,7 @@ struct spsim_step {
     uint64_t wire_bytes;
 };
 
-#define SPSIM_MAX_STEPS 128
+#define SPSIM_MAX_STEPS 160
 
 struct spsim_schedule {
     uint32_t nsteps;

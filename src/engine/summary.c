@@ -121,6 +121,11 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->params_total = spsim_model_parameters(model, t);
     s->params_active = spsim_model_active_parameters(model, t);
     s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
+    if (m->kv_lora_rank && le->cfg.sp && t > 1) { /* evaluate.c mla_grad_sync */
+        struct spsim_param_split attn;
+        spsim_attention_parameters(m, &attn, &ok);
+        s->params_tp_synced = attn.replicated;
+    }
     if (le->cfg.moe)
         s->params_layer = spsim_moe_layer_parameters(m, t, le->cfg.ep, le->cfg.etp,
                                                      &s->params_layer_experts, &ok);
