@@ -190,6 +190,31 @@ stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim
     }
 }
 
+/*
+ * Multi-token prediction (transformer/multi_token_prediction.py MultiTokenPredictionBlock, on
+ * the last pipeline stage): each of the D depths runs the embedding of the shifted tokens (the
+ * model's embedding block), its own rows (enorm, hnorm, eh_proj: le->mtp), one transformer
+ * layer of the last decoder layer's kind (MoE if that one is: training.py counts it so) and
+ * the shared output head with its own loss (the output block).
+ */
+static const struct spsim_block_totals *
+mtp_layer(const struct spsim_layer_summary *le, const struct shape *x)
+{
+    bool dense = x->mixed && !spsim_model_layer_is_moe(x->model, (uint32_t)x->L - 1);
+    return dense ? &le->dense : &le->layer;
+}
+
+/* The activations the D depths keep for backward (one micro-batch in flight on the last
+ * stage, as the output block's). */
+static uint64_t
+mtp_saved(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+{
+    uint64_t one = spsim_add(le->embedding.saved_bytes, le->mtp.saved_bytes, ok);
+    one = spsim_add(one, mtp_layer(le, x)->saved_bytes, ok);
+    one = spsim_add(one, le->output.saved_bytes, ok);
+    return spsim_mul(x->model->shape.mtp_layers, one, ok);
+}
+
 /* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
  * rank 0 and the output layer on rank p − 1. */
 static uint64_t
@@ -209,6 +234,8 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
      * 4sbh/t·(1 + v/h). */
     if (r == x->p - 1)
         act = spsim_add(act, le->output.saved_bytes, ok);
+    if (r == x->p - 1 && le->params_mtp)
+        act = spsim_add(act, mtp_saved(le, x, ok), ok);
     /* Full recomputation rebuilds one layer's activations before its backward: that layer's
      * whole inventory is live on top of the checkpoints. */
     if (par->recompute == SPSIM_RECOMPUTE_FULL)
@@ -291,6 +318,8 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     first = spsim_add(first, mem->activation_output_bytes, ok);
     first = spsim_add(first, mem->activation_recompute_working_bytes, ok);
     first = spsim_add(first, mem->activation_cp_working_bytes, ok);
+    if (x->p == 1 && le->params_mtp)
+        first = spsim_add(first, mtp_saved(le, x, ok), ok);
     mem->activation_first_stage_bytes = first;
     uint64_t last = first;
     if (x->p > 1) {
@@ -298,6 +327,8 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
         last = spsim_add(last, le->output.saved_bytes, ok);
         last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
         last = spsim_add(last, mem->activation_cp_working_bytes, ok);
+        if (le->params_mtp)
+            last = spsim_add(last, mtp_saved(le, x, ok), ok);
     }
     mem->activation_last_stage_bytes = last;
 }
@@ -314,8 +345,21 @@ static uint64_t
 rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r,
                        bool *ok)
 {
-    return x->moe ? spsim_mul(rank_built(x, r) - rank_dense(x, r), le->params_layer_experts, ok)
-                  : 0;
+    uint64_t layers = rank_built(x, r) - rank_dense(x, r);
+    if (r == x->p - 1 && le->params_mtp && mtp_layer(le, x) == &le->layer) /* MoE MTP layers */
+        layers += x->model->shape.mtp_layers;
+    return x->moe ? spsim_mul(layers, le->params_layer_experts, ok) : 0;
+}
+
+/* The D depths' parameters on the last stage: each its own (enorm, hnorm, eh_proj,
+ * final_layernorm) and a transformer layer's. With pp > 1 the last stage also holds a copy of
+ * the word embedding for the shifted tokens (rank_parameters; its gradient is all-reduced
+ * with the first stage's, tied_embedding_sync). */
+static uint64_t
+mtp_parameters(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+{
+    uint64_t layer = mtp_layer(le, x) == &le->layer ? le->params_layer : le->params_dense_layer;
+    return spsim_mul(x->model->shape.mtp_layers, spsim_add(le->params_mtp, layer, ok), ok);
 }
 
 /* Parameters of one TP rank of pipeline rank r: its layers, the embedding on rank 0, the
@@ -335,8 +379,10 @@ rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summ
         n = spsim_add(n, le->params_embedding, ok);
     if (r == x->p - 1) {
         n = spsim_add(n, le->params_output, ok);
-        if (x->p > 1 && m->tied_embeddings)
+        if (x->p > 1 && (m->tied_embeddings || m->mtp_layers))
             n = spsim_add(n, spsim_mul(le->padded_vocab, m->hidden, ok) / x->t, ok);
+        if (le->params_mtp)
+            n = spsim_add(n, mtp_parameters(le, x, ok), ok);
     }
     return n;
 }
@@ -965,7 +1011,7 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
                     const struct shape *x, struct spsim_time_report *tr, double *busy_nv,
                     double *busy_net)
 {
-    if (x->p <= 1 || !m->tied_embeddings)
+    if (x->p <= 1 || !(m->tied_embeddings || m->mtp_layers))
         return SPSIM_OK;
     struct spsim_coll_time e;
     double bytes = 4.0 * (double)le->padded_vocab * m->hidden / x->t;
@@ -1019,6 +1065,20 @@ optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *p
     return opt_bytes / hw->hbm_achievable_Bps;
 }
 
+/* The D depths' work per micro-batch on the last stage (mtp_layer); an MoE MTP layer counts
+ * among the stage's MoE layers (its token exchanges, ep_exposed_s). */
+static void
+mtp_time(const struct spsim_layer_summary *le, const struct shape *x, struct stage_time *s)
+{
+    double D = x->model->shape.mtp_layers;
+    add_block(s, &le->embedding, D);
+    add_block(s, &le->mtp, D);
+    add_block(s, mtp_layer(le, x), D);
+    add_block(s, &le->output, D);
+    if (mtp_layer(le, x) == &le->layer)
+        s->layers += x->model->shape.mtp_layers;
+}
+
 /* Per micro-batch work of pipeline rank r: its layers, the embedding on rank 0 and the output
  * layer on rank p − 1. `layers` keeps the last layer block summed, for ranks that build as
  * many layers (every rank of an even split). */
@@ -1047,6 +1107,8 @@ rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t 
         add_block(s, &le->embedding, 1);
     if (r == x->p - 1)
         add_block(s, &le->output, 1);
+    if (r == x->p - 1 && le->params_mtp)
+        mtp_time(le, x, s);
 }
 
 /* The rank that sets the pace (the first of the slowest, ranks in spsim_stage_candidates'
@@ -1219,6 +1281,11 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     if (par->recompute == SPSIM_RECOMPUTE_FULL && replayed_layers != x->lps)
         layers = x->L * (L->fwd_flops + L->bwd_flops) +
                  (double)(x->p * replayed_layers) * L->recompute_flops;
+    if (le->params_mtp) { /* the D depths (mtp_time) */
+        const struct spsim_block_totals *ml = mtp_layer(le, x), *mb = &le->mtp;
+        layers += m->mtp_layers * (ml->fwd_flops + ml->bwd_flops + ml->recompute_flops);
+        output += m->mtp_layers * (O->fwd_flops + O->bwd_flops + mb->fwd_flops + mb->bwd_flops);
+    }
     tr->hardware_flops = passes * x->t * x->c * (layers + output);
     double iter = tr->iteration_s;
     tr->tokens_per_s = (double)par->gbs * s / iter;

@@ -991,6 +991,57 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
     block->ok = bld.ok;
 }
 
+/*
+ * One multi-token-prediction depth's own rows (transformer/multi_token_prediction.py
+ * MultiTokenPredictionLayer._concat_embeddings and _proj_and_transformer_layer): enorm over
+ * the shifted tokens' embedding and hnorm over the previous depth's hidden state (each on this
+ * rank's s' tokens, keeping its input), their concatenation [s', b, 2h] into eh_proj, a
+ * column-parallel 2h → h/t linear without bias (with SP it gathers its 2h-wide input), whose
+ * output gather_from_tensor_model_parallel_region all-gathers over TP (backward: a split),
+ * then with SP scatter_to_sequence_parallel_region splits the sequence (backward: an
+ * AllGather). The embedding, the transformer layer and the output head around it are the
+ * model's blocks (evaluate.c mtp_time).
+ */
+void
+spsim_mtp_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                struct spsim_layer *block)
+{
+    struct builder bld;
+    struct dims x;
+    block_begin(block, cfg, &bld, &x, m);
+    uint64_t local = spsim_mul3(x.sl, x.b, x.h, &bld.ok), tokens = spsim_mul(x.s, x.b, &bld.ok);
+    bool ln = m->norm == SPSIM_NORM_LAYERNORM;
+    add_norm(&bld, &x, ln ? "MTP enorm (LayerNorm)" : "MTP enorm (RMSNorm)", "enorm input", local);
+    add_norm(&bld, &x, ln ? "MTP hnorm (LayerNorm)" : "MTP hnorm (RMSNorm)", "hnorm input", local);
+    struct dims wide = x;
+    wide.h = 2 * x.h;
+    struct spsim_op *op =
+        add_boundary(&bld, &wide, true, "g: AllGather before eh_proj", "f: identity before eh_proj",
+                     "g backward: ReduceScatter of the eh_proj input gradient",
+                     "f backward: AllReduce of the eh_proj input gradient");
+    if (op)
+        op->message_bytes = spsim_mul4(x.b, x.s, wide.h, 2, &bld.ok);
+    op = add_gemm(&bld, "MTP eh_proj GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens, wide.h,
+                  x.h / x.t);
+    save(op, "eh_proj input (enorm and hnorm outputs)", spsim_mul(local, 2, &bld.ok), 2,
+         SPSIM_RG_LAYER);
+    op->regather_site = "wgrad AG: re-gather of the saved eh_proj input shard";
+    dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "2h", wide.h);
+    dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "h/t", x.h / x.t);
+    if (x.t > 1) {
+        op = add_op(&bld, "AllGather of the eh_proj output", SPSIM_OPK_COMM, SPSIM_REGION_BOUNDARY,
+                    SPSIM_RG_LAYER);
+        op->operator_name = "";
+        op->fwd_coll = SPSIM_COLL_ALL_GATHER;
+        op->bwd_coll = cfg->sp ? SPSIM_COLL_ALL_GATHER : SPSIM_COLL_NONE;
+        op->bwd_name = "AllGather of the MTP layer's input gradient (sequence scatter)";
+        op->message_bytes = bld.layer->message_bytes;
+        dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "h/t", x.h / x.t);
+        dims3(op->out, &op->nout, x.sl_sym, x.sl, "b", x.b, "h", x.h);
+    }
+    block->ok = bld.ok;
+}
+
 uint64_t
 spsim_layer_saved_bytes(const struct spsim_layer *layer, bool *ok)
 {

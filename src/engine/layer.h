@@ -132,6 +132,11 @@ void spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim
 void spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                         uint64_t padded_vocab, struct spsim_layer *block);
 
+/** One multi-token-prediction depth's enorm, hnorm, eh_proj and its output gather (the
+ * embedding, transformer layer and output head are the model's blocks). */
+void spsim_mtp_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                     struct spsim_layer *block);
+
 /** Activation bytes this layer keeps for backward on one rank, for its recompute setting.
  * *ok is cleared on overflow. */
 uint64_t spsim_layer_saved_bytes(const struct spsim_layer *layer, bool *ok);

@@ -136,6 +136,10 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
         /* Full recomputation rebuilds either kind of layer: the larger is live at peak. */
         s->act_no_recompute = spsim_max_u64(s->act_no_recompute, le->dense_no_recompute);
     }
+    if (m->mtp_layers) {
+        block_totals(&le->mtp, &s->mtp);
+        s->params_mtp = spsim_mtp_extra_parameters_per_rank(m, t, &ok);
+    }
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
 }
