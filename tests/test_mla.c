@@ -63,15 +63,28 @@ mla_config(uint32_t tp, bool sp)
     return p;
 }
 
+/* Evaluate the shape under p on DGX H100 (the hardware of every test here). */
 static struct spsim_result
-eval_ok(const struct spsim_model *m, const struct spsim_hardware *hw,
-        const struct spsim_parallel *p)
+evaluate(const struct spsim_model_shape *s, const struct spsim_parallel *p)
 {
+    struct spsim_model *m = testutil_model(s);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_result r;
     struct spsim_error err = {0};
     int rc = spsim_evaluate(m, hw, p, &r, &err);
     ck_assert_msg(rc == SPSIM_OK, "spsim_evaluate: %s", err.message);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
     return r;
+}
+
+/* The same with mtp_layers = D. */
+static struct spsim_result
+evaluate_mtp(uint32_t D, const struct spsim_parallel *p)
+{
+    struct spsim_model_shape s = mla_shape();
+    s.mtp_layers = D;
+    return evaluate(&s, p);
 }
 
 /*
@@ -85,12 +98,8 @@ eval_ok(const struct spsim_model *m, const struct spsim_hardware *hw,
 START_TEST(parameters_per_rank)
 {
     struct spsim_model_shape s = mla_shape();
-    struct spsim_model *m = testutil_model(&s);
-    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_parallel p = mla_config(2, true);
-    ck_assert_uint_eq(eval_ok(m, hw, &p).memory.parameters_per_gpu, 47847168);
-    spsim_hardware_destroy(hw);
-    spsim_model_destroy(m);
+    ck_assert_uint_eq(evaluate(&s, &p).memory.parameters_per_gpu, 47847168);
 }
 END_TEST
 
@@ -112,25 +121,21 @@ END_TEST
 START_TEST(activations_and_recompute)
 {
     struct spsim_model_shape s = mla_shape();
-    struct spsim_model *m = testutil_model(&s);
-    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_parallel p = mla_config(2, true);
-    ck_assert_uint_eq(eval_ok(m, hw, &p).memory.activation_per_layer_bytes, 80805888);
+    ck_assert_uint_eq(evaluate(&s, &p).memory.activation_per_layer_bytes, 80805888);
     p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
     p.recompute_modules = SPSIM_RMOD_CORE_ATTN;
-    ck_assert_uint_eq(eval_ok(m, hw, &p).memory.activation_per_layer_bytes, 80740352);
+    ck_assert_uint_eq(evaluate(&s, &p).memory.activation_per_layer_bytes, 80740352);
     p.recompute_modules = SPSIM_RMOD_MLA_UP_PROJ;
-    ck_assert_uint_eq(eval_ok(m, hw, &p).memory.activation_per_layer_bytes, 72679424);
+    ck_assert_uint_eq(evaluate(&s, &p).memory.activation_per_layer_bytes, 72679424);
     p.recompute_modules = SPSIM_RMOD_MLA_UP_PROJ | SPSIM_RMOD_CORE_ATTN;
-    ck_assert_uint_eq(eval_ok(m, hw, &p).memory.activation_per_layer_bytes, 72613888);
+    ck_assert_uint_eq(evaluate(&s, &p).memory.activation_per_layer_bytes, 72613888);
     /* Without SP (t = 2): the SEQ-region tensors hold all 4096 tokens, the latents too, and
      * the rope key is the kv down-projection's slice (no gather). Attention: 2·8 388 608 +
      * 2·2 097 152 + 2·1 048 576 + 6 291 456 + 2 097 152 + 65 536 + 2 097 152 = 33 619 968;
      * MLP 2·8 388 608 + 50 331 648 = 67 108 864: 100 728 832. */
     p = mla_config(2, false);
-    ck_assert_uint_eq(eval_ok(m, hw, &p).memory.activation_per_layer_bytes, 100728832);
-    spsim_hardware_destroy(hw);
-    spsim_model_destroy(m);
+    ck_assert_uint_eq(evaluate(&s, &p).memory.activation_per_layer_bytes, 100728832);
 }
 END_TEST
 
@@ -148,10 +153,8 @@ END_TEST
 START_TEST(tp_bytes)
 {
     struct spsim_model_shape s = mla_shape();
-    struct spsim_model *m = testutil_model(&s);
-    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_parallel p = mla_config(2, true);
-    struct spsim_result r = eval_ok(m, hw, &p);
+    struct spsim_result r = evaluate(&s, &p);
     ck_assert_uint_eq(r.comm.tp_forward_wire_bytes_per_layer, 14286848);
     ck_assert_uint_eq(r.comm.tp_backward_wire_bytes_per_layer, 20054016);
     ck_assert_uint_eq(r.comm.tp_wgrad_gather_wire_bytes_per_layer, 5767168);
@@ -159,16 +162,14 @@ START_TEST(tp_bytes)
      * 1 048 576 + 524 288. */
     p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
     p.recompute_modules = SPSIM_RMOD_MLA_UP_PROJ;
-    ck_assert_uint_eq(eval_ok(m, hw, &p).comm.tp_recompute_wire_bytes_per_layer, 1572864);
+    ck_assert_uint_eq(evaluate(&s, &p).comm.tp_recompute_wire_bytes_per_layer, 1572864);
     /* Without SP: f before each up-projection (AllReduce of the latent gradients in backward,
      * 2·(t−1)/t of b·s·r·2: 2 097 152 + 1 048 576), f̄ after the projection and FC2 forward,
      * f before FC1 backward (8 388 608 each); no rope-key exchange. */
     p = mla_config(2, false);
-    r = eval_ok(m, hw, &p);
+    r = evaluate(&s, &p);
     ck_assert_uint_eq(r.comm.tp_forward_wire_bytes_per_layer, 2 * 8388608);
     ck_assert_uint_eq(r.comm.tp_backward_wire_bytes_per_layer, 2097152 + 1048576 + 8388608);
-    spsim_hardware_destroy(hw);
-    spsim_model_destroy(m);
 }
 END_TEST
 
@@ -232,6 +233,39 @@ START_TEST(op_flops)
 END_TEST
 
 /*
+ * The memory-bound MLA rows take their HBM bytes at one rate, so their times stand to RMSNorm 1's
+ * (4·s/t·b·h = 8 388 608 B forward, 10·s/t·b·h backward) as their bytes: the latent norms
+ * 4·2048·256 and 4·2048·128 (1/4 and 1/8 of it, backward likewise); the fused RoPE reads q, kv
+ * and the rope key and writes Q, K, V, 2·4096·(384 + 512 + 32 + 768 + 256) = 15 990 784 B each
+ * way (1.90625 forward, 0.762 5 of the norm's backward).
+ */
+START_TEST(memory_bound_rows)
+{
+    struct spsim_model_shape s = mla_shape();
+    struct spsim_model *m = testutil_model(&s);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel p = mla_config(2, true);
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    size_t n = 0;
+    ck_assert_int_eq(spsim_layer_schedule(m, hw, &p, st, SPSIM_MAX_SCHEDULE_STEPS, &n, NULL),
+                     SPSIM_OK);
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    double norm = find_step(st, n, F, "RMSNorm 1", "forward")->time_s;
+    double norm_b = find_step(st, n, B, "RMSNorm 1", "backward")->time_s;
+    ck_assert_double_eq_tol(find_step(st, n, F, "q latent RMSNorm", "forward")->time_s / norm, 0.25,
+                            1e-12);
+    ck_assert_double_eq_tol(find_step(st, n, B, "kv latent RMSNorm", "backward")->time_s / norm_b,
+                            0.125, 1e-12);
+    ck_assert_double_eq_tol(find_step(st, n, F, "MLA RoPE (Q, K, V)", "forward")->time_s / norm,
+                            1.90625, 1e-12);
+    ck_assert_double_eq_tol(find_step(st, n, B, "MLA RoPE (Q, K, V)", "backward")->time_s / norm_b,
+                            0.7625, 1e-12);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/*
  * With SP the duplicated weights' gradients (426 368 per layer, fp32 main gradients) are
  * all-reduced over TP once per iteration: 2 layers · 426 368 · 4 = 3 410 944 B over the 2 GPUs
  * of the TP group. With dp = 1 and untied embeddings it is the whole of dp_exposed_s; without
@@ -240,17 +274,15 @@ END_TEST
 START_TEST(duplicated_weight_gradient_sync)
 {
     struct spsim_model_shape s = mla_shape();
-    struct spsim_model *m = testutil_model(&s);
     struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_parallel p = mla_config(2, true);
     struct spsim_collective_prediction ar;
     ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 2, 1, 3410944, &ar, NULL),
                      SPSIM_OK);
-    ck_assert_double_eq_tol(eval_ok(m, hw, &p).time.dp_exposed_s, ar.time_s, 1e-15);
+    ck_assert_double_eq_tol(evaluate(&s, &p).time.dp_exposed_s, ar.time_s, 1e-15);
     p = mla_config(2, false);
-    ck_assert_double_eq(eval_ok(m, hw, &p).time.dp_exposed_s, 0.0);
+    ck_assert_double_eq(evaluate(&s, &p).time.dp_exposed_s, 0.0);
     spsim_hardware_destroy(hw);
-    spsim_model_destroy(m);
 }
 END_TEST
 
@@ -290,24 +322,16 @@ END_TEST
  */
 START_TEST(mtp_parameters)
 {
-    struct spsim_model_shape s = mla_shape();
-    struct spsim_model *m0 = testutil_model(&s);
-    s.mtp_layers = 1;
-    struct spsim_model *m1 = testutil_model(&s);
-    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_parallel p = mla_config(2, true);
-    ck_assert_uint_eq(eval_ok(m1, hw, &p).memory.parameters_per_gpu -
-                          eval_ok(m0, hw, &p).memory.parameters_per_gpu,
+    ck_assert_uint_eq(evaluate_mtp(1, &p).memory.parameters_per_gpu -
+                          evaluate_mtp(0, &p).memory.parameters_per_gpu,
                       8197504);
     p.pp = 2;
     p.gbs = 2;
-    struct spsim_result r = eval_ok(m1, hw, &p);
     /* The last stage: one layer 7 145 856, the output layer 16 777 216 + 1024, the depth
      * 8 197 504 and the embedding's copy 16 777 216; the first stage has 23 923 072. */
-    ck_assert_uint_eq(r.memory.parameters_per_gpu, 7145856 + 16778240 + 8197504 + 16777216);
-    spsim_hardware_destroy(hw);
-    spsim_model_destroy(m1);
-    spsim_model_destroy(m0);
+    ck_assert_uint_eq(evaluate_mtp(1, &p).memory.parameters_per_gpu,
+                      7145856 + 16778240 + 8197504 + 16777216);
 }
 END_TEST
 
@@ -320,18 +344,10 @@ END_TEST
  */
 START_TEST(mtp_activations)
 {
-    struct spsim_model_shape s = mla_shape();
-    struct spsim_model *m0 = testutil_model(&s);
-    s.mtp_layers = 1;
-    struct spsim_model *m1 = testutil_model(&s);
-    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_parallel p = mla_config(2, true);
-    ck_assert_uint_eq(eval_ok(m1, hw, &p).memory.activation_last_stage_bytes -
-                          eval_ok(m0, hw, &p).memory.activation_last_stage_bytes,
+    ck_assert_uint_eq(evaluate_mtp(1, &p).memory.activation_last_stage_bytes -
+                          evaluate_mtp(0, &p).memory.activation_last_stage_bytes,
                       374407168);
-    spsim_hardware_destroy(hw);
-    spsim_model_destroy(m1);
-    spsim_model_destroy(m0);
 }
 END_TEST
 
@@ -348,18 +364,10 @@ END_TEST
  */
 START_TEST(mtp_flops)
 {
-    struct spsim_model_shape s = mla_shape();
-    struct spsim_model *m0 = testutil_model(&s);
-    s.mtp_layers = 1;
-    struct spsim_model *m1 = testutil_model(&s);
-    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_parallel p = mla_config(2, true);
-    ck_assert_double_eq_tol(eval_ok(m1, hw, &p).time.hardware_flops -
-                                eval_ok(m0, hw, &p).time.hardware_flops,
+    ck_assert_double_eq_tol(evaluate_mtp(1, &p).time.hardware_flops -
+                                evaluate_mtp(0, &p).time.hardware_flops,
                             1291979849728.0, 1.0);
-    spsim_hardware_destroy(hw);
-    spsim_model_destroy(m1);
-    spsim_model_destroy(m0);
 }
 END_TEST
 
@@ -372,23 +380,20 @@ END_TEST
  * Two depths cost twice one.
  */
 static double
-forward_s(uint32_t layers, uint32_t mtp, const struct spsim_hardware *hw)
+forward_s(uint32_t layers, uint32_t mtp)
 {
     struct spsim_model_shape s = mla_shape();
     s.layers = layers;
     s.mtp_layers = mtp;
-    struct spsim_model *m = testutil_model(&s);
     struct spsim_parallel p = mla_config(2, true);
-    double f = eval_ok(m, hw, &p).time.forward_s;
-    spsim_model_destroy(m);
-    return f;
+    return evaluate(&s, &p).time.forward_s;
 }
 
 START_TEST(mtp_time)
 {
     struct spsim_hardware *hw = testutil_hardware("dgx-h100");
-    double f10 = forward_s(1, 0, hw), f20 = forward_s(2, 0, hw), f30 = forward_s(3, 0, hw);
-    double f21 = forward_s(2, 1, hw), f22 = forward_s(2, 2, hw);
+    double f10 = forward_s(1, 0), f20 = forward_s(2, 0), f30 = forward_s(3, 0);
+    double f21 = forward_s(2, 1), f22 = forward_s(2, 2);
     double head = 2 * f10 - f20, own = (f21 - f30) - head;
     struct spsim_hardware_info info;
     spsim_hardware_get_info(hw, &info);
@@ -408,6 +413,7 @@ main(void)
     tcase_add_test(tc, activations_and_recompute);
     tcase_add_test(tc, tp_bytes);
     tcase_add_test(tc, op_flops);
+    tcase_add_test(tc, memory_bound_rows);
     tcase_add_test(tc, duplicated_weight_gradient_sync);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, mtp_parameters);
