@@ -318,6 +318,8 @@ explain(FILE *f, enum spsim_sweep_by by, const struct spsim_result *a, const str
                                 {"pipeline bubble", tb->pp_bubble_s - ta->pp_bubble_s},
                                 {"pipeline point-to-point", tb->pp_p2p_s - ta->pp_p2p_s},
                                 {"exposed DP reduction", tb->dp_exposed_s - ta->dp_exposed_s},
+                                {"tied-embedding AllReduce",
+                                 tb->tied_embedding_allreduce_s - ta->tied_embedding_allreduce_s},
                                 {"optimizer step", tb->optimizer_s - ta->optimizer_s}};
     struct term mem_terms[] = {
         {"weights", (double)mb->weights_bytes - (double)ma->weights_bytes},
@@ -326,7 +328,7 @@ explain(FILE *f, enum spsim_sweep_by by, const struct spsim_result *a, const str
         {"activations", activations(mb) - activations(ma)}};
     bool mem = by == SPSIM_BY_TOTAL_BYTES;
     struct term *terms = mem ? mem_terms : time_terms;
-    size_t nterms = mem ? 4 : 8;
+    size_t nterms = mem ? 4 : sizeof(time_terms) / sizeof(time_terms[0]);
     qsort(terms, nterms, sizeof(*terms), by_size);
     explain_headline(f, by, a, b, diff);
     if (terms[0].delta == 0) {

@@ -144,6 +144,23 @@ inflight_chunks(const struct shape *x, uint64_t rank)
     return spsim_min_u64(2 * (x->p - rank - 1) + (x->v - 1) * x->p + 1, x->micro * x->v);
 }
 
+/*
+ * Micro-batches whose embedding dropout mask rank 0 holds at peak: those whose forward has run
+ * through its first model chunk (where the embedding is) and whose backward has not. 1F1B: the
+ * p in flight (paper §4.3, sbhp/t). Interleaved (schedules.py get_model_chunk_id: forwards run
+ * chunk by chunk in groups of p micro-batches, backwards in reverse chunk order): rank 0's
+ * 2(p − 1) + (v − 1)p warm-up forwards and its first steady-state forward cover chunk 0 of the
+ * first two groups, 2p micro-batches, before the first chunk-0 backward; from then on each
+ * chunk-0 backward is matched by a chunk-0 forward, so 2p. Megatron's estimate
+ * (theoretical_memory_usage.py) scales the p by its interleaving penalty 1 + (p − 1)/(pv)
+ * instead, which is the mean over chunks, not chunk 0's count.
+ */
+static uint64_t
+embedding_inflight(const struct shape *x)
+{
+    return spsim_min_u64(x->v > 1 ? 2 * x->p : x->p, x->micro);
+}
+
 struct stage_memory {
     uint64_t params, weights, grads, optimizer, activations, total;
 };
@@ -226,10 +243,9 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
         const uint64_t kept[2] = {le->layer.saved_bytes, le->dense.saved_bytes};
         act = spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
     }
-    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     if (r == 0)
-        act = spsim_add(
-            act, spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok), ok);
+        act = spsim_add(act, spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok), ok);
     /* Paper §4.3: the last stage's final norm, output-layer input and fp32 logits,
      * 4sbh/t·(1 + v/h). */
     if (r == x->p - 1)
@@ -302,9 +318,9 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
                 spsim_moe_rank_held_bytes(x->model, x->plan, 0, x->micro, kept, ok);
         }
     }
-    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     mem->activation_embedding_bytes =
-        spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok);
+        spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok);
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
     if (!x->plan->even || x->mixed) {
         mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
@@ -1004,7 +1020,9 @@ pp_send_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
-/* The first and last stages all-reduce the shared word embedding's fp32 gradient. */
+/* The first and last stages all-reduce the shared word embedding's fp32 gradient
+ * (Megatron finalize_model_grads: _allreduce_word_embedding_grads, after the DP gradient
+ * reduction has finished), on the critical path: its own term, not part of the DP one. */
 static int
 tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
@@ -1018,7 +1036,7 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->dc * (x->p - 1), bytes, &e);
     if (rc)
         return rc;
-    tr->dp_exposed_s += e.time_s;
+    tr->tied_embedding_allreduce_s = e.time_s;
     *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
     return SPSIM_OK;
 }
@@ -1207,8 +1225,9 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
-                      tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s +
-                      tr->optimizer_s + tr->offload_exposed_s + tr->ep_exposed_s;
+                      tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
+                      (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
+                      tr->offload_exposed_s + tr->ep_exposed_s;
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;
