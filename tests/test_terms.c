@@ -20,8 +20,10 @@
  *   Micro-batch b = 1 throughout, so T = s·b = 1024 tokens (s/c with context parallelism).
  * Every GEMM of the configurations below is compute-bound (2mnk/100e12 exceeds the bytes it
  * streams over 1 TB/s, the fp32 main gradient of the weight gradients included) and fills whole
- * waves of 8 SMs (128×128 tiles, m and n multiples of 128 with mn/128² a multiple of 8), so a
- * GEMM takes exactly 2mnk / 100e12 s.
+ * waves of 8 SMs (128×128 tiles, m and n multiples of 128 with mn/128² a multiple of 8), so by
+ * the GEMM shape model (engine/gemm_shape.c; the epilogue overlapped, i.e. persistent kernels
+ * with one prologue k-block slot per SM) a GEMM of W waves and kb = K/64 k-blocks per tile takes
+ * 2mnk / 100e12 · (W·kb + 1) / (W·kb) s: gemm_s() below.
  */
 #include <math.h>
 #include <stdio.h>
@@ -101,6 +103,40 @@ run(const struct spsim_parallel *p)
 
 /* ---- Hand-worked pieces, per micro-batch and TP rank, compute only (no collective). ---- */
 
+/* One M×N×K GEMM: 128×128 tiles filling W = mn/(128²·8) whole waves of the 8 SMs (asserted),
+ * kb = K/64 k-blocks each and one prologue slot per SM: W·kb + 1 slots for W·kb of work. */
+static double
+gemm_s(double m, double n, double k)
+{
+    double tiles = m * n / (128.0 * 128.0), waves = tiles / 8, kb = ceil(k / 64);
+    ck_assert_msg(fmod(m, 128) == 0 && fmod(n, 128) == 0 && fmod(tiles, 8) == 0,
+                  "GEMM %gx%gx%g does not fill whole waves of 128x128 tiles", m, n, k);
+    return 2.0 * m * n * k / PEAK * (waves * kb + 1) / (waves * kb);
+}
+
+/* A linear of `in` → `out` features on T tokens: forward (T, out, K = in); backward its dgrad
+ * (T, in, K = out) and wgrad (in, out, K = T) (engine/schedule.c). */
+static double
+linear_fwd(double T, double in, double out)
+{
+    return gemm_s(T, out, in);
+}
+
+static double
+linear_bwd(double T, double in, double out)
+{
+    return gemm_s(T, in, out) + gemm_s(in, out, T);
+}
+
+/* The four linears of a layer on a rank: QKV h → 3h/t, projection h/t → h, FC1 h → 4h/t,
+ * FC2 4h/t → h. */
+static double
+layer_gemms(double T, double t, double (*linear)(double, double, double))
+{
+    return linear(T, h, 3 * h / t) + linear(T, h / t, h) + linear(T, h, f / t) +
+           linear(T, f / t, h);
+}
+
 /* Tokens of a rank and the elements of one [s', b, h] tensor of the SP region. */
 struct dims {
     double t, T, E;
@@ -130,7 +166,7 @@ flash_flops(struct dims x)
 static double
 layer_fwd(struct dims x)
 {
-    double gemm = 2.0 * x.T * 12 * h * h / x.t / PEAK;
+    double gemm = layer_gemms(x.T, x.t, linear_fwd);
     double mem = (2 * 4 * x.E + 2 * 7 * x.E + 4 * x.T * f / x.t) / HBM;
     return gemm + flash_flops(x) / FLASH + mem;
 }
@@ -145,7 +181,7 @@ layer_fwd(struct dims x)
 static double
 layer_bwd(struct dims x)
 {
-    double gemm = 2.0 * 2.0 * x.T * 12 * h * h / x.t / PEAK;
+    double gemm = layer_gemms(x.T, x.t, linear_bwd);
     double mem = (2 * 10 * x.E + 2 * 11 * x.E + 6 * x.T * f / x.t) / HBM;
     return gemm + 2.5 * flash_flops(x) / FLASH + mem;
 }
@@ -171,13 +207,13 @@ emb_bwd(struct dims x)
 static double
 out_fwd(struct dims x)
 {
-    return 4 * x.E / HBM + 2.0 * x.T * h * V / x.t / PEAK + 10 * x.T * V / x.t / HBM;
+    return 4 * x.E / HBM + linear_fwd(x.T, h, V / x.t) + 10 * x.T * V / x.t / HBM;
 }
 
 static double
 out_bwd(struct dims x)
 {
-    return 10 * x.E / HBM + 4.0 * x.T * h * V / x.t / PEAK + 6 * x.T * V / x.t / HBM;
+    return 10 * x.E / HBM + linear_bwd(x.T, h, V / x.t) + 6 * x.T * V / x.t / HBM;
 }
 
 /* Parameters on one TP rank: a layer's four weight matrices 12h²/t and two LayerNorms (2h
@@ -325,13 +361,17 @@ START_TEST(tp_exposed_with_sp)
      * AllGathers of the output gradients in full; beside QKV's and FC1's dgrad the re-gather
      * of their saved input shard (AG), beside their wgrad the ReduceScatter of their input
      * gradient. QKV's dgrad and wgrad are 2·T·h·3h/t FLOPs, FC1's 2·T·h·4h/t. */
-    double qkv = 2 * x.T * h * 3 * h / t / PEAK, fc1 = 2 * x.T * h * 4 * h / t / PEAK;
-    double layer = 4 * tau + 2 * tau + 2 * beside(qkv, tau) + 2 * beside(fc1, tau);
+    /* dgrad (T, in, K = out) and wgrad (in, out, K = T) of QKV (h → 3h/t) and FC1 (h → 4h/t). */
+    double qkv_d = gemm_s(x.T, h, 3 * h / t), qkv_w = gemm_s(h, 3 * h / t, x.T);
+    double fc1_d = gemm_s(x.T, h, f / t), fc1_w = gemm_s(h, f / t, x.T);
+    double layer = 4 * tau + 2 * tau + beside(qkv_d, tau) + beside(qkv_w, tau) +
+                   beside(fc1_d, tau) + beside(fc1_w, tau);
     /* The embedding: ḡ (RS) forward, its AllGather backward. The output block: g (AG)
      * forward; beside the logits dgrad the re-gather, beside its wgrad the RS (2·T·h·v/t each);
      * the cross-entropy's AllReduce of 12 B per token, 2(t−1)/t of it on the wire. */
-    double logits = 2 * x.T * h * V / t / PEAK, ce = 2 * (t - 1) / t * 12 * x.T / NV;
-    double emb = 2 * tau, out = tau + 2 * beside(logits, tau) + ce;
+    double logits_d = gemm_s(x.T, h, V / t), logits_w = gemm_s(h, V / t, x.T);
+    double ce = 2 * (t - 1) / t * 12 * x.T / NV;
+    double emb = 2 * tau, out = tau + beside(logits_d, tau) + beside(logits_w, tau) + ce;
     EQ(r.time.tp_exposed_s, 2 * (L * layer + emb + out));
     /* Compute: every GEMM and flash on 1/t, the SP-region ops on s/t tokens. */
     EQ(r.time.forward_s, 2 * (L * layer_fwd(x) + emb_fwd(x) + out_fwd(x)));
@@ -347,12 +387,14 @@ START_TEST(tp_exposed_without_sp)
     struct spsim_result r = run(&p);
     struct dims x = dims_of(2, false, 1);
     double t = 2, tau = (t - 1) / t * 2 * x.T * h / NV;
-    double qkv = 2 * x.T * h * 3 * h / t / PEAK, fc1 = 2 * x.T * h * 4 * h / t / PEAK;
-    double layer = 2 * 2 * tau + beside(qkv, 2 * tau) + beside(fc1, 2 * tau);
+    /* The wgrad (in, out, K = T) of QKV (h → 3h/t) and FC1 (h → 4h/t). */
+    double qkv_w = gemm_s(h, 3 * h / t, x.T), fc1_w = gemm_s(h, f / t, x.T);
+    double layer = 2 * 2 * tau + beside(qkv_w, 2 * tau) + beside(fc1_w, 2 * tau);
     /* Embedding: f̄ AllReduce forward. Output: f's AllReduce beside the logits wgrad, the
      * cross-entropy AllReduce. */
-    double logits = 2 * x.T * h * V / t / PEAK, ce = 2 * (t - 1) / t * 12 * x.T / NV;
-    double emb = 2 * tau, out = beside(logits, 2 * tau) + ce;
+    double logits_w = gemm_s(h, V / t, x.T);
+    double ce = 2 * (t - 1) / t * 12 * x.T / NV;
+    double emb = 2 * tau, out = beside(logits_w, 2 * tau) + ce;
     EQ(r.time.tp_exposed_s, 2 * (L * layer + emb + out));
     EQ(r.time.forward_s, 2 * (L * layer_fwd(x) + emb_fwd(x) + out_fwd(x)));
 }
@@ -414,8 +456,10 @@ END_TEST
 
 START_TEST(pipeline_interleaved)
 {
-    /* t = 1, p = 2, v = 2 (2 layers per chunk), 8 micro-batches. */
+    /* t = 1, p = 2, v = 2 (2 layers per chunk), 8 micro-batches, blocking sends
+     * (--no-overlap-p2p-communication; the overlapped sends are worked in test_overlap.c). */
     struct spsim_parallel p = config(1, 2, 2, 1, 8);
+    p.no_overlap_p2p = true;
     struct spsim_result r = run(&p);
     struct dims x = dims_of(1, false, 1);
     double w0 = stage_wall(x, 0), w1 = stage_wall(x, 1);
@@ -441,6 +485,7 @@ START_TEST(pipeline_interleaved)
     ck_assert_uint_eq(r.memory.activation_embedding_bytes, (uint64_t)(4 * s * h));
     /* With only p = 2 micro-batches, both are in flight: 2 masks. */
     p = config(1, 2, 2, 1, 2);
+    p.no_overlap_p2p = true;
     r = run(&p);
     ck_assert_uint_eq(r.memory.activation_embedding_bytes, (uint64_t)(2 * s * h));
 }
@@ -465,6 +510,30 @@ END_TEST
 
 /* ---- Data parallelism and the optimizer step. ---- */
 
+/*
+ * --overlap-grad-reduce as Megatron-Core launches it (engine/buckets.c): pipeline rank 0's
+ * P parameters in buckets of S = max(40M, 1M·dp) = 40M parameters, filled in reverse
+ * parameter order, n = ceil(P/S), the last holding the remainder and the embedding (E
+ * parameters). The lin = (P − E)/S buckets' worth of layer parameters become ready in
+ * proportion over the last micro-batch's backward (`slot` long, ending at 0), the bucket
+ * holding the embedding at its end; their collectives (`per` seconds per parameter) queue on
+ * one communicator. A FIFO of entries ready at r_k lasting c_k ends at max_k (r_k + Σ_{i≥k}
+ * c_i); with j = floor(lin) whole layer buckets that maximum is at bucket 1, bucket j, or the
+ * first bucket ready at the end. @return how far past the backward's end the queue ends.
+ */
+static double
+buckets_finish(double P, double E, double slot, double per)
+{
+    double S = 40e6, n = ceil(P / S), lin = (P - E) / S, j = floor(lin), c = S * per;
+    double total = P * per, finish = total - j * c; /* bucket j + 1, ready at the end */
+    if (j >= 1) {
+        finish = fmax(finish, -slot + slot / lin + total);
+        finish = fmax(finish, -slot + slot * j / lin + total - (j - 1) * c);
+    }
+    ck_assert(n >= 2 && j <= n - 1);
+    return finish;
+}
+
 START_TEST(data_parallel)
 {
     /* t = p = 1, dp = 2, 2 micro-batches per replica. Gradients: 4 B per parameter. */
@@ -477,12 +546,16 @@ START_TEST(data_parallel)
     double ar = 4 * P / NV;
     EQ(r.time.dp_exposed_s, ar);
     EQ(r.time.optimizer_s, 38 * P / HBM);
-    /* --overlap-grad-reduce: the reduction runs beside the last micro-batch's backward (alone
-     * on NVLink here: t = 1, no sends) and shows by what is left after it. */
+    /* --overlap-grad-reduce: the buckets' AllReduces (4 B per parameter over NVLink, alone
+     * there: t = 1, no sends) queue beside the last micro-batch's backward (buckets_finish):
+     * P = 135.3M, 4 buckets, 2.52 of them layer parameters before the embedding's V·h + s·h. */
+    double E = V * h + s * h;
     p.overlap_grad_reduce = true;
     r = run(&p);
-    ck_assert(ar > window);
-    EQ(r.time.dp_exposed_s, ar - window);
+    ck_assert_uint_eq(r.time.dp_buckets, 4);
+    double fin = buckets_finish(P, E, window, 4 / NV);
+    ck_assert(fin > 0 && fin < ar);
+    EQ(r.time.dp_exposed_s, fin);
     /* The distributed optimizer: ReduceScatter of the fp32 gradients ((n−1)/n · 4P) and
      * AllGather of the bf16 weights ((n−1)/n · 2P); Adam on 1/2 of the parameters:
      * 4 + 28/2 + 2 + 4 B per parameter; the optimizer state sharded: 12P/2. */
@@ -493,10 +566,12 @@ START_TEST(data_parallel)
     EQ(r.time.dp_exposed_s, rsag);
     EQ(r.time.optimizer_s, (4 * P + 28 * P / 2 + 2 * P + 4 * P) / HBM);
     ck_assert_uint_eq(r.memory.optimizer_bytes, (uint64_t)(12 * P / 2));
+    /* Overlapped: the ReduceScatters ((n−1)/n · 4 B = 2 B per parameter) in buckets; the
+     * AllGather of the updated weights after the step stays whole (P/NV). */
     p.overlap_grad_reduce = true;
     r = run(&p);
-    ck_assert(rsag > window);
-    EQ(r.time.dp_exposed_s, rsag - window);
+    EQ(r.time.param_gather_exposed_s, P / NV);
+    EQ(r.time.dp_exposed_s, buckets_finish(P, E, window, 2 / NV) + P / NV);
 }
 END_TEST
 
@@ -522,12 +597,19 @@ START_TEST(data_parallel_shares_nvlink_with_tp)
      * included (as in tp_exposed_with_sp: per layer the two ḡ AllGathers and the four beside
      * QKV's and FC1's GEMMs; the embedding's AllGather; the output block's two beside the
      * logits GEMMs). */
-    double qkv = 2 * x.T * h * 3 * h / t / PEAK, fc1 = 2 * x.T * h * 4 * h / t / PEAK;
-    double logits = 2 * x.T * h * V / t / PEAK;
-    double window = L * (layer_bwd(x) + 2 * tau + 2 * beside(qkv, tau) + 2 * beside(fc1, tau)) +
-                    emb_bwd(x) + tau + out_bwd(x) + 2 * beside(logits, tau);
-    ck_assert(finish > window);
-    EQ(r.time.dp_exposed_s, finish - window);
+    /* dgrad (T, in, K = out) and wgrad (in, out, K = T) of QKV (h → 3h/t) and FC1 (h → 4h/t). */
+    double qkv_d = gemm_s(x.T, h, 3 * h / t), qkv_w = gemm_s(h, 3 * h / t, x.T);
+    double fc1_d = gemm_s(x.T, h, f / t), fc1_w = gemm_s(h, f / t, x.T);
+    double logits_d = gemm_s(x.T, h, V / t), logits_w = gemm_s(h, V / t, x.T);
+    double window = L * (layer_bwd(x) + 2 * tau + beside(qkv_d, tau) + beside(qkv_w, tau) +
+                         beside(fc1_d, tau) + beside(fc1_w, tau)) +
+                    emb_bwd(x) + tau + out_bwd(x) + beside(logits_d, tau) + beside(logits_w, tau);
+    /* The buckets' AllReduces at the rate that sharing leaves them, slowed by the whole
+     * reduction's finish over its time alone (dp_bytes/NV): 4·finish/dp_bytes seconds per
+     * parameter; P = 68.2M per rank, 2 buckets (1.26 of layers). */
+    double E = V * h / 2 + s * h;
+    ck_assert_uint_eq(r.time.dp_buckets, 2);
+    EQ(r.time.dp_exposed_s, buckets_finish(P, E, window, 4 * finish / dp_bytes));
 }
 END_TEST
 

@@ -41,6 +41,7 @@ static const char optimize_help[] =
     "  --distributed-optimizer LIST, --overlap-grad-reduce LIST   default on,off (on at dp 1\n"
     "                         is skipped: it repeats off)\n"
     "  --seq LIST, --flash-attn LIST, --dtype LIST   default: the model's, bf16\n"
+    "  --fp8-recipe LIST      as 'spsim sweep' (default delayed)\n"
     "  --recompute-modules LIST, --recompute-method LIST, --recompute-layers LIST,\n"
     "  --offload-layers LIST  as 'spsim sweep' (default: Megatron's core_attn, none, 0, 0)\n"
     "  --cp LIST, --cp-comm-type LIST   context parallelism; default 1, p2p\n"

@@ -44,6 +44,9 @@ static const struct cli_option_spec {
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
     {"no-overlap-grad-reduce", no_argument, OPT_NO_OVERLAP_GRAD, -1},
     {"dtype", required_argument, OPT_DTYPE, SPSIM_AXIS_DTYPE},
+    {"fp8-recipe", required_argument, OPT_FP8_RECIPE, SPSIM_AXIS_FP8_RECIPE},
+    {"fp8-param-gather", no_argument, OPT_FP8_PARAM, -1},
+    {"no-fp8-param-gather", no_argument, OPT_NO_FP8_PARAM, -1},
     {"first-stage-layers", required_argument, OPT_FIRST_STAGE, -1},
     {"last-stage-layers", required_argument, OPT_LAST_STAGE, -1},
     {"account-for-embedding-in-pipeline-split", no_argument, OPT_ACCOUNT_EMB, -1},
@@ -65,6 +68,11 @@ static const struct cli_option_spec {
     {"grad-reduce-in-bf16", no_argument, OPT_GRAD_BF16, -1},
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
     {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
+    {"overlap-p2p-communication", no_argument, OPT_OVERLAP_P2P, -1},
+    {"no-overlap-p2p-communication", no_argument, OPT_NO_OVERLAP_P2P, -1},
+    {"ddp-bucket-size", required_argument, OPT_DDP_BUCKET, -1},
+    {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, -1},
+    {"no-tp-comm-overlap", no_argument, OPT_NO_TP_COMM_OVERLAP, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
@@ -96,6 +104,8 @@ static const struct {
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
      offsetof(struct spsim_parallel, last_stage_layers), false},
+    {OPT_DDP_BUCKET, "--ddp-bucket-size", 1ull << 40,
+     offsetof(struct spsim_parallel, ddp_bucket_size), true},
 };
 
 void
@@ -145,6 +155,18 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_OVERLAP_PARAM:
     case OPT_NO_OVERLAP_PARAM:
         p->overlap_param_gather = opt == OPT_OVERLAP_PARAM;
+        return 1;
+    case OPT_FP8_PARAM:
+    case OPT_NO_FP8_PARAM:
+        p->fp8_param_gather = opt == OPT_FP8_PARAM;
+        return 1;
+    case OPT_OVERLAP_P2P:
+    case OPT_NO_OVERLAP_P2P:
+        p->no_overlap_p2p = opt == OPT_NO_OVERLAP_P2P;
+        return 1;
+    case OPT_TP_COMM_OVERLAP:
+    case OPT_NO_TP_COMM_OVERLAP:
+        p->tp_comm_overlap = opt == OPT_TP_COMM_OVERLAP;
         return 1;
     case OPT_ACCOUNT_EMB:
         p->account_embedding = true;
@@ -297,6 +319,13 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     case OPT_DTYPE:
         rc = cli_parse_dtype("--dtype", arg, &p->dtype);
         return rc == EXIT_OK ? 1 : -rc;
+    case OPT_FP8_RECIPE:
+        if (spsim_fp8_recipe_parse(arg, &p->fp8_recipe) == SPSIM_OK)
+            return 1;
+        return -cli_error(EXIT_USAGE,
+                          "--fp8-recipe: '%s' is not one of delayed, current, tensorwise, mxfp8, "
+                          "blockwise",
+                          arg);
     default:
         rc = config_recompute_offload(p, opt, arg);
         if (rc >= 0)

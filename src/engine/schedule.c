@@ -24,7 +24,27 @@
 
 struct sched_builder {
     struct spsim_schedule *s;
+    bool ub; /* TE userbuffers: the TP boundaries' collectives pipelined with their GEMMs */
 };
+
+/*
+ * With --tp-comm-overlap (TE userbuffers, transformer_engine/pytorch/module/base.py
+ * initialize_ub, default methods) the collectives that were on the critical path run inside
+ * their GEMM: the AllGather before a column-parallel GEMM (qkv_fprop, fc1_fprop) and the
+ * output-gradient AllGather before a row-parallel dgrad (proj_dgrad, fc2_dgrad) by ring
+ * exchange with the GEMM after it; the ReduceScatter after a row-parallel GEMM (proj_fprop,
+ * fc2_fprop) pipelined with the GEMM before it. The backward bulk overlaps (qkv/fc1 dgrad and
+ * wgrad) keep their DGRAD/WGRAD pairing. timing.c costs them.
+ */
+static enum spsim_overlap
+boundary_overlap(const struct sched_builder *b, enum spsim_coll_op coll)
+{
+    if (!b->ub)
+        return SPSIM_OVERLAP_NONE;
+    if (coll == SPSIM_COLL_ALL_GATHER)
+        return SPSIM_OVERLAP_RING_EXCHANGE;
+    return coll == SPSIM_COLL_REDUCE_SCATTER ? SPSIM_OVERLAP_PIPELINE : SPSIM_OVERLAP_NONE;
+}
 
 static struct spsim_step *
 push(struct sched_builder *b, enum spsim_phase phase, const struct spsim_op *op,
@@ -74,6 +94,14 @@ cp_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase pha
              coll == SPSIM_COLL_SEND_RECV ? SPSIM_OVERLAP_ATTENTION : SPSIM_OVERLAP_NONE);
 }
 
+/* A boundary's message for a collective: FP8 AllGathers carry half of M (engine/fp8.c). */
+static uint64_t
+coll_message(const struct spsim_op *op, enum spsim_coll_op coll)
+{
+    return op->fp8_gather && coll == SPSIM_COLL_ALL_GATHER ? op->message_bytes / 2
+                                                           : op->message_bytes;
+}
+
 static void
 forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase)
 {
@@ -87,6 +115,7 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
     case SPSIM_OPK_BMM:
         st = push(b, phase, op, SPSIM_PASS_FWD);
         set_gemm(st, op->m, op->n, op->k, op->batch);
+        st->bytes = op->cast_fwd_bytes;
         break;
     case SPSIM_OPK_FLASH:
         st = push(b, phase, op, SPSIM_PASS_FWD);
@@ -94,8 +123,8 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
         break;
     case SPSIM_OPK_COMM:
         st = push(b, phase, op, SPSIM_PASS_COMM);
-        set_coll(st, op->fwd_coll, op->message_bytes, op->name, op->operator_name,
-                 SPSIM_OVERLAP_NONE);
+        set_coll(st, op->fwd_coll, coll_message(op, op->fwd_coll), op->name, op->operator_name,
+                 boundary_overlap(b, op->fwd_coll));
         break;
     case SPSIM_OPK_CP:
     case SPSIM_OPK_EP:
@@ -115,9 +144,10 @@ backward_matmul(struct sched_builder *b, const struct spsim_op *op, const struct
     enum spsim_pass second = op->kind == SPSIM_OPK_GEMM ? SPSIM_PASS_WGRAD : SPSIM_PASS_BWD;
     struct spsim_step *dgrad = push(b, SPSIM_PHASE_BACKWARD, op, first);
     set_gemm(dgrad, op->m, op->k, op->n, op->batch);
+    dgrad->bytes = op->cast_bwd_bytes;
     if (tp && sp)
-        set_coll(dgrad, SPSIM_COLL_ALL_GATHER, boundary->message_bytes, op->regather_site,
-                 "wgrad AG", SPSIM_OVERLAP_DGRAD);
+        set_coll(dgrad, SPSIM_COLL_ALL_GATHER, coll_message(boundary, SPSIM_COLL_ALL_GATHER),
+                 op->regather_site, "wgrad AG", SPSIM_OVERLAP_DGRAD);
     struct spsim_step *wgrad = push(b, SPSIM_PHASE_BACKWARD, op, second);
     set_gemm(wgrad, op->k, op->n, op->m, op->batch);
     wgrad->bytes = op->bias_grad_bytes;
@@ -160,8 +190,8 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
         if (op->into_tp)
             break;
         st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_COMM);
-        set_coll(st, op->bwd_coll, op->message_bytes, op->bwd_name, op->operator_name,
-                 SPSIM_OVERLAP_NONE);
+        set_coll(st, op->bwd_coll, coll_message(op, op->bwd_coll), op->bwd_name, op->operator_name,
+                 boundary_overlap(b, op->bwd_coll));
         break;
     }
 }
@@ -206,7 +236,7 @@ replay_runs(const struct spsim_layer *L, struct replay *out, uint32_t cap)
 void
 spsim_schedule_build(const struct spsim_layer *L, struct spsim_schedule *sched)
 {
-    struct sched_builder b = {sched};
+    struct sched_builder b = {sched, L->cfg.tp_comm_overlap};
     sched->nsteps = 0;
     for (uint32_t i = 0; i < L->nops; i++)
         forward_step(&b, &L->ops[i], SPSIM_PHASE_FORWARD);

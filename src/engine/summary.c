@@ -140,6 +140,8 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
         block_totals(&le->mtp, &s->mtp);
         s->params_mtp = spsim_mtp_extra_parameters_per_rank(m, t, &ok);
     }
+    s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
+    s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
 }

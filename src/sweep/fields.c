@@ -24,6 +24,12 @@ dtype_name(int v)
 }
 
 static const char *
+fp8_recipe_name(int v)
+{
+    return spsim_fp8_recipe_name((enum spsim_fp8_recipe)v);
+}
+
+static const char *
 cp_comm_name(int v)
 {
     return spsim_cp_comm_name((enum spsim_cp_comm)v);
@@ -82,6 +88,8 @@ static const struct spsim_field fields[] = {
     F("config.distributed_optimizer", BOOL, config.distributed_optimizer),
     F("config.overlap_grad_reduce", BOOL, config.overlap_grad_reduce),
     E("config.dtype", config.dtype, dtype_name),
+    E("config.fp8_recipe", config.fp8_recipe, fp8_recipe_name),
+    F("config.fp8_param_gather", BOOL, config.fp8_param_gather),
     F("config.first_stage_layers", U32, config.first_stage_layers),
     F("config.last_stage_layers", U32, config.last_stage_layers),
     F("config.account_embedding", BOOL, config.account_embedding),
@@ -100,6 +108,9 @@ static const struct spsim_field fields[] = {
     F("config.ep", U32, config.ep),
     F("config.etp", U32, config.etp),
     E("config.moe_dispatcher", config.moe_dispatcher, dispatcher_name),
+    F("config.no_overlap_p2p", BOOL, config.no_overlap_p2p),
+    F("config.ddp_bucket_size", U64, config.ddp_bucket_size),
+    F("config.tp_comm_overlap", BOOL, config.tp_comm_overlap),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
@@ -231,6 +242,9 @@ static const struct spsim_field fields[] = {
     F("time.critical_stage", U32, time.critical_stage),
     F("time.cp_exposed_s", F64, time.cp_exposed_s),
     F("time.ep_exposed_s", F64, time.ep_exposed_s),
+    F("time.pp_p2p_hidden_s", F64, time.pp_p2p_hidden_s),
+    F("time.param_gather_exposed_s", F64, time.param_gather_exposed_s),
+    F("time.dp_buckets", U32, time.dp_buckets),
 };
 
 size_t
