@@ -335,37 +335,6 @@ START_TEST(profile_rules)
 }
 END_TEST
 
-/* Until the engine models them, a MoE, MLA or MTP model is refused as a configuration (exit 4),
- * naming what is missing. */
-START_TEST(engine_refuses_until_modelled)
-{
-    static const struct {
-        const char *json, *reason;
-    } cases[] = {
-        {SMALL ", \"kv_lora_rank\": 16, \"qk_head_dim\": 16, \"qk_pos_emb_head_dim\": 8, "
-               "\"v_head_dim\": 16}",
-         "multi-latent attention is not modelled yet"},
-        {SMALL ", \"mtp_layers\": 1}", "multi-token prediction layers are not modelled yet"},
-    };
-    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
-        struct spsim_model *m = parse_ok(cases[i].json);
-        struct spsim_parallel p;
-        spsim_parallel_defaults(&p);
-        p.tp = 1;
-        p.sp = false;
-        p.pp = 1;
-        p.vpp = 1;
-        struct spsim_result r;
-        struct spsim_error err = {0};
-        ck_assert_int_eq(spsim_evaluate(m, hw, &p, &r, &err), SPSIM_ECONFIG);
-        ck_assert_msg(strstr(err.message, cases[i].reason), "%s", err.message);
-        spsim_model_destroy(m);
-    }
-    spsim_hardware_destroy(hw);
-}
-END_TEST
-
 /* Megatron-LM's num_floating_point_operations (training.py transformer_flops at d98e8a6) for
  * DeepSeek-V3 with one MTP layer, per token and pass (its value / (3·B·s)), worked term by term
  * from its source: MLP 2h·[f·3·L_dense + f_e·k·3·L_moe + f_shared·3·L_moe]; MLA 2·[r_q·(h + n·192
@@ -656,7 +625,6 @@ main(void)
     tcase_add_test(tc, moe_layer_choice);
     tcase_add_test(tc, pattern_parser);
     tcase_add_test(tc, profile_rules);
-    tcase_add_test(tc, engine_refuses_until_modelled);
     tcase_add_test(tc, megatron_flops_formula);
     tcase_add_test(tc, flops_dense_agree);
     tcase_add_test(tc, hf_import);

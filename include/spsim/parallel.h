@@ -36,6 +36,20 @@ enum spsim_cp_comm {
 SPSIM_API const char *spsim_cp_comm_name(enum spsim_cp_comm c);
 /** The type named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out);
+/** How an MoE layer moves tokens to the experts' ranks (Megatron-Core
+ * --moe-token-dispatcher-type; moe/token_dispatcher.py). */
+enum spsim_moe_dispatcher {
+    SPSIM_MOE_ALLGATHER = 0, /**< AllGather over the expert-TP×EP group, ReduceScatter back */
+    SPSIM_MOE_ALLTOALL = 1,  /**< all-to-all over EP (+ AllGather/ReduceScatter over ETP) */
+    SPSIM_MOE_FLEX = 2,      /**< DeepEP/HybridEP fused kernels: recognised, refused */
+    SPSIM_MOE_DISPATCHER_COUNT
+};
+
+/** @return "allgather", "alltoall", "flex"; "?" for an unknown value. */
+SPSIM_API const char *spsim_moe_dispatcher_name(enum spsim_moe_dispatcher d);
+/** The dispatcher named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out);
+
 /** How Transformer Engine scales FP8 tensors (Megatron --fp8-recipe; TE
  * common/recipe/__init__.py). */
 enum spsim_fp8_recipe {
@@ -51,19 +65,6 @@ SPSIM_API const char *spsim_fp8_recipe_name(enum spsim_fp8_recipe r);
 /** The recipe named `name` ("tensorwise", Megatron's name, is "current"). @return SPSIM_OK or
  * SPSIM_EINVAL */
 SPSIM_API int spsim_fp8_recipe_parse(const char *name, enum spsim_fp8_recipe *out);
-/** How an MoE layer moves tokens to the experts' ranks (Megatron-Core
- * --moe-token-dispatcher-type; moe/token_dispatcher.py). */
-enum spsim_moe_dispatcher {
-    SPSIM_MOE_ALLGATHER = 0, /**< AllGather over the expert-TP×EP group, ReduceScatter back */
-    SPSIM_MOE_ALLTOALL = 1,  /**< all-to-all over EP (+ AllGather/ReduceScatter over ETP) */
-    SPSIM_MOE_FLEX = 2,      /**< DeepEP/HybridEP fused kernels: recognised, refused */
-    SPSIM_MOE_DISPATCHER_COUNT
-};
-
-/** @return "allgather", "alltoall", "flex"; "?" for an unknown value. */
-SPSIM_API const char *spsim_moe_dispatcher_name(enum spsim_moe_dispatcher d);
-/** The dispatcher named `name`. @return SPSIM_OK or SPSIM_EINVAL */
-SPSIM_API int spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out);
 
 /** Which layers full recomputation checkpoints (Megatron --recompute-method). */
 enum spsim_recompute_method {
@@ -80,14 +81,14 @@ SPSIM_API int spsim_recompute_method_parse(const char *name, enum spsim_recomput
 
 /**
  * Megatron's selective-recompute modules (--recompute-modules), as bits. Dense layers have the
- * first three; MoE models add moe_act, moe and shared_experts; mla_up_proj is refused (no MLA).
+ * first three; MoE models add moe_act, moe and shared_experts; MLA models add mla_up_proj.
  */
 enum spsim_recompute_module {
     SPSIM_RMOD_CORE_ATTN = 1u << 0,      /**< QKᵀ, softmax, dropout, ·V (checkpoint) */
     SPSIM_RMOD_LAYERNORM = 1u << 1,      /**< both norms' outputs discarded, recomputed */
     SPSIM_RMOD_MLP = 1u << 2,            /**< the dense MLP (checkpoint of its input) */
     SPSIM_RMOD_MOE_ACT = 1u << 3,        /**< MoE experts' activation (output discarded) */
-    SPSIM_RMOD_MLA_UP_PROJ = 1u << 4,    /**< MLA up-projections: refused (no MLA) */
+    SPSIM_RMOD_MLA_UP_PROJ = 1u << 4,    /**< MLA up-projections and RoPE (output discarded) */
     SPSIM_RMOD_MOE = 1u << 5,            /**< the MoE layer, dispatch and combine included */
     SPSIM_RMOD_SHARED_EXPERTS = 1u << 6, /**< MoE shared experts */
     SPSIM_RMOD_COUNT_ = 7
@@ -169,6 +170,11 @@ struct spsim_parallel {
      * (default). vpp is then the stage count / pp (vpp must be 1 or that). Borrowed: the string
      * must outlive the configuration and any result that copies it. */
     const char *pipeline_layout;
+    /* Mixture of experts (ignored by dense models). The expert grid refolds the same
+     * tp·cp·dp ranks of a pipeline stage as etp · ep · edp (parallel_state.py), so the expert
+     * data-parallel size is tp·cp·dp / (ep·etp). */
+    uint32_t etp; /**< expert tensor parallel size; 0 = tp (Megatron's default) */
+    enum spsim_moe_dispatcher moe_dispatcher; /**< default allgather (Megatron's default) */
     /** Interleaved schedule: blocking point-to-point sends (Megatron's
      * --no-overlap-p2p-communication). false (default): Megatron's CLI default with vpp > 1,
      * async isend/irecv beside the next chunk (p2p_communication.py); without interleaving
@@ -179,11 +185,6 @@ struct spsim_parallel {
     uint64_t ddp_bucket_size;
     /** TE userbuffers TP communication overlap (--tp-comm-overlap; needs sp); default false */
     bool tp_comm_overlap;
-    /* Mixture of experts (ignored by dense models). The expert grid refolds the same
-     * tp·cp·dp ranks of a pipeline stage as etp · ep · edp (parallel_state.py), so the expert
-     * data-parallel size is tp·cp·dp / (ep·etp). */
-    uint32_t etp; /**< expert tensor parallel size; 0 = tp (Megatron's default) */
-    enum spsim_moe_dispatcher moe_dispatcher; /**< default allgather (Megatron's default) */
 };
 
 /** Set every field to its documented default. */

@@ -40,7 +40,7 @@ struct spsim_schedule_step {
 };
 
 /** Most steps one layer's schedule can have. */
-#define SPSIM_MAX_SCHEDULE_STEPS 128
+#define SPSIM_MAX_SCHEDULE_STEPS 160
 
 /**
  * The ordered schedule of one transformer layer (forward, recompute, backward) for a config.

@@ -54,6 +54,7 @@ struct spsim_layer_eval {
      * whether it was built. `layer` is then the MoE layer. */
     struct spsim_block_eval dense;
     bool has_dense;
+    struct spsim_block_eval mtp; /* one MTP depth's own rows (when the model has MTP layers) */
     uint64_t dense_no_recompute; /* the dense layer's activations kept whole */
     uint64_t act_modes[SPSIM_MODE_COUNT];
     uint64_t act_no_recompute; /* one layer's activations while it is recomputed (full) */
@@ -103,8 +104,15 @@ struct spsim_layer_summary {
      * parameters of one MoE layer on one rank (0 for a dense model). */
     struct spsim_block_totals dense;
     bool has_dense;
+    /* Multi-token prediction: one depth's own rows and its parameters on one rank (0 without
+     * MTP; evaluate.c mtp_*). */
+    struct spsim_block_totals mtp;
+    uint64_t params_mtp;
     uint64_t params_dense_layer, params_layer_experts;
     uint64_t cp_working_bytes; /* CP's transient exchange buffers of one layer (see summary.c) */
+    /* MLA with SP and t > 1: one layer's parameters duplicated over TP whose gradients are
+     * all-reduced over TP once per iteration (the down-projections and latent norms); else 0. */
+    uint64_t params_tp_synced;
     uint64_t offload_bytes;
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;

@@ -212,6 +212,31 @@ stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim
     }
 }
 
+/*
+ * Multi-token prediction (transformer/multi_token_prediction.py MultiTokenPredictionBlock, on
+ * the last pipeline stage): each of the D depths runs the embedding of the shifted tokens (the
+ * model's embedding block), its own rows (enorm, hnorm, eh_proj: le->mtp), one transformer
+ * layer of the last decoder layer's kind (MoE if that one is: training.py counts it so) and
+ * the shared output head with its own loss (the output block).
+ */
+static const struct spsim_block_totals *
+mtp_layer(const struct spsim_layer_summary *le, const struct shape *x)
+{
+    bool dense = x->mixed && !spsim_model_layer_is_moe(x->model, (uint32_t)x->L - 1);
+    return dense ? &le->dense : &le->layer;
+}
+
+/* The activations the D depths keep for backward (one micro-batch in flight on the last
+ * stage, as the output block's). */
+static uint64_t
+mtp_saved(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+{
+    uint64_t one = spsim_add(le->embedding.saved_bytes, le->mtp.saved_bytes, ok);
+    one = spsim_add(one, mtp_layer(le, x)->saved_bytes, ok);
+    one = spsim_add(one, le->output.saved_bytes, ok);
+    return spsim_mul(x->model->shape.mtp_layers, one, ok);
+}
+
 /* TE's FP8 weight copies of rank r's layers beside their BF16 weights; none with FP8
  * parameters (--fp8-param-gather: the FP8 tensors are the weights). */
 static void
@@ -242,6 +267,8 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
      * 4sbh/t·(1 + v/h). */
     if (r == x->p - 1)
         act = spsim_add(act, le->output.saved_bytes, ok);
+    if (r == x->p - 1 && le->params_mtp)
+        act = spsim_add(act, mtp_saved(le, x, ok), ok);
     /* Full recomputation rebuilds one layer's activations before its backward: that layer's
      * whole inventory is live on top of the checkpoints. */
     if (par->recompute == SPSIM_RECOMPUTE_FULL)
@@ -324,6 +351,8 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     first = spsim_add(first, mem->activation_output_bytes, ok);
     first = spsim_add(first, mem->activation_recompute_working_bytes, ok);
     first = spsim_add(first, mem->activation_cp_working_bytes, ok);
+    if (x->p == 1 && le->params_mtp)
+        first = spsim_add(first, mtp_saved(le, x, ok), ok);
     mem->activation_first_stage_bytes = first;
     uint64_t last = first;
     if (x->p > 1) {
@@ -331,6 +360,8 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
         last = spsim_add(last, le->output.saved_bytes, ok);
         last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
         last = spsim_add(last, mem->activation_cp_working_bytes, ok);
+        if (le->params_mtp)
+            last = spsim_add(last, mtp_saved(le, x, ok), ok);
     }
     mem->activation_last_stage_bytes = last;
 }
@@ -347,8 +378,21 @@ static uint64_t
 rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r,
                        bool *ok)
 {
-    return x->moe ? spsim_mul(rank_built(x, r) - rank_dense(x, r), le->params_layer_experts, ok)
-                  : 0;
+    uint64_t layers = rank_built(x, r) - rank_dense(x, r);
+    if (r == x->p - 1 && le->params_mtp && mtp_layer(le, x) == &le->layer) /* MoE MTP layers */
+        layers += x->model->shape.mtp_layers;
+    return x->moe ? spsim_mul(layers, le->params_layer_experts, ok) : 0;
+}
+
+/* The D depths' parameters on the last stage: each its own (enorm, hnorm, eh_proj,
+ * final_layernorm) and a transformer layer's. With pp > 1 the last stage also holds a copy of
+ * the word embedding for the shifted tokens (rank_parameters; its gradient is all-reduced
+ * with the first stage's, tied_embedding_sync). */
+static uint64_t
+mtp_parameters(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+{
+    uint64_t layer = mtp_layer(le, x) == &le->layer ? le->params_layer : le->params_dense_layer;
+    return spsim_mul(x->model->shape.mtp_layers, spsim_add(le->params_mtp, layer, ok), ok);
 }
 
 /* Parameters of one TP rank of pipeline rank r: its layers, the embedding on rank 0, the
@@ -368,8 +412,10 @@ rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summ
         n = spsim_add(n, le->params_embedding, ok);
     if (r == x->p - 1) {
         n = spsim_add(n, le->params_output, ok);
-        if (x->p > 1 && m->tied_embeddings)
+        if (x->p > 1 && (m->tied_embeddings || m->mtp_layers))
             n = spsim_add(n, spsim_mul(le->padded_vocab, m->hidden, ok) / x->t, ok);
+        if (le->params_mtp)
+            n = spsim_add(n, mtp_parameters(le, x, ok), ok);
     }
     return n;
 }
@@ -1137,7 +1183,7 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
                     const struct shape *x, struct spsim_time_report *tr, double *busy_nv,
                     double *busy_net)
 {
-    if (x->p <= 1 || !m->tied_embeddings)
+    if (x->p <= 1 || !(m->tied_embeddings || m->mtp_layers))
         return SPSIM_OK;
     struct spsim_coll_time e;
     double bytes = 4.0 * (double)le->padded_vocab * m->hidden / x->t;
@@ -1145,6 +1191,26 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     if (rc)
         return rc;
     tr->tied_embedding_allreduce_s = e.time_s;
+    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    return SPSIM_OK;
+}
+
+/* MLA with SP: the duplicated down-projections' and latent norms' gradients (marked
+ * sequence_parallel) are summed over TP once per iteration, after the backward, in one
+ * coalesced all-reduce (finalize_model_grads._allreduce_non_tensor_model_parallel_grads), on
+ * the main gradients (grad_bytes) of the critical stage's layers. */
+static int
+mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+              const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+              const struct shape *x, const struct stage_time *crit, struct spsim_time_report *tr,
+              double *busy_nv, double *busy_net)
+{
+    struct spsim_coll_time e;
+    double bytes = (double)grad_bytes(par) * (double)le->params_tp_synced * (double)crit->layers;
+    int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, x->t, 1, bytes, &e);
+    if (rc)
+        return rc;
+    tr->dp_exposed_s += e.time_s;
     *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
     return SPSIM_OK;
 }
@@ -1169,6 +1235,20 @@ optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *p
     double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? 2.0 * params / D : 2.0 * params);
     double opt_bytes = grads + adam + grads;
     return opt_bytes / hw->hbm_achievable_Bps;
+}
+
+/* The D depths' work per micro-batch on the last stage (mtp_layer); an MoE MTP layer counts
+ * among the stage's MoE layers (its token exchanges, ep_exposed_s). */
+static void
+mtp_time(const struct spsim_layer_summary *le, const struct shape *x, struct stage_time *s)
+{
+    double D = x->model->shape.mtp_layers;
+    add_block(s, &le->embedding, D);
+    add_block(s, &le->mtp, D);
+    add_block(s, mtp_layer(le, x), D);
+    add_block(s, &le->output, D);
+    if (mtp_layer(le, x) == &le->layer)
+        s->layers += x->model->shape.mtp_layers;
 }
 
 /* Per micro-batch work of pipeline rank r: its layers, the embedding on rank 0 and the output
@@ -1199,6 +1279,8 @@ rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t 
         add_block(s, &le->embedding, 1);
     if (r == x->p - 1)
         add_block(s, &le->output, 1);
+    if (r == x->p - 1 && le->params_mtp)
+        mtp_time(le, x, s);
 }
 
 /* The rank that sets the pace (the first of the slowest, ranks in spsim_stage_candidates'
@@ -1322,6 +1404,9 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     if ((rc = tied_embedding_sync(memo, hw, m, le, x, tr, &busy_nv, &busy_net)))
         return rc;
+    if (le->params_tp_synced &&
+        (rc = mla_grad_sync(memo, hw, par, le, x, crit, tr, &busy_nv, &busy_net)))
+        return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
@@ -1399,6 +1484,11 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     if (par->recompute == SPSIM_RECOMPUTE_FULL && replayed_layers != x->lps)
         layers = x->L * (L->fwd_flops + L->bwd_flops) +
                  (double)(x->p * replayed_layers) * L->recompute_flops;
+    if (le->params_mtp) { /* the D depths (mtp_time) */
+        const struct spsim_block_totals *ml = mtp_layer(le, x), *mb = &le->mtp;
+        layers += m->mtp_layers * (ml->fwd_flops + ml->bwd_flops + ml->recompute_flops);
+        output += m->mtp_layers * (O->fwd_flops + O->bwd_flops + mb->fwd_flops + mb->bwd_flops);
+    }
     tr->hardware_flops = passes * x->t * x->c * (layers + output);
     double iter = tr->iteration_s;
     tr->tokens_per_s = (double)par->gbs * s / iter;
@@ -1505,8 +1595,6 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     if (rc != SPSIM_OK)
         return rc;
     r->config.vpp = plan.v;
-    if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
-        r->config.ddp_bucket_size = bucket_params(par, &x);
     x.model = model;
     x.edp = x.dc;
     if (m->experts) { /* the dense path pays this one branch */
@@ -1519,6 +1607,8 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
         x.dense_total = m->layers - model->moe_layers;
         r->config.etp = spsim_moe_etp(par);
     }
+    if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
+        r->config.ddp_bucket_size = bucket_params(par, &x);
     bool ok = true;
     rc = compose_memory(m, hw, par, le, &x, &r->memory, &ok);
     if (rc == SPSIM_OK)

@@ -99,6 +99,12 @@ dims3(struct spsim_dim *d, uint32_t *n, const char *s0, uint64_t v0, const char 
 struct dims {
     uint64_t s, sl, b, h, t, q_t, kv_t, heads_t, d, ffn_t, gate, s_full;
     const char *s_sym, *sl_sym;
+    /* Core attention per token on this rank: Q and K kept (qk_w), V (v_w) and the output
+     * (o_w); each head's Q/K (dqk) and V (dv) channels; the group of the kept Q, K, V. Dense
+     * and GQA: q+kv, kv, q, d, d, LAYER; MLA: add_mla_attention_block. */
+    uint64_t qk_w, v_w, o_w, dqk, dv;
+    enum spsim_rgroup qkv_group;
+    const char *qkv_sym, *o_sym;
 };
 
 static struct spsim_op *
@@ -283,15 +289,15 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
          * context parallelism the rank's s/c queries (chunks r and 2c−1−r) see exactly the
          * causal half of s/c × s (TE's load balancing), so the work is the causal total / c. */
         op->flash_fwd_flops = 2.0 * (double)x->b * (double)x->heads_t * (double)x->s *
-                              (double)x->s_full * (double)x->d;
-        save(op, "Q and K", spsim_mul(tokens, x->q_t + x->kv_t, ok), 2, SPSIM_RG_LAYER);
-        save(op, "V", spsim_mul(tokens, x->kv_t, ok), 2, SPSIM_RG_LAYER);
+                              (double)x->s_full * ((double)(x->dqk + x->dv) / 2.0);
+        save(op, "Q and K", spsim_mul(tokens, x->qk_w, ok), 2, x->qkv_group);
+        save(op, "V", spsim_mul(tokens, x->v_w, ok), 2, x->qkv_group);
         save(op, "softmax log-sum-exp (fp32)", spsim_mul3(x->b, x->heads_t, x->s, ok), 4,
              SPSIM_RG_CORE_ATTN);
         if (m->dropout)
             op->rng = "model-parallel-rng";
-        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
-        dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ad/t", x->q_t);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, x->qkv_sym, x->qk_w + x->v_w);
+        dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, x->o_sym, x->o_w);
         if (bld->layer->ops[bld->layer->nops - 2].kind == SPSIM_OPK_CP)
             bld->layer->ops[bld->layer->nops - 2].cp_attn_flops = op->flash_fwd_flops;
         add_cp_exchange(bld, x, false);
@@ -303,11 +309,11 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
     op->batch = x->b * x->heads_t;
     op->m = x->s;
     op->n = x->s;
-    op->k = x->d;
-    save(op, "Q and K", spsim_mul(tokens, x->q_t + x->kv_t, ok), 2, SPSIM_RG_LAYER);
+    op->k = x->dqk;
+    save(op, "Q and K", spsim_mul(tokens, x->qk_w, ok), 2, x->qkv_group);
     op->in[0] = (struct spsim_dim){"b·a/t", x->b * x->heads_t};
     op->in[1] = (struct spsim_dim){x->s_sym, x->s};
-    op->in[2] = (struct spsim_dim){"d", x->d};
+    op->in[2] = (struct spsim_dim){"d", x->dqk};
     op->nin = 3;
     op->out[0] = (struct spsim_dim){"b·a/t", x->b * x->heads_t};
     op->out[1] = (struct spsim_dim){x->s_sym, x->s};
@@ -340,14 +346,14 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
                 SPSIM_RG_CORE_ATTN);
     op->batch = x->b * x->heads_t;
     op->m = x->s;
-    op->n = x->d;
+    op->n = x->dv;
     op->k = x->s;
     if (m->dropout)
         save(op, "attention-dropout output", scores, 2, SPSIM_RG_CORE_ATTN);
-    save(op, "V", spsim_mul(tokens, x->kv_t, ok), 2, SPSIM_RG_LAYER);
+    save(op, "V", spsim_mul(tokens, x->v_w, ok), 2, x->qkv_group);
     memcpy(op->in, score_dims, sizeof(score_dims));
     op->nin = 3;
-    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ad/t", x->q_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, x->o_sym, x->o_w);
 }
 
 /* QK-norm (Qwen3; Megatron-Core's qk_layernorm): the layer's norm over each head's d channels
@@ -405,6 +411,190 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
                  "f̄: AllReduce after projection",
                  "ḡ backward: AllGather of the projection output gradient", "f̄ backward: identity");
     add_dropout_add(bld, m, x,
+                    m->dropout ? "bias-dropout-add (attention)" : "residual add (attention)");
+}
+
+/*
+ * Multi-latent attention (transformer/multi_latent_attention.py MLASelfAttention, TE spec).
+ * The down-projections linear_q_down_proj h → r_q and linear_kv_down_proj h → r_kv + d_r are
+ * duplicated on every TP rank (TELinear parallel_mode 'duplicated'): they run on this rank's
+ * tokens (s/t with SP) and issue no TP collective in the layer; with SP their weights are
+ * marked sequence_parallel and their gradients all-reduced over TP once per iteration
+ * (finalize_model_grads._allreduce_non_tensor_model_parallel_grads; evaluate.c). With SP the
+ * rope key k_pos_emb [s/t, b, d_r] is gathered on its own (gather_from_sequence_parallel_region),
+ * and the column-parallel up-projections gather the normed latents r_q and r_kv instead of h.
+ * Core attention sees Q and K of d_qk + d_r channels per head (the rope key broadcast to every
+ * head) and V of d_v. mla_up_proj (CheckpointWithoutOutput over qkv_up_proj_and_rope_apply)
+ * discards Q, K, V once core attention has run and keeps the checkpoint's inputs: the latents
+ * (which the up-projections keep anyway) and the gathered rope key.
+ */
+static struct spsim_op *
+add_mla_gemm(struct builder *bld, const struct dims *x, const char *name, enum spsim_gemm_role role,
+             uint64_t m, uint64_t k, uint64_t n, const char *ksym, const char *nsym)
+{
+    const char *rows = role == SPSIM_GEMM_COLUMN ? x->s_sym : x->sl_sym;
+    uint64_t r = role == SPSIM_GEMM_COLUMN ? x->s : x->sl;
+    struct spsim_op *op = add_gemm(bld, name, role, m, k, n);
+    dims3(op->in, &op->nin, rows, r, "b", x->b, ksym, k);
+    dims3(op->out, &op->nout, rows, r, "b", x->b, nsym, n);
+    return op;
+}
+
+/* A latent's norm (q_layernorm over r_q, kv_layernorm over r_kv): add_norm's bytes. */
+static void
+add_latent_norm(struct builder *bld, const struct dims *x, const char *name, const char *what,
+                uint64_t width, const char *sym)
+{
+    uint64_t elements = spsim_mul3(x->sl, x->b, width, &bld->ok);
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 4.0 * elements;
+    op->bwd_bytes = 10.0 * elements;
+    save(op, what, elements, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, sym, width);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, sym, width);
+}
+
+/* The TP boundary before an up-projection, at the latent's width (M = b·s·width·2 B). */
+static void
+add_latent_boundary(struct builder *bld, const struct dims *x, uint64_t width, const char *sym,
+                    const char *name_sp, const char *name_tp, const char *bwd_sp,
+                    const char *bwd_tp)
+{
+    struct spsim_op *op = add_boundary(bld, x, true, name_sp, name_tp, bwd_sp, bwd_tp);
+    if (!op)
+        return;
+    op->group = SPSIM_RG_MLA_UP;
+    op->message_bytes = spsim_mul4(x->b, x->s, width, 2, &bld->ok);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, sym, width);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, sym, width);
+}
+
+/* With SP the rope key's own gather (forward AllGather, backward ReduceScatter); with
+ * mla_up_proj the gathered key is the checkpoint's input and is kept. */
+static void
+add_rope_key_gather(struct builder *bld, const struct dims *x, uint64_t dr)
+{
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    bool *ok = &bld->ok;
+    struct spsim_op *op = NULL;
+    if (x->t > 1 && cfg->sp) {
+        op = add_op(bld, "AllGather of the rope key", SPSIM_OPK_COMM, SPSIM_REGION_BOUNDARY,
+                    SPSIM_RG_LAYER);
+        op->operator_name = "g";
+        op->bwd_name = "ReduceScatter of the rope key gradient";
+        op->fwd_coll = SPSIM_COLL_ALL_GATHER;
+        op->bwd_coll = SPSIM_COLL_REDUCE_SCATTER;
+        op->message_bytes = spsim_mul4(x->b, x->s, dr, 2, ok);
+        dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "d_r", dr);
+        dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "d_r", dr);
+    }
+    if ((cfg->rmods & SPSIM_RG_MLA_UP) && op)
+        save(op, "rope key (mla_up_proj checkpoint input)", spsim_mul3(x->s, x->b, dr, ok), 2,
+             SPSIM_RG_LAYER);
+    else if (cfg->rmods & SPSIM_RG_MLA_UP) /* the kv down-projection's output, kept */
+        save(&bld->layer->ops[bld->layer->nops - 1], "rope key (mla_up_proj checkpoint input)",
+             spsim_mul3(x->s, x->b, dr, ok), 2, SPSIM_RG_LAYER);
+}
+
+/* Fused MLA RoPE (fused_apply_mla_rope_for_q / _for_kv): reads q, kv and the rope key, writes
+ * Q, K (the key broadcast to each head) and V; backward the same traffic reversed. */
+static void
+add_mla_rope(struct builder *bld, const struct dims *x, uint64_t q_w, uint64_t kv_w, uint64_t dr)
+{
+    uint64_t tokens = spsim_mul(x->s, x->b, &bld->ok);
+    double per_token = (double)(q_w + kv_w + dr + x->qk_w + x->v_w);
+    struct spsim_op *op =
+        add_op(bld, "MLA RoPE (Q, K, V)", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_MLA_UP);
+    op->fwd_bytes = 2.0 * (double)tokens * per_token;
+    op->bwd_bytes = 2.0 * (double)tokens * per_token;
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "n(2d_qk+d_r+d_v)/t", q_w + kv_w);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, x->qkv_sym, x->qk_w + x->v_w);
+}
+
+/* The projections before core attention, down then up (the order of get_query_key_value_tensors).
+ */
+static void
+add_mla_projections(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    bool *ok = &bld->ok;
+    uint64_t rq = m->q_lora_rank, rkv = m->kv_lora_rank, dr = m->qk_pos_emb_head_dim;
+    uint64_t T = spsim_mul(x->s, x->b, ok), Tl = spsim_mul(x->sl, x->b, ok);
+    uint64_t q_w = x->heads_t * ((uint64_t)m->qk_head_dim + dr);
+    uint64_t kv_w = x->heads_t * ((uint64_t)m->qk_head_dim + m->v_head_dim);
+    struct spsim_op *op;
+    if (rq) {
+        op = add_mla_gemm(bld, x, "q down-projection GEMM (replicated)", SPSIM_GEMM_ROW, Tl, x->h,
+                          rq, "h", "r_q");
+        save(op, "down-projection input", spsim_mul3(x->sl, x->b, x->h, ok), 2, SPSIM_RG_NORM);
+    }
+    op = add_mla_gemm(bld, x, "kv down-projection GEMM (replicated)", SPSIM_GEMM_ROW, Tl, x->h,
+                      rkv + dr, "h", "r_kv+d_r");
+    if (!rq)
+        save(op, "down-projection input", spsim_mul3(x->sl, x->b, x->h, ok), 2, SPSIM_RG_NORM);
+    add_rope_key_gather(bld, x, dr);
+    if (rq && m->qk_norm)
+        add_latent_norm(bld, x, "q latent RMSNorm", "q latent norm input", rq, "r_q");
+    if (m->qk_norm)
+        add_latent_norm(bld, x, "kv latent RMSNorm", "kv latent norm input", rkv, "r_kv");
+    if (rq)
+        add_latent_boundary(bld, x, rq, "r_q", "g: AllGather of the q latent",
+                            "f: identity before the q up-projection",
+                            "g backward: ReduceScatter of the q latent gradient",
+                            "f backward: AllReduce of the q latent gradient");
+    else
+        add_latent_boundary(bld, x, x->h, "h", "g: AllGather before the q projection",
+                            "f: identity before the q projection",
+                            "g backward: ReduceScatter of the q projection input gradient",
+                            "f backward: AllReduce of the q projection input gradient");
+    op = rq ? add_mla_gemm(bld, x, "q up-projection GEMM (column-parallel)", SPSIM_GEMM_COLUMN, T,
+                           rq, q_w, "r_q", "n(d_qk+d_r)/t")
+            : add_mla_gemm(bld, x, "q projection GEMM (column-parallel)", SPSIM_GEMM_COLUMN, T,
+                           x->h, q_w, "h", "n(d_qk+d_r)/t");
+    op->group = SPSIM_RG_MLA_UP;
+    op->regather_site = "wgrad AG: re-gather of the saved q latent shard";
+    if (rq) /* without r_q its input is the down-projection input, kept above */
+        save(op, "q up-projection input", spsim_mul(Tl, rq, ok), 2, SPSIM_RG_LAYER);
+    add_latent_boundary(bld, x, rkv, "r_kv", "g: AllGather of the kv latent",
+                        "f: identity before the kv up-projection",
+                        "g backward: ReduceScatter of the kv latent gradient",
+                        "f backward: AllReduce of the kv latent gradient");
+    op = add_mla_gemm(bld, x, "kv up-projection GEMM (column-parallel)", SPSIM_GEMM_COLUMN, T, rkv,
+                      kv_w, "r_kv", "n(d_qk+d_v)/t");
+    op->group = SPSIM_RG_MLA_UP;
+    op->regather_site = "wgrad AG: re-gather of the saved kv latent shard";
+    save(op, "kv up-projection input", spsim_mul(Tl, rkv, ok), 2, SPSIM_RG_LAYER);
+    add_mla_rope(bld, x, q_w, kv_w, dr);
+}
+
+static void
+add_mla_attention_block(struct builder *bld, const struct spsim_model_shape *m,
+                        const struct dims *dense)
+{
+    bool *ok = &bld->ok;
+    struct dims x = *dense;
+    x.dqk = (uint64_t)m->qk_head_dim + m->qk_pos_emb_head_dim;
+    x.dv = m->v_head_dim;
+    x.qk_w = 2 * x.heads_t * x.dqk;
+    x.v_w = x.heads_t * x.dv;
+    x.o_w = x.v_w;
+    x.qkv_group = SPSIM_RG_MLA_UP;
+    x.qkv_sym = "n(2d_qk+2d_r+d_v)/t";
+    x.o_sym = "n·d_v/t";
+    uint64_t tokens = spsim_mul(x.s, x.b, ok);
+    add_norm(bld, &x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 1" : "RMSNorm 1", "norm 1 input",
+             spsim_mul3(x.sl, x.b, x.h, ok))
+        ->group = SPSIM_RG_NORM;
+    add_mla_projections(bld, m, &x);
+    add_core_attention(bld, m, &x);
+    struct spsim_op *op = add_gemm(bld, "attention projection GEMM (row-parallel)", SPSIM_GEMM_ROW,
+                                   tokens, x.o_w, x.h);
+    save(op, "projection input", spsim_mul(tokens, x.o_w, ok), 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, x.o_sym, x.o_w);
+    dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "h (partial sums)", x.h);
+    add_boundary(bld, &x, false, "ḡ: ReduceScatter after projection",
+                 "f̄: AllReduce after projection",
+                 "ḡ backward: AllGather of the projection output gradient", "f̄ backward: identity");
+    add_dropout_add(bld, m, &x,
                     m->dropout ? "bias-dropout-add (attention)" : "residual add (attention)");
 }
 
@@ -678,6 +868,14 @@ make_dims(const struct spsim_model_shape *m, const struct spsim_layer_config *cf
         .gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1,
         .s_sym = c > 1 ? "s/c" : "s",
         .sl_sym = cfg->sp && t > 1 ? (c > 1 ? "s/(c·t)" : "s/t") : (c > 1 ? "s/c" : "s"),
+        .qk_w = ((uint64_t)m->heads + m->kv_heads) * m->head_dim / t,
+        .v_w = (uint64_t)m->kv_heads * m->head_dim / t,
+        .o_w = (uint64_t)m->heads * m->head_dim / t,
+        .dqk = m->head_dim,
+        .dv = m->head_dim,
+        .qkv_group = SPSIM_RG_LAYER,
+        .qkv_sym = "(a+2kv)d/t",
+        .o_sym = "ad/t",
     };
 }
 
@@ -699,7 +897,10 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
     struct builder bld;
     struct dims x;
     block_begin(layer, cfg, &bld, &x, m);
-    add_attention_block(&bld, m, &x);
+    if (m->kv_lora_rank)
+        add_mla_attention_block(&bld, m, &x);
+    else
+        add_attention_block(&bld, m, &x);
     if (cfg->moe)
         add_moe_block(&bld, m, &x);
     else
@@ -787,6 +988,57 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
         op->message_bytes = spsim_mul(tokens, 12, &bld.ok);
         dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "3 fp32", 3);
         dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "3 fp32", 3);
+    }
+    block->ok = bld.ok;
+}
+
+/*
+ * One multi-token-prediction depth's own rows (transformer/multi_token_prediction.py
+ * MultiTokenPredictionLayer._concat_embeddings and _proj_and_transformer_layer): enorm over
+ * the shifted tokens' embedding and hnorm over the previous depth's hidden state (each on this
+ * rank's s' tokens, keeping its input), their concatenation [s', b, 2h] into eh_proj, a
+ * column-parallel 2h → h/t linear without bias (with SP it gathers its 2h-wide input), whose
+ * output gather_from_tensor_model_parallel_region all-gathers over TP (backward: a split),
+ * then with SP scatter_to_sequence_parallel_region splits the sequence (backward: an
+ * AllGather). The embedding, the transformer layer and the output head around it are the
+ * model's blocks (evaluate.c mtp_time).
+ */
+void
+spsim_mtp_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                struct spsim_layer *block)
+{
+    struct builder bld;
+    struct dims x;
+    block_begin(block, cfg, &bld, &x, m);
+    uint64_t local = spsim_mul3(x.sl, x.b, x.h, &bld.ok), tokens = spsim_mul(x.s, x.b, &bld.ok);
+    bool ln = m->norm == SPSIM_NORM_LAYERNORM;
+    add_norm(&bld, &x, ln ? "MTP enorm (LayerNorm)" : "MTP enorm (RMSNorm)", "enorm input", local);
+    add_norm(&bld, &x, ln ? "MTP hnorm (LayerNorm)" : "MTP hnorm (RMSNorm)", "hnorm input", local);
+    struct dims wide = x;
+    wide.h = 2 * x.h;
+    struct spsim_op *op =
+        add_boundary(&bld, &wide, true, "g: AllGather before eh_proj", "f: identity before eh_proj",
+                     "g backward: ReduceScatter of the eh_proj input gradient",
+                     "f backward: AllReduce of the eh_proj input gradient");
+    if (op)
+        op->message_bytes = spsim_mul4(x.b, x.s, wide.h, 2, &bld.ok);
+    op = add_gemm(&bld, "MTP eh_proj GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens, wide.h,
+                  x.h / x.t);
+    save(op, "eh_proj input (enorm and hnorm outputs)", spsim_mul(local, 2, &bld.ok), 2,
+         SPSIM_RG_LAYER);
+    op->regather_site = "wgrad AG: re-gather of the saved eh_proj input shard";
+    dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "2h", wide.h);
+    dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "h/t", x.h / x.t);
+    if (x.t > 1) {
+        op = add_op(&bld, "AllGather of the eh_proj output", SPSIM_OPK_COMM, SPSIM_REGION_BOUNDARY,
+                    SPSIM_RG_LAYER);
+        op->operator_name = "";
+        op->fwd_coll = SPSIM_COLL_ALL_GATHER;
+        op->bwd_coll = cfg->sp ? SPSIM_COLL_ALL_GATHER : SPSIM_COLL_NONE;
+        op->bwd_name = "AllGather of the MTP layer's input gradient (sequence scatter)";
+        op->message_bytes = bld.layer->message_bytes;
+        dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "h/t", x.h / x.t);
+        dims3(op->out, &op->nout, x.sl_sym, x.sl, "b", x.b, "h", x.h);
     }
     block->ok = bld.ok;
 }

@@ -30,7 +30,8 @@ enum spsim_rgroup {
     SPSIM_RG_MLP = SPSIM_RMOD_MLP,
     SPSIM_RG_MOE_ACT = SPSIM_RMOD_MOE_ACT, /* with MOE: the experts' activation */
     SPSIM_RG_MOE = SPSIM_RMOD_MOE,         /* the MoE layer from the router to the combine */
-    SPSIM_RG_SHARED = SPSIM_RMOD_SHARED_EXPERTS
+    SPSIM_RG_SHARED = SPSIM_RMOD_SHARED_EXPERTS,
+    SPSIM_RG_MLA_UP = SPSIM_RMOD_MLA_UP_PROJ /* MLA: up-projections, RoPE and their Q, K, V */
 };
 
 enum spsim_region { SPSIM_REGION_SEQ = 0, SPSIM_REGION_TENSOR = 1, SPSIM_REGION_BOUNDARY = 2 };
@@ -79,8 +80,8 @@ struct spsim_op {
      * its output gradient's (backward); a boundary whose AllGathers carry FP8 (M/2). */
     bool fp8, fp8_gather;
     double cast_fwd_bytes, cast_bwd_bytes;
-    /* CP and EP: the backward message (p2p: K/V and dK/dV blocks travel together), the group (size,
-     * stride in ranks) and, for the p2p ring, the attention it overlaps (forward FLOPs). */
+    /* CP and EP: the backward message (p2p: K/V and dK/dV blocks travel together), the group
+     * (size, stride in ranks) and, for the p2p ring, the attention it overlaps (forward FLOPs). */
     uint64_t cp_bwd_message_bytes;
     uint32_t cp_group, cp_stride;
     double cp_attn_flops;
@@ -91,7 +92,7 @@ struct spsim_op {
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
 };
 
-#define SPSIM_LAYER_MAX_OPS 36
+#define SPSIM_LAYER_MAX_OPS 44
 
 /** A configuration with its defaults resolved, as the engines use it. */
 struct spsim_layer_config {
@@ -136,6 +137,11 @@ void spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim
  * cross-entropy with fp32 logits. */
 void spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                         uint64_t padded_vocab, struct spsim_layer *block);
+
+/** One multi-token-prediction depth's enorm, hnorm, eh_proj and its output gather (the
+ * embedding, transformer layer and output head are the model's blocks). */
+void spsim_mtp_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                     struct spsim_layer *block);
 
 /** Transformer Engine's FP8 on a built transformer layer (cfg.dtype fp8; engine/fp8.c): its
  * linear GEMMs in FP8, their saved inputs in FP8 with the recipe's scales, the cast bytes and
@@ -186,7 +192,7 @@ struct spsim_step {
     uint64_t wire_bytes;
 };
 
-#define SPSIM_MAX_STEPS 128
+#define SPSIM_MAX_STEPS 160
 
 struct spsim_schedule {
     uint32_t nsteps;

@@ -175,8 +175,11 @@ plan_layout(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     if (!in.emb_first || !in.loss_last || in.n_emb != 1 || in.n_loss != 1)
         return CONFIG_FAIL(err, "field 'pipeline_layout': the first layer must be embedding (E) "
                                 "and the last loss (L), each specified exactly once");
-    if (in.n_mtp)
+    if (in.n_mtp && m->mtp_layers == 0)
         return CONFIG_FAIL(err, "field 'pipeline_layout': this model has no MTP layers (m)");
+    if (in.n_mtp) /* spsim's limit: the MTP depths run on the last stage (evaluate.c mtp_time) */
+        return CONFIG_FAIL(err, "field 'pipeline_layout': placing the MTP layers (m) is not "
+                                "modelled; leave them out (they run on the last stage)");
     if (in.n_decoder != m->layers)
         return CONFIG_FAIL(err,
                            "field 'pipeline_layout': Number of decoder layers %u must match "

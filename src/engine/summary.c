@@ -121,8 +121,11 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->params_total = spsim_model_parameters(model, t);
     s->params_active = spsim_model_active_parameters(model, t);
     s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
-    s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
-    s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
+    if (m->kv_lora_rank && le->cfg.sp && t > 1) { /* evaluate.c mla_grad_sync */
+        struct spsim_param_split attn;
+        spsim_attention_parameters(m, &attn, &ok);
+        s->params_tp_synced = attn.replicated;
+    }
     if (le->cfg.moe)
         s->params_layer = spsim_moe_layer_parameters(m, t, le->cfg.ep, le->cfg.etp,
                                                      &s->params_layer_experts, &ok);
@@ -133,6 +136,12 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
         /* Full recomputation rebuilds either kind of layer: the larger is live at peak. */
         s->act_no_recompute = spsim_max_u64(s->act_no_recompute, le->dense_no_recompute);
     }
+    if (m->mtp_layers) {
+        block_totals(&le->mtp, &s->mtp);
+        s->params_mtp = spsim_mtp_extra_parameters_per_rank(m, t, &ok);
+    }
+    s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
+    s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
 }

@@ -518,6 +518,12 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
         (rc = block_fold(hw, le->tp_group, &le->embedding, &ok, err)) ||
         (rc = block_fold(hw, le->tp_group, &le->output, &ok, err)))
         return rc;
+    if (m->mtp_layers) {
+        spsim_mtp_build(m, &plain, &le->mtp.block);
+        ok = ok && le->mtp.block.ok;
+        if ((rc = block_fold(hw, le->tp_group, &le->mtp, &ok, err)))
+            return rc;
+    }
     /* An MoE model's dense layers (spsim_model_layer_is_moe): a dense layer of its FFN size. */
     le->has_dense = cfg->moe && m->ffn_hidden > 0; /* whether it has any: the model's pattern */
     if (le->has_dense) {
