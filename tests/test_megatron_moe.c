@@ -215,6 +215,56 @@ START_TEST(deepseek_v2_lite_example)
 }
 END_TEST
 
+/* A Megatron-Bridge recipe: TransformerConfig's MoE and MLA fields, a moe_layer_freq list, and
+ * MLATransformerConfig's defaults where a key is absent (q_lora_rank and kv_lora_rank 512, not
+ * the command line's None and 32); q_lora_rank: null is None. */
+START_TEST(bridge_recipe)
+{
+    static const char head[] =
+        "model:\n  num_layers: 4\n  hidden_size: 256\n  num_attention_heads: 8\n"
+        "  ffn_hidden_size: 1024\n  seq_length: 512\n  vocab_size: 1000\n"
+        "  normalization: RMSNorm\n  gated_linear_unit: true\n  add_bias_linear: false\n"
+        "  bf16: true\n  num_moe_experts: 8\n  moe_router_topk: 2\n  moe_ffn_hidden_size: 128\n"
+        "  moe_shared_expert_intermediate_size: 256\n  moe_router_score_function: sigmoid\n"
+        "  moe_expert_capacity_factor: null\n  moe_token_dispatcher_type: alltoall\n"
+        "  expert_model_parallel_size: 4\n  expert_tensor_parallel_size: 1\n"
+        "  multi_latent_attention: true\n  qk_head_dim: 32\n  qk_pos_emb_head_dim: 16\n"
+        "  v_head_dim: 32\n  mtp_num_layers: 1\n";
+    char yaml[2048];
+    snprintf(yaml, sizeof(yaml),
+             "%s  moe_layer_freq: [0, 1, 1, 1]\n  q_lora_rank: null\n"
+             "  kv_lora_rank: 64\ntrain:\n  global_batch_size: 8\n",
+             head);
+    struct spsim_megatron_config mc;
+    parse_ok(yaml, "bridge.yaml", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->experts == 8 && s->experts_per_token == 2 && s->expert_ffn_hidden == 128);
+    ck_assert(s->shared_expert_ffn_hidden == 256 && s->router_score == SPSIM_ROUTER_SIGMOID);
+    ck_assert(s->capacity_factor == 0 && s->mtp_layers == 1 && s->head_dim == 48);
+    ck_assert(s->q_lora_rank == 0 && s->kv_lora_rank == 64 && s->v_head_dim == 32);
+    for (uint32_t i = 0; i < 4; i++)
+        ck_assert(spsim_model_layer_is_moe(mc.model, i) == (i >= 1));
+    ck_assert(mc.par.ep == 4 && mc.par.etp == 1 && mc.par.moe_dispatcher == SPSIM_MOE_ALLTOALL);
+    ck_assert_str_eq(mc.unmodelled, "");
+    spsim_model_destroy(mc.model);
+    snprintf(yaml, sizeof(yaml), "%s  moe_layer_freq: \"[0]+[1]*3\"\n", head);
+    parse_ok(yaml, "bridge.yaml", &mc);
+    s = spsim_model_get_shape(mc.model);
+    ck_assert(s->q_lora_rank == 512 && s->kv_lora_rank == 512);
+    ck_assert(!spsim_model_layer_is_moe(mc.model, 0) && spsim_model_layer_is_moe(mc.model, 3));
+    spsim_model_destroy(mc.model);
+    /* A list longer than the reader keeps is refused, not read as every layer MoE. */
+    snprintf(yaml, sizeof(yaml),
+             "%s  moe_layer_freq: [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n", head);
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_megatron_parse(yaml, strlen(yaml), "long.yaml", &mc, &err),
+                     SPSIM_EFIELD);
+    ck_assert_str_eq(err.message, "long.yaml: moe_layer_freq (--moe-layer-freq): a list of more "
+                                  "than 16 entries is not read: write Megatron's expression, "
+                                  "such as \"[0]*3+[1]*58\"");
+}
+END_TEST
+
 static Suite *
 megatron_moe_suite(void)
 {
@@ -225,6 +275,7 @@ megatron_moe_suite(void)
     tcase_add_test(tc, qwen3_example);
     tcase_add_test(tc, deepseek_v3_example);
     tcase_add_test(tc, deepseek_v2_lite_example);
+    tcase_add_test(tc, bridge_recipe);
     suite_add_tcase(s, tc);
     return s;
 }
