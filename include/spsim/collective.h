@@ -21,6 +21,12 @@ struct spsim_collective_prediction {
     double latency_s;  /**< the α part of time_s */
     double algbw_GBps; /**< size / time, GB = 1e9 bytes */
     double busbw_GBps; /**< algbw × 2(n−1)/n (AR), (n−1)/n (AG, RS), 1 (send/recv) */
+    /** NCCL's algorithm and protocol at this size, by its names (ncclAlgoStr, ncclProtoStr:
+     * "Ring", "Tree", "NVLS", "PAT"; "LL", "LL128", "Simple"): NCCL's own choice across NVLink
+     * domains, the profile's NVLS rule and NCCL's ring protocol inside one; "P2P" and "" for
+     * send/recv and all-to-all. Static strings. */
+    const char *algorithm;
+    const char *protocol;
 };
 
 /**

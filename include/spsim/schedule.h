@@ -33,6 +33,10 @@ struct spsim_schedule_step {
     uint64_t wire_bytes;
     uint32_t group_size;
     enum spsim_tier tier;
+    /** static: NCCL's algorithm and protocol for the step's collective ("Ring", "Tree",
+     * "NVLS", "PAT"; "LL", "LL128", "Simple"), "" without hardware or collective */
+    const char *algorithm;
+    const char *protocol;
 };
 
 /** Most steps one layer's schedule can have. */

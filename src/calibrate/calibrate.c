@@ -261,20 +261,49 @@ series_need_Bps(const struct cal *c, struct cal_series *s)
     return need;
 }
 
+/* The α and peak busbw the model gives a series' size i with `nic_Bps` per NIC: across domains
+ * the algorithm NCCL would run at that size sets both (Ring, Tree, PAT). */
+static void
+size_terms(const struct cal *c, const struct cal_series *s, size_t i, double nic_Bps, double *lat,
+           double *peak)
+{
+    struct spsim_hardware m = c->model;
+    m.nic_achievable_Bps = nic_Bps;
+    spsim_collective_terms(&m, s->op, s->g, (double)s->size[i], lat, peak);
+}
+
+/* The per-NIC rate a network series needs: at every size where bandwidth takes at least half
+ * the time, its busbw net of the α, against the busbw one B/s per NIC gives that size's
+ * algorithm; never less than the fitted B on the largest size's algorithm. */
+static double
+series_nic_need_Bps(const struct cal *c, struct cal_series *s)
+{
+    double lat, unit;
+    size_terms(c, s, s->n - 1, 1.0, &lat, &unit);
+    double need = c->fit[CAL_NETWORK].busbw_Bps[s->op] / unit;
+    s->latency_s = lat;
+    for (size_t i = 0; i < s->n; i++) {
+        size_terms(c, s, i, 1.0, &lat, &unit);
+        double bw_time = s->time_s[i] - lat;
+        if (bw_time >= 0.5 * s->time_s[i])
+            need = spsim_max_d(need, spsim_cal_wire(s, s->size[i]) / bw_time / unit);
+    }
+    return need;
+}
+
 static int
 set_peaks(struct cal *c, int tier)
 {
-    struct spsim_hardware unit = c->model; /* NIC busbw per unit of per-NIC rate */
-    unit.nic_achievable_Bps = 1.0;
     for (size_t i = 0; i < c->ns; i++) {
         struct cal_series *s = &c->s[i];
         if (s->tier != tier)
             continue;
+        if (s->tier == CAL_NETWORK) {
+            c->nic_Bps = spsim_max_d(c->nic_Bps, series_nic_need_Bps(c, s));
+            continue;
+        }
         double need = series_need_Bps(c, s);
-        if (s->tier == CAL_NETWORK)
-            c->nic_Bps =
-                spsim_max_d(c->nic_Bps, need / spsim_collective_nic_bw(&unit, s->op, s->g, 1, 1));
-        else if (s->op == SPSIM_COLL_ALL_REDUCE)
+        if (s->op == SPSIM_COLL_ALL_REDUCE)
             c->ar_peak_Bps = spsim_max_d(c->ar_peak_Bps, need);
         else
             c->ring_peak_Bps = spsim_max_d(c->ring_peak_Bps, need);
@@ -328,13 +357,49 @@ series_latency_bound(const struct cal *c, const struct cal_series *s)
  * the fitted α plus its bytes at the peak. Lower the tier's hop (then its base) just enough for
  * every series; the NVLink hops inside a hierarchical ring stay as they are.
  */
+/* Lower the network base and hop so that every size from 1 MiB up leaves time for its bytes
+ * at the written peak: α = base + k·hop + fixed, with k and fixed those of the algorithm NCCL
+ * runs at that size (spsim_collective_latency_parts). Returns whether anything was lowered. */
+static bool
+cap_network_latency(struct cal *c, struct spsim_tier_params *tp)
+{
+    double hop = tp->hop_latency_s, base = tp->base_latency_s;
+    bool lowered = false;
+    for (size_t i = 0; i < c->ns; i++) {
+        struct cal_series *s = &c->s[i];
+        for (size_t j = 0; s->tier == CAL_NETWORK && j < s->n; j++) {
+            if (s->size[j] < SPSIM_CAL_REPRO_MIN_BYTES)
+                continue;
+            double lat, peak, k, fixed;
+            size_terms(c, s, j, c->nic_Bps, &lat, &peak);
+            struct spsim_nccl_choice ch =
+                spsim_collective_algo(&c->model, s->op, s->g, (double)s->size[j]);
+            spsim_collective_latency_parts(&c->model, s->op, s->g, ch.algo, &k, &fixed);
+            double bound = s->time_s[j] - spsim_cal_wire(s, s->size[j]) / peak;
+            if (!(base + k * hop + fixed > bound))
+                continue;
+            if (!lowered)
+                c->fitted_latency_s[CAL_NETWORK] = lat;
+            lowered = true;
+            hop = k > 0 ? spsim_min_d(hop, (bound - fixed - base) / k) : hop;
+            if (hop < 0 || (k == 0 && base + fixed > bound)) {
+                base = spsim_max_d(0, spsim_min_d(base, bound - fixed));
+                hop = 0;
+            }
+        }
+    }
+    tp->hop_latency_s = hop;
+    tp->base_latency_s = base;
+    return lowered;
+}
+
 static void
 cap_latency(struct cal *c, int tier)
 {
     struct spsim_tier_params *tp = tier == CAL_NVLINK ? &c->model.nvlink : &c->model.network;
     double hop = tp->hop_latency_s, base = tp->base_latency_s;
     bool lowered = false;
-    for (size_t i = 0; i < c->ns; i++) {
+    for (size_t i = 0; i < c->ns && tier == CAL_NVLINK; i++) {
         struct cal_series *s = &c->s[i];
         double bound = series_latency_bound(c, s);
         if (s->tier != tier || !(s->latency_s > bound))
@@ -353,6 +418,11 @@ cap_latency(struct cal *c, int tier)
             base = spsim_max_d(0, spsim_min_d(base, bound - fixed));
             hop = 0;
         }
+    }
+    if (tier == CAL_NETWORK) {
+        lowered = cap_network_latency(c, tp);
+        hop = tp->hop_latency_s;
+        base = tp->base_latency_s;
     }
     if (!lowered)
         return;

@@ -204,6 +204,82 @@ put_curves(struct jb *j, cJSON *tobj, int tier)
     return SPSIM_OK;
 }
 
+/* The AllReduce series that gives the NVLink curve when it ran as a ring (no NVLS), else
+ * NULL. */
+static const struct cal_series *
+ring_allreduce(const struct cal *c)
+{
+    for (size_t i = 0; i < c->ns; i++) {
+        const struct cal_series *s = &c->s[i];
+        if (s->tier == CAL_NVLINK && s->curve && s->op == SPSIM_COLL_ALL_REDUCE &&
+            spsim_collective_algo(c->base, s->op, s->g, (double)s->size[s->n - 1]).algo ==
+                SPSIM_NCCL_RING)
+            return s;
+    }
+    return NULL;
+}
+
+/*
+ * NCCL runs AllReduce, AllGather and ReduceScatter on one ring graph with the same channels
+ * and per-channel bandwidth (tuning.cc:288-382: busBw = nChannels·bw for each, then only the
+ * algBw conversion differs), so a ring AllReduce measures the ring every collective uses: its
+ * peak becomes the ring busbw and its efficiency at each size the curve of an unmeasured
+ * AllGather or ReduceScatter (points written so that the loader's eff equals the
+ * AllReduce's, against that collective's own ring latency).
+ */
+static cJSON *
+ring_curve_from(struct jb *j, const struct cal_series *ar, enum spsim_coll_op op, double peak)
+{
+    const struct cal *c = j->c;
+    cJSON *o = check(j, cJSON_CreateObject()), *pts = check(j, cJSON_CreateArray());
+    if (!o || !pts) {
+        cJSON_Delete(o);
+        cJSON_Delete(pts);
+        return NULL;
+    }
+    check(j, cJSON_AddStringToObject(o, "op", spsim_coll_op_name(op)));
+    check(j, cJSON_AddNumberToObject(o, "gpus", ar->ranks));
+    check(j, cJSON_AddStringToObject(
+                 o, "source",
+                 source(j,
+                        "derived: the ring all_reduce's efficiency at each size on %u ranks "
+                        "(NCCL runs both on one ring graph, tuning.cc:288-382), with %s's own "
+                        "ring latency",
+                        ar->ranks, spsim_coll_op_name(op))));
+    double lat_ar = spsim_ring_latency_s(&c->model.nvlink, ar->op, ar->ranks);
+    double lat = spsim_ring_latency_s(&c->model.nvlink, op, ar->ranks);
+    for (size_t i = 0; i < ar->n; i++) {
+        double size = (double)ar->size[i], t = ar->time_s[i];
+        double eff =
+            t > lat_ar ? spsim_cal_wire(ar, ar->size[i]) / (c->ar_peak_Bps * (t - lat_ar)) : 1.0;
+        eff = eff > 1.0 ? 1.0 : (eff < 1e-3 ? 1e-3 : eff);
+        double wire = spsim_wire_fraction(op, ar->ranks) * size;
+        double row[2] = {size, wire / (lat + wire / (peak * eff)) / 1e9};
+        cJSON *item = check(j, cJSON_CreateDoubleArray(row, 2));
+        if (item)
+            cJSON_AddItemToArray(pts, item);
+    }
+    cJSON_AddItemToObject(o, "points", pts);
+    return o;
+}
+
+static void
+put_ring_from_allreduce(struct jb *j, cJSON *nv)
+{
+    const struct cal *c = j->c;
+    const struct cal_series *ar = ring_allreduce(c);
+    if (!ar || c->ring_peak_Bps > 0 || c->ar_peak_Bps <= 0)
+        return;
+    double peak = spsim_min_d(c->ar_peak_Bps, c->base->nvlink_line_Bps);
+    put_sourced(j, nv, "ring_busbw_GBps", peak / 1e9,
+                source(j, "the ring all_reduce's peak (allreduce_busbw_GBps, capped at "
+                          "bandwidth_per_direction_GBps): NCCL's AllGather and ReduceScatter run "
+                          "on the same ring channels (tuning.cc:288-382)"));
+    for (int op = SPSIM_COLL_ALL_GATHER; op <= SPSIM_COLL_REDUCE_SCATTER; op++)
+        put(j, child(j, nv, "busbw_curves"), spsim_coll_op_name((enum spsim_coll_op)op),
+            ring_curve_from(j, ar, (enum spsim_coll_op)op, peak));
+}
+
 static int
 put_nvlink(struct jb *j, cJSON *nv)
 {
@@ -224,6 +300,7 @@ put_nvlink(struct jb *j, cJSON *nv)
         put_sourced(j, nv, "ring_busbw_GBps", c->ring_peak_Bps / 1e9,
                     source(j, "ring collectives other than all_reduce: %s%s", why,
                            c->ring_capped ? "; capped at bandwidth_per_direction_GBps" : ""));
+    put_ring_from_allreduce(j, nv);
     return put_curves(j, nv, CAL_NVLINK);
 }
 

@@ -30,9 +30,12 @@ static const char collective_help[] =
     "\n"
     "Model: time = base + steps·hop + wire bytes per rank / (busbw × eff(size)), ring steps n−1\n"
     "(AG, RS, all-to-all) or 2(n−1) (AR); algbw = size/time and busbw = algbw × 2(n−1)/n (AR),\n"
-    "(n−1)/n (AG, RS, all-to-all), 1 (send/recv); GB = 1e9 bytes, as nccl-tests.\n"
-    "JSON: {\"rows\": [{\"size_bytes\", \"time_s\", \"algbw_GBps\", \"busbw_GBps\", ...}]}; with\n"
-    "one size the row's keys also appear at the top level.\n";
+    "(n−1)/n (AG, RS, all-to-all), 1 (send/recv); GB = 1e9 bytes, as nccl-tests. Each size\n"
+    "runs as the algorithm and protocol NCCL's tuner picks (Ring, Tree, PAT across nodes; NVLS\n"
+    "or Ring inside one), printed per row; a Tree's α and NIC bytes are its own.\n"
+    "JSON: {\"rows\": [{\"size_bytes\", \"time_s\", \"algbw_GBps\", \"busbw_GBps\", "
+    "\"algorithm\",\n"
+    "\"protocol\", ...}]}; with one size the row's keys also appear at the top level.\n";
 
 #define MAX_SIZES 4096
 
@@ -99,6 +102,8 @@ json_row(struct jw *w, const char *key, const struct spsim_collective_prediction
     jw_double(w, "latency_s", p->latency_s);
     jw_double(w, "algbw_GBps", p->algbw_GBps);
     jw_double(w, "busbw_GBps", p->busbw_GBps);
+    jw_string(w, "algorithm", p->algorithm);
+    jw_string(w, "protocol", p->protocol);
     if (key)
         jw_end_object(w);
 }
@@ -192,16 +197,19 @@ write_json(FILE *f, const struct collective_args *a, const char *hw,
 static void
 write_csv(FILE *f, const struct collective_args *a, const struct spsim_collective_prediction *rows)
 {
-    fputs("op,gpus,nodes,tier,size_bytes,time_s,latency_s,algbw_GBps,busbw_GBps\n", f);
+    fputs("op,gpus,nodes,tier,size_bytes,time_s,latency_s,algbw_GBps,busbw_GBps,algorithm,"
+          "protocol\n",
+          f);
     for (size_t i = 0; i < a->nsizes; i++) {
         char t[32], l[32], al[32], b[32];
         spsim_format_double(rows[i].time_s, t);
         spsim_format_double(rows[i].latency_s, l);
         spsim_format_double(rows[i].algbw_GBps, al);
         spsim_format_double(rows[i].busbw_GBps, b);
-        fprintf(f, "%s,%u,%u,%s,%llu,%s,%s,%s,%s\n", spsim_coll_op_name(a->op), rows[i].gpus,
+        fprintf(f, "%s,%u,%u,%s,%llu,%s,%s,%s,%s,%s,%s\n", spsim_coll_op_name(a->op), rows[i].gpus,
                 rows[i].nodes, spsim_tier_name(rows[i].tier),
-                (unsigned long long)rows[i].size_bytes, t, l, al, b);
+                (unsigned long long)rows[i].size_bytes, t, l, al, b, rows[i].algorithm,
+                rows[i].protocol);
     }
 }
 
@@ -216,16 +224,18 @@ write_table(FILE *f, const struct collective_args *a, const char *hw,
             r0->tier == SPSIM_TIER_HIERARCHICAL
                 ? " (NVLink inside each domain, NICs across domains)"
                 : "");
-    fprintf(f, "#%12s %12s %10s %8s %8s\n", "size", "count(fp32)", "time", "algbw", "busbw");
+    fprintf(f, "#%12s %12s %10s %8s %8s  %s\n", "size", "count(fp32)", "time", "algbw", "busbw",
+            "NCCL algorithm/protocol");
     fprintf(f, "#%12s %12s %10s %8s %8s\n", "(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)");
     for (size_t i = 0; i < a->nsizes; i++) {
         uint64_t count = rows[i].size_bytes / 4;
         if (a->op == SPSIM_COLL_ALL_GATHER || a->op == SPSIM_COLL_REDUCE_SCATTER ||
             a->op == SPSIM_COLL_ALL_TO_ALL)
             count /= a->gpus; /* nccl-tests prints the per-rank (per-peer) count */
-        fprintf(f, " %12llu %12llu %10.2f %8.2f %8.2f\n", (unsigned long long)rows[i].size_bytes,
-                (unsigned long long)count, rows[i].time_s * 1e6, rows[i].algbw_GBps,
-                rows[i].busbw_GBps);
+        fprintf(f, " %12llu %12llu %10.2f %8.2f %8.2f  %s%s%s\n",
+                (unsigned long long)rows[i].size_bytes, (unsigned long long)count,
+                rows[i].time_s * 1e6, rows[i].algbw_GBps, rows[i].busbw_GBps, rows[i].algorithm,
+                rows[i].protocol[0] ? "/" : "", rows[i].protocol);
     }
 }
 

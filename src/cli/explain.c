@@ -155,6 +155,8 @@ write_json(FILE *f, const struct spsim_schedule_step *steps, size_t n, const cha
         jw_string(&w, "rng", s->rng);
         jw_double(&w, "flops", s->flops);
         jw_double(&w, "time_s", s->time_s);
+        jw_string(&w, "algorithm", s->algorithm);
+        jw_string(&w, "protocol", s->protocol);
         if (strcmp(s->operator_name, "moe") == 0) { /* the MoE token exchanges */
             jw_u64(&w, "message_bytes", s->message_bytes);
             jw_u64(&w, "wire_bytes_per_rank", s->wire_bytes);

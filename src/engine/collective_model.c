@@ -171,12 +171,239 @@ spsim_collective_nic_bw(const struct spsim_hardware *hw, enum spsim_coll_op op,
     return nic_per_gpu * g.per_domain * eff_net * nic_share / hw->oversubscription;
 }
 
+static enum spsim_nccl_func
+nccl_func(enum spsim_coll_op op)
+{
+    return op == SPSIM_COLL_ALL_REDUCE
+               ? SPSIM_NCCL_ALL_REDUCE
+               : (op == SPSIM_COLL_ALL_GATHER ? SPSIM_NCCL_ALL_GATHER : SPSIM_NCCL_REDUCE_SCATTER);
+}
+
+/* Inside one domain: NVLS AllReduce where the profile says NCCL uses it, else Ring; the
+ * protocol is left to spsim_collective_algo (SPSIM_NCCL_PROTO_COUNT: not chosen). */
+static struct spsim_nccl_choice
+domain_algo(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g)
+{
+    /* NVLS needs NVSwitch multicast on sm90+ (transport/nvls.cc:159); the profile's
+     * nvls_min_gpus says from which group size NCCL takes it. */
+    if (op == SPSIM_COLL_ALL_REDUCE && spsim_nccl_arch_of(hw) >= SPSIM_NCCL_HOPPER &&
+        (hw->nvls_min_gpus == 0 || g.size >= hw->nvls_min_gpus))
+        return (struct spsim_nccl_choice){SPSIM_NCCL_NVLS, SPSIM_NCCL_SIMPLE, 0};
+    return (struct spsim_nccl_choice){SPSIM_NCCL_RING, SPSIM_NCCL_PROTO_COUNT, 0};
+}
+
+static bool
+tuner_collective(enum spsim_coll_op op, struct spsim_group g)
+{
+    return g.size > 1 && (op == SPSIM_COLL_ALL_REDUCE || op == SPSIM_COLL_ALL_GATHER ||
+                          op == SPSIM_COLL_REDUCE_SCATTER);
+}
+
+static const struct spsim_nccl_comm *tuned(const struct spsim_hardware *hw,
+                                           enum spsim_nccl_func func, uint32_t n, uint32_t nodes);
+
+/* NCCL's choice for a group spanning domains; Ring/Simple if nothing is enabled. */
+static struct spsim_nccl_choice
+spanning_algo(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
+              double size_bytes)
+{
+    struct spsim_nccl_choice ch;
+    if (!spsim_nccl_choose(tuned(hw, nccl_func(op), g.size, g.size / g.per_domain), size_bytes,
+                           &ch))
+        ch = (struct spsim_nccl_choice){SPSIM_NCCL_RING, SPSIM_NCCL_SIMPLE, 0};
+    return ch;
+}
+
+struct spsim_nccl_choice
+spsim_collective_algo(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
+                      double size_bytes)
+{
+    struct spsim_nccl_choice ch = {SPSIM_NCCL_ALGO_COUNT, SPSIM_NCCL_SIMPLE, 0};
+    if (!tuner_collective(op, g))
+        return ch;
+    if (g.per_domain < g.size)
+        return spanning_algo(hw, op, g, size_bytes);
+    ch = domain_algo(hw, op, g);
+    if (ch.algo == SPSIM_NCCL_NVLS)
+        return ch;
+    /* The ring's protocol from NCCL's tuner on one node (NCCL's tree loses there). */
+    struct spsim_nccl_comm c;
+    spsim_nccl_comm_from_hw(hw, g.size, 1, &c);
+    for (int a = 0; a < SPSIM_NCCL_ALGO_COUNT; a++)
+        c.algo_off[a] = a != SPSIM_NCCL_RING;
+    spsim_nccl_tune(&c, nccl_func(op));
+    if (!spsim_nccl_choose(&c, size_bytes, &ch))
+        ch = (struct spsim_nccl_choice){SPSIM_NCCL_RING, SPSIM_NCCL_SIMPLE, 0};
+    return ch;
+}
+
+/*
+ * The tuned communicator of a group spanning domains, remembered per thread: the sweep times
+ * the same few groups millions of times, and the table depends only on what the key holds
+ * (everything spsim_nccl_comm_from_hw reads), so a hit is exactly what tuning again gives.
+ */
+struct tuned_comm {
+    bool used;
+    enum spsim_nccl_func func;
+    uint32_t nranks, nnodes, nics_per_node, gpus_per_node;
+    double nvlink_line_Bps, nic_line_Bps;
+    char gpu_model[64];
+    struct spsim_nccl_comm comm;
+};
+
+static const struct spsim_nccl_comm *
+tuned(const struct spsim_hardware *hw, enum spsim_nccl_func func, uint32_t n, uint32_t nodes)
+{
+    enum { SLOTS = 4 };
+    static _Thread_local struct tuned_comm cache[SLOTS];
+    static _Thread_local unsigned next;
+    const char *model = hw->gpu_model ? hw->gpu_model : "";
+    bool cacheable = strlen(model) < sizeof(cache[0].gpu_model);
+    for (unsigned i = 0; i < SLOTS && cacheable; i++) {
+        const struct tuned_comm *t = &cache[i];
+        if (t->used && t->func == func && t->nranks == n && t->nnodes == nodes &&
+            t->nics_per_node == hw->nics_per_node && t->gpus_per_node == hw->gpus_per_node &&
+            t->nvlink_line_Bps == hw->nvlink_line_Bps && t->nic_line_Bps == hw->nic_line_Bps &&
+            strcmp(t->gpu_model, model) == 0)
+            return &t->comm;
+    }
+    struct tuned_comm *t = &cache[cacheable ? next++ % SLOTS : 0];
+    *t = (struct tuned_comm){true,
+                             func,
+                             n,
+                             nodes,
+                             hw->nics_per_node,
+                             hw->gpus_per_node,
+                             hw->nvlink_line_Bps,
+                             hw->nic_line_Bps,
+                             {0},
+                             {0}};
+    if (cacheable)
+        memcpy(t->gpu_model, model, strlen(model) + 1);
+    else
+        t->used = false;
+    spsim_nccl_comm_from_hw(hw, n, nodes, &t->comm);
+    spsim_nccl_tune(&t->comm, func);
+    return &t->comm;
+}
+
+static double
+log2_floor(uint32_t x)
+{
+    double r = 0;
+    while (x >= 2) {
+        x /= 2;
+        r++;
+    }
+    return r;
+}
+
+void
+spsim_collective_latency_parts(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                               struct spsim_group g, enum spsim_nccl_algo a, double *k,
+                               double *fixed_s)
+{
+    uint32_t steps = spsim_ring_steps(op, g.size);
+    uint32_t nodes = g.per_domain ? g.size / g.per_domain : 1;
+    *fixed_s = 0;
+    if (spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK) {
+        *k = steps;
+    } else if (a == SPSIM_NCCL_TREE) {
+        /* tuning.cc:414-417: base + 2((ppn − 1)·intraLat + log2(nNodes)·interLat). */
+        *k = 2 * log2_floor(nodes);
+        *fixed_s = 2.0 * (g.per_domain - 1) * hw->nvlink.hop_latency_s;
+    } else if (a == SPSIM_NCCL_PAT) {
+        /* tuning.cc:429-434: base + log2(nNodes)·interLat/3.5 + 2.8 µs·nRanks. */
+        *k = log2_floor(nodes) / 3.5;
+        *fixed_s = 2.8e-6 * g.size;
+    } else {
+        uint32_t inter = spsim_inter_steps(op, g);
+        *k = inter;
+        *fixed_s = (steps - inter) * hw->nvlink.hop_latency_s;
+    }
+}
+
+double
+spsim_collective_algo_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                                struct spsim_group g, enum spsim_nccl_algo a)
+{
+    if (a != SPSIM_NCCL_TREE && a != SPSIM_NCCL_PAT)
+        return spsim_collective_latency_s(hw, op, g);
+    double k, fixed;
+    spsim_collective_latency_parts(hw, op, g, a, &k, &fixed);
+    return hw->network.base_latency_s + k * hw->network.hop_latency_s + fixed;
+}
+
+/*
+ * busbw (wire bytes 2(n−1)/n·S per rank over time) of a group spanning N = n/ppn domains under
+ * algorithm a. A ring's NIC traffic per domain is one rank's ring traffic; NCCL's double binary
+ * tree (trees.cc ncclGetDtree, each tree carrying half the data up and down its N − 1 edges)
+ * sends 2(N − 1)/N·S through a domain's NICs, and each GPU of the in-domain chain forwards S up
+ * and S down (2S on its NVLink against the ring's 2(n − 1)/n·S). PAT moves the ring's bytes at
+ * NCCL's 0.75 of its bandwidth (tuning.cc:334).
+ */
+static double
+spanning_nic_bw(struct spsim_group g, struct spsim_nccl_choice ch, double size, double nic_bw)
+{
+    if (ch.algo == SPSIM_NCCL_TREE) {
+        double n = g.size, N = (double)g.size / g.per_domain;
+        return nic_bw * N * (n - 1) / (n * (N - 1)) * spsim_nccl_tree_correction(ch.proto, size);
+    }
+    return ch.algo == SPSIM_NCCL_PAT ? nic_bw * 0.75 : nic_bw;
+}
+
+/* A tree also runs at NCCL's treeCorrectionFactor of its size, NCCL's own measurement of how
+ * far trees fall short at medium sizes (tuning.cc:621-641). */
+static double
+spanning_bw(struct spsim_group g, struct spsim_nccl_choice ch, double size, double nv_bw,
+            double nic_bw)
+{
+    nic_bw = spanning_nic_bw(g, ch, size, nic_bw);
+    if (ch.algo == SPSIM_NCCL_TREE)
+        nv_bw *= (g.size - 1.0) / g.size * spsim_nccl_tree_correction(ch.proto, size);
+    return g.per_domain == 1 ? nic_bw : spsim_min_d(nv_bw, nic_bw);
+}
+
+void
+spsim_collective_terms(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
+                       double size_bytes, double *latency_s, double *peak_Bps)
+{
+    struct spsim_nccl_choice ch = spsim_collective_algo(hw, op, g, size_bytes);
+    *latency_s = spsim_collective_algo_latency_s(hw, op, g, ch.algo);
+    if (spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK)
+        *peak_Bps = spsim_nvlink_peak_Bps(hw, op, g.per_domain);
+    else
+        *peak_Bps = spanning_nic_bw(g, ch, size_bytes, spsim_collective_nic_bw(hw, op, g, 1, 1));
+}
+
+/* The bytes each rank puts on its NVLink port and its share of the domain's NIC traffic. */
+static void
+traffic(enum spsim_coll_op op, struct spsim_group g, double size_bytes, enum spsim_nccl_algo a,
+        struct spsim_coll_time *out)
+{
+    double n = g.size, wire = out->wire_bytes;
+    if (out->tier == SPSIM_TIER_NVLINK) {
+        out->nvlink_bytes = wire;
+        return;
+    }
+    if (a == SPSIM_NCCL_TREE) {
+        double N = n / g.per_domain;
+        out->network_bytes = 2 * (N - 1) / N * size_bytes / g.per_domain;
+        out->nvlink_bytes = g.per_domain > 1 ? 2 * size_bytes : 0;
+        return;
+    }
+    out->network_bytes =
+        op == SPSIM_COLL_ALL_TO_ALL ? size_bytes * (n - g.per_domain) / n : wire / g.per_domain;
+    out->nvlink_bytes = g.per_domain > 1 ? wire : 0;
+}
+
 int
 spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
                       double size_bytes, double nic_share, struct spsim_coll_time *out)
 {
     memset(out, 0, sizeof(*out));
     out->tier = spsim_group_tier(hw, g);
+    out->algo = SPSIM_NCCL_ALGO_COUNT;
     if (out->tier == SPSIM_TIER_LOCAL || size_bytes <= 0)
         return SPSIM_OK;
     uint32_t n = g.size;
@@ -188,23 +415,23 @@ spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, st
     if (rc != SPSIM_OK)
         return rc;
 
+    struct spsim_nccl_choice ch = {SPSIM_NCCL_ALGO_COUNT, SPSIM_NCCL_SIMPLE, 0};
+    if (tuner_collective(op, g))
+        ch = out->tier == SPSIM_TIER_NVLINK ? domain_algo(hw, op, g)
+                                            : spanning_algo(hw, op, g, size_bytes);
+    out->algo = ch.algo;
+    out->proto = ch.proto;
     double bw = spsim_nvlink_peak_Bps(hw, op, g.per_domain) * eff_nv;
-    double latency = spsim_collective_latency_s(hw, op, g);
-    if (out->tier != SPSIM_TIER_NVLINK) {
-        double nic_bw = spsim_collective_nic_bw(hw, op, g, eff_net, nic_share);
-        /* A ring of one GPU per domain has no NVLink hops: its bandwidth is the NIC's. */
-        bw = g.per_domain == 1 ? nic_bw : spsim_min_d(bw, nic_bw);
-        out->network_bytes =
-            op == SPSIM_COLL_ALL_TO_ALL ? size_bytes * (n - g.per_domain) / n : wire / g.per_domain;
-        out->nvlink_bytes = g.per_domain > 1 ? wire : 0;
-    } else {
-        out->nvlink_bytes = wire;
-    }
+    double latency = spsim_collective_algo_latency_s(hw, op, g, ch.algo);
+    if (out->tier != SPSIM_TIER_NVLINK)
+        bw = spanning_bw(g, ch, size_bytes, bw,
+                         spsim_collective_nic_bw(hw, op, g, eff_net, nic_share));
+    out->wire_bytes = wire;
+    traffic(op, g, size_bytes, ch.algo, out);
     if (!(bw > 0) || !isfinite(bw))
         return SPSIM_ENUMERIC;
     out->latency_s = latency;
     out->bandwidth_Bps = bw;
-    out->wire_bytes = wire;
     out->time_s = latency + wire / bw;
     return SPSIM_OK;
 }
@@ -388,5 +615,10 @@ spsim_collective_predict(const struct spsim_hardware *hw, enum spsim_coll_op op,
     out->algbw_GBps = (double)size_bytes / t.time_s / 1e9;
     double factor = op == SPSIM_COLL_SEND_RECV ? 1.0 : spsim_wire_fraction(op, gpus);
     out->busbw_GBps = out->algbw_GBps * factor;
+    if (t.proto == SPSIM_NCCL_PROTO_COUNT)
+        t.proto = spsim_collective_algo(hw, op, g, (double)size_bytes).proto;
+    bool p2p = t.algo == SPSIM_NCCL_ALGO_COUNT;
+    out->algorithm = p2p ? "P2P" : spsim_nccl_algo_name(t.algo);
+    out->protocol = p2p ? "" : spsim_nccl_proto_name(t.proto);
     return SPSIM_OK;
 }

@@ -3,6 +3,7 @@
 #define SPSIM_COLLECTIVE_MODEL_H
 
 #include "hardware_view.h"
+#include "nccl_tuning.h"
 
 /** Evaluate eff(size) of a curve (1 when curve is NULL): linear in log(size), clamped. */
 int spsim_curve_eval(const struct spsim_curve *curve, double size_bytes, double *eff);
@@ -71,6 +72,12 @@ struct spsim_coll_time {
     double wire_bytes;    /* per rank */
     double nvlink_bytes;  /* per rank, on the NVLink port */
     double network_bytes; /* per rank (its share of the node's NIC traffic) */
+    /* The algorithm timed and NCCL's protocol (nccl_tuning.h); SPSIM_NCCL_ALGO_COUNT for
+     * point-to-point transfers (send/recv, all-to-all), which NCCL's tuner does not choose.
+     * Inside one domain the ring's protocol does not change the time and is not chosen here
+     * (SPSIM_NCCL_PROTO_COUNT; spsim_collective_algo gives it). */
+    enum spsim_nccl_algo algo;
+    enum spsim_nccl_proto proto;
 };
 
 /**
@@ -85,6 +92,34 @@ struct spsim_coll_time {
 int spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op,
                           struct spsim_group g, double size_bytes, double nic_share,
                           struct spsim_coll_time *out);
+
+/**
+ * The algorithm and protocol of `op` on `g` at `size_bytes`: across NVLink domains NCCL's own
+ * choice (spsim_nccl_choose on the communicator spsim_nccl_comm_from_hw builds, nnodes = the
+ * group's domains); inside one domain NVLS AllReduce where the profile says NCCL uses it
+ * (nvls_min_gpus), else Ring, with the protocol NCCL's tuner gives the ring at that size.
+ */
+struct spsim_nccl_choice spsim_collective_algo(const struct spsim_hardware *hw,
+                                               enum spsim_coll_op op, struct spsim_group g,
+                                               double size_bytes);
+
+/** The α of `op` on `g` under algorithm `a`: the tier's base and hops laid out as NCCL's
+ * latency model lays them for that algorithm (tuning.cc:383-440). */
+double spsim_collective_algo_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                                       struct spsim_group g, enum spsim_nccl_algo a);
+
+/** The same α as tier.base + k·tier.hop + fixed (network tier across domains, NVLink inside),
+ * for the calibration, which fits base and hop. */
+void spsim_collective_latency_parts(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                                    struct spsim_group g, enum spsim_nccl_algo a, double *k,
+                                    double *fixed_s);
+
+/** The α and the peak busbw (eff = 1, the whole NIC) the model gives `op` on `g` at a size:
+ * the NVLink peak inside a domain, across domains the NIC side of the algorithm at that size
+ * (a network curve's efficiency is taken against it). */
+void spsim_collective_terms(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                            struct spsim_group g, double size_bytes, double *latency_s,
+                            double *peak_Bps);
 
 /* Max-min fair sharing of links between concurrent transfers. */
 

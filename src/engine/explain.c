@@ -74,6 +74,23 @@ spsim_layer_evaluate_checked(const struct spsim_model *model, const struct spsim
     return spsim_layer_evaluate(m, hw, &cfg, spsim_model_padded_vocab(model, par->tp), le, err);
 }
 
+/* The algorithm the step's collective was timed with and NCCL's protocol for it. */
+static void
+step_algorithm(const struct spsim_hardware *hw, const struct spsim_layer_eval *le,
+               const struct spsim_step *st, const struct spsim_coll_time *ct,
+               struct spsim_schedule_step *o)
+{
+    o->algorithm = o->protocol = "";
+    if (!hw || st->coll == SPSIM_COLL_NONE || ct->tier == SPSIM_TIER_LOCAL ||
+        ct->algo == SPSIM_NCCL_ALGO_COUNT)
+        return;
+    o->algorithm = spsim_nccl_algo_name(ct->algo);
+    enum spsim_nccl_proto p = ct->proto;
+    if (p == SPSIM_NCCL_PROTO_COUNT && st->group_size == le->tp_group.size)
+        p = spsim_collective_algo(hw, st->coll, le->tp_group, (double)st->message_bytes).proto;
+    o->protocol = p == SPSIM_NCCL_PROTO_COUNT ? "" : spsim_nccl_proto_name(p);
+}
+
 int
 spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardware *hw,
                      const struct spsim_parallel *par, struct spsim_schedule_step *steps,
@@ -122,6 +139,7 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
         o->wire_bytes = st->wire_bytes;
         o->group_size = st->group_size;
         o->tier = hw ? le->layer.cost[i].coll.tier : SPSIM_TIER_LOCAL;
+        step_algorithm(hw, le, st, &le->layer.cost[i].coll, o);
     }
     free(le);
     return SPSIM_OK;

@@ -14,25 +14,20 @@
 #include "hardware_view.h"
 #include "profiles/jsonfield.h"
 
-/* The α and the peak busbw the model applies to a curve's measurement: the formulas
- * spsim_collective_time() predicts with, so that a curve reproduces its own points. An NVLink
- * curve is a ring inside one domain; a network curve is placed on `nodes` nodes (default: as few
- * as the node allows) and takes the hierarchical latency and the NIC bandwidth of that group. */
+/* The α and the peak busbw the model applies to a curve's measurement at each of its sizes: the
+ * formulas spsim_collective_time() predicts with, so that a curve reproduces its own points. An
+ * NVLink curve is a ring inside one domain; a network curve is placed on `nodes` nodes (default:
+ * as few as the node allows) and takes, size by size, the latency and NIC bandwidth of the
+ * algorithm NCCL would run there (spsim_collective_terms). */
 static int
-curve_terms(const struct spsim_jctx *c, const struct spsim_hardware *hw,
-            const struct spsim_curve *cv, double *latency, double *peak)
+curve_group(const struct spsim_jctx *c, const struct spsim_hardware *hw,
+            const struct spsim_curve *cv, struct spsim_group *g)
 {
     uint32_t nodes = cv->nodes;
-    if (!cv->network && nodes == 0) {
-        *latency = spsim_ring_latency_s(&hw->nvlink, cv->op, cv->gpus);
-        *peak = spsim_nvlink_peak_Bps(hw, cv->op, cv->gpus);
-        return SPSIM_OK;
-    }
-    struct spsim_group g;
     struct spsim_error e = {0};
-    if (spsim_collective_layout(hw, cv->gpus, &nodes, "nodes", &g, &e) != SPSIM_OK)
+    if (spsim_collective_layout(hw, cv->gpus, &nodes, "nodes", g, &e) != SPSIM_OK)
         return spsim_json_field_error(c, cv->path, "nodes", "%s", e.message);
-    bool inside = spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK;
+    bool inside = spsim_group_tier(hw, *g) == SPSIM_TIER_NVLINK;
     if (inside != !cv->network)
         return spsim_json_field_error(c, cv->path, "nodes",
                                       "%u GPUs on %u node(s) %s one NVLink domain of %u GPUs, but "
@@ -40,9 +35,6 @@ curve_terms(const struct spsim_jctx *c, const struct spsim_hardware *hw,
                                       cv->gpus, nodes, inside ? "stay inside" : "span more than",
                                       hw->nvlink_domain_gpus,
                                       cv->network ? "a network" : "an NVLink");
-    *latency = spsim_collective_latency_s(hw, cv->op, g);
-    *peak = cv->network ? spsim_collective_nic_bw(hw, cv->op, g, 1.0, 1.0)
-                        : spsim_nvlink_peak_Bps(hw, cv->op, g.per_domain);
     return SPSIM_OK;
 }
 
@@ -51,12 +43,17 @@ curve_terms(const struct spsim_jctx *c, const struct spsim_hardware *hw,
 static int
 prepare_curve(const struct spsim_jctx *c, const struct spsim_hardware *hw, struct spsim_curve *cv)
 {
-    double latency_s = 0, peak = 0;
-    int rc = curve_terms(c, hw, cv, &latency_s, &peak);
+    struct spsim_group g = {cv->gpus, cv->gpus};
+    bool ring = !cv->network && cv->nodes == 0;
+    int rc = ring ? SPSIM_OK : curve_group(c, hw, cv, &g);
     if (rc)
         return rc;
+    double latency_s = spsim_ring_latency_s(&hw->nvlink, cv->op, cv->gpus);
+    double peak = spsim_nvlink_peak_Bps(hw, cv->op, cv->gpus);
     for (uint32_t i = 0; i < cv->n; i++) {
         double size = cv->size_bytes[i];
+        if (!ring)
+            spsim_collective_terms(hw, cv->op, g, size, &latency_s, &peak);
         double wire = spsim_wire_fraction(cv->op, cv->gpus) * size;
         double measured_s = wire / cv->busbw_Bps[i];
         double eff = 1.0;

@@ -1,0 +1,433 @@
+/*
+ * NCCL's cost model and choice of algorithm and protocol, as NVIDIA/nccl computes them at commit
+ * 5067397c (2026-06-11): the tables and formulas of src/graph/tuning.cc, the per-channel speeds
+ * of src/graph/search.cc and the NVLink model of src/graph/topo.h. Line numbers below are at that
+ * commit. What NCCL measures at run time (its topology search) is derived from the profile's
+ * link rates instead, as spsim_nccl_comm_from_hw says.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "nccl_tuning.h"
+
+enum { HW_NVLINK, HW_PCI, HW_NET };
+
+/* tuning.cc:139-144 nvlsEfficiency {Volta, Ampere, Hopper, Blackwell}. */
+static const double nvls_efficiency[4] = {0.0, 0.0, 0.85, 0.74};
+/* clang-format off */
+/* tuning.cc:149-155 baseLatencies (µs) [algo][LL, LL128, Simple]. */
+static const double base_lat[SPSIM_NCCL_ALGO_COUNT][3] = {
+    {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, /* Tree, Ring */
+    {0, 0, 0}, {0, 0, 0},               /* CollNetDirect, CollNetChain */
+    {0, 0, 0}, {0, 0, 0},               /* NVLS, NVLSTree */
+    {8.0, 8.0, 8.0}};                   /* PAT */
+/* tuning.cc:156-176 hwLatencies (µs) [NVLINK, PCI, NET][algo][proto], algos as above. */
+static const double hw_lat[3][SPSIM_NCCL_ALGO_COUNT][3] = {
+    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 25}, {0, 0, 25},
+     {0, 0, 4.0}},
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0},
+     {0, 0, 4.0}},
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18}, {0, 0, 20.9},
+     {0, 0, 14}}};
+/* clang-format on */
+/* tuning.cc:177-212, GB/s, [arch (llMaxBws: arch on one node, CPU row across nodes)][1 node,
+ * 2 nodes, more]. */
+static const double ll_max_bw[4][3] = {
+    {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+static const double ring_ll128_max[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+static const double tree_ll128_max[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+static const double tree_max[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+static const double nvls_tree_max[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+/* tuning.cc:623-628 treeCorrectionFactor [proto][log2(bytes/64)], 64 B to 256 MiB. */
+static const double tree_correction[3][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+
+static int
+log2i(double x)
+{
+    /* bitops.h log2Down: floor(log2 x), −1 for 0; frexp is exact on doubles. */
+    if (x < 1)
+        return -1;
+    int e;
+    frexp(x, &e);
+    return e - 1;
+}
+
+static bool
+algo_serves(enum spsim_nccl_func f, enum spsim_nccl_algo a)
+{
+    /* tuning.cc:294-298 */
+    if (f == SPSIM_NCCL_BROADCAST || f == SPSIM_NCCL_REDUCE)
+        return a == SPSIM_NCCL_RING;
+    if (f == SPSIM_NCCL_ALL_GATHER || f == SPSIM_NCCL_REDUCE_SCATTER)
+        return a == SPSIM_NCCL_PAT || a == SPSIM_NCCL_RING || a == SPSIM_NCCL_NVLS ||
+               a == SPSIM_NCCL_COLLNET_DIRECT;
+    return a != SPSIM_NCCL_PAT;
+}
+
+/* The bus bandwidth of one (algorithm, protocol) before its conversion to algBw
+ * (tuning.cc:306-375). */
+static double
+bus_bw(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum spsim_nccl_proto p)
+{
+    const struct spsim_nccl_graph *g = &c->graph[a];
+    int i2 = c->nnodes <= 2 ? (int)c->nnodes - 1 : 2, ar = c->arch;
+    int i1 = c->nnodes == 1 ? ar : (c->cpu_amd ? 1 : 0);
+    bool collnet = a == SPSIM_NCCL_COLLNET_DIRECT || a == SPSIM_NCCL_COLLNET_CHAIN;
+    bool allreduce = c->func == SPSIM_NCCL_ALL_REDUCE;
+    double ppn = (double)c->nranks / c->nnodes;
+    double bw = c->nnodes <= 2 || collnet ? g->bw_intra : g->bw_inter;
+    if (a == SPSIM_NCCL_NVLS || a == SPSIM_NCCL_NVLS_TREE) {
+        if (g->nchannels < 2)
+            return 0;
+        double intra = g->bw_intra * nvls_efficiency[ar] * (g->nchannels - 1) / g->nchannels;
+        intra *= allreduce ? 2.0 : (ppn - 1) / ppn;
+        double inter = g->bw_inter * (c->nnodes <= 2 && a == SPSIM_NCCL_NVLS_TREE ? 2 : 1);
+        bw = fmin(intra, inter);
+        if (a == SPSIM_NCCL_NVLS_TREE)
+            bw = fmin(bw, nvls_tree_max[ar][i2]);
+    }
+    double bus = g->nchannels * bw;
+    if (a == SPSIM_NCCL_RING && p == SPSIM_NCCL_LL)
+        bus = fmin(ll_max_bw[i1][i2], bus * .5);
+    if (a == SPSIM_NCCL_RING && p == SPSIM_NCCL_LL128)
+        bus = fmin(bus * 0.92, g->nchannels * ring_ll128_max[ar][i2]);
+    if (a == SPSIM_NCCL_TREE && allreduce)
+        bus = fmin(bus * .92, g->nchannels * tree_max[ar][i2]);
+    if (a == SPSIM_NCCL_TREE && p == SPSIM_NCCL_LL)
+        bus = fmin(bus / 3.8, ll_max_bw[i1][i2]);
+    if (a == SPSIM_NCCL_TREE && p == SPSIM_NCCL_LL128)
+        bus = fmin(bus * (c->nnodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                   g->nchannels * tree_ll128_max[ar][i2]);
+    if (a == SPSIM_NCCL_TREE && c->tree_pattern_simple)
+        bus *= .85;
+    if (a == SPSIM_NCCL_PAT)
+        bus *= .75;
+    if (collnet && p != SPSIM_NCCL_SIMPLE)
+        bus = 0;
+    if (a == SPSIM_NCCL_COLLNET_DIRECT && p == SPSIM_NCCL_SIMPLE) {
+        if (!allreduce) {
+            bus = ppn * fmin(g->bw_intra, g->bw_inter * 0.9);
+        } else {
+            double factor = ppn / g->nchannels; /* GPU/NIC ratio */
+            bus /= factor - (factor - 1) / 2;
+            if (ar >= SPSIM_NCCL_HOPPER)
+                bus *= .85;
+        }
+    }
+    /* tuning.cc:351-374: NVLS and CollNetDirect AllGather/ReduceScatter across nodes need a
+     * CollNet plugin with iallgather/ireducescatter, which the default network lacks. */
+    if ((a == SPSIM_NCCL_NVLS || a == SPSIM_NCCL_COLLNET_DIRECT) && !allreduce && c->nnodes > 1)
+        bus = 0;
+    return bus;
+}
+
+/* tuning.cc:383-440: base latency plus the algorithm's hops. */
+static double
+latency(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum spsim_nccl_proto p)
+{
+    uint32_t n = c->nranks, nn = c->nnodes, ppn = n / nn;
+    int intra_hw = c->intra_pci ? HW_PCI : HW_NVLINK, hw = nn == 1 ? intra_hw : HW_NET;
+    double lat = base_lat[a][p];
+    double intra = hw_lat[intra_hw][a][p];
+    /* "With ppn=1 latencies are fully exposed, use the Tree network latency" (:386-388). */
+    double inter = hw_lat[HW_NET][ppn == 1 ? SPSIM_NCCL_TREE : a][p] + c->graph[a].latency_inter;
+    if (p == SPSIM_NCCL_SIMPLE)
+        inter += c->graph[a].latency_inter; /* the flush */
+    bool ar = c->func == SPSIM_NCCL_ALL_REDUCE;
+    uint32_t nsteps =
+        ar ? 2 * (n - 1)
+           : (c->func == SPSIM_NCCL_ALL_GATHER || c->func == SPSIM_NCCL_REDUCE_SCATTER ? n - 1 : n);
+    switch (a) {
+    case SPSIM_NCCL_RING:
+        if (c->func == SPSIM_NCCL_BROADCAST || c->func == SPSIM_NCCL_REDUCE)
+            return lat + hw_lat[hw][a][p]; /* sameChannels graphs (:397-399) */
+        if (nn > 1) {
+            /* getNetOverhead (:228-233): 1 µs on Intel x86, 2 on AMD; ×3 for Simple. */
+            double overhead = (c->cpu_amd ? 2.0 : 1.0) * (p == SPSIM_NCCL_SIMPLE ? 3 : 1);
+            intra = fmax(intra, overhead);
+        }
+        {
+            uint32_t ninter = nn == 1 ? 0 : (ar ? 2 * (nn - 1) : nn - 1);
+            return lat + (nsteps - ninter) * intra + ninter * inter;
+        }
+    case SPSIM_NCCL_TREE:
+        return ar ? lat + 2 * ((ppn - 1) * intra + log2i(nn) * inter) : lat;
+    case SPSIM_NCCL_COLLNET_DIRECT:
+        return lat + 2 * ((ppn > 1 ? 1 : 0) * intra + (ppn - 1) * 0.4) + inter;
+    case SPSIM_NCCL_COLLNET_CHAIN:
+        return lat + 2 * (ppn - 1) * intra + inter;
+    case SPSIM_NCCL_NVLS:
+        return intra + (nn > 1 ? inter : 0);
+    case SPSIM_NCCL_NVLS_TREE:
+        return lat + intra + 2 * log2i(nn) * inter;
+    case SPSIM_NCCL_PAT:
+        return c->func == SPSIM_NCCL_ALL_GATHER || c->func == SPSIM_NCCL_REDUCE_SCATTER
+                   ? lat + log2i(nn) * (inter / 3.5) + n * 2.8
+                   : lat;
+    case SPSIM_NCCL_ALGO_COUNT:
+        break;
+    }
+    return lat;
+}
+
+/* Whether NCCL enables (a, p) by default (tuning.cc:300-304, 495-540). */
+static bool
+enabled(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum spsim_nccl_proto p)
+{
+    if ((a == SPSIM_NCCL_NVLS || a == SPSIM_NCCL_NVLS_TREE) && p != SPSIM_NCCL_SIMPLE)
+        return false;
+    /* ncclPatEnable (:216-223): one GPU per node only. */
+    if (a == SPSIM_NCCL_PAT && (p != SPSIM_NCCL_SIMPLE || c->nnodes != c->nranks))
+        return false;
+    if (a == SPSIM_NCCL_NVLS_TREE && c->nnodes == 1)
+        return false;
+    bool collnet_algo = a == SPSIM_NCCL_COLLNET_DIRECT || a == SPSIM_NCCL_COLLNET_CHAIN;
+    if (!c->collnet && (collnet_algo || (a == SPSIM_NCCL_NVLS && c->nnodes > 1)))
+        return false;
+    if ((a == SPSIM_NCCL_NVLS || a == SPSIM_NCCL_NVLS_TREE) && !c->nvls)
+        return false;
+    if (p == SPSIM_NCCL_LL128 && !c->ll128)
+        return false;
+    return !c->algo_off[a];
+}
+
+void
+spsim_nccl_tune(struct spsim_nccl_comm *c, enum spsim_nccl_func func)
+{
+    c->func = func;
+    memset(c->bw, 0, sizeof(c->bw));
+    memset(c->lat, 0, sizeof(c->lat));
+    if (c->nranks <= 1)
+        return;
+    bool ar = func == SPSIM_NCCL_ALL_REDUCE,
+         agrs = !ar && func != SPSIM_NCCL_BROADCAST && func != SPSIM_NCCL_REDUCE;
+    double nsteps = ar ? 2.0 * (c->nranks - 1) : (agrs ? c->nranks - 1.0 : c->nranks);
+    for (int a = 0; a < SPSIM_NCCL_ALGO_COUNT; a++) {
+        if (!algo_serves(func, (enum spsim_nccl_algo)a))
+            continue;
+        for (int p = 0; p < SPSIM_NCCL_PROTO_COUNT; p++) {
+            c->lat[a][p] = latency(c, (enum spsim_nccl_algo)a, (enum spsim_nccl_proto)p);
+            if (!enabled(c, (enum spsim_nccl_algo)a, (enum spsim_nccl_proto)p))
+                continue;
+            double bus = bus_bw(c, (enum spsim_nccl_algo)a, (enum spsim_nccl_proto)p);
+            /* busBw to algBw (:376-382): rings and NVLS by nRanks/nsteps, the rest by 0.5,
+             * except non-ring AllGather/ReduceScatter. */
+            if (a == SPSIM_NCCL_RING || !agrs) {
+                bool ringlike =
+                    a == SPSIM_NCCL_RING || a == SPSIM_NCCL_NVLS || a == SPSIM_NCCL_NVLS_TREE;
+                bus *= ringlike ? c->nranks / nsteps : 0.5;
+            }
+            c->bw[a][p] = bus;
+        }
+    }
+}
+
+double
+spsim_nccl_tree_correction(enum spsim_nccl_proto p, double nbytes)
+{
+    int logsize = log2i(floor(nbytes / 64));
+    return logsize >= 0 && logsize < 23 && (unsigned)p < SPSIM_NCCL_PROTO_COUNT
+               ? tree_correction[p][logsize]
+               : 1.0;
+}
+
+double
+spsim_nccl_time_us(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum spsim_nccl_proto p,
+                   double nbytes)
+{
+    double bw = c->bw[a][p], lat = c->lat[a][p];
+    if (bw == 0)
+        return -1.0;
+    int logsize = log2i(floor(nbytes / 64));
+    bool ar = c->func == SPSIM_NCCL_ALL_REDUCE;
+    if (a == SPSIM_NCCL_TREE && ar && logsize >= 0 && logsize < 23)
+        bw *= tree_correction[p][logsize];
+    /* NVLSTree's correction applies on sm100+ x86 hosts (:643-646); x86 assumed. */
+    if (a == SPSIM_NCCL_NVLS_TREE && ar && logsize >= 0 && logsize < 24 &&
+        c->arch >= SPSIM_NCCL_BLACKWELL)
+        bw *= tree_correction[p][logsize];
+    /* "Plateau effect of ring" (:647-650); the comm's channels are the ring graph's. */
+    uint32_t nch = c->graph[SPSIM_NCCL_RING].nchannels ? c->graph[SPSIM_NCCL_RING].nchannels : 1;
+    if (a == SPSIM_NCCL_RING && p == SPSIM_NCCL_SIMPLE && c->nnodes > 1 && ar &&
+        floor(nbytes / ((double)nch * c->nranks)) >= 64)
+        lat *= c->arch < SPSIM_NCCL_AMPERE ? 1.9 : 1.4;
+    return lat + nbytes / (1000 * bw); /* one pipelined op: latCount 1 */
+}
+
+bool
+spsim_nccl_choose(const struct spsim_nccl_comm *c, double nbytes, struct spsim_nccl_choice *out)
+{
+    /* topoGetAlgoInfo (enqueue.cc:2028-2043): the first strict minimum over algo, then proto. */
+    double best = HUGE_VAL;
+    bool found = false;
+    for (int a = 0; a < SPSIM_NCCL_ALGO_COUNT; a++)
+        for (int p = 0; p < SPSIM_NCCL_PROTO_COUNT; p++) {
+            double t =
+                spsim_nccl_time_us(c, (enum spsim_nccl_algo)a, (enum spsim_nccl_proto)p, nbytes);
+            if (t >= 0 && t < best) {
+                best = t;
+                *out = (struct spsim_nccl_choice){(enum spsim_nccl_algo)a, (enum spsim_nccl_proto)p,
+                                                  t};
+                found = true;
+            }
+        }
+    return found;
+}
+
+const char *
+spsim_nccl_algo_name(enum spsim_nccl_algo a)
+{
+    /* device.h ncclAlgoStr */
+    static const char *const names[] = {"Tree",     "Ring", "CollNetDirect", "CollNetChain", "NVLS",
+                                        "NVLSTree", "PAT"};
+    return (unsigned)a < SPSIM_NCCL_ALGO_COUNT ? names[a] : "?";
+}
+
+const char *
+spsim_nccl_proto_name(enum spsim_nccl_proto p)
+{
+    static const char *const names[] = {"LL", "LL128", "Simple"};
+    return (unsigned)p < SPSIM_NCCL_PROTO_COUNT ? names[p] : "?";
+}
+
+/* ---- the communicator NCCL would build on a profile's machine ------------------------------ */
+
+/* topo.h:19-24 SMxx_NVLINK_BW: NCCL's modelled GB/s per NVLink {SM70, SM80, SM90, SM100}. */
+static const double nccl_nvlink_GBps[4] = {20.0, 20.0, 20.6, 40.1};
+/* Line rate of one NVLink per direction: 25 GB/s for NVLink 2-4, 50 for NVLink 5
+ * (hardware-facts.md §1.3 A100 12 links / 300 GB/s, §3.3 H100 18 / 450, §5.3 B200 18 / 900). */
+static const double nvlink_link_line_GBps[4] = {25.0, 25.0, 25.0, 50.0};
+/* search.cc:1051-1066 speed arrays, GB/s per channel, inside a node and across nodes. */
+static const double speeds_intra[3][13] = {
+    {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0},
+    {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0},
+    {90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0}};
+static const uint32_t nspeeds_intra[3] = {13, 11, 12};
+static const double speeds_inter[3][20] = {{48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0,
+                                            9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12},
+                                           {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                            15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12},
+                                           {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0,
+                                            30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0,
+                                            6.0,  3.0,  2.4,  1.2,  0.24, 0.12}};
+static const uint32_t nspeeds_inter[3] = {19, 17, 20};
+/* init.cc:1177 ringGraph->maxChannels = MAXCHANNELS / 2 (device.h:91 MAXCHANNELS 64). */
+#define NCCL_RING_MAX_CHANNELS 32
+
+enum spsim_nccl_arch
+spsim_nccl_arch_of(const struct spsim_hardware *hw)
+{
+    const char *m = hw->gpu_model ? hw->gpu_model : "";
+    static const char *const blackwell[] = {"B200", "B100", "B300", "GB200", "GB300", "Blackwell"};
+    static const char *const hopper[] = {"H100", "H200", "H800", "H20", "Hopper"};
+    for (size_t i = 0; i < sizeof(blackwell) / sizeof(*blackwell); i++)
+        if (strstr(m, blackwell[i]))
+            return SPSIM_NCCL_BLACKWELL;
+    for (size_t i = 0; i < sizeof(hopper) / sizeof(*hopper); i++)
+        if (strstr(m, hopper[i]))
+            return SPSIM_NCCL_HOPPER;
+    if (strstr(m, "V100"))
+        return SPSIM_NCCL_VOLTA;
+    /* A100, A800, A30 and anything unnamed: Ampere's tables (the oldest GPU of the shipped set). */
+    return SPSIM_NCCL_AMPERE;
+}
+
+/* Index of the first speed not above `bw` (search.cc:1170-1174: skip speeds above maxBw). */
+static uint32_t
+speed_index(const double *speeds, uint32_t n, double bw)
+{
+    uint32_t i = 0;
+    while (i < n - 1 && speeds[i] > bw)
+        i++;
+    return i;
+}
+
+/* ncclTopoDupChannels (search.cc:1036-1047): twice the channels at half the speed. */
+static void
+dup_channels(struct spsim_nccl_graph *g, enum spsim_nccl_arch arch)
+{
+    if (g->bw_intra < 25.0)
+        return;
+    if (arch > SPSIM_NCCL_AMPERE && g->bw_intra < 50.0 && g->nchannels > 4)
+        return;
+    uint32_t dup =
+        g->nchannels * 2 < NCCL_RING_MAX_CHANNELS ? g->nchannels * 2 : NCCL_RING_MAX_CHANNELS;
+    uint32_t div = (dup + g->nchannels - 1) / g->nchannels;
+    g->bw_intra /= div;
+    g->bw_inter /= div;
+    g->nchannels = dup;
+}
+
+/*
+ * The graphs NCCL's search (search.cc:1074-1290) would find, from the profile's line rates in
+ * NCCL's units: each GPU's NVLink is links × SMxx_NVLINK_BW, reached through an NVSwitch (the
+ * shipped nodes); a NIC is its line rate / 8 (speed_Mbps / 8000). Pass 1 takes the highest
+ * speed the path allows and as many channels as the links hold (one NIC per channel across
+ * nodes, rail-optimised: the group's GPUs of a node own nics·ppn/gpus_per_node NICs), then
+ * duplicates them; pass 2 raises a tree's bwIntra towards twice bwInter on two nodes
+ * (search.cc:1270-1276) while the NVLink holds it; rings stay at the NIC's speed.
+ */
+static void
+build_graphs(const struct spsim_hardware *hw, struct spsim_nccl_comm *c)
+{
+    int row = c->arch == SPSIM_NCCL_BLACKWELL ? 2 : (c->arch == SPSIM_NCCL_HOPPER ? 1 : 0);
+    double links = round(hw->nvlink_line_Bps / 1e9 / nvlink_link_line_GBps[c->arch]);
+    double nvl = (links < 1 ? 1 : links) * nccl_nvlink_GBps[c->arch];
+    struct spsim_nccl_graph g = {0};
+    if (c->nnodes == 1) {
+        const double *sp = speeds_intra[row];
+        double s = sp[speed_index(sp, nspeeds_intra[row], nvl)];
+        double nch = floor(nvl / s);
+        g = (struct spsim_nccl_graph){(uint32_t)fmin(fmax(nch, 1), NCCL_RING_MAX_CHANNELS), s, s,
+                                      0};
+        dup_channels(&g, c->arch);
+        c->graph[SPSIM_NCCL_RING] = c->graph[SPSIM_NCCL_TREE] = g;
+        return;
+    }
+    const double *sp = speeds_inter[row];
+    uint32_t ns = nspeeds_inter[row];
+    double nic = hw->nic_line_Bps / 1e9, ppn = (double)c->nranks / c->nnodes;
+    double nics = floor(hw->nics_per_node * ppn / hw->gpus_per_node);
+    uint32_t i = speed_index(sp, ns, fmin(nic, nvl));
+    double nch = fmax(nics, 1) * fmax(floor(nic / sp[i]), 1);
+    g = (struct spsim_nccl_graph){(uint32_t)fmin(nch, NCCL_RING_MAX_CHANNELS), sp[i], sp[i], 0};
+    dup_channels(&g, c->arch);
+    c->graph[SPSIM_NCCL_RING] = g;
+    if (c->nnodes <= 2) {
+        uint32_t k = speed_index(sp, ns, g.bw_inter);
+        while (k > 0 && g.bw_intra < 2 * g.bw_inter && g.nchannels * sp[k - 1] <= nvl)
+            g.bw_intra = sp[--k];
+    }
+    c->graph[SPSIM_NCCL_TREE] = c->graph[SPSIM_NCCL_PAT] = g;
+}
+
+void
+spsim_nccl_comm_from_hw(const struct spsim_hardware *hw, uint32_t nranks, uint32_t nnodes,
+                        struct spsim_nccl_comm *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->nranks = nranks;
+    c->nnodes = nnodes ? nnodes : 1;
+    c->arch = spsim_nccl_arch_of(hw);
+    /* LL128 (tuning.cc:518-533): NVLink inside (typeIntra <= NVB) and NICs on the GPUs' PCIe
+     * switches (typeInter <= PXB), as on the shipped nodes. */
+    c->ll128 = true;
+    /* Left off: CollNet needs SHARP in the fabric (NCCL_COLLNET_ENABLE, default 0); NVLS and
+     * NVLSTree need the NVLS graph, whose speed the profile does not give (spsim takes NVLS
+     * AllReduce from the profile's measured nvls_min_gpus and busbw instead). */
+    c->collnet = false;
+    c->nvls = false;
+    build_graphs(hw, c);
+}

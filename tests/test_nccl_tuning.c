@@ -1,0 +1,502 @@
+/*
+ * NCCL's tuning model (src/engine/nccl_tuning.c) against NCCL's own printed tuning table and
+ * against values worked by hand here from NVIDIA/nccl src/graph/tuning.cc (commit 5067397):
+ * bandwidths, latencies, the tree correction, the ring plateau, the enables and the choice; then
+ * the times spsim gives the chosen algorithms on a round-number profile.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/collective_model.h"
+#include "engine/nccl_tuning.h"
+#include "testutil.h"
+
+#define TOL 1e-9
+
+static void
+tune_only(struct spsim_nccl_comm *c, enum spsim_nccl_algo keep, enum spsim_nccl_func f)
+{
+    for (int a = 0; a < SPSIM_NCCL_ALGO_COUNT; a++)
+        c->algo_off[a] = a != (int)keep;
+    spsim_nccl_tune(c, f);
+}
+
+/*
+ * tests/data/nccl-tests/h100x6of8_all_reduce_NCCL_ALGO_Ring_waynehacking8.txt carries NCCL
+ * 2.29.2's own table for 6 H100 of a DGX (NCCL_DEBUG_SUBSYS=TUNING, NCCL_ALGO=Ring), latency
+ * (µs) / algBw (GB/s) printed to one decimal. The graph: 18 NVLinks × SM90_NVLINK_BW 20.6 =
+ * 370.8 GB/s; the first sm90 intra speed not above it is 60, 6 channels (360 ≤ 370.8),
+ * duplicated to 12 × 30 (bwIntra ≥ 50): busBw 360.
+ */
+START_TEST(h100x6_matches_nccls_printed_table)
+{
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_nccl_comm c;
+    spsim_nccl_comm_from_hw(hw, 6, 1, &c);
+    ck_assert_uint_eq(c.graph[SPSIM_NCCL_RING].nchannels, 12);
+    ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_RING].bw_intra, 30.0, TOL);
+    static const struct {
+        enum spsim_nccl_func f;
+        double lat[3], bw[3];
+    } rows[] = {
+        {SPSIM_NCCL_BROADCAST, {7.2, 15.9, 11.8}, {141.0, 331.2, 360.0}},
+        {SPSIM_NCCL_ALL_GATHER, {9.6, 23.5, 25.4}, {169.2, 397.4, 432.0}},
+        {SPSIM_NCCL_REDUCE_SCATTER, {9.6, 23.5, 25.4}, {169.2, 397.4, 432.0}},
+        {SPSIM_NCCL_ALL_REDUCE, {12.6, 33.0, 42.4}, {84.6, 198.7, 216.0}},
+    };
+    for (size_t r = 0; r < sizeof(rows) / sizeof(*rows); r++) {
+        tune_only(&c, SPSIM_NCCL_RING, rows[r].f);
+        for (int p = 0; p < 3; p++) {
+            ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_RING][p], rows[r].lat[p], 0.05 + 1e-9);
+            ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_RING][p], rows[r].bw[p], 0.05 + 1e-9);
+        }
+    }
+    /* The same table's latencies of the algorithms NCCL_ALGO=Ring turned off (bandwidth 0):
+     * Tree AllReduce 12.8/26.5/48.4, CollNetDirect 4.0/4.0/42.4, NVLS 25.0. */
+    tune_only(&c, SPSIM_NCCL_RING, SPSIM_NCCL_ALL_REDUCE);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_TREE][0], 12.8, 0.05);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_TREE][1], 26.5, 0.05);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_TREE][2], 48.4, 0.05);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_COLLNET_DIRECT][0], 4.0, 0.05);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_COLLNET_DIRECT][2], 42.4, 0.05);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_NVLS][2], 25.0, 0.05);
+    ck_assert_double_eq(c.bw[SPSIM_NCCL_TREE][2], 0);
+    /* Without NCCL_ALGO the tree has bandwidth (worked from tuning.cc:326-336, 1 node):
+     * Simple min(0.92·360, 12·38.7)·0.5 = 165.6; LL min(0.92·360/3.8, 141)·0.5;
+     * LL128 min(0.92·360·7/9, 12·36.7)·0.5. The ring still wins every size on one node. */
+    memset(c.algo_off, 0, sizeof(c.algo_off));
+    spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][2], 165.6, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][0], 0.92 * 360 / 3.8 * 0.5, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][1], 0.92 * 360 * 7 / 9 * 0.5, TOL);
+    for (double s = 64; s <= 1ull << 34; s *= 2) {
+        struct spsim_nccl_choice ch;
+        ck_assert(spsim_nccl_choose(&c, s, &ch));
+        ck_assert_int_eq(ch.algo, SPSIM_NCCL_RING);
+    }
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/*
+ * Two DGX H100 (16 ranks, 8 per node). Graph: 8 NDR NICs of 400/8 = 50 GB/s, the first sm90
+ * inter speed not above 50 is 48, one channel per NIC: 8 × 48, not duplicated (Hopper,
+ * bwIntra < 50 with more than 4 channels); the tree cannot raise bwIntra above the top speed.
+ * Intel host: llMaxBw 39 (2 nodes), net overhead 1 µs (×3 Simple); NET latencies Ring
+ * 2.7/4.0/14, Tree 5.0/8.5/14; NVLink Ring 0.6/1.9/3.4, Tree 0.6/1.25/4.0.
+ */
+START_TEST(two_dgx_h100_allreduce_by_hand)
+{
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_nccl_comm c;
+    spsim_nccl_comm_from_hw(hw, 16, 2, &c);
+    ck_assert_uint_eq(c.graph[SPSIM_NCCL_RING].nchannels, 8);
+    ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_RING].bw_inter, 48, TOL);
+    ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_TREE].bw_intra, 48, TOL);
+    spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
+    double ring_ratio = 16.0 / 30.0; /* nRanks / nsteps */
+    /* Ring: Simple 8·48 = 384; LL128 min(0.92·384, 8·36.7) = 293.6; LL min(39, 192) = 39. */
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_RING][2], 384 * ring_ratio, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_RING][1], 293.6 * ring_ratio, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_RING][0], 39 * ring_ratio, TOL);
+    /* base + 28 NVLink steps at max(hop, overhead) + 2 NET steps. */
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_RING][2], 8.4 + 28 * 3.4 + 2 * 14, TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_RING][1], 14.0 + 28 * 1.9 + 2 * 4.0, TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_RING][0], 6.6 + 28 * 1.0 + 2 * 2.7, TOL);
+    /* Tree: min(0.92·384, 8·41.4) = 331.2, then LL128 min(·120/128, 8·36.7) = 293.6,
+     * LL min(·/3.8, 39) = 39; algBw = busBw/2. Latency base + 2(7·intra + log2(2)·inter). */
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][2], 331.2 / 2, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][1], 293.6 / 2, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][0], 39.0 / 2, TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_TREE][2], 8.4 + 2 * (7 * 4.0 + 14), TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_TREE][1], 14.0 + 2 * (7 * 1.25 + 8.5), TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_TREE][0], 6.8 + 2 * (7 * 0.6 + 5.0), TOL);
+    ck_assert_double_eq(c.bw[SPSIM_NCCL_PAT][2], 0); /* AllReduce has no PAT */
+    /* 1 MiB: log2(2^20/64) = 14, tree corrections LL .5, LL128 .6, Simple .5; the ring's
+     * Simple latency ×1.4 (plateau: 2^20/(8·16) >= 64). Tree/LL128 wins. */
+    double S = 1 << 20;
+    ck_assert_double_eq_tol(spsim_nccl_time_us(&c, SPSIM_NCCL_TREE, SPSIM_NCCL_LL128, S),
+                            48.5 + S / (1000 * 146.8 * 0.6), 1e-6);
+    ck_assert_double_eq_tol(spsim_nccl_time_us(&c, SPSIM_NCCL_RING, SPSIM_NCCL_SIMPLE, S),
+                            131.6 * 1.4 + S / (1000 * 384 * ring_ratio), 1e-6);
+    struct spsim_nccl_choice ch;
+    ck_assert(spsim_nccl_choose(&c, S, &ch));
+    ck_assert_int_eq(ch.algo, SPSIM_NCCL_TREE);
+    ck_assert_int_eq(ch.proto, SPSIM_NCCL_LL128);
+    /* 32 MiB: corrections LL128 .9: tree 48.5 + 2^25/(146.8e3·.9) = 302.5 against the ring's
+     * LL128 75.2 + 2^25/156.59e3 = 289.5 (Simple: 348.1). */
+    ck_assert(spsim_nccl_choose(&c, 1 << 25, &ch));
+    ck_assert_int_eq(ch.algo, SPSIM_NCCL_RING);
+    ck_assert_int_eq(ch.proto, SPSIM_NCCL_LL128);
+    /* 1 GiB: no correction past 256 MiB; Ring/Simple 5427 µs against Tree 6576 µs. */
+    ck_assert(spsim_nccl_choose(&c, 1 << 30, &ch));
+    ck_assert_int_eq(ch.algo, SPSIM_NCCL_RING);
+    ck_assert_int_eq(ch.proto, SPSIM_NCCL_SIMPLE);
+    ck_assert_double_eq_tol(ch.time_us, 131.6 * 1.4 + (1 << 30) / (1000 * 384 * ring_ratio), 1e-6);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/*
+ * One GPU per node (8 ranks on 8 DGX H100: a DP group when TP fills the node). Graph: its own
+ * NIC, 1 × 48, duplicated to 2 × 24; more than 2 nodes, so bwInter (24) counts. PAT is enabled
+ * (nNodes == nRanks) and every latency uses the Tree NET row (ppn = 1).
+ * AllGather: Ring LL min(20.4, 24)·8/7 at 6.6 + 7·5.0 µs; PAT Simple 48·0.75 = 36 (no algBw
+ * conversion) at 8 + 3·14/3.5 + 8·2.8 = 42.4 µs. They cross where the times are equal.
+ */
+START_TEST(one_gpu_per_node_pat_switch)
+{
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_nccl_comm c;
+    spsim_nccl_comm_from_hw(hw, 8, 8, &c);
+    ck_assert_uint_eq(c.graph[SPSIM_NCCL_RING].nchannels, 2);
+    ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_RING].bw_inter, 24, TOL);
+    spsim_nccl_tune(&c, SPSIM_NCCL_ALL_GATHER);
+    double ll_bw = 20.4 * 8 / 7, ll_lat = 6.6 + 7 * 5.0, pat_bw = 36, pat_lat = 42.4;
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_RING][0], ll_bw, TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_RING][0], ll_lat, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_PAT][2], pat_bw, TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_PAT][2], pat_lat, TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_RING][2], 8.4 + 7 * 14, TOL);
+    double x = (pat_lat - ll_lat) / (1 / (1000 * ll_bw) - 1 / (1000 * pat_bw)); /* 52.9 kB */
+    struct spsim_nccl_choice ch;
+    ck_assert(spsim_nccl_choose(&c, 0.98 * x, &ch));
+    ck_assert_int_eq(ch.algo, SPSIM_NCCL_RING);
+    ck_assert_int_eq(ch.proto, SPSIM_NCCL_LL);
+    ck_assert(spsim_nccl_choose(&c, 1.02 * x, &ch));
+    ck_assert_int_eq(ch.algo, SPSIM_NCCL_PAT);
+    /* AllReduce on the same group: the tree's latency 8.4 + 2·3·14 against the ring's
+     * 8.4 + 14·14 (all 14 steps cross a NIC), ×1.4 for the ring's plateau. */
+    spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_TREE][2], 8.4 + 2 * 3 * 14, TOL);
+    ck_assert_double_eq_tol(c.lat[SPSIM_NCCL_RING][2], 8.4 + 14 * 14, TOL);
+    ck_assert_double_eq(c.bw[SPSIM_NCCL_PAT][2], 0);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/*
+ * The Snellius nodes of tests/data/nccl-tests/h100x4x2nodes_*: 4 H100 and 4 NDR200 NICs
+ * (25 GB/s) a node. Ring: 24 GB/s per channel, one per NIC, not duplicated (below 25):
+ * 4 × 24. On two nodes NCCL's pass 2 raises a tree's bwIntra towards 2·bwInter while the
+ * NVLink holds it (search.cc:1270-1276): 30, 40, 42, 45, 48 (4·48 <= 370.8). So the tree's
+ * 0.5·min(0.92·192, 4·41.4) = 82.8 GB/s beats the ring's 96·8/14 = 54.9: NCCL runs Tree at
+ * 8 GiB, as the log's 89 GB/s algbw (above the ring's NIC bound) shows.
+ */
+static const char snellius_edit[][2][64] = {
+    {"\"gpus_per_node\": {\"value\": 8", "\"gpus_per_node\": {\"value\": 4"},
+    {"\"nvlink_domain_gpus\": {\"value\": 8", "\"nvlink_domain_gpus\": {\"value\": 4"},
+    {"\"nics_per_node\": {\"value\": 8", "\"nics_per_node\": {\"value\": 4"},
+    {"\"nic_line_rate_Gbit_s\": {\"value\": 400", "\"nic_line_rate_Gbit_s\": {\"value\": 200"},
+    {"\"nic_achievable_GBps\": {\"value\": 48", "\"nic_achievable_GBps\": {\"value\": 24"},
+};
+
+static char *
+snellius_json(void)
+{
+    char path[4096];
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", path, sizeof(path), NULL),
+        SPSIM_OK);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = 0;
+    for (size_t i = 0; i < sizeof(snellius_edit) / sizeof(*snellius_edit); i++) {
+        char *at = strstr(text, snellius_edit[i][0]);
+        ck_assert_ptr_nonnull(at);
+        ck_assert_uint_eq(strlen(snellius_edit[i][0]), strlen(snellius_edit[i][1]));
+        memcpy(at, snellius_edit[i][1], strlen(snellius_edit[i][1]));
+    }
+    return text;
+}
+
+START_TEST(snellius_runs_tree)
+{
+    const char *text = snellius_json();
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_hardware_parse(text, strlen(text), "snellius", &hw, &err) == SPSIM_OK, "%s",
+                  err.message);
+    struct spsim_nccl_comm c;
+    spsim_nccl_comm_from_hw(hw, 8, 2, &c);
+    ck_assert_uint_eq(c.graph[SPSIM_NCCL_RING].nchannels, 4);
+    ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_RING].bw_intra, 24, TOL);
+    ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_TREE].bw_intra, 48, TOL);
+    spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][2], 0.5 * 4 * 41.4, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_RING][2], 96.0 * 8 / 14, TOL);
+    struct spsim_nccl_choice ch;
+    ck_assert(spsim_nccl_choose(&c, 8589934592.0, &ch));
+    ck_assert_int_eq(ch.algo, SPSIM_NCCL_TREE);
+    ck_assert_int_eq(ch.proto, SPSIM_NCCL_SIMPLE);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/* A round-number profile: GPU "X" (Ampere's tables), NVLink 300 GB/s line (12 links · 20 =
+ * 240 in NCCL's units), ring busbw 200, NVLink α 5 + 1 µs/step; 2 NICs of 400 Gb/s a node at
+ * 40 GB/s achieved, network α 10 + 3 µs/step. */
+static const char round_hw[] =
+    "{\"schema\": \"spsim-hardware/1\", \"name\": \"round\", \"gpu\": {\"model\": \"X\","
+    " \"peak_dense_tflops\": {\"bf16\": {\"value\": 100, \"source\": \"t\"}},"
+    " \"gemm_achievable_tflops\": {\"bf16\": {\"value\": 50, \"source\": \"t\"}},"
+    " \"sm_count\": {\"value\": 100, \"source\": \"t\"},"
+    " \"hbm_capacity_GB\": {\"value\": 80, \"source\": \"t\"},"
+    " \"hbm_bandwidth_GBps\": {\"value\": 2000, \"source\": \"t\"},"
+    " \"hbm_achievable_GBps\": {\"value\": 1000, \"source\": \"t\"}},"
+    " \"node\": {\"gpus_per_node\": {\"value\": 8, \"source\": \"t\"},"
+    " \"nvlink_domain_gpus\": {\"value\": 8, \"source\": \"t\"},"
+    " \"nics_per_node\": {\"value\": 2, \"source\": \"t\"}},"
+    " \"nvlink\": {\"bandwidth_per_direction_GBps\": {\"value\": 300, \"source\": \"t\"},"
+    " \"ring_busbw_GBps\": {\"value\": 200, \"source\": \"t\"},"
+    " \"base_latency_us\": {\"value\": 5, \"source\": \"t\"},"
+    " \"hop_latency_us\": {\"value\": 1, \"source\": \"t\"},"
+    " \"nccl_channels\": {\"value\": 10, \"source\": \"t\"}},"
+    " \"network\": {\"nic_line_rate_Gbit_s\": {\"value\": 400, \"source\": \"t\"},"
+    " \"nic_achievable_GBps\": {\"value\": 40, \"source\": \"t\"},"
+    " \"base_latency_us\": {\"value\": 10, \"source\": \"t\"},"
+    " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"
+    " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}";
+
+/*
+ * spsim's time of the algorithm NCCL picks. 16 GPUs on 2 nodes of the round profile, AllReduce
+ * of 64 KiB: graph 2 NICs · 48 duplicated (Ampere) to 4 × 24, tree bwIntra raised to 48.
+ * NCCL: Tree/LL 6.8 + 2(7·0.6 + 5) = 25.2 µs + 65536/(1000·0.5·min(0.92·192/3.8... capped
+ * 0.92·min(192, 4·23.6)/3.8)·0.6), Ring/LL 40 µs + ...: Tree wins. spsim: α = 10 + 2(7·1 +
+ * log2(2)·3) = 30 µs; the tree sends 2(N−1)/N·S = S through a node's NICs (2 · 40 = 80 GB/s):
+ * busbw-equivalent 80·N(n−1)/(n(N−1)) = 80·2·15/16 = 150, under NVLink's 200·15/16.
+ */
+START_TEST(spsim_times_the_tree_and_pat)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_hardware_parse(round_hw, strlen(round_hw), "round", &hw, &err) == SPSIM_OK,
+                  "%s", err.message);
+    struct spsim_collective_prediction p;
+    double S = 65536;
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 65536, &p, &err),
+                     SPSIM_OK);
+    ck_assert_str_eq(p.algorithm, "Tree");
+    ck_assert_str_eq(p.protocol, "LL");
+    ck_assert_double_eq_tol(p.latency_s, 30e-6, 1e-15);
+    /* ... at NCCL's tree correction for LL at log2(65536/64) = 10: 0.6. */
+    ck_assert_double_eq_tol(p.time_s, 30e-6 + 2.0 * 15 / 16 * S / (150e9 * 0.6), 1e-15);
+    /* At 1 GiB NCCL runs the ring: 10 + 28·1 + 2·3 = 44 µs, busbw min(200, 80). */
+    ck_assert_int_eq(
+        spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1073741824, &p, &err), SPSIM_OK);
+    ck_assert_str_eq(p.algorithm, "Ring");
+    ck_assert_double_eq_tol(p.time_s, 44e-6 + 2.0 * 15 / 16 * 1073741824 / 80e9, 1e-12);
+    /* One GPU per node, AllGather of 64 KiB on 8 nodes: PAT (as on DGX H100 above: the same
+     * NIC graph, 2 × 24). α = 10 + log2(8)·3/3.5 + 2.8·8 µs; its own NIC (2 NICs / 8 GPUs ·
+     * 40 = 10 GB/s) at PAT's 0.75. */
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_GATHER, 8, 8, 65536, &p, &err),
+                     SPSIM_OK);
+    ck_assert_str_eq(p.algorithm, "PAT");
+    double alpha = 10e-6 + 3 * 3e-6 / 3.5 + 2.8e-6 * 8;
+    ck_assert_double_eq_tol(p.latency_s, alpha, 1e-15);
+    ck_assert_double_eq_tol(p.time_s, alpha + 7.0 / 8 * S / (10e9 * 0.75), 1e-14);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/* `spsim explain`'s steps name the algorithm and protocol: a TP group of 16 on two DGX A100
+ * (hierarchical) and one of 8 inside a node, whose ring protocol NCCL's tuner gives. */
+START_TEST(schedule_steps_name_the_algorithm)
+{
+    struct spsim_model *m = testutil_model_named("paper-175b");
+    struct spsim_hardware *hw = testutil_hardware("dgx-a100-80g");
+    struct spsim_parallel par;
+    spsim_parallel_defaults(&par);
+    par.tp = 8;
+    par.pp = 8;
+    par.vpp = 1;
+    par.gbs = 64;
+    static struct spsim_schedule_step steps[SPSIM_MAX_SCHEDULE_STEPS];
+    size_t n = 0, colls = 0;
+    ck_assert_int_eq(spsim_layer_schedule(m, hw, &par, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, NULL),
+                     SPSIM_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (!steps[i].collective[0]) {
+            ck_assert_str_eq(steps[i].algorithm, "");
+            continue;
+        }
+        colls++;
+        ck_assert_str_eq(steps[i].algorithm, "Ring");
+        ck_assert(strcmp(steps[i].protocol, "LL") == 0 || strcmp(steps[i].protocol, "LL128") == 0 ||
+                  strcmp(steps[i].protocol, "Simple") == 0);
+    }
+    ck_assert_uint_gt(colls, 0);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/* ---- calibration on the shipped logs ----------------------------------------------------- */
+
+static struct spsim_bw_table *
+load_log(const char *name)
+{
+    char path[4096];
+    const char *root = getenv("SPSIM_DATA_DIR");
+    snprintf(path, sizeof(path), "%s/tests/data/nccl-tests/%s", root ? root : ".", name);
+    struct spsim_bw_table *t = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_bw_table_create(&t), SPSIM_OK);
+    ck_assert_msg(spsim_nccl_log_load(path, NULL, t, NULL, &err) == SPSIM_OK, "%s", err.message);
+    return t;
+}
+
+static struct spsim_hardware *
+calibrated(const char *base_path, const struct spsim_bw_table *t, struct spsim_calibration *cal)
+{
+    struct spsim_calibrate_options o;
+    spsim_calibrate_defaults(&o);
+    o.base_path = base_path;
+    o.name = "cal";
+    o.date = "2026-01-02T03:04:05Z";
+    o.command_line = "test";
+    struct spsim_error err = {0};
+    const struct spsim_bw_table *tables[1] = {t};
+    ck_assert_msg(spsim_calibrate_profile(&o, tables, 1, NULL, 0, NULL, 0, cal, &err) == SPSIM_OK,
+                  "%s", err.message);
+    struct spsim_hardware *hw = NULL;
+    ck_assert_msg(spsim_hardware_parse(cal->profile_json, cal->profile_len, "cal", &hw, &err) ==
+                      SPSIM_OK,
+                  "%s", err.message);
+    return hw;
+}
+
+/*
+ * The Snellius log on a base with its own nodes (4 H100, 4 NDR200 NICs): under a ring every
+ * byte of 2(n−1)/n·S crosses a node's NICs, so its 156.14 GB/s busbw at 8 GiB would need
+ * 156.14 / 4 = 39 GB/s per NIC, above the 25 GB/s line rate, and the run was refused. NCCL
+ * runs it as a tree (above), whose NICs carry S: 156.14 / (4 · 2·7/8) = 22.3 GB/s.
+ */
+START_TEST(snellius_calibrates_on_its_own_nodes)
+{
+    const char *text = snellius_json();
+    char path[] = "/tmp/spsim-snellius-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    struct spsim_bw_table *t = load_log("h100x4x2nodes_ib_ndr200_all_reduce_snellius_odissei.txt");
+    struct spsim_calibration cal;
+    struct spsim_hardware *hw = calibrated(path, t, &cal);
+    unlink(path);
+    struct spsim_hardware_info info;
+    spsim_hardware_get_info(hw, &info);
+    ck_assert_double_le(info.nic_achievable_GBps, 25.0);
+    ck_assert_double_ge(info.nic_achievable_GBps, 156.14 / (4 * 2 * 7.0 / 8));
+    for (size_t i = 0; i < spsim_bw_table_size(t); i++) {
+        const struct spsim_bw_sample *x = spsim_bw_table_get(t, i);
+        struct spsim_collective_prediction p;
+        ck_assert_int_eq(
+            spsim_collective_predict(hw, x->op, x->ranks, x->nodes, x->size_bytes, &p, NULL),
+            SPSIM_OK);
+        if (x->size_bytes >= (1u << 20))
+            ck_assert_double_le(fabs(p.time_s - x->time_s), 1e-9 * x->time_s);
+        if (x->size_bytes == 8589934592ull)
+            ck_assert_str_eq(p.algorithm, "Tree");
+    }
+    spsim_hardware_destroy(hw);
+    spsim_calibration_free(&cal);
+    spsim_bw_table_destroy(t);
+}
+END_TEST
+
+/* The median and largest |predicted − measured| / measured of a log's sizes where the model's
+ * α is at most a tenth of the measured time (bandwidth dominates). */
+static void
+bandwidth_errors(const struct spsim_hardware *hw, const char *log, double *median, double *max)
+{
+    struct spsim_bw_table *t = load_log(log);
+    double err[64];
+    size_t n = 0;
+    for (size_t i = 0; i < spsim_bw_table_size(t) && n < 64; i++) {
+        const struct spsim_bw_sample *x = spsim_bw_table_get(t, i);
+        struct spsim_collective_prediction p;
+        ck_assert_int_eq(
+            spsim_collective_predict(hw, x->op, x->ranks, x->nodes, x->size_bytes, &p, NULL),
+            SPSIM_OK);
+        if (p.latency_s <= 0.1 * x->time_s)
+            err[n++] = fabs(p.time_s - x->time_s) / x->time_s;
+    }
+    ck_assert_uint_ge(n, 6);
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && err[j] < err[j - 1]; j--) {
+            double tmp = err[j];
+            err[j] = err[j - 1];
+            err[j - 1] = tmp;
+        }
+    *median = n % 2 ? err[n / 2] : 0.5 * (err[n / 2 - 1] + err[n / 2]);
+    *max = err[n - 1];
+    spsim_bw_table_destroy(t);
+}
+
+/*
+ * Cross-collective prediction: a profile calibrated on the 4-of-8 H100 AllReduce log alone
+ * predicts the same host's AllGather and ReduceScatter logs, through the ring all three run on
+ * (the AllReduce's ring peak and efficiency). The figures are printed and recorded in
+ * doc/calibration.md. The measured AllGather and ReduceScatter run 4-9 % below the AllReduce's
+ * ring bandwidth at every size from 64 MiB (344 and 350 against 366 GB/s at 8 GiB), which
+ * NCCL's model, one busBw per ring graph, does not have: the median is about 8 %, not the 5 %
+ * aimed at; the bound below holds what the model does.
+ */
+START_TEST(allreduce_calibration_predicts_allgather_and_reducescatter)
+{
+    char base[4096];
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", base, sizeof(base), NULL),
+        SPSIM_OK);
+    struct spsim_bw_table *t = load_log("h100x4of8_all_reduce_waynehacking8.txt");
+    struct spsim_calibration cal;
+    struct spsim_hardware *hw = calibrated(base, t, &cal);
+    static const char *const logs[] = {"h100x4of8_all_gather_waynehacking8.txt",
+                                       "h100x4of8_reduce_scatter_waynehacking8.txt"};
+    for (int i = 0; i < 2; i++) {
+        double median, max;
+        bandwidth_errors(hw, logs[i], &median, &max);
+        printf("cross-collective: %s from the all_reduce calibration: median %.2f %%, max "
+               "%.2f %%\n",
+               logs[i], 100 * median, 100 * max);
+        ck_assert_double_le(median, 0.10);
+        ck_assert_double_le(max, 0.16);
+    }
+    spsim_hardware_destroy(hw);
+    spsim_calibration_free(&cal);
+    spsim_bw_table_destroy(t);
+}
+END_TEST
+
+static Suite *
+nccl_tuning_suite(void)
+{
+    Suite *s = suite_create("nccl_tuning");
+    TCase *tc = tcase_create("tuning");
+    tcase_add_test(tc, h100x6_matches_nccls_printed_table);
+    tcase_add_test(tc, two_dgx_h100_allreduce_by_hand);
+    tcase_add_test(tc, one_gpu_per_node_pat_switch);
+    tcase_add_test(tc, snellius_runs_tree);
+    tcase_add_test(tc, spsim_times_the_tree_and_pat);
+    tcase_add_test(tc, schedule_steps_name_the_algorithm);
+    suite_add_tcase(s, tc);
+    TCase *cal = tcase_create("calibration");
+    tcase_set_timeout(cal, 60);
+    tcase_add_test(cal, snellius_calibrates_on_its_own_nodes);
+    tcase_add_test(cal, allreduce_calibration_predicts_allgather_and_reducescatter);
+    suite_add_tcase(s, cal);
+    return s;
+}
+
+int
+main(void)
+{
+    return testutil_run(nccl_tuning_suite());
+}
