@@ -194,8 +194,11 @@ START_TEST(first_stage_interleaving_factor)
     ck_assert_uint_eq(r.memory.inflight_chunks_first_stage, 31);
     ck_assert_double_eq_tol(r.memory.interleave_factor, 1.0 + 7.0 / 24.0, 1e-12);
     ck_assert_uint_eq(r.memory.activation_layers_bytes, 124 * (34 * sbh / 8));
-    /* Embedding dropout mask of p in-flight micro-batches: sbhp/t (1 byte per element). */
-    ck_assert_uint_eq(r.memory.activation_embedding_bytes, sbh * 8 / 8);
+    /* Embedding dropout masks (sbh/t each, 1 byte per element) of the micro-batches whose
+     * chunk-0 forward has run and chunk-0 backward has not: interleaved, rank 0's 2(p − 1) +
+     * (v − 1)p warm-up forwards and the first steady-state one cover chunk 0 of micro-batches
+     * 0..2p−1 (groups of p, schedules.py) before the first chunk-0 backward: 2p = 16. */
+    ck_assert_uint_eq(r.memory.activation_embedding_bytes, sbh * 16 / 8);
     ck_assert_uint_eq(r.memory.activation_output_bytes, 0); /* p > 1 */
 
     /* Fewer micro-batches than stages (1F1B, no interleaving): min(p, m) in flight. */
@@ -203,6 +206,7 @@ START_TEST(first_stage_interleaving_factor)
     p.gbs = 3;
     ck_assert_int_eq(spsim_evaluate(m, NULL, &p, &r, NULL), SPSIM_OK);
     ck_assert_uint_eq(r.memory.activation_layers_bytes, 3 * 12 * (34 * sbh / 8));
+    ck_assert_uint_eq(r.memory.activation_embedding_bytes, sbh * 3 / 8);
     spsim_model_destroy(m);
 }
 END_TEST

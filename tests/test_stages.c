@@ -121,7 +121,9 @@ START_TEST(accounted_embedding_and_loss_interleaved)
      * + forward, peak, − backward: +3 → 37, −4; +3 → 36, −4; +4 → 36, −4; +4 → 36, −4;
      * +4 → 36, −3; +4 → 37, −3. Peak 37 (equal chunks of 4 would hold (10 + 1)·4 = 44).
      * Rank 3 (chunks 4, 3): warm-up 4 forwards of chunk 0 = 16; steady: chunk-1 forwards
-     * +3 → 19 (freed −3), then chunk-0 forwards +4 → 20. Peak 20. */
+     * +3 → 19 (freed −3), then chunk-0 forwards +4 → 20. Peak 20. Embedding dropout masks on
+     * rank 0: chunk-0 forwards 0..3 and 8..11 (micro-batches 0..7) run before the first chunk-0
+     * backward (backward 4): 2p = 8. */
     struct spsim_model *m = gpt();
     struct spsim_parallel p = base(4, 2, 8);
     p.account_embedding = true;
@@ -132,10 +134,10 @@ START_TEST(accounted_embedding_and_loss_interleaved)
     ck_assert_uint_eq(r.memory.layers_last_stage, 7);
     ck_assert_uint_eq(r.memory.layers_per_chunk, 4);
     ck_assert_uint_eq(r.memory.activation_layers_bytes, 37 * ACT);
-    ck_assert_uint_eq(r.memory.activation_first_stage_bytes, 37 * ACT + 4 * EMB_MASK);
+    ck_assert_uint_eq(r.memory.activation_first_stage_bytes, 37 * ACT + 8 * EMB_MASK);
     ck_assert_uint_eq(r.memory.activation_last_stage_bytes, 20 * ACT + OUTPUT);
     /* Rank 1 (uniform chunks of 4): (2·2 + 4 + 1)·4 = 36 layers, 8 layers' parameters. */
-    uint64_t r0 = 37 * ACT + 4 * EMB_MASK + STATIC(7 * P_LAYER + P_EMBED);
+    uint64_t r0 = 37 * ACT + 8 * EMB_MASK + STATIC(7 * P_LAYER + P_EMBED);
     uint64_t r1 = 36 * ACT + STATIC(8 * P_LAYER);
     ck_assert_uint_eq(r.memory.total_bytes, r0 > r1 ? r0 : r1);
     ck_assert_uint_eq(r.memory.peak_stage, r0 > r1 ? 0 : 1);

@@ -114,35 +114,12 @@ START_TEST(maxmin_hand_cases)
 }
 END_TEST
 
-/* A profile with round numbers and no measured curves: the collective formula by hand. */
-static const char synthetic_hw[] =
-    "{\"schema\": \"spsim-hardware/1\", \"name\": \"synthetic\", \"gpu\": {\"model\": \"X\","
-    " \"peak_dense_tflops\": {\"bf16\": {\"value\": 100, \"source\": \"t\"}},"
-    " \"gemm_achievable_tflops\": {\"bf16\": {\"value\": 50, \"source\": \"t\"}},"
-    " \"sm_count\": {\"value\": 100, \"source\": \"t\"},"
-    " \"hbm_capacity_GB\": {\"value\": 80, \"source\": \"t\"},"
-    " \"hbm_bandwidth_GBps\": {\"value\": 2000, \"source\": \"t\"},"
-    " \"hbm_achievable_GBps\": {\"value\": 1000, \"source\": \"t\"}},"
-    " \"node\": {\"gpus_per_node\": {\"value\": 8, \"source\": \"t\"},"
-    " \"nvlink_domain_gpus\": {\"value\": 8, \"source\": \"t\"},"
-    " \"nics_per_node\": {\"value\": 8, \"source\": \"t\"}},"
-    " \"nvlink\": {\"bandwidth_per_direction_GBps\": {\"value\": 300, \"source\": \"t\"},"
-    " \"ring_busbw_GBps\": {\"value\": 200, \"source\": \"t\"},"
-    " \"base_latency_us\": {\"value\": 5, \"source\": \"t\"},"
-    " \"hop_latency_us\": {\"value\": 1, \"source\": \"t\"},"
-    " \"nccl_channels\": {\"value\": 10, \"source\": \"t\"}},"
-    " \"network\": {\"nic_line_rate_Gbit_s\": {\"value\": 400, \"source\": \"t\"},"
-    " \"nic_achievable_GBps\": {\"value\": 40, \"source\": \"t\"},"
-    " \"base_latency_us\": {\"value\": 10, \"source\": \"t\"},"
-    " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"
-    " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}";
-
 START_TEST(collective_formula_by_hand)
 {
     struct spsim_hardware *hw = NULL;
     struct spsim_error err = {0};
-    ck_assert_msg(spsim_hardware_parse(synthetic_hw, strlen(synthetic_hw), "synthetic", &hw,
-                                       &err) == SPSIM_OK,
+    ck_assert_msg(spsim_hardware_parse(testutil_synthetic_hw, strlen(testutil_synthetic_hw),
+                                       "synthetic", &hw, &err) == SPSIM_OK,
                   "%s", err.message);
     struct spsim_collective_prediction p;
     /* AllReduce, 8 GPUs, 1e9 B: 5 + 14·1 µs + 2·7/8·1e9 / 200e9 s = 19 µs + 8.75 ms. */
@@ -179,26 +156,6 @@ START_TEST(collective_formula_by_hand)
 }
 END_TEST
 
-/* Parse the synthetic profile with `extra` added to its gpu section. */
-static int
-parse_synthetic_with(const char *extra, struct spsim_hardware **hw, struct spsim_error *err)
-{
-    static const char at[] = "\"model\": \"X\",";
-    const char *cut = strstr(synthetic_hw, at) + strlen(at);
-    char text[sizeof(synthetic_hw) + 512];
-    snprintf(text, sizeof(text), "%.*s %s %s", (int)(cut - synthetic_hw), synthetic_hw, extra, cut);
-    return spsim_hardware_parse(text, strlen(text), "synthetic", hw, err);
-}
-
-static struct spsim_hardware *
-synthetic_with(const char *extra)
-{
-    struct spsim_hardware *hw = NULL;
-    struct spsim_error err = {0};
-    ck_assert_msg(parse_synthetic_with(extra, &hw, &err) == SPSIM_OK, "%s", err.message);
-    return hw;
-}
-
 static double
 gemm_s(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k, bool fp32_out)
 {
@@ -210,45 +167,56 @@ gemm_s(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k, bool
 START_TEST(gemm_model_by_hand)
 {
     /* Synthetic GPU: 100 SMs, 50 TFLOP/s achievable, 1000 GB/s HBM. */
-    struct spsim_hardware *hw = synthetic_with("");
-    /* 1280 × 2560 output: 10 × 10 tiles of 128 × 256 = one full wave. 2·1280·2560·4096 FLOPs
-     * at 50e12; operands 2·(1280·4096 + 4096·2560) B and output 2·1280·2560 B are far below
-     * the compute time, which alone counts when the epilogue is overlapped (the default). */
-    double compute = 2.0 * 1280 * 2560 * 4096 / 50e12;
-    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, false), compute, 1e-15);
-    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, true), compute, 1e-15);
-    /* 1280 × 2816: 128×256 and 256×128 give 110 tiles = 2 waves (55 % busy); 128×128 gives
-     * 220 tiles = 3 waves, 220/300 busy: the best. */
+    struct spsim_hardware *hw = testutil_synthetic("");
+    /* 1280 × 2560 output: 10 × 10 tiles of 128 × 256 = one full wave, or 200 of 128 × 128 =
+     * two; K = 4096 is 64 k-blocks of 64, and a persistent kernel (the default "overlapped"
+     * epilogue) pays one prologue slot per SM: 64 of 65 slots useful with one wave, 128 of 129
+     * with two, the best. 2·1280·2560·4096 FLOPs at 50e12 × 128/129. Operands
+     * 2·(1280·4096 + 4096·2560) B and the output are far below the compute time, which alone
+     * counts when the epilogue is overlapped. */
+    double persistent = 2.0 * 1280 * 2560 * 4096 / 50e12 * 129.0 / 128.0;
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, false), persistent, 1e-15);
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, true), persistent, 1e-15);
+    /* 1280 × 2816: 128×256 and 256×128 give 110 tiles = 2 waves, 7040 useful k-block slots of
+     * 100·(2·64 + 1); 128×128 gives 220 tiles = 3 waves, 14080 of 100·(3·64 + 1): the best. */
     ck_assert_double_eq_tol(gemm_s(hw, 1280, 2816, 4096, false),
-                            2.0 * 1280 * 2816 * 4096 / (50e12 * 220.0 / 300.0), 1e-15);
-    /* Thin K = 16: 2·1280·2560·16 / 50e12 = 2.1 µs of compute, but operands and output,
-     * 2·(1280·16 + 16·2560) + 2·1280·2560 B at 1e12 B/s, take 6.7 µs: the roofline. */
-    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 16, false),
-                            (2.0 * (1280 * 16 + 16 * 2560) + 2.0 * 1280 * 2560) / 1e12, 1e-15);
+                            2.0 * 1280 * 2816 * 4096 / (50e12 * 14080.0 / 19300.0), 1e-15);
+    /* Thin K = 16: one k-block (padded to 64) and the prologue per unit. 128×128: 200 tiles in
+     * 2 waves, 2·1 + 1 slots for 1280·2560·16 / (128·128·64) = 50 useful per 100 SMs: 1/6,
+     * better than 128×256's 25 / (100·2). 2·1280·2560·16 / 50e12 × 6 = 12.6 µs of compute;
+     * with the fp32 main gradient (8 B) the output's 26.2 µs through HBM is the roofline. */
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 16, false), 2.0 * 1280 * 2560 * 16 / 50e12 * 6,
+                            1e-15);
+    ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 16, true),
+                            (2.0 * (1280 * 16 + 16 * 2560) + 8.0 * 1280 * 2560) / 1e12, 1e-15);
     spsim_hardware_destroy(hw);
 
     /* Serial epilogue: the output is written after the main loop, 2 B per element, or the
-     * fp32 main gradient read and written (8 B) for a weight gradient. */
-    hw = synthetic_with("\"gemm_epilogue\": {\"value\": \"serial\", \"source\": \"t\"},");
+     * fp32 main gradient read and written (8 B) for a weight gradient; the prologue is paid
+     * per tile: 64 + 1 slots for the one wave of 128 × 256 (two waves of 128 × 128 do no
+     * better), 2·1280·2560·4096 FLOPs at 50e12 × 64/65. */
+    double compute = 2.0 * 1280 * 2560 * 4096 / 50e12 * 65.0 / 64.0;
+    hw = testutil_synthetic("\"gemm_epilogue\": {\"value\": \"serial\", \"source\": \"t\"},");
     ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, false), compute + 2.0 * 1280 * 2560 / 1e12,
                             1e-15);
     ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, true), compute + 8.0 * 1280 * 2560 / 1e12,
                             1e-15);
-    /* Thin K: the operands (0.12 µs) stream under the main loop's 2.1 µs; the output's
-     * 6.6 µs follow it. */
+    /* Thin K: 128×256 and 128×128 both reach 1/8 (25 of 100·2, 50 of 100·2·2); the operands
+     * (0.12 µs) stream under the main loop's 16.8 µs; the output's 6.6 µs follow it. */
     ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 16, false),
-                            2.0 * 1280 * 2560 * 16 / 50e12 + 2.0 * 1280 * 2560 / 1e12, 1e-15);
+                            2.0 * 1280 * 2560 * 16 / 50e12 * 8 + 2.0 * 1280 * 2560 / 1e12, 1e-15);
     spsim_hardware_destroy(hw);
 
     /* A measured point with a serial epilogue: 40 TFLOP/s at 1280×2560×4096 is
      * 2.68435456e10 / 40e12 = 671.08864 µs, of which the output takes 6.5536 µs. The same
-     * GEMM is predicted back at its measured time; one with 4× the K has 4× the main loop. */
-    hw = synthetic_with("\"gemm_epilogue\": {\"value\": \"serial\", \"source\": \"t\"},"
-                        " \"gemm_table\": {\"dtype\": \"bf16\", \"source\": \"t\","
-                        " \"points\": [[1280, 2560, 4096, 40]]},");
+     * GEMM is predicted back at its measured time; one with 4× the K runs 256 k-blocks + 1
+     * where the measured one ran 64 + 1: its main loop is 4·257/260 of the measured one. */
+    hw = testutil_synthetic("\"gemm_epilogue\": {\"value\": \"serial\", \"source\": \"t\"},"
+                            " \"gemm_table\": {\"dtype\": \"bf16\", \"source\": \"t\","
+                            " \"points\": [[1280, 2560, 4096, 40]]},");
     ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 4096, false), 671.08864e-6, 1e-15);
     ck_assert_double_eq_tol(gemm_s(hw, 1280, 2560, 16384, false),
-                            4 * (671.08864e-6 - 6.5536e-6) + 6.5536e-6, 1e-15);
+                            4.0 * 257.0 / 260.0 * (671.08864e-6 - 6.5536e-6) + 6.5536e-6, 1e-15);
     spsim_hardware_destroy(hw);
 }
 END_TEST
@@ -275,13 +243,8 @@ START_TEST(gemm_profile_errors)
          "field 'gpu.gemm_table.points': row 0: M, N and K must be whole numbers from 1 to 1e9, "
          "got 1280.5"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct spsim_hardware *hw = NULL;
-        struct spsim_error err = {0};
-        ck_assert_int_eq(parse_synthetic_with(cases[i].extra, &hw, &err), SPSIM_EFIELD);
-        ck_assert_msg(strstr(err.message, cases[i].needle), "case %zu: %s", i, err.message);
-        ck_assert_ptr_null(hw);
-    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        testutil_synthetic_refused(cases[i].extra, cases[i].needle);
 }
 END_TEST
 
@@ -354,14 +317,46 @@ END_TEST
 
 START_TEST(breakdown_sums_to_iteration)
 {
-    struct spsim_result r =
-        eval_paper("paper-175b", 8, 8, 3, 1, 64, true, SPSIM_RECOMPUTE_SELECTIVE);
+    /* 175B as the paper ran it, with data parallelism added so that every term of the
+     * breakdown but CP and offload is non-zero: tp 8 (SP, selective), pp 8, vpp 3, dp 2,
+     * 64 micro-batches, the distributed optimizer, the tied embedding across stages. */
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 8;
+    p.pp = 8;
+    p.vpp = 3;
+    p.dp = 2;
+    p.sp = true;
+    p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
+    p.gbs = 128;
+    p.distributed_optimizer = true;
+    struct spsim_result r = testutil_evaluate_config("paper-175b", "dgx-a100-80g", &p);
     const struct spsim_time_report *t = &r.time;
-    double sum = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s + t->pp_bubble_s +
-                 t->pp_p2p_s + t->dp_exposed_s + t->optimizer_s;
-    ck_assert_double_eq_tol(sum, t->iteration_s, 1e-9 * t->iteration_s);
-    /* Bubble: (p − 1)/vpp micro-batch slots. */
-    ck_assert(t->pp_bubble_s > 0 && t->pp_bubble_s < t->iteration_s * 7.0 / 3.0 / 64.0 * 1.5);
+    const double terms[] = {
+        t->forward_s,   t->backward_s, t->recompute_s,  t->tp_exposed_s,
+        t->pp_bubble_s, t->pp_p2p_s,   t->dp_exposed_s, t->tied_embedding_allreduce_s,
+        t->optimizer_s};
+    double sum = t->cp_exposed_s + t->offload_exposed_s;
+    for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++) {
+        ck_assert_msg(terms[i] > 0, "term %zu is 0: the configuration does not exercise it", i);
+        sum += terms[i];
+    }
+    ck_assert_double_eq_tol(sum, t->iteration_s, 1e-12 * t->iteration_s);
+    /* Independently of how iteration_s is summed: the critical stage's micro-batch time (its
+     * work and its 2·vpp sends) times the 64 micro-batches is the per-micro-batch terms. */
+    double m = 64, per_mb = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s +
+                            t->cp_exposed_s + t->offload_exposed_s + t->pp_p2p_s;
+    ck_assert_double_eq_tol(m * t->microbatch_s, per_mb, 1e-12 * per_mb);
+    ck_assert_double_eq_tol(t->iteration_s,
+                            m * t->microbatch_s + t->pp_bubble_s + t->dp_exposed_s +
+                                t->tied_embedding_allreduce_s + t->optimizer_s,
+                            1e-12 * t->iteration_s);
+    /* Bubble (Narayanan et al. 2021): (p − 1)/vpp slots of the mean stage's micro-batch and
+     * its sends. A middle stage runs L/p = 12 layers and nothing else; the mean stage lies
+     * between it and the critical one. */
+    double sends = t->pp_p2p_s / m, middle = 12 * (t->layer_forward_s + t->layer_backward_s);
+    ck_assert(t->pp_bubble_s >= 7.0 / 3.0 * (middle + sends) * (1 - 1e-12));
+    ck_assert(t->pp_bubble_s <= 7.0 / 3.0 * t->microbatch_s * (1 + 1e-12));
 }
 END_TEST
 

@@ -154,4 +154,67 @@ testutil_expect_rule(const char *model, const struct spsim_parallel *p, const ch
     spsim_model_destroy(m);
 }
 
+/** A profile of round numbers and no measured curves, for the formulas by hand: 100 SMs,
+ * bf16 50 of 100 TFLOP/s, fp8 100 of 200, HBM 1000 GB/s (spec 2000); 8 GPUs per node and NVLink
+ * domain, 8 NICs; NVLink 300 GB/s per direction, ring busbw 200, α 5 µs + 1 µs per hop, 10
+ * channels; NICs 400 Gb/s, 40 GB/s achievable, α 10 µs + 3 µs per hop, no oversubscription. */
+static const char testutil_synthetic_hw[] =
+    "{\"schema\": \"spsim-hardware/1\", \"name\": \"synthetic\", \"gpu\": {\"model\": \"X\","
+    " \"peak_dense_tflops\": {\"bf16\": {\"value\": 100, \"source\": \"t\"},"
+    " \"fp8\": {\"value\": 200, \"source\": \"t\"}},"
+    " \"gemm_achievable_tflops\": {\"bf16\": {\"value\": 50, \"source\": \"t\"},"
+    " \"fp8\": {\"value\": 100, \"source\": \"t\"}},"
+    " \"sm_count\": {\"value\": 100, \"source\": \"t\"},"
+    " \"hbm_capacity_GB\": {\"value\": 80, \"source\": \"t\"},"
+    " \"hbm_bandwidth_GBps\": {\"value\": 2000, \"source\": \"t\"},"
+    " \"hbm_achievable_GBps\": {\"value\": 1000, \"source\": \"t\"}},"
+    " \"node\": {\"gpus_per_node\": {\"value\": 8, \"source\": \"t\"},"
+    " \"nvlink_domain_gpus\": {\"value\": 8, \"source\": \"t\"},"
+    " \"nics_per_node\": {\"value\": 8, \"source\": \"t\"}},"
+    " \"nvlink\": {\"bandwidth_per_direction_GBps\": {\"value\": 300, \"source\": \"t\"},"
+    " \"ring_busbw_GBps\": {\"value\": 200, \"source\": \"t\"},"
+    " \"base_latency_us\": {\"value\": 5, \"source\": \"t\"},"
+    " \"hop_latency_us\": {\"value\": 1, \"source\": \"t\"},"
+    " \"nccl_channels\": {\"value\": 10, \"source\": \"t\"}},"
+    " \"network\": {\"nic_line_rate_Gbit_s\": {\"value\": 400, \"source\": \"t\"},"
+    " \"nic_achievable_GBps\": {\"value\": 40, \"source\": \"t\"},"
+    " \"base_latency_us\": {\"value\": 10, \"source\": \"t\"},"
+    " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"
+    " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}";
+
+/** Parse the synthetic profile with `extra` (JSON members and a trailing comma) added to its
+ * gpu section. */
+static inline int
+testutil_parse_synthetic(const char *extra, struct spsim_hardware **hw, struct spsim_error *err)
+{
+    static const char at[] = "\"model\": \"X\",";
+    const char *cut = strstr(testutil_synthetic_hw, at) + strlen(at);
+    char text[sizeof(testutil_synthetic_hw) + 512];
+    snprintf(text, sizeof(text), "%.*s %s %s", (int)(cut - testutil_synthetic_hw),
+             testutil_synthetic_hw, extra, cut);
+    return spsim_hardware_parse(text, strlen(text), "synthetic", hw, err);
+}
+
+/** The synthetic profile with `extra`, which must parse. */
+static inline struct spsim_hardware *
+testutil_synthetic(const char *extra)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(testutil_parse_synthetic(extra, &hw, &err) == SPSIM_OK, "%s", err.message);
+    return hw;
+}
+
+/** The synthetic profile with `extra` must be refused (SPSIM_EFIELD), the message holding
+ * `needle`. */
+static inline void
+testutil_synthetic_refused(const char *extra, const char *needle)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(testutil_parse_synthetic(extra, &hw, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, needle), "%s: %s", extra, err.message);
+    ck_assert_ptr_null(hw);
+}
+
 #endif

@@ -49,6 +49,21 @@ enum spsim_moe_dispatcher {
 SPSIM_API const char *spsim_moe_dispatcher_name(enum spsim_moe_dispatcher d);
 /** The dispatcher named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out);
+/** How Transformer Engine scales FP8 tensors (Megatron --fp8-recipe; TE
+ * common/recipe/__init__.py). */
+enum spsim_fp8_recipe {
+    SPSIM_FP8_DELAYED = 0,   /**< DelayedScaling: per-tensor scale from past amax (default) */
+    SPSIM_FP8_CURRENT = 1,   /**< Float8CurrentScaling ("tensorwise"): an amax pass first */
+    SPSIM_FP8_MXFP8 = 2,     /**< MXFP8BlockScaling: an E8M0 scale per 32 values */
+    SPSIM_FP8_BLOCKWISE = 3, /**< Float8BlockScaling: 1×128 (data), 128×128 (weights) blocks */
+    SPSIM_FP8_RECIPE_COUNT
+};
+
+/** @return "delayed", "current", "mxfp8", "blockwise"; "?" for an unknown value. */
+SPSIM_API const char *spsim_fp8_recipe_name(enum spsim_fp8_recipe r);
+/** The recipe named `name` ("tensorwise", Megatron's name, is "current"). @return SPSIM_OK or
+ * SPSIM_EINVAL */
+SPSIM_API int spsim_fp8_recipe_parse(const char *name, enum spsim_fp8_recipe *out);
 
 /** Which layers full recomputation checkpoints (Megatron --recompute-method). */
 enum spsim_recompute_method {
@@ -118,7 +133,12 @@ struct spsim_parallel {
     bool distributed_optimizer; /**< shard optimizer state over dp (Megatron); default false */
     bool overlap_grad_reduce;   /**< overlap DP gradient reduction with backward; default false */
     enum spsim_dtype dtype;     /**< GEMM data type: bf16 (default), fp16 or fp8 */
-    uint32_t cp;                /**< context parallel size c; default 1 */
+    /** dtype fp8: how TE scales (default delayed, Megatron's --fp8-recipe default) */
+    enum spsim_fp8_recipe fp8_recipe;
+    /** dtype fp8: --fp8-param-gather, the linear weights kept only in FP8 and gathered in FP8
+     * by the distributed optimizer (needs zero >= 1); default false */
+    bool fp8_param_gather;
+    uint32_t cp;                     /**< context parallel size c; default 1 */
     enum spsim_cp_comm cp_comm_type; /**< default p2p (Megatron's --cp-comm-type default) */
     /** a2a+p2p only: Megatron's --hierarchical-context-parallel-sizes [inner A2A, outer p2p];
      * 0, 0 = unset (default); their product must be cp. */

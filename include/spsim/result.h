@@ -203,6 +203,9 @@ struct spsim_time_report {
     double pp_bubble_s;       /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
     double pp_p2p_s;          /**< exposed point-to-point sends */
     double dp_exposed_s;      /**< exposed data-parallel gradient reduction */
+    /** The first and last pipeline stages' AllReduce of the tied word embedding's gradient
+     * (Megatron finalize_model_grads, after the DP reduction; 0 unless pp > 1 and tied). */
+    double tied_embedding_allreduce_s;
     double optimizer_s;       /**< optimizer step (memory-bound) */
     double offload_exposed_s; /**< CPU offload copies not hidden behind the layers' compute */
     double ep_exposed_s;      /**< MoE token dispatch and combine (on the critical path) */

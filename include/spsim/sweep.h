@@ -37,6 +37,9 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, /**< on/off; default off */
     SPSIM_AXIS_OVERLAP_GRAD_REDUCE,   /**< on/off; default off */
     SPSIM_AXIS_DTYPE,                 /**< bf16/fp16/fp8; default bf16 */
+    SPSIM_AXIS_FP8_RECIPE,            /**< delayed/current/mxfp8/blockwise (dtype fp8 only;
+                                           another recipe with another dtype is invalid);
+                                           default delayed */
     SPSIM_AXIS_CP_COMM_TYPE,          /**< p2p/all_gather/a2a/a2a+p2p; default p2p */
     SPSIM_AXIS_ZERO,                  /**< sharding level 0-3; default 0 */
     SPSIM_AXIS_OVERLAP_PARAM_GATHER,  /**< on/off; default off */

@@ -34,6 +34,7 @@ MODE_LABELS = {"none": "no parallelism", "tp": "tensor parallel", "tp_sp": "TP +
 TIME_TERMS = [("time_forward_s", "forward"), ("time_backward_s", "backward"),
               ("time_recompute_s", "recomputation"), ("time_tp_exposed_s", "exposed TP comm."),
               ("time_pp_bubble_s", "pipeline bubble"), ("time_dp_exposed_s", "exposed DP reduce"),
+              ("time_tied_embedding_allreduce_s", "tied-embedding AllReduce"),
               ("time_optimizer_s", "optimizer step")]
 CONFIG_KEYS = ["tp", "pp", "dp", "vpp", "sp", "recompute", "mbs"]
 

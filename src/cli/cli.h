@@ -205,6 +205,9 @@ enum cli_config_opt {
     OPT_OVERLAP_GRAD,
     OPT_NO_OVERLAP_GRAD,
     OPT_DTYPE,
+    OPT_FP8_RECIPE,
+    OPT_FP8_PARAM,
+    OPT_NO_FP8_PARAM,
     OPT_FIRST_STAGE,
     OPT_LAST_STAGE,
     OPT_ACCOUNT_EMB,
@@ -260,6 +263,10 @@ enum cli_config_opt {
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
     "                         overlap the DP gradient reduction with backward (default off)\n"     \
     "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"                       \
+    "  --fp8-recipe R         --dtype fp8: delayed (default), current (tensorwise), mxfp8 or\n"    \
+    "                         blockwise, as Transformer Engine scales FP8 tensors\n"               \
+    "  --fp8-param-gather, --no-fp8-param-gather\n"                                                \
+    "                         --dtype fp8: weights kept and gathered in FP8 (needs --zero >= 1)\n" \
     "  --cp N                 context parallel size (default 1): GPUs = tp·cp·pp·dp\n"          \
     "  --cp-comm-type T       p2p (default), all_gather, a2a or a2a+p2p\n"                         \
     "  --hierarchical-cp-sizes A,B\n"                                                              \

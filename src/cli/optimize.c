@@ -41,6 +41,7 @@ static const char optimize_help[] =
     "  --distributed-optimizer LIST, --overlap-grad-reduce LIST   default on,off (on at dp 1\n"
     "                         is skipped: it repeats off)\n"
     "  --seq LIST, --flash-attn LIST, --dtype LIST   default: the model's, bf16\n"
+    "  --fp8-recipe LIST      as 'spsim sweep' (default delayed)\n"
     "  --recompute-modules LIST, --recompute-method LIST, --recompute-layers LIST,\n"
     "  --offload-layers LIST  as 'spsim sweep' (default: Megatron's core_attn, none, 0, 0)\n"
     "  --cp LIST, --cp-comm-type LIST   context parallelism; default 1, p2p\n"
@@ -318,6 +319,8 @@ explain(FILE *f, enum spsim_sweep_by by, const struct spsim_result *a, const str
                                 {"pipeline bubble", tb->pp_bubble_s - ta->pp_bubble_s},
                                 {"pipeline point-to-point", tb->pp_p2p_s - ta->pp_p2p_s},
                                 {"exposed DP reduction", tb->dp_exposed_s - ta->dp_exposed_s},
+                                {"tied-embedding AllReduce",
+                                 tb->tied_embedding_allreduce_s - ta->tied_embedding_allreduce_s},
                                 {"optimizer step", tb->optimizer_s - ta->optimizer_s}};
     struct term mem_terms[] = {
         {"weights", (double)mb->weights_bytes - (double)ma->weights_bytes},
@@ -326,7 +329,7 @@ explain(FILE *f, enum spsim_sweep_by by, const struct spsim_result *a, const str
         {"activations", activations(mb) - activations(ma)}};
     bool mem = by == SPSIM_BY_TOTAL_BYTES;
     struct term *terms = mem ? mem_terms : time_terms;
-    size_t nterms = mem ? 4 : 8;
+    size_t nterms = mem ? 4 : sizeof(time_terms) / sizeof(time_terms[0]);
     qsort(terms, nterms, sizeof(*terms), by_size);
     explain_headline(f, by, a, b, diff);
     if (terms[0].delta == 0) {

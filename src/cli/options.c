@@ -44,6 +44,9 @@ static const struct cli_option_spec {
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
     {"no-overlap-grad-reduce", no_argument, OPT_NO_OVERLAP_GRAD, -1},
     {"dtype", required_argument, OPT_DTYPE, SPSIM_AXIS_DTYPE},
+    {"fp8-recipe", required_argument, OPT_FP8_RECIPE, SPSIM_AXIS_FP8_RECIPE},
+    {"fp8-param-gather", no_argument, OPT_FP8_PARAM, -1},
+    {"no-fp8-param-gather", no_argument, OPT_NO_FP8_PARAM, -1},
     {"first-stage-layers", required_argument, OPT_FIRST_STAGE, -1},
     {"last-stage-layers", required_argument, OPT_LAST_STAGE, -1},
     {"account-for-embedding-in-pipeline-split", no_argument, OPT_ACCOUNT_EMB, -1},
@@ -145,6 +148,10 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_OVERLAP_PARAM:
     case OPT_NO_OVERLAP_PARAM:
         p->overlap_param_gather = opt == OPT_OVERLAP_PARAM;
+        return 1;
+    case OPT_FP8_PARAM:
+    case OPT_NO_FP8_PARAM:
+        p->fp8_param_gather = opt == OPT_FP8_PARAM;
         return 1;
     case OPT_ACCOUNT_EMB:
         p->account_embedding = true;
@@ -297,6 +304,13 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     case OPT_DTYPE:
         rc = cli_parse_dtype("--dtype", arg, &p->dtype);
         return rc == EXIT_OK ? 1 : -rc;
+    case OPT_FP8_RECIPE:
+        if (spsim_fp8_recipe_parse(arg, &p->fp8_recipe) == SPSIM_OK)
+            return 1;
+        return -cli_error(EXIT_USAGE,
+                          "--fp8-recipe: '%s' is not one of delayed, current, tensorwise, mxfp8, "
+                          "blockwise",
+                          arg);
     default:
         rc = config_recompute_offload(p, opt, arg);
         if (rc >= 0)

@@ -298,6 +298,7 @@ print_time(FILE *f, const struct spsim_result *r)
                 {"pipeline bubble", t->pp_bubble_s},
                 {"pipeline point-to-point", t->pp_p2p_s},
                 {"exposed DP gradient reduction", t->dp_exposed_s},
+                {"tied-embedding AllReduce", t->tied_embedding_allreduce_s},
                 {"optimizer step", t->optimizer_s}};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         fprintf(f, "  %-32s %12s  %5.1f%%\n", rows[i].name, fmt_time(a, sizeof(a), rows[i].v),

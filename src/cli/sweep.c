@@ -41,6 +41,8 @@ static const char sweep_help[] =
     "  --distributed-optimizer LIST, --overlap-grad-reduce LIST\n"
     "                         on, off (default off)\n"
     "  --dtype LIST           bf16, fp16, fp8 (default bf16)\n"
+    "  --fp8-recipe LIST      delayed, current, mxfp8, blockwise (default delayed; another\n"
+    "                         recipe than delayed needs dtype fp8)\n"
     "  --recompute-modules LIST\n"
     "                         selective: module sets joined by '+' (core_attn+mlp), of\n"
     "                         core_attn, layernorm, mlp, or default (core_attn)\n"

@@ -144,6 +144,23 @@ inflight_chunks(const struct shape *x, uint64_t rank)
     return spsim_min_u64(2 * (x->p - rank - 1) + (x->v - 1) * x->p + 1, x->micro * x->v);
 }
 
+/*
+ * Micro-batches whose embedding dropout mask rank 0 holds at peak: those whose forward has run
+ * through its first model chunk (where the embedding is) and whose backward has not. 1F1B: the
+ * p in flight (paper §4.3, sbhp/t). Interleaved (schedules.py get_model_chunk_id: forwards run
+ * chunk by chunk in groups of p micro-batches, backwards in reverse chunk order): rank 0's
+ * 2(p − 1) + (v − 1)p warm-up forwards and its first steady-state forward cover chunk 0 of the
+ * first two groups, 2p micro-batches, before the first chunk-0 backward; from then on each
+ * chunk-0 backward is matched by a chunk-0 forward, so 2p. Megatron's estimate
+ * (theoretical_memory_usage.py) scales the p by its interleaving penalty 1 + (p − 1)/(pv)
+ * instead, which is the mean over chunks, not chunk 0's count.
+ */
+static uint64_t
+embedding_inflight(const struct shape *x)
+{
+    return spsim_min_u64(x->v > 1 ? 2 * x->p : x->p, x->micro);
+}
+
 struct stage_memory {
     uint64_t params, weights, grads, optimizer, activations, total;
 };
@@ -190,6 +207,18 @@ stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim
     }
 }
 
+/* TE's FP8 weight copies of rank r's layers beside their BF16 weights; none with FP8
+ * parameters (--fp8-param-gather: the FP8 tensors are the weights). */
+static void
+add_fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                      const struct shape *x, uint64_t r, struct stage_memory *s, bool *ok)
+{
+    if (le->fp8_weight_bytes_layer == 0 || par->fp8_param_gather) /* the one test: not FP8 */
+        return;
+    s->weights =
+        spsim_add(s->weights, spsim_mul(rank_built(x, r), le->fp8_weight_bytes_layer, ok), ok);
+}
+
 /* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
  * rank 0 and the output layer on rank p − 1. */
 static uint64_t
@@ -201,10 +230,9 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
         const uint64_t kept[2] = {le->layer.saved_bytes, le->dense.saved_bytes};
         act = spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
     }
-    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     if (r == 0)
-        act = spsim_add(
-            act, spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok), ok);
+        act = spsim_add(act, spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok), ok);
     /* Paper §4.3: the last stage's final norm, output-layer input and fp32 logits,
      * 4sbh/t·(1 + v/h). */
     if (r == x->p - 1)
@@ -275,9 +303,9 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
                 spsim_moe_rank_held_bytes(x->model, x->plan, 0, x->micro, kept, ok);
         }
     }
-    /* Paper §4.3: the embedding dropout mask of the p in-flight micro-batches, sbhp/t. */
+    /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     mem->activation_embedding_bytes =
-        spsim_mul(le->embedding.saved_bytes, spsim_min_u64(x->p, x->micro), ok);
+        spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok);
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
     if (!x->plan->even || x->mixed) {
         mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
@@ -379,6 +407,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                      : last ? mem->parameters_last_stage
                             : rank_parameters(m, le, x, r, ok),
                      rank_expert_parameters(le, x, r, ok), le->params_layer, par, x, &s, ok);
+        add_fp8_weight_copies(par, le, x, r, &s, ok);
         s.activations = first  ? mem->activation_first_stage_bytes
                         : last ? mem->activation_last_stage_bytes
                                : rank_activations(par, le, x, r, ok);
@@ -427,6 +456,7 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
     struct stage_memory s0;
     stage_static(mem->parameters_first_stage, rank_expert_parameters(le, x, 0, ok),
                  le->params_layer, par, x, &s0, ok);
+    add_fp8_weight_copies(par, le, x, 0, &s0, ok);
     peak_stage(m, par, le, x, mem, ok);
     if (hw)
         memory_limit(hw, x, m->tied_embeddings, mem);
@@ -478,6 +508,16 @@ compose_cp_comm(const struct spsim_hardware *hw, const struct spsim_layer_summar
                            : SPSIM_TIER_NVLINK;
 }
 
+/* --fp8-param-gather: the data-parallel AllGathers carry the linear weights in FP8, 1 B instead
+ * of 2 (Megatron DDP fp8_param_gather; megatron-core-and-nccl.md sec. 7.3): the bytes that
+ * `layers` layers' gather saves. */
+static uint64_t
+fp8_gather_saved(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                 uint64_t layers)
+{
+    return par->fp8_param_gather ? layers * le->fp8_weights_layer : 0;
+}
+
 /*
  * Sharded data parallelism's traffic per rank and iteration. The distributed optimizer
  * reduce-scatters the gradients once and gathers the updated bf16 weights once. Megatron-FSDP
@@ -491,11 +531,12 @@ static void
 zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
           const struct shape *x, uint64_t grad_frac, struct spsim_comm_report *comm, bool *ok)
 {
-    uint64_t D = x->dc, unit = spsim_mul(le->params_layer, 2, ok);
-    uint64_t weights = spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok);
+    uint64_t D = x->dc, unit = spsim_mul(le->params_layer, 2, ok) - fp8_gather_saved(par, le, 1);
+    uint64_t weights =
+        spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok) - fp8_gather_saved(par, le, x->lps);
     uint32_t z = zero_level(par);
     comm->dp_rs_wire_bytes_per_rank = z >= 2 ? spsim_mul(grad_frac, x->micro, ok) : grad_frac;
-    if (z == 1 && grad_bytes(par) == 4) {
+    if (z == 1 && grad_bytes(par) == 4 && !par->fp8_param_gather) {
         comm->dp_ag_wire_bytes_per_rank = grad_frac / 2; /* bf16 weights: half the fp32 grads */
     } else if (z >= 3) {
         uint64_t unit_frac = (unit / D) * (D - 1) + (unit % D) * (D - 1) / D;
@@ -831,12 +872,14 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
 {
     uint32_t D = (uint32_t)x->dc;
     double grads = (double)comm->dp_grad_bytes, mb = (double)x->micro;
-    double weights = grads / (double)grad_bytes(par) * 2.0;
+    double weights =
+        grads / (double)grad_bytes(par) * 2.0 - (double)fp8_gather_saved(par, le, x->lps);
+    double unit = 2.0 * (double)le->params_layer - (double)fp8_gather_saved(par, le, 1);
     struct spsim_coll_time a, ag, none = {0};
     int rc = collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a);
     if (rc == SPSIM_OK)
-        rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t,
-                        par->zero >= 3 ? 2.0 * (double)le->params_layer : weights, &ag);
+        rc = collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t, par->zero >= 3 ? unit : weights,
+                        &ag);
     double finish = 0;
     if (rc == SPSIM_OK)
         rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none, a.time_s,
@@ -873,7 +916,8 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     if (zero_level(par) >= 2)
         return zero_exposed(memo, hw, par, le, x, comm, crit, t_send, exposed, busy_nv, busy_net);
     double grads = (double)comm->dp_grad_bytes;
-    double weights = grad_bytes(par) == 4 ? grads / 2 : grads;
+    double weights =
+        (grad_bytes(par) == 4 ? grads / 2 : grads) - (double)fp8_gather_saved(par, le, x->lps);
     uint32_t D = (uint32_t)x->dc;
     struct spsim_coll_time a, b = {0};
     int rc;
@@ -958,7 +1002,9 @@ pp_send_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
-/* The first and last stages all-reduce the shared word embedding's fp32 gradient. */
+/* The first and last stages all-reduce the shared word embedding's fp32 gradient
+ * (Megatron finalize_model_grads: _allreduce_word_embedding_grads, after the DP gradient
+ * reduction has finished), on the critical path: its own term, not part of the DP one. */
 static int
 tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
@@ -972,7 +1018,7 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->dc * (x->p - 1), bytes, &e);
     if (rc)
         return rc;
-    tr->dp_exposed_s += e.time_s;
+    tr->tied_embedding_allreduce_s = e.time_s;
     *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
     return SPSIM_OK;
 }
@@ -1122,8 +1168,9 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
-                      tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s + tr->dp_exposed_s +
-                      tr->optimizer_s + tr->offload_exposed_s + tr->ep_exposed_s;
+                      tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
+                      (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
+                      tr->offload_exposed_s + tr->ep_exposed_s;
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;

@@ -704,6 +704,7 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
         add_moe_block(&bld, m, &x);
     else
         add_mlp_block(&bld, m, &x);
+    spsim_layer_apply_fp8(layer);
     layer->ok = bld.ok;
 }
 

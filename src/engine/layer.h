@@ -75,6 +75,10 @@ struct spsim_op {
     /* Column-parallel GEMM with SP: where its weight-gradient re-gather is reported. */
     const char *regather_site;
     uint64_t message_bytes; /* M = b·s·h·2 */
+    /* FP8 (engine/fp8.c): a GEMM in FP8 and the HBM bytes of its input's cast (forward) and of
+     * its output gradient's (backward); a boundary whose AllGathers carry FP8 (M/2). */
+    bool fp8, fp8_gather;
+    double cast_fwd_bytes, cast_bwd_bytes;
     /* CP and EP: the backward message (p2p: K/V and dK/dV blocks travel together), the group
      * (size, stride in ranks) and, for the p2p ring, the attention it overlaps (forward FLOPs). */
     uint64_t cp_bwd_message_bytes;
@@ -98,6 +102,7 @@ struct spsim_layer_config {
     uint32_t rmods; /* selective: the modules recomputed (enum spsim_rgroup bits); else 0 */
     uint64_t s, b;  /* sequence length, micro-batch size */
     enum spsim_dtype dtype;
+    enum spsim_fp8_recipe fp8_recipe; /* dtype fp8 only; else delayed */
     /* Context parallelism: size, exchange, and the A2A (inner) and p2p ring (outer) sizes. */
     uint32_t cp;
     enum spsim_cp_comm cp_comm;
@@ -130,6 +135,18 @@ void spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim
  * cross-entropy with fp32 logits. */
 void spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                         uint64_t padded_vocab, struct spsim_layer *block);
+
+/** Transformer Engine's FP8 on a built transformer layer (cfg.dtype fp8; engine/fp8.c): its
+ * linear GEMMs in FP8, their saved inputs in FP8 with the recipe's scales, the cast bytes and
+ * the FP8 AllGathers. Nothing for other dtypes. */
+void spsim_layer_apply_fp8(struct spsim_layer *layer);
+
+/** The linear weights of one layer that run in FP8 on one rank (0 unless cfg.dtype is fp8). */
+uint64_t spsim_layer_fp8_weights(const struct spsim_layer *layer, bool *ok);
+
+/** The FP8 weight copies TE keeps beside one layer's BF16 linear weights on one rank (rowwise
+ * and columnwise, with the recipe's scales). 0 unless cfg.dtype is fp8. */
+uint64_t spsim_layer_fp8_weight_bytes(const struct spsim_layer *layer, bool *ok);
 
 /** Activation bytes this layer keeps for backward on one rank, for its recompute setting.
  * *ok is cleared on overflow. */

@@ -88,6 +88,8 @@ enum flag_id {
     F_BF16,
     F_FP16,
     F_FP8,
+    F_FP8_RECIPE,
+    F_FP8_PARAM,
     F_NPROC,
     F_NNODES,
     F_COUNT
@@ -170,6 +172,8 @@ static const struct {
     [F_BF16] = {"--bf16", K_SWITCH},
     [F_FP16] = {"--fp16", K_SWITCH},
     [F_FP8] = {"--fp8-format", K_VALUE},
+    [F_FP8_RECIPE] = {"--fp8-recipe", K_VALUE},
+    [F_FP8_PARAM] = {"--fp8-param-gather", K_SWITCH},
     /* torchrun (torch/distributed/run.py) */
     [F_NPROC] = {"--nproc_per_node", K_VALUE},
     [F_NNODES] = {"--nnodes", K_VALUE},
@@ -740,6 +744,22 @@ dtype(const struct mg *m, enum spsim_dtype *out)
     return SPSIM_OK;
 }
 
+/* --fp8-recipe (Megatron's names; tensorwise is current scaling; default delayed) and
+ * --fp8-param-gather, read with --fp8-format only (Megatron ignores them without it). */
+static int
+fp8(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const recipes[] = {"delayed", "tensorwise", "mxfp8", "blockwise", NULL};
+    static const enum spsim_fp8_recipe as[] = {SPSIM_FP8_DELAYED, SPSIM_FP8_CURRENT,
+                                               SPSIM_FP8_MXFP8, SPSIM_FP8_BLOCKWISE};
+    int r = 0, rc = choice(m, F_FP8_RECIPE, recipes, 0, &r);
+    if (rc != SPSIM_OK || p->dtype != SPSIM_DTYPE_FP8)
+        return rc;
+    p->fp8_recipe = as[r];
+    p->fp8_param_gather = m->given[F_FP8_PARAM];
+    return SPSIM_OK;
+}
+
 /* tp, pp, cp, vpp, dp (the world size over tp·pp·cp, as arguments.py derives it), sp. */
 static int
 grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
@@ -780,7 +800,7 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     int rc;
     spsim_parallel_defaults(p);
     if ((rc = expert_parallel(m, s->experts, p)) || (rc = grid(m, s->layers, out)) ||
-        (rc = recompute(m, p)) || (rc = dtype(m, &p->dtype)) ||
+        (rc = recompute(m, p)) || (rc = dtype(m, &p->dtype)) || (rc = fp8(m, p)) ||
         (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
         (rc = num32(m, F_MBS, 65536, 1, &p->mbs)))
         return rc;

@@ -204,10 +204,13 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
     sharding_flags(o, p);
     if (p->overlap_grad_reduce)
         emit(o, "    --overlap-grad-reduce \\\n");
-    emit(o, "    %s\n",
-         p->dtype == SPSIM_DTYPE_FP16  ? "--fp16"
-         : p->dtype == SPSIM_DTYPE_FP8 ? "--bf16 \\\n    --fp8-format hybrid"
-                                       : "--bf16");
+    if (p->dtype == SPSIM_DTYPE_FP8) {
+        static const char *const recipes[] = {"delayed", "tensorwise", "mxfp8", "blockwise"};
+        emit(o, "    --fp8-format hybrid \\\n    --fp8-recipe %s \\\n%s",
+             recipes[p->fp8_recipe < SPSIM_FP8_RECIPE_COUNT ? p->fp8_recipe : 0],
+             p->fp8_param_gather ? "    --fp8-param-gather \\\n" : "");
+    }
+    emit(o, "    %s\n", p->dtype == SPSIM_DTYPE_FP16 ? "--fp16" : "--bf16");
 }
 
 size_t

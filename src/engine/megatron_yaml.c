@@ -97,6 +97,8 @@ static const struct {
     {"bf16", "--bf16", M_SWITCH},
     {"fp16", "--fp16", M_SWITCH},
     {"fp8", "--fp8-format", M_FP8},
+    {"fp8_recipe", "--fp8-recipe", M_VALUE},
+    {"fp8_param_gather", "--fp8-param-gather", M_SWITCH},
     {"precision", "--bf16", M_PRECISION},
     {"tokenizer_type", "--tokenizer-type", M_VALUE},
     {"optim_name", "--use-distributed-optimizer", M_OPTIM},

@@ -46,6 +46,8 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .zero = 0,
         .grad_reduce_in_fp32 = -1,
         .overlap_param_gather = false,
+        .fp8_recipe = SPSIM_FP8_DELAYED,
+        .fp8_param_gather = false,
     };
 }
 
@@ -86,6 +88,26 @@ degree_error(const struct spsim_parallel *p, struct spsim_error *err)
     return SPSIM_OK;
 }
 
+/* FP8 recipes and FP8 parameters (Megatron arguments.py: --fp8-param-gather needs the
+ * distributed optimizer, FSDP2 or Megatron-FSDP). */
+static int
+check_fp8(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    if (p->fp8_recipe == SPSIM_FP8_DELAYED && !p->fp8_param_gather)
+        return SPSIM_OK; /* the sweep's common case: one test */
+    if ((unsigned)p->fp8_recipe >= SPSIM_FP8_RECIPE_COUNT)
+        return CONFIG_FAIL(err, "field 'fp8_recipe': must be delayed, current, mxfp8 or blockwise");
+    if (p->fp8_recipe != SPSIM_FP8_DELAYED && p->dtype != SPSIM_DTYPE_FP8)
+        return CONFIG_FAIL(err, "field 'fp8_recipe': %s scaling needs dtype fp8",
+                           spsim_fp8_recipe_name(p->fp8_recipe));
+    if (p->fp8_param_gather && p->dtype != SPSIM_DTYPE_FP8)
+        return CONFIG_FAIL(err, "field 'fp8_param_gather': FP8 parameters need dtype fp8");
+    if (p->fp8_param_gather && !p->distributed_optimizer && p->zero == 0)
+        return CONFIG_FAIL(err, "field 'fp8_param_gather': needs the distributed optimizer or "
+                                "Megatron-FSDP (zero >= 1)");
+    return SPSIM_OK;
+}
+
 static int
 check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
 {
@@ -118,7 +140,7 @@ check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
         return CONFIG_FAIL(err, "field 'zero': must be 0, 1, 2 or 3, got %u", p->zero);
     if (p->grad_reduce_in_fp32 < -1 || p->grad_reduce_in_fp32 > 1)
         return CONFIG_FAIL(err, "field 'grad_reduce_in_fp32': must be -1 (dtype default), 0 or 1");
-    return SPSIM_OK;
+    return check_fp8(p, err);
 }
 
 /* a2a+p2p: Megatron's hierarchical sizes (arguments.py, parallel_state.py; messages verbatim). */

@@ -74,6 +74,14 @@ cp_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase pha
              coll == SPSIM_COLL_SEND_RECV ? SPSIM_OVERLAP_ATTENTION : SPSIM_OVERLAP_NONE);
 }
 
+/* A boundary's message for a collective: FP8 AllGathers carry half of M (engine/fp8.c). */
+static uint64_t
+coll_message(const struct spsim_op *op, enum spsim_coll_op coll)
+{
+    return op->fp8_gather && coll == SPSIM_COLL_ALL_GATHER ? op->message_bytes / 2
+                                                           : op->message_bytes;
+}
+
 static void
 forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase)
 {
@@ -87,6 +95,7 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
     case SPSIM_OPK_BMM:
         st = push(b, phase, op, SPSIM_PASS_FWD);
         set_gemm(st, op->m, op->n, op->k, op->batch);
+        st->bytes = op->cast_fwd_bytes;
         break;
     case SPSIM_OPK_FLASH:
         st = push(b, phase, op, SPSIM_PASS_FWD);
@@ -94,7 +103,7 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
         break;
     case SPSIM_OPK_COMM:
         st = push(b, phase, op, SPSIM_PASS_COMM);
-        set_coll(st, op->fwd_coll, op->message_bytes, op->name, op->operator_name,
+        set_coll(st, op->fwd_coll, coll_message(op, op->fwd_coll), op->name, op->operator_name,
                  SPSIM_OVERLAP_NONE);
         break;
     case SPSIM_OPK_CP:
@@ -115,9 +124,10 @@ backward_matmul(struct sched_builder *b, const struct spsim_op *op, const struct
     enum spsim_pass second = op->kind == SPSIM_OPK_GEMM ? SPSIM_PASS_WGRAD : SPSIM_PASS_BWD;
     struct spsim_step *dgrad = push(b, SPSIM_PHASE_BACKWARD, op, first);
     set_gemm(dgrad, op->m, op->k, op->n, op->batch);
+    dgrad->bytes = op->cast_bwd_bytes;
     if (tp && sp)
-        set_coll(dgrad, SPSIM_COLL_ALL_GATHER, boundary->message_bytes, op->regather_site,
-                 "wgrad AG", SPSIM_OVERLAP_DGRAD);
+        set_coll(dgrad, SPSIM_COLL_ALL_GATHER, coll_message(boundary, SPSIM_COLL_ALL_GATHER),
+                 op->regather_site, "wgrad AG", SPSIM_OVERLAP_DGRAD);
     struct spsim_step *wgrad = push(b, SPSIM_PHASE_BACKWARD, op, second);
     set_gemm(wgrad, op->k, op->n, op->m, op->batch);
     wgrad->bytes = op->bias_grad_bytes;
@@ -160,7 +170,7 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
         if (op->into_tp)
             break;
         st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_COMM);
-        set_coll(st, op->bwd_coll, op->message_bytes, op->bwd_name, op->operator_name,
+        set_coll(st, op->bwd_coll, coll_message(op, op->bwd_coll), op->bwd_name, op->operator_name,
                  SPSIM_OVERLAP_NONE);
         break;
     }

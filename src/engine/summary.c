@@ -131,6 +131,8 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
         /* Full recomputation rebuilds either kind of layer: the larger is live at peak. */
         s->act_no_recompute = spsim_max_u64(s->act_no_recompute, le->dense_no_recompute);
     }
+    s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
+    s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
 }

@@ -9,16 +9,15 @@
 #include "collective_model.h"
 #include "eval.h"
 #include "moe.h"
+#include "hardware_view.h"
 
 /*
- * GEMM model. Without a measured table the throughput of a GEMM is the GPU's best measured
- * large-GEMM rate (the profile's gemm_achievable_tflops, e.g. MAMF) scaled by how well its
- * output tiles fill the GPU: a kernel computes the M×N output in tiles, one tile per SM at a
- * time, so ceil(tiles / SMs) waves run and the last one is partly idle, and edge tiles are
- * partly empty. The candidate tiles are the CUTLASS 2.x/3.x default threadblock shapes for
- * 16-bit tensor-core GEMMs on SM80/SM90 (128×256, 256×128, 128×128); cuBLAS' heuristics pick
- * among such kernels, so the best of the three is taken. A roofline bound (bytes over the
- * measured HBM bandwidth) covers thin shapes.
+ * GEMM model. The throughput of a GEMM is a main-loop rate per full wave (the measured table's
+ * rate at that work, else the GPU's best measured large-GEMM rate, gemm_achievable_tflops,
+ * e.g. MAMF) times its shape efficiency (engine/gemm_shape.c: tile and wave quantisation, the
+ * K loop and its prologue, split-K for outputs that do not fill one wave), at the clock a
+ * training step sustains (gpu.sustained_clock: the measurements ran at the boost clock). A
+ * roofline bound (bytes over the measured HBM bandwidth) covers thin shapes.
  *
  * The epilogue (reading C when it is accumulated into, writing the output) depends on the
  * kernel design, which the profile names (gpu.gemm_epilogue):
@@ -29,28 +28,9 @@
  *     time = max(compute, operand bytes / HBM) + output bytes / HBM.
  * The output bytes matter for Megatron's weight-gradient GEMMs, which add into the fp32 main
  * gradient (read and write 8 bytes per element) with K = tokens only; elsewhere they are a few
- * per cent. "compute" is the main loop's rate: measured table points are converted to it by
- * the same rule (spsim_gemm_mainloop_rate).
+ * per cent. Measured table points are converted to main-loop rates by the same rules
+ * (spsim_gemm_mainloop_rate), so that the model gives them back at their own shapes and clock.
  */
-double
-spsim_tile_efficiency(uint32_t sms, uint64_t m, uint64_t n, uint64_t batch)
-{
-    static const uint64_t tiles[][2] = {{128, 256}, {256, 128}, {128, 128}};
-    double best = 0;
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(tiles); i++) {
-        uint64_t tm = (m + tiles[i][0] - 1) / tiles[i][0];
-        uint64_t tn = (n + tiles[i][1] - 1) / tiles[i][1];
-        double count = (double)tm * (double)tn * (double)batch;
-        double waves = ceil(count / sms);
-        double fill =
-            ((double)m * (double)n) / ((double)tm * tiles[i][0] * (double)tn * tiles[i][1]);
-        double eff = fill * count / (waves * sms);
-        if (eff > best)
-            best = eff;
-    }
-    return best;
-}
-
 static double
 gemm_ceiling(const struct spsim_hardware *hw, enum spsim_dtype dtype)
 {
@@ -59,6 +39,13 @@ gemm_ceiling(const struct spsim_hardware *hw, enum spsim_dtype dtype)
     /* No measurement for this dtype: the same fraction of its peak as bf16 reaches. */
     return hw->gemm_achievable_flops[SPSIM_DTYPE_BF16] * hw->peak_flops[dtype] /
            hw->peak_flops[SPSIM_DTYPE_BF16];
+}
+
+/* Sustained over boost clock; profiles built in code (calibration) leave it 0 = as measured. */
+static double
+clock_scale(const struct spsim_hardware *hw)
+{
+    return hw->clock_scale > 0 ? hw->clock_scale : 1.0;
 }
 
 /* Seconds a serial epilogue adds: the output (2 bytes per element written, beta = 0) or, for
@@ -81,7 +68,35 @@ spsim_gemm_mainloop_rate(const struct spsim_hardware *hw, uint64_t m, uint64_t n
     double mainloop = flops / measured_flops_per_s - epilogue_s(hw, m, n, 1, false);
     if (!(mainloop > 0))
         return SPSIM_ERANGE;
-    *rate = flops / mainloop / spsim_tile_efficiency(hw->sm_count, m, n, 1);
+    struct spsim_gemm_geometry g = spsim_gemm_geometry_of(hw, false);
+    *rate = flops / mainloop / spsim_gemm_shape_efficiency(&g, m, n, k, 1);
+    return SPSIM_OK;
+}
+
+/* Seconds of the main loops at the measured clock: the table's rate (bf16) capped by the
+ * ceiling, else the ceiling, through the shape model. */
+static int
+gemm_compute_s(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
+               uint64_t k, uint64_t batch, double *compute)
+{
+    double flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
+    struct spsim_gemm_geometry g = spsim_gemm_geometry_of(hw, dtype == SPSIM_DTYPE_FP8);
+    const struct spsim_gemm_table *t = hw->gemm_table;
+    if (!(t && t->n > 0 && dtype == SPSIM_DTYPE_BF16)) {
+        *compute = spsim_gemm_shape_time(&g, gemm_ceiling(hw, dtype), hw->hbm_achievable_Bps, m, n,
+                                         k, batch, NULL);
+        return SPSIM_OK;
+    }
+    double x = log(flops > 1 ? flops : 1), tflops;
+    if (t->n == 1 || x <= t->log_flops[0])
+        tflops = t->tflops[0];
+    else if (x >= t->log_flops[t->n - 1])
+        tflops = t->tflops[t->n - 1];
+    else if (gsl_interp_eval_e(t->interp, t->log_flops, t->tflops, x, NULL, &tflops) != GSL_SUCCESS)
+        return SPSIM_ENUMERIC;
+    double shaped =
+        spsim_gemm_shape_time(&g, tflops * 1e12, hw->hbm_achievable_Bps, m, n, k, batch, NULL);
+    *compute = spsim_max_d(shaped, flops / gemm_ceiling(hw, dtype));
     return SPSIM_OK;
 }
 
@@ -89,27 +104,15 @@ int
 spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
                 uint64_t k, uint64_t batch, bool fp32_accumulate_out, double *seconds)
 {
-    double flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
-    double compute;
-    const struct spsim_gemm_table *t = hw->gemm_table;
-    if (t && t->n > 0 && dtype == SPSIM_DTYPE_BF16) {
-        double x = log(flops > 1 ? flops : 1), tflops;
-        if (t->n == 1 || x <= t->log_flops[0])
-            tflops = t->tflops[0];
-        else if (x >= t->log_flops[t->n - 1])
-            tflops = t->tflops[t->n - 1];
-        else if (gsl_interp_eval_e(t->interp, t->log_flops, t->tflops, x, NULL, &tflops) !=
-                 GSL_SUCCESS)
-            return SPSIM_ENUMERIC;
-        double rate = tflops * 1e12 * spsim_tile_efficiency(hw->sm_count, m, n, batch);
-        compute = flops / spsim_min_d(rate, gemm_ceiling(hw, dtype));
-    } else {
-        compute =
-            flops / (gemm_ceiling(hw, dtype) * spsim_tile_efficiency(hw->sm_count, m, n, batch));
-    }
-    /* Operands in 16 bits; Megatron's gradient-accumulation fusion reads and writes the fp32
-     * main gradient for the weight-gradient GEMM. */
-    double operand_bytes = (double)batch * 2.0 * ((double)m * k + (double)k * n);
+    double compute = 0;
+    int rc = gemm_compute_s(hw, dtype, m, n, k, batch, &compute);
+    if (rc != SPSIM_OK)
+        return rc;
+    compute /= clock_scale(hw);
+    /* Operands in 16 bits (FP8: 8); Megatron's gradient-accumulation fusion reads and writes
+     * the fp32 main gradient for the weight-gradient GEMM. */
+    double elem = dtype == SPSIM_DTYPE_FP8 ? 1.0 : 2.0;
+    double operand_bytes = (double)batch * elem * ((double)m * k + (double)k * n);
     double output_bytes = (double)batch * (fp32_accumulate_out ? 8.0 : 2.0) * (double)m * n;
     double epilogue = epilogue_s(hw, m, n, batch, fp32_accumulate_out);
     double streamed = hw->gemm_epilogue_serial ? operand_bytes : operand_bytes + output_bytes;
@@ -132,6 +135,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->s = par->seq ? par->seq : m->seq_len;
     cfg->b = par->mbs;
     cfg->dtype = par->dtype;
+    cfg->fp8_recipe = par->fp8_recipe; /* delayed unless dtype is fp8 (spsim_parallel_check) */
     cfg->cp = par->cp;
     cfg->cp_comm = par->cp > 1 ? par->cp_comm_type : SPSIM_CP_P2P;
     cfg->cp_a2a = 1;
@@ -165,8 +169,10 @@ overlapped_s(const struct spsim_hardware *hw, double compute, double comm)
 static double
 flash_rate(const struct spsim_hardware *hw)
 {
-    /* Measured flash-attention throughput where the profile has it, else the GEMM ceiling. */
-    return hw->flash_flops > 0 ? hw->flash_flops : gemm_ceiling(hw, SPSIM_DTYPE_BF16);
+    /* Measured flash-attention throughput where the profile has it, else the GEMM ceiling, at
+     * the sustained clock. */
+    return (hw->flash_flops > 0 ? hw->flash_flops : gemm_ceiling(hw, SPSIM_DTYPE_BF16)) *
+           clock_scale(hw);
 }
 
 /*
@@ -222,6 +228,15 @@ cp_step_cost(const struct spsim_hardware *hw, const struct spsim_step *st,
     return rc;
 }
 
+/* FP8 configurations run the layer's linear GEMMs in FP8 (engine/fp8.c), the rest in BF16. */
+static enum spsim_dtype
+gemm_dtype(const struct spsim_layer_config *cfg, const struct spsim_op *op)
+{
+    if (op->fp8)
+        return SPSIM_DTYPE_FP8;
+    return cfg->dtype == SPSIM_DTYPE_FP8 ? SPSIM_DTYPE_BF16 : cfg->dtype;
+}
+
 static int
 step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
           const struct spsim_step *st, struct spsim_group tp, struct spsim_step_cost *c)
@@ -232,10 +247,11 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     switch (op->kind) {
     case SPSIM_OPK_GEMM:
     case SPSIM_OPK_BMM:
-        rc = spsim_gemm_time(hw, cfg->dtype, st->gm, st->gn, st->gk, st->gbatch,
+        rc = spsim_gemm_time(hw, gemm_dtype(cfg, op), st->gm, st->gn, st->gk, st->gbatch,
                              op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
                              &c->compute_s);
-        c->compute_s += st->bytes / hw->hbm_achievable_Bps; /* bias-gradient reduction */
+        /* the bias-gradient reduction (wgrad), FP8 casts (forward, dgrad) */
+        c->compute_s += st->bytes / hw->hbm_achievable_Bps;
         break;
     case SPSIM_OPK_FLASH:
         c->compute_s = st->flops / flash_rate(hw);

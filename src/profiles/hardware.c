@@ -146,6 +146,7 @@ read_latency(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
     return SPSIM_OK;
 }
 
+static int read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw);
 static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
                               struct spsim_hardware *hw);
 
@@ -167,6 +168,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "cublas_workspace_MiB",
                                        "nccl_buffers_per_communicator_MiB",
                                        "allocator_fragmentation",
+                                       "sustained_clock",
                                        NULL};
     const cJSON *peak = NULL, *ach = NULL;
     const char *model = NULL;
@@ -227,7 +229,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     hw->gpu_model = spsim_strdup(model);
     if (!hw->gpu_model)
         return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
-    return read_memory_limits(c, gpu, hw);
+    return (rc = read_memory_limits(c, gpu, hw)) ? rc : read_clock(c, gpu, hw);
 }
 
 /* What the GPU reports and what is not available to tensors (doc/profiles.md, "Memory"); every
@@ -257,6 +259,36 @@ read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_ha
         return spsim_json_field_error(c, "gpu", "cuda_context_MiB",
                                       "the reserved memory exceeds the capacity (%g MiB)",
                                       (double)hw->hbm_capacity_bytes / 1048576.0);
+    return SPSIM_OK;
+}
+
+/* The SM clock a training step sustains against the one the GEMM measurements ran at
+ * (doc/profiles.md, "Sustained clock"): {"boost_MHz", optional "sustained_MHz", "source"}.
+ * Tensor-core rates scale by sustained / boost; without sustained_MHz (no sourced figure) or
+ * without the object they stay at the measured ones. */
+static int
+read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"boost_MHz", "sustained_MHz", "source", NULL};
+    const cJSON *o = NULL;
+    const char *source = NULL;
+    double boost = 0, sustained = 0;
+    int rc;
+    hw->clock_scale = 1.0;
+    if ((rc = spsim_json_get_object(c, gpu, "gpu", "sustained_clock", false, &o)) || !o)
+        return rc;
+    if ((rc = spsim_json_check_keys(c, o, "gpu.sustained_clock", keys)) ||
+        (rc = spsim_json_get_double(c, o, "gpu.sustained_clock", "boost_MHz", true, 1, 1e5,
+                                    &boost)) ||
+        (rc = spsim_json_get_double(c, o, "gpu.sustained_clock", "sustained_MHz", false, 1, 1e5,
+                                    &sustained)) ||
+        (rc = spsim_json_get_string(c, o, "gpu.sustained_clock", "source", true, true, &source)))
+        return rc;
+    if (sustained > boost)
+        return spsim_json_field_error(c, "gpu.sustained_clock", "sustained_MHz",
+                                      "must not exceed boost_MHz (%g), got %g", boost, sustained);
+    if (sustained > 0)
+        hw->clock_scale = sustained / boost;
     return SPSIM_OK;
 }
 

@@ -32,6 +32,10 @@ const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_ga
 const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1] = {
     "allgather", "alltoall", "flex", NULL};
 
+/* Megatron's --fp8-recipe values, in enum spsim_fp8_recipe order (tensorwise = current). */
+const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1] = {"delayed", "current",
+                                                                        "mxfp8", "blockwise", NULL};
+
 /* Store the index of `name` among the first `count` names in *out. */
 static int
 find_name(const char *const *names, int count, const char *name, int *out)
@@ -86,6 +90,24 @@ spsim_coll_op_parse(const char *name, enum spsim_coll_op *out)
     int i = 0, rc = find_name(spsim_coll_op_names, SPSIM_COLL_COUNT, name, out ? &i : NULL);
     if (rc == SPSIM_OK)
         *out = (enum spsim_coll_op)i;
+    return rc;
+}
+
+const char *
+spsim_fp8_recipe_name(enum spsim_fp8_recipe r)
+{
+    return (unsigned)r < SPSIM_FP8_RECIPE_COUNT ? spsim_fp8_recipe_names[r] : "?";
+}
+
+int
+spsim_fp8_recipe_parse(const char *name, enum spsim_fp8_recipe *out)
+{
+    if (name && strcmp(name, "tensorwise") == 0)
+        name = "current";
+    int i = 0,
+        rc = find_name(spsim_fp8_recipe_names, SPSIM_FP8_RECIPE_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK && out)
+        *out = (enum spsim_fp8_recipe)i;
     return rc;
 }
 

@@ -15,6 +15,7 @@ extern const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1];
 extern const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1];
 extern const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1];
 extern const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1];
+extern const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1];
 extern const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1];
 extern const char *const spsim_recompute_method_names[SPSIM_RECOMPUTE_METHOD_COUNT + 1];
 extern const char *const spsim_recompute_module_names[SPSIM_RMOD_COUNT_ + 1];
@@ -95,6 +96,7 @@ struct spsim_hardware {
     double peak_flops[SPSIM_DTYPE_COUNT];            /* FLOP/s; 0 = absent */
     double gemm_achievable_flops[SPSIM_DTYPE_COUNT]; /* FLOP/s; 0 = absent */
     double flash_flops; /* measured flash-attention FLOP/s (bf16); 0 = absent */
+    double clock_scale; /* sustained / boost SM clock (gpu.sustained_clock); 1 = as measured */
     uint32_t sm_count;
     uint64_t hbm_capacity_bytes;   /* what the GPU reports (hbm_reported_MiB), else the GB figure */
     uint64_t reserved_fixed_bytes; /* CUDA context + cuBLAS workspace */

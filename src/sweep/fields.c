@@ -24,6 +24,12 @@ dtype_name(int v)
 }
 
 static const char *
+fp8_recipe_name(int v)
+{
+    return spsim_fp8_recipe_name((enum spsim_fp8_recipe)v);
+}
+
+static const char *
 cp_comm_name(int v)
 {
     return spsim_cp_comm_name((enum spsim_cp_comm)v);
@@ -82,6 +88,8 @@ static const struct spsim_field fields[] = {
     F("config.distributed_optimizer", BOOL, config.distributed_optimizer),
     F("config.overlap_grad_reduce", BOOL, config.overlap_grad_reduce),
     E("config.dtype", config.dtype, dtype_name),
+    E("config.fp8_recipe", config.fp8_recipe, fp8_recipe_name),
+    F("config.fp8_param_gather", BOOL, config.fp8_param_gather),
     F("config.first_stage_layers", U32, config.first_stage_layers),
     F("config.last_stage_layers", U32, config.last_stage_layers),
     F("config.account_embedding", BOOL, config.account_embedding),
@@ -204,6 +212,7 @@ static const struct spsim_field fields[] = {
     F("time.pp_bubble_s", F64, time.pp_bubble_s),
     F("time.pp_p2p_s", F64, time.pp_p2p_s),
     F("time.dp_exposed_s", F64, time.dp_exposed_s),
+    F("time.tied_embedding_allreduce_s", F64, time.tied_embedding_allreduce_s),
     F("time.optimizer_s", F64, time.optimizer_s),
     F("time.offload_exposed_s", F64, time.offload_exposed_s),
     F("time.offload_d2h_s_per_layer", F64, time.offload_d2h_s_per_layer),

@@ -188,13 +188,10 @@ quote_names(struct spsim_sweep *sw, struct spsim_error *err)
 static uint32_t
 cache_slots(const struct spsim_sweep *sw)
 {
-    static const int inner[] = {SPSIM_AXIS_SP,
-                                SPSIM_AXIS_RECOMPUTE,
-                                SPSIM_AXIS_MBS,
-                                SPSIM_AXIS_SEQ,
-                                SPSIM_AXIS_FLASH_ATTN,
-                                SPSIM_AXIS_DTYPE,
-                                SPSIM_AXIS_RECOMPUTE_MODULES};
+    static const int inner[] = {SPSIM_AXIS_SP,         SPSIM_AXIS_RECOMPUTE,
+                                SPSIM_AXIS_MBS,        SPSIM_AXIS_SEQ,
+                                SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE,
+                                SPSIM_AXIS_FP8_RECIPE, SPSIM_AXIS_RECOMPUTE_MODULES};
     uint64_t want = 1;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(inner); i++)
         want *= sw->n[inner[i]];
@@ -417,6 +414,9 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
     case SPSIM_AXIS_DTYPE:
         p->dtype = (enum spsim_dtype)v;
         break;
+    case SPSIM_AXIS_FP8_RECIPE:
+        p->fp8_recipe = (enum spsim_fp8_recipe)v;
+        break;
     case SPSIM_AXIS_PP_SPLIT:
         pt->pp_split = (int)v;
         break;
@@ -607,7 +607,8 @@ layer_key(const struct spsim_sweep *sw, const uint32_t *d)
                                    SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
                                    SPSIM_AXIS_SEQ,       SPSIM_AXIS_FLASH_ATTN,
                                    SPSIM_AXIS_DTYPE,     SPSIM_AXIS_RECOMPUTE_MODULES,
-                                   SPSIM_AXIS_CP,        SPSIM_AXIS_CP_COMM_TYPE};
+                                   SPSIM_AXIS_CP,        SPSIM_AXIS_CP_COMM_TYPE,
+                                   SPSIM_AXIS_FP8_RECIPE};
     static const int moe_axes[] = {SPSIM_AXIS_EP, SPSIM_AXIS_ETP, SPSIM_AXIS_MOE_DISPATCHER};
     uint64_t key = 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
@@ -758,14 +759,17 @@ switch_text(bool on)
     return on ? "on" : "off";
 }
 
-/* The context-parallel and sharding settings that differ from the defaults, " cp=2 ...". */
+/* The FP8 recipe, context-parallel and sharding settings that differ from the defaults,
+ * " cp=2 ...". */
 static void
 sharding_text(const struct spsim_parallel *p, char *buf, size_t cap)
 {
     int n = 0;
     buf[0] = '\0';
-    if (p->cp > 1)
-        n += snprintf(buf, cap, " cp=%u cp_comm_type=%s", p->cp,
+    if (p->fp8_recipe != SPSIM_FP8_DELAYED)
+        n += snprintf(buf, cap, " fp8_recipe=%s", spsim_fp8_recipe_name(p->fp8_recipe));
+    if (p->cp > 1 && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, " cp=%u cp_comm_type=%s", p->cp,
                       spsim_cp_comm_name(p->cp_comm_type));
     if (p->zero && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, " zero=%u", p->zero);

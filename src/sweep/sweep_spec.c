@@ -56,6 +56,7 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_OVERLAP_GRAD_REDUCE] = {"overlap_grad_reduce", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_DTYPE] = {"dtype", KIND_CHOICE, 0, 0, spsim_dtype_names, 0,
                           SPSIM_DTYPE_TRAINING_COUNT},
+    [SPSIM_AXIS_FP8_RECIPE] = {"fp8_recipe", KIND_CHOICE, 0, 0, spsim_fp8_recipe_names, 0, 0},
     [SPSIM_AXIS_PP_SPLIT] = {"pp_split", KIND_CHOICE, 0, 0, split_choices, 0, 0},
     [SPSIM_AXIS_MAX_GBS] = {"max_gbs", KIND_INT, 1, GBS_MAX, NULL, 0},
     [SPSIM_AXIS_RECOMPUTE_MODULES] = {"recompute_modules", KIND_MODULES, 0, 0, NULL, 0, 0},
@@ -467,14 +468,15 @@ load_axes(struct spsim_sweep_spec *spec, const cJSON *root, const char *path,
             continue;
         int axis = spsim_sweep_axis_from_name(v->string);
         if (axis < 0 || strchr(v->string, '-'))
-            return spsim_json_field_error(&c, NULL, v->string,
-                                          "unknown key (the axes are model, hw, tp, pp, cp, dp, "
-                                          "gpus, vpp, sp, recompute, mbs, gbs, seq, flash_attn, "
-                                          "distributed_optimizer, overlap_grad_reduce, dtype, "
-                                          "recompute_modules, recompute_method, "
-                                          "recompute_layers, offload_layers, cp_comm_type, zero, "
-                                          "overlap_param_gather, grad_reduce_in_fp32; "
-                                          "keys starting with '_' are comments)");
+            return spsim_json_field_error(
+                &c, NULL, v->string,
+                "unknown key (the axes are model, hw, tp, pp, cp, dp, "
+                "gpus, vpp, sp, recompute, mbs, gbs, seq, flash_attn, "
+                "distributed_optimizer, overlap_grad_reduce, dtype, fp8_recipe, "
+                "recompute_modules, recompute_method, "
+                "recompute_layers, offload_layers, cp_comm_type, zero, "
+                "overlap_param_gather, grad_reduce_in_fp32; "
+                "keys starting with '_' are comments)");
         struct spsim_buf text = {0};
         int rc = json_axis_text(&c, v, &text);
         char where[512];

@@ -1,0 +1,90 @@
+#!/bin/sh
+# Re-check that the tests pin each term of the time and memory model: every mutation below
+# (half the pipeline bubble, three times the optimizer step, no pipeline sends, ...) is applied
+# with sed to a temporary copy of the tree, never to the checkout, which is built once; then
+# each mutated file is rebuilt and the unit tests must FAIL. A mutation whose sed changes
+# nothing (the code moved) is reported as such, not as a pass. Not part of CI: it takes a full
+# build and one unit-test run per mutation (doc/testing.md).
+#   scripts/mutation_check.sh              every mutation
+#   scripts/mutation_check.sh NAME...      only these (names in the table below)
+# Exit 0 when every mutation applied and failed a test; 1 otherwise.
+set -u
+src=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/spsim-mutation.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# name@file@sed expression (one substitution; the file must change)
+mutations='bubble-halved@src/engine/evaluate.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|
+optimizer-x3@src/engine/evaluate.c@s|return opt_bytes / hw->hbm_achievable_Bps;|return 3.0 * opt_bytes / hw->hbm_achievable_Bps;|
+no-pipeline-sends@src/engine/evaluate.c@s|\*t_send = ct.time_s + ag.time_s;|*t_send = 0 * (ct.time_s + ag.time_s);|
+overlapped-dp-free@src/engine/evaluate.c@s|\*exposed = spsim_max_d(0.0, finish - crit->bwd_window) + ag;|*exposed = 0 * spsim_max_d(0.0, finish - crit->bwd_window) + ag;|
+no-tied-allreduce@src/engine/evaluate.c@s|tr->tied_embedding_allreduce_s = e.time_s;|tr->tied_embedding_allreduce_s = 0 * e.time_s;|
+tied-allreduce-in-dp@src/engine/evaluate.c@s|tr->tied_embedding_allreduce_s = e.time_s;|tr->dp_exposed_s += e.time_s;|
+flash-backward-1x@src/engine/schedule.c@s|st->flops = 2.5 \* op->flash_fwd_flops;|st->flops = 1.0 * op->flash_fwd_flops;|
+layernorm-backward-bytes-x2@src/engine/layer.c@0,/op->bwd_bytes = 10.0 \* elements;/s//op->bwd_bytes = 20.0 * elements;/
+adam-unsharded@src/engine/evaluate.c@s|double adam = coef \* params / (z >= 1 ? D : 1.0)|double adam = coef * params / (z >= 1 ? 1.0 : 1.0)|
+embedding-masks-p-interleaved@src/engine/evaluate.c@s|x->v > 1 ? 2 \* x->p : x->p|x->v > 1 ? x->p : x->p|
+iteration-without-sends@src/engine/evaluate.c@s|tr->pp_bubble_s + tr->pp_p2p_s +$|tr->pp_bubble_s + 0 * tr->pp_p2p_s +|
+overlap-sm-share-halved@src/engine/timing.c@s|double share = (double)hw->nccl_channels / hw->sm_count;|double share = 0.5 * hw->nccl_channels / hw->sm_count;|
+cp-last-block-hidden@src/engine/timing.c@s|(r - 2) \* spsim_max_d(0.0, two.time_s - attn) + one.time_s;|(r - 2) * spsim_max_d(0.0, two.time_s - attn) + 0 * one.time_s;|
+full-recompute-free@src/engine/evaluate.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|
+dp-overlap-ignores-tp@src/engine/evaluate.c@s|if (tp_bytes > 0)|if (0 * tp_bytes > 0)|
+no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|'
+
+# A copy of the checkout as it is (tracked and untracked files git does not ignore).
+(cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$tmp"
+build="$tmp/build"
+echo "mutation check: building a copy in $tmp"
+if ! meson setup "$build" "$tmp" -Dcuda=disabled -Dmpi=disabled -Dexamples=false >"$tmp/setup.log" 2>&1 ||
+    ! meson compile -C "$build" >"$tmp/compile.log" 2>&1; then
+    echo "mutation check: the unmutated copy does not build:"
+    tail -20 "$tmp/setup.log" "$tmp/compile.log"
+    exit 1
+fi
+# Generous timeouts (meson's and Check's own): on a loaded machine a slow suite must not pass
+# for a killed mutation.
+export CK_TIMEOUT_MULTIPLIER=10
+if ! meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&1; then
+    echo "mutation check: the unmutated copy already fails its unit tests"
+    exit 1
+fi
+
+echo "$mutations" | while IFS='@' read -r name file expr; do
+    [ -n "$name" ] || continue
+    if [ $# -gt 0 ]; then
+        keep=0
+        for want in "$@"; do [ "$want" = "$name" ] && keep=1; done
+        [ $keep -eq 1 ] || continue
+    fi
+    cp "$tmp/$file" "$tmp/$file.orig"
+    sed -i "$expr" "$tmp/$file"
+    if cmp -s "$tmp/$file" "$tmp/$file.orig"; then
+        echo "NOT APPLIED  $name: the sed expression matches nothing in $file"
+        echo x >>"$tmp/bad"
+    elif ! meson compile -C "$build" >"$tmp/compile.log" 2>&1; then
+        echo "NO BUILD     $name"
+        echo x >>"$tmp/bad"
+    elif meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&1; then
+        echo "SURVIVED     $name: every unit test passed"
+        echo x >>"$tmp/bad"
+    else
+        failed=$(grep -E '^ *[0-9]+/[0-9]+ .* (FAIL|ERROR) ' "$tmp/test.log" |
+            sed -E 's/.* \/ ([a-z_0-9-]+) +(FAIL|ERROR).*/\1/' | tr '\n' ' ')
+        if grep -q -E 'Timeout: +[1-9]' "$tmp/test.log" ||
+            grep -q 'Test timeout expired' "$build/meson-logs/testlog.txt"; then
+            echo "TIMED OUT    $name: a suite timed out (failed: $failed); rerun on a quieter machine"
+            echo x >>"$tmp/bad"
+        else
+            echo "KILLED       $name: failed $failed"
+        fi
+    fi
+    # cp, not mv: the restored file must be newer than the mutated object, or ninja keeps it.
+    cp "$tmp/$file.orig" "$tmp/$file"
+    rm -f "$tmp/$file.orig"
+done
+meson compile -C "$build" >/dev/null 2>&1
+if [ -s "$tmp/bad" ]; then
+    echo "mutation check: $(wc -l <"$tmp/bad") mutation(s) not killed"
+    exit 1
+fi
+echo "mutation check: every mutation failed a test"

@@ -1,0 +1,111 @@
+/*
+ * FP8 as Transformer Engine runs it in Megatron-Core (TE d0067d0, Megatron-LM d98e8a6;
+ * shared/reference/megatron-core-and-nccl.md sec. 7). With --fp8-format every TE linear of a
+ * transformer layer (QKV, projection, FC1, FC2) runs its three GEMMs in FP8: fprop Y = X·Wᵀ,
+ * dgrad dX = dY·W, wgrad dW = dYᵀ·X (Megatron's default fp8_wgrad = True). Core attention
+ * stays BF16 (fp8_dot_product_attention off), and so do the embedding and the output layer,
+ * which are outside the FP8 autocast.
+ *
+ * Per recipe (TE common/recipe/__init__.py), what the casts move through HBM per element of a
+ * BF16 tensor quantized into the rowwise (fprop/dgrad) and columnwise (wgrad) FP8 copies:
+ *   delayed    the scale is known: one cast-transpose pass, read 2 B, write 1 + 1 B = 4;
+ *   current    an amax pass first (read 2 B), then the cast: 6;
+ *   mxfp8      4, plus one E8M0 scale byte per 32 values in each orientation: 4 + 2/32;
+ *   blockwise  4, plus an fp32 scale per 1×128 block in each orientation: 4 + 2·4/128.
+ * A norm followed by a linear (TE LayerNormLinear: QKV, FC1) writes its output quantized
+ * (pytorch/csrc/extensions/normalization.cpp): fully fused for delayed scaling (no extra
+ * bytes); current scaling computes norm and amax in high precision, then quantizes (the cast's
+ * read 2 + write 2 = 4 extra); MXFP8 and blockwise norm in high precision, then quantize (4 and
+ * the scales). The gradients dY arriving at each linear are cast the same way (unfused).
+ *
+ * Saved for backward: each linear's input in the columnwise FP8 usage wgrad needs (1 B per
+ * element instead of 2; linear.py, layernorm_linear.py), with the block recipes' scales
+ * (1 B per 32 values either way). With sequence parallelism TE gathers the quantized shard:
+ * the AllGathers of the layer's inputs, of dY and the wgrad re-gathers carry FP8 (M/2); the
+ * ReduceScatters carry BF16 partial sums.
+ */
+#include "config.h"
+
+#include "layer.h"
+
+/* Scale bytes per element of one orientation (MXFP8: 1 B per 32; blockwise: 4 B per 128). */
+static double
+scale_bytes(enum spsim_fp8_recipe r)
+{
+    return r == SPSIM_FP8_MXFP8 || r == SPSIM_FP8_BLOCKWISE ? 1.0 / 32.0 : 0.0;
+}
+
+/* HBM bytes per element of quantizing a BF16 tensor into both FP8 copies; after_norm: the
+ * norm's own BF16 output (already counted by the norm) is what is quantized. */
+static double
+cast_bytes(enum spsim_fp8_recipe r, bool after_norm)
+{
+    if (after_norm && r == SPSIM_FP8_DELAYED)
+        return 0.0;
+    if (r == SPSIM_FP8_CURRENT && !after_norm)
+        return 6.0;
+    return 4.0 + 2.0 * scale_bytes(r);
+}
+
+static void
+fp8_gemm(struct spsim_layer *L, struct spsim_op *op)
+{
+    const struct spsim_layer_config *cfg = &L->cfg;
+    enum spsim_fp8_recipe r = cfg->fp8_recipe;
+    struct spsim_saved_tensor *in = &op->saved[0];
+    uint64_t elements = in->elements;
+    op->fp8 = true;
+    in->bytes_per_element = 1;
+    if (scale_bytes(r) > 0 && op->nsaved < SPSIM_OP_MAX_SAVED)
+        op->saved[op->nsaved++] = (struct spsim_saved_tensor){"FP8 scales of the input",
+                                                              (elements + 31) / 32, 1, in->group};
+    /* The input is cast where it lives: the SP shard before the AllGather (column-parallel)
+     * or this rank's activation (row-parallel), the elements it saves. */
+    op->cast_fwd_bytes = (double)elements * cast_bytes(r, op->role == SPSIM_GEMM_COLUMN);
+    /* dY: this rank's output gradient; a row-parallel output's with SP is the sequence shard,
+     * cast before the AllGather. */
+    double dy = (double)op->m * (double)op->n;
+    if (op->role == SPSIM_GEMM_ROW && cfg->sp && cfg->t > 1)
+        dy /= cfg->t;
+    op->cast_bwd_bytes = dy * cast_bytes(r, false);
+}
+
+void
+spsim_layer_apply_fp8(struct spsim_layer *L)
+{
+    if (L->cfg.dtype != SPSIM_DTYPE_FP8)
+        return;
+    for (uint32_t i = 0; i < L->nops; i++) {
+        struct spsim_op *op = &L->ops[i];
+        if (op->kind == SPSIM_OPK_GEMM)
+            fp8_gemm(L, op);
+        else if (op->kind == SPSIM_OPK_COMM && L->cfg.sp)
+            op->fp8_gather = true;
+    }
+}
+
+uint64_t
+spsim_layer_fp8_weights(const struct spsim_layer *L, bool *ok)
+{
+    uint64_t weights = 0;
+    for (uint32_t i = 0; i < L->nops; i++)
+        if (L->ops[i].fp8)
+            weights = spsim_add(weights, spsim_mul(L->ops[i].k, L->ops[i].n, ok), ok);
+    return weights;
+}
+
+uint64_t
+spsim_layer_fp8_weight_bytes(const struct spsim_layer *L, bool *ok)
+{
+    if (L->cfg.dtype != SPSIM_DTYPE_FP8)
+        return 0;
+    uint64_t weights = spsim_layer_fp8_weights(L, ok);
+    /* Rowwise and columnwise (the transpose cache), 1 B each; MXFP8's E8M0 scale per 32 in
+     * each; blockwise's fp32 scale per 128×128 block in each (2·4/16384 per weight). */
+    uint64_t scales = 0;
+    if (L->cfg.fp8_recipe == SPSIM_FP8_MXFP8)
+        scales = weights / 16;
+    else if (L->cfg.fp8_recipe == SPSIM_FP8_BLOCKWISE)
+        scales = weights / 2048;
+    return spsim_add(spsim_mul(weights, 2, ok), scales, ok);
+}

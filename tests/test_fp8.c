@@ -1,0 +1,336 @@
+/* FP8 as Transformer Engine runs it (engine/fp8.c), worked by hand on the paper's GPT layer
+ * (testutil_gpt_shape: GeLU MLP of 4h, LayerNorm, dropout, standard attention, biases) with
+ * s = 1280, b = 1, h = 2560, a = 20 (d = 128): sbh = 3,276,800, 5as/h = 50. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/eval.h"
+#include "engine/layer.h"
+#include "testutil.h"
+
+#define S   1280
+#define H   2560
+#define A   20
+#define SBH (1280.0 * 2560.0)
+
+static struct spsim_model_shape
+shape(void)
+{
+    return testutil_gpt_shape(8, H, A, S, 51200);
+}
+
+static struct spsim_parallel
+config(enum spsim_dtype dtype, enum spsim_fp8_recipe recipe, uint32_t t)
+{
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = t;
+    p.sp = t > 1;
+    p.dtype = dtype;
+    p.fp8_recipe = recipe;
+    return p;
+}
+
+static struct spsim_result
+evaluate(const struct spsim_parallel *p)
+{
+    struct spsim_model_shape ms = shape();
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    int rc = spsim_evaluate(m, NULL, p, &r, &err);
+    ck_assert_msg(rc == SPSIM_OK, "evaluate: %s", err.message);
+    spsim_model_destroy(m);
+    return r;
+}
+
+START_TEST(saved_inputs_in_fp8)
+{
+    /* Korthikanti et al. 2022 Table 2, no parallelism: sbh(34 + 5as/h) = 84 sbh in BF16. FP8
+     * saves the four linear inputs (QKV sbh, projection sbh, FC1 sbh, FC2 4sbh: 14 sbh in
+     * BF16) in 1 B: 7 sbh less, 77 sbh. MXFP8 and blockwise add one scale byte per 32. */
+    struct spsim_parallel p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 1);
+    ck_assert_uint_eq(evaluate(&p).memory.activation_modes_bytes[SPSIM_MODE_NONE], 84 * SBH);
+    p.dtype = SPSIM_DTYPE_FP8;
+    ck_assert_uint_eq(evaluate(&p).memory.activation_modes_bytes[SPSIM_MODE_NONE], 77 * SBH);
+    p.fp8_recipe = SPSIM_FP8_CURRENT;
+    ck_assert_uint_eq(evaluate(&p).memory.activation_modes_bytes[SPSIM_MODE_NONE], 77 * SBH);
+    p.fp8_recipe = SPSIM_FP8_MXFP8;
+    ck_assert_uint_eq(evaluate(&p).memory.activation_modes_bytes[SPSIM_MODE_NONE],
+                      77 * SBH + 7 * SBH / 32);
+    p.fp8_recipe = SPSIM_FP8_BLOCKWISE;
+    ck_assert_uint_eq(evaluate(&p).memory.activation_modes_bytes[SPSIM_MODE_NONE],
+                      77 * SBH + 7 * SBH / 32);
+    /* t = 4 with SP: every term over t, sbh/t·(27 + 5as/h) = 77 sbh/4. */
+    p = config(SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, 4);
+    ck_assert_uint_eq(evaluate(&p).memory.activation_modes_bytes[SPSIM_MODE_TP_SP], 77 * SBH / 4);
+}
+END_TEST
+
+START_TEST(weight_copies)
+{
+    /* One stage of 8 layers, t = 1: the linear weights are 12h² per layer (QKV 3h², projection
+     * h², FC1 and FC2 4h² each); TE keeps a rowwise and a columnwise FP8 copy, 2 B per
+     * weight, beside the BF16 weights; MXFP8 adds its two scale bytes per 32. */
+    struct spsim_parallel p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 1);
+    uint64_t bf16 = evaluate(&p).memory.weights_bytes;
+    double w = 8.0 * 12 * H * (double)H;
+    p.dtype = SPSIM_DTYPE_FP8;
+    ck_assert_uint_eq(evaluate(&p).memory.weights_bytes - bf16, 2 * w);
+    p.fp8_recipe = SPSIM_FP8_MXFP8;
+    ck_assert_uint_eq(evaluate(&p).memory.weights_bytes - bf16, 2 * w + w / 16);
+    /* --fp8-param-gather: the FP8 tensors are the weights, no copy beside them. */
+    p.fp8_recipe = SPSIM_FP8_DELAYED;
+    p.fp8_param_gather = true;
+    p.distributed_optimizer = true;
+    uint64_t gathered = evaluate(&p).memory.weights_bytes;
+    p.dtype = SPSIM_DTYPE_BF16;
+    p.fp8_param_gather = false;
+    ck_assert_uint_eq(gathered, evaluate(&p).memory.weights_bytes);
+}
+END_TEST
+
+START_TEST(fp8_parameter_gather)
+{
+    /* dp 4 with the distributed optimizer, t = 1, one stage of the 8 layers, FP8 delayed: the
+     * AllGather of the updated weights moves 3/4 of their bytes per rank, 2 per parameter;
+     * with FP8 parameters the 8·12h² linear weights travel at 1 B. */
+    struct spsim_model_shape ms = shape();
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_hardware *hw = testutil_synthetic("");
+    struct spsim_parallel p = config(SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, 1);
+    p.dp = 4;
+    p.gbs = 4;
+    p.distributed_optimizer = true;
+    struct spsim_result copies, gathered;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &copies, &err) == SPSIM_OK, "%s", err.message);
+    p.fp8_param_gather = true;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &gathered, &err) == SPSIM_OK, "%s", err.message);
+    /* Every count here is a multiple of 4 (h, V and s are), so the 3/4 is exact. */
+    uint64_t params = copies.memory.parameters_per_gpu, linear = 8ull * 12 * H * H;
+    ck_assert_uint_eq(copies.comm.dp_ag_wire_bytes_per_rank, 3 * (2 * params) / 4);
+    ck_assert_uint_eq(gathered.comm.dp_ag_wire_bytes_per_rank, 3 * (2 * params - linear) / 4);
+    /* Not overlapped, the exposed DP time is the ReduceScatter plus the AllGather, which on 4
+     * GPUs of one NVLink domain takes 5 + 3·1 µs + 3/4·bytes / 200 GB/s (testutil_synthetic_hw):
+     * FP8 parameters shorten it by 3/4·8·12h² / 200e9. */
+    ck_assert_double_eq_tol(copies.time.dp_exposed_s - gathered.time.dp_exposed_s,
+                            0.75 * (double)linear / 200e9, 1e-12);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+static void
+build(enum spsim_fp8_recipe recipe, uint32_t t, struct spsim_layer *L)
+{
+    struct spsim_model_shape ms = shape();
+    struct spsim_parallel p = config(SPSIM_DTYPE_FP8, recipe, t);
+    struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    spsim_layer_config_from(&ms, &p, &cfg);
+    spsim_layer_build(&ms, &cfg, L);
+}
+
+static void
+cast_sums(enum spsim_fp8_recipe recipe, uint32_t t, double *fwd, double *bwd)
+{
+    static struct spsim_layer L;
+    build(recipe, t, &L);
+    *fwd = *bwd = 0;
+    for (uint32_t i = 0; i < L.nops; i++) {
+        *fwd += L.ops[i].cast_fwd_bytes;
+        *bwd += L.ops[i].cast_bwd_bytes;
+    }
+}
+
+START_TEST(cast_bytes_per_recipe)
+{
+    /* Forward, t = 1: the QKV and FC1 inputs come out of the norm (fused for delayed
+     * scaling), the projection input sbh and the FC2 input 4sbh are cast at 4 B each:
+     * 20 sbh. Backward: dY of QKV 3sbh, projection sbh, FC1 4sbh, FC2 sbh, 9 sbh at 4 B. */
+    double f, b;
+    cast_sums(SPSIM_FP8_DELAYED, 1, &f, &b);
+    ck_assert_double_eq_tol(f, 20 * SBH, 1e-6);
+    ck_assert_double_eq_tol(b, 36 * SBH, 1e-6);
+    /* Current scaling: the norm's output quantized after it (4 B on 2 sbh) and an amax pass
+     * on the others (6 B on 5 sbh): 38 sbh; dY 9 sbh at 6 B. */
+    cast_sums(SPSIM_FP8_CURRENT, 1, &f, &b);
+    ck_assert_double_eq_tol(f, 38 * SBH, 1e-6);
+    ck_assert_double_eq_tol(b, 54 * SBH, 1e-6);
+    /* MXFP8: every input (7 sbh) and dY (9 sbh) at 4 + 2/32 B. */
+    cast_sums(SPSIM_FP8_MXFP8, 1, &f, &b);
+    ck_assert_double_eq_tol(f, 7 * 4.0625 * SBH, 1e-6);
+    ck_assert_double_eq_tol(b, 9 * 4.0625 * SBH, 1e-6);
+    /* t = 4 with SP: the column inputs are cast as sequence shards, the row-parallel outputs'
+     * dY too: everything over 4. */
+    cast_sums(SPSIM_FP8_DELAYED, 4, &f, &b);
+    ck_assert_double_eq_tol(f, 20 * SBH / 4, 1e-6);
+    ck_assert_double_eq_tol(b, 36 * SBH / 4, 1e-6);
+}
+END_TEST
+
+START_TEST(fp8_all_gathers)
+{
+    /* t = 4 with SP: M = 2sbh. The AllGathers (forward g, backward ḡ, the wgrad re-gathers)
+     * carry FP8, sbh; the ReduceScatters BF16 partial sums, 2sbh. */
+    static struct spsim_layer L;
+    static struct spsim_schedule sched;
+    build(SPSIM_FP8_DELAYED, 4, &L);
+    spsim_schedule_build(&L, &sched);
+    uint32_t ag = 0, rs = 0;
+    for (uint32_t i = 0; i < sched.nsteps; i++) {
+        const struct spsim_step *st = &sched.steps[i];
+        if (st->coll == SPSIM_COLL_ALL_GATHER) {
+            ck_assert_uint_eq(st->message_bytes, SBH);
+            ag++;
+        } else if (st->coll == SPSIM_COLL_REDUCE_SCATTER) {
+            ck_assert_uint_eq(st->message_bytes, 2 * SBH);
+            rs++;
+        }
+    }
+    /* Forward 2 AG + 2 RS; backward 2 AG (ḡ) + 2 AG (re-gathers) + 2 RS (g). */
+    ck_assert_uint_eq(ag, 6);
+    ck_assert_uint_eq(rs, 4);
+}
+END_TEST
+
+static double
+step_s(const struct spsim_block_eval *be, const char *op, enum spsim_pass pass)
+{
+    for (uint32_t i = 0; i < be->sched.nsteps; i++)
+        if (be->sched.steps[i].pass == pass && strcmp(be->sched.steps[i].op->name, op) == 0 &&
+            be->sched.steps[i].phase != SPSIM_PHASE_RECOMPUTE)
+            return be->cost[i].compute_s;
+    ck_abort_msg("no step %s", op);
+    return 0;
+}
+
+START_TEST(gemm_dtypes_and_cast_time)
+{
+    /* testutil_synthetic_hw: 100 SMs, bf16 50 TFLOP/s, fp8 100 TFLOP/s, HBM 1000 GB/s. */
+    struct spsim_hardware *hw = testutil_synthetic("");
+    struct spsim_error err = {0};
+    struct spsim_model_shape ms = shape();
+    struct spsim_parallel p = config(SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, 1);
+    struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    spsim_layer_config_from(&ms, &p, &cfg);
+    static struct spsim_layer_eval le;
+    ck_assert_int_eq(spsim_layer_evaluate(&ms, hw, &cfg, 51200, &le, &err), SPSIM_OK);
+    /* The projection, 1280 × 2560 × 2560 in FP8: 128×128 tiles, 200 in two waves of 20
+     * k-blocks of 128 + one prologue slot: 4000 useful of 100·41, at 100 TFLOP/s; then the
+     * cast of its input, sbh elements at 4 B through 1000 GB/s. Its dgrad (the same shape)
+     * casts dY, sbh elements. */
+    double gemm = 2.0 * S * H * H / (100e12 * 4000.0 / 4100.0);
+    ck_assert_double_eq_tol(
+        step_s(&le.layer, "attention projection GEMM (row-parallel)", SPSIM_PASS_FWD),
+        gemm + 4 * SBH / 1e12, 1e-15);
+    ck_assert_double_eq_tol(
+        step_s(&le.layer, "attention projection GEMM (row-parallel)", SPSIM_PASS_DGRAD),
+        gemm + 4 * SBH / 1e12, 1e-15);
+    /* QKᵀ stays BF16: a batch of 20 of 1280 × 1280 × 128, 128×128 tiles, 2000 in 20 waves of
+     * 2 k-blocks of 64 + 1: 4000 useful of 100·41, at 50 TFLOP/s. */
+    ck_assert_double_eq_tol(step_s(&le.layer, "QK^T (batched)", SPSIM_PASS_FWD),
+                            2.0 * S * S * 128 * A / (50e12 * 4000.0 / 4100.0), 1e-15);
+    /* The output layer stays BF16 too (outside TE's FP8 autocast). */
+    for (uint32_t i = 0; i < le.output.block.nops; i++)
+        ck_assert(!le.output.block.ops[i].fp8);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+START_TEST(fp8_rules)
+{
+    struct spsim_parallel p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 1);
+    p.fp8_param_gather = true;
+    testutil_expect_rule("paper-22b", &p, "field 'fp8_param_gather': FP8 parameters need dtype");
+    p.dtype = SPSIM_DTYPE_FP8;
+    testutil_expect_rule("paper-22b", &p, "needs the distributed optimizer");
+    p.fp8_param_gather = false;
+    p.fp8_recipe = SPSIM_FP8_RECIPE_COUNT;
+    testutil_expect_rule("paper-22b", &p, "field 'fp8_recipe'");
+    enum spsim_fp8_recipe r;
+    ck_assert_int_eq(spsim_fp8_recipe_parse("tensorwise", &r), SPSIM_OK);
+    ck_assert_int_eq(r, SPSIM_FP8_CURRENT);
+    ck_assert_int_eq(spsim_fp8_recipe_parse("mxfp8", &r), SPSIM_OK);
+    ck_assert_int_eq(r, SPSIM_FP8_MXFP8);
+    ck_assert_int_eq(spsim_fp8_recipe_parse("nvfp4", &r), SPSIM_EINVAL);
+    ck_assert_str_eq(spsim_fp8_recipe_name(SPSIM_FP8_BLOCKWISE), "blockwise");
+}
+END_TEST
+
+START_TEST(megatron_flags)
+{
+    static const char head[] = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+                               "--seq-length 32 --vocab-size 100 --bf16 ";
+    static const struct {
+        const char *tail;
+        enum spsim_dtype dtype;
+        enum spsim_fp8_recipe recipe;
+        bool gather;
+    } cases[] = {
+        {"--fp8-format hybrid", SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, false}, /* Megatron's default */
+        {"--fp8-format e4m3 --fp8-recipe tensorwise --fp8-param-gather "
+         "--use-distributed-optimizer",
+         SPSIM_DTYPE_FP8, SPSIM_FP8_CURRENT, true},
+        {"--fp8-format hybrid --fp8-recipe mxfp8", SPSIM_DTYPE_FP8, SPSIM_FP8_MXFP8, false},
+        {"--fp8-format hybrid --fp8-recipe blockwise", SPSIM_DTYPE_FP8, SPSIM_FP8_BLOCKWISE, false},
+        /* Without --fp8-format Megatron trains in BF16 and the recipe does nothing. */
+        {"--fp8-recipe mxfp8 --fp8-param-gather", SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s%s\n", head, cases[i].tail);
+        struct spsim_megatron_config mc;
+        struct spsim_error err = {0};
+        ck_assert_msg(spsim_megatron_parse(text, strlen(text), "l.sh", &mc, &err) == SPSIM_OK, "%s",
+                      err.message);
+        ck_assert_int_eq(mc.par.dtype, cases[i].dtype);
+        ck_assert_int_eq(mc.par.fp8_recipe, cases[i].recipe);
+        ck_assert_int_eq(mc.par.fp8_param_gather, cases[i].gather);
+        /* Written back, the flags read the same. */
+        char out[8192];
+        spsim_megatron_format(mc.model, &mc.par, 8, out, sizeof(out));
+        struct spsim_megatron_config back;
+        ck_assert_msg(spsim_megatron_parse(out, strlen(out), "out.sh", &back, &err) == SPSIM_OK,
+                      "%s", err.message);
+        ck_assert_int_eq(back.par.fp8_recipe, cases[i].recipe);
+        ck_assert_int_eq(back.par.fp8_param_gather, cases[i].gather);
+        spsim_model_destroy(back.model);
+        spsim_model_destroy(mc.model);
+    }
+    char bad[512];
+    snprintf(bad, sizeof(bad), "%s--fp8-format hybrid --fp8-recipe custom\n", head);
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_megatron_parse(bad, strlen(bad), "l.sh", &mc, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "--fp8-recipe: 'custom' is not modelled"), "%s", err.message);
+}
+END_TEST
+
+static Suite *
+fp8_suite(void)
+{
+    Suite *s = suite_create("fp8");
+    TCase *tc = tcase_create("te");
+    tcase_add_test(tc, saved_inputs_in_fp8);
+    tcase_add_test(tc, weight_copies);
+    tcase_add_test(tc, fp8_parameter_gather);
+    tcase_add_test(tc, cast_bytes_per_recipe);
+    tcase_add_test(tc, fp8_all_gathers);
+    tcase_add_test(tc, gemm_dtypes_and_cast_time);
+    tcase_add_test(tc, fp8_rules);
+    tcase_add_test(tc, megatron_flags);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return testutil_run(fp8_suite());
+}
