@@ -279,7 +279,9 @@ def figures(res, row):
     return out
 
 
-# The paper figures of tests/test_accuracy.c (Korthikanti et al. 2022 on Selene, tp 8).
+# The paper figures of tests/test_accuracy.c (Korthikanti et al. 2022 on Selene, tp 8). The 2022
+# runs sent between pipeline stages blocking: Megatron-LM gained overlap_p2p_comm on 2023-05-31
+# (commit f9283c5a8a), so paper_rows passes --no-overlap-p2p-communication (a no-op at vpp 1).
 T4 = "--model paper-22b --tp 8 --pp 1 --vpp 1 --mbs 4 --gbs 4 "
 PAPER = [
     ("Table 4: 22B layer, baseline, forward (ms)", "layer_forward_s", 7.7e-3, T4 + "--no-sp --recompute none"),
@@ -314,7 +316,8 @@ PAPER = [
 def paper_rows(spsim, env):
     out = []
     for name, field, paper, args in PAPER:
-        argv = ["query", "--hw", "dgx-a100-80g"] + args.split() + ["--format", "json"]
+        argv = (["query", "--hw", "dgx-a100-80g"] + args.split()
+                + ["--no-overlap-p2p-communication", "--format", "json"])
         res, reason = run_spsim(spsim, argv, env)
         v = res["time"][field] if res else None
         out.append({"name": name, "field": field, "paper": paper, "spsim": v, "reason": reason,

@@ -456,8 +456,10 @@ END_TEST
 
 START_TEST(pipeline_interleaved)
 {
-    /* t = 1, p = 2, v = 2 (2 layers per chunk), 8 micro-batches. */
+    /* t = 1, p = 2, v = 2 (2 layers per chunk), 8 micro-batches, blocking sends
+     * (--no-overlap-p2p-communication; the overlapped sends are worked in test_overlap.c). */
     struct spsim_parallel p = config(1, 2, 2, 1, 8);
+    p.no_overlap_p2p = true;
     struct spsim_result r = run(&p);
     struct dims x = dims_of(1, false, 1);
     double w0 = stage_wall(x, 0), w1 = stage_wall(x, 1);
@@ -483,6 +485,7 @@ START_TEST(pipeline_interleaved)
     ck_assert_uint_eq(r.memory.activation_embedding_bytes, (uint64_t)(4 * s * h));
     /* With only p = 2 micro-batches, both are in flight: 2 masks. */
     p = config(1, 2, 2, 1, 2);
+    p.no_overlap_p2p = true;
     r = run(&p);
     ck_assert_uint_eq(r.memory.activation_embedding_bytes, (uint64_t)(2 * s * h));
 }
@@ -507,6 +510,30 @@ END_TEST
 
 /* ---- Data parallelism and the optimizer step. ---- */
 
+/*
+ * --overlap-grad-reduce as Megatron-Core launches it (engine/buckets.c): pipeline rank 0's
+ * P parameters in buckets of S = max(40M, 1M·dp) = 40M parameters, filled in reverse
+ * parameter order, n = ceil(P/S), the last holding the remainder and the embedding (E
+ * parameters). The lin = (P − E)/S buckets' worth of layer parameters become ready in
+ * proportion over the last micro-batch's backward (`slot` long, ending at 0), the bucket
+ * holding the embedding at its end; their collectives (`per` seconds per parameter) queue on
+ * one communicator. A FIFO of entries ready at r_k lasting c_k ends at max_k (r_k + Σ_{i≥k}
+ * c_i); with j = floor(lin) whole layer buckets that maximum is at bucket 1, bucket j, or the
+ * first bucket ready at the end. @return how far past the backward's end the queue ends.
+ */
+static double
+buckets_finish(double P, double E, double slot, double per)
+{
+    double S = 40e6, n = ceil(P / S), lin = (P - E) / S, j = floor(lin), c = S * per;
+    double total = P * per, finish = total - j * c; /* bucket j + 1, ready at the end */
+    if (j >= 1) {
+        finish = fmax(finish, -slot + slot / lin + total);
+        finish = fmax(finish, -slot + slot * j / lin + total - (j - 1) * c);
+    }
+    ck_assert(n >= 2 && j <= n - 1);
+    return finish;
+}
+
 START_TEST(data_parallel)
 {
     /* t = p = 1, dp = 2, 2 micro-batches per replica. Gradients: 4 B per parameter. */
@@ -519,12 +546,16 @@ START_TEST(data_parallel)
     double ar = 4 * P / NV;
     EQ(r.time.dp_exposed_s, ar);
     EQ(r.time.optimizer_s, 38 * P / HBM);
-    /* --overlap-grad-reduce: the reduction runs beside the last micro-batch's backward (alone
-     * on NVLink here: t = 1, no sends) and shows by what is left after it. */
+    /* --overlap-grad-reduce: the buckets' AllReduces (4 B per parameter over NVLink, alone
+     * there: t = 1, no sends) queue beside the last micro-batch's backward (buckets_finish):
+     * P = 135.3M, 4 buckets, 2.52 of them layer parameters before the embedding's V·h + s·h. */
+    double E = V * h + s * h;
     p.overlap_grad_reduce = true;
     r = run(&p);
-    ck_assert(ar > window);
-    EQ(r.time.dp_exposed_s, ar - window);
+    ck_assert_uint_eq(r.time.dp_buckets, 4);
+    double fin = buckets_finish(P, E, window, 4 / NV);
+    ck_assert(fin > 0 && fin < ar);
+    EQ(r.time.dp_exposed_s, fin);
     /* The distributed optimizer: ReduceScatter of the fp32 gradients ((n−1)/n · 4P) and
      * AllGather of the bf16 weights ((n−1)/n · 2P); Adam on 1/2 of the parameters:
      * 4 + 28/2 + 2 + 4 B per parameter; the optimizer state sharded: 12P/2. */
@@ -535,10 +566,12 @@ START_TEST(data_parallel)
     EQ(r.time.dp_exposed_s, rsag);
     EQ(r.time.optimizer_s, (4 * P + 28 * P / 2 + 2 * P + 4 * P) / HBM);
     ck_assert_uint_eq(r.memory.optimizer_bytes, (uint64_t)(12 * P / 2));
+    /* Overlapped: the ReduceScatters ((n−1)/n · 4 B = 2 B per parameter) in buckets; the
+     * AllGather of the updated weights after the step stays whole (P/NV). */
     p.overlap_grad_reduce = true;
     r = run(&p);
-    ck_assert(rsag > window);
-    EQ(r.time.dp_exposed_s, rsag - window);
+    EQ(r.time.param_gather_exposed_s, P / NV);
+    EQ(r.time.dp_exposed_s, buckets_finish(P, E, window, 2 / NV) + P / NV);
 }
 END_TEST
 
@@ -571,8 +604,12 @@ START_TEST(data_parallel_shares_nvlink_with_tp)
     double window = L * (layer_bwd(x) + 2 * tau + beside(qkv_d, tau) + beside(qkv_w, tau) +
                          beside(fc1_d, tau) + beside(fc1_w, tau)) +
                     emb_bwd(x) + tau + out_bwd(x) + beside(logits_d, tau) + beside(logits_w, tau);
-    ck_assert(finish > window);
-    EQ(r.time.dp_exposed_s, finish - window);
+    /* The buckets' AllReduces at the rate that sharing leaves them, slowed by the whole
+     * reduction's finish over its time alone (dp_bytes/NV): 4·finish/dp_bytes seconds per
+     * parameter; P = 68.2M per rank, 2 buckets (1.26 of layers). */
+    double E = V * h / 2 + s * h;
+    ck_assert_uint_eq(r.time.dp_buckets, 2);
+    EQ(r.time.dp_exposed_s, buckets_finish(P, E, window, 4 * finish / dp_bytes));
 }
 END_TEST
 

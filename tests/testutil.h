@@ -78,6 +78,35 @@ testutil_model(const struct spsim_model_shape *shape)
     return m;
 }
 
+/** A hardware profile with round numbers and no measured curves (test_time.c works its
+ * collective formula by hand): GEMMs at 50 of 100 TFLOP/s (fp8 100 of 200), 100 SMs, HBM
+ * 1000 GB/s achieved (spec 2000);
+ * 8 GPUs and 8 NICs a node; NVLink ring busbw 200 GB/s, 5 µs + 1 µs a step, 10 channels;
+ * network 10 µs + 3 µs a step at NIC_GBPS (a string literal) per NIC. */
+#define TESTUTIL_SYNTHETIC_HW(NIC_GBPS)                                                            \
+    "{\"schema\": \"spsim-hardware/1\", \"name\": \"synthetic\", \"gpu\": {\"model\": \"X\","      \
+    " \"peak_dense_tflops\": {\"bf16\": {\"value\": 100, \"source\": \"t\"},"                      \
+    " \"fp8\": {\"value\": 200, \"source\": \"t\"}},"                                              \
+    " \"gemm_achievable_tflops\": {\"bf16\": {\"value\": 50, \"source\": \"t\"},"                  \
+    " \"fp8\": {\"value\": 100, \"source\": \"t\"}},"                                              \
+    " \"sm_count\": {\"value\": 100, \"source\": \"t\"},"                                          \
+    " \"hbm_capacity_GB\": {\"value\": 80, \"source\": \"t\"},"                                    \
+    " \"hbm_bandwidth_GBps\": {\"value\": 2000, \"source\": \"t\"},"                               \
+    " \"hbm_achievable_GBps\": {\"value\": 1000, \"source\": \"t\"}},"                             \
+    " \"node\": {\"gpus_per_node\": {\"value\": 8, \"source\": \"t\"},"                            \
+    " \"nvlink_domain_gpus\": {\"value\": 8, \"source\": \"t\"},"                                  \
+    " \"nics_per_node\": {\"value\": 8, \"source\": \"t\"}},"                                      \
+    " \"nvlink\": {\"bandwidth_per_direction_GBps\": {\"value\": 300, \"source\": \"t\"},"         \
+    " \"ring_busbw_GBps\": {\"value\": 200, \"source\": \"t\"},"                                   \
+    " \"base_latency_us\": {\"value\": 5, \"source\": \"t\"},"                                     \
+    " \"hop_latency_us\": {\"value\": 1, \"source\": \"t\"},"                                      \
+    " \"nccl_channels\": {\"value\": 10, \"source\": \"t\"}},"                                     \
+    " \"network\": {\"nic_line_rate_Gbit_s\": {\"value\": 400, \"source\": \"t\"},"                \
+    " \"nic_achievable_GBps\": {\"value\": " NIC_GBPS ", \"source\": \"t\"},"                      \
+    " \"base_latency_us\": {\"value\": 10, \"source\": \"t\"},"                                    \
+    " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"                                      \
+    " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}"
+
 /** Load a shipped profile by name (the source tree's data directory). */
 static inline struct spsim_hardware *
 testutil_hardware(const char *name)
@@ -105,13 +134,11 @@ testutil_model_named(const char *name)
     return m;
 }
 
-/** Evaluate a shipped model on a shipped hardware profile at tp, pp, vpp, mbs, gbs (dp 1). */
-static inline struct spsim_result
-testutil_evaluate(const char *model, const char *hw_name, uint32_t tp, uint32_t pp, uint32_t vpp,
-                  uint32_t mbs, uint64_t gbs, bool sp, enum spsim_recompute rec)
+/** The defaults with tp, pp, vpp, mbs, gbs, sp and recompute set (dp 1). */
+static inline struct spsim_parallel
+testutil_config(uint32_t tp, uint32_t pp, uint32_t vpp, uint32_t mbs, uint64_t gbs, bool sp,
+                enum spsim_recompute rec)
 {
-    struct spsim_model *m = testutil_model_named(model);
-    struct spsim_hardware *hw = testutil_hardware(hw_name);
     struct spsim_parallel p;
     spsim_parallel_defaults(&p);
     p.tp = tp;
@@ -121,6 +148,17 @@ testutil_evaluate(const char *model, const char *hw_name, uint32_t tp, uint32_t 
     p.gbs = gbs;
     p.sp = sp;
     p.recompute = rec;
+    return p;
+}
+
+/** Evaluate a shipped model on a shipped hardware profile at tp, pp, vpp, mbs, gbs (dp 1). */
+static inline struct spsim_result
+testutil_evaluate(const char *model, const char *hw_name, uint32_t tp, uint32_t pp, uint32_t vpp,
+                  uint32_t mbs, uint64_t gbs, bool sp, enum spsim_recompute rec)
+{
+    struct spsim_model *m = testutil_model_named(model);
+    struct spsim_hardware *hw = testutil_hardware(hw_name);
+    struct spsim_parallel p = testutil_config(tp, pp, vpp, mbs, gbs, sp, rec);
     struct spsim_result r;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s: %s", model, err.message);
@@ -154,33 +192,8 @@ testutil_expect_rule(const char *model, const struct spsim_parallel *p, const ch
     spsim_model_destroy(m);
 }
 
-/** A profile of round numbers and no measured curves, for the formulas by hand: 100 SMs,
- * bf16 50 of 100 TFLOP/s, fp8 100 of 200, HBM 1000 GB/s (spec 2000); 8 GPUs per node and NVLink
- * domain, 8 NICs; NVLink 300 GB/s per direction, ring busbw 200, α 5 µs + 1 µs per hop, 10
- * channels; NICs 400 Gb/s, 40 GB/s achievable, α 10 µs + 3 µs per hop, no oversubscription. */
-static const char testutil_synthetic_hw[] =
-    "{\"schema\": \"spsim-hardware/1\", \"name\": \"synthetic\", \"gpu\": {\"model\": \"X\","
-    " \"peak_dense_tflops\": {\"bf16\": {\"value\": 100, \"source\": \"t\"},"
-    " \"fp8\": {\"value\": 200, \"source\": \"t\"}},"
-    " \"gemm_achievable_tflops\": {\"bf16\": {\"value\": 50, \"source\": \"t\"},"
-    " \"fp8\": {\"value\": 100, \"source\": \"t\"}},"
-    " \"sm_count\": {\"value\": 100, \"source\": \"t\"},"
-    " \"hbm_capacity_GB\": {\"value\": 80, \"source\": \"t\"},"
-    " \"hbm_bandwidth_GBps\": {\"value\": 2000, \"source\": \"t\"},"
-    " \"hbm_achievable_GBps\": {\"value\": 1000, \"source\": \"t\"}},"
-    " \"node\": {\"gpus_per_node\": {\"value\": 8, \"source\": \"t\"},"
-    " \"nvlink_domain_gpus\": {\"value\": 8, \"source\": \"t\"},"
-    " \"nics_per_node\": {\"value\": 8, \"source\": \"t\"}},"
-    " \"nvlink\": {\"bandwidth_per_direction_GBps\": {\"value\": 300, \"source\": \"t\"},"
-    " \"ring_busbw_GBps\": {\"value\": 200, \"source\": \"t\"},"
-    " \"base_latency_us\": {\"value\": 5, \"source\": \"t\"},"
-    " \"hop_latency_us\": {\"value\": 1, \"source\": \"t\"},"
-    " \"nccl_channels\": {\"value\": 10, \"source\": \"t\"}},"
-    " \"network\": {\"nic_line_rate_Gbit_s\": {\"value\": 400, \"source\": \"t\"},"
-    " \"nic_achievable_GBps\": {\"value\": 40, \"source\": \"t\"},"
-    " \"base_latency_us\": {\"value\": 10, \"source\": \"t\"},"
-    " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"
-    " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}";
+/** TESTUTIL_SYNTHETIC_HW with 40 GB/s NICs, for the formulas by hand. */
+static const char testutil_synthetic_hw[] = TESTUTIL_SYNTHETIC_HW("40");
 
 /** Parse the synthetic profile with `extra` (JSON members and a trailing comma) added to its
  * gpu section. */

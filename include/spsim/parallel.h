@@ -169,6 +169,16 @@ struct spsim_parallel {
      * (default). vpp is then the stage count / pp (vpp must be 1 or that). Borrowed: the string
      * must outlive the configuration and any result that copies it. */
     const char *pipeline_layout;
+    /** Interleaved schedule: blocking point-to-point sends (Megatron's
+     * --no-overlap-p2p-communication). false (default): Megatron's CLI default with vpp > 1,
+     * async isend/irecv beside the next chunk (p2p_communication.py); without interleaving
+     * Megatron forces blocking sends whatever this says (arguments.py). */
+    bool no_overlap_p2p;
+    /** --ddp-bucket-size in parameters (elements) for the overlapped gradient reduction;
+     * 0 = Megatron's default max(40,000,000, 1,000,000·dp) (distributed_data_parallel.py). */
+    uint64_t ddp_bucket_size;
+    /** TE userbuffers TP communication overlap (--tp-comm-overlap; needs sp); default false */
+    bool tp_comm_overlap;
     /* Mixture of experts (ignored by dense models). The expert grid refolds the same
      * tp·cp·dp ranks of a pipeline stage as etp · ep · edp (parallel_state.py), so the expert
      * data-parallel size is tp·cp·dp / (ep·etp). */

@@ -63,9 +63,15 @@ enum spsim_overlap {
     SPSIM_OVERLAP_DGRAD = 1,
     SPSIM_OVERLAP_WGRAD = 2,
     /** The CP p2p ring: each K/V block beside the attention step it feeds. */
-    SPSIM_OVERLAP_ATTENTION = 3
+    SPSIM_OVERLAP_ATTENTION = 3,
+    /** TE userbuffers (--tp-comm-overlap): an AllGather sent chunk by chunk around the ring
+     * beside the next GEMM's chunks (TE's ring_exchange). */
+    SPSIM_OVERLAP_RING_EXCHANGE = 4,
+    /** TE userbuffers: a ReduceScatter of the previous GEMM's output in chunks, each beside the
+     * next chunk's GEMM (TE's pipeline). */
+    SPSIM_OVERLAP_PIPELINE = 5
 };
-/** @return "none", "dgrad", "wgrad", "attention"; "?" otherwise. */
+/** @return "none", "dgrad", "wgrad", "attention", "ring_exchange", "pipeline"; "?" otherwise. */
 SPSIM_API const char *spsim_overlap_name(enum spsim_overlap overlap);
 
 /** One collective of one transformer layer on one TP rank. */
@@ -235,6 +241,15 @@ struct spsim_time_report {
     double nvlink_utilisation;      /**< busy / iteration */
     double network_utilisation;
     uint32_t critical_stage; /**< the pipeline stage that sets the pace */
+    /** Point-to-point time hidden behind the next model chunk (interleaved schedule with
+     * overlap_p2p_comm); pp_p2p_s is what stays exposed. */
+    double pp_p2p_hidden_s;
+    /** The parameter AllGather's share of dp_exposed_s: after the step, or with
+     * --overlap-param-gather the first forward's wait for its buckets. */
+    double param_gather_exposed_s;
+    /** Buckets of pipeline rank 0's first model chunk in the overlapped gradient reduction
+     * (1: one bucket, the whole buffer). */
+    uint32_t dp_buckets;
 };
 
 /** Everything spsim says about one configuration. */

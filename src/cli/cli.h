@@ -226,6 +226,11 @@ enum cli_config_opt {
     OPT_GRAD_BF16,
     OPT_OVERLAP_PARAM,
     OPT_NO_OVERLAP_PARAM,
+    OPT_OVERLAP_P2P,
+    OPT_NO_OVERLAP_P2P,
+    OPT_DDP_BUCKET,
+    OPT_TP_COMM_OVERLAP,
+    OPT_NO_TP_COMM_OVERLAP,
     OPT_MEGATRON_ARGS,
     OPT_EP,
     OPT_ETP,
@@ -280,6 +285,14 @@ enum cli_config_opt {
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
+    "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \
+    "                         interleaved schedule: pipeline sends beside the next chunk\n"        \
+    "                         (default on with vpp > 1, as Megatron; 1F1B always blocks)\n"        \
+    "  --ddp-bucket-size N    parameters per overlapped gradient bucket (default Megatron's\n"     \
+    "                         max(40000000, 1000000·dp))\n"                                       \
+    "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \
+    "                         TE userbuffers: TP collectives pipelined with their GEMMs (needs\n"  \
+    "                         --sp; default off)\n"                                                \
     "Mixture of experts (models with experts):\n"                                                  \
     "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \

@@ -68,6 +68,11 @@ static const struct cli_option_spec {
     {"grad-reduce-in-bf16", no_argument, OPT_GRAD_BF16, -1},
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
     {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
+    {"overlap-p2p-communication", no_argument, OPT_OVERLAP_P2P, -1},
+    {"no-overlap-p2p-communication", no_argument, OPT_NO_OVERLAP_P2P, -1},
+    {"ddp-bucket-size", required_argument, OPT_DDP_BUCKET, -1},
+    {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, -1},
+    {"no-tp-comm-overlap", no_argument, OPT_NO_TP_COMM_OVERLAP, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
@@ -99,6 +104,8 @@ static const struct {
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
      offsetof(struct spsim_parallel, last_stage_layers), false},
+    {OPT_DDP_BUCKET, "--ddp-bucket-size", 1ull << 40,
+     offsetof(struct spsim_parallel, ddp_bucket_size), true},
 };
 
 void
@@ -152,6 +159,14 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_FP8_PARAM:
     case OPT_NO_FP8_PARAM:
         p->fp8_param_gather = opt == OPT_FP8_PARAM;
+        return 1;
+    case OPT_OVERLAP_P2P:
+    case OPT_NO_OVERLAP_P2P:
+        p->no_overlap_p2p = opt == OPT_NO_OVERLAP_P2P;
+        return 1;
+    case OPT_TP_COMM_OVERLAP:
+    case OPT_NO_TP_COMM_OVERLAP:
+        p->tp_comm_overlap = opt == OPT_TP_COMM_OVERLAP;
         return 1;
     case OPT_ACCOUNT_EMB:
         p->account_embedding = true;

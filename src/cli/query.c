@@ -282,6 +282,26 @@ print_comm(FILE *f, const struct spsim_result *r)
             spsim_tier_name(c->expert_dp_ranks > 1 ? c->expert_dp_tier : SPSIM_TIER_LOCAL));
 }
 
+/* What the pipeline and data-parallel overlaps hide and leave exposed, where they run. */
+static void
+print_overlaps(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_time_report *t = &r->time;
+    char a[32], b[32];
+    if (t->pp_p2p_hidden_s > 0)
+        fprintf(f, "  pipeline sends beside the next model chunk: %s hidden, %s exposed\n",
+                fmt_time(a, sizeof(a), t->pp_p2p_hidden_s), fmt_time(b, sizeof(b), t->pp_p2p_s));
+    if (r->config.overlap_grad_reduce && t->dp_buckets > 0)
+        fprintf(
+            f, "  DP reduction in %u bucket%s of %llu parameters (pipeline rank 0's first chunk)\n",
+            t->dp_buckets, t->dp_buckets == 1 ? "" : "s",
+            (unsigned long long)r->config.ddp_bucket_size);
+    if (t->param_gather_exposed_s > 0)
+        fprintf(f, "  of the exposed DP time, the parameter AllGather %s: %s\n",
+                r->config.overlap_param_gather ? "(first forward's wait)" : "(after the step)",
+                fmt_time(a, sizeof(a), t->param_gather_exposed_s));
+}
+
 static void
 print_time(FILE *f, const struct spsim_result *r)
 {
@@ -310,6 +330,7 @@ print_time(FILE *f, const struct spsim_result *r)
         fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE dispatch and combine",
                 fmt_time(a, sizeof(a), t->ep_exposed_s), 100.0 * t->ep_exposed_s / t->iteration_s);
     fprintf(f, "  %-32s %12s\n", "iteration", fmt_time(a, sizeof(a), t->iteration_s));
+    print_overlaps(f, r);
     fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",
             fmt_time(a, sizeof(a), t->layer_forward_s),
             fmt_time(b, sizeof(b), t->layer_backward_s));

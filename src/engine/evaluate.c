@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buckets.h"
 #include "eval.h"
 #include "moe.h"
 #include "stages.h"
@@ -60,6 +61,10 @@ spsim_overlap_name(enum spsim_overlap overlap)
         return "wgrad";
     case SPSIM_OVERLAP_ATTENTION:
         return "attention";
+    case SPSIM_OVERLAP_RING_EXCHANGE:
+        return "ring_exchange";
+    case SPSIM_OVERLAP_PIPELINE:
+        return "pipeline";
     }
     return "?";
 }
@@ -901,15 +906,131 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
+/* Parameters per bucket: --ddp-bucket-size, else max(40,000,000, 1,000,000·dp) over the data-
+ * parallel group without CP (distributed_data_parallel.py). */
+static uint64_t
+bucket_params(const struct spsim_parallel *par, const struct shape *x)
+{
+    return par->ddp_bucket_size ? par->ddp_bucket_size
+                                : spsim_max_u64(40000000ull, 1000000ull * x->d);
+}
+
+/* What the ranks' bucket plans share: the dp·cp group (placed once), the collective, the bytes
+ * per parameter, the slowdown beside the backward's traffic, one chunk's pass of one
+ * micro-batch, and the whole buffer's collective (an upper bound of any rank's). */
+struct dp_plan {
+    struct spsim_coll_memo *memo;
+    const struct spsim_hardware *hw;
+    struct spsim_group g;
+    enum spsim_coll_op op;
+    double per, share, slot, whole_s;
+    double last_params, last_s; /* the latest collective's size and time: ranks repeat chunks */
+};
+
+static int
+dp_coll_s(struct dp_plan *c, double params, double *s)
+{
+    struct spsim_coll_time ct;
+    *s = 0;
+    if (params <= 0)
+        return SPSIM_OK;
+    if (params == c->last_params) {
+        *s = c->last_s;
+        return SPSIM_OK;
+    }
+    int rc = memo_time(c->memo, c->hw, c->op, c->g, params * c->per, &ct);
+    *s = ct.time_s * c->share;
+    c->last_params = params;
+    c->last_s = *s;
+    return rc;
+}
+
+/* Pipeline rank r's chunks and buckets (rank 0 the only bucketed one, spsim_dp_rank). A rank
+ * past the first with one chunk is skipped (*d->v = 0) when even the whole buffer's collective
+ * would end before `beat`: its own is no longer (collective times grow with the bytes). */
+static int
+dp_rank_plan(struct dp_plan *c, const struct spsim_parallel *par,
+             const struct spsim_layer_summary *le, const struct shape *x,
+             const struct spsim_memory_report *mem, uint32_t r, double beat,
+             struct spsim_dp_rank *d)
+{
+    double total = r == 0          ? (double)mem->parameters_first_stage
+                   : r == x->p - 1 ? (double)mem->parameters_last_stage
+                                   : (double)rank_built(x, r) * (double)le->params_layer;
+    double plain = (double)(rank_built(x, r) / x->v) * (double)le->params_layer;
+    double chunk0 = total - (x->v - 1.0) * plain, S = (double)bucket_params(par, x);
+    *d = (struct spsim_dp_rank){
+        .v = (uint32_t)x->v, .head = r * c->slot, .slot = c->slot, .group = (double)x->p};
+    if (r > 0 && x->v == 1 && chunk0 <= (double)mem->parameters_per_gpu &&
+        c->whole_s * c->share - d->head <= beat) {
+        d->v = 0;
+        return SPSIM_OK;
+    }
+    int rc = x->v > 1 ? dp_coll_s(c, plain, &d->chunk_s) : SPSIM_OK;
+    uint64_t n = (uint64_t)ceil(chunk0 / S);
+    if (rc != SPSIM_OK || r != 0 || n <= 1)
+        return rc ? rc : dp_coll_s(c, chunk0, &d->chunk0_s);
+    d->nbuckets = n;
+    d->lin_buckets = (chunk0 - (double)le->params_embedding) / S;
+    if ((rc = dp_coll_s(c, S, &d->bucket_s)))
+        return rc;
+    return dp_coll_s(c, chunk0 - (n - 1.0) * S, &d->last_s);
+}
+
+/* The bucketed reduction's exposed time (the latest of ranks 0, 1 and p − 1 past rank 0's last
+ * backward) and, with --overlap-param-gather, the first forward's wait for its parameters
+ * (`whole` holds the whole buffer's reduction and gather). */
+static int
+dp_buckets_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                   const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                   const struct shape *x, const struct spsim_memory_report *mem,
+                   const struct stage_time *crit, double share, const double whole[2], double *grad,
+                   double *param, uint32_t *nbuckets)
+{
+    const uint32_t ranks[3] = {0, x->p > 1 ? 1u : 0u, (uint32_t)x->p - 1};
+    struct spsim_group g = spsim_group_place(hw, (uint32_t)x->dc, x->t);
+    enum spsim_coll_op op =
+        zero_level(par) >= 1 ? SPSIM_COLL_REDUCE_SCATTER : SPSIM_COLL_ALL_REDUCE;
+    /* Gradients in their buffer's dtype; parameters gathered in bf16, 2 bytes each. */
+    struct dp_plan rs = {
+        memo, hw, g, op, (double)grad_bytes(par), share, crit->bwd_window / x->v, whole[0], -1, 0};
+    struct dp_plan ag = {memo,     hw, g, SPSIM_COLL_ALL_GATHER, 2.0, 1.0, crit->fwd_wall / x->v,
+                         whole[1], -1, 0};
+    double finish = -INFINITY, wait = 0;
+    for (uint32_t i = 0; i < 3; i++) {
+        if (i > 0 && ranks[i] == ranks[i - 1])
+            continue;
+        struct spsim_dp_rank d;
+        int rc = dp_rank_plan(&rs, par, le, x, mem, ranks[i], finish, &d);
+        if (rc != SPSIM_OK)
+            return rc;
+        if (d.v)
+            finish = spsim_max_d(finish, spsim_grad_reduce_finish(&d));
+        if (i == 0)
+            *nbuckets = d.nbuckets ? (uint32_t)spsim_min_u64(d.nbuckets, UINT32_MAX) : 1;
+        if (!par->overlap_param_gather)
+            continue;
+        if ((rc = dp_rank_plan(&ag, par, le, x, mem, ranks[i], wait, &d)))
+            return rc;
+        if (d.v)
+            wait = spsim_max_d(wait, spsim_param_gather_wait(&d));
+    }
+    *grad = finish;
+    *param = wait;
+    return SPSIM_OK;
+}
+
 /* Exposed time of the data-parallel reduction over the dp·cp group. Overlapped with the last
- * micro-batch's backward (Megatron --overlap-grad-reduce): see shared_finish. */
+ * micro-batch's backward (Megatron --overlap-grad-reduce) bucket by bucket (buckets.c), at the
+ * rate the links leave it beside that backward's traffic (shared_finish). */
 static int
 dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
            const struct spsim_parallel *par, const struct spsim_layer_summary *le,
            const struct shape *x, const struct spsim_comm_report *comm,
-           const struct stage_time *crit, double t_send, double *exposed, double *busy_nv,
-           double *busy_net)
+           const struct spsim_memory_report *mem, const struct stage_time *crit, double t_send,
+           struct spsim_time_report *tr, double *busy_nv, double *busy_net)
 {
+    double *exposed = &tr->dp_exposed_s;
     *exposed = 0;
     if (x->dc <= 1)
         return SPSIM_OK;
@@ -930,20 +1051,25 @@ dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     }
     double alone = a.time_s + b.time_s;
     *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += alone;
+    tr->dp_buckets = 1;
+    tr->param_gather_exposed_s = b.time_s; /* after the step unless --overlap-param-gather */
     if (!par->overlap_grad_reduce) {
         *exposed = alone;
         return SPSIM_OK;
     }
-    double finish = 0, ag = 0;
-    if (par->overlap_param_gather) { /* the gather leaves the backward for the next forward */
-        ag = param_gather_exposed(par, crit, b.time_s);
-        alone = a.time_s;
-        b = (struct spsim_coll_time){0};
-    }
-    if ((rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &b, alone,
-                            &finish)))
+    /* The reduction shares the links with the last backward's traffic: its rate there. */
+    double finish = 0, grad = 0, gather = 0;
+    struct spsim_coll_time none = {0};
+    if ((rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none,
+                            a.time_s, &finish)) ||
+        (rc = dp_buckets_exposed(
+             memo, hw, par, le, x, mem, crit, spsim_max_d(1.0, finish / a.time_s),
+             (const double[2]){a.time_s, b.time_s}, &grad, &gather, &tr->dp_buckets)))
         return rc;
-    *exposed = spsim_max_d(0.0, finish - crit->bwd_window) + ag;
+    /* Without --overlap-param-gather the AllGather runs after the step, synchronously
+     * (distrib_optimizer.py), whatever the reduction overlapped. */
+    tr->param_gather_exposed_s = par->overlap_param_gather ? gather : b.time_s;
+    *exposed = spsim_max_d(0.0, grad) + tr->param_gather_exposed_s;
     return SPSIM_OK;
 }
 
@@ -1113,6 +1239,35 @@ critical_stage(const struct spsim_layer_summary *le, const struct shape *x,
     return best;
 }
 
+/*
+ * Point-to-point sends per micro-batch on the critical stage: 2v blocking sends (1F1B), or with
+ * the interleaved schedule's overlap_p2p_comm (Megatron's default with vpp > 1, schedules.py
+ * forward_backward_pipelining_with_interleaving) async isend/irecv whose wait comes before the
+ * chunk after next: each steady-state transfer runs beside one model chunk's forward or
+ * backward. As for every overlapped collective (timing.c overlapped_s), NCCL's kernel holds one
+ * SM per channel while it runs, so the chunk computes on the others meanwhile: the pair takes
+ * max(T, min(c/(1 − k/S), c + T·k/S)), the send showing by that less the chunk's c. The fill
+ * and drain sends lie on the dependency chain from rank to rank and stay whole in the bubble
+ * (compose_time).
+ */
+static double
+p2p_exposed_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+              const struct shape *x, const struct stage_time *crit, double t_send, double *hidden)
+{
+    double blocking = 2.0 * (double)x->v * t_send;
+    *hidden = 0;
+    if (x->v == 1 || par->no_overlap_p2p || t_send == 0)
+        return blocking;
+    double k = (double)hw->nccl_channels / hw->sm_count, exposed = 0;
+    const double chunk[2] = {crit->fwd_wall / x->v, crit->bwd_window / x->v};
+    for (int i = 0; i < 2; i++)
+        exposed += spsim_max_d(t_send, spsim_min_d(chunk[i] / (1.0 - k), chunk[i] + t_send * k)) -
+                   chunk[i];
+    exposed *= (double)x->v;
+    *hidden = blocking - exposed;
+    return exposed;
+}
+
 static int
 compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              const struct spsim_hardware *hw, const struct spsim_parallel *par,
@@ -1132,8 +1287,10 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : (double)x->lps,
         offload_exposed(hw, par, le, x, tr)};
     tr->critical_stage = critical_stage(le, x, replayed_offload, &critical, &avg);
-    double mb = (double)x->micro;
-    tr->microbatch_s = crit->wall + p2p;
+    double mb = (double)x->micro, hidden = 0;
+    double p2p_steady = p2p_exposed_s(hw, par, x, crit, t_send, &hidden);
+    tr->pp_p2p_hidden_s = mb * hidden;
+    tr->microbatch_s = crit->wall + p2p_steady;
     tr->forward_s = mb * crit->fwd;
     tr->backward_s = mb * crit->bwd;
     tr->recompute_s = mb * crit->rec;
@@ -1142,7 +1299,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     tr->offload_exposed_s = mb * crit->offload;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
-    tr->pp_p2p_s = mb * p2p;
+    tr->pp_p2p_s = mb * p2p_steady;
 
     double busy_nv = 0, busy_net = 0;
     double tp_busy = mb * crit->tp_comm + (x->p - 1.0) / x->v * crit->tp_comm;
@@ -1158,8 +1315,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         *(le->layer.ep_network ? &busy_net : &busy_nv) +=
             (mb + (x->p - 1.0) / x->v) * moe_layers * le->layer.ep_comm_s;
     }
-    if ((rc = dp_exposed(memo, hw, par, le, x, comm, crit, t_send, &tr->dp_exposed_s, &busy_nv,
-                         &busy_net)))
+    if ((rc = dp_exposed(memo, hw, par, le, x, comm, mem, crit, t_send, tr, &busy_nv, &busy_net)))
         return rc;
     if (x->moe && (rc = expert_dp_exposed(memo, hw, par, x, comm, crit, &tr->dp_exposed_s, &busy_nv,
                                           &busy_net)))
@@ -1361,6 +1517,8 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
         x.dense_total = m->layers - model->moe_layers;
         r->config.etp = spsim_moe_etp(par);
     }
+    if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
+        r->config.ddp_bucket_size = bucket_params(par, &x);
     bool ok = true;
     rc = compose_memory(m, hw, par, le, &x, &r->memory, &ok);
     if (rc == SPSIM_OK)

@@ -98,6 +98,7 @@ struct spsim_layer_config {
     uint32_t t; /* tensor parallel size */
     bool sp;
     bool flash;
+    bool tp_comm_overlap; /* TE userbuffers on this block's TP collectives (sp, t > 1) */
     enum spsim_recompute recompute;
     uint32_t rmods; /* selective: the modules recomputed (enum spsim_rgroup bits); else 0 */
     uint64_t s, b;  /* sequence length, micro-batch size */

@@ -85,6 +85,9 @@ enum flag_id {
     F_OVERLAP_PARAM,
     F_DISTOPT,
     F_OVERLAP,
+    F_NO_OVERLAP_P2P,
+    F_DDP_BUCKET,
+    F_TP_COMM_OVERLAP,
     F_BF16,
     F_FP16,
     F_FP8,
@@ -169,6 +172,9 @@ static const struct {
     [F_OVERLAP_PARAM] = {"--overlap-param-gather", K_SWITCH},
     [F_DISTOPT] = {"--use-distributed-optimizer", K_SWITCH},
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
+    [F_NO_OVERLAP_P2P] = {"--no-overlap-p2p-communication", K_SWITCH},
+    [F_DDP_BUCKET] = {"--ddp-bucket-size", K_VALUE},
+    [F_TP_COMM_OVERLAP] = {"--tp-comm-overlap", K_SWITCH},
     [F_BF16] = {"--bf16", K_SWITCH},
     [F_FP16] = {"--fp16", K_SWITCH},
     [F_FP8] = {"--fp8-format", K_VALUE},
@@ -812,8 +818,10 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     if ((rc = context_parallel(m, p)) || (rc = sharding(m, p)))
         return rc;
     p->overlap_grad_reduce = m->given[F_OVERLAP];
+    p->no_overlap_p2p = m->given[F_NO_OVERLAP_P2P];
+    p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP];
     p->flash_attn = -1;
-    return SPSIM_OK;
+    return num(m, F_DDP_BUCKET, 1, 1ull << 40, 0, &p->ddp_bucket_size);
 }
 
 static bool

@@ -204,6 +204,12 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
     sharding_flags(o, p);
     if (p->overlap_grad_reduce)
         emit(o, "    --overlap-grad-reduce \\\n");
+    if (p->ddp_bucket_size)
+        emit(o, "    --ddp-bucket-size %llu \\\n", (unsigned long long)p->ddp_bucket_size);
+    if (p->no_overlap_p2p && p->vpp > 1)
+        emit(o, "    --no-overlap-p2p-communication \\\n");
+    if (p->tp_comm_overlap)
+        emit(o, "    --tp-comm-overlap \\\n");
     if (p->dtype == SPSIM_DTYPE_FP8) {
         static const char *const recipes[] = {"delayed", "tensorwise", "mxfp8", "blockwise"};
         emit(o, "    --fp8-format hybrid \\\n    --fp8-recipe %s \\\n%s",

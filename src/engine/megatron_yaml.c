@@ -94,6 +94,7 @@ static const struct {
     {"cpu_offloading", "--cpu-offloading", M_OFFLOAD},
     {"cpu_offloading_num_layers", "--cpu-offloading-num-layers", M_OFFLOAD},
     {"overlap_grad_reduce", "--overlap-grad-reduce", M_SWITCH},
+    {"tp_comm_overlap", "--tp-comm-overlap", M_SWITCH},
     {"bf16", "--bf16", M_SWITCH},
     {"fp16", "--fp16", M_SWITCH},
     {"fp8", "--fp8-format", M_FP8},

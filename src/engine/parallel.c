@@ -48,6 +48,9 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .overlap_param_gather = false,
         .fp8_recipe = SPSIM_FP8_DELAYED,
         .fp8_param_gather = false,
+        .no_overlap_p2p = false,
+        .ddp_bucket_size = 0,
+        .tp_comm_overlap = false,
     };
 }
 
@@ -220,6 +223,10 @@ static int
 check_tensor(const struct spsim_model_shape *m, const struct spsim_parallel *p, uint32_t seq,
              struct spsim_error *err)
 {
+    /* arguments.py (message verbatim). */
+    if (p->tp_comm_overlap && !p->sp)
+        return CONFIG_FAIL(err, "field 'tp_comm_overlap': Tensor parallel communication/GEMM "
+                                "overlap can happen only when sequence parallelism is enabled");
     /* megatron/core/model_parallel_config.py __post_init__ (message verbatim). */
     if (p->sp && p->tp <= 1)
         return CONFIG_FAIL(err,

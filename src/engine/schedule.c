@@ -24,7 +24,27 @@
 
 struct sched_builder {
     struct spsim_schedule *s;
+    bool ub; /* TE userbuffers: the TP boundaries' collectives pipelined with their GEMMs */
 };
+
+/*
+ * With --tp-comm-overlap (TE userbuffers, transformer_engine/pytorch/module/base.py
+ * initialize_ub, default methods) the collectives that were on the critical path run inside
+ * their GEMM: the AllGather before a column-parallel GEMM (qkv_fprop, fc1_fprop) and the
+ * output-gradient AllGather before a row-parallel dgrad (proj_dgrad, fc2_dgrad) by ring
+ * exchange with the GEMM after it; the ReduceScatter after a row-parallel GEMM (proj_fprop,
+ * fc2_fprop) pipelined with the GEMM before it. The backward bulk overlaps (qkv/fc1 dgrad and
+ * wgrad) keep their DGRAD/WGRAD pairing. timing.c costs them.
+ */
+static enum spsim_overlap
+boundary_overlap(const struct sched_builder *b, enum spsim_coll_op coll)
+{
+    if (!b->ub)
+        return SPSIM_OVERLAP_NONE;
+    if (coll == SPSIM_COLL_ALL_GATHER)
+        return SPSIM_OVERLAP_RING_EXCHANGE;
+    return coll == SPSIM_COLL_REDUCE_SCATTER ? SPSIM_OVERLAP_PIPELINE : SPSIM_OVERLAP_NONE;
+}
 
 static struct spsim_step *
 push(struct sched_builder *b, enum spsim_phase phase, const struct spsim_op *op,
@@ -104,7 +124,7 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
     case SPSIM_OPK_COMM:
         st = push(b, phase, op, SPSIM_PASS_COMM);
         set_coll(st, op->fwd_coll, coll_message(op, op->fwd_coll), op->name, op->operator_name,
-                 SPSIM_OVERLAP_NONE);
+                 boundary_overlap(b, op->fwd_coll));
         break;
     case SPSIM_OPK_CP:
     case SPSIM_OPK_EP:
@@ -171,7 +191,7 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
             break;
         st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_COMM);
         set_coll(st, op->bwd_coll, coll_message(op, op->bwd_coll), op->bwd_name, op->operator_name,
-                 SPSIM_OVERLAP_NONE);
+                 boundary_overlap(b, op->bwd_coll));
         break;
     }
 }
@@ -216,7 +236,7 @@ replay_runs(const struct spsim_layer *L, struct replay *out, uint32_t cap)
 void
 spsim_schedule_build(const struct spsim_layer *L, struct spsim_schedule *sched)
 {
-    struct sched_builder b = {sched};
+    struct sched_builder b = {sched, L->cfg.tp_comm_overlap};
     sched->nsteps = 0;
     for (uint32_t i = 0; i < L->nops; i++)
         forward_step(&b, &L->ops[i], SPSIM_PHASE_FORWARD);

@@ -127,6 +127,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->t = par->tp;
     cfg->sp = par->sp;
     cfg->flash = par->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : par->flash_attn == 1;
+    cfg->tp_comm_overlap = par->tp_comm_overlap && par->sp && par->tp > 1;
     cfg->recompute = par->recompute;
     /* Megatron's default module list is ["core_attn"] (transformer_config.py). */
     cfg->rmods = par->recompute != SPSIM_RECOMPUTE_SELECTIVE ? 0
@@ -159,9 +160,8 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
  * after. The pair takes max(comm, min(compute / r, compute + comm·k/S)).
  */
 static double
-overlapped_s(const struct spsim_hardware *hw, double compute, double comm)
+overlapped_s(double share, double compute, double comm)
 {
-    double share = (double)hw->nccl_channels / hw->sm_count;
     double slowed = spsim_min_d(compute / (1.0 - share), compute + comm * share);
     return spsim_max_d(comm, slowed);
 }
@@ -237,6 +237,12 @@ gemm_dtype(const struct spsim_layer_config *cfg, const struct spsim_op *op)
     return cfg->dtype == SPSIM_DTYPE_FP8 ? SPSIM_DTYPE_BF16 : cfg->dtype;
 }
 
+/* TE userbuffers' defaults (transformer_engine/pytorch/module/base.py initialize_ub, the
+ * per-method config): ring_exchange in t chunks moved by the copy engines on 1 SM with no SM
+ * margin; pipeline and bulk in 4 chunks on 16 SMs, the GEMM on the others (set_sm_margin). */
+#define SPSIM_UB_COMM_SMS        16
+#define SPSIM_UB_PIPELINE_SPLITS 4
+
 static int
 step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
           const struct spsim_step *st, struct spsim_group tp, struct spsim_step_cost *c)
@@ -274,9 +280,14 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     if (st->coll != SPSIM_COLL_NONE) {
         rc = spsim_collective_time(hw, st->coll, tp, (double)st->message_bytes, 1.0, &c->coll);
         c->comm_s = c->coll.time_s;
-        c->exposed_comm_s = st->overlap == SPSIM_OVERLAP_NONE
+        /* TE's bulk overlaps (--tp-comm-overlap) take 16 SMs, NCCL one per channel. */
+        double share =
+            (double)(cfg->tp_comm_overlap ? SPSIM_UB_COMM_SMS : hw->nccl_channels) / hw->sm_count;
+        c->exposed_comm_s = st->overlap == SPSIM_OVERLAP_NONE ||
+                                    st->overlap == SPSIM_OVERLAP_RING_EXCHANGE ||
+                                    st->overlap == SPSIM_OVERLAP_PIPELINE
                                 ? c->comm_s
-                                : overlapped_s(hw, c->compute_s, c->comm_s) - c->compute_s;
+                                : overlapped_s(share, c->compute_s, c->comm_s) - c->compute_s;
     }
     return rc;
 }
@@ -379,6 +390,66 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
     be->tp_network_bytes += c->coll.network_bytes;
 }
 
+/* The GEMM step a userbuffers collective at step i runs with: the next one (ring exchange)
+ * or the previous one (pipeline) of the same phase; -1 if none. */
+static int
+ub_partner(const struct spsim_schedule *sched, uint32_t i)
+{
+    const struct spsim_step *st = &sched->steps[i];
+    int dir = st->overlap == SPSIM_OVERLAP_RING_EXCHANGE ? 1 : -1;
+    for (int j = (int)i + dir; j >= 0 && j < (int)sched->nsteps; j += dir) {
+        const struct spsim_step *g = &sched->steps[j];
+        if (g->phase != st->phase)
+            return -1;
+        if (g->op->kind == SPSIM_OPK_GEMM)
+            return j;
+    }
+    return -1;
+}
+
+/*
+ * A TP collective of T inside its GEMM of G (TE comm_gemm_overlap), in n chunks of the GEMM's
+ * M (tokens): chunk GEMMs of g, chunk transfers of c.
+ *   ring exchange (AllGather, n = t): each rank starts on its own chunk while the next one
+ *     arrives from its ring neighbour; the t − 1 hops move what NCCL's ring AllGather moves
+ *     over the same links, so a hop takes c = T/(t − 1): (t − 1)·max(g, c) + g;
+ *   pipeline (ReduceScatter, n = 4): chunk i's output is reduce-scattered while chunk i + 1
+ *     computes on the SMs the communication leaves: g + (n − 1)·max(g, c) + c, the last chunk's
+ *     reduction exposed.
+ * What the pair takes beyond G is the collective's exposed time (chunking's smaller GEMMs
+ * included).
+ */
+static int
+ub_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
+        const struct spsim_schedule *sched, uint32_t i, struct spsim_group tp,
+        struct spsim_step_cost *cost)
+{
+    int j = ub_partner(sched, i);
+    if (j < 0)
+        return SPSIM_OK; /* nothing to hide behind: exposed whole, as step_cost left it */
+    const struct spsim_step *st = &sched->steps[i], *g = &sched->steps[j];
+    bool ring = st->overlap == SPSIM_OVERLAP_RING_EXCHANGE;
+    uint64_t n = ring ? cfg->t : SPSIM_UB_PIPELINE_SPLITS;
+    double gc = 0;
+    struct spsim_coll_time ct = {.time_s = cost[i].comm_s / (n - 1.0)};
+    uint64_t rows = g->gm / n > 0 ? g->gm / n : 1; /* fewer tokens than chunks: one a chunk */
+    int rc = spsim_gemm_time(hw, cfg->dtype, rows, g->gn, g->gk, g->gbatch, false, &gc);
+    if (rc == SPSIM_OK && !ring)
+        rc = spsim_collective_time(hw, SPSIM_COLL_REDUCE_SCATTER, tp, (double)st->message_bytes / n,
+                                   1.0, &ct);
+    if (rc != SPSIM_OK)
+        return rc;
+    double c = ct.time_s, total;
+    if (ring) {
+        total = (n - 1.0) * spsim_max_d(gc, c) + gc;
+    } else {
+        gc *= (double)hw->sm_count / (hw->sm_count - SPSIM_UB_COMM_SMS);
+        total = gc + (n - 1.0) * spsim_max_d(gc, c) + c;
+    }
+    cost[i].exposed_comm_s = spsim_max_d(0.0, total - cost[j].compute_s);
+    return SPSIM_OK;
+}
+
 /* Schedule, cost and fold a built block. */
 static int
 block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_block_eval *be,
@@ -407,6 +478,15 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
             if (rc != SPSIM_OK)
                 return spsim_fail(err, rc, "numerical failure while costing '%s'", st->op->name);
         }
+    }
+    for (uint32_t i = 0; i < be->sched.nsteps; i++) {
+        const struct spsim_step *st = &be->sched.steps[i];
+        if (hw &&
+            (st->overlap == SPSIM_OVERLAP_RING_EXCHANGE || st->overlap == SPSIM_OVERLAP_PIPELINE)) {
+            int rc = ub_cost(hw, cfg, &be->sched, i, tp, be->cost);
+            if (rc != SPSIM_OK)
+                return spsim_fail(err, rc, "numerical failure while costing '%s'", st->op->name);
+        }
         fold_step(be, st, &be->cost[i]);
     }
     return SPSIM_OK;
@@ -426,6 +506,8 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
     struct spsim_layer_config plain = *cfg;
     plain.recompute = SPSIM_RECOMPUTE_NONE;
     plain.rmods = 0;
+    /* Megatron's output layer is its own ColumnParallelLinear, not a TE module: no userbuffers. */
+    plain.tp_comm_overlap = false;
     spsim_layer_build(m, cfg, &le->layer.block);
     spsim_embedding_build(m, &plain, padded_vocab, &le->embedding.block);
     spsim_output_build(m, &plain, padded_vocab, &le->output.block);

@@ -145,6 +145,11 @@ spsim_gpu_validate_plan(const struct spsim_model *model, const struct spsim_hard
                           "parallel config: field 'cp': validate replays one tensor-parallel "
                           "group; context parallelism (cp = %u) is not replayed",
                           par->cp);
+    /* The replay's collectives are NCCL's on their own stream, not TE's userbuffers. */
+    if (par->tp_comm_overlap)
+        return spsim_fail(err, SPSIM_ECONFIG,
+                          "parallel config: field 'tp_comm_overlap': validate replays NCCL "
+                          "collectives; TE's userbuffers overlap is not replayed");
     const struct spsim_model_shape *m = spsim_model_get_shape(model);
     /* Its token exchanges span ep·etp GPUs and its grouped GEMMs have no replay kernel. */
     if (m->experts)

@@ -105,6 +105,9 @@ static const struct spsim_field fields[] = {
     F("config.zero", U32, config.zero),
     F("config.grad_reduce_in_fp32", BOOL, grad_reduce_in_fp32),
     F("config.overlap_param_gather", BOOL, config.overlap_param_gather),
+    F("config.no_overlap_p2p", BOOL, config.no_overlap_p2p),
+    F("config.ddp_bucket_size", U64, config.ddp_bucket_size),
+    F("config.tp_comm_overlap", BOOL, config.tp_comm_overlap),
     F("config.ep", U32, config.ep),
     F("config.etp", U32, config.etp),
     E("config.moe_dispatcher", config.moe_dispatcher, dispatcher_name),
@@ -238,6 +241,9 @@ static const struct spsim_field fields[] = {
     F("time.network_utilisation", F64, time.network_utilisation),
     F("time.critical_stage", U32, time.critical_stage),
     F("time.cp_exposed_s", F64, time.cp_exposed_s),
+    F("time.pp_p2p_hidden_s", F64, time.pp_p2p_hidden_s),
+    F("time.param_gather_exposed_s", F64, time.param_gather_exposed_s),
+    F("time.dp_buckets", U32, time.dp_buckets),
     F("time.ep_exposed_s", F64, time.ep_exposed_s),
 };
 
