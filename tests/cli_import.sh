@@ -97,6 +97,18 @@ for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
         fail "--megatron-args - of $conf differs"
 done
 
+# The same for an MoE model's expert parallelism (ep, etp, dispatcher).
+for conf in "--tp 2 --pp 2 --dp 4 --ep 4 --etp 1 --moe-dispatcher alltoall --gbs 32" \
+    "--tp 1 --pp 4 --dp 8 --ep 8 --gbs 64"; do
+    "$spsim" query --model mixtral-8x7b --hw dgx-h100 $conf --format megatron >"$tmp/mixtral-8x7b.sh" ||
+        fail "query --format megatron $conf"
+    "$spsim" query --model mixtral-8x7b --hw dgx-h100 $conf --format json >"$tmp/before.json"
+    "$spsim" query --megatron-args "$tmp/mixtral-8x7b.sh" --hw dgx-h100 --format json \
+        >"$tmp/after.json" 2>"$tmp/err" || fail "--megatron-args of $conf: $(cat "$tmp/err")"
+    cmp -s "$tmp/before.json" "$tmp/after.json" || fail "round trip of mixtral $conf differs"
+    [ -s "$tmp/err" ] && fail "round trip of mixtral $conf warns: $(cat "$tmp/err")"
+done
+
 # optimize's best as a launch line: its CSV row is the query of that line.
 opt="--model llama3-8b --hw dgx-h100 --gpus 16 --gbs 64 --tp 1,2,4 --pp 1,2"
 "$spsim" optimize $opt --format megatron >"$tmp/llama3-8b.sh" 2>/dev/null || fail "optimize --format megatron"

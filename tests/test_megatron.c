@@ -171,15 +171,36 @@ static const struct {
      "launch.sh:1: --micro-batch-size: '$(...)' uses $(...)"},
     {"--vocab-size 1000", SPSIM_EFIELD, "launch.sh: --bf16: missing: without --bf16 or --fp16"},
     {"--bf16", SPSIM_EFIELD, "launch.sh: --vocab-size: missing"},
-    {"--vocab-size 1000 --bf16 --expert-model-parallel-size 2", SPSIM_EFIELD,
-     "launch.sh:1: --expert-model-parallel-size: expert parallelism is not modelled (only 1 "
-     "is)"},
+    {"--vocab-size 1000 --bf16 --expert-model-parallel-size 2", SPSIM_ECONFIG,
+     "launch.sh:1: --expert-model-parallel-size: needs --num-experts (arguments.py"},
+    {"--vocab-size 1000 --bf16 --num-experts 8 --expert-model-parallel-size 3", SPSIM_ECONFIG,
+     "launch.sh:1: --expert-model-parallel-size: 3 does not divide --num-experts 8"},
+    {"--vocab-size 1000 --bf16 --num-experts 8 --moe-router-topk 9", SPSIM_EFIELD,
+     "launch.sh:1: --moe-router-topk: '9' is not an integer in [1, 8]"},
+    {"--vocab-size 1000 --bf16 --num-experts 8 --moe-layer-freq [0]+[1]*2", SPSIM_ECONFIG,
+     "launch.sh:1: --moe-layer-freq: '[0]+[1]*2' has 3 entries for 4 layers"},
+    {"--vocab-size 1000 --bf16 --num-experts 8 --moe-layer-freq [0]*4", SPSIM_EFIELD,
+     "launch.sh:1: --moe-layer-freq: '[0]*4' chooses no mixture-of-experts layer"},
+    {"--vocab-size 1000 --bf16 --num-experts 8 --moe-layer-freq [2]*4", SPSIM_EFIELD,
+     "launch.sh:1: --moe-layer-freq: '[2]*4': list entries must be 0 (dense) or 1 (MoE)"},
+    {"--vocab-size 1000 --bf16 --num-experts 8 --moe-router-score-function sqrtsoftplus",
+     SPSIM_EFIELD,
+     "launch.sh:1: --moe-router-score-function: 'sqrtsoftplus' is not modelled (spsim models "
+     "softmax, sigmoid)"},
+    {"--vocab-size 1000 --bf16 --num-experts 8 --moe-expert-capacity-factor 0.5", SPSIM_EFIELD,
+     "launch.sh:1: --moe-expert-capacity-factor: '0.5' is not modelled"},
+    {"--vocab-size 1000 --bf16 --num-experts 8 --moe-token-dispatcher-type deepep", SPSIM_EFIELD,
+     "launch.sh:1: --moe-token-dispatcher-type: 'deepep' is not modelled (spsim models "
+     "allgather, alltoall, flex)"},
+    {"--vocab-size 1000 --bf16 --multi-latent-attention --group-query-attention "
+     "--num-query-groups 2",
+     SPSIM_ECONFIG,
+     "launch.sh:1: --group-query-attention: Group query attention is mutually exclusive with "
+     "multi latent attention"},
     {"--vocab-size 1000 --bf16 --context-parallel-size 2 --cp-comm-type ring", SPSIM_EFIELD,
      "launch.sh:1: --cp-comm-type: 'ring' is not p2p, all_gather, a2a or a2a+p2p"},
     {"--vocab-size 1000 --bf16 --data-parallel-sharding-strategy optim", SPSIM_EFIELD,
      "launch.sh:1: --data-parallel-sharding-strategy: counts only with --use-megatron-fsdp"},
-    {"--vocab-size 1000 --bf16 --num-experts 8", SPSIM_EFIELD,
-     "launch.sh:1: --num-experts: mixture-of-experts layers are not modelled"},
     {"--vocab-size 1000 --bf16 --recompute-granularity full", SPSIM_EFIELD,
      "launch.sh: --recompute-method: missing: full recomputation needs uniform or block"},
     {"--vocab-size 1000 --bf16 --recompute-granularity full --recompute-method stripe",
@@ -256,6 +277,27 @@ assert_same_shape(const struct spsim_model_shape *a, const struct spsim_model_sh
     ck_assert(a->dropout == b->dropout && a->position == b->position);
     ck_assert(a->linear_bias == b->linear_bias && a->tied_embeddings == b->tied_embeddings);
     ck_assert(a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm);
+    ck_assert(a->experts == b->experts && a->experts_per_token == b->experts_per_token);
+    ck_assert(a->expert_ffn_hidden == b->expert_ffn_hidden);
+    ck_assert(a->shared_expert_ffn_hidden == b->shared_expert_ffn_hidden);
+    ck_assert(a->router_score == b->router_score && a->capacity_factor == b->capacity_factor);
+    ck_assert(a->q_lora_rank == b->q_lora_rank && a->kv_lora_rank == b->kv_lora_rank);
+    ck_assert(a->qk_head_dim == b->qk_head_dim && a->v_head_dim == b->v_head_dim);
+    ck_assert(a->qk_pos_emb_head_dim == b->qk_pos_emb_head_dim);
+    ck_assert(a->mtp_layers == b->mtp_layers);
+}
+
+/* The shapes, which layers are MoE (a rule may come back as a list) and the counts. */
+static void
+assert_same_model(const struct spsim_model *a, const struct spsim_model *b)
+{
+    const struct spsim_model_shape *s = spsim_model_get_shape(a);
+    assert_same_shape(s, spsim_model_get_shape(b));
+    for (uint32_t i = 0; i < s->layers; i++)
+        ck_assert_msg(spsim_model_layer_is_moe(a, i) == spsim_model_layer_is_moe(b, i), "layer %u",
+                      i);
+    ck_assert_uint_eq(spsim_model_parameters(a, 8), spsim_model_parameters(b, 8));
+    ck_assert_uint_eq(spsim_model_active_parameters(a, 8), spsim_model_active_parameters(b, 8));
 }
 
 /* One point: written, read back, evaluated again. @return whether it was valid */
@@ -279,7 +321,7 @@ round_trip(const struct spsim_sweep *sw, uint64_t index)
     struct spsim_megatron_config mc;
     ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s\n%s", err.message, text);
     ck_assert_str_eq(mc.unmodelled, "");
-    assert_same_shape(spsim_model_get_shape(pt.model), spsim_model_get_shape(mc.model));
+    assert_same_model(pt.model, mc.model);
     ck_assert_msg(spsim_evaluate(mc.model, pt.hw, &mc.par, &after, &err) == SPSIM_OK, "%s\n%s",
                   err.message, text);
     assert_same_result(&before, &after, text);
@@ -398,6 +440,28 @@ sweep_cp(const char *models)
     return round_trip_sweep(cp);
 }
 
+/* Issue 11's expert parallelism over the MoE profiles. */
+static uint64_t
+sweep_moe(const char *models)
+{
+    const char *moe[SPSIM_AXIS_COUNT] = {
+        [SPSIM_AXIS_MODEL] = models,
+        [SPSIM_AXIS_HW] = "dgx-h100",
+        [SPSIM_AXIS_TP] = "1,2,4",
+        [SPSIM_AXIS_PP] = "1,2",
+        [SPSIM_AXIS_DP] = "1,2,4,8",
+        [SPSIM_AXIS_EP] = "1,2,4,8",
+        [SPSIM_AXIS_ETP] = "0,1,2",
+        [SPSIM_AXIS_MOE_DISPATCHER] = "allgather,alltoall",
+        [SPSIM_AXIS_SP] = "on",
+        [SPSIM_AXIS_RECOMPUTE] = "none,selective",
+        [SPSIM_AXIS_DISTRIBUTED_OPTIMIZER] = "on,off",
+        [SPSIM_AXIS_GBS] = "16",
+        [SPSIM_AXIS_SEQ] = "512",
+    };
+    return round_trip_sweep(moe);
+}
+
 /* --format megatron read back by --megatron-args, for every valid configuration of three
  * sweeps: four models (learned positions, GeLU, biases and dropout; GQA, SwiGLU and RoPE;
  * Qwen2's QKV bias from a transformers config; QK-norm with a QKV bias) with every switch, the
@@ -412,9 +476,60 @@ START_TEST(round_trip_over_a_sweep)
     snprintf(models, sizeof(models), "llama3-8b,%s", profile);
     ck_assert_uint_gt(sweep_recompute(models), 20);
     ck_assert_uint_gt(sweep_cp(models), 20);
+    ck_assert_uint_gt(sweep_moe("mixtral-8x7b,qwen3-30b-a3b"), 200);
     remove(hf);
     remove(profile);
     rmdir(dir);
+}
+END_TEST
+
+/* A model's flags written and read back: the shape, the MoE layers and the parameters. */
+static void
+model_round_trip(const struct spsim_model *model, const struct spsim_parallel *par)
+{
+    char text[8192];
+    ck_assert_uint_lt(spsim_megatron_format(model, par, 8, text, sizeof(text)), sizeof(text));
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s\n%s", err.message, text);
+    ck_assert_msg(mc.unmodelled[0] == '\0', "%s\n%s", mc.unmodelled, text);
+    assert_same_model(model, mc.model);
+    ck_assert(mc.par.ep == par->ep && mc.par.etp == par->etp);
+    ck_assert(mc.par.moe_dispatcher == par->moe_dispatcher);
+    spsim_model_destroy(mc.model);
+}
+
+/* The model part of the round trip where evaluation is not the point: DeepSeek-V3 (multi-latent
+ * attention, MTP, a sigmoid router, a shared expert, "[0]*3+[1]*58"), its Q projected directly
+ * (q_lora_rank 0), and a shape whose rule (first dense layers, every 2nd MoE, a capacity
+ * factor) Megatron can only write as a list. */
+START_TEST(round_trip_moe_models)
+{
+    struct spsim_parallel par;
+    spsim_parallel_defaults(&par);
+    par.tp = 8;
+    par.ep = 32;
+    par.etp = 1;
+    par.dp = 32;
+    par.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    struct spsim_model *v3 = testutil_model_named("deepseek-v3");
+    model_round_trip(v3, &par);
+    struct spsim_model_shape s = *spsim_model_get_shape(v3);
+    spsim_model_destroy(v3);
+    s.q_lora_rank = 0;
+    s.mtp_layers = 0;
+    s.moe_first_dense_layers = 5;
+    s.moe_layer_freq = 2;
+    s.capacity_factor = 1.25;
+    s.router_score = SPSIM_ROUTER_SOFTMAX;
+    struct spsim_model *m = testutil_model(&s);
+    ck_assert(!spsim_model_layer_is_moe(m, 4) && !spsim_model_layer_is_moe(m, 5));
+    ck_assert(spsim_model_layer_is_moe(m, 6));
+    par.etp = 0;
+    par.ep = 1;
+    par.moe_dispatcher = SPSIM_MOE_ALLGATHER;
+    model_round_trip(m, &par);
+    spsim_model_destroy(m);
 }
 END_TEST
 
@@ -529,6 +644,7 @@ megatron_suite(void)
     tcase_add_test(tc, bash_words);
     tcase_add_test(tc, errors_name_the_flag);
     tcase_add_test(tc, round_trip_over_a_sweep);
+    tcase_add_test(tc, round_trip_moe_models);
     tcase_add_test(tc, nemo_yaml);
     tcase_add_test(tc, bridge_yaml_equals_launch_line);
     suite_add_tcase(s, tc);

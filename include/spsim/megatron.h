@@ -27,11 +27,13 @@ struct spsim_megatron_config {
  * arrays of flags (`GPT_ARGS=( ... )` spliced as `${GPT_ARGS[@]}`, as Megatron-LM's examples/
  * write them), or the flags alone. A variable the text does not assign, a positional parameter
  * or a command substitution in the value of a flag spsim maps is an error naming the flag;
- * shell control flow (if, for, ...) is refused. Flags spsim models are mapped (model shape,
- * tp, pp, vpp, sp, recompute, micro and global batch, dtype, distributed optimizer, gradient
- * overlap, dp from the world size); a flag it does not model is listed in `unmodelled`; one
- * whose value would change what spsim computes in a way it does not model (fp32, context or
- * expert parallelism, MoE, another vocabulary padding) is an error.
+ * shell control flow (if, for, ...) is refused. Flags spsim models are mapped (model shape
+ * with its experts, multi-latent attention and MTP layers, tp, pp, vpp, cp, ep, etp, the MoE
+ * dispatcher, sp, recompute, micro and global batch, dtype, distributed optimizer, gradient
+ * overlap, dp from the world size); a flag it does not model, or that Megatron-LM reads but does
+ * not use in that configuration, is listed in `unmodelled`; one whose value would change what
+ * spsim computes in a way it does not model (fp32, another vocabulary padding, a router score
+ * or capacity factor spsim does not model) is an error.
  * @param origin  the name used in messages (a path, or "-")
  * @return SPSIM_OK, SPSIM_EPARSE (shell syntax), SPSIM_EFIELD (a flag: "ORIGIN:LINE: --flag:
  *         reason"), SPSIM_ENOMEM

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "megatron_yaml.h"
+#include "profiles/profiles.h"
 #include "spsim/megatron.h"
 
 enum flag_id {
@@ -51,6 +52,21 @@ enum flag_id {
     F_CP,
     F_EP,
     F_EXPERTS,
+    F_MOE_TOPK,
+    F_MOE_FFN,
+    F_MOE_SHARED,
+    F_MOE_FREQ,
+    F_MOE_SCORE,
+    F_MOE_CAPACITY,
+    F_MOE_DISPATCHER,
+    F_ETP,
+    F_MLA,
+    F_Q_LORA,
+    F_KV_LORA,
+    F_QK_HEAD,
+    F_QK_POS,
+    F_V_HEAD,
+    F_MTP,
     F_MBS,
     F_GBS,
     F_RECOMPUTE_ACT,
@@ -123,6 +139,21 @@ static const struct {
     [F_CP] = {"--context-parallel-size", K_VALUE},
     [F_EP] = {"--expert-model-parallel-size", K_VALUE},
     [F_EXPERTS] = {"--num-experts", K_VALUE},
+    [F_MOE_TOPK] = {"--moe-router-topk", K_VALUE},
+    [F_MOE_FFN] = {"--moe-ffn-hidden-size", K_VALUE},
+    [F_MOE_SHARED] = {"--moe-shared-expert-intermediate-size", K_VALUE},
+    [F_MOE_FREQ] = {"--moe-layer-freq", K_VALUE},
+    [F_MOE_SCORE] = {"--moe-router-score-function", K_VALUE},
+    [F_MOE_CAPACITY] = {"--moe-expert-capacity-factor", K_VALUE},
+    [F_MOE_DISPATCHER] = {"--moe-token-dispatcher-type", K_VALUE},
+    [F_ETP] = {"--expert-tensor-parallel-size", K_VALUE},
+    [F_MLA] = {"--multi-latent-attention", K_SWITCH},
+    [F_Q_LORA] = {"--q-lora-rank", K_VALUE},
+    [F_KV_LORA] = {"--kv-lora-rank", K_VALUE},
+    [F_QK_HEAD] = {"--qk-head-dim", K_VALUE},
+    [F_QK_POS] = {"--qk-pos-emb-head-dim", K_VALUE},
+    [F_V_HEAD] = {"--v-head-dim", K_VALUE},
+    [F_MTP] = {"--mtp-num-layers", K_VALUE},
     [F_MBS] = {"--micro-batch-size", K_VALUE},
     [F_GBS] = {"--global-batch-size", K_VALUE},
     [F_RECOMPUTE_ACT] = {"--recompute-activations", K_SWITCH},
@@ -459,6 +490,162 @@ layer_kind(const struct mg *m, struct spsim_model_shape *s)
     return SPSIM_OK;
 }
 
+/* --moe-layer-freq (arguments.py moe_freq_type): an integer N, layer i MoE when i % N == 0
+ * (gpt_layer_specs.py), or, with a '[', a list expression with one entry per layer. */
+static int
+layer_freq(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *has_pattern)
+{
+    s->moe_layer_freq = 1;
+    /* megatron_yaml.c lists, as not modelled, a sequence longer than it keeps. */
+    if (m->yaml && !m->given[F_MOE_FREQ] && strstr(m->unmodelled, "moe_layer_freq"))
+        return flag_error(m, F_MOE_FREQ,
+                          "a list of more than 16 entries is not read: write Megatron's "
+                          "expression, such as \"[0]*3+[1]*58\"");
+    if (!m->given[F_MOE_FREQ] || !strchr(m->value[F_MOE_FREQ], '['))
+        return num32(m, F_MOE_FREQ, s->layers, 1, &s->moe_layer_freq);
+    uint32_t n = 0;
+    const char *why = spsim_moe_pattern_parse(m->value[F_MOE_FREQ], pattern, s->layers, &n);
+    if (why)
+        return flag_error(m, F_MOE_FREQ, "'%s': %s", m->value[F_MOE_FREQ], why);
+    if (n != s->layers)
+        return rule_error(m, F_MOE_FREQ,
+                          "'%s' has %u entries for %u layers (Megatron-LM asserts one per layer)",
+                          m->value[F_MOE_FREQ], n, s->layers);
+    if (!memchr(pattern, 1, n))
+        return flag_error(m, F_MOE_FREQ, "'%s' chooses no mixture-of-experts layer",
+                          m->value[F_MOE_FREQ]);
+    *has_pattern = true;
+    return SPSIM_OK;
+}
+
+/* --moe-expert-capacity-factor: absent or negative is None, dropless (transformer_config.py). */
+static int
+capacity(const struct mg *m, double *out)
+{
+    *out = 0;
+    if (!m->given[F_MOE_CAPACITY])
+        return SPSIM_OK;
+    char *end = NULL;
+    double v = strtod(m->value[F_MOE_CAPACITY], &end);
+    if (end == m->value[F_MOE_CAPACITY] || *end || v != v)
+        return flag_error(m, F_MOE_CAPACITY, "'%s' is not a number", m->value[F_MOE_CAPACITY]);
+    if (v >= 0 && !(v >= 1 && v <= 1000))
+        return flag_error(m, F_MOE_CAPACITY,
+                          "'%s' is not modelled (spsim models a factor in [1, 1000], or "
+                          "dropless)",
+                          m->value[F_MOE_CAPACITY]);
+    *out = v < 0 ? 0 : v;
+    return SPSIM_OK;
+}
+
+/* The routed and shared experts (_add_moe_args and TransformerConfig's moe_* fields), with
+ * Megatron's defaults: top 2, moe_ffn_hidden_size = ffn_hidden_size (arguments.py), every layer
+ * MoE, softmax scores, dropless. */
+static int
+moe_shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *has_pattern)
+{
+    static const char *const scores[] = {"softmax", "sigmoid", NULL}; /* enum spsim_router_score */
+    uint64_t experts = 0, shared = 0;
+    int score = 0;
+    /* 65536: the profiles' bound (model_moe.c), far above any published model. */
+    int rc = num(m, F_EXPERTS, 0, 65536, 0, &experts);
+    if (rc != SPSIM_OK || experts == 0)
+        return rc; /* --num-experts 0 is None (arguments.py) */
+    s->experts = (uint32_t)experts;
+    if ((rc = num32(m, F_MOE_TOPK, s->experts, 2, &s->experts_per_token)) ||
+        (rc = num32(m, F_MOE_FFN, 4194304, s->ffn_hidden, &s->expert_ffn_hidden)) ||
+        (rc = num(m, F_MOE_SHARED, 0, 4194304, 0, &shared)) ||
+        (rc = choice(m, F_MOE_SCORE, scores, 0, &score)) ||
+        (rc = capacity(m, &s->capacity_factor)) || (rc = layer_freq(m, s, pattern, has_pattern)))
+        return rc;
+    s->shared_expert_ffn_hidden = (uint32_t)shared;
+    s->router_score = (enum spsim_router_score)score;
+    return SPSIM_OK;
+}
+
+/* A recipe's q_lora_rank: null is None (no Q compression), which megatron_yaml.c writes "None". */
+static int
+q_lora(const struct mg *m, uint32_t *out)
+{
+    if (m->yaml && m->given[F_Q_LORA] && strcmp(m->value[F_Q_LORA], "None") == 0) {
+        *out = 0;
+        return SPSIM_OK;
+    }
+    /* CLI≠config: the command line's default is None, MLATransformerConfig's 512. */
+    uint64_t v = 0;
+    int rc = num(m, F_Q_LORA, 1, 1048576, m->yaml ? 512 : 0, &v);
+    *out = (uint32_t)v;
+    return rc;
+}
+
+/* Multi-latent attention (_add_mla_args, arguments.py; MLATransformerConfig for a recipe) and
+ * the multi-token-prediction layers. */
+static int
+mla_shape(const struct mg *m, struct spsim_model_shape *s)
+{
+    int rc = num32(m, F_MTP, SPSIM_MODEL_MAX_LAYERS, 0, &s->mtp_layers);
+    if (rc != SPSIM_OK || !m->given[F_MLA])
+        return rc;
+    if (m->given[F_GQA])
+        return rule_error(m, F_GQA,
+                          "Group query attention is mutually exclusive with multi latent "
+                          "attention (arguments.py)");
+    /* Command-line defaults (kv 32, qk 128, rope 64, v 128); MLATransformerConfig's kv 512. */
+    if ((rc = q_lora(m, &s->q_lora_rank)) ||
+        (rc = num32(m, F_KV_LORA, 1048576, m->yaml ? 512 : 32, &s->kv_lora_rank)) ||
+        (rc = num32(m, F_QK_HEAD, 1048576, 128, &s->qk_head_dim)) ||
+        (rc = num32(m, F_QK_POS, 1048576, 64, &s->qk_pos_emb_head_dim)) ||
+        (rc = num32(m, F_V_HEAD, 1048576, 128, &s->v_head_dim)))
+        return rc;
+    /* q_head_dim = qk_head_dim + qk_pos_emb_head_dim (multi_latent_attention.py); kv_channels
+     * is not used. */
+    s->head_dim = s->qk_head_dim + s->qk_pos_emb_head_dim;
+    s->kv_heads = s->heads;
+    return SPSIM_OK;
+}
+
+/* Flags Megatron-LM reads but does not use in this configuration: the MoE ones without
+ * --num-experts, the MLA ranks without --multi-latent-attention, --kv-channels with it. */
+static void
+unused_flags(struct mg *m)
+{
+    bool moe = m->given[F_EXPERTS] && strcmp(m->value[F_EXPERTS], "0") != 0;
+    for (int id = 0; id < F_COUNT; id++) {
+        bool unused = (!moe && id >= F_MOE_TOPK && id <= F_ETP) ||
+                      (!m->given[F_MLA] && id >= F_Q_LORA && id <= F_V_HEAD) ||
+                      (m->given[F_MLA] && id == F_KV_CHANNELS);
+        if (m->given[id] && unused)
+            unmodelled(m, m->shown[id] ? m->shown[id] : flags[id].name);
+    }
+}
+
+/* Expert parallelism: --expert-model-parallel-size (E % ep == 0 and ep > 1 only with experts,
+ * arguments.py), --expert-tensor-parallel-size (absent: tp, model_parallel_config.py, spsim's
+ * 0), --moe-token-dispatcher-type (default allgather, transformer_config.py). */
+static int
+expert_parallel(const struct mg *m, uint32_t experts, struct spsim_parallel *p)
+{
+    static const char *const dispatchers[] = {"allgather", "alltoall", "flex",
+                                              NULL}; /* enum spsim_moe_dispatcher */
+    int d = 0, rc;
+    if ((rc = num32(m, F_EP, 65536, 1, &p->ep)))
+        return rc;
+    if (!experts && p->ep > 1)
+        return rule_error(m, F_EP,
+                          "needs --num-experts (arguments.py: \"num_experts must be non "
+                          "None to use expert model parallelism\")");
+    if (!experts)
+        return SPSIM_OK;
+    if (experts % p->ep)
+        return rule_error(m, F_EP, "%u does not divide --num-experts %u (arguments.py)", p->ep,
+                          experts);
+    if ((rc = num32(m, F_ETP, 65536, 0, &p->etp)) ||
+        (rc = choice(m, F_MOE_DISPATCHER, dispatchers, 0, &d)))
+        return rc;
+    p->moe_dispatcher = (enum spsim_moe_dispatcher)d;
+    return SPSIM_OK;
+}
+
 /* Selective recomputation's modules (--recompute-modules, default core_attn). */
 static int
 recompute_modules(const struct mg *m, struct spsim_parallel *p)
@@ -545,18 +732,6 @@ sharding(const struct mg *m, struct spsim_parallel *p)
     return SPSIM_OK;
 }
 
-/* What Megatron-LM can run that spsim does not model: refused by flag. */
-static int
-unmodelled_parallelism(const struct mg *m)
-{
-    int rc;
-    if ((rc = only(m, F_EP, 1, "expert parallelism is not modelled")))
-        return rc;
-    if (m->given[F_EXPERTS] && strcmp(m->value[F_EXPERTS], "0") != 0)
-        return flag_error(m, F_EXPERTS, "mixture-of-experts layers are not modelled");
-    return SPSIM_OK;
-}
-
 /* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format. */
 static int
 dtype(const struct mg *m, enum spsim_dtype *out)
@@ -624,14 +799,14 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
 }
 
 static int
-parallel(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
+parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_megatron_config *out)
 {
     struct spsim_parallel *p = &out->par;
     uint64_t offload = 0;
     int rc;
     spsim_parallel_defaults(p);
-    if ((rc = unmodelled_parallelism(m)) || (rc = grid(m, layers, out)) || (rc = recompute(m, p)) ||
-        (rc = dtype(m, &p->dtype)) || (rc = fp8(m, p)) ||
+    if ((rc = expert_parallel(m, s->experts, p)) || (rc = grid(m, s->layers, out)) ||
+        (rc = recompute(m, p)) || (rc = dtype(m, &p->dtype)) || (rc = fp8(m, p)) ||
         (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
         (rc = num32(m, F_MBS, 65536, 1, &p->mbs)))
         return rc;
@@ -687,11 +862,12 @@ collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
 }
 
 static int
-shape(const struct mg *m, struct spsim_model_shape *s)
+shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *has_pattern)
 {
     int rc;
     memset(s, 0, sizeof(*s));
     if ((rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
+        (rc = moe_shape(m, s, pattern, has_pattern)) || (rc = mla_shape(m, s)) ||
         (rc = vocabulary(m, &s->vocab)) || (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
         return rc;
     /* The model's positions: --max-position-embeddings, else the sequence. */
@@ -728,10 +904,15 @@ spsim_megatron_parse(const char *text, size_t len, const char *origin,
     struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
     struct spsim_model_shape s;
     char name[128];
+    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
+    bool has_pattern = false;
     model_name(origin, name, sizeof(name));
-    if ((rc = collect(&m, &sc, yaml)) == SPSIM_OK && (rc = shape(&m, &s)) == SPSIM_OK &&
-        (rc = parallel(&m, s.layers, out)) == SPSIM_OK)
-        rc = spsim_model_create(&s, name, &out->model, err);
+    if ((rc = collect(&m, &sc, yaml)) == SPSIM_OK &&
+        (rc = shape(&m, &s, pattern, &has_pattern)) == SPSIM_OK &&
+        (rc = parallel(&m, &s, out)) == SPSIM_OK) {
+        unused_flags(&m);
+        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
+    }
     spsim_sh_free(&sc);
     return rc;
 }

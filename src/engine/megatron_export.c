@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "profiles/profiles.h"
 #include "spsim/megatron.h"
 
 struct out {
@@ -34,7 +35,11 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
     emit(o, "    --num-attention-heads %u \\\n", s->heads);
     if (s->kv_heads != s->heads)
         emit(o, "    --group-query-attention \\\n    --num-query-groups %u \\\n", s->kv_heads);
-    emit(o, "    --kv-channels %u \\\n    --ffn-hidden-size %u \\\n", s->head_dim, s->ffn_hidden);
+    /* Multi-latent attention's heads are qk_head_dim + qk_pos_emb_head_dim wide; it reads no
+     * --kv-channels. */
+    if (!s->kv_lora_rank)
+        emit(o, "    --kv-channels %u \\\n", s->head_dim);
+    emit(o, "    --ffn-hidden-size %u \\\n", s->ffn_hidden);
     emit(o, "    --max-position-embeddings %u \\\n", s->seq_len);
     if (s->mlp == SPSIM_MLP_SWIGLU)
         emit(o, "    --swiglu \\\n");
@@ -54,6 +59,70 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
     emit(o, "    --attention-dropout %s \\\n    --hidden-dropout %s \\\n", p, p);
     /* NullTokenizer takes its size from --vocab-size (megatron/core/tokenizers). */
     emit(o, "    --tokenizer-type NullTokenizer \\\n    --vocab-size %u \\\n", s->vocab);
+}
+
+/* Which layers are MoE: --moe-layer-freq N when the rule is Megatron's alone, else the list as
+ * runs ("[0]*3+[1]*58", arguments.py moe_freq_type), one entry per layer. */
+static void
+layer_freq_flag(struct out *o, const struct spsim_model *model, const struct spsim_model_shape *s)
+{
+    if (!model->moe_pattern && s->moe_first_dense_layers == 0) {
+        if (s->moe_layer_freq > 1)
+            emit(o, "    --moe-layer-freq %u \\\n", s->moe_layer_freq);
+        return;
+    }
+    emit(o, "    --moe-layer-freq ");
+    for (uint32_t i = 0, run; i < s->layers; i += run) {
+        bool moe = spsim_model_layer_is_moe(model, i);
+        for (run = 1; i + run < s->layers && spsim_model_layer_is_moe(model, i + run) == moe;)
+            run++;
+        emit(o, "%s[%d]*%u", i ? "+" : "", moe, run);
+    }
+    emit(o, " \\\n");
+}
+
+/* The routed and shared experts, multi-latent attention and multi-token prediction. */
+static void
+moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim_model_shape *s)
+{
+    if (s->experts) {
+        emit(o, "    --num-experts %u \\\n    --moe-router-topk %u \\\n", s->experts,
+             s->experts_per_token);
+        emit(o, "    --moe-ffn-hidden-size %u \\\n", s->expert_ffn_hidden);
+        if (s->shared_expert_ffn_hidden)
+            emit(o, "    --moe-shared-expert-intermediate-size %u \\\n",
+                 s->shared_expert_ffn_hidden);
+        layer_freq_flag(o, model, s);
+        emit(o, "    --moe-router-score-function %s \\\n",
+             s->router_score == SPSIM_ROUTER_SIGMOID ? "sigmoid" : "softmax");
+        if (s->capacity_factor > 0)
+            emit(o, "    --moe-expert-capacity-factor %.17g \\\n", s->capacity_factor);
+    }
+    if (s->kv_lora_rank) {
+        emit(o, "    --multi-latent-attention \\\n");
+        if (s->q_lora_rank)
+            emit(o, "    --q-lora-rank %u \\\n", s->q_lora_rank);
+        emit(o, "    --kv-lora-rank %u \\\n    --qk-head-dim %u \\\n", s->kv_lora_rank,
+             s->qk_head_dim);
+        emit(o, "    --qk-pos-emb-head-dim %u \\\n    --v-head-dim %u \\\n", s->qk_pos_emb_head_dim,
+             s->v_head_dim);
+    }
+    if (s->mtp_layers)
+        emit(o, "    --mtp-num-layers %u \\\n", s->mtp_layers);
+}
+
+/* Expert parallelism: ep, etp (absent: tp) and the dispatcher (absent: allgather). */
+static void
+expert_flags(struct out *o, const struct spsim_model_shape *s, const struct spsim_parallel *p)
+{
+    if (!s->experts)
+        return;
+    if (p->ep > 1)
+        emit(o, "    --expert-model-parallel-size %u \\\n", p->ep);
+    if (p->etp)
+        emit(o, "    --expert-tensor-parallel-size %u \\\n", p->etp);
+    emit(o, "    --moe-token-dispatcher-type %s \\\n",
+         spsim_moe_dispatcher_name(p->moe_dispatcher));
 }
 
 static void
@@ -115,6 +184,7 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
     emit(o, "    --tensor-model-parallel-size %u \\\n", p->tp);
     emit(o, "    --pipeline-model-parallel-size %u \\\n", p->pp);
     context_flags(o, p);
+    expert_flags(o, s, p);
     if (p->vpp > 1 && p->pp && s->layers % (p->pp * p->vpp) == 0)
         emit(o, "    --num-layers-per-virtual-pipeline-stage %u \\\n",
              s->layers / (p->pp * p->vpp));
@@ -166,6 +236,7 @@ spsim_megatron_format(const struct spsim_model *model, const struct spsim_parall
     emit(&o, "torchrun --nproc_per_node %llu --nnodes %llu pretrain_gpt.py \\\n",
          (unsigned long long)per_node, (unsigned long long)(gpus / per_node));
     model_flags(&o, s);
+    moe_mla_flags(&o, model, s);
     parallel_flags(&o, s, par);
     return o.n;
 }

@@ -27,7 +27,9 @@ enum mode {
     M_PRECISION, /* NeMo's trainer.precision: bf16*, 16*: --bf16, --fp16; 32: nothing */
     M_OPTIM,     /* NeMo's optim.name: distributed_fused_adam: --use-distributed-optimizer */
     M_FP8,       /* a format (Megatron-Bridge) or a boolean (NeMo: true is the hybrid format) */
-    M_OFFLOAD    /* cpu_offloading and its _num_layers: the count counts only when it is on */
+    M_OFFLOAD,   /* cpu_offloading and its _num_layers: the count counts only when it is on */
+    M_PATTERN,   /* moe_layer_freq: a number or expression, or a list of 0/1 ("[0,1,...]") */
+    M_NULLABLE   /* --flag VALUE; null (None) is --flag None, not the field's default */
 };
 
 static const struct {
@@ -64,6 +66,21 @@ static const struct {
     {"context_parallel_size", "--context-parallel-size", M_VALUE},
     {"expert_model_parallel_size", "--expert-model-parallel-size", M_VALUE},
     {"num_moe_experts", "--num-experts", M_VALUE},
+    {"moe_router_topk", "--moe-router-topk", M_VALUE},
+    {"moe_ffn_hidden_size", "--moe-ffn-hidden-size", M_VALUE},
+    {"moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", M_VALUE},
+    {"moe_layer_freq", "--moe-layer-freq", M_PATTERN},
+    {"moe_router_score_function", "--moe-router-score-function", M_VALUE},
+    {"moe_expert_capacity_factor", "--moe-expert-capacity-factor", M_VALUE},
+    {"moe_token_dispatcher_type", "--moe-token-dispatcher-type", M_VALUE},
+    {"expert_tensor_parallel_size", "--expert-tensor-parallel-size", M_VALUE},
+    {"multi_latent_attention", "--multi-latent-attention", M_SWITCH},
+    {"q_lora_rank", "--q-lora-rank", M_NULLABLE},
+    {"kv_lora_rank", "--kv-lora-rank", M_VALUE},
+    {"qk_head_dim", "--qk-head-dim", M_VALUE},
+    {"qk_pos_emb_head_dim", "--qk-pos-emb-head-dim", M_VALUE},
+    {"v_head_dim", "--v-head-dim", M_VALUE},
+    {"mtp_num_layers", "--mtp-num-layers", M_VALUE},
     {"micro_batch_size", "--micro-batch-size", M_VALUE},
     {"global_batch_size", "--global-batch-size", M_VALUE},
     {"recompute_granularity", "--recompute-granularity", M_VALUE},
@@ -226,6 +243,21 @@ entry(const struct ys *y)
     return k;
 }
 
+/* A list of 0/1 for moe_layer_freq, as Megatron's expression "[0,1,...]" in one word. */
+static int
+pattern_list(struct ys *y, size_t k, const char **values, size_t n, uint32_t line)
+{
+    char text[128] = "[";
+    size_t len = 1;
+    for (size_t i = 0; i < n && len < sizeof(text); i++)
+        len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", i ? "," : "", values[i]);
+    if (len + 2 > sizeof(text))
+        return yaml_error(y, line, "a list too long (write Megatron's expression)", "");
+    memcpy(text + len, "]", 2);
+    int rc = add(y, keys[k].flag, line);
+    return rc ? rc : add(y, text, line);
+}
+
 /* A key's scalar value (`values` items for a sequence). */
 static int
 leaf(struct ys *y, const char **values, size_t n, bool null, uint32_t line)
@@ -239,8 +271,12 @@ leaf(struct ys *y, const char **values, size_t n, bool null, uint32_t line)
     }
     if (k == SPSIM_ARRAY_LENGTH(keys))
         return null ? SPSIM_OK : add(y, full, line);
+    if (null && keys[k].mode == M_NULLABLE)
+        return add(y, keys[k].flag, line) ? SPSIM_ENOMEM : add(y, "None", line);
     if (null || n == 0)
         return SPSIM_OK;
+    if (keys[k].mode == M_PATTERN && n > 1)
+        return pattern_list(y, k, values, n, line);
     if (keys[k].mode == M_OFFLOAD && strcmp(keys[k].key, "cpu_offloading") == 0) {
         y->offload = boolean(values[0]);
         return y->offload < 0 ? yaml_error(y, line, "must be true or false, got ", values[0])
@@ -256,7 +292,7 @@ leaf(struct ys *y, const char **values, size_t n, bool null, uint32_t line)
         if (strstr(values[i], "${") && !(values[i] = interpolation(y, values[i])))
             return yaml_error(y, line, "an interpolation spsim cannot resolve (write the value)",
                               "");
-    if (keys[k].mode != M_VALUE)
+    if (keys[k].mode != M_VALUE && keys[k].mode != M_NULLABLE && keys[k].mode != M_PATTERN)
         return n == 1 ? special(y, k, values[0], line)
                       : yaml_error(y, line, "must be one value", "");
     int rc = add(y, keys[k].flag, line);

@@ -401,3 +401,28 @@ spsim_model_layer_is_moe(const struct spsim_model *model, uint32_t layer)
 {
     return spsim_moe_layer_in(&model->shape, model->moe_pattern, layer);
 }
+
+int
+spsim_model_create_pattern(const struct spsim_model_shape *shape, const uint8_t *pattern,
+                           const char *name, struct spsim_model **out, struct spsim_error *err)
+{
+    if (!pattern || !shape)
+        return spsim_model_create(shape, name, out, err);
+    struct spsim_jctx c = {name ? name : "custom", err};
+    if (shape->layers < 1 || shape->layers > SPSIM_MODEL_MAX_LAYERS)
+        return spsim_model_create(shape, name, out, err); /* its error names layers */
+    int rc = spsim_model_check_moe(shape, pattern, &c);
+    if (rc != SPSIM_OK)
+        return rc;
+    uint8_t *copy = spsim_calloc(shape->layers, 1);
+    if (!copy)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    memcpy(copy, pattern, shape->layers);
+    if ((rc = spsim_model_create(shape, name, out, err)) != SPSIM_OK) {
+        free(copy);
+        return rc;
+    }
+    (*out)->moe_pattern = copy;
+    (*out)->moe_layers = spsim_moe_layer_count(shape, copy);
+    return SPSIM_OK;
+}

@@ -158,6 +158,11 @@ uint32_t spsim_moe_layer_count(const struct spsim_model_shape *m, const uint8_t 
 /** Megatron's --moe-layer-freq list expression ("[0]*3+[1]*58", "([1]*3+[0])*2", "[1,0]") into
  * out (at most cap entries, *n written); NULL, or the reason it is refused. */
 const char *spsim_moe_pattern_parse(const char *text, uint8_t *out, uint32_t cap, uint32_t *n);
+/** spsim_model_create() keeping an explicit MoE layer pattern (one byte per layer, copied;
+ * NULL: the shape's rule), checked as a profile's moe_layer_pattern is (Megatron-LM import). */
+int spsim_model_create_pattern(const struct spsim_model_shape *shape, const uint8_t *pattern,
+                               const char *name, struct spsim_model **out,
+                               struct spsim_error *err);
 
 /** Per-TP-rank parameter counts. */
 uint64_t spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, bool *ok);

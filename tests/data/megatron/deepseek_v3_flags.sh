@@ -1,0 +1,118 @@
+# The flags of examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh, NVIDIA/Megatron-LM at
+# d98e8a64ddf34856e74b24714e3bedb2f5a39553 (2026-08-22): PRETRAIN_ARGS with the script's
+# defaults (TP=1, EP=8, MBS=4, GBS=2048) and its USE_MEGATRON_FSDP=1 additions
+# (SHARDING_STRATEGY=optim_grads_params), in its order; the path flags (--data-cache-path,
+# --data-path, --load, --save, --tensorboard-dir) left out.
+--distributed-timeout-minutes 60
+--tensor-model-parallel-size 1
+--expert-model-parallel-size 8
+--expert-tensor-parallel-size 1
+--context-parallel-size 1
+--use-distributed-optimizer
+--overlap-grad-reduce
+--overlap-param-gather
+--use-mcore-models
+--sequence-parallel
+--use-flash-attn
+--disable-bias-linear
+--micro-batch-size 4
+--global-batch-size 2048
+--train-samples 585937500
+--exit-duration-in-mins 220
+--no-check-for-nan-in-loss-and-grad
+--manual-gc
+--manual-gc-interval 10
+--recompute-granularity selective
+--recompute-modules mlp moe mla_up_proj layernorm
+--transformer-impl transformer_engine
+--seq-length 4096
+--tokenizer-type HuggingFaceTokenizer
+--tokenizer-model deepseek-ai/DeepSeek-V3
+--split 99,1,0
+--no-mmap-bin-files
+--no-create-attention-mask-in-dataloader
+--num-workers 6
+--num-layers 61
+--hidden-size 7168
+--ffn-hidden-size 18432
+--num-attention-heads 128
+--kv-channels 128
+--max-position-embeddings 4096
+--position-embedding-type rope
+--rotary-base 10000
+--make-vocab-size-divisible-by 3232
+--normalization RMSNorm
+--norm-epsilon 1e-6
+--swiglu
+--untie-embeddings-and-output-weights
+--multi-latent-attention
+--attention-dropout 0.0
+--hidden-dropout 0.0
+--clip-grad 1.0
+--weight-decay 0.1
+--qk-layernorm
+--lr-decay-samples 584765624
+--lr-warmup-samples 1536000
+--lr-warmup-init 3.9e-7
+--lr 3.9e-6
+--min-lr 3.9e-7
+--lr-decay-style cosine
+--adam-beta1 0.9
+--adam-beta2 0.95
+--num-experts 256
+--moe-layer-freq [0]*3+[1]*58
+--moe-ffn-hidden-size 2048
+--moe-shared-expert-intermediate-size 2048
+--moe-router-load-balancing-type seq_aux_loss
+--moe-router-topk 8
+--moe-token-dispatcher-type flex
+--moe-flex-dispatcher-backend hybridep
+--moe-router-pre-softmax
+--moe-grouped-gemm
+--moe-aux-loss-coeff 1e-4
+--moe-router-group-topk 4
+--moe-router-num-groups 8
+--moe-router-topk-scaling-factor 2.5
+--moe-router-score-function sigmoid
+--moe-router-enable-expert-bias
+--moe-router-bias-update-rate 1e-3
+--moe-router-dtype fp32
+--moe-permute-fusion
+--moe-router-force-load-balancing
+--q-lora-rank 1536
+--kv-lora-rank 512
+--qk-head-dim 128
+--qk-pos-emb-head-dim 64
+--v-head-dim 128
+--rotary-scaling-factor 40
+--mscale 1.0
+--mscale-all-dim 1.0
+--mtp-num-layers 1
+--mtp-loss-scaling-factor 0.1
+--eval-iters 32
+--eval-interval 100
+--auto-detect-ckpt-format
+--save-interval 100
+--dist-ckpt-strictness log_all
+--init-method-std 0.02
+--log-timers-to-tensorboard
+--log-memory-to-tensorboard
+--log-num-zeros-in-grad
+--log-params-norm
+--log-validation-ppl-to-tensorboard
+--log-throughput
+--log-interval 1
+--logging-level 40
+--bf16
+--enable-experimental
+--use-megatron-fsdp
+--data-parallel-sharding-strategy optim_grads_params
+--no-gradient-accumulation-fusion
+--use-distributed-optimizer
+--calculate-per-token-loss
+--init-model-with-meta-device
+--ckpt-format fsdp_dtensor
+--fsdp-double-buffer
+--use-nccl-ub
+--megatron-fsdp-grad-comm-dtype bf16
+--megatron-fsdp-main-grads-dtype bf16

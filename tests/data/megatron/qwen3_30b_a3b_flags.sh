@@ -1,0 +1,53 @@
+# The flags of examples/rl/model_configs/qwen3_30b_a3b_moe.sh, NVIDIA/Megatron-LM at
+# d98e8a64ddf34856e74b24714e3bedb2f5a39553 (2026-08-22): ENV_DEPENDENT's batch and
+# MODEL_OPTIONS with the script's defaults (TP=4, PP=1, EP=2, MICRO_BATCH_SIZE=1,
+# TRAINING_BATCH_SIZE=256, MAX_SEQ_LENGTH=8192, MAX_INFERENCE_BS=32); the GRPO, checkpoint and
+# optimizer flags left out.
+--micro-batch-size 1
+--global-batch-size 256
+--seq-length 8192
+--inference-max-seq-length 8192
+--inference-max-requests 32
+--no-use-tokenizer-model-from-checkpoint-args
+--bf16
+--tensor-model-parallel-size 4
+--pipeline-model-parallel-size 1
+--expert-model-parallel-size 2
+--attention-backend flash
+--transformer-impl transformer_engine
+--te-rng-tracker
+--tokenizer-type HuggingFaceTokenizer
+--tokenizer-model Qwen/Qwen3-30B-A3B
+--tokenizer-hf-include-special-tokens
+--untie-embeddings-and-output-weights
+--num-layers 48
+--hidden-size 2048
+--ffn-hidden-size 6144
+--num-attention-heads 32
+--kv-channels 128
+--max-position-embeddings 8192
+--group-query-attention
+--num-query-groups 4
+--normalization RMSNorm
+--norm-epsilon 1e-6
+--position-embedding-type rope
+--rotary-percent 1.0
+--rotary-base 1000000
+--use-rotary-position-embeddings
+--swiglu
+--disable-bias-linear
+--num-experts 128
+--moe-router-topk 8
+--moe-ffn-hidden-size 768
+--moe-aux-loss-coeff 0.001
+--moe-router-load-balancing-type aux_loss
+--attention-dropout 0.0
+--hidden-dropout 0.0
+--no-masked-softmax-fusion
+--attention-softmax-in-fp32
+--vocab-size 151936
+--make-vocab-size-divisible-by 128
+--dist-ckpt-strictness log_unexpected
+--qk-layernorm
+--moe-token-dispatcher-type alltoall
+--moe-layer-freq 1

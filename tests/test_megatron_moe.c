@@ -1,0 +1,287 @@
+/*
+ * Mixture-of-experts, multi-latent-attention and multi-token-prediction launch lines (issues 11
+ * and 13): the flags of Megatron-LM's own MoE examples (tests/data/megatron, the *_flags.sh files)
+ * read into the shape and the configuration, each parameter total worked here by hand from the
+ * model's published shape and held against its published total; then --format megatron read
+ * back over sweeps of MoE configurations (ep, etp, dispatcher) and MLA/MTP models.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* A fixture's text with `extra` appended to its last line (argparse keeps a flag's last
+ * value). */
+static char *
+fixture(const char *name, const char *extra)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/megatron/%s", getenv("SPSIM_DATA_DIR"), name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    char *buf = malloc(1 << 16);
+    size_t len = fread(buf, 1, (1 << 16) - 1 - strlen(extra), f);
+    fclose(f);
+    while (len && buf[len - 1] == '\n')
+        len--;
+    memcpy(buf + len, extra, strlen(extra) + 1);
+    return buf;
+}
+
+static void
+parse_ok(const char *text, const char *origin, struct spsim_megatron_config *mc)
+{
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse(text, strlen(text), origin, mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+}
+
+static void
+assert_refused(const char *text, int rc, const char *message)
+{
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err), rc);
+    ck_assert_str_eq(err.message, message);
+}
+
+/* Published totals are rounded to their last digit: the exact count is within half of it. */
+static void
+assert_published(uint64_t count, double published, double unit)
+{
+    ck_assert_msg(fabs((double)count - published) <= unit / 2, "%llu against %g",
+                  (unsigned long long)count, published);
+}
+
+/* examples/mixtral/train_mixtral_8x7b_distributed.sh: its Llama2Tokenizer is a file spsim does
+ * not read; with its 32000 tokens (Mixtral's config.json vocab_size) the model is Mixtral 8x7B:
+ * per layer GQA attention h·(a·d + 2·g·d) + a·d·h, two RMSNorms, the h×E router and 8 SwiGLU
+ * experts 3·h·f; untied embedding and head, final norm. */
+START_TEST(mixtral_example)
+{
+    char *text = fixture("mixtral_8x7b_flags.sh", "");
+    assert_refused(text, SPSIM_EFIELD,
+                   "launch.sh: --vocab-size: missing: spsim reads no tokenizer file, so give the "
+                   "vocabulary's size (--vocab-size N)");
+    free(text);
+    text = fixture("mixtral_8x7b_flags.sh", " --vocab-size 32000\n");
+    struct spsim_megatron_config mc;
+    parse_ok(text, "mixtral.sh", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->experts == 8 && s->experts_per_token == 2 && s->moe_layer_freq == 1);
+    ck_assert_uint_eq(s->expert_ffn_hidden, 14336); /* absent: --ffn-hidden-size */
+    ck_assert(s->shared_expert_ffn_hidden == 0 && s->capacity_factor == 0 && !s->kv_lora_rank);
+    ck_assert_int_eq(s->router_score, SPSIM_ROUTER_SOFTMAX);
+    uint64_t h = 4096, layer = h * (32 * 128 + 2 * 8 * 128) + 32 * 128 * h + 2 * h + h * 8 +
+                               8 * 3 * h * 14336;
+    uint64_t total = 32 * layer + 2 * 32000 * h + h;
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), total);
+    /* 46.7B total (Mistral AI's release of Mixtral 8x7B; Jiang et al. 2024 §2: 47B). */
+    assert_published(total, 46.7e9, 0.1e9);
+    ck_assert(mc.par.tp == 1 && mc.par.pp == 4 && mc.par.dp == 2 && mc.par.ep == 8);
+    ck_assert(mc.par.etp == 0 && mc.par.moe_dispatcher == SPSIM_MOE_ALLTOALL);
+    ck_assert(mc.par.distributed_optimizer && mc.par.overlap_grad_reduce);
+    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--moe-grouped-gemm"));
+    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--moe-aux-loss-coeff"));
+    /* As written, one node: tp·cp·dp = 2 ranks of a stage cannot hold ep 8 (parallel_state.py
+     * refuses it too); four nodes (32 GPUs, dp 8) evaluate. */
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_parallel_check(mc.model, hw, &mc.par, NULL, &err), SPSIM_ECONFIG);
+    spsim_model_destroy(mc.model);
+    memcpy(strstr(text, "--nnodes 1"), "--nnodes 4", 10);
+    parse_ok(text, "mixtral.sh", &mc);
+    ck_assert_uint_eq(mc.par.dp, 8);
+    struct spsim_result r;
+    ck_assert_msg(spsim_evaluate(mc.model, hw, &mc.par, &r, &err) == SPSIM_OK, "%s", err.message);
+    spsim_model_destroy(mc.model);
+    spsim_hardware_destroy(hw);
+    free(text);
+}
+END_TEST
+
+/* examples/rl/model_configs/qwen3_30b_a3b_moe.sh: Qwen3-30B-A3B, 48 layers of 128 experts of
+ * 768, top 8, QK-norm (2·d per layer), vocabulary 151936 untied. */
+START_TEST(qwen3_example)
+{
+    char *text = fixture("qwen3_30b_a3b_flags.sh", "");
+    struct spsim_megatron_config mc;
+    parse_ok(text, "qwen3.sh", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->experts == 128 && s->experts_per_token == 8 && s->expert_ffn_hidden == 768);
+    ck_assert(s->kv_heads == 4 && s->head_dim == 128 && s->qk_norm && s->moe_layer_freq == 1);
+    uint64_t h = 2048, att = h * (32 * 128 + 2 * 4 * 128) + 32 * 128 * h + 2 * 128;
+    uint64_t rest = att + 2 * h + h * 128, expert = 3 * h * 768;
+    uint64_t total = 48 * (rest + 128 * expert) + 2 * 151936 * h + h;
+    uint64_t active = 48 * (rest + 8 * expert) + 2 * 151936 * h + h;
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), total);
+    ck_assert_uint_eq(spsim_model_active_parameters(mc.model, 1), active);
+    /* 30.5B total, 3.3B activated (Qwen3 technical report arXiv:2505.09388, Table 2). */
+    assert_published(total, 30.5e9, 0.1e9);
+    assert_published(active, 3.3e9, 0.2e9);
+    /* The shipped profile has the same shape. */
+    struct spsim_model *shipped = testutil_model_named("qwen3-30b-a3b");
+    ck_assert_uint_eq(spsim_model_parameters(shipped, 4), spsim_model_parameters(mc.model, 4));
+    spsim_model_destroy(shipped);
+    ck_assert(mc.par.tp == 4 && mc.par.ep == 2 && mc.par.etp == 0 && mc.par.seq == 8192);
+    ck_assert(mc.par.moe_dispatcher == SPSIM_MOE_ALLTOALL && mc.par.gbs == 256);
+    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--moe-router-load-balancing-type"));
+    spsim_model_destroy(mc.model);
+    free(text);
+}
+END_TEST
+
+/* DeepSeek's MLA attention by hand (multi_latent_attention.py; DeepSeek-V2 arXiv:2405.04434
+ * §2.1): Q down h·r_q and its norm r_q, then up r_q·n·(d_qk + d_r) (or, r_q = 0, h·n·(d_qk +
+ * d_r) directly); KV down h·(r_kv + d_r), norm r_kv, up r_kv·n·(d_qk + d_v); output n·d_v·h. */
+static uint64_t
+mla(uint64_t h, uint64_t n, uint64_t rq, uint64_t rkv)
+{
+    uint64_t q = rq ? h * rq + rq + rq * n * 192 : h * n * 192;
+    return q + h * (rkv + 64) + rkv + rkv * n * 256 + n * 128 * h;
+}
+
+/* examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh: its vocabulary padding (3232) is refused
+ * at its line; with DeepSeek's 129280 tokens (config.json) and Megatron's 128 it is DeepSeek-V3:
+ * 3 dense layers (FFN 18432) and 58 MoE layers of 256 experts of 2048 plus one shared, the MTP
+ * layer (one more MoE layer, enorm, hnorm, its final norm and eh_proj 2h·h). */
+START_TEST(deepseek_v3_example)
+{
+    char *text = fixture("deepseek_v3_flags.sh", "");
+    assert_refused(text, SPSIM_EFIELD,
+                   "launch.sh:43: --make-vocab-size-divisible-by: another vocabulary padding is "
+                   "not modelled (only 128 is)");
+    free(text);
+    text = fixture("deepseek_v3_flags.sh", "\n--make-vocab-size-divisible-by 128\n"
+                                           "--vocab-size 129280\n");
+    struct spsim_megatron_config mc;
+    parse_ok(text, "deepseek.sh", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->q_lora_rank == 1536 && s->kv_lora_rank == 512 && s->qk_head_dim == 128);
+    ck_assert(s->qk_pos_emb_head_dim == 64 && s->v_head_dim == 128 && s->head_dim == 192);
+    ck_assert(s->kv_heads == 128 && s->mtp_layers == 1 && s->router_score == SPSIM_ROUTER_SIGMOID);
+    ck_assert(s->experts == 256 && s->experts_per_token == 8 && s->expert_ffn_hidden == 2048);
+    ck_assert_uint_eq(s->shared_expert_ffn_hidden, 2048);
+    for (uint32_t i = 0; i < 61; i++) /* --moe-layer-freq [0]*3+[1]*58 */
+        ck_assert(spsim_model_layer_is_moe(mc.model, i) == (i >= 3));
+    uint64_t h = 7168, att = mla(h, 128, 1536, 512), expert = 3 * h * 2048;
+    uint64_t dense = att + 2 * h + 3 * h * 18432, moe = att + 2 * h + h * 256 + expert;
+    uint64_t main_model = 3 * dense + 58 * (moe + 256 * expert) + 2 * 129280 * h + h;
+    /* 671B total (DeepSeek-V3 technical report arXiv:2412.19437, abstract), without MTP. */
+    assert_published(main_model, 671e9, 1e9);
+    uint64_t mtp = moe + 256 * expert + 3 * h + 2 * h * h;
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), main_model + mtp);
+    struct spsim_model *shipped = testutil_model_named("deepseek-v3");
+    ck_assert_uint_eq(spsim_model_parameters(shipped, 1), main_model + mtp);
+    spsim_model_destroy(shipped);
+    ck_assert(mc.par.tp == 1 && mc.par.ep == 8 && mc.par.etp == 1 && mc.par.mbs == 4);
+    ck_assert(mc.par.moe_dispatcher == SPSIM_MOE_FLEX && mc.par.zero == 3 && mc.par.gbs == 2048);
+    /* Megatron's MLA reads no --kv-channels: listed, as the flags spsim does not model are. */
+    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--kv-channels"));
+    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--moe-router-group-topk"));
+    spsim_model_destroy(mc.model);
+    free(text);
+}
+END_TEST
+
+/* examples/post_training/modelopt/conf/deepseek-ai/DeepSeek-V2-Lite.sh: no --q-lora-rank (the
+ * command line's default None: Q projected directly), "([0]+[1]*26)", 64 experts of 1408, top
+ * 6, shared 2816; vocabulary 102400 (config.json; its padding 3200 = 102400/32 replaced). */
+START_TEST(deepseek_v2_lite_example)
+{
+    char *text = fixture("deepseek_v2_lite_flags.sh", "\n--make-vocab-size-divisible-by 128\n"
+                                                      "--vocab-size 102400\n");
+    struct spsim_megatron_config mc;
+    parse_ok(text, "v2lite.sh", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->q_lora_rank == 0 && s->kv_lora_rank == 512 && s->head_dim == 192);
+    ck_assert(s->experts == 64 && s->experts_per_token == 6 && s->expert_ffn_hidden == 1408);
+    ck_assert(s->shared_expert_ffn_hidden == 2816 && s->mtp_layers == 0);
+    for (uint32_t i = 0; i < 27; i++)
+        ck_assert(spsim_model_layer_is_moe(mc.model, i) == (i >= 1));
+    uint64_t h = 2048, att = mla(h, 16, 0, 512), expert = 3 * h * 1408;
+    uint64_t dense = att + 2 * h + 3 * h * 10944;
+    uint64_t moe = att + 2 * h + h * 64 + 3 * h * 2816 + 64 * expert;
+    uint64_t total = dense + 26 * moe + 2 * 102400 * h + h;
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), total);
+    /* 15.7B total (DeepSeek-V2 report arXiv:2405.04434, Appendix B: DeepSeek-V2-Lite). */
+    assert_published(total, 15.7e9, 0.1e9);
+    ck_assert(mc.par.ep == 1 && mc.par.moe_dispatcher == SPSIM_MOE_ALLTOALL);
+    spsim_model_destroy(mc.model);
+    free(text);
+}
+END_TEST
+
+/* A Megatron-Bridge recipe: TransformerConfig's MoE and MLA fields, a moe_layer_freq list, and
+ * MLATransformerConfig's defaults where a key is absent (q_lora_rank and kv_lora_rank 512, not
+ * the command line's None and 32); q_lora_rank: null is None. */
+START_TEST(bridge_recipe)
+{
+    static const char head[] =
+        "model:\n  num_layers: 4\n  hidden_size: 256\n  num_attention_heads: 8\n"
+        "  ffn_hidden_size: 1024\n  seq_length: 512\n  vocab_size: 1000\n"
+        "  normalization: RMSNorm\n  gated_linear_unit: true\n  add_bias_linear: false\n"
+        "  bf16: true\n  num_moe_experts: 8\n  moe_router_topk: 2\n  moe_ffn_hidden_size: 128\n"
+        "  moe_shared_expert_intermediate_size: 256\n  moe_router_score_function: sigmoid\n"
+        "  moe_expert_capacity_factor: null\n  moe_token_dispatcher_type: alltoall\n"
+        "  expert_model_parallel_size: 4\n  expert_tensor_parallel_size: 1\n"
+        "  multi_latent_attention: true\n  qk_head_dim: 32\n  qk_pos_emb_head_dim: 16\n"
+        "  v_head_dim: 32\n  mtp_num_layers: 1\n";
+    char yaml[2048];
+    snprintf(yaml, sizeof(yaml),
+             "%s  moe_layer_freq: [0, 1, 1, 1]\n  q_lora_rank: null\n"
+             "  kv_lora_rank: 64\ntrain:\n  global_batch_size: 8\n",
+             head);
+    struct spsim_megatron_config mc;
+    parse_ok(yaml, "bridge.yaml", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->experts == 8 && s->experts_per_token == 2 && s->expert_ffn_hidden == 128);
+    ck_assert(s->shared_expert_ffn_hidden == 256 && s->router_score == SPSIM_ROUTER_SIGMOID);
+    ck_assert(s->capacity_factor == 0 && s->mtp_layers == 1 && s->head_dim == 48);
+    ck_assert(s->q_lora_rank == 0 && s->kv_lora_rank == 64 && s->v_head_dim == 32);
+    for (uint32_t i = 0; i < 4; i++)
+        ck_assert(spsim_model_layer_is_moe(mc.model, i) == (i >= 1));
+    ck_assert(mc.par.ep == 4 && mc.par.etp == 1 && mc.par.moe_dispatcher == SPSIM_MOE_ALLTOALL);
+    ck_assert_str_eq(mc.unmodelled, "");
+    spsim_model_destroy(mc.model);
+    snprintf(yaml, sizeof(yaml), "%s  moe_layer_freq: \"[0]+[1]*3\"\n", head);
+    parse_ok(yaml, "bridge.yaml", &mc);
+    s = spsim_model_get_shape(mc.model);
+    ck_assert(s->q_lora_rank == 512 && s->kv_lora_rank == 512);
+    ck_assert(!spsim_model_layer_is_moe(mc.model, 0) && spsim_model_layer_is_moe(mc.model, 3));
+    spsim_model_destroy(mc.model);
+    /* A list longer than the reader keeps is refused, not read as every layer MoE. */
+    snprintf(yaml, sizeof(yaml),
+             "%s  moe_layer_freq: [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n", head);
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_megatron_parse(yaml, strlen(yaml), "long.yaml", &mc, &err),
+                     SPSIM_EFIELD);
+    ck_assert_str_eq(err.message, "long.yaml: moe_layer_freq (--moe-layer-freq): a list of more "
+                                  "than 16 entries is not read: write Megatron's expression, "
+                                  "such as \"[0]*3+[1]*58\"");
+}
+END_TEST
+
+static Suite *
+megatron_moe_suite(void)
+{
+    Suite *s = suite_create("megatron_moe");
+    TCase *tc = tcase_create("examples");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, mixtral_example);
+    tcase_add_test(tc, qwen3_example);
+    tcase_add_test(tc, deepseek_v3_example);
+    tcase_add_test(tc, deepseek_v2_lite_example);
+    tcase_add_test(tc, bridge_recipe);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return testutil_run(megatron_moe_suite());
+}
