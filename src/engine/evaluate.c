@@ -378,10 +378,12 @@ static uint64_t
 rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r,
                        bool *ok)
 {
+    if (!x->moe)
+        return 0; /* the dense path: no rank_built/rank_dense per candidate rank */
     uint64_t layers = rank_built(x, r) - rank_dense(x, r);
     if (r == x->p - 1 && le->params_mtp && mtp_layer(le, x) == &le->layer) /* MoE MTP layers */
         layers += x->model->shape.mtp_layers;
-    return x->moe ? spsim_mul(layers, le->params_layer_experts, ok) : 0;
+    return spsim_mul(layers, le->params_layer_experts, ok);
 }
 
 /* The D depths' parameters on the last stage: each its own (enorm, hnorm, eh_proj,
@@ -793,8 +795,10 @@ memo_time(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, enum sp
     uint64_t h = (bits ^ ((uint64_t)op << 56) ^ ((uint64_t)g.size << 24) ^ g.per_domain) *
                  0x9E3779B97F4A7C15ull;
     struct spsim_coll_memo_slot *s = &memo->slot[h >> 56 & (SPSIM_COLL_MEMO_SLOTS - 1)];
+    uint64_t slot_bits; /* the same bits (not ==: a hit must be what a run gives, -0 and NaN) */
+    memcpy(&slot_bits, &s->bytes, sizeof(slot_bits));
     if (s->hw == hw && s->op == (uint32_t)op && s->size == g.size &&
-        s->per_domain == g.per_domain && memcmp(&s->bytes, &bytes, sizeof(bytes)) == 0) {
+        s->per_domain == g.per_domain && slot_bits == bits) {
         *out = s->out;
         return SPSIM_OK;
     }

@@ -182,6 +182,37 @@ quote_names(struct spsim_sweep *sw, struct spsim_error *err)
     return SPSIM_OK;
 }
 
+/* The layer configuration is a function of these axes' digits (single-valued ones add
+ * nothing to the number: digit 0 of radix 1). */
+static const int layer_key_axes[] = {SPSIM_AXIS_MODEL,      SPSIM_AXIS_HW,
+                                     SPSIM_AXIS_TP,         SPSIM_AXIS_SP,
+                                     SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
+                                     SPSIM_AXIS_SEQ,        SPSIM_AXIS_FLASH_ATTN,
+                                     SPSIM_AXIS_DTYPE,      SPSIM_AXIS_RECOMPUTE_MODULES,
+                                     SPSIM_AXIS_CP,         SPSIM_AXIS_CP_COMM_TYPE,
+                                     SPSIM_AXIS_FP8_RECIPE, SPSIM_AXIS_EP,
+                                     SPSIM_AXIS_ETP,        SPSIM_AXIS_MOE_DISPATCHER};
+
+/* The multi-valued ones among them, in that order (sw->key_axes). */
+static void
+find_key_axes(struct spsim_sweep *sw)
+{
+    sw->nkey_axes = 0;
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(layer_key_axes); i++)
+        if (sw->n[layer_key_axes[i]] > 1)
+            sw->key_axes[sw->nkey_axes++] = (uint8_t)layer_key_axes[i];
+}
+
+/* Their digits' mixed-radix number. */
+static uint64_t
+layer_key(const struct spsim_sweep *sw, const uint32_t *d)
+{
+    uint64_t key = 0;
+    for (uint32_t i = 0; i < sw->nkey_axes; i++)
+        key = key * sw->n[sw->key_axes[i]] + d[sw->key_axes[i]];
+    return key;
+}
+
 /* Enough slots that the layer keys met while the outer axes stay put never collide: the
  * product of the key axes nested inside tp (they vary faster than pp, dp, vpp), capped so a
  * thread keeps a few megabytes. */
@@ -229,6 +260,7 @@ spsim_sweep_create(const struct spsim_sweep_spec *spec, struct spsim_sweep **out
         return rc;
     }
     sw->cache_slots = cache_slots(sw);
+    find_key_axes(sw);
     *out = sw;
     return SPSIM_OK;
 }
@@ -596,26 +628,6 @@ spsim_sweep_worker_free(struct spsim_sweep_worker *w)
     free(w->top);
     spsim_row_writer_free(&w->rows);
     memset(w, 0, sizeof(*w));
-}
-
-/* The layer configuration is a function of these axes' digits: their mixed-radix number. */
-static uint64_t
-layer_key(const struct spsim_sweep *sw, const uint32_t *d)
-{
-    static const int key_axes[] = {SPSIM_AXIS_MODEL,     SPSIM_AXIS_HW,
-                                   SPSIM_AXIS_TP,        SPSIM_AXIS_SP,
-                                   SPSIM_AXIS_RECOMPUTE, SPSIM_AXIS_MBS,
-                                   SPSIM_AXIS_SEQ,       SPSIM_AXIS_FLASH_ATTN,
-                                   SPSIM_AXIS_DTYPE,     SPSIM_AXIS_RECOMPUTE_MODULES,
-                                   SPSIM_AXIS_CP,        SPSIM_AXIS_CP_COMM_TYPE,
-                                   SPSIM_AXIS_FP8_RECIPE};
-    static const int moe_axes[] = {SPSIM_AXIS_EP, SPSIM_AXIS_ETP, SPSIM_AXIS_MOE_DISPATCHER};
-    uint64_t key = 0;
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(key_axes); i++)
-        key = key * sw->n[key_axes[i]] + d[key_axes[i]];
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(moe_axes); i++)
-        key = key * sw->n[moe_axes[i]] + d[moe_axes[i]];
-    return key;
 }
 
 /*

@@ -20,11 +20,13 @@ struct spsim_sweep_spec {
 };
 
 struct spsim_sweep {
-    uint32_t n[SPSIM_AXIS_COUNT];            /* values per axis (1 for an unset axis) */
-    int64_t *v[SPSIM_AXIS_COUNT];            /* the values */
-    uint64_t size;                           /* product of n */
-    bool use_gpus;                           /* dp derived from the gpus axis */
-    bool auto_pipeline;                      /* pp or vpp takes "auto" somewhere */
+    uint32_t n[SPSIM_AXIS_COUNT];       /* values per axis (1 for an unset axis) */
+    int64_t *v[SPSIM_AXIS_COUNT];       /* the values */
+    uint64_t size;                      /* product of n */
+    bool use_gpus;                      /* dp derived from the gpus axis */
+    bool auto_pipeline;                 /* pp or vpp takes "auto" somewhere */
+    uint8_t key_axes[SPSIM_AXIS_COUNT]; /* the layer key's multi-valued axes (sweep.c) */
+    uint32_t nkey_axes;
     bool skip_inert;                         /* from the spec (optimize's space) */
     uint32_t nactive;                        /* axes of more than one value, */
     uint8_t active[SPSIM_AXIS_COUNT];        /* outermost first */
