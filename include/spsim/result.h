@@ -201,20 +201,20 @@ struct spsim_comm_report {
 /** Times of one iteration on the slowest pipeline stage. Seconds unless named otherwise. */
 struct spsim_time_report {
     double iteration_s;
-    double forward_s;         /**< forward computation of all micro-batches (critical stage) */
-    double backward_s;        /**< backward computation (recompute excluded) */
-    double recompute_s;       /**< recomputation (selective or full) */
-    double tp_exposed_s;      /**< TP communication not hidden */
-    double cp_exposed_s;      /**< CP exchanges not hidden behind attention */
-    double pp_bubble_s;       /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
-    double pp_p2p_s;          /**< exposed point-to-point sends */
-    double dp_exposed_s;      /**< exposed data-parallel gradient reduction */
+    double forward_s;    /**< forward computation of all micro-batches (critical stage) */
+    double backward_s;   /**< backward computation (recompute excluded) */
+    double recompute_s;  /**< recomputation (selective or full) */
+    double tp_exposed_s; /**< TP communication not hidden */
+    double cp_exposed_s; /**< CP exchanges not hidden behind attention */
+    double pp_bubble_s;  /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
+    double pp_p2p_s;     /**< exposed point-to-point sends */
+    double dp_exposed_s; /**< exposed data-parallel gradient reduction */
     /** The first and last pipeline stages' AllReduce of the tied word embedding's gradient
      * (Megatron finalize_model_grads, after the DP reduction; 0 unless pp > 1 and tied). */
     double tied_embedding_allreduce_s;
-    double optimizer_s;       /**< optimizer step (memory-bound) */
-    double offload_exposed_s; /**< CPU offload copies not hidden behind the layers' compute */
-    double ep_exposed_s;      /**< MoE token dispatch and combine (on the critical path) */
+    double optimizer_s;             /**< optimizer step (memory-bound) */
+    double offload_exposed_s;       /**< CPU offload copies not hidden behind the layers' compute */
+    double ep_exposed_s;            /**< MoE token dispatch and combine (on the critical path) */
     double offload_d2h_s_per_layer; /**< one offloaded layer's copy to host memory */
     double offload_h2d_s_per_layer; /**< its reload before its backward */
     double microbatch_s;            /**< one micro-batch's forward+backward on the critical stage */

@@ -152,8 +152,7 @@ int spsim_model_read_moe(const struct spsim_jctx *c, const struct cJSON *root,
 int spsim_model_check_moe(const struct spsim_model_shape *m, const uint8_t *pattern,
                           const struct spsim_jctx *c);
 /** Whether layer is MoE under the shape's rule or the explicit pattern (NULL: the rule). */
-bool spsim_moe_layer_in(const struct spsim_model_shape *m, const uint8_t *pattern,
-                        uint32_t layer);
+bool spsim_moe_layer_in(const struct spsim_model_shape *m, const uint8_t *pattern, uint32_t layer);
 uint32_t spsim_moe_layer_count(const struct spsim_model_shape *m, const uint8_t *pattern);
 /** Megatron's --moe-layer-freq list expression ("[0]*3+[1]*58", "([1]*3+[0])*2", "[1,0]") into
  * out (at most cap entries, *n written); NULL, or the reason it is refused. */
@@ -161,8 +160,7 @@ const char *spsim_moe_pattern_parse(const char *text, uint8_t *out, uint32_t cap
 /** spsim_model_create() keeping an explicit MoE layer pattern (one byte per layer, copied;
  * NULL: the shape's rule), checked as a profile's moe_layer_pattern is (Megatron-LM import). */
 int spsim_model_create_pattern(const struct spsim_model_shape *shape, const uint8_t *pattern,
-                               const char *name, struct spsim_model **out,
-                               struct spsim_error *err);
+                               const char *name, struct spsim_model **out, struct spsim_error *err);
 
 /** Per-TP-rank parameter counts. */
 uint64_t spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, bool *ok);
