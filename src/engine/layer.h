@@ -90,6 +90,11 @@ struct spsim_op {
     struct spsim_saved_tensor saved[SPSIM_OP_MAX_SAVED];
     uint32_t nin, nout;
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
+    /* EP, flex dispatcher (moe_flex.c): bytes per rank on its NVLink port and through its NIC
+     * share, forward [0] and backward [1]; message_bytes and cp_bwd_message_bytes are their
+     * sums. */
+    bool flex;
+    uint64_t flex_nvlink[2], flex_rdma[2];
 };
 
 #define SPSIM_LAYER_MAX_OPS 44
@@ -115,6 +120,11 @@ struct spsim_layer_config {
     bool moe;
     uint32_t ep, etp;
     enum spsim_moe_dispatcher dispatcher;
+    /* The flex dispatcher (0 otherwise): its backend, SMs (0: the backend's default) and the
+     * ranks of its etp·ep group in one RDMA domain (the hardware's, set by spsim_layer_evaluate;
+     * 0: all in one). */
+    enum spsim_moe_flex_backend flex_backend;
+    uint32_t flex_sms, flex_per_domain;
 };
 
 struct spsim_layer {
