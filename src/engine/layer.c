@@ -730,10 +730,8 @@ add_flex_op(struct builder *bld, const char *name, const uint64_t nvlink[2], con
         add_ep_op(bld, name, SPSIM_COLL_ALL_TO_ALL, SPSIM_COLL_ALL_TO_ALL, nvlink[0] + rdma[0],
                   nvlink[1] + rdma[1], cfg->ep * cfg->etp, 1);
     op->flex = true;
-    for (int d = 0; d < 2; d++) {
-        op->flex_nvlink[d] = nvlink[d];
-        op->flex_rdma[d] = rdma[d];
-    }
+    op->flex_rdma[0] = rdma[0];
+    op->flex_rdma[1] = rdma[1];
 }
 
 /* flex: the kernel reads each token once where it is (no permute before it) and the receiver

@@ -154,7 +154,8 @@ spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, 
     memset(out, 0, sizeof(*out));
     out->algo = SPSIM_NCCL_ALGO_COUNT;
     out->proto = SPSIM_NCCL_PROTO_COUNT;
-    double nvl = (double)op->flex_nvlink[backward], rdma = (double)op->flex_rdma[backward];
+    uint64_t total = backward ? op->cp_bwd_message_bytes : op->message_bytes;
+    double rdma = (double)op->flex_rdma[backward], nvl = (double)(total - op->flex_rdma[backward]);
     out->tier = rdma > 0 ? SPSIM_TIER_NETWORK : nvl > 0 ? SPSIM_TIER_NVLINK : SPSIM_TIER_LOCAL;
     if (out->tier == SPSIM_TIER_LOCAL)
         return SPSIM_OK;

@@ -153,7 +153,6 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->dispatcher = cfg->moe ? par->moe_dispatcher : SPSIM_MOE_ALLGATHER;
     bool flex = cfg->dispatcher == SPSIM_MOE_FLEX;
     cfg->flex_backend = flex ? par->moe_flex_backend : SPSIM_FLEX_DEEPEP;
-    cfg->flex_sms = flex ? par->moe_flex_sms : 0;
     cfg->flex_per_domain = 0; /* spsim_layer_evaluate places the group */
 }
 
