@@ -218,7 +218,7 @@ START_TEST(flex_step_times)
     int rc = spsim_layer_schedule(m, hw, &p, steps, 256, &n, &err);
     ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
     struct spsim_schedule_step d = find_step(steps, n, "flex dispatch", SPSIM_PHASE_FORWARD);
-    ck_assert_int_eq(d.tier, SPSIM_TIER_NETWORK);
+    ck_assert_int_eq(d.tier, SPSIM_TIER_HIERARCHICAL);
     ck_assert_uint_eq(d.wire_bytes, (6720ull + 2944) * 2080);
     ck_assert_double_eq_tol(d.time_s, 10e-6 + 2944.0 * 2080 / 40e9, 1e-12);
     struct spsim_schedule_step c = find_step(steps, n, "flex combine", SPSIM_PHASE_FORWARD);
@@ -258,6 +258,7 @@ START_TEST(flex_in_evaluate)
     ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
     ck_assert_uint_eq(r.comm.ep_forward_wire_bytes_per_layer, 6144ull * (2080 + 2064));
     ck_assert_uint_eq(r.comm.ep_backward_wire_bytes_per_layer, 6144ull * (2064 + 2064));
+    ck_assert_int_eq(r.comm.ep_tier, SPSIM_TIER_NVLINK);
     /* Forward and backward of both, on each of the 2 layers, 1 micro-batch. */
     double step = 5e-6 + 6144.0 * 2080 / 200e9, comb = 5e-6 + 6144.0 * 2064 / 200e9;
     ck_assert_double_eq_tol(r.time.ep_exposed_s, 2 * (step + comb + comb + comb), 1e-9);

@@ -48,6 +48,11 @@ void spsim_moe_flex_traffic(const struct spsim_model_shape *m, const struct spsi
 uint32_t spsim_moe_flex_per_domain(const struct spsim_hardware *hw,
                                    const struct spsim_layer_config *cfg);
 
+/** The tier the flex group's traffic crosses: NVLink inside one RDMA domain, the network with
+ * one rank a domain, hierarchical otherwise. */
+enum spsim_tier spsim_moe_flex_tier(const struct spsim_hardware *hw,
+                                    const struct spsim_parallel *p);
+
 struct spsim_coll_time;
 /** Time of a flex dispatch or combine step (op->flex), forward or backward. */
 int spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, bool backward,

@@ -139,6 +139,18 @@ spsim_moe_flex_per_domain(const struct spsim_hardware *hw, const struct spsim_la
     return g ? g : 1;
 }
 
+enum spsim_tier
+spsim_moe_flex_tier(const struct spsim_hardware *hw, const struct spsim_parallel *p)
+{
+    struct spsim_layer_config cfg = {.ep = p->ep, .etp = spsim_moe_etp(p)};
+    cfg.flex_backend = p->moe_flex_backend;
+    uint32_t n = cfg.ep * cfg.etp, g = spsim_moe_flex_per_domain(hw, &cfg);
+    return n <= 1   ? SPSIM_TIER_LOCAL
+           : g >= n ? SPSIM_TIER_NVLINK
+           : g == 1 ? SPSIM_TIER_NETWORK
+                    : SPSIM_TIER_HIERARCHICAL;
+}
+
 /*
  * Time of one flex step: the NVLink and RDMA transfers run together (DeepEP's forwarder warps
  * and HybridEP's pipeline overlap them), so the slower link sets the time, after one base
@@ -156,7 +168,9 @@ spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, 
     out->proto = SPSIM_NCCL_PROTO_COUNT;
     uint64_t total = backward ? op->cp_bwd_message_bytes : op->message_bytes;
     double rdma = (double)op->flex_rdma[backward], nvl = (double)(total - op->flex_rdma[backward]);
-    out->tier = rdma > 0 ? SPSIM_TIER_NETWORK : nvl > 0 ? SPSIM_TIER_NVLINK : SPSIM_TIER_LOCAL;
+    out->tier = rdma > 0  ? (nvl > 0 ? SPSIM_TIER_HIERARCHICAL : SPSIM_TIER_NETWORK)
+                : nvl > 0 ? SPSIM_TIER_NVLINK
+                          : SPSIM_TIER_LOCAL;
     if (out->tier == SPSIM_TIER_LOCAL)
         return SPSIM_OK;
     double eff_nv = 1, eff_net = 1;
@@ -169,8 +183,7 @@ spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, 
     double nic_bw = hw->nic_achievable_Bps * hw->nics_per_node / hw->gpus_per_node * eff_net /
                     hw->oversubscription;
     double t_nv = nvl > 0 ? nvl / nv_bw : 0, t_net = rdma > 0 ? rdma / nic_bw : 0;
-    out->latency_s =
-        out->tier == SPSIM_TIER_NETWORK ? hw->network.base_latency_s : hw->nvlink.base_latency_s;
+    out->latency_s = rdma > 0 ? hw->network.base_latency_s : hw->nvlink.base_latency_s;
     out->wire_bytes = nvl + rdma;
     out->nvlink_bytes = nvl;
     out->network_bytes = rdma;
