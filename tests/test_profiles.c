@@ -381,6 +381,29 @@ START_TEST(parameter_counts_nemo_gpt3)
 }
 END_TEST
 
+/* dgx-b300's derived fields are what their source strings say: NDR's measured 48 of 50 GB/s
+ * applied to XDR's 800 Gb/s, H200's Triad/spec ratio 4150/4800 applied to 8 TB/s, and the
+ * NVLink collective figures carried over from dgx-b200 (same NVLink5 fabric). */
+START_TEST(dgx_b300_derivations)
+{
+    struct spsim_hardware *b3 = testutil_hardware("dgx-b300");
+    struct spsim_hardware *b2 = testutil_hardware("dgx-b200");
+    struct spsim_hardware_info i3, i2;
+    spsim_hardware_get_info(b3, &i3);
+    spsim_hardware_get_info(b2, &i2);
+    ck_assert_double_eq_tol(i3.nic_achievable_GBps, 800.0 / 8 * 48.0 / 50.0, 1e-9);
+    ck_assert_double_eq_tol(i3.hbm_achievable_GBps, 8000.0 * 4150.0 / 4800.0, 0.05);
+    ck_assert_double_eq(i3.nvlink_ring_busbw_GBps, i2.nvlink_ring_busbw_GBps);
+    ck_assert_double_eq(i3.nvlink_allreduce_busbw_GBps, i2.nvlink_allreduce_busbw_GBps);
+    ck_assert_uint_eq(i3.sm_count, 148);
+    ck_assert_uint_eq(i3.nics_per_node, 8);
+    /* 275,040 MiB as MLPerf's B300 system descriptions report it. */
+    ck_assert_uint_eq(i3.hbm_capacity_bytes, 275040ull << 20);
+    spsim_hardware_destroy(b3);
+    spsim_hardware_destroy(b2);
+}
+END_TEST
+
 START_TEST(profile_names_resolve)
 {
     char path[4096];
@@ -443,6 +466,7 @@ profiles_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("hardware");
     tcase_add_loop_test(tc, hardware_bad_input, 0, sizeof(hw_cases) / sizeof(hw_cases[0]));
+    tcase_add_test(tc, dgx_b300_derivations);
     suite_add_tcase(s, tc);
     tc = tcase_create("shipped");
     tcase_add_test(tc, shipped_profiles_load);
