@@ -443,11 +443,15 @@ bandwidth_errors(const struct spsim_hardware *hw, const char *log, double *media
 /*
  * Cross-collective prediction: a profile calibrated on the 4-of-8 H100 AllReduce log alone
  * predicts the same host's AllGather and ReduceScatter logs, through the ring all three run on
- * (the AllReduce's ring peak and efficiency). The figures are printed and recorded in
- * doc/calibration.md. The measured AllGather and ReduceScatter run 4-9 % below the AllReduce's
- * ring bandwidth at every size from 64 MiB (344 and 350 against 366 GB/s at 8 GiB), which
- * NCCL's model, one busBw per ring graph, does not have: the median is about 8 %, not the 5 %
- * aimed at; the bound below holds what the model does.
+ * (NCCL 2.29.2's tuner picks Ring for all three on 4 H100: NVLS loses, see
+ * nvls_where_nccl_picks_it), with the AllReduce's ring peak and its efficiency placed at the
+ * size that moves the same bytes per rank (AllReduce S <-> AllGather 2 S: the same ring steps
+ * of the same chunk, calibrate_json.c ring_curve_from). The figures are printed and recorded
+ * in doc/calibration.md: medians 7.21 % (AllGather) and 6.65 % (ReduceScatter), 8.68 / 8.12 %
+ * with the efficiency at the same size. What is left: at equal bytes per rank the measured
+ * AllGather and ReduceScatter still run 3.6-7.5 % below the AllReduce (18.73 and 18.39 ms at
+ * 8 GiB against 17.74 ms for the AllReduce of 4 GiB), which neither NCCL's tuner (one busBw
+ * per ring graph) nor its ring step structure has; the bounds below hold what the model does.
  */
 START_TEST(allreduce_calibration_predicts_allgather_and_reducescatter)
 {
@@ -466,8 +470,8 @@ START_TEST(allreduce_calibration_predicts_allgather_and_reducescatter)
         printf("cross-collective: %s from the all_reduce calibration: median %.2f %%, max "
                "%.2f %%\n",
                logs[i], 100 * median, 100 * max);
-        ck_assert_double_le(median, 0.10);
-        ck_assert_double_le(max, 0.16);
+        ck_assert_double_le(median, 0.075);
+        ck_assert_double_le(max, 0.14);
     }
     spsim_hardware_destroy(hw);
     spsim_calibration_free(&cal);
