@@ -142,7 +142,8 @@ spsim_moe_flex_per_domain(const struct spsim_hardware *hw, const struct spsim_la
 enum spsim_tier
 spsim_moe_flex_tier(const struct spsim_hardware *hw, const struct spsim_parallel *p)
 {
-    struct spsim_layer_config cfg = {.ep = p->ep, .etp = spsim_moe_etp(p)};
+    /* etp unset is tp (spsim_moe_etp; moe.c calls this file, so not from here) */
+    struct spsim_layer_config cfg = {.ep = p->ep, .etp = p->etp ? p->etp : p->tp};
     cfg.flex_backend = p->moe_flex_backend;
     uint32_t n = cfg.ep * cfg.etp, g = spsim_moe_flex_per_domain(hw, &cfg);
     return n <= 1   ? SPSIM_TIER_LOCAL
