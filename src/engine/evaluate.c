@@ -1472,7 +1472,7 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
                        2.0 * h * (double)le->padded_vocab;
     tr->model_flops = 3.0 * (double)par->gbs * s * per_token;
     model_flops_named(m, le, x, par, per_token, tr);
-    if (m->experts | m->kv_lora_rank | m->mtp_layers)
+    if (m->experts | m->kv_lora_rank | m->mtp_layers | m->window)
         sparse_model_flops(model, le, par, tr);
     /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal
      * half and backward recomputation), summed over the TP group and all micro-batches. */
