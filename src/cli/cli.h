@@ -235,6 +235,8 @@ enum cli_config_opt {
     OPT_EP,
     OPT_ETP,
     OPT_MOE_DISPATCHER,
+    OPT_MOE_FLEX_BACKEND,
+    OPT_MOE_FLEX_SMS,
     OPT_CONFIG_END
 };
 
@@ -297,7 +299,13 @@ enum cli_config_opt {
     "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \
     "                         = tp·cp·dp / (ep·etp)\n"                                          \
-    "  --moe-dispatcher D     allgather (default, Megatron's), alltoall; flex is refused\n"        \
+    "  --moe-dispatcher D     allgather (default, Megatron's), alltoall, flex (fused DeepEP or\n"  \
+    "                         HybridEP kernels over the expert-TP×EP group)\n"                   \
+    "  --moe-flex-dispatcher-backend B\n"                                                          \
+    "                         flex's kernels: deepep (default, Megatron's), hybridep\n"          \
+    "  --moe-flex-dispatcher-num-sms N\n"                                                          \
+    "                         SMs of the flex kernels (default: the backend's; recorded and\n"   \
+    "                         written back, the time does not depend on it)\n"                   \
     "Uneven pipeline stages (Megatron-Core; at most one of the three ways):\n"                     \
     "  --first-stage-layers N, --last-stage-layers N\n"                                            \
     "                         layers of pipeline rank 0 / rank pp-1; the rest split evenly\n"      \
