@@ -700,6 +700,7 @@ struct stage_time {
     double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, fwd_wall, cp_exposed, cp_comm,
         offload;
     uint64_t layers;
+    double host; /* host-bound wall beyond the GPU's (engine/host.c) */
 };
 
 static void
@@ -716,6 +717,8 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->fwd_wall += times * b->fwd_s;
     s->cp_exposed += times * b->cp_exposed_s;
     s->cp_comm += times * b->cp_comm_s;
+    if (b->host_exposed_s != 0)
+        s->host += times * b->host_exposed_s;
 }
 
 /* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
@@ -738,6 +741,9 @@ add_layers(struct stage_time *s, const struct spsim_block_totals *b, double laye
     for (uint32_t i = 0; i < b->ncomm; i++)
         comm += b->comm_s[i];
     s->tp_comm += layers * (comm - b->recompute_comm_s) + replayed * b->recompute_comm_s;
+    if (b->host_exposed_s != 0)
+        s->host += layers * (b->host_exposed_s - b->host_recompute_exposed_s) +
+                   replayed * b->host_recompute_exposed_s;
 }
 
 /*
@@ -1354,6 +1360,21 @@ p2p_exposed_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     return exposed;
 }
 
+/* Host launches (engine/host.c): the critical stage's host-bound wall, one layer's launches. */
+static void
+host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le, double mb,
+          const struct stage_time *crit, struct spsim_time_report *tr)
+{
+    const uint32_t *n = le->layer.launches;
+    tr->layer_forward_launches = n[SPSIM_PHASE_FORWARD];
+    tr->layer_backward_launches = n[SPSIM_PHASE_BACKWARD] + n[SPSIM_PHASE_RECOMPUTE];
+    tr->kernel_launch_us = hw ? hw->kernel_launch_s * 1e6 : 0;
+    if (crit->host != 0) {
+        tr->host_exposed_s = mb * crit->host;
+        tr->iteration_s += tr->host_exposed_s;
+    }
+}
+
 static int
 compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              const struct spsim_hardware *hw, const struct spsim_parallel *par,
@@ -1416,6 +1437,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
                       (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
                       tr->offload_exposed_s + tr->ep_exposed_s;
+    host_time(hw, le, mb, crit, tr);
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;

@@ -90,6 +90,10 @@ struct spsim_op {
     struct spsim_saved_tensor saved[SPSIM_OP_MAX_SAVED];
     uint32_t nin, nout;
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
+    /* The per-layer CUDA-graph module it runs in (an enum spsim_cuda_graph_scope bit: attn,
+     * mlp, moe_router for the pre-MLP norm, router and shared experts, moe for the rest of an
+     * MoE block); 0 outside transformer layers (engine/host.c). */
+    uint32_t graph_module;
 };
 
 #define SPSIM_LAYER_MAX_OPS 44
@@ -115,6 +119,9 @@ struct spsim_layer_config {
     bool moe;
     uint32_t ep, etp;
     enum spsim_moe_dispatcher dispatcher;
+    /* CUDA graphs: the modules captured (enum spsim_cuda_graph_scope bits, resolved by
+     * spsim_cuda_graph_capture; SPSIM_CGS_FULL_ITERATION: every block); 0 = eager. */
+    uint32_t graph_capture;
 };
 
 struct spsim_layer {

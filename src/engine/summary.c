@@ -46,6 +46,9 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
     memcpy(t->tp_wire, b->tp_wire, sizeof(t->tp_wire));
     t->tp_regather_wire = b->tp_regather_wire;
     t->message_bytes = b->block.message_bytes;
+    memcpy(t->launches, b->launches, sizeof(t->launches));
+    t->host_exposed_s = b->host_exposed_s;
+    t->host_recompute_exposed_s = b->host_recompute_exposed_s;
 }
 
 /* The layer's collectives in schedule order, as comm.per_layer reports them. */
