@@ -45,7 +45,7 @@ struct spsim_block_eval {
      * graph replay counting one, and the time the phase's wall grew because the host issued
      * them more slowly than the GPU ran them (0 without host.kernel_launch_us). */
     uint32_t launches[3];
-    double host_exposed_s, host_recompute_exposed_s;
+    double host_exposed_s;
 };
 
 struct spsim_layer_eval {
@@ -96,7 +96,7 @@ struct spsim_block_totals {
     uint64_t ep_wire[3];
     bool ep_network;
     uint32_t launches[3];
-    double host_exposed_s, host_recompute_exposed_s;
+    double host_exposed_s;
 };
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */
@@ -131,6 +131,10 @@ struct spsim_layer_summary {
     /* The layer's collectives as comm.per_layer lists them. */
     uint32_t ncoll;
     struct spsim_collective_entry coll[SPSIM_MAX_LAYER_COLLECTIVES];
+    /* Host launches (engine/host.c): one layer's, forward and backward (recompute included),
+     * and whether any block's wall is host-bound. */
+    uint32_t layer_forward_launches, layer_backward_launches;
+    bool host_bound;
 };
 
 /** Fold a layer evaluation into its summary. hw may be NULL (as for spsim_layer_evaluate). */

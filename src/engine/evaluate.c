@@ -700,7 +700,6 @@ struct stage_time {
     double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, fwd_wall, cp_exposed, cp_comm,
         offload;
     uint64_t layers;
-    double host; /* host-bound wall beyond the GPU's (engine/host.c) */
 };
 
 static void
@@ -717,8 +716,6 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->fwd_wall += times * b->fwd_s;
     s->cp_exposed += times * b->cp_exposed_s;
     s->cp_comm += times * b->cp_comm_s;
-    if (b->host_exposed_s != 0)
-        s->host += times * b->host_exposed_s;
 }
 
 /* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
@@ -741,9 +738,6 @@ add_layers(struct stage_time *s, const struct spsim_block_totals *b, double laye
     for (uint32_t i = 0; i < b->ncomm; i++)
         comm += b->comm_s[i];
     s->tp_comm += layers * (comm - b->recompute_comm_s) + replayed * b->recompute_comm_s;
-    if (b->host_exposed_s != 0)
-        s->host += layers * (b->host_exposed_s - b->host_recompute_exposed_s) +
-                   replayed * b->host_recompute_exposed_s;
 }
 
 /*
@@ -1360,19 +1354,26 @@ p2p_exposed_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     return exposed;
 }
 
-/* Host launches (engine/host.c): the critical stage's host-bound wall, one layer's launches. */
+/*
+ * Host launches (engine/host.c): one layer's launches and, when some block is host-bound, the
+ * critical stage's wall beyond its GPU time. A block's phase wall is its computation, its
+ * exposed TP, CP and MoE exchanges and its host excess (timing.c fold_step, host.c), so the
+ * excess is what the stage's wall holds beyond the other per-micro-batch lines; configurations
+ * without a launch figure pay one branch.
+ */
 static void
 host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le, double mb,
           const struct stage_time *crit, struct spsim_time_report *tr)
 {
-    const uint32_t *n = le->layer.launches;
-    tr->layer_forward_launches = n[SPSIM_PHASE_FORWARD];
-    tr->layer_backward_launches = n[SPSIM_PHASE_BACKWARD] + n[SPSIM_PHASE_RECOMPUTE];
+    tr->layer_forward_launches = le->layer_forward_launches;
+    tr->layer_backward_launches = le->layer_backward_launches;
     tr->kernel_launch_us = hw ? hw->kernel_launch_s * 1e6 : 0;
-    if (crit->host != 0) {
-        tr->host_exposed_s = mb * crit->host;
-        tr->iteration_s += tr->host_exposed_s;
-    }
+    if (!le->host_bound)
+        return;
+    double others = crit->fwd + crit->bwd + crit->rec + crit->exposed + crit->cp_exposed +
+                    crit->offload + tr->ep_exposed_s / mb;
+    tr->host_exposed_s = spsim_max_d(0.0, mb * (crit->wall - others));
+    tr->iteration_s += tr->host_exposed_s;
 }
 
 static int

@@ -135,7 +135,5 @@ spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be)
         double excess = host > *wall[ph] ? host - *wall[ph] : 0.0;
         *wall[ph] += excess;
         be->host_exposed_s += excess;
-        if (ph == SPSIM_PHASE_RECOMPUTE)
-            be->host_recompute_exposed_s = excess;
     }
 }

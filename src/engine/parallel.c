@@ -425,7 +425,8 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     if ((rc = check_tensor(m, p, seq, err)) || (rc = check_context(m, p, seq, flash, err)) ||
         (rc = check_sharding(p, err)) || (rc = check_pipeline(m, p, err)) ||
         (rc = check_modules(m, p, err)) || (rc = check_recompute_method(m, p, err)) ||
-        (rc = check_offload(m, hw, p, err)) || (rc = spsim_cuda_graph_check(m, p, err)))
+        (rc = check_offload(m, hw, p, err)) ||
+        ((p->cuda_graph_impl || p->cuda_graph_scope) && (rc = spsim_cuda_graph_check(m, p, err))))
         return rc;
     if (hw && hw->peak_flops[p->dtype] <= 0)
         return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak", hw->name,
