@@ -29,7 +29,11 @@ overlap-sm-share-halved@src/engine/timing.c@s|double share = (double)hw->nccl_ch
 cp-last-block-hidden@src/engine/timing.c@s|(r - 2) \* spsim_max_d(0.0, two.time_s - attn) + one.time_s;|(r - 2) * spsim_max_d(0.0, two.time_s - attn) + 0 * one.time_s;|
 full-recompute-free@src/engine/evaluate.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|
 dp-overlap-ignores-tp@src/engine/evaluate.c@s|if (tp_bytes > 0)|if (0 * tp_bytes > 0)|
-no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|'
+no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|
+launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|
+kernels-halved@src/engine/host.c@s|be->launches\[ph\] += k;|be->launches[ph] += (k + 1) / 2;|
+host-excess-halved@src/engine/host.c@s|double excess = host > \*wall\[ph\] ? host - \*wall\[ph\] : 0.0;|double excess = host > *wall[ph] ? 0.5 * (host - *wall[ph]) : 0.0;|
+graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|'
 
 # A copy of the checkout as it is (tracked and untracked files git does not ignore).
 (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$tmp"
