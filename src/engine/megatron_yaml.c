@@ -101,6 +101,8 @@ static const struct {
     {"cpu_offloading_num_layers", "--cpu-offloading-num-layers", M_OFFLOAD},
     {"overlap_grad_reduce", "--overlap-grad-reduce", M_SWITCH},
     {"tp_comm_overlap", "--tp-comm-overlap", M_SWITCH},
+    {"cuda_graph_impl", "--cuda-graph-impl", M_VALUE},
+    {"cuda_graph_scope", "--cuda-graph-scope", M_VALUE},
     {"bf16", "--bf16", M_SWITCH},
     {"fp16", "--fp16", M_SWITCH},
     {"fp8", "--fp8-format", M_FP8},
