@@ -267,7 +267,7 @@ enum cli_config_opt {
     "                         shard optimizer state over dp (default off)\n"                       \
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
     "                         overlap the DP gradient reduction with backward (default off)\n"     \
-    "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"                       \
+    "  --dtype T              GEMM data type: bf16 (default), fp16, fp8 or nvfp4 (Blackwell)\n"    \
     "  --fp8-recipe R         --dtype fp8: delayed (default), current (tensorwise), mxfp8 or\n"    \
     "                         blockwise, as Transformer Engine scales FP8 tensors\n"               \
     "  --fp8-param-gather, --no-fp8-param-gather\n"                                                \

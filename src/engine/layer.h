@@ -90,6 +90,7 @@ struct spsim_op {
     struct spsim_saved_tensor saved[SPSIM_OP_MAX_SAVED];
     uint32_t nin, nout;
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
+    double gather_fraction; /* fp8_gather: the fraction of M an AllGather carries (fp8.c) */
 };
 
 #define SPSIM_LAYER_MAX_OPS 44

@@ -100,6 +100,8 @@ static const struct {
     {"fp8", "--fp8-format", M_FP8},
     {"fp8_recipe", "--fp8-recipe", M_VALUE},
     {"fp8_param_gather", "--fp8-param-gather", M_SWITCH},
+    {"fp4", "--fp4-format", M_VALUE},
+    {"fp4_recipe", "--fp4-recipe", M_VALUE},
     {"precision", "--bf16", M_PRECISION},
     {"tokenizer_type", "--tokenizer-type", M_VALUE},
     {"optim_name", "--use-distributed-optimizer", M_OPTIM},

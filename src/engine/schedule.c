@@ -1,6 +1,7 @@
 /* The order of one layer's work on one TP rank: forward, recompute and backward steps. */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "layer.h"
@@ -94,12 +95,16 @@ cp_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase pha
              coll == SPSIM_COLL_SEND_RECV ? SPSIM_OVERLAP_ATTENTION : SPSIM_OVERLAP_NONE);
 }
 
-/* A boundary's message for a collective: FP8 AllGathers carry half of M (engine/fp8.c). */
+/* A boundary's message for a collective: FP8 AllGathers carry half of M, NVFP4 ones
+ * (1/2 + 1/16)/2 of it (engine/fp8.c). */
 static uint64_t
 coll_message(const struct spsim_op *op, enum spsim_coll_op coll)
 {
-    return op->fp8_gather && coll == SPSIM_COLL_ALL_GATHER ? op->message_bytes / 2
-                                                           : op->message_bytes;
+    if (!(op->fp8_gather && coll == SPSIM_COLL_ALL_GATHER))
+        return op->message_bytes;
+    if (op->gather_fraction == 0.5)
+        return op->message_bytes / 2;
+    return (uint64_t)ceil((double)op->message_bytes * op->gather_fraction);
 }
 
 static void
