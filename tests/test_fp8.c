@@ -333,6 +333,62 @@ START_TEST(megatron_flags)
 }
 END_TEST
 
+/* Rank's amax all-reduces of one layer at t = 4 with SP (current scaling, NVFP4): each
+ * `bytes`, on the critical path, and on testutil_synthetic_hw's 4-GPU NVLink ring 5 µs +
+ * 2·3 steps · 1 µs + 2·3/4·bytes / 200 GB/s. Returns how many there are per phase. */
+static void
+amax_steps(enum spsim_dtype dtype, enum spsim_fp8_recipe recipe, enum spsim_recompute rec,
+           uint32_t bytes, uint32_t count[3])
+{
+    struct spsim_hardware *hw = testutil_synthetic("");
+    struct spsim_error err = {0};
+    struct spsim_model_shape ms = shape();
+    struct spsim_parallel p = config(dtype, recipe, 4);
+    p.recompute = rec;
+    struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    spsim_layer_config_from(&ms, &p, &cfg);
+    static struct spsim_layer_eval le;
+    ck_assert_int_eq(spsim_layer_evaluate(&ms, hw, &cfg, 51200, &le, &err), SPSIM_OK);
+    count[0] = count[1] = count[2] = 0;
+    for (uint32_t i = 0; i < le.layer.sched.nsteps; i++) {
+        const struct spsim_step *st = &le.layer.sched.steps[i];
+        if (st->coll != SPSIM_COLL_ALL_REDUCE)
+            continue;
+        ck_assert_str_eq(st->coll_operator, "amax");
+        ck_assert_uint_eq(st->message_bytes, bytes);
+        ck_assert_double_eq_tol(le.layer.cost[i].exposed_comm_s, 11e-6 + 1.5 * bytes / 200e9,
+                                1e-15);
+        count[st->phase]++;
+    }
+    spsim_hardware_destroy(hw);
+}
+
+START_TEST(amax_all_reduces)
+{
+    /* Current scaling: one fp32 amax before each quantized AllGather whose tensor TE scales
+     * from itself: the QKV and FC1 inputs (forward), the projection and FC2 output gradients
+     * (backward); the wgrad re-gathers move the already quantized shard. Full recompute
+     * replays the forward's two. NVFP4 coalesces the rowwise and columnwise amax: 8 B. */
+    uint32_t n[3];
+    amax_steps(SPSIM_DTYPE_FP8, SPSIM_FP8_CURRENT, SPSIM_RECOMPUTE_SELECTIVE, 4, n);
+    ck_assert_uint_eq(n[SPSIM_PHASE_FORWARD], 2);
+    ck_assert_uint_eq(n[SPSIM_PHASE_BACKWARD], 2);
+    ck_assert_uint_eq(n[SPSIM_PHASE_RECOMPUTE], 0);
+    amax_steps(SPSIM_DTYPE_FP8, SPSIM_FP8_CURRENT, SPSIM_RECOMPUTE_FULL, 4, n);
+    ck_assert_uint_eq(n[SPSIM_PHASE_RECOMPUTE], 2);
+    amax_steps(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, SPSIM_RECOMPUTE_SELECTIVE, 8, n);
+    ck_assert_uint_eq(n[SPSIM_PHASE_FORWARD] + n[SPSIM_PHASE_BACKWARD], 4);
+    /* Delayed scaling reduces per pass (evaluate.c), MXFP8 and blockwise scales are local. */
+    for (enum spsim_fp8_recipe r = SPSIM_FP8_DELAYED; r < SPSIM_FP8_RECIPE_COUNT; r++) {
+        if (r == SPSIM_FP8_CURRENT)
+            continue;
+        amax_steps(SPSIM_DTYPE_FP8, r, SPSIM_RECOMPUTE_FULL, 0, n);
+        ck_assert_uint_eq(n[0] + n[1] + n[2], 0);
+    }
+}
+END_TEST
+
 /* NVFP4 as Transformer Engine's NVFP4BlockScaling runs it (engine/fp8.c), on the same layer.
  * Per value NVFP4 stores 1/2 B and an E4M3 scale per 16 (1/16 B): 9/16 B (TE
  * docs/features/low_precision_training/nvfp4/nvfp4.rst). */
@@ -490,6 +546,7 @@ fp8_suite(void)
     tcase_add_test(tc, gemm_dtypes_and_cast_time);
     tcase_add_test(tc, fp8_rules);
     tcase_add_test(tc, megatron_flags);
+    tcase_add_test(tc, amax_all_reduces);
     tcase_add_test(tc, saved_inputs_in_nvfp4);
     tcase_add_test(tc, nvfp4_weight_copies);
     tcase_add_test(tc, nvfp4_cast_bytes);

@@ -108,6 +108,24 @@ fp8_gemm(struct spsim_layer *L, struct spsim_op *op)
     op->cast_bwd_bytes = dy * cast_bytes(r, false);
 }
 
+/*
+ * A tensor quantized with a per-tensor scale computed from itself (current scaling, NVFP4's
+ * global scale) and then all-gathered needs the same scale on every rank: TE all-reduces its
+ * amax (MAX) over the TP group before quantizing, blocking (pytorch/csrc/quantizer.cpp:
+ * Float8CurrentScalingQuantizer one fp32, NVFP4Quantizer the rowwise and the columnwise amax
+ * coalesced, 8 B). The groups are set in pytorch/module/linear.py and layernorm_linear.py: a
+ * column-parallel input with SP (forward, and again in a recomputed forward), a row-parallel
+ * output gradient with SP (backward). Delayed scaling's amax reduction is per pass, not per
+ * tensor (evaluate.c); MXFP8 and blockwise scales are local to their blocks.
+ */
+static uint32_t
+amax_reduction_bytes(const struct spsim_layer_config *cfg)
+{
+    if (cfg->dtype == SPSIM_DTYPE_NVFP4)
+        return 8;
+    return cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 4 : 0;
+}
+
 void
 spsim_layer_apply_fp8(struct spsim_layer *L)
 {
@@ -124,6 +142,7 @@ spsim_layer_apply_fp8(struct spsim_layer *L)
             op->fp8_gather = true;
             /* NVFP4's shard: (1/2 + 1/16) B a value of the BF16 message's 2 */
             op->gather_fraction = fp4 ? (0.5 + 1.0 / SPSIM_NVFP4_BLOCK) / 2.0 : 0.5;
+            op->amax_bytes = amax_reduction_bytes(&L->cfg);
         }
     }
 }

@@ -91,6 +91,9 @@ struct spsim_op {
     uint32_t nin, nout;
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
     double gather_fraction; /* fp8_gather: the fraction of M an AllGather carries (fp8.c) */
+    /* Current scaling and NVFP4 with SP: the fp32 amax bytes all-reduced over TP before each
+     * quantized AllGather of this boundary (fp8.c); 0 = none. */
+    uint32_t amax_bytes;
 };
 
 #define SPSIM_LAYER_MAX_OPS 44

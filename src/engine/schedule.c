@@ -107,6 +107,20 @@ coll_message(const struct spsim_op *op, enum spsim_coll_op coll)
     return (uint64_t)ceil((double)op->message_bytes * op->gather_fraction);
 }
 
+/* Current scaling and NVFP4: the amax all-reduce before a quantized AllGather (fp8.c). */
+static void
+amax_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase,
+          enum spsim_coll_op coll)
+{
+    if (op->amax_bytes == 0 || coll != SPSIM_COLL_ALL_GATHER)
+        return;
+    struct spsim_step *st = push(b, phase, op, SPSIM_PASS_COMM);
+    set_coll(st, SPSIM_COLL_ALL_REDUCE, op->amax_bytes,
+             phase == SPSIM_PHASE_BACKWARD ? "amax of the output gradient before the AllGather"
+                                           : "amax of the input before the AllGather",
+             "amax", SPSIM_OVERLAP_NONE);
+}
+
 static void
 forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase)
 {
@@ -127,6 +141,7 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
         st->flops = op->flash_fwd_flops;
         break;
     case SPSIM_OPK_COMM:
+        amax_step(b, op, phase, op->fwd_coll);
         st = push(b, phase, op, SPSIM_PASS_COMM);
         set_coll(st, op->fwd_coll, coll_message(op, op->fwd_coll), op->name, op->operator_name,
                  boundary_overlap(b, op->fwd_coll));
@@ -194,6 +209,7 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
         /* g/f: their backward collective is issued with the column-parallel wgrad above. */
         if (op->into_tp)
             break;
+        amax_step(b, op, SPSIM_PHASE_BACKWARD, op->bwd_coll);
         st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_COMM);
         set_coll(st, op->bwd_coll, coll_message(op, op->bwd_coll), op->bwd_name, op->operator_name,
                  boundary_overlap(b, op->bwd_coll));
