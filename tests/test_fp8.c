@@ -389,6 +389,36 @@ START_TEST(amax_all_reduces)
 }
 END_TEST
 
+START_TEST(delayed_amax_allreduces)
+{
+    /* Delayed scaling, t = 2, dp = 4, one stage of the 8 layers, gbs 8 (2 micro-batches a
+     * rank): after each micro-batch's forward one AllReduce over the 8 ranks of TP×DP of 3
+     * fp32 amaxes for each of the 4·8 FP8 GEMMs (384 B), after its backward one of 2 (256 B).
+     * On testutil_synthetic_hw's 8-GPU NVLink ring each is 5 + 14·1 µs + 2·7/8·bytes / 200
+     * GB/s. Current scaling has none of these (its amaxes are per tensor, amax_all_reduces). */
+    struct spsim_model_shape ms = shape();
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_hardware *hw = testutil_synthetic("");
+    struct spsim_parallel p = config(SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, 2);
+    p.dp = 4;
+    p.gbs = 8;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    double ar = 2 * (19e-6 + 1.75 * 384 / 200e9) + 2 * (19e-6 + 1.75 * 256 / 200e9);
+    ck_assert_double_eq_tol(r.time.fp8_amax_allreduce_s, ar, 1e-15);
+    double others = r.time.forward_s + r.time.backward_s + r.time.recompute_s +
+                    r.time.tp_exposed_s + r.time.pp_bubble_s + r.time.pp_p2p_s +
+                    r.time.dp_exposed_s + r.time.optimizer_s;
+    ck_assert_double_eq_tol(r.time.iteration_s - others, ar, 1e-12);
+    p.fp8_recipe = SPSIM_FP8_CURRENT;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert(r.time.fp8_amax_allreduce_s == 0);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 /* NVFP4 as Transformer Engine's NVFP4BlockScaling runs it (engine/fp8.c), on the same layer.
  * Per value NVFP4 stores 1/2 B and an E4M3 scale per 16 (1/16 B): 9/16 B (TE
  * docs/features/low_precision_training/nvfp4/nvfp4.rst). */
@@ -547,6 +577,7 @@ fp8_suite(void)
     tcase_add_test(tc, fp8_rules);
     tcase_add_test(tc, megatron_flags);
     tcase_add_test(tc, amax_all_reduces);
+    tcase_add_test(tc, delayed_amax_allreduces);
     tcase_add_test(tc, saved_inputs_in_nvfp4);
     tcase_add_test(tc, nvfp4_weight_copies);
     tcase_add_test(tc, nvfp4_cast_bytes);

@@ -250,6 +250,9 @@ struct spsim_time_report {
     /** Buckets of pipeline rank 0's first model chunk in the overlapped gradient reduction
      * (1: one bucket, the whole buffer). */
     uint32_t dp_buckets;
+    /** FP8 delayed scaling: the amax AllReduces over the TP×DP×CP group after each model
+     * chunk's forward and backward of every micro-batch, on the critical path (0 otherwise). */
+    double fp8_amax_allreduce_s;
 };
 
 /** Everything spsim says about one configuration. */

@@ -124,6 +124,7 @@ struct spsim_layer_summary {
     /* The layer's collectives as comm.per_layer lists them. */
     uint32_t ncoll;
     struct spsim_collective_entry coll[SPSIM_MAX_LAYER_COLLECTIVES];
+    uint32_t fp8_gemms_layer; /* GEMM ops of one layer in FP8 or NVFP4 (engine/fp8.c) */
 };
 
 /** Fold a layer evaluation into its summary. hw may be NULL (as for spsim_layer_evaluate). */
