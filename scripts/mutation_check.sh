@@ -29,7 +29,11 @@ overlap-sm-share-halved@src/engine/timing.c@s|double share = (double)hw->nccl_ch
 cp-last-block-hidden@src/engine/timing.c@s|(r - 2) \* spsim_max_d(0.0, two.time_s - attn) + one.time_s;|(r - 2) * spsim_max_d(0.0, two.time_s - attn) + 0 * one.time_s;|
 full-recompute-free@src/engine/evaluate.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|
 dp-overlap-ignores-tp@src/engine/evaluate.c@s|if (tp_bytes > 0)|if (0 * tp_bytes > 0)|
-no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|'
+no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|
+nvfp4-cast-halved@src/engine/fp8.c@s|op->cast_fwd_bytes = (double)elements \* SPSIM_NVFP4_CAST_BYTES;|op->cast_fwd_bytes = 0.5 * (double)elements * SPSIM_NVFP4_CAST_BYTES;|
+nvfp4-at-fp8-rate@src/engine/timing.c@s|return cfg->dtype == SPSIM_DTYPE_NVFP4 ? SPSIM_DTYPE_NVFP4 : SPSIM_DTYPE_FP8;|return SPSIM_DTYPE_FP8;|
+amax-tp-free@src/engine/schedule.c@s|if (op->amax_bytes == 0 \|\| coll != SPSIM_COLL_ALL_GATHER)|if (1 \|\| coll != SPSIM_COLL_ALL_GATHER)|
+delayed-amax-halved@src/engine/evaluate.c@s|tr->fp8_amax_allreduce_s = times \* (f.time_s + b.time_s);|tr->fp8_amax_allreduce_s = 0.5 * times * (f.time_s + b.time_s);|'
 
 # A copy of the checkout as it is (tracked and untracked files git does not ignore).
 (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$tmp"

@@ -499,6 +499,28 @@ START_TEST(nvfp4_gemm_rate_and_cast_time)
 }
 END_TEST
 
+START_TEST(nvfp4_parameter_gather)
+{
+    /* As fp8_parameter_gather: dp 4, the distributed optimizer, t = 1, the 8 layers. With
+     * --fp4-param-gather the 8·12h² linear weights travel as NVFP4, 1/2 B and a scale byte
+     * per 16×16 block: 2 − 1/2 − 1/256 B a weight less than BF16. */
+    struct spsim_model_shape ms = shape();
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_parallel p = config(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, 1);
+    p.dp = 4;
+    p.gbs = 4;
+    p.distributed_optimizer = true;
+    p.fp8_param_gather = true;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    uint64_t params = r.memory.parameters_per_gpu, linear = 8ull * 12 * H * H;
+    ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank,
+                      3 * (2 * params - (linear + linear / 2 - linear / 256)) / 4);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 START_TEST(nvfp4_rules)
 {
     /* TE trains NVFP4 on SM 10.0/10.3 only: the H100 profile has no FP4 peak. */
@@ -514,9 +536,8 @@ START_TEST(nvfp4_rules)
     p.fp8_recipe = SPSIM_FP8_MXFP8;
     testutil_expect_rule("paper-22b", &p, "mxfp8 scaling needs dtype fp8");
     p.fp8_recipe = SPSIM_FP8_DELAYED;
-    p.fp8_param_gather = true;
-    p.distributed_optimizer = true;
-    testutil_expect_rule("paper-22b", &p, "FP8 parameters need dtype fp8");
+    p.fp8_param_gather = true; /* --fp4-param-gather, which needs sharded parameters too */
+    testutil_expect_rule("paper-22b", &p, "needs the distributed optimizer");
     enum spsim_dtype d;
     ck_assert_int_eq(spsim_dtype_parse("nvfp4", &d), SPSIM_OK);
     ck_assert_int_eq(d, SPSIM_DTYPE_NVFP4);
@@ -527,8 +548,10 @@ START_TEST(nvfp4_megatron_flags)
 {
     static const char head[] = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
                                "--seq-length 32 --vocab-size 100 --bf16 ";
-    static const char *const good[] = {"--fp4-format e2m1", "--fp4-format e2m1 --fp4-recipe nvfp4"};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const good[] = {"--fp4-format e2m1", "--fp4-format e2m1 --fp4-recipe nvfp4",
+                                       "--fp4-format e2m1 --fp4-param-gather "
+                                       "--use-distributed-optimizer"};
+    for (size_t i = 0; i < 3; i++) {
         char text[512];
         snprintf(text, sizeof(text), "%s%s\n", head, good[i]);
         struct spsim_megatron_config mc, back;
@@ -542,6 +565,8 @@ START_TEST(nvfp4_megatron_flags)
         ck_assert_msg(spsim_megatron_parse(out, strlen(out), "out.sh", &back, &err) == SPSIM_OK,
                       "%s", err.message);
         ck_assert_int_eq(back.par.dtype, SPSIM_DTYPE_NVFP4);
+        ck_assert_int_eq(mc.par.fp8_param_gather, i == 2);
+        ck_assert_int_eq(back.par.fp8_param_gather, i == 2);
         spsim_model_destroy(back.model);
         spsim_model_destroy(mc.model);
     }
@@ -551,6 +576,10 @@ START_TEST(nvfp4_megatron_flags)
         {"--fp4-format e2m1 --fp4-recipe custom", "--fp4-recipe: 'custom' is not modelled"},
         {"--fp4-format e2m1 --fp8-format hybrid", "--fp4-format: given with --fp8-format"},
         {"--fp4-format e3m0", "--fp4-format: 'e3m0' is not modelled"},
+        {"--fp4-param-gather --use-distributed-optimizer",
+         "--fp4-param-gather: needs --fp4-format"},
+        {"--fp4-format e2m1 --fp8-dot-product-attention", "FP8 attention is not modelled"},
+        {"--fp8-format hybrid --fp8-multi-head-attention", "FP8 attention is not modelled"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char text[512];
@@ -583,6 +612,7 @@ fp8_suite(void)
     tcase_add_test(tc, nvfp4_cast_bytes);
     tcase_add_test(tc, nvfp4_all_gathers);
     tcase_add_test(tc, nvfp4_gemm_rate_and_cast_time);
+    tcase_add_test(tc, nvfp4_parameter_gather);
     tcase_add_test(tc, nvfp4_rules);
     tcase_add_test(tc, nvfp4_megatron_flags);
     suite_add_tcase(s, tc);

@@ -568,7 +568,15 @@ static uint64_t
 fp8_gather_saved(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                  uint64_t layers)
 {
-    return par->fp8_param_gather ? layers * le->fp8_weights_layer : 0;
+    if (!par->fp8_param_gather)
+        return 0;
+    /* --fp4-param-gather (Megatron arguments.py): the NVFP4 weights gathered instead, their
+     * rowwise 1/2 B and the E4M3 scale of each 16×16 block (the columnwise copy of a 2D-scaled
+     * weight is its transpose, made where it is used): 2 − 1/2 − 1/256 B saved a weight. */
+    uint64_t w = le->fp8_weights_layer;
+    if (par->dtype == SPSIM_DTYPE_NVFP4)
+        w = w + w / 2 - w / 256;
+    return layers * w;
 }
 
 /*

@@ -217,7 +217,8 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
              p->fp8_param_gather ? "    --fp8-param-gather \\\n" : "");
     }
     if (p->dtype == SPSIM_DTYPE_NVFP4)
-        emit(o, "    --fp4-format e2m1 \\\n    --fp4-recipe nvfp4 \\\n");
+        emit(o, "    --fp4-format e2m1 \\\n    --fp4-recipe nvfp4 \\\n%s",
+             p->fp8_param_gather ? "    --fp4-param-gather \\\n" : "");
     emit(o, "    %s\n", p->dtype == SPSIM_DTYPE_FP16 ? "--fp16" : "--bf16");
 }
 

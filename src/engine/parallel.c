@@ -103,8 +103,10 @@ check_fp8(const struct spsim_parallel *p, struct spsim_error *err)
     if (p->fp8_recipe != SPSIM_FP8_DELAYED && p->dtype != SPSIM_DTYPE_FP8)
         return CONFIG_FAIL(err, "field 'fp8_recipe': %s scaling needs dtype fp8",
                            spsim_fp8_recipe_name(p->fp8_recipe));
-    if (p->fp8_param_gather && p->dtype != SPSIM_DTYPE_FP8)
-        return CONFIG_FAIL(err, "field 'fp8_param_gather': FP8 parameters need dtype fp8");
+    if (p->fp8_param_gather && p->dtype != SPSIM_DTYPE_FP8 && p->dtype != SPSIM_DTYPE_NVFP4)
+        return CONFIG_FAIL(err,
+                           "field 'fp8_param_gather': FP8 parameters need dtype fp8 (or nvfp4, "
+                           "--fp4-param-gather)");
     if (p->fp8_param_gather && !p->distributed_optimizer && p->zero == 0)
         return CONFIG_FAIL(err, "field 'fp8_param_gather': needs the distributed optimizer or "
                                 "Megatron-FSDP (zero >= 1)");
