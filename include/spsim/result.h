@@ -260,6 +260,9 @@ struct spsim_time_report {
     /** Wall time the critical stage's blocks take beyond their GPU time because the host
      * issues their launches more slowly (max(GPU, host) per block and phase) */
     double host_exposed_s;
+    /** FP8 delayed scaling: the amax AllReduces over the TP×DP×CP group after each model
+     * chunk's forward and backward of every micro-batch, on the critical path (0 otherwise). */
+    double fp8_amax_allreduce_s;
 };
 
 /** Everything spsim says about one configuration. */

@@ -135,6 +135,7 @@ struct spsim_layer_summary {
      * and whether any block's wall is host-bound. */
     uint32_t layer_forward_launches, layer_backward_launches;
     bool host_bound;
+    uint32_t fp8_gemms_layer; /* GEMM ops of one layer in FP8 or NVFP4 (engine/fp8.c) */
 };
 
 /** Fold a layer evaluation into its summary. hw may be NULL (as for spsim_layer_evaluate). */
