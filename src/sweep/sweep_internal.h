@@ -73,6 +73,12 @@ struct spsim_row_column {
     uint64_t mask; /* of a 64-bit load at `offset`: the value's `size` bytes, as raw_value's */
 };
 
+/* A column's last value, mask and offset (spsim_row_column's), packed. */
+struct spsim_row_probe {
+    uint64_t last, mask;
+    size_t offset;
+};
+
 struct spsim_row_writer {
     enum spsim_row_format format;
     size_t ncolumns;
@@ -88,6 +94,7 @@ struct spsim_row_writer {
     char *row;
     size_t row_len;
     uint32_t *start, *changed;
+    struct spsim_row_probe *probe; /* per column, packed for the search of changed cells */
     const char *last_model, *last_hw;
 };
 

@@ -215,9 +215,11 @@ spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format, 
     w->row = spsim_calloc(ROW_COPY, 1);
     w->start = spsim_calloc(cap, sizeof(*w->start));
     w->changed = spsim_calloc(cap, sizeof(*w->changed));
-    int rc = w->columns && w->prefix && w->prefix_len && w->row && w->start && w->changed
-                 ? SPSIM_OK
-                 : SPSIM_ENOMEM;
+    w->probe = spsim_calloc(cap, sizeof(*w->probe));
+    int rc =
+        w->columns && w->prefix && w->prefix_len && w->row && w->start && w->changed && w->probe
+            ? SPSIM_OK
+            : SPSIM_ENOMEM;
     if (rc == SPSIM_OK && !columns)
         rc = add_all_columns(w);
     for (const char *p = columns, *end; rc == SPSIM_OK && p && *p; p = *end ? end + 1 : end) {
@@ -338,6 +340,7 @@ row_cells(struct spsim_row_writer *w, const char *model, const char *hw,
         uint64_t v = raw_value(c, r);
         if (!c->known || v != c->last)
             column_update(c, w->format, r, v);
+        w->probe[i] = (struct spsim_row_probe){c->last, c->mask, c->offset};
         /* The whole cell buffer, a fixed size the compiler copies in two moves. */
         memcpy(out + n, c->text, SPSIM_ROW_CELL);
         n += c->len;
@@ -358,13 +361,14 @@ static size_t
 changed_columns(struct spsim_row_writer *w, const struct spsim_result *r)
 {
     const char *base = (const char *)r;
-    size_t k = 0;
-    for (size_t i = 0; i < w->ncolumns; i++) {
-        const struct spsim_row_column *c = &w->columns[i];
+    const struct spsim_row_probe *p = w->probe;
+    uint32_t *changed = w->changed;
+    size_t k = 0, ncolumns = w->ncolumns; /* not read again after each store */
+    for (size_t i = 0; i < ncolumns; i++) {
         uint64_t v;
-        memcpy(&v, base + c->offset, sizeof(v));
-        w->changed[k] = (uint32_t)i;
-        k += (v & c->mask) != c->last;
+        memcpy(&v, base + p[i].offset, sizeof(v));
+        changed[k] = (uint32_t)i;
+        k += (v & p[i].mask) != p[i].last;
     }
     return k;
 }
@@ -388,6 +392,7 @@ row_spans(struct spsim_row_writer *w, const struct spsim_result *r, char *out)
         uint64_t v;
         memcpy(&v, (const char *)r + c->offset, sizeof(v));
         column_update(c, w->format, r, v & c->mask);
+        w->probe[i].last = c->last;
         memcpy(out + n, c->text, SPSIM_ROW_CELL);
         n += c->len;
         from = s + old;
