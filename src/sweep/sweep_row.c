@@ -111,6 +111,7 @@ spsim_row_writer_free(struct spsim_row_writer *w)
     free(w->row);
     free(w->start);
     free(w->changed);
+    free(w->probe);
     memset(w, 0, sizeof(*w));
 }
 
