@@ -204,7 +204,7 @@ int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *
  * data-parallel, point-to-point and embedding collectives repeat. A direct-mapped table keyed
  * by every input of spsim_collective_time(), so a hit returns exactly what a call would.
  */
-#define SPSIM_COLL_MEMO_SLOTS 256
+#define SPSIM_COLL_MEMO_SLOTS 4096
 #define SPSIM_MAXMIN_MEMO_KEY 15 /* flow count, two capacities, four flows' three inputs */
 struct spsim_coll_memo {
     struct spsim_coll_memo_slot {

@@ -806,7 +806,7 @@ memo_time(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, enum sp
     /* Fibonacci hashing of the inputs. */
     uint64_t h = (bits ^ ((uint64_t)op << 56) ^ ((uint64_t)g.size << 24) ^ g.per_domain) *
                  0x9E3779B97F4A7C15ull;
-    struct spsim_coll_memo_slot *s = &memo->slot[h >> 56 & (SPSIM_COLL_MEMO_SLOTS - 1)];
+    struct spsim_coll_memo_slot *s = &memo->slot[h >> 52 & (SPSIM_COLL_MEMO_SLOTS - 1)];
     uint64_t slot_bits; /* the same bits (not ==: a hit must be what a run gives, -0 and NaN) */
     memcpy(&slot_bits, &s->bytes, sizeof(slot_bits));
     if (s->hw == hw && s->op == (uint32_t)op && s->size == g.size &&
