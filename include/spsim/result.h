@@ -185,7 +185,8 @@ struct spsim_comm_report {
     uint64_t
         pp_wire_bytes_per_rank; /**< sends of a middle stage per iteration, forward + backward */
     /* Mixture of experts (per rank): the token dispatch and combine of one MoE layer, and of
-     * the stage's MoE layers over the iteration; the tier of the widest dispatch group; the
+     * the MoE layers (MTP depths included) of the pipeline rank that runs the most of them over
+     * the iteration; the tier of the widest dispatch group; the
      * expert data-parallel group (tp·cp·dp / (ep·etp)) and its gradient reduction. */
     uint64_t ep_forward_wire_bytes_per_layer;
     uint64_t ep_backward_wire_bytes_per_layer;

@@ -373,6 +373,17 @@ rank_dense(const struct shape *x, uint64_t r)
     return x->mixed ? spsim_moe_rank_dense_layers(x->model, x->plan, (uint32_t)r) : 0;
 }
 
+/* MoE layers of pipeline rank r: its decoder layers less the dense ones, and on the last rank
+ * the MTP depths when their layer is an MoE layer. */
+static uint64_t
+rank_moe_layers(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r)
+{
+    uint64_t layers = rank_built(x, r) - rank_dense(x, r);
+    if (r == x->p - 1 && le->params_mtp && mtp_layer(le, x) == &le->layer) /* MoE MTP layers */
+        layers += x->model->shape.mtp_layers;
+    return layers;
+}
+
 /* The routed experts' parameters on one rank of pipeline rank r. */
 static uint64_t
 rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r,
@@ -380,10 +391,17 @@ rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape 
 {
     if (!x->moe)
         return 0; /* the dense path: no rank_built/rank_dense per candidate rank */
-    uint64_t layers = rank_built(x, r) - rank_dense(x, r);
-    if (r == x->p - 1 && le->params_mtp && mtp_layer(le, x) == &le->layer) /* MoE MTP layers */
-        layers += x->model->shape.mtp_layers;
-    return spsim_mul(layers, le->params_layer_experts, ok);
+    return spsim_mul(rank_moe_layers(le, x, r), le->params_layer_experts, ok);
+}
+
+/* The most MoE layers a pipeline rank runs (the stage whose token exchanges move the most). */
+static uint64_t
+busiest_moe_layers(const struct spsim_layer_summary *le, const struct shape *x)
+{
+    uint64_t most = 0;
+    for (uint64_t r = 0; r < x->p; r++)
+        most = spsim_max_u64(most, rank_moe_layers(le, x, r));
+    return most;
 }
 
 /* The D depths' parameters on the last stage: each its own (enorm, hnorm, eh_proj,
@@ -602,8 +620,9 @@ zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le
 }
 
 /*
- * MoE (per rank): the dispatch and combine of one MoE layer and of the stage's MoE layers over
- * the iteration (the recompute phase on every layer: MoE models have no recompute method), and
+ * MoE (per rank): the dispatch and combine of one MoE layer and of the MoE layers of the stage
+ * that runs the most of them over the iteration (the recompute phase on every layer: MoE models
+ * have no recompute method; the MTP depths on the last stage when theirs is an MoE layer), and
  * the experts' gradients reduced over the expert data-parallel group, whose members are
  * etp·ep ranks apart (the expert grid's order tp-ep-dp, parallel_state.py): an AllReduce
  * (2(D−1)/D), or a ReduceScatter of the gradients and an AllGather of the bf16 weights.
@@ -619,7 +638,7 @@ moe_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     comm->ep_recompute_wire_bytes_per_layer = L->ep_wire[SPSIM_PHASE_RECOMPUTE];
     uint64_t per_layer = spsim_add(spsim_add(L->ep_wire[0], L->ep_wire[1], ok), L->ep_wire[2], ok);
     comm->ep_wire_bytes_per_iteration =
-        spsim_mul3(x->built[0] - rank_dense(x, 0), per_layer, x->micro, ok);
+        spsim_mul3(busiest_moe_layers(le, x), per_layer, x->micro, ok);
     uint32_t stride =
         par->moe_dispatcher == SPSIM_MOE_ALLTOALL && par->ep > 1 ? spsim_moe_etp(par) : 1;
     comm->ep_tier = x->ep_group <= 1 ? SPSIM_TIER_LOCAL
