@@ -185,6 +185,13 @@ struct spsim_parallel {
     uint64_t ddp_bucket_size;
     /** TE userbuffers TP communication overlap (--tp-comm-overlap; needs sp); default false */
     bool tp_comm_overlap;
+    /** EP all-to-all overlap (--overlap-moe-expert-parallel-comm; Bridge moe_a2a_overlap): the
+     * combined 1F1B schedule runs one micro-batch's forward beside another's backward, each
+     * one's token exchanges under the other's computation; default false */
+    bool moe_a2a_overlap;
+    /** The experts' and attention's weight gradients run apart from their data gradients
+     * (--delay-wgrad-compute; needs moe_a2a_overlap); default false */
+    bool delay_wgrad_compute;
 };
 
 /** Set every field to its documented default. */

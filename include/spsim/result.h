@@ -251,6 +251,9 @@ struct spsim_time_report {
     /** Buckets of pipeline rank 0's first model chunk in the overlapped gradient reduction
      * (1: one bucket, the whole buffer). */
     uint32_t dp_buckets;
+    /** With --overlap-moe-expert-parallel-comm: the token exchanges' time hidden under the
+     * other micro-batch's computation (ep_exposed_s is what stays exposed); else 0. */
+    double ep_a2a_hidden_s;
 };
 
 /** Everything spsim says about one configuration. */

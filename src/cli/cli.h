@@ -235,6 +235,10 @@ enum cli_config_opt {
     OPT_EP,
     OPT_ETP,
     OPT_MOE_DISPATCHER,
+    OPT_MOE_A2A_OVERLAP,
+    OPT_NO_MOE_A2A_OVERLAP,
+    OPT_DELAY_WGRAD,
+    OPT_NO_DELAY_WGRAD,
     OPT_CONFIG_END
 };
 
@@ -298,6 +302,12 @@ enum cli_config_opt {
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \
     "                         = tp·cp·dp / (ep·etp)\n"                                          \
     "  --moe-dispatcher D     allgather (default, Megatron's), alltoall; flex is refused\n"        \
+    "  --overlap-moe-expert-parallel-comm, --no-overlap-moe-expert-parallel-comm\n"                \
+    "                         EP all-to-all overlap: one micro-batch's forward beside another's\n" \
+    "                         backward (needs ep > 1, alltoall, vpp with pp > 1; default off)\n"   \
+    "  --delay-wgrad-compute, --no-delay-wgrad-compute\n"                                          \
+    "                         with the overlap: weight gradients apart, the dispatch backward\n"   \
+    "                         under the experts' wgrad (default off)\n"                            \
     "Uneven pipeline stages (Megatron-Core; at most one of the three ways):\n"                     \
     "  --first-stage-layers N, --last-stage-layers N\n"                                            \
     "                         layers of pipeline rank 0 / rank pp-1; the rest split evenly\n"      \

@@ -77,6 +77,10 @@ static const struct cli_option_spec {
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
+    {"overlap-moe-expert-parallel-comm", no_argument, OPT_MOE_A2A_OVERLAP, -1},
+    {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
+    {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, -1},
+    {"no-delay-wgrad-compute", no_argument, OPT_NO_DELAY_WGRAD, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -167,6 +171,14 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_TP_COMM_OVERLAP:
     case OPT_NO_TP_COMM_OVERLAP:
         p->tp_comm_overlap = opt == OPT_TP_COMM_OVERLAP;
+        return 1;
+    case OPT_MOE_A2A_OVERLAP:
+    case OPT_NO_MOE_A2A_OVERLAP:
+        p->moe_a2a_overlap = opt == OPT_MOE_A2A_OVERLAP;
+        return 1;
+    case OPT_DELAY_WGRAD:
+    case OPT_NO_DELAY_WGRAD:
+        p->delay_wgrad_compute = opt == OPT_DELAY_WGRAD;
         return 1;
     case OPT_ACCOUNT_EMB:
         p->account_embedding = true;

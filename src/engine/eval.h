@@ -41,6 +41,9 @@ struct spsim_block_eval {
     double ep_exposed_s, ep_comm_s, ep_bwd_wire_bytes;
     uint64_t ep_wire[3];
     bool ep_network;
+    /* An MoE layer with EP: the token exchanges' time left exposed when its forward runs beside
+     * another micro-batch's backward (ep_overlap.c), without and with delayed wgrad. */
+    double ep_pair_exposed_s[2];
 };
 
 struct spsim_layer_eval {
@@ -90,6 +93,7 @@ struct spsim_block_totals {
     double ep_exposed_s, ep_comm_s, ep_bwd_wire_bytes;
     uint64_t ep_wire[3];
     bool ep_network;
+    double ep_pair_exposed_s[2];
 };
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */

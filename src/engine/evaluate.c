@@ -8,6 +8,7 @@
 
 #include "buckets.h"
 #include "eval.h"
+#include "ep_overlap.h"
 #include "moe.h"
 #include "stages.h"
 
@@ -1373,6 +1374,20 @@ p2p_exposed_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     return exposed;
 }
 
+/* --overlap-moe-expert-parallel-comm: the critical stage's paired micro-batches leave the MoE
+ * layer's pair exposure (ep_overlap.c), the warm-up forwards and cool-down backwards their
+ * exchanges whole. The bubble keeps the whole exchanges: fill and drain run alone. */
+static void
+ep_a2a_overlap(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+               const struct shape *x, double moe_layers, struct spsim_time_report *tr)
+{
+    double pairs = spsim_ep_overlap_paired(x->micro, x->p, x->v, tr->critical_stage);
+    double pair = le->layer.ep_pair_exposed_s[par->delay_wgrad_compute ? 1 : 0];
+    double whole = tr->ep_exposed_s;
+    tr->ep_exposed_s = moe_layers * ((x->micro - pairs) * le->layer.ep_exposed_s + pairs * pair);
+    tr->ep_a2a_hidden_s = whole - tr->ep_exposed_s;
+}
+
 static int
 compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              const struct spsim_hardware *hw, const struct spsim_parallel *par,
@@ -1417,6 +1432,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         /* The MoE layers' token exchanges (in the stage's wall time already). */
         double moe_layers = (double)(crit->layers - rank_dense(x, tr->critical_stage));
         tr->ep_exposed_s = mb * moe_layers * le->layer.ep_exposed_s;
+        if (par->moe_a2a_overlap)
+            ep_a2a_overlap(par, le, x, moe_layers, tr);
         *(le->layer.ep_network ? &busy_net : &busy_nv) +=
             (mb + (x->p - 1.0) / x->v) * moe_layers * le->layer.ep_comm_s;
     }

@@ -39,6 +39,7 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
     t->ep_bwd_wire_bytes = b->ep_bwd_wire_bytes;
     memcpy(t->ep_wire, b->ep_wire, sizeof(t->ep_wire));
     t->ep_network = b->ep_network;
+    memcpy(t->ep_pair_exposed_s, b->ep_pair_exposed_s, sizeof(t->ep_pair_exposed_s));
     t->fwd_flops = b->fwd_flops;
     t->bwd_flops = b->bwd_flops;
     t->recompute_flops = b->recompute_flops;

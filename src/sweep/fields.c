@@ -111,6 +111,8 @@ static const struct spsim_field fields[] = {
     F("config.no_overlap_p2p", BOOL, config.no_overlap_p2p),
     F("config.ddp_bucket_size", U64, config.ddp_bucket_size),
     F("config.tp_comm_overlap", BOOL, config.tp_comm_overlap),
+    F("config.moe_a2a_overlap", BOOL, config.moe_a2a_overlap),
+    F("config.delay_wgrad_compute", BOOL, config.delay_wgrad_compute),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
@@ -245,6 +247,7 @@ static const struct spsim_field fields[] = {
     F("time.pp_p2p_hidden_s", F64, time.pp_p2p_hidden_s),
     F("time.param_gather_exposed_s", F64, time.param_gather_exposed_s),
     F("time.dp_buckets", U32, time.dp_buckets),
+    F("time.ep_a2a_hidden_s", F64, time.ep_a2a_hidden_s),
 };
 
 size_t
