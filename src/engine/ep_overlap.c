@@ -25,7 +25,8 @@
 
 #define OVERLAP_FAIL(err, ...) spsim_fail((err), SPSIM_ECONFIG, "parallel config: " __VA_ARGS__)
 
-/* Megatron's messages verbatim (transformer_config.py __post_init__). */
+/* Megatron's messages verbatim (transformer_config.py __post_init__). Its bf16-or-fp16 rule
+ * holds already: spsim trains in bf16, fp16 or fp8 (bf16 parameters). */
 int
 spsim_ep_overlap_check(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                        struct spsim_error *err)
@@ -54,9 +55,6 @@ spsim_ep_overlap_check(const struct spsim_model_shape *m, const struct spsim_par
     if (p->recompute == SPSIM_RECOMPUTE_SELECTIVE && (p->recompute_modules & SPSIM_RMOD_MOE))
         return OVERLAP_FAIL(err, "field 'recompute_modules': disable moe in recompute_modules "
                                  "when enabling overlap_moe_expert_parallel_comm");
-    if (p->dtype == SPSIM_DTYPE_FP32)
-        return OVERLAP_FAIL(err, "field 'dtype': overlap_moe_expert_parallel_comm is only "
-                                 "supported with bf16 or fp16 model");
     if (m->mtp_layers > 1)
         return OVERLAP_FAIL(err, "field 'mtp_layers': MTP supports at most one layer when "
                                  "enabling overlap_moe_expert_parallel_comm.");
