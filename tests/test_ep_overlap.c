@@ -161,17 +161,6 @@ pair_exposed(const struct spsim_model *m, const struct spsim_hardware *hw,
     return fmax(0, pair_by_hand(t, delay, &wall) - other);
 }
 
-/* The synthetic profile (tests/testutil.h) with NICs of `nic` GB/s. */
-static struct spsim_hardware *
-synthetic(const char *text)
-{
-    struct spsim_hardware *hw = NULL;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_hardware_parse(text, strlen(text), "synthetic", &hw, &err) == SPSIM_OK,
-                  "%s", err.message);
-    return hw;
-}
-
 static struct spsim_result
 eval_ok(const struct spsim_model *m, const struct spsim_hardware *hw,
         const struct spsim_parallel *p)
@@ -193,7 +182,7 @@ eval_ok(const struct spsim_model *m, const struct spsim_hardware *hw,
 START_TEST(pairs_without_pipelining)
 {
     struct spsim_model *m = moe_model(2048);
-    struct spsim_hardware *hw = synthetic(TESTUTIL_SYNTHETIC_HW("2"));
+    struct spsim_hardware *hw = testutil_hardware_text(TESTUTIL_SYNTHETIC_HW("2"));
     struct spsim_parallel p = a2a_config(1, 1, 16, 16);
     struct spsim_result off = eval_ok(m, hw, &p);
     double whole, pair = pair_exposed(m, hw, &p, false, &whole);
@@ -226,7 +215,7 @@ END_TEST
 START_TEST(pairs_interleaved)
 {
     struct spsim_model *m = moe_model(2048);
-    struct spsim_hardware *hw = synthetic(TESTUTIL_SYNTHETIC_HW("2"));
+    struct spsim_hardware *hw = testutil_hardware_text(TESTUTIL_SYNTHETIC_HW("2"));
     struct spsim_parallel p = a2a_config(2, 2, 16, 16);
     p.moe_a2a_overlap = true;
     double whole, pair = pair_exposed(m, hw, &p, false, &whole);
