@@ -117,6 +117,16 @@ expect 4 "field 'vpp': If enabling EP A2A overlap, virtual_pipeline_model_parall
     --gbs 64 --overlap-moe-expert-parallel-comm >"$tmp/out" || fail "query with the EP all-to-all overlap"
 grep -q "MoE all-to-all beside the other micro-batch's computation: .* hidden, .* exposed" "$tmp/out" ||
     fail "query: no EP overlap line"
+# The sweep axes: each point as its query says.
+"$spsim" sweep --model mixtral-8x7b --hw dgx-h100 --tp 1 --sp off --pp 2 --vpp 2 --dp 8 --ep 8 --moe-dispatcher alltoall \
+    --gbs 64 --overlap-moe-expert-parallel-comm on,off --delay-wgrad-compute on,off --format csv \
+    >"$tmp/a2a.csv" 2>/dev/null || fail "sweep over the EP overlap axes"
+[ "$(wc -l <"$tmp/a2a.csv")" -eq 4 ] || fail "sweep over the EP overlap axes: not 3 valid points"
+for flags in "" "--overlap-moe-expert-parallel-comm" "--overlap-moe-expert-parallel-comm --delay-wgrad-compute"; do
+    "$spsim" query --model mixtral-8x7b --hw dgx-h100 --tp 1 --no-sp --pp 2 --vpp 2 --dp 8 --ep 8 --moe-dispatcher alltoall \
+        --gbs 64 $flags --format csv | tail -1 >"$tmp/row.csv"
+    grep -qxF -f "$tmp/row.csv" "$tmp/a2a.csv" || fail "sweep row of '$flags' is not its query's"
+done
 
 # optimize's best as a launch line: its CSV row is the query of that line.
 opt="--model llama3-8b --hw dgx-h100 --gpus 16 --gbs 64 --tp 1,2,4 --pp 1,2"

@@ -77,9 +77,9 @@ static const struct cli_option_spec {
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
-    {"overlap-moe-expert-parallel-comm", no_argument, OPT_MOE_A2A_OVERLAP, -1},
+    {"overlap-moe-expert-parallel-comm", no_argument, OPT_MOE_A2A_OVERLAP, SPSIM_AXIS_A2A_OVERLAP},
     {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
-    {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, -1},
+    {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, SPSIM_AXIS_DELAY_WGRAD},
     {"no-delay-wgrad-compute", no_argument, OPT_NO_DELAY_WGRAD, -1},
 };
 
