@@ -327,6 +327,34 @@ START_TEST(imported)
 }
 END_TEST
 
+/*
+ * The router with TP and SP (router.py): each TP rank routes its own sequence shard, so the
+ * logits, the top-k and (without auxiliary losses, Megatron's default) the routing need no TP
+ * collective; the router weight, replicated and marked sequence_parallel, gets a partial
+ * gradient on each rank, summed over TP once per iteration with the other such gradients
+ * (finalize_model_grads._allreduce_non_tensor_model_parallel_grads). tp 2 with SP, ep 2,
+ * etp 1, dp 1 (expert DP 1, no DP reduction, untied embeddings): dp_exposed_s is that one
+ * AllReduce of 4 layers · E·h = 16·1024 fp32 gradients, 262 144 B, over the 2 TP GPUs.
+ */
+START_TEST(router_gradient_over_tp)
+{
+    struct spsim_model *m = moe_model(1024);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel p = testutil_config(2, 1, 1, 1, 1, true, SPSIM_RECOMPUTE_NONE);
+    p.ep = 2;
+    p.etp = 1;
+    p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    struct spsim_collective_prediction ar;
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 2, 1, 262144, &ar, NULL),
+                     SPSIM_OK);
+    struct spsim_result r = eval_ok(m, hw, &p);
+    ck_assert_uint_eq(r.comm.expert_dp_ranks, 1);
+    ck_assert_double_eq_tol(r.time.dp_exposed_s, ar.time_s, 1e-15);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 static Suite *
 ep_overlap_suite(void)
 {
@@ -338,6 +366,7 @@ ep_overlap_suite(void)
     tcase_add_test(tc, pairs_interleaved);
     tcase_add_test(tc, rules);
     tcase_add_test(tc, imported);
+    tcase_add_test(tc, router_gradient_over_tp);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -128,6 +128,9 @@ struct spsim_layer_summary {
     /* The layer's collectives as comm.per_layer lists them. */
     uint32_t ncoll;
     struct spsim_collective_entry coll[SPSIM_MAX_LAYER_COLLECTIVES];
+    /* An MoE layer with SP and t > 1: the router's parameters (marked sequence_parallel,
+     * router.py), whose gradients join the MLA ones' TP all-reduce (evaluate.c); else 0. */
+    uint64_t params_router_tp_synced;
 };
 
 /** Fold a layer evaluation into its summary. hw may be NULL (as for spsim_layer_evaluate). */

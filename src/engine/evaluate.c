@@ -1222,7 +1222,9 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
 /* MLA with SP: the duplicated down-projections' and latent norms' gradients (marked
  * sequence_parallel) are summed over TP once per iteration, after the backward, in one
  * coalesced all-reduce (finalize_model_grads._allreduce_non_tensor_model_parallel_grads), on
- * the main gradients (grad_bytes) of the critical stage's layers. */
+ * the main gradients (grad_bytes) of the critical stage's layers; with them the routers' of
+ * its MoE layers (router.py marks the router weight sequence_parallel: each TP rank's gradient
+ * comes from its sequence shard). */
 static int
 mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
               const struct spsim_parallel *par, const struct spsim_layer_summary *le,
@@ -1230,7 +1232,10 @@ mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
               double *busy_nv, double *busy_net)
 {
     struct spsim_coll_time e;
-    double bytes = (double)grad_bytes(par) * (double)le->params_tp_synced * (double)crit->layers;
+    double moe_layers = x->moe ? (double)(crit->layers - rank_dense(x, tr->critical_stage)) : 0;
+    double params = (double)le->params_tp_synced * (double)crit->layers +
+                    (double)le->params_router_tp_synced * moe_layers;
+    double bytes = (double)grad_bytes(par) * params;
     int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, x->t, 1, bytes, &e);
     if (rc)
         return rc;
@@ -1444,7 +1449,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     if ((rc = tied_embedding_sync(memo, hw, m, le, x, tr, &busy_nv, &busy_net)))
         return rc;
-    if (le->params_tp_synced &&
+    if ((le->params_tp_synced | le->params_router_tp_synced) &&
         (rc = mla_grad_sync(memo, hw, par, le, x, crit, tr, &busy_nv, &busy_net)))
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);

@@ -130,6 +130,8 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     if (le->cfg.moe)
         s->params_layer = spsim_moe_layer_parameters(m, t, le->cfg.ep, le->cfg.etp,
                                                      &s->params_layer_experts, &ok);
+    if (le->cfg.moe && le->cfg.sp && t > 1)
+        s->params_router_tp_synced = spsim_router_parameters(m);
     s->has_dense = le->has_dense && model->moe_layers < m->layers;
     if (s->has_dense) {
         block_totals(&le->dense, &s->dense);
