@@ -509,7 +509,12 @@ as the development set's README (1.0.2) establishes. NeMo 24.07's recipes are no
 its rows run with the page's values and Bridge's defaults above, FP8 as delayed scaling.
 Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
 26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
-better figure.
+better figure. spsim counts Bridge's current formula (flop_utils.py at 067f987, used from 26.06 on:
+a gated linear unit as 3 GEMMs, GPT-OSS's 128-token windows on alternate layers), 32.6 GFLOP per
+GPT-OSS 120B token at s = 4096; the GPT-OSS rows of 25.11 to 26.04.01 publish 27.2 (their
+TFLOP/s ÷ tokens/s), Bridge's older count that took the gated unit as 3 GEMMs only with SiLU
+(GPT-OSS's is quick-GELU: 2) and attention as full: their TFLOP/s error overstates spsim's by
+32.6 / 27.2 = 1.20, and their tokens/s error is the figure to read.
 """
 
 

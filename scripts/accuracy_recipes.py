@@ -205,10 +205,13 @@ def scan(body, precision, funcs, out):
 # What the library recipe sets before the perf builder runs, where the builder only
 # amends it: src/megatron/bridge/recipes/llama/llama3.py builds the 70B and 405B
 # pretrain configs with CommOverlapConfig(tp_comm_overlap=True) (userbuffers), and the
-# 405B one with account_for_embedding/loss_in_pipeline_split = True (126 + 2 layers split).
+# 405B one with account_for_embedding/loss_in_pipeline_split = True (126 + 2 layers split);
+# src/megatron/bridge/recipes/qwen/qwen3_moe.py qwen3_235b_a22b_pretrain_config sets the same
+# (94 + 2 layers split) at every commit the Qwen3-235B rows read (5776a6d90 to 8f341b04f).
 LIBRARY_DEFAULTS = {
     "LLAMA3_70B": {"tp_comm_overlap": True},
     "LLAMA31_405B": {"tp_comm_overlap": True, "account_embedding": True, "account_loss": True},
+    "QWEN3_235B_A22B": {"account_embedding": True, "account_loss": True},
 }
 
 

@@ -15,11 +15,12 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 sanitize="-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug"
 gcc_dir="${BUILDDIR:-build-asan}"
 BUILDDIR="$gcc_dir" MESON_ARGS="${MESON_ARGS:-} $sanitize" scripts/setup.sh
-meson test -C "$gcc_dir" --print-errorlogs
+# Sanitized code runs several times slower: the timeouts (set for normal builds) are tripled.
+meson test -C "$gcc_dir" --print-errorlogs --timeout-multiplier 3
 # clang: every check fatal. Its 'undefined' group has pointer-overflow (named here, as it is
 # why this build exists: gcc's UBSan does not check NULL + 1).
 clang_dir="${CLANG_BUILDDIR:-build-asan-clang}"
 CC=clang BUILDDIR="$clang_dir" \
     MESON_ARGS="${MESON_ARGS:-} $sanitize -Dc_args=['-fsanitize=pointer-overflow','-fno-sanitize-recover=all']" \
     scripts/setup.sh
-meson test -C "$clang_dir" --print-errorlogs
+meson test -C "$clang_dir" --print-errorlogs --timeout-multiplier 3

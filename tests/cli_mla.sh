@@ -48,11 +48,19 @@ grep -q '^deepseek-v3,8,[0-9]' "$tmp/sweep.csv" || fail "sweep: no deepseek-v3 r
     --mbs 1 --threads 1 >"$tmp/opt" 2>"$tmp/err" || fail "optimize: $(cat "$tmp/err")"
 grep -q "^  1 " "$tmp/opt" || fail "optimize: no configuration ranked"
 
-# What is not modelled is refused (exit 4): context parallelism with MLA.
+# Context parallelism with MLA: query and explain answer, and explain shows the ring.
 # shellcheck disable=SC2086
-"$spsim" query $cfg --cp 2 --dp 4 >/dev/null 2>"$tmp/err"
-[ $? -eq 4 ] || fail "query --cp 2: exit status"
-grep -qF "context parallelism with multi-latent attention" "$tmp/err" || fail "query --cp 2: $(cat "$tmp/err")"
+"$spsim" query $cfg --cp 2 --dp 4 >/dev/null 2>"$tmp/err" || fail "query --cp 2: $(cat "$tmp/err")"
+# shellcheck disable=SC2086
+"$spsim" explain $cfg --cp 2 --dp 4 >"$tmp/explain" 2>"$tmp/err" || fail "explain --cp 2: $(cat "$tmp/err")"
+grep -qF "CP p2p ring of K/V blocks" "$tmp/explain" || fail "explain --cp 2: no CP ring step"
+"$spsim" sweep --model deepseek-v3 --hw dgx-h100 --tp 8 --ep 64 --etp 1 --cp 1,2 --pp 1 --vpp 1 \
+    --gpus 1024 --gbs 1024 --quiet --columns model,cp,time_iteration_s >"$tmp/sweep.csv" \
+    2>"$tmp/err" || fail "sweep --cp 1,2: $(cat "$tmp/err")"
+grep -q '^deepseek-v3,2,[0-9]' "$tmp/sweep.csv" || fail "sweep: no deepseek-v3 row at cp 2"
+"$spsim" optimize --model deepseek-v3 --hw dgx-h100 --gpus 1024 --gbs 1024 --tp 8 --cp 2 --pp 1 \
+    --threads 1 >"$tmp/opt" 2>"$tmp/err" || fail "optimize --cp 2: $(cat "$tmp/err")"
+grep -q "^  1 " "$tmp/opt" || fail "optimize --cp 2: no configuration ranked"
 
 [ "$failures" -eq 0 ] || exit 1
 echo "cli_mla: all checks passed"

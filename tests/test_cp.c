@@ -209,6 +209,27 @@ START_TEST(all_gather_and_a2a_bytes)
 }
 END_TEST
 
+/* The CP exchange buffers sit on every stage, also with an uneven pipeline (rank_activations):
+ * llama3-8b at tp 2, cp 2, pp 2 with 15 + 17 layers; p2p's working set 4·KV_blk against a2a's
+ * Q, K, V 2·n·(q + 2kv)/t, all else equal, so the stage totals differ by exactly that. */
+START_TEST(cp_buffers_uneven_pipeline)
+{
+    uint64_t n = 8192 / 2, t = 2, blk = 4 * n * KV / t, qkv = 2 * n * (Q + 2 * KV) / t;
+    struct spsim_parallel p = cp_config(2, 2, SPSIM_CP_P2P, 8192);
+    p.pp = 2;
+    p.first_stage_layers = 15;
+    struct spsim_result a = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    p.cp_comm_type = SPSIM_CP_A2A;
+    struct spsim_result b = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_uint_eq(a.memory.activation_cp_working_bytes, 4 * blk);
+    ck_assert_uint_eq(b.memory.activation_cp_working_bytes, qkv);
+    ck_assert_uint_eq(a.memory.activation_first_stage_bytes - b.memory.activation_first_stage_bytes,
+                      4 * blk - qkv);
+    ck_assert_uint_eq(a.memory.activation_last_stage_bytes - b.memory.activation_last_stage_bytes,
+                      4 * blk - qkv);
+}
+END_TEST
+
 START_TEST(gradients_over_dp_cp)
 {
     /* DDP reduces over intra_dp_cp_group (distributed_data_parallel.py): cp 2 × dp 2 moves what
@@ -295,6 +316,7 @@ cp_suite(void)
     tcase_add_test(tc, all_gather_and_a2a_bytes);
     tcase_add_test(tc, gradients_over_dp_cp);
     tcase_add_test(tc, megatron_rules);
+    tcase_add_test(tc, cp_buffers_uneven_pipeline);
     suite_add_tcase(s, tc);
     return s;
 }

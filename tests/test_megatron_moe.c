@@ -265,6 +265,55 @@ START_TEST(bridge_recipe)
 }
 END_TEST
 
+/* Sliding windows (arguments.py --window-size tuple_type, --window-attn-skip-freq): "127,0" and
+ * "(127,0)" attend to 127 + 0 + 1 = 128 positions (Megatron-Bridge's effective window; GPT-OSS's
+ * bridge sets (sliding_window − 1, 0)); L = −1 is unbounded, no window. The shipped GPT-OSS
+ * profile goes out and back through the launch line with its window. */
+START_TEST(window_flags)
+{
+    static const char *const forms[] = {" --window-size 127,0 --window-attn-skip-freq 2",
+                                        " --window-size \"(127,0)\" --window-attn-skip-freq 2"};
+    for (size_t i = 0; i < 2; i++) {
+        char *text = fixture("qwen3_30b_a3b_flags.sh", forms[i]);
+        struct spsim_megatron_config mc;
+        parse_ok(text, "qwen3.sh", &mc);
+        const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+        ck_assert_uint_eq(s->window, 128);
+        ck_assert_uint_eq(s->window_skip_freq, 2);
+        ck_assert_ptr_null(strstr(mc.unmodelled, "--window-size"));
+        spsim_model_destroy(mc.model);
+        free(text);
+    }
+    char *text = fixture("qwen3_30b_a3b_flags.sh", " --window-size -1,0");
+    struct spsim_megatron_config mc;
+    parse_ok(text, "qwen3.sh", &mc);
+    ck_assert_uint_eq(spsim_model_get_shape(mc.model)->window, 0);
+    spsim_model_destroy(mc.model);
+    free(text);
+    text = fixture("qwen3_30b_a3b_flags.sh", " --window-size 128");
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "w.sh", &mc, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "--window-size"));
+    free(text);
+    struct spsim_model *oss = testutil_model_named("gpt-oss-120b");
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 1;
+    p.sp = false;
+    p.ep = 8;
+    p.dp = 8;
+    p.gbs = 64;
+    char line[8192];
+    ck_assert_uint_lt(spsim_megatron_format(oss, &p, 8, line, sizeof(line)), sizeof(line));
+    ck_assert_ptr_nonnull(strstr(line, "--window-size 127,0"));
+    parse_ok(line, "oss.sh", &mc);
+    ck_assert_uint_eq(spsim_model_get_shape(mc.model)->window, 128);
+    ck_assert_uint_eq(spsim_model_get_shape(mc.model)->window_skip_freq, 2);
+    spsim_model_destroy(mc.model);
+    spsim_model_destroy(oss);
+}
+END_TEST
+
 static Suite *
 megatron_moe_suite(void)
 {
@@ -276,6 +325,7 @@ megatron_moe_suite(void)
     tcase_add_test(tc, deepseek_v3_example);
     tcase_add_test(tc, deepseek_v2_lite_example);
     tcase_add_test(tc, bridge_recipe);
+    tcase_add_test(tc, window_flags);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -286,24 +286,55 @@ START_TEST(duplicated_weight_gradient_sync)
 }
 END_TEST
 
-/* What is not modelled is refused: context parallelism with MLA; mla_up_proj without MLA. */
+/*
+ * Context parallelism with MLA (TE context_parallel.py on multi_latent_attention.py's key
+ * [s, b, n, d_qk + d_r] and value [s, b, n, d_v]): per rank's n_c = s/c tokens, K and V take
+ * k + v = n·(d_qk + d_r + d_v)/t channels, so KV_blk = 2·n_c·(k + v) B (GQA's 2·kv·d would be
+ * 2·n·96/t here: the 64 + 32 + 64 = 160 channels per head tell them apart).
+ *   p2p:        forward (c−1)·KV_blk, backward 2(c−1)·KV_blk, working 4·KV_blk;
+ *   all_gather: forward (c−1)·KV_blk, backward 2(c−1)·KV_blk, working 2c·KV_blk;
+ *   a2a:        Q, K, V (2·n_c·(n·96 + n·160)/t) and O (2·n_c·n·d_v/t), (c−1)/c of each both ways.
+ * Activations stay per token: cp = c saves 1/c of cp = 1.
+ */
+START_TEST(context_parallel)
+{
+    struct spsim_model_shape s = mla_shape();
+    uint64_t t = 2, c = 2, nc = SEQ / c, kv = N * (DQK + DR + DV) / t, blk = 2 * nc * kv;
+    struct spsim_parallel p = mla_config((uint32_t)t, true);
+    struct spsim_result r1 = evaluate(&s, &p);
+    p.cp = (uint32_t)c;
+    struct spsim_result r = evaluate(&s, &p);
+    ck_assert_uint_eq(r.comm.cp_forward_wire_bytes_per_layer, (c - 1) * blk);
+    ck_assert_uint_eq(r.comm.cp_backward_wire_bytes_per_layer, 2 * (c - 1) * blk);
+    ck_assert_uint_eq(r.memory.activation_cp_working_bytes, 4 * blk);
+    ck_assert_uint_eq(r1.memory.activation_per_layer_bytes,
+                      c * r.memory.activation_per_layer_bytes);
+    ck_assert_double_gt(r.time.cp_exposed_s, 0);
+    p.cp_comm_type = SPSIM_CP_ALL_GATHER;
+    r = evaluate(&s, &p);
+    ck_assert_uint_eq(r.comm.cp_forward_wire_bytes_per_layer, (c - 1) * blk);
+    ck_assert_uint_eq(r.comm.cp_backward_wire_bytes_per_layer, 2 * (c - 1) * blk);
+    ck_assert_uint_eq(r.memory.activation_cp_working_bytes, 2 * c * blk);
+    p.cp_comm_type = SPSIM_CP_A2A;
+    r = evaluate(&s, &p);
+    uint64_t qkv = 2 * nc * (N * (DQK + DR) / t + kv), o = 2 * nc * N * DV / t;
+    uint64_t wire = qkv / c * (c - 1) + o / c * (c - 1);
+    ck_assert_uint_eq(r.comm.cp_forward_wire_bytes_per_layer, wire);
+    ck_assert_uint_eq(r.comm.cp_backward_wire_bytes_per_layer, wire);
+    ck_assert_uint_eq(r.memory.activation_cp_working_bytes, qkv);
+}
+END_TEST
+
+/* What is not modelled is refused: mla_up_proj without MLA. */
 START_TEST(refusals)
 {
     struct spsim_model_shape s = mla_shape();
-    struct spsim_model *m = testutil_model(&s);
     struct spsim_hardware *hw = testutil_hardware("dgx-h100");
-    struct spsim_parallel p = mla_config(2, true);
-    p.cp = 2;
     struct spsim_result r;
     struct spsim_error err = {0};
-    ck_assert_int_eq(spsim_evaluate(m, hw, &p, &r, &err), SPSIM_ECONFIG);
-    ck_assert_msg(strstr(err.message, "context parallelism with multi-latent attention"), "%s",
-                  err.message);
-    spsim_model_destroy(m);
-    s = mla_shape();
     s.q_lora_rank = s.kv_lora_rank = s.qk_head_dim = s.qk_pos_emb_head_dim = s.v_head_dim = 0;
-    m = testutil_model(&s);
-    p = mla_config(2, true);
+    struct spsim_model *m = testutil_model(&s);
+    struct spsim_parallel p = mla_config(2, true);
     p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
     p.recompute_modules = SPSIM_RMOD_MLA_UP_PROJ;
     ck_assert_int_eq(spsim_evaluate(m, hw, &p, &r, &err), SPSIM_ECONFIG);
@@ -416,6 +447,7 @@ main(void)
     tcase_add_test(tc, memory_bound_rows);
     tcase_add_test(tc, duplicated_weight_gradient_sync);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, context_parallel);
     tcase_add_test(tc, mtp_parameters);
     tcase_add_test(tc, mtp_activations);
     tcase_add_test(tc, mtp_flops);

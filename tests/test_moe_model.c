@@ -614,6 +614,51 @@ START_TEST(mtp_counts_as_last_layer)
 }
 END_TEST
 
+/* Megatron-Bridge's num_floating_point_operations (flop_utils.py transformer_flops at 067f987)
+ * per token and pass (its value / (3·B·s)) for the shipped Qwen3-30B-A3B and GPT-OSS 120B
+ * profiles at s = 4096, worked from their published configs (HF config.json in tests/data/hf):
+ * MLP 2h·f_e·k·3·L; GQA projections 2·[h·(q + 2kv) + q·h]; core attention 2·q·s per full layer
+ * and 4·q·c per sliding-window layer, c = W − W(W − 1)/(2s) (W = 128; GPT-OSS's odd 1-based
+ * layers slide: 18 of 36); logits 2·h·V. DeepSeek-V3's is megatron_flops_formula. */
+START_TEST(bridge_flops_shipped)
+{
+    double s = 4096;
+    /* Qwen3-30B-A3B: h 2048, 32 heads of 128, 4 KV heads, 48 layers all MoE, 128 experts of
+     * 768, top 8, vocab 151936 (a multiple of 128: unpadded). */
+    double h = 2048, q = 32 * 128, kv = 4 * 128;
+    double proj = h * (q + 2 * kv) + q * h;
+    double want = 2 * h * 768 * 8 * 3 * 48 + 48 * (2 * proj + 2 * q * s) + 2 * h * 151936;
+    struct spsim_model *m = testutil_model_named("qwen3-30b-a3b");
+    struct spsim_flops_per_token f;
+    spsim_model_flops_per_token(m, s, 151936, &f);
+    ck_assert_double_eq_tol(f.megatron, want, want * 1e-12);
+    spsim_model_destroy(m);
+    /* GPT-OSS 120B: h 2880, 64 heads of 64, 8 KV heads, 36 layers, 128 experts of 2880, top 4,
+     * vocab 201088 (a multiple of 128). */
+    h = 2880, q = 64 * 64, kv = 8 * 64;
+    proj = h * (q + 2 * kv) + q * h;
+    double c = 128 - 128.0 * 127 / (2 * s);
+    want = 2 * h * 2880 * 4 * 3 * 36 + 36 * 2 * proj + 18 * 2 * q * s + 18 * 4 * q * c +
+           2 * h * 201088;
+    m = testutil_model_named("gpt-oss-120b");
+    spsim_model_flops_per_token(m, s, 201088, &f);
+    ck_assert_double_eq_tol(f.megatron, want, want * 1e-12);
+    /* The 2022 convention keeps every layer's whole s × s attention. */
+    double model = want - 18 * 2 * q * s - 18 * 4 * q * c + 36 * 4 * q * s;
+    ck_assert_double_eq_tol(f.model, model, model * 1e-12);
+    /* A window as long as the sequence is full causal attention (flop_utils: W < s only). */
+    struct spsim_model_shape sh = *spsim_model_get_shape(m);
+    spsim_model_destroy(m);
+    sh.window = 4096;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_model_create(&sh, "x", &m, &err), SPSIM_OK);
+    spsim_model_flops_per_token(m, s, 201088, &f);
+    want += 18 * 2 * q * s - 18 * 4 * q * c;
+    ck_assert_double_eq_tol(f.megatron, want, want * 1e-12);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -632,6 +677,7 @@ main(void)
     tcase_add_test(tc, hf_refusals);
     tcase_add_test(tc, hf_deepseek_v2_lite);
     tcase_add_test(tc, mtp_counts_as_last_layer);
+    tcase_add_test(tc, bridge_flops_shipped);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

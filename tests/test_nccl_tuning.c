@@ -66,17 +66,88 @@ START_TEST(h100x6_matches_nccls_printed_table)
     ck_assert_double_eq(c.bw[SPSIM_NCCL_TREE][2], 0);
     /* Without NCCL_ALGO the tree has bandwidth (worked from tuning.cc:326-336, 1 node):
      * Simple min(0.92·360, 12·38.7)·0.5 = 165.6; LL min(0.92·360/3.8, 141)·0.5;
-     * LL128 min(0.92·360·7/9, 12·36.7)·0.5. The ring still wins every size on one node. */
+     * LL128 min(0.92·360·7/9, 12·36.7)·0.5; it never beats the ring on one node. NVLS does
+     * from 2 MiB: its graph is 6 channels at bwIntra 50 (7·60 > 370.8 ≥ 7·50), bwInter 60
+     * (search pass 2), so min(50·0.85·5/6·2, 60)·6·6/10 = 216 GB/s, the ring's Simple figure,
+     * at 25 µs instead of 42.4; Ring/LL (12.6 µs, 84.6 GB/s) is faster below
+     * (12.4 µs / (1/84.6 − 1/216) GB/s = 1.72 MB). */
     memset(c.algo_off, 0, sizeof(c.algo_off));
     spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
     ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][2], 165.6, TOL);
     ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][0], 0.92 * 360 / 3.8 * 0.5, TOL);
     ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_TREE][1], 0.92 * 360 * 7 / 9 * 0.5, TOL);
+    ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_NVLS][2], 216.0, TOL);
     for (double s = 64; s <= 1ull << 34; s *= 2) {
         struct spsim_nccl_choice ch;
         ck_assert(spsim_nccl_choose(&c, s, &ch));
-        ck_assert_int_eq(ch.algo, SPSIM_NCCL_RING);
+        ck_assert_int_eq(ch.algo, s <= 1.72e6 ? SPSIM_NCCL_RING : SPSIM_NCCL_NVLS);
     }
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/*
+ * Where NCCL 2.29.2 runs NVLS on one DGX H100 (NVLink 18 × 20.6 = 370.8 GB/s in NCCL's units,
+ * sm90 intra speeds 60, 50, 40, ...): its NVLS graph has one channel per GPU and each GPU's
+ * NVLink carries (n + 1)·bwIntra (search.cc:386-417), so bwIntra is 60 for n ≤ 5 (6·60 =
+ * 360), 50 for 6, 40 for 7 and 8; bwInter rises to 60 in pass 2. AllReduce algBw
+ * n·min(bwIntra·0.85·(n − 1)/n·2, bwInter)·n/(2(n − 1)) against the ring's 360·n/(2(n − 1)):
+ *   n = 4: 4·60·4/6 = 160 < 240       Ring
+ *   n = 5: 5·60·5/8 = 187.5 < 225     Ring
+ *   n = 7: 7·(40·0.85·6/7·2)·7/12 = 238 > 210   NVLS
+ *   n = 8: 8·(40·0.85·7/8·2)·8/14 = 272 > 205.7 NVLS, busBw 476: NVIDIA's "~480 GB/s busBw
+ *          (algbw ~275)" for NVLS on 8 H100 (hardware-facts.md §3, [I-212]).
+ * AllGather/ReduceScatter keep the ring at every n: NVLS gives them
+ * n·bwIntra·0.85·(n − 1)/n·(n − 1)/n with no algBw conversion (n = 4: 114.75 against 480).
+ * The 4-of-8 logs therefore ran Ring for all three collectives, as the cross-collective test
+ * assumes.
+ */
+START_TEST(nvls_where_nccl_picks_it)
+{
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    static const struct {
+        uint32_t n;
+        double bw_intra, ar_nvls, ar_ring;
+        enum spsim_nccl_algo ar;
+    } rows[] = {
+        {4, 60, 4 * 60 * 4 / 6.0, 240, SPSIM_NCCL_RING},
+        {5, 60, 5 * 60 * 5 / 8.0, 225, SPSIM_NCCL_RING},
+        {7, 40, 7 * (40 * 0.85 * 6 / 7 * 2) * 7 / 12, 210, SPSIM_NCCL_NVLS},
+        {8, 40, 8 * (40 * 0.85 * 7 / 8 * 2) * 8 / 14, 360 * 8 / 14.0, SPSIM_NCCL_NVLS},
+    };
+    for (size_t r = 0; r < sizeof(rows) / sizeof(*rows); r++) {
+        struct spsim_nccl_comm c;
+        spsim_nccl_comm_from_hw(hw, rows[r].n, 1, &c);
+        ck_assert_uint_eq(c.graph[SPSIM_NCCL_NVLS].nchannels, rows[r].n);
+        ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_NVLS].bw_intra, rows[r].bw_intra, TOL);
+        ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_NVLS].bw_inter, 60, TOL);
+        spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
+        ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_NVLS][2], rows[r].ar_nvls, TOL);
+        ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_RING][2], rows[r].ar_ring, TOL);
+        struct spsim_nccl_choice ch;
+        ck_assert(spsim_nccl_choose(&c, 1u << 30, &ch));
+        ck_assert_int_eq(ch.algo, rows[r].ar);
+        if (rows[r].n == 8)
+            ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_NVLS][2] * 14 / 8, 476, TOL);
+        for (int f = SPSIM_NCCL_ALL_GATHER; f <= SPSIM_NCCL_REDUCE_SCATTER; f++) {
+            spsim_nccl_tune(&c, (enum spsim_nccl_func)f);
+            double n = rows[r].n;
+            ck_assert_double_eq_tol(c.bw[SPSIM_NCCL_NVLS][2],
+                                    n * rows[r].bw_intra * 0.85 * (n - 1) / n * (n - 1) / n, TOL);
+            ck_assert(spsim_nccl_choose(&c, 1u << 30, &ch));
+            ck_assert_int_eq(ch.algo, SPSIM_NCCL_RING);
+        }
+    }
+    /* No NVLS before sm90 (search.cc:1062) nor across nodes without CollNet (tuning.cc:471). */
+    struct spsim_hardware *a100 = testutil_hardware("dgx-a100-80g");
+    struct spsim_nccl_comm c;
+    spsim_nccl_comm_from_hw(a100, 8, 1, &c);
+    ck_assert_uint_eq(c.graph[SPSIM_NCCL_NVLS].nchannels, 0);
+    spsim_nccl_comm_from_hw(hw, 16, 2, &c);
+    spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
+    ck_assert_double_eq(c.bw[SPSIM_NCCL_NVLS][2], 0);
+    ck_assert_double_eq(c.bw[SPSIM_NCCL_NVLS_TREE][2], 0);
+    spsim_hardware_destroy(a100);
     spsim_hardware_destroy(hw);
 }
 END_TEST
@@ -443,11 +514,15 @@ bandwidth_errors(const struct spsim_hardware *hw, const char *log, double *media
 /*
  * Cross-collective prediction: a profile calibrated on the 4-of-8 H100 AllReduce log alone
  * predicts the same host's AllGather and ReduceScatter logs, through the ring all three run on
- * (the AllReduce's ring peak and efficiency). The figures are printed and recorded in
- * doc/calibration.md. The measured AllGather and ReduceScatter run 4-9 % below the AllReduce's
- * ring bandwidth at every size from 64 MiB (344 and 350 against 366 GB/s at 8 GiB), which
- * NCCL's model, one busBw per ring graph, does not have: the median is about 8 %, not the 5 %
- * aimed at; the bound below holds what the model does.
+ * (NCCL 2.29.2's tuner picks Ring for all three on 4 H100: NVLS loses, see
+ * nvls_where_nccl_picks_it), with the AllReduce's ring peak and its efficiency placed at the
+ * size that moves the same bytes per rank (AllReduce S <-> AllGather 2 S: the same ring steps
+ * of the same chunk, calibrate_json.c ring_curve_from). The figures are printed and recorded
+ * in doc/calibration.md: medians 7.21 % (AllGather) and 6.65 % (ReduceScatter), 8.68 / 8.12 %
+ * with the efficiency at the same size. What is left: at equal bytes per rank the measured
+ * AllGather and ReduceScatter still run 3.6-7.5 % below the AllReduce (18.73 and 18.39 ms at
+ * 8 GiB against 17.74 ms for the AllReduce of 4 GiB), which neither NCCL's tuner (one busBw
+ * per ring graph) nor its ring step structure has; the bounds below hold what the model does.
  */
 START_TEST(allreduce_calibration_predicts_allgather_and_reducescatter)
 {
@@ -466,8 +541,8 @@ START_TEST(allreduce_calibration_predicts_allgather_and_reducescatter)
         printf("cross-collective: %s from the all_reduce calibration: median %.2f %%, max "
                "%.2f %%\n",
                logs[i], 100 * median, 100 * max);
-        ck_assert_double_le(median, 0.10);
-        ck_assert_double_le(max, 0.16);
+        ck_assert_double_le(median, 0.075);
+        ck_assert_double_le(max, 0.14);
     }
     spsim_hardware_destroy(hw);
     spsim_calibration_free(&cal);
@@ -481,6 +556,7 @@ nccl_tuning_suite(void)
     Suite *s = suite_create("nccl_tuning");
     TCase *tc = tcase_create("tuning");
     tcase_add_test(tc, h100x6_matches_nccls_printed_table);
+    tcase_add_test(tc, nvls_where_nccl_picks_it);
     tcase_add_test(tc, two_dgx_h100_allreduce_by_hand);
     tcase_add_test(tc, one_gpu_per_node_pat_switch);
     tcase_add_test(tc, snellius_runs_tree);

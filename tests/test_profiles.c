@@ -316,6 +316,94 @@ START_TEST(parameter_counts)
 }
 END_TEST
 
+/* Parameters per transformer layer from a dense profile's config (no biases, two norms of
+ * weight + bias for LayerNorm or weight only for RMSNorm): Q and output h·h each, K and V
+ * h·kv·d each, the MLP 3·h·f gated or 2·h·f plain. Written out here from the NeMo configs quoted
+ * in each file's source, independently of src/profiles/model_params.c. */
+static uint64_t
+dense_layer_params(uint64_t h, uint64_t kv_width, uint64_t f, int gated, uint64_t norm_width)
+{
+    return 2 * h * h + 2 * h * kv_width + (gated ? 3 : 2) * h * f + 2 * norm_width;
+}
+
+START_TEST(parameter_counts_nemo_dense)
+{
+    /* Nemotron-4 340B: the technical report's Table 1 (arXiv:2406.11704) gives 9.4B embedding
+     * and 331.6B non-embedding parameters. 96 layers of h 18432, 8 KV heads of 192, plain
+     * (squared-ReLU) MLP of 73728, LayerNorm 2h per norm; untied 256000 x h twice. */
+    uint64_t h = 18432, v = 256000;
+    uint64_t body = 96 * dense_layer_params(h, 8 * 192, 73728, 0, 2 * h) + 2 * h;
+    uint64_t emb = 2 * v * h;
+    ck_assert_uint_eq((emb + 50000000) / 100000000, 94);
+    ck_assert_uint_eq((body + 50000000) / 100000000, 3316);
+    struct spsim_model *m = testutil_model_named("nemotron4-340b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 8), body + emb);
+    spsim_model_destroy(m);
+    /* Nemotron-3 8B and 22B (multi-head, d = 128, plain MLP 4h, same 256000 untied vocabulary). */
+    static const struct {
+        const char *name;
+        uint64_t L, h;
+    } nemotron3[] = {{"nemotron3-8b", 32, 4096}, {"nemotron3-22b", 40, 6144}};
+    for (size_t i = 0; i < 2; i++) {
+        uint64_t hh = nemotron3[i].h;
+        uint64_t want =
+            nemotron3[i].L * dense_layer_params(hh, hh, 4 * hh, 0, 2 * hh) + 2 * hh + 2 * v * hh;
+        m = testutil_model_named(nemotron3[i].name);
+        ck_assert_uint_eq(spsim_model_parameters(m, 1), want);
+        spsim_model_destroy(m);
+    }
+    /* Llama 2 13B: 40 layers of 5120, MHA, SwiGLU 13824, RMSNorm, untied 32000 (a multiple of
+     * 128, unpadded): 13,015,864,320, the "13B" of Touvron et al. 2023 Table 1. */
+    uint64_t l2 = 40 * dense_layer_params(5120, 5120, 13824, 1, 5120) + 5120 + 2 * 32000 * 5120;
+    ck_assert_uint_eq(l2, 13015864320ull);
+    m = testutil_model_named("llama2-13b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), l2);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+START_TEST(parameter_counts_nemo_gpt3)
+{
+    /* NeMo GPT-3 5B and 20B (GPTConfig5B/20B): GPT-2 style, per layer 12h² + 13h (biases on
+     * QKV 3h, proj h, fc1 4h, fc2 h; two LayerNorms 4h), learned positions s·h with s = 2048,
+     * tied embedding of 50257 padded to a multiple of 128·tp, final LayerNorm 2h. */
+    static const struct {
+        const char *name;
+        uint64_t L, h, tp, v_padded;
+    } gpt[] = {{"gpt3-5b", 24, 4096, 1, 50304}, {"gpt3-20b", 44, 6144, 2, 50432}};
+    for (size_t i = 0; i < 2; i++) {
+        uint64_t h = gpt[i].h;
+        uint64_t want = gpt[i].L * (12 * h * h + 13 * h) + gpt[i].v_padded * h + 2048 * h + 2 * h;
+        struct spsim_model *m = testutil_model_named(gpt[i].name);
+        ck_assert_uint_eq(spsim_model_parameters(m, (uint32_t)gpt[i].tp), want);
+        spsim_model_destroy(m);
+    }
+}
+END_TEST
+
+/* dgx-b300's derived fields are what their source strings say: NDR's measured 48 of 50 GB/s
+ * applied to XDR's 800 Gb/s, H200's Triad/spec ratio 4150/4800 applied to 8 TB/s, and the
+ * NVLink collective figures carried over from dgx-b200 (same NVLink5 fabric). */
+START_TEST(dgx_b300_derivations)
+{
+    struct spsim_hardware *b3 = testutil_hardware("dgx-b300");
+    struct spsim_hardware *b2 = testutil_hardware("dgx-b200");
+    struct spsim_hardware_info i3, i2;
+    spsim_hardware_get_info(b3, &i3);
+    spsim_hardware_get_info(b2, &i2);
+    ck_assert_double_eq_tol(i3.nic_achievable_GBps, 800.0 / 8 * 48.0 / 50.0, 1e-9);
+    ck_assert_double_eq_tol(i3.hbm_achievable_GBps, 8000.0 * 4150.0 / 4800.0, 0.05);
+    ck_assert_double_eq(i3.nvlink_ring_busbw_GBps, i2.nvlink_ring_busbw_GBps);
+    ck_assert_double_eq(i3.nvlink_allreduce_busbw_GBps, i2.nvlink_allreduce_busbw_GBps);
+    ck_assert_uint_eq(i3.sm_count, 148);
+    ck_assert_uint_eq(i3.nics_per_node, 8);
+    /* 275,040 MiB as MLPerf's B300 system descriptions report it. */
+    ck_assert_uint_eq(i3.hbm_capacity_bytes, 275040ull << 20);
+    spsim_hardware_destroy(b3);
+    spsim_hardware_destroy(b2);
+}
+END_TEST
+
 START_TEST(profile_names_resolve)
 {
     char path[4096];
@@ -373,9 +461,12 @@ profiles_suite(void)
     tcase_add_test(tc, model_nul_and_depth);
     tcase_add_test(tc, paper_shapes);
     tcase_add_test(tc, parameter_counts);
+    tcase_add_test(tc, parameter_counts_nemo_dense);
+    tcase_add_test(tc, parameter_counts_nemo_gpt3);
     suite_add_tcase(s, tc);
     tc = tcase_create("hardware");
     tcase_add_loop_test(tc, hardware_bad_input, 0, sizeof(hw_cases) / sizeof(hw_cases[0]));
+    tcase_add_test(tc, dgx_b300_derivations);
     suite_add_tcase(s, tc);
     tc = tcase_create("shipped");
     tcase_add_test(tc, shipped_profiles_load);

@@ -58,6 +58,11 @@ struct spsim_model_shape {
     uint32_t qk_pos_emb_head_dim; /**< each head's rotary Q/K channels [--qk-pos-emb-head-dim] */
     uint32_t v_head_dim;          /**< [--v-head-dim] */
     uint32_t mtp_layers;          /**< multi-token prediction layers [--mtp-num-layers] */
+    /* Sliding-window attention (GPT-OSS); 0: every layer attends to the whole causal context. */
+    uint32_t window;           /**< positions a query attends to, itself included
+                                  (Megatron window_size[0] + window_size[1] + 1) */
+    uint32_t window_skip_freq; /**< every n-th layer (1-based) attends fully; 0: none
+                                  [--window-attn-skip-freq] */
 };
 
 struct spsim_model;

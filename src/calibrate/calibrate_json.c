@@ -223,9 +223,21 @@ ring_allreduce(const struct cal *c)
  * NCCL runs AllReduce, AllGather and ReduceScatter on one ring graph with the same channels
  * and per-channel bandwidth (tuning.cc:288-382: busBw = nChannels·bw for each, then only the
  * algBw conversion differs), so a ring AllReduce measures the ring every collective uses: its
- * peak becomes the ring busbw and its efficiency at each size the curve of an unmeasured
- * AllGather or ReduceScatter (points written so that the loader's eff equals the
- * AllReduce's, against that collective's own ring latency).
+ * peak becomes the ring busbw and its efficiency the curve of an unmeasured AllGather or
+ * ReduceScatter (points written so that the loader's eff equals the AllReduce's, against
+ * that collective's own ring latency).
+ * The AllReduce's efficiency at size S is placed where the other collective moves the same
+ * bytes per rank, S·wire_AR/wire_op (2 S for AllGather and ReduceScatter): there both run
+ * the same ring steps with the same payload. NCCL 2.29.2 enqueue.cc calcCollChunking: one
+ * chunk is stepSize·chunkSteps for all three (ALL{REDUCE,GATHER}_CHUNKSTEPS =
+ * REDUCESCATTER_CHUNKSTEPS = NCCL_STEPS/2, collectives.h:18-25), a loop is
+ * nChannels·nRanks·chunk of the op's nBytes (= S for each) and takes 2(n−1) steps for
+ * AllReduce (ncclPatternRingTwice), n−1 for AllGather/ReduceScatter (ncclPatternRing); so an
+ * AllGather of 2 S makes as many steps of the same chunk as an AllReduce of S, and the
+ * per-step synchronisation that makes eff(size) < 1 weighs the same. Below one full loop per
+ * channel (S < nChannels·n·chunk, 192 MiB on 24 H100 channels) the kernels split the rest
+ * differently (all_reduce.h: n chunks of rest/n; all_gather.h: one chunk of the rest), so
+ * there the same-bytes placement is the nearest match, not an identity.
  */
 static cJSON *
 ring_curve_from(struct jb *j, const struct cal_series *ar, enum spsim_coll_op op, double peak)
@@ -242,9 +254,10 @@ ring_curve_from(struct jb *j, const struct cal_series *ar, enum spsim_coll_op op
     check(j, cJSON_AddStringToObject(
                  o, "source",
                  source(j,
-                        "derived: the ring all_reduce's efficiency at each size on %u ranks "
-                        "(NCCL runs both on one ring graph, tuning.cc:288-382), with %s's own "
-                        "ring latency",
+                        "derived: the ring all_reduce's efficiency on %u ranks at the size "
+                        "that moves the same bytes per rank (NCCL runs both on one ring "
+                        "graph with the same chunk, tuning.cc:288-382, enqueue.cc "
+                        "calcCollChunking), with %s's own ring latency",
                         ar->ranks, spsim_coll_op_name(op))));
     double lat_ar = spsim_ring_latency_s(&c->model.nvlink, ar->op, ar->ranks);
     double lat = spsim_ring_latency_s(&c->model.nvlink, op, ar->ranks);
@@ -253,8 +266,10 @@ ring_curve_from(struct jb *j, const struct cal_series *ar, enum spsim_coll_op op
         double eff =
             t > lat_ar ? spsim_cal_wire(ar, ar->size[i]) / (c->ar_peak_Bps * (t - lat_ar)) : 1.0;
         eff = eff > 1.0 ? 1.0 : (eff < 1e-3 ? 1e-3 : eff);
-        double wire = spsim_wire_fraction(op, ar->ranks) * size;
-        double row[2] = {size, wire / (lat + wire / (peak * eff)) / 1e9};
+        double at =
+            size * spsim_wire_fraction(ar->op, ar->ranks) / spsim_wire_fraction(op, ar->ranks);
+        double wire = spsim_wire_fraction(op, ar->ranks) * at;
+        double row[2] = {at, wire / (lat + wire / (peak * eff)) / 1e9};
         cJSON *item = check(j, cJSON_CreateDoubleArray(row, 2));
         if (item)
             cJSON_AddItemToArray(pts, item);

@@ -274,7 +274,8 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
      * whole inventory is live on top of the checkpoints. */
     if (par->recompute == SPSIM_RECOMPUTE_FULL)
         act = spsim_add(act, le->act_no_recompute, ok);
-    return act;
+    /* CP's transient exchange buffers of the layer in its attention (summary.c). */
+    return spsim_add(act, le->cp_working_bytes, ok);
 }
 
 /* One model chunk's activations by Megatron's full-recompute method (megatron/core/recompute.py
@@ -341,6 +342,7 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
         spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok);
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
     if (!x->plan->even || x->mixed) {
+        mem->activation_cp_working_bytes = le->cp_working_bytes;
         mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
         mem->activation_last_stage_bytes = rank_activations(par, le, x, x->p - 1, ok);
         return;
@@ -1513,7 +1515,7 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
                        2.0 * h * (double)le->padded_vocab;
     tr->model_flops = 3.0 * (double)par->gbs * s * per_token;
     model_flops_named(m, le, x, par, per_token, tr);
-    if (m->experts | m->kv_lora_rank | m->mtp_layers)
+    if (m->experts | m->kv_lora_rank | m->mtp_layers | m->window)
         sparse_model_flops(model, le, par, tr);
     /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal
      * half and backward recomputation), summed over the TP group and all micro-batches. */

@@ -223,14 +223,18 @@ add_cp_op(struct builder *bld, const char *name, enum spsim_coll_op coll, uint64
 
 /*
  * Context parallelism's exchanges around flash attention (TE context_parallel.py), before it
- * (`before`) or after it. KV_blk = 2·b·(s/c)·(kv/t)·2 B, K and V of one rank; the A2A group is
- * the inner one (stride t), the p2p ring the outer one (stride t·inner).
+ * (`before`) or after it. KV_blk = b·(s/c)·(k + v)·2 B, K and V of one rank, k and v their
+ * channels per token on the rank: kv·d/t each for dense and GQA; for MLA n·(d_qk + d_r)/t and
+ * n·d_v/t (the per-head keys after RoPE, k_pos_emb broadcast to every head, and the values:
+ * multi_latent_attention.py hands TE key [s, b, n, d_qk + d_r] and value [s, b, n, d_v], and
+ * AttnFuncWithCPAndKVP2P sends torch.cat(k.view(-1), v.view(-1)), so the two widths add). The
+ * A2A group is the inner one (stride t), the p2p ring the outer one (stride t·inner).
  *   p2p:        ring of c−1 KV_blk sends beside the attention steps; backward c−1 KV_blk and
  *               c−1 dKV_blk sends (AttnFuncWithCPAndKVP2P);
  *   all_gather: AllGather of K and V (c·KV_blk) before attention, again in backward, and a
  *               ReduceScatter of dK, dV after it (AttnFuncWithCPAndKVAllGather);
- *   a2a:        all-to-all of Q, K, V before attention and of O after it; backward the
- *               all-to-all of dO, then of dQ, dK, dV (AttnFuncWithCPAndQKVOA2A).
+ *   a2a:        all-to-all of Q, K, V before attention and of O (n·d_v/t for MLA) after it;
+ *               backward the all-to-all of dO, then of dQ, dK, dV (AttnFuncWithCPAndQKVOA2A).
  */
 static void
 add_cp_exchange(struct builder *bld, const struct dims *x, bool before)
@@ -239,8 +243,11 @@ add_cp_exchange(struct builder *bld, const struct dims *x, bool before)
     if (cfg->cp <= 1)
         return;
     bool *ok = &bld->ok;
-    uint64_t tokens = spsim_mul(x->s, x->b, ok), kv = spsim_mul3(tokens, 4, x->kv_t, ok);
+    uint64_t kvw = x->qk_w - x->q_t + x->v_w; /* K and V channels per token on the rank */
+    uint64_t tokens = spsim_mul(x->s, x->b, ok), kv = spsim_mul3(tokens, 2, kvw, ok);
     uint32_t t = (uint32_t)x->t, inner = cfg->cp_a2a, ring = cfg->cp_ring;
+    bool mla = x->dqk != x->dv;
+    const char *kv_sym = mla ? "n(d_qk+d_r+d_v)/t" : "2kv·d/t";
     struct spsim_op *op;
     if (cfg->cp_comm == SPSIM_CP_ALL_GATHER) {
         uint64_t full = spsim_mul(kv, cfg->cp, ok);
@@ -252,27 +259,28 @@ add_cp_exchange(struct builder *bld, const struct dims *x, bool before)
             op->bwd_coll = SPSIM_COLL_REDUCE_SCATTER;
         else
             op->fwd_coll = SPSIM_COLL_NONE;
-        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "2kv·d/t", 2 * x->kv_t);
-        dims3(op->out, &op->nout, "s", x->s_full, "b", x->b, "2kv·d/t", 2 * x->kv_t);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, kv_sym, kvw);
+        dims3(op->out, &op->nout, "s", x->s_full, "b", x->b, kv_sym, kvw);
         return;
     }
     if (inner > 1) {
-        uint64_t io = before ? spsim_mul3(tokens, 2, x->q_t + 2 * x->kv_t, ok)
-                             : spsim_mul3(tokens, 2, x->q_t, ok);
+        uint64_t w = before ? x->q_t + kvw : x->o_w;
+        uint64_t io = spsim_mul3(tokens, 2, w, ok);
         op = add_cp_op(bld, before ? "CP all-to-all of Q, K, V" : "CP all-to-all of O",
                        SPSIM_COLL_ALL_TO_ALL, io, io, inner, t);
-        uint64_t w = before ? x->q_t + 2 * x->kv_t : x->q_t;
-        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, before ? "(a+2kv)d/t" : "ad/t", w);
-        dims3(op->out, &op->nout, "s·inner/c", x->s * inner, "b", x->b,
-              before ? "(a+2kv)d/(t·inner)" : "ad/(t·inner)", w / inner);
+        const char *in =
+            before ? (mla ? "n(2d_qk+2d_r+d_v)/t" : "(a+2kv)d/t") : (mla ? "n·d_v/t" : "ad/t");
+        const char *out = before ? (mla ? "n(2d_qk+2d_r+d_v)/(t·inner)" : "(a+2kv)d/(t·inner)")
+                                 : (mla ? "n·d_v/(t·inner)" : "ad/(t·inner)");
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, in, w);
+        dims3(op->out, &op->nout, "s·inner/c", x->s * inner, "b", x->b, out, w / inner);
     }
     if (before && ring > 1) {
         op = add_cp_op(bld, "CP p2p ring of K/V blocks", SPSIM_COLL_SEND_RECV, kv,
                        spsim_mul(kv, 2, ok), ring, t * inner);
-        dims3(op->in, &op->nin, "s·inner/c", x->s * inner, "b", x->b, "2kv·d/(t·inner)",
-              2 * x->kv_t / inner);
-        dims3(op->out, &op->nout, "s·inner/c", x->s * inner, "b", x->b, "2kv·d/(t·inner)",
-              2 * x->kv_t / inner);
+        const char *sym = mla ? "n(d_qk+d_r+d_v)/(t·inner)" : "2kv·d/(t·inner)";
+        dims3(op->in, &op->nin, "s·inner/c", x->s * inner, "b", x->b, sym, kvw / inner);
+        dims3(op->out, &op->nout, "s·inner/c", x->s * inner, "b", x->b, sym, kvw / inner);
     }
 }
 

@@ -69,6 +69,8 @@ enum flag_id {
     F_QK_POS,
     F_V_HEAD,
     F_MTP,
+    F_WINDOW,
+    F_WINDOW_SKIP,
     F_MBS,
     F_GBS,
     F_RECOMPUTE_ACT,
@@ -158,6 +160,8 @@ static const struct {
     [F_QK_POS] = {"--qk-pos-emb-head-dim", K_VALUE},
     [F_V_HEAD] = {"--v-head-dim", K_VALUE},
     [F_MTP] = {"--mtp-num-layers", K_VALUE},
+    [F_WINDOW] = {"--window-size", K_VALUE},
+    [F_WINDOW_SKIP] = {"--window-attn-skip-freq", K_VALUE},
     [F_MBS] = {"--micro-batch-size", K_VALUE},
     [F_GBS] = {"--global-batch-size", K_VALUE},
     [F_RECOMPUTE_ACT] = {"--recompute-activations", K_SWITCH},
@@ -867,6 +871,31 @@ collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
     return SPSIM_OK;
 }
 
+/* Sliding-window attention: --window-size "L,R" or "(L,R)" (arguments.py tuple_type; L = -1
+ * unbounded, i.e. none) attends to L + R + 1 positions (Megatron-Bridge flop_utils.py's
+ * effective window); --window-attn-skip-freq N (every N-th layer full; a list pattern is not
+ * modelled). */
+static int
+window_shape(const struct mg *m, struct spsim_model_shape *s)
+{
+    if (m->given[F_WINDOW]) {
+        const char *t = m->value[F_WINDOW];
+        long l = 0, r = 0;
+        int used = 0;
+        if (sscanf(t, t[0] == '(' ? "(%ld,%ld)%n" : "%ld,%ld%n", &l, &r, &used) != 2 || t[used] ||
+            l < -1 || r < 0 || l + r + 1 > 1048576)
+            return flag_error(m, F_WINDOW,
+                              "'%s' is not two integers L,R (L >= -1, R >= 0, L + R < 1048576)", t);
+        s->window = l < 0 ? 0 : (uint32_t)(l + r + 1);
+    }
+    if (m->given[F_WINDOW_SKIP] && strchr(m->value[F_WINDOW_SKIP], '['))
+        return flag_error(m, F_WINDOW_SKIP, "a list pattern is not modelled; give an integer");
+    int rc = num32(m, F_WINDOW_SKIP, SPSIM_MODEL_MAX_LAYERS, 0, &s->window_skip_freq);
+    if (rc == SPSIM_OK && s->window_skip_freq && !s->window)
+        s->window_skip_freq = 0; /* without a window every layer is full anyway */
+    return rc;
+}
+
 static int
 shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *has_pattern)
 {
@@ -874,7 +903,8 @@ shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *h
     memset(s, 0, sizeof(*s));
     if ((rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
         (rc = moe_shape(m, s, pattern, has_pattern)) || (rc = mla_shape(m, s)) ||
-        (rc = vocabulary(m, &s->vocab)) || (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
+        (rc = window_shape(m, s)) || (rc = vocabulary(m, &s->vocab)) ||
+        (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
         return rc;
     /* The model's positions: --max-position-embeddings, else the sequence. */
     return num32(m, F_POSITIONS, 16777216, s->seq_len, &s->seq_len);

@@ -109,6 +109,10 @@ moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim
     }
     if (s->mtp_layers)
         emit(o, "    --mtp-num-layers %u \\\n", s->mtp_layers);
+    if (s->window) /* window_size (W − 1, 0): W positions, causal */
+        emit(o, "    --window-size %u,0 \\\n", s->window - 1);
+    if (s->window_skip_freq)
+        emit(o, "    --window-attn-skip-freq %u \\\n", s->window_skip_freq);
 }
 
 /* Expert parallelism: ep, etp (absent: tp) and the dispatcher (absent: allgather). */

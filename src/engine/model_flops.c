@@ -41,6 +41,21 @@ layer_counts(const struct spsim_model *model, double *dense, double *moe)
     *(spsim_model_layer_is_moe(model, m->layers - 1) ? moe : dense) += m->mtp_layers;
 }
 
+/* Megatron-Bridge's core-attention context per layer summed over the L + D layers, in units of
+ * s/2 (flop_utils.py transformer_flops at 067f987): a full causal layer averages s/2 keys per
+ * query; a sliding-window layer, window W < s, averages W - W·(W - 1)/(2s) (its "exact average
+ * causal SWA context"), else s/2. Layer i (0-based) attends fully when (i + 1) % freq == 0. */
+static double
+bridge_core_layers(const struct spsim_model_shape *m, double s, double layers)
+{
+    double w = m->window;
+    if (!m->window || w >= s)
+        return layers;
+    double full =
+        m->window_skip_freq ? (double)((m->layers + m->mtp_layers) / m->window_skip_freq) : 0;
+    return full + (layers - full) * (w - w * (w - 1) / (2 * s)) / (s / 2);
+}
+
 void
 spsim_model_flops_per_token(const struct spsim_model *model, double s, double vpad,
                             struct spsim_flops_per_token *f)
@@ -66,8 +81,9 @@ spsim_model_flops_per_token(const struct spsim_model *model, double s, double vp
     f->model = 2 * weights + layers * 2 * s * (qk + v) + f->logits;
     /* Megatron-LM's own count (training.py transformer_flops at d98e8a6): the same weights, the
      * MLA norms' r_q and r_kv (its "+ 1" terms), MTP's 3h of norms, and core attention halved
-     * for the causal mask. */
+     * for the causal mask; Megatron-Bridge's (flop_utils.py) is the same but for the sliding
+     * windows it counts (bridge_core_layers). */
     double mla_norms = m->kv_lora_rank ? (double)m->q_lora_rank + m->kv_lora_rank : 0;
-    f->megatron =
-        2 * (weights + layers * mla_norms + D * 3 * h) + layers * s * (qk + v) + f->logits;
+    f->megatron = 2 * (weights + layers * mla_norms + D * 3 * h) +
+                  bridge_core_layers(m, s, layers) * s * (qk + v) + f->logits;
 }

@@ -370,6 +370,40 @@ dup_channels(struct spsim_nccl_graph *g, enum spsim_nccl_arch arch)
     g->nchannels = dup;
 }
 
+/* device.h:208 NCCL_MAX_NVLS_ARITY: an NVLS graph has at most this many heads (channels). */
+#define NCCL_MAX_NVLS_ARITY 32
+
+/*
+ * The NVLS graph of one node, as NCCL 2.29.2's search builds it (search.cc:1062-1205): one
+ * channel per GPU, all of them (minChannels = maxChannels = ngpus on one node, :1064-1072).
+ * Each channel pulls every GPU's NVS<->GPU path once and its head's twice, both directions
+ * (ncclTopoSearchTryNvls, :386-417), so a GPU's NVLink carries (ngpus + 1)·bwIntra. The
+ * search starts at the first intra speed not above the path (maxBw) with speed·ngpus within
+ * totalBw·ngpus/(ngpus − 1) (:1112-1114), lowers the speed until that fits (:1170-1174), is
+ * not duplicated (:963), and pass 2 raises only bwInter, which one node's NVS paths do not
+ * use (:137, bwIntra), to the array's top while below 2·bwIntra (:1201-1204).
+ */
+static struct spsim_nccl_graph
+nvls_graph(const double *sp, uint32_t nsp, double nvl, uint32_t ngpus)
+{
+    struct spsim_nccl_graph g = {0};
+    uint32_t nch = ngpus < NCCL_MAX_NVLS_ARITY ? ngpus : NCCL_MAX_NVLS_ARITY;
+    if (nch < 2)
+        return g;
+    double total = nvl * ngpus / (ngpus - 1.0);
+    uint32_t i = 0;
+    while (i < nsp - 1 && (sp[i] > nvl || sp[i] * nch > total))
+        i++;
+    while (i < nsp && (ngpus + 1) * sp[i] > nvl)
+        i++;
+    if (i == nsp)
+        return g;
+    g = (struct spsim_nccl_graph){nch, sp[i], sp[i], 0};
+    while (i > 0 && g.bw_inter < 2 * g.bw_intra)
+        g.bw_inter = sp[--i];
+    return g;
+}
+
 /*
  * The graphs NCCL's search (search.cc:1074-1290) would find, from the profile's line rates in
  * NCCL's units: each GPU's NVLink is links × SMxx_NVLINK_BW, reached through an NVSwitch (the
@@ -394,6 +428,8 @@ build_graphs(const struct spsim_hardware *hw, struct spsim_nccl_comm *c)
                                       0};
         dup_channels(&g, c->arch);
         c->graph[SPSIM_NCCL_RING] = c->graph[SPSIM_NCCL_TREE] = g;
+        if (c->nvls)
+            c->graph[SPSIM_NCCL_NVLS] = nvls_graph(sp, nspeeds_intra[row], nvl, c->nranks);
         return;
     }
     const double *sp = speeds_inter[row];
@@ -424,10 +460,13 @@ spsim_nccl_comm_from_hw(const struct spsim_hardware *hw, uint32_t nranks, uint32
     /* LL128 (tuning.cc:518-533): NVLink inside (typeIntra <= NVB) and NICs on the GPUs' PCIe
      * switches (typeInter <= PXB), as on the shipped nodes. */
     c->ll128 = true;
-    /* Left off: CollNet needs SHARP in the fabric (NCCL_COLLNET_ENABLE, default 0); NVLS and
-     * NVLSTree need the NVLS graph, whose speed the profile does not give (spsim takes NVLS
-     * AllReduce from the profile's measured nvls_min_gpus and busbw instead). */
+    /* CollNet needs SHARP in the fabric (NCCL_COLLNET_ENABLE, default 0): off. NVLS needs
+     * NVSwitch multicast on sm90+ (transport/nvls.cc:155-176, search.cc:1062; the shipped
+     * Hopper/Blackwell nodes reach their GPUs through NVSwitches); its graph is derived on one
+     * node only (nvls_graph). Across nodes NVLS needs CollNet (tuning.cc:471) and NVLSTree
+     * the multi-node NVLS graph (heads at the NICs, search.cc:676-720), which is not derived,
+     * so both stay off there. */
     c->collnet = false;
-    c->nvls = false;
+    c->nvls = c->nnodes == 1 && c->arch >= SPSIM_NCCL_HOPPER;
     build_graphs(hw, c);
 }

@@ -412,10 +412,6 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     int rc = check_ranges(p, err);
     if (rc != SPSIM_OK)
         return rc;
-    /* spsim's limit: CP's exchanges are sized for K and V of one head width (layer.c). */
-    if (m->kv_lora_rank && p->cp > 1)
-        return CONFIG_FAIL(err, "field 'cp': context parallelism with multi-latent attention "
-                                "(K of d_qk + d_r, V of d_v channels) is not modelled");
     uint32_t seq = p->seq ? p->seq : m->seq_len;
     if (m->position == SPSIM_POSITION_LEARNED && seq > m->seq_len)
         return CONFIG_FAIL(err,

@@ -77,9 +77,10 @@ layer_collectives(const struct spsim_hardware *hw, const struct spsim_block_eval
 
 /*
  * CP's transient buffers in one layer's attention (TE context_parallel.py), with
- * KV_blk = 2·b·(s/c)·(kv/t)·2 B: p2p keeps two receive buffers of [KV, dKV] in backward
- * (p2p_comm_buffers), 4·KV_blk; all_gather the gathered K and V and the full dK, dV before the
- * ReduceScatter, 2·c·KV_blk; a2a the exchanged Q, K, V, 2·b·(s/c)·(a+2kv)·d/t B.
+ * KV_blk = b·(s/c)·(k + v)·2 B (k = v = kv·d/t; MLA k = n·(d_qk + d_r)/t, v = n·d_v/t): p2p keeps
+ * two receive buffers of [KV, dKV] in backward (p2p_comm_buffers), 4·KV_blk; all_gather the
+ * gathered K and V and the full dK, dV before the ReduceScatter, 2·c·KV_blk; a2a the exchanged Q,
+ * K, V, 2·b·(s/c)·(a·d/t + k + v) B.
  */
 static uint64_t
 cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg, bool *ok)
@@ -87,13 +88,16 @@ cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_con
     if (cfg->cp <= 1)
         return 0;
     uint64_t tokens = spsim_mul(cfg->s / cfg->cp, cfg->b, ok);
-    uint64_t kv_t = (uint64_t)m->kv_heads * m->head_dim / cfg->t;
-    uint64_t blk = spsim_mul3(tokens, 4, kv_t, ok);
+    /* K and V channels per token on the rank: 2·kv·d/t, or MLA's n·(d_qk + d_r + d_v)/t. */
+    uint64_t kvw = m->kv_lora_rank
+                       ? (uint64_t)m->heads * ((uint64_t)m->head_dim + m->v_head_dim) / cfg->t
+                       : 2 * (uint64_t)m->kv_heads * m->head_dim / cfg->t;
+    uint64_t blk = spsim_mul3(tokens, 2, kvw, ok);
     switch (cfg->cp_comm) {
     case SPSIM_CP_ALL_GATHER:
         return spsim_mul3(blk, 2, cfg->cp, ok);
     case SPSIM_CP_A2A:
-        return spsim_mul3(tokens, 2, (uint64_t)m->heads * m->head_dim / cfg->t + 2 * kv_t, ok);
+        return spsim_mul3(tokens, 2, (uint64_t)m->heads * m->head_dim / cfg->t + kvw, ok);
     default:
         return spsim_mul(blk, 4, ok);
     }

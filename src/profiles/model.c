@@ -202,6 +202,8 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
                                        "qk_pos_emb_head_dim",
                                        "v_head_dim",
                                        "mtp_layers",
+                                       "window",
+                                       "window_skip_freq",
                                        NULL};
     struct spsim_jctx c = {origin, err};
     const char *schema = NULL, *name = NULL, *source = NULL, *description = "";

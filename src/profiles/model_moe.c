@@ -235,7 +235,10 @@ spsim_model_read_moe(const struct spsim_jctx *c, const cJSON *root, struct spsim
     *pattern = NULL;
     if ((rc = read_moe_fields(c, root, m)) || (rc = read_mla_fields(c, root, m)) ||
         (rc = spsim_json_get_u32(c, root, NULL, "mtp_layers", false, 0, SPSIM_MODEL_MAX_LAYERS,
-                                 &m->mtp_layers)))
+                                 &m->mtp_layers)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "window", false, 1, MAX_RANK, &m->window)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "window_skip_freq", false, 1,
+                                 SPSIM_MODEL_MAX_LAYERS, &m->window_skip_freq)))
         return rc;
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, "moe_layer_pattern");
     if (!item)
@@ -356,6 +359,24 @@ check_mla(const struct spsim_model_shape *m, const struct spsim_jctx *c)
     return SPSIM_OK;
 }
 
+/* A sliding window: in range, its skip frequency only with a window, and not with MLA (no MLA
+ * model has one, and Megatron-Bridge's flop_utils.py counts windows on its GQA path only). */
+static int
+check_window(const struct spsim_model_shape *m, const struct spsim_jctx *c)
+{
+    if (m->window > MAX_RANK)
+        return spsim_json_field_error(c, NULL, "window", "must be in [1, %u], got %u", MAX_RANK,
+                                      m->window);
+    if (m->window_skip_freq > SPSIM_MODEL_MAX_LAYERS || (m->window_skip_freq && !m->window))
+        return spsim_json_field_error(c, NULL, "window_skip_freq",
+                                      "must be in [1, %u] and needs window, got %u",
+                                      SPSIM_MODEL_MAX_LAYERS, m->window_skip_freq);
+    if (m->window && m->kv_lora_rank)
+        return spsim_json_field_error(c, NULL, "window",
+                                      "is not supported with multi-latent attention");
+    return SPSIM_OK;
+}
+
 int
 spsim_model_check_moe(const struct spsim_model_shape *m, const uint8_t *pattern,
                       const struct spsim_jctx *c)
@@ -366,5 +387,5 @@ spsim_model_check_moe(const struct spsim_model_shape *m, const uint8_t *pattern,
     if (m->mtp_layers > SPSIM_MODEL_MAX_LAYERS)
         return spsim_json_field_error(c, NULL, "mtp_layers", "must be at most %u, got %u",
                                       SPSIM_MODEL_MAX_LAYERS, m->mtp_layers);
-    return SPSIM_OK;
+    return check_window(m, c);
 }

@@ -1,0 +1,239 @@
+/*
+ * Each MoE term's time worked by hand on the synthetic round-number profile of
+ * tests/test_terms.c (tests/data/terms/terms-hw.json: GEMM ceiling 100 TFLOP/s, 8 SMs, HBM
+ * 1 TB/s achieved, NVLink ring busbw 50 GB/s for every collective, latencies 0), so that halving
+ * any one of them fails here (scripts/mutation_check.sh lists the MoE mutations): the router
+ * GEMM and its score function and top-k, the permute and unpermute, the dispatch and combine
+ * all-to-alls, the ETP AllGather and ReduceScatter, the routed experts' grouped GEMMs at their
+ * per-expert shapes and their activation, and the shared experts. The closed forms are the
+ * comments beside each term in src/engine/layer.c and moe.c (token_dispatcher.py, experts.py,
+ * router.py, shared_experts.py); none is computed by the library.
+ *
+ * The model: h = 1024, 8 heads of 128, SwiGLU, RMSNorm, s = 1024, b = 1; E = 128 routed experts,
+ * top k = 8, each of f_e = 128, shared experts of f_s = 1024, every layer MoE.
+ * Timing rules used (engine/gemm_shape.c and timing.c, as tests/test_terms.c): a GEMM takes the
+ * longer of its compute, 2mnk·batch/1e14 · (W·kb + 1)/(W·kb) for W whole waves of 128×128 tiles
+ * on 8 SMs and kb = K/64 k-blocks, and its bytes over HBM, 2 B per element of A, B and C (a
+ * weight gradient adds 8 B per weight: the fp32 main gradient read and written); a memory-bound
+ * row takes its bytes over HBM; a collective of S bytes on n ranks S·(n−1)/n over the busbw.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define PEAK 100e12 /* GEMM FLOP/s */
+#define HBM  1e12   /* B/s */
+#define NV   50e9   /* busbw, B/s */
+
+static const double h = 1024, E = 128, k = 8, fe = 128, fs = 1024;
+
+static struct spsim_hardware *
+terms_hw(void)
+{
+    char path[4096];
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
+    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    return hw;
+}
+
+static struct spsim_model *
+moe_model(void)
+{
+    struct spsim_model_shape m = {
+        .layers = 2,
+        .hidden = 1024,
+        .heads = 8,
+        .kv_heads = 8,
+        .head_dim = 128,
+        .ffn_hidden = 4096,
+        .vocab = 32768,
+        .seq_len = 1024,
+        .mlp = SPSIM_MLP_SWIGLU,
+        .norm = SPSIM_NORM_RMSNORM,
+        .attention = SPSIM_ATTENTION_FLASH,
+        .position = SPSIM_POSITION_ROPE,
+        .experts = 128,
+        .experts_per_token = 8,
+        .expert_ffn_hidden = 128,
+        .shared_expert_ffn_hidden = 1024,
+        .moe_layer_freq = 1,
+    };
+    return testutil_model(&m);
+}
+
+/* A batch of M×N×K GEMMs that fills whole waves (asserted), compute only. */
+static double
+gemm_s(double m, double n, double kk, double batch)
+{
+    double tiles = m * n * batch / (128.0 * 128.0), waves = tiles / 8, kb = ceil(kk / 64);
+    ck_assert_msg(fmod(m, 128) == 0 && fmod(n, 128) == 0 && fmod(tiles, 8) == 0,
+                  "GEMM %gx%gx%g does not fill whole waves", m, n, kk);
+    return 2.0 * m * n * kk * batch / PEAK * (waves * kb + 1) / (waves * kb);
+}
+
+/* The bytes of a batch of GEMMs over HBM (A m×K, B K×n, C m×n, 2 B each). */
+static double
+gemm_bytes_s(double m, double n, double kk, double batch)
+{
+    return 2.0 * batch * (m * kk + kk * n + m * n) / HBM;
+}
+
+/* A weight gradient's bytes: the two inputs (rows × in, rows × out) and 8 B per weight. */
+static double
+wgrad_bytes_s(double rows, double in, double out, double batch)
+{
+    return (2.0 * rows * in + 2.0 * rows * out + 8.0 * batch * in * out) / HBM;
+}
+
+static const struct spsim_schedule_step *
+step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op,
+     const char *pass)
+{
+    for (size_t i = 0; i < n; i++)
+        if (st[i].phase == ph && strcmp(st[i].op, op) == 0 && strcmp(st[i].pass, pass) == 0)
+            return &st[i];
+    ck_abort_msg("no step '%s' %s", op, pass);
+    return NULL;
+}
+
+#define EQ(got, want) ck_assert_double_eq_tol((got), (want), 1e-9 * fabs(want))
+
+static size_t
+schedule(uint32_t tp, uint32_t ep, uint32_t etp, struct spsim_schedule_step *st)
+{
+    struct spsim_model *m = moe_model();
+    struct spsim_hardware *hw = terms_hw();
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = tp;
+    p.sp = tp > 1;
+    p.ep = ep;
+    p.etp = etp;
+    p.dp = 8 / tp;
+    p.gbs = p.dp;
+    p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    size_t n = 0;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_layer_schedule(m, hw, &p, st, SPSIM_MAX_SCHEDULE_STEPS, &n, &err) ==
+                      SPSIM_OK,
+                  "%s", err.message);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+    return n;
+}
+
+/*
+ * tp 1, ep 8, etp 1, dp 8: T = 1024 tokens, T·k = 8192 copies; E/ep = 16 local experts of
+ * T·k·ep/E = 512 rows each (8192 rows).
+ */
+START_TEST(alltoall_terms)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    size_t n = schedule(1, 8, 1, st);
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    double T = 1024, c = T * k, rows = 8192, loc = 16, tpe = 512;
+    /* Router: logits T×E from h, replicated; wgrad is bytes-bound (3.41 µs > 2.85 µs). */
+    EQ(step(st, n, F, "router GEMM (replicated)", "forward")->time_s, gemm_s(T, E, h, 1));
+    EQ(step(st, n, B, "router GEMM (replicated)", "dgrad")->time_s, gemm_s(T, h, E, 1));
+    EQ(step(st, n, B, "router GEMM (replicated)", "wgrad")->time_s, wgrad_bytes_s(T, h, E, 1));
+    /* Score function and top-k: 10·T·E + 12·T·k B forward, 10·T·E backward. */
+    EQ(step(st, n, F, "router softmax and top-k", "forward")->time_s,
+       (10 * T * E + 12 * T * k) / HBM);
+    EQ(step(st, n, B, "router softmax and top-k", "backward")->time_s, 10 * T * E / HBM);
+    /* Permute 4·T·k·h B each way; unpermute 2·T·k·h + 2·T·h forward, 4·T·k·h backward. */
+    EQ(step(st, n, F, "permute (token copies into expert order)", "forward")->time_s,
+       4 * c * h / HBM);
+    EQ(step(st, n, B, "permute (token copies into expert order)", "backward")->time_s,
+       4 * c * h / HBM);
+    EQ(step(st, n, F, "unpermute (sum of each token's copies)", "forward")->time_s,
+       (2 * c * h + 2 * T * h) / HBM);
+    EQ(step(st, n, B, "unpermute (sum of each token's copies)", "backward")->time_s,
+       4 * c * h / HBM);
+    /* Dispatch T·k·(2h + 4) B (tokens and fp32 probabilities), combine T·k·2h, over 8 ranks,
+     * both passes. */
+    for (int ph = 0; ph < 2; ph++) {
+        const struct spsim_schedule_step *d =
+            step(st, n, ph ? B : F, "dispatch all-to-all (EP)", "");
+        ck_assert_uint_eq(d->message_bytes, (uint64_t)(c * (2 * h + 4)));
+        EQ(d->time_s, c * (2 * h + 4) * 7 / 8 / NV);
+        EQ(step(st, n, ph ? B : F, "combine all-to-all (EP)", "")->time_s, c * 2 * h * 7 / 8 / NV);
+    }
+    /* Routed experts: FC1 16 × [512 × 1024] · [1024 × 256] compute-bound in forward and dgrad;
+     * FC2 16 × [512 × 128] · [128 × 1024] bytes-bound (22 MiB: 23.1 µs > 21.6 µs) in forward and
+     * dgrad; the wgrads bytes-bound. */
+    EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s, gemm_s(tpe, 2 * fe, h, loc));
+    EQ(step(st, n, B, "experts FC1 grouped GEMM", "dgrad")->time_s, gemm_s(tpe, h, 2 * fe, loc));
+    EQ(step(st, n, B, "experts FC1 grouped GEMM", "wgrad")->time_s,
+       wgrad_bytes_s(rows, h, 2 * fe, loc));
+    EQ(step(st, n, F, "experts FC2 grouped GEMM", "forward")->time_s,
+       gemm_bytes_s(tpe, h, fe, loc));
+    EQ(step(st, n, B, "experts FC2 grouped GEMM", "dgrad")->time_s, gemm_bytes_s(tpe, fe, h, loc));
+    EQ(step(st, n, B, "experts FC2 grouped GEMM", "wgrad")->time_s,
+       wgrad_bytes_s(rows, fe, h, loc));
+    /* Their SwiGLU with the probabilities: 6·rows·f_e + 4·rows forward, 10·rows·f_e + 8·rows
+     * backward. */
+    EQ(step(st, n, F, "experts SwiGLU (× probabilities)", "forward")->time_s,
+       (6 * rows * fe + 4 * rows) / HBM);
+    EQ(step(st, n, B, "experts SwiGLU (× probabilities)", "backward")->time_s,
+       (10 * rows * fe + 8 * rows) / HBM);
+    /* Shared experts: a dense SwiGLU MLP of f_s on all T tokens, compute-bound. */
+    EQ(step(st, n, F, "shared experts FC1 GEMM (column-parallel)", "forward")->time_s,
+       gemm_s(T, 2 * fs, h, 1));
+    EQ(step(st, n, B, "shared experts FC1 GEMM (column-parallel)", "dgrad")->time_s,
+       gemm_s(T, h, 2 * fs, 1));
+    EQ(step(st, n, B, "shared experts FC1 GEMM (column-parallel)", "wgrad")->time_s,
+       gemm_s(h, 2 * fs, T, 1));
+    EQ(step(st, n, F, "shared experts FC2 GEMM (row-parallel)", "forward")->time_s,
+       gemm_s(T, h, fs, 1));
+    EQ(step(st, n, B, "shared experts FC2 GEMM (row-parallel)", "dgrad")->time_s,
+       gemm_s(T, fs, h, 1));
+    EQ(step(st, n, B, "shared experts FC2 GEMM (row-parallel)", "wgrad")->time_s,
+       gemm_s(fs, h, T, 1));
+}
+END_TEST
+
+/*
+ * Expert tensor parallelism: tp 2 with SP, ep 4, etp 2, dp 4 (ep·etp = 8 = tp·dp). T = 512
+ * tokens per rank, T·k = 4096 copies sent by the all-to-all over 4 ranks; the ETP AllGather over
+ * 2 ranks of etp·T·k·(2h + 4) B and, before the combine, the ReduceScatter of etp·T·k·2h B.
+ * E/ep = 32 local experts of etp·T·k·ep/E = 256 rows, each split over etp: FC1 [1024 × 128],
+ * FC2 [64 × 1024], both bytes-bound.
+ */
+START_TEST(etp_terms)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    size_t n = schedule(2, 4, 2, st);
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    double T = 512, c = T * k, etp = 2, loc = 32, tpe = 256, f = fe / etp;
+    for (int ph = 0; ph < 2; ph++) {
+        enum spsim_phase p = ph ? B : F;
+        const struct spsim_schedule_step *ag = step(st, n, p, "dispatch AllGather (expert TP)", "");
+        ck_assert_uint_eq(ag->message_bytes, (uint64_t)(etp * c * (2 * h + 4)));
+        ck_assert_uint_eq(ag->group_size, 2);
+        EQ(ag->time_s, etp * c * (2 * h + 4) / 2 / NV);
+        EQ(step(st, n, p, "combine ReduceScatter (expert TP)", "")->time_s,
+           etp * c * 2 * h / 2 / NV);
+        EQ(step(st, n, p, "dispatch all-to-all (EP)", "")->time_s, c * (2 * h + 4) * 3 / 4 / NV);
+        EQ(step(st, n, p, "combine all-to-all (EP)", "")->time_s, c * 2 * h * 3 / 4 / NV);
+    }
+    EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s,
+       gemm_bytes_s(tpe, 2 * f, h, loc));
+    EQ(step(st, n, F, "experts FC2 grouped GEMM", "forward")->time_s, gemm_bytes_s(tpe, h, f, loc));
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("moe_terms");
+    TCase *tc = tcase_create("moe_terms");
+    tcase_add_test(tc, alltoall_terms);
+    tcase_add_test(tc, etp_terms);
+    suite_add_tcase(s, tc);
+    return testutil_run(s);
+}
