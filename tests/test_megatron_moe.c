@@ -181,7 +181,11 @@ START_TEST(deepseek_v3_example)
     ck_assert(mc.par.moe_dispatcher == SPSIM_MOE_FLEX && mc.par.zero == 3 && mc.par.gbs == 2048);
     /* Megatron's MLA reads no --kv-channels: listed, as the flags spsim does not model are. */
     ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--kv-channels"));
-    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--moe-router-group-topk"));
+    /* Node-limited routing and the HybridEP backend are read, not listed. */
+    ck_assert(s->router_num_groups == 8 && s->router_group_topk == 4);
+    ck_assert(mc.par.moe_flex_backend == SPSIM_FLEX_HYBRIDEP);
+    ck_assert_ptr_null(strstr(mc.unmodelled, "--moe-router-group-topk"));
+    ck_assert_ptr_null(strstr(mc.unmodelled, "--moe-flex-dispatcher-backend"));
     spsim_model_destroy(mc.model);
     free(text);
 }

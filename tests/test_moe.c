@@ -330,8 +330,11 @@ START_TEST(rules)
     p = moe_config(2, 2, 1, 1, SPSIM_MOE_ALLTOALL);
     p.sp = false;
     expect_refused(m, &p, "sequence parallelism must be used");
-    p = moe_config(2, 2, 1, 1, SPSIM_MOE_FLEX);
-    expect_refused(m, &p, "flex");
+    /* token_dispatcher.py MoEFlexTokenDispatcher: "DeepEP dispatcher requires TPxEP > 1". */
+    p = moe_config(1, 1, 1, 1, SPSIM_MOE_FLEX);
+    expect_refused(m, &p, "DeepEP dispatcher requires TPxEP > 1");
+    p.moe_flex_backend = SPSIM_FLEX_BACKEND_COUNT;
+    expect_refused(m, &p, "must be deepep or hybridep");
     s.expert_ffn_hidden = 1000;
     struct spsim_model *odd = testutil_model(&s);
     p = moe_config(1, 1, 16, 16, SPSIM_MOE_ALLTOALL);

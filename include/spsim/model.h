@@ -63,6 +63,11 @@ struct spsim_model_shape {
                                   (Megatron window_size[0] + window_size[1] + 1) */
     uint32_t window_skip_freq; /**< every n-th layer (1-based) attends fully; 0: none
                                   [--window-attn-skip-freq] */
+    /* Group-limited routing (DeepSeek-V3's node-limited routing): the experts in
+     * router_num_groups equal groups, each token's experts among router_group_topk of them;
+     * 0, 0 = none [--moe-router-num-groups, --moe-router-group-topk]. */
+    uint32_t router_num_groups;
+    uint32_t router_group_topk;
 };
 
 struct spsim_model;

@@ -41,7 +41,7 @@ SPSIM_API int spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out);
 enum spsim_moe_dispatcher {
     SPSIM_MOE_ALLGATHER = 0, /**< AllGather over the expert-TP×EP group, ReduceScatter back */
     SPSIM_MOE_ALLTOALL = 1,  /**< all-to-all over EP (+ AllGather/ReduceScatter over ETP) */
-    SPSIM_MOE_FLEX = 2,      /**< DeepEP/HybridEP fused kernels: recognised, refused */
+    SPSIM_MOE_FLEX = 2,      /**< DeepEP/HybridEP fused kernels over the expert-TP×EP group */
     SPSIM_MOE_DISPATCHER_COUNT
 };
 
@@ -49,6 +49,17 @@ enum spsim_moe_dispatcher {
 SPSIM_API const char *spsim_moe_dispatcher_name(enum spsim_moe_dispatcher d);
 /** The dispatcher named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out);
+/** The flex dispatcher's kernels (--moe-flex-dispatcher-backend; token_dispatcher.py
+ * MoEFlexTokenDispatcher; ncclep is refused). */
+enum spsim_moe_flex_backend {
+    SPSIM_FLEX_DEEPEP = 0,   /**< DeepEP's normal kernels (Megatron's default) */
+    SPSIM_FLEX_HYBRIDEP = 1, /**< HybridEP (DeepEP branch hybrid-ep) */
+    SPSIM_FLEX_BACKEND_COUNT
+};
+/** @return "deepep", "hybridep"; "?" for an unknown value. */
+SPSIM_API const char *spsim_moe_flex_backend_name(enum spsim_moe_flex_backend b);
+/** The backend named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_moe_flex_backend_parse(const char *name, enum spsim_moe_flex_backend *out);
 
 /** How Transformer Engine scales FP8 tensors (Megatron --fp8-recipe; TE
  * common/recipe/__init__.py). */
@@ -185,6 +196,11 @@ struct spsim_parallel {
     uint64_t ddp_bucket_size;
     /** TE userbuffers TP communication overlap (--tp-comm-overlap; needs sp); default false */
     bool tp_comm_overlap;
+    /** The flex dispatcher's backend (--moe-flex-dispatcher-backend); default deepep. */
+    enum spsim_moe_flex_backend moe_flex_backend;
+    /** SMs the flex kernels run on (--moe-flex-dispatcher-num-sms); 0 = the backend's default
+     * (DeepEP 20, Megatron's; HybridEP 24 in one NVLink domain, 8 across, its own). */
+    uint32_t moe_flex_sms;
     /** EP all-to-all overlap (--overlap-moe-expert-parallel-comm; Bridge moe_a2a_overlap): the
      * combined 1F1B schedule runs one micro-batch's forward beside another's backward, each
      * one's token exchanges under the other's computation; default false */

@@ -235,6 +235,8 @@ enum cli_config_opt {
     OPT_EP,
     OPT_ETP,
     OPT_MOE_DISPATCHER,
+    OPT_MOE_FLEX_BACKEND,
+    OPT_MOE_FLEX_SMS,
     OPT_MOE_A2A_OVERLAP,
     OPT_NO_MOE_A2A_OVERLAP,
     OPT_DELAY_WGRAD,
@@ -301,10 +303,16 @@ enum cli_config_opt {
     "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \
     "                         = tp·cp·dp / (ep·etp)\n"                                          \
-    "  --moe-dispatcher D     allgather (default, Megatron's), alltoall; flex is refused\n"        \
+    "  --moe-dispatcher D     allgather (default, Megatron's), alltoall, flex (fused DeepEP or\n"  \
+    "                         HybridEP kernels over the expert-TP×EP group)\n"                    \
+    "  --moe-flex-dispatcher-backend B\n"                                                          \
+    "                         flex's kernels: deepep (default, Megatron's), hybridep\n"            \
+    "  --moe-flex-dispatcher-num-sms N\n"                                                          \
+    "                         SMs of the flex kernels (default: the backend's; recorded and\n"     \
+    "                         written back, the time does not depend on it)\n"                     \
     "  --overlap-moe-expert-parallel-comm, --no-overlap-moe-expert-parallel-comm\n"                \
     "                         EP all-to-all overlap: one micro-batch's forward beside another's\n" \
-    "                         backward (needs ep > 1, alltoall, vpp with pp > 1; default off)\n"   \
+    "                         backward (ep > 1, alltoall or flex, vpp with pp > 1; default off)\n" \
     "  --delay-wgrad-compute, --no-delay-wgrad-compute\n"                                          \
     "                         with the overlap: weight gradients apart, the dispatch backward\n"   \
     "                         under the experts' wgrad (default off)\n"                            \

@@ -45,10 +45,19 @@ write_moe_steps(FILE *f, const struct spsim_schedule_step *steps, size_t n,
         any = strcmp(steps[i].operator_name, "moe") == 0;
     if (!any)
         return;
+    char flex[64] = "", sms[16] = "default";
+    if (p->moe_flex_sms)
+        snprintf(sms, sizeof(sms), "%u", p->moe_flex_sms);
+    if (p->moe_dispatcher == SPSIM_MOE_FLEX)
+        snprintf(flex, sizeof(flex), " (%s, %s SMs)",
+                 spsim_moe_flex_backend_name(p->moe_flex_backend), sms);
     fprintf(f,
-            "\nToken dispatch and combine (%s dispatcher, ep %u, etp %u; dropless routing at its "
+            "\nToken dispatch and combine (%s%s dispatcher, ep %u, etp %u; dropless routing at its "
             "balanced expectation, every expert receiving tokens·k/E):\n",
-            spsim_moe_dispatcher_name(p->moe_dispatcher), p->ep, p->etp ? p->etp : p->tp);
+            spsim_moe_dispatcher_name(p->moe_dispatcher), flex, p->ep, p->etp ? p->etp : p->tp);
+    if (p->moe_dispatcher == SPSIM_MOE_FLEX)
+        fprintf(f, "flex: each token sent once per destination rank (over RDMA once per "
+                   "destination domain, forwarded on NVLink); bf16\n");
     fprintf(f, "%-3s %-9s %-40s %-15s %-6s %-12s %16s %16s %s\n", "#", "phase", "op", "collective",
             "group", "tier", "message B", "wire B/rank", "time");
     for (size_t i = 0; i < n; i++) {

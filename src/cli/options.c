@@ -77,6 +77,8 @@ static const struct cli_option_spec {
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
+    {"moe-flex-dispatcher-backend", required_argument, OPT_MOE_FLEX_BACKEND, -1},
+    {"moe-flex-dispatcher-num-sms", required_argument, OPT_MOE_FLEX_SMS, -1},
     {"overlap-moe-expert-parallel-comm", no_argument, OPT_MOE_A2A_OVERLAP, SPSIM_AXIS_A2A_OVERLAP},
     {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
     {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, SPSIM_AXIS_DELAY_WGRAD},
@@ -104,6 +106,8 @@ static const struct {
     {OPT_CP, "--cp", 65536, offsetof(struct spsim_parallel, cp), false},
     {OPT_EP, "--ep", 65536, offsetof(struct spsim_parallel, ep), false},
     {OPT_ETP, "--etp", 65536, offsetof(struct spsim_parallel, etp), false},
+    {OPT_MOE_FLEX_SMS, "--moe-flex-dispatcher-num-sms", 65536,
+     offsetof(struct spsim_parallel, moe_flex_sms), false},
     {OPT_FIRST_STAGE, "--first-stage-layers", 65536,
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
@@ -270,6 +274,17 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg)
             return 1;
         rc = cli_error(EXIT_USAGE, "--moe-dispatcher: '%s' is not one of allgather, alltoall, flex",
                        arg);
+        break;
+    case OPT_MOE_FLEX_BACKEND:
+        if (spsim_moe_flex_backend_parse(arg, &p->moe_flex_backend) == SPSIM_OK)
+            return 1;
+        rc =
+            cli_error(EXIT_USAGE,
+                      strcmp(arg, "ncclep") == 0
+                          ? "--moe-flex-dispatcher-backend: 'ncclep' (TE NCCL EP) is not modelled; "
+                            "use deepep or hybridep"
+                          : "--moe-flex-dispatcher-backend: '%s' is not one of deepep, hybridep",
+                      arg);
         break;
     default:
         return 0;

@@ -648,6 +648,8 @@ moe_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                     : hw
                         ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)x->ep_group, stride))
                         : SPSIM_TIER_NVLINK;
+    if (par->moe_dispatcher == SPSIM_MOE_FLEX && hw && x->ep_group > 1)
+        comm->ep_tier = spsim_moe_flex_tier(hw, par);
     comm->expert_dp_ranks = (uint32_t)x->edp;
     uint64_t D = x->edp, grads = spsim_mul(mem->expert_parameters_per_gpu, grad_bytes(par), ok);
     if (D <= 1)

@@ -726,6 +726,51 @@ add_router(struct builder *bld, const struct spsim_model_shape *m, const struct 
     dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "k", k);
 }
 
+/* A flex dispatch or combine over the etp·ep group (moe_flex.c): one fused kernel, its
+ * NVLink and RDMA bytes per direction. */
+static void
+add_flex_op(struct builder *bld, const char *name, const uint64_t nvlink[2], const uint64_t rdma[2])
+{
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    if (cfg->ep * cfg->etp <= 1)
+        return;
+    struct spsim_op *op =
+        add_ep_op(bld, name, SPSIM_COLL_ALL_TO_ALL, SPSIM_COLL_ALL_TO_ALL, nvlink[0] + rdma[0],
+                  nvlink[1] + rdma[1], cfg->ep * cfg->etp, 1);
+    op->flex = true;
+    op->flex_rdma[0] = rdma[0];
+    op->flex_rdma[1] = rdma[1];
+}
+
+/* flex: the kernel reads each token once where it is (no permute before it) and the receiver
+ * puts the tokens it got in expert order: read them, write the copies (2 B each way), backward
+ * the same. */
+static struct spsim_op *
+add_flex_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_traffic *tr)
+{
+    const struct spsim_moe_flex_traffic *f = &tr->flex;
+    bool hybrid = bld->layer->cfg.flex_backend == SPSIM_FLEX_HYBRIDEP;
+    add_flex_op(bld,
+                hybrid ? "flex dispatch (HybridEP: NVLink + RDMA)"
+                       : "flex dispatch (DeepEP: NVLink + RDMA)",
+                f->dispatch_nvlink, f->dispatch_rdma);
+    double moved = 2.0 * (double)x->h * (double)(f->received + tr->rows);
+    return add_moe_memory(bld, "permute (received tokens into expert order)", moved, moved);
+}
+
+static void
+add_flex_combine(struct builder *bld, const struct dims *x, const struct spsim_moe_traffic *tr)
+{
+    const struct spsim_moe_flex_traffic *f = &tr->flex;
+    bool hybrid = bld->layer->cfg.flex_backend == SPSIM_FLEX_HYBRIDEP;
+    double moved = 2.0 * (double)x->h * (double)(f->received + tr->rows);
+    add_moe_memory(bld, "unpermute (sum of the rank's copies of each token)", moved, moved);
+    add_flex_op(bld,
+                hybrid ? "flex combine (HybridEP: NVLink + RDMA)"
+                       : "flex combine (DeepEP: NVLink + RDMA)",
+                f->combine_nvlink, f->combine_rdma);
+}
+
 /* Tokens to the experts' ranks (token_dispatcher.py; bytes in moe.c). alltoall: permute the
  * T·k copies into expert order (read and write 2 B each way), the EP all-to-all, with ETP the
  * AllGather over the expert-TP group. allgather: the AllGather over ETP×EP, then the local
@@ -736,7 +781,9 @@ add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_t
     const struct spsim_layer_config *cfg = &bld->layer->cfg;
     double h = (double)x->h, copies = (double)(tr->rows / cfg->etp);
     struct spsim_op *op;
-    if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
+    if (cfg->dispatcher == SPSIM_MOE_FLEX) {
+        op = add_flex_dispatch(bld, x, tr);
+    } else if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
         op = add_moe_memory(bld, "permute (token copies into expert order)", 4.0 * copies * h,
                             4.0 * copies * h);
         if (cfg->ep > 1)
@@ -766,6 +813,10 @@ add_combine(struct builder *bld, const struct dims *x, const struct spsim_moe_tr
 {
     const struct spsim_layer_config *cfg = &bld->layer->cfg;
     double h = (double)x->h, copies = (double)(tr->rows / cfg->etp), T = (double)tr->tokens;
+    if (cfg->dispatcher == SPSIM_MOE_FLEX) {
+        add_flex_combine(bld, x, tr);
+        return;
+    }
     if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
         if (cfg->etp > 1)
             add_ep_op(bld, "combine ReduceScatter (expert TP)", SPSIM_COLL_REDUCE_SCATTER,

@@ -72,6 +72,7 @@ struct spsim_op {
     const char *operator_name;
     const char *bwd_name;                  /* the collective's site in backward */
     bool into_tp;                          /* g or f (before a column-parallel GEMM) */
+    bool flex;                             /* EP: a flex dispatch or combine (moe_flex.c) */
     enum spsim_coll_op fwd_coll, bwd_coll; /* SPSIM_COLL_NONE for identity */
     /* Column-parallel GEMM with SP: where its weight-gradient re-gather is reported. */
     const char *regather_site;
@@ -90,6 +91,10 @@ struct spsim_op {
     struct spsim_saved_tensor saved[SPSIM_OP_MAX_SAVED];
     uint32_t nin, nout;
     struct spsim_dim in[SPSIM_OP_MAX_DIMS], out[SPSIM_OP_MAX_DIMS];
+    /* EP, flex dispatcher (moe_flex.c, op->flex): the bytes per rank through its NIC share,
+     * forward [0] and backward [1]; message_bytes and cp_bwd_message_bytes add its NVLink
+     * bytes. */
+    uint64_t flex_rdma[2];
 };
 
 #define SPSIM_LAYER_MAX_OPS 44
@@ -115,6 +120,10 @@ struct spsim_layer_config {
     bool moe;
     uint32_t ep, etp;
     enum spsim_moe_dispatcher dispatcher;
+    /* The flex dispatcher (0 otherwise): its backend and the ranks of its etp·ep group in one
+     * RDMA domain (the hardware's, set by spsim_layer_evaluate; 0: all in one). */
+    enum spsim_moe_flex_backend flex_backend;
+    uint32_t flex_per_domain;
 };
 
 struct spsim_layer {

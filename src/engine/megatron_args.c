@@ -59,6 +59,12 @@ enum flag_id {
     F_MOE_SCORE,
     F_MOE_CAPACITY,
     F_MOE_DISPATCHER,
+    F_MOE_FLEX_BACKEND,
+    F_MOE_FLEX_SMS,
+    F_MOE_DEEPEP_SMS,
+    F_MOE_HYBRIDEP_SMS,
+    F_MOE_GROUPS,
+    F_MOE_GROUP_TOPK,
     F_ETP,
     F_A2A_OVERLAP,
     F_DELAY_WGRAD,
@@ -150,6 +156,12 @@ static const struct {
     [F_MOE_SCORE] = {"--moe-router-score-function", K_VALUE},
     [F_MOE_CAPACITY] = {"--moe-expert-capacity-factor", K_VALUE},
     [F_MOE_DISPATCHER] = {"--moe-token-dispatcher-type", K_VALUE},
+    [F_MOE_FLEX_BACKEND] = {"--moe-flex-dispatcher-backend", K_VALUE},
+    [F_MOE_FLEX_SMS] = {"--moe-flex-dispatcher-num-sms", K_VALUE},
+    [F_MOE_DEEPEP_SMS] = {"--moe-deepep-num-sms", K_VALUE},
+    [F_MOE_HYBRIDEP_SMS] = {"--moe-hybridep-num-sms", K_VALUE},
+    [F_MOE_GROUPS] = {"--moe-router-num-groups", K_VALUE},
+    [F_MOE_GROUP_TOPK] = {"--moe-router-group-topk", K_VALUE},
     [F_ETP] = {"--expert-tensor-parallel-size", K_VALUE},
     [F_A2A_OVERLAP] = {"--overlap-moe-expert-parallel-comm", K_SWITCH},
     [F_DELAY_WGRAD] = {"--delay-wgrad-compute", K_SWITCH},
@@ -546,6 +558,34 @@ capacity(const struct mg *m, double *out)
     return SPSIM_OK;
 }
 
+/* Group-limited routing: --moe-router-group-topk needs --moe-router-num-groups, which divides
+ * the experts, and group_topk <= num_groups (transformer_config.py __post_init__); the groups
+ * must hold the top-k (router.py group_limited_topk takes k of the kept groups' experts). */
+static int
+group_limited(const struct mg *m, struct spsim_model_shape *s)
+{
+    uint64_t g = 0, k = 0;
+    int rc = num(m, F_MOE_GROUPS, 0, s->experts, 0, &g);
+    if (rc == SPSIM_OK)
+        rc = num(m, F_MOE_GROUP_TOPK, 0, 65536, 0, &k);
+    if (rc != SPSIM_OK || k == 0)
+        return rc; /* num_groups alone does nothing (router.py: group_topk is None) */
+    if (g == 0)
+        return rule_error(m, F_MOE_GROUP_TOPK,
+                          "needs --moe-router-num-groups (transformer_config.py: \"When using "
+                          "group limited routing, moe_router_num_groups must be specified.\")");
+    if (s->experts % g || k > g || k * (s->experts / g) < s->experts_per_token)
+        return rule_error(m, F_MOE_GROUP_TOPK,
+                          "%llu groups of %u experts, %llu kept: the groups must divide the "
+                          "experts, group_topk <= num_groups and the kept experts hold the "
+                          "top-%u (transformer_config.py, router.py)",
+                          (unsigned long long)g, s->experts, (unsigned long long)k,
+                          s->experts_per_token);
+    s->router_num_groups = (uint32_t)g;
+    s->router_group_topk = (uint32_t)k;
+    return SPSIM_OK;
+}
+
 /* The routed and shared experts (_add_moe_args and TransformerConfig's moe_* fields), with
  * Megatron's defaults: top 2, moe_ffn_hidden_size = ffn_hidden_size (arguments.py), every layer
  * MoE, softmax scores, dropless. */
@@ -564,7 +604,8 @@ moe_shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, boo
         (rc = num32(m, F_MOE_FFN, 4194304, s->ffn_hidden, &s->expert_ffn_hidden)) ||
         (rc = num(m, F_MOE_SHARED, 0, 4194304, 0, &shared)) ||
         (rc = choice(m, F_MOE_SCORE, scores, 0, &score)) ||
-        (rc = capacity(m, &s->capacity_factor)) || (rc = layer_freq(m, s, pattern, has_pattern)))
+        (rc = capacity(m, &s->capacity_factor)) || (rc = layer_freq(m, s, pattern, has_pattern)) ||
+        (rc = group_limited(m, s)))
         return rc;
     s->shared_expert_ffn_hidden = (uint32_t)shared;
     s->router_score = (enum spsim_router_score)score;
@@ -627,6 +668,25 @@ unused_flags(struct mg *m)
     }
 }
 
+/* The flex dispatcher's backend (default deepep, transformer_config.py; ncclep is not
+ * modelled) and SMs: --moe-flex-dispatcher-num-sms, else a deprecated per-backend count, which
+ * __post_init__ routes to it. */
+static int
+flex_dispatcher(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const backends[] = {"deepep", "hybridep",
+                                           NULL}; /* enum spsim_moe_flex_backend */
+    int b = 0, rc = choice(m, F_MOE_FLEX_BACKEND, backends, 0, &b);
+    p->moe_flex_backend = (enum spsim_moe_flex_backend)b;
+    int sms = m->given[F_MOE_FLEX_SMS]       ? F_MOE_FLEX_SMS
+              : m->given[F_MOE_DEEPEP_SMS]   ? F_MOE_DEEPEP_SMS
+              : m->given[F_MOE_HYBRIDEP_SMS] ? F_MOE_HYBRIDEP_SMS
+                                             : F_MOE_FLEX_SMS;
+    if (rc == SPSIM_OK && m->given[sms] && strcmp(m->value[sms], "None") != 0)
+        rc = num32(m, sms, 65536, 0, &p->moe_flex_sms);
+    return rc;
+}
+
 /* Expert parallelism: --expert-model-parallel-size (E % ep == 0 and ep > 1 only with experts,
  * arguments.py), --expert-tensor-parallel-size (absent: tp, model_parallel_config.py, spsim's
  * 0), --moe-token-dispatcher-type (default allgather, transformer_config.py). */
@@ -651,7 +711,7 @@ expert_parallel(const struct mg *m, uint32_t experts, struct spsim_parallel *p)
         (rc = choice(m, F_MOE_DISPATCHER, dispatchers, 0, &d)))
         return rc;
     p->moe_dispatcher = (enum spsim_moe_dispatcher)d;
-    return SPSIM_OK;
+    return flex_dispatcher(m, p);
 }
 
 /* Selective recomputation's modules (--recompute-modules, default core_attn). */

@@ -97,6 +97,9 @@ moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim
              s->router_score == SPSIM_ROUTER_SIGMOID ? "sigmoid" : "softmax");
         if (s->capacity_factor > 0)
             emit(o, "    --moe-expert-capacity-factor %.17g \\\n", s->capacity_factor);
+        if (s->router_group_topk)
+            emit(o, "    --moe-router-num-groups %u \\\n    --moe-router-group-topk %u \\\n",
+                 s->router_num_groups, s->router_group_topk);
     }
     if (s->kv_lora_rank) {
         emit(o, "    --multi-latent-attention \\\n");
@@ -131,6 +134,12 @@ expert_flags(struct out *o, const struct spsim_model_shape *s, const struct spsi
         emit(o, "    --overlap-moe-expert-parallel-comm \\\n");
     if (p->delay_wgrad_compute)
         emit(o, "    --delay-wgrad-compute \\\n");
+    if (p->moe_dispatcher != SPSIM_MOE_FLEX)
+        return;
+    emit(o, "    --moe-flex-dispatcher-backend %s \\\n",
+         spsim_moe_flex_backend_name(p->moe_flex_backend));
+    if (p->moe_flex_sms)
+        emit(o, "    --moe-flex-dispatcher-num-sms %u \\\n", p->moe_flex_sms);
 }
 
 static void

@@ -64,6 +64,17 @@ check_grid(const struct spsim_model_shape *m, const struct spsim_parallel *p, ui
     return SPSIM_OK;
 }
 
+/* The flex dispatcher (token_dispatcher.py MoEFlexTokenDispatcher, its assertion verbatim). */
+static int
+check_flex(const struct spsim_parallel *p, uint32_t etp, struct spsim_error *err)
+{
+    if ((unsigned)p->moe_flex_backend >= SPSIM_FLEX_BACKEND_COUNT)
+        return MOE_FAIL(err, "field 'moe_flex_backend': must be deepep or hybridep");
+    if (p->moe_flex_backend == SPSIM_FLEX_DEEPEP && (uint64_t)etp * p->ep <= 1)
+        return MOE_FAIL(err, "field 'ep': DeepEP dispatcher requires TPxEP > 1");
+    return SPSIM_OK;
+}
+
 int
 spsim_moe_check(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                 struct spsim_error *err)
@@ -88,11 +99,8 @@ spsim_moe_check(const struct spsim_model_shape *m, const struct spsim_parallel *
     if (p->tp > 1 && !p->sp)
         return MOE_FAIL(err, "field 'sp': mixture-of-experts layers with tp > 1 are modelled "
                              "with sequence parallelism only");
-    /* The flex dispatcher's fused DeepEP/HybridEP kernels move tokens with their own SM-bound
-     * NVLink and RDMA transfers that no collective of the hardware profile measures. */
-    if (p->moe_dispatcher == SPSIM_MOE_FLEX)
-        return MOE_FAIL(err, "field 'moe_dispatcher': flex (DeepEP/HybridEP fused dispatch "
-                             "kernels) is not modelled; use alltoall or allgather");
+    if (p->moe_dispatcher == SPSIM_MOE_FLEX && (rc = check_flex(p, etp, err)) != SPSIM_OK)
+        return rc;
     /* spsim's limits: the per-chunk recompute methods and the offload of a layer's tensors are
      * modelled for layers that are all alike. */
     if (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT || p->offload_layers)
@@ -130,6 +138,7 @@ spsim_moe_edp(const struct spsim_parallel *p)
  *   allgather: AllGather over ETP×EP of the hidden states, the fp32 probabilities and the
  *     routing map of all E experts, S = n·T·(2h + 4E + E), n = etp·ep; ReduceScatter back,
  *     n·T·2h. Backward: ReduceScatter of n·T·(2h + 4E), AllGather of n·T·2h.
+ *   flex: the bytes each link carries (moe_flex.c).
  * Sizes are nccl-tests' (AG and RS: the whole buffer; all-to-all: one rank's send buffer).
  * Rows: the token copies one rank's local experts compute, etp·T·k·f, rounded up to whole
  * tokens per local expert.
@@ -150,6 +159,10 @@ spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_co
     uint64_t tpe = (uint64_t)per_expert;
     out->tokens_per_expert = tpe + ((double)tpe < per_expert);
     out->rows = spsim_mul(out->tokens_per_expert, local, ok);
+    if (cfg->dispatcher == SPSIM_MOE_FLEX) {
+        spsim_moe_flex_traffic(m, cfg, T, out->rows, &out->flex);
+        return;
+    }
     uint64_t copies = out->rows / cfg->etp; /* received by the all-to-all, per rank */
     if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
         out->dispatch = spsim_mul(copies, 2 * h + 4, ok);

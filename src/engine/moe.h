@@ -16,6 +16,15 @@ uint32_t spsim_moe_etp(const struct spsim_parallel *p);
 /** The expert data-parallel size tp·cp·dp / (ep·etp) (parallel_state.py). */
 uint32_t spsim_moe_edp(const struct spsim_parallel *p);
 
+/** The flex dispatcher's traffic per rank and MoE layer (moe_flex.c); [0] forward, [1]
+ * backward. */
+struct spsim_moe_flex_traffic {
+    uint32_t ranks, per_domain, domains; /* n = etp·ep, g ranks per RDMA domain, N = n/g */
+    double p_rank, p_domain;             /* chance a given rank / domain receives a token */
+    uint64_t received;                   /* tokens a rank receives (n·T·p_rank, at most rows) */
+    uint64_t dispatch_nvlink[2], dispatch_rdma[2], combine_nvlink[2], combine_rdma[2];
+};
+
 /** One MoE layer's token traffic on one rank (nccl-tests sizes; see moe.c). */
 struct spsim_moe_traffic {
     uint64_t tokens;                          /* T: tokens of this rank entering the layer */
@@ -24,10 +33,30 @@ struct spsim_moe_traffic {
     uint64_t rows;                            /* token copies this rank's experts compute */
     uint64_t dispatch, dispatch_bwd, combine; /* EP all-to-all, or the ETP×EP AG/RS */
     uint64_t etp_dispatch, etp_combine;       /* alltoall with etp > 1: the ETP AG and RS */
+    struct spsim_moe_flex_traffic flex;       /* flex only */
 };
 
 void spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                        struct spsim_moe_traffic *out, bool *ok);
+
+/** The flex dispatcher's bytes for T tokens of a rank whose experts compute `rows` copies. */
+void spsim_moe_flex_traffic(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
+                            uint64_t T, uint64_t rows, struct spsim_moe_flex_traffic *out);
+
+/** Ranks of the flex group in one RDMA domain: the NVLink domain's (HybridEP), at most 8
+ * (DeepEP); the whole group without hardware. */
+uint32_t spsim_moe_flex_per_domain(const struct spsim_hardware *hw,
+                                   const struct spsim_layer_config *cfg);
+
+/** The tier the flex group's traffic crosses: NVLink inside one RDMA domain, the network with
+ * one rank a domain, hierarchical otherwise. */
+enum spsim_tier spsim_moe_flex_tier(const struct spsim_hardware *hw,
+                                    const struct spsim_parallel *p);
+
+struct spsim_coll_time;
+/** Time of a flex dispatch or combine step (op->flex), forward or backward. */
+int spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, bool backward,
+                        struct spsim_coll_time *out);
 
 /** Parameters of one MoE layer on one rank; *experts receives the routed experts' share. */
 uint64_t spsim_moe_layer_parameters(const struct spsim_model_shape *m, uint32_t tp, uint32_t ep,

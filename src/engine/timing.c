@@ -152,6 +152,9 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->ep = cfg->moe ? par->ep : 1;
     cfg->etp = cfg->moe ? spsim_moe_etp(par) : 1;
     cfg->dispatcher = cfg->moe ? par->moe_dispatcher : SPSIM_MOE_ALLGATHER;
+    bool flex = cfg->dispatcher == SPSIM_MOE_FLEX;
+    cfg->flex_backend = flex ? par->moe_flex_backend : SPSIM_FLEX_DEEPEP;
+    cfg->flex_per_domain = 0; /* spsim_layer_evaluate places the group */
 }
 
 /*
@@ -266,8 +269,12 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     case SPSIM_OPK_CP:
         return cp_step_cost(hw, st, c);
     case SPSIM_OPK_EP: /* on the critical path: the experts wait for their tokens */
-        rc = spsim_collective_time(hw, st->coll, spsim_group_place(hw, op->cp_group, op->cp_stride),
-                                   (double)st->message_bytes, 1.0, &c->coll);
+        if (op->flex)
+            rc = spsim_moe_flex_time(hw, op, st->phase == SPSIM_PHASE_BACKWARD, &c->coll);
+        else
+            rc = spsim_collective_time(hw, st->coll,
+                                       spsim_group_place(hw, op->cp_group, op->cp_stride),
+                                       (double)st->message_bytes, 1.0, &c->coll);
         c->comm_s = c->exposed_comm_s = c->coll.time_s;
         return rc;
     case SPSIM_OPK_MEMORY:
@@ -463,7 +470,7 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
         const struct spsim_step *st = &be->sched.steps[i];
         if (st->coll != SPSIM_COLL_NONE && st->op->kind >= SPSIM_OPK_CP) {
             be->sched.steps[i].group_size = st->op->cp_group;
-            be->sched.steps[i].wire_bytes = cp_wire(st);
+            be->sched.steps[i].wire_bytes = st->op->flex ? st->message_bytes : cp_wire(st);
             *(st->op->kind == SPSIM_OPK_EP ? &be->ep_wire[st->phase] : &be->cp_wire[st->phase]) +=
                 be->sched.steps[i].wire_bytes;
         } else if (st->coll != SPSIM_COLL_NONE) {
@@ -499,6 +506,12 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
                      struct spsim_layer_eval *le, struct spsim_error *err)
 {
     memset(le, 0, sizeof(*le));
+    struct spsim_layer_config placed;
+    if (cfg->dispatcher == SPSIM_MOE_FLEX) { /* the flex group's RDMA domains (moe_flex.c) */
+        placed = *cfg;
+        placed.flex_per_domain = spsim_moe_flex_per_domain(hw, cfg);
+        cfg = &placed;
+    }
     le->cfg = *cfg;
     le->padded_vocab = padded_vocab;
     le->tp_group = hw ? spsim_group_place(hw, cfg->t, 1) : (struct spsim_group){cfg->t, cfg->t};

@@ -107,9 +107,9 @@ static const char *const qwen_moe_keys[] = {
     "decoder_sparse_step",  "mlp_only_layers",      "norm_topk_prob",
     "output_router_logits", "router_aux_loss_coef", NULL};
 /* configuration_deepseek_v3.py (and the V2 one, and deepseek-ai's configuration_deepseek.py the
- * config.json's auto_map names): routing options (group-limited top-k, scaling, the aux loss)
- * change no FLOP spsim counts; quantization_config is how the released weights are stored (the
- * training dtype is --dtype). */
+ * config.json's auto_map names): routing options (scaling, the aux loss) change no FLOP spsim
+ * counts, the group-limited top-k (n_group, topk_group) is read; quantization_config is how the
+ * released weights are stored (the training dtype is --dtype). */
 static const char *const deepseek_keys[] = {"n_routed_experts",
                                             "n_shared_experts",
                                             "num_experts_per_tok",
@@ -476,6 +476,18 @@ qwen_moe_layers(const struct spsim_jctx *c, const cJSON *root)
 /* DeepseekV3Config / DeepseekV2Config: shared experts, the dense first layers and frequency
  * (DeepseekV3DecoderLayer: MoE where layer_idx >= first_k_dense_replace and layer_idx %
  * moe_layer_freq == 0, spsim's rule), the score function, MLA's widths and the MTP layers. */
+/* Group-limited routing: n_group and topk_group (Megatron-Bridge model_bridge.py maps them to
+ * moe_router_num_groups and moe_router_group_topk); DeepSeek's "greedy" top-k ignores them. */
+static int
+group_limited(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
+{
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(root, "topk_method");
+    if (cJSON_IsString(method) && strcmp(method->valuestring, "greedy") == 0)
+        return SPSIM_OK;
+    int rc = get_count(c, root, "n_group", &m->router_num_groups);
+    return rc ? rc : get_count(c, root, "topk_group", &m->router_group_topk);
+}
+
 static int
 deepseek_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
 {
@@ -492,7 +504,8 @@ deepseek_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_mode
         (rc = get_u32(c, root, "qk_nope_head_dim", true, &nope)) ||
         (rc = get_u32(c, root, "qk_rope_head_dim", true, &rope)) ||
         (rc = get_u32(c, root, "v_head_dim", true, &m->v_head_dim)) ||
-        (rc = get_count(c, root, "num_nextn_predict_layers", &m->mtp_layers)))
+        (rc = get_count(c, root, "num_nextn_predict_layers", &m->mtp_layers)) ||
+        (rc = group_limited(c, root, m)))
         return rc;
     if ((uint64_t)shared * m->expert_ffn_hidden > UINT32_MAX)
         return spsim_json_field_error(c, NULL, "n_shared_experts", "too many shared experts");

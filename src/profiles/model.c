@@ -196,6 +196,8 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
                                        "moe_layer_pattern",
                                        "router_score",
                                        "capacity_factor",
+                                       "router_num_groups",
+                                       "router_group_topk",
                                        "q_lora_rank",
                                        "kv_lora_rank",
                                        "qk_head_dim",

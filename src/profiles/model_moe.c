@@ -167,7 +167,8 @@ read_pattern(const struct spsim_jctx *c, const cJSON *item, uint32_t layers, uin
 static const char *const moe_keys[] = {
     "experts_per_token",      "expert_ffn_hidden", "shared_expert_ffn_hidden",
     "moe_first_dense_layers", "moe_layer_freq",    "moe_layer_pattern",
-    "router_score",           "capacity_factor"};
+    "router_score",           "capacity_factor",   "router_num_groups",
+    "router_group_topk"};
 
 static int
 read_moe_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
@@ -196,7 +197,11 @@ read_moe_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_mode
                                  &m->moe_layer_freq)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "router_score", false, router_names, &score)) ||
         (rc = spsim_json_get_double(c, root, NULL, "capacity_factor", false, 0, 1000,
-                                    &m->capacity_factor)))
+                                    &m->capacity_factor)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "router_num_groups", false, 0, m->experts,
+                                 &m->router_num_groups)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "router_group_topk", false, 0, m->experts,
+                                 &m->router_group_topk)))
         return rc;
     m->router_score = (enum spsim_router_score)score;
     return SPSIM_OK;
@@ -273,6 +278,31 @@ spsim_moe_layer_count(const struct spsim_model_shape *m, const uint8_t *pattern)
     return n;
 }
 
+/* Group-limited routing (transformer_config.py __post_init__: group_topk needs num_groups,
+ * which divides the experts, group_topk <= num_groups; router.py group_limited_topk then takes
+ * the top-k among the kept groups' experts, so they must hold k). */
+static int
+check_groups(const struct spsim_model_shape *m, const struct spsim_jctx *c)
+{
+    uint32_t g = m->router_num_groups, k = m->router_group_topk;
+    if (k == 0 && g == 0)
+        return SPSIM_OK;
+    if (k == 0 || g == 0)
+        return spsim_json_field_error(c, NULL, k ? "router_num_groups" : "router_group_topk",
+                                      "router_num_groups and router_group_topk go together "
+                                      "(group-limited routing), got %u and %u",
+                                      g, k);
+    if (m->experts % g != 0)
+        return spsim_json_field_error(c, NULL, "router_num_groups",
+                                      "must divide the experts (%u), got %u", m->experts, g);
+    if (k > g || (uint64_t)k * (m->experts / g) < m->experts_per_token)
+        return spsim_json_field_error(c, NULL, "router_group_topk",
+                                      "must be at most router_num_groups (%u) and its groups "
+                                      "must hold experts_per_token (%u) experts, got %u",
+                                      g, m->experts_per_token, k);
+    return SPSIM_OK;
+}
+
 /* A dense model's MoE fields are all zero; a MoE model's are in range and choose a MoE layer. */
 static int
 check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struct spsim_jctx *c)
@@ -281,7 +311,8 @@ check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struc
         const uint32_t v[] = {m->experts_per_token,        m->expert_ffn_hidden,
                               m->shared_expert_ffn_hidden, m->moe_first_dense_layers,
                               m->moe_layer_freq > 1,       pattern != NULL,
-                              m->router_score != 0};
+                              m->router_score != 0,        0,
+                              m->router_num_groups,        m->router_group_topk};
         for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(v); i++)
             if (v[i])
                 return spsim_json_field_error(c, NULL, moe_keys[i],
@@ -312,6 +343,9 @@ check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struc
                                       m->capacity_factor);
     if ((unsigned)m->router_score > SPSIM_ROUTER_SIGMOID)
         return spsim_json_field_error(c, NULL, "router_score", "is out of range");
+    int rc = check_groups(m, c);
+    if (rc != SPSIM_OK)
+        return rc;
     if (spsim_moe_layer_count(m, pattern) == 0)
         return spsim_json_field_error(c, NULL, pattern ? "moe_layer_pattern" : "moe_layer_freq",
                                       "chooses no mixture-of-experts layer among the %u layers "

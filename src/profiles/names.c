@@ -31,6 +31,10 @@ const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_ga
 /* Megatron-Core's --moe-token-dispatcher-type values, in enum spsim_moe_dispatcher order. */
 const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1] = {
     "allgather", "alltoall", "flex", NULL};
+/* Megatron-Core's --moe-flex-dispatcher-backend values spsim models (enum spsim_moe_flex_backend
+ * order). */
+const char *const spsim_moe_flex_backend_names[SPSIM_FLEX_BACKEND_COUNT + 1] = {"deepep",
+                                                                                "hybridep", NULL};
 
 /* Megatron's --fp8-recipe values, in enum spsim_fp8_recipe order (tensorwise = current). */
 const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1] = {"delayed", "current",
@@ -139,6 +143,22 @@ spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out)
                               out ? &i : NULL);
     if (rc == SPSIM_OK)
         *out = (enum spsim_moe_dispatcher)i;
+    return rc;
+}
+
+const char *
+spsim_moe_flex_backend_name(enum spsim_moe_flex_backend b)
+{
+    return (unsigned)b < SPSIM_FLEX_BACKEND_COUNT ? spsim_moe_flex_backend_names[b] : "?";
+}
+
+int
+spsim_moe_flex_backend_parse(const char *name, enum spsim_moe_flex_backend *out)
+{
+    int i = 0, rc = find_name(spsim_moe_flex_backend_names, SPSIM_FLEX_BACKEND_COUNT, name,
+                              out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_moe_flex_backend)i;
     return rc;
 }
 

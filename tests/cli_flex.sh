@@ -1,0 +1,107 @@
+#!/bin/sh
+# The flex token dispatcher (--moe-dispatcher flex, DeepEP and HybridEP backends) through the
+# command line: query, explain, sweep, the Megatron launch line and Bridge YAML both ways, and
+# the refusals with their exit codes (issue 11). Usage: cli_flex.sh SPSIM
+set -u
+spsim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# DeepSeek-V3 on DGX H100: ep 64 over 8 nodes of 8, group-limited routing (8 groups, 4 kept).
+cfg="--model deepseek-v3 --hw dgx-h100 --tp 8 --ep 64 --etp 1 --pp 16 --vpp 1 --dp 8 --gbs 1024
+    --first-stage-layers 2 --last-stage-layers 3 --moe-dispatcher flex"
+for b in deepep hybridep; do
+    # shellcheck disable=SC2086
+    "$spsim" query $cfg --moe-flex-dispatcher-backend $b --format json >"$tmp/$b.json" \
+        2>"$tmp/err" || fail "query $b: $(cat "$tmp/err")"
+    grep -q '"ep_forward_wire_bytes_per_layer": [1-9]' "$tmp/$b.json" || fail "query $b: no EP bytes"
+done
+# Fewer bytes cross the NICs than alltoall's per-copy exchange: flex's EP time is the smaller.
+# shellcheck disable=SC2086
+"$spsim" query $cfg --moe-dispatcher alltoall --format json >"$tmp/a2a.json" 2>"$tmp/err" ||
+    fail "query alltoall: $(cat "$tmp/err")"
+ep_s() { sed -n 's/.*"ep_exposed_s": \([0-9.e+-]*\).*/\1/p' "$1" | head -1; }
+awk -v f="$(ep_s "$tmp/hybridep.json")" -v a="$(ep_s "$tmp/a2a.json")" \
+    'BEGIN { exit !(f > 0 && f < a) }' || fail "flex EP time not below alltoall's"
+
+# explain: the fused steps, forward and backward, with the backend in the header.
+# shellcheck disable=SC2086
+"$spsim" explain $cfg --moe-flex-dispatcher-backend hybridep --moe-flex-dispatcher-num-sms 16 \
+    >"$tmp/explain" 2>"$tmp/err" || fail "explain: $(cat "$tmp/err")"
+grep -qF "flex (hybridep, 16 SMs) dispatcher" "$tmp/explain" || fail "explain: no header"
+for row in "flex dispatch (HybridEP: NVLink + RDMA)" "flex combine (HybridEP: NVLink + RDMA)" \
+    "permute (received tokens into expert order)"; do
+    grep -qF "$row" "$tmp/explain" || fail "explain: no '$row'"
+done
+grep "backward" "$tmp/explain" | grep -qF "flex dispatch" || fail "explain: no backward dispatch"
+
+# The launch line: written and read back to the same configuration (pp 1: the exporter writes
+# no uneven split).
+one="--model deepseek-v3 --hw dgx-h100 --tp 8 --ep 64 --etp 1 --pp 1 --dp 8 --gbs 1024
+    --moe-dispatcher flex --moe-flex-dispatcher-backend hybridep"
+# shellcheck disable=SC2086
+"$spsim" query $one --format json >"$tmp/one.json" 2>"$tmp/err" || fail "pp 1: $(cat "$tmp/err")"
+# shellcheck disable=SC2086
+"$spsim" query $one --moe-flex-dispatcher-num-sms 16 --format megatron >"$tmp/line.sh" \
+    2>"$tmp/err" || fail "export: $(cat "$tmp/err")"
+for flag in "--moe-token-dispatcher-type flex" "--moe-flex-dispatcher-backend hybridep" \
+    "--moe-flex-dispatcher-num-sms 16" "--moe-router-num-groups 8" "--moe-router-group-topk 4"; do
+    grep -qF -- "$flag" "$tmp/line.sh" || fail "export: no '$flag'"
+done
+"$spsim" query --megatron-args "$tmp/line.sh" --hw dgx-h100 --format json >"$tmp/back.json" \
+    2>"$tmp/err" || fail "import: $(cat "$tmp/err")"
+[ "$(ep_s "$tmp/back.json")" = "$(ep_s "$tmp/one.json")" ] || fail "round trip: EP time"
+
+# Bridge YAML: the recipe's fields.
+cat >"$tmp/recipe.yaml" <<'EOF'
+model:
+  num_layers: 4
+  hidden_size: 1024
+  num_attention_heads: 8
+  ffn_hidden_size: 4096
+  seq_length: 4096
+  vocab_size: 32768
+  num_moe_experts: 16
+  moe_router_topk: 2
+  moe_ffn_hidden_size: 1024
+  moe_router_num_groups: 4
+  moe_router_group_topk: 2
+  expert_model_parallel_size: 8
+  moe_token_dispatcher_type: flex
+  moe_flex_dispatcher_backend: hybridep
+  moe_hybridep_num_sms: 32
+  tensor_model_parallel_size: 1
+  bf16: true
+train:
+  micro_batch_size: 1
+  global_batch_size: 8
+EOF
+"$spsim" query --megatron-args "$tmp/recipe.yaml" --dp 8 --hw dgx-h100 --format megatron \
+    >"$tmp/yaml.sh" 2>"$tmp/err" || fail "yaml: $(cat "$tmp/err")"
+for flag in "--moe-flex-dispatcher-backend hybridep" "--moe-flex-dispatcher-num-sms 32" \
+    "--moe-router-num-groups 4"; do
+    grep -qF -- "$flag" "$tmp/yaml.sh" || fail "yaml: no '$flag'"
+done
+
+# sweep: flex is a value of the dispatcher axis.
+"$spsim" sweep --model mixtral-8x7b --hw dgx-h100 --tp 2 --pp 4 --dp 4 --ep 8 --etp 1 \
+    --moe-dispatcher alltoall,flex --gbs 256 >"$tmp/sweep.csv" 2>"$tmp/err" ||
+    fail "sweep: $(cat "$tmp/err")"
+grep -q ",flex," "$tmp/sweep.csv" || fail "sweep: no flex row"
+
+# Refusals: ncclep is not modelled (exit 2); DeepEP needs etp·ep > 1 (exit 4).
+"$spsim" query --moe-flex-dispatcher-backend ncclep >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "'ncclep' (TE NCCL EP) is not modelled" "$tmp/err" || fail "ncclep: $(cat "$tmp/err")"
+"$spsim" query --model mixtral-8x7b --hw dgx-h100 --tp 1 --pp 4 --dp 1 --gbs 8 \
+    --moe-dispatcher flex >/dev/null 2>"$tmp/err"
+[ $? -eq 4 ] && grep -q "DeepEP dispatcher requires TPxEP > 1" "$tmp/err" ||
+    fail "deepep ep 1: $(cat "$tmp/err")"
+
+[ "$failures" -eq 0 ] || exit 1
+echo "all flex CLI checks passed"
