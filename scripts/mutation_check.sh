@@ -40,7 +40,11 @@ moe-grouped-fc1-half-experts@src/engine/layer.c@0,/op->batch = tr->local_experts
 moe-experts-act-halved@src/engine/layer.c@s|op->fwd_bytes = (x->gate == 2 ? 6.0 : 4.0) \* (double)act|op->fwd_bytes = (x->gate == 2 ? 3.0 : 2.0) * (double)act|
 moe-shared-width-halved@src/engine/layer.c@s|sx.ffn_t = m->shared_expert_ffn_hidden / x->t;|sx.ffn_t = m->shared_expert_ffn_hidden / x->t / 2;|
 cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|uint64_t kvw = x->qk_w - x->q_t;|
-bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - full) \* (w|return full + 0.5 * (layers - full) * (w|'
+bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - full) \* (w|return full + 0.5 * (layers - full) * (w|
+launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|
+kernels-halved@src/engine/host.c@s|be->launches\[ph\] += k;|be->launches[ph] += (k + 1) / 2;|
+host-excess-halved@src/engine/host.c@s|double excess = host > \*wall\[ph\] ? host - \*wall\[ph\] : 0.0;|double excess = host > *wall[ph] ? 0.5 * (host - *wall[ph]) : 0.0;|
+graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|'
 
 # A copy of the checkout as it is (tracked and untracked files git does not ignore).
 (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$tmp"

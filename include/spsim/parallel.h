@@ -77,6 +77,42 @@ SPSIM_API const char *spsim_fp8_recipe_name(enum spsim_fp8_recipe r);
  * SPSIM_EINVAL */
 SPSIM_API int spsim_fp8_recipe_parse(const char *name, enum spsim_fp8_recipe *out);
 
+/** How Megatron-Core captures training work in CUDA graphs (--cuda-graph-impl; Megatron-LM
+ * docs/user-guide/features/cuda_graph.md, transformer/cuda_graphs.py). */
+enum spsim_cuda_graph_impl {
+    SPSIM_CUDA_GRAPH_NONE = 0,           /**< eager: every kernel launched from the host */
+    SPSIM_CUDA_GRAPH_LOCAL = 1,          /**< MCore CudaGraphManager, per layer */
+    SPSIM_CUDA_GRAPH_TE = 2,             /**< TE make_graphed_callables, per layer */
+    SPSIM_CUDA_GRAPH_FULL_ITERATION = 3, /**< FullCudaGraphWrapper: forward and backward of the
+                                              whole iteration, the optimizer eager */
+    SPSIM_CUDA_GRAPH_IMPL_COUNT
+};
+
+/** @return "none", "local", "transformer_engine", "full_iteration"; "?" for an unknown value. */
+SPSIM_API const char *spsim_cuda_graph_impl_name(enum spsim_cuda_graph_impl i);
+/** The implementation named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_cuda_graph_impl_parse(const char *name, enum spsim_cuda_graph_impl *out);
+
+/** What a per-layer CUDA graph captures (--cuda-graph-scope, now --cuda-graph-modules;
+ * transformer_layer.py _get_submodules_under_cudagraphs), as bits. */
+enum spsim_cuda_graph_scope {
+    SPSIM_CGS_ATTN = 1u << 0,           /**< input norm, self-attention, its residual add */
+    SPSIM_CGS_MLP = 1u << 1,            /**< dense layers: pre-MLP norm, MLP, residual add */
+    SPSIM_CGS_MOE = 1u << 2,            /**< MoE layers: the whole MoE block (drop-and-pad) */
+    SPSIM_CGS_MOE_ROUTER = 1u << 3,     /**< pre-MLP norm, router, shared experts */
+    SPSIM_CGS_MOE_PREPROCESS = 1u << 4, /**< the dispatcher's preprocess (needs moe_router) */
+    SPSIM_CGS_MAMBA = 1u << 5,          /**< Mamba layers (spsim's models have none) */
+    SPSIM_CGS_FULL_ITERATION = 1u << 6, /**< legacy: `local` + full_iteration */
+    SPSIM_CGS_COUNT_ = 7
+};
+
+/** Parse a scope list: names separated by ',' or '+' ("attn,moe_router"). @return SPSIM_OK, or
+ * SPSIM_EINVAL for an empty list or an unknown name */
+SPSIM_API int spsim_cuda_graph_scope_parse(const char *text, uint32_t *mask);
+/** The mask's names joined by '+' in bit order; "" for 0 (the implementation's default: the
+ * whole layer). @return buf */
+SPSIM_API const char *spsim_cuda_graph_scope_format(uint32_t mask, char *buf, size_t cap);
+
 /** Which layers full recomputation checkpoints (Megatron --recompute-method). */
 enum spsim_recompute_method {
     SPSIM_RECOMPUTE_METHOD_DEFAULT = 0, /**< spsim's `full`: uniform groups of one layer */
@@ -201,6 +237,12 @@ struct spsim_parallel {
     /** SMs the flex kernels run on (--moe-flex-dispatcher-num-sms); 0 = the backend's default
      * (DeepEP 20, Megatron's; HybridEP 24 in one NVLink domain, 8 across, its own). */
     uint32_t moe_flex_sms;
+    /** CUDA graphs (--cuda-graph-impl); default none. They change the host's kernel launches
+     * (time.layer_*_launches) and, with a profile's host.kernel_launch_us, the host-bound time. */
+    enum spsim_cuda_graph_impl cuda_graph_impl;
+    /** local or transformer_engine: OR of enum spsim_cuda_graph_scope; 0 = the whole layer
+     * (default 0) */
+    uint32_t cuda_graph_scope;
     /** EP all-to-all overlap (--overlap-moe-expert-parallel-comm; Bridge moe_a2a_overlap): the
      * combined 1F1B schedule runs one micro-batch's forward beside another's backward, each
      * one's token exchanges under the other's computation; default false */

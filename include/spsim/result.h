@@ -251,6 +251,16 @@ struct spsim_time_report {
     /** Buckets of pipeline rank 0's first model chunk in the overlapped gradient reduction
      * (1: one bucket, the whole buffer). */
     uint32_t dp_buckets;
+    /** Kernels the host launches for one transformer layer, one micro-batch, forward and
+     * backward (recompute included); a CUDA graph replay counts one (engine/host.c) */
+    uint32_t layer_forward_launches;
+    uint32_t layer_backward_launches;
+    /** The profile's host time per kernel launch (host.kernel_launch_us); 0: absent, the host
+     * launch cost is not modelled */
+    double kernel_launch_us;
+    /** Wall time the critical stage's blocks take beyond their GPU time because the host
+     * issues their launches more slowly (max(GPU, host) per block and phase) */
+    double host_exposed_s;
     /** With --overlap-moe-expert-parallel-comm: the token exchanges' time hidden under the
      * other micro-batch's computation (ep_exposed_s is what stays exposed); else 0. */
     double ep_a2a_hidden_s;

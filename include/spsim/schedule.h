@@ -37,6 +37,8 @@ struct spsim_schedule_step {
      * "NVLS", "PAT"; "LL", "LL128", "Simple"), "" without hardware or collective */
     const char *algorithm;
     const char *protocol;
+    /** the step runs inside a CUDA graph replay (--cuda-graph-impl/--cuda-graph-scope) */
+    bool graphed;
 };
 
 /** Most steps one layer's schedule can have. */

@@ -237,6 +237,8 @@ enum cli_config_opt {
     OPT_MOE_DISPATCHER,
     OPT_MOE_FLEX_BACKEND,
     OPT_MOE_FLEX_SMS,
+    OPT_CUDA_GRAPH_IMPL,
+    OPT_CUDA_GRAPH_SCOPE,
     OPT_MOE_A2A_OVERLAP,
     OPT_NO_MOE_A2A_OVERLAP,
     OPT_DELAY_WGRAD,
@@ -299,6 +301,11 @@ enum cli_config_opt {
     "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \
     "                         TE userbuffers: TP collectives pipelined with their GEMMs (needs\n"  \
     "                         --sp; default off)\n"                                                \
+    "  --cuda-graph-impl I    CUDA graphs: none (default), local, transformer_engine or\n"         \
+    "                         full_iteration (all but the optimizer); they change the host's\n"    \
+    "                         kernel launches, the time only with host.kernel_launch_us\n"         \
+    "  --cuda-graph-scope L   local/transformer_engine: modules captured, of attn, mlp, moe,\n"    \
+    "                         moe_router, moe_preprocess, mamba (default: the whole layer)\n"      \
     "Mixture of experts (models with experts):\n"                                                  \
     "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \

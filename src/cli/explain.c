@@ -97,6 +97,14 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
                    "row-parallel GEMM).\n");
     if (p->cp > 1)
         write_cp_legend(f, p);
+    if (p->cuda_graph_impl != SPSIM_CUDA_GRAPH_NONE) {
+        char scope[96];
+        spsim_cuda_graph_scope_format(p->cuda_graph_scope, scope, sizeof(scope));
+        fprintf(f,
+                "CUDA graphs (%s%s%s): steps marked * replay inside a graph, one launch for each "
+                "run of them; the others are launched kernel by kernel from the host.\n",
+                spsim_cuda_graph_impl_name(p->cuda_graph_impl), scope[0] ? " " : "", scope);
+    }
     /* The forward pass drawn as the seed article draws it: each op under the previous one,
      * with the region it runs in and the shape it produces. */
     fprintf(f, "\nForward data flow:\n  input %s\n", n ? steps[0].shape_in : "");
@@ -120,7 +128,9 @@ write_table(FILE *f, const struct spsim_schedule_step *steps, size_t n, const ch
                      s->operator_name[0] ? ": " : "", s->collective);
         else if (s->operator_name[0])
             snprintf(coll, sizeof(coll), "%s: identity", s->operator_name);
-        fprintf(f, "%-3zu %-9s ", i + 1, spsim_phase_name(s->phase));
+        char num[24];
+        snprintf(num, sizeof(num), "%zu%s", i + 1, s->graphed ? "*" : "");
+        fprintf(f, "%-3s %-9s ", num, spsim_phase_name(s->phase));
         fput_padded(f, s->op, 46);
         fprintf(f, " %-8s %-10s ", s->pass[0] ? s->pass : "-", s->region);
         fput_padded(f, coll, 24);
@@ -166,6 +176,8 @@ write_json(FILE *f, const struct spsim_schedule_step *steps, size_t n, const cha
         jw_double(&w, "time_s", s->time_s);
         jw_string(&w, "algorithm", s->algorithm);
         jw_string(&w, "protocol", s->protocol);
+        if (p->cuda_graph_impl != SPSIM_CUDA_GRAPH_NONE)
+            jw_bool(&w, "graphed", s->graphed);
         if (strcmp(s->operator_name, "moe") == 0) { /* the MoE token exchanges */
             jw_u64(&w, "message_bytes", s->message_bytes);
             jw_u64(&w, "wire_bytes_per_rank", s->wire_bytes);

@@ -73,6 +73,9 @@ static const struct cli_option_spec {
     {"ddp-bucket-size", required_argument, OPT_DDP_BUCKET, -1},
     {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, -1},
     {"no-tp-comm-overlap", no_argument, OPT_NO_TP_COMM_OVERLAP, -1},
+    {"cuda-graph-impl", required_argument, OPT_CUDA_GRAPH_IMPL, -1},
+    {"cuda-graph-scope", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
+    {"cuda-graph-modules", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
@@ -292,6 +295,29 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg)
     return rc == EXIT_OK ? 1 : -rc;
 }
 
+/* --cuda-graph-impl and --cuda-graph-scope (Megatron's, its newer name --cuda-graph-modules):
+ * 1 if consumed, 0 if not one, -exit code on a bad value. */
+static int
+config_cuda_graphs(struct spsim_parallel *p, int opt, const char *arg)
+{
+    if (opt == OPT_CUDA_GRAPH_IMPL) {
+        if (spsim_cuda_graph_impl_parse(arg, &p->cuda_graph_impl) == SPSIM_OK)
+            return 1;
+        return -cli_error(EXIT_USAGE,
+                          "--cuda-graph-impl: '%s' is not one of none, local, transformer_engine, "
+                          "full_iteration",
+                          arg);
+    }
+    if (opt != OPT_CUDA_GRAPH_SCOPE)
+        return 0;
+    if (spsim_cuda_graph_scope_parse(arg, &p->cuda_graph_scope) == SPSIM_OK)
+        return 1;
+    return -cli_error(EXIT_USAGE,
+                      "--cuda-graph-scope: '%s' is not a list of attn, mlp, moe, moe_router, "
+                      "moe_preprocess, mamba, full_iteration",
+                      arg);
+}
+
 /* The recompute modules, method and layer count, and the offload: EXIT_OK, an exit code, or -1
  * if opt is none of them. */
 static int
@@ -357,6 +383,9 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         rc = config_recompute_offload(p, opt, arg);
         if (rc >= 0)
             return rc == EXIT_OK ? 1 : -rc;
+        rc = config_cuda_graphs(p, opt, arg);
+        if (rc != 0)
+            return rc;
         return config_sharding(p, opt, arg);
     }
 }

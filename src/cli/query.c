@@ -282,6 +282,25 @@ print_comm(FILE *f, const struct spsim_result *r)
             spsim_tier_name(c->expert_dp_ranks > 1 ? c->expert_dp_tier : SPSIM_TIER_LOCAL));
 }
 
+/* The host's kernel launches, when CUDA graphs are asked or the profile prices a launch. */
+static void
+print_host(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_time_report *t = &r->time;
+    char a[32], scope[96];
+    if (r->config.cuda_graph_impl == SPSIM_CUDA_GRAPH_NONE && t->kernel_launch_us <= 0)
+        return;
+    spsim_cuda_graph_scope_format(r->config.cuda_graph_scope, scope, sizeof(scope));
+    fprintf(f, "  host launches per layer: %u forward, %u backward (CUDA graphs %s%s%s)\n",
+            t->layer_forward_launches, t->layer_backward_launches,
+            spsim_cuda_graph_impl_name(r->config.cuda_graph_impl), scope[0] ? " " : "", scope);
+    if (t->kernel_launch_us > 0)
+        fprintf(f, "  at %.4g us a launch, host-bound time beyond the GPU's: %s\n",
+                t->kernel_launch_us, fmt_time(a, sizeof(a), t->host_exposed_s));
+    else
+        fprintf(f, "  host launch cost not modelled: no sourced figure (host.kernel_launch_us)\n");
+}
+
 /* What the pipeline and data-parallel overlaps hide and leave exposed, where they run. */
 static void
 print_overlaps(FILE *f, const struct spsim_result *r)
@@ -336,8 +355,13 @@ print_time(FILE *f, const struct spsim_result *r)
     if (t->ep_exposed_s > 0)
         fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE dispatch and combine",
                 fmt_time(a, sizeof(a), t->ep_exposed_s), 100.0 * t->ep_exposed_s / t->iteration_s);
+    if (t->host_exposed_s > 0)
+        fprintf(f, "  %-32s %12s  %5.1f%%\n", "host-bound kernel launches",
+                fmt_time(a, sizeof(a), t->host_exposed_s),
+                100.0 * t->host_exposed_s / t->iteration_s);
     fprintf(f, "  %-32s %12s\n", "iteration", fmt_time(a, sizeof(a), t->iteration_s));
     print_overlaps(f, r);
+    print_host(f, r);
     fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",
             fmt_time(a, sizeof(a), t->layer_forward_s),
             fmt_time(b, sizeof(b), t->layer_backward_s));

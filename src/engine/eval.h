@@ -41,6 +41,11 @@ struct spsim_block_eval {
     double ep_exposed_s, ep_comm_s, ep_bwd_wire_bytes;
     uint64_t ep_wire[3];
     bool ep_network;
+    /* Host side (engine/host.c): kernels the host launches per phase (enum spsim_phase), a CUDA
+     * graph replay counting one, and the time the phase's wall grew because the host issued
+     * them more slowly than the GPU ran them (0 without host.kernel_launch_us). */
+    uint32_t launches[3];
+    double host_exposed_s;
     /* An MoE layer with EP: the token exchanges' time left exposed when its forward runs beside
      * another micro-batch's backward (ep_overlap.c), without and with delayed wgrad. */
     double ep_pair_exposed_s[2];
@@ -93,6 +98,8 @@ struct spsim_block_totals {
     double ep_exposed_s, ep_comm_s, ep_bwd_wire_bytes;
     uint64_t ep_wire[3];
     bool ep_network;
+    uint32_t launches[3];
+    double host_exposed_s;
     double ep_pair_exposed_s[2];
 };
 
@@ -128,6 +135,10 @@ struct spsim_layer_summary {
     /* The layer's collectives as comm.per_layer lists them. */
     uint32_t ncoll;
     struct spsim_collective_entry coll[SPSIM_MAX_LAYER_COLLECTIVES];
+    /* Host launches (engine/host.c): one layer's, forward and backward (recompute included),
+     * and whether any block's wall is host-bound. */
+    uint32_t layer_forward_launches, layer_backward_launches;
+    bool host_bound;
     /* An MoE layer with SP and t > 1: the router's parameters (marked sequence_parallel,
      * router.py), whose gradients join the MLA ones' TP all-reduce (evaluate.c); else 0. */
     uint64_t params_router_tp_synced;
@@ -156,6 +167,24 @@ int spsim_model_modelled(const struct spsim_model *model, struct spsim_error *er
 int spsim_layer_evaluate_checked(const struct spsim_model *model, const struct spsim_hardware *hw,
                                  const struct spsim_parallel *par, struct spsim_layer_eval *le,
                                  struct spsim_error *err);
+
+/** The CUDA-graph modules a configuration captures in its transformer layers (enum
+ * spsim_cuda_graph_scope bits; SPSIM_CGS_FULL_ITERATION: everything but the optimizer); 0 when
+ * eager (engine/host.c). */
+uint32_t spsim_cuda_graph_capture(const struct spsim_parallel *par);
+
+/** Megatron's and Megatron-Bridge's rules on --cuda-graph-impl and --cuda-graph-scope.
+ * @return SPSIM_OK or SPSIM_ECONFIG */
+int spsim_cuda_graph_check(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+                           struct spsim_error *err);
+
+/** Whether a step of an op in CUDA-graph module `module` (struct spsim_op graph_module) runs
+ * inside a graph when the layer captures `capture` (struct spsim_layer_config graph_capture). */
+bool spsim_cuda_graph_captures(uint32_t capture, uint32_t module);
+
+/** Count a folded block's host launches and, with hw's kernel_launch_s, make each phase's wall
+ * max(GPU time, host issue time) (engine/host.c). hw may be NULL (counts only). */
+void spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be);
 
 /** Time of one GEMM (M, N, K, batch) of `dtype` on the hardware, roofline included.
  * @param fp32_accumulate_out  the output is accumulated in fp32 (Megatron's wgrad fusion) */

@@ -1397,6 +1397,28 @@ ep_a2a_overlap(const struct spsim_parallel *par, const struct spsim_layer_summar
     tr->ep_a2a_hidden_s = whole - tr->ep_exposed_s;
 }
 
+/*
+ * Host launches (engine/host.c): one layer's launches and, when some block is host-bound, the
+ * critical stage's wall beyond its GPU time. A block's phase wall is its computation, its
+ * exposed TP, CP and MoE exchanges and its host excess (timing.c fold_step, host.c), so the
+ * excess is what the stage's wall holds beyond the other per-micro-batch lines; configurations
+ * without a launch figure pay one branch.
+ */
+static void
+host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le, double mb,
+          const struct stage_time *crit, struct spsim_time_report *tr)
+{
+    tr->layer_forward_launches = le->layer_forward_launches;
+    tr->layer_backward_launches = le->layer_backward_launches;
+    tr->kernel_launch_us = hw ? hw->kernel_launch_s * 1e6 : 0;
+    if (!le->host_bound)
+        return;
+    double others = crit->fwd + crit->bwd + crit->rec + crit->exposed + crit->cp_exposed +
+                    crit->offload + (tr->ep_exposed_s + tr->ep_a2a_hidden_s) / mb;
+    tr->host_exposed_s = spsim_max_d(0.0, mb * (crit->wall - others));
+    tr->iteration_s += tr->host_exposed_s;
+}
+
 static int
 compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
              const struct spsim_hardware *hw, const struct spsim_parallel *par,
@@ -1461,6 +1483,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
                       (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
                       tr->offload_exposed_s + tr->ep_exposed_s;
+    host_time(hw, le, mb, crit, tr);
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy_nv;

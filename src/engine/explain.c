@@ -140,6 +140,7 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
         o->group_size = st->group_size;
         o->tier = hw ? le->layer.cost[i].coll.tier : SPSIM_TIER_LOCAL;
         step_algorithm(hw, le, st, &le->layer.cost[i].coll, o);
+        o->graphed = spsim_cuda_graph_captures(cfg.graph_capture, op->graph_module);
     }
     free(le);
     return SPSIM_OK;

@@ -880,6 +880,16 @@ add_experts(struct builder *bld, const struct spsim_model_shape *m, const struct
           "h (partial sums)", x->h);
 }
 
+/* The ops from `first` not yet in a CUDA-graph module join `module` (transformer_layer.py
+ * _get_submodules_under_cudagraphs: which submodules a per-layer graph captures). */
+static void
+mark_graph(struct spsim_layer *layer, uint32_t first, uint32_t module)
+{
+    for (uint32_t i = first; i < layer->nops; i++)
+        if (!layer->ops[i].graph_module)
+            layer->ops[i].graph_module = module;
+}
+
 /* The MoE layer's FFN (moe_layer.py MoELayer.forward): route, dispatch, shared experts, the
  * routed experts, combine; the shared experts are a dense TP MLP of their width. */
 static void
@@ -887,16 +897,21 @@ add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const stru
 {
     struct spsim_moe_traffic tr;
     spsim_moe_traffic(m, &bld->layer->cfg, &tr, &bld->ok);
+    uint32_t norm2 = bld->layer->nops;
     add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2", "norm 2 input",
              spsim_mul3(x->sl, x->b, x->h, &bld->ok))
         ->group = SPSIM_RG_NORM;
     add_router(bld, m, x, tr.tokens);
+    /* transformer_layer.py: moe_router captures the pre-MLP norm, the router and the shared
+     * experts (what runs before the dispatch); the rest of the block stays eager. */
+    mark_graph(bld->layer, norm2, SPSIM_CGS_MOE_ROUTER);
     add_dispatch(bld, x, &tr);
     if (m->shared_expert_ffn_hidden) {
         struct dims sx = *x;
         sx.ffn_t = m->shared_expert_ffn_hidden / x->t;
         uint32_t first = bld->layer->nops;
         add_mlp_core(bld, m, &sx, true);
+        mark_graph(bld->layer, first, SPSIM_CGS_MOE_ROUTER);
         for (uint32_t i = first; i < bld->layer->nops; i++) /* moe drops them too */
             bld->layer->ops[i].group = (enum spsim_rgroup)(SPSIM_RG_SHARED | SPSIM_RG_MOE);
         for (uint32_t i = first; i < bld->layer->nops; i++)
@@ -960,10 +975,13 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
         add_mla_attention_block(&bld, m, &x);
     else
         add_attention_block(&bld, m, &x);
+    mark_graph(layer, 0, SPSIM_CGS_ATTN);
+    uint32_t ffn = layer->nops;
     if (cfg->moe)
         add_moe_block(&bld, m, &x);
     else
         add_mlp_block(&bld, m, &x);
+    mark_graph(layer, ffn, cfg->moe ? SPSIM_CGS_MOE : SPSIM_CGS_MLP);
     spsim_layer_apply_fp8(layer);
     layer->ok = bld.ok;
 }

@@ -95,6 +95,10 @@ struct spsim_op {
      * forward [0] and backward [1]; message_bytes and cp_bwd_message_bytes add its NVLink
      * bytes. */
     uint64_t flex_rdma[2];
+    /* The per-layer CUDA-graph module it runs in (an enum spsim_cuda_graph_scope bit: attn,
+     * mlp, moe_router for the pre-MLP norm, router and shared experts, moe for the rest of an
+     * MoE block); 0 outside transformer layers (engine/host.c). */
+    uint32_t graph_module;
 };
 
 #define SPSIM_LAYER_MAX_OPS 44
@@ -124,6 +128,9 @@ struct spsim_layer_config {
      * RDMA domain (the hardware's, set by spsim_layer_evaluate; 0: all in one). */
     enum spsim_moe_flex_backend flex_backend;
     uint32_t flex_per_domain;
+    /* CUDA graphs: the modules captured (enum spsim_cuda_graph_scope bits, resolved by
+     * spsim_cuda_graph_capture; SPSIM_CGS_FULL_ITERATION: every block); 0 = eager. */
+    uint32_t graph_capture;
 };
 
 struct spsim_layer {

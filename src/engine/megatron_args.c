@@ -98,6 +98,11 @@ enum flag_id {
     F_NO_OVERLAP_P2P,
     F_DDP_BUCKET,
     F_TP_COMM_OVERLAP,
+    F_CUDA_GRAPH_IMPL,
+    F_CUDA_GRAPH_SCOPE,
+    F_CUDA_GRAPH_MODULES,
+    F_ENABLE_CUDA_GRAPH,
+    F_EXTERNAL_CUDA_GRAPH,
     F_BF16,
     F_FP16,
     F_FP8,
@@ -195,6 +200,11 @@ static const struct {
     [F_NO_OVERLAP_P2P] = {"--no-overlap-p2p-communication", K_SWITCH},
     [F_DDP_BUCKET] = {"--ddp-bucket-size", K_VALUE},
     [F_TP_COMM_OVERLAP] = {"--tp-comm-overlap", K_SWITCH},
+    [F_CUDA_GRAPH_IMPL] = {"--cuda-graph-impl", K_VALUE},
+    [F_CUDA_GRAPH_SCOPE] = {"--cuda-graph-scope", K_LIST},
+    [F_CUDA_GRAPH_MODULES] = {"--cuda-graph-modules", K_LIST},
+    [F_ENABLE_CUDA_GRAPH] = {"--enable-cuda-graph", K_SWITCH},
+    [F_EXTERNAL_CUDA_GRAPH] = {"--external-cuda-graph", K_SWITCH},
     [F_BF16] = {"--bf16", K_SWITCH},
     [F_FP16] = {"--fp16", K_SWITCH},
     [F_FP8] = {"--fp8-format", K_VALUE},
@@ -217,7 +227,8 @@ struct mg {
     uint32_t line[F_COUNT];
     char *unmodelled;
     size_t used;
-    char list[256]; /* a K_LIST flag's words joined by ',' */
+    char list[256];       /* a K_LIST flag's words joined by ',' */
+    char graph_list[256]; /* the same for the CUDA-graph scope, which may come with another */
 };
 
 /* "ORIGIN:LINE: --flag: reason" (or "ORIGIN: --flag: reason" for a flag that is absent). */
@@ -330,10 +341,13 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
             m->unresolved[id] = c->w[i].unresolved;
             /* nargs='*': every word up to the next flag, joined by ','. */
             if (flags[id].kind == K_LIST) {
-                size_t n = (size_t)snprintf(m->list, sizeof(m->list), "%s", m->value[id]);
-                while (i + 1 < to && !is_flag(c->w[i + 1].text) && n < sizeof(m->list))
-                    n += (size_t)snprintf(m->list + n, sizeof(m->list) - n, ",%s", c->w[++i].text);
-                m->value[id] = m->list;
+                bool graph = id == F_CUDA_GRAPH_SCOPE || id == F_CUDA_GRAPH_MODULES;
+                char *list = graph ? m->graph_list : m->list;
+                size_t cap = sizeof(m->list);
+                size_t n = (size_t)snprintf(list, cap, "%s", m->value[id]);
+                while (i + 1 < to && !is_flag(c->w[i + 1].text) && n < cap)
+                    n += (size_t)snprintf(list + n, cap - n, ",%s", c->w[++i].text);
+                m->value[id] = list;
             }
         } else {
             return flag_error(m, id, "needs a value");
@@ -866,6 +880,40 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
     return SPSIM_OK;
 }
 
+/* CUDA graphs: --cuda-graph-impl, or the legacy --enable-cuda-graph (local) and
+ * --external-cuda-graph (transformer_engine); --cuda-graph-modules or its old name
+ * --cuda-graph-scope (Megatron-LM docs/user-guide/features/cuda_graph.md, Migration Guide). */
+static int
+cuda_graphs(const struct mg *m, struct spsim_parallel *p)
+{
+    if (m->given[F_CUDA_GRAPH_IMPL]) {
+        if (spsim_cuda_graph_impl_parse(m->value[F_CUDA_GRAPH_IMPL], &p->cuda_graph_impl))
+            return flag_error(m, F_CUDA_GRAPH_IMPL,
+                              "'%s' is not one of none, local, transformer_engine, full_iteration",
+                              m->value[F_CUDA_GRAPH_IMPL]);
+    } else if (m->given[F_ENABLE_CUDA_GRAPH]) {
+        p->cuda_graph_impl = SPSIM_CUDA_GRAPH_LOCAL;
+    } else if (m->given[F_EXTERNAL_CUDA_GRAPH]) {
+        p->cuda_graph_impl = SPSIM_CUDA_GRAPH_TE;
+    }
+    int id = m->given[F_CUDA_GRAPH_MODULES] ? F_CUDA_GRAPH_MODULES : F_CUDA_GRAPH_SCOPE;
+    if (!m->given[id])
+        return SPSIM_OK;
+    if (spsim_cuda_graph_scope_parse(m->value[id], &p->cuda_graph_scope))
+        return flag_error(m, id,
+                          "'%s' is not a list of attn, mlp, moe, moe_router, "
+                          "moe_preprocess, mamba, full_iteration",
+                          m->value[id]);
+    /* Megatron's migration: `local` with full_iteration alone is --cuda-graph-impl
+     * full_iteration. */
+    if (p->cuda_graph_scope == SPSIM_CGS_FULL_ITERATION &&
+        p->cuda_graph_impl == SPSIM_CUDA_GRAPH_LOCAL) {
+        p->cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION;
+        p->cuda_graph_scope = 0;
+    }
+    return SPSIM_OK;
+}
+
 static int
 parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_megatron_config *out)
 {
@@ -891,6 +939,8 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     p->moe_a2a_overlap = m->given[F_A2A_OVERLAP];
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
+    if ((rc = cuda_graphs(m, p)))
+        return rc;
     return num(m, F_DDP_BUCKET, 1, 1ull << 40, 0, &p->ddp_bucket_size);
 }
 

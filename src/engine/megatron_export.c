@@ -195,6 +195,23 @@ recompute_flags(struct out *o, const struct spsim_parallel *p)
     emit(o, "    --recompute-num-layers %u \\\n", p->recompute_layers ? p->recompute_layers : 1);
 }
 
+/* CUDA graphs; the modules under --cuda-graph-scope, the name every Megatron-LM with the flag
+ * reads (newer ones migrate it to --cuda-graph-modules), one word each (nargs '+'). */
+static void
+graph_flags(struct out *o, const struct spsim_parallel *p)
+{
+    if (p->cuda_graph_impl == SPSIM_CUDA_GRAPH_NONE)
+        return;
+    emit(o, "    --cuda-graph-impl %s \\\n", spsim_cuda_graph_impl_name(p->cuda_graph_impl));
+    if (!p->cuda_graph_scope)
+        return;
+    emit(o, "    --cuda-graph-scope");
+    for (int i = 0; i < SPSIM_CGS_COUNT_; i++)
+        if (p->cuda_graph_scope & (1u << i))
+            emit(o, " %s", spsim_cuda_graph_scope_names[i]);
+    emit(o, " \\\n");
+}
+
 static void
 parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct spsim_parallel *p)
 {
@@ -227,6 +244,7 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
         emit(o, "    --no-overlap-p2p-communication \\\n");
     if (p->tp_comm_overlap)
         emit(o, "    --tp-comm-overlap \\\n");
+    graph_flags(o, p);
     if (p->dtype == SPSIM_DTYPE_FP8) {
         static const char *const recipes[] = {"delayed", "tensorwise", "mxfp8", "blockwise"};
         emit(o, "    --fp8-format hybrid \\\n    --fp8-recipe %s \\\n%s",

@@ -101,6 +101,8 @@ static const struct {
     {"cpu_offloading_num_layers", "--cpu-offloading-num-layers", M_OFFLOAD},
     {"overlap_grad_reduce", "--overlap-grad-reduce", M_SWITCH},
     {"tp_comm_overlap", "--tp-comm-overlap", M_SWITCH},
+    {"cuda_graph_impl", "--cuda-graph-impl", M_VALUE},
+    {"cuda_graph_scope", "--cuda-graph-scope", M_VALUE},
     {"overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm", M_SWITCH},
     {"moe_a2a_overlap", "--overlap-moe-expert-parallel-comm", M_SWITCH},
     {"delay_wgrad_compute", "--delay-wgrad-compute", M_SWITCH},

@@ -51,6 +51,8 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .no_overlap_p2p = false,
         .ddp_bucket_size = 0,
         .tp_comm_overlap = false,
+        .cuda_graph_impl = SPSIM_CUDA_GRAPH_NONE,
+        .cuda_graph_scope = 0,
         .moe_a2a_overlap = false,
         .delay_wgrad_compute = false,
     };
@@ -422,7 +424,8 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     if ((rc = check_tensor(m, p, seq, err)) || (rc = check_context(m, p, seq, flash, err)) ||
         (rc = check_sharding(p, err)) || (rc = check_pipeline(m, p, err)) ||
         (rc = check_modules(m, p, err)) || (rc = check_recompute_method(m, p, err)) ||
-        (rc = check_offload(m, hw, p, err)))
+        (rc = check_offload(m, hw, p, err)) ||
+        ((p->cuda_graph_impl || p->cuda_graph_scope) && (rc = spsim_cuda_graph_check(m, p, err))))
         return rc;
     if (hw && hw->peak_flops[p->dtype] <= 0)
         return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak", hw->name,

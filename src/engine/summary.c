@@ -47,6 +47,8 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
     memcpy(t->tp_wire, b->tp_wire, sizeof(t->tp_wire));
     t->tp_regather_wire = b->tp_regather_wire;
     t->message_bytes = b->block.message_bytes;
+    memcpy(t->launches, b->launches, sizeof(t->launches));
+    t->host_exposed_s = b->host_exposed_s;
 }
 
 /* The layer's collectives in schedule order, as comm.per_layer reports them. */
@@ -151,4 +153,10 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
+    const uint32_t *n = le->layer.launches;
+    s->layer_forward_launches = n[SPSIM_PHASE_FORWARD];
+    s->layer_backward_launches = n[SPSIM_PHASE_BACKWARD] + n[SPSIM_PHASE_RECOMPUTE];
+    s->host_bound = le->layer.host_exposed_s != 0 || le->embedding.host_exposed_s != 0 ||
+                    le->output.host_exposed_s != 0 || le->dense.host_exposed_s != 0 ||
+                    le->mtp.host_exposed_s != 0;
 }

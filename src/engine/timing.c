@@ -129,6 +129,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->sp = par->sp;
     cfg->flash = par->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : par->flash_attn == 1;
     cfg->tp_comm_overlap = par->tp_comm_overlap && par->sp && par->tp > 1;
+    cfg->graph_capture = par->cuda_graph_impl ? spsim_cuda_graph_capture(par) : 0;
     cfg->recompute = par->recompute;
     /* Megatron's default module list is ["core_attn"] (transformer_config.py). */
     cfg->rmods = par->recompute != SPSIM_RECOMPUTE_SELECTIVE ? 0
@@ -497,6 +498,7 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
         }
         fold_step(be, st, &be->cost[i]);
     }
+    spsim_block_host(hw, be);
     return SPSIM_OK;
 }
 

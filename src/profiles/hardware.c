@@ -466,13 +466,33 @@ read_host_link(const struct spsim_jctx *c, const cJSON *hl, struct spsim_hardwar
     return SPSIM_OK;
 }
 
+/* host: the node's CPU as it drives the GPU. kernel_launch_us is the host time of one kernel
+ * launch through PyTorch and the CUDA driver; no shipped profile has a sourced figure. */
+static int
+read_host(const struct spsim_jctx *c, const cJSON *host, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"kernel_launch_us", NULL};
+    double us = 0;
+    int rc;
+    if (!host)
+        return SPSIM_OK;
+    if ((rc = spsim_json_check_keys(c, host, "host", keys)) ||
+        (rc = spsim_json_get_sourced(c, host, "host", "kernel_launch_us", true, 1e-3, 1e4, &us,
+                                     NULL)))
+        return rc;
+    hw->kernel_launch_s = us * 1e-6;
+    return SPSIM_OK;
+}
+
 static int
 read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"schema", "name",    "description", "gpu",         "node",
-                                       "nvlink", "network", "host_link",   "calibration", NULL};
+    static const char *const keys[] = {"schema",      "name",   "description", "gpu",
+                                       "node",        "nvlink", "network",     "host_link",
+                                       "calibration", "host",   NULL};
     const char *schema = NULL, *name = NULL, *description = "";
-    const cJSON *gpu = NULL, *node = NULL, *nv = NULL, *net = NULL, *cal = NULL, *hl = NULL;
+    const cJSON *gpu = NULL, *node = NULL, *nv = NULL, *net = NULL, *cal = NULL, *hl = NULL,
+                *host = NULL;
     int rc;
     if ((rc = spsim_json_check_keys(c, root, NULL, keys)) ||
         (rc = spsim_json_get_string(c, root, NULL, "schema", true, true, &schema)))
@@ -488,9 +508,11 @@ read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardwa
         (rc = spsim_json_get_object(c, root, NULL, "network", true, &net)) ||
         (rc = spsim_json_get_object(c, root, NULL, "calibration", false, &cal)) ||
         (rc = spsim_json_get_object(c, root, NULL, "host_link", false, &hl)) ||
+        (rc = spsim_json_get_object(c, root, NULL, "host", false, &host)) ||
         (rc = read_gpu(c, gpu, hw)) || (rc = read_gemm_table(c, gpu, hw)) ||
         (rc = read_node(c, node, hw)) || (rc = read_nvlink(c, nv, hw)) ||
-        (rc = read_network(c, net, hw)) || (rc = read_host_link(c, hl, hw)))
+        (rc = read_network(c, net, hw)) || (rc = read_host_link(c, hl, hw)) ||
+        (rc = read_host(c, host, hw)))
         return rc;
     hw->calibrated = cal != NULL;
     hw->name = spsim_strdup(name);

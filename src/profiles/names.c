@@ -40,6 +40,13 @@ const char *const spsim_moe_flex_backend_names[SPSIM_FLEX_BACKEND_COUNT + 1] = {
 const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1] = {"delayed", "current",
                                                                         "mxfp8", "blockwise", NULL};
 
+/* Megatron's --cuda-graph-impl values and its --cuda-graph-scope (--cuda-graph-modules) names
+ * (arguments.py, transformer_config.py CudaGraphModule), in enum order. */
+const char *const spsim_cuda_graph_impl_names[SPSIM_CUDA_GRAPH_IMPL_COUNT + 1] = {
+    "none", "local", "transformer_engine", "full_iteration", NULL};
+const char *const spsim_cuda_graph_scope_names[SPSIM_CGS_COUNT_ + 1] = {
+    "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba", "full_iteration", NULL};
+
 /* Store the index of `name` among the first `count` names in *out. */
 static int
 find_name(const char *const *names, int count, const char *name, int *out)
@@ -178,8 +185,9 @@ spsim_recompute_method_parse(const char *name, enum spsim_recompute_method *out)
     return rc;
 }
 
-int
-spsim_recompute_modules_parse(const char *text, uint32_t *mask)
+/* A list of names separated by ',' or '+' into the mask of their indices among `names`. */
+static int
+mask_parse(const char *const *names, int count, const char *text, uint32_t *mask)
 {
     if (!text || !mask)
         return SPSIM_EINVAL;
@@ -192,7 +200,7 @@ spsim_recompute_modules_parse(const char *text, uint32_t *mask)
             return SPSIM_EINVAL;
         memcpy(name, p, len);
         name[len] = '\0';
-        if (find_name(spsim_recompute_module_names, SPSIM_RMOD_COUNT_, name, &i) != SPSIM_OK)
+        if (find_name(names, count, name, &i) != SPSIM_OK)
             return SPSIM_EINVAL;
         m |= 1u << i;
         if (p[len] == '\0')
@@ -203,20 +211,59 @@ spsim_recompute_modules_parse(const char *text, uint32_t *mask)
     return SPSIM_OK;
 }
 
-const char *
-spsim_recompute_modules_format(uint32_t mask, char *buf, size_t cap)
+/* The mask's names joined by '+' in bit order. */
+static const char *
+mask_format(const char *const *names, int count, uint32_t mask, char *buf, size_t cap)
 {
     if (!buf || cap == 0)
         return buf;
     buf[0] = '\0';
-    if (mask == 0)
-        mask = SPSIM_RMOD_CORE_ATTN;
     size_t used = 0;
-    for (int i = 0; i < SPSIM_RMOD_COUNT_ && used < cap; i++)
+    for (int i = 0; i < count && used < cap; i++)
         if (mask & (1u << i)) {
-            int n = snprintf(buf + used, cap - used, "%s%s", used ? "+" : "",
-                             spsim_recompute_module_names[i]);
+            int n = snprintf(buf + used, cap - used, "%s%s", used ? "+" : "", names[i]);
             used += n > 0 ? (size_t)n : 0;
         }
     return buf;
+}
+
+int
+spsim_recompute_modules_parse(const char *text, uint32_t *mask)
+{
+    return mask_parse(spsim_recompute_module_names, SPSIM_RMOD_COUNT_, text, mask);
+}
+
+const char *
+spsim_recompute_modules_format(uint32_t mask, char *buf, size_t cap)
+{
+    return mask_format(spsim_recompute_module_names, SPSIM_RMOD_COUNT_,
+                       mask ? mask : SPSIM_RMOD_CORE_ATTN, buf, cap);
+}
+
+const char *
+spsim_cuda_graph_impl_name(enum spsim_cuda_graph_impl i)
+{
+    return (unsigned)i < SPSIM_CUDA_GRAPH_IMPL_COUNT ? spsim_cuda_graph_impl_names[i] : "?";
+}
+
+int
+spsim_cuda_graph_impl_parse(const char *name, enum spsim_cuda_graph_impl *out)
+{
+    int i = 0, rc = find_name(spsim_cuda_graph_impl_names, SPSIM_CUDA_GRAPH_IMPL_COUNT, name,
+                              out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_cuda_graph_impl)i;
+    return rc;
+}
+
+int
+spsim_cuda_graph_scope_parse(const char *text, uint32_t *mask)
+{
+    return mask_parse(spsim_cuda_graph_scope_names, SPSIM_CGS_COUNT_, text, mask);
+}
+
+const char *
+spsim_cuda_graph_scope_format(uint32_t mask, char *buf, size_t cap)
+{
+    return mask_format(spsim_cuda_graph_scope_names, SPSIM_CGS_COUNT_, mask, buf, cap);
 }

@@ -21,6 +21,8 @@ extern const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1];
 extern const char *const spsim_recompute_method_names[SPSIM_RECOMPUTE_METHOD_COUNT + 1];
 extern const char *const spsim_recompute_module_names[SPSIM_RMOD_COUNT_ + 1];
 extern const char *const spsim_host_link_names[];
+extern const char *const spsim_cuda_graph_impl_names[SPSIM_CUDA_GRAPH_IMPL_COUNT + 1];
+extern const char *const spsim_cuda_graph_scope_names[SPSIM_CGS_COUNT_ + 1];
 
 /** Most transformer layers a model profile may have. */
 #define SPSIM_MODEL_MAX_LAYERS 4096u
@@ -126,6 +128,9 @@ struct spsim_hardware {
     struct spsim_gemm_points *gemm_points; /* as measured; NULL = none */
     struct spsim_gemm_table *gemm_table;   /* derived by the engine; NULL = none */
     bool calibrated;
+    /* Host time to launch one kernel through PyTorch and the CUDA driver on the node's CPU
+     * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
+    double kernel_launch_s;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.

@@ -62,6 +62,25 @@ dispatcher_name(int v)
 }
 
 static const char *
+cuda_graph_impl_name(int v)
+{
+    return spsim_cuda_graph_impl_name((enum spsim_cuda_graph_impl)v);
+}
+
+/* config.cuda_graph_scope: "default" for none named (the implementation's default: the whole
+ * layer with local or transformer_engine). */
+static const char *
+cuda_graph_scope_name(int v)
+{
+    static _Thread_local char buf[96];
+    if (v == 0)
+        return "default";
+    return v > 0 && v < (1 << SPSIM_CGS_COUNT_)
+               ? spsim_cuda_graph_scope_format((uint32_t)v, buf, sizeof(buf))
+               : "?";
+}
+
+static const char *
 tier_name(int v)
 {
     return spsim_tier_name((enum spsim_tier)v);
@@ -111,6 +130,8 @@ static const struct spsim_field fields[] = {
     F("config.no_overlap_p2p", BOOL, config.no_overlap_p2p),
     F("config.ddp_bucket_size", U64, config.ddp_bucket_size),
     F("config.tp_comm_overlap", BOOL, config.tp_comm_overlap),
+    E("config.cuda_graph_impl", config.cuda_graph_impl, cuda_graph_impl_name),
+    E("config.cuda_graph_scope", config.cuda_graph_scope, cuda_graph_scope_name),
     F("config.moe_a2a_overlap", BOOL, config.moe_a2a_overlap),
     F("config.delay_wgrad_compute", BOOL, config.delay_wgrad_compute),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
@@ -247,6 +268,10 @@ static const struct spsim_field fields[] = {
     F("time.pp_p2p_hidden_s", F64, time.pp_p2p_hidden_s),
     F("time.param_gather_exposed_s", F64, time.param_gather_exposed_s),
     F("time.dp_buckets", U32, time.dp_buckets),
+    F("time.layer_forward_launches", U32, time.layer_forward_launches),
+    F("time.layer_backward_launches", U32, time.layer_backward_launches),
+    F("time.kernel_launch_us", F64, time.kernel_launch_us),
+    F("time.host_exposed_s", F64, time.host_exposed_s),
     F("time.ep_a2a_hidden_s", F64, time.ep_a2a_hidden_s),
 };
 

@@ -1,0 +1,139 @@
+/*
+ * Host-side costs: the kernels the host launches for each block's schedule, CUDA graphs
+ * replacing a captured module's launches by one graph replay, and the host-bound wall time
+ * when a profile gives the host's time per launch (host.kernel_launch_us).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "eval.h"
+
+#define CONFIG_FAIL(err, ...) spsim_fail((err), SPSIM_ECONFIG, "parallel config: " __VA_ARGS__)
+
+/* The modules a per-layer graph captures when --cuda-graph-scope is not given: "Entire
+ * Transformer layer (default)" (Megatron-LM docs/user-guide/features/cuda_graph.md). */
+#define WHOLE_LAYER (SPSIM_CGS_ATTN | SPSIM_CGS_MLP | SPSIM_CGS_MOE)
+
+uint32_t
+spsim_cuda_graph_capture(const struct spsim_parallel *par)
+{
+    switch (par->cuda_graph_impl) {
+    case SPSIM_CUDA_GRAPH_FULL_ITERATION:
+        return SPSIM_CGS_FULL_ITERATION;
+    case SPSIM_CUDA_GRAPH_LOCAL:
+    case SPSIM_CUDA_GRAPH_TE:
+        if (par->cuda_graph_scope & SPSIM_CGS_FULL_ITERATION)
+            return SPSIM_CGS_FULL_ITERATION; /* the legacy spelling of full_iteration */
+        return par->cuda_graph_scope ? par->cuda_graph_scope : WHOLE_LAYER;
+    default:
+        return 0;
+    }
+}
+
+/* The rules of Megatron-LM's cuda_graph.md (full_iteration takes no modules; the legacy
+ * `local` + full_iteration) and of Megatron-Bridge's docs/training/cuda-graphs.md "Feature
+ * Interactions" (moe and moe_router exclusive, moe_preprocess needs moe_router, full recompute
+ * only with full-iteration graphs). */
+int
+spsim_cuda_graph_check(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+                       struct spsim_error *err)
+{
+    uint32_t s = p->cuda_graph_scope;
+    if ((unsigned)p->cuda_graph_impl >= SPSIM_CUDA_GRAPH_IMPL_COUNT)
+        return CONFIG_FAIL(err, "field 'cuda_graph_impl': must be none, local, transformer_engine "
+                                "or full_iteration");
+    if (s >> SPSIM_CGS_COUNT_)
+        return CONFIG_FAIL(err, "field 'cuda_graph_scope': unknown module bits 0x%x", s);
+    if (p->cuda_graph_impl == SPSIM_CUDA_GRAPH_NONE && s)
+        return CONFIG_FAIL(err, "field 'cuda_graph_scope': needs a cuda_graph_impl (local or "
+                                "transformer_engine)");
+    if (p->cuda_graph_impl == SPSIM_CUDA_GRAPH_FULL_ITERATION && s)
+        return CONFIG_FAIL(err, "field 'cuda_graph_scope': full_iteration captures the whole "
+                                "iteration and takes no modules");
+    if ((s & SPSIM_CGS_FULL_ITERATION) &&
+        (s != SPSIM_CGS_FULL_ITERATION || p->cuda_graph_impl != SPSIM_CUDA_GRAPH_LOCAL))
+        return CONFIG_FAIL(err, "field 'cuda_graph_scope': full_iteration goes alone, with "
+                                "cuda_graph_impl local (or use cuda_graph_impl full_iteration)");
+    if ((s & SPSIM_CGS_MOE) && (s & SPSIM_CGS_MOE_ROUTER))
+        return CONFIG_FAIL(err, "field 'cuda_graph_scope': moe and moe_router are mutually "
+                                "exclusive");
+    if ((s & SPSIM_CGS_MOE_PREPROCESS) && !(s & SPSIM_CGS_MOE_ROUTER))
+        return CONFIG_FAIL(err, "field 'cuda_graph_scope': moe_preprocess requires moe_router");
+    uint32_t capture = spsim_cuda_graph_capture(p);
+    /* cuda_graph.md: the whole MoE layer is captured for drop-and-pad routing only (static
+     * shapes); spsim's MoE layers are dropless. */
+    if (m->experts && (capture & SPSIM_CGS_MOE))
+        return CONFIG_FAIL(err, "field 'cuda_graph_scope': capturing the MoE layer whole needs "
+                                "drop-and-pad routing (static shapes); spsim's MoE layers are "
+                                "dropless: name the modules (attn, moe_router, moe_preprocess)");
+    if (p->recompute == SPSIM_RECOMPUTE_FULL && capture && capture != SPSIM_CGS_FULL_ITERATION)
+        return CONFIG_FAIL(err, "field 'cuda_graph_impl': per-layer CUDA graphs do not support "
+                                "full recomputation (only full_iteration graphs do)");
+    return SPSIM_OK;
+}
+
+bool
+spsim_cuda_graph_captures(uint32_t capture, uint32_t module)
+{
+    if (capture & SPSIM_CGS_FULL_ITERATION)
+        return true;
+    if (module == SPSIM_CGS_MOE_ROUTER)
+        return (capture & (SPSIM_CGS_MOE_ROUTER | SPSIM_CGS_MOE)) != 0;
+    return (capture & module) != 0;
+}
+
+/*
+ * Kernels one step launches, at least: a GEMM pass is one cuBLASLt matmul (TE general_gemm),
+ * with FP8 its input's or output gradient's cast one more (TE quantize/cast_transpose; the
+ * wgrad's bytes are its bias gradient, in the epilogue); a flash pass one fused attention
+ * kernel; a memory-bound row one fused TE/Apex kernel per pass; a collective one NCCL kernel
+ * (enqueue.cc launches one kernel per plan). Ops TE runs as several kernels (a norm backward's
+ * finalize, FlashAttention-2 backward's preprocessing) count once.
+ */
+static uint32_t
+step_kernels(const struct spsim_step *st)
+{
+    uint32_t k = st->coll != SPSIM_COLL_NONE;
+    if (st->flops > 0)
+        k += 1 + (st->op->kind == SPSIM_OPK_GEMM && st->pass != SPSIM_PASS_WGRAD && st->bytes > 0);
+    else if (st->bytes > 0)
+        k += 1;
+    return k;
+}
+
+void
+spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be)
+{
+    uint32_t capture = be->block.cfg.graph_capture;
+    bool in_graph[2] = {false, false};
+    memset(be->launches, 0, sizeof(be->launches));
+    for (uint32_t i = 0; i < be->sched.nsteps; i++) {
+        const struct spsim_step *st = &be->sched.steps[i];
+        /* Backward and its recompute are one issue stream (one graph with per-layer capture). */
+        uint32_t k = step_kernels(st), ph = st->phase, run = ph != SPSIM_PHASE_FORWARD;
+        if (k == 0)
+            continue;
+        if (spsim_cuda_graph_captures(capture, st->op->graph_module)) {
+            /* A run of captured steps is one graph replay; the full iteration's single replay
+             * belongs to no block. */
+            if (!in_graph[run] && !(capture & SPSIM_CGS_FULL_ITERATION))
+                be->launches[ph]++;
+            in_graph[run] = true;
+            continue;
+        }
+        in_graph[run] = false;
+        be->launches[ph] += k;
+    }
+    if (!hw || hw->kernel_launch_s <= 0)
+        return;
+    double *wall[3] = {[SPSIM_PHASE_FORWARD] = &be->fwd_s,
+                       [SPSIM_PHASE_BACKWARD] = &be->bwd_s,
+                       [SPSIM_PHASE_RECOMPUTE] = &be->recompute_s};
+    for (int ph = 0; ph < 3; ph++) {
+        double host = be->launches[ph] * hw->kernel_launch_s;
+        double excess = host > *wall[ph] ? host - *wall[ph] : 0.0;
+        *wall[ph] += excess;
+        be->host_exposed_s += excess;
+    }
+}

@@ -1,0 +1,323 @@
+/*
+ * Host-side kernel launches and CUDA graphs (engine/host.c), worked by hand on the
+ * hand-worked terms profile (tests/data/terms/, test_terms.c) with a host.kernel_launch_us
+ * added. The kernel counts below are read off the GPT layer's op list at tp 1 (LayerNorm,
+ * GeLU, dropout, flash attention, no biases, no recomputation: `spsim explain` lists the same
+ * steps), one kernel per pass of each row:
+ *   forward  10: LayerNorm 1, QKV, flash attention, projection, dropout-add | LayerNorm 2, FC1,
+ *                GeLU, FC2, dropout-add (the attention module is the first five);
+ *   backward 14: dropout-add, FC2 dgrad + wgrad, GeLU, FC1 dgrad + wgrad, LayerNorm 2 |
+ *                dropout-add, projection dgrad + wgrad, flash attention, QKV dgrad + wgrad,
+ *                LayerNorm 1 (the MLP module is the first seven).
+ * At tp 2 with SP each TP collective is one more launch (test below).
+ * At 1 ms a launch every block is host-bound (one layer's GPU forward is 0.34 ms on this
+ * profile), so a layer's phase takes launches × 1 ms whatever the GPU model says; at 0.1 µs
+ * none is, and the host adds nothing.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define EQ(got, want) ck_assert_double_eq_tol((got), (want), 1e-9 * fabs((double)(want)) + 1e-15)
+
+/* Parse terms-hw.json with `host` (a JSON member, without a trailing comma) added; NULL: as
+ * is. */
+static int
+host_parse(const char *host, struct spsim_hardware **hw, struct spsim_error *err)
+{
+    char path[4096], *text = malloc(1 << 16);
+    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(text);
+    size_t n = fread(text, 1, (1 << 16) - 1024, f);
+    fclose(f);
+    text[n] = '\0';
+    if (host) {
+        char *brace = strchr(text, '{');
+        size_t add = strlen(host) + 2;
+        memmove(brace + 1 + add, brace + 1, strlen(brace + 1) + 1);
+        memcpy(brace + 1, host, add - 2);
+        memcpy(brace + 1 + add - 2, ", ", 2);
+    }
+    int rc = spsim_hardware_parse(text, strlen(text), "terms-hw+host", hw, err);
+    free(text);
+    return rc;
+}
+
+static struct spsim_hardware *
+host_hw(const char *host)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(host_parse(host, &hw, &err) == SPSIM_OK, "%s", err.message);
+    return hw;
+}
+
+#define LAUNCH_1MS "\"host\": {\"kernel_launch_us\": {\"value\": 1000, \"source\": \"test\"}}"
+
+static struct spsim_parallel
+layer_config(enum spsim_cuda_graph_impl impl, uint32_t scope)
+{
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.mbs = 1;
+    p.gbs = 2;
+    p.cuda_graph_impl = impl;
+    p.cuda_graph_scope = scope;
+    return p;
+}
+
+static struct spsim_result
+run(const char *host, const struct spsim_parallel *p)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-model.json", getenv("SPSIM_DATA_DIR"));
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s", err.message);
+    struct spsim_hardware *hw = host_hw(host);
+    struct spsim_result r;
+    ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "%s", err.message);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+    return r;
+}
+
+/* The iteration is its breakdown, the host-bound line included. */
+static void
+assert_breakdown(const struct spsim_time_report *t)
+{
+    double sum = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s + t->cp_exposed_s +
+                 t->pp_bubble_s + t->pp_p2p_s + t->dp_exposed_s + t->tied_embedding_allreduce_s +
+                 t->optimizer_s + t->offload_exposed_s + t->ep_exposed_s + t->host_exposed_s;
+    EQ(t->iteration_s, sum);
+}
+
+START_TEST(eager_layer_is_host_bound)
+{
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    struct spsim_result r = run(LAUNCH_1MS, &p), gpu = run(NULL, &p);
+    const struct spsim_time_report *t = &r.time;
+    ck_assert_uint_eq(t->layer_forward_launches, 10);
+    ck_assert_uint_eq(t->layer_backward_launches, 14);
+    EQ(t->kernel_launch_us, 1000);
+    EQ(t->layer_forward_s, 10 * 1e-3);
+    EQ(t->layer_backward_s, 14 * 1e-3);
+    /* Without the figure the same counts, no host term. */
+    ck_assert_uint_eq(gpu.time.layer_forward_launches, 10);
+    EQ(gpu.time.kernel_launch_us, 0);
+    EQ(gpu.time.host_exposed_s, 0);
+    ck_assert(gpu.time.layer_forward_s < 1e-3);
+    /* Per micro-batch the 8 layers' host excess over their GPU time, twice (2 micro-batches),
+     * plus the embedding's and the output layer's (host-bound too): at least the layers'. */
+    double layers = 2 * 8 * (24e-3 - gpu.time.layer_forward_s - gpu.time.layer_backward_s);
+    ck_assert(t->host_exposed_s >= layers * (1 - 1e-12));
+    ck_assert(t->host_exposed_s <= layers + 2 * 20e-3); /* embedding + output: < 20 launches */
+    EQ(t->iteration_s - t->host_exposed_s, gpu.time.iteration_s);
+    assert_breakdown(t);
+}
+END_TEST
+
+START_TEST(tp_collectives_are_launches)
+{
+    /* tp 2 with SP: forward adds the four boundary collectives (g before QKV and FC1, ḡ after
+     * the projection and FC2): 14. Backward adds ḡ's two AllGathers as their own steps and,
+     * beside QKV's and FC1's dgrad and wgrad, the weight-gradient re-gather and g's
+     * ReduceScatter: 14 + 2 + 4 = 20. */
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.tp = 2;
+    p.sp = true;
+    struct spsim_result r = run(LAUNCH_1MS, &p);
+    ck_assert_uint_eq(r.time.layer_forward_launches, 14);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 20);
+    EQ(r.time.layer_forward_s, 14e-3);
+    EQ(r.time.layer_backward_s, 20e-3);
+    assert_breakdown(&r.time);
+}
+END_TEST
+
+START_TEST(graph_scopes_replace_launches)
+{
+    /* attn captured: its five forward kernels are one replay, the MLP's five stay; backward
+     * the MLP's seven and one replay. */
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_ATTN);
+    struct spsim_result r = run(LAUNCH_1MS, &p);
+    ck_assert_uint_eq(r.time.layer_forward_launches, 6);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 8);
+    EQ(r.time.layer_forward_s, 6e-3);
+    EQ(r.time.layer_backward_s, 8e-3);
+    assert_breakdown(&r.time);
+    /* mlp alone: the mirror image (attention's five and seven eager). */
+    p = layer_config(SPSIM_CUDA_GRAPH_LOCAL, SPSIM_CGS_MLP);
+    r = run(LAUNCH_1MS, &p);
+    ck_assert_uint_eq(r.time.layer_forward_launches, 6);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 8);
+    /* No scope: the whole layer, one replay each way; 1 ms is still above the GPU's 0.34 ms
+     * forward. */
+    p = layer_config(SPSIM_CUDA_GRAPH_TE, 0);
+    r = run(LAUNCH_1MS, &p);
+    ck_assert_uint_eq(r.time.layer_forward_launches, 1);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 1);
+    EQ(r.time.layer_forward_s, 1e-3);
+    EQ(r.time.layer_backward_s, 1e-3);
+}
+END_TEST
+
+START_TEST(full_iteration_and_fast_host_add_nothing)
+{
+    struct spsim_parallel eager = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    struct spsim_result gpu = run(NULL, &eager);
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_FULL_ITERATION, 0);
+    struct spsim_result r = run(LAUNCH_1MS, &p);
+    ck_assert_uint_eq(r.time.layer_forward_launches, 0);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 0);
+    EQ(r.time.host_exposed_s, 0);
+    EQ(r.time.iteration_s, gpu.time.iteration_s);
+    /* 0.1 µs a launch: 10 of them (1 µs) are far below the GPU's forward. */
+    r = run("\"host\": {\"kernel_launch_us\": {\"value\": 0.1, \"source\": \"test\"}}", &eager);
+    EQ(r.time.host_exposed_s, 0);
+    EQ(r.time.iteration_s, gpu.time.iteration_s);
+    /* Graphs without a launch figure change the counts only. */
+    p = layer_config(SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_ATTN);
+    r = run(NULL, &p);
+    ck_assert_uint_eq(r.time.layer_forward_launches, 6);
+    EQ(r.time.iteration_s, gpu.time.iteration_s);
+}
+END_TEST
+
+static void
+expect_refused(const char *model, enum spsim_cuda_graph_impl impl, uint32_t scope,
+               enum spsim_recompute rec, const char *text)
+{
+    struct spsim_parallel p = layer_config(impl, scope);
+    p.tp = 1;
+    p.pp = 1;
+    p.recompute = rec;
+    testutil_expect_rule(model, &p, text);
+}
+
+START_TEST(megatron_rules)
+{
+    expect_refused("llama3-8b", SPSIM_CUDA_GRAPH_NONE, SPSIM_CGS_ATTN, SPSIM_RECOMPUTE_NONE,
+                   "needs a cuda_graph_impl");
+    expect_refused("llama3-8b", SPSIM_CUDA_GRAPH_FULL_ITERATION, SPSIM_CGS_ATTN,
+                   SPSIM_RECOMPUTE_NONE, "takes no modules");
+    expect_refused("llama3-8b", SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_FULL_ITERATION, SPSIM_RECOMPUTE_NONE,
+                   "full_iteration goes alone");
+    expect_refused("qwen3-30b-a3b", SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_MOE | SPSIM_CGS_MOE_ROUTER,
+                   SPSIM_RECOMPUTE_NONE, "mutually exclusive");
+    expect_refused("qwen3-30b-a3b", SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_MOE_PREPROCESS,
+                   SPSIM_RECOMPUTE_NONE, "requires moe_router");
+    expect_refused("qwen3-30b-a3b", SPSIM_CUDA_GRAPH_TE, 0, SPSIM_RECOMPUTE_NONE, "drop-and-pad");
+    expect_refused("llama3-8b", SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_ATTN, SPSIM_RECOMPUTE_FULL,
+                   "full recomputation");
+}
+END_TEST
+
+START_TEST(moe_router_scope)
+{
+    /* Qwen3-30B-A3B, tp 1, ep 1: moe_router captures RMSNorm 2 and the router (the layer's
+     * forward list from its attention block through the router is graphed); the experts and
+     * the dispatch stay eager. attn + moe_router + moe_preprocess leaves the fewest launches;
+     * each scope removes launches, none adds. */
+    struct spsim_model *m = testutil_model_named("qwen3-30b-a3b");
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_error err = {0};
+    uint32_t fwd[3];
+    const uint32_t scopes[3] = {0, SPSIM_CGS_MOE_ROUTER,
+                                SPSIM_CGS_ATTN | SPSIM_CGS_MOE_ROUTER | SPSIM_CGS_MOE_PREPROCESS};
+    for (int i = 0; i < 3; i++) {
+        struct spsim_parallel p =
+            layer_config(i ? SPSIM_CUDA_GRAPH_TE : SPSIM_CUDA_GRAPH_NONE, scopes[i]);
+        p.tp = 1;
+        p.pp = 1;
+        p.seq = 4096;
+        struct spsim_result r;
+        ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+        fwd[i] = r.time.layer_forward_launches;
+    }
+    ck_assert_uint_lt(fwd[1], fwd[0]);
+    ck_assert_uint_lt(fwd[2], fwd[1]);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+static int
+each_hardware(void *ctx, const char *name, const char *path)
+{
+    (void)path;
+    (void)ctx;
+    struct spsim_hardware *hw = testutil_hardware(name);
+    struct spsim_result r;
+    struct spsim_model *m = testutil_model_named("llama3-8b");
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.tp = 1;
+    p.pp = 1;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(r.time.kernel_launch_us == 0 && r.time.host_exposed_s == 0,
+                  "%s ships a host.kernel_launch_us: say where it comes from", name);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+    return 0;
+}
+
+START_TEST(no_shipped_profile_prices_a_launch)
+{
+    /* No sourced per-launch figure was found (doc/profiles.md "host"): none is shipped. */
+    ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_HARDWARE, each_hardware, NULL, NULL),
+                     SPSIM_OK);
+}
+END_TEST
+
+static void
+host_refused(const char *host, const char *needle)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(host_parse(host, &hw, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, needle), "%s: %s", host, err.message);
+    ck_assert_ptr_null(hw);
+}
+
+START_TEST(host_field_is_validated)
+{
+    host_refused("\"host\": {\"kernel_launch_us\": 5}", "kernel_launch_us");
+    host_refused("\"host\": {\"kernel_launch_us\": {\"value\": 0, \"source\": \"t\"}}",
+                 "kernel_launch_us");
+    host_refused("\"host\": {\"launch_us\": {\"value\": 5, \"source\": \"t\"}}", "launch_us");
+}
+END_TEST
+
+static Suite *
+host_suite(void)
+{
+    Suite *s = suite_create("host");
+    TCase *tc = tcase_create("launches");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, eager_layer_is_host_bound);
+    tcase_add_test(tc, tp_collectives_are_launches);
+    tcase_add_test(tc, graph_scopes_replace_launches);
+    tcase_add_test(tc, full_iteration_and_fast_host_add_nothing);
+    tcase_add_test(tc, megatron_rules);
+    tcase_add_test(tc, moe_router_scope);
+    tcase_add_test(tc, no_shipped_profile_prices_a_launch);
+    tcase_add_test(tc, host_field_is_validated);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(host_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
