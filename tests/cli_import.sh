@@ -153,6 +153,22 @@ sed 's/--tensor-model-parallel-size 2/--tensor-model-parallel-size $TP/' "$tmp/s
 expect 3 "var.sh:3: --tensor-model-parallel-size: '\$TP' uses TP, which the file does not set" -- query --megatron-args "$tmp/var.sh"
 expect 3 "nowhere.sh: cannot open" -- query --megatron-args "$tmp/nowhere.sh"
 
+# NVFP4: refused without FP4 tensor cores; --fp4-format e2m1 out and back in on GB200.
+expect 4 "nvfp4 needs FP4 tensor cores (Blackwell)" -- query --hw dgx-h100 --dtype nvfp4
+printf '%s\n' "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32" \
+    "--vocab-size 128 --bf16 --fp8-format hybrid --fp8-dot-product-attention" >"$tmp/dpa.sh"
+expect 3 "FP8 attention is not modelled" -- query --megatron-args "$tmp/dpa.sh"
+nv="--model gpt3-175b --hw gb200-nvl72 --tp 4 --pp 2 --vpp 2 --dp 2 --gbs 16 --dtype nvfp4
+    --distributed-optimizer --fp4-param-gather"
+"$spsim" query $nv --format megatron >"$tmp/gpt3-175b.sh" || fail "query --format megatron $nv"
+grep -q -- "--fp4-format e2m1" "$tmp/gpt3-175b.sh" || fail "--format megatron of nvfp4 lacks --fp4-format"
+grep -q -- "--fp4-param-gather" "$tmp/gpt3-175b.sh" || fail "--format megatron lacks --fp4-param-gather"
+"$spsim" query $nv --format json >"$tmp/before.json"
+"$spsim" query --megatron-args "$tmp/gpt3-175b.sh" --hw gb200-nvl72 --format json \
+    >"$tmp/after.json" 2>"$tmp/err" || fail "--megatron-args of nvfp4: $(cat "$tmp/err")"
+cmp -s "$tmp/before.json" "$tmp/after.json" || fail "round trip of nvfp4 differs"
+grep -q '"dtype": "nvfp4"' "$tmp/before.json" || fail "query json of nvfp4 lacks its dtype"
+
 # Did you mean.
 expect 3 "no model profile named 'llama3-8'; did you mean 'llama3-8b'?" -- query --model llama3-8
 expect 3 "no hardware profile named 'dgx-h10'; did you mean 'dgx-h100'?" -- query --hw dgx-h10

@@ -125,14 +125,20 @@ START_TEST(fp8_parameter_gather)
 END_TEST
 
 static void
-build(enum spsim_fp8_recipe recipe, uint32_t t, struct spsim_layer *L)
+build_as(enum spsim_dtype dtype, enum spsim_fp8_recipe recipe, uint32_t t, struct spsim_layer *L)
 {
     struct spsim_model_shape ms = shape();
-    struct spsim_parallel p = config(SPSIM_DTYPE_FP8, recipe, t);
+    struct spsim_parallel p = config(dtype, recipe, t);
     struct spsim_layer_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     spsim_layer_config_from(&ms, &p, &cfg);
     spsim_layer_build(&ms, &cfg, L);
+}
+
+static void
+build(enum spsim_fp8_recipe recipe, uint32_t t, struct spsim_layer *L)
+{
+    build_as(SPSIM_DTYPE_FP8, recipe, t, L);
 }
 
 static void
@@ -173,28 +179,35 @@ START_TEST(cast_bytes_per_recipe)
 }
 END_TEST
 
-START_TEST(fp8_all_gathers)
+/* t = 4 with SP, M = 2sbh: every AllGather of the layer carries ag_bytes, every
+ * ReduceScatter BF16 partial sums, 2sbh; forward 2 AG + 2 RS, backward 2 AG (ḡ) + 2 AG (the
+ * wgrad re-gathers) + 2 RS (g). */
+static void
+check_gathers(enum spsim_dtype dtype, uint64_t ag_bytes)
 {
-    /* t = 4 with SP: M = 2sbh. The AllGathers (forward g, backward ḡ, the wgrad re-gathers)
-     * carry FP8, sbh; the ReduceScatters BF16 partial sums, 2sbh. */
     static struct spsim_layer L;
     static struct spsim_schedule sched;
-    build(SPSIM_FP8_DELAYED, 4, &L);
+    build_as(dtype, SPSIM_FP8_DELAYED, 4, &L);
     spsim_schedule_build(&L, &sched);
     uint32_t ag = 0, rs = 0;
     for (uint32_t i = 0; i < sched.nsteps; i++) {
         const struct spsim_step *st = &sched.steps[i];
         if (st->coll == SPSIM_COLL_ALL_GATHER) {
-            ck_assert_uint_eq(st->message_bytes, SBH);
+            ck_assert_uint_eq(st->message_bytes, ag_bytes);
             ag++;
         } else if (st->coll == SPSIM_COLL_REDUCE_SCATTER) {
             ck_assert_uint_eq(st->message_bytes, 2 * SBH);
             rs++;
         }
     }
-    /* Forward 2 AG + 2 RS; backward 2 AG (ḡ) + 2 AG (re-gathers) + 2 RS (g). */
     ck_assert_uint_eq(ag, 6);
     ck_assert_uint_eq(rs, 4);
+}
+
+START_TEST(fp8_all_gathers)
+{
+    /* The AllGathers carry FP8, sbh. */
+    check_gathers(SPSIM_DTYPE_FP8, SBH);
 }
 END_TEST
 
@@ -209,36 +222,44 @@ step_s(const struct spsim_block_eval *be, const char *op, enum spsim_pass pass)
     return 0;
 }
 
-START_TEST(gemm_dtypes_and_cast_time)
+/* The layer at t = 1 in `dtype` on `hw`, timed. */
+static const struct spsim_layer_eval *
+layer_on(const struct spsim_hardware *hw, enum spsim_dtype dtype)
 {
-    /* testutil_synthetic_hw: 100 SMs, bf16 50 TFLOP/s, fp8 100 TFLOP/s, HBM 1000 GB/s. */
-    struct spsim_hardware *hw = testutil_synthetic("");
     struct spsim_error err = {0};
     struct spsim_model_shape ms = shape();
-    struct spsim_parallel p = config(SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, 1);
+    struct spsim_parallel p = config(dtype, SPSIM_FP8_DELAYED, 1);
     struct spsim_layer_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     spsim_layer_config_from(&ms, &p, &cfg);
     static struct spsim_layer_eval le;
     ck_assert_int_eq(spsim_layer_evaluate(&ms, hw, &cfg, 51200, &le, &err), SPSIM_OK);
+    return &le;
+}
+
+START_TEST(gemm_dtypes_and_cast_time)
+{
+    /* testutil_synthetic_hw: 100 SMs, bf16 50 TFLOP/s, fp8 100 TFLOP/s, HBM 1000 GB/s. */
+    struct spsim_hardware *hw = testutil_synthetic("");
+    const struct spsim_layer_eval *le = layer_on(hw, SPSIM_DTYPE_FP8);
     /* The projection, 1280 × 2560 × 2560 in FP8: 128×128 tiles, 200 in two waves of 20
      * k-blocks of 128 + one prologue slot: 4000 useful of 100·41, at 100 TFLOP/s; then the
      * cast of its input, sbh elements at 4 B through 1000 GB/s. Its dgrad (the same shape)
      * casts dY, sbh elements. */
     double gemm = 2.0 * S * H * H / (100e12 * 4000.0 / 4100.0);
     ck_assert_double_eq_tol(
-        step_s(&le.layer, "attention projection GEMM (row-parallel)", SPSIM_PASS_FWD),
+        step_s(&le->layer, "attention projection GEMM (row-parallel)", SPSIM_PASS_FWD),
         gemm + 4 * SBH / 1e12, 1e-15);
     ck_assert_double_eq_tol(
-        step_s(&le.layer, "attention projection GEMM (row-parallel)", SPSIM_PASS_DGRAD),
+        step_s(&le->layer, "attention projection GEMM (row-parallel)", SPSIM_PASS_DGRAD),
         gemm + 4 * SBH / 1e12, 1e-15);
     /* QKᵀ stays BF16: a batch of 20 of 1280 × 1280 × 128, 128×128 tiles, 2000 in 20 waves of
      * 2 k-blocks of 64 + 1: 4000 useful of 100·41, at 50 TFLOP/s. */
-    ck_assert_double_eq_tol(step_s(&le.layer, "QK^T (batched)", SPSIM_PASS_FWD),
+    ck_assert_double_eq_tol(step_s(&le->layer, "QK^T (batched)", SPSIM_PASS_FWD),
                             2.0 * S * S * 128 * A / (50e12 * 4000.0 / 4100.0), 1e-15);
     /* The output layer stays BF16 too (outside TE's FP8 autocast). */
-    for (uint32_t i = 0; i < le.output.block.nops; i++)
-        ck_assert(!le.output.block.ops[i].fp8);
+    for (uint32_t i = 0; i < le->output.block.nops; i++)
+        ck_assert(!le->output.block.ops[i].fp8);
     spsim_hardware_destroy(hw);
 }
 END_TEST
@@ -312,6 +333,265 @@ START_TEST(megatron_flags)
 }
 END_TEST
 
+/* Rank's amax all-reduces of one layer at t = 4 with SP (current scaling, NVFP4): each
+ * `bytes`, on the critical path, and on testutil_synthetic_hw's 4-GPU NVLink ring 5 µs +
+ * 2·3 steps · 1 µs + 2·3/4·bytes / 200 GB/s. Returns how many there are per phase. */
+static void
+amax_steps(enum spsim_dtype dtype, enum spsim_fp8_recipe recipe, enum spsim_recompute rec,
+           uint32_t bytes, uint32_t count[3])
+{
+    struct spsim_hardware *hw = testutil_synthetic("");
+    struct spsim_error err = {0};
+    struct spsim_model_shape ms = shape();
+    struct spsim_parallel p = config(dtype, recipe, 4);
+    p.recompute = rec;
+    struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    spsim_layer_config_from(&ms, &p, &cfg);
+    static struct spsim_layer_eval le;
+    ck_assert_int_eq(spsim_layer_evaluate(&ms, hw, &cfg, 51200, &le, &err), SPSIM_OK);
+    count[0] = count[1] = count[2] = 0;
+    for (uint32_t i = 0; i < le.layer.sched.nsteps; i++) {
+        const struct spsim_step *st = &le.layer.sched.steps[i];
+        if (st->coll != SPSIM_COLL_ALL_REDUCE)
+            continue;
+        ck_assert_str_eq(st->coll_operator, "amax");
+        ck_assert_uint_eq(st->message_bytes, bytes);
+        ck_assert_double_eq_tol(le.layer.cost[i].exposed_comm_s, 11e-6 + 1.5 * bytes / 200e9,
+                                1e-15);
+        count[st->phase]++;
+    }
+    spsim_hardware_destroy(hw);
+}
+
+START_TEST(amax_all_reduces)
+{
+    /* Current scaling: one fp32 amax before each quantized AllGather whose tensor TE scales
+     * from itself: the QKV and FC1 inputs (forward), the projection and FC2 output gradients
+     * (backward); the wgrad re-gathers move the already quantized shard. Full recompute
+     * replays the forward's two. NVFP4 coalesces the rowwise and columnwise amax: 8 B. */
+    uint32_t n[3];
+    amax_steps(SPSIM_DTYPE_FP8, SPSIM_FP8_CURRENT, SPSIM_RECOMPUTE_SELECTIVE, 4, n);
+    ck_assert_uint_eq(n[SPSIM_PHASE_FORWARD], 2);
+    ck_assert_uint_eq(n[SPSIM_PHASE_BACKWARD], 2);
+    ck_assert_uint_eq(n[SPSIM_PHASE_RECOMPUTE], 0);
+    amax_steps(SPSIM_DTYPE_FP8, SPSIM_FP8_CURRENT, SPSIM_RECOMPUTE_FULL, 4, n);
+    ck_assert_uint_eq(n[SPSIM_PHASE_RECOMPUTE], 2);
+    amax_steps(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, SPSIM_RECOMPUTE_SELECTIVE, 8, n);
+    ck_assert_uint_eq(n[SPSIM_PHASE_FORWARD] + n[SPSIM_PHASE_BACKWARD], 4);
+    /* Delayed scaling reduces per pass (evaluate.c), MXFP8 and blockwise scales are local. */
+    for (enum spsim_fp8_recipe r = SPSIM_FP8_DELAYED; r < SPSIM_FP8_RECIPE_COUNT; r++) {
+        if (r == SPSIM_FP8_CURRENT)
+            continue;
+        amax_steps(SPSIM_DTYPE_FP8, r, SPSIM_RECOMPUTE_FULL, 0, n);
+        ck_assert_uint_eq(n[0] + n[1] + n[2], 0);
+    }
+}
+END_TEST
+
+START_TEST(delayed_amax_allreduces)
+{
+    /* Delayed scaling, t = 2, dp = 4, one stage of the 8 layers, gbs 8 (2 micro-batches a
+     * rank): after each micro-batch's forward one AllReduce over the 8 ranks of TP×DP of 3
+     * fp32 amaxes for each of the 4·8 FP8 GEMMs (384 B), after its backward one of 2 (256 B).
+     * On testutil_synthetic_hw's 8-GPU NVLink ring each is 5 + 14·1 µs + 2·7/8·bytes / 200
+     * GB/s. Current scaling has none of these (its amaxes are per tensor, amax_all_reduces). */
+    struct spsim_model_shape ms = shape();
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_hardware *hw = testutil_synthetic("");
+    struct spsim_parallel p = config(SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, 2);
+    p.dp = 4;
+    p.gbs = 8;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    double ar = 2 * (19e-6 + 1.75 * 384 / 200e9) + 2 * (19e-6 + 1.75 * 256 / 200e9);
+    ck_assert_double_eq_tol(r.time.fp8_amax_allreduce_s, ar, 1e-15);
+    double others = r.time.forward_s + r.time.backward_s + r.time.recompute_s +
+                    r.time.tp_exposed_s + r.time.pp_bubble_s + r.time.pp_p2p_s +
+                    r.time.dp_exposed_s + r.time.optimizer_s;
+    ck_assert_double_eq_tol(r.time.iteration_s - others, ar, 1e-12);
+    p.fp8_recipe = SPSIM_FP8_CURRENT;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert(r.time.fp8_amax_allreduce_s == 0);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/* NVFP4 as Transformer Engine's NVFP4BlockScaling runs it (engine/fp8.c), on the same layer.
+ * Per value NVFP4 stores 1/2 B and an E4M3 scale per 16 (1/16 B): 9/16 B (TE
+ * docs/features/low_precision_training/nvfp4/nvfp4.rst). */
+
+START_TEST(saved_inputs_in_nvfp4)
+{
+    /* Korthikanti et al. 2022 Table 2, no parallelism: 84 sbh in BF16, of which the four
+     * linear inputs (QKV sbh, projection sbh, FC1 sbh, FC2 4sbh values) are 14 sbh. In NVFP4
+     * they take 7 sbh · 9/16: 84 − 14 + 63/16 = 73.9375 sbh. */
+    struct spsim_parallel p = config(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, 1);
+    ck_assert_uint_eq(evaluate(&p).memory.activation_modes_bytes[SPSIM_MODE_NONE], 73.9375 * SBH);
+    /* t = 4 with SP: every term over t. */
+    p = config(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, 4);
+    ck_assert_uint_eq(evaluate(&p).memory.activation_modes_bytes[SPSIM_MODE_TP_SP],
+                      73.9375 * SBH / 4);
+}
+END_TEST
+
+START_TEST(nvfp4_weight_copies)
+{
+    /* 8 layers of 12h² linear weights: a rowwise and a columnwise FP4 copy, 1/2 B each, and
+     * an E4M3 scale per 16×16 block in each (2D weight quantization): w + w/128 bytes beside
+     * the BF16 weights. */
+    struct spsim_parallel p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 1);
+    uint64_t bf16 = evaluate(&p).memory.weights_bytes;
+    double w = 8.0 * 12 * H * (double)H;
+    p.dtype = SPSIM_DTYPE_NVFP4;
+    ck_assert_uint_eq(evaluate(&p).memory.weights_bytes - bf16, w + w / 128);
+}
+END_TEST
+
+START_TEST(nvfp4_cast_bytes)
+{
+    /* Every linear input (7 sbh values) and every dY (QKV 3sbh, projection sbh, FC1 4sbh,
+     * FC2 sbh: 9 sbh) is read for its amax (with the Hadamard-transformed columnwise amax,
+     * 2 B), read again and written into both copies with their scales (2 + 2·9/16): 5.125 B,
+     * after the norm as well. With t = 4 and SP the casts are of sequence shards: over 4. */
+    static struct spsim_layer L;
+    for (uint32_t t = 1; t <= 4; t *= 4) {
+        build_as(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, t, &L);
+        double f = 0, b = 0;
+        for (uint32_t i = 0; i < L.nops; i++) {
+            f += L.ops[i].cast_fwd_bytes;
+            b += L.ops[i].cast_bwd_bytes;
+        }
+        ck_assert_double_eq_tol(f, 7 * 5.125 * SBH / t, 1e-6);
+        ck_assert_double_eq_tol(b, 9 * 5.125 * SBH / t, 1e-6);
+    }
+}
+END_TEST
+
+START_TEST(nvfp4_all_gathers)
+{
+    /* The AllGathers carry the NVFP4 shard, sbh · 9/16 = 1,843,200 B. */
+    check_gathers(SPSIM_DTYPE_NVFP4, 1843200);
+}
+END_TEST
+
+START_TEST(nvfp4_gemm_rate_and_cast_time)
+{
+    /* testutil_synthetic_hw: 100 SMs, bf16 50, nvfp4 200 TFLOP/s achieved, HBM 1000 GB/s.
+     * The projection, 1280 × 2560 × 2560 in FP4: 128×128 tiles, 200 in two waves of 10
+     * k-blocks of 256 (128 B of K) + one prologue slot: 2000 useful of 100·21, at 200 TFLOP/s;
+     * then the cast of its input, sbh values at 5.125 B through 1000 GB/s. */
+    struct spsim_hardware *hw = testutil_synthetic("");
+    const struct spsim_layer_eval *le = layer_on(hw, SPSIM_DTYPE_NVFP4);
+    double gemm = 2.0 * S * H * H / (200e12 * 2000.0 / 2100.0);
+    const char *proj = "attention projection GEMM (row-parallel)";
+    ck_assert_double_eq_tol(step_s(&le->layer, proj, SPSIM_PASS_FWD), gemm + 5.125 * SBH / 1e12,
+                            1e-15);
+    ck_assert_double_eq_tol(step_s(&le->layer, proj, SPSIM_PASS_DGRAD), gemm + 5.125 * SBH / 1e12,
+                            1e-15);
+    /* QKᵀ stays BF16 (NVFP4BlockScaling: fp8_dpa off): 20 × 1280 × 1280 × 128 at 50 TFLOP/s,
+     * 4000 useful of 100·41 (as test_fp8.c). */
+    ck_assert_double_eq_tol(step_s(&le->layer, "QK^T (batched)", SPSIM_PASS_FWD),
+                            2.0 * S * S * 128 * A / (50e12 * 4000.0 / 4100.0), 1e-15);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+START_TEST(nvfp4_parameter_gather)
+{
+    /* As fp8_parameter_gather: dp 4, the distributed optimizer, t = 1, the 8 layers. With
+     * --fp4-param-gather the 8·12h² linear weights travel as NVFP4, 1/2 B and a scale byte
+     * per 16×16 block: 2 − 1/2 − 1/256 B a weight less than BF16. */
+    struct spsim_model_shape ms = shape();
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_parallel p = config(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, 1);
+    p.dp = 4;
+    p.gbs = 4;
+    p.distributed_optimizer = true;
+    p.fp8_param_gather = true;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    uint64_t params = r.memory.parameters_per_gpu, linear = 8ull * 12 * H * H;
+    ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank,
+                      3 * (2 * params - (linear + linear / 2 - linear / 256)) / 4);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+START_TEST(nvfp4_rules)
+{
+    /* TE trains NVFP4 on SM 10.0/10.3 only: the H100 profile has no FP4 peak. */
+    struct spsim_model *m = testutil_model_named("paper-22b");
+    struct spsim_hardware *h100 = testutil_hardware("dgx-h100");
+    struct spsim_parallel p = config(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, 8);
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_parallel_check(m, h100, &p, NULL, &err), SPSIM_ECONFIG);
+    ck_assert_msg(strstr(err.message, "nvfp4 needs FP4 tensor cores"), "%s", err.message);
+    spsim_hardware_destroy(h100);
+    spsim_model_destroy(m);
+    /* The FP8 recipes and FP8 parameters are FP8's. */
+    p.fp8_recipe = SPSIM_FP8_MXFP8;
+    testutil_expect_rule("paper-22b", &p, "mxfp8 scaling needs dtype fp8");
+    p.fp8_recipe = SPSIM_FP8_DELAYED;
+    p.fp8_param_gather = true; /* --fp4-param-gather, which needs sharded parameters too */
+    testutil_expect_rule("paper-22b", &p, "needs the distributed optimizer");
+    enum spsim_dtype d;
+    ck_assert_int_eq(spsim_dtype_parse("nvfp4", &d), SPSIM_OK);
+    ck_assert_int_eq(d, SPSIM_DTYPE_NVFP4);
+}
+END_TEST
+
+START_TEST(nvfp4_megatron_flags)
+{
+    static const char head[] = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+                               "--seq-length 32 --vocab-size 100 --bf16 ";
+    static const char *const good[] = {"--fp4-format e2m1", "--fp4-format e2m1 --fp4-recipe nvfp4",
+                                       "--fp4-format e2m1 --fp4-param-gather "
+                                       "--use-distributed-optimizer"};
+    for (size_t i = 0; i < 3; i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s%s\n", head, good[i]);
+        struct spsim_megatron_config mc, back;
+        struct spsim_error err = {0};
+        ck_assert_msg(spsim_megatron_parse(text, strlen(text), "l.sh", &mc, &err) == SPSIM_OK, "%s",
+                      err.message);
+        ck_assert_int_eq(mc.par.dtype, SPSIM_DTYPE_NVFP4);
+        char out[8192];
+        spsim_megatron_format(mc.model, &mc.par, 8, out, sizeof(out));
+        ck_assert_msg(strstr(out, "--fp4-format e2m1"), "%s", out);
+        ck_assert_msg(spsim_megatron_parse(out, strlen(out), "out.sh", &back, &err) == SPSIM_OK,
+                      "%s", err.message);
+        ck_assert_int_eq(back.par.dtype, SPSIM_DTYPE_NVFP4);
+        ck_assert_int_eq(mc.par.fp8_param_gather, i == 2);
+        ck_assert_int_eq(back.par.fp8_param_gather, i == 2);
+        spsim_model_destroy(back.model);
+        spsim_model_destroy(mc.model);
+    }
+    static const struct {
+        const char *tail, *message;
+    } bad[] = {
+        {"--fp4-format e2m1 --fp4-recipe custom", "--fp4-recipe: 'custom' is not modelled"},
+        {"--fp4-format e2m1 --fp8-format hybrid", "--fp4-format: given with --fp8-format"},
+        {"--fp4-format e3m0", "--fp4-format: 'e3m0' is not modelled"},
+        {"--fp4-param-gather --use-distributed-optimizer",
+         "--fp4-param-gather: needs --fp4-format"},
+        {"--fp4-format e2m1 --fp8-dot-product-attention", "FP8 attention is not modelled"},
+        {"--fp8-format hybrid --fp8-multi-head-attention", "FP8 attention is not modelled"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s%s\n", head, bad[i].tail);
+        struct spsim_megatron_config mc;
+        struct spsim_error err = {0};
+        ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "l.sh", &mc, &err), SPSIM_EFIELD);
+        ck_assert_msg(strstr(err.message, bad[i].message), "%s", err.message);
+    }
+}
+END_TEST
+
 static Suite *
 fp8_suite(void)
 {
@@ -325,6 +605,16 @@ fp8_suite(void)
     tcase_add_test(tc, gemm_dtypes_and_cast_time);
     tcase_add_test(tc, fp8_rules);
     tcase_add_test(tc, megatron_flags);
+    tcase_add_test(tc, amax_all_reduces);
+    tcase_add_test(tc, delayed_amax_allreduces);
+    tcase_add_test(tc, saved_inputs_in_nvfp4);
+    tcase_add_test(tc, nvfp4_weight_copies);
+    tcase_add_test(tc, nvfp4_cast_bytes);
+    tcase_add_test(tc, nvfp4_all_gathers);
+    tcase_add_test(tc, nvfp4_gemm_rate_and_cast_time);
+    tcase_add_test(tc, nvfp4_parameter_gather);
+    tcase_add_test(tc, nvfp4_rules);
+    tcase_add_test(tc, nvfp4_megatron_flags);
     suite_add_tcase(s, tc);
     return s;
 }

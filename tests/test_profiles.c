@@ -423,17 +423,19 @@ END_TEST
  * --recompute-granularity, each name parsed back to its value, unknown names refused. */
 START_TEST(enum_names_round_trip)
 {
-    static const char *const dtypes[] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
+    static const char *const dtypes[] = {"bf16", "fp16", "fp8", "nvfp4", "tf32", "fp32"};
     static const char *const modes[] = {"none", "selective", "full"};
     static const char *const ops[] = {"all_reduce", "all_gather", "reduce_scatter", "send_recv",
                                       "all_to_all"};
     enum spsim_dtype d;
     enum spsim_recompute r;
     enum spsim_coll_op o;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         ck_assert_str_eq(spsim_dtype_name((enum spsim_dtype)i), dtypes[i]);
         ck_assert_int_eq(spsim_dtype_parse(dtypes[i], &d), SPSIM_OK);
         ck_assert_int_eq(d, i);
+    }
+    for (int i = 0; i < 5; i++) {
         ck_assert_str_eq(spsim_coll_op_name((enum spsim_coll_op)i), ops[i]);
         ck_assert_int_eq(spsim_coll_op_parse(ops[i], &o), SPSIM_OK);
         ck_assert_int_eq(o, i);

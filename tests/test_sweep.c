@@ -388,6 +388,45 @@ check_rows(const struct spsim_sweep *sw, const struct reference *ref, enum spsim
     free(out.data);
 }
 
+START_TEST(row_writer_keeps_rows_exact)
+{
+    /* One writer fed a run of results, as a worker is: each row equals the row of a fresh
+     * writer (spsim_row_format, every cell formatted). The run alternates values (the memory
+     * of the value before), grows and shrinks cells (the cells after move), changes a bool
+     * and a u32 beside doubles, changes the names (the row built again), in both layouts. */
+    static const double times[] = {1.5, 0.1, 1.5, 0.1, 123456.789012345, 2.0, 0.1, 1e-300, 7.0};
+    static const char *const models[] = {"m", "m", "m", "m", "m", "model-b", "model-b", "m", "m"};
+    for (int f = 0; f < 2; f++) {
+        enum spsim_row_format format = f ? SPSIM_ROW_JSONL : SPSIM_ROW_CSV;
+        struct spsim_row_writer w;
+        ck_assert_int_eq(spsim_row_writer_init(&w, format, NULL), SPSIM_OK);
+        static char row[2 * SPSIM_ROW_MAX], expect[2 * SPSIM_ROW_MAX];
+        /* Quoted once, as the sweep does: a row of the same names then copies the last. */
+        char *name[] = {spsim_row_quote(format, "m"), spsim_row_quote(format, "model-b"),
+                        spsim_row_quote(format, "hw")};
+        for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+            struct spsim_result r;
+            memset(&r, 0, sizeof(r));
+            r.time.iteration_s = times[i];
+            r.time.mfu = times[(i + 3) % 9] / 3.0;
+            r.config.tp = i % 2 ? 8 : 1000000u + (uint32_t)i;
+            r.memory.fits = i % 3 == 0;
+            r.memory.total_bytes = i * 1000003u;
+            size_t n = spsim_row_writer_row(&w, name[models[i][1] != 0], name[2], &r, row);
+            size_t m = spsim_row_format(format, models[i], "hw", &r, expect, sizeof(expect));
+            size_t k = 0;
+            while (k < n && row[k] == expect[k])
+                k++;
+            ck_assert_msg(m == n && k == n, "row %zu, layout %d, from byte %zu:\n%.120s\n%.120s",
+                          i, f, k, row + (k > 60 ? k - 60 : 0), expect + (k > 60 ? k - 60 : 0));
+        }
+        spsim_row_writer_free(&w);
+        for (int j = 0; j < 3; j++)
+            free(name[j]);
+    }
+}
+END_TEST
+
 START_TEST(rows_equal_evaluate)
 {
     /* Every row, in order, is the reference's next valid configuration, formatted field by
@@ -766,6 +805,7 @@ sweep_suite(void)
     suite_add_tcase(s, spec);
     TCase *run = tcase_create("run");
     tcase_set_timeout(run, 60);
+    tcase_add_test(run, row_writer_keeps_rows_exact);
     tcase_add_test(run, rows_equal_evaluate);
     tcase_add_test(run, jsonl_matches_csv);
     tcase_add_test(run, columns_are_cells_of_the_full_rows);

@@ -79,16 +79,18 @@ testutil_model(const struct spsim_model_shape *shape)
 }
 
 /** A hardware profile with round numbers and no measured curves (test_time.c works its
- * collective formula by hand): GEMMs at 50 of 100 TFLOP/s (fp8 100 of 200), 100 SMs, HBM
- * 1000 GB/s achieved (spec 2000);
+ * collective formula by hand): GEMMs at 50 of 100 TFLOP/s (fp8 100 of 200, nvfp4 200 of
+ * 400), 100 SMs, HBM 1000 GB/s achieved (spec 2000);
  * 8 GPUs and 8 NICs a node; NVLink ring busbw 200 GB/s, 5 µs + 1 µs a step, 10 channels;
  * network 10 µs + 3 µs a step at NIC_GBPS (a string literal) per NIC. */
 #define TESTUTIL_SYNTHETIC_HW(NIC_GBPS)                                                            \
     "{\"schema\": \"spsim-hardware/1\", \"name\": \"synthetic\", \"gpu\": {\"model\": \"X\","      \
     " \"peak_dense_tflops\": {\"bf16\": {\"value\": 100, \"source\": \"t\"},"                      \
-    " \"fp8\": {\"value\": 200, \"source\": \"t\"}},"                                              \
+    " \"fp8\": {\"value\": 200, \"source\": \"t\"},"                                               \
+    " \"nvfp4\": {\"value\": 400, \"source\": \"t\"}},"                                            \
     " \"gemm_achievable_tflops\": {\"bf16\": {\"value\": 50, \"source\": \"t\"},"                  \
-    " \"fp8\": {\"value\": 100, \"source\": \"t\"}},"                                              \
+    " \"fp8\": {\"value\": 100, \"source\": \"t\"},"                                               \
+    " \"nvfp4\": {\"value\": 200, \"source\": \"t\"}},"                                            \
     " \"sm_count\": {\"value\": 100, \"source\": \"t\"},"                                          \
     " \"hbm_capacity_GB\": {\"value\": 80, \"source\": \"t\"},"                                    \
     " \"hbm_bandwidth_GBps\": {\"value\": 2000, \"source\": \"t\"},"                               \

@@ -13,8 +13,9 @@ enum spsim_dtype {
     SPSIM_DTYPE_BF16 = 0,
     SPSIM_DTYPE_FP16 = 1,
     SPSIM_DTYPE_FP8 = 2,
-    SPSIM_DTYPE_TF32 = 3,
-    SPSIM_DTYPE_FP32 = 4,
+    SPSIM_DTYPE_NVFP4 = 3, /**< TE NVFP4BlockScaling GEMMs; the peak is the FP4 (E2M1) one */
+    SPSIM_DTYPE_TF32 = 4,
+    SPSIM_DTYPE_FP32 = 5,
     SPSIM_DTYPE_COUNT
 };
 
@@ -22,8 +23,8 @@ enum spsim_dtype {
 SPSIM_API const char *spsim_dtype_name(enum spsim_dtype dtype);
 /** The dtype named `name` (spsim_dtype_name's spelling). @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_dtype_parse(const char *name, enum spsim_dtype *out);
-/** The dtypes a configuration trains its GEMMs in: the first three (bf16, fp16, fp8). */
-#define SPSIM_DTYPE_TRAINING_COUNT 3
+/** The dtypes a configuration trains its GEMMs in: the first four (bf16, fp16, fp8, nvfp4). */
+#define SPSIM_DTYPE_TRAINING_COUNT 4
 
 /** The headline numbers of a hardware profile, for listings. Units are in the names. */
 struct spsim_hardware_info {

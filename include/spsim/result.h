@@ -261,6 +261,9 @@ struct spsim_time_report {
     /** Wall time the critical stage's blocks take beyond their GPU time because the host
      * issues their launches more slowly (max(GPU, host) per block and phase) */
     double host_exposed_s;
+    /** FP8 delayed scaling: the amax AllReduces over the TP×DP×CP group after each model
+     * chunk's forward and backward of every micro-batch, on the critical path (0 otherwise). */
+    double fp8_amax_allreduce_s;
     /** With --overlap-moe-expert-parallel-comm: the token exchanges' time hidden under the
      * other micro-batch's computation (ep_exposed_s is what stays exposed); else 0. */
     double ep_a2a_hidden_s;

@@ -275,11 +275,12 @@ enum cli_config_opt {
     "                         shard optimizer state over dp (default off)\n"                       \
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
     "                         overlap the DP gradient reduction with backward (default off)\n"     \
-    "  --dtype T              GEMM data type: bf16 (default), fp16 or fp8\n"                       \
+    "  --dtype T              GEMM data type: bf16 (default), fp16, fp8 or nvfp4 (Blackwell)\n"    \
     "  --fp8-recipe R         --dtype fp8: delayed (default), current (tensorwise), mxfp8 or\n"    \
     "                         blockwise, as Transformer Engine scales FP8 tensors\n"               \
     "  --fp8-param-gather, --no-fp8-param-gather\n"                                                \
     "                         --dtype fp8: weights kept and gathered in FP8 (needs --zero >= 1)\n" \
+    "  --fp4-param-gather     --dtype nvfp4: the same in NVFP4 (Megatron --fp4-param-gather)\n"    \
     "  --cp N                 context parallel size (default 1): GPUs = tp·cp·pp·dp\n"          \
     "  --cp-comm-type T       p2p (default), all_gather, a2a or a2a+p2p\n"                         \
     "  --hierarchical-cp-sizes A,B\n"                                                              \

@@ -47,6 +47,7 @@ static const struct cli_option_spec {
     {"fp8-recipe", required_argument, OPT_FP8_RECIPE, SPSIM_AXIS_FP8_RECIPE},
     {"fp8-param-gather", no_argument, OPT_FP8_PARAM, -1},
     {"no-fp8-param-gather", no_argument, OPT_NO_FP8_PARAM, -1},
+    {"fp4-param-gather", no_argument, OPT_FP8_PARAM, -1},
     {"first-stage-layers", required_argument, OPT_FIRST_STAGE, -1},
     {"last-stage-layers", required_argument, OPT_LAST_STAGE, -1},
     {"account-for-embedding-in-pipeline-split", no_argument, OPT_ACCOUNT_EMB, -1},

@@ -359,6 +359,10 @@ print_time(FILE *f, const struct spsim_result *r)
         fprintf(f, "  %-32s %12s  %5.1f%%\n", "host-bound kernel launches",
                 fmt_time(a, sizeof(a), t->host_exposed_s),
                 100.0 * t->host_exposed_s / t->iteration_s);
+    if (t->fp8_amax_allreduce_s > 0)
+        fprintf(f, "  %-32s %12s  %5.1f%%\n", "FP8 amax AllReduces (delayed)",
+                fmt_time(a, sizeof(a), t->fp8_amax_allreduce_s),
+                100.0 * t->fp8_amax_allreduce_s / t->iteration_s);
     fprintf(f, "  %-32s %12s\n", "iteration", fmt_time(a, sizeof(a), t->iteration_s));
     print_overlaps(f, r);
     print_host(f, r);

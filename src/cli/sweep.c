@@ -40,7 +40,7 @@ static const char sweep_help[] =
     "  --flash-attn LIST      on, off, model (default model)\n"
     "  --distributed-optimizer LIST, --overlap-grad-reduce LIST\n"
     "                         on, off (default off)\n"
-    "  --dtype LIST           bf16, fp16, fp8 (default bf16)\n"
+    "  --dtype LIST           bf16, fp16, fp8, nvfp4 (default bf16)\n"
     "  --fp8-recipe LIST      delayed, current, mxfp8, blockwise (default delayed; another\n"
     "                         recipe than delayed needs dtype fp8)\n"
     "  --recompute-modules LIST\n"

@@ -139,6 +139,7 @@ struct spsim_layer_summary {
      * and whether any block's wall is host-bound. */
     uint32_t layer_forward_launches, layer_backward_launches;
     bool host_bound;
+    uint32_t fp8_gemms_layer; /* GEMM ops of one layer in FP8 or NVFP4 (engine/fp8.c) */
     /* An MoE layer with SP and t > 1: the router's parameters (marked sequence_parallel,
      * router.py), whose gradients join the MLA ones' TP all-reduce (evaluate.c); else 0. */
     uint64_t params_router_tp_synced;

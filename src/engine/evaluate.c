@@ -589,7 +589,15 @@ static uint64_t
 fp8_gather_saved(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                  uint64_t layers)
 {
-    return par->fp8_param_gather ? layers * le->fp8_weights_layer : 0;
+    if (!par->fp8_param_gather)
+        return 0;
+    /* --fp4-param-gather (Megatron arguments.py): the NVFP4 weights gathered instead, their
+     * rowwise 1/2 B and the E4M3 scale of each 16×16 block (the columnwise copy of a 2D-scaled
+     * weight is its transpose, made where it is used): 2 − 1/2 − 1/256 B saved a weight. */
+    uint64_t w = le->fp8_weights_layer;
+    if (par->dtype == SPSIM_DTYPE_NVFP4)
+        w = w + w / 2 - w / 256;
+    return layers * w;
 }
 
 /*
@@ -1223,6 +1231,40 @@ tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     return SPSIM_OK;
 }
 
+/*
+ * FP8 delayed scaling (TE DelayedScaling, reduce_amax on). Megatron wraps a model chunk's
+ * whole forward in one fp8 autocast for delayed scaling (transformer_block.py, the outer
+ * quantization context); when it closes TE all-reduces (MAX) in one buffer the fp32 amaxes of
+ * every FP8 tensor the chunk quantized, 3 per GEMM (input, weight, output), and after the
+ * chunk's backward (its first module's, reduce_and_update_bwd_fp8_tensors) the 2 per GEMM of
+ * the gradients (pytorch/quantization.py reduce_and_update_fp8_tensors, the fused history and
+ * scale update after it). The group is Megatron's amax reduction group, TP×DP×CP
+ * (parallel_state.get_amax_reduction_group(with_context_parallel=True); contiguous ranks,
+ * pipeline outermost). The all-reduce is issued on the compute stream: on the critical path,
+ * once per micro-batch and model chunk of the critical stage.
+ */
+static int
+fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+              const struct spsim_layer_summary *le, const struct shape *x,
+              const struct stage_time *crit, struct spsim_time_report *tr, double *busy_nv,
+              double *busy_net)
+{
+    uint64_t group = x->t * x->dc * x->c;
+    if (group <= 1 || le->fp8_gemms_layer == 0)
+        return SPSIM_OK;
+    double gemms = (double)le->fp8_gemms_layer * (double)crit->layers / (double)x->v;
+    struct spsim_coll_time f, b;
+    int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)group, 1, 12.0 * gemms, &f);
+    if (rc == SPSIM_OK)
+        rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)group, 1, 8.0 * gemms, &b);
+    if (rc)
+        return rc;
+    double times = (double)x->micro * (double)x->v;
+    tr->fp8_amax_allreduce_s = times * (f.time_s + b.time_s);
+    *(f.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += tr->fp8_amax_allreduce_s;
+    return SPSIM_OK;
+}
+
 /* MLA with SP: the duplicated down-projections' and latent norms' gradients (marked
  * sequence_parallel) are summed over TP once per iteration, after the backward, in one
  * coalesced all-reduce (finalize_model_grads._allreduce_non_tensor_model_parallel_grads), on
@@ -1478,11 +1520,14 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     if ((le->params_tp_synced | le->params_router_tp_synced) &&
         (rc = mla_grad_sync(memo, hw, par, le, x, crit, tr, &busy_nv, &busy_net)))
         return rc;
+    if (par->dtype == SPSIM_DTYPE_FP8 && par->fp8_recipe == SPSIM_FP8_DELAYED &&
+        (rc = fp8_amax_sync(memo, hw, le, x, crit, tr, &busy_nv, &busy_net)))
+        return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
                       (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
-                      tr->offload_exposed_s + tr->ep_exposed_s;
+                      tr->offload_exposed_s + tr->ep_exposed_s + tr->fp8_amax_allreduce_s;
     host_time(hw, le, mb, crit, tr);
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;

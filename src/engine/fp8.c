@@ -23,6 +23,19 @@
  * (1 B per 32 values either way). With sequence parallelism TE gathers the quantized shard:
  * the AllGathers of the layer's inputs, of dY and the wgrad re-gathers carry FP8 (M/2); the
  * ReduceScatters carry BF16 partial sums.
+ *
+ * NVFP4 (--dtype nvfp4; Megatron --fp4-format e2m1 --fp4-recipe nvfp4, TE NVFP4BlockScaling,
+ * common/recipe/__init__.py and docs/features/low_precision_training/nvfp4/nvfp4.rst): the same
+ * linears run all three GEMMs in FP4 E2M1 (fp8_dpa/fp8_mha off: attention stays BF16). Values
+ * are 4 bits (two a byte) with an E4M3 scale per 16 (1D: inputs and gradients) or per 16×16
+ * block (2D: weights) and one fp32 scale per tensor from the tensor's global amax. Both copies
+ * are made from the BF16 tensor: first nvte_hadamard_transform_amax reads it once for the
+ * rowwise amax and the columnwise amax after the random Hadamard transform (wgrad operands,
+ * hadamard_transform.h), then the quantize reads it again and writes both copies with their
+ * scales; stochastic rounding (gradients) is done by the conversion instructions. Per element:
+ * 2 + 2 + 2·(1/2 + 1/16) = 5.125 B, after a norm as well (the columnwise amax is of the
+ * transformed tensor, which the norm does not compute). Saved inputs: 1/2 + 1/16 B a value;
+ * SP AllGathers carry the quantized shard, (1/2 + 1/16)/2 of M.
  */
 #include "config.h"
 
@@ -45,6 +58,31 @@ cast_bytes(enum spsim_fp8_recipe r, bool after_norm)
     if (r == SPSIM_FP8_CURRENT && !after_norm)
         return 6.0;
     return 4.0 + 2.0 * scale_bytes(r);
+}
+
+/* NVFP4: an E4M3 scale per 16 values; the bytes of one BF16 element cast into both copies. */
+#define SPSIM_NVFP4_BLOCK      16
+#define SPSIM_NVFP4_CAST_BYTES (2.0 + 2.0 + 2.0 * (0.5 + 1.0 / SPSIM_NVFP4_BLOCK))
+
+static void
+nvfp4_gemm(struct spsim_layer *L, struct spsim_op *op)
+{
+    struct spsim_saved_tensor *in = &op->saved[0];
+    uint64_t elements = in->elements;
+    op->fp8 = true; /* a quantized linear: timing.c runs it at the cfg's dtype, nvfp4 */
+    /* The saved input packed two values a byte, then its E4M3 scales. */
+    in->what = "input in NVFP4 (two values a byte)";
+    in->elements = (elements + 1) / 2;
+    in->bytes_per_element = 1;
+    if (op->nsaved < SPSIM_OP_MAX_SAVED)
+        op->saved[op->nsaved++] = (struct spsim_saved_tensor){
+            "NVFP4 scales of the input", (elements + SPSIM_NVFP4_BLOCK - 1) / SPSIM_NVFP4_BLOCK, 1,
+            in->group};
+    op->cast_fwd_bytes = (double)elements * SPSIM_NVFP4_CAST_BYTES;
+    double dy = (double)op->m * (double)op->n;
+    if (op->role == SPSIM_GEMM_ROW && L->cfg.sp && L->cfg.t > 1)
+        dy /= L->cfg.t;
+    op->cast_bwd_bytes = dy * SPSIM_NVFP4_CAST_BYTES;
 }
 
 static void
@@ -70,17 +108,42 @@ fp8_gemm(struct spsim_layer *L, struct spsim_op *op)
     op->cast_bwd_bytes = dy * cast_bytes(r, false);
 }
 
+/*
+ * A tensor quantized with a per-tensor scale computed from itself (current scaling, NVFP4's
+ * global scale) and then all-gathered needs the same scale on every rank: TE all-reduces its
+ * amax (MAX) over the TP group before quantizing, blocking (pytorch/csrc/quantizer.cpp:
+ * Float8CurrentScalingQuantizer one fp32, NVFP4Quantizer the rowwise and the columnwise amax
+ * coalesced, 8 B). The groups are set in pytorch/module/linear.py and layernorm_linear.py: a
+ * column-parallel input with SP (forward, and again in a recomputed forward), a row-parallel
+ * output gradient with SP (backward). Delayed scaling's amax reduction is per pass, not per
+ * tensor (evaluate.c); MXFP8 and blockwise scales are local to their blocks.
+ */
+static uint32_t
+amax_reduction_bytes(const struct spsim_layer_config *cfg)
+{
+    if (cfg->dtype == SPSIM_DTYPE_NVFP4)
+        return 8;
+    return cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 4 : 0;
+}
+
 void
 spsim_layer_apply_fp8(struct spsim_layer *L)
 {
-    if (L->cfg.dtype != SPSIM_DTYPE_FP8)
+    bool fp4 = L->cfg.dtype == SPSIM_DTYPE_NVFP4;
+    if (L->cfg.dtype != SPSIM_DTYPE_FP8 && !fp4)
         return;
     for (uint32_t i = 0; i < L->nops; i++) {
         struct spsim_op *op = &L->ops[i];
-        if (op->kind == SPSIM_OPK_GEMM)
+        if (op->kind == SPSIM_OPK_GEMM && fp4)
+            nvfp4_gemm(L, op);
+        else if (op->kind == SPSIM_OPK_GEMM)
             fp8_gemm(L, op);
-        else if (op->kind == SPSIM_OPK_COMM && L->cfg.sp)
+        else if (op->kind == SPSIM_OPK_COMM && L->cfg.sp) {
             op->fp8_gather = true;
+            /* NVFP4's shard: (1/2 + 1/16) B a value of the BF16 message's 2 */
+            op->gather_fraction = fp4 ? (0.5 + 1.0 / SPSIM_NVFP4_BLOCK) / 2.0 : 0.5;
+            op->amax_bytes = amax_reduction_bytes(&L->cfg);
+        }
     }
 }
 
@@ -97,6 +160,11 @@ spsim_layer_fp8_weights(const struct spsim_layer *L, bool *ok)
 uint64_t
 spsim_layer_fp8_weight_bytes(const struct spsim_layer *L, bool *ok)
 {
+    if (L->cfg.dtype == SPSIM_DTYPE_NVFP4) {
+        /* Rowwise and columnwise, 1/2 B each, an E4M3 scale per 16×16 block in each (2D). */
+        uint64_t w = spsim_layer_fp8_weights(L, ok);
+        return spsim_add(w, w / 128, ok);
+    }
     if (L->cfg.dtype != SPSIM_DTYPE_FP8)
         return 0;
     uint64_t weights = spsim_layer_fp8_weights(L, ok);

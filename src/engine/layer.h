@@ -99,6 +99,10 @@ struct spsim_op {
      * mlp, moe_router for the pre-MLP norm, router and shared experts, moe for the rest of an
      * MoE block); 0 outside transformer layers (engine/host.c). */
     uint32_t graph_module;
+    double gather_fraction; /* fp8_gather: the fraction of M an AllGather carries (fp8.c) */
+    /* Current scaling and NVFP4 with SP: the fp32 amax bytes all-reduced over TP before each
+     * quantized AllGather of this boundary (fp8.c); 0 = none. */
+    uint32_t amax_bytes;
 };
 
 #define SPSIM_LAYER_MAX_OPS 44

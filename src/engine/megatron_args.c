@@ -108,6 +108,11 @@ enum flag_id {
     F_FP8,
     F_FP8_RECIPE,
     F_FP8_PARAM,
+    F_FP4,
+    F_FP4_RECIPE,
+    F_FP4_PARAM,
+    F_FP8_DPA,
+    F_FP8_MHA,
     F_NPROC,
     F_NNODES,
     F_COUNT
@@ -210,6 +215,12 @@ static const struct {
     [F_FP8] = {"--fp8-format", K_VALUE},
     [F_FP8_RECIPE] = {"--fp8-recipe", K_VALUE},
     [F_FP8_PARAM] = {"--fp8-param-gather", K_SWITCH},
+    /* NVFP4 (transformer_config.py fp4 / fp4_recipe, arguments.py) */
+    [F_FP4] = {"--fp4-format", K_VALUE},
+    [F_FP4_RECIPE] = {"--fp4-recipe", K_VALUE},
+    [F_FP4_PARAM] = {"--fp4-param-gather", K_SWITCH},
+    [F_FP8_DPA] = {"--fp8-dot-product-attention", K_SWITCH},
+    [F_FP8_MHA] = {"--fp8-multi-head-attention", K_SWITCH},
     /* torchrun (torch/distributed/run.py) */
     [F_NPROC] = {"--nproc_per_node", K_VALUE},
     [F_NNODES] = {"--nnodes", K_VALUE},
@@ -814,14 +825,25 @@ sharding(const struct mg *m, struct spsim_parallel *p)
     return SPSIM_OK;
 }
 
-/* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format. */
+/* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format, NVFP4 ones with
+ * --fp4-format e2m1 (its only value; --fp4-recipe nvfp4, the default, TE NVFP4BlockScaling;
+ * 'custom' quantizers are not modelled). Megatron refuses both formats together. */
 static int
 dtype(const struct mg *m, enum spsim_dtype *out)
 {
     static const char *const formats[] = {"e4m3", "hybrid", NULL};
-    int f = -1, rc = choice(m, F_FP8, formats, -1, &f);
+    static const char *const fp4[] = {"e2m1", NULL}, *const fp4_recipes[] = {"nvfp4", NULL};
+    int f = -1, f4 = -1, r4 = 0, rc = choice(m, F_FP8, formats, -1, &f);
+    if (rc == SPSIM_OK)
+        rc = choice(m, F_FP4, fp4, -1, &f4);
+    if (rc == SPSIM_OK)
+        rc = choice(m, F_FP4_RECIPE, fp4_recipes, 0, &r4);
     if (rc != SPSIM_OK)
         return rc;
+    if (f >= 0 && f4 >= 0)
+        return flag_error(m, F_FP4, "given with --fp8-format");
+    if (m->given[F_FP4_PARAM] && f4 < 0) /* arguments.py refuses it too */
+        return flag_error(m, F_FP4_PARAM, "needs --fp4-format");
     if (m->given[F_BF16] && m->given[F_FP16])
         return flag_error(m, F_FP16, "given with --bf16");
     if (!m->given[F_BF16] && !m->given[F_FP16])
@@ -829,6 +851,8 @@ dtype(const struct mg *m, enum spsim_dtype *out)
                           "missing: without --bf16 or --fp16 Megatron-LM trains in "
                           "fp32, which spsim does not model");
     *out = f >= 0 ? SPSIM_DTYPE_FP8 : m->given[F_BF16] ? SPSIM_DTYPE_BF16 : SPSIM_DTYPE_FP16;
+    if (f4 >= 0)
+        *out = SPSIM_DTYPE_NVFP4;
     return SPSIM_OK;
 }
 
@@ -841,8 +865,19 @@ fp8(const struct mg *m, struct spsim_parallel *p)
     static const enum spsim_fp8_recipe as[] = {SPSIM_FP8_DELAYED, SPSIM_FP8_CURRENT,
                                                SPSIM_FP8_MXFP8, SPSIM_FP8_BLOCKWISE};
     int r = 0, rc = choice(m, F_FP8_RECIPE, recipes, 0, &r);
-    if (rc != SPSIM_OK || p->dtype != SPSIM_DTYPE_FP8)
+    if (rc != SPSIM_OK || (p->dtype != SPSIM_DTYPE_FP8 && p->dtype != SPSIM_DTYPE_NVFP4))
         return rc;
+    /* FP8 attention (TE DotProductAttention in FP8): no hardware profile has a sourced FP8
+     * fused-attention rate, and spsim will not invent one. */
+    for (int f = F_FP8_DPA; f <= F_FP8_MHA; f++)
+        if (m->given[f])
+            return flag_error(m, f,
+                              "FP8 attention is not modelled (no sourced FP8 "
+                              "fused-attention rate; drop it for BF16 attention)");
+    if (p->dtype == SPSIM_DTYPE_NVFP4) { /* --fp4-param-gather: the NVFP4 weights gathered */
+        p->fp8_param_gather = m->given[F_FP4_PARAM];
+        return SPSIM_OK;
+    }
     p->fp8_recipe = as[r];
     p->fp8_param_gather = m->given[F_FP8_PARAM];
     return SPSIM_OK;

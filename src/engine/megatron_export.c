@@ -251,6 +251,9 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
              recipes[p->fp8_recipe < SPSIM_FP8_RECIPE_COUNT ? p->fp8_recipe : 0],
              p->fp8_param_gather ? "    --fp8-param-gather \\\n" : "");
     }
+    if (p->dtype == SPSIM_DTYPE_NVFP4)
+        emit(o, "    --fp4-format e2m1 \\\n    --fp4-recipe nvfp4 \\\n%s",
+             p->fp8_param_gather ? "    --fp4-param-gather \\\n" : "");
     emit(o, "    %s\n", p->dtype == SPSIM_DTYPE_FP16 ? "--fp16" : "--bf16");
 }
 

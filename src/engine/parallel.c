@@ -107,8 +107,10 @@ check_fp8(const struct spsim_parallel *p, struct spsim_error *err)
     if (p->fp8_recipe != SPSIM_FP8_DELAYED && p->dtype != SPSIM_DTYPE_FP8)
         return CONFIG_FAIL(err, "field 'fp8_recipe': %s scaling needs dtype fp8",
                            spsim_fp8_recipe_name(p->fp8_recipe));
-    if (p->fp8_param_gather && p->dtype != SPSIM_DTYPE_FP8)
-        return CONFIG_FAIL(err, "field 'fp8_param_gather': FP8 parameters need dtype fp8");
+    if (p->fp8_param_gather && p->dtype != SPSIM_DTYPE_FP8 && p->dtype != SPSIM_DTYPE_NVFP4)
+        return CONFIG_FAIL(err,
+                           "field 'fp8_param_gather': FP8 parameters need dtype fp8 (or nvfp4, "
+                           "--fp4-param-gather)");
     if (p->fp8_param_gather && !p->distributed_optimizer && p->zero == 0)
         return CONFIG_FAIL(err, "field 'fp8_param_gather': needs the distributed optimizer or "
                                 "Megatron-FSDP (zero >= 1)");
@@ -139,8 +141,9 @@ check_ranges(const struct spsim_parallel *p, struct spsim_error *err)
         return CONFIG_FAIL(err, "field 'recompute': must be none, selective or full");
     if (p->flash_attn < -1 || p->flash_attn > 1)
         return CONFIG_FAIL(err, "field 'flash_attn': must be -1 (model default), 0 or 1");
-    if (p->dtype != SPSIM_DTYPE_BF16 && p->dtype != SPSIM_DTYPE_FP16 && p->dtype != SPSIM_DTYPE_FP8)
-        return CONFIG_FAIL(err, "field 'dtype': must be bf16, fp16 or fp8");
+    if (p->dtype != SPSIM_DTYPE_BF16 && p->dtype != SPSIM_DTYPE_FP16 &&
+        p->dtype != SPSIM_DTYPE_FP8 && p->dtype != SPSIM_DTYPE_NVFP4)
+        return CONFIG_FAIL(err, "field 'dtype': must be bf16, fp16, fp8 or nvfp4");
     if ((unsigned)p->cp_comm_type >= SPSIM_CP_COMM_COUNT)
         return CONFIG_FAIL(err, "field 'cp_comm_type': must be p2p, all_gather, a2a or a2a+p2p");
     if (p->zero > 3)
@@ -427,6 +430,13 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
         (rc = check_offload(m, hw, p, err)) ||
         ((p->cuda_graph_impl || p->cuda_graph_scope) && (rc = spsim_cuda_graph_check(m, p, err))))
         return rc;
+    /* TE trains NVFP4 on SM 10.0 and 10.3 only (docs/.../nvfp4.rst "Supported devices"):
+     * a GPU without an FP4 tensor-core peak (Hopper, Ampere) cannot run it. */
+    if (hw && p->dtype == SPSIM_DTYPE_NVFP4 && hw->peak_flops[p->dtype] <= 0)
+        return CONFIG_FAIL(err,
+                           "field 'dtype': nvfp4 needs FP4 tensor cores (Blackwell); the hardware "
+                           "profile '%s' has no nvfp4 peak",
+                           hw->name);
     if (hw && hw->peak_flops[p->dtype] <= 0)
         return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak", hw->name,
                            spsim_dtype_name(p->dtype));

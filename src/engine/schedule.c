@@ -1,6 +1,7 @@
 /* The order of one layer's work on one TP rank: forward, recompute and backward steps. */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "layer.h"
@@ -94,12 +95,30 @@ cp_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase pha
              coll == SPSIM_COLL_SEND_RECV ? SPSIM_OVERLAP_ATTENTION : SPSIM_OVERLAP_NONE);
 }
 
-/* A boundary's message for a collective: FP8 AllGathers carry half of M (engine/fp8.c). */
+/* A boundary's message for a collective: FP8 AllGathers carry half of M, NVFP4 ones
+ * (1/2 + 1/16)/2 of it (engine/fp8.c). */
 static uint64_t
 coll_message(const struct spsim_op *op, enum spsim_coll_op coll)
 {
-    return op->fp8_gather && coll == SPSIM_COLL_ALL_GATHER ? op->message_bytes / 2
-                                                           : op->message_bytes;
+    if (!(op->fp8_gather && coll == SPSIM_COLL_ALL_GATHER))
+        return op->message_bytes;
+    if (op->gather_fraction == 0.5)
+        return op->message_bytes / 2;
+    return (uint64_t)ceil((double)op->message_bytes * op->gather_fraction);
+}
+
+/* Current scaling and NVFP4: the amax all-reduce before a quantized AllGather (fp8.c). */
+static void
+amax_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phase phase,
+          enum spsim_coll_op coll)
+{
+    if (op->amax_bytes == 0 || coll != SPSIM_COLL_ALL_GATHER)
+        return;
+    struct spsim_step *st = push(b, phase, op, SPSIM_PASS_COMM);
+    set_coll(st, SPSIM_COLL_ALL_REDUCE, op->amax_bytes,
+             phase == SPSIM_PHASE_BACKWARD ? "amax of the output gradient before the AllGather"
+                                           : "amax of the input before the AllGather",
+             "amax", SPSIM_OVERLAP_NONE);
 }
 
 static void
@@ -122,6 +141,7 @@ forward_step(struct sched_builder *b, const struct spsim_op *op, enum spsim_phas
         st->flops = op->flash_fwd_flops;
         break;
     case SPSIM_OPK_COMM:
+        amax_step(b, op, phase, op->fwd_coll);
         st = push(b, phase, op, SPSIM_PASS_COMM);
         set_coll(st, op->fwd_coll, coll_message(op, op->fwd_coll), op->name, op->operator_name,
                  boundary_overlap(b, op->fwd_coll));
@@ -189,6 +209,7 @@ backward_step(struct sched_builder *b, const struct spsim_layer *L, uint32_t i)
         /* g/f: their backward collective is issued with the column-parallel wgrad above. */
         if (op->into_tp)
             break;
+        amax_step(b, op, SPSIM_PHASE_BACKWARD, op->bwd_coll);
         st = push(b, SPSIM_PHASE_BACKWARD, op, SPSIM_PASS_COMM);
         set_coll(st, op->bwd_coll, coll_message(op, op->bwd_coll), op->bwd_name, op->operator_name,
                  boundary_overlap(b, op->bwd_coll));

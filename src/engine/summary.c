@@ -151,6 +151,9 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     }
     s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
     s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
+    s->fp8_gemms_layer = 0;
+    for (uint32_t i = 0; i < le->layer.block.nops; i++)
+        s->fp8_gemms_layer += le->layer.block.ops[i].fp8;
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
     const uint32_t *n = le->layer.launches;

@@ -82,6 +82,9 @@ gemm_compute_s(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t
 {
     double flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
     struct spsim_gemm_geometry g = spsim_gemm_geometry_of(hw, dtype == SPSIM_DTYPE_FP8);
+    if (dtype == SPSIM_DTYPE_NVFP4) /* 128 B of K: CUTLASS's NVFP4 tiles are 256×256×256
+                                     * (examples/72_blackwell_narrow_precision_gemm/72a) */
+        g.k_block = 256;
     const struct spsim_gemm_table *t = hw->gemm_table;
     if (!(t && t->n > 0 && dtype == SPSIM_DTYPE_BF16)) {
         *compute = spsim_gemm_shape_time(&g, gemm_ceiling(hw, dtype), hw->hbm_achievable_Bps, m, n,
@@ -113,6 +116,8 @@ spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_
     /* Operands in 16 bits (FP8: 8); Megatron's gradient-accumulation fusion reads and writes
      * the fp32 main gradient for the weight-gradient GEMM. */
     double elem = dtype == SPSIM_DTYPE_FP8 ? 1.0 : 2.0;
+    if (dtype == SPSIM_DTYPE_NVFP4) /* 4 bits and an E4M3 scale per 16 (engine/fp8.c) */
+        elem = 0.5 + 1.0 / 16.0;
     double operand_bytes = (double)batch * elem * ((double)m * k + (double)k * n);
     double output_bytes = (double)batch * (fp32_accumulate_out ? 8.0 : 2.0) * (double)m * n;
     double epilogue = epilogue_s(hw, m, n, batch, fp32_accumulate_out);
@@ -233,13 +238,15 @@ cp_step_cost(const struct spsim_hardware *hw, const struct spsim_step *st,
     return rc;
 }
 
-/* FP8 configurations run the layer's linear GEMMs in FP8 (engine/fp8.c), the rest in BF16. */
+/* FP8 and NVFP4 configurations run the layer's linear GEMMs in FP8 or FP4 (engine/fp8.c),
+ * the rest in BF16. */
 static enum spsim_dtype
 gemm_dtype(const struct spsim_layer_config *cfg, const struct spsim_op *op)
 {
     if (op->fp8)
-        return SPSIM_DTYPE_FP8;
-    return cfg->dtype == SPSIM_DTYPE_FP8 ? SPSIM_DTYPE_BF16 : cfg->dtype;
+        return cfg->dtype == SPSIM_DTYPE_NVFP4 ? SPSIM_DTYPE_NVFP4 : SPSIM_DTYPE_FP8;
+    return cfg->dtype == SPSIM_DTYPE_FP8 || cfg->dtype == SPSIM_DTYPE_NVFP4 ? SPSIM_DTYPE_BF16
+                                                                            : cfg->dtype;
 }
 
 /* TE userbuffers' defaults (transformer_engine/pytorch/module/base.py initialize_ub, the

@@ -166,6 +166,7 @@ random_bits(enum spsim_dtype dtype, uint64_t *state)
     case SPSIM_DTYPE_FP32:
         return bf16 << 16 | ((mant >> 16) & 0xffff);
     case SPSIM_DTYPE_BF16:
+    case SPSIM_DTYPE_NVFP4: /* not replayed (gpu_plan.c refuses it) */
     case SPSIM_DTYPE_COUNT:
         break;
     }
@@ -183,6 +184,7 @@ dtype_bytes(enum spsim_dtype dtype)
         return 4;
     case SPSIM_DTYPE_BF16:
     case SPSIM_DTYPE_FP16:
+    case SPSIM_DTYPE_NVFP4:
     case SPSIM_DTYPE_COUNT:
         break;
     }

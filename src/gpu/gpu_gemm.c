@@ -79,6 +79,7 @@ input_type(enum spsim_dtype d)
     case SPSIM_DTYPE_FP8:
         return CUDA_R_8F_E4M3;
     case SPSIM_DTYPE_BF16:
+    case SPSIM_DTYPE_NVFP4:
     case SPSIM_DTYPE_TF32:
     case SPSIM_DTYPE_FP32:
     case SPSIM_DTYPE_COUNT:

@@ -124,6 +124,10 @@ prepare_gemm(struct member *mb, const struct spsim_gpu_validate_step *s, struct 
              struct spsim_error *err)
 {
     struct spsim_gpu_gemm_spec spec = step_spec(s);
+    /* NVFP4 needs cuBLASLt's block-scaled FP4 matmul (E4M3 scale tensors), not wired here. */
+    if (s->dtype == SPSIM_DTYPE_NVFP4)
+        return spsim_fail(err, SPSIM_ENOTSUP, "validate: NVFP4 GEMM of '%s' is not replayed",
+                          s->op);
     if (s->dtype == SPSIM_DTYPE_FP8 && !spsim_gpu_fp8_ok(mb->cc_major, mb->cc_minor, &spec.shape))
         return spsim_fail(err, SPSIM_ENOTSUP,
                           "validate: FP8 GEMM %llux%llux%llu of '%s' needs "

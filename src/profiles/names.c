@@ -9,7 +9,7 @@
 
 #include "profiles.h"
 
-const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1] = {"bf16", "fp16", "fp8",
+const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1] = {"bf16", "fp16", "fp8", "nvfp4",
                                                               "tf32", "fp32", NULL};
 const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1] = {"none", "selective", "full",
                                                                       NULL};

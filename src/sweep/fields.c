@@ -239,6 +239,7 @@ static const struct spsim_field fields[] = {
     F("time.pp_p2p_s", F64, time.pp_p2p_s),
     F("time.dp_exposed_s", F64, time.dp_exposed_s),
     F("time.tied_embedding_allreduce_s", F64, time.tied_embedding_allreduce_s),
+    F("time.fp8_amax_allreduce_s", F64, time.fp8_amax_allreduce_s),
     F("time.optimizer_s", F64, time.optimizer_s),
     F("time.offload_exposed_s", F64, time.offload_exposed_s),
     F("time.offload_d2h_s_per_layer", F64, time.offload_d2h_s_per_layer),

@@ -63,6 +63,20 @@ struct spsim_row_column {
     uint8_t size;                    /* bytes of the value: 1, 4 or 8 */
     uint8_t len;
     char text[SPSIM_ROW_CELL];
+    /* The value before `last` and its text: an inner on/off axis makes a column alternate
+     * between two values (dense GPT-3 space: 17 cells formatted per row instead of 28). */
+    bool known_prev;
+    uint8_t prev_len;
+    uint64_t prev;
+    char prev_text[SPSIM_ROW_CELL];
+    size_t offset; /* the field's offset in struct spsim_result */
+    uint64_t mask; /* of a 64-bit load at `offset`: the value's `size` bytes, as raw_value's */
+};
+
+/* A column's last value, mask and offset (spsim_row_column's), packed. */
+struct spsim_row_probe {
+    uint64_t last, mask;
+    size_t offset;
 };
 
 struct spsim_row_writer {
@@ -72,6 +86,16 @@ struct spsim_row_writer {
     /* Text before each column: ',' for CSV, ',"key":' for JSONL (one string per column). */
     char **prefix;
     uint8_t *prefix_len;
+    /* Rows after the first copy the last row's text (`row`, each cell at `start`) but for the
+     * cells whose value changed, found by masked 64-bit loads: `wide_loads` when every field
+     * column has 8 bytes of struct spsim_result from its offset, `primed` once `row` holds the
+     * row of the names `last_model` and `last_hw`. */
+    bool wide_loads, primed;
+    char *row;
+    size_t row_len;
+    uint32_t *start, *changed;
+    struct spsim_row_probe *probe; /* per column, packed for the search of changed cells */
+    const char *last_model, *last_hw;
 };
 
 /** @param columns  "a,b,..." (spsim_row_columns_check'ed) or NULL for every column */

@@ -13,6 +13,9 @@
 #include "spsim/fields.h"
 #include "sweep_internal.h"
 
+/* Room for the last row: SPSIM_ROW_MAX beside names of up to as much. */
+#define ROW_COPY (2 * SPSIM_ROW_MAX)
+
 /* The column's name: config.tp → tp, memory.total_bytes → memory_total_bytes. */
 static size_t
 column_name(const char *path, char *out)
@@ -105,6 +108,10 @@ spsim_row_writer_free(struct spsim_row_writer *w)
     free(w->prefix);
     free(w->prefix_len);
     free(w->columns);
+    free(w->row);
+    free(w->start);
+    free(w->changed);
+    free(w->probe);
     memset(w, 0, sizeof(*w));
 }
 
@@ -132,6 +139,10 @@ add_column(struct spsim_row_writer *w, const char *name, size_t len, const struc
     w->columns[i].field = f;
     w->columns[i].name = f ? 0 : len == 5 ? 1 : 2; /* model, hw */
     w->columns[i].size = f ? value_size(f->type) : 0;
+    w->columns[i].offset = f ? f->offset : 0;
+    memset(&w->columns[i].mask, 0xff, w->columns[i].size); /* the first `size` bytes */
+    if (f && f->offset + sizeof(uint64_t) > sizeof(struct spsim_result))
+        w->wide_loads = false;
     if (!(w->prefix[i] = spsim_calloc(len + 5, 1)))
         return SPSIM_ENOMEM;
     char *p = w->prefix[i];
@@ -198,10 +209,18 @@ spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format, 
     const struct spsim_field *fields;
     size_t cap = spsim_result_fields(&fields) + 2, longest = 32; /* braces, line break */
     w->format = format;
+    w->wide_loads = true; /* unless a column ends the struct (add_column) */
     w->columns = spsim_calloc(cap, sizeof(*w->columns));
     w->prefix = spsim_calloc(cap, sizeof(*w->prefix));
     w->prefix_len = spsim_calloc(cap, sizeof(*w->prefix_len));
-    int rc = w->columns && w->prefix && w->prefix_len ? SPSIM_OK : SPSIM_ENOMEM;
+    w->row = spsim_calloc(ROW_COPY, 1);
+    w->start = spsim_calloc(cap, sizeof(*w->start));
+    w->changed = spsim_calloc(cap, sizeof(*w->changed));
+    w->probe = spsim_calloc(cap, sizeof(*w->probe));
+    int rc =
+        w->columns && w->prefix && w->prefix_len && w->row && w->start && w->changed && w->probe
+            ? SPSIM_OK
+            : SPSIM_ENOMEM;
     if (rc == SPSIM_OK && !columns)
         rc = add_all_columns(w);
     for (const char *p = columns, *end; rc == SPSIM_OK && p && *p; p = *end ? end + 1 : end) {
@@ -268,11 +287,38 @@ column_format(struct spsim_row_column *c, enum spsim_row_format format,
     c->len = (uint8_t)(n < sizeof(c->text) ? n : sizeof(c->text));
 }
 
-size_t
-spsim_row_writer_row(struct spsim_row_writer *w, const char *model, const char *hw,
-                     const struct spsim_result *r, char *out)
+/* The column's value `v` changed: take the text of the value before when it comes back, else
+ * format it; the text replaced becomes the value before. */
+static void
+column_update(struct spsim_row_column *c, enum spsim_row_format format,
+              const struct spsim_result *r, uint64_t v)
 {
-    size_t n = 0;
+    char text[SPSIM_ROW_CELL];
+    uint64_t last = c->last;
+    uint8_t len = c->len;
+    bool known = c->known;
+    memcpy(text, c->text, SPSIM_ROW_CELL);
+    if (c->known_prev && v == c->prev) {
+        memcpy(c->text, c->prev_text, SPSIM_ROW_CELL);
+        c->len = c->prev_len;
+    } else {
+        column_format(c, format, r);
+    }
+    c->last = v;
+    c->known = true;
+    c->prev = last;
+    c->prev_len = len;
+    c->known_prev = known;
+    memcpy(c->prev_text, text, SPSIM_ROW_CELL);
+}
+
+/* The row's cells, each formatted or copied from its column's memory; kept as the row later
+ * ones copy from (when it fits: names are of any length). */
+static size_t
+row_cells(struct spsim_row_writer *w, const char *model, const char *hw,
+          const struct spsim_result *r, char *out)
+{
+    size_t n = 0, names = 0;
     bool csv = w->format == SPSIM_ROW_CSV;
     for (size_t i = 0; i < w->ncolumns; i++) {
         struct spsim_row_column *c = &w->columns[i];
@@ -283,23 +329,92 @@ spsim_row_writer_row(struct spsim_row_writer *w, const char *model, const char *
             memcpy(out + n, w->prefix[i], w->prefix_len[i]);
             n += w->prefix_len[i];
         }
+        w->start[i] = (uint32_t)n;
         if (c->name) {
             const char *name = c->name == 1 ? model : hw;
             size_t len = strlen(name);
             memcpy(out + n, name, len);
             n += len;
+            names += len;
             continue;
         }
         uint64_t v = raw_value(c, r);
-        if (!c->known || v != c->last) {
-            c->last = v;
-            c->known = true;
-            column_format(c, w->format, r);
-        }
+        if (!c->known || v != c->last)
+            column_update(c, w->format, r, v);
+        w->probe[i] = (struct spsim_row_probe){c->last, c->mask, c->offset};
         /* The whole cell buffer, a fixed size the compiler copies in two moves. */
         memcpy(out + n, c->text, SPSIM_ROW_CELL);
         n += c->len;
     }
+    /* Rows then stay within SPSIM_ROW_MAX beside the names (spsim_row_writer_init). */
+    w->primed = w->wide_loads && names <= SPSIM_ROW_MAX;
+    if (w->primed) {
+        memcpy(w->row, out, n);
+        w->row_len = n;
+        w->last_model = model;
+        w->last_hw = hw;
+    }
+    return n;
+}
+
+/* The columns whose value differs from the last row's (names: mask 0, never), in order. */
+static size_t
+changed_columns(struct spsim_row_writer *w, const struct spsim_result *r)
+{
+    const char *base = (const char *)r;
+    const struct spsim_row_probe *p = w->probe;
+    uint32_t *changed = w->changed;
+    size_t k = 0, ncolumns = w->ncolumns; /* not read again after each store */
+    for (size_t i = 0; i < ncolumns; i++) {
+        uint64_t v;
+        memcpy(&v, base + p[i].offset, sizeof(v));
+        changed[k] = (uint32_t)i;
+        k += (v & p[i].mask) != p[i].last;
+    }
+    return k;
+}
+
+/* The row as the last one with its changed cells replaced: the text between them is copied
+ * in spans, and the cells after a changed one move by its change of length. */
+static size_t
+row_spans(struct spsim_row_writer *w, const struct spsim_result *r, char *out)
+{
+    size_t k = changed_columns(w, r), n = 0, from = 0, next = 0;
+    int64_t delta = 0;
+    for (size_t j = 0; j < k; j++) {
+        uint32_t i = w->changed[j];
+        struct spsim_row_column *c = &w->columns[i];
+        size_t s = w->start[i], old = c->len;
+        for (; delta && next <= i; next++)
+            w->start[next] = (uint32_t)((int64_t)w->start[next] + delta);
+        next = i + 1;
+        memcpy(out + n, w->row + from, s - from);
+        n += s - from;
+        uint64_t v;
+        memcpy(&v, (const char *)r + c->offset, sizeof(v));
+        column_update(c, w->format, r, v & c->mask);
+        w->probe[i].last = c->last;
+        memcpy(out + n, c->text, SPSIM_ROW_CELL);
+        n += c->len;
+        from = s + old;
+        delta += (int64_t)c->len - (int64_t)old;
+    }
+    for (; delta && next < w->ncolumns; next++)
+        w->start[next] = (uint32_t)((int64_t)w->start[next] + delta);
+    memcpy(out + n, w->row + from, w->row_len - from);
+    n += w->row_len - from;
+    memcpy(w->row, out, n);
+    w->row_len = n;
+    return n;
+}
+
+size_t
+spsim_row_writer_row(struct spsim_row_writer *w, const char *model, const char *hw,
+                     const struct spsim_result *r, char *out)
+{
+    size_t n = w->primed && model == w->last_model && hw == w->last_hw
+                   ? row_spans(w, r, out)
+                   : row_cells(w, model, hw, r, out);
     if (w->format == SPSIM_ROW_JSONL)
         out[n++] = '}';
     out[n++] = '\n';
