@@ -181,7 +181,9 @@ def feature_args(row, s, moe):
         if s.get("moe_flex_dispatcher_backend") and s.get("moe_token_dispatcher_type") == "flex":
             args += ["--moe-flex-dispatcher-backend", s["moe_flex_dispatcher_backend"]]
         if s.get("moe_a2a_overlap") == "True":
-            args.append("--overlap-moe-expert-parallel-comm")
+            # Bridge's scripts/performance/utils/overrides.py _set_moe_a2a_overlap_overrides sets
+            # comm_overlap.delay_wgrad_compute with it (at every CONTAINER_COMMITS commit).
+            args += ["--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"]
     return args
 
 

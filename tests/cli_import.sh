@@ -99,7 +99,8 @@ done
 
 # The same for an MoE model's expert parallelism (ep, etp, dispatcher).
 for conf in "--tp 2 --pp 2 --dp 4 --ep 4 --etp 1 --moe-dispatcher alltoall --gbs 32" \
-    "--tp 1 --pp 4 --dp 8 --ep 8 --gbs 64"; do
+    "--tp 1 --pp 4 --dp 8 --ep 8 --gbs 64" \
+    "--tp 1 --pp 2 --vpp 2 --dp 8 --ep 8 --moe-dispatcher alltoall --gbs 64 --overlap-moe-expert-parallel-comm --delay-wgrad-compute"; do
     "$spsim" query --model mixtral-8x7b --hw dgx-h100 $conf --format megatron >"$tmp/mixtral-8x7b.sh" ||
         fail "query --format megatron $conf"
     "$spsim" query --model mixtral-8x7b --hw dgx-h100 $conf --format json >"$tmp/before.json"
@@ -107,6 +108,24 @@ for conf in "--tp 2 --pp 2 --dp 4 --ep 4 --etp 1 --moe-dispatcher alltoall --gbs
         >"$tmp/after.json" 2>"$tmp/err" || fail "--megatron-args of $conf: $(cat "$tmp/err")"
     cmp -s "$tmp/before.json" "$tmp/after.json" || fail "round trip of mixtral $conf differs"
     [ -s "$tmp/err" ] && fail "round trip of mixtral $conf warns: $(cat "$tmp/err")"
+done
+
+# The EP all-to-all overlap: Megatron's rule, and its figures in the query.
+expect 4 "field 'vpp': If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1" -- \
+    query --model mixtral-8x7b --hw dgx-h100 --tp 1 --pp 2 --dp 8 --ep 8 --moe-dispatcher alltoall --gbs 64 --overlap-moe-expert-parallel-comm
+"$spsim" query --model mixtral-8x7b --hw dgx-h100 --tp 1 --pp 2 --vpp 2 --dp 8 --ep 8 --moe-dispatcher alltoall \
+    --gbs 64 --overlap-moe-expert-parallel-comm >"$tmp/out" || fail "query with the EP all-to-all overlap"
+grep -q "MoE all-to-all beside the other micro-batch's computation: .* hidden, .* exposed" "$tmp/out" ||
+    fail "query: no EP overlap line"
+# The sweep axes: each point as its query says.
+"$spsim" sweep --model mixtral-8x7b --hw dgx-h100 --tp 1 --sp off --pp 2 --vpp 2 --dp 8 --ep 8 --moe-dispatcher alltoall \
+    --gbs 64 --overlap-moe-expert-parallel-comm on,off --delay-wgrad-compute on,off --format csv \
+    >"$tmp/a2a.csv" 2>/dev/null || fail "sweep over the EP overlap axes"
+[ "$(wc -l <"$tmp/a2a.csv")" -eq 4 ] || fail "sweep over the EP overlap axes: not 3 valid points"
+for flags in "" "--overlap-moe-expert-parallel-comm" "--overlap-moe-expert-parallel-comm --delay-wgrad-compute"; do
+    "$spsim" query --model mixtral-8x7b --hw dgx-h100 --tp 1 --no-sp --pp 2 --vpp 2 --dp 8 --ep 8 --moe-dispatcher alltoall \
+        --gbs 64 $flags --format csv | tail -1 >"$tmp/row.csv"
+    grep -qxF -f "$tmp/row.csv" "$tmp/a2a.csv" || fail "sweep row of '$flags' is not its query's"
 done
 
 # optimize's best as a launch line: its CSV row is the query of that line.

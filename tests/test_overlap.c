@@ -19,11 +19,7 @@
 static struct spsim_hardware *
 synthetic(const char *text)
 {
-    struct spsim_hardware *hw = NULL;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_hardware_parse(text, strlen(text), "synthetic", &hw, &err) == SPSIM_OK,
-                  "%s", err.message);
-    return hw;
+    return testutil_hardware_text(text);
 }
 
 static struct spsim_result

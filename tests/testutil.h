@@ -197,6 +197,17 @@ testutil_expect_rule(const char *model, const struct spsim_parallel *p, const ch
 /** TESTUTIL_SYNTHETIC_HW with 40 GB/s NICs, for the formulas by hand. */
 static const char testutil_synthetic_hw[] = TESTUTIL_SYNTHETIC_HW("40");
 
+/** A hardware profile from its JSON text, which must parse. */
+static inline struct spsim_hardware *
+testutil_hardware_text(const char *text)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_hardware_parse(text, strlen(text), "synthetic", &hw, &err) == SPSIM_OK,
+                  "%s", err.message);
+    return hw;
+}
+
 /** Parse the synthetic profile with `extra` (JSON members and a trailing comma) added to its
  * gpu section. */
 static inline int

@@ -243,6 +243,13 @@ struct spsim_parallel {
     /** local or transformer_engine: OR of enum spsim_cuda_graph_scope; 0 = the whole layer
      * (default 0) */
     uint32_t cuda_graph_scope;
+    /** EP all-to-all overlap (--overlap-moe-expert-parallel-comm; Bridge moe_a2a_overlap): the
+     * combined 1F1B schedule runs one micro-batch's forward beside another's backward, each
+     * one's token exchanges under the other's computation; default false */
+    bool moe_a2a_overlap;
+    /** The experts' and attention's weight gradients run apart from their data gradients
+     * (--delay-wgrad-compute; needs moe_a2a_overlap); default false */
+    bool delay_wgrad_compute;
 };
 
 /** Set every field to its documented default. */

@@ -185,7 +185,8 @@ struct spsim_comm_report {
     uint64_t
         pp_wire_bytes_per_rank; /**< sends of a middle stage per iteration, forward + backward */
     /* Mixture of experts (per rank): the token dispatch and combine of one MoE layer, and of
-     * the stage's MoE layers over the iteration; the tier of the widest dispatch group; the
+     * the MoE layers (MTP depths included) of the pipeline rank that runs the most of them over
+     * the iteration; the tier of the widest dispatch group; the
      * expert data-parallel group (tp·cp·dp / (ep·etp)) and its gradient reduction. */
     uint64_t ep_forward_wire_bytes_per_layer;
     uint64_t ep_backward_wire_bytes_per_layer;
@@ -263,6 +264,9 @@ struct spsim_time_report {
     /** FP8 delayed scaling: the amax AllReduces over the TP×DP×CP group after each model
      * chunk's forward and backward of every micro-batch, on the critical path (0 otherwise). */
     double fp8_amax_allreduce_s;
+    /** With --overlap-moe-expert-parallel-comm: the token exchanges' time hidden under the
+     * other micro-batch's computation (ep_exposed_s is what stays exposed); else 0. */
+    double ep_a2a_hidden_s;
 };
 
 /** Everything spsim says about one configuration. */

@@ -60,6 +60,8 @@ enum spsim_sweep_axis {
     SPSIM_AXIS_EP,             /**< expert parallel size (MoE); default 1 */
     SPSIM_AXIS_ETP,            /**< expert tensor parallel size; 0 = tp (default) */
     SPSIM_AXIS_MOE_DISPATCHER, /**< allgather/alltoall/flex; default allgather */
+    SPSIM_AXIS_A2A_OVERLAP,    /**< EP all-to-all overlap on/off; default off */
+    SPSIM_AXIS_DELAY_WGRAD,    /**< delayed wgrad with it on/off; default off */
     SPSIM_AXIS_COUNT
 };
 

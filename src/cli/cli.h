@@ -239,6 +239,10 @@ enum cli_config_opt {
     OPT_MOE_FLEX_SMS,
     OPT_CUDA_GRAPH_IMPL,
     OPT_CUDA_GRAPH_SCOPE,
+    OPT_MOE_A2A_OVERLAP,
+    OPT_NO_MOE_A2A_OVERLAP,
+    OPT_DELAY_WGRAD,
+    OPT_NO_DELAY_WGRAD,
     OPT_CONFIG_END
 };
 
@@ -308,12 +312,18 @@ enum cli_config_opt {
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \
     "                         = tp·cp·dp / (ep·etp)\n"                                          \
     "  --moe-dispatcher D     allgather (default, Megatron's), alltoall, flex (fused DeepEP or\n"  \
-    "                         HybridEP kernels over the expert-TP×EP group)\n"                   \
+    "                         HybridEP kernels over the expert-TP×EP group)\n"                    \
     "  --moe-flex-dispatcher-backend B\n"                                                          \
-    "                         flex's kernels: deepep (default, Megatron's), hybridep\n"          \
+    "                         flex's kernels: deepep (default, Megatron's), hybridep\n"            \
     "  --moe-flex-dispatcher-num-sms N\n"                                                          \
-    "                         SMs of the flex kernels (default: the backend's; recorded and\n"   \
-    "                         written back, the time does not depend on it)\n"                   \
+    "                         SMs of the flex kernels (default: the backend's; recorded and\n"     \
+    "                         written back, the time does not depend on it)\n"                     \
+    "  --overlap-moe-expert-parallel-comm, --no-overlap-moe-expert-parallel-comm\n"                \
+    "                         EP all-to-all overlap: one micro-batch's forward beside another's\n" \
+    "                         backward (ep > 1, alltoall or flex, vpp with pp > 1; default off)\n" \
+    "  --delay-wgrad-compute, --no-delay-wgrad-compute\n"                                          \
+    "                         with the overlap: weight gradients apart, the dispatch backward\n"   \
+    "                         under the experts' wgrad (default off)\n"                            \
     "Uneven pipeline stages (Megatron-Core; at most one of the three ways):\n"                     \
     "  --first-stage-layers N, --last-stage-layers N\n"                                            \
     "                         layers of pipeline rank 0 / rank pp-1; the rest split evenly\n"      \

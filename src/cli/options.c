@@ -83,6 +83,10 @@ static const struct cli_option_spec {
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
     {"moe-flex-dispatcher-backend", required_argument, OPT_MOE_FLEX_BACKEND, -1},
     {"moe-flex-dispatcher-num-sms", required_argument, OPT_MOE_FLEX_SMS, -1},
+    {"overlap-moe-expert-parallel-comm", no_argument, OPT_MOE_A2A_OVERLAP, SPSIM_AXIS_A2A_OVERLAP},
+    {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
+    {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, SPSIM_AXIS_DELAY_WGRAD},
+    {"no-delay-wgrad-compute", no_argument, OPT_NO_DELAY_WGRAD, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -175,6 +179,14 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_TP_COMM_OVERLAP:
     case OPT_NO_TP_COMM_OVERLAP:
         p->tp_comm_overlap = opt == OPT_TP_COMM_OVERLAP;
+        return 1;
+    case OPT_MOE_A2A_OVERLAP:
+    case OPT_NO_MOE_A2A_OVERLAP:
+        p->moe_a2a_overlap = opt == OPT_MOE_A2A_OVERLAP;
+        return 1;
+    case OPT_DELAY_WGRAD:
+    case OPT_NO_DELAY_WGRAD:
+        p->delay_wgrad_compute = opt == OPT_DELAY_WGRAD;
         return 1;
     case OPT_ACCOUNT_EMB:
         p->account_embedding = true;

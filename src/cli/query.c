@@ -319,6 +319,13 @@ print_overlaps(FILE *f, const struct spsim_result *r)
         fprintf(f, "  of the exposed DP time, the parameter AllGather %s: %s\n",
                 r->config.overlap_param_gather ? "(first forward's wait)" : "(after the step)",
                 fmt_time(a, sizeof(a), t->param_gather_exposed_s));
+    if (r->config.moe_a2a_overlap)
+        fprintf(f,
+                "  MoE all-to-all beside the other micro-batch's computation%s: %s hidden, %s "
+                "exposed\n",
+                r->config.delay_wgrad_compute ? " (delayed wgrad)" : "",
+                fmt_time(a, sizeof(a), t->ep_a2a_hidden_s),
+                fmt_time(b, sizeof(b), t->ep_exposed_s));
 }
 
 static void

@@ -46,6 +46,9 @@ struct spsim_block_eval {
      * them more slowly than the GPU ran them (0 without host.kernel_launch_us). */
     uint32_t launches[3];
     double host_exposed_s;
+    /* An MoE layer with EP: the token exchanges' time left exposed when its forward runs beside
+     * another micro-batch's backward (ep_overlap.c), without and with delayed wgrad. */
+    double ep_pair_exposed_s[2];
 };
 
 struct spsim_layer_eval {
@@ -97,6 +100,7 @@ struct spsim_block_totals {
     bool ep_network;
     uint32_t launches[3];
     double host_exposed_s;
+    double ep_pair_exposed_s[2];
 };
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */
@@ -136,6 +140,9 @@ struct spsim_layer_summary {
     uint32_t layer_forward_launches, layer_backward_launches;
     bool host_bound;
     uint32_t fp8_gemms_layer; /* GEMM ops of one layer in FP8 or NVFP4 (engine/fp8.c) */
+    /* An MoE layer with SP and t > 1: the router's parameters (marked sequence_parallel,
+     * router.py), whose gradients join the MLA ones' TP all-reduce (evaluate.c); else 0. */
+    uint64_t params_router_tp_synced;
 };
 
 /** Fold a layer evaluation into its summary. hw may be NULL (as for spsim_layer_evaluate). */

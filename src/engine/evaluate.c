@@ -8,6 +8,7 @@
 
 #include "buckets.h"
 #include "eval.h"
+#include "ep_overlap.h"
 #include "moe.h"
 #include "stages.h"
 
@@ -375,6 +376,17 @@ rank_dense(const struct shape *x, uint64_t r)
     return x->mixed ? spsim_moe_rank_dense_layers(x->model, x->plan, (uint32_t)r) : 0;
 }
 
+/* MoE layers of pipeline rank r: its decoder layers less the dense ones, and on the last rank
+ * the MTP depths when their layer is an MoE layer. */
+static uint64_t
+rank_moe_layers(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r)
+{
+    uint64_t layers = rank_built(x, r) - rank_dense(x, r);
+    if (r == x->p - 1 && le->params_mtp && mtp_layer(le, x) == &le->layer) /* MoE MTP layers */
+        layers += x->model->shape.mtp_layers;
+    return layers;
+}
+
 /* The routed experts' parameters on one rank of pipeline rank r. */
 static uint64_t
 rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r,
@@ -382,10 +394,17 @@ rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape 
 {
     if (!x->moe)
         return 0; /* the dense path: no rank_built/rank_dense per candidate rank */
-    uint64_t layers = rank_built(x, r) - rank_dense(x, r);
-    if (r == x->p - 1 && le->params_mtp && mtp_layer(le, x) == &le->layer) /* MoE MTP layers */
-        layers += x->model->shape.mtp_layers;
-    return spsim_mul(layers, le->params_layer_experts, ok);
+    return spsim_mul(rank_moe_layers(le, x, r), le->params_layer_experts, ok);
+}
+
+/* The most MoE layers a pipeline rank runs (the stage whose token exchanges move the most). */
+static uint64_t
+busiest_moe_layers(const struct spsim_layer_summary *le, const struct shape *x)
+{
+    uint64_t most = 0;
+    for (uint64_t r = 0; r < x->p; r++)
+        most = spsim_max_u64(most, rank_moe_layers(le, x, r));
+    return most;
 }
 
 /* The D depths' parameters on the last stage: each its own (enorm, hnorm, eh_proj,
@@ -612,8 +631,9 @@ zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le
 }
 
 /*
- * MoE (per rank): the dispatch and combine of one MoE layer and of the stage's MoE layers over
- * the iteration (the recompute phase on every layer: MoE models have no recompute method), and
+ * MoE (per rank): the dispatch and combine of one MoE layer and of the MoE layers of the stage
+ * that runs the most of them over the iteration (the recompute phase on every layer: MoE models
+ * have no recompute method; the MTP depths on the last stage when theirs is an MoE layer), and
  * the experts' gradients reduced over the expert data-parallel group, whose members are
  * etp·ep ranks apart (the expert grid's order tp-ep-dp, parallel_state.py): an AllReduce
  * (2(D−1)/D), or a ReduceScatter of the gradients and an AllGather of the bf16 weights.
@@ -629,7 +649,7 @@ moe_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     comm->ep_recompute_wire_bytes_per_layer = L->ep_wire[SPSIM_PHASE_RECOMPUTE];
     uint64_t per_layer = spsim_add(spsim_add(L->ep_wire[0], L->ep_wire[1], ok), L->ep_wire[2], ok);
     comm->ep_wire_bytes_per_iteration =
-        spsim_mul3(x->built[0] - rank_dense(x, 0), per_layer, x->micro, ok);
+        spsim_mul3(busiest_moe_layers(le, x), per_layer, x->micro, ok);
     uint32_t stride =
         par->moe_dispatcher == SPSIM_MOE_ALLTOALL && par->ep > 1 ? spsim_moe_etp(par) : 1;
     comm->ep_tier = x->ep_group <= 1 ? SPSIM_TIER_LOCAL
@@ -1248,7 +1268,9 @@ fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
 /* MLA with SP: the duplicated down-projections' and latent norms' gradients (marked
  * sequence_parallel) are summed over TP once per iteration, after the backward, in one
  * coalesced all-reduce (finalize_model_grads._allreduce_non_tensor_model_parallel_grads), on
- * the main gradients (grad_bytes) of the critical stage's layers. */
+ * the main gradients (grad_bytes) of the critical stage's layers; with them the routers' of
+ * its MoE layers (router.py marks the router weight sequence_parallel: each TP rank's gradient
+ * comes from its sequence shard). */
 static int
 mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
               const struct spsim_parallel *par, const struct spsim_layer_summary *le,
@@ -1256,7 +1278,10 @@ mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
               double *busy_nv, double *busy_net)
 {
     struct spsim_coll_time e;
-    double bytes = (double)grad_bytes(par) * (double)le->params_tp_synced * (double)crit->layers;
+    double moe_layers = x->moe ? (double)(crit->layers - rank_dense(x, tr->critical_stage)) : 0;
+    double params = (double)le->params_tp_synced * (double)crit->layers +
+                    (double)le->params_router_tp_synced * moe_layers;
+    double bytes = (double)grad_bytes(par) * params;
     int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, x->t, 1, bytes, &e);
     if (rc)
         return rc;
@@ -1400,6 +1425,20 @@ p2p_exposed_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
     return exposed;
 }
 
+/* --overlap-moe-expert-parallel-comm: the critical stage's paired micro-batches leave the MoE
+ * layer's pair exposure (ep_overlap.c), the warm-up forwards and cool-down backwards their
+ * exchanges whole. The bubble keeps the whole exchanges: fill and drain run alone. */
+static void
+ep_a2a_overlap(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+               const struct shape *x, double moe_layers, struct spsim_time_report *tr)
+{
+    double pairs = spsim_ep_overlap_paired(x->micro, x->p, x->v, tr->critical_stage);
+    double pair = le->layer.ep_pair_exposed_s[par->delay_wgrad_compute ? 1 : 0];
+    double whole = tr->ep_exposed_s;
+    tr->ep_exposed_s = moe_layers * ((x->micro - pairs) * le->layer.ep_exposed_s + pairs * pair);
+    tr->ep_a2a_hidden_s = whole - tr->ep_exposed_s;
+}
+
 /*
  * Host launches (engine/host.c): one layer's launches and, when some block is host-bound, the
  * critical stage's wall beyond its GPU time. A block's phase wall is its computation, its
@@ -1417,7 +1456,7 @@ host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le,
     if (!le->host_bound)
         return;
     double others = crit->fwd + crit->bwd + crit->rec + crit->exposed + crit->cp_exposed +
-                    crit->offload + tr->ep_exposed_s / mb;
+                    crit->offload + (tr->ep_exposed_s + tr->ep_a2a_hidden_s) / mb;
     tr->host_exposed_s = spsim_max_d(0.0, mb * (crit->wall - others));
     tr->iteration_s += tr->host_exposed_s;
 }
@@ -1466,6 +1505,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         /* The MoE layers' token exchanges (in the stage's wall time already). */
         double moe_layers = (double)(crit->layers - rank_dense(x, tr->critical_stage));
         tr->ep_exposed_s = mb * moe_layers * le->layer.ep_exposed_s;
+        if (par->moe_a2a_overlap)
+            ep_a2a_overlap(par, le, x, moe_layers, tr);
         *(le->layer.ep_network ? &busy_net : &busy_nv) +=
             (mb + (x->p - 1.0) / x->v) * moe_layers * le->layer.ep_comm_s;
     }
@@ -1476,7 +1517,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         return rc;
     if ((rc = tied_embedding_sync(memo, hw, m, le, x, tr, &busy_nv, &busy_net)))
         return rc;
-    if (le->params_tp_synced &&
+    if ((le->params_tp_synced | le->params_router_tp_synced) &&
         (rc = mla_grad_sync(memo, hw, par, le, x, crit, tr, &busy_nv, &busy_net)))
         return rc;
     if (par->dtype == SPSIM_DTYPE_FP8 && par->fp8_recipe == SPSIM_FP8_DELAYED &&

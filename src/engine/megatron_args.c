@@ -66,6 +66,8 @@ enum flag_id {
     F_MOE_GROUPS,
     F_MOE_GROUP_TOPK,
     F_ETP,
+    F_A2A_OVERLAP,
+    F_DELAY_WGRAD,
     F_MLA,
     F_Q_LORA,
     F_KV_LORA,
@@ -171,6 +173,8 @@ static const struct {
     [F_MOE_GROUPS] = {"--moe-router-num-groups", K_VALUE},
     [F_MOE_GROUP_TOPK] = {"--moe-router-group-topk", K_VALUE},
     [F_ETP] = {"--expert-tensor-parallel-size", K_VALUE},
+    [F_A2A_OVERLAP] = {"--overlap-moe-expert-parallel-comm", K_SWITCH},
+    [F_DELAY_WGRAD] = {"--delay-wgrad-compute", K_SWITCH},
     [F_MLA] = {"--multi-latent-attention", K_SWITCH},
     [F_Q_LORA] = {"--q-lora-rank", K_VALUE},
     [F_KV_LORA] = {"--kv-lora-rank", K_VALUE},
@@ -967,6 +971,8 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     p->overlap_grad_reduce = m->given[F_OVERLAP];
     p->no_overlap_p2p = m->given[F_NO_OVERLAP_P2P];
     p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP];
+    p->moe_a2a_overlap = m->given[F_A2A_OVERLAP];
+    p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
     if ((rc = cuda_graphs(m, p)))
         return rc;

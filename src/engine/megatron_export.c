@@ -130,6 +130,10 @@ expert_flags(struct out *o, const struct spsim_model_shape *s, const struct spsi
         emit(o, "    --expert-tensor-parallel-size %u \\\n", p->etp);
     emit(o, "    --moe-token-dispatcher-type %s \\\n",
          spsim_moe_dispatcher_name(p->moe_dispatcher));
+    if (p->moe_a2a_overlap)
+        emit(o, "    --overlap-moe-expert-parallel-comm \\\n");
+    if (p->delay_wgrad_compute)
+        emit(o, "    --delay-wgrad-compute \\\n");
     if (p->moe_dispatcher != SPSIM_MOE_FLEX)
         return;
     emit(o, "    --moe-flex-dispatcher-backend %s \\\n",

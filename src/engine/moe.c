@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "ep_overlap.h"
 #include "moe.h"
 
 #define MOE_FAIL(err, ...) spsim_fail((err), SPSIM_ECONFIG, "parallel config: " __VA_ARGS__)
@@ -82,8 +83,10 @@ spsim_moe_check(const struct spsim_model_shape *m, const struct spsim_parallel *
         return MOE_FAIL(err, "field 'moe_dispatcher': must be allgather, alltoall or flex");
     if (p->etp > 65536)
         return MOE_FAIL(err, "field 'etp': must be an integer in [1, 65536], got %u", p->etp);
-    if (m->experts == 0)
-        return check_dense(p, err);
+    if (m->experts == 0) {
+        int rc = check_dense(p, err);
+        return rc != SPSIM_OK ? rc : spsim_ep_overlap_check(m, p, err);
+    }
     uint32_t etp = spsim_moe_etp(p);
     int rc = check_grid(m, p, etp, err);
     if (rc != SPSIM_OK)
@@ -106,7 +109,7 @@ spsim_moe_check(const struct spsim_model_shape *m, const struct spsim_parallel *
     if (p->zero >= 2)
         return MOE_FAIL(err, "field 'zero': Megatron-FSDP sharding of mixture-of-experts "
                              "layers is not modelled (zero 0 or 1)");
-    return SPSIM_OK;
+    return spsim_ep_overlap_check(m, p, err);
 }
 
 uint32_t

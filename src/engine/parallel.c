@@ -53,6 +53,8 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .tp_comm_overlap = false,
         .cuda_graph_impl = SPSIM_CUDA_GRAPH_NONE,
         .cuda_graph_scope = 0,
+        .moe_a2a_overlap = false,
+        .delay_wgrad_compute = false,
     };
 }
 
@@ -257,7 +259,8 @@ check_tensor(const struct spsim_model_shape *m, const struct spsim_parallel *p, 
                            "field 'seq': sequence parallelism splits the sequence over tp = "
                            "%u ranks, but seq = %u is not divisible by it",
                            p->tp, seq);
-    if (m->experts == 0 && p->ep == 1 && p->etp <= 1 && p->moe_dispatcher == SPSIM_MOE_ALLGATHER)
+    if (m->experts == 0 && p->ep == 1 && p->etp <= 1 && p->moe_dispatcher == SPSIM_MOE_ALLGATHER &&
+        !p->moe_a2a_overlap && !p->delay_wgrad_compute)
         return SPSIM_OK; /* dense: nothing of MoE asked */
     return spsim_moe_check(m, p, err);
 }

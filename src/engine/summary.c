@@ -39,6 +39,7 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
     t->ep_bwd_wire_bytes = b->ep_bwd_wire_bytes;
     memcpy(t->ep_wire, b->ep_wire, sizeof(t->ep_wire));
     t->ep_network = b->ep_network;
+    memcpy(t->ep_pair_exposed_s, b->ep_pair_exposed_s, sizeof(t->ep_pair_exposed_s));
     t->fwd_flops = b->fwd_flops;
     t->bwd_flops = b->bwd_flops;
     t->recompute_flops = b->recompute_flops;
@@ -135,6 +136,8 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     if (le->cfg.moe)
         s->params_layer = spsim_moe_layer_parameters(m, t, le->cfg.ep, le->cfg.etp,
                                                      &s->params_layer_experts, &ok);
+    if (le->cfg.moe && le->cfg.sp && t > 1)
+        s->params_router_tp_synced = spsim_router_parameters(m);
     s->has_dense = le->has_dense && model->moe_layers < m->layers;
     if (s->has_dense) {
         block_totals(&le->dense, &s->dense);

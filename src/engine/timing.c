@@ -7,6 +7,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "collective_model.h"
+#include "ep_overlap.h"
 #include "eval.h"
 #include "hardware_view.h"
 #include "moe.h"
@@ -536,8 +537,11 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
     ok = le->layer.block.ok && le->embedding.block.ok && le->output.block.ok;
     fill_modes(m, cfg, le, &ok);
     int rc;
-    if ((rc = block_fold(hw, le->tp_group, &le->layer, &ok, err)) ||
-        (rc = block_fold(hw, le->tp_group, &le->embedding, &ok, err)) ||
+    if ((rc = block_fold(hw, le->tp_group, &le->layer, &ok, err)))
+        return rc;
+    if (hw && cfg->moe && cfg->ep > 1)
+        spsim_ep_overlap_pair(hw, &le->layer, le->layer.ep_pair_exposed_s);
+    if ((rc = block_fold(hw, le->tp_group, &le->embedding, &ok, err)) ||
         (rc = block_fold(hw, le->tp_group, &le->output, &ok, err)))
         return rc;
     if (m->mtp_layers) {

@@ -132,6 +132,8 @@ static const struct spsim_field fields[] = {
     F("config.tp_comm_overlap", BOOL, config.tp_comm_overlap),
     E("config.cuda_graph_impl", config.cuda_graph_impl, cuda_graph_impl_name),
     E("config.cuda_graph_scope", config.cuda_graph_scope, cuda_graph_scope_name),
+    F("config.moe_a2a_overlap", BOOL, config.moe_a2a_overlap),
+    F("config.delay_wgrad_compute", BOOL, config.delay_wgrad_compute),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
@@ -271,6 +273,7 @@ static const struct spsim_field fields[] = {
     F("time.layer_backward_launches", U32, time.layer_backward_launches),
     F("time.kernel_launch_us", F64, time.kernel_launch_us),
     F("time.host_exposed_s", F64, time.host_exposed_s),
+    F("time.ep_a2a_hidden_s", F64, time.ep_a2a_hidden_s),
 };
 
 size_t

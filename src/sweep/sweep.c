@@ -394,6 +394,12 @@ set_sharding_axis(struct spsim_parallel *p, int axis, int64_t v)
     case SPSIM_AXIS_MOE_DISPATCHER:
         p->moe_dispatcher = (enum spsim_moe_dispatcher)v;
         break;
+    case SPSIM_AXIS_A2A_OVERLAP:
+        p->moe_a2a_overlap = v != 0;
+        break;
+    case SPSIM_AXIS_DELAY_WGRAD:
+        p->delay_wgrad_compute = v != 0;
+        break;
     default: /* model and hw are pointers, set by point_update */
         break;
     }

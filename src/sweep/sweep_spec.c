@@ -72,6 +72,8 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_ETP] = {"etp", KIND_INT, 0, DEGREE_MAX, NULL, 0, 0},
     [SPSIM_AXIS_MOE_DISPATCHER] = {"moe_dispatcher", KIND_CHOICE, 0, 0, spsim_moe_dispatcher_names,
                                    0, 0},
+    [SPSIM_AXIS_A2A_OVERLAP] = {"overlap_moe_expert_parallel_comm", KIND_SWITCH, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_DELAY_WGRAD] = {"delay_wgrad_compute", KIND_SWITCH, 0, 0, NULL, 0, 0},
 };
 
 const char *
