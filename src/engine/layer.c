@@ -754,6 +754,8 @@ add_router_losses(struct builder *bld, const struct spsim_model_shape *m, const 
         struct spsim_op *op =
             add_moe_memory(bld, "aux-loss scores and routing map", 11.0 * te, 16.0 * te);
         save(op, "aux-loss scores (fp32)", spsim_mul(T, m->experts, &bld->ok), 4, SPSIM_RG_MOE);
+        dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "E", m->experts);
+        dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "E", m->experts);
         add_moe_memory(bld,
                        m->load_balancing == SPSIM_BALANCE_SEQ_AUX_LOSS
                            ? "sequence load-balancing loss"
@@ -771,8 +773,10 @@ add_router_losses(struct builder *bld, const struct spsim_model_shape *m, const 
             op->cp_stride = 1;
         }
     }
-    if (m->z_loss)
-        add_moe_memory(bld, "router z-loss", 2.0 * te, 10.0 * te);
+    if (m->z_loss) {
+        struct spsim_op *op = add_moe_memory(bld, "router z-loss", 2.0 * te, 10.0 * te);
+        dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "E", m->experts);
+    }
     if (m->expert_bias)
         add_moe_memory(bld, "expert bias and tokens-per-expert count", 9.0 * te, 0.0);
 }
