@@ -153,6 +153,24 @@ def dp_args(row, s):
     return args
 
 
+# DeepSeek-V3 presets that leave pp_layout unset get the builder's layout:
+# scripts/performance/configs/deepseek/deepseek_llm_pretrain.py calls
+# set_deepseek_v3_pipeline_model_parallel_layout, whose _get_deepseek_v3_pipeline_layout map
+# (src/megatron/bridge/recipes/deepseek/deepseek_v3.py, the same at 5776a6d90, c0b9a0003,
+# 21d102f5e and 8f341b04f) keys the layout by (pp, vp), with MTP and the loss on the last stage.
+DEEPSEEK_V3_LAYOUTS = {
+    (4, 1): "Et*16|t*16|t*16|t*13mL",
+    (8, 1): "Et*8|(t*8|)*6t*5mL", (4, 2): "Et*8|(t*8|)*6t*5mL",
+    (16, 1): "Et*4|(t*4|)*14tmL", (8, 2): "Et*4|(t*4|)*14tmL", (4, 4): "Et*4|(t*4|)*14tmL",
+}
+
+
+def deepseek_v3_layout(row):
+    if not row["model"].startswith("DeepSeekV3"):
+        return None
+    return DEEPSEEK_V3_LAYOUTS.get((as_int(row["PP"], 1), as_int(row["VP"], 1)))
+
+
 def feature_args(row, s, moe):
     args = []
     # At pp 1 the split has one stage holding every layer (Megatron's transformer_block.py
@@ -162,8 +180,11 @@ def feature_args(row, s, moe):
         args.append("--account-for-embedding-in-pipeline-split")
     if s.get("account_loss") == "True" and split:
         args.append("--account-for-loss-in-pipeline-split")
-    if s.get("pp_layout"):
-        args += ["--pipeline-layout", s["pp_layout"]]
+    layout = s.get("pp_layout") or deepseek_v3_layout(row)
+    if layout:
+        # spsim runs the MTP depths on the last stage, where these layouts put them beside the
+        # loss ('...tmL'): the 'm' is left out (spsim refuses to place it elsewhere).
+        args += ["--pipeline-layout", layout.replace("mL", "L")]
     if s.get("cpu_offloading_num_layers"):
         args += ["--offload-layers", s["cpu_offloading_num_layers"]]
     if s.get("cuda_graph_impl") not in (None, "", "none"):

@@ -216,6 +216,13 @@ grep -q '"first_stage_layers":7,"last_stage_layers":7' "$tmp/405.jsonl" ||
     fail "405B balanced split is not 7/7"
 grep -q '"account_embedding":true,"account_loss":true' "$tmp/405.jsonl" || fail "no account row"
 [ "$(grep -c '"gbs":2048' "$tmp/405.jsonl")" -eq 2 ] || fail "--max-gbs 2050 did not give 2048"
+# DeepSeek-V3's 61 layers on 16 stages: no equal first/last pair exists (61 − 2f is odd, 14
+# middle ranks), so the balanced split gives the last stage one layer fewer: 3 + 14·4 + 2.
+"$spsim" sweep --model deepseek-v3 --hw dgx-h100 --tp 8 --sp on --etp 1 --ep 64 --pp 16 --dp 8 \
+    --vpp 1 --gbs 1024 --pp-split balanced --format jsonl >"$tmp/ds.jsonl" 2>"$tmp/err" ||
+    fail "deepseek-v3 balanced sweep exits $?: $(cat "$tmp/err")"
+grep -q '"first_stage_layers":3,"last_stage_layers":2' "$tmp/ds.jsonl" ||
+    fail "deepseek-v3 balanced split is not 3/2: $(cat "$tmp/ds.jsonl" "$tmp/err")"
 expect 2 "axes 'gbs' and 'max_gbs' exclude each other" -- sweep --model llama3-8b --hw dgx-h100 \
     --gbs 8 --max-gbs 16
 

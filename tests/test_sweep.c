@@ -417,8 +417,8 @@ START_TEST(row_writer_keeps_rows_exact)
             size_t k = 0;
             while (k < n && row[k] == expect[k])
                 k++;
-            ck_assert_msg(m == n && k == n, "row %zu, layout %d, from byte %zu:\n%.120s\n%.120s",
-                          i, f, k, row + (k > 60 ? k - 60 : 0), expect + (k > 60 ? k - 60 : 0));
+            ck_assert_msg(m == n && k == n, "row %zu, layout %d, from byte %zu:\n%.120s\n%.120s", i,
+                          f, k, row + (k > 60 ? k - 60 : 0), expect + (k > 60 ? k - 60 : 0));
         }
         spsim_row_writer_free(&w);
         for (int j = 0; j < 3; j++)

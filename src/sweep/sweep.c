@@ -481,7 +481,10 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
 
 /* The balanced first/last stage size: the largest f < middle with f and the middle ranks'
  * count multiples of v and the rest dividing over the p − 2 middle ranks (with p = 2, the
- * first stage gets the odd layer); 0 if none. */
+ * first stage gets the odd layer); where no equal pair exists (an odd layer count over an even
+ * number of middle ranks: DeepSeek-V3's 61 at pp 16), the last stage, which also holds the
+ * output layer and the loss, takes v layers fewer than the first (61 = 3 + 14·4 + 2); 0 if
+ * none. */
 static uint32_t
 balanced_edge(uint32_t layers, uint32_t p, uint32_t v, uint32_t *last)
 {
@@ -490,13 +493,14 @@ balanced_edge(uint32_t layers, uint32_t p, uint32_t v, uint32_t *last)
         *last = layers / 2;
         return f != *last && f % v == 0 && *last % v == 0 && *last > 0 ? f : 0;
     }
-    for (uint32_t f = layers / p / v * v; p > 2 && f >= v; f -= v) {
-        uint32_t rest = layers - 2 * f, mid = rest / (p - 2);
-        if (rest % (p - 2) == 0 && mid % v == 0 && f < mid) {
-            *last = f;
-            return f;
+    for (uint32_t lighter = 0; lighter <= v; lighter += v)
+        for (uint32_t f = layers / p / v * v; p > 2 && f >= v + lighter; f -= v) {
+            uint32_t rest = layers - 2 * f + lighter, mid = rest / (p - 2);
+            if (rest % (p - 2) == 0 && mid % v == 0 && f < mid) {
+                *last = f - lighter;
+                return f;
+            }
         }
-    }
     return 0;
 }
 
