@@ -43,6 +43,14 @@ moe-etp-dispatch-halved@src/engine/moe.c@s|spsim_mul(out->dispatch, cfg->etp, ok
 moe-grouped-fc1-half-experts@src/engine/layer.c@0,/op->batch = tr->local_experts;/s//op->batch = tr->local_experts \/ 2;/
 moe-experts-act-halved@src/engine/layer.c@s|op->fwd_bytes = (x->gate == 2 ? 6.0 : 4.0) \* (double)act|op->fwd_bytes = (x->gate == 2 ? 3.0 : 2.0) * (double)act|
 moe-shared-width-halved@src/engine/layer.c@s|sx.ffn_t = m->shared_expert_ffn_hidden / x->t;|sx.ffn_t = m->shared_expert_ffn_hidden / x->t / 2;|
+moe-aux-scores-fwd-halved@src/engine/layer.c@s|"aux-loss scores and routing map", 11.0 \* te, 16.0 \* te|"aux-loss scores and routing map", 5.5 * te, 16.0 * te|
+moe-aux-scores-bwd-halved@src/engine/layer.c@s|"aux-loss scores and routing map", 11.0 \* te, 16.0 \* te|"aux-loss scores and routing map", 11.0 * te, 8.0 * te|
+moe-aux-scores-kept-halved@src/engine/layer.c@s|m->experts, \&bld->ok), 4, SPSIM_RG_MOE);|m->experts, \&bld->ok), 2, SPSIM_RG_MOE);|
+moe-aux-loss-halved@src/engine/layer.c@s|5.0 \* te, 4.0 \* te);|2.5 * te, 2.0 * te);|
+moe-aux-counts-halved@src/engine/layer.c@s|spsim_mul3(8, counts, m->experts, \&bld->ok)|spsim_mul3(4, counts, m->experts, \&bld->ok)|
+moe-aux-group-halved@src/engine/layer.c@s|op->cp_group = (uint32_t)n;|op->cp_group = (uint32_t)n / 2;|
+moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|
+moe-expert-bias-halved@src/engine/layer.c@s|9.0 \* te, 0.0);|4.5 * te, 0.0);|
 cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|uint64_t kvw = x->qk_w - x->q_t;|
 bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - full) \* (w|return full + 0.5 * (layers - full) * (w|
 launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|

@@ -85,7 +85,9 @@ START_TEST(mixtral_example)
     ck_assert(mc.par.etp == 0 && mc.par.moe_dispatcher == SPSIM_MOE_ALLTOALL);
     ck_assert(mc.par.distributed_optimizer && mc.par.overlap_grad_reduce);
     ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--moe-grouped-gemm"));
-    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--moe-aux-loss-coeff"));
+    /* --moe-router-load-balancing-type aux_loss, --moe-aux-loss-coeff 1e-2: modelled. */
+    ck_assert_ptr_null(strstr(mc.unmodelled, "--moe-aux-loss-coeff"));
+    ck_assert_int_eq(spsim_model_get_shape(mc.model)->load_balancing, SPSIM_BALANCE_AUX_LOSS);
     /* As written, one node: tp·cp·dp = 2 ranks of a stage cannot hold ep 8 (parallel_state.py
      * refuses it too); four nodes (32 GPUs, dp 8) evaluate. */
     struct spsim_hardware *hw = testutil_hardware("dgx-h100");
@@ -128,7 +130,7 @@ START_TEST(qwen3_example)
     spsim_model_destroy(shipped);
     ck_assert(mc.par.tp == 4 && mc.par.ep == 2 && mc.par.etp == 0 && mc.par.seq == 8192);
     ck_assert(mc.par.moe_dispatcher == SPSIM_MOE_ALLTOALL && mc.par.gbs == 256);
-    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--moe-router-load-balancing-type"));
+    ck_assert_ptr_null(strstr(mc.unmodelled, "--moe-router-load-balancing-type"));
     spsim_model_destroy(mc.model);
     free(text);
 }
@@ -318,6 +320,62 @@ START_TEST(window_flags)
 }
 END_TEST
 
+/* The router's auxiliary terms (arguments.py _add_moe_args): DeepSeek-V3's launch line
+ * (seq_aux_loss, coefficient 1e-4, expert bias), Qwen3's (aux_loss 0.001); a coefficient of 0
+ * turns the loss off, --moe-z-loss-coeff above 0 turns the z-loss on; the exporter writes them
+ * back. */
+START_TEST(router_loss_flags)
+{
+    struct spsim_megatron_config mc;
+    char *text = fixture("deepseek_v3_flags.sh", "\n--make-vocab-size-divisible-by 128\n"
+                                                 "--vocab-size 129280\n");
+    parse_ok(text, "deepseek.sh", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert_int_eq(s->load_balancing, SPSIM_BALANCE_SEQ_AUX_LOSS);
+    ck_assert(s->expert_bias && !s->z_loss);
+    ck_assert_ptr_null(strstr(mc.unmodelled, "--moe-aux-loss-coeff"));
+    char line[8192];
+    ck_assert_uint_lt(spsim_megatron_format(mc.model, &mc.par, 8, line, sizeof(line)),
+                      sizeof(line));
+    spsim_model_destroy(mc.model);
+    free(text);
+    parse_ok(line, "export.sh", &mc);
+    s = spsim_model_get_shape(mc.model);
+    ck_assert_int_eq(s->load_balancing, SPSIM_BALANCE_SEQ_AUX_LOSS);
+    ck_assert(s->expert_bias && !s->z_loss);
+    spsim_model_destroy(mc.model);
+    static const char *const extra[] = {"", " --moe-aux-loss-coeff 0 --moe-z-loss-coeff 1e-3"};
+    for (int i = 0; i < 2; i++) {
+        text = fixture("qwen3_30b_a3b_flags.sh", extra[i]);
+        parse_ok(text, "qwen3.sh", &mc);
+        s = spsim_model_get_shape(mc.model);
+        ck_assert_int_eq(s->load_balancing, i ? SPSIM_BALANCE_NONE : SPSIM_BALANCE_AUX_LOSS);
+        ck_assert(s->z_loss == (i == 1) && !s->expert_bias);
+        spsim_model_destroy(mc.model);
+        free(text);
+    }
+    /* Megatron-Bridge's TransformerConfig keys (a recipe's model: section); z-loss null is
+     * None, off. */
+    static const char yaml[] =
+        "model:\n  num_layers: 4\n  hidden_size: 256\n  num_attention_heads: 8\n"
+        "  ffn_hidden_size: 1024\n  seq_length: 512\n  vocab_size: 1000\n"
+        "  bf16: true\n  num_moe_experts: 8\n  moe_router_topk: 2\n"
+        "  moe_router_load_balancing_type: seq_aux_loss\n  moe_aux_loss_coeff: 0.0001\n"
+        "  moe_z_loss_coeff: null\n  moe_router_enable_expert_bias: true\n"
+        "train:\n  global_batch_size: 8\n";
+    parse_ok(yaml, "bridge.yaml", &mc);
+    s = spsim_model_get_shape(mc.model);
+    ck_assert_int_eq(s->load_balancing, SPSIM_BALANCE_SEQ_AUX_LOSS);
+    ck_assert(s->expert_bias && !s->z_loss);
+    spsim_model_destroy(mc.model);
+    text = fixture("qwen3_30b_a3b_flags.sh", " --moe-router-load-balancing-type global_aux_loss");
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "q.sh", &mc, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "--moe-router-load-balancing-type"));
+    free(text);
+}
+END_TEST
+
 static Suite *
 megatron_moe_suite(void)
 {
@@ -330,6 +388,7 @@ megatron_moe_suite(void)
     tcase_add_test(tc, deepseek_v2_lite_example);
     tcase_add_test(tc, bridge_recipe);
     tcase_add_test(tc, window_flags);
+    tcase_add_test(tc, router_loss_flags);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -458,8 +458,16 @@ START_TEST(hf_import)
         {"tests/data/hf/Qwen3-30B-A3B", "qwen3-30b-a3b", qwen3_30b},
         {"tests/data/hf/DeepSeek-V3", "deepseek-v3", DEEPSEEK_V3(1)},
     };
+    /* The router's terms as Megatron-Bridge converts each config: Mixtral router_aux_loss_coef
+     * 0.02 and Qwen3 0.001 give aux_loss; DeepSeek-V3 aux_loss_alpha 0.001 with topk_method
+     * noaux_tc gives seq_aux_loss and the expert bias (deepseek_v3_bridge.py). */
+    static const enum spsim_moe_balancing balancing[] = {
+        SPSIM_BALANCE_AUX_LOSS, SPSIM_BALANCE_AUX_LOSS, SPSIM_BALANCE_SEQ_AUX_LOSS};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         struct spsim_model *hf = load_path(cases[i].dir);
+        ck_assert_int_eq(spsim_model_get_shape(hf)->load_balancing, balancing[i]);
+        ck_assert(spsim_model_get_shape(hf)->expert_bias == (i == 2));
+        ck_assert(!spsim_model_get_shape(hf)->z_loss);
         struct spsim_model *shipped = testutil_model_named(cases[i].shipped);
         struct spsim_model *hand = parse_ok(cases[i].inline_json);
         same_shape(spsim_model_get_shape(hf), spsim_model_get_shape(shipped), cases[i].dir);

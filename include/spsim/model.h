@@ -14,6 +14,14 @@ enum spsim_attention { SPSIM_ATTENTION_STANDARD = 0, SPSIM_ATTENTION_FLASH = 1 }
 enum spsim_position { SPSIM_POSITION_LEARNED = 0, SPSIM_POSITION_ROPE = 1 };
 /** The router's score function (Megatron-Core --moe-router-score-function). */
 enum spsim_router_score { SPSIM_ROUTER_SOFTMAX = 0, SPSIM_ROUTER_SIGMOID = 1 };
+/** The router's load-balancing loss (Megatron-Core --moe-router-load-balancing-type with a
+ * non-zero --moe-aux-loss-coeff); none when the coefficient is 0 (Megatron's default). */
+enum spsim_moe_balancing {
+    SPSIM_BALANCE_NONE = 0,
+    SPSIM_BALANCE_AUX_LOSS = 1,
+    SPSIM_BALANCE_SEQ_AUX_LOSS = 2,
+    SPSIM_BALANCE_GLOBAL_AUX_LOSS = 3
+};
 
 /** The numbers of a model profile (see doc/profiles.md for the rules). */
 struct spsim_model_shape {
@@ -68,6 +76,11 @@ struct spsim_model_shape {
      * 0, 0 = none [--moe-router-num-groups, --moe-router-group-topk]. */
     uint32_t router_num_groups;
     uint32_t router_group_topk;
+    /* The router's auxiliary terms (router.py TopKRouter); only whether each is on matters. */
+    enum spsim_moe_balancing load_balancing; /**< [--moe-router-load-balancing-type with
+                                                --moe-aux-loss-coeff > 0] */
+    bool z_loss;                             /**< [--moe-z-loss-coeff > 0] */
+    bool expert_bias; /**< aux-loss-free balancing [--moe-router-enable-expert-bias] */
 };
 
 struct spsim_model;

@@ -705,7 +705,7 @@ add_moe_memory(struct builder *bld, const char *name, double fwd, double bwd)
  * fp32 scores (4 B), top-k reads them (4 B) and writes k probabilities and int64 indices
  * (12 B per copy); backward reads the scattered fp32 probability gradient and the scores and
  * writes the logits' gradient (4 + 4 + 2 B). The scores are kept for the backward. The
- * auxiliary losses are off by default (moe_aux_loss_coeff = 0.0) and not modelled.
+ * auxiliary losses, off by default (moe_aux_loss_coeff = 0.0), are add_router_losses'.
  */
 static void
 add_router(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x, uint64_t T)
@@ -724,6 +724,61 @@ add_router(struct builder *bld, const struct spsim_model_shape *m, const struct 
     save(op, "router scores (fp32)", scores, 4, SPSIM_RG_MOE);
     dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "E", E);
     dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "k", k);
+}
+
+/*
+ * The router's auxiliary terms (router.py TopKRouter.routing, moe_utils.py), per MoE layer on
+ * this rank's T tokens and E experts; rows only where the model turns them on.
+ * Load-balancing loss (aux_loss, seq_aux_loss): compute_routing_scores_for_aux_loss recomputes
+ * the scores from the bf16 logits (read 2 B, write fp32 4 B), its top-k reads them (4 B) and
+ * writes the bool routing map (1 B), 11 B per [T, E] element; the scores are kept (4 B) for the
+ * backward, which reads the scores' gradient and the scores (4 + 4 B), writes the logits'
+ * gradient (2 B) and autograd adds it to the router's (read 2 + 2, write 2): 16 B. The loss
+ * (switch_load_balancing_loss_func) reads the map and the scores (1 + 4 B), its backward
+ * writes the scores' gradient (4 B). The routed tokens per expert (routing_map.sum, int64) are
+ * all-reduced over TP×CP (get_tokens_per_expert_and_token_count, reduce_group = tp_cp_group):
+ * 8·E bytes, 8·b·E for seq_aux_loss (the map reshaped to [s, b·E], one count per sequence).
+ * z-loss (z_loss_func): logsumexp reads the logits (2 B); backward reads them and writes their
+ * gradient (2 + 2 B), added to the router's (6 B): 10 B.
+ * Expert bias (topk_routing_with_score_function, _apply_expert_bias): scores + bias read and
+ * write fp32 (4 + 4 B) and local_tokens_per_expert += routing_map.sum(0) reads the map (1 B);
+ * no backward.
+ */
+static void
+add_router_losses(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
+                  uint64_t T)
+{
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    double te = (double)T * (double)m->experts;
+    if (m->load_balancing != SPSIM_BALANCE_NONE) {
+        struct spsim_op *op =
+            add_moe_memory(bld, "aux-loss scores and routing map", 11.0 * te, 16.0 * te);
+        save(op, "aux-loss scores (fp32)", spsim_mul(T, m->experts, &bld->ok), 4, SPSIM_RG_MOE);
+        dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "E", m->experts);
+        dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "E", m->experts);
+        add_moe_memory(bld,
+                       m->load_balancing == SPSIM_BALANCE_SEQ_AUX_LOSS
+                           ? "sequence load-balancing loss"
+                           : "load-balancing loss",
+                       5.0 * te, 4.0 * te);
+        uint64_t n = (uint64_t)cfg->t * (cfg->cp > 1 ? cfg->cp : 1);
+        uint64_t counts = m->load_balancing == SPSIM_BALANCE_SEQ_AUX_LOSS ? x->b : 1;
+        if (n > 1) {
+            op = add_op(bld, "tokens-per-expert AllReduce (TP×CP)", SPSIM_OPK_CP,
+                        SPSIM_REGION_TENSOR, SPSIM_RG_MOE);
+            op->operator_name = "moe";
+            op->fwd_coll = SPSIM_COLL_ALL_REDUCE;
+            op->message_bytes = spsim_mul3(8, counts, m->experts, &bld->ok);
+            op->cp_group = (uint32_t)n;
+            op->cp_stride = 1;
+        }
+    }
+    if (m->z_loss) {
+        struct spsim_op *op = add_moe_memory(bld, "router z-loss", 2.0 * te, 10.0 * te);
+        dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "E", m->experts);
+    }
+    if (m->expert_bias)
+        add_moe_memory(bld, "expert bias and tokens-per-expert count", 9.0 * te, 0.0);
 }
 
 /* A flex dispatch or combine over the etp·ep group (moe_flex.c): one fused kernel, its
@@ -902,6 +957,7 @@ add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const stru
              spsim_mul3(x->sl, x->b, x->h, &bld->ok))
         ->group = SPSIM_RG_NORM;
     add_router(bld, m, x, tr.tokens);
+    add_router_losses(bld, m, x, tr.tokens);
     /* transformer_layer.py: moe_router captures the pre-MLP norm, the router and the shared
      * experts (what runs before the dispatch); the rest of the block stays eager. */
     mark_graph(bld->layer, norm2, SPSIM_CGS_MOE_ROUTER);

@@ -65,6 +65,10 @@ enum flag_id {
     F_MOE_HYBRIDEP_SMS,
     F_MOE_GROUPS,
     F_MOE_GROUP_TOPK,
+    F_MOE_LB_TYPE,
+    F_MOE_AUX_COEFF,
+    F_MOE_Z_COEFF,
+    F_MOE_EXPERT_BIAS,
     F_ETP,
     F_A2A_OVERLAP,
     F_DELAY_WGRAD,
@@ -172,6 +176,10 @@ static const struct {
     [F_MOE_HYBRIDEP_SMS] = {"--moe-hybridep-num-sms", K_VALUE},
     [F_MOE_GROUPS] = {"--moe-router-num-groups", K_VALUE},
     [F_MOE_GROUP_TOPK] = {"--moe-router-group-topk", K_VALUE},
+    [F_MOE_LB_TYPE] = {"--moe-router-load-balancing-type", K_VALUE},
+    [F_MOE_AUX_COEFF] = {"--moe-aux-loss-coeff", K_VALUE},
+    [F_MOE_Z_COEFF] = {"--moe-z-loss-coeff", K_VALUE},
+    [F_MOE_EXPERT_BIAS] = {"--moe-router-enable-expert-bias", K_SWITCH},
     [F_ETP] = {"--expert-tensor-parallel-size", K_VALUE},
     [F_A2A_OVERLAP] = {"--overlap-moe-expert-parallel-comm", K_SWITCH},
     [F_DELAY_WGRAD] = {"--delay-wgrad-compute", K_SWITCH},
@@ -611,6 +619,41 @@ group_limited(const struct mg *m, struct spsim_model_shape *s)
     return SPSIM_OK;
 }
 
+/* A loss coefficient: only whether it is above 0 matters to spsim. */
+static int
+positive_coeff(const struct mg *m, int id, bool *on)
+{
+    *on = false;
+    if (!m->given[id])
+        return SPSIM_OK;
+    char *end = NULL;
+    double v = strtod(m->value[id], &end);
+    if (end == m->value[id] || *end || v != v)
+        return flag_error(m, id, "'%s' is not a number", m->value[id]);
+    *on = v > 0;
+    return SPSIM_OK;
+}
+
+/* The router's auxiliary terms (arguments.py _add_moe_args; router.py TopKRouter): the
+ * load-balancing loss of --moe-router-load-balancing-type (default aux_loss) runs only with a
+ * --moe-aux-loss-coeff above 0 (default 0.0); the z-loss with --moe-z-loss-coeff above 0
+ * (default None); one type and one coefficient (Megatron also takes lists). */
+static int
+router_losses(const struct mg *m, struct spsim_model_shape *s)
+{
+    static const char *const types[] = {"none", "aux_loss", "seq_aux_loss", NULL};
+    int type = 0;
+    bool aux = false;
+    int rc;
+    if ((rc = choice(m, F_MOE_LB_TYPE, types, SPSIM_BALANCE_AUX_LOSS, &type)) ||
+        (rc = positive_coeff(m, F_MOE_AUX_COEFF, &aux)) ||
+        (rc = positive_coeff(m, F_MOE_Z_COEFF, &s->z_loss)))
+        return rc;
+    s->load_balancing = aux ? (enum spsim_moe_balancing)type : SPSIM_BALANCE_NONE;
+    s->expert_bias = m->given[F_MOE_EXPERT_BIAS];
+    return SPSIM_OK;
+}
+
 /* The routed and shared experts (_add_moe_args and TransformerConfig's moe_* fields), with
  * Megatron's defaults: top 2, moe_ffn_hidden_size = ffn_hidden_size (arguments.py), every layer
  * MoE, softmax scores, dropless. */
@@ -630,7 +673,7 @@ moe_shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, boo
         (rc = num(m, F_MOE_SHARED, 0, 4194304, 0, &shared)) ||
         (rc = choice(m, F_MOE_SCORE, scores, 0, &score)) ||
         (rc = capacity(m, &s->capacity_factor)) || (rc = layer_freq(m, s, pattern, has_pattern)) ||
-        (rc = group_limited(m, s)))
+        (rc = group_limited(m, s)) || (rc = router_losses(m, s)))
         return rc;
     s->shared_expert_ffn_hidden = (uint32_t)shared;
     s->router_score = (enum spsim_router_score)score;

@@ -82,6 +82,22 @@ layer_freq_flag(struct out *o, const struct spsim_model *model, const struct sps
 }
 
 /* The routed and shared experts, multi-latent attention and multi-token prediction. */
+/* The router's auxiliary terms. spsim keeps only whether each is on, so a coefficient is
+ * Megatron's recommended starting value: 1e-2 for the aux loss (arguments.py
+ * --moe-aux-loss-coeff help), 1e-3 for the z-loss (transformer_config.py moe_z_loss_coeff). */
+static void
+router_loss_flags(struct out *o, const struct spsim_model_shape *s)
+{
+    /* none: Megatron's default coefficient 0.0 turns the loss off */
+    if (s->load_balancing != SPSIM_BALANCE_NONE)
+        emit(o, "    --moe-router-load-balancing-type %s \\\n    --moe-aux-loss-coeff 1e-2 \\\n",
+             s->load_balancing == SPSIM_BALANCE_SEQ_AUX_LOSS ? "seq_aux_loss" : "aux_loss");
+    if (s->z_loss)
+        emit(o, "    --moe-z-loss-coeff 1e-3 \\\n");
+    if (s->expert_bias)
+        emit(o, "    --moe-router-enable-expert-bias \\\n");
+}
+
 static void
 moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim_model_shape *s)
 {
@@ -100,6 +116,7 @@ moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim
         if (s->router_group_topk)
             emit(o, "    --moe-router-num-groups %u \\\n    --moe-router-group-topk %u \\\n",
                  s->router_num_groups, s->router_group_topk);
+        router_loss_flags(o, s);
     }
     if (s->kv_lora_rank) {
         emit(o, "    --multi-latent-attention \\\n");

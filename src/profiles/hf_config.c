@@ -517,6 +517,28 @@ deepseek_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_mode
     return SPSIM_OK;
 }
 
+/* The router's auxiliary terms as Megatron-Bridge converts them: model_bridge.py maps
+ * router_aux_loss_coef and aux_loss_alpha to moe_aux_loss_coeff (TransformerConfig's type
+ * aux_loss); deepseek_v2_bridge.py and deepseek_v3_bridge.py set seq_aux_loss, and DeepSeek-V3's
+ * aux-loss-free routing (topk_method "noaux_tc", its e_score_correction_bias) is Megatron's
+ * expert bias (deepseek_v3_bridge.py moe_router_enable_expert_bias). */
+static int
+router_terms(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f,
+             struct spsim_model_shape *m)
+{
+    const char *key = f->moe == HF_DEEPSEEK ? "aux_loss_alpha" : "router_aux_loss_coef";
+    double coef = 0;
+    if (present(root, key) &&
+        spsim_json_get_double(c, root, NULL, key, true, 0, 1e9, &coef) != SPSIM_OK)
+        return SPSIM_EFIELD;
+    if (coef > 0)
+        m->load_balancing =
+            f->moe == HF_DEEPSEEK ? SPSIM_BALANCE_SEQ_AUX_LOSS : SPSIM_BALANCE_AUX_LOSS;
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(root, "topk_method");
+    m->expert_bias = cJSON_IsString(method) && strcmp(method->valuestring, "noaux_tc") == 0;
+    return SPSIM_OK;
+}
+
 /* The experts: how many, top-k and their width (Mixtral's intermediate_size, the others'
  * moe_intermediate_size), then the family's own keys. */
 static int
@@ -533,6 +555,8 @@ read_moe(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *
         (rc = get_u32(c, root, "num_experts_per_tok", true, &m->experts_per_token)) ||
         (f->moe != HF_MIXTRAL &&
          (rc = get_u32(c, root, "moe_intermediate_size", true, &m->expert_ffn_hidden))))
+        return rc;
+    if ((rc = router_terms(c, root, f, m)))
         return rc;
     if (f->moe == HF_QWEN_MOE)
         return qwen_moe_layers(c, root);

@@ -148,6 +148,52 @@ hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct
                      out, err);
 }
 
+/* The keys of a model profile (doc/profiles.md). */
+static const char *const model_keys[] = {"schema",
+                                         "name",
+                                         "description",
+                                         "source",
+                                         "layers",
+                                         "hidden",
+                                         "heads",
+                                         "kv_heads",
+                                         "head_dim",
+                                         "ffn_hidden",
+                                         "vocab",
+                                         "seq_len",
+                                         "mlp",
+                                         "norm",
+                                         "dropout",
+                                         "attention",
+                                         "position_embedding",
+                                         "linear_bias",
+                                         "tied_embeddings",
+                                         "qkv_bias",
+                                         "qk_norm",
+                                         "experts",
+                                         "experts_per_token",
+                                         "expert_ffn_hidden",
+                                         "shared_expert_ffn_hidden",
+                                         "moe_first_dense_layers",
+                                         "moe_layer_freq",
+                                         "moe_layer_pattern",
+                                         "router_score",
+                                         "capacity_factor",
+                                         "router_num_groups",
+                                         "router_group_topk",
+                                         "load_balancing",
+                                         "z_loss",
+                                         "expert_bias",
+                                         "q_lora_rank",
+                                         "kv_lora_rank",
+                                         "qk_head_dim",
+                                         "qk_pos_emb_head_dim",
+                                         "v_head_dim",
+                                         "mtp_layers",
+                                         "window",
+                                         "window_skip_freq",
+                                         NULL};
+
 int
 spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim_model **out,
                   struct spsim_error *err)
@@ -166,52 +212,11 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
         cJSON_Delete(root);
         return rc;
     }
-    static const char *const keys[] = {"schema",
-                                       "name",
-                                       "description",
-                                       "source",
-                                       "layers",
-                                       "hidden",
-                                       "heads",
-                                       "kv_heads",
-                                       "head_dim",
-                                       "ffn_hidden",
-                                       "vocab",
-                                       "seq_len",
-                                       "mlp",
-                                       "norm",
-                                       "dropout",
-                                       "attention",
-                                       "position_embedding",
-                                       "linear_bias",
-                                       "tied_embeddings",
-                                       "qkv_bias",
-                                       "qk_norm",
-                                       "experts",
-                                       "experts_per_token",
-                                       "expert_ffn_hidden",
-                                       "shared_expert_ffn_hidden",
-                                       "moe_first_dense_layers",
-                                       "moe_layer_freq",
-                                       "moe_layer_pattern",
-                                       "router_score",
-                                       "capacity_factor",
-                                       "router_num_groups",
-                                       "router_group_topk",
-                                       "q_lora_rank",
-                                       "kv_lora_rank",
-                                       "qk_head_dim",
-                                       "qk_pos_emb_head_dim",
-                                       "v_head_dim",
-                                       "mtp_layers",
-                                       "window",
-                                       "window_skip_freq",
-                                       NULL};
     struct spsim_jctx c = {origin, err};
     const char *schema = NULL, *name = NULL, *source = NULL, *description = "";
     struct spsim_model_shape shape;
     uint8_t *pattern = NULL;
-    if ((rc = spsim_json_check_keys(&c, root, NULL, keys)) ||
+    if ((rc = spsim_json_check_keys(&c, root, NULL, model_keys)) ||
         (rc = spsim_json_get_string(&c, root, NULL, "schema", true, true, &schema)))
         goto done;
     if (strcmp(schema, "spsim-model/1") != 0) {

@@ -13,6 +13,9 @@
 #include "profiles.h"
 
 static const char *const router_names[] = {"softmax", "sigmoid", NULL};
+/* enum spsim_moe_balancing, Megatron's names (arguments.py --moe-router-load-balancing-type) */
+static const char *const balancing_names[] = {"none", "aux_loss", "seq_aux_loss", "global_aux_loss",
+                                              NULL};
 
 /* Far above any published model (DeepSeek-V3 256 routed experts, top 8; Kimi-K2 384): low
  * enough that experts × expert parameters stay checked 64-bit arithmetic. */
@@ -164,16 +167,24 @@ read_pattern(const struct spsim_jctx *c, const cJSON *item, uint32_t layers, uin
     return SPSIM_OK;
 }
 
-static const char *const moe_keys[] = {
-    "experts_per_token",      "expert_ffn_hidden", "shared_expert_ffn_hidden",
-    "moe_first_dense_layers", "moe_layer_freq",    "moe_layer_pattern",
-    "router_score",           "capacity_factor",   "router_num_groups",
-    "router_group_topk"};
+static const char *const moe_keys[] = {"experts_per_token",
+                                       "expert_ffn_hidden",
+                                       "shared_expert_ffn_hidden",
+                                       "moe_first_dense_layers",
+                                       "moe_layer_freq",
+                                       "moe_layer_pattern",
+                                       "router_score",
+                                       "capacity_factor",
+                                       "router_num_groups",
+                                       "router_group_topk",
+                                       "load_balancing",
+                                       "z_loss",
+                                       "expert_bias"};
 
 static int
 read_moe_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
 {
-    int rc, score = 0;
+    int rc, score = 0, balancing = 0;
     if ((rc = spsim_json_get_u32(c, root, NULL, "experts", false, 0, MAX_EXPERTS, &m->experts)))
         return rc;
     if (m->experts == 0) {
@@ -201,9 +212,14 @@ read_moe_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_mode
         (rc = spsim_json_get_u32(c, root, NULL, "router_num_groups", false, 0, m->experts,
                                  &m->router_num_groups)) ||
         (rc = spsim_json_get_u32(c, root, NULL, "router_group_topk", false, 0, m->experts,
-                                 &m->router_group_topk)))
+                                 &m->router_group_topk)) ||
+        (rc = spsim_json_get_enum(c, root, NULL, "load_balancing", false, balancing_names,
+                                  &balancing)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "z_loss", false, &m->z_loss)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "expert_bias", false, &m->expert_bias)))
         return rc;
     m->router_score = (enum spsim_router_score)score;
+    m->load_balancing = (enum spsim_moe_balancing)balancing;
     return SPSIM_OK;
 }
 
@@ -308,11 +324,19 @@ static int
 check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struct spsim_jctx *c)
 {
     if (m->experts == 0) {
-        const uint32_t v[] = {m->experts_per_token,        m->expert_ffn_hidden,
-                              m->shared_expert_ffn_hidden, m->moe_first_dense_layers,
-                              m->moe_layer_freq > 1,       pattern != NULL,
-                              m->router_score != 0,        0,
-                              m->router_num_groups,        m->router_group_topk};
+        const uint32_t v[] = {m->experts_per_token,
+                              m->expert_ffn_hidden,
+                              m->shared_expert_ffn_hidden,
+                              m->moe_first_dense_layers,
+                              m->moe_layer_freq > 1,
+                              pattern != NULL,
+                              m->router_score != 0,
+                              0,
+                              m->router_num_groups,
+                              m->router_group_topk,
+                              m->load_balancing != 0,
+                              m->z_loss,
+                              m->expert_bias};
         for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(v); i++)
             if (v[i])
                 return spsim_json_field_error(c, NULL, moe_keys[i],
@@ -343,6 +367,13 @@ check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struc
                                       m->capacity_factor);
     if ((unsigned)m->router_score > SPSIM_ROUTER_SIGMOID)
         return spsim_json_field_error(c, NULL, "router_score", "is out of range");
+    if ((unsigned)m->load_balancing > SPSIM_BALANCE_GLOBAL_AUX_LOSS)
+        return spsim_json_field_error(c, NULL, "load_balancing", "is out of range");
+    /* spsim's limit: its per-layer all-reduce spans TP×CP×DP, which a layer's rows do not see. */
+    if (m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS)
+        return spsim_json_field_error(c, NULL, "load_balancing",
+                                      "global_aux_loss is not modelled (aux_loss, seq_aux_loss "
+                                      "or none)");
     int rc = check_groups(m, c);
     if (rc != SPSIM_OK)
         return rc;

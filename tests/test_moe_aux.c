@@ -1,0 +1,249 @@
+/*
+ * The router's auxiliary terms (issue 11: Megatron-Core router.py TopKRouter, moe_utils.py
+ * switch_load_balancing_loss_func, sequence_load_balancing_loss_func, z_loss_func,
+ * get_tokens_per_expert_and_token_count), each row's time worked by hand on the synthetic
+ * profile of tests/test_moe_terms.c (tests/data/terms/terms-hw.json: HBM 1 TB/s achieved,
+ * NVLink busbw 50 GB/s for every collective, latencies 0): a memory-bound row takes its bytes
+ * over HBM, an AllReduce of S bytes on n ranks 2·S·(n−1)/n over the busbw (nccl-tests
+ * PERFORMANCE.md: busbw = algbw·2(n−1)/n). The bytes per [T, E]
+ * element are the ones argued beside add_router_losses in src/engine/layer.c from the kernels
+ * Megatron runs; the profile fields' rules are doc/profiles.md's.
+ *
+ * The model: h = 1024, s = 1024, E = 128 routed experts, top 8, every layer MoE.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define HBM 1e12 /* B/s */
+#define NV  50e9 /* busbw, B/s */
+
+static const double E = 128;
+
+static struct spsim_hardware *
+terms_hw(void)
+{
+    char path[4096];
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
+    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    return hw;
+}
+
+static struct spsim_model_shape
+aux_shape(enum spsim_moe_balancing lb, bool z, bool bias)
+{
+    return (struct spsim_model_shape){
+        .layers = 2,
+        .hidden = 1024,
+        .heads = 8,
+        .kv_heads = 8,
+        .head_dim = 128,
+        .ffn_hidden = 4096,
+        .vocab = 32768,
+        .seq_len = 1024,
+        .mlp = SPSIM_MLP_SWIGLU,
+        .norm = SPSIM_NORM_RMSNORM,
+        .attention = SPSIM_ATTENTION_FLASH,
+        .position = SPSIM_POSITION_ROPE,
+        .experts = 128,
+        .experts_per_token = 8,
+        .expert_ffn_hidden = 128,
+        .moe_layer_freq = 1,
+        .load_balancing = lb,
+        .z_loss = z,
+        .expert_bias = bias,
+    };
+}
+
+/* tp 2 with SP (cp given), ep 4, alltoall, micro-batch b. */
+static struct spsim_parallel
+aux_config(uint32_t cp, uint32_t mbs)
+{
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 2;
+    p.sp = true;
+    p.cp = cp;
+    p.ep = 4;
+    p.dp = 4 / cp;
+    p.mbs = mbs;
+    p.gbs = p.dp * mbs;
+    p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    return p;
+}
+
+static size_t
+schedule(const struct spsim_model_shape *s, const struct spsim_parallel *p,
+         struct spsim_schedule_step *st)
+{
+    struct spsim_model *m = testutil_model(s);
+    struct spsim_hardware *hw = terms_hw();
+    size_t n = 0;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_layer_schedule(m, hw, p, st, SPSIM_MAX_SCHEDULE_STEPS, &n, &err) ==
+                      SPSIM_OK,
+                  "%s", err.message);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+    return n;
+}
+
+static const struct spsim_schedule_step *
+find(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op,
+     const char *pass)
+{
+    for (size_t i = 0; i < n; i++)
+        if (st[i].phase == ph && strcmp(st[i].op, op) == 0 && strcmp(st[i].pass, pass) == 0)
+            return &st[i];
+    return NULL;
+}
+
+static const struct spsim_schedule_step *
+step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op,
+     const char *pass)
+{
+    const struct spsim_schedule_step *s = find(st, n, ph, op, pass);
+    ck_assert_msg(s != NULL, "no step '%s' %s", op, pass);
+    return s;
+}
+
+#define EQ(got, want) ck_assert_double_eq_tol((got), (want), 1e-9 * fabs(want))
+
+static const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+
+/*
+ * aux_loss, z-loss and expert bias at tp 2, cp 1, b 1: T = 1024/2 = 512 tokens, T·E = 65 536.
+ * Aux-loss scores 11·T·E B forward, 16·T·E backward; the loss 5·T·E and 4·T·E; the counts
+ * 8·E = 1024 B all-reduced over the 2 TP ranks (2·1024·1/2 B over 50 GB/s), forward only;
+ * z-loss 2·T·E and 10·T·E; expert bias 9·T·E forward.
+ */
+START_TEST(aux_loss_rows)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    struct spsim_model_shape s = aux_shape(SPSIM_BALANCE_AUX_LOSS, true, true);
+    struct spsim_parallel p = aux_config(1, 1);
+    size_t n = schedule(&s, &p, st);
+    double te = 512 * E;
+    EQ(step(st, n, F, "aux-loss scores and routing map", "forward")->time_s, 11 * te / HBM);
+    EQ(step(st, n, B, "aux-loss scores and routing map", "backward")->time_s, 16 * te / HBM);
+    EQ(step(st, n, F, "load-balancing loss", "forward")->time_s, 5 * te / HBM);
+    EQ(step(st, n, B, "load-balancing loss", "backward")->time_s, 4 * te / HBM);
+    const struct spsim_schedule_step *ar =
+        step(st, n, F, "tokens-per-expert AllReduce (TP×CP)", "");
+    ck_assert_uint_eq(ar->message_bytes, 8 * 128);
+    ck_assert_uint_eq(ar->group_size, 2);
+    EQ(ar->time_s, 2 * 1024.0 / 2 / NV);
+    ck_assert(find(st, n, B, "tokens-per-expert AllReduce (TP×CP)", "") == NULL);
+    EQ(step(st, n, F, "router z-loss", "forward")->time_s, 2 * te / HBM);
+    EQ(step(st, n, B, "router z-loss", "backward")->time_s, 10 * te / HBM);
+    EQ(step(st, n, F, "expert bias and tokens-per-expert count", "forward")->time_s, 9 * te / HBM);
+}
+END_TEST
+
+/*
+ * seq_aux_loss at tp 2, cp 2, b 2: T = 1024/2/2·2 = 512 tokens; one count per sequence and
+ * expert, 8·b·E = 2048 B, all-reduced over the TP×CP group of 4 ranks (2·2048·3/4 B).
+ */
+START_TEST(seq_aux_loss_rows)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    struct spsim_model_shape s = aux_shape(SPSIM_BALANCE_SEQ_AUX_LOSS, false, false);
+    struct spsim_parallel p = aux_config(2, 2);
+    size_t n = schedule(&s, &p, st);
+    double te = 512 * E;
+    EQ(step(st, n, F, "aux-loss scores and routing map", "forward")->time_s, 11 * te / HBM);
+    EQ(step(st, n, F, "sequence load-balancing loss", "forward")->time_s, 5 * te / HBM);
+    const struct spsim_schedule_step *ar =
+        step(st, n, F, "tokens-per-expert AllReduce (TP×CP)", "");
+    ck_assert_uint_eq(ar->message_bytes, 8 * 2 * 128);
+    ck_assert_uint_eq(ar->group_size, 4);
+    EQ(ar->time_s, 2 * 2048.0 * 3 / 4 / NV);
+    ck_assert(find(st, n, F, "router z-loss", "forward") == NULL);
+    ck_assert(find(st, n, F, "expert bias and tokens-per-expert count", "forward") == NULL);
+}
+END_TEST
+
+/* The aux-loss scores are kept for the backward: 4·T·E = 262 144 B more per layer at tp 2,
+ * b 1 (T = 512); the z-loss and the expert bias keep nothing new. */
+START_TEST(aux_loss_activations)
+{
+    struct spsim_hardware *hw = terms_hw();
+    struct spsim_parallel p = aux_config(1, 1);
+    struct spsim_result r0, r1;
+    struct spsim_error err = {0};
+    struct spsim_model_shape s = aux_shape(SPSIM_BALANCE_NONE, true, true);
+    struct spsim_model *off = testutil_model(&s);
+    s.load_balancing = SPSIM_BALANCE_AUX_LOSS;
+    struct spsim_model *on = testutil_model(&s);
+    s = aux_shape(SPSIM_BALANCE_NONE, false, false);
+    struct spsim_model *none = testutil_model(&s);
+    ck_assert_msg(spsim_evaluate(off, hw, &p, &r0, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_evaluate(on, hw, &p, &r1, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(r1.memory.activation_per_layer_bytes - r0.memory.activation_per_layer_bytes,
+                      4 * 512 * 128);
+    ck_assert_msg(spsim_evaluate(none, hw, &p, &r1, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(r1.memory.activation_per_layer_bytes, r0.memory.activation_per_layer_bytes);
+    spsim_model_destroy(off);
+    spsim_model_destroy(on);
+    spsim_model_destroy(none);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+#define HEAD                                                                                       \
+    "{\"schema\": \"spsim-model/1\", \"name\": \"t\", \"source\": \"test\", \"layers\": 2, "       \
+    "\"hidden\": 1024, \"heads\": 8, \"kv_heads\": 8, \"ffn_hidden\": 4096, \"vocab\": 32768, "    \
+    "\"seq_len\": 1024, "                                                                          \
+    "\"mlp\": \"swiglu\", \"norm\": \"rmsnorm\", \"dropout\": false, \"attention\": \"flash\", "   \
+    "\"position_embedding\": \"rope\", \"linear_bias\": false, \"tied_embeddings\": false"
+
+static int
+parse(const char *json, struct spsim_error *err)
+{
+    struct spsim_model *m = NULL;
+    int rc = spsim_model_parse(json, strlen(json), "aux.json", &m, err);
+    if (rc == SPSIM_OK) {
+        const struct spsim_model_shape *s = spsim_model_get_shape(m);
+        ck_assert_int_eq(s->load_balancing, SPSIM_BALANCE_SEQ_AUX_LOSS);
+        ck_assert(s->z_loss && s->expert_bias);
+    }
+    spsim_model_destroy(m);
+    return rc;
+}
+
+/* The profile keys: read on a MoE model, refused on a dense one and for global_aux_loss. */
+START_TEST(aux_loss_profile)
+{
+    struct spsim_error err = {0};
+    int rc = parse(HEAD ", \"experts\": 8, \"experts_per_token\": 2, \"load_balancing\": "
+                        "\"seq_aux_loss\", \"z_loss\": true, \"expert_bias\": true}",
+                   &err);
+    ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
+    ck_assert_int_eq(parse(HEAD ", \"z_loss\": true}", &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "field 'z_loss'") != NULL, "%s", err.message);
+    ck_assert_int_eq(parse(HEAD ", \"experts\": 8, \"experts_per_token\": 2, \"load_balancing\": "
+                                "\"global_aux_loss\"}",
+                           &err),
+                     SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "global_aux_loss is not modelled") != NULL, "%s",
+                  err.message);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("moe_aux");
+    TCase *tc = tcase_create("moe_aux");
+    tcase_add_test(tc, aux_loss_rows);
+    tcase_add_test(tc, seq_aux_loss_rows);
+    tcase_add_test(tc, aux_loss_activations);
+    tcase_add_test(tc, aux_loss_profile);
+    suite_add_tcase(s, tc);
+    return testutil_run(s);
+}
