@@ -103,5 +103,13 @@ grep -q ",flex," "$tmp/sweep.csv" || fail "sweep: no flex row"
 [ $? -eq 4 ] && grep -q "DeepEP dispatcher requires TPxEP > 1" "$tmp/err" ||
     fail "deepep ep 1: $(cat "$tmp/err")"
 
+# Qwen3-30B-A3B's aux loss (models/qwen3-30b-a3b.json) all-reduces its tokens-per-expert
+# counts over TP at cp 1: the query's breakdown shows that time on its own line, the same
+# seconds as the JSON's time.cp_exposed_s (the field that holds it).
+"$spsim" query --model qwen3-30b-a3b --hw dgx-h100 --tp 2 --sp --ep 8 --etp 1 --pp 1 --dp 32 \
+    --gbs 512 >"$tmp/aux.txt" 2>"$tmp/err" || fail "aux query: $(cat "$tmp/err")"
+grep -q "aux-loss AllReduces (TP)" "$tmp/aux.txt" || fail "no aux-loss line: $(cat "$tmp/aux.txt")"
+grep -q "exposed CP exchanges" "$tmp/aux.txt" && fail "cp 1 query names CP exchanges"
+
 [ "$failures" -eq 0 ] || exit 1
 echo "all flex CLI checks passed"

@@ -206,7 +206,8 @@ struct spsim_time_report {
     double backward_s;   /**< backward computation (recompute excluded) */
     double recompute_s;  /**< recomputation (selective or full) */
     double tp_exposed_s; /**< TP communication not hidden */
-    double cp_exposed_s; /**< CP exchanges not hidden behind attention */
+    double cp_exposed_s; /**< CP exchanges not hidden behind attention, and the MoE aux-loss
+                            tokens-per-expert AllReduces over TP×CP (their group) */
     double pp_bubble_s;  /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
     double pp_p2p_s;     /**< exposed point-to-point sends */
     double dp_exposed_s; /**< exposed data-parallel gradient reduction */
