@@ -80,7 +80,8 @@ step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const 
 }
 
 static size_t
-schedule(enum spsim_moe_routing routing, struct spsim_schedule_step *st)
+schedule(enum spsim_moe_routing routing, enum spsim_moe_dispatcher d,
+         struct spsim_schedule_step *st)
 {
     struct spsim_model_shape shape = {
         .layers = 2,
@@ -111,7 +112,7 @@ schedule(enum spsim_moe_routing routing, struct spsim_schedule_step *st)
     p.ep = 8;
     p.dp = 8;
     p.gbs = 8;
-    p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    p.moe_dispatcher = d;
     p.moe_routing = routing;
     size_t n = 0;
     ck_assert_msg(spsim_layer_schedule(m, hw, &p, st, SPSIM_MAX_SCHEDULE_STEPS, &n, &err) ==
@@ -145,7 +146,7 @@ START_TEST(critical_rank_terms)
     const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
     const double sigma = sqrt(8192.0 * 8 * (1.0 / 8) * (7.0 / 8) * (120.0 / 127));
     ck_assert_double_eq(ceil(512 * (1 + 1.4236 * sigma / 8192)), 520);
-    size_t n = schedule(SPSIM_MOE_ROUTING_RANDOM, st);
+    size_t n = schedule(SPSIM_MOE_ROUTING_RANDOM, SPSIM_MOE_ALLTOALL, st);
     const struct spsim_schedule_step *d = step(st, n, F, "dispatch all-to-all (EP)", "");
     ck_assert_uint_eq(d->message_bytes, (uint64_t)(rows * (2 * h + 4)));
     EQ(d->time_s, rows * (2 * h + 4) * 7 / 8 / NV);
@@ -159,11 +160,35 @@ START_TEST(critical_rank_terms)
     EQ(step(st, n, F, "permute (token copies into expert order)", "forward")->time_s,
        4 * own * h / HBM);
     /* Balanced: the mean, 512 per expert (test_moe_terms' values). */
-    n = schedule(SPSIM_MOE_ROUTING_BALANCED, st);
+    n = schedule(SPSIM_MOE_ROUTING_BALANCED, SPSIM_MOE_ALLTOALL, st);
     EQ(step(st, n, B, "experts FC2 grouped GEMM", "wgrad")->time_s,
        wgrad_bytes_s(8192, fe, h, loc));
     ck_assert_uint_eq(step(st, n, F, "dispatch all-to-all (EP)", "")->message_bytes,
                       (uint64_t)(8192 * (2 * h + 4)));
+}
+END_TEST
+
+/*
+ * flex (DeepEP, the 8 ranks in one NVLink domain): a token reaches a rank with q = 1 −
+ * C(112, 8)/C(128, 8) and is sent there once; the most-loaded rank receives the N = 8192
+ * tokens' N·q times 1 + z_8·√(N·q·(1 − q))/(N·q), each in a 16-byte aligned DeepEP record of
+ * 2h + 8 + 8k B = 2120 → 2128 B (moe_flex.c record_bytes); per source rank T·q·(n − 1) of
+ * them, times that ratio.
+ */
+START_TEST(flex_critical_rank_bytes)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    double miss = 1, N = 8192;
+    for (int i = 0; i < 8; i++)
+        miss *= (112.0 - i) / (128.0 - i);
+    double q = 1 - miss, load = 1 + 1.4236 * sqrt(N * q * (1 - q)) / (N * q);
+    size_t n = schedule(SPSIM_MOE_ROUTING_RANDOM, SPSIM_MOE_FLEX, st);
+    const struct spsim_schedule_step *d =
+        step(st, n, SPSIM_PHASE_FORWARD, "flex dispatch (DeepEP: NVLink + RDMA)", "");
+    ck_assert_double_eq_tol((double)d->message_bytes, 1024 * q * 7 * load * 2128, 200);
+    n = schedule(SPSIM_MOE_ROUTING_BALANCED, SPSIM_MOE_FLEX, st);
+    d = step(st, n, SPSIM_PHASE_FORWARD, "flex dispatch (DeepEP: NVLink + RDMA)", "");
+    ck_assert_double_eq_tol((double)d->message_bytes, 1024 * q * 7 * 2128, 1);
 }
 END_TEST
 
@@ -175,6 +200,7 @@ main(void)
     tcase_add_test(tc, small_case_moments);
     tcase_add_test(tc, expected_max_table);
     tcase_add_test(tc, critical_rank_terms);
+    tcase_add_test(tc, flex_critical_rank_bytes);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }
