@@ -45,7 +45,7 @@ spsim_moe_expected_max(uint32_t n)
         return 0;
     gsl_integration_glfixed_table *t = gsl_integration_glfixed_table_alloc(64);
     double dn = (double)n, sum = 0, hi = 12.0 + sqrt(2.0 * log(dn));
-    if (!t) /* Blom's approximation Φ⁻¹((n − 0.375)/(n + 0.25)), within 0.02 for n <= 1024 */
+    if (!t) /* Blom: Φ⁻¹((n − 0.375)/(n + 0.25)), within 0.026 for 2 <= n <= 1024 */
         return gsl_cdf_ugaussian_Pinv((dn - 0.375) / (dn + 0.25));
     gsl_function f = {max_density, &dn};
     for (double a = -12.0; a < hi; a += 1.0)
