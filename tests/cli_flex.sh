@@ -111,5 +111,29 @@ grep -q ",flex," "$tmp/sweep.csv" || fail "sweep: no flex row"
 grep -q "aux-loss AllReduces (TP)" "$tmp/aux.txt" || fail "no aux-loss line: $(cat "$tmp/aux.txt")"
 grep -q "exposed CP exchanges" "$tmp/aux.txt" && fail "cp 1 query names CP exchanges"
 
+# --moe-routing (src/engine/moe_imbalance.c): random (the default) times the most-loaded EP rank,
+# so its iteration and its received EP bytes exceed balanced's; both named in config.moe_routing
+# and in explain's header; an unknown value is a usage error (exit 2).
+for r in random balanced; do
+    # shellcheck disable=SC2086
+    "$spsim" query $cfg --moe-routing $r --format json >"$tmp/route-$r.json" 2>"$tmp/err" ||
+        fail "query --moe-routing $r: $(cat "$tmp/err")"
+    grep -q "\"moe_routing\": \"$r\"" "$tmp/route-$r.json" || fail "no config.moe_routing $r"
+done
+cmp -s "$tmp/route-random.json" "$tmp/deepep.json" || fail "--moe-routing random is not the default"
+it_s() { sed -n 's/.*"iteration_s": \([0-9.e+-]*\).*/\1/p' "$1" | head -1; }
+epb() { sed -n 's/.*"ep_forward_wire_bytes_per_layer": \([0-9]*\).*/\1/p' "$1" | head -1; }
+awk -v r="$(it_s "$tmp/route-random.json")" -v b="$(it_s "$tmp/route-balanced.json")" \
+    -v rb="$(epb "$tmp/route-random.json")" -v bb="$(epb "$tmp/route-balanced.json")" \
+    'BEGIN { exit !(r > b && rb > bb) }' || fail "random routing not slower than balanced"
+# shellcheck disable=SC2086
+"$spsim" explain $cfg >"$tmp/explain-r" 2>"$tmp/err" || fail "explain random: $(cat "$tmp/err")"
+grep -qF "random routing: the expected most-loaded EP rank" "$tmp/explain-r" ||
+    fail "explain: no random-routing header"
+# shellcheck disable=SC2086
+"$spsim" query $cfg --moe-routing skewed >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "^spsim: error: --moe-routing: 'skewed' is not one of random, balanced" \
+    "$tmp/err" || fail "--moe-routing skewed: $(cat "$tmp/err")"
+
 [ "$failures" -eq 0 ] || exit 1
 echo "all flex CLI checks passed"

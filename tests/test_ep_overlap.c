@@ -31,6 +31,7 @@ START_TEST(ep_bytes_of_the_busiest_stage)
     p.ep = 8;
     p.first_stage_layers = 1;
     p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    p.moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
     struct spsim_result r = testutil_evaluate_config("deepseek-v3", "dgx-h100", &p);
     ck_assert_uint_eq(r.comm.ep_forward_wire_bytes_per_layer, 880926720ull);
     ck_assert_uint_eq(r.comm.ep_backward_wire_bytes_per_layer, 880926720ull);
@@ -84,6 +85,7 @@ a2a_config(uint32_t pp, uint32_t vpp, uint32_t ep, uint32_t dp)
     p.dp = dp;
     p.ep = ep;
     p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    p.moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
     return p;
 }
 
@@ -344,6 +346,7 @@ START_TEST(router_gradient_over_tp)
     p.ep = 2;
     p.etp = 1;
     p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    p.moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
     struct spsim_collective_prediction ar;
     ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 2, 1, 262144, &ar, NULL),
                      SPSIM_OK);

@@ -60,6 +60,7 @@ moe_config(uint32_t tp, uint32_t ep, uint32_t etp, uint32_t dp, enum spsim_moe_d
     p.dp = dp;
     p.gbs = dp;
     p.moe_dispatcher = d;
+    p.moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
     return p;
 }
 

@@ -53,6 +53,7 @@ flex_config(uint32_t ep, uint32_t etp, enum spsim_moe_flex_backend backend)
     p.dp = ep * etp;
     p.gbs = p.dp;
     p.moe_dispatcher = SPSIM_MOE_FLEX;
+    p.moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
     p.moe_flex_backend = backend;
     return p;
 }

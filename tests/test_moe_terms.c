@@ -117,6 +117,7 @@ schedule(uint32_t tp, uint32_t ep, uint32_t etp, struct spsim_schedule_step *st)
     p.dp = 8 / tp;
     p.gbs = p.dp;
     p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    p.moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
     size_t n = 0;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_layer_schedule(m, hw, &p, st, SPSIM_MAX_SCHEDULE_STEPS, &n, &err) ==

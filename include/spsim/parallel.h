@@ -60,6 +60,19 @@ enum spsim_moe_flex_backend {
 SPSIM_API const char *spsim_moe_flex_backend_name(enum spsim_moe_flex_backend b);
 /** The backend named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_moe_flex_backend_parse(const char *name, enum spsim_moe_flex_backend *out);
+/** Which tokens-per-rank load a dropless MoE layer is timed at (spsim's own option; Megatron
+ * has no such flag). */
+enum spsim_moe_routing {
+    /** The expected most-loaded EP rank of a router that picks experts uniformly at random
+     * (engine/moe_imbalance.c); a lower bound on a learned router's imbalance. Default. */
+    SPSIM_MOE_ROUTING_RANDOM = 0,
+    SPSIM_MOE_ROUTING_BALANCED = 1, /**< every EP rank at the mean T·k/ep copies */
+    SPSIM_MOE_ROUTING_COUNT
+};
+/** @return "random", "balanced"; "?" for an unknown value. */
+SPSIM_API const char *spsim_moe_routing_name(enum spsim_moe_routing r);
+/** The routing named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_moe_routing_parse(const char *name, enum spsim_moe_routing *out);
 
 /** How Transformer Engine scales FP8 tensors (Megatron --fp8-recipe; TE
  * common/recipe/__init__.py). */
@@ -250,6 +263,9 @@ struct spsim_parallel {
     /** The experts' and attention's weight gradients run apart from their data gradients
      * (--delay-wgrad-compute; needs moe_a2a_overlap); default false */
     bool delay_wgrad_compute;
+    /** The EP ranks' token load (--moe-routing): random (default) times the expected
+     * most-loaded rank of uniform random routing, balanced the mean. */
+    enum spsim_moe_routing moe_routing;
 };
 
 /** Set every field to its documented default. */

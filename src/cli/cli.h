@@ -237,6 +237,7 @@ enum cli_config_opt {
     OPT_MOE_DISPATCHER,
     OPT_MOE_FLEX_BACKEND,
     OPT_MOE_FLEX_SMS,
+    OPT_MOE_ROUTING,
     OPT_CUDA_GRAPH_IMPL,
     OPT_CUDA_GRAPH_SCOPE,
     OPT_MOE_A2A_OVERLAP,
@@ -318,6 +319,9 @@ enum cli_config_opt {
     "  --moe-flex-dispatcher-num-sms N\n"                                                          \
     "                         SMs of the flex kernels (default: the backend's; recorded and\n"     \
     "                         written back, the time does not depend on it)\n"                     \
+    "  --moe-routing R        random (default): the most-loaded EP rank of uniform random\n"       \
+    "                         routing sets the time and memory; balanced: every rank at the "      \
+    "mean\n"                                                                                       \
     "  --overlap-moe-expert-parallel-comm, --no-overlap-moe-expert-parallel-comm\n"                \
     "                         EP all-to-all overlap: one micro-batch's forward beside another's\n" \
     "                         backward (ep > 1, alltoall or flex, vpp with pp > 1; default off)\n" \

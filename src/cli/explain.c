@@ -51,10 +51,13 @@ write_moe_steps(FILE *f, const struct spsim_schedule_step *steps, size_t n,
     if (p->moe_dispatcher == SPSIM_MOE_FLEX)
         snprintf(flex, sizeof(flex), " (%s, %s SMs)",
                  spsim_moe_flex_backend_name(p->moe_flex_backend), sms);
-    fprintf(f,
-            "\nToken dispatch and combine (%s%s dispatcher, ep %u, etp %u; dropless routing at its "
-            "balanced expectation, every expert receiving tokens·k/E):\n",
-            spsim_moe_dispatcher_name(p->moe_dispatcher), flex, p->ep, p->etp ? p->etp : p->tp);
+    fprintf(f, "\nToken dispatch and combine (%s%s dispatcher, ep %u, etp %u; %s):\n",
+            spsim_moe_dispatcher_name(p->moe_dispatcher), flex, p->ep, p->etp ? p->etp : p->tp,
+            p->moe_routing == SPSIM_MOE_ROUTING_BALANCED || p->ep <= 1
+                ? "dropless routing at its balanced expectation, every expert receiving "
+                  "tokens·k/E"
+                : "random routing: the expected most-loaded EP rank's tokens (a lower bound "
+                  "on a learned router's)");
     if (p->moe_dispatcher == SPSIM_MOE_FLEX)
         fprintf(f, "flex: each token sent once per destination rank (over RDMA once per "
                    "destination domain, forwarded on NVLink); bf16\n");

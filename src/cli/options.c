@@ -83,6 +83,7 @@ static const struct cli_option_spec {
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
     {"moe-flex-dispatcher-backend", required_argument, OPT_MOE_FLEX_BACKEND, -1},
     {"moe-flex-dispatcher-num-sms", required_argument, OPT_MOE_FLEX_SMS, -1},
+    {"moe-routing", required_argument, OPT_MOE_ROUTING, -1},
     {"overlap-moe-expert-parallel-comm", no_argument, OPT_MOE_A2A_OVERLAP, SPSIM_AXIS_A2A_OVERLAP},
     {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
     {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, SPSIM_AXIS_DELAY_WGRAD},
@@ -289,6 +290,11 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg)
                             "use deepep or hybridep"
                           : "--moe-flex-dispatcher-backend: '%s' is not one of deepep, hybridep",
                       arg);
+        break;
+    case OPT_MOE_ROUTING:
+        if (spsim_moe_routing_parse(arg, &p->moe_routing) == SPSIM_OK)
+            return 1;
+        rc = cli_error(EXIT_USAGE, "--moe-routing: '%s' is not one of random, balanced", arg);
         break;
     default:
         return 0;

@@ -834,7 +834,7 @@ static void
 add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_traffic *tr)
 {
     const struct spsim_layer_config *cfg = &bld->layer->cfg;
-    double h = (double)x->h, copies = (double)(tr->rows / cfg->etp);
+    double h = (double)x->h, copies = (double)tr->sent;
     struct spsim_op *op;
     if (cfg->dispatcher == SPSIM_MOE_FLEX) {
         op = add_flex_dispatch(bld, x, tr);
@@ -867,7 +867,7 @@ static void
 add_combine(struct builder *bld, const struct dims *x, const struct spsim_moe_traffic *tr)
 {
     const struct spsim_layer_config *cfg = &bld->layer->cfg;
-    double h = (double)x->h, copies = (double)(tr->rows / cfg->etp), T = (double)tr->tokens;
+    double h = (double)x->h, copies = (double)tr->sent, T = (double)tr->tokens;
     if (cfg->dispatcher == SPSIM_MOE_FLEX) {
         add_flex_combine(bld, x, tr);
         return;

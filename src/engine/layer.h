@@ -135,6 +135,9 @@ struct spsim_layer_config {
     /* CUDA graphs: the modules captured (enum spsim_cuda_graph_scope bits, resolved by
      * spsim_cuda_graph_capture; SPSIM_CGS_FULL_ITERATION: every block); 0 = eager. */
     uint32_t graph_capture;
+    /* The EP ranks' token load: the expected most-loaded rank (random) or the mean (balanced,
+     * and every dense layer); moe_imbalance.c. */
+    enum spsim_moe_routing routing;
 };
 
 struct spsim_layer {

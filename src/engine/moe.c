@@ -81,6 +81,8 @@ spsim_moe_check(const struct spsim_model_shape *m, const struct spsim_parallel *
 {
     if ((unsigned)p->moe_dispatcher >= SPSIM_MOE_DISPATCHER_COUNT)
         return MOE_FAIL(err, "field 'moe_dispatcher': must be allgather, alltoall or flex");
+    if ((unsigned)p->moe_routing >= SPSIM_MOE_ROUTING_COUNT)
+        return MOE_FAIL(err, "field 'moe_routing': must be random or balanced");
     if (p->etp > 65536)
         return MOE_FAIL(err, "field 'etp': must be an integer in [1, 65536], got %u", p->etp);
     if (m->experts == 0) {
@@ -141,7 +143,11 @@ spsim_moe_edp(const struct spsim_parallel *p)
  *   flex: the bytes each link carries (moe_flex.c).
  * Sizes are nccl-tests' (AG and RS: the whole buffer; all-to-all: one rank's send buffer).
  * Rows: the token copies one rank's local experts compute, etp·T·k·f, rounded up to whole
- * tokens per local expert.
+ * tokens per local expert. With random routing (the default; moe_imbalance.c) the rank is the
+ * most-loaded one: its rows and the copies it receives (alltoall; the tokens, flex) are the
+ * mean times the expected maximum over the mean, over the etp·ep·T tokens its experts see;
+ * what it sends of its own tokens (`sent`, permuted before the all-to-all) stays the mean.
+ * The allgather dispatcher's collectives move every token whatever the routing.
  */
 void
 spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
@@ -157,7 +163,19 @@ spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_co
     /* Copies per local expert: etp·T·k·f·ep/E (each of ep source ranks sends T·k·f/E). */
     double per_expert = (double)cfg->etp * (double)T * (double)k * f * (double)cfg->ep / (double)E;
     uint64_t tpe = (uint64_t)per_expert;
-    out->tokens_per_expert = tpe + ((double)tpe < per_expert);
+    tpe += (double)tpe < per_expert;
+    out->sent = spsim_mul(tpe, local, ok) / cfg->etp;
+    out->load_factor = 1.0;
+    if (cfg->routing == SPSIM_MOE_ROUTING_RANDOM && cfg->ep > 1) {
+        struct spsim_moe_load load;
+        spsim_moe_load((uint32_t)E, (uint32_t)k, cfg->ep, (double)cfg->etp * cfg->ep * T,
+                       m->capacity_factor, &load);
+        out->load_factor = load.factor;
+        per_expert *= load.factor;
+        tpe = (uint64_t)per_expert;
+        tpe += (double)tpe < per_expert;
+    }
+    out->tokens_per_expert = tpe;
     out->rows = spsim_mul(out->tokens_per_expert, local, ok);
     if (cfg->dispatcher == SPSIM_MOE_FLEX) {
         spsim_moe_flex_traffic(m, cfg, T, out->rows, &out->flex);

@@ -34,7 +34,33 @@ struct spsim_moe_traffic {
     uint64_t dispatch, dispatch_bwd, combine; /* EP all-to-all, or the ETP×EP AG/RS */
     uint64_t etp_dispatch, etp_combine;       /* alltoall with etp > 1: the ETP AG and RS */
     struct spsim_moe_flex_traffic flex;       /* flex only */
+    /* Routing imbalance (moe_imbalance.c): the critical rank's copies over the mean (1 when
+     * balanced), and the copies of its own tokens a rank permutes before sending (alltoall;
+     * not imbalanced). */
+    double load_factor;
+    uint64_t sent;
 };
+
+/** The load of one EP rank holding E/ep of E experts, N tokens each routed to k distinct
+ * experts uniformly at random (moe_imbalance.c). */
+struct spsim_moe_load {
+    double q;           /* chance a token reaches the rank: 1 − C(E − E/ep, k)/C(E, k) */
+    double mean, var;   /* its token copies over the N tokens (hypergeometric per token) */
+    double z;           /* E[max of ep standard normals] */
+    double factor;      /* the most-loaded rank's copies over the mean, capacity-capped */
+    double flex_factor; /* the same for tokens counted once per rank (binomial N, q) */
+};
+
+/** The load of one rank; capacity: the capacity factor, 0 = dropless. */
+void spsim_moe_load(uint32_t experts, uint32_t k, uint32_t ep, double tokens, double capacity,
+                    struct spsim_moe_load *out);
+
+/** E[max of n independent standard normals] (0 for n <= 1), by the exact integral. */
+double spsim_moe_expected_max(uint32_t n);
+
+/** The most-loaded rank's tokens over the mean for N tokens reaching a rank with probability
+ * q each, z = E[max] of the ranks, capped by a capacity factor (> 0). */
+double spsim_moe_rank_factor(double q, double tokens, double z, double capacity);
 
 void spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                        struct spsim_moe_traffic *out, bool *ok);

@@ -114,10 +114,16 @@ spsim_moe_flex_traffic(const struct spsim_model_shape *m, const struct spsim_lay
     out->domains = (uint32_t)N;
     out->p_rank = 1.0 - miss_prob((uint32_t)E, k, G, M, L);
     out->p_domain = N > 1 ? 1.0 - miss_prob((uint32_t)E, k, G, M, domain_experts) : 1.0;
-    double recv = (double)n * (double)T * out->p_rank;
+    /* Random routing: the most-loaded rank receives `load` times the mean of the n·T tokens,
+     * each reaching it with probability p_rank (moe_imbalance.c); bytes on its receive side. */
+    double load = cfg->routing == SPSIM_MOE_ROUTING_RANDOM && cfg->ep > 1
+                      ? spsim_moe_rank_factor(out->p_rank, (double)n * (double)T,
+                                              spsim_moe_expected_max(cfg->ep), m->capacity_factor)
+                      : 1.0;
+    double recv = (double)n * (double)T * out->p_rank * load;
     out->received = recv < (double)rows ? (uint64_t)llround(recv) : rows;
-    double rec[4], nvl = (double)T * out->p_rank * (double)(n - N);
-    double rdma = (double)T * out->p_domain * (double)(N - 1);
+    double rec[4], nvl = (double)T * out->p_rank * (double)(n - N) * load;
+    double rdma = (double)T * out->p_domain * (double)(N - 1) * load;
     record_bytes(m, cfg, L, g, rec);
     for (int d = 0; d < 2; d++) {
         out->dispatch_nvlink[d] = (uint64_t)llround(nvl * rec[d]);

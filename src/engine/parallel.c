@@ -55,6 +55,7 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .cuda_graph_scope = 0,
         .moe_a2a_overlap = false,
         .delay_wgrad_compute = false,
+        .moe_routing = SPSIM_MOE_ROUTING_RANDOM,
     };
 }
 

@@ -161,6 +161,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     bool flex = cfg->dispatcher == SPSIM_MOE_FLEX;
     cfg->flex_backend = flex ? par->moe_flex_backend : SPSIM_FLEX_DEEPEP;
     cfg->flex_per_domain = 0; /* spsim_layer_evaluate places the group */
+    cfg->routing = cfg->moe ? par->moe_routing : SPSIM_MOE_ROUTING_BALANCED;
 }
 
 /*

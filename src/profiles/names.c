@@ -35,6 +35,9 @@ const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1] = {
  * order). */
 const char *const spsim_moe_flex_backend_names[SPSIM_FLEX_BACKEND_COUNT + 1] = {"deepep",
                                                                                 "hybridep", NULL};
+/* spsim's --moe-routing values (enum spsim_moe_routing order). */
+const char *const spsim_moe_routing_names[SPSIM_MOE_ROUTING_COUNT + 1] = {"random", "balanced",
+                                                                          NULL};
 
 /* Megatron's --fp8-recipe values, in enum spsim_fp8_recipe order (tensorwise = current). */
 const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1] = {"delayed", "current",
@@ -150,6 +153,22 @@ spsim_moe_dispatcher_parse(const char *name, enum spsim_moe_dispatcher *out)
                               out ? &i : NULL);
     if (rc == SPSIM_OK)
         *out = (enum spsim_moe_dispatcher)i;
+    return rc;
+}
+
+const char *
+spsim_moe_routing_name(enum spsim_moe_routing r)
+{
+    return (unsigned)r < SPSIM_MOE_ROUTING_COUNT ? spsim_moe_routing_names[r] : "?";
+}
+
+int
+spsim_moe_routing_parse(const char *name, enum spsim_moe_routing *out)
+{
+    int i = 0,
+        rc = find_name(spsim_moe_routing_names, SPSIM_MOE_ROUTING_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_moe_routing)i;
     return rc;
 }
 

@@ -62,6 +62,12 @@ dispatcher_name(int v)
 }
 
 static const char *
+routing_name(int v)
+{
+    return spsim_moe_routing_name((enum spsim_moe_routing)v);
+}
+
+static const char *
 cuda_graph_impl_name(int v)
 {
     return spsim_cuda_graph_impl_name((enum spsim_cuda_graph_impl)v);
@@ -134,6 +140,7 @@ static const struct spsim_field fields[] = {
     E("config.cuda_graph_scope", config.cuda_graph_scope, cuda_graph_scope_name),
     F("config.moe_a2a_overlap", BOOL, config.moe_a2a_overlap),
     F("config.delay_wgrad_compute", BOOL, config.delay_wgrad_compute),
+    E("config.moe_routing", config.moe_routing, routing_name),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
