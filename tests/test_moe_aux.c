@@ -38,22 +38,7 @@ static struct spsim_model_shape
 aux_shape(enum spsim_moe_balancing lb, bool z, bool bias)
 {
     return (struct spsim_model_shape){
-        .layers = 2,
-        .hidden = 1024,
-        .heads = 8,
-        .kv_heads = 8,
-        .head_dim = 128,
-        .ffn_hidden = 4096,
-        .vocab = 32768,
-        .seq_len = 1024,
-        .mlp = SPSIM_MLP_SWIGLU,
-        .norm = SPSIM_NORM_RMSNORM,
-        .attention = SPSIM_ATTENTION_FLASH,
-        .position = SPSIM_POSITION_ROPE,
-        .experts = 128,
-        .experts_per_token = 8,
-        .expert_ffn_hidden = 128,
-        .moe_layer_freq = 1,
+        TESTUTIL_MOE_SHAPE,
         .load_balancing = lb,
         .z_loss = z,
         .expert_bias = bias,

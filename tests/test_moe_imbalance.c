@@ -84,22 +84,7 @@ schedule(enum spsim_moe_routing routing, enum spsim_moe_dispatcher d,
          struct spsim_schedule_step *st)
 {
     struct spsim_model_shape shape = {
-        .layers = 2,
-        .hidden = 1024,
-        .heads = 8,
-        .kv_heads = 8,
-        .head_dim = 128,
-        .ffn_hidden = 4096,
-        .vocab = 32768,
-        .seq_len = 1024,
-        .mlp = SPSIM_MLP_SWIGLU,
-        .norm = SPSIM_NORM_RMSNORM,
-        .attention = SPSIM_ATTENTION_FLASH,
-        .position = SPSIM_POSITION_ROPE,
-        .experts = 128,
-        .experts_per_token = 8,
-        .expert_ffn_hidden = 128,
-        .moe_layer_freq = 1,
+        TESTUTIL_MOE_SHAPE,
     };
     struct spsim_model *m = testutil_model(&shape);
     char path[4096];

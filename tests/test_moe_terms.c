@@ -45,23 +45,8 @@ static struct spsim_model *
 moe_model(void)
 {
     struct spsim_model_shape m = {
-        .layers = 2,
-        .hidden = 1024,
-        .heads = 8,
-        .kv_heads = 8,
-        .head_dim = 128,
-        .ffn_hidden = 4096,
-        .vocab = 32768,
-        .seq_len = 1024,
-        .mlp = SPSIM_MLP_SWIGLU,
-        .norm = SPSIM_NORM_RMSNORM,
-        .attention = SPSIM_ATTENTION_FLASH,
-        .position = SPSIM_POSITION_ROPE,
-        .experts = 128,
-        .experts_per_token = 8,
-        .expert_ffn_hidden = 128,
+        TESTUTIL_MOE_SHAPE,
         .shared_expert_ffn_hidden = 1024,
-        .moe_layer_freq = 1,
     };
     return testutil_model(&m);
 }

@@ -78,6 +78,16 @@ testutil_model(const struct spsim_model_shape *shape)
     return m;
 }
 
+/* The small MoE model the hand-worked MoE tests share (test_moe_terms, test_moe_aux,
+ * test_moe_imbalance): 2 layers of h 1024, 8 heads of 128, SwiGLU FFN 4096, 128 experts of
+ * width 128, top-8, every layer MoE. Fields after these (shared experts, aux losses) are the
+ * tests' own. */
+#define TESTUTIL_MOE_SHAPE                                                                         \
+    .layers = 2, .hidden = 1024, .heads = 8, .kv_heads = 8, .head_dim = 128, .ffn_hidden = 4096,   \
+    .vocab = 32768, .seq_len = 1024, .mlp = SPSIM_MLP_SWIGLU, .norm = SPSIM_NORM_RMSNORM,          \
+    .attention = SPSIM_ATTENTION_FLASH, .position = SPSIM_POSITION_ROPE, .experts = 128,           \
+    .experts_per_token = 8, .expert_ffn_hidden = 128, .moe_layer_freq = 1
+
 /** A hardware profile with round numbers and no measured curves (test_time.c works its
  * collective formula by hand): GEMMs at 50 of 100 TFLOP/s (fp8 100 of 200, nvfp4 200 of
  * 400), 100 SMs, HBM 1000 GB/s achieved (spec 2000);
