@@ -49,6 +49,9 @@ moe-aux-scores-kept-halved@src/engine/layer.c@s|m->experts, \&bld->ok), 4, SPSIM
 moe-aux-loss-halved@src/engine/layer.c@s|5.0 \* te, 4.0 \* te);|2.5 * te, 2.0 * te);|
 moe-aux-counts-halved@src/engine/layer.c@s|spsim_mul3(8, counts, m->experts, \&bld->ok)|spsim_mul3(4, counts, m->experts, \&bld->ok)|
 moe-aux-group-halved@src/engine/layer.c@s|op->cp_group = (uint32_t)n;|op->cp_group = (uint32_t)n / 2;|
+moe-aux-line-halved@src/engine/evaluate.c@s|tr->moe_aux_allreduce_s = mb \* crit->moe_aux;|tr->moe_aux_allreduce_s = 0.5 * mb * crit->moe_aux;|
+moe-aux-not-in-iteration@src/engine/evaluate.c@s|tr->fp8_amax_allreduce_s +$|tr->fp8_amax_allreduce_s + 0 *|
+moe-aux-in-cp-line@src/engine/timing.c@s|(st->op->moe_aux ? |(false ? |
 moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|
 moe-expert-bias-halved@src/engine/layer.c@s|9.0 \* te, 0.0);|4.5 * te, 0.0);|
 cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|uint64_t kvw = x->qk_w - x->q_t;|

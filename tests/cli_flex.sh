@@ -104,12 +104,16 @@ grep -q ",flex," "$tmp/sweep.csv" || fail "sweep: no flex row"
     fail "deepep ep 1: $(cat "$tmp/err")"
 
 # Qwen3-30B-A3B's aux loss (models/qwen3-30b-a3b.json) all-reduces its tokens-per-expert
-# counts over TP at cp 1: the query's breakdown shows that time on its own line, the same
-# seconds as the JSON's time.cp_exposed_s (the field that holds it).
+# counts over TP at cp 1: the query's breakdown shows that time on its own line, the JSON in
+# time.moe_aux_allreduce_s (above 0) and none of it in time.cp_exposed_s.
 "$spsim" query --model qwen3-30b-a3b --hw dgx-h100 --tp 2 --sp --ep 8 --etp 1 --pp 1 --dp 32 \
     --gbs 512 >"$tmp/aux.txt" 2>"$tmp/err" || fail "aux query: $(cat "$tmp/err")"
-grep -q "aux-loss AllReduces (TP)" "$tmp/aux.txt" || fail "no aux-loss line: $(cat "$tmp/aux.txt")"
+grep -q "MoE aux-loss AllReduces" "$tmp/aux.txt" || fail "no aux-loss line: $(cat "$tmp/aux.txt")"
 grep -q "exposed CP exchanges" "$tmp/aux.txt" && fail "cp 1 query names CP exchanges"
+"$spsim" query --model qwen3-30b-a3b --hw dgx-h100 --tp 2 --sp --ep 8 --etp 1 --pp 1 --dp 32 \
+    --gbs 512 --format json >"$tmp/aux.json" 2>"$tmp/err" || fail "aux json: $(cat "$tmp/err")"
+grep -q '"cp_exposed_s": 0,' "$tmp/aux.json" || fail "aux AllReduce in time.cp_exposed_s"
+grep -Eq '"moe_aux_allreduce_s": (0\.[0-9]*[1-9]|[1-9])' "$tmp/aux.json" || fail "no time.moe_aux_allreduce_s"
 
 # --moe-routing (src/engine/moe_imbalance.c): random (the default) times the most-loaded EP rank,
 # so its iteration and its received EP bytes exceed balanced's; both named in config.moe_routing

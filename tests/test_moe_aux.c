@@ -180,6 +180,62 @@ START_TEST(aux_loss_activations)
 }
 END_TEST
 
+/* The iteration's lines (result.h): each term once. */
+static double
+breakdown(const struct spsim_time_report *t)
+{
+    return t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s + t->cp_exposed_s +
+           t->pp_bubble_s + t->pp_p2p_s + t->dp_exposed_s + t->tied_embedding_allreduce_s +
+           t->optimizer_s + t->offload_exposed_s + t->ep_exposed_s + t->fp8_amax_allreduce_s +
+           t->host_exposed_s + t->moe_aux_allreduce_s;
+}
+
+static struct spsim_result
+evaluate(const struct spsim_model_shape *s, const struct spsim_parallel *p)
+{
+    struct spsim_model *m = testutil_model(s);
+    struct spsim_hardware *hw = terms_hw();
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "%s", err.message);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+    return r;
+}
+
+/*
+ * The tokens-per-expert AllReduces in their own line, time.moe_aux_allreduce_s, and not in
+ * cp_exposed_s: 2 MoE layers × m micro-batches (gbs / (dp·b)) × one AllReduce each (no
+ * recomputation). aux_loss at tp 2, cp 1, b 1, gbs 8 (m = 2): 2·2·(2·1024·1/2 B / 50 GB/s),
+ * and nothing else is a CP exchange; seq_aux_loss at tp 2, cp 2, b 2, gbs 8 (dp 2, m = 2):
+ * 2·2·(2·2048·3/4 B / 50 GB/s), the attention's CP exchanges staying in cp_exposed_s.
+ */
+START_TEST(aux_loss_allreduce_line)
+{
+    struct spsim_model_shape s = aux_shape(SPSIM_BALANCE_AUX_LOSS, false, false);
+    struct spsim_parallel p = aux_config(1, 1);
+    p.gbs = 8;
+    struct spsim_result r = evaluate(&s, &p);
+    EQ(r.time.moe_aux_allreduce_s, 2 * 2 * (2 * 1024.0 / 2 / NV));
+    ck_assert(r.time.cp_exposed_s == 0);
+    EQ(r.time.iteration_s, breakdown(&r.time));
+
+    s = aux_shape(SPSIM_BALANCE_SEQ_AUX_LOSS, false, false);
+    p = aux_config(2, 2);
+    p.gbs = 8;
+    r = evaluate(&s, &p);
+    EQ(r.time.moe_aux_allreduce_s, 2 * 2 * (2 * 2048.0 * 3 / 4 / NV));
+    ck_assert(r.time.cp_exposed_s > 0);
+    EQ(r.time.iteration_s, breakdown(&r.time));
+    /* The CP exchanges alone: the same configuration without the loss has no aux line. */
+    double cp = r.time.cp_exposed_s;
+    s.load_balancing = SPSIM_BALANCE_NONE;
+    r = evaluate(&s, &p);
+    ck_assert(r.time.moe_aux_allreduce_s == 0);
+    EQ(r.time.cp_exposed_s, cp);
+}
+END_TEST
+
 #define HEAD                                                                                       \
     "{\"schema\": \"spsim-model/1\", \"name\": \"t\", \"source\": \"test\", \"layers\": 2, "       \
     "\"hidden\": 1024, \"heads\": 8, \"kv_heads\": 8, \"ffn_hidden\": 4096, \"vocab\": 32768, "    \
@@ -228,6 +284,7 @@ main(void)
     tcase_add_test(tc, aux_loss_rows);
     tcase_add_test(tc, seq_aux_loss_rows);
     tcase_add_test(tc, aux_loss_activations);
+    tcase_add_test(tc, aux_loss_allreduce_line);
     tcase_add_test(tc, aux_loss_profile);
     suite_add_tcase(s, tc);
     return testutil_run(s);

@@ -206,8 +206,7 @@ struct spsim_time_report {
     double backward_s;   /**< backward computation (recompute excluded) */
     double recompute_s;  /**< recomputation (selective or full) */
     double tp_exposed_s; /**< TP communication not hidden */
-    double cp_exposed_s; /**< CP exchanges not hidden behind attention, and the MoE aux-loss
-                            tokens-per-expert AllReduces over TP×CP (their group) */
+    double cp_exposed_s; /**< CP exchanges not hidden behind attention */
     double pp_bubble_s;  /**< pipeline fill and drain: (p−1)/vpp micro-batch slots */
     double pp_p2p_s;     /**< exposed point-to-point sends */
     double dp_exposed_s; /**< exposed data-parallel gradient reduction */
@@ -268,6 +267,10 @@ struct spsim_time_report {
     /** With --overlap-moe-expert-parallel-comm: the token exchanges' time hidden under the
      * other micro-batch's computation (ep_exposed_s is what stays exposed); else 0. */
     double ep_a2a_hidden_s;
+    /** The MoE routers' tokens-per-expert AllReduces of the load-balancing loss, per MoE layer
+     * and micro-batch in its forward (and its recompute), on the critical stage: over TP×CP
+     * for aux_loss and seq_aux_loss (moe_utils.py get_tokens_per_expert_and_token_count). */
+    double moe_aux_allreduce_s;
 };
 
 /** Everything spsim says about one configuration. */

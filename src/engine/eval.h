@@ -49,6 +49,9 @@ struct spsim_block_eval {
     /* An MoE layer with EP: the token exchanges' time left exposed when its forward runs beside
      * another micro-batch's backward (ep_overlap.c), without and with delayed wgrad. */
     double ep_pair_exposed_s[2];
+    /* The router's tokens-per-expert AllReduces (op->moe_aux), all phases; in the phase walls
+     * above, not in cp_exposed_s. */
+    double moe_aux_exposed_s;
 };
 
 struct spsim_layer_eval {
@@ -101,6 +104,7 @@ struct spsim_block_totals {
     uint32_t launches[3];
     double host_exposed_s;
     double ep_pair_exposed_s[2];
+    double moe_aux_exposed_s;
 };
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */

@@ -732,6 +732,7 @@ struct stage_time {
     double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, fwd_wall, cp_exposed, cp_comm,
         offload;
     uint64_t layers;
+    double moe_aux; /* the routers' tokens-per-expert AllReduces (in wall, apart from cp_exposed) */
 };
 
 static void
@@ -748,10 +749,12 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->fwd_wall += times * b->fwd_s;
     s->cp_exposed += times * b->cp_exposed_s;
     s->cp_comm += times * b->cp_comm_s;
+    s->moe_aux += times * b->moe_aux_exposed_s;
 }
 
 /* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
- * ones (fewer than all with the block method). */
+ * ones (fewer than all with the block method). An MoE layer (the only one with moe_aux) never
+ * has fewer: moe.c refuses a recompute method with MoE layers. */
 static void
 add_layers(struct stage_time *s, const struct spsim_block_totals *b, double layers, double replayed)
 {
@@ -1456,7 +1459,7 @@ host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le,
     if (!le->host_bound)
         return;
     double others = crit->fwd + crit->bwd + crit->rec + crit->exposed + crit->cp_exposed +
-                    crit->offload + (tr->ep_exposed_s + tr->ep_a2a_hidden_s) / mb;
+                    crit->offload + (tr->ep_exposed_s + tr->ep_a2a_hidden_s) / mb + crit->moe_aux;
     tr->host_exposed_s = spsim_max_d(0.0, mb * (crit->wall - others));
     tr->iteration_s += tr->host_exposed_s;
 }
@@ -1489,6 +1492,7 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     tr->recompute_s = mb * crit->rec;
     tr->tp_exposed_s = mb * crit->exposed;
     tr->cp_exposed_s = mb * crit->cp_exposed;
+    tr->moe_aux_allreduce_s = mb * crit->moe_aux;
     tr->offload_exposed_s = mb * crit->offload;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
@@ -1527,7 +1531,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
                       (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
-                      tr->offload_exposed_s + tr->ep_exposed_s + tr->fp8_amax_allreduce_s;
+                      tr->offload_exposed_s + tr->ep_exposed_s + tr->fp8_amax_allreduce_s +
+                      tr->moe_aux_allreduce_s;
     host_time(hw, le, mb, crit, tr);
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;

@@ -771,6 +771,7 @@ add_router_losses(struct builder *bld, const struct spsim_model_shape *m, const 
             op->message_bytes = spsim_mul3(8, counts, m->experts, &bld->ok);
             op->cp_group = (uint32_t)n;
             op->cp_stride = 1;
+            op->moe_aux = true;
         }
     }
     if (m->z_loss) {

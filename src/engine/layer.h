@@ -103,6 +103,9 @@ struct spsim_op {
     /* Current scaling and NVFP4 with SP: the fp32 amax bytes all-reduced over TP before each
      * quantized AllGather of this boundary (fp8.c); 0 = none. */
     uint32_t amax_bytes;
+    /* A CP-kind step that is the router's tokens-per-expert AllReduce (add_router_losses):
+     * timed in its own line (time.moe_aux_allreduce_s), not with the CP exchanges. */
+    bool moe_aux;
 };
 
 #define SPSIM_LAYER_MAX_OPS 44

@@ -397,7 +397,7 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
         return;
     }
     if (cp) {
-        be->cp_exposed_s += c->exposed_comm_s;
+        *(st->op->moe_aux ? &be->moe_aux_exposed_s : &be->cp_exposed_s) += c->exposed_comm_s;
         be->cp_comm_s += c->comm_s;
         be->cp_network = be->cp_network || c->coll.tier >= SPSIM_TIER_NETWORK;
         return;
