@@ -94,7 +94,7 @@ assert_breakdown(const struct spsim_time_report *t)
     double sum = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s + t->cp_exposed_s +
                  t->pp_bubble_s + t->pp_p2p_s + t->dp_exposed_s + t->tied_embedding_allreduce_s +
                  t->optimizer_s + t->offload_exposed_s + t->ep_exposed_s + t->host_exposed_s +
-                 t->moe_aux_allreduce_s;
+                 t->moe_aux_allreduce_s + t->moe_expert_bias_allreduce_s;
     EQ(t->iteration_s, sum);
 }
 

@@ -187,7 +187,7 @@ breakdown(const struct spsim_time_report *t)
     return t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s + t->cp_exposed_s +
            t->pp_bubble_s + t->pp_p2p_s + t->dp_exposed_s + t->tied_embedding_allreduce_s +
            t->optimizer_s + t->offload_exposed_s + t->ep_exposed_s + t->fp8_amax_allreduce_s +
-           t->host_exposed_s + t->moe_aux_allreduce_s;
+           t->host_exposed_s + t->moe_aux_allreduce_s + t->moe_expert_bias_allreduce_s;
 }
 
 static struct spsim_result
@@ -233,6 +233,39 @@ START_TEST(aux_loss_allreduce_line)
     r = evaluate(&s, &p);
     ck_assert(r.time.moe_aux_allreduce_s == 0);
     EQ(r.time.cp_exposed_s, cp);
+}
+END_TEST
+
+/*
+ * Expert bias (finalize_model_grads _update_router_expert_bias, moe_utils.py
+ * get_updated_expert_bias): once per iteration, whatever the micro-batches, one AllReduce over
+ * TP×DP×CP of the stage's routers' fp32 counts, 4·E = 512 B per MoE layer. tp 2, cp 1, dp 4,
+ * pp 1: 2 layers, 1024 B over 8 ranks, 2·1024·7/8 B over 50 GB/s; gbs 16 (4 micro-batches)
+ * changes nothing. tp 2, cp 2, dp 2: 8 ranks again. pp 2 (dp 4): the stage holds 1 layer,
+ * 512 B. tp 2, dp 2, cp 1 (ep 2): 4 ranks, 2·1024·3/4 B.
+ */
+START_TEST(expert_bias_allreduce)
+{
+    struct spsim_model_shape s = aux_shape(SPSIM_BALANCE_NONE, false, true);
+    struct spsim_parallel p = aux_config(1, 1);
+    struct spsim_result r = evaluate(&s, &p);
+    EQ(r.time.moe_expert_bias_allreduce_s, 2 * 1024.0 * 7 / 8 / NV);
+    EQ(r.time.iteration_s, breakdown(&r.time));
+    p.gbs = 16;
+    EQ(evaluate(&s, &p).time.moe_expert_bias_allreduce_s, 2 * 1024.0 * 7 / 8 / NV);
+    p = aux_config(2, 1);
+    EQ(evaluate(&s, &p).time.moe_expert_bias_allreduce_s, 2 * 1024.0 * 7 / 8 / NV);
+    p = aux_config(1, 1);
+    p.pp = 2;
+    EQ(evaluate(&s, &p).time.moe_expert_bias_allreduce_s, 2 * 512.0 * 7 / 8 / NV);
+    p = aux_config(1, 1);
+    p.dp = 2;
+    p.ep = 2;
+    p.gbs = 2;
+    EQ(evaluate(&s, &p).time.moe_expert_bias_allreduce_s, 2 * 1024.0 * 3 / 4 / NV);
+    s.expert_bias = false;
+    p = aux_config(1, 1);
+    ck_assert(evaluate(&s, &p).time.moe_expert_bias_allreduce_s == 0);
 }
 END_TEST
 
@@ -285,6 +318,7 @@ main(void)
     tcase_add_test(tc, seq_aux_loss_rows);
     tcase_add_test(tc, aux_loss_activations);
     tcase_add_test(tc, aux_loss_allreduce_line);
+    tcase_add_test(tc, expert_bias_allreduce);
     tcase_add_test(tc, aux_loss_profile);
     suite_add_tcase(s, tc);
     return testutil_run(s);

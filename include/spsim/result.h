@@ -271,6 +271,10 @@ struct spsim_time_report {
      * and micro-batch in its forward (and its recompute), on the critical stage: over TP×CP
      * for aux_loss and seq_aux_loss (moe_utils.py get_tokens_per_expert_and_token_count). */
     double moe_aux_allreduce_s;
+    /** Expert bias (aux-loss-free balancing): the once-per-iteration AllReduce over TP×DP×CP
+     * of the critical stage's routers' fp32 tokens-per-expert counts, 4·E B per MoE layer
+     * (finalize_model_grads _update_router_expert_bias), exposed; 0 without expert bias. */
+    double moe_expert_bias_allreduce_s;
 };
 
 /** Everything spsim says about one configuration. */

@@ -356,6 +356,10 @@ print_time(FILE *f, const struct spsim_result *r)
         fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE aux-loss AllReduces",
                 fmt_time(a, sizeof(a), t->moe_aux_allreduce_s),
                 100.0 * t->moe_aux_allreduce_s / t->iteration_s);
+    if (t->moe_expert_bias_allreduce_s > 0)
+        fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE expert-bias AllReduce",
+                fmt_time(a, sizeof(a), t->moe_expert_bias_allreduce_s),
+                100.0 * t->moe_expert_bias_allreduce_s / t->iteration_s);
     if (t->ep_exposed_s > 0)
         fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE dispatch and combine",
                 fmt_time(a, sizeof(a), t->ep_exposed_s), 100.0 * t->ep_exposed_s / t->iteration_s);

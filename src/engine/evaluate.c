@@ -1268,6 +1268,33 @@ fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
+/*
+ * Aux-loss-free balancing (expert_bias: Megatron moe_router_enable_expert_bias, DeepSeek-V3).
+ * After the gradient reduction, finalize_model_grads' _update_router_expert_bias stacks the
+ * local_tokens_per_expert of every MoE router the rank holds (fp32 [E] each, router.py; all
+ * its model chunks, MoE MTP layers included) and get_updated_expert_bias (moe_utils.py)
+ * all-reduces the stack in one call over TP×DP×CP (get_tensor_and_data_parallel_group(
+ * with_context_parallel=True): contiguous ranks, pipeline outermost) on the compute stream,
+ * before the optimizer step: once per iteration, exposed, on the critical stage.
+ */
+static int
+expert_bias_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                 const struct spsim_layer_summary *le, const struct shape *x,
+                 struct spsim_time_report *tr, double *busy_nv, double *busy_net)
+{
+    uint64_t group = x->t * x->dc, routers = rank_moe_layers(le, x, tr->critical_stage);
+    if (group <= 1 || routers == 0)
+        return SPSIM_OK;
+    double bytes = 4.0 * (double)x->model->shape.experts * (double)routers;
+    struct spsim_coll_time e;
+    int rc = collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)group, 1, bytes, &e);
+    if (rc)
+        return rc;
+    tr->moe_expert_bias_allreduce_s = e.time_s;
+    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    return SPSIM_OK;
+}
+
 /* MLA with SP: the duplicated down-projections' and latent norms' gradients (marked
  * sequence_parallel) are summed over TP once per iteration, after the backward, in one
  * coalesced all-reduce (finalize_model_grads._allreduce_non_tensor_model_parallel_grads), on
@@ -1527,12 +1554,14 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     if (par->dtype == SPSIM_DTYPE_FP8 && par->fp8_recipe == SPSIM_FP8_DELAYED &&
         (rc = fp8_amax_sync(memo, hw, le, x, crit, tr, &busy_nv, &busy_net)))
         return rc;
+    if (m->expert_bias && (rc = expert_bias_sync(memo, hw, le, x, tr, &busy_nv, &busy_net)))
+        return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
                       (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
                       tr->offload_exposed_s + tr->ep_exposed_s + tr->fp8_amax_allreduce_s +
-                      tr->moe_aux_allreduce_s;
+                      tr->moe_aux_allreduce_s + tr->moe_expert_bias_allreduce_s;
     host_time(hw, le, mb, crit, tr);
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;

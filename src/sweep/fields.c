@@ -282,6 +282,7 @@ static const struct spsim_field fields[] = {
     F("time.host_exposed_s", F64, time.host_exposed_s),
     F("time.ep_a2a_hidden_s", F64, time.ep_a2a_hidden_s),
     F("time.moe_aux_allreduce_s", F64, time.moe_aux_allreduce_s),
+    F("time.moe_expert_bias_allreduce_s", F64, time.moe_expert_bias_allreduce_s),
 };
 
 size_t
