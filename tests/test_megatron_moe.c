@@ -369,6 +369,12 @@ START_TEST(router_loss_flags)
     ck_assert(s->expert_bias && !s->z_loss);
     spsim_model_destroy(mc.model);
     text = fixture("qwen3_30b_a3b_flags.sh", " --moe-router-load-balancing-type global_aux_loss");
+    parse_ok(text, "q.sh", &mc);
+    ck_assert_int_eq(spsim_model_get_shape(mc.model)->load_balancing,
+                     SPSIM_BALANCE_GLOBAL_AUX_LOSS);
+    spsim_model_destroy(mc.model);
+    free(text);
+    text = fixture("qwen3_30b_a3b_flags.sh", " --moe-router-load-balancing-type sinkhorn");
     struct spsim_error err = {0};
     ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "q.sh", &mc, &err), SPSIM_EFIELD);
     ck_assert_ptr_nonnull(strstr(err.message, "--moe-router-load-balancing-type"));

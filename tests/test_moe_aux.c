@@ -101,6 +101,18 @@ step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const 
 
 static const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
 
+/* The forward's tokens-per-expert AllReduce `name`: S bytes on g ranks, 2·S·(g−1)/g over the
+ * busbw. */
+static void
+assert_counts_allreduce(const struct spsim_schedule_step *st, size_t n, const char *name,
+                        uint64_t bytes, uint32_t g)
+{
+    const struct spsim_schedule_step *ar = step(st, n, F, name, "");
+    ck_assert_uint_eq(ar->message_bytes, bytes);
+    ck_assert_uint_eq(ar->group_size, g);
+    EQ(ar->time_s, 2.0 * (double)bytes * (g - 1) / g / NV);
+}
+
 /*
  * aux_loss, z-loss and expert bias at tp 2, cp 1, b 1: T = 1024/2 = 512 tokens, T·E = 65 536.
  * Aux-loss scores 11·T·E B forward, 16·T·E backward; the loss 5·T·E and 4·T·E; the counts
@@ -118,11 +130,7 @@ START_TEST(aux_loss_rows)
     EQ(step(st, n, B, "aux-loss scores and routing map", "backward")->time_s, 16 * te / HBM);
     EQ(step(st, n, F, "load-balancing loss", "forward")->time_s, 5 * te / HBM);
     EQ(step(st, n, B, "load-balancing loss", "backward")->time_s, 4 * te / HBM);
-    const struct spsim_schedule_step *ar =
-        step(st, n, F, "tokens-per-expert AllReduce (TP×CP)", "");
-    ck_assert_uint_eq(ar->message_bytes, 8 * 128);
-    ck_assert_uint_eq(ar->group_size, 2);
-    EQ(ar->time_s, 2 * 1024.0 / 2 / NV);
+    assert_counts_allreduce(st, n, "tokens-per-expert AllReduce (TP×CP)", 8 * 128, 2);
     ck_assert(find(st, n, B, "tokens-per-expert AllReduce (TP×CP)", "") == NULL);
     EQ(step(st, n, F, "router z-loss", "forward")->time_s, 2 * te / HBM);
     EQ(step(st, n, B, "router z-loss", "backward")->time_s, 10 * te / HBM);
@@ -143,11 +151,7 @@ START_TEST(seq_aux_loss_rows)
     double te = 512 * E;
     EQ(step(st, n, F, "aux-loss scores and routing map", "forward")->time_s, 11 * te / HBM);
     EQ(step(st, n, F, "sequence load-balancing loss", "forward")->time_s, 5 * te / HBM);
-    const struct spsim_schedule_step *ar =
-        step(st, n, F, "tokens-per-expert AllReduce (TP×CP)", "");
-    ck_assert_uint_eq(ar->message_bytes, 8 * 2 * 128);
-    ck_assert_uint_eq(ar->group_size, 4);
-    EQ(ar->time_s, 2 * 2048.0 * 3 / 4 / NV);
+    assert_counts_allreduce(st, n, "tokens-per-expert AllReduce (TP×CP)", 8 * 2 * 128, 4);
     ck_assert(find(st, n, F, "router z-loss", "forward") == NULL);
     ck_assert(find(st, n, F, "expert bias and tokens-per-expert count", "forward") == NULL);
 }
@@ -269,6 +273,38 @@ START_TEST(expert_bias_allreduce)
 }
 END_TEST
 
+/*
+ * global_aux_loss (router.py _apply_global_aux_loss): aux_loss's rows, its tokens-per-expert
+ * counts (8·E = 1024 B, per MoE layer and micro-batch, forward) all-reduced over TP×DP×CP
+ * (reduce_group = tp_dp_cp_group) instead of TP×CP. tp 2, cp 1, dp 4: 8 ranks,
+ * 2·1024·7/8 B over 50 GB/s; 2 layers × 2 micro-batches (gbs 8) in time.moe_aux_allreduce_s.
+ * dp 2 (ep 2): 4 ranks, 2·1024·3/4 B. tp 2, cp 2, dp 2: 8 ranks.
+ */
+START_TEST(global_aux_loss_allreduce)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    struct spsim_model_shape s = aux_shape(SPSIM_BALANCE_GLOBAL_AUX_LOSS, false, false);
+    struct spsim_parallel p = aux_config(1, 1);
+    p.gbs = 8;
+    size_t n = schedule(&s, &p, st);
+    double te = 512 * E;
+    EQ(step(st, n, F, "aux-loss scores and routing map", "forward")->time_s, 11 * te / HBM);
+    EQ(step(st, n, F, "load-balancing loss", "forward")->time_s, 5 * te / HBM);
+    assert_counts_allreduce(st, n, "tokens-per-expert AllReduce (TP×DP×CP)", 8 * 128, 8);
+    ck_assert(find(st, n, F, "tokens-per-expert AllReduce (TP×CP)", "") == NULL);
+    struct spsim_result r = evaluate(&s, &p);
+    EQ(r.time.moe_aux_allreduce_s, 2 * 2 * (2 * 1024.0 * 7 / 8 / NV));
+    EQ(r.time.iteration_s, breakdown(&r.time));
+    p.dp = 2;
+    p.ep = 2;
+    p.gbs = 4;
+    EQ(evaluate(&s, &p).time.moe_aux_allreduce_s, 2 * 2 * (2 * 1024.0 * 3 / 4 / NV));
+    p = aux_config(2, 1);
+    p.gbs = 4;
+    EQ(evaluate(&s, &p).time.moe_aux_allreduce_s, 2 * 2 * (2 * 1024.0 * 7 / 8 / NV));
+}
+END_TEST
+
 #define HEAD                                                                                       \
     "{\"schema\": \"spsim-model/1\", \"name\": \"t\", \"source\": \"test\", \"layers\": 2, "       \
     "\"hidden\": 1024, \"heads\": 8, \"kv_heads\": 8, \"ffn_hidden\": 4096, \"vocab\": 32768, "    \
@@ -277,35 +313,34 @@ END_TEST
     "\"position_embedding\": \"rope\", \"linear_bias\": false, \"tied_embeddings\": false"
 
 static int
-parse(const char *json, struct spsim_error *err)
+parse(const char *json, enum spsim_moe_balancing lb, struct spsim_error *err)
 {
     struct spsim_model *m = NULL;
     int rc = spsim_model_parse(json, strlen(json), "aux.json", &m, err);
     if (rc == SPSIM_OK) {
         const struct spsim_model_shape *s = spsim_model_get_shape(m);
-        ck_assert_int_eq(s->load_balancing, SPSIM_BALANCE_SEQ_AUX_LOSS);
-        ck_assert(s->z_loss && s->expert_bias);
+        ck_assert_int_eq(s->load_balancing, lb);
+        ck_assert(s->z_loss == (lb == SPSIM_BALANCE_SEQ_AUX_LOSS));
+        ck_assert(s->expert_bias == (lb == SPSIM_BALANCE_SEQ_AUX_LOSS));
     }
     spsim_model_destroy(m);
     return rc;
 }
 
-/* The profile keys: read on a MoE model, refused on a dense one and for global_aux_loss. */
+/* The profile keys: read on a MoE model (global_aux_loss too), refused on a dense one. */
 START_TEST(aux_loss_profile)
 {
     struct spsim_error err = {0};
     int rc = parse(HEAD ", \"experts\": 8, \"experts_per_token\": 2, \"load_balancing\": "
                         "\"seq_aux_loss\", \"z_loss\": true, \"expert_bias\": true}",
-                   &err);
+                   SPSIM_BALANCE_SEQ_AUX_LOSS, &err);
     ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
-    ck_assert_int_eq(parse(HEAD ", \"z_loss\": true}", &err), SPSIM_EFIELD);
+    ck_assert_int_eq(parse(HEAD ", \"z_loss\": true}", SPSIM_BALANCE_NONE, &err), SPSIM_EFIELD);
     ck_assert_msg(strstr(err.message, "field 'z_loss'") != NULL, "%s", err.message);
-    ck_assert_int_eq(parse(HEAD ", \"experts\": 8, \"experts_per_token\": 2, \"load_balancing\": "
-                                "\"global_aux_loss\"}",
-                           &err),
-                     SPSIM_EFIELD);
-    ck_assert_msg(strstr(err.message, "global_aux_loss is not modelled") != NULL, "%s",
-                  err.message);
+    rc = parse(HEAD ", \"experts\": 8, \"experts_per_token\": 2, \"load_balancing\": "
+                    "\"global_aux_loss\"}",
+               SPSIM_BALANCE_GLOBAL_AUX_LOSS, &err);
+    ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
 }
 END_TEST
 
@@ -319,6 +354,7 @@ main(void)
     tcase_add_test(tc, aux_loss_activations);
     tcase_add_test(tc, aux_loss_allreduce_line);
     tcase_add_test(tc, expert_bias_allreduce);
+    tcase_add_test(tc, global_aux_loss_allreduce);
     tcase_add_test(tc, aux_loss_profile);
     suite_add_tcase(s, tc);
     return testutil_run(s);

@@ -269,7 +269,8 @@ struct spsim_time_report {
     double ep_a2a_hidden_s;
     /** The MoE routers' tokens-per-expert AllReduces of the load-balancing loss, per MoE layer
      * and micro-batch in its forward (and its recompute), on the critical stage: over TP×CP
-     * for aux_loss and seq_aux_loss (moe_utils.py get_tokens_per_expert_and_token_count). */
+     * for aux_loss and seq_aux_loss, over TP×DP×CP for global_aux_loss (moe_utils.py
+     * get_tokens_per_expert_and_token_count, router.py _apply_global_aux_loss). */
     double moe_aux_allreduce_s;
     /** Expert bias (aux-loss-free balancing): the once-per-iteration AllReduce over TP×DP×CP
      * of the critical stage's routers' fp32 tokens-per-expert counts, 4·E B per MoE layer

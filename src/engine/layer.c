@@ -737,7 +737,10 @@ add_router(struct builder *bld, const struct spsim_model_shape *m, const struct 
  * (switch_load_balancing_loss_func) reads the map and the scores (1 + 4 B), its backward
  * writes the scores' gradient (4 B). The routed tokens per expert (routing_map.sum, int64) are
  * all-reduced over TP×CP (get_tokens_per_expert_and_token_count, reduce_group = tp_cp_group):
- * 8·E bytes, 8·b·E for seq_aux_loss (the map reshaped to [s, b·E], one count per sequence).
+ * 8·E bytes, 8·b·E for seq_aux_loss (the map reshaped to [s, b·E], one count per sequence);
+ * global_aux_loss (_apply_global_aux_loss) runs aux_loss's rows with reduce_group =
+ * tp_dp_cp_group, 8·E bytes over TP×DP×CP (contiguous ranks), and adds the counts into its
+ * fp32 [E] running sum (negligible, not a row).
  * z-loss (z_loss_func): logsumexp reads the logits (2 B); backward reads them and writes their
  * gradient (2 + 2 B), added to the router's (6 B): 10 B.
  * Expert bias (topk_routing_with_score_function, _apply_expert_bias): scores + bias read and
@@ -761,11 +764,14 @@ add_router_losses(struct builder *bld, const struct spsim_model_shape *m, const 
                            ? "sequence load-balancing loss"
                            : "load-balancing loss",
                        5.0 * te, 4.0 * te);
-        uint64_t n = (uint64_t)cfg->t * (cfg->cp > 1 ? cfg->cp : 1);
+        bool global = m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS;
+        uint64_t n = (uint64_t)cfg->t * (cfg->cp > 1 ? cfg->cp : 1) * (global ? cfg->aux_dp : 1);
         uint64_t counts = m->load_balancing == SPSIM_BALANCE_SEQ_AUX_LOSS ? x->b : 1;
         if (n > 1) {
-            op = add_op(bld, "tokens-per-expert AllReduce (TP×CP)", SPSIM_OPK_CP,
-                        SPSIM_REGION_TENSOR, SPSIM_RG_MOE);
+            op = add_op(bld,
+                        global ? "tokens-per-expert AllReduce (TP×DP×CP)"
+                               : "tokens-per-expert AllReduce (TP×CP)",
+                        SPSIM_OPK_CP, SPSIM_REGION_TENSOR, SPSIM_RG_MOE);
             op->operator_name = "moe";
             op->fwd_coll = SPSIM_COLL_ALL_REDUCE;
             op->message_bytes = spsim_mul3(8, counts, m->experts, &bld->ok);

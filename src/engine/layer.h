@@ -141,6 +141,9 @@ struct spsim_layer_config {
     /* The EP ranks' token load: the expected most-loaded rank (random) or the mean (balanced,
      * and every dense layer); moe_imbalance.c. */
     enum spsim_moe_routing routing;
+    /* global_aux_loss: the data-parallel size its tokens-per-expert AllReduce also spans
+     * (TP×DP×CP); 1 for every other model, so their layer is the same for every dp. */
+    uint32_t aux_dp;
 };
 
 struct spsim_layer {

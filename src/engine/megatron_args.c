@@ -641,7 +641,8 @@ positive_coeff(const struct mg *m, int id, bool *on)
 static int
 router_losses(const struct mg *m, struct spsim_model_shape *s)
 {
-    static const char *const types[] = {"none", "aux_loss", "seq_aux_loss", NULL};
+    static const char *const types[] = {"none", "aux_loss", "seq_aux_loss", "global_aux_loss",
+                                        NULL};
     int type = 0;
     bool aux = false;
     int rc;

@@ -88,10 +88,15 @@ layer_freq_flag(struct out *o, const struct spsim_model *model, const struct sps
 static void
 router_loss_flags(struct out *o, const struct spsim_model_shape *s)
 {
+    static const char *const types[] = {
+        [SPSIM_BALANCE_AUX_LOSS] = "aux_loss",
+        [SPSIM_BALANCE_SEQ_AUX_LOSS] = "seq_aux_loss",
+        [SPSIM_BALANCE_GLOBAL_AUX_LOSS] = "global_aux_loss",
+    };
     /* none: Megatron's default coefficient 0.0 turns the loss off */
     if (s->load_balancing != SPSIM_BALANCE_NONE)
         emit(o, "    --moe-router-load-balancing-type %s \\\n    --moe-aux-loss-coeff 1e-2 \\\n",
-             s->load_balancing == SPSIM_BALANCE_SEQ_AUX_LOSS ? "seq_aux_loss" : "aux_loss");
+             types[s->load_balancing]);
     if (s->z_loss)
         emit(o, "    --moe-z-loss-coeff 1e-3 \\\n");
     if (s->expert_bias)

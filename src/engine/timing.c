@@ -162,6 +162,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->flex_backend = flex ? par->moe_flex_backend : SPSIM_FLEX_DEEPEP;
     cfg->flex_per_domain = 0; /* spsim_layer_evaluate places the group */
     cfg->routing = cfg->moe ? par->moe_routing : SPSIM_MOE_ROUTING_BALANCED;
+    cfg->aux_dp = m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS ? par->dp : 1;
 }
 
 /*

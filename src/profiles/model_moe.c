@@ -369,11 +369,6 @@ check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struc
         return spsim_json_field_error(c, NULL, "router_score", "is out of range");
     if ((unsigned)m->load_balancing > SPSIM_BALANCE_GLOBAL_AUX_LOSS)
         return spsim_json_field_error(c, NULL, "load_balancing", "is out of range");
-    /* spsim's limit: its per-layer all-reduce spans TP×CP×DP, which a layer's rows do not see. */
-    if (m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS)
-        return spsim_json_field_error(c, NULL, "load_balancing",
-                                      "global_aux_loss is not modelled (aux_loss, seq_aux_loss "
-                                      "or none)");
     int rc = check_groups(m, c);
     if (rc != SPSIM_OK)
         return rc;
