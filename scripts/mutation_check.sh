@@ -49,7 +49,7 @@ moe-aux-scores-kept-halved@src/engine/layer.c@s|m->experts, \&bld->ok), 4, SPSIM
 moe-aux-loss-halved@src/engine/layer.c@s|5.0 \* te, 4.0 \* te);|2.5 * te, 2.0 * te);|
 moe-aux-counts-halved@src/engine/layer.c@s|spsim_mul3(8, counts, m->experts, \&bld->ok)|spsim_mul3(4, counts, m->experts, \&bld->ok)|
 moe-aux-group-halved@src/engine/layer.c@s|op->cp_group = (uint32_t)n;|op->cp_group = (uint32_t)n / 2;|
-moe-aux-line-halved@src/engine/evaluate.c@s|tr->moe_aux_allreduce_s = mb \* crit->moe_aux;|tr->moe_aux_allreduce_s = 0.5 * mb * crit->moe_aux;|
+moe-aux-line-halved@src/engine/evaluate.c@s|tr->moe_aux_allreduce_s = mb \* moe_layers|tr->moe_aux_allreduce_s = 0.5 * mb * moe_layers|
 moe-aux-not-in-iteration@src/engine/evaluate.c@s|tr->fp8_amax_allreduce_s +$|tr->fp8_amax_allreduce_s + 0 *|
 moe-aux-in-cp-line@src/engine/timing.c@s|(st->op->moe_aux ? |(false ? |
 moe-expert-bias-bytes-halved@src/engine/evaluate.c@s|double bytes = 4.0 \* (double)x->model->shape.experts|double bytes = 2.0 * (double)x->model->shape.experts|

@@ -732,7 +732,6 @@ struct stage_time {
     double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, fwd_wall, cp_exposed, cp_comm,
         offload;
     uint64_t layers;
-    double moe_aux; /* the routers' tokens-per-expert AllReduces (in wall, apart from cp_exposed) */
 };
 
 static void
@@ -749,12 +748,10 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->fwd_wall += times * b->fwd_s;
     s->cp_exposed += times * b->cp_exposed_s;
     s->cp_comm += times * b->cp_comm_s;
-    s->moe_aux += times * b->moe_aux_exposed_s;
 }
 
 /* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
- * ones (fewer than all with the block method). An MoE layer (the only one with moe_aux) never
- * has fewer: moe.c refuses a recompute method with MoE layers. */
+ * ones (fewer than all with the block method). */
 static void
 add_layers(struct stage_time *s, const struct spsim_block_totals *b, double layers, double replayed)
 {
@@ -1486,7 +1483,8 @@ host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le,
     if (!le->host_bound)
         return;
     double others = crit->fwd + crit->bwd + crit->rec + crit->exposed + crit->cp_exposed +
-                    crit->offload + (tr->ep_exposed_s + tr->ep_a2a_hidden_s) / mb + crit->moe_aux;
+                    crit->offload +
+                    (tr->ep_exposed_s + tr->ep_a2a_hidden_s + tr->moe_aux_allreduce_s) / mb;
     tr->host_exposed_s = spsim_max_d(0.0, mb * (crit->wall - others));
     tr->iteration_s += tr->host_exposed_s;
 }
@@ -1519,7 +1517,6 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     tr->recompute_s = mb * crit->rec;
     tr->tp_exposed_s = mb * crit->exposed;
     tr->cp_exposed_s = mb * crit->cp_exposed;
-    tr->moe_aux_allreduce_s = mb * crit->moe_aux;
     tr->offload_exposed_s = mb * crit->offload;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
@@ -1536,6 +1533,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
         /* The MoE layers' token exchanges (in the stage's wall time already). */
         double moe_layers = (double)(crit->layers - rank_dense(x, tr->critical_stage));
         tr->ep_exposed_s = mb * moe_layers * le->layer.ep_exposed_s;
+        /* The routers' tokens-per-expert AllReduces (in the stage's wall, not in cp_exposed). */
+        tr->moe_aux_allreduce_s = mb * moe_layers * le->layer.moe_aux_exposed_s;
         if (par->moe_a2a_overlap)
             ep_a2a_overlap(par, le, x, moe_layers, tr);
         *(le->layer.ep_network ? &busy_net : &busy_nv) +=
@@ -1554,7 +1553,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     if (par->dtype == SPSIM_DTYPE_FP8 && par->fp8_recipe == SPSIM_FP8_DELAYED &&
         (rc = fp8_amax_sync(memo, hw, le, x, crit, tr, &busy_nv, &busy_net)))
         return rc;
-    if (m->expert_bias && (rc = expert_bias_sync(memo, hw, le, x, tr, &busy_nv, &busy_net)))
+    if (x->moe && m->expert_bias &&
+        (rc = expert_bias_sync(memo, hw, le, x, tr, &busy_nv, &busy_net)))
         return rc;
     tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
