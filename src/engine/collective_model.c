@@ -95,7 +95,7 @@ spsim_ring_latency_s(const struct spsim_tier_params *tier, enum spsim_coll_op op
  * NCCL 2.29.2 ends every ring loop with a primitive that receives and sends nothing:
  * AllReduce and AllGather prims.directRecv (all_reduce.h:81, all_gather.h:70), ReduceScatter
  * prims.recvReduceCopy (reduce_scatter.h:53). Without registered user buffers (nccl-tests
- * without -R, no CUDA graph: coll_reg.cc:289 leaves the ring unregistered, so
+ * without -R, no CUDA graph: coll_reg.cc:289-290 leaves the ring unregistered, so
  * prims_simple.h:512 sets no DirectWrite/DirectRead) the peer has written the chunk into this
  * GPU's FIFO (P2P write on Hopper: graph/paths.cc:370 reads only on compute capability 8.0), and
  * that primitive copies it to the output (read FIFO, write output: 2 HBM bytes per byte) or
