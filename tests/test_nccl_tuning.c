@@ -533,7 +533,7 @@ h100x4_allreduce_calibrated(struct spsim_bw_table **t, struct spsim_calibration 
  * in doc/calibration.md: medians 3.60 % (AllGather) and 2.06 % (ReduceScatter) with each
  * loop's local-only tail (spsim_ring_tail_s, pinned below), 7.21 / 6.65 % without it, 8.68 /
  * 8.12 % with the efficiency at the same size. What is left (doc/calibration.md): AllGather
- * below 256 MiB is still 4-11 % fast, ReduceScatter at 4-8 GiB 2-4 % slow, and the
+ * up to 256 MiB is still 4-11 % fast, ReduceScatter from 1 GiB up 2-4 % slow, and the
  * out-of-place AllGather's extra output write in its first step is not modelled.
  */
 START_TEST(allreduce_calibration_predicts_allgather_and_reducescatter)
