@@ -33,6 +33,7 @@ no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (
 nvfp4-cast-halved@src/engine/fp8.c@s|op->cast_fwd_bytes = (double)elements \* SPSIM_NVFP4_CAST_BYTES;|op->cast_fwd_bytes = 0.5 * (double)elements * SPSIM_NVFP4_CAST_BYTES;|
 nvfp4-at-fp8-rate@src/engine/timing.c@s|return cfg->dtype == SPSIM_DTYPE_NVFP4 ? SPSIM_DTYPE_NVFP4 : SPSIM_DTYPE_FP8;|return SPSIM_DTYPE_FP8;|
 amax-tp-free@src/engine/schedule.c@s|if (op->amax_bytes == 0 \|\| coll != SPSIM_COLL_ALL_GATHER)|if (1 \|\| coll != SPSIM_COLL_ALL_GATHER)|
+delayed-amax-group-cp-twice@src/engine/evaluate.c@s|uint64_t group = x->t \* x->dc; /\*|uint64_t group = x->t * x->dc * x->c; /*|
 delayed-amax-halved@src/engine/evaluate.c@s|tr->fp8_amax_allreduce_s = times \* (f.time_s + b.time_s);|tr->fp8_amax_allreduce_s = 0.5 * times * (f.time_s + b.time_s);|
 moe-router-bytes-halved@src/engine/layer.c@s|10.0 \* scores + 12.0 \* (double)T \* k, 10.0 \* scores);|5.0 * scores + 6.0 * (double)T * k, 5.0 * scores);|
 moe-permute-halved@src/engine/layer.c@s|"permute (token copies into expert order)", 4.0 \* copies \* h,|"permute (token copies into expert order)", 2.0 * copies * h,|

@@ -411,6 +411,14 @@ START_TEST(delayed_amax_allreduces)
                     r.time.tp_exposed_s + r.time.pp_bubble_s + r.time.pp_p2p_s +
                     r.time.dp_exposed_s + r.time.optimizer_s;
     ck_assert_double_eq_tol(r.time.iteration_s - others, ar, 1e-12);
+    /* cp 2 (flash attention, which CP needs), dp 2: the same 8 ranks of TP×DP×CP, the same 2
+     * micro-batches a rank; attention stays BF16, so the same FP8 GEMMs. */
+    p.dp = 2;
+    p.cp = 2;
+    p.flash_attn = 1;
+    p.gbs = 4;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_double_eq_tol(r.time.fp8_amax_allreduce_s, ar, 1e-15);
     p.fp8_recipe = SPSIM_FP8_CURRENT;
     ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
     ck_assert(r.time.fp8_amax_allreduce_s == 0);

@@ -1249,7 +1249,7 @@ fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
               const struct stage_time *crit, struct spsim_time_report *tr, double *busy_nv,
               double *busy_net)
 {
-    uint64_t group = x->t * x->dc * x->c;
+    uint64_t group = x->t * x->dc; /* dc = dp·cp */
     if (group <= 1 || le->fp8_gemms_layer == 0)
         return SPSIM_OK;
     double gemms = (double)le->fp8_gemms_layer * (double)crit->layers / (double)x->v;
