@@ -26,6 +26,8 @@ adam-unsharded@src/engine/evaluate.c@s|double adam = coef \* params / (z >= 1 ? 
 embedding-masks-p-interleaved@src/engine/evaluate.c@s|x->v > 1 ? 2 \* x->p : x->p|x->v > 1 ? x->p : x->p|
 iteration-without-sends@src/engine/evaluate.c@s|tr->pp_bubble_s + tr->pp_p2p_s +$|tr->pp_bubble_s + 0 * tr->pp_p2p_s +|
 overlap-sm-share-halved@src/engine/timing.c@s|double share = (double)hw->nccl_channels / hw->sm_count;|double share = 0.5 * hw->nccl_channels / hw->sm_count;|
+cp-block-recompute-dropped@src/engine/evaluate.c@s|s->cp_exposed += layers \* (b->cp_exposed_s - b->cp_recompute_exposed_s) +|s->cp_exposed += 0 * (b->cp_exposed_s - b->cp_recompute_exposed_s) +|
+cp-recompute-in-tp@src/engine/timing.c@s|if (!cp \&\& !ep) { /\* the TP|if (!ep) { /* the TP|
 cp-last-block-hidden@src/engine/timing.c@s|(r - 2) \* spsim_max_d(0.0, two.time_s - attn) + one.time_s;|(r - 2) * spsim_max_d(0.0, two.time_s - attn) + 0 * one.time_s;|
 full-recompute-free@src/engine/evaluate.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|
 dp-overlap-ignores-tp@src/engine/evaluate.c@s|if (tp_bytes > 0)|if (0 * tp_bytes > 0)|

@@ -155,6 +155,47 @@ START_TEST(p2p_ring_bytes_and_exposure)
 }
 END_TEST
 
+/*
+ * Full recomputation of the first k of a stage's L layers (--recompute-method block) replays
+ * k layers' forward: every per-layer line lies between no recomputation's (k = 0) and all of
+ * them's (uniform, k = L), k/L of the way: cp_block = cp_none + k/L·(cp_all − cp_none), TP
+ * likewise; and the iteration holds the CP exchanges once, as the micro-batch's wall does
+ * (pp 1: m micro-batches × microbatch_s + the DP reduction and the optimizer step).
+ * llama3-8b (L = 32), tp 2, cp 2, dp 2, seq 8192, gbs 16 (m = 8), k = 4; the p2p ring and
+ * all_gather (whose recompute phase gathers K and V again, exposed).
+ */
+START_TEST(cp_with_block_recompute)
+{
+    struct spsim_model *m = testutil_model_named("llama3-8b");
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    const enum spsim_cp_comm types[] = {SPSIM_CP_P2P, SPSIM_CP_ALL_GATHER};
+    for (size_t i = 0; i < 2; i++) {
+        struct spsim_parallel p = cp_config(2, 2, types[i], 8192);
+        p.dp = 2;
+        p.gbs = 16;
+        struct spsim_result none, all, block;
+        ck_assert_int_eq(spsim_evaluate(m, hw, &p, &none, NULL), SPSIM_OK);
+        p.recompute = SPSIM_RECOMPUTE_FULL;
+        p.recompute_method = SPSIM_RECOMPUTE_METHOD_UNIFORM;
+        p.recompute_layers = 1;
+        ck_assert_int_eq(spsim_evaluate(m, hw, &p, &all, NULL), SPSIM_OK);
+        p.recompute_method = SPSIM_RECOMPUTE_METHOD_BLOCK;
+        p.recompute_layers = 4;
+        ck_assert_int_eq(spsim_evaluate(m, hw, &p, &block, NULL), SPSIM_OK);
+        const struct spsim_time_report *n = &none.time, *a = &all.time, *t = &block.time;
+        ck_assert(n->cp_exposed_s > 0);
+        double cp = n->cp_exposed_s + 4.0 / 32 * (a->cp_exposed_s - n->cp_exposed_s);
+        double tp = n->tp_exposed_s + 4.0 / 32 * (a->tp_exposed_s - n->tp_exposed_s);
+        ck_assert_double_eq_tol(t->cp_exposed_s, cp, 1e-9 * cp);
+        ck_assert_double_eq_tol(t->tp_exposed_s, tp, 1e-9 * tp);
+        double it = 8 * t->microbatch_s + t->dp_exposed_s + t->optimizer_s;
+        ck_assert_double_eq_tol(t->iteration_s, it, 1e-9 * it);
+    }
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
 START_TEST(all_gather_and_a2a_bytes)
 {
     struct spsim_model *m = testutil_model_named("llama3-8b");
@@ -317,6 +358,7 @@ cp_suite(void)
     tcase_add_test(tc, gradients_over_dp_cp);
     tcase_add_test(tc, megatron_rules);
     tcase_add_test(tc, cp_buffers_uneven_pipeline);
+    tcase_add_test(tc, cp_with_block_recompute);
     suite_add_tcase(s, tc);
     return s;
 }

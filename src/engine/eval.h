@@ -52,6 +52,9 @@ struct spsim_block_eval {
     /* The router's tokens-per-expert AllReduces (op->moe_aux), all phases; in the phase walls
      * above, not in cp_exposed_s. */
     double moe_aux_exposed_s;
+    /* The recompute phase's share of cp_comm_s and cp_exposed_s (recompute_comm_s and
+     * recompute_exposed_s are the TP collectives' share). */
+    double cp_recompute_comm_s, cp_recompute_exposed_s;
 };
 
 struct spsim_layer_eval {
@@ -105,6 +108,7 @@ struct spsim_block_totals {
     double host_exposed_s;
     double ep_pair_exposed_s[2];
     double moe_aux_exposed_s;
+    double cp_recompute_comm_s, cp_recompute_exposed_s;
 };
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */

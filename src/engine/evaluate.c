@@ -751,7 +751,9 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
 }
 
 /* A stage's layers: forward and backward on all of them, the recompute phase on the `replayed`
- * ones (fewer than all with the block method). */
+ * ones (fewer than all with the block method); the CP exchanges likewise. (An MoE layer's
+ * token exchanges and aux-loss AllReduces never come here: moe.c refuses a recompute method
+ * with MoE layers.) */
 static void
 add_layers(struct stage_time *s, const struct spsim_block_totals *b, double layers, double replayed)
 {
@@ -770,6 +772,10 @@ add_layers(struct stage_time *s, const struct spsim_block_totals *b, double laye
     for (uint32_t i = 0; i < b->ncomm; i++)
         comm += b->comm_s[i];
     s->tp_comm += layers * (comm - b->recompute_comm_s) + replayed * b->recompute_comm_s;
+    s->cp_exposed += layers * (b->cp_exposed_s - b->cp_recompute_exposed_s) +
+                     replayed * b->cp_recompute_exposed_s;
+    s->cp_comm +=
+        layers * (b->cp_comm_s - b->cp_recompute_comm_s) + replayed * b->cp_recompute_comm_s;
 }
 
 /*

@@ -31,6 +31,8 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
             t->comm_s[t->ncomm++] = b->cost[i].comm_s;
     t->cp_exposed_s = b->cp_exposed_s;
     t->moe_aux_exposed_s = b->moe_aux_exposed_s;
+    t->cp_recompute_comm_s = b->cp_recompute_comm_s;
+    t->cp_recompute_exposed_s = b->cp_recompute_exposed_s;
     t->cp_comm_s = b->cp_comm_s;
     t->cp_bwd_wire_bytes = b->cp_bwd_wire_bytes;
     memcpy(t->cp_wire, b->cp_wire, sizeof(t->cp_wire));

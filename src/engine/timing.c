@@ -387,8 +387,13 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
         be->recompute_s += wall;
         be->recompute_compute_s += c->compute_s;
         be->recompute_flops += st->flops;
-        be->recompute_comm_s += c->comm_s;
-        be->recompute_exposed_s += c->exposed_comm_s;
+        if (!cp && !ep) { /* the TP collectives' share, as tp_exposed_s */
+            be->recompute_comm_s += c->comm_s;
+            be->recompute_exposed_s += c->exposed_comm_s;
+        } else if (cp && !st->op->moe_aux) {
+            be->cp_recompute_comm_s += c->comm_s;
+            be->cp_recompute_exposed_s += c->exposed_comm_s;
+        }
         break;
     }
     if (ep) {
