@@ -217,6 +217,18 @@ START_TEST(multi_node_log_sets_the_node_and_network_tier)
     ck_assert_double_eq_tol(value_of(root, "network", "nic_achievable_GBps"), 156.14 / 8, 0.2);
     ck_assert(cal.tier[1].measured && !cal.tier[0].measured);
     ck_assert_int_eq(cal.rows[0].tier, SPSIM_TIER_HIERARCHICAL);
+    /* Its NCCL logged "NVLS multicast support is not available" (4-GPU HGX boards, no
+     * NVSwitch): the calibrated nodes have no NVLS, so NCCL's NVLSTree is not weighed. */
+    ck_assert_double_eq(value_of(root, "nvlink", "nvls"), 0);
+    ck_assert_ptr_nonnull(strstr(source_of(root, "nvlink", "nvls"), "NVLS multicast support"));
+    struct spsim_hardware *hw = load_profile(&cal);
+    struct spsim_collective_prediction p;
+    for (uint64_t size = 1 << 20; size <= 1ull << 33; size *= 2) {
+        ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 2, size, &p, NULL),
+                         SPSIM_OK);
+        ck_assert_str_ne(p.algorithm, "NVLSTree");
+    }
+    spsim_hardware_destroy(hw);
     cJSON_Delete(root);
     spsim_calibration_free(&cal);
     spsim_bw_table_destroy(t);

@@ -252,6 +252,33 @@ START_TEST(spsim_times_nvls_tree)
 }
 END_TEST
 
+/* nvlink.nvls 0 (no NVSwitch multicast, as on 4-GPU HGX boards): neither NVLS inside a node
+ * nor NVLSTree across nodes; the same 2 nodes then run Ring or Tree at 64 MiB. */
+START_TEST(nvls_absent_turns_both_off)
+{
+    static char text[sizeof(round_hopper) + 64];
+    const char *at = strstr(round_hopper, "\"nccl_channels\"");
+    ck_assert_ptr_nonnull(at);
+    snprintf(text, sizeof(text), "%.*s\"nvls\": {\"value\": 0, \"source\": \"t\"}, %s",
+             (int)(at - round_hopper), round_hopper, at);
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_hardware_parse(text, strlen(text), "no-nvls", &hw, &err) == SPSIM_OK, "%s",
+                  err.message);
+    struct spsim_nccl_comm c;
+    spsim_nccl_comm_from_hw(hw, 16, 2, &c);
+    ck_assert(!c.nvls);
+    struct spsim_collective_prediction p;
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1 << 26, &p, &err),
+                     SPSIM_OK);
+    ck_assert_str_ne(p.algorithm, "NVLSTree");
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 1, 1 << 26, &p, &err),
+                     SPSIM_OK);
+    ck_assert_str_eq(p.algorithm, "Ring");
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
 static Suite *
 nvls_tree_suite(void)
 {
@@ -262,6 +289,7 @@ nvls_tree_suite(void)
     tcase_add_test(tc, nvls_tree_four_dgx_h100);
     tcase_add_test(tc, nvls_tree_dgx_b200_inter_rule);
     tcase_add_test(tc, spsim_times_nvls_tree);
+    tcase_add_test(tc, nvls_absent_turns_both_off);
     suite_add_tcase(s, tc);
     return s;
 }

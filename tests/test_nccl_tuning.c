@@ -266,6 +266,9 @@ static const char snellius_edit[][2][64] = {
     {"\"nics_per_node\": {\"value\": 8", "\"nics_per_node\": {\"value\": 4"},
     {"\"nic_line_rate_Gbit_s\": {\"value\": 400", "\"nic_line_rate_Gbit_s\": {\"value\": 200"},
     {"\"nic_achievable_GBps\": {\"value\": 48", "\"nic_achievable_GBps\": {\"value\": 24"},
+    /* 4-GPU HGX boards: direct NVLinks, no NVSwitch multicast (the log's "NVLS multicast
+     * support is not available"). */
+    {"\"nvls_min_gpus\": {\"value\": 5", "\"nvls\":          {\"value\": 0"},
 };
 
 static char *
@@ -299,6 +302,7 @@ START_TEST(snellius_runs_tree)
                   err.message);
     struct spsim_nccl_comm c;
     spsim_nccl_comm_from_hw(hw, 8, 2, &c);
+    ck_assert(!c.nvls); /* nvlink.nvls 0: no NVLSTree (it would win at 64 MiB on NVSwitches) */
     ck_assert_uint_eq(c.graph[SPSIM_NCCL_RING].nchannels, 4);
     ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_RING].bw_intra, 24, TOL);
     ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_TREE].bw_intra, 48, TOL);

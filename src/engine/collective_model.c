@@ -186,7 +186,8 @@ domain_algo(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim
 {
     /* NVLS needs NVSwitch multicast on sm90+ (transport/nvls.cc:159); the profile's
      * nvls_min_gpus says from which group size NCCL takes it. */
-    if (op == SPSIM_COLL_ALL_REDUCE && spsim_nccl_arch_of(hw) >= SPSIM_NCCL_HOPPER &&
+    if (op == SPSIM_COLL_ALL_REDUCE && !hw->nvls_absent &&
+        spsim_nccl_arch_of(hw) >= SPSIM_NCCL_HOPPER &&
         (hw->nvls_min_gpus == 0 || g.size >= hw->nvls_min_gpus))
         return (struct spsim_nccl_choice){SPSIM_NCCL_NVLS, SPSIM_NCCL_SIMPLE, 0};
     return (struct spsim_nccl_choice){SPSIM_NCCL_RING, SPSIM_NCCL_PROTO_COUNT, 0};
@@ -249,6 +250,7 @@ struct tuned_comm {
     double nvlink_line_Bps, nic_line_Bps;
     char gpu_model[64];
     struct spsim_nccl_comm comm;
+    bool nvls_absent;
 };
 
 static const struct spsim_nccl_comm *
@@ -264,7 +266,7 @@ tuned(const struct spsim_hardware *hw, enum spsim_nccl_func func, uint32_t n, ui
         if (t->used && t->func == func && t->nranks == n && t->nnodes == nodes &&
             t->nics_per_node == hw->nics_per_node && t->gpus_per_node == hw->gpus_per_node &&
             t->nvlink_line_Bps == hw->nvlink_line_Bps && t->nic_line_Bps == hw->nic_line_Bps &&
-            strcmp(t->gpu_model, model) == 0)
+            t->nvls_absent == hw->nvls_absent && strcmp(t->gpu_model, model) == 0)
             return &t->comm;
     }
     struct tuned_comm *t = &cache[cacheable ? next++ % SLOTS : 0];
@@ -277,7 +279,8 @@ tuned(const struct spsim_hardware *hw, enum spsim_nccl_func func, uint32_t n, ui
                              hw->nvlink_line_Bps,
                              hw->nic_line_Bps,
                              {0},
-                             {0}};
+                             {0},
+                             hw->nvls_absent};
     if (cacheable)
         memcpy(t->gpu_model, model, strlen(model) + 1);
     else

@@ -534,8 +534,9 @@ spsim_nccl_comm_from_hw(const struct spsim_hardware *hw, uint32_t nranks, uint32
      * 248-280: CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED; search.cc:1124: an NVS node) and at
      * least two of the communicator's GPUs on the node (gpuCount >= 2): one-GPU-per-node
      * groups have none. The shipped Hopper/Blackwell nodes reach their GPUs through
-     * NVSwitches; their NVLS graph serves NVLS on one node and NVLSTree across nodes. */
+     * NVSwitches; their NVLS graph serves NVLS on one node and NVLSTree across nodes. A
+     * profile without NVSwitch multicast says nvlink.nvls 0. */
     c->collnet = false;
-    c->nvls = c->arch >= SPSIM_NCCL_HOPPER && nranks / c->nnodes >= 2;
+    c->nvls = c->arch >= SPSIM_NCCL_HOPPER && nranks / c->nnodes >= 2 && !hw->nvls_absent;
     build_graphs(hw, c);
 }
