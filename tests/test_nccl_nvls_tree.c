@@ -159,8 +159,9 @@ END_TEST
  * raise bwInter to 80 (above the NIC) nor then bwIntra. Graph 8 × 48 / 48.
  * 2 nodes: min(48·0.74·7/8·2 = 62.16, 2·48, 96) = 62.16. 4 nodes: min(62.16, 48, 80) = 48:
  * here the bwInter of more than 2 nodes binds (the 2-node ×2 would give 62.16), where on
- * H100 the 45.5 cap hides it. sm100 takes the tree correction on NVLSTree (tuning.cc:643-646):
- * at 1 MiB (log2(2^20/64) = 14) Simple's 0.5.
+ * H100 the 45.5 cap hides it (v2.29.2-1's Blackwell cap beyond 2 nodes was 43.8, which would
+ * bind instead; commit 5067397 has 80). sm100 takes the tree correction on NVLSTree
+ * (tuning.cc:643-646): at 1 MiB (log2(2^20/64) = 14) Simple's 0.5.
  */
 START_TEST(nvls_tree_dgx_b200_inter_rule)
 {
