@@ -132,6 +132,7 @@ struct spsim_hardware {
     /* Host time to launch one kernel through PyTorch and the CUDA driver on the node's CPU
      * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
     double kernel_launch_s;
+    double kernel_launch_us; /* the same as the profile gives it, for the report */
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
