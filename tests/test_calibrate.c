@@ -485,6 +485,34 @@ START_TEST(network_curve_must_span_domains)
 }
 END_TEST
 
+/* nvlink.ring_measured_on names the collective the written ring busbw was measured on, so that
+ * the engine adds only the ring tails beyond it (an unmeasured ReduceScatter on an AllGather
+ * calibration, engine/collective_model.c spsim_ring_tail_extra_s). */
+static const struct {
+    const char *file, *basis;
+} ring_bases[] = {
+    {"h100x4of8_all_gather_waynehacking8.txt", "all_gather"},
+    {"h100x4of8_reduce_scatter_waynehacking8.txt", "reduce_scatter"},
+    {"h100x4of8_all_reduce_waynehacking8.txt", "all_reduce"},
+};
+
+START_TEST(ring_measured_on_names_the_measurement)
+{
+    struct spsim_bw_table *t = load_log(ring_bases[_i].file, false);
+    struct spsim_calibration cal;
+    ck_assert_int_eq(calibrate("dgx-h100", t, &cal, NULL), SPSIM_OK);
+    cJSON *root = cJSON_Parse(cal.profile_json);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "nvlink"), "ring_measured_on");
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "value")),
+                     ring_bases[_i].basis);
+    ck_assert_ptr_nonnull(strstr(source_of(root, "nvlink", "ring_measured_on"), "tails"));
+    cJSON_Delete(root);
+    spsim_calibration_free(&cal);
+    spsim_bw_table_destroy(t);
+}
+END_TEST
+
 /* ---- the shipped profiles' predictions ----------------------------------------------------- */
 
 /* `spsim collective --format csv` at commit 646cf2c, before the model and loader changes of
@@ -506,10 +534,18 @@ static const struct {
     /* Moved on purpose with NVLSTree across nodes: NCCL's tuner runs 2 × 8 H100 at 1 GiB as
      * NVLSTree (test_nccl_nvls_tree.c), NVLink-bound here (was Ring/Simple, 0.005292876). */
     {"dgx-h100", SPSIM_COLL_ALL_REDUCE, 16, 2, 1073741824, 0.004018381984775384},
-    {"dgx-h100", SPSIM_COLL_ALL_GATHER, 8, 1, 1048576, 2.673231659348135e-05},
-    {"dgx-h100", SPSIM_COLL_ALL_GATHER, 8, 1, 1073741824, 0.002613072827962411},
-    {"hgx-h200", SPSIM_COLL_REDUCE_SCATTER, 4, 1, 1048576, 1.4264399214670762e-05},
-    {"hgx-h200", SPSIM_COLL_REDUCE_SCATTER, 4, 1, 1073741824, 0.0023110157420988754},
+    /* Moved on purpose with the ring tails (nvlink.ring_measured_on "all_reduce"): an
+     * AllGather (ReduceScatter) of S on n ranks inside the domain adds its loops' local-only
+     * tails beyond the AllReduce's held in ring_busbw, 2·S/n − 2·(S/2)/n = S/n (3·S/n − S/n =
+     * 2·S/n) HBM bytes at hbm_achievable_GBps (H100 2970, H200 4150). */
+    {"dgx-h100", SPSIM_COLL_ALL_GATHER, 8, 1, 1048576,
+     2.673231659348135e-05 + 1048576.0 / (8 * 2970e9)},
+    {"dgx-h100", SPSIM_COLL_ALL_GATHER, 8, 1, 1073741824,
+     0.002613072827962411 + 1073741824.0 / (8 * 2970e9)},
+    {"hgx-h200", SPSIM_COLL_REDUCE_SCATTER, 4, 1, 1048576,
+     1.4264399214670762e-05 + 2 * 1048576.0 / (4 * 4150e9)},
+    {"hgx-h200", SPSIM_COLL_REDUCE_SCATTER, 4, 1, 1073741824,
+     0.0023110157420988754 + 2 * 1073741824.0 / (4 * 4150e9)},
     {"dgx-b200", SPSIM_COLL_SEND_RECV, 16, 2, 1048576, 1.2109851880726261e-05},
     {"dgx-b200", SPSIM_COLL_SEND_RECV, 16, 2, 1073741824, 0.0028055026666666664},
     /* Moved on purpose with nvlink.nvls_min_gpus: the GB200 curve is a 4-GPU ring measurement
@@ -543,6 +579,8 @@ calibrate_suite(void)
     tcase_add_loop_test(repro, calibrated_profile_reproduces_its_log, 0,
                         (int)(sizeof(logs) / sizeof(logs[0])));
     tcase_add_test(repro, all_to_all_and_send_recv_logs);
+    tcase_add_loop_test(repro, ring_measured_on_names_the_measurement, 0,
+                        (int)(sizeof(ring_bases) / sizeof(ring_bases[0])));
     tcase_set_timeout(repro, 60);
     suite_add_tcase(s, repro);
     TCase *profile = tcase_create("profile");

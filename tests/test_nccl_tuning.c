@@ -383,6 +383,101 @@ START_TEST(spsim_times_the_tree_and_pat)
 }
 END_TEST
 
+/* round_hw with nvlink.ring_measured_on set to `basis` ("" leaves it out), parsed. */
+static struct spsim_hardware *
+round_with_basis(const char *basis)
+{
+    static const char at[] = "\"nvlink\": {";
+    char text[sizeof(round_hw) + 128];
+    const char *cut = strstr(round_hw, at) + strlen(at);
+    int head = (int)(cut - round_hw);
+    if (basis[0])
+        snprintf(text, sizeof(text),
+                 "%.*s\"ring_measured_on\": {\"value\": \"%s\", \"source\": \"t\"}, %s", head,
+                 round_hw, basis, cut);
+    else
+        snprintf(text, sizeof(text), "%s", round_hw);
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_hardware_parse(text, strlen(text), "round", &hw, &err) == SPSIM_OK, "%s",
+                  err.message);
+    return hw;
+}
+
+static double
+predicted_s(const struct spsim_hardware *hw, enum spsim_coll_op op, uint32_t gpus, uint32_t nodes,
+            uint64_t size)
+{
+    struct spsim_collective_prediction p;
+    ck_assert_int_eq(spsim_collective_predict(hw, op, gpus, nodes, size, &p, NULL), SPSIM_OK);
+    ck_assert_str_eq(p.algorithm, "Ring");
+    return p.time_s;
+}
+
+/*
+ * The ring loops' local-only tails on a shipped-style profile (engine/collective_model.c
+ * spsim_ring_tail_extra_s), by hand on the round profile: 8 GPUs in one domain, S = 1 GiB,
+ * HBM 1000 GB/s (hbm_achievable_GBps), no curve. Ring time without tails: α (5 + steps·1 µs)
+ * + wire/200 GB/s. Each loop's last primitive handles S/n once: AllReduce and AllGather copy
+ * it (2 HBM bytes per byte), ReduceScatter reduce-copies it (3).
+ * - ring_measured_on "all_reduce": the ring figure holds the AllReduce's tail per wire byte,
+ *   1/((n − 1)·HBM), so an AllGather of S holds 7/8·S/(7·HBM) = S/(8·HBM) and adds 2·S/8 −
+ *   S/8 = S/(8·HBM) = 134.2 us; ReduceScatter 3·S/8 − S/8 = 2·S/(8·HBM); AllReduce 0.
+ * - "link": no tail held: AllGather 2·S/8, ReduceScatter 3·S/8, AllReduce 2·S/8 (all / HBM).
+ * - "reduce_scatter": AllGather 2·S/8 − 3·S/8 < 0 (faster than the RS-measured figure).
+ * - not given: no tails (the profile's figures as they are).
+ * Across domains (16 GPUs on 2 nodes) none is added: the NIC figure is no collective.
+ */
+START_TEST(ring_tails_on_a_profile)
+{
+    const double S = 1073741824.0, B = 1000e9, wire = 7.0 / 8 * S / 200e9;
+    const double ag = 12e-6 + wire, ar = 19e-6 + 2 * wire; /* α: 5 + 7, 5 + 14 µs */
+    struct spsim_hardware *none = round_with_basis(""), *arb = round_with_basis("all_reduce"),
+                          *link = round_with_basis("link"),
+                          *rsb = round_with_basis("reduce_scatter");
+    const double tol = 1e-12;
+    ck_assert_double_eq_tol(predicted_s(none, SPSIM_COLL_ALL_GATHER, 8, 1, S), ag, tol);
+    ck_assert_double_eq_tol(predicted_s(none, SPSIM_COLL_REDUCE_SCATTER, 8, 1, S), ag, tol);
+    ck_assert_double_eq_tol(predicted_s(arb, SPSIM_COLL_ALL_GATHER, 8, 1, S), ag + S / (8 * B),
+                            tol);
+    ck_assert_double_eq_tol(predicted_s(arb, SPSIM_COLL_REDUCE_SCATTER, 8, 1, S),
+                            ag + 2 * S / (8 * B), tol);
+    ck_assert_double_eq_tol(predicted_s(arb, SPSIM_COLL_ALL_REDUCE, 8, 1, S), ar, tol);
+    ck_assert_double_eq_tol(predicted_s(link, SPSIM_COLL_ALL_GATHER, 8, 1, S), ag + 2 * S / (8 * B),
+                            tol);
+    ck_assert_double_eq_tol(predicted_s(link, SPSIM_COLL_REDUCE_SCATTER, 8, 1, S),
+                            ag + 3 * S / (8 * B), tol);
+    ck_assert_double_eq_tol(predicted_s(link, SPSIM_COLL_ALL_REDUCE, 8, 1, S), ar + 2 * S / (8 * B),
+                            tol);
+    ck_assert_double_eq_tol(predicted_s(rsb, SPSIM_COLL_ALL_GATHER, 8, 1, S), ag - S / (8 * B),
+                            tol);
+    /* As spsim_times_the_tree_and_pat: 44 µs + 2·15/16·S / min(200, 80 GB/s), no tail. */
+    ck_assert_double_eq_tol(predicted_s(link, SPSIM_COLL_ALL_REDUCE, 16, 2, S),
+                            44e-6 + 2.0 * 15 / 16 * S / 80e9, tol);
+    spsim_hardware_destroy(none);
+    spsim_hardware_destroy(arb);
+    spsim_hardware_destroy(link);
+    spsim_hardware_destroy(rsb);
+}
+END_TEST
+
+/* A name other than the three ring collectives and "link" is refused, naming the field. */
+START_TEST(ring_measured_on_must_be_known)
+{
+    static const char at[] = "\"nvlink\": {";
+    char text[sizeof(round_hw) + 128];
+    const char *cut = strstr(round_hw, at) + strlen(at);
+    snprintf(text, sizeof(text),
+             "%.*s\"ring_measured_on\": {\"value\": \"nvls\", \"source\": \"t\"}, %s",
+             (int)(cut - round_hw), round_hw, cut);
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_hardware_parse(text, strlen(text), "round", &hw, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "nvlink.ring_measured_on"));
+    ck_assert_ptr_null(hw);
+}
+END_TEST
+
 /* `spsim explain`'s steps name the algorithm and protocol: a TP group of 16 on two DGX A100
  * (hierarchical) and one of 8 inside a node, whose ring protocol NCCL's tuner gives. */
 START_TEST(schedule_steps_name_the_algorithm)
@@ -608,6 +703,8 @@ nccl_tuning_suite(void)
     tcase_add_test(tc, one_gpu_per_node_pat_switch);
     tcase_add_test(tc, snellius_runs_tree);
     tcase_add_test(tc, spsim_times_the_tree_and_pat);
+    tcase_add_test(tc, ring_tails_on_a_profile);
+    tcase_add_test(tc, ring_measured_on_must_be_known);
     tcase_add_test(tc, schedule_steps_name_the_algorithm);
     suite_add_tcase(s, tc);
     TCase *cal = tcase_create("calibration");

@@ -364,6 +364,38 @@ START_TEST(tp_comm_overlap_by_hand)
 }
 END_TEST
 
+/*
+ * The ring tails (engine/collective_model.c spsim_ring_tail_extra_s) on the TP layer above, the
+ * synthetic profile's ring figure said to be an AllReduce measurement (HBM 1000 GB/s): NCCL's
+ * AllGather of M adds M/(8·HBM) = 0.52 µs, its ReduceScatter 2M/(8·HBM). TE userbuffers
+ * (--tp-comm-overlap) do not run NCCL's ring (engine/timing.c ub_without_ring_tail): their
+ * AllGather stays T.
+ */
+START_TEST(ring_tails_on_nccl_not_on_userbuffers)
+{
+    static const char base[] = TESTUTIL_SYNTHETIC_HW("40"), at[] = "\"nvlink\": {";
+    char text[sizeof(base) + 96];
+    const char *cut = strstr(base, at) + strlen(at);
+    snprintf(text, sizeof(text),
+             "%.*s\"ring_measured_on\": {\"value\": \"all_reduce\", \"source\": \"t\"}, %s",
+             (int)(cut - base), base, cut);
+    struct spsim_model_shape g = testutil_gpt_shape(2, 512, 8, 4096, 1024);
+    struct spsim_hardware *hw = testutil_hardware_text(text);
+    struct spsim_parallel p = testutil_config(8, 1, 1, 1, 1, true, SPSIM_RECOMPUTE_NONE);
+    struct spsim_result off = run(&g, hw, &p);
+    double T = tp8_s(TP_M), B = 1000e9;
+    ck_assert_double_eq_tol(entry(&off, SPSIM_PHASE_FORWARD, "before QKV")->exposed_s,
+                            T + TP_M / (8 * B), TOL);
+    ck_assert_double_eq_tol(entry(&off, SPSIM_PHASE_FORWARD, "after projection")->exposed_s,
+                            T + 2 * TP_M / (8 * B), TOL);
+    p.tp_comm_overlap = true;
+    struct spsim_result on = run(&g, hw, &p);
+    ck_assert_double_eq_tol(entry(&on, SPSIM_PHASE_FORWARD, "before QKV")->time_s, T, TOL);
+    ck_assert_double_eq_tol(entry(&on, SPSIM_PHASE_FORWARD, "after projection")->time_s, T, TOL);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
 static Suite *
 overlap_suite(void)
 {
@@ -376,6 +408,7 @@ overlap_suite(void)
     tcase_add_test(tc, dp_last_bucket_stays_exposed);
     tcase_add_test(tc, dp_param_gather_after_step_or_in_forward);
     tcase_add_test(tc, tp_comm_overlap_by_hand);
+    tcase_add_test(tc, ring_tails_on_nccl_not_on_userbuffers);
     suite_add_tcase(s, tc);
     return s;
 }

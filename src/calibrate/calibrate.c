@@ -310,8 +310,10 @@ set_peaks(struct cal *c, int tier)
         double need = series_need_Bps(c, s);
         if (s->op == SPSIM_COLL_ALL_REDUCE)
             c->ar_peak_Bps = spsim_max_d(c->ar_peak_Bps, need);
-        else
-            c->ring_peak_Bps = spsim_max_d(c->ring_peak_Bps, need);
+        else if (need > c->ring_peak_Bps) {
+            c->ring_peak_Bps = need;
+            c->ring_peak_op = s->op;
+        }
     }
     if (tier == CAL_NVLINK && c->ring_peak_Bps > c->base->nvlink_line_Bps) {
         /* The loader holds ring busbw to the NVLink line rate. */

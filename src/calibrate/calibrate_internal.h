@@ -53,6 +53,7 @@ struct cal {
     char prov[1536]; /* "spsim calibrate VERSION, DATE, from FILES; command: ..." */
     cJSON *root;     /* the profile being written */
     struct spsim_calibration *out;
+    enum spsim_coll_op ring_peak_op; /* the series that set ring_peak_Bps */
 };
 
 /** Sizes from 1 MiB up: where the issue asks `spsim collective` to reproduce a measurement

@@ -80,6 +80,37 @@ put_sourced(struct jb *j, cJSON *obj, const char *key, double value, const char 
     put(j, obj, key, item);
 }
 
+/* {"value": "NAME", "source": S} in place of obj[key]. */
+static void
+put_sourced_name(struct jb *j, cJSON *obj, const char *key, const char *name, const char *src)
+{
+    put_sourced(j, obj, key, 0, src);
+    cJSON *item = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    cJSON *value = check(j, cJSON_CreateString(name));
+    if (item && value)
+        cJSON_ReplaceItemInObjectCaseSensitive(item, "value", value);
+    else
+        cJSON_Delete(value);
+}
+
+/* nvlink.ring_measured_on for a ring busbw written from a measured `op` (the engine then adds
+ * only the ring tails beyond op's, engine/collective_model.c spsim_ring_tail_extra_s); a
+ * point-to-point measurement has no ring tail to name, and the field is left out (no tails). */
+static void
+put_ring_measured_on(struct jb *j, cJSON *nv, enum spsim_coll_op op)
+{
+    if (op > SPSIM_COLL_REDUCE_SCATTER) {
+        cJSON_DeleteItemFromObjectCaseSensitive(nv, "ring_measured_on");
+        return;
+    }
+    put_sourced_name(j, nv, "ring_measured_on", spsim_coll_op_name(op),
+                     source(j,
+                            "ring_busbw_GBps is this calibration's measured %s peak, which holds "
+                            "its ring loops' local-only tails (NCCL all_reduce.h:81, "
+                            "all_gather.h:70, reduce_scatter.h:53)",
+                            spsim_coll_op_name(op)));
+}
+
 /* ---- the tiers ----------------------------------------------------------------------------- */
 
 /* The collectives measured on a tier, e.g. "all_reduce, all_gather". */
@@ -313,6 +344,7 @@ put_ring_from_allreduce(struct jb *j, cJSON *nv)
     for (int op = SPSIM_COLL_ALL_GATHER; op <= SPSIM_COLL_REDUCE_SCATTER; op++)
         put(j, child(j, nv, "busbw_curves"), spsim_coll_op_name((enum spsim_coll_op)op),
             ring_curve_from(j, ar, (enum spsim_coll_op)op, peak));
+    put_ring_measured_on(j, nv, SPSIM_COLL_ALL_REDUCE);
 }
 
 static int
@@ -335,6 +367,8 @@ put_nvlink(struct jb *j, cJSON *nv)
         put_sourced(j, nv, "ring_busbw_GBps", c->ring_peak_Bps / 1e9,
                     source(j, "ring collectives other than all_reduce: %s%s", why,
                            c->ring_capped ? "; capped at bandwidth_per_direction_GBps" : ""));
+    if (c->ring_peak_Bps > 0)
+        put_ring_measured_on(j, nv, c->ring_peak_op);
     put_ring_from_allreduce(j, nv);
     return put_curves(j, nv, CAL_NVLINK);
 }

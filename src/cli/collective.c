@@ -32,7 +32,9 @@ static const char collective_help[] =
     "(AG, RS, all-to-all) or 2(n−1) (AR); algbw = size/time and busbw = algbw × 2(n−1)/n (AR),\n"
     "(n−1)/n (AG, RS, all-to-all), 1 (send/recv); GB = 1e9 bytes, as nccl-tests. Each size\n"
     "runs as the algorithm and protocol NCCL's tuner picks (Ring, Tree, NVLSTree, PAT across\n"
-    "nodes; NVLS or Ring inside one), printed per row; a tree's α and NIC bytes are its own.\n"
+    "nodes; NVLS or Ring inside one), printed per row; a tree's α and NIC bytes are its own. A\n"
+    "Ring inside one NVLink domain adds NCCL's ring-loop tails (S/n copied or reduce-copied at\n"
+    "the GPU's HBM rate) beyond those its busbw figure holds (profile nvlink.ring_measured_on).\n"
     "JSON: {\"rows\": [{\"size_bytes\", \"time_s\", \"algbw_GBps\", \"busbw_GBps\", "
     "\"algorithm\",\n"
     "\"protocol\", ...}]}; with one size the row's keys also appear at the top level.\n";

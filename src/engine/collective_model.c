@@ -218,6 +218,55 @@ domain_algo(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim
     return (struct spsim_nccl_choice){SPSIM_NCCL_RING, SPSIM_NCCL_PROTO_COUNT, 0};
 }
 
+/* The ring collective a profile's ring busbw figure holds the tails of; SPSIM_COLL_COUNT: none
+ * (link specs) or not known. */
+static enum spsim_coll_op
+ring_basis_op(enum spsim_ring_basis b)
+{
+    switch (b) {
+    case SPSIM_RING_BASIS_ALL_REDUCE:
+        return SPSIM_COLL_ALL_REDUCE;
+    case SPSIM_RING_BASIS_ALL_GATHER:
+        return SPSIM_COLL_ALL_GATHER;
+    case SPSIM_RING_BASIS_REDUCE_SCATTER:
+        return SPSIM_COLL_REDUCE_SCATTER;
+    case SPSIM_RING_BASIS_UNKNOWN:
+    case SPSIM_RING_BASIS_LINK:
+        break;
+    }
+    return SPSIM_COLL_COUNT;
+}
+
+/*
+ * The ring loops' local-only tails (spsim_ring_tail_s) a ring `op` of `size_bytes` inside one
+ * domain pays beyond those its bandwidth figure already holds. The figure is peak · eff(size):
+ * where eff comes from a ring curve measured on some collective, peak · eff is that
+ * collective's measured busbw and holds its tails; otherwise (no curve, or an NVLS AllReduce
+ * curve, whose kernel has no ring tail) it is the profile's ring busbw, which holds the tails
+ * of what ring_measured_on names ("link": none). The tail is linear in the bytes, so a
+ * figure measured on collective b holds, per wire byte, b's tail at the size of b that moves
+ * the same bytes per rank (as calibrate_json.c ring_curve_from takes it). Not known: 0.
+ */
+double
+spsim_ring_tail_extra_s(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                        struct spsim_group g, double size_bytes)
+{
+    if (hw->ring_measured_on == SPSIM_RING_BASIS_UNKNOWN)
+        return 0;
+    enum spsim_coll_op b = ring_basis_op(hw->ring_measured_on);
+    const struct spsim_curve *cv = hw->nvlink.curve[op];
+    if (cv && cv->op <= SPSIM_COLL_REDUCE_SCATTER &&
+        domain_algo(hw, cv->op, (struct spsim_group){cv->gpus, cv->gpus}).algo == SPSIM_NCCL_RING)
+        b = cv->op;
+    double hbm = hw->hbm_achievable_Bps > 0 ? hw->hbm_achievable_Bps : hw->hbm_Bps;
+    double own = spsim_ring_tail_s(op, g.size, size_bytes, hbm);
+    if (b == SPSIM_COLL_COUNT)
+        return own;
+    double same_bytes =
+        size_bytes * spsim_wire_fraction(op, g.size) / spsim_wire_fraction(b, g.size);
+    return own - spsim_ring_tail_s(b, g.size, same_bytes, hbm);
+}
+
 static bool
 tuner_collective(enum spsim_coll_op op, struct spsim_group g)
 {
@@ -483,7 +532,9 @@ spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, st
         return SPSIM_ENUMERIC;
     out->latency_s = latency;
     out->bandwidth_Bps = bw;
-    out->time_s = latency + wire / bw;
+    if (out->tier == SPSIM_TIER_NVLINK && ch.algo == SPSIM_NCCL_RING)
+        out->tail_s = spsim_ring_tail_extra_s(hw, op, g, size_bytes);
+    out->time_s = latency + wire / bw + out->tail_s;
     return SPSIM_OK;
 }
 

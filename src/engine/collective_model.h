@@ -85,6 +85,9 @@ struct spsim_coll_time {
      * (SPSIM_NCCL_PROTO_COUNT; spsim_collective_algo gives it). */
     enum spsim_nccl_algo algo;
     enum spsim_nccl_proto proto;
+    /* Part of time_s: the ring loops' local-only tails beyond those the bandwidth figure holds
+     * (spsim_ring_tail_extra_s; Ring inside one domain only, else 0). */
+    double tail_s;
 };
 
 /**
@@ -99,6 +102,17 @@ struct spsim_coll_time {
 int spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op,
                           struct spsim_group g, double size_bytes, double nic_share,
                           struct spsim_coll_time *out);
+
+/**
+ * The ring tails a ring `op` of `size_bytes` on `g` inside one domain pays beyond those its
+ * bandwidth figure (the profile's ring busbw, or a ring curve's measurement) already holds:
+ * spsim_ring_tail_s(op) less that of the collective the figure was measured on, at the size of
+ * it that moves the same bytes per rank; all of it for a figure from link specs
+ * (ring_measured_on "link"); 0 where the profile does not say. May be negative (AllGather on a
+ * ReduceScatter-measured figure).
+ */
+double spsim_ring_tail_extra_s(const struct spsim_hardware *hw, enum spsim_coll_op op,
+                               struct spsim_group g, double size_bytes);
 
 /**
  * The algorithm and protocol of `op` on `g` at `size_bytes`: across NVLink domains NCCL's own

@@ -257,6 +257,19 @@ gemm_dtype(const struct spsim_layer_config *cfg, const struct spsim_op *op)
 #define SPSIM_UB_COMM_SMS        16
 #define SPSIM_UB_PIPELINE_SPLITS 4
 
+/* TE userbuffers (--tp-comm-overlap) move the TP collectives with their own copies (the copy
+ * engines for ring_exchange) and kernels on buffers registered at initialize_ub, not through
+ * NCCL's ring and its FIFO, so without NCCL's ring-loop tails (spsim_ring_tail_extra_s); the
+ * NCCL time stays their stand-in, as before the tails. */
+static void
+ub_without_ring_tail(const struct spsim_layer_config *cfg, struct spsim_coll_time *ct)
+{
+    if (cfg->tp_comm_overlap) {
+        ct->time_s -= ct->tail_s;
+        ct->tail_s = 0;
+    }
+}
+
 static int
 step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
           const struct spsim_step *st, struct spsim_group tp, struct spsim_step_cost *c)
@@ -297,6 +310,7 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
         return rc;
     if (st->coll != SPSIM_COLL_NONE) {
         rc = spsim_collective_time(hw, st->coll, tp, (double)st->message_bytes, 1.0, &c->coll);
+        ub_without_ring_tail(cfg, &c->coll);
         c->comm_s = c->coll.time_s;
         /* TE's bulk overlaps (--tp-comm-overlap) take 16 SMs, NCCL one per channel. */
         double share =
@@ -462,6 +476,7 @@ ub_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
                                    1.0, &ct);
     if (rc != SPSIM_OK)
         return rc;
+    ub_without_ring_tail(cfg, &ct);
     double c = ct.time_s, total;
     if (ring) {
         total = (n - 1.0) * spsim_max_d(gc, c) + gc;

@@ -369,9 +369,10 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
                                        "nvls",
                                        "busbw_curve",
                                        "busbw_curves",
+                                       "ring_measured_on",
                                        NULL};
     double line = 0, ring = 0, ar = 0, channels = 0, nvls_min = 0, nvls = 1;
-    int rc;
+    int rc, basis = -1;
     if ((rc = spsim_json_check_keys(c, nv, "nvlink", keys)) ||
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "bandwidth_per_direction_GBps", true, 1e-3,
                                      1e6, &line, NULL)) ||
@@ -384,8 +385,11 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "nvls_min_gpus", false, 2, 65536, &nvls_min,
                                      NULL)) ||
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "nvls", false, 0, 1, &nvls, NULL)) ||
+        (rc = spsim_json_get_sourced_enum(c, nv, "nvlink", "ring_measured_on", false,
+                                          spsim_ring_basis_names, &basis, NULL)) ||
         (rc = read_latency(c, nv, "nvlink", &hw->nvlink)))
         return rc;
+    hw->ring_measured_on = (enum spsim_ring_basis)(basis + 1);
     if (ring > line)
         return spsim_json_field_error(c, "nvlink", "ring_busbw_GBps",
                                       "must not exceed bandwidth_per_direction_GBps (%g), got %g",

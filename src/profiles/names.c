@@ -25,6 +25,10 @@ const char *const spsim_host_link_names[] = {"pcie-gen4-x16", "pcie-gen5-x16", "
 const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1] = {
     "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all", NULL};
 
+/* nvlink.ring_measured_on, in enum spsim_ring_basis order from SPSIM_RING_BASIS_ALL_REDUCE. */
+const char *const spsim_ring_basis_names[] = {"all_reduce", "all_gather", "reduce_scatter", "link",
+                                              NULL};
+
 /* Megatron's --cp-comm-type values, in enum spsim_cp_comm order. */
 const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_gather", "a2a",
                                                                   "a2a+p2p", NULL};

@@ -93,6 +93,20 @@ struct spsim_gemm_table {
     gsl_interp *interp;
 };
 
+/** What a profile's ring busbw figure was measured on: unknown (the field is absent: no ring
+ * tails are added), one of the three ring collectives, or derived from link specs ("link"). In
+ * spsim_ring_basis_names order. */
+enum spsim_ring_basis {
+    SPSIM_RING_BASIS_UNKNOWN = 0,
+    SPSIM_RING_BASIS_ALL_REDUCE,
+    SPSIM_RING_BASIS_ALL_GATHER,
+    SPSIM_RING_BASIS_REDUCE_SCATTER,
+    SPSIM_RING_BASIS_LINK,
+};
+
+/** The profile names of SPSIM_RING_BASIS_ALL_REDUCE.. (index 0), NULL-terminated. */
+extern const char *const spsim_ring_basis_names[];
+
 struct spsim_hardware {
     char *name;
     char *description;
@@ -136,6 +150,10 @@ struct spsim_hardware {
     /* nvlink.nvls 0: the GPUs have no NVSwitch multicast (NVLink SHARP), so NCCL builds no NVLS
      * graph (a 4-GPU HGX board's direct NVLinks); false: NVLS on sm90+ as before. */
     bool nvls_absent;
+    /* What nvlink.ring_busbw_GBps was measured on (profile nvlink.ring_measured_on), so that
+     * the ring loops' local-only tails it already holds are not counted twice
+     * (engine/collective_model.c spsim_ring_tail_extra_s). */
+    enum spsim_ring_basis ring_measured_on;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
