@@ -50,6 +50,9 @@ fp8="--dtype fp8 --fp8-recipe current"
     "$spsim" query $cfg $fp8 --first-last-layers-bf16 --num-layers-at-start-in-bf16 2 \
         --format json >"$tmp/b.json" || fail "query bf16 ends exits $?"
     "$spsim" explain $cfg $fp8 --first-last-layers-bf16 >/dev/null || fail "explain exits $?"
+    "$spsim" query $cfg $fp8 --first-last-layers-bf16 --num-layers-at-start-in-bf16 2 \
+        >"$tmp/b.txt" || fail "query table exits $?"
+    "$spsim" query $cfg --first-last-layers-bf16 >"$tmp/p.txt" || fail "query bf16 table exits $?"
     # BF16 training: ignored, as Megatron ignores it.
     "$spsim" query $cfg --format json >"$tmp/p.json" || fail "query bf16 exits $?"
     "$spsim" query $cfg --first-last-layers-bf16 --format json >"$tmp/pb.json" ||
@@ -58,6 +61,8 @@ fp8="--dtype fp8 --fp8-recipe current"
         --format megatron >"$tmp/l.sh" || fail "megatron export exits $?"
 }
 grep -q '"first_last_layers_bf16": true' "$tmp/b.json" || fail "json: the flag"
+grep -q " · BF16 layers: first 2, last 1$" "$tmp/b.txt" || fail "table: the BF16 layers"
+grep -q "BF16 layers" "$tmp/p.txt" && fail "table: BF16 layers of a bf16 run"
 grep -q '"bf16_layers_start": 2' "$tmp/b.json" || fail "json: the start count"
 grep -q '"bf16_layers_end": 1' "$tmp/b.json" || fail "json: Megatron's default end count"
 # Three BF16 layers are slower than FP8 ones: the iteration grows.
