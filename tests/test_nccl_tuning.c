@@ -511,6 +511,18 @@ bandwidth_errors(const struct spsim_hardware *hw, const char *log, double *media
     spsim_bw_table_destroy(t);
 }
 
+/* The dgx-h100 profile calibrated on the 4-of-8 H100 AllReduce log alone (*t: the log). */
+static struct spsim_hardware *
+h100x4_allreduce_calibrated(struct spsim_bw_table **t, struct spsim_calibration *cal)
+{
+    char base[4096];
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", base, sizeof(base), NULL),
+        SPSIM_OK);
+    *t = load_log("h100x4of8_all_reduce_waynehacking8.txt");
+    return calibrated(base, *t, cal);
+}
+
 /*
  * Cross-collective prediction: a profile calibrated on the 4-of-8 H100 AllReduce log alone
  * predicts the same host's AllGather and ReduceScatter logs, through the ring all three run on
@@ -518,21 +530,17 @@ bandwidth_errors(const struct spsim_hardware *hw, const char *log, double *media
  * nvls_where_nccl_picks_it), with the AllReduce's ring peak and its efficiency placed at the
  * size that moves the same bytes per rank (AllReduce S <-> AllGather 2 S: the same ring steps
  * of the same chunk, calibrate_json.c ring_curve_from). The figures are printed and recorded
- * in doc/calibration.md: medians 7.21 % (AllGather) and 6.65 % (ReduceScatter), 8.68 / 8.12 %
- * with the efficiency at the same size. What is left: at equal bytes per rank the measured
- * AllGather and ReduceScatter still run 3.6-7.5 % below the AllReduce (18.73 and 18.39 ms at
- * 8 GiB against 17.74 ms for the AllReduce of 4 GiB), which neither NCCL's tuner (one busBw
- * per ring graph) nor its ring step structure has; the bounds below hold what the model does.
+ * in doc/calibration.md: medians 3.60 % (AllGather) and 2.06 % (ReduceScatter) with each
+ * loop's local-only tail (spsim_ring_tail_s, pinned below), 7.21 / 6.65 % without it, 8.68 /
+ * 8.12 % with the efficiency at the same size. What is left (doc/calibration.md): AllGather
+ * up to 256 MiB is still 4-11 % fast, ReduceScatter from 1 GiB up 2-4 % slow, and the
+ * out-of-place AllGather's extra output write in its first step is not modelled.
  */
 START_TEST(allreduce_calibration_predicts_allgather_and_reducescatter)
 {
-    char base[4096];
-    ck_assert_int_eq(
-        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", base, sizeof(base), NULL),
-        SPSIM_OK);
-    struct spsim_bw_table *t = load_log("h100x4of8_all_reduce_waynehacking8.txt");
+    struct spsim_bw_table *t;
     struct spsim_calibration cal;
-    struct spsim_hardware *hw = calibrated(base, t, &cal);
+    struct spsim_hardware *hw = h100x4_allreduce_calibrated(&t, &cal);
     static const char *const logs[] = {"h100x4of8_all_gather_waynehacking8.txt",
                                        "h100x4of8_reduce_scatter_waynehacking8.txt"};
     for (int i = 0; i < 2; i++) {
@@ -541,9 +549,41 @@ START_TEST(allreduce_calibration_predicts_allgather_and_reducescatter)
         printf("cross-collective: %s from the all_reduce calibration: median %.2f %%, max "
                "%.2f %%\n",
                logs[i], 100 * median, 100 * max);
-        ck_assert_double_le(median, 0.075);
-        ck_assert_double_le(max, 0.14);
+        ck_assert_double_le(median, 0.05);
+        ck_assert_double_le(max, 0.115);
     }
+    spsim_hardware_destroy(hw);
+    spsim_calibration_free(&cal);
+    spsim_bw_table_destroy(t);
+}
+END_TEST
+
+/*
+ * The tail by hand (spsim_ring_tail_s): the derived AllGather (ReduceScatter) of 2 S takes the
+ * measured AllReduce of S less its ring latency, plus its own latency, plus the difference of
+ * the loops' local-only tails: AllReduce 2·(S/n), AllGather 2·(2S/n), ReduceScatter 3·(2S/n)
+ * HBM bytes at the dgx-h100 profile's hbm_achievable_GBps, 2970 ([AZ-H100] Triad). So
+ * AllGather + 2S/(n·B), ReduceScatter + 4S/(n·B): at S = 4 GiB on 4 ranks 723.1 and 1446.1 us
+ * on the AllReduce's 17735.5 us.
+ */
+START_TEST(ring_tails_replace_the_allreduces)
+{
+    struct spsim_bw_table *t;
+    struct spsim_calibration cal;
+    struct spsim_hardware *hw = h100x4_allreduce_calibrated(&t, &cal);
+    const uint64_t S = 4294967296ull;
+    const double n = 4, B = 2970e9, t_ar = 17735.5e-6;
+    struct spsim_collective_prediction ar, ag, rs;
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 4, 1, S, &ar, NULL),
+                     SPSIM_OK);
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_GATHER, 4, 1, 2 * S, &ag, NULL),
+                     SPSIM_OK);
+    ck_assert_int_eq(
+        spsim_collective_predict(hw, SPSIM_COLL_REDUCE_SCATTER, 4, 1, 2 * S, &rs, NULL), SPSIM_OK);
+    ck_assert_double_eq_tol(ar.time_s, t_ar, 1e-9);
+    double same_bytes = t_ar - ar.latency_s;
+    ck_assert_double_eq_tol(ag.time_s - ag.latency_s - same_bytes, 2 * S / (n * B), 1e-7);
+    ck_assert_double_eq_tol(rs.time_s - rs.latency_s - same_bytes, 4 * S / (n * B), 1e-7);
     spsim_hardware_destroy(hw);
     spsim_calibration_free(&cal);
     spsim_bw_table_destroy(t);
@@ -567,6 +607,7 @@ nccl_tuning_suite(void)
     tcase_set_timeout(cal, 60);
     tcase_add_test(cal, snellius_calibrates_on_its_own_nodes);
     tcase_add_test(cal, allreduce_calibration_predicts_allgather_and_reducescatter);
+    tcase_add_test(cal, ring_tails_replace_the_allreduces);
     suite_add_tcase(s, cal);
     return s;
 }

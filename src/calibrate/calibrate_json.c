@@ -219,6 +219,14 @@ ring_allreduce(const struct cal *c)
     return NULL;
 }
 
+/* The size of `op` that moves the bytes per rank of the AllReduce's i-th size. */
+static double
+ar_to_op_size(const struct cal_series *ar, enum spsim_coll_op op, size_t i)
+{
+    return (double)ar->size[i] * spsim_wire_fraction(ar->op, ar->ranks) /
+           spsim_wire_fraction(op, ar->ranks);
+}
+
 /*
  * NCCL runs AllReduce, AllGather and ReduceScatter on one ring graph with the same channels
  * and per-channel bandwidth (tuning.cc:288-382: busBw = nChannels·bw for each, then only the
@@ -238,11 +246,17 @@ ring_allreduce(const struct cal *c)
  * channel (S < nChannels·n·chunk, 192 MiB on 24 H100 channels) the kernels split the rest
  * differently (all_reduce.h: n chunks of rest/n; all_gather.h: one chunk of the rest), so
  * there the same-bytes placement is the nearest match, not an identity.
+ * What the same steps do not carry over is each loop's local-only last primitive
+ * (spsim_ring_tail_s): at equal bytes per rank AllGather and ReduceScatter run twice the
+ * AllReduce's loops, so twice its tails (and ReduceScatter's reads the input too); the
+ * AllReduce's time is taken with its own tail and the other collective's tail put in its
+ * place, at the base profile's achievable HBM rate.
  */
 static cJSON *
 ring_curve_from(struct jb *j, const struct cal_series *ar, enum spsim_coll_op op, double peak)
 {
     const struct cal *c = j->c;
+    double hbm = c->base->hbm_achievable_Bps > 0 ? c->base->hbm_achievable_Bps : c->base->hbm_Bps;
     cJSON *o = check(j, cJSON_CreateObject()), *pts = check(j, cJSON_CreateArray());
     if (!o || !pts) {
         cJSON_Delete(o);
@@ -257,19 +271,24 @@ ring_curve_from(struct jb *j, const struct cal_series *ar, enum spsim_coll_op op
                         "derived: the ring all_reduce's efficiency on %u ranks at the size "
                         "that moves the same bytes per rank (NCCL runs both on one ring "
                         "graph with the same chunk, tuning.cc:288-382, enqueue.cc "
-                        "calcCollChunking), with %s's own ring latency",
-                        ar->ranks, spsim_coll_op_name(op))));
+                        "calcCollChunking), with %s's own ring latency and its loops' "
+                        "local-only tails in place of the all_reduce's (S/n x %g HBM bytes "
+                        "per byte at %.0f GB/s, against S/n x 2: all_reduce.h:81, "
+                        "all_gather.h:70, reduce_scatter.h:53)",
+                        ar->ranks, spsim_coll_op_name(op), spsim_ring_tail_s(op, 1, 1.0, 1.0),
+                        hbm / 1e9)));
     double lat_ar = spsim_ring_latency_s(&c->model.nvlink, ar->op, ar->ranks);
     double lat = spsim_ring_latency_s(&c->model.nvlink, op, ar->ranks);
     for (size_t i = 0; i < ar->n; i++) {
-        double size = (double)ar->size[i], t = ar->time_s[i];
+        double tail = spsim_ring_tail_s(op, ar->ranks, ar_to_op_size(ar, op, i), hbm) -
+                      spsim_ring_tail_s(ar->op, ar->ranks, (double)ar->size[i], hbm);
+        double t = ar->time_s[i];
         double eff =
             t > lat_ar ? spsim_cal_wire(ar, ar->size[i]) / (c->ar_peak_Bps * (t - lat_ar)) : 1.0;
         eff = eff > 1.0 ? 1.0 : (eff < 1e-3 ? 1e-3 : eff);
-        double at =
-            size * spsim_wire_fraction(ar->op, ar->ranks) / spsim_wire_fraction(op, ar->ranks);
+        double at = ar_to_op_size(ar, op, i);
         double wire = spsim_wire_fraction(op, ar->ranks) * at;
-        double row[2] = {at, wire / (lat + wire / (peak * eff)) / 1e9};
+        double row[2] = {at, wire / (lat + wire / (peak * eff) + tail) / 1e9};
         cJSON *item = check(j, cJSON_CreateDoubleArray(row, 2));
         if (item)
             cJSON_AddItemToArray(pts, item);

@@ -91,6 +91,31 @@ spsim_ring_latency_s(const struct spsim_tier_params *tier, enum spsim_coll_op op
     return tier->base_latency_s + spsim_ring_steps(op, n) * tier->hop_latency_s;
 }
 
+/*
+ * NCCL 2.29.2 ends every ring loop with a primitive that receives and sends nothing:
+ * AllReduce and AllGather prims.directRecv (all_reduce.h:81, all_gather.h:70), ReduceScatter
+ * prims.recvReduceCopy (reduce_scatter.h:53). Without registered user buffers (nccl-tests
+ * without -R, no CUDA graph: coll_reg.cc:289-290 leaves the ring unregistered, so
+ * prims_simple.h:512 sets no DirectWrite/DirectRead) the peer has written the chunk into this
+ * GPU's FIFO (P2P write on Hopper: graph/paths.cc:370 reads only on compute capability 8.0), and
+ * that primitive copies it to the output (read FIFO, write output: 2 HBM bytes per byte) or
+ * reduces it with the input into the output (2 reads, 1 write: 3). It moves nothing over
+ * NVLink. Over the loops it handles each rank's part once: S/n of the AllReduce's S, of the
+ * AllGather's output, of the ReduceScatter's input. The channels run the same steps on equal
+ * parts (ncclCollCbdPart) and so reach their tails together; the tail is taken as bound by
+ * the GPU's HBM rate, which the channels' copies share.
+ */
+double
+spsim_ring_tail_s(enum spsim_coll_op op, uint32_t n, double size_bytes, double hbm_Bps)
+{
+    double bytes_per_byte = op == SPSIM_COLL_ALL_REDUCE || op == SPSIM_COLL_ALL_GATHER ? 2.0
+                            : op == SPSIM_COLL_REDUCE_SCATTER                          ? 3.0
+                                                                                       : 0.0;
+    if (hbm_Bps <= 0 || n == 0)
+        return 0;
+    return bytes_per_byte * (size_bytes / n) / hbm_Bps;
+}
+
 struct spsim_group
 spsim_group_place(const struct spsim_hardware *hw, uint32_t size, uint64_t stride)
 {

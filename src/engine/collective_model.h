@@ -24,6 +24,13 @@ double spsim_ring_latency_s(const struct spsim_tier_params *tier, enum spsim_col
                             uint32_t n);
 
 /**
+ * The local-only last primitive of every ring loop inside one domain, all channels at once:
+ * (size/n) · HBM bytes per payload byte / hbm_Bps (AR, AG: 2; RS: 3; others 0; hbm_Bps <= 0:
+ * 0). See collective_model.c for where it comes from in NCCL 2.29.2.
+ */
+double spsim_ring_tail_s(enum spsim_coll_op op, uint32_t n, double size_bytes, double hbm_Bps);
+
+/**
  * Where a communication group sits: `size` ranks, `per_domain` of them in each NVLink domain
  * (so size / per_domain domains), on a machine whose nodes have `gpus_per_node` GPUs.
  */
