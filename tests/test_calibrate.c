@@ -217,6 +217,18 @@ START_TEST(multi_node_log_sets_the_node_and_network_tier)
     ck_assert_double_eq_tol(value_of(root, "network", "nic_achievable_GBps"), 156.14 / 8, 0.2);
     ck_assert(cal.tier[1].measured && !cal.tier[0].measured);
     ck_assert_int_eq(cal.rows[0].tier, SPSIM_TIER_HIERARCHICAL);
+    /* Its NCCL logged "NVLS multicast support is not available" (4-GPU HGX boards, no
+     * NVSwitch): the calibrated nodes have no NVLS, so NCCL's NVLSTree is not weighed. */
+    ck_assert_double_eq(value_of(root, "nvlink", "nvls"), 0);
+    ck_assert_ptr_nonnull(strstr(source_of(root, "nvlink", "nvls"), "NVLS multicast support"));
+    struct spsim_hardware *hw = load_profile(&cal);
+    struct spsim_collective_prediction p;
+    for (uint64_t size = 1 << 20; size <= 1ull << 33; size *= 2) {
+        ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 2, size, &p, NULL),
+                         SPSIM_OK);
+        ck_assert_str_ne(p.algorithm, "NVLSTree");
+    }
+    spsim_hardware_destroy(hw);
     cJSON_Delete(root);
     spsim_calibration_free(&cal);
     spsim_bw_table_destroy(t);
@@ -491,7 +503,9 @@ static const struct {
     /* Moved on purpose with NCCL's algorithm choice (engine/nccl_tuning.c): NCCL's tuner runs
      * this 2-node AllReduce of 1 MiB as Tree/LL128 (hand-worked in test_nccl_tuning.c). */
     {"dgx-h100", SPSIM_COLL_ALL_REDUCE, 16, 2, 1048576, 6.222281856815953e-05},
-    {"dgx-h100", SPSIM_COLL_ALL_REDUCE, 16, 2, 1073741824, 0.005292876},
+    /* Moved on purpose with NVLSTree across nodes: NCCL's tuner runs 2 × 8 H100 at 1 GiB as
+     * NVLSTree (test_nccl_nvls_tree.c), NVLink-bound here (was Ring/Simple, 0.005292876). */
+    {"dgx-h100", SPSIM_COLL_ALL_REDUCE, 16, 2, 1073741824, 0.004018381984775384},
     {"dgx-h100", SPSIM_COLL_ALL_GATHER, 8, 1, 1048576, 2.673231659348135e-05},
     {"dgx-h100", SPSIM_COLL_ALL_GATHER, 8, 1, 1073741824, 0.002613072827962411},
     {"hgx-h200", SPSIM_COLL_REDUCE_SCATTER, 4, 1, 1048576, 1.4264399214670762e-05},
@@ -501,8 +515,11 @@ static const struct {
     /* Moved on purpose with nvlink.nvls_min_gpus: the GB200 curve is a 4-GPU ring measurement
      * ([AZ-GB200]) and is now taken against the ring peak, not the NVLS one.
      * Moved again with NCCL's algorithm choice: two 72-GPU domains run Tree (LL at 1 MiB,
-     * Simple at 1 GiB), whose NICs carry S per domain instead of the ring's 2(n−1)/n·S. */
-    {"gb200-nvl72", SPSIM_COLL_ALL_REDUCE, 144, 36, 1048576, 0.00022824488270377732},
+     * Simple at 1 GiB), whose NICs carry S per domain instead of the ring's 2(n−1)/n·S.
+     * Moved again at 1 MiB with NVLSTree across nodes: NVLSTree/Simple's 2·log2(2) network
+     * hops and one NVLS step instead of the tree's chain of 71 NVLink hops (was
+     * 0.00022824488270377732). */
+    {"gb200-nvl72", SPSIM_COLL_ALL_REDUCE, 144, 36, 1048576, 1.93204629997791e-05},
     {"gb200-nvl72", SPSIM_COLL_ALL_REDUCE, 144, 36, 1073741824, 0.002858781716140801},
 };
 

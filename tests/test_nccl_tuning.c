@@ -138,7 +138,8 @@ START_TEST(nvls_where_nccl_picks_it)
             ck_assert_int_eq(ch.algo, SPSIM_NCCL_RING);
         }
     }
-    /* No NVLS before sm90 (search.cc:1062) nor across nodes without CollNet (tuning.cc:471). */
+    /* No NVLS before sm90 (search.cc:1062) nor across nodes without CollNet (tuning.cc:497-500);
+     * NVLSTree across nodes: test_nccl_nvls_tree.c. */
     struct spsim_hardware *a100 = testutil_hardware("dgx-a100-80g");
     struct spsim_nccl_comm c;
     spsim_nccl_comm_from_hw(a100, 8, 1, &c);
@@ -146,7 +147,6 @@ START_TEST(nvls_where_nccl_picks_it)
     spsim_nccl_comm_from_hw(hw, 16, 2, &c);
     spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
     ck_assert_double_eq(c.bw[SPSIM_NCCL_NVLS][2], 0);
-    ck_assert_double_eq(c.bw[SPSIM_NCCL_NVLS_TREE][2], 0);
     spsim_hardware_destroy(a100);
     spsim_hardware_destroy(hw);
 }
@@ -197,8 +197,11 @@ START_TEST(two_dgx_h100_allreduce_by_hand)
     ck_assert(spsim_nccl_choose(&c, S, &ch));
     ck_assert_int_eq(ch.algo, SPSIM_NCCL_TREE);
     ck_assert_int_eq(ch.proto, SPSIM_NCCL_LL128);
-    /* 32 MiB: corrections LL128 .9: tree 48.5 + 2^25/(146.8e3·.9) = 302.5 against the ring's
-     * LL128 75.2 + 2^25/156.59e3 = 289.5 (Simple: 348.1). */
+    /* 32 MiB, with NVLSTree off (NCCL_ALGO=^NVLSTree; by default it wins from 4 MiB here,
+     * test_nccl_nvls_tree.c): corrections LL128 .9: tree 48.5 + 2^25/(146.8e3·.9) = 302.5
+     * against the ring's LL128 75.2 + 2^25/156.59e3 = 289.5 (Simple: 348.1). */
+    c.algo_off[SPSIM_NCCL_NVLS_TREE] = true;
+    spsim_nccl_tune(&c, SPSIM_NCCL_ALL_REDUCE);
     ck_assert(spsim_nccl_choose(&c, 1 << 25, &ch));
     ck_assert_int_eq(ch.algo, SPSIM_NCCL_RING);
     ck_assert_int_eq(ch.proto, SPSIM_NCCL_LL128);
@@ -263,6 +266,9 @@ static const char snellius_edit[][2][64] = {
     {"\"nics_per_node\": {\"value\": 8", "\"nics_per_node\": {\"value\": 4"},
     {"\"nic_line_rate_Gbit_s\": {\"value\": 400", "\"nic_line_rate_Gbit_s\": {\"value\": 200"},
     {"\"nic_achievable_GBps\": {\"value\": 48", "\"nic_achievable_GBps\": {\"value\": 24"},
+    /* 4-GPU HGX boards: direct NVLinks, no NVSwitch multicast (the log's "NVLS multicast
+     * support is not available"). */
+    {"\"nvls_min_gpus\": {\"value\": 5", "\"nvls\":          {\"value\": 0"},
 };
 
 static char *
@@ -296,6 +302,7 @@ START_TEST(snellius_runs_tree)
                   err.message);
     struct spsim_nccl_comm c;
     spsim_nccl_comm_from_hw(hw, 8, 2, &c);
+    ck_assert(!c.nvls); /* nvlink.nvls 0: no NVLSTree (it would win at 64 MiB on NVSwitches) */
     ck_assert_uint_eq(c.graph[SPSIM_NCCL_RING].nchannels, 4);
     ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_RING].bw_intra, 24, TOL);
     ck_assert_double_eq_tol(c.graph[SPSIM_NCCL_TREE].bw_intra, 48, TOL);

@@ -203,6 +203,10 @@ static const struct bad_case hw_cases[] = {
     {"\"value\": 24,", "\"value\": 26,", SPSIM_EFIELD, "field 'network.nic_achievable_GBps'"},
     {"\"network\":", "\"networks\": {}, \"network\":", SPSIM_EFIELD,
      "field 'networks': unknown key"},
+    {"\"nccl_channels\":", "\"nvls\": {\"value\": 0.5, \"source\": \"t\"}, \"nccl_channels\":",
+     SPSIM_EFIELD, "field 'nvlink.nvls': must be 0 or 1, got 0.5"},
+    {"\"nccl_channels\":", "\"nvls\": {\"value\": 2, \"source\": \"t\"}, \"nccl_channels\":",
+     SPSIM_EFIELD, "field 'nvlink.nvls.value'"},
     {"spsim-hardware/1", "spsim-hardware/9", SPSIM_EFIELD, "field 'schema'"},
     {"\"gpu\": {", "\"gpu\": [", SPSIM_EPARSE, "malformed JSON at line"},
 };

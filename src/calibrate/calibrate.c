@@ -139,6 +139,11 @@ static int
 settle_layout(struct cal *c)
 {
     c->model = *c->base;
+    /* A log whose NCCL found no NVLS multicast (a node without NVSwitches) describes such
+     * nodes: the calibrated profile has no NVLS, whatever the base. */
+    for (size_t i = 0; i < c->ntables; i++)
+        if (spsim_bw_table_info(c->tables[i], "nvls"))
+            c->model.nvls_absent = true;
     for (size_t i = 0; i < c->ns; i++) {
         const struct cal_series *s = &c->s[i];
         if (s->nodes <= 1)

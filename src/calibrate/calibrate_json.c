@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "calibrate_internal.h"
+#include "nccl_log.h"
 
 /* Every cJSON constructor may fail; failures are counted here and turned into SPSIM_ENOMEM. */
 struct jb {
@@ -566,6 +567,12 @@ spsim_cal_json_build(struct cal *c, const char *text, size_t len)
     int rc = SPSIM_OK;
     if (c->multinode_gpn)
         put_node(&j, child(&j, c->root, "node"));
+    if (c->model.nvls_absent && !c->base->nvls_absent)
+        put_sourced(&j, child(&j, c->root, "nvlink"), "nvls", 0,
+                    source(&j,
+                           "the log's NCCL INFO line '%s': no NVSwitch multicast, so NCCL "
+                           "builds no NVLS graph (transport/nvls.cc ncclNvlsInit)",
+                           SPSIM_LOG_NO_NVLS));
     if (c->measured[CAL_NVLINK])
         rc = put_nvlink(&j, child(&j, c->root, "nvlink"));
     if (rc == SPSIM_OK && c->measured[CAL_NETWORK])

@@ -544,7 +544,8 @@ store(const struct pass2 *p, const struct spsim_nccl_log_summary *s, struct spsi
         !(rc = set_info(t, "nccl_version", f->nccl_version)) &&
         !(rc = set_info(t, "nccl_tests_version", f->tests_version)) &&
         !(rc = set_info(t, "cuda_driver_version", f->driver)) &&
-        !(rc = set_info(t, "process_layout", f->layout)))
+        !(rc = set_info(t, "process_layout", f->layout)) &&
+        !(rc = set_info(t, "nvls", f->nvls_unavailable ? SPSIM_LOG_NO_NVLS : NULL)))
         rc = set_info(t, "type", p->type);
     return rc == SPSIM_OK ? rc : spsim_fail(p->err, rc, "out of memory");
 }

@@ -5,6 +5,10 @@
 #include "internal.h"
 #include "spsim/calibrate.h"
 
+/* What ncclNvlsInit logs when the GPU has no NVSwitch multicast (transport/nvls.cc:279); the
+ * value of a table's "nvls" info when the log says so. */
+#define SPSIM_LOG_NO_NVLS "NVLS multicast support is not available"
+
 /** The lines of a log, one at a time, as NUL-terminated copies without the line break. */
 struct spsim_log_lines {
     const char *text;
@@ -44,6 +48,7 @@ struct spsim_log_facts {
     char gpu[128];
     bool gpu_mixed;
     char nccl_version[64], tests_version[32], driver[16], layout[64];
+    bool nvls_unavailable; /* NCCL said its GPUs lack NVLS multicast (transport/nvls.cc) */
 };
 
 /** Split s (modified) at blanks into at most cap tokens; @return the count. */

@@ -410,6 +410,9 @@ scan_nccl_text(struct spsim_log_facts *f, const char *line)
     const char *p = strstr(line, "NCCL version ");
     if (p && !strstr(line, "nccl-tests"))
         copy_word(p + strlen("NCCL version "), f->nccl_version, sizeof(f->nccl_version));
+    /* ncclNvlsInit's INFO line (transport/nvls.cc:279): no NVSwitch multicast on this GPU. */
+    if (strstr(line, SPSIM_LOG_NO_NVLS))
+        f->nvls_unavailable = true;
     if (find_u64_after(line, "cudaDriverVersion", &v) && v > 0 && !f->driver[0])
         snprintf(f->driver, sizeof(f->driver), "%u.%u", (unsigned)(v / 1000),
                  (unsigned)(v % 1000 / 10));

@@ -31,8 +31,8 @@ static const char collective_help[] =
     "Model: time = base + steps·hop + wire bytes per rank / (busbw × eff(size)), ring steps n−1\n"
     "(AG, RS, all-to-all) or 2(n−1) (AR); algbw = size/time and busbw = algbw × 2(n−1)/n (AR),\n"
     "(n−1)/n (AG, RS, all-to-all), 1 (send/recv); GB = 1e9 bytes, as nccl-tests. Each size\n"
-    "runs as the algorithm and protocol NCCL's tuner picks (Ring, Tree, PAT across nodes; NVLS\n"
-    "or Ring inside one), printed per row; a Tree's α and NIC bytes are its own.\n"
+    "runs as the algorithm and protocol NCCL's tuner picks (Ring, Tree, NVLSTree, PAT across\n"
+    "nodes; NVLS or Ring inside one), printed per row; a tree's α and NIC bytes are its own.\n"
     "JSON: {\"rows\": [{\"size_bytes\", \"time_s\", \"algbw_GBps\", \"busbw_GBps\", "
     "\"algorithm\",\n"
     "\"protocol\", ...}]}; with one size the row's keys also appear at the top level.\n";

@@ -211,7 +211,8 @@ domain_algo(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim
 {
     /* NVLS needs NVSwitch multicast on sm90+ (transport/nvls.cc:159); the profile's
      * nvls_min_gpus says from which group size NCCL takes it. */
-    if (op == SPSIM_COLL_ALL_REDUCE && spsim_nccl_arch_of(hw) >= SPSIM_NCCL_HOPPER &&
+    if (op == SPSIM_COLL_ALL_REDUCE && !hw->nvls_absent &&
+        spsim_nccl_arch_of(hw) >= SPSIM_NCCL_HOPPER &&
         (hw->nvls_min_gpus == 0 || g.size >= hw->nvls_min_gpus))
         return (struct spsim_nccl_choice){SPSIM_NCCL_NVLS, SPSIM_NCCL_SIMPLE, 0};
     return (struct spsim_nccl_choice){SPSIM_NCCL_RING, SPSIM_NCCL_PROTO_COUNT, 0};
@@ -274,6 +275,7 @@ struct tuned_comm {
     double nvlink_line_Bps, nic_line_Bps;
     char gpu_model[64];
     struct spsim_nccl_comm comm;
+    bool nvls_absent;
 };
 
 static const struct spsim_nccl_comm *
@@ -289,7 +291,7 @@ tuned(const struct spsim_hardware *hw, enum spsim_nccl_func func, uint32_t n, ui
         if (t->used && t->func == func && t->nranks == n && t->nnodes == nodes &&
             t->nics_per_node == hw->nics_per_node && t->gpus_per_node == hw->gpus_per_node &&
             t->nvlink_line_Bps == hw->nvlink_line_Bps && t->nic_line_Bps == hw->nic_line_Bps &&
-            strcmp(t->gpu_model, model) == 0)
+            t->nvls_absent == hw->nvls_absent && strcmp(t->gpu_model, model) == 0)
             return &t->comm;
     }
     struct tuned_comm *t = &cache[cacheable ? next++ % SLOTS : 0];
@@ -302,7 +304,8 @@ tuned(const struct spsim_hardware *hw, enum spsim_nccl_func func, uint32_t n, ui
                              hw->nvlink_line_Bps,
                              hw->nic_line_Bps,
                              {0},
-                             {0}};
+                             {0},
+                             hw->nvls_absent};
     if (cacheable)
         memcpy(t->gpu_model, model, strlen(model) + 1);
     else
@@ -337,6 +340,12 @@ spsim_collective_latency_parts(const struct spsim_hardware *hw, enum spsim_coll_
         /* tuning.cc:414-417: base + 2((ppn − 1)·intraLat + log2(nNodes)·interLat). */
         *k = 2 * log2_floor(nodes);
         *fixed_s = 2.0 * (g.per_domain - 1) * hw->nvlink.hop_latency_s;
+    } else if (a == SPSIM_NCCL_NVLS_TREE) {
+        /* tuning.cc:425-426: intraLat + 2·log2(nNodes)·interLat, the double binary tree of the
+         * NVLS heads (connect.cc:272-317, ncclGetDtree) up and down; inside the node one hop
+         * to the NVSwitch, which reduces, and one back as it multicasts. */
+        *k = 2 * log2_floor(nodes);
+        *fixed_s = 2.0 * hw->nvlink.hop_latency_s;
     } else if (a == SPSIM_NCCL_PAT) {
         /* tuning.cc:429-434: base + log2(nNodes)·interLat/3.5 + 2.8 µs·nRanks. */
         *k = log2_floor(nodes) / 3.5;
@@ -352,7 +361,7 @@ double
 spsim_collective_algo_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op op,
                                 struct spsim_group g, enum spsim_nccl_algo a)
 {
-    if (a != SPSIM_NCCL_TREE && a != SPSIM_NCCL_PAT)
+    if (a != SPSIM_NCCL_TREE && a != SPSIM_NCCL_PAT && a != SPSIM_NCCL_NVLS_TREE)
         return spsim_collective_latency_s(hw, op, g);
     double k, fixed;
     spsim_collective_latency_parts(hw, op, g, a, &k, &fixed);
@@ -365,27 +374,38 @@ spsim_collective_algo_latency_s(const struct spsim_hardware *hw, enum spsim_coll
  * tree (trees.cc ncclGetDtree, each tree carrying half the data up and down its N − 1 edges)
  * sends 2(N − 1)/N·S through a domain's NICs, and each GPU of the in-domain chain forwards S up
  * and S down (2S on its NVLink against the ring's 2(n − 1)/n·S). PAT moves the ring's bytes at
- * NCCL's 0.75 of its bandwidth (tuning.cc:334).
+ * NCCL's 0.75 of its bandwidth (tuning.cc:334). NVLSTree runs the same double binary tree
+ * over the nodes between the NVLS heads, one per NIC, each carrying 1/ppn of the data
+ * (connect.cc:272-317), so a domain's NICs carry the tree's 2(N − 1)/N·S; NCCL applies its
+ * tree correction to it on sm100+ only (tuning.cc:643-646), and so does this.
  */
 static double
-spanning_nic_bw(struct spsim_group g, struct spsim_nccl_choice ch, double size, double nic_bw)
+spanning_nic_bw(const struct spsim_hardware *hw, struct spsim_group g, struct spsim_nccl_choice ch,
+                double size, double nic_bw)
 {
-    if (ch.algo == SPSIM_NCCL_TREE) {
+    if (ch.algo == SPSIM_NCCL_TREE || ch.algo == SPSIM_NCCL_NVLS_TREE) {
         double n = g.size, N = (double)g.size / g.per_domain;
-        return nic_bw * N * (n - 1) / (n * (N - 1)) * spsim_nccl_tree_correction(ch.proto, size);
+        bool corrected =
+            ch.algo == SPSIM_NCCL_TREE || spsim_nccl_arch_of(hw) >= SPSIM_NCCL_BLACKWELL;
+        return nic_bw * N * (n - 1) / (n * (N - 1)) *
+               (corrected ? spsim_nccl_tree_correction(ch.proto, size) : 1.0);
     }
     return ch.algo == SPSIM_NCCL_PAT ? nic_bw * 0.75 : nic_bw;
 }
 
 /* A tree also runs at NCCL's treeCorrectionFactor of its size, NCCL's own measurement of how
- * far trees fall short at medium sizes (tuning.cc:621-641). */
+ * far trees fall short at medium sizes (tuning.cc:621-641). NVLSTree's NVLink side is an NVLS
+ * AllReduce of the node's ppn GPUs (2(ppn − 1)/ppn·S at the profile's NVLS busbw, nv_bw),
+ * expressed against the group's wire 2(n − 1)/n·S. */
 static double
-spanning_bw(struct spsim_group g, struct spsim_nccl_choice ch, double size, double nv_bw,
-            double nic_bw)
+spanning_bw(const struct spsim_hardware *hw, struct spsim_group g, struct spsim_nccl_choice ch,
+            double size, double nv_bw, double nic_bw)
 {
-    nic_bw = spanning_nic_bw(g, ch, size, nic_bw);
+    nic_bw = spanning_nic_bw(hw, g, ch, size, nic_bw);
     if (ch.algo == SPSIM_NCCL_TREE)
         nv_bw *= (g.size - 1.0) / g.size * spsim_nccl_tree_correction(ch.proto, size);
+    if (ch.algo == SPSIM_NCCL_NVLS_TREE)
+        nv_bw *= (g.size - 1.0) * g.per_domain / ((double)g.size * (g.per_domain - 1));
     return g.per_domain == 1 ? nic_bw : spsim_min_d(nv_bw, nic_bw);
 }
 
@@ -398,7 +418,8 @@ spsim_collective_terms(const struct spsim_hardware *hw, enum spsim_coll_op op, s
     if (spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK)
         *peak_Bps = spsim_nvlink_peak_Bps(hw, op, g.per_domain);
     else
-        *peak_Bps = spanning_nic_bw(g, ch, size_bytes, spsim_collective_nic_bw(hw, op, g, 1, 1));
+        *peak_Bps =
+            spanning_nic_bw(hw, g, ch, size_bytes, spsim_collective_nic_bw(hw, op, g, 1, 1));
 }
 
 /* The bytes each rank puts on its NVLink port and its share of the domain's NIC traffic. */
@@ -411,10 +432,12 @@ traffic(enum spsim_coll_op op, struct spsim_group g, double size_bytes, enum sps
         out->nvlink_bytes = wire;
         return;
     }
-    if (a == SPSIM_NCCL_TREE) {
-        double N = n / g.per_domain;
-        out->network_bytes = 2 * (N - 1) / N * size_bytes / g.per_domain;
-        out->nvlink_bytes = g.per_domain > 1 ? 2 * size_bytes : 0;
+    if (a == SPSIM_NCCL_TREE || a == SPSIM_NCCL_NVLS_TREE) {
+        double N = n / g.per_domain, ppn = g.per_domain;
+        out->network_bytes = 2 * (N - 1) / N * size_bytes / ppn;
+        /* the chain forwards S up and S down; NVLS reduces and multicasts through the switch */
+        out->nvlink_bytes =
+            ppn <= 1 ? 0 : (a == SPSIM_NCCL_TREE ? 2 : 2 * (ppn - 1) / ppn) * size_bytes;
         return;
     }
     out->network_bytes =
@@ -446,10 +469,13 @@ spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, st
                                             : spanning_algo(hw, op, g, size_bytes);
     out->algo = ch.algo;
     out->proto = ch.proto;
-    double bw = spsim_nvlink_peak_Bps(hw, op, g.per_domain) * eff_nv;
+    /* NVLSTree reduces inside each node by NVLS whatever the profile's in-domain threshold. */
+    double bw = (ch.algo == SPSIM_NCCL_NVLS_TREE ? hw->nvlink.busbw_Bps[op]
+                                                 : spsim_nvlink_peak_Bps(hw, op, g.per_domain)) *
+                eff_nv;
     double latency = spsim_collective_algo_latency_s(hw, op, g, ch.algo);
     if (out->tier != SPSIM_TIER_NVLINK)
-        bw = spanning_bw(g, ch, size_bytes, bw,
+        bw = spanning_bw(hw, g, ch, size_bytes, bw,
                          spsim_collective_nic_bw(hw, op, g, eff_net, nic_share));
     out->wire_bytes = wire;
     traffic(op, g, size_bytes, ch.algo, out);

@@ -404,6 +404,68 @@ nvls_graph(const double *sp, uint32_t nsp, double nvl, uint32_t ngpus)
     return g;
 }
 
+/* Channels an NVLS search across nodes finds at (bwIntra, bwInter): a channel per head, one
+ * head per NIC with its own local GPU (search.cc:754-772), the NIC and its PCIe path carrying
+ * bwInter each way (NET -> head -> NET, backToNet 0, :824-829); on the NVLink every GPU's
+ * NVSwitch path once per channel and the head's twice (ncclTopoSearchTryNvls, :410-444), so a
+ * GPU that heads one of k channels needs (k + 1)·bwIntra. */
+static uint32_t
+nvls_fit(double nvl, double nic, uint32_t heads, double intra, double inter)
+{
+    if (inter > nic)
+        return 0;
+    double k = floor(nvl / intra) - 1;
+    return k < 1 ? 0 : (k < heads ? (uint32_t)k : heads);
+}
+
+/*
+ * The NVLS graph across nodes, as ncclTopoCompute (search.cc:1104-1290) searches it from the
+ * NICs, on the arch's inter speeds: pass 1 from the first speed not above maxBw (the GPU-NIC
+ * path), lowering bwIntra = bwInter while the best graph (more channels, else more
+ * nChannels·bwInter: ncclTopoCompareGraphs, :447-452) lacks all maxChannels = min(32, ppn)
+ * heads and the next speed is above 0.49 of its bwInter; no duplication (:1038); pass 2
+ * raises bwInter with the channels fixed while below 2·bwIntra, else tries bwIntra
+ * (:1268-1283), keeping what still fits. On a DGX H100 (NVLink 370.8, NIC 50, 8 heads):
+ * 6 × 48, 7 × 45, 8 × 40 in pass 1, then bwInter 42, 45, 48: 8 channels, 40 / 48.
+ */
+static struct spsim_nccl_graph
+nvls_graph_inter(const double *sp, uint32_t nsp, double nvl, double nic, uint32_t ppn,
+                 uint32_t heads)
+{
+    struct spsim_nccl_graph best = {0};
+    uint32_t maxch = ppn < NCCL_MAX_NVLS_ARITY ? ppn : NCCL_MAX_NVLS_ARITY, i = 0;
+    heads = heads < maxch ? heads : maxch;
+    double total = nvl * ppn / (ppn - 1.0); /* non-ring totalBw (:1167-1168) */
+    while (i < nsp - 1 && (sp[i] > fmin(nic, nvl) || sp[i] > total))
+        i++;
+    for (;;) {
+        uint32_t k = nvls_fit(nvl, nic, heads, sp[i], sp[i]);
+        if (k > best.nchannels || k * sp[i] > best.nchannels * best.bw_inter)
+            best = (struct spsim_nccl_graph){k, sp[i], sp[i], 0};
+        if (best.nchannels == maxch || best.nchannels * best.bw_inter >= nvl)
+            break;
+        if (i < nsp - 1 && (best.nchannels == 0 || sp[i + 1] / best.bw_inter > .49))
+            i++;
+        else
+            break;
+    }
+    if (best.nchannels == 0)
+        return best;
+    i = speed_index(sp, nsp, best.bw_inter);
+    double intra = sp[i], inter = sp[i];
+    while (i > 0) {
+        if (inter == best.bw_inter && inter < 2 * intra)
+            inter = sp[--i];
+        else if (intra == best.bw_intra && intra < 2 * inter)
+            intra = sp[--i];
+        else
+            break;
+        if (nvls_fit(nvl, nic, heads, intra, inter) >= best.nchannels && inter > best.bw_inter)
+            best.bw_inter = inter;
+    }
+    return best;
+}
+
 /*
  * The graphs NCCL's search (search.cc:1074-1290) would find, from the profile's line rates in
  * NCCL's units: each GPU's NVLink is links × SMxx_NVLINK_BW, reached through an NVSwitch (the
@@ -430,6 +492,7 @@ build_graphs(const struct spsim_hardware *hw, struct spsim_nccl_comm *c)
         c->graph[SPSIM_NCCL_RING] = c->graph[SPSIM_NCCL_TREE] = g;
         if (c->nvls)
             c->graph[SPSIM_NCCL_NVLS] = nvls_graph(sp, nspeeds_intra[row], nvl, c->nranks);
+        c->graph[SPSIM_NCCL_NVLS_TREE] = c->graph[SPSIM_NCCL_NVLS]; /* init.cc:980-981 */
         return;
     }
     const double *sp = speeds_inter[row];
@@ -447,6 +510,9 @@ build_graphs(const struct spsim_hardware *hw, struct spsim_nccl_comm *c)
             g.bw_intra = sp[--k];
     }
     c->graph[SPSIM_NCCL_TREE] = c->graph[SPSIM_NCCL_PAT] = g;
+    if (c->nvls)
+        c->graph[SPSIM_NCCL_NVLS] = c->graph[SPSIM_NCCL_NVLS_TREE] =
+            nvls_graph_inter(sp, ns, nvl, nic, (uint32_t)ppn, (uint32_t)fmax(nics, 1));
 }
 
 void
@@ -460,13 +526,17 @@ spsim_nccl_comm_from_hw(const struct spsim_hardware *hw, uint32_t nranks, uint32
     /* LL128 (tuning.cc:518-533): NVLink inside (typeIntra <= NVB) and NICs on the GPUs' PCIe
      * switches (typeInter <= PXB), as on the shipped nodes. */
     c->ll128 = true;
-    /* CollNet needs SHARP in the fabric (NCCL_COLLNET_ENABLE, default 0): off. NVLS needs
-     * NVSwitch multicast on sm90+ (transport/nvls.cc:155-176, search.cc:1062; the shipped
-     * Hopper/Blackwell nodes reach their GPUs through NVSwitches); its graph is derived on one
-     * node only (nvls_graph). Across nodes NVLS needs CollNet (tuning.cc:471) and NVLSTree
-     * the multi-node NVLS graph (heads at the NICs, search.cc:676-720), which is not derived,
-     * so both stay off there. */
+    /* CollNet (CollNetDirect, CollNetChain, and NVLS across nodes: tuning.cc:497-500) exists
+     * only with a CollNet network plugin that reduces in the fabric (SHARP: NCCL_COLLNET_ENABLE
+     * = 1 and a plugin such as nccl-rdma-sharp-plugins; collNetSupport, init.cc:1165-1167)
+     * and NVSwitches for CollNetDirect. No hardware profile field says a fabric has it, so it
+     * stays off. NVLS needs NVSwitch multicast on sm90+ (ncclNvlsInit, transport/nvls.cc:
+     * 248-280: CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED; search.cc:1124: an NVS node) and at
+     * least two of the communicator's GPUs on the node (gpuCount >= 2): one-GPU-per-node
+     * groups have none. The shipped Hopper/Blackwell nodes reach their GPUs through
+     * NVSwitches; their NVLS graph serves NVLS on one node and NVLSTree across nodes. A
+     * profile without NVSwitch multicast says nvlink.nvls 0. */
     c->collnet = false;
-    c->nvls = c->nnodes == 1 && c->arch >= SPSIM_NCCL_HOPPER;
+    c->nvls = c->arch >= SPSIM_NCCL_HOPPER && nranks / c->nnodes >= 2 && !hw->nvls_absent;
     build_graphs(hw, c);
 }

@@ -366,10 +366,11 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
                                        "hop_latency_us",
                                        "nccl_channels",
                                        "nvls_min_gpus",
+                                       "nvls",
                                        "busbw_curve",
                                        "busbw_curves",
                                        NULL};
-    double line = 0, ring = 0, ar = 0, channels = 0, nvls_min = 0;
+    double line = 0, ring = 0, ar = 0, channels = 0, nvls_min = 0, nvls = 1;
     int rc;
     if ((rc = spsim_json_check_keys(c, nv, "nvlink", keys)) ||
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "bandwidth_per_direction_GBps", true, 1e-3,
@@ -382,6 +383,7 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
                                      NULL)) ||
         (rc = spsim_json_get_sourced(c, nv, "nvlink", "nvls_min_gpus", false, 2, 65536, &nvls_min,
                                      NULL)) ||
+        (rc = spsim_json_get_sourced(c, nv, "nvlink", "nvls", false, 0, 1, &nvls, NULL)) ||
         (rc = read_latency(c, nv, "nvlink", &hw->nvlink)))
         return rc;
     if (ring > line)
@@ -397,6 +399,9 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
         return spsim_json_field_error(c, "nvlink", "nvls_min_gpus", "must be an integer, got %g",
                                       nvls_min);
     hw->nvls_min_gpus = (uint32_t)nvls_min;
+    if (nvls != floor(nvls))
+        return spsim_json_field_error(c, "nvlink", "nvls", "must be 0 or 1, got %g", nvls);
+    hw->nvls_absent = nvls == 0;
     hw->nvlink_line_Bps = line * 1e9;
     for (int op = 0; op < SPSIM_COLL_COUNT; op++)
         hw->nvlink.busbw_Bps[op] = ring * 1e9;
