@@ -247,6 +247,10 @@ START_TEST(moe_router_scope)
 }
 END_TEST
 
+/* The figure every shipped profile gives (doc/profiles.md "host"): cudaLaunchKernel's host time,
+ * 3.259 us, as torch.profiler measured it in gpu-mode/lectures lecture_004 (RTX 3090). */
+#define SHIPPED_LAUNCH_US 3.259
+
 static int
 each_hardware(void *ctx, const char *name, const char *path)
 {
@@ -260,18 +264,54 @@ each_hardware(void *ctx, const char *name, const char *path)
     p.pp = 1;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
-    ck_assert_msg(r.time.kernel_launch_us == 0 && r.time.host_exposed_s == 0,
-                  "%s ships a host.kernel_launch_us: say where it comes from", name);
+    ck_assert_msg(r.time.kernel_launch_us == SHIPPED_LAUNCH_US,
+                  "%s: host.kernel_launch_us %g, not the sourced %g", name, r.time.kernel_launch_us,
+                  SHIPPED_LAUNCH_US);
+    /* Llama 3 8B at its 8192 tokens: every block's GPU time is far above 3.259 us a launch. */
+    ck_assert_msg(r.time.host_exposed_s == 0, "%s: a host-bound 8B layer", name);
     spsim_model_destroy(m);
     spsim_hardware_destroy(hw);
     return 0;
 }
 
-START_TEST(no_shipped_profile_prices_a_launch)
+START_TEST(shipped_profiles_price_a_launch)
 {
-    /* No sourced per-launch figure was found (doc/profiles.md "host"): none is shipped. */
     ck_assert_int_eq(spsim_profile_list(SPSIM_PROFILE_HARDWARE, each_hardware, NULL, NULL),
                      SPSIM_OK);
+}
+END_TEST
+
+START_TEST(shipped_launch_binds_a_small_layer)
+{
+    /* The terms model (10 forward, 14 backward launches a layer, the header's count) at 16
+     * tokens on the shipped dgx-h100: a layer's forward is 10 x 3.259 us = 32.59 us of host
+     * time against about 10 us of GPU time, so it takes the host's; backward at least
+     * 14 x 3.259 us. full_iteration graphs launch nothing: the GPU-only iteration. */
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-model.json", getenv("SPSIM_DATA_DIR"));
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s", err.message);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0), g = p;
+    p.seq = g.seq = 16;
+    g.cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION;
+    struct spsim_result r, gpu;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_evaluate(m, hw, &g, &gpu, &err) == SPSIM_OK, "%s", err.message);
+    const struct spsim_time_report *t = &r.time;
+    ck_assert_uint_eq(t->layer_forward_launches, 10);
+    ck_assert_uint_eq(t->layer_backward_launches, 14);
+    EQ(t->layer_forward_s, 10 * SHIPPED_LAUNCH_US * 1e-6);
+    ck_assert(gpu.time.layer_forward_s < 0.5 * 10 * SHIPPED_LAUNCH_US * 1e-6);
+    ck_assert(t->layer_backward_s >= 14 * SHIPPED_LAUNCH_US * 1e-6 * (1 - 1e-12));
+    /* 2 micro-batches x 8 layers of forward excess at least. */
+    ck_assert(t->host_exposed_s >=
+              2 * 8 * (10 * SHIPPED_LAUNCH_US * 1e-6 - gpu.time.layer_forward_s) * (1 - 1e-12));
+    EQ(t->iteration_s - t->host_exposed_s, gpu.time.iteration_s);
+    assert_breakdown(t);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
 }
 END_TEST
 
@@ -306,7 +346,8 @@ host_suite(void)
     tcase_add_test(tc, full_iteration_and_fast_host_add_nothing);
     tcase_add_test(tc, megatron_rules);
     tcase_add_test(tc, moe_router_scope);
-    tcase_add_test(tc, no_shipped_profile_prices_a_launch);
+    tcase_add_test(tc, shipped_profiles_price_a_launch);
+    tcase_add_test(tc, shipped_launch_binds_a_small_layer);
     tcase_add_test(tc, host_field_is_validated);
     suite_add_tcase(s, tc);
     return s;

@@ -472,7 +472,8 @@ read_host_link(const struct spsim_jctx *c, const cJSON *hl, struct spsim_hardwar
 }
 
 /* host: the node's CPU as it drives the GPU. kernel_launch_us is the host time of one kernel
- * launch through PyTorch and the CUDA driver; no shipped profile has a sourced figure. */
+ * launch through PyTorch and the CUDA driver (the shipped profiles give the driver call's
+ * alone, doc/profiles.md "host"). */
 static int
 read_host(const struct spsim_jctx *c, const cJSON *host, struct spsim_hardware *hw)
 {
@@ -486,6 +487,7 @@ read_host(const struct spsim_jctx *c, const cJSON *host, struct spsim_hardware *
                                      NULL)))
         return rc;
     hw->kernel_launch_s = us * 1e-6;
+    hw->kernel_launch_us = us;
     return SPSIM_OK;
 }
 

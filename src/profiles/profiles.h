@@ -132,6 +132,7 @@ struct spsim_hardware {
     /* Host time to launch one kernel through PyTorch and the CUDA driver on the node's CPU
      * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
     double kernel_launch_s;
+    double kernel_launch_us; /* the same as the profile gives it, for the report */
     /* nvlink.nvls 0: the GPUs have no NVSwitch multicast (NVLink SHARP), so NCCL builds no NVLS
      * graph (a 4-GPU HGX board's direct NVLinks); false: NVLS on sm90+ as before. */
     bool nvls_absent;
