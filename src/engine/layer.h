@@ -138,6 +138,9 @@ struct spsim_layer_config {
     /* The EP ranks' token load: the expected most-loaded rank (random) or the mean (balanced,
      * and every dense layer); moe_imbalance.c. */
     enum spsim_moe_routing routing;
+    /* first_last_layers_bf16 (bf16_layers.c): some decoder layers run in BF16; the evaluation
+     * builds that layer too (spsim_layer_eval.dense). */
+    bool bf16_ends;
 };
 
 struct spsim_layer {
