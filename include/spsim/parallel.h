@@ -266,6 +266,14 @@ struct spsim_parallel {
     /** The EP ranks' token load (--moe-routing): random (default) times the expected
      * most-loaded rank of uniform random routing, balanced the mean. */
     enum spsim_moe_routing moe_routing;
+    /** dtype fp8 or nvfp4: Megatron's --first-last-layers-bf16, the first bf16_layers_start and
+     * the last bf16_layers_end decoder layers (global indices, on whichever pipeline rank and
+     * chunk builds them) run outside TE's quantized autocast, in BF16 (fp8_utils.py
+     * is_first_last_bf16_layer); ignored for bf16 and fp16, as Megatron ignores it; default
+     * false */
+    bool first_last_layers_bf16;
+    uint32_t bf16_layers_start; /**< --num-layers-at-start-in-bf16; default 1 (Megatron's) */
+    uint32_t bf16_layers_end;   /**< --num-layers-at-end-in-bf16; default 1 (Megatron's) */
 };
 
 /** Set every field to its documented default. */

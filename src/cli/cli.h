@@ -244,6 +244,10 @@ enum cli_config_opt {
     OPT_NO_MOE_A2A_OVERLAP,
     OPT_DELAY_WGRAD,
     OPT_NO_DELAY_WGRAD,
+    OPT_BF16_ENDS,
+    OPT_NO_BF16_ENDS,
+    OPT_BF16_START,
+    OPT_BF16_END,
     OPT_CONFIG_END
 };
 
@@ -282,6 +286,11 @@ enum cli_config_opt {
     "  --fp8-param-gather, --no-fp8-param-gather\n"                                                \
     "                         --dtype fp8: weights kept and gathered in FP8 (needs --zero >= 1)\n" \
     "  --fp4-param-gather     --dtype nvfp4: the same in NVFP4 (Megatron --fp4-param-gather)\n"    \
+    "  --first-last-layers-bf16, --no-first-last-layers-bf16\n"                                    \
+    "                         --dtype fp8 (not delayed) or nvfp4: the first and last decoder\n"    \
+    "                         layers run in BF16 (default off; ignored for bf16, fp16)\n"          \
+    "  --num-layers-at-start-in-bf16 N, --num-layers-at-end-in-bf16 M\n"                           \
+    "                         how many at each end (default 1, 1; fp8: at most layers / pp)\n"     \
     "  --cp N                 context parallel size (default 1): GPUs = tp·cp·pp·dp\n"          \
     "  --cp-comm-type T       p2p (default), all_gather, a2a or a2a+p2p\n"                         \
     "  --hierarchical-cp-sizes A,B\n"                                                              \

@@ -48,6 +48,10 @@ static const struct cli_option_spec {
     {"fp8-param-gather", no_argument, OPT_FP8_PARAM, -1},
     {"no-fp8-param-gather", no_argument, OPT_NO_FP8_PARAM, -1},
     {"fp4-param-gather", no_argument, OPT_FP8_PARAM, -1},
+    {"first-last-layers-bf16", no_argument, OPT_BF16_ENDS, -1},
+    {"no-first-last-layers-bf16", no_argument, OPT_NO_BF16_ENDS, -1},
+    {"num-layers-at-start-in-bf16", required_argument, OPT_BF16_START, -1},
+    {"num-layers-at-end-in-bf16", required_argument, OPT_BF16_END, -1},
     {"first-stage-layers", required_argument, OPT_FIRST_STAGE, -1},
     {"last-stage-layers", required_argument, OPT_LAST_STAGE, -1},
     {"account-for-embedding-in-pipeline-split", no_argument, OPT_ACCOUNT_EMB, -1},
@@ -172,6 +176,10 @@ config_switch(struct spsim_parallel *p, int opt)
     case OPT_FP8_PARAM:
     case OPT_NO_FP8_PARAM:
         p->fp8_param_gather = opt == OPT_FP8_PARAM;
+        return 1;
+    case OPT_BF16_ENDS:
+    case OPT_NO_BF16_ENDS:
+        p->first_last_layers_bf16 = opt == OPT_BF16_ENDS;
         return 1;
     case OPT_OVERLAP_P2P:
     case OPT_NO_OVERLAP_P2P:
@@ -378,6 +386,12 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         return rc == EXIT_OK ? 1 : -rc;
     case OPT_DTYPE:
         rc = cli_parse_dtype("--dtype", arg, &p->dtype);
+        return rc == EXIT_OK ? 1 : -rc;
+    case OPT_BF16_START: /* 0 allowed, as Megatron's check (0 .. layers per stage) */
+    case OPT_BF16_END:
+        rc = cli_parse_u32(
+            opt == OPT_BF16_START ? "--num-layers-at-start-in-bf16" : "--num-layers-at-end-in-bf16",
+            arg, 0, 65536, opt == OPT_BF16_START ? &p->bf16_layers_start : &p->bf16_layers_end);
         return rc == EXIT_OK ? 1 : -rc;
     case OPT_FP8_RECIPE:
         if (spsim_fp8_recipe_parse(arg, &p->fp8_recipe) == SPSIM_OK)

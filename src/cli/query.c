@@ -44,13 +44,17 @@ print_config_line(FILE *f, const struct spsim_result *r)
         p->tp, p->pp, p->dp, p->vpp, p->sp ? "on" : "off", spsim_recompute_name(p->recompute),
         p->mbs, (unsigned long long)p->gbs, p->seq, r->flash_attention ? "flash" : "standard",
         spsim_dtype_name(p->dtype));
-    char extra[96] = "";
+    char extra[160] = "";
     if (p->cp > 1)
         snprintf(extra, sizeof(extra), " · cp %u (%s)", p->cp, spsim_cp_comm_name(p->cp_comm_type));
     if (p->zero)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · zero %u", p->zero);
     if (p->overlap_param_gather)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · param AG overlapped");
+    bool quantized = p->dtype == SPSIM_DTYPE_FP8 || p->dtype == SPSIM_DTYPE_NVFP4;
+    if (p->first_last_layers_bf16 && quantized && (p->bf16_layers_start || p->bf16_layers_end))
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+                 " · BF16 layers: first %u, last %u", p->bf16_layers_start, p->bf16_layers_end);
     fprintf(f, "  %u GPUs · %u micro-batches per iteration · padded vocabulary %llu%s%s%s\n",
             r->gpus, r->comm.microbatches, (unsigned long long)r->padded_vocab,
             p->distributed_optimizer ? " · distributed optimizer" : "",

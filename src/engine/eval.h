@@ -171,6 +171,14 @@ int spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_h
  * asks it, and the sweep once per model, so that a space of such a model is refused whole. */
 int spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err);
 
+/** first_last_layers_bf16 (engine/bf16_layers.c): whether some decoder layers run in BF16 (dtype
+ * fp8 or nvfp4, a count above 0); Megatron's refusals and spsim's limits (SPSIM_ECONFIG); the
+ * BF16 layers of a model of `layers` (the union of the first start and the last end). */
+bool spsim_bf16_layers_active(const struct spsim_parallel *par);
+int spsim_bf16_layers_check(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+                            struct spsim_error *err);
+uint64_t spsim_bf16_layers_total(uint32_t layers, uint32_t start, uint32_t end);
+
 /** Check a configuration (spsim_parallel_check) and evaluate its layer: what
  * spsim_layer_schedule() and the replay plan of `spsim validate` share. */
 int spsim_layer_evaluate_checked(const struct spsim_model *model, const struct spsim_hardware *hw,

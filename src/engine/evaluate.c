@@ -86,6 +86,9 @@ struct shape {
     bool moe, mixed;
     uint64_t edp, dense_total, ep_group; /* ep_group: ranks of the widest dispatch group */
     const struct spsim_model *model;
+    /* first_last_layers_bf16 on a dense model (bf16_layers.c): mixed too, the second kind of
+     * layer (le->dense, rank_dense, dense_total) being the BF16 one; every rank a candidate. */
+    bool bf16;
 };
 
 /* The sharding level: --zero, or 1 for the distributed optimizer alone. */
@@ -223,8 +226,8 @@ stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim
 static const struct spsim_block_totals *
 mtp_layer(const struct spsim_layer_summary *le, const struct shape *x)
 {
-    bool dense = x->mixed && !spsim_model_layer_is_moe(x->model, (uint32_t)x->L - 1);
-    return dense ? &le->dense : &le->layer;
+    bool dense = x->moe && x->mixed && !spsim_model_layer_is_moe(x->model, (uint32_t)x->L - 1);
+    return dense ? &le->dense : &le->layer; /* MTP layers run quantized (bf16_layers.c) */
 }
 
 /* The activations the D depths keep for backward (one micro-batch in flight on the last
@@ -238,16 +241,19 @@ mtp_saved(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
     return spsim_mul(x->model->shape.mtp_layers, one, ok);
 }
 
-/* TE's FP8 weight copies of rank r's layers beside their BF16 weights; none with FP8
- * parameters (--fp8-param-gather: the FP8 tensors are the weights). */
+static uint64_t rank_dense(const struct shape *x, uint64_t r);
+
+/* TE's FP8 weight copies of rank r's quantized layers (not its BF16 ones, bf16_layers.c)
+ * beside their BF16 weights; none with FP8 parameters (--fp8-param-gather: the FP8 tensors are
+ * the weights). */
 static void
 add_fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                       const struct shape *x, uint64_t r, struct stage_memory *s, bool *ok)
 {
     if (le->fp8_weight_bytes_layer == 0 || par->fp8_param_gather) /* the one test: not FP8 */
         return;
-    s->weights =
-        spsim_add(s->weights, spsim_mul(rank_built(x, r), le->fp8_weight_bytes_layer, ok), ok);
+    uint64_t layers = rank_built(x, r) - (x->bf16 ? rank_dense(x, r) : 0);
+    s->weights = spsim_add(s->weights, spsim_mul(layers, le->fp8_weight_bytes_layer, ok), ok);
 }
 
 /* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
@@ -472,9 +478,11 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     /* Evenly split, a middle rank holds rank 0's layers, fewer in flight and no embedding: it
      * never exceeds rank 0. */
     uint32_t n = x->plan->even && x->p > 2 && !x->mixed ? 2 : spsim_stage_ncandidates(x->plan);
+    if (x->bf16) /* a middle rank may hold BF16 layers of both ends (interleaved chunks) */
+        n = (uint32_t)x->p;
     struct stage_memory best = {0};
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t r = spsim_stage_candidate(x->plan, i);
+        uint32_t r = x->bf16 ? i : spsim_stage_candidate(x->plan, i);
         bool first = r == 0, last = r == x->p - 1;
         struct stage_memory s;
         stage_static(first  ? mem->parameters_first_stage
@@ -611,11 +619,13 @@ fp8_gather_saved(const struct spsim_parallel *par, const struct spsim_layer_summ
  */
 static void
 zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-          const struct shape *x, uint64_t grad_frac, struct spsim_comm_report *comm, bool *ok)
+          const struct shape *x, uint64_t grad_frac, uint32_t peak, struct spsim_comm_report *comm,
+          bool *ok)
 {
     uint64_t D = x->dc, unit = spsim_mul(le->params_layer, 2, ok) - fp8_gather_saved(par, le, 1);
-    uint64_t weights =
-        spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok) - fp8_gather_saved(par, le, x->lps);
+    uint64_t fp8_layers = x->lps - (x->bf16 ? rank_dense(x, peak) : 0);
+    uint64_t weights = spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok) -
+                       fp8_gather_saved(par, le, fp8_layers);
     uint32_t z = zero_level(par);
     comm->dp_rs_wire_bytes_per_rank = z >= 2 ? spsim_mul(grad_frac, x->micro, ok) : grad_frac;
     if (z == 1 && grad_bytes(par) == 4 && !par->fp8_param_gather) {
@@ -715,7 +725,7 @@ compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
         comm->dp_tier = hw ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)D, x->t))
                            : SPSIM_TIER_NETWORK;
         if (zero_level(par) >= 1)
-            zero_comm(par, le, x, frac, comm, ok);
+            zero_comm(par, le, x, frac, mem->peak_stage, comm, ok);
     }
     /* Pipeline: Megatron's scatter-gather optimisation sends 1/t of the [s/c, b, h] activation
      * (with SP the activation already is the s/(c·t) shard). */
@@ -1400,10 +1410,12 @@ critical_stage(const struct spsim_layer_summary *le, const struct shape *x,
 {
     /* Evenly split, a middle rank's work is rank 0's without the embedding: never slower. */
     uint32_t best = 0, n = x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan);
+    if (x->bf16) /* every rank: its BF16 layers follow from its chunks' global indices */
+        n = (uint32_t)x->p;
     double walls[3] = {0};
     struct stage_time layers = {0}, s;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t r = spsim_stage_candidate(x->plan, i);
+        uint32_t r = x->bf16 ? i : spsim_stage_candidate(x->plan, i);
         rank_time(le, x, r, replayed_offload, &layers, &s);
         if (i < 3)
             walls[i] = s.wall;
@@ -1416,7 +1428,7 @@ critical_stage(const struct spsim_layer_summary *le, const struct shape *x,
         walls[2] = layers.wall;
     if (x->p == 1) {
         *avg = walls[0];
-    } else if (!x->plan->nlayout) {
+    } else if (!x->plan->nlayout && !x->bf16) {
         *avg = (walls[0] + walls[1] + (x->p - 2.0) * (x->p > 2 ? walls[2] : 0)) / x->p;
     } else {
         double sum = 0;
@@ -1676,6 +1688,7 @@ even_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     plan->even = true;
     plan->emb = plan->loss = false;
     plan->nlayout = 0;
+    plan->bf16_start = plan->bf16_end = 0;
     plan->first = plan->middle = plan->last = m->layers / par->pp;
     x->lps = plan->first;
     x->lpc = x->lps / x->v;
@@ -1763,6 +1776,11 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
                          : (uint64_t)par->ep * spsim_moe_etp(par);
         x.dense_total = m->layers - model->moe_layers;
         r->config.etp = spsim_moe_etp(par);
+    } else if (le->has_dense) { /* first_last_layers_bf16 (bf16_layers.c) */
+        x.mixed = x.bf16 = true;
+        plan.bf16_start = par->bf16_layers_start;
+        plan.bf16_end = par->bf16_layers_end;
+        x.dense_total = spsim_bf16_layers_total(m->layers, plan.bf16_start, plan.bf16_end);
     }
     if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
         r->config.ddp_bucket_size = bucket_params(par, &x);

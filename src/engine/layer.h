@@ -144,6 +144,9 @@ struct spsim_layer_config {
     /* global_aux_loss: the data-parallel size its tokens-per-expert AllReduce also spans
      * (TP×DP×CP); 1 for every other model, so their layer is the same for every dp. */
     uint32_t aux_dp;
+    /* first_last_layers_bf16 (bf16_layers.c): some decoder layers run in BF16; the evaluation
+     * builds that layer too (spsim_layer_eval.dense). */
+    bool bf16_ends;
 };
 
 struct spsim_layer {

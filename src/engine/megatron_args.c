@@ -117,6 +117,9 @@ enum flag_id {
     F_FP4_PARAM,
     F_FP8_DPA,
     F_FP8_MHA,
+    F_BF16_ENDS,
+    F_BF16_START,
+    F_BF16_END,
     F_NPROC,
     F_NNODES,
     F_COUNT
@@ -229,6 +232,10 @@ static const struct {
     [F_FP4_PARAM] = {"--fp4-param-gather", K_SWITCH},
     [F_FP8_DPA] = {"--fp8-dot-product-attention", K_SWITCH},
     [F_FP8_MHA] = {"--fp8-multi-head-attention", K_SWITCH},
+    /* transformer_config.py first_last_layers_bf16, num_layers_at_start/end_in_bf16 (1, 1) */
+    [F_BF16_ENDS] = {"--first-last-layers-bf16", K_SWITCH},
+    [F_BF16_START] = {"--num-layers-at-start-in-bf16", K_VALUE},
+    [F_BF16_END] = {"--num-layers-at-end-in-bf16", K_VALUE},
     /* torchrun (torch/distributed/run.py) */
     [F_NPROC] = {"--nproc_per_node", K_VALUE},
     [F_NNODES] = {"--nnodes", K_VALUE},
@@ -927,6 +934,24 @@ fp8(const struct mg *m, struct spsim_parallel *p)
     return SPSIM_OK;
 }
 
+/* --first-last-layers-bf16 and its two counts, kept whatever the dtype: Megatron reads them
+ * for FP8 and FP4 only, and so does spsim (bf16_layers.c). The counts default to Megatron's
+ * 1, 1 (transformer_config.py); in a Megatron-Bridge recipe that sets first_last_layers_bf16
+ * to 0, 0: its MixedPrecisionConfig defaults them so and overwrites the model's fields with
+ * its own (Bridge training/mixed_precision.py, update_config_with_precision_overrides). */
+static int
+bf16_ends(const struct mg *m, struct spsim_parallel *p)
+{
+    uint64_t dflt = m->yaml && m->given[F_BF16_ENDS] ? 0 : 1, start = dflt, end = dflt;
+    int rc = num(m, F_BF16_START, 0, 65536, dflt, &start);
+    if (rc == SPSIM_OK)
+        rc = num(m, F_BF16_END, 0, 65536, dflt, &end);
+    p->first_last_layers_bf16 = m->given[F_BF16_ENDS];
+    p->bf16_layers_start = (uint32_t)start;
+    p->bf16_layers_end = (uint32_t)end;
+    return rc;
+}
+
 /* tp, pp, cp, vpp, dp (the world size over tp·pp·cp, as arguments.py derives it), sp. */
 static int
 grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
@@ -1002,7 +1027,7 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     spsim_parallel_defaults(p);
     if ((rc = expert_parallel(m, s->experts, p)) || (rc = grid(m, s->layers, out)) ||
         (rc = recompute(m, p)) || (rc = dtype(m, &p->dtype)) || (rc = fp8(m, p)) ||
-        (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
+        (rc = bf16_ends(m, p)) || (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
         (rc = num32(m, F_MBS, 65536, 1, &p->mbs)))
         return rc;
     /* The global batch defaults to one micro-batch per data-parallel rank. */

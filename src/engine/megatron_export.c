@@ -276,6 +276,11 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
     if (p->dtype == SPSIM_DTYPE_NVFP4)
         emit(o, "    --fp4-format e2m1 \\\n    --fp4-recipe nvfp4 \\\n%s",
              p->fp8_param_gather ? "    --fp4-param-gather \\\n" : "");
+    if (p->first_last_layers_bf16)
+        emit(o,
+             "    --first-last-layers-bf16 \\\n    --num-layers-at-start-in-bf16 %u \\\n"
+             "    --num-layers-at-end-in-bf16 %u \\\n",
+             p->bf16_layers_start, p->bf16_layers_end);
     emit(o, "    %s\n", p->dtype == SPSIM_DTYPE_FP16 ? "--fp16" : "--bf16");
 }
 

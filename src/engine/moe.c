@@ -207,22 +207,15 @@ spsim_moe_layer_parameters(const struct spsim_model_shape *m, uint32_t tp, uint3
     return spsim_moe_layer_parameters_per_rank(m, tp, ep, etp, ok);
 }
 
-/* The first decoder layer of chunk c of rank r: virtual stages come in c·p + r order
- * (Megatron-Core transformer_block.py get_transformer_layer_offset). */
-static uint32_t
-chunk_offset(const struct spsim_stage_plan *pl, uint32_t r, uint32_t c)
-{
-    uint32_t offset = 0;
-    for (uint32_t j = 0; j < c * pl->p + r; j++)
-        offset += spsim_stage_chunk_layers(pl, j % pl->p, j / pl->p);
-    return offset;
-}
-
 uint32_t
 spsim_moe_chunk_dense_layers(const struct spsim_model *model, const struct spsim_stage_plan *pl,
                              uint32_t r, uint32_t c)
 {
-    uint32_t first = chunk_offset(pl, r, c), n = spsim_stage_chunk_layers(pl, r, c), dense = 0;
+    /* A dense model mixes layers only with first_last_layers_bf16: the second kind is BF16. */
+    if (!model->shape.experts)
+        return spsim_stage_chunk_bf16_layers(pl, model->shape.layers, r, c);
+    uint32_t first = spsim_stage_chunk_offset(pl, r, c), n = spsim_stage_chunk_layers(pl, r, c),
+             dense = 0;
     for (uint32_t i = first; i < first + n; i++)
         dense += !spsim_model_layer_is_moe(model, i);
     return dense;

@@ -88,7 +88,8 @@ int spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *
 uint64_t spsim_moe_layer_parameters(const struct spsim_model_shape *m, uint32_t tp, uint32_t ep,
                                     uint32_t etp, uint64_t *experts, bool *ok);
 
-/** Dense layers of an MoE model among chunk c of pipeline rank r, and among all of rank r. */
+/** Dense layers of an MoE model among chunk c of pipeline rank r, and among all of rank r; of
+ * a dense model (first_last_layers_bf16), its BF16 layers. */
 uint32_t spsim_moe_chunk_dense_layers(const struct spsim_model *model,
                                       const struct spsim_stage_plan *pl, uint32_t r, uint32_t c);
 uint32_t spsim_moe_rank_dense_layers(const struct spsim_model *model,

@@ -56,6 +56,9 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .moe_a2a_overlap = false,
         .delay_wgrad_compute = false,
         .moe_routing = SPSIM_MOE_ROUTING_RANDOM,
+        .first_last_layers_bf16 = false,
+        .bf16_layers_start = 1,
+        .bf16_layers_end = 1,
     };
 }
 
@@ -429,6 +432,7 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
         (rc = check_sharding(p, err)) || (rc = check_pipeline(m, p, err)) ||
         (rc = check_modules(m, p, err)) || (rc = check_recompute_method(m, p, err)) ||
         (rc = check_offload(m, hw, p, err)) ||
+        (p->first_last_layers_bf16 && (rc = spsim_bf16_layers_check(m, p, err))) ||
         ((p->cuda_graph_impl || p->cuda_graph_scope) && (rc = spsim_cuda_graph_check(m, p, err))))
         return rc;
     /* TE trains NVFP4 on SM 10.0 and 10.3 only (docs/.../nvfp4.rst "Supported devices"):

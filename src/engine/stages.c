@@ -287,6 +287,7 @@ spsim_stage_plan_make(const struct spsim_model_shape *m, const struct spsim_para
     pl->emb = par->account_embedding;
     pl->loss = par->account_loss;
     pl->nlayout = 0;
+    pl->bf16_start = pl->bf16_end = 0;
     pl->even = !edges && !account && !par->pipeline_layout;
     if (par->pipeline_layout && (edges || account))
         return CONFIG_FAIL(err, "field 'pipeline_layout': pipeline_model_parallel_layout cannot "
@@ -312,6 +313,30 @@ spsim_stage_chunk_layers(const struct spsim_stage_plan *pl, uint32_t r, uint32_t
     if (pl->loss && r == pl->p - 1 && c == pl->v - 1)
         n--;
     return n;
+}
+
+/* Virtual stages come in c·p + r order (Megatron-Core transformer_block.py
+ * get_transformer_layer_offset). */
+uint32_t
+spsim_stage_chunk_offset(const struct spsim_stage_plan *pl, uint32_t r, uint32_t c)
+{
+    uint32_t offset = 0;
+    for (uint32_t j = 0; j < c * pl->p + r; j++)
+        offset += spsim_stage_chunk_layers(pl, j % pl->p, j / pl->p);
+    return offset;
+}
+
+/* Megatron-Core fp8_utils.py is_first_last_bf16_layer on the global layer number (layer_number
+ * − 1, transformer_block.py): layer_no < start or layer_no >= L − end. */
+uint32_t
+spsim_stage_chunk_bf16_layers(const struct spsim_stage_plan *pl, uint32_t layers, uint32_t r,
+                              uint32_t c)
+{
+    uint32_t first = spsim_stage_chunk_offset(pl, r, c), n = spsim_stage_chunk_layers(pl, r, c);
+    uint64_t end = (uint64_t)layers - spsim_min_u64(pl->bf16_end, layers), bf16 = 0;
+    for (uint32_t i = first; i < first + n; i++)
+        bf16 += i < pl->bf16_start || i >= end;
+    return (uint32_t)bf16;
 }
 
 uint32_t

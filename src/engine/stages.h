@@ -28,6 +28,9 @@ struct spsim_stage_plan {
     /* With a layout: nlayout = p·v decoder-layer counts, virtual-stage-major ([c·p + r]). */
     uint32_t nlayout;
     uint32_t layout[SPSIM_LAYOUT_MAX_STAGES];
+    /* first_last_layers_bf16 on a dense model (evaluate.c): the decoder layers [0, bf16_start)
+     * and [L − bf16_end, L) run in BF16; 0, 0 otherwise. */
+    uint32_t bf16_start, bf16_end;
 };
 
 /** Resolve and check the split of the model's layers (Megatron's rules and messages).
@@ -41,6 +44,14 @@ int spsim_stage_even_error(const struct spsim_model_shape *m, const struct spsim
 
 /** Layers that chunk c of pipeline rank r builds. */
 uint32_t spsim_stage_chunk_layers(const struct spsim_stage_plan *pl, uint32_t r, uint32_t c);
+
+/** The global index of the first decoder layer chunk c of rank r builds. */
+uint32_t spsim_stage_chunk_offset(const struct spsim_stage_plan *pl, uint32_t r, uint32_t c);
+
+/** Of the layers chunk c of rank r builds, those in BF16 (pl->bf16_start, bf16_end) of a model
+ * of `layers` decoder layers. */
+uint32_t spsim_stage_chunk_bf16_layers(const struct spsim_stage_plan *pl, uint32_t layers,
+                                       uint32_t r, uint32_t c);
 
 /** Layers pipeline rank r builds (all its chunks). */
 uint32_t spsim_stage_rank_layers(const struct spsim_stage_plan *pl, uint32_t r);

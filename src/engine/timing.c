@@ -163,6 +163,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->flex_per_domain = 0; /* spsim_layer_evaluate places the group */
     cfg->routing = cfg->moe ? par->moe_routing : SPSIM_MOE_ROUTING_BALANCED;
     cfg->aux_dp = m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS ? par->dp : 1;
+    cfg->bf16_ends = par->first_last_layers_bf16 && !m->experts && spsim_bf16_layers_active(par);
 }
 
 /*
@@ -531,6 +532,31 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
     return SPSIM_OK;
 }
 
+/* The second kind of decoder layer, in le->dense: an MoE model's dense layer, or with
+ * first_last_layers_bf16 the layer outside TE's quantized autocast (bf16_layers.c), built with
+ * dtype bf16 (the recipe's casts, FP8 saved inputs and FP8 AllGathers all gone). */
+static int
+second_layer(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+             const struct spsim_layer_config *cfg, struct spsim_layer_eval *le, bool *ok,
+             struct spsim_error *err)
+{
+    struct spsim_layer_config dense = *cfg;
+    dense.moe = false;
+    if (cfg->bf16_ends) {
+        dense.dtype = SPSIM_DTYPE_BF16;
+        dense.fp8_recipe = SPSIM_FP8_DELAYED;
+    }
+    dense.recompute = SPSIM_RECOMPUTE_NONE;
+    dense.rmods = 0;
+    spsim_layer_build(m, &dense, &le->dense.block);
+    le->dense_no_recompute = spsim_layer_saved_bytes(&le->dense.block, ok);
+    dense.recompute = cfg->recompute;
+    dense.rmods = cfg->rmods;
+    spsim_layer_build(m, &dense, &le->dense.block);
+    *ok = *ok && le->dense.block.ok;
+    return block_fold(hw, le->tp_group, &le->dense, ok, err);
+}
+
 int
 spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
                      const struct spsim_layer_config *cfg, uint64_t padded_vocab,
@@ -573,21 +599,9 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
             return rc;
     }
     /* An MoE model's dense layers (spsim_model_layer_is_moe): a dense layer of its FFN size. */
-    le->has_dense = cfg->moe && m->ffn_hidden > 0; /* whether it has any: the model's pattern */
-    if (le->has_dense) {
-        struct spsim_layer_config dense = *cfg;
-        dense.moe = false;
-        dense.recompute = SPSIM_RECOMPUTE_NONE;
-        dense.rmods = 0;
-        spsim_layer_build(m, &dense, &le->dense.block);
-        le->dense_no_recompute = spsim_layer_saved_bytes(&le->dense.block, &ok);
-        dense = *cfg;
-        dense.moe = false;
-        spsim_layer_build(m, &dense, &le->dense.block);
-        ok = ok && le->dense.block.ok;
-        if ((rc = block_fold(hw, le->tp_group, &le->dense, &ok, err)))
-            return rc;
-    }
+    le->has_dense = (cfg->moe && m->ffn_hidden > 0) || cfg->bf16_ends; /* the model's pattern */
+    if (le->has_dense && (rc = second_layer(m, hw, cfg, le, &ok, err)))
+        return rc;
     if (!ok)
         return spsim_fail(err, SPSIM_ERANGE,
                           "parallel config: the activation byte counts of one layer (s = %llu, "
