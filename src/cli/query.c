@@ -338,43 +338,32 @@ print_time(FILE *f, const struct spsim_result *r)
     const struct spsim_time_report *t = &r->time;
     char a[32], b[32];
     fprintf(f, "\nTime per iteration (critical stage %u)\n", t->critical_stage);
+    /* The always-shown lines, then those of mechanisms that apply to this configuration. */
     const struct {
         const char *name;
         double v;
-    } rows[] = {{"forward computation", t->forward_s},
-                {"backward computation", t->backward_s},
-                {"recomputation", t->recompute_s},
-                {"exposed TP communication", t->tp_exposed_s},
-                {"pipeline bubble", t->pp_bubble_s},
-                {"pipeline point-to-point", t->pp_p2p_s},
-                {"exposed DP gradient reduction", t->dp_exposed_s},
-                {"tied-embedding AllReduce", t->tied_embedding_allreduce_s},
-                {"optimizer step", t->optimizer_s}};
+        bool shown;
+    } rows[] = {
+        {"forward computation", t->forward_s, true},
+        {"backward computation", t->backward_s, true},
+        {"recomputation", t->recompute_s, true},
+        {"exposed TP communication", t->tp_exposed_s, true},
+        {"pipeline bubble", t->pp_bubble_s, true},
+        {"pipeline point-to-point", t->pp_p2p_s, true},
+        {"exposed DP gradient reduction", t->dp_exposed_s, true},
+        {"tied-embedding AllReduce", t->tied_embedding_allreduce_s, true},
+        {"optimizer step", t->optimizer_s, true},
+        {"exposed CP exchanges", t->cp_exposed_s, r->config.cp > 1},
+        {"MoE aux-loss AllReduces", t->moe_aux_allreduce_s, t->moe_aux_allreduce_s > 0},
+        {"MoE expert-bias AllReduce", t->moe_expert_bias_allreduce_s,
+         t->moe_expert_bias_allreduce_s > 0},
+        {"MoE dispatch and combine", t->ep_exposed_s, t->ep_exposed_s > 0},
+        {"host-bound kernel launches", t->host_exposed_s, t->host_exposed_s > 0},
+        {"FP8 amax AllReduces (delayed)", t->fp8_amax_allreduce_s, t->fp8_amax_allreduce_s > 0}};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-        fprintf(f, "  %-32s %12s  %5.1f%%\n", rows[i].name, fmt_time(a, sizeof(a), rows[i].v),
-                100.0 * rows[i].v / t->iteration_s);
-    if (r->config.cp > 1)
-        fprintf(f, "  %-32s %12s  %5.1f%%\n", "exposed CP exchanges",
-                fmt_time(a, sizeof(a), t->cp_exposed_s), 100.0 * t->cp_exposed_s / t->iteration_s);
-    if (t->moe_aux_allreduce_s > 0)
-        fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE aux-loss AllReduces",
-                fmt_time(a, sizeof(a), t->moe_aux_allreduce_s),
-                100.0 * t->moe_aux_allreduce_s / t->iteration_s);
-    if (t->moe_expert_bias_allreduce_s > 0)
-        fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE expert-bias AllReduce",
-                fmt_time(a, sizeof(a), t->moe_expert_bias_allreduce_s),
-                100.0 * t->moe_expert_bias_allreduce_s / t->iteration_s);
-    if (t->ep_exposed_s > 0)
-        fprintf(f, "  %-32s %12s  %5.1f%%\n", "MoE dispatch and combine",
-                fmt_time(a, sizeof(a), t->ep_exposed_s), 100.0 * t->ep_exposed_s / t->iteration_s);
-    if (t->host_exposed_s > 0)
-        fprintf(f, "  %-32s %12s  %5.1f%%\n", "host-bound kernel launches",
-                fmt_time(a, sizeof(a), t->host_exposed_s),
-                100.0 * t->host_exposed_s / t->iteration_s);
-    if (t->fp8_amax_allreduce_s > 0)
-        fprintf(f, "  %-32s %12s  %5.1f%%\n", "FP8 amax AllReduces (delayed)",
-                fmt_time(a, sizeof(a), t->fp8_amax_allreduce_s),
-                100.0 * t->fp8_amax_allreduce_s / t->iteration_s);
+        if (rows[i].shown)
+            fprintf(f, "  %-32s %12s  %5.1f%%\n", rows[i].name, fmt_time(a, sizeof(a), rows[i].v),
+                    100.0 * rows[i].v / t->iteration_s);
     fprintf(f, "  %-32s %12s\n", "iteration", fmt_time(a, sizeof(a), t->iteration_s));
     print_overlaps(f, r);
     print_host(f, r);

@@ -468,6 +468,21 @@ stage_sum(const struct stage_memory *s, bool *ok)
                      s->activations, ok);
 }
 
+/* The ranks that can be the most loaded: with BF16 first/last layers every rank, in order (a
+ * middle rank may hold BF16 layers of both ends through its interleaved chunks, and its BF16
+ * layers follow from its chunks' global indices); else `n` of spsim_stage_candidate's. */
+static uint32_t
+candidate_count(const struct shape *x, uint32_t n)
+{
+    return x->bf16 ? (uint32_t)x->p : n;
+}
+
+static uint32_t
+candidate_rank(const struct shape *x, uint32_t i)
+{
+    return x->bf16 ? i : spsim_stage_candidate(x->plan, i);
+}
+
 /* Weights, gradients, optimizer and activations of every rank that can be the most loaded;
  * the per-GPU figures are the most loaded one's. */
 static void
@@ -477,12 +492,11 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
 {
     /* Evenly split, a middle rank holds rank 0's layers, fewer in flight and no embedding: it
      * never exceeds rank 0. */
-    uint32_t n = x->plan->even && x->p > 2 && !x->mixed ? 2 : spsim_stage_ncandidates(x->plan);
-    if (x->bf16) /* a middle rank may hold BF16 layers of both ends (interleaved chunks) */
-        n = (uint32_t)x->p;
+    uint32_t n = candidate_count(
+        x, x->plan->even && x->p > 2 && !x->mixed ? 2 : spsim_stage_ncandidates(x->plan));
     struct stage_memory best = {0};
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t r = x->bf16 ? i : spsim_stage_candidate(x->plan, i);
+        uint32_t r = candidate_rank(x, i);
         bool first = r == 0, last = r == x->p - 1;
         struct stage_memory s;
         stage_static(first  ? mem->parameters_first_stage
@@ -1409,13 +1423,12 @@ critical_stage(const struct spsim_layer_summary *le, const struct shape *x,
                const double replayed_offload[2], struct stage_time *crit, double *avg)
 {
     /* Evenly split, a middle rank's work is rank 0's without the embedding: never slower. */
-    uint32_t best = 0, n = x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan);
-    if (x->bf16) /* every rank: its BF16 layers follow from its chunks' global indices */
-        n = (uint32_t)x->p;
+    uint32_t best = 0, n = candidate_count(
+                           x, x->plan->even && x->p > 2 ? 2 : spsim_stage_ncandidates(x->plan));
     double walls[3] = {0};
     struct stage_time layers = {0}, s;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t r = x->bf16 ? i : spsim_stage_candidate(x->plan, i);
+        uint32_t r = candidate_rank(x, i);
         rank_time(le, x, r, replayed_offload, &layers, &s);
         if (i < 3)
             walls[i] = s.wall;
