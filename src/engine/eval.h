@@ -23,6 +23,8 @@ struct spsim_block_eval {
     struct spsim_layer block;
     struct spsim_schedule sched;
     struct spsim_step_cost cost[SPSIM_MAX_STEPS];
+    /* From here on: what the folding sums into, cleared per evaluation (timing.c eval_clear);
+     * the tables above are written entry by entry before they are read. */
     uint64_t saved_bytes;             /* activations kept for backward */
     double fwd_s, bwd_s, recompute_s; /* wall time of each phase */
     double fwd_compute_s, bwd_compute_s, recompute_compute_s;

@@ -154,6 +154,10 @@ struct spsim_hardware {
      * the ring loops' local-only tails it already holds are not counted twice
      * (engine/collective_model.c spsim_ring_tail_extra_s). */
     enum spsim_ring_basis ring_measured_on;
+    /* Derived, not read: the NCCL tuning tables' GPU architecture (engine/nccl_tuning.c) plus 1,
+     * resolved from gpu_model once by spsim_hardware_prepare; 0: not resolved (a profile built
+     * in code), looked up from gpu_model at each use. */
+    uint8_t nccl_arch_plus1;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
