@@ -127,6 +127,9 @@ spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_
     return isfinite(*seconds) ? SPSIM_OK : SPSIM_ENUMERIC;
 }
 
+/* The sweep shares one layer summary among points that differ only in axes this reads no field
+ * of (sweep.c layer_inert_axes): a field read here that such an axis sets takes it off that
+ * list. */
 void
 spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                         struct spsim_layer_config *cfg)
