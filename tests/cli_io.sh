@@ -47,9 +47,25 @@ expect 3 "$fifo" -- check "$tmp/fifo"
 expect 3 "$fifo" -- calibrate --from-nccl-tests "$tmp/fifo" --gpus 8 --op all_reduce -o "$tmp/c.json"
 expect 3 "$fifo" -- calibrate --from-nccl-tests "$a100" --base "$tmp/fifo" -o "$tmp/c.json"
 expect 3 "$fifo" -- merge "$tmp/fifo"
+# Issue 23, defect 1: --megatron-args read with fopen: a FIFO hung, /dev/zero exited 1 after
+# 64 MiB, a directory was a "read error".
+expect 3 "$fifo" -- query --megatron-args "$tmp/fifo" --hw dgx-h100
+expect 3 "not a regular file (a character device)" -- query --megatron-args /dev/zero
+expect 3 "not a regular file (a directory)" -- explain --megatron-args "$tmp"
+timeout 20 "$spsim" query --megatron-args - </dev/zero >/dev/null 2>"$tmp/err"
+got=$?
+[ "$got" -eq 3 ] && grep -qx "spsim: error: -: file is larger than 67108864 bytes" "$tmp/err" ||
+    fail "--megatron-args - </dev/zero: exit $got, $(cat "$tmp/err")"
 printf '{"model": "%s", "tp": 8}' "$tmp/fifo" >"$tmp/spec.json"
 expect 3 "$fifo" -- sweep --spec "$tmp/spec.json"
 expect 3 "not a regular file (a directory)" -- query --model "$tmp/"
+# Issue 23, defect 10: a model folder whose config.json is a FIFO or a link loop was "DIR: not a
+# regular file (a directory)".
+mkdir "$tmp/hf-fifo" "$tmp/hf-loop"
+mkfifo "$tmp/hf-fifo/config.json"
+ln -s config.json "$tmp/hf-loop/config.json"
+expect 3 "$tmp/hf-fifo/config.json: $fifo" -- query --model "$tmp/hf-fifo"
+expect 3 "$tmp/hf-loop/config.json: cannot open: Too many levels of symbolic links" -- query --model "$tmp/hf-loop"
 expect 3 "not a regular file (a directory)" -- merge "$tmp"
 expect 3 "not a regular file (a character device)" -- query --model /dev/zero
 expect 3 "not a regular file (a character device)" -- merge /dev/null
