@@ -110,6 +110,29 @@ for args in "sweep $big" "sweep $big --format jsonl" "query --format json" "merg
 done
 rm -f "$tmp/stdout"
 
+# Issue 23, defect 7: a terminating signal in the middle of `sweep -o` (SIGHUP, SIGALRM, SIGUSR1
+# used to kill it and leave a mode-0600 .tmp file) leaves the old file and no temporary one.
+huge="--tp 1..64 --pp 1..64 --dp 1..1000 --mbs 1..8 --quiet"
+for sig in HUP INT QUIT ALRM TERM USR1 USR2 PIPE VTALRM PROF XCPU PWR RTMIN; do
+    echo old >"$tmp/keep"
+    # shellcheck disable=SC2086
+    "$spsim" sweep $huge -o "$tmp/keep" 2>"$tmp/err" &
+    pid=$!
+    i=0
+    while ! ls -a "$tmp" | grep -q '^keep\.tmp\.' && [ $i -lt 600 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    kill -s "$sig" $pid
+    wait $pid
+    got=$?
+    [ "$got" -eq 1 ] || fail "sweep -o, SIG$sig: exit $got, want 1 ($(cat "$tmp/err"))"
+    grep -qx "spsim: error: interrupted by SIG$sig; nothing written" "$tmp/err" ||
+        fail "sweep -o, SIG$sig: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/keep")" = "old" ] || fail "sweep -o, SIG$sig: the old file was replaced"
+    no_tmp "sweep -o, SIG$sig"
+done
+
 # -o onto a symbolic link writes the link's target (the link stays); a file keeps its mode.
 mkdir "$tmp/d"
 echo old >"$tmp/d/target.csv"
