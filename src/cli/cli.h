@@ -75,8 +75,9 @@ void cli_output_abort(struct cli_output *out);
 
 /*
  * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
- * into place by cli_stream_commit. SIGINT/SIGTERM make the next write fail; commit then removes
- * the temporary file and reports the interruption.
+ * into place by cli_stream_commit. A terminating signal (SIGINT, SIGTERM, SIGHUP, SIGALRM,
+ * SIGUSR1, ...: stream.c lists them) makes the next write fail; commit then removes the
+ * temporary file and reports the interruption.
  */
 struct cli_stream {
     int fd;
@@ -91,7 +92,7 @@ int cli_stream_write(struct cli_stream *s, const char *data, size_t len);
 int cli_stream_commit(struct cli_stream *s);
 /** Give up: remove the temporary file. */
 void cli_stream_abort(struct cli_stream *s);
-/** @return whether SIGINT or SIGTERM arrived since a stream was opened */
+/** @return whether a terminating signal arrived since a stream was opened */
 bool cli_interrupted(void);
 
 /* Sweep axes as options (sweep, optimize): --model LIST ... --dtype LIST. */

@@ -977,6 +977,13 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
         return rule_error(m, m->given[F_NPROC] ? F_NPROC : F_NNODES,
                           "the world size %llu is not a multiple of tp · pp · cp = %llu",
                           (unsigned long long)world, (unsigned long long)model);
+    /* 65536 nodes of 65536 processes over tp 1 is dp 2^32, which a 32-bit dp would wrap to 0. */
+    if (out->world_size_given && world / model > UINT32_MAX)
+        return rule_error(m, m->given[F_NNODES] ? F_NNODES : F_NPROC,
+                          "the world size %llu over tp · pp · cp = %llu is a data-parallel size "
+                          "of %llu, beyond 2^32 - 1",
+                          (unsigned long long)world, (unsigned long long)model,
+                          (unsigned long long)(world / model));
     p->dp = out->world_size_given ? (uint32_t)(world / model) : 1;
     /* arguments.py: "Disabling sequence parallelism because tensor model parallelism is
      * disabled". */
