@@ -519,7 +519,8 @@ cmd_query(int argc, char **argv)
     struct spsim_error err = {0};
     if ((rc = cli_config_model(&cfg, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
-    cli_config_finish(&cfg, model);
+    if ((rc = cli_config_finish(&cfg, model)))
+        goto done;
     if (spsim_evaluate(model, hw, &cfg.par, &result, &err) != SPSIM_OK) {
         rc = cli_fail(&err);
         goto done;

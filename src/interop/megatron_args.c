@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "megatron_ftest.h"
 #include "megatron_yaml.h"
 #include "profiles/profiles.h"
 #include "spsim/megatron.h"
@@ -1154,8 +1155,12 @@ spsim_megatron_parse(const char *text, size_t len, const char *origin,
     memset(out, 0, sizeof(*out));
     struct spsim_sh_script sc;
     bool yaml = ends_with(origin, ".yaml") || ends_with(origin, ".yml");
-    int rc = yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
-                  : spsim_sh_parse(text, len, origin, &sc, err);
+    /* A functional-test case's MODEL_ARGS are launch-line flags, read as a launch line. */
+    bool ftest = yaml && spsim_megatron_ftest_detect(text, len);
+    int rc = ftest  ? spsim_megatron_ftest(text, len, origin, &sc, err)
+             : yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
+                    : spsim_sh_parse(text, len, origin, &sc, err);
+    yaml = yaml && !ftest;
     if (rc != SPSIM_OK)
         return rc;
     struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
