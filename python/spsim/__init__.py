@@ -216,11 +216,12 @@ def _rows(sw, opts, block=1 << 16):
         yield from _run(sw, begin, min(size, begin + block), opts)
 
 
-def sweep(spec=None, *, feasible_only=False, top=0, by="iteration_s", threads=0,
+def sweep(spec=None, *, feasible_only=False, top=0, by="tokens_per_s", threads=0,
           max_total_bytes=0, on_invalid=None, columns=None, **axes):
     """The rows of `spsim sweep --format jsonl` (dicts keyed by the CSV columns), in the sweep's
-    order or, with top=K, the best K by `by` (iteration_s, total_bytes, mfu). `spec` is a JSON
-    sweep spec file (doc/sweep.md) whose axes the keywords replace; the other axes take
+    order or, with top=K, the best K by `by` (tokens_per_s, iteration_s, total_bytes, mfu).
+    `spec` is a JSON sweep spec file (doc/sweep.md) whose axes the keywords replace; the other
+    axes take
     `spsim sweep`'s defaults. on_invalid(line) receives each invalid configuration with the rule
     it breaks. columns (a list, or "a,b,...") keeps only those keys, in that order, as
     `spsim sweep --columns`. Rows are produced lazily, 65,536 points at a time."""
