@@ -36,7 +36,7 @@ QUERY_DEFAULTS = {"model": "gpt3-175b", "hw": "dgx-a100-80g", "tp": 8, "pp": 8, 
 # configuration ("auto": pp 8 or the largest below that divides the layers, vpp 3 where pp*3
 # divides them), so that a Llama-class model is not swept at GPT-3's vpp 3 alone.
 SWEEP_DEFAULTS = dict(QUERY_DEFAULTS, pp="auto", vpp="auto")
-_BY = ("iteration_s", "total_bytes", "mfu")
+_BY = ("iteration_s", "total_bytes", "mfu", "tokens_per_s")  # spsim_sweep_by_name
 
 
 class Error(Exception):
