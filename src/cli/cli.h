@@ -25,7 +25,12 @@ enum cli_exit {
 #define CLI_PRINTF(f, a)
 #endif
 
-/** Print "spsim: error: MSG" to stderr; return `code`. */
+/* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
+ * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
+#define CLI_QUOTE_MAX 160
+#define CLI_Q(s) spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+
+/** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 /** Print "spsim: warning: MSG" to stderr. */
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);

@@ -76,7 +76,7 @@ cmd_list(int argc, char **argv)
                "hbmGB", "hbmGBps", "nvlGBps", "ringGBps", "dom", "NICs x Gb/s");
         status = spsim_profile_list(SPSIM_PROFILE_HARDWARE, show_hardware, &rc, &err);
     } else {
-        return cli_usage_error("list", "'%s' is not one of models, hardware", argv[1]);
+        return cli_usage_error("list", "%s is not one of models, hardware", CLI_Q(argv[1]));
     }
     if (status != SPSIM_OK)
         return cli_fail(&err);

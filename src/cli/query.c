@@ -477,8 +477,8 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     } else if (strcmp(arg, "megatron") == 0) {
         a->format = FORMAT_MEGATRON;
     } else {
-        return cli_usage_error("query", "--format: '%s' is not one of table, json, csv, megatron",
-                               arg);
+        return cli_usage_error("query", "--format: %s is not one of table, json, csv, megatron",
+                               CLI_Q(arg));
     }
     return EXIT_OK;
 }

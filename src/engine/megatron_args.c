@@ -382,9 +382,9 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
         bool path = id == F_VOCAB_FILE || id == F_MERGE_FILE;
         if (m->unresolved[id][0] && !path)
             return flag_error(m, id,
-                              "'%s' uses %s, which the file does not set (spsim does not run "
+                              "%s uses %s, which the file does not set (spsim does not run "
                               "the script: write the value)",
-                              m->value[id], m->unresolved[id]);
+                              SPSIM_Q(m->value[id]), m->unresolved[id]);
     }
     return SPSIM_OK;
 }
@@ -401,7 +401,7 @@ num(const struct mg *m, int id, uint64_t min, uint64_t max, uint64_t dflt, uint6
     errno = 0;
     unsigned long long v = t[0] >= '0' && t[0] <= '9' ? strtoull(t, &end, 10) : 0;
     if (!end || *end || errno == ERANGE || v < min || v > max)
-        return flag_error(m, id, "'%s' is not an integer in [%llu, %llu]", t,
+        return flag_error(m, id, "%s is not an integer in [%llu, %llu]", SPSIM_Q(t),
                           (unsigned long long)min, (unsigned long long)max);
     *out = v;
     return SPSIM_OK;
@@ -435,7 +435,7 @@ probability(const struct mg *m, int id, double dflt, double *out)
     char *end = NULL;
     double v = strtod(m->value[id], &end);
     if (end == m->value[id] || *end || !(v >= 0 && v <= 1))
-        return flag_error(m, id, "'%s' is not a probability in [0, 1]", m->value[id]);
+        return flag_error(m, id, "%s is not a probability in [0, 1]", SPSIM_Q(m->value[id]));
     *out = v;
     return SPSIM_OK;
 }
@@ -456,7 +456,7 @@ choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
         size_t n = strlen(list);
         snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", names[i]);
     }
-    return flag_error(m, id, "'%s' is not modelled (spsim models %s)", m->value[id], list);
+    return flag_error(m, id, "%s is not modelled (spsim models %s)", SPSIM_Q(m->value[id]), list);
 }
 
 /* A flag whose value must be Megatron's default, else spsim would compute something else. */
@@ -566,14 +566,14 @@ layer_freq(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bo
     uint32_t n = 0;
     const char *why = spsim_moe_pattern_parse(m->value[F_MOE_FREQ], pattern, s->layers, &n);
     if (why)
-        return flag_error(m, F_MOE_FREQ, "'%s': %s", m->value[F_MOE_FREQ], why);
+        return flag_error(m, F_MOE_FREQ, "%s: %s", SPSIM_Q(m->value[F_MOE_FREQ]), why);
     if (n != s->layers)
         return rule_error(m, F_MOE_FREQ,
-                          "'%s' has %u entries for %u layers (Megatron-LM asserts one per layer)",
-                          m->value[F_MOE_FREQ], n, s->layers);
+                          "%s has %u entries for %u layers (Megatron-LM asserts one per layer)",
+                          SPSIM_Q(m->value[F_MOE_FREQ]), n, s->layers);
     if (!memchr(pattern, 1, n))
-        return flag_error(m, F_MOE_FREQ, "'%s' chooses no mixture-of-experts layer",
-                          m->value[F_MOE_FREQ]);
+        return flag_error(m, F_MOE_FREQ, "%s chooses no mixture-of-experts layer",
+                          SPSIM_Q(m->value[F_MOE_FREQ]));
     *has_pattern = true;
     return SPSIM_OK;
 }
@@ -588,12 +588,13 @@ capacity(const struct mg *m, double *out)
     char *end = NULL;
     double v = strtod(m->value[F_MOE_CAPACITY], &end);
     if (end == m->value[F_MOE_CAPACITY] || *end || v != v)
-        return flag_error(m, F_MOE_CAPACITY, "'%s' is not a number", m->value[F_MOE_CAPACITY]);
+        return flag_error(m, F_MOE_CAPACITY, "%s is not a number",
+                          SPSIM_Q(m->value[F_MOE_CAPACITY]));
     if (v >= 0 && !(v >= 1 && v <= 1000))
         return flag_error(m, F_MOE_CAPACITY,
-                          "'%s' is not modelled (spsim models a factor in [1, 1000], or "
+                          "%s is not modelled (spsim models a factor in [1, 1000], or "
                           "dropless)",
-                          m->value[F_MOE_CAPACITY]);
+                          SPSIM_Q(m->value[F_MOE_CAPACITY]));
     *out = v < 0 ? 0 : v;
     return SPSIM_OK;
 }
@@ -636,7 +637,7 @@ positive_coeff(const struct mg *m, int id, bool *on)
     char *end = NULL;
     double v = strtod(m->value[id], &end);
     if (end == m->value[id] || *end || v != v)
-        return flag_error(m, id, "'%s' is not a number", m->value[id]);
+        return flag_error(m, id, "%s is not a number", SPSIM_Q(m->value[id]));
     *on = v > 0;
     return SPSIM_OK;
 }
@@ -797,8 +798,8 @@ recompute_modules(const struct mg *m, struct spsim_parallel *p)
     if (!m->given[F_RECOMPUTE_MODULES])
         return SPSIM_OK;
     if (spsim_recompute_modules_parse(m->value[F_RECOMPUTE_MODULES], &p->recompute_modules))
-        return flag_error(m, F_RECOMPUTE_MODULES, "'%s' is not a list of modules spsim knows",
-                          m->value[F_RECOMPUTE_MODULES]);
+        return flag_error(m, F_RECOMPUTE_MODULES, "%s is not a list of modules spsim knows",
+                          SPSIM_Q(m->value[F_RECOMPUTE_MODULES]));
     /* core_attn alone is Megatron's default, which spsim writes as 0. */
     if (p->recompute_modules == SPSIM_RMOD_CORE_ATTN)
         p->recompute_modules = 0;
@@ -841,14 +842,14 @@ static int
 context_parallel(const struct mg *m, struct spsim_parallel *p)
 {
     if (m->given[F_CP_COMM] && spsim_cp_comm_parse(m->value[F_CP_COMM], &p->cp_comm_type))
-        return flag_error(m, F_CP_COMM, "'%s' is not p2p, all_gather, a2a or a2a+p2p",
-                          m->value[F_CP_COMM]);
+        return flag_error(m, F_CP_COMM, "%s is not p2p, all_gather, a2a or a2a+p2p",
+                          SPSIM_Q(m->value[F_CP_COMM]));
     if (!m->given[F_HCP])
         return SPSIM_OK;
     unsigned a = 0, b = 0;
     char end = 0;
     if (sscanf(m->value[F_HCP], "%u,%u%c", &a, &b, &end) != 2 || !a || !b)
-        return flag_error(m, F_HCP, "'%s' is not two sizes", m->value[F_HCP]);
+        return flag_error(m, F_HCP, "%s is not two sizes", SPSIM_Q(m->value[F_HCP]));
     p->hcp_sizes[0] = a;
     p->hcp_sizes[1] = b;
     return SPSIM_OK;
@@ -1000,8 +1001,8 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
     if (m->given[F_CUDA_GRAPH_IMPL]) {
         if (spsim_cuda_graph_impl_parse(m->value[F_CUDA_GRAPH_IMPL], &p->cuda_graph_impl))
             return flag_error(m, F_CUDA_GRAPH_IMPL,
-                              "'%s' is not one of none, local, transformer_engine, full_iteration",
-                              m->value[F_CUDA_GRAPH_IMPL]);
+                              "%s is not one of none, local, transformer_engine, full_iteration",
+                              SPSIM_Q(m->value[F_CUDA_GRAPH_IMPL]));
     } else if (m->given[F_ENABLE_CUDA_GRAPH]) {
         p->cuda_graph_impl = SPSIM_CUDA_GRAPH_LOCAL;
     } else if (m->given[F_EXTERNAL_CUDA_GRAPH]) {
@@ -1012,9 +1013,9 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
         return SPSIM_OK;
     if (spsim_cuda_graph_scope_parse(m->value[id], &p->cuda_graph_scope))
         return flag_error(m, id,
-                          "'%s' is not a list of attn, mlp, moe, moe_router, "
+                          "%s is not a list of attn, mlp, moe, moe_router, "
                           "moe_preprocess, mamba, full_iteration",
-                          m->value[id]);
+                          SPSIM_Q(m->value[id]));
     /* Megatron's migration: `local` with full_iteration alone is --cuda-graph-impl
      * full_iteration. */
     if (p->cuda_graph_scope == SPSIM_CGS_FULL_ITERATION &&
@@ -1106,7 +1107,8 @@ window_shape(const struct mg *m, struct spsim_model_shape *s)
         if (sscanf(t, t[0] == '(' ? "(%ld,%ld)%n" : "%ld,%ld%n", &l, &r, &used) != 2 || t[used] ||
             l < -1 || r < 0 || l + r + 1 > 1048576)
             return flag_error(m, F_WINDOW,
-                              "'%s' is not two integers L,R (L >= -1, R >= 0, L + R < 1048576)", t);
+                              "%s is not two integers L,R (L >= -1, R >= 0, L + R < 1048576)",
+                              SPSIM_Q(t));
         s->window = l < 0 ? 0 : (uint32_t)(l + r + 1);
     }
     if (m->given[F_WINDOW_SKIP] && strchr(m->value[F_WINDOW_SKIP], '['))

@@ -382,9 +382,9 @@ check_offload(const struct spsim_model_shape *m, const struct spsim_hardware *hw
                                 "activation recomputation is enabled");
     if (hw && hw->host_d2h_Bps <= 0)
         return CONFIG_FAIL(err,
-                           "field 'offload_layers': the hardware profile '%s' has no host_link "
+                           "field 'offload_layers': the hardware profile %s has no host_link "
                            "(GPU to host memory bandwidth)",
-                           hw->name);
+                           SPSIM_Q(hw->name));
     return SPSIM_OK;
 }
 
@@ -440,10 +440,10 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     if (hw && p->dtype == SPSIM_DTYPE_NVFP4 && hw->peak_flops[p->dtype] <= 0)
         return CONFIG_FAIL(err,
                            "field 'dtype': nvfp4 needs FP4 tensor cores (Blackwell); the hardware "
-                           "profile '%s' has no nvfp4 peak",
-                           hw->name);
+                           "profile %s has no nvfp4 peak",
+                           SPSIM_Q(hw->name));
     if (hw && hw->peak_flops[p->dtype] <= 0)
-        return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak", hw->name,
+        return CONFIG_FAIL(err, "field 'dtype': the hardware profile %s has no %s peak", SPSIM_Q(hw->name),
                            spsim_dtype_name(p->dtype));
     if (warnings) {
         uint64_t micro = p->gbs / ((uint64_t)p->mbs * p->dp);
