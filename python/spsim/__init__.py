@@ -36,7 +36,7 @@ QUERY_DEFAULTS = {"model": "gpt3-175b", "hw": "dgx-a100-80g", "tp": 8, "pp": 8, 
 # configuration ("auto": pp 8 or the largest below that divides the layers, vpp 3 where pp*3
 # divides them), so that a Llama-class model is not swept at GPT-3's vpp 3 alone.
 SWEEP_DEFAULTS = dict(QUERY_DEFAULTS, pp="auto", vpp="auto")
-_BY = ("iteration_s", "total_bytes", "mfu")
+_BY = ("iteration_s", "total_bytes", "mfu", "tokens_per_s")  # spsim_sweep_by_name
 
 
 class Error(Exception):
@@ -216,11 +216,12 @@ def _rows(sw, opts, block=1 << 16):
         yield from _run(sw, begin, min(size, begin + block), opts)
 
 
-def sweep(spec=None, *, feasible_only=False, top=0, by="iteration_s", threads=0,
+def sweep(spec=None, *, feasible_only=False, top=0, by="tokens_per_s", threads=0,
           max_total_bytes=0, on_invalid=None, columns=None, **axes):
     """The rows of `spsim sweep --format jsonl` (dicts keyed by the CSV columns), in the sweep's
-    order or, with top=K, the best K by `by` (iteration_s, total_bytes, mfu). `spec` is a JSON
-    sweep spec file (doc/sweep.md) whose axes the keywords replace; the other axes take
+    order or, with top=K, the best K by `by` (tokens_per_s, iteration_s, total_bytes, mfu).
+    `spec` is a JSON sweep spec file (doc/sweep.md) whose axes the keywords replace; the other
+    axes take
     `spsim sweep`'s defaults. on_invalid(line) receives each invalid configuration with the rule
     it breaks. columns (a list, or "a,b,...") keeps only those keys, in that order, as
     `spsim sweep --columns`. Rows are produced lazily, 65,536 points at a time."""

@@ -228,7 +228,7 @@ py_sweep_run(PyObject *self, PyObject *args)
     opt.invalid = want_invalid ? write_invalid : NULL;
     opt.cookie = &run;
     opt.columns = columns;
-    for (int b = SPSIM_BY_ITERATION_S; b <= SPSIM_BY_MFU; b++)
+    for (int b = SPSIM_BY_ITERATION_S; b < SPSIM_BY_COUNT; b++)
         if (strcmp(by, spsim_sweep_by_name(b)) == 0)
             opt.by = b;
     struct spsim_sweep_stats st = {0};

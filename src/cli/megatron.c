@@ -38,6 +38,7 @@ cli_megatron_apply(struct cli_config *cfg, const char *path)
     spsim_model_destroy(cfg->imported);
     cfg->imported = mc.model;
     cfg->par = mc.par;
+    cfg->file_world = mc.world_size_given ? mc.par.tp * mc.par.cp * mc.par.pp * mc.par.dp : 0;
     return EXIT_OK;
 }
 
