@@ -154,6 +154,10 @@ struct spsim_hardware {
      * the ring loops' local-only tails it already holds are not counted twice
      * (engine/collective_model.c spsim_ring_tail_extra_s). */
     enum spsim_ring_basis ring_measured_on;
+    /* gpu.board_power_W: the vendor's maximum board power per GPU, W; 0 = none. When the profile
+     * marks it unsourced ({"value": null}), board_power_unsourced holds its reason (owned). */
+    double board_power_W;
+    char *board_power_unsourced;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
