@@ -8,6 +8,7 @@
 
 #include "buckets.h"
 #include "eval.h"
+#include "optimizer.h"
 #include "ep_overlap.h"
 #include "moe.h"
 #include "stages.h"
@@ -104,8 +105,11 @@ zero_level(const struct spsim_parallel *par)
 static uint64_t
 grad_bytes(const struct spsim_parallel *par)
 {
-    bool fp32 = par->grad_reduce_in_fp32 < 0 ? par->dtype != SPSIM_DTYPE_FP16
-                                             : par->grad_reduce_in_fp32 == 1;
+    /* --main-grads-dtype bf16 (precision-aware optimizer) turns Megatron's automatic fp32
+     * accumulation off (arguments.py: only when main_grads_dtype is fp32). */
+    bool fp32 = par->grad_reduce_in_fp32 < 0
+                    ? par->dtype != SPSIM_DTYPE_FP16 && par->main_grads_dtype == SPSIM_OPT_FP32
+                    : par->grad_reduce_in_fp32 == 1;
     return fp32 ? 4 : 2;
 }
 
@@ -205,13 +209,15 @@ stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim
     if (par->zero >= 2 && D > 1)
         fsdp_static(unit, par, x, s, ok);
     /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
-     * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter). */
-    uint64_t opt = spsim_mul(params, fp32 ? 12 : 16, ok);
+     * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter), unless
+     * TE's precision-aware FusedAdam reads them as they are (engine/optimizer.c). */
+    uint64_t per = spsim_optimizer_state_bytes(par, fp32 ? 4 : 2);
+    uint64_t opt = spsim_mul(params, per, ok);
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
     /* MoE: the experts' state is sharded over the expert data-parallel group instead
      * (distrib_optimizer.py builds their buffers over the expert-DP group). */
     if (expert && s->optimizer != opt) {
-        uint64_t e = spsim_mul(expert, fp32 ? 12 : 16, ok), E = x->edp;
+        uint64_t e = spsim_mul(expert, per, ok), E = x->edp;
         s->optimizer = (opt - e + D - 1) / D + (e + E - 1) / E;
     }
 }
@@ -1363,8 +1369,9 @@ optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *p
      * 16-bit gradients are first copied to the optimizer's fp32 gradients (read g, write 4),
      * which Adam reads (4). */
     double grads = z >= 2 ? g * params / D : g * params;
-    double coef = g == 4 ? 28.0 : g + 32.0;
-    double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? 2.0 * params / D : 2.0 * params);
+    double coef = 0, full = 0; /* plain Adam: 28 (g + 32 with 16-bit g) and 2 (optimizer.c) */
+    spsim_optimizer_step_bytes(par, (uint32_t)g, &coef, &full);
+    double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? full * params / D : full * params);
     double opt_bytes = grads + adam + grads;
     return opt_bytes / hw->hbm_achievable_Bps;
 }
