@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "megatron_ftest.h"
 #include "megatron_yaml.h"
 #include "profiles/profiles.h"
 #include "spsim/megatron.h"
@@ -1013,6 +1014,13 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
         return rule_error(m, m->given[F_NPROC] ? F_NPROC : F_NNODES,
                           "the world size %llu is not a multiple of tp · pp · cp = %llu",
                           (unsigned long long)world, (unsigned long long)model);
+    /* 65536 nodes of 65536 processes over tp 1 is dp 2^32, which a 32-bit dp would wrap to 0. */
+    if (out->world_size_given && world / model > UINT32_MAX)
+        return rule_error(m, m->given[F_NNODES] ? F_NNODES : F_NPROC,
+                          "the world size %llu over tp · pp · cp = %llu is a data-parallel size "
+                          "of %llu, beyond 2^32 - 1",
+                          (unsigned long long)world, (unsigned long long)model,
+                          (unsigned long long)(world / model));
     p->dp = out->world_size_given ? (uint32_t)(world / model) : 1;
     /* arguments.py: "Disabling sequence parallelism because tensor model parallelism is
      * disabled". */
@@ -1183,8 +1191,12 @@ spsim_megatron_parse(const char *text, size_t len, const char *origin,
     memset(out, 0, sizeof(*out));
     struct spsim_sh_script sc;
     bool yaml = ends_with(origin, ".yaml") || ends_with(origin, ".yml");
-    int rc = yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
-                  : spsim_sh_parse(text, len, origin, &sc, err);
+    /* A functional-test case's MODEL_ARGS are launch-line flags, read as a launch line. */
+    bool ftest = yaml && spsim_megatron_ftest_detect(text, len);
+    int rc = ftest  ? spsim_megatron_ftest(text, len, origin, &sc, err)
+             : yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
+                    : spsim_sh_parse(text, len, origin, &sc, err);
+    yaml = yaml && !ftest;
     if (rc != SPSIM_OK)
         return rc;
     struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
