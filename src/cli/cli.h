@@ -264,6 +264,11 @@ enum cli_config_opt {
     OPT_NO_BF16_ENDS,
     OPT_BF16_START,
     OPT_BF16_END,
+    OPT_PAO,
+    OPT_MAIN_GRADS_DTYPE,
+    OPT_MAIN_PARAMS_DTYPE,
+    OPT_EXP_AVG_DTYPE,
+    OPT_EXP_AVG_SQ_DTYPE,
     OPT_GPUS,
     OPT_CONFIG_END
 };
@@ -320,6 +325,13 @@ enum cli_config_opt {
     "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
+    "  --use-precision-aware-optimizer\n"                                                          \
+    "                         TE FusedAdam keeps the optimizer's tensors in the dtypes below\n"    \
+    "                         (needs --distributed-optimizer or --zero >= 1)\n"                    \
+    "  --main-grads-dtype D   fp32 (default) or bf16 gradient buffer (precision-aware)\n"          \
+    "  --main-params-dtype D  master weights fp32 (default) or fp16 (precision-aware)\n"           \
+    "  --exp-avg-dtype D, --exp-avg-sq-dtype D\n"                                                  \
+    "                         Adam's moments: fp32 (default), fp16, bf16 or fp8\n"                 \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \

@@ -92,6 +92,11 @@ static const struct cli_option_spec {
     {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
     {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, SPSIM_AXIS_DELAY_WGRAD},
     {"no-delay-wgrad-compute", no_argument, OPT_NO_DELAY_WGRAD, -1},
+    {"use-precision-aware-optimizer", no_argument, OPT_PAO, -1},
+    {"main-grads-dtype", required_argument, OPT_MAIN_GRADS_DTYPE, -1},
+    {"main-params-dtype", required_argument, OPT_MAIN_PARAMS_DTYPE, -1},
+    {"exp-avg-dtype", required_argument, OPT_EXP_AVG_DTYPE, -1},
+    {"exp-avg-sq-dtype", required_argument, OPT_EXP_AVG_SQ_DTYPE, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -336,6 +341,47 @@ config_cuda_graphs(struct spsim_parallel *p, int opt, const char *arg)
                       CLI_Q(arg));
 }
 
+/* The precision-aware optimizer's dtypes (Megatron's choices per flag, arguments.py): 1, a
+ * negated exit code, or 0 if opt is none of them. */
+static int
+config_optimizer(struct spsim_parallel *p, int opt, const char *arg)
+{
+    static const struct {
+        int opt;
+        const char *name, *choices;
+        size_t offset;
+    } flags[] = {
+        {OPT_MAIN_GRADS_DTYPE, "--main-grads-dtype", "fp32 bf16",
+         offsetof(struct spsim_parallel, main_grads_dtype)},
+        {OPT_MAIN_PARAMS_DTYPE, "--main-params-dtype", "fp32 fp16",
+         offsetof(struct spsim_parallel, main_params_dtype)},
+        {OPT_EXP_AVG_DTYPE, "--exp-avg-dtype", "fp32 fp16 bf16 fp8",
+         offsetof(struct spsim_parallel, exp_avg_dtype)},
+        {OPT_EXP_AVG_SQ_DTYPE, "--exp-avg-sq-dtype", "fp32 fp16 bf16 fp8",
+         offsetof(struct spsim_parallel, exp_avg_sq_dtype)},
+    };
+    if (opt == OPT_PAO) {
+        p->precision_aware_optimizer = true;
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        if (flags[i].opt != opt)
+            continue;
+        enum spsim_opt_dtype d;
+        /* The name must be one of this flag's words (space-separated in choices). */
+        const char *at = strstr(flags[i].choices, arg);
+        size_t n = strlen(arg);
+        bool word = n > 0 && at && (at == flags[i].choices || at[-1] == ' ') &&
+                    (at[n] == ' ' || at[n] == '\0');
+        if (!word || spsim_opt_dtype_parse(arg, &d) != SPSIM_OK)
+            return -cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", flags[i].name, arg,
+                              flags[i].choices);
+        memcpy((char *)p + flags[i].offset, &d, sizeof(d));
+        return 1;
+    }
+    return 0;
+}
+
 /* The recompute modules, method and layer count, and the offload: EXIT_OK, an exit code, or -1
  * if opt is none of them. */
 static int
@@ -420,6 +466,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
             return rc == EXIT_OK ? 1 : -rc;
         rc = config_cuda_graphs(p, opt, arg);
         if (rc != 0)
+            return rc;
+        if ((rc = config_optimizer(p, opt, arg)) != 0)
             return rc;
         return config_sharding(p, opt, arg, opt == OPT_FSDP ? &cfg->fsdp_level : &cfg->zero_level);
     }

@@ -97,6 +97,11 @@ enum flag_id {
     F_SHARDING,
     F_GRAD_FP32,
     F_GRAD_BF16,
+    F_PAO,
+    F_MAIN_GRADS,
+    F_MAIN_PARAMS,
+    F_EXP_AVG,
+    F_EXP_AVG_SQ,
     F_OVERLAP_PARAM,
     F_DISTOPT,
     F_OVERLAP,
@@ -211,6 +216,11 @@ static const struct {
     [F_SHARDING] = {"--data-parallel-sharding-strategy", K_VALUE},
     [F_GRAD_FP32] = {"--accumulate-allreduce-grads-in-fp32", K_SWITCH},
     [F_GRAD_BF16] = {"--grad-reduce-in-bf16", K_SWITCH},
+    [F_PAO] = {"--use-precision-aware-optimizer", K_SWITCH},
+    [F_MAIN_GRADS] = {"--main-grads-dtype", K_VALUE},
+    [F_MAIN_PARAMS] = {"--main-params-dtype", K_VALUE},
+    [F_EXP_AVG] = {"--exp-avg-dtype", K_VALUE},
+    [F_EXP_AVG_SQ] = {"--exp-avg-sq-dtype", K_VALUE},
     [F_OVERLAP_PARAM] = {"--overlap-param-gather", K_SWITCH},
     [F_DISTOPT] = {"--use-distributed-optimizer", K_SWITCH},
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
@@ -858,6 +868,32 @@ context_parallel(const struct mg *m, struct spsim_parallel *p)
 
 /* Sharding and gradient buffers: Megatron-FSDP's strategy (optim = the distributed optimizer,
  * optim_grads, optim_grads_params), the gradient reduction's dtype, the parameter gather. */
+/* The precision-aware optimizer (--use-precision-aware-optimizer) and its dtypes, with
+ * Megatron's choices per flag (arguments.py); the rules between them are spsim_parallel_check's. */
+static int
+optimizer_dtypes(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const grads[] = {"fp32", "bf16", NULL}, *const params[] = {"fp32", "fp16",
+                                                                                  NULL};
+    static const char *const moments[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+    static const enum spsim_opt_dtype g_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_BF16},
+                                      p_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_FP16},
+                                      m_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_FP16, SPSIM_OPT_BF16,
+                                                SPSIM_OPT_FP8};
+    int g = 0, w = 0, a = 0, a2 = 0, rc;
+    if ((rc = choice(m, F_MAIN_GRADS, grads, 0, &g)) ||
+        (rc = choice(m, F_MAIN_PARAMS, params, 0, &w)) ||
+        (rc = choice(m, F_EXP_AVG, moments, 0, &a)) ||
+        (rc = choice(m, F_EXP_AVG_SQ, moments, 0, &a2)))
+        return rc;
+    p->precision_aware_optimizer = m->given[F_PAO];
+    p->main_grads_dtype = g_as[g];
+    p->main_params_dtype = p_as[w];
+    p->exp_avg_dtype = m_as[a];
+    p->exp_avg_sq_dtype = m_as[a2];
+    return SPSIM_OK;
+}
+
 static int
 sharding(const struct mg *m, struct spsim_parallel *p)
 {
@@ -875,7 +911,7 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
     p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
     p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
-    return SPSIM_OK;
+    return optimizer_dtypes(m, p);
 }
 
 /* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format, NVFP4 ones with
