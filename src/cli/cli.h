@@ -141,6 +141,7 @@ struct cli_config {
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
     uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
     uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
+    char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
     /* The options given since the last --megatron-args (whose file replaces those before it),
      * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
      * refuses two that contradict each other. */
@@ -270,6 +271,7 @@ enum cli_config_opt {
     OPT_EXP_AVG_DTYPE,
     OPT_EXP_AVG_SQ_DTYPE,
     OPT_GPUS,
+    OPT_MB_GROUP,
     OPT_CONFIG_END
 };
 
@@ -337,6 +339,9 @@ enum cli_config_opt {
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \
     "                         interleaved schedule: pipeline sends beside the next chunk\n"        \
     "                         (default on with vpp > 1, as Megatron; 1F1B always blocks)\n"        \
+    "  --microbatch-group-size-per-virtual-pipeline-stage N\n"                                     \
+    "                         interleaved schedule: micro-batches each model chunk runs in a\n"    \
+    "                         row (default pp; pp <= N <= micro-batches, as Megatron)\n"           \
     "  --ddp-bucket-size N    parameters per overlapped gradient bucket (default Megatron's\n"     \
     "                         max(40000000, 1000000·dp))\n"                                       \
     "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \

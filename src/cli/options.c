@@ -74,6 +74,7 @@ static const struct cli_option_spec {
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
     {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
     {"overlap-p2p-communication", no_argument, OPT_OVERLAP_P2P, -1},
+    {"microbatch-group-size-per-virtual-pipeline-stage", required_argument, OPT_MB_GROUP, -1},
     {"no-overlap-p2p-communication", no_argument, OPT_NO_OVERLAP_P2P, -1},
     {"ddp-bucket-size", required_argument, OPT_DDP_BUCKET, -1},
     {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, -1},
@@ -126,6 +127,8 @@ static const struct {
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
      offsetof(struct spsim_parallel, last_stage_layers), false},
+    {OPT_MB_GROUP, "--microbatch-group-size-per-virtual-pipeline-stage", 1u << 24,
+     offsetof(struct spsim_parallel, microbatch_group), false},
     {OPT_DDP_BUCKET, "--ddp-bucket-size", 1ull << 40,
      offsetof(struct spsim_parallel, ddp_bucket_size), true},
 };

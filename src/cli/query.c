@@ -57,6 +57,9 @@ print_config_line(FILE *f, const struct spsim_result *r)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · zero %u", p->zero);
     if (p->overlap_param_gather)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · param AG overlapped");
+    if (p->microbatch_group && p->vpp > 1)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+                 " · micro-batch groups of %u", p->microbatch_group);
     bool quantized = p->dtype == SPSIM_DTYPE_FP8 || p->dtype == SPSIM_DTYPE_NVFP4;
     if (p->first_last_layers_bf16 && quantized && (p->bf16_layers_start || p->bf16_layers_end))
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),

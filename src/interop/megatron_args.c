@@ -126,6 +126,12 @@ enum flag_id {
     F_BF16_ENDS,
     F_BF16_START,
     F_BF16_END,
+    F_MB_GROUP,
+    F_ACCOUNT_EMB,
+    F_ACCOUNT_LOSS,
+    F_FIRST_LAYERS,
+    F_LAST_LAYERS,
+    F_LAYOUT,
     F_NPROC,
     F_NNODES,
     F_COUNT
@@ -247,6 +253,14 @@ static const struct {
     [F_BF16_ENDS] = {"--first-last-layers-bf16", K_SWITCH},
     [F_BF16_START] = {"--num-layers-at-start-in-bf16", K_VALUE},
     [F_BF16_END] = {"--num-layers-at-end-in-bf16", K_VALUE},
+    /* Uneven pipeline stages (arguments.py; transformer_block.py get_num_layers_to_build) */
+    /* model_parallel_config.py microbatch_group_size_per_vp_stage (default pp) */
+    [F_MB_GROUP] = {"--microbatch-group-size-per-virtual-pipeline-stage", K_VALUE},
+    [F_ACCOUNT_EMB] = {"--account-for-embedding-in-pipeline-split", K_SWITCH},
+    [F_ACCOUNT_LOSS] = {"--account-for-loss-in-pipeline-split", K_SWITCH},
+    [F_FIRST_LAYERS] = {"--decoder-first-pipeline-num-layers", K_VALUE},
+    [F_LAST_LAYERS] = {"--decoder-last-pipeline-num-layers", K_VALUE},
+    [F_LAYOUT] = {"--pipeline-model-parallel-layout", K_VALUE},
     /* torchrun (torch/distributed/run.py) */
     [F_NPROC] = {"--nproc_per_node", K_VALUE},
     [F_NNODES] = {"--nnodes", K_VALUE},
@@ -470,23 +484,15 @@ choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
     return flag_error(m, id, "%s is not modelled (spsim models %s)", SPSIM_Q(m->value[id]), list);
 }
 
-/* A flag whose value must be Megatron's default, else spsim would compute something else. */
-static int
-only(const struct mg *m, int id, uint64_t value, const char *why)
-{
-    uint64_t v = 0;
-    int rc = num(m, id, 0, UINT32_MAX, value, &v);
-    if (rc == SPSIM_OK && v != value)
-        return flag_error(m, id, "%s (only %llu is)", why, (unsigned long long)value);
-    return rc;
-}
-
 /* The vocabulary: --vocab-size, else GPT-2's BPE (its vocab and merge files, 50257 tokens:
  * Radford et al. 2019, the GPT-2 tokenizer); spsim reads no tokenizer file. */
 static int
-vocabulary(const struct mg *m, uint32_t *out)
+vocabulary(const struct mg *m, uint32_t *out, uint32_t *divisible_by)
 {
-    int rc = only(m, F_DIVISIBLE, 128, "another vocabulary padding is not modelled");
+    /* The padding multiple (arguments.py default 128; build_tokenizer.py pads to it × tp). */
+    int rc = num32(m, F_DIVISIBLE, 16777216, 128, divisible_by);
+    if (*divisible_by == 128)
+        *divisible_by = 0; /* the model's default, as profiles write it */
     if (rc != SPSIM_OK || m->given[F_VOCAB])
         return rc ? rc : num32(m, F_VOCAB, 16777216, 0, out);
     bool gpt2 = m->given[F_TOKENIZER] ? strcmp(m->value[F_TOKENIZER], "GPT2BPETokenizer") == 0
@@ -660,8 +666,8 @@ positive_coeff(const struct mg *m, int id, bool *on)
 static int
 router_losses(const struct mg *m, struct spsim_model_shape *s)
 {
-    static const char *const types[] = {"none", "aux_loss", "seq_aux_loss", "global_aux_loss",
-                                        NULL};
+    static const char *const types[] = {"none",     "aux_loss", "seq_aux_loss", "global_aux_loss",
+                                        "sinkhorn", NULL}; /* enum spsim_moe_balancing */
     int type = 0;
     bool aux = false;
     int rc;
@@ -670,6 +676,13 @@ router_losses(const struct mg *m, struct spsim_model_shape *s)
         (rc = positive_coeff(m, F_MOE_Z_COEFF, &s->z_loss)))
         return rc;
     s->load_balancing = aux ? (enum spsim_moe_balancing)type : SPSIM_BALANCE_NONE;
+    /* Sinkhorn routes without a loss (router.py asserts "Sinkhorn routing does not support
+     * aux loss."), whatever the coefficient's default. */
+    if (type == SPSIM_BALANCE_SINKHORN && aux)
+        return rule_error(m, F_MOE_AUX_COEFF,
+                          "Sinkhorn routing does not support aux loss (router.py): give 0");
+    if (type == SPSIM_BALANCE_SINKHORN)
+        s->load_balancing = SPSIM_BALANCE_SINKHORN;
     s->expert_bias = m->given[F_MOE_EXPERT_BIAS];
     return SPSIM_OK;
 }
@@ -1063,6 +1076,31 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
     return SPSIM_OK;
 }
 
+/* Uneven pipeline stages, as the CLI's options of the same names (README "Uneven pipeline
+ * stages"); the engine checks Megatron's rules (one way at a time, divisibility, the layout's
+ * symbols). The layout is kept in `out`, which par.pipeline_layout points into. */
+static int
+uneven_stages(const struct mg *m, struct spsim_megatron_config *out)
+{
+    struct spsim_parallel *p = &out->par;
+    int rc = num32(m, F_MB_GROUP, 1u << 24, 0, &p->microbatch_group);
+    if (rc != SPSIM_OK)
+        return rc;
+    p->account_embedding = m->given[F_ACCOUNT_EMB];
+    p->account_loss = m->given[F_ACCOUNT_LOSS];
+    rc = num32(m, F_FIRST_LAYERS, 65536, 0, &p->first_stage_layers);
+    if (rc == SPSIM_OK)
+        rc = num32(m, F_LAST_LAYERS, 65536, 0, &p->last_stage_layers);
+    if (rc != SPSIM_OK || !m->given[F_LAYOUT])
+        return rc;
+    if (strlen(m->value[F_LAYOUT]) >= sizeof(out->pipeline_layout))
+        return flag_error(m, F_LAYOUT, "longer than %zu characters",
+                          sizeof(out->pipeline_layout) - 1);
+    snprintf(out->pipeline_layout, sizeof(out->pipeline_layout), "%s", m->value[F_LAYOUT]);
+    p->pipeline_layout = out->pipeline_layout;
+    return SPSIM_OK;
+}
+
 static int
 parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_megatron_config *out)
 {
@@ -1086,6 +1124,8 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     p->no_overlap_p2p = m->given[F_NO_OVERLAP_P2P];
     p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP];
     p->moe_a2a_overlap = m->given[F_A2A_OVERLAP];
+    if ((rc = uneven_stages(m, out)))
+        return rc;
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
     if ((rc = cuda_graphs(m, p)))
@@ -1163,7 +1203,7 @@ shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *h
     memset(s, 0, sizeof(*s));
     if ((rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
         (rc = moe_shape(m, s, pattern, has_pattern)) || (rc = mla_shape(m, s)) ||
-        (rc = window_shape(m, s)) || (rc = vocabulary(m, &s->vocab)) ||
+        (rc = window_shape(m, s)) || (rc = vocabulary(m, &s->vocab, &s->vocab_divisible_by)) ||
         (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
         return rc;
     /* The model's positions: --max-position-embeddings, else the sequence. */
