@@ -25,7 +25,12 @@ enum cli_exit {
 #define CLI_PRINTF(f, a)
 #endif
 
-/** Print "spsim: error: MSG" to stderr; return `code`. */
+/* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
+ * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
+#define CLI_QUOTE_MAX 160
+#define CLI_Q(s) spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+
+/** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 /** Print "spsim: warning: MSG" to stderr. */
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
@@ -136,6 +141,7 @@ struct cli_config {
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
     uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
     uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
+    char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
     /* The options given since the last --megatron-args (whose file replaces those before it),
      * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
      * refuses two that contradict each other. */
@@ -259,7 +265,13 @@ enum cli_config_opt {
     OPT_NO_BF16_ENDS,
     OPT_BF16_START,
     OPT_BF16_END,
+    OPT_PAO,
+    OPT_MAIN_GRADS_DTYPE,
+    OPT_MAIN_PARAMS_DTYPE,
+    OPT_EXP_AVG_DTYPE,
+    OPT_EXP_AVG_SQ_DTYPE,
     OPT_GPUS,
+    OPT_MB_GROUP,
     OPT_CONFIG_END
 };
 
@@ -315,11 +327,21 @@ enum cli_config_opt {
     "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
+    "  --use-precision-aware-optimizer\n"                                                          \
+    "                         TE FusedAdam keeps the optimizer's tensors in the dtypes below\n"    \
+    "                         (needs --distributed-optimizer or --zero >= 1)\n"                    \
+    "  --main-grads-dtype D   fp32 (default) or bf16 gradient buffer (precision-aware)\n"          \
+    "  --main-params-dtype D  master weights fp32 (default) or fp16 (precision-aware)\n"           \
+    "  --exp-avg-dtype D, --exp-avg-sq-dtype D\n"                                                  \
+    "                         Adam's moments: fp32 (default), fp16, bf16 or fp8\n"                 \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \
     "                         interleaved schedule: pipeline sends beside the next chunk\n"        \
     "                         (default on with vpp > 1, as Megatron; 1F1B always blocks)\n"        \
+    "  --microbatch-group-size-per-virtual-pipeline-stage N\n"                                     \
+    "                         interleaved schedule: micro-batches each model chunk runs in a\n"    \
+    "                         row (default pp; pp <= N <= micro-batches, as Megatron)\n"           \
     "  --ddp-bucket-size N    parameters per overlapped gradient bucket (default Megatron's\n"     \
     "                         max(40000000, 1000000·dp))\n"                                       \
     "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \
