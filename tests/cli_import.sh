@@ -64,7 +64,7 @@ grep -q '"model": "Meta-Llama-3-8B"' "$tmp/hf.json" || fail "the folder does not
 sed 's/"model": "Meta-Llama-3-8B"/"model": "llama3-8b"/' "$tmp/hf.json" | cmp -s - "$tmp/shipped.json" ||
     fail "the Llama 3 config and the shipped llama3-8b profile differ"
 echo '{"model_type": "llama", "num_local_experts": 8}' >"$tmp/mixtral.json"
-expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not read for model_type \"llama\"" -- check "$tmp/mixtral.json"
+expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not read for model_type 'llama'" -- check "$tmp/mixtral.json"
 expect 3 "field 'num_local_experts'" -- query --model "$tmp/mixtral.json"
 # The published MoE configs (tests/data/hf/) read and evaluate (DeepSeek-V3's multi-latent
 # attention and MTP layer too: tests/cli_mla.sh), and gpt-oss is refused naming what is not

@@ -255,6 +255,10 @@ struct spsim_parallel {
      * async isend/irecv beside the next chunk (p2p_communication.py); without interleaving
      * Megatron forces blocking sends whatever this says (arguments.py). */
     bool no_overlap_p2p;
+    /** Interleaved schedule: micro-batches each virtual stage runs in a row, forward and
+     * backward (--microbatch-group-size-per-virtual-pipeline-stage, model_parallel_config.py);
+     * 0 = pp (default, Megatron's depth-first schedule). pp ≤ N ≤ micro-batches. */
+    uint32_t microbatch_group;
     /** --ddp-bucket-size in parameters (elements) for the overlapped gradient reduction;
      * 0 = Megatron's default max(40,000,000, 1,000,000·dp) (distributed_data_parallel.py). */
     uint64_t ddp_bucket_size;

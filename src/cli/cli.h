@@ -25,7 +25,12 @@ enum cli_exit {
 #define CLI_PRINTF(f, a)
 #endif
 
-/** Print "spsim: error: MSG" to stderr; return `code`. */
+/* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
+ * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
+#define CLI_QUOTE_MAX 160
+#define CLI_Q(s) spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+
+/** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 /** Print "spsim: warning: MSG" to stderr. */
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
@@ -136,6 +141,7 @@ struct cli_config {
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
     uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
     uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
+    char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
     /* The options given since the last --megatron-args (whose file replaces those before it),
      * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
      * refuses two that contradict each other. */
@@ -265,6 +271,7 @@ enum cli_config_opt {
     OPT_EXP_AVG_DTYPE,
     OPT_EXP_AVG_SQ_DTYPE,
     OPT_GPUS,
+    OPT_MB_GROUP,
     OPT_CONFIG_END
 };
 
@@ -332,6 +339,9 @@ enum cli_config_opt {
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \
     "                         interleaved schedule: pipeline sends beside the next chunk\n"        \
     "                         (default on with vpp > 1, as Megatron; 1F1B always blocks)\n"        \
+    "  --microbatch-group-size-per-virtual-pipeline-stage N\n"                                     \
+    "                         interleaved schedule: micro-batches each model chunk runs in a\n"    \
+    "                         row (default pp; pp <= N <= micro-batches, as Megatron)\n"           \
     "  --ddp-bucket-size N    parameters per overlapped gradient bucket (default Megatron's\n"     \
     "                         max(40000000, 1000000·dp))\n"                                       \
     "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \

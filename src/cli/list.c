@@ -82,7 +82,7 @@ cmd_list(int argc, char **argv)
                "gemmTF", "hbmGB", "hbmGBps", "nvlGBps", "ringGBps", "dom", "NICsxGb/s", "boardW");
         status = spsim_profile_list(SPSIM_PROFILE_HARDWARE, show_hardware, &rc, &err);
     } else {
-        return cli_usage_error("list", "'%s' is not one of models, hardware", argv[1]);
+        return cli_usage_error("list", "%s is not one of models, hardware", CLI_Q(argv[1]));
     }
     if (status != SPSIM_OK)
         return cli_fail(&err);

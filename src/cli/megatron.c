@@ -38,6 +38,10 @@ cli_megatron_apply(struct cli_config *cfg, const char *path)
     spsim_model_destroy(cfg->imported);
     cfg->imported = mc.model;
     cfg->par = mc.par;
+    if (mc.par.pipeline_layout) { /* borrowed: the configuration keeps its own copy */
+        snprintf(cfg->layout, sizeof(cfg->layout), "%s", mc.pipeline_layout);
+        cfg->par.pipeline_layout = cfg->layout;
+    }
     cfg->file_world = mc.world_size_given ? mc.par.tp * mc.par.cp * mc.par.pp * mc.par.dp : 0;
     return EXIT_OK;
 }

@@ -74,6 +74,7 @@ static const struct cli_option_spec {
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
     {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
     {"overlap-p2p-communication", no_argument, OPT_OVERLAP_P2P, -1},
+    {"microbatch-group-size-per-virtual-pipeline-stage", required_argument, OPT_MB_GROUP, -1},
     {"no-overlap-p2p-communication", no_argument, OPT_NO_OVERLAP_P2P, -1},
     {"ddp-bucket-size", required_argument, OPT_DDP_BUCKET, -1},
     {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, -1},
@@ -126,6 +127,8 @@ static const struct {
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
      offsetof(struct spsim_parallel, last_stage_layers), false},
+    {OPT_MB_GROUP, "--microbatch-group-size-per-virtual-pipeline-stage", 1u << 24,
+     offsetof(struct spsim_parallel, microbatch_group), false},
     {OPT_DDP_BUCKET, "--ddp-bucket-size", 1ull << 40,
      offsetof(struct spsim_parallel, ddp_bucket_size), true},
 };
@@ -240,7 +243,8 @@ parse_hcp_sizes(const char *arg, uint32_t sizes[2])
     const char *comma = strchr(arg, ',');
     size_t n = comma ? (size_t)(comma - arg) : 0;
     if (!comma || n == 0 || n >= sizeof(first) || strchr(comma + 1, ','))
-        return cli_error(EXIT_USAGE, "--hierarchical-cp-sizes: '%s' is not two sizes A,B", arg);
+        return cli_error(EXIT_USAGE, "--hierarchical-cp-sizes: %s is not two sizes A,B",
+                         CLI_Q(arg));
     memcpy(first, arg, n);
     first[n] = '\0';
     int rc = cli_parse_u32("--hierarchical-cp-sizes", first, 1, 65536, &sizes[0]);
@@ -259,8 +263,8 @@ parse_fsdp(const char *arg, uint32_t *zero)
             *zero = i + 1;
             return EXIT_OK;
         }
-    return cli_error(EXIT_USAGE,
-                     "--fsdp: '%s' is not one of optim, optim_grads, optim_grads_params", arg);
+    return cli_error(EXIT_USAGE, "--fsdp: %s is not one of optim, optim_grads, optim_grads_params",
+                     CLI_Q(arg));
 }
 
 /* The context-parallel and sharding options that take a value: 1 if consumed, 0 if not one,
@@ -274,9 +278,9 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
         if (spsim_cp_comm_parse(arg, &p->cp_comm_type) == SPSIM_OK)
             return 1;
         rc = cli_error(EXIT_USAGE,
-                       "--cp-comm-type: '%s' is not one of p2p, all_gather, a2a, "
+                       "--cp-comm-type: %s is not one of p2p, all_gather, a2a, "
                        "a2a+p2p",
-                       arg);
+                       CLI_Q(arg));
         break;
     case OPT_HCP_SIZES:
         rc = parse_hcp_sizes(arg, p->hcp_sizes);
@@ -292,8 +296,8 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
     case OPT_MOE_DISPATCHER:
         if (spsim_moe_dispatcher_parse(arg, &p->moe_dispatcher) == SPSIM_OK)
             return 1;
-        rc = cli_error(EXIT_USAGE, "--moe-dispatcher: '%s' is not one of allgather, alltoall, flex",
-                       arg);
+        rc = cli_error(EXIT_USAGE, "--moe-dispatcher: %s is not one of allgather, alltoall, flex",
+                       CLI_Q(arg));
         break;
     case OPT_MOE_FLEX_BACKEND:
         if (spsim_moe_flex_backend_parse(arg, &p->moe_flex_backend) == SPSIM_OK)
@@ -303,13 +307,13 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
                       strcmp(arg, "ncclep") == 0
                           ? "--moe-flex-dispatcher-backend: 'ncclep' (TE NCCL EP) is not modelled; "
                             "use deepep or hybridep"
-                          : "--moe-flex-dispatcher-backend: '%s' is not one of deepep, hybridep",
-                      arg);
+                          : "--moe-flex-dispatcher-backend: %s is not one of deepep, hybridep",
+                      CLI_Q(arg));
         break;
     case OPT_MOE_ROUTING:
         if (spsim_moe_routing_parse(arg, &p->moe_routing) == SPSIM_OK)
             return 1;
-        rc = cli_error(EXIT_USAGE, "--moe-routing: '%s' is not one of random, balanced", arg);
+        rc = cli_error(EXIT_USAGE, "--moe-routing: %s is not one of random, balanced", CLI_Q(arg));
         break;
     default:
         return 0;
@@ -326,18 +330,18 @@ config_cuda_graphs(struct spsim_parallel *p, int opt, const char *arg)
         if (spsim_cuda_graph_impl_parse(arg, &p->cuda_graph_impl) == SPSIM_OK)
             return 1;
         return -cli_error(EXIT_USAGE,
-                          "--cuda-graph-impl: '%s' is not one of none, local, transformer_engine, "
+                          "--cuda-graph-impl: %s is not one of none, local, transformer_engine, "
                           "full_iteration",
-                          arg);
+                          CLI_Q(arg));
     }
     if (opt != OPT_CUDA_GRAPH_SCOPE)
         return 0;
     if (spsim_cuda_graph_scope_parse(arg, &p->cuda_graph_scope) == SPSIM_OK)
         return 1;
     return -cli_error(EXIT_USAGE,
-                      "--cuda-graph-scope: '%s' is not a list of attn, mlp, moe, moe_router, "
+                      "--cuda-graph-scope: %s is not a list of attn, mlp, moe, moe_router, "
                       "moe_preprocess, mamba, full_iteration",
-                      arg);
+                      CLI_Q(arg));
 }
 
 /* The precision-aware optimizer's dtypes (Megatron's choices per flag, arguments.py): 1, a
@@ -456,9 +460,9 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         if (spsim_fp8_recipe_parse(arg, &p->fp8_recipe) == SPSIM_OK)
             return 1;
         return -cli_error(EXIT_USAGE,
-                          "--fp8-recipe: '%s' is not one of delayed, current, tensorwise, mxfp8, "
+                          "--fp8-recipe: %s is not one of delayed, current, tensorwise, mxfp8, "
                           "blockwise",
-                          arg);
+                          CLI_Q(arg));
     default:
         rc = config_recompute_offload(p, opt, arg);
         if (rc >= 0)
@@ -709,7 +713,7 @@ static int
 choice_error(const char *option, const char *text, const char *(*name)(int), int count)
 {
     char list[128];
-    return cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", option, text,
+    return cli_error(EXIT_USAGE, "%s: %s is not one of %s", option, CLI_Q(text),
                      choice_list(list, sizeof(list), name, count));
 }
 
@@ -735,8 +739,8 @@ cli_parse_recompute_modules(const char *option, const char *text, uint32_t *out)
     if (spsim_recompute_modules_parse(text, out) == SPSIM_OK)
         return EXIT_OK;
     char list[160];
-    return cli_error(EXIT_USAGE, "%s: '%s' is not a list of %s (separated by ',' or '+')", option,
-                     text, choice_list(list, sizeof(list), module_name, SPSIM_RMOD_COUNT_));
+    return cli_error(EXIT_USAGE, "%s: %s is not a list of %s (separated by ',' or '+')", option,
+                     CLI_Q(text), choice_list(list, sizeof(list), module_name, SPSIM_RMOD_COUNT_));
 }
 
 int

@@ -57,6 +57,9 @@ print_config_line(FILE *f, const struct spsim_result *r)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · zero %u", p->zero);
     if (p->overlap_param_gather)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · param AG overlapped");
+    if (p->microbatch_group && p->vpp > 1)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+                 " · micro-batch groups of %u", p->microbatch_group);
     bool quantized = p->dtype == SPSIM_DTYPE_FP8 || p->dtype == SPSIM_DTYPE_NVFP4;
     if (p->first_last_layers_bf16 && quantized && (p->bf16_layers_start || p->bf16_layers_end))
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
@@ -588,8 +591,8 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     } else if (strcmp(arg, "megatron") == 0) {
         a->format = FORMAT_MEGATRON;
     } else {
-        return cli_usage_error("query", "--format: '%s' is not one of table, json, csv, megatron",
-                               arg);
+        return cli_usage_error("query", "--format: %s is not one of table, json, csv, megatron",
+                               CLI_Q(arg));
     }
     return EXIT_OK;
 }

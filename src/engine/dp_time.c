@@ -166,7 +166,7 @@ dp_rank_plan(struct dp_plan *c, const struct spsim_parallel *par,
     double plain = (double)(rank_built(x, r) / x->v) * (double)le->params_layer;
     double chunk0 = total - (x->v - 1.0) * plain, S = (double)spsim_bucket_params(par, x);
     *d = (struct spsim_dp_rank){
-        .v = (uint32_t)x->v, .head = r * c->slot, .slot = c->slot, .group = (double)x->p};
+        .v = (uint32_t)x->v, .head = r * c->slot, .slot = c->slot, .group = (double)x->plan->g};
     if (r > 0 && x->v == 1 && chunk0 <= (double)mem->parameters_per_gpu &&
         c->whole_s * c->share - d->head <= beat) {
         d->v = 0;

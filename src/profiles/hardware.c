@@ -538,8 +538,8 @@ read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardwa
         (rc = spsim_json_get_string(c, root, NULL, "schema", true, true, &schema)))
         return rc;
     if (strcmp(schema, "spsim-hardware/1") != 0)
-        return spsim_json_field_error(c, NULL, "schema", "must be \"spsim-hardware/1\", got \"%s\"",
-                                      schema);
+        return spsim_json_field_error(c, NULL, "schema", "must be \"spsim-hardware/1\", got %s",
+                                      SPSIM_Q(schema));
     if ((rc = spsim_json_get_string(c, root, NULL, "name", true, true, &name)) ||
         (rc = spsim_json_get_string(c, root, NULL, "description", false, false, &description)) ||
         (rc = spsim_json_get_object(c, root, NULL, "gpu", true, &gpu)) ||

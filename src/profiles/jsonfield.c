@@ -80,8 +80,9 @@ spsim_json_field_error(const struct spsim_jctx *c, const char *prefix, const cha
     va_start(ap, fmt);
     vsnprintf(reason, sizeof(reason), fmt, ap);
     va_end(ap);
-    return spsim_fail(c->err, SPSIM_EFIELD, "%s: field '%s': %s", c->origin,
-                      spsim_json_path(path, sizeof(path), prefix, key), reason);
+    /* The key may be the input's own (an unknown key): quoted and escaped. */
+    return spsim_fail(c->err, SPSIM_EFIELD, "%s: field %s: %s", c->origin,
+                      SPSIM_Q(spsim_json_path(path, sizeof(path), prefix, key)), reason);
 }
 
 int
@@ -259,7 +260,8 @@ spsim_json_get_enum(const struct spsim_jctx *c, const cJSON *obj, const char *pr
         size_t used = strlen(choices);
         snprintf(choices + used, sizeof(choices) - used, "%s'%s'", i ? ", " : "", names[i]);
     }
-    return spsim_json_field_error(c, prefix, key, "must be one of %s, got '%s'", choices, s);
+    return spsim_json_field_error(c, prefix, key, "must be one of %s, got %s", choices,
+                                  SPSIM_Q(s));
 }
 
 int
