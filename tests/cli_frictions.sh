@@ -64,5 +64,18 @@ printf -- '--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length
 "$spsim" query --hw dgx-h100 --sp --megatron-args "$tmp/flags.sh" --no-sp >/dev/null 2>&1 ||
     fail "--sp before --megatron-args and --no-sp after it refused"
 
+# --megatron-log: a real training log's configuration, and what it measured beside the
+# prediction (tests/data/megatron-logs; figures worked in tests/test_megatron_runs.c).
+log="$(dirname "$0")/data/megatron-logs/meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out"
+l="--megatron-log $log --hw dgx-a100-80g"
+[ "$(field measured.iteration_s $l)" = 1.3805999999999998 ] || fail "--megatron-log: measured $(field measured.iteration_s $l)"
+[ "$(field measured.lines $l)" = 17 ] || fail "--megatron-log: lines"
+[ "$(field config.tp $l),$(field config.pp $l),$(field config.dp $l)" = 4,4,1 ] || fail "--megatron-log: grid"
+"$spsim" query $l >"$tmp/out" 2>/dev/null || fail "--megatron-log table"
+grep -q "median of 17 log lines (iterations 40..200, 10 a line); 3 left out" "$tmp/out" ||
+    fail "--megatron-log table: $(tail -4 "$tmp/out")"
+expect 3 "no measured iteration: 3" -- query --megatron-log "$(dirname "$0")/data/megatron-logs/meg_gpt2_perf_n16.out"
+expect 2 "--gpus 32 contradicts the world size 16 of the --megatron-args or --megatron-log file" -- query $l --gpus 32
+
 [ "$failures" -eq 0 ] && echo "cli_frictions: all checks passed"
 [ "$failures" -eq 0 ]

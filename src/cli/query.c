@@ -431,14 +431,32 @@ write_table(FILE *f, const struct spsim_result *r, const char *model, const char
 }
 
 /* The library's document (spsim_result_to_json), shared with the Python module. */
+/* The result's document; with a measured run, its "measured" object as the last member. */
 static int
-write_json(FILE *f, const struct spsim_result *r, const char *model, const char *hw)
+write_json(FILE *f, const struct spsim_result *r, const char *model, const char *hw,
+           const struct cli_measured *measured)
 {
     char *doc = NULL;
     struct spsim_error err = {0};
     if (spsim_result_to_json(r, model, hw, &doc, &err) != SPSIM_OK)
         return cli_fail(&err);
-    fputs(doc, f);
+    size_t n = strlen(doc);
+    while (measured && n && doc[n - 1] != '}') /* the document's closing brace */
+        n--;
+    if (!measured || n == 0) {
+        fputs(doc, f);
+    } else {
+        n--; /* the closing brace, and the blanks before it */
+        while (n && (doc[n - 1] == '\n' || doc[n - 1] == ' '))
+            n--;
+        fwrite(doc, 1, n, f);
+        struct jw w;
+        jw_init(&w, f, true);
+        w.depth = 1; /* inside the document, after its other members */
+        w.first[1] = false;
+        cli_measured_json(&w, measured, r);
+        fputs("\n}\n", f);
+    }
     free(doc);
     return EXIT_OK;
 }
@@ -539,9 +557,12 @@ cmd_query(int argc, char **argv)
     switch (format) {
     case FORMAT_TABLE:
         write_table(out.stream, &result, spsim_model_name(model), info.name);
+        if (cfg.measured.path)
+            cli_measured_table(out.stream, &cfg.measured, &result);
         break;
     case FORMAT_JSON:
-        rc = write_json(out.stream, &result, spsim_model_name(model), info.name);
+        rc = write_json(out.stream, &result, spsim_model_name(model), info.name,
+                        cfg.measured.path ? &cfg.measured : NULL);
         break;
     case FORMAT_CSV:
         rc = write_csv(out.stream, &result, spsim_model_name(model), info.name);
