@@ -556,6 +556,40 @@ START_TEST(todays_log_format)
 }
 END_TEST
 
+/* gpt3_mcore_te_tp1_pp4_vp1 on its recipe's 8 GPUs (dp 8 / (1 · 1 · 4) = 2) with its DGX H100
+ * golden values: 49 iteration-time steps (2 .. 50), the first (4.79204 s, which averages in
+ * iteration 1) left out; the median of the other 48 is (0.09182 + 0.09185) / 2 = 0.091835 s;
+ * the largest mem-max-allocated-bytes is 4161191424. */
+START_TEST(functional_case_run)
+{
+    size_t clen, glen;
+    char *cfg = read_case("gpt/gpt3_mcore_te_tp1_pp4_vp1", &clen);
+    char *gold = read_file("tests/data/megatron-functional/gpt/gpt3_mcore_te_tp1_pp4_vp1/"
+                           "golden_values_dev_dgx_h100.json",
+                           &glen);
+    struct spsim_megatron_run run;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_case_parse(cfg, clen, "c/model_config.yaml", gold, glen, "g.json",
+                                            8, &run, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert_uint_eq(run.gpus, 8);
+    ck_assert_uint_eq(run.config.par.dp, 2);
+    ck_assert_uint_eq(run.n_iterations, 48);
+    ck_assert_uint_eq(run.n_skipped, 1);
+    ck_assert_uint_eq(run.first_iteration, 3);
+    ck_assert_uint_eq(run.last_iteration, 50);
+    ck_assert_double_eq_tol(run.median_s, 0.091835, 1e-12);
+    ck_assert_double_eq_tol(run.peak_allocated_bytes, 4161191424.0, 1e-3);
+    spsim_megatron_run_free(&run);
+    ck_assert_int_eq(spsim_megatron_case_parse(cfg, clen, "c/model_config.yaml", gold, glen,
+                                               "g.json", 6, &run, &err),
+                     SPSIM_ECONFIG);
+    ck_assert_str_eq(err.message, "c/model_config.yaml: 6 GPUs are not a multiple of tp·cp·pp = 4");
+    free(cfg);
+    free(gold);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -571,6 +605,7 @@ suite(void)
     tcase_add_test(tc, bigscience_log);
     tcase_add_test(tc, log_without_measured_lines);
     tcase_add_test(tc, todays_log_format);
+    tcase_add_test(tc, functional_case_run);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -485,10 +485,11 @@ spsim_megatron_log_parse(const char *text, size_t len, const char *origin,
 
 /* A golden-values series' numbers in step order: {"values": {"1": x, "2": y, ...}}. */
 static int
-series(const cJSON *root, const char *key, const char *origin, double **out, size_t *n,
-       struct spsim_error *err)
+series(const cJSON *root, const char *key, const char *origin, double **out, uint64_t **steps,
+       size_t *n, struct spsim_error *err)
 {
     *out = NULL;
+    *steps = NULL;
     *n = 0;
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!s)
@@ -498,13 +499,16 @@ series(const cJSON *root, const char *key, const char *origin, double **out, siz
         return spsim_fail(err, SPSIM_EFIELD, "%s: field '%s.values': not an object", origin, key);
     size_t count = (size_t)cJSON_GetArraySize(values);
     *out = calloc(count ? count : 1, sizeof(**out));
-    if (!*out)
+    *steps = calloc(count ? count : 1, sizeof(**steps));
+    if (!*out || !*steps)
         return oom(err);
     /* Steps are the keys; cJSON keeps the file's order, which the golden files write in step
      * order; a non-number (NaN written as a string) is left out. */
     for (const cJSON *v = values->child; v; v = v->next)
-        if (cJSON_IsNumber(v))
+        if (cJSON_IsNumber(v)) {
+            (*steps)[*n] = v->string ? strtoull(v->string, NULL, 10) : 0;
             (*out)[(*n)++] = v->valuedouble;
+        }
     return SPSIM_OK;
 }
 
@@ -516,10 +520,11 @@ golden(const char *text, size_t len, const char *origin, struct spsim_megatron_r
     if (!root)
         return spsim_fail(err, SPSIM_EPARSE, "%s: malformed JSON", origin);
     double *t = NULL, *m = NULL;
+    uint64_t *ts = NULL, *ms = NULL;
     size_t nt = 0, nm = 0;
-    int rc = series(root, "iteration-time", origin, &t, &nt, err);
+    int rc = series(root, "iteration-time", origin, &t, &ts, &nt, err);
     if (rc == SPSIM_OK)
-        rc = series(root, "mem-max-allocated-bytes", origin, &m, &nm, err);
+        rc = series(root, "mem-max-allocated-bytes", origin, &m, &ms, &nm, err);
     if (rc == SPSIM_OK && nt < 2)
         rc = spsim_fail(err, SPSIM_EFIELD,
                         "%s: field 'iteration-time': %zu steps (the first averages in the first "
@@ -529,13 +534,15 @@ golden(const char *text, size_t len, const char *origin, struct spsim_megatron_r
         rc = oom(err);
     for (size_t i = 1; rc == SPSIM_OK && i < nt; i++) /* the first is the warm-up */
         r->iterations[r->n_iterations++] = (struct spsim_measured_iteration){
-            .iteration = i + 1, .interval = 1, .seconds = t[i], .tflops_per_gpu = NAN};
+            .iteration = ts[i], .interval = 1, .seconds = t[i], .tflops_per_gpu = NAN};
     r->n_skipped = rc == SPSIM_OK ? 1 : 0;
     for (size_t i = 0; i < nm; i++)
         if (!(r->peak_allocated_bytes >= m[i]))
             r->peak_allocated_bytes = m[i];
     free(t);
     free(m);
+    free(ts);
+    free(ms);
     cJSON_Delete(root);
     return rc;
 }
