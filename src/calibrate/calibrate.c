@@ -789,6 +789,6 @@ spsim_calibrate_base_for_gpu(const char *gpu_name, char *out, size_t cap, struct
     if (rc != SPSIM_OK || b.found)
         return rc;
     return spsim_fail(err, SPSIM_EFIELD,
-                      "no shipped hardware profile is for GPU '%s'; give the base profile (--base)",
-                      gpu_name);
+                      "no shipped hardware profile is for GPU %s; give the base profile (--base)",
+                      SPSIM_Q(gpu_name));
 }

@@ -25,7 +25,12 @@ enum cli_exit {
 #define CLI_PRINTF(f, a)
 #endif
 
-/** Print "spsim: error: MSG" to stderr; return `code`. */
+/* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
+ * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
+#define CLI_QUOTE_MAX 160
+#define CLI_Q(s) spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+
+/** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 /** Print "spsim: warning: MSG" to stderr. */
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
@@ -75,8 +80,9 @@ void cli_output_abort(struct cli_output *out);
 
 /*
  * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
- * into place by cli_stream_commit. SIGINT/SIGTERM make the next write fail; commit then removes
- * the temporary file and reports the interruption.
+ * into place by cli_stream_commit. A terminating signal (SIGINT, SIGTERM, SIGHUP, SIGALRM,
+ * SIGUSR1, ...: stream.c lists them) makes the next write fail; commit then removes the
+ * temporary file and reports the interruption.
  */
 struct cli_stream {
     int fd;
@@ -91,7 +97,7 @@ int cli_stream_write(struct cli_stream *s, const char *data, size_t len);
 int cli_stream_commit(struct cli_stream *s);
 /** Give up: remove the temporary file. */
 void cli_stream_abort(struct cli_stream *s);
-/** @return whether SIGINT or SIGTERM arrived since a stream was opened */
+/** @return whether a terminating signal arrived since a stream was opened */
 bool cli_interrupted(void);
 
 /* Sweep axes as options (sweep, optimize): --model LIST ... --dtype LIST. */
@@ -276,6 +282,11 @@ enum cli_config_opt {
     OPT_NO_BF16_ENDS,
     OPT_BF16_START,
     OPT_BF16_END,
+    OPT_PAO,
+    OPT_MAIN_GRADS_DTYPE,
+    OPT_MAIN_PARAMS_DTYPE,
+    OPT_EXP_AVG_DTYPE,
+    OPT_EXP_AVG_SQ_DTYPE,
     OPT_GPUS,
     OPT_MB_GROUP,
     OPT_MEGATRON_LOG,
@@ -334,6 +345,13 @@ enum cli_config_opt {
     "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
+    "  --use-precision-aware-optimizer\n"                                                          \
+    "                         TE FusedAdam keeps the optimizer's tensors in the dtypes below\n"    \
+    "                         (needs --distributed-optimizer or --zero >= 1)\n"                    \
+    "  --main-grads-dtype D   fp32 (default) or bf16 gradient buffer (precision-aware)\n"          \
+    "  --main-params-dtype D  master weights fp32 (default) or fp16 (precision-aware)\n"           \
+    "  --exp-avg-dtype D, --exp-avg-sq-dtype D\n"                                                  \
+    "                         Adam's moments: fp32 (default), fp16, bf16 or fp8\n"                 \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \

@@ -98,7 +98,7 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(commands[i].name, name) == 0)
             return finish_stdout(commands[i].run(argc - 1, argv + 1));
-    fprintf(stderr, "spsim: error: unknown command '%s'\n", name);
+    cli_error(EXIT_USAGE, "unknown command %s", CLI_Q(name));
     fputs("Try 'spsim --help'.\n", stderr);
     return EXIT_USAGE;
 }

@@ -671,8 +671,8 @@ spsim_collective_layout(const struct spsim_hardware *hw, uint32_t gpus, uint32_t
                           gpus, *nodes);
     uint32_t per_node = gpus / *nodes;
     if (per_node > hw->gpus_per_node)
-        return spsim_fail(err, SPSIM_EINVAL, "%s: %u GPUs per node, but a '%s' node has %u", what,
-                          per_node, hw->name, hw->gpus_per_node);
+        return spsim_fail(err, SPSIM_EINVAL, "%s: %u GPUs per node, but a %s node has %u", what,
+                          per_node, SPSIM_Q(hw->name), hw->gpus_per_node);
     /* Nodes fill NVLink domains (one node per domain on a DGX, 18 trays on an NVL72). */
     uint32_t nodes_per_domain = hw->nvlink_domain_gpus / hw->gpus_per_node;
     uint32_t domains = (*nodes + nodes_per_domain - 1) / nodes_per_domain;

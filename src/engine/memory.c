@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compose.h"
+#include "optimizer.h"
 
 /*
  * Model chunks whose activations pipeline rank r holds at peak. 1F1B (PipeDream-Flush): rank r
@@ -81,13 +82,15 @@ stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim
     if (par->zero >= 2 && D > 1)
         fsdp_static(unit, par, x, s, ok);
     /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
-     * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter). */
-    uint64_t opt = spsim_mul(params, fp32 ? 12 : 16, ok);
+     * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter), unless
+     * TE's precision-aware FusedAdam reads them as they are (engine/optimizer.c). */
+    uint64_t per = spsim_optimizer_state_bytes(par, fp32 ? 4 : 2);
+    uint64_t opt = spsim_mul(params, per, ok);
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
     /* MoE: the experts' state is sharded over the expert data-parallel group instead
      * (distrib_optimizer.py builds their buffers over the expert-DP group). */
     if (expert && s->optimizer != opt) {
-        uint64_t e = spsim_mul(expert, fp32 ? 12 : 16, ok), E = x->edp;
+        uint64_t e = spsim_mul(expert, per, ok), E = x->edp;
         s->optimizer = (opt - e + D - 1) / D + (e + E - 1) / E;
     }
 }

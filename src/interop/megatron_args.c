@@ -98,6 +98,11 @@ enum flag_id {
     F_SHARDING,
     F_GRAD_FP32,
     F_GRAD_BF16,
+    F_PAO,
+    F_MAIN_GRADS,
+    F_MAIN_PARAMS,
+    F_EXP_AVG,
+    F_EXP_AVG_SQ,
     F_OVERLAP_PARAM,
     F_DISTOPT,
     F_OVERLAP,
@@ -218,6 +223,11 @@ static const struct {
     [F_SHARDING] = {"--data-parallel-sharding-strategy", K_VALUE},
     [F_GRAD_FP32] = {"--accumulate-allreduce-grads-in-fp32", K_SWITCH},
     [F_GRAD_BF16] = {"--grad-reduce-in-bf16", K_SWITCH},
+    [F_PAO] = {"--use-precision-aware-optimizer", K_SWITCH},
+    [F_MAIN_GRADS] = {"--main-grads-dtype", K_VALUE},
+    [F_MAIN_PARAMS] = {"--main-params-dtype", K_VALUE},
+    [F_EXP_AVG] = {"--exp-avg-dtype", K_VALUE},
+    [F_EXP_AVG_SQ] = {"--exp-avg-sq-dtype", K_VALUE},
     [F_OVERLAP_PARAM] = {"--overlap-param-gather", K_SWITCH},
     [F_DISTOPT] = {"--use-distributed-optimizer", K_SWITCH},
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
@@ -398,9 +408,9 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
         bool path = id == F_VOCAB_FILE || id == F_MERGE_FILE;
         if (m->unresolved[id][0] && !path)
             return flag_error(m, id,
-                              "'%s' uses %s, which the file does not set (spsim does not run "
+                              "%s uses %s, which the file does not set (spsim does not run "
                               "the script: write the value)",
-                              m->value[id], m->unresolved[id]);
+                              SPSIM_Q(m->value[id]), m->unresolved[id]);
     }
     return SPSIM_OK;
 }
@@ -417,7 +427,7 @@ num(const struct mg *m, int id, uint64_t min, uint64_t max, uint64_t dflt, uint6
     errno = 0;
     unsigned long long v = t[0] >= '0' && t[0] <= '9' ? strtoull(t, &end, 10) : 0;
     if (!end || *end || errno == ERANGE || v < min || v > max)
-        return flag_error(m, id, "'%s' is not an integer in [%llu, %llu]", t,
+        return flag_error(m, id, "%s is not an integer in [%llu, %llu]", SPSIM_Q(t),
                           (unsigned long long)min, (unsigned long long)max);
     *out = v;
     return SPSIM_OK;
@@ -451,7 +461,7 @@ probability(const struct mg *m, int id, double dflt, double *out)
     char *end = NULL;
     double v = strtod(m->value[id], &end);
     if (end == m->value[id] || *end || !(v >= 0 && v <= 1))
-        return flag_error(m, id, "'%s' is not a probability in [0, 1]", m->value[id]);
+        return flag_error(m, id, "%s is not a probability in [0, 1]", SPSIM_Q(m->value[id]));
     *out = v;
     return SPSIM_OK;
 }
@@ -472,7 +482,7 @@ choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
         size_t n = strlen(list);
         snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", names[i]);
     }
-    return flag_error(m, id, "'%s' is not modelled (spsim models %s)", m->value[id], list);
+    return flag_error(m, id, "%s is not modelled (spsim models %s)", SPSIM_Q(m->value[id]), list);
 }
 
 /* The vocabulary: --vocab-size, else GPT-2's BPE (its vocab and merge files, 50257 tokens:
@@ -574,14 +584,14 @@ layer_freq(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bo
     uint32_t n = 0;
     const char *why = spsim_moe_pattern_parse(m->value[F_MOE_FREQ], pattern, s->layers, &n);
     if (why)
-        return flag_error(m, F_MOE_FREQ, "'%s': %s", m->value[F_MOE_FREQ], why);
+        return flag_error(m, F_MOE_FREQ, "%s: %s", SPSIM_Q(m->value[F_MOE_FREQ]), why);
     if (n != s->layers)
         return rule_error(m, F_MOE_FREQ,
-                          "'%s' has %u entries for %u layers (Megatron-LM asserts one per layer)",
-                          m->value[F_MOE_FREQ], n, s->layers);
+                          "%s has %u entries for %u layers (Megatron-LM asserts one per layer)",
+                          SPSIM_Q(m->value[F_MOE_FREQ]), n, s->layers);
     if (!memchr(pattern, 1, n))
-        return flag_error(m, F_MOE_FREQ, "'%s' chooses no mixture-of-experts layer",
-                          m->value[F_MOE_FREQ]);
+        return flag_error(m, F_MOE_FREQ, "%s chooses no mixture-of-experts layer",
+                          SPSIM_Q(m->value[F_MOE_FREQ]));
     *has_pattern = true;
     return SPSIM_OK;
 }
@@ -596,12 +606,13 @@ capacity(const struct mg *m, double *out)
     char *end = NULL;
     double v = strtod(m->value[F_MOE_CAPACITY], &end);
     if (end == m->value[F_MOE_CAPACITY] || *end || v != v)
-        return flag_error(m, F_MOE_CAPACITY, "'%s' is not a number", m->value[F_MOE_CAPACITY]);
+        return flag_error(m, F_MOE_CAPACITY, "%s is not a number",
+                          SPSIM_Q(m->value[F_MOE_CAPACITY]));
     if (v >= 0 && !(v >= 1 && v <= 1000))
         return flag_error(m, F_MOE_CAPACITY,
-                          "'%s' is not modelled (spsim models a factor in [1, 1000], or "
+                          "%s is not modelled (spsim models a factor in [1, 1000], or "
                           "dropless)",
-                          m->value[F_MOE_CAPACITY]);
+                          SPSIM_Q(m->value[F_MOE_CAPACITY]));
     *out = v < 0 ? 0 : v;
     return SPSIM_OK;
 }
@@ -644,7 +655,7 @@ positive_coeff(const struct mg *m, int id, bool *on)
     char *end = NULL;
     double v = strtod(m->value[id], &end);
     if (end == m->value[id] || *end || v != v)
-        return flag_error(m, id, "'%s' is not a number", m->value[id]);
+        return flag_error(m, id, "%s is not a number", SPSIM_Q(m->value[id]));
     *on = v > 0;
     return SPSIM_OK;
 }
@@ -812,8 +823,8 @@ recompute_modules(const struct mg *m, struct spsim_parallel *p)
     if (!m->given[F_RECOMPUTE_MODULES])
         return SPSIM_OK;
     if (spsim_recompute_modules_parse(m->value[F_RECOMPUTE_MODULES], &p->recompute_modules))
-        return flag_error(m, F_RECOMPUTE_MODULES, "'%s' is not a list of modules spsim knows",
-                          m->value[F_RECOMPUTE_MODULES]);
+        return flag_error(m, F_RECOMPUTE_MODULES, "%s is not a list of modules spsim knows",
+                          SPSIM_Q(m->value[F_RECOMPUTE_MODULES]));
     /* core_attn alone is Megatron's default, which spsim writes as 0. */
     if (p->recompute_modules == SPSIM_RMOD_CORE_ATTN)
         p->recompute_modules = 0;
@@ -856,14 +867,14 @@ static int
 context_parallel(const struct mg *m, struct spsim_parallel *p)
 {
     if (m->given[F_CP_COMM] && spsim_cp_comm_parse(m->value[F_CP_COMM], &p->cp_comm_type))
-        return flag_error(m, F_CP_COMM, "'%s' is not p2p, all_gather, a2a or a2a+p2p",
-                          m->value[F_CP_COMM]);
+        return flag_error(m, F_CP_COMM, "%s is not p2p, all_gather, a2a or a2a+p2p",
+                          SPSIM_Q(m->value[F_CP_COMM]));
     if (!m->given[F_HCP])
         return SPSIM_OK;
     unsigned a = 0, b = 0;
     char end = 0;
     if (sscanf(m->value[F_HCP], "%u,%u%c", &a, &b, &end) != 2 || !a || !b)
-        return flag_error(m, F_HCP, "'%s' is not two sizes", m->value[F_HCP]);
+        return flag_error(m, F_HCP, "%s is not two sizes", SPSIM_Q(m->value[F_HCP]));
     p->hcp_sizes[0] = a;
     p->hcp_sizes[1] = b;
     return SPSIM_OK;
@@ -871,6 +882,32 @@ context_parallel(const struct mg *m, struct spsim_parallel *p)
 
 /* Sharding and gradient buffers: Megatron-FSDP's strategy (optim = the distributed optimizer,
  * optim_grads, optim_grads_params), the gradient reduction's dtype, the parameter gather. */
+/* The precision-aware optimizer (--use-precision-aware-optimizer) and its dtypes, with
+ * Megatron's choices per flag (arguments.py); the rules between them are spsim_parallel_check's. */
+static int
+optimizer_dtypes(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const grads[] = {"fp32", "bf16", NULL}, *const params[] = {"fp32", "fp16",
+                                                                                  NULL};
+    static const char *const moments[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+    static const enum spsim_opt_dtype g_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_BF16},
+                                      p_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_FP16},
+                                      m_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_FP16, SPSIM_OPT_BF16,
+                                                SPSIM_OPT_FP8};
+    int g = 0, w = 0, a = 0, a2 = 0, rc;
+    if ((rc = choice(m, F_MAIN_GRADS, grads, 0, &g)) ||
+        (rc = choice(m, F_MAIN_PARAMS, params, 0, &w)) ||
+        (rc = choice(m, F_EXP_AVG, moments, 0, &a)) ||
+        (rc = choice(m, F_EXP_AVG_SQ, moments, 0, &a2)))
+        return rc;
+    p->precision_aware_optimizer = m->given[F_PAO];
+    p->main_grads_dtype = g_as[g];
+    p->main_params_dtype = p_as[w];
+    p->exp_avg_dtype = m_as[a];
+    p->exp_avg_sq_dtype = m_as[a2];
+    return SPSIM_OK;
+}
+
 static int
 sharding(const struct mg *m, struct spsim_parallel *p)
 {
@@ -888,7 +925,7 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
     p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
     p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
-    return SPSIM_OK;
+    return optimizer_dtypes(m, p);
 }
 
 /* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format, NVFP4 ones with
@@ -992,6 +1029,13 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
         return rule_error(m, m->given[F_NPROC] ? F_NPROC : F_NNODES,
                           "the world size %llu is not a multiple of tp · pp · cp = %llu",
                           (unsigned long long)world, (unsigned long long)model);
+    /* 65536 nodes of 65536 processes over tp 1 is dp 2^32, which a 32-bit dp would wrap to 0. */
+    if (out->world_size_given && world / model > UINT32_MAX)
+        return rule_error(m, m->given[F_NNODES] ? F_NNODES : F_NPROC,
+                          "the world size %llu over tp · pp · cp = %llu is a data-parallel size "
+                          "of %llu, beyond 2^32 - 1",
+                          (unsigned long long)world, (unsigned long long)model,
+                          (unsigned long long)(world / model));
     p->dp = out->world_size_given ? (uint32_t)(world / model) : 1;
     /* arguments.py: "Disabling sequence parallelism because tensor model parallelism is
      * disabled". */
@@ -1008,8 +1052,8 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
     if (m->given[F_CUDA_GRAPH_IMPL]) {
         if (spsim_cuda_graph_impl_parse(m->value[F_CUDA_GRAPH_IMPL], &p->cuda_graph_impl))
             return flag_error(m, F_CUDA_GRAPH_IMPL,
-                              "'%s' is not one of none, local, transformer_engine, full_iteration",
-                              m->value[F_CUDA_GRAPH_IMPL]);
+                              "%s is not one of none, local, transformer_engine, full_iteration",
+                              SPSIM_Q(m->value[F_CUDA_GRAPH_IMPL]));
     } else if (m->given[F_ENABLE_CUDA_GRAPH]) {
         p->cuda_graph_impl = SPSIM_CUDA_GRAPH_LOCAL;
     } else if (m->given[F_EXTERNAL_CUDA_GRAPH]) {
@@ -1020,9 +1064,9 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
         return SPSIM_OK;
     if (spsim_cuda_graph_scope_parse(m->value[id], &p->cuda_graph_scope))
         return flag_error(m, id,
-                          "'%s' is not a list of attn, mlp, moe, moe_router, "
+                          "%s is not a list of attn, mlp, moe, moe_router, "
                           "moe_preprocess, mamba, full_iteration",
-                          m->value[id]);
+                          SPSIM_Q(m->value[id]));
     /* Megatron's migration: `local` with full_iteration alone is --cuda-graph-impl
      * full_iteration. */
     if (p->cuda_graph_scope == SPSIM_CGS_FULL_ITERATION &&
@@ -1141,7 +1185,8 @@ window_shape(const struct mg *m, struct spsim_model_shape *s)
         if (sscanf(t, t[0] == '(' ? "(%ld,%ld)%n" : "%ld,%ld%n", &l, &r, &used) != 2 || t[used] ||
             l < -1 || r < 0 || l + r + 1 > 1048576)
             return flag_error(m, F_WINDOW,
-                              "'%s' is not two integers L,R (L >= -1, R >= 0, L + R < 1048576)", t);
+                              "%s is not two integers L,R (L >= -1, R >= 0, L + R < 1048576)",
+                              SPSIM_Q(t));
         s->window = l < 0 ? 0 : (uint32_t)(l + r + 1);
     }
     if (m->given[F_WINDOW_SKIP] && strchr(m->value[F_WINDOW_SKIP], '['))

@@ -198,6 +198,13 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
                                     : "--grad-reduce-in-bf16");
     if (p->overlap_param_gather)
         emit(o, "    --overlap-param-gather \\\n");
+    if (p->precision_aware_optimizer)
+        emit(o,
+             "    --use-precision-aware-optimizer \\\n    --main-grads-dtype %s \\\n"
+             "    --main-params-dtype %s \\\n    --exp-avg-dtype %s \\\n"
+             "    --exp-avg-sq-dtype %s \\\n",
+             spsim_opt_dtype_name(p->main_grads_dtype), spsim_opt_dtype_name(p->main_params_dtype),
+             spsim_opt_dtype_name(p->exp_avg_dtype), spsim_opt_dtype_name(p->exp_avg_sq_dtype));
 }
 
 static void

@@ -202,8 +202,8 @@ spsim_model_read_profile(const cJSON *root, const char *origin, struct spsim_mod
         (rc = spsim_json_get_string(&c, root, NULL, "schema", true, true, &schema)))
         goto done;
     if (strcmp(schema, "spsim-model/1") != 0) {
-        rc = spsim_json_field_error(&c, NULL, "schema", "must be \"spsim-model/1\", got \"%s\"",
-                                    schema);
+        rc = spsim_json_field_error(&c, NULL, "schema", "must be \"spsim-model/1\", got %s",
+                                    SPSIM_Q(schema));
         goto done;
     }
     if ((rc = spsim_json_get_string(&c, root, NULL, "name", true, true, &name)) ||

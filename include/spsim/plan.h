@@ -1,0 +1,50 @@
+/* Planning outputs: the time, energy and cost of a whole training run. */
+#ifndef SPSIM_PLAN_H
+#define SPSIM_PLAN_H
+
+#include "spsim/common.h"
+#include "spsim/hardware.h"
+#include "spsim/result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A training run of a given number of tokens at one configuration's iteration time. */
+struct spsim_train_plan {
+    double train_tokens;         /**< the run's tokens (input) */
+    double tokens_per_iteration; /**< global batch × sequence length */
+    uint64_t iterations;         /**< ceil(train_tokens / tokens_per_iteration) */
+    double wall_s;               /**< iterations × time.iteration_s */
+    double wall_days;            /**< wall_s / 86400 */
+    double gpu_hours;            /**< GPUs × wall_s / 3600 */
+    /** The profile's gpu.board_power_W (the vendor's maximum per GPU); 0 where it has none */
+    double board_power_W;
+    /** GPUs × board power × wall time, kWh: an upper bound on the GPUs' draw (host CPUs,
+     * NICs, switches and cooling are not in it); 0 when energy_available is false */
+    double energy_kWh;
+    bool energy_available; /**< the profile gives a sourced board power */
+    /** Why energy is not given: the profile's reason for marking gpu.board_power_W unsourced,
+     * or a fixed text when the profile has no such field; NULL when energy_available. Owned by
+     * the hardware object (or static): valid while it lives. */
+    const char *energy_refused;
+    double gpu_hour_price; /**< price of one GPU-hour (input; 0 = not given) */
+    double cost;           /**< gpu_hours × gpu_hour_price; 0 when no price is given */
+};
+
+/**
+ * The time, energy and cost to train `train_tokens` tokens at the configuration of `r` (one
+ * evaluated result of `hw`), for ranking configurations by what a whole run costs.
+ * @param train_tokens    tokens of the run, finite, ≥ 1 and at most 1e18
+ * @param gpu_hour_price  price per GPU-hour in any currency, finite, 0 (none) .. 1e6
+ * @return SPSIM_OK or SPSIM_EINVAL (err names the argument and the rule); out untouched on failure
+ */
+SPSIM_API int spsim_train_plan_make(const struct spsim_result *r, const struct spsim_hardware *hw,
+                                    double train_tokens, double gpu_hour_price,
+                                    struct spsim_train_plan *out, struct spsim_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
