@@ -118,6 +118,7 @@ struct spsim_hardware {
     double clock_scale; /* sustained / boost SM clock (gpu.sustained_clock); 1 = as measured */
     uint32_t sm_count;
     uint64_t hbm_capacity_bytes;   /* what the GPU reports (hbm_reported_MiB), else the GB figure */
+    uint64_t hbm_marketed_bytes;   /* hbm_capacity_GB · 1e9, the size the GPU is sold as */
     uint64_t reserved_fixed_bytes; /* CUDA context + cuBLAS workspace */
     uint64_t nccl_comm_bytes;      /* NCCL buffers of one communicator */
     double allocator_fragmentation;
