@@ -436,6 +436,7 @@ const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
 /* Subcommands. */
 int cmd_query(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_collective(int argc, char **argv);

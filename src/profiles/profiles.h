@@ -160,6 +160,10 @@ struct spsim_hardware {
      * marks it unsourced ({"value": null}), board_power_unsourced holds its reason (owned). */
     double board_power_W;
     char *board_power_unsourced;
+    /* Derived, not read: the NCCL tuning tables' GPU architecture (engine/nccl_tuning.c) plus 1,
+     * resolved from gpu_model once by spsim_hardware_prepare; 0: not resolved (a profile built
+     * in code), looked up from gpu_model at each use. */
+    uint8_t nccl_arch_plus1;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
