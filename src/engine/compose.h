@@ -178,12 +178,13 @@ memo_bits(double v)
     return bits;
 }
 
-#define SPSIM_CRIT_MEMO_KEY   6
-#define SPSIM_CRIT_MEMO_BITS  6
-#define SPSIM_CRIT_MEMO_SLOTS (1u << SPSIM_CRIT_MEMO_BITS)
-#define SPSIM_SYNC_MEMO_KEY   24
-#define SPSIM_SYNC_MEMO_BITS  7
-#define SPSIM_SYNC_MEMO_SLOTS (1u << SPSIM_SYNC_MEMO_BITS)
+#define SPSIM_CRIT_MEMO_KEY    6
+#define SPSIM_CRIT_MEMO_BITS   6
+#define SPSIM_CRIT_MEMO_SLOTS  (1u << SPSIM_CRIT_MEMO_BITS)
+#define SPSIM_SYNC_MEMO_KEY    24
+#define SPSIM_SYNC_MEMO_HASHED 8 /* the words of the key the slot is chosen by */
+#define SPSIM_SYNC_MEMO_BITS   7
+#define SPSIM_SYNC_MEMO_SLOTS  (1u << SPSIM_SYNC_MEMO_BITS)
 
 /*
  * The composition's memos, one per sweep worker (spsim_coll_memo_create). Remembered collective
@@ -222,6 +223,7 @@ struct spsim_coll_memo {
         bool used;
         uint32_t dp_buckets, nbusy;
         uint64_t key[SPSIM_SYNC_MEMO_KEY];
+        struct spsim_parallel par; /* the whole configuration but its batch (sync_key) */
         double dp_exposed_s, param_gather_exposed_s, tied_embedding_allreduce_s,
             fp8_amax_allreduce_s, moe_expert_bias_allreduce_s, optimizer_s;
         bool busy_nvlink[SPSIM_BUSY_LOG];
