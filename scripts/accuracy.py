@@ -150,6 +150,11 @@ def dp_args(row, s):
         args.append("--overlap-param-gather")
     if s.get("grad_reduce_in_fp32") == "False":
         args.append("--grad-reduce-in-bf16")
+    # MixedPrecisionConfig.fp8_param_gather as the row's precision preset sets it
+    # (bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed: True; NVFP4: False;
+    # some builders amend it): the FP8 tensors are the parameters, gathered in FP8.
+    if s.get("fp8_param_gather") == "True":
+        args.append("--fp8-param-gather")
     return args
 
 
@@ -523,7 +528,8 @@ no recomputation unless the preset sets `recompute_num_layers` (full, block) or
 or the distributed optimizer, overlapped gradient reduction and parameter gather (the recipes'
 DDP config; off where the builder turns it off), 16-bit gradient reduction
 (`grad_reduce_in_fp32 = False`), CUDA graphs, TP communication overlap (userbuffers; off for
-NVFP4), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
+NVFP4), FP8 parameters (`fp8_param_gather` of the precision preset: on for FP8 current scaling and
+MXFP8, `--fp8-param-gather`), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
 compared are Megatron-Bridge's (causal attention at half: spsim's `tflops_per_gpu_megatron`) and,
 for the NeMo 24.07 rows, whole attention (spsim's `tflops_per_gpu`, Korthikanti et al. Eq. 7),
 as the development set's README (1.0.2) establishes. NeMo 24.07's recipes are not in the mirrors:
