@@ -58,6 +58,8 @@ moe-aux-in-cp-line@src/engine/timing.c@s|(st->op->moe_aux ? |(false ? |
 moe-expert-bias-bytes-halved@src/engine/evaluate.c@s|double bytes = 4.0 \* (double)x->model->shape.experts|double bytes = 2.0 * (double)x->model->shape.experts|
 moe-expert-bias-dropped@src/engine/evaluate.c@s|tr->moe_expert_bias_allreduce_s = e.time_s;|tr->moe_expert_bias_allreduce_s = 0 * e.time_s;|
 moe-expert-bias-not-in-iteration@src/engine/evaluate.c@s|tr->moe_aux_allreduce_s + tr->moe_expert_bias_allreduce_s;|tr->moe_aux_allreduce_s;|
+sustained-gemm-ignored@src/engine/hardware_view.c@s|    hw->clock_scale = hi;|    hw->clock_scale = 1.0 + 0 * hi;|
+sustained-gemm-model-halved@src/engine/hardware_view.c@s|        \*sum += s;|        *sum += 0.5 * s;|
 moe-global-aux-without-dp@src/engine/layer.c@s|(global ? cfg->aux_dp : 1)|(global ? 1 : 1)|
 moe-expert-bias-group-without-dp@src/engine/evaluate.c@s|uint64_t group = x->t \* x->dc, routers|uint64_t group = x->t * x->c, routers|
 moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|

@@ -263,13 +263,18 @@ read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_ha
 }
 
 /* The SM clock a training step sustains against the one the GEMM measurements ran at
- * (doc/profiles.md, "Sustained clock"): {"boost_MHz", optional "sustained_MHz", "source"}.
- * Tensor-core rates scale by sustained / boost; without sustained_MHz (no sourced figure) or
- * without the object they stay at the measured ones. */
+ * (doc/profiles.md, "Sustained clock"): {"boost_MHz", optional "sustained_MHz", "source"}, or
+ * {"gemm", "source"} (boost_MHz optional). Tensor-core rates scale by sustained / boost; "gemm"
+ * gives GEMMs measured under sustained load instead, from which the engine derives that ratio
+ * (hardware_view.c); without either (no sourced figure) or without the object they stay at the
+ * measured ones. */
+static int read_sustained_gemm(const struct spsim_jctx *c, const cJSON *o,
+                               struct spsim_hardware *hw);
+
 static int
 read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"boost_MHz", "sustained_MHz", "source", NULL};
+    static const char *const keys[] = {"boost_MHz", "sustained_MHz", "gemm", "source", NULL};
     const cJSON *o = NULL;
     const char *source = NULL;
     double boost = 0, sustained = 0;
@@ -277,8 +282,10 @@ read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *
     hw->clock_scale = 1.0;
     if ((rc = spsim_json_get_object(c, gpu, "gpu", "sustained_clock", false, &o)) || !o)
         return rc;
+    /* With gemm the ratio comes from the points, and no clock needs naming. */
+    bool gemm = cJSON_GetObjectItemCaseSensitive(o, "gemm") != NULL;
     if ((rc = spsim_json_check_keys(c, o, "gpu.sustained_clock", keys)) ||
-        (rc = spsim_json_get_double(c, o, "gpu.sustained_clock", "boost_MHz", true, 1, 1e5,
+        (rc = spsim_json_get_double(c, o, "gpu.sustained_clock", "boost_MHz", !gemm, 1, 1e5,
                                     &boost)) ||
         (rc = spsim_json_get_double(c, o, "gpu.sustained_clock", "sustained_MHz", false, 1, 1e5,
                                     &sustained)) ||
@@ -289,7 +296,63 @@ read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *
                                       "must not exceed boost_MHz (%g), got %g", boost, sustained);
     if (sustained > 0)
         hw->clock_scale = sustained / boost;
+    if ((rc = read_sustained_gemm(c, o, hw)))
+        return rc;
+    if (sustained > 0 && hw->sustained_gemm)
+        return spsim_json_field_error(c, "gpu.sustained_clock", "gemm",
+                                      "give sustained_MHz or gemm, not both");
     return SPSIM_OK;
+}
+
+/* M, N and K of a GEMM point: whole numbers up to 1e9; its rate at most the dtype's peak. */
+static int
+check_gemm_rows(const struct spsim_jctx *c, const char *path, const struct spsim_gemm_points *t,
+                double peak, const char *dtype)
+{
+    for (uint32_t i = 0; i < t->n; i++) {
+        if (t->rows[i][3] * 1e12 > peak)
+            return spsim_json_field_error(c, path, "points",
+                                          "row %u: %g TFLOP/s exceeds the %s peak", i,
+                                          t->rows[i][3], dtype);
+        for (int j = 0; j < 3; j++)
+            if (t->rows[i][j] != floor(t->rows[i][j]) || t->rows[i][j] > 1e9)
+                return spsim_json_field_error(c, path, "points",
+                                              "row %u: M, N and K must be whole numbers from 1 "
+                                              "to 1e9, got %g",
+                                              i, t->rows[i][j]);
+    }
+    return SPSIM_OK;
+}
+
+/* gpu.sustained_clock.gemm: {"dtype": bf16 | fp8 | nvfp4, "points": [[M, N, K, TFLOPS], ...]},
+ * GEMMs a benchmark ran long enough to reach the power-limited clock (the object's source
+ * says which and how). */
+static int
+read_sustained_gemm(const struct spsim_jctx *c, const cJSON *o, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"dtype", "points", NULL};
+    static const char *const dtypes[] = {"bf16", "fp16", "fp8", "nvfp4", NULL};
+    const cJSON *g = NULL;
+    int rc = spsim_json_get_object(c, o, "gpu.sustained_clock", "gemm", false, &g);
+    if (rc || !g)
+        return rc;
+    int dtype = 0;
+    struct spsim_gemm_points *t = spsim_calloc(1, sizeof(*t));
+    if (!t)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    hw->sustained_gemm = t;
+    if ((rc = spsim_json_check_keys(c, g, "gpu.sustained_clock.gemm", keys)) ||
+        (rc = spsim_json_get_enum(c, g, "gpu.sustained_clock.gemm", "dtype", true, dtypes,
+                                  &dtype)) ||
+        (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(g, "points"),
+                          "gpu.sustained_clock.gemm", 4, t->rows, &t->n)))
+        return rc;
+    hw->sustained_gemm_dtype = (enum spsim_dtype)dtype; /* the names in enum order */
+    if (!(hw->peak_flops[dtype] > 0))
+        return spsim_json_field_error(c, "gpu.sustained_clock.gemm", "dtype",
+                                      "the GPU has no %s peak (gpu.peak_dense_tflops)",
+                                      dtypes[dtype]);
+    return check_gemm_rows(c, "gpu.sustained_clock.gemm", t, hw->peak_flops[dtype], dtypes[dtype]);
 }
 
 /* Read the measured GEMM points; the engine derives its rate table from them. */
@@ -314,19 +377,7 @@ read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardw
         (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), "gpu.gemm_table", 4,
                           t->rows, &t->n)))
         return rc;
-    for (uint32_t i = 0; i < t->n; i++) {
-        if (t->rows[i][3] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16])
-            return spsim_json_field_error(c, "gpu.gemm_table", "points",
-                                          "row %u: %g TFLOP/s exceeds the bf16 peak", i,
-                                          t->rows[i][3]);
-        for (int j = 0; j < 3; j++)
-            if (t->rows[i][j] != floor(t->rows[i][j]) || t->rows[i][j] > 1e9)
-                return spsim_json_field_error(c, "gpu.gemm_table", "points",
-                                              "row %u: M, N and K must be whole numbers from 1 "
-                                              "to 1e9, got %g",
-                                              i, t->rows[i][j]);
-    }
-    return SPSIM_OK;
+    return check_gemm_rows(c, "gpu.gemm_table", t, hw->peak_flops[SPSIM_DTYPE_BF16], "bf16");
 }
 
 static int
@@ -570,6 +621,7 @@ spsim_hardware_destroy(struct spsim_hardware *hw)
         gsl_interp_free(hw->gemm_table->interp);
     free(hw->gemm_table);
     free(hw->gemm_points);
+    free(hw->sustained_gemm);
     free(hw->name);
     free(hw->description);
     free(hw->gpu_model);

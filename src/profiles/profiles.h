@@ -142,6 +142,10 @@ struct spsim_hardware {
     uint32_t ncurves;
     struct spsim_gemm_points *gemm_points; /* as measured; NULL = none */
     struct spsim_gemm_table *gemm_table;   /* derived by the engine; NULL = none */
+    /* GEMMs measured under sustained load (gpu.sustained_clock.gemm), as measured; NULL = none.
+     * The engine derives clock_scale from them (hardware_view.c). */
+    struct spsim_gemm_points *sustained_gemm;
+    enum spsim_dtype sustained_gemm_dtype;
     bool calibrated;
     /* Host time to launch one kernel through PyTorch and the CUDA driver on the node's CPU
      * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
