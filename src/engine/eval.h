@@ -124,7 +124,7 @@ struct spsim_layer_summary {
     struct spsim_block_totals dense;
     bool has_dense;
     /* Multi-token prediction: one depth's own rows and its parameters on one rank (0 without
-     * MTP; evaluate.c mtp_*). */
+     * MTP; memory.c and pipeline_time.c mtp_*). */
     struct spsim_block_totals mtp;
     uint64_t params_mtp;
     uint64_t params_dense_layer, params_layer_experts;
@@ -149,7 +149,7 @@ struct spsim_layer_summary {
     bool host_bound;
     uint32_t fp8_gemms_layer; /* GEMM ops of one layer in FP8 or NVFP4 (engine/fp8.c) */
     /* An MoE layer with SP and t > 1: the router's parameters (marked sequence_parallel,
-     * router.py), whose gradients join the MLA ones' TP all-reduce (evaluate.c); else 0. */
+     * router.py), whose gradients join the MLA ones' TP all-reduce (dp_time.c); else 0. */
     uint64_t params_router_tp_synced;
 };
 
@@ -207,6 +207,12 @@ void spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *
  * @param fp32_accumulate_out  the output is accumulated in fp32 (Megatron's wgrad fusion) */
 int spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
                     uint64_t k, uint64_t batch, bool fp32_accumulate_out, double *seconds);
+
+/** The main-loop rate per full wave behind one measured M×N×K GEMM (16-bit output, beta = 0):
+ * its serial epilogue (gpu.gemm_epilogue) taken out, then divided by its tile efficiency.
+ * SPSIM_ERANGE when the measurement is faster than its epilogue alone. */
+int spsim_gemm_mainloop_rate(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k,
+                             double measured_flops_per_s, double *rate);
 
 /** Forward model FLOPs per token (multiply by 3 for forward and backward) of a model with MoE,
  * MLA or MTP layers (engine/model_flops.c): the 2022 paper's convention generalised (model), the
