@@ -225,7 +225,19 @@ def command_for(maps, row, s):
     argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
     argv += par + shlex.split(maps.get("precision", row["Precision"])["spsim"])
     argv += recompute_args(s) + dp_args(row, s) + feature_args(row, s, model["dense_or_moe"] == "moe")
-    return argv + ["--format", "json"], None
+    return argv + nemo_2407_args(row) + ["--format", "json"], None
+
+
+def nemo_2407_args(row):
+    """NeMo 24.07 ran Transformer Engine's attention with cuDNN's FusedAttention turned off:
+    NVIDIA/NeMo-Framework-Launcher at tag 24.07, launcher_scripts/conf/config.yaml env_vars
+    `NVTE_FUSED_ATTN: 0  # Disable cudnn FA until we've tested it more` (removed by 04b8d098,
+    after the tag), so TE's DotProductAttention runs FlashAttention (flash-attn, NVTE_FLASH_ATTN
+    on by default) for every model, GPT-3's too (its training configs: mcore_gpt and
+    transformer_engine True)."""
+    if row["container"] != "24.07":
+        return []
+    return ["--flash-attn", "--attention-backend", "flash"]
 
 
 def run_spsim(spsim, argv, env):
@@ -532,8 +544,11 @@ NVFP4), FP8 parameters (`fp8_param_gather` of the precision preset: on for FP8 c
 MXFP8, `--fp8-param-gather`), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
 compared are Megatron-Bridge's (causal attention at half: spsim's `tflops_per_gpu_megatron`) and,
 for the NeMo 24.07 rows, whole attention (spsim's `tflops_per_gpu`, Korthikanti et al. Eq. 7),
-as the development set's README (1.0.2) establishes. NeMo 24.07's recipes are not in the mirrors:
-its rows run with the page's values and Bridge's defaults above, FP8 as delayed scaling.
+as the development set's README (1.0.2) establishes. NeMo 24.07's rows run with the page's values
+and Bridge's defaults above, FP8 as delayed scaling, and FlashAttention: NeMo-Framework-Launcher's
+24.07 `config.yaml` turns cuDNN's fused attention off (`NVTE_FUSED_ATTN: 0`), so TE runs flash-attn
+(`--flash-attn --attention-backend flash`); the page's parallel mappings are not those of the
+launcher's training configs, whose other settings are therefore not read.
 Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
 26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
 better figure. spsim counts Bridge's current formula (flop_utils.py at 067f987, used from 26.06 on:

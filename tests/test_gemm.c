@@ -228,6 +228,32 @@ START_TEST(sustained_gemm_errors)
 }
 END_TEST
 
+START_TEST(attention_table_errors)
+{
+    static const struct {
+        const char *extra, *needle;
+    } cases[] = {
+        {"\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128, 128, "
+         "1024, 1024, 10, 10]]},",
+         "row 0: a window (1024) must be shorter than the sequence (1024)"},
+        {"\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128.5, 128, "
+         "1024, 0, 10, 10]]},",
+         "row 0: head dimensions (to 4096), sequence and window (to 1e8) must be whole"},
+        {"\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128, 128, "
+         "1024, 0, 101, 10]]},",
+         "row 0: 101 / 10 TFLOP/s exceeds the bf16 peak"},
+        {"\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128, 128, "
+         "0, 0, 10, 10]]},",
+         "row 0, column 2 must be a finite number > 0"},
+        {"\"attention_table\": {\"dtype\": \"fp8\", \"source\": \"t\", \"points\": [[128, 128, "
+         "1024, 0, 10, 10]]},",
+         "gpu.attention_table.dtype"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        testutil_synthetic_refused(cases[i].extra, cases[i].needle);
+}
+END_TEST
+
 /* Seconds the profile's GEMM model gives the four BF16 Fprop shapes of TE's gemm_profiling.rst
  * (hidden 4096, intermediate 16384, M = 15,872 tokens). */
 static double
@@ -287,6 +313,7 @@ gemm_suite(void)
     tcase_add_test(tc, sustained_clock_errors);
     tcase_add_test(tc, sustained_gemm_points);
     tcase_add_test(tc, sustained_gemm_errors);
+    tcase_add_test(tc, attention_table_errors);
     tcase_add_test(tc, shipped_clocks);
     suite_add_tcase(s, tc);
     return s;

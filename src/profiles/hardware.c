@@ -20,17 +20,16 @@ curve_free(struct spsim_curve *curve)
 }
 
 /* Read [[x0, y0, ...], ...] rows of `width` positive finite numbers. */
+/* Rows of `width` numbers (at most cap), finite, > 0; column `zero_col` (-1: none) may be 0. */
 static int
-read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int width,
-            double rows[][4], uint32_t *count)
+read_rows(const struct spsim_jctx *c, const cJSON *arr, const char *path, int width, int zero_col,
+          const char *form, double *rows, uint32_t cap, uint32_t *count)
 {
     if (!cJSON_IsArray(arr))
-        return spsim_json_field_error(c, path, "points", "must be an array of [%s] rows",
-                                      width == 2 ? "SIZE_BYTES, BUSBW_GBps" : "M, N, K, TFLOPS");
+        return spsim_json_field_error(c, path, "points", "must be an array of [%s] rows", form);
     int n = cJSON_GetArraySize(arr);
-    if (n < 1 || n > SPSIM_MAX_CURVE_POINTS)
-        return spsim_json_field_error(c, path, "points", "must have 1 to %d rows, got %d",
-                                      SPSIM_MAX_CURVE_POINTS, n);
+    if (n < 1 || (uint32_t)n > cap)
+        return spsim_json_field_error(c, path, "points", "must have 1 to %u rows, got %d", cap, n);
     int i = 0;
     for (const cJSON *row = arr->child; row; row = row->next, i++) {
         if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != width)
@@ -38,15 +37,30 @@ read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int 
                                           "row %d must be an array of %d numbers", i, width);
         int j = 0;
         for (const cJSON *v = row->child; v; v = v->next, j++) {
-            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble > 0) ||
-                v->valuedouble > 1e20)
+            bool zero_ok = j == zero_col && cJSON_IsNumber(v) && v->valuedouble == 0;
+            if (!zero_ok && (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+                             !(v->valuedouble > 0) || v->valuedouble > 1e20))
                 return spsim_json_field_error(
                     c, path, "points", "row %d, column %d must be a finite number > 0", i, j);
-            rows[i][j] = v->valuedouble;
+            rows[(size_t)i * width + j] = v->valuedouble;
         }
     }
     *count = (uint32_t)n;
     return SPSIM_OK;
+}
+
+static int
+read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int width,
+            double rows[][4], uint32_t *count)
+{
+    double flat[SPSIM_MAX_CURVE_POINTS * 4];
+    int rc = read_rows(c, arr, path, width, -1,
+                       width == 2 ? "SIZE_BYTES, BUSBW_GBps" : "M, N, K, TFLOPS", flat,
+                       SPSIM_MAX_CURVE_POINTS, count);
+    for (uint32_t i = 0; rc == SPSIM_OK && i < *count; i++)
+        for (int j = 0; j < width; j++)
+            rows[i][j] = flat[(size_t)i * width + j];
+    return rc;
 }
 
 /* Read one measured curve as the profile gives it; the engine derives its efficiencies. */
@@ -147,6 +161,8 @@ read_latency(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
 }
 
 static int read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw);
+static int read_attention_table(const struct spsim_jctx *c, const cJSON *gpu,
+                                struct spsim_hardware *hw);
 static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
                               struct spsim_hardware *hw);
 
@@ -162,6 +178,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "hbm_achievable_GBps",
                                        "flash_attention_tflops",
                                        "gemm_table",
+                                       "attention_table",
                                        "gemm_epilogue",
                                        "hbm_reported_MiB",
                                        "cuda_context_MiB",
@@ -353,6 +370,52 @@ read_sustained_gemm(const struct spsim_jctx *c, const cJSON *o, struct spsim_har
                                       "the GPU has no %s peak (gpu.peak_dense_tflops)",
                                       dtypes[dtype]);
     return check_gemm_rows(c, "gpu.sustained_clock.gemm", t, hw->peak_flops[dtype], dtypes[dtype]);
+}
+
+/* gpu.attention_table: {"dtype": "bf16", "source", "points": [[d_qk, d_v, seq, window, fwd,
+ * bwd], ...]} (profiles.h struct spsim_attention_table); window 0 is the whole causal context. */
+static int
+read_attention_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"dtype", "source", "points", NULL};
+    static const char *const dtypes[] = {"bf16", NULL};
+    static const char *const path = "gpu.attention_table";
+    const cJSON *obj = NULL;
+    int rc = spsim_json_get_object(c, gpu, "gpu", "attention_table", false, &obj);
+    if (rc || !obj)
+        return rc;
+    int dtype = 0;
+    const char *source = NULL;
+    struct spsim_attention_table *t = spsim_calloc(1, sizeof(*t));
+    if (!t)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    hw->attention = t;
+    if ((rc = spsim_json_check_keys(c, obj, path, keys)) ||
+        (rc = spsim_json_get_enum(c, obj, path, "dtype", true, dtypes, &dtype)) ||
+        (rc = spsim_json_get_string(c, obj, path, "source", true, true, &source)) ||
+        (rc = read_rows(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), path, 6, 3,
+                        "D_QK, D_V, SEQ, WINDOW, FWD_TFLOPS, BWD_TFLOPS", &t->rows[0][0],
+                        SPSIM_MAX_ATTENTION_POINTS, &t->n)))
+        return rc;
+    for (uint32_t i = 0; i < t->n; i++) {
+        const double *r = t->rows[i];
+        for (int j = 0; j < 4; j++)
+            if (r[j] != floor(r[j]) || r[j] > (j < 2 ? 4096 : 1e8))
+                return spsim_json_field_error(c, path, "points",
+                                              "row %u: head dimensions (to 4096), sequence and "
+                                              "window (to 1e8) must be whole numbers, got %g",
+                                              i, r[j]);
+        if (r[3] > 0 && r[3] >= r[2])
+            return spsim_json_field_error(c, path, "points",
+                                          "row %u: a window (%g) must be shorter than the "
+                                          "sequence (%g); write 0 for the whole context",
+                                          i, r[3], r[2]);
+        if (r[4] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16] ||
+            r[5] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16])
+            return spsim_json_field_error(
+                c, path, "points", "row %u: %g / %g TFLOP/s exceeds the bf16 peak", i, r[4], r[5]);
+    }
+    return SPSIM_OK;
 }
 
 /* Read the measured GEMM points; the engine derives its rate table from them. */
@@ -572,9 +635,9 @@ read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardwa
         (rc = spsim_json_get_object(c, root, NULL, "host_link", false, &hl)) ||
         (rc = spsim_json_get_object(c, root, NULL, "host", false, &host)) ||
         (rc = read_gpu(c, gpu, hw)) || (rc = read_gemm_table(c, gpu, hw)) ||
-        (rc = read_node(c, node, hw)) || (rc = read_nvlink(c, nv, hw)) ||
-        (rc = read_network(c, net, hw)) || (rc = read_host_link(c, hl, hw)) ||
-        (rc = read_host(c, host, hw)))
+        (rc = read_attention_table(c, gpu, hw)) || (rc = read_node(c, node, hw)) ||
+        (rc = read_nvlink(c, nv, hw)) || (rc = read_network(c, net, hw)) ||
+        (rc = read_host_link(c, hl, hw)) || (rc = read_host(c, host, hw)))
         return rc;
     hw->calibrated = cal != NULL;
     hw->name = spsim_strdup(name);
@@ -622,6 +685,7 @@ spsim_hardware_destroy(struct spsim_hardware *hw)
     free(hw->gemm_table);
     free(hw->gemm_points);
     free(hw->sustained_gemm);
+    free(hw->attention);
     free(hw->name);
     free(hw->description);
     free(hw->gpu_model);
