@@ -72,6 +72,35 @@ START_TEST(hardware_flops_count_the_recomputation)
 }
 END_TEST
 
+START_TEST(mfu_against_one_stated_peak)
+{
+    /* MFU divides by the dense BF16 peak whatever the dtype (989 TFLOP/s for the H100 SXM,
+     * [GK-H100]; hardware/dgx-h100.json), so that it ranks as throughput does; mfu_dtype by the
+     * dtype's own peak (FP8 1979 TFLOP/s dense, the same sources). Llama 3 8B, tp 2 · pp 1 ·
+     * dp 4, one configuration in BF16 and in FP8. */
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 2;
+    p.dp = 4;
+    p.sp = true;
+    p.gbs = 32;
+    struct spsim_result bf16 = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    p.dtype = SPSIM_DTYPE_FP8;
+    struct spsim_result fp8 = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    const struct spsim_time_report *a = &bf16.time, *b = &fp8.time;
+    ck_assert_double_eq_tol(b->mfu, b->model_flops / (b->iteration_s * 8 * 989e12), 1e-12);
+    ck_assert_double_eq_tol(b->mfu_dtype, b->model_flops / (b->iteration_s * 8 * 1979e12), 1e-12);
+    ck_assert_double_eq_tol(b->hfu, b->hardware_flops / (b->iteration_s * 8 * 989e12), 1e-12);
+    ck_assert_double_eq_tol(b->hfu_dtype, b->hardware_flops / (b->iteration_s * 8 * 1979e12),
+                            1e-12);
+    ck_assert_double_eq(a->mfu_dtype, a->mfu);
+    ck_assert_double_eq(a->hfu_dtype, a->hfu);
+    /* The same model FLOPs over both: MFU orders the two as their tokens per second do. */
+    ck_assert_double_eq_tol(b->mfu / a->mfu, b->tokens_per_s / a->tokens_per_s, 1e-12);
+    ck_assert(b->tokens_per_s > a->tokens_per_s && b->mfu > a->mfu);
+}
+END_TEST
+
 START_TEST(maxmin_hand_cases)
 {
     /* One link of 10 shared by two flows: 5 each. */
@@ -133,20 +162,25 @@ START_TEST(collective_formula_by_hand)
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_GATHER, 4, 0, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_double_eq_tol(p.time_s, 8e-6 + 3.75e-3, 1e-12);
-    /* AllReduce over 2 nodes of 8 (16 GPUs): hierarchical. Bandwidth: the smaller of NVLink
-     * (200) and the 8 NICs of a node (8 × 40 = 320): 200. Latency: network base 10 µs,
-     * 30 steps of which 2(2−1) = 2 cross nodes at 3 µs, 28 at 1 µs → 44 µs.
-     * Wire 2·15/16·1e9. */
+    /* AllReduce over 2 nodes of 8 (16 GPUs): hierarchical, NCCL's Ring/Simple. Bandwidth: the
+     * smaller of NVLink (200) and the 8 NICs of a node (8 × 40 = 320): 200. Latency: network
+     * base 10 µs, 30 steps of which 2(2−1) = 2 cross nodes at 3 µs, 28 at 1 µs → 44 µs; plus
+     * Simple's latency beyond LL's in NCCL's table (tuning.cc, Ampere's rows for GPU "X"):
+     * Simple 8.4 + 28·3.4 + 2·14 = 131.6 µs, ×1.4 for the ring's plateau (1e9/(16 channels ·
+     * 16 ranks) >= 64) = 184.24; LL 6.6 + 28·max(0.6, 1 µs net overhead) + 2·2.7 = 40;
+     * 144.24 µs more. Wire 2·15/16·1e9. */
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_int_eq(p.tier, SPSIM_TIER_HIERARCHICAL);
-    ck_assert_double_eq_tol(p.time_s, 44e-6 + 1.875e9 / 200e9, 1e-12);
+    ck_assert_double_eq_tol(p.time_s, (44 + 144.24) * 1e-6 + 1.875e9 / 200e9, 1e-12);
     /* One GPU per node (8 GPUs on 8 nodes): each rank has its own NIC, 40 GB/s; latency
-     * 10 + 14 steps all across nodes × 3 µs = 52 µs. */
+     * 10 + 14 steps all across nodes × 3 µs = 52 µs; with one GPU per node NCCL takes the
+     * Tree NET row for every step: Simple (8.4 + 14·14)·1.4 = 286.16 against LL 6.6 + 14·5 =
+     * 76.6, 209.56 µs more. */
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 8, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_int_eq(p.tier, SPSIM_TIER_NETWORK);
-    ck_assert_double_eq_tol(p.time_s, 52e-6 + 1.75e9 / 40e9, 1e-12);
+    ck_assert_double_eq_tol(p.time_s, (52 + 209.56) * 1e-6 + 1.75e9 / 40e9, 1e-12);
     /* Bad layouts are refused. */
     ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 12, 5, 1024, &p, &err),
                      SPSIM_EINVAL);
@@ -363,6 +397,7 @@ time_suite(void)
     tcase_add_test(tc, hardware_flops_count_the_recomputation);
     suite_add_tcase(s, tc);
     tc = tcase_create("network");
+    tcase_add_test(tc, mfu_against_one_stated_peak);
     tcase_add_test(tc, maxmin_hand_cases);
     tcase_add_test(tc, collective_formula_by_hand);
     tcase_add_test(tc, gemm_model_by_hand);

@@ -19,6 +19,9 @@ struct spsim_megatron_config {
     bool world_size_given;     /**< torchrun's --nproc_per_node × --nnodes gave dp (else 1) */
     /** The flags spsim does not model, "--lr, --save, ..." ("" when none; cut with "..."). */
     char unmodelled[SPSIM_MEGATRON_UNMODELLED_MAX];
+    /** --pipeline-model-parallel-layout's text, which par.pipeline_layout points to ("" and
+     * NULL without one): a copy of the struct must point its par.pipeline_layout at its own. */
+    char pipeline_layout[1024];
 };
 
 /**

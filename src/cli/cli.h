@@ -25,7 +25,12 @@ enum cli_exit {
 #define CLI_PRINTF(f, a)
 #endif
 
-/** Print "spsim: error: MSG" to stderr; return `code`. */
+/* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
+ * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
+#define CLI_QUOTE_MAX 160
+#define CLI_Q(s) spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+
+/** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 /** Print "spsim: warning: MSG" to stderr. */
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
@@ -75,8 +80,9 @@ void cli_output_abort(struct cli_output *out);
 
 /*
  * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
- * into place by cli_stream_commit. SIGINT/SIGTERM make the next write fail; commit then removes
- * the temporary file and reports the interruption.
+ * into place by cli_stream_commit. A terminating signal (SIGINT, SIGTERM, SIGHUP, SIGALRM,
+ * SIGUSR1, ...: stream.c lists them) makes the next write fail; commit then removes the
+ * temporary file and reports the interruption.
  */
 struct cli_stream {
     int fd;
@@ -91,7 +97,7 @@ int cli_stream_write(struct cli_stream *s, const char *data, size_t len);
 int cli_stream_commit(struct cli_stream *s);
 /** Give up: remove the temporary file. */
 void cli_stream_abort(struct cli_stream *s);
-/** @return whether SIGINT or SIGTERM arrived since a stream was opened */
+/** @return whether a terminating signal arrived since a stream was opened */
 bool cli_interrupted(void);
 
 /* Sweep axes as options (sweep, optimize): --model LIST ... --dtype LIST. */
@@ -133,6 +139,14 @@ struct cli_config {
     struct spsim_parallel par;
     bool pp_set, vpp_set;         /* given on the command line */
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
+    uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
+    uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
+    char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
+    /* The options given since the last --megatron-args (whose file replaces those before it),
+     * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
+     * refuses two that contradict each other. */
+    bool given[96];
+    uint32_t zero_level, fsdp_level;
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -143,9 +157,12 @@ int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
 /**
  * Complete a configuration for its model (query, explain, validate): where the default pp·vpp
  * (8·3) does not divide the model's layers, vpp 1 and, unless given, the largest pp <= 8 that
- * divides them; SP at tp = 1 is disabled with Megatron's warning (arguments.py).
+ * divides them; --gpus N sets dp = N / (tp·cp·pp); SP at tp = 1 is disabled with Megatron's
+ * warning (arguments.py). Options that contradict each other (--sp with --no-sp,
+ * --distributed-optimizer with --zero 0, --dp with --gpus, ...) are refused, one line naming
+ * both. @return EXIT_OK or EXIT_USAGE
  */
-void cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
+int cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 
 /** --megatron-args FILE|-: the file's model and configuration replace what the options before
  * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
@@ -249,6 +266,13 @@ enum cli_config_opt {
     OPT_NO_BF16_ENDS,
     OPT_BF16_START,
     OPT_BF16_END,
+    OPT_PAO,
+    OPT_MAIN_GRADS_DTYPE,
+    OPT_MAIN_PARAMS_DTYPE,
+    OPT_EXP_AVG_DTYPE,
+    OPT_EXP_AVG_SQ_DTYPE,
+    OPT_GPUS,
+    OPT_MB_GROUP,
     OPT_CONFIG_END
 };
 
@@ -260,6 +284,7 @@ enum cli_config_opt {
     "  --pp N                 pipeline parallel size (default 8, or the largest of 8, 7, ..., 1\n" \
     "                         that divides the model's layers)\n"                                  \
     "  --dp N                 data parallel size (default 1)\n"                                    \
+    "  --gpus N               GPUs in all: dp = N / (tp·cp·pp) (instead of --dp)\n"              \
     "  --vpp N                interleaved model chunks per pipeline stage (default 3 where\n"      \
     "                         pp*3 divides the model's layers, else 1 = none)\n"                   \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
@@ -306,11 +331,21 @@ enum cli_config_opt {
     "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
+    "  --use-precision-aware-optimizer\n"                                                          \
+    "                         TE FusedAdam keeps the optimizer's tensors in the dtypes below\n"    \
+    "                         (needs --distributed-optimizer or --zero >= 1)\n"                    \
+    "  --main-grads-dtype D   fp32 (default) or bf16 gradient buffer (precision-aware)\n"          \
+    "  --main-params-dtype D  master weights fp32 (default) or fp16 (precision-aware)\n"           \
+    "  --exp-avg-dtype D, --exp-avg-sq-dtype D\n"                                                  \
+    "                         Adam's moments: fp32 (default), fp16, bf16 or fp8\n"                 \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \
     "                         interleaved schedule: pipeline sends beside the next chunk\n"        \
     "                         (default on with vpp > 1, as Megatron; 1F1B always blocks)\n"        \
+    "  --microbatch-group-size-per-virtual-pipeline-stage N\n"                                     \
+    "                         interleaved schedule: micro-batches each model chunk runs in a\n"    \
+    "                         row (default pp; pp <= N <= micro-batches, as Megatron)\n"           \
     "  --ddp-bucket-size N    parameters per overlapped gradient bucket (default Megatron's\n"     \
     "                         max(40000000, 1000000·dp))\n"                                       \
     "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \
@@ -384,6 +419,7 @@ const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
 /* Subcommands. */
 int cmd_query(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_collective(int argc, char **argv);

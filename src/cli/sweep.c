@@ -64,7 +64,9 @@ static const char sweep_help[] =
     "Selection and output:\n"
     "  --feasible-only        only configurations that fit in HBM (memory_fits)\n"
     "  --top K                only the best K, best first (written at the end)\n"
-    "  --by M                 what --top ranks by: iteration_s (default), total_bytes, mfu\n"
+    "  --by M                 what --top ranks by: tokens_per_s (default: throughput, the\n"
+    "                         order of the time to train a token budget), iteration_s,\n"
+    "                         total_bytes, mfu (against the dense BF16 peak)\n"
     "  --format F             csv (default) or jsonl (one object per line, same keys)\n"
     "  --columns LIST         only these columns, in this order (names as in the header:\n"
     "                         model,hw,tp,...,time_mfu); default: all of them, or where\n"
@@ -133,13 +135,13 @@ parse_shard(const char *arg, uint64_t *shard, uint64_t *nshards)
     const char *slash = strchr(arg, '/');
     char first[32];
     if (!slash || (size_t)(slash - arg) >= sizeof(first))
-        return cli_usage_error("sweep", "--shard: '%s' is not I/N", arg);
+        return cli_usage_error("sweep", "--shard: %s is not I/N", CLI_Q(arg));
     memcpy(first, arg, (size_t)(slash - arg));
     first[slash - arg] = '\0';
     if (!scan_u64(slash + 1, nshards) || !scan_u64(first, shard) || *nshards < 1 ||
         *nshards > UINT32_MAX || *shard >= *nshards)
-        return cli_usage_error("sweep", "--shard: '%s' needs 0 <= I < N (integers, N <= %u)", arg,
-                               UINT32_MAX);
+        return cli_usage_error("sweep", "--shard: %s needs 0 <= I < N (integers, N <= %u)",
+                               CLI_Q(arg), UINT32_MAX);
     return EXIT_OK;
 }
 
@@ -185,7 +187,7 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
         a->output = arg;
         break;
     default:
-        return cli_usage_error("sweep", "unknown option '%s'", current);
+        return cli_usage_error("sweep", "unknown option %s", CLI_Q(current));
     }
     return rc;
 }

@@ -46,8 +46,11 @@ zero_level(const struct spsim_parallel *par)
 static inline uint64_t
 grad_bytes(const struct spsim_parallel *par)
 {
-    bool fp32 = par->grad_reduce_in_fp32 < 0 ? par->dtype != SPSIM_DTYPE_FP16
-                                             : par->grad_reduce_in_fp32 == 1;
+    /* --main-grads-dtype bf16 (precision-aware optimizer) turns Megatron's automatic fp32
+     * accumulation off (arguments.py: only when main_grads_dtype is fp32). */
+    bool fp32 = par->grad_reduce_in_fp32 < 0
+                    ? par->dtype != SPSIM_DTYPE_FP16 && par->main_grads_dtype == SPSIM_OPT_FP32
+                    : par->grad_reduce_in_fp32 == 1;
     return fp32 ? 4 : 2;
 }
 

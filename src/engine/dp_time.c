@@ -8,6 +8,7 @@
 
 #include "buckets.h"
 #include "compose.h"
+#include "optimizer.h"
 
 /* The finish of a data-parallel transfer of times a + b (alone: `alone`) overlapped with the
  * last micro-batch's backward: it shares links with that backward's TP and CP collectives and
@@ -165,7 +166,7 @@ dp_rank_plan(struct dp_plan *c, const struct spsim_parallel *par,
     double plain = (double)(rank_built(x, r) / x->v) * (double)le->params_layer;
     double chunk0 = total - (x->v - 1.0) * plain, S = (double)spsim_bucket_params(par, x);
     *d = (struct spsim_dp_rank){
-        .v = (uint32_t)x->v, .head = r * c->slot, .slot = c->slot, .group = (double)x->p};
+        .v = (uint32_t)x->v, .head = r * c->slot, .slot = c->slot, .group = (double)x->plan->g};
     if (r > 0 && x->v == 1 && chunk0 <= (double)mem->parameters_per_gpu &&
         c->whole_s * c->share - d->head <= beat) {
         d->v = 0;
@@ -421,7 +422,8 @@ spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
 
 /* Optimizer step, memory-bound. Megatron's step (optimizer.py): the gradient norm for clipping
  * reads every fp32 main gradient (4 B); fused Adam (apex/TE) reads the gradient (4), reads and
- * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2);
+ * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2), or what
+ * the precision-aware optimizer's dtypes make of these (engine/optimizer.c);
  * zero_grad_buffer then clears the fp32 gradients (4). The distributed optimizer does the Adam
  * part on 1/D of the parameters (D = dp·cp). */
 double
@@ -435,8 +437,9 @@ spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_paral
      * 16-bit gradients are first copied to the optimizer's fp32 gradients (read g, write 4),
      * which Adam reads (4). */
     double grads = z >= 2 ? g * params / D : g * params;
-    double coef = g == 4 ? 28.0 : g + 32.0;
-    double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? 2.0 * params / D : 2.0 * params);
+    double coef = 0, full = 0; /* plain Adam: 28 (g + 32 with 16-bit g) and 2 (optimizer.c) */
+    spsim_optimizer_step_bytes(par, (uint32_t)g, &coef, &full);
+    double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? full * params / D : full * params);
     double opt_bytes = grads + adam + grads;
     return opt_bytes / hw->hbm_achievable_Bps;
 }

@@ -102,7 +102,7 @@ sparse_model_flops(const struct spsim_model *model, const struct spsim_layer_sum
 static void
 compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
               const struct spsim_layer_summary *le, const struct shape *x, uint32_t gpus,
-              double peak, uint64_t replayed_layers, struct spsim_time_report *tr)
+              const double peak[2], uint64_t replayed_layers, struct spsim_time_report *tr)
 {
     const struct spsim_model_shape *m = &model->shape;
     double h = m->hidden, d = m->head_dim, q = (double)m->heads * d, kv = (double)m->kv_heads * d;
@@ -142,8 +142,14 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     double iter = tr->iteration_s;
     tr->tokens_per_s = (double)par->gbs * s / iter;
     tr->tokens_per_s_per_gpu = tr->tokens_per_s / gpus;
-    tr->mfu = tr->model_flops / (iter * gpus * peak);
-    tr->hfu = tr->hardware_flops / (iter * gpus * peak);
+    /* One stated peak, the dense BF16 one, whatever the GEMMs' dtype: what Megatron's and
+     * Megatron-Bridge's model TFLOP/s per GPU are compared with (Bridge train_utils.py logs
+     * "MODEL_TFLOP/s/GPU", Megatron training.py "throughput per GPU (TFLOP/s/GPU)", neither per
+     * dtype), so that MFU ranks as throughput does; and against the dtype's own peak. */
+    tr->mfu = tr->model_flops / (iter * gpus * peak[0]);
+    tr->hfu = tr->hardware_flops / (iter * gpus * peak[0]);
+    tr->mfu_dtype = tr->model_flops / (iter * gpus * peak[1]);
+    tr->hfu_dtype = tr->hardware_flops / (iter * gpus * peak[1]);
     tr->tflops_per_gpu = tr->model_flops / (iter * gpus) / 1e12;
     tr->tflops_per_gpu_megatron = tr->model_flops_megatron / (iter * gpus) / 1e12;
     tr->tflops_per_gpu_narayanan2021 = tr->model_flops_narayanan2021 / (iter * gpus) / 1e12;
@@ -165,6 +171,7 @@ even_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     /* Field by field: the layout table (4 kB) stays untouched. */
     plan->p = par->pp;
     plan->v = par->vpp;
+    plan->g = par->microbatch_group ? par->microbatch_group : par->pp;
     plan->even = true;
     plan->emb = plan->loss = false;
     plan->nlayout = 0;
@@ -275,8 +282,10 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     if (rc == SPSIM_OK && hw) {
         rc = spsim_compose_time(memo, model, hw, par, le, &x, &r->memory, &r->comm, &r->time);
         if (rc == SPSIM_OK)
-            compose_flops(model, par, le, &x, r->gpus, hw->peak_flops[par->dtype],
-                          r->memory.recomputed_layers_per_stage, &r->time);
+            compose_flops(
+                model, par, le, &x, r->gpus,
+                (const double[2]){hw->peak_flops[SPSIM_DTYPE_BF16], hw->peak_flops[par->dtype]},
+                r->memory.recomputed_layers_per_stage, &r->time);
         if (rc == SPSIM_OK && !(isfinite(r->time.iteration_s) && r->time.iteration_s > 0))
             rc = SPSIM_ENUMERIC;
         if (rc != SPSIM_OK)

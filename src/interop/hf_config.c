@@ -255,20 +255,20 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
     for (size_t i = 0; (!f || !f->moe) && i < SPSIM_ARRAY_LENGTH(refused_keys); i++)
         if (present(root, refused_keys[i].key))
             return spsim_json_field_error(c, NULL, refused_keys[i].key,
-                                          "%s are not read for model_type \"%s\" (spsim reads "
+                                          "%s are not read for model_type %s (spsim reads "
                                           "them for mixtral, qwen3_moe, deepseek_v2 and "
                                           "deepseek_v3)",
-                                          refused_keys[i].what, type ? type : "?");
+                                          refused_keys[i].what, SPSIM_Q(type ? type : "?"));
     int rc = spsim_json_get_string(c, root, NULL, "model_type", true, true, &type);
     if (rc != SPSIM_OK)
         return rc;
     if ((*out = f))
         return SPSIM_OK;
     return spsim_json_field_error(c, NULL, "model_type",
-                                  "\"%s\" is not a family spsim models (llama, mistral, qwen2, "
+                                  "%s is not a family spsim models (llama, mistral, qwen2, "
                                   "qwen3, gemma, gpt2, gpt_neox, mixtral, qwen3_moe, deepseek_v2, "
                                   "deepseek_v3)",
-                                  type);
+                                  SPSIM_Q(type));
 }
 
 /* Every key is common, the family's, or refused by name. */
@@ -285,9 +285,9 @@ check_keys(const struct spsim_jctx *c, const cJSON *root, const struct hf_family
             known = strcmp(*k, it->string) == 0;
         if (!known)
             return spsim_json_field_error(c, NULL, it->string,
-                                          "not a key spsim knows for model_type \"%s\"; it may "
+                                          "not a key spsim knows for model_type %s; it may "
                                           "change the layer, so the file is refused",
-                                          f->type);
+                                          SPSIM_Q(f->type));
     }
     return SPSIM_OK;
 }
@@ -308,7 +308,7 @@ check_activation(const struct spsim_jctx *c, const cJSON *root, const struct hf_
             return rc;
         bool gelu = strncmp(act, "gelu", 4) == 0;
         if (silu ? strcmp(act, "silu") != 0 : !gelu)
-            return spsim_json_field_error(c, NULL, keys[i], "\"%s\": spsim models %s here", act,
+            return spsim_json_field_error(c, NULL, keys[i], "%s: spsim models %s here", SPSIM_Q(act),
                                           silu ? "\"silu\" (SwiGLU)" : "a GeLU");
     }
     return SPSIM_OK;
@@ -378,8 +378,8 @@ check_layer_types(const struct spsim_jctx *c, const cJSON *root)
     for (const cJSON *t = types->child; t; t = t->next)
         if (!cJSON_IsString(t) || strcmp(t->valuestring, "full_attention") != 0)
             return spsim_json_field_error(c, NULL, "layer_types",
-                                          "\"%s\": only full attention in every layer is modelled",
-                                          cJSON_IsString(t) ? t->valuestring : "?");
+                                          "%s: only full attention in every layer is modelled",
+                                          SPSIM_Q(cJSON_IsString(t) ? t->valuestring : "?"));
     return SPSIM_OK;
 }
 
@@ -434,7 +434,9 @@ read_numbers(const struct spsim_jctx *c, const cJSON *root, const struct hf_fami
         return rc;
     m->kv_heads = m->heads;
     m->head_dim = m->hidden / m->heads;
-    m->ffn_hidden = 4 * m->hidden; /* GPT2MLP: n_inner None is 4 * n_embd */
+    /* GPT2MLP: n_inner None is 4 * n_embd (kept from wrapping: the shape's limits then refuse
+     * the hidden size itself). */
+    m->ffn_hidden = m->hidden <= UINT32_MAX / 4 ? 4 * m->hidden : UINT32_MAX;
     if ((rc = get_u32(c, root, "num_key_value_heads", false, &m->kv_heads)) ||
         (rc = get_u32(c, root, "head_dim", false, &m->head_dim)) ||
         (rc = get_u32(c, root, f->ffn, f->mlp == SPSIM_MLP_SWIGLU, &m->ffn_hidden)))
@@ -512,6 +514,9 @@ deepseek_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_mode
         return spsim_json_field_error(c, NULL, "n_shared_experts", "too many shared experts");
     m->shared_expert_ffn_hidden = shared * m->expert_ffn_hidden;
     m->router_score = (enum spsim_router_score)score;
+    if ((uint64_t)nope + rope > UINT32_MAX) /* the sum must not wrap to a valid width */
+        return spsim_json_field_error(c, NULL, "qk_rope_head_dim",
+                                      "qk_nope_head_dim + qk_rope_head_dim exceeds 2^32 - 1");
     m->qk_head_dim = nope;
     m->qk_pos_emb_head_dim = rope;
     m->head_dim = nope + rope; /* the Q/K head width; transformers' head_dim is the rope part */

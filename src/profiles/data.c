@@ -112,9 +112,9 @@ spsim_profile_resolve(enum spsim_profile_kind kind, const char *arg, char *out, 
     }
     char hint[256];
     return spsim_fail(err, SPSIM_EIO,
-                      "no %s profile named '%s'%s (looked for %s/%s.json in $SPSIM_DATA_DIR, %s "
+                      "no %s profile named %s%s (looked for %s/%s.json in $SPSIM_DATA_DIR, %s "
                       "and %s; 'spsim list %s' shows the names)",
-                      kind == SPSIM_PROFILE_MODEL ? "model" : "hardware", arg,
+                      kind == SPSIM_PROFILE_MODEL ? "model" : "hardware", SPSIM_Q(arg),
                       did_you_mean(kind, arg, hint, sizeof(hint)), kind_dir(kind), arg,
                       SPSIM_SOURCE_DATADIR, SPSIM_INSTALL_DATADIR, kind_dir(kind));
 }

@@ -19,6 +19,7 @@ extern const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT +
 extern const char *const spsim_moe_flex_backend_names[SPSIM_FLEX_BACKEND_COUNT + 1];
 extern const char *const spsim_moe_routing_names[SPSIM_MOE_ROUTING_COUNT + 1];
 extern const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1];
+extern const char *const spsim_opt_dtype_names[SPSIM_OPT_DTYPE_COUNT + 1];
 extern const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1];
 extern const char *const spsim_recompute_method_names[SPSIM_RECOMPUTE_METHOD_COUNT + 1];
 extern const char *const spsim_recompute_module_names[SPSIM_RMOD_COUNT_ + 1];
@@ -170,6 +171,10 @@ struct spsim_hardware {
      * the ring loops' local-only tails it already holds are not counted twice
      * (engine/collective_model.c spsim_ring_tail_extra_s). */
     enum spsim_ring_basis ring_measured_on;
+    /* gpu.board_power_W: the vendor's maximum board power per GPU, W; 0 = none. When the profile
+     * marks it unsourced ({"value": null}), board_power_unsourced holds its reason (owned). */
+    double board_power_W;
+    char *board_power_unsourced;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.

@@ -93,6 +93,12 @@ cuda_graph_scope_name(int v)
 }
 
 static const char *
+opt_dtype_name(int v)
+{
+    return spsim_opt_dtype_name((enum spsim_opt_dtype)v);
+}
+
+static const char *
 tier_name(int v)
 {
     return spsim_tier_name((enum spsim_tier)v);
@@ -150,6 +156,11 @@ static const struct spsim_field fields[] = {
     F("config.first_last_layers_bf16", BOOL, config.first_last_layers_bf16),
     F("config.bf16_layers_start", U32, config.bf16_layers_start),
     F("config.bf16_layers_end", U32, config.bf16_layers_end),
+    F("config.precision_aware_optimizer", BOOL, config.precision_aware_optimizer),
+    E("config.main_grads_dtype", config.main_grads_dtype, opt_dtype_name),
+    E("config.main_params_dtype", config.main_params_dtype, opt_dtype_name),
+    E("config.exp_avg_dtype", config.exp_avg_dtype, opt_dtype_name),
+    E("config.exp_avg_sq_dtype", config.exp_avg_sq_dtype, opt_dtype_name),
     E("config.attention_backend", config.attention_backend, attention_backend_name),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
@@ -293,6 +304,8 @@ static const struct spsim_field fields[] = {
     F("time.ep_a2a_hidden_s", F64, time.ep_a2a_hidden_s),
     F("time.moe_aux_allreduce_s", F64, time.moe_aux_allreduce_s),
     F("time.moe_expert_bias_allreduce_s", F64, time.moe_expert_bias_allreduce_s),
+    F("time.mfu_dtype", F64, time.mfu_dtype),
+    F("time.hfu_dtype", F64, time.hfu_dtype),
 };
 
 size_t
