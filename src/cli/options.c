@@ -84,6 +84,7 @@ static const struct cli_option_spec {
     {"cuda-graph-scope", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"cuda-graph-modules", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
+    {"megatron-log", required_argument, OPT_MEGATRON_LOG, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
@@ -419,7 +420,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
     struct spsim_parallel *p = &cfg->par;
     bool taken = false;
-    if (opt == OPT_MEGATRON_ARGS) /* the file replaces what the options before it gave */
+    if (opt == OPT_MEGATRON_ARGS || opt == OPT_MEGATRON_LOG) /* the file replaces what the
+                                                                options before it gave */
         memset(cfg->given, 0, sizeof(cfg->given));
     if (opt >= OPT_MODEL && opt < OPT_CONFIG_END)
         cfg->given[opt - OPT_MODEL] = true;
@@ -444,7 +446,9 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         p->pipeline_layout = arg;
         return 1;
     case OPT_MEGATRON_ARGS:
-        rc = cli_megatron_apply(cfg, arg);
+    case OPT_MEGATRON_LOG:
+        rc = opt == OPT_MEGATRON_LOG ? cli_megatron_log_apply(cfg, arg)
+                                     : cli_megatron_apply(cfg, arg);
         /* The launch line sets its pipeline (Megatron's defaults where it is silent). */
         cfg->pp_set = cfg->vpp_set = true;
         return rc == EXIT_OK ? 1 : -rc;
@@ -559,8 +563,9 @@ gpus_to_dp(struct cli_config *cfg)
                          p->dp, cfg->gpus, (unsigned long long)model, dp);
     if (cfg->file_world && cfg->file_world != cfg->gpus)
         return cli_error(EXIT_USAGE,
-                         "--gpus %u contradicts --megatron-args' world size %u (its torchrun "
-                         "--nproc_per_node × --nnodes)",
+                         "--gpus %u contradicts the world size %u of the --megatron-args or "
+                         "--megatron-log file (torchrun's --nproc_per_node × --nnodes, or the "
+                         "log's world_size)",
                          cfg->gpus, cfg->file_world);
     p->dp = dp;
     return EXIT_OK;

@@ -189,6 +189,8 @@ spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin, struct sps
     for (uint32_t i = 0; i < hw->ncurves; i++)
         if ((rc = prepare_curve(&c, hw, &hw->curves[i])))
             return rc;
+    /* Up to a dozen strstr a collective prediction asked before. */
+    hw->nccl_arch_plus1 = (uint8_t)(spsim_nccl_arch_of(hw) + 1);
     return SPSIM_OK;
 }
 

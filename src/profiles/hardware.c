@@ -169,7 +169,7 @@ static int read_board_power(const struct spsim_jctx *c, const cJSON *gpu,
 static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
                               struct spsim_hardware *hw);
 
-/* The keys of the gpu section. */
+/* The keys of a profile's gpu object (doc/profiles.md). */
 static const char *const gpu_keys[] = {"model",
                                        "peak_dense_tflops",
                                        "gemm_achievable_tflops",
@@ -247,6 +247,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     hw->gemm_epilogue_serial = epilogue == 1;
     hw->flash_flops = flash * 1e12;
     hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
+    hw->hbm_marketed_bytes = hw->hbm_capacity_bytes;
     hw->hbm_Bps = bw * 1e9;
     hw->hbm_achievable_Bps = bw_ach * 1e9;
     hw->gpu_model = spsim_strdup(model);
@@ -736,6 +737,7 @@ spsim_hardware_get_info(const struct spsim_hardware *hw, struct spsim_hardware_i
     info->gemm_achievable_tflops_bf16 = hw->gemm_achievable_flops[SPSIM_DTYPE_BF16] / 1e12;
     info->sm_count = hw->sm_count;
     info->hbm_capacity_bytes = hw->hbm_capacity_bytes;
+    info->hbm_marketed_bytes = hw->hbm_marketed_bytes;
     info->hbm_bandwidth_GBps = hw->hbm_Bps / 1e9;
     info->hbm_achievable_GBps = hw->hbm_achievable_Bps / 1e9;
     info->gpus_per_node = hw->gpus_per_node;

@@ -130,6 +130,7 @@ struct spsim_hardware {
     double clock_scale; /* sustained / boost SM clock (gpu.sustained_clock); 1 = as measured */
     uint32_t sm_count;
     uint64_t hbm_capacity_bytes;   /* what the GPU reports (hbm_reported_MiB), else the GB figure */
+    uint64_t hbm_marketed_bytes;   /* hbm_capacity_GB · 1e9, the size the GPU is sold as */
     uint64_t reserved_fixed_bytes; /* CUDA context + cuBLAS workspace */
     uint64_t nccl_comm_bytes;      /* NCCL buffers of one communicator */
     double allocator_fragmentation;
@@ -175,6 +176,10 @@ struct spsim_hardware {
      * marks it unsourced ({"value": null}), board_power_unsourced holds its reason (owned). */
     double board_power_W;
     char *board_power_unsourced;
+    /* Derived, not read: the NCCL tuning tables' GPU architecture (engine/nccl_tuning.c) plus 1,
+     * resolved from gpu_model once by spsim_hardware_prepare; 0: not resolved (a profile built
+     * in code), looked up from gpu_model at each use. */
+    uint8_t nccl_arch_plus1;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
