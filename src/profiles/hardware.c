@@ -153,10 +153,8 @@ static int read_board_power(const struct spsim_jctx *c, const cJSON *gpu,
 static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
                               struct spsim_hardware *hw);
 
-static int
-read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
-{
-    static const char *const keys[] = {"model",
+/* The keys of a profile's gpu object (doc/profiles.md). */
+static const char *const gpu_keys[] = {"model",
                                        "peak_dense_tflops",
                                        "gemm_achievable_tflops",
                                        "sm_count",
@@ -174,11 +172,15 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "sustained_clock",
                                        "board_power_W",
                                        NULL};
+
+static int
+read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
     const cJSON *peak = NULL, *ach = NULL;
     const char *model = NULL;
     double sm = 0, cap = 0;
     int rc;
-    if ((rc = spsim_json_check_keys(c, gpu, "gpu", keys)) ||
+    if ((rc = spsim_json_check_keys(c, gpu, "gpu", gpu_keys)) ||
         (rc = spsim_json_get_string(c, gpu, "gpu", "model", true, true, &model)) ||
         (rc = spsim_json_get_object(c, gpu, "gpu", "peak_dense_tflops", true, &peak)) ||
         (rc = spsim_json_check_keys(c, peak, "gpu.peak_dense_tflops", spsim_dtype_names)) ||
