@@ -62,5 +62,25 @@ grep -q '^deepseek-v3,2,[0-9]' "$tmp/sweep.csv" || fail "sweep: no deepseek-v3 r
     --threads 1 >"$tmp/opt" 2>"$tmp/err" || fail "optimize --cp 2: $(cat "$tmp/err")"
 grep -q "^  1 " "$tmp/opt" || fail "optimize --cp 2: no configuration ranked"
 
+# --mtp-num-layers (Megatron's flag) replaces the profile's one MTP layer: without it the model
+# is DeepSeek-V3's 671B (arXiv:2412.19437 §1, "671B total parameters"); with it one MTP module
+# more, 11.6B here (its embedding and output head are the model's; the Hugging Face card's
+# 685B counts them again).
+# shellcheck disable=SC2086
+for mtp in 0 1; do
+    "$spsim" query $cfg --mtp-num-layers $mtp --format json >"$tmp/mtp$mtp.json" 2>"$tmp/err" ||
+        fail "query --mtp-num-layers $mtp: $(cat "$tmp/err")"
+done
+b0=$(sed -n 's/.*"parameters_total": \([0-9]*\).*/\1/p' "$tmp/mtp0.json" | head -1)
+b1=$(sed -n 's/.*"parameters_total": \([0-9]*\).*/\1/p' "$tmp/mtp1.json" | head -1)
+[ "$(awk -v p="$b0" 'BEGIN { printf "%.0f", p / 1e9 }')" = 671 ] ||
+    fail "--mtp-num-layers 0: $b0 parameters, not 671B"
+[ "$(awk -v a="$b0" -v b="$b1" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')" = 11.6 ] ||
+    fail "--mtp-num-layers 1: $b1 - $b0 is not one MTP module"
+# --moe-pad-expert-input-to-capacity needs a capacity factor (transformer_config.py).
+# shellcheck disable=SC2086
+"$spsim" query $cfg --moe-pad-expert-input-to-capacity >/dev/null 2>"$tmp/err" &&
+    fail "padding without a capacity factor accepted"
+grep -q "pad_to_capacity': needs capacity_factor" "$tmp/err" || fail "pad error: $(cat "$tmp/err")"
 [ "$failures" -eq 0 ] || exit 1
 echo "cli_mla: all checks passed"

@@ -350,6 +350,44 @@ START_TEST(rules)
 }
 END_TEST
 
+/*
+ * Token dropping (Megatron --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity,
+ * Megatron-Bridge apply_moe_token_drop): tp 2 with SP, alltoall over ep 2, T = 2048 tokens per
+ * rank, k = 2, E = 8. Each rank sends every expert its capacity ceil(T·k/E · f)
+ * (moe_utils.py get_capacity): f = 1.25 gives ceil(512 · 1.25) = 640, so each of the 4 local
+ * experts computes 640 · ep = 1280 rows and a rank receives 5120 copies (dropless balanced: 4096).
+ * Dispatch buffer 5120·(2h + 4) = 10 506 240 B, combine 5120·2h = 10 485 760 B, half of each on
+ * the wire: 5 253 120 + 5 242 880 = 10 496 000 B forward; the padded rows whatever the routing.
+ * Without padding the factor only caps the load: balanced routing stays at 8 396 800 B.
+ */
+START_TEST(drop_and_pad)
+{
+    struct spsim_model_shape s = moe_shape();
+    s.capacity_factor = 1.25;
+    struct spsim_model *m = testutil_model(&s);
+    s.pad_to_capacity = true;
+    struct spsim_model *padded = testutil_model(&s);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel p = moe_config(2, 2, 1, 1, SPSIM_MOE_ALLTOALL);
+    struct spsim_result r = eval_ok(m, hw, &p);
+    ck_assert_uint_eq(r.comm.ep_forward_wire_bytes_per_layer, 8396800);
+    r = eval_ok(padded, hw, &p);
+    ck_assert_uint_eq(r.comm.ep_forward_wire_bytes_per_layer, 10496000);
+    p.moe_routing = SPSIM_MOE_ROUTING_RANDOM;
+    r = eval_ok(padded, hw, &p);
+    ck_assert_uint_eq(r.comm.ep_forward_wire_bytes_per_layer, 10496000);
+    /* Drop and pad is modelled with the all-to-all dispatcher's buffers only. */
+    p = moe_config(2, 2, 1, 1, SPSIM_MOE_ALLGATHER);
+    struct spsim_result rr;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_evaluate(padded, hw, &p, &rr, &err), SPSIM_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.message, "pad_to_capacity"));
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(padded);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 static Suite *
 moe_suite(void)
 {
@@ -358,6 +396,7 @@ moe_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, dispatch_bytes_per_dispatcher);
     tcase_add_test(tc, dispatch_bytes_with_etp);
+    tcase_add_test(tc, drop_and_pad);
     tcase_add_test(tc, expert_memory_per_rank);
     tcase_add_test(tc, moe_activations);
     tcase_add_test(tc, moe_term_times);

@@ -85,6 +85,10 @@ struct spsim_model_shape {
                                                 --moe-aux-loss-coeff > 0] */
     bool z_loss;                             /**< [--moe-z-loss-coeff > 0] */
     bool expert_bias; /**< aux-loss-free balancing [--moe-router-enable-expert-bias] */
+    /** Drop and pad (needs capacity_factor > 0): every expert's input padded to its capacity,
+     * ceil(T·k/E · capacity_factor) tokens from each source rank (moe_utils.py get_capacity,
+     * token_dispatcher.py drop_and_pad) [--moe-pad-expert-input-to-capacity] */
+    bool pad_to_capacity;
 };
 
 struct spsim_model;
@@ -112,6 +116,16 @@ SPSIM_API int spsim_model_parse(const char *json, size_t len, const char *origin
  */
 SPSIM_API int spsim_model_create(const struct spsim_model_shape *shape, const char *name,
                                  struct spsim_model **out, struct spsim_error *err);
+
+/**
+ * A model like @p base (its name, source, description and MoE layer pattern) with another shape
+ * of the same layer count, validated as a profile is: the command line's Megatron model flags
+ * (--mtp-num-layers, --moe-expert-capacity-factor, ...) on a loaded profile.
+ * @return SPSIM_OK, SPSIM_EFIELD (err names the field), SPSIM_EINVAL or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_model_derive(const struct spsim_model *base,
+                                 const struct spsim_model_shape *shape, struct spsim_model **out,
+                                 struct spsim_error *err);
 
 /** Free a model; NULL is accepted. */
 SPSIM_API void spsim_model_destroy(struct spsim_model *model);

@@ -323,7 +323,35 @@ struct spsim_parallel {
      * not fp32 needs precision_aware_optimizer */
     enum spsim_opt_dtype exp_avg_dtype;
     enum spsim_opt_dtype exp_avg_sq_dtype;
+    /* Fine-tuning (doc/finetune.md). LoRA as Megatron-Bridge builds it (peft/lora.py LoRA,
+     * peft/utils.py ParallelLinearAdapter): the base model frozen (no gradients, no optimizer
+     * state, no weight-gradient GEMMs), a low-rank adapter in -> r -> out beside each targeted
+     * linear of every transformer layer, the adapters trained. */
+    uint32_t lora_rank;    /**< LoRA's dim r; 0 = full training (default) */
+    uint32_t lora_targets; /**< OR of enum spsim_lora_target; 0 = Bridge's default, all four */
+    double lora_alpha;     /**< the adapter's scale alpha/r: recorded, no cost; 0 = unset */
+    double lora_dropout;   /**< dropout on the adapter's input ('pre'), in [0, 1); default 0 */
+    /** Packed THD sequences (Megatron-Core PackedSeqParams, cu_seqlens): each micro-batch row of
+     * seq tokens holds sub-sequences s_i that attend causally within themselves only, and this is
+     * their Σs_i² / Σs_i (equal sub-sequences: their length), Megatron-Bridge's
+     * core_attn_seq_factor (training/utils/flop_utils.py); 0 = one sequence per row (default) */
+    uint32_t packed_subseq_len;
 };
+
+/** LoRA's target modules (Megatron-Bridge LoRA.target_modules), as bits. */
+enum spsim_lora_target {
+    SPSIM_LORA_QKV = 1u << 0,  /**< linear_qkv */
+    SPSIM_LORA_PROJ = 1u << 1, /**< linear_proj */
+    SPSIM_LORA_FC1 = 1u << 2,  /**< linear_fc1 */
+    SPSIM_LORA_FC2 = 1u << 3,  /**< linear_fc2 */
+    SPSIM_LORA_ALL = 15u
+};
+
+/** Parse a target list: names separated by ',' or '+' ("linear_qkv,linear_proj"). @return
+ * SPSIM_OK, or SPSIM_EINVAL for an empty list or an unknown name */
+SPSIM_API int spsim_lora_targets_parse(const char *text, uint32_t *mask);
+/** The mask's names joined by '+' in bit order; Bridge's four for 0. @return buf */
+SPSIM_API const char *spsim_lora_targets_format(uint32_t mask, char *buf, size_t cap);
 
 /** Set every field to its documented default. */
 SPSIM_API void spsim_parallel_defaults(struct spsim_parallel *par);

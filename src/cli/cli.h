@@ -28,7 +28,7 @@ enum cli_exit {
 /* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
  * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
 #define CLI_QUOTE_MAX 160
-#define CLI_Q(s) spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+#define CLI_Q(s)      spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
 
 /** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
@@ -151,6 +151,11 @@ struct cli_config {
     uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
     char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
     struct cli_measured measured; /* --megatron-log's measured run */
+    /* Megatron's model flags given on the command line, applied to the loaded model
+     * (cli_config_model): -1 / < 0 = not given. */
+    int mtp_layers;         /* --mtp-num-layers */
+    double capacity_factor; /* --moe-expert-capacity-factor (0: dropless) */
+    int pad_to_capacity;    /* --moe-pad-expert-input-to-capacity */
     /* The options given since the last --megatron-args (whose file replaces those before it),
      * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
      * refuses two that contradict each other. */
@@ -291,6 +296,15 @@ enum cli_config_opt {
     OPT_GPUS,
     OPT_MB_GROUP,
     OPT_MEGATRON_LOG,
+    OPT_MTP_LAYERS,
+    OPT_MOE_CAPACITY,
+    OPT_MOE_PAD,
+    OPT_MOE_DROP_POLICY,
+    OPT_LORA_RANK,
+    OPT_LORA_TARGETS,
+    OPT_LORA_ALPHA,
+    OPT_LORA_DROPOUT,
+    OPT_PACKED_LEN,
     OPT_CONFIG_END
 };
 
@@ -394,6 +408,26 @@ enum cli_config_opt {
     "  --delay-wgrad-compute, --no-delay-wgrad-compute\n"                                          \
     "                         with the overlap: weight gradients apart, the dispatch backward\n"   \
     "                         under the experts' wgrad (default off)\n"                            \
+    "  --moe-expert-capacity-factor F\n"                                                           \
+    "                         token dropping: each expert takes at most F times its balanced\n"    \
+    "                         share (replaces the profile's capacity_factor; 0 = dropless)\n"      \
+    "  --moe-pad-expert-input-to-capacity\n"                                                       \
+    "                         drop and pad: every expert computes exactly its capacity (needs\n"   \
+    "                         a capacity factor and --moe-dispatcher alltoall)\n"                  \
+    "  --moe-token-drop-policy P\n"                                                                \
+    "                         probs or position: which tokens are dropped (no cost difference)\n"  \
+    "  --mtp-num-layers N     multi-token-prediction layers (replaces the profile's mtp_layers)\n" \
+    "Fine-tuning (Megatron-Bridge):\n"                                                             \
+    "  --lora-rank R          LoRA of rank R: the base frozen (no gradients, optimizer state\n"    \
+    "                         or weight-gradient GEMMs), adapters trained (default 0: off)\n"      \
+    "  --lora-target-modules LIST\n"                                                               \
+    "                         of linear_qkv, linear_proj, linear_fc1, linear_fc2 (default all)\n"  \
+    "  --lora-alpha A         the adapters' scale alpha/R (recorded; no cost)\n"                   \
+    "  --lora-dropout P       dropout on each adapter's input (default 0)\n"                       \
+    "  --packed-subseq-len N  packed (THD) sequences: each row of --seq tokens holds\n"            \
+    "                         sub-sequences attending within themselves, N = "                     \
+    "sum(s_i^2)/sum(s_i)\n"                                                                        \
+    "                         (equal sub-sequences: their length; default 0: one per row)\n"       \
     "Uneven pipeline stages (Megatron-Core; at most one of the three ways):\n"                     \
     "  --first-stage-layers N, --last-stage-layers N\n"                                            \
     "                         layers of pipeline rank 0 / rank pp-1; the rest split evenly\n"      \

@@ -131,15 +131,48 @@ cli_measured_json(struct jw *w, const struct cli_measured *m, const struct spsim
     jw_end_object(w);
 }
 
+/* --mtp-num-layers, --moe-expert-capacity-factor, --moe-pad-expert-input-to-capacity: the
+ * model rebuilt with them, validated as a profile is (spsim_model_create). */
+static int
+model_overrides(const struct cli_config *cfg, struct spsim_model **model)
+{
+    if (cfg->mtp_layers < 0 && cfg->capacity_factor < 0 && cfg->pad_to_capacity < 0)
+        return EXIT_OK;
+    struct spsim_model_shape s = *spsim_model_get_shape(*model);
+    if (cfg->mtp_layers >= 0)
+        s.mtp_layers = (uint32_t)cfg->mtp_layers;
+    if (cfg->capacity_factor >= 0)
+        s.capacity_factor = cfg->capacity_factor;
+    if (cfg->pad_to_capacity >= 0)
+        s.pad_to_capacity = cfg->pad_to_capacity != 0;
+    if (s.experts == 0 && (cfg->capacity_factor > 0 || cfg->pad_to_capacity > 0))
+        return cli_error(EXIT_CONFIG, "--moe-expert-capacity-factor: model %s has no experts",
+                         spsim_model_name(*model));
+    struct spsim_model *m = NULL;
+    struct spsim_error err;
+    if (spsim_model_derive(*model, &s, &m, &err) != SPSIM_OK)
+        return cli_error(EXIT_CONFIG, "model %s with the command line's model flags: %s",
+                         spsim_model_name(*model), err.message);
+    spsim_model_destroy(*model);
+    *model = m;
+    return EXIT_OK;
+}
+
 int
 cli_config_model(struct cli_config *cfg, struct spsim_model **out)
 {
+    int rc;
     if (cfg->imported) {
         *out = cfg->imported;
         cfg->imported = NULL;
-        return EXIT_OK;
+    } else if ((rc = cli_load_model(cfg->model, out)) != EXIT_OK) {
+        return rc;
     }
-    return cli_load_model(cfg->model, out);
+    if ((rc = model_overrides(cfg, out)) != EXIT_OK) {
+        spsim_model_destroy(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 int

@@ -100,6 +100,15 @@ static const struct cli_option_spec {
     {"main-params-dtype", required_argument, OPT_MAIN_PARAMS_DTYPE, -1},
     {"exp-avg-dtype", required_argument, OPT_EXP_AVG_DTYPE, -1},
     {"exp-avg-sq-dtype", required_argument, OPT_EXP_AVG_SQ_DTYPE, -1},
+    {"moe-expert-capacity-factor", required_argument, OPT_MOE_CAPACITY, -1},
+    {"moe-pad-expert-input-to-capacity", no_argument, OPT_MOE_PAD, -1},
+    {"moe-token-drop-policy", required_argument, OPT_MOE_DROP_POLICY, -1},
+    {"mtp-num-layers", required_argument, OPT_MTP_LAYERS, -1},
+    {"lora-rank", required_argument, OPT_LORA_RANK, -1},
+    {"lora-target-modules", required_argument, OPT_LORA_TARGETS, -1},
+    {"lora-alpha", required_argument, OPT_LORA_ALPHA, -1},
+    {"lora-dropout", required_argument, OPT_LORA_DROPOUT, -1},
+    {"packed-subseq-len", required_argument, OPT_PACKED_LEN, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -133,12 +142,16 @@ static const struct {
      offsetof(struct spsim_parallel, microbatch_group), false},
     {OPT_DDP_BUCKET, "--ddp-bucket-size", 1ull << 40,
      offsetof(struct spsim_parallel, ddp_bucket_size), true},
+    {OPT_LORA_RANK, "--lora-rank", 65536, offsetof(struct spsim_parallel, lora_rank), false},
+    {OPT_PACKED_LEN, "--packed-subseq-len", 1u << 24,
+     offsetof(struct spsim_parallel, packed_subseq_len), false},
 };
 
 void
 cli_config_defaults(struct cli_config *cfg)
 {
-    *cfg = (struct cli_config){.model = "gpt3-175b"};
+    *cfg = (struct cli_config){
+        .model = "gpt3-175b", .mtp_layers = -1, .capacity_factor = -1, .pad_to_capacity = -1};
     cfg->hardware = "dgx-a100-80g";
     cfg->imported = NULL;
     spsim_parallel_defaults(&cfg->par);
@@ -415,6 +428,52 @@ config_recompute_offload(struct spsim_parallel *p, int opt, const char *arg)
 _Static_assert(OPT_CONFIG_END - OPT_MODEL <= (int)sizeof(((struct cli_config *)0)->given),
                "cli_config.given holds every configuration option");
 
+/* Megatron's model flags (applied to the loaded model by cli_config_model) and the
+ * fine-tuning options with a text or fractional value: 1 if consumed, 0 if not ours, < 0 an
+ * exit code. */
+static int
+config_model_finetune(struct cli_config *cfg, int opt, const char *arg)
+{
+    struct spsim_parallel *p = &cfg->par;
+    uint32_t n = 0;
+    int rc = EXIT_OK;
+    switch (opt) {
+    case OPT_MTP_LAYERS: /* 0 allowed: a profile's MTP layers left out */
+        rc = cli_parse_u32("--mtp-num-layers", arg, 0, 65536, &n);
+        cfg->mtp_layers = (int)n;
+        break;
+    case OPT_MOE_CAPACITY: /* 0 (or Megatron's negative None) is dropless */
+        rc = cli_parse_double("--moe-expert-capacity-factor", arg, -1e9, 1000,
+                              &cfg->capacity_factor);
+        cfg->capacity_factor = cfg->capacity_factor < 0 ? 0 : cfg->capacity_factor;
+        break;
+    case OPT_MOE_PAD:
+        cfg->pad_to_capacity = 1;
+        break;
+    case OPT_MOE_DROP_POLICY: /* which tokens, not how many: no cost (moe_utils.py) */
+        if (strcmp(arg, "probs") != 0 && strcmp(arg, "position") != 0)
+            rc = cli_error(EXIT_USAGE, "--moe-token-drop-policy: %s is not probs or position",
+                           CLI_Q(arg));
+        break;
+    case OPT_LORA_TARGETS:
+        if (spsim_lora_targets_parse(arg, &p->lora_targets) != SPSIM_OK)
+            rc = cli_error(EXIT_USAGE,
+                           "--lora-target-modules: %s is not a list of linear_qkv, linear_proj, "
+                           "linear_fc1, linear_fc2",
+                           CLI_Q(arg));
+        break;
+    case OPT_LORA_ALPHA:
+        rc = cli_parse_double("--lora-alpha", arg, 0, 1e9, &p->lora_alpha);
+        break;
+    case OPT_LORA_DROPOUT:
+        rc = cli_parse_double("--lora-dropout", arg, 0, 0.999999, &p->lora_dropout);
+        break;
+    default:
+        return 0;
+    }
+    return rc == EXIT_OK ? 1 : -rc;
+}
+
 int
 cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
@@ -436,6 +495,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         return rc == EXIT_OK ? 1 : -rc;
     if (config_switch(p, opt))
         return 1;
+    if ((rc = config_model_finetune(cfg, opt, arg)) != 0)
+        return rc;
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;

@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <math.h>
+
 #include <string.h>
 
 #include "ep_overlap.h"
@@ -103,6 +105,12 @@ spsim_moe_check(const struct spsim_model_shape *m, const struct spsim_parallel *
                              "with sequence parallelism only");
     if (p->moe_dispatcher == SPSIM_MOE_FLEX && (rc = check_flex(p, etp, err)) != SPSIM_OK)
         return rc;
+    /* spsim's limit: drop-and-pad is modelled for the all-to-all dispatcher's fixed-size
+     * buffers (token_dispatcher.py MoEAlltoAllTokenDispatcher, drop_and_pad), the dispatcher
+     * Megatron-Bridge's apply_moe_token_drop requires (training/utils/moe_token_drop.py). */
+    if (m->pad_to_capacity && p->moe_dispatcher != SPSIM_MOE_ALLTOALL)
+        return MOE_FAIL(err, "field 'moe_dispatcher': padding the experts' input to capacity "
+                             "(pad_to_capacity) is modelled with the alltoall dispatcher only");
     /* spsim's limits: the per-chunk recompute methods and the offload of a layer's tensors are
      * modelled for layers that are all alike. */
     if (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT || p->offload_layers)
@@ -174,6 +182,17 @@ spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_co
         per_expert *= load.factor;
         tpe = (uint64_t)per_expert;
         tpe += (double)tpe < per_expert;
+    }
+    if (m->pad_to_capacity) {
+        /* Drop and pad: each of the etp·ep source ranks sends every expert exactly its
+         * capacity, ceil(T·k/E · factor) (moe_utils.py get_capacity with num_tokens = T·k), so
+         * every local expert computes capacity·etp·ep rows whatever the routing
+         * (token_dispatcher.py: tokens_per_expert = capacity·tp_size·ep_size) and a rank sends
+         * capacity·E rows. */
+        double cap = ceil((double)T * (double)k / (double)E * m->capacity_factor);
+        tpe = (uint64_t)cap * cfg->etp * cfg->ep;
+        out->sent = spsim_mul((uint64_t)cap, E, ok);
+        out->load_factor = cap * (double)E / ((double)T * (double)k);
     }
     out->tokens_per_expert = tpe;
     out->rows = spsim_mul(out->tokens_per_expert, local, ok);

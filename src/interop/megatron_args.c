@@ -60,6 +60,7 @@ enum flag_id {
     F_MOE_FREQ,
     F_MOE_SCORE,
     F_MOE_CAPACITY,
+    F_MOE_PAD_CAPACITY,
     F_MOE_DISPATCHER,
     F_MOE_FLEX_BACKEND,
     F_MOE_FLEX_SMS,
@@ -185,6 +186,7 @@ static const struct {
     [F_MOE_FREQ] = {"--moe-layer-freq", K_VALUE},
     [F_MOE_SCORE] = {"--moe-router-score-function", K_VALUE},
     [F_MOE_CAPACITY] = {"--moe-expert-capacity-factor", K_VALUE},
+    [F_MOE_PAD_CAPACITY] = {"--moe-pad-expert-input-to-capacity", K_SWITCH},
     [F_MOE_DISPATCHER] = {"--moe-token-dispatcher-type", K_VALUE},
     [F_MOE_FLEX_BACKEND] = {"--moe-flex-dispatcher-backend", K_VALUE},
     [F_MOE_FLEX_SMS] = {"--moe-flex-dispatcher-num-sms", K_VALUE},
@@ -617,6 +619,18 @@ capacity(const struct mg *m, double *out)
     return SPSIM_OK;
 }
 
+/* --moe-pad-expert-input-to-capacity needs a capacity factor (transformer_config.py). */
+static int
+pad_capacity(const struct mg *m, struct spsim_model_shape *s)
+{
+    s->pad_to_capacity = m->given[F_MOE_PAD_CAPACITY];
+    if (s->pad_to_capacity && s->capacity_factor == 0)
+        return rule_error(m, F_MOE_PAD_CAPACITY,
+                          "moe_expert_capacity_factor must be set to use "
+                          "moe_pad_expert_input_to_capacity (transformer_config.py)");
+    return SPSIM_OK;
+}
+
 /* Group-limited routing: --moe-router-group-topk needs --moe-router-num-groups, which divides
  * the experts, and group_topk <= num_groups (transformer_config.py __post_init__); the groups
  * must hold the top-k (router.py group_limited_topk takes k of the kept groups' experts). */
@@ -706,8 +720,9 @@ moe_shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, boo
         (rc = num32(m, F_MOE_FFN, 4194304, s->ffn_hidden, &s->expert_ffn_hidden)) ||
         (rc = num(m, F_MOE_SHARED, 0, 4194304, 0, &shared)) ||
         (rc = choice(m, F_MOE_SCORE, scores, 0, &score)) ||
-        (rc = capacity(m, &s->capacity_factor)) || (rc = layer_freq(m, s, pattern, has_pattern)) ||
-        (rc = group_limited(m, s)) || (rc = router_losses(m, s)))
+        (rc = capacity(m, &s->capacity_factor)) || (rc = pad_capacity(m, s)) ||
+        (rc = layer_freq(m, s, pattern, has_pattern)) || (rc = group_limited(m, s)) ||
+        (rc = router_losses(m, s)))
         return rc;
     s->shared_expert_ffn_hidden = (uint32_t)shared;
     s->router_score = (enum spsim_router_score)score;

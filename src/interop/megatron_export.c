@@ -122,6 +122,8 @@ moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim
              s->router_score == SPSIM_ROUTER_SIGMOID ? "sigmoid" : "softmax");
         if (s->capacity_factor > 0)
             emit(o, "    --moe-expert-capacity-factor %.17g \\\n", s->capacity_factor);
+        if (s->pad_to_capacity)
+            emit(o, "    --moe-pad-expert-input-to-capacity \\\n");
         if (s->router_group_topk)
             emit(o, "    --moe-router-num-groups %u \\\n    --moe-router-group-topk %u \\\n",
                  s->router_num_groups, s->router_group_topk);

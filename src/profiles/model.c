@@ -180,6 +180,7 @@ static const char *const model_keys[] = {"schema",
                                          "load_balancing",
                                          "z_loss",
                                          "expert_bias",
+                                         "pad_to_capacity",
                                          "q_lora_rank",
                                          "kv_lora_rank",
                                          "qk_head_dim",
@@ -396,5 +397,33 @@ spsim_model_create_pattern(const struct spsim_model_shape *shape, const uint8_t 
     }
     (*out)->moe_pattern = copy;
     (*out)->moe_layers = spsim_moe_layer_count(shape, copy);
+    return SPSIM_OK;
+}
+
+int
+spsim_model_derive(const struct spsim_model *base, const struct spsim_model_shape *shape,
+                   struct spsim_model **out, struct spsim_error *err)
+{
+    if (!base || !shape || !out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_model_derive: NULL argument");
+    if (shape->layers != base->shape.layers)
+        return spsim_fail(err, SPSIM_EINVAL, "%s: spsim_model_derive keeps the layer count",
+                          base->name);
+    struct spsim_model *m = NULL;
+    int rc = spsim_model_create_pattern(shape, base->moe_pattern, base->name, &m, err);
+    if (rc != SPSIM_OK)
+        return rc;
+    char *source = spsim_strdup(base->source), *description = spsim_strdup(base->description);
+    if (!source || !description) {
+        free(source);
+        free(description);
+        spsim_model_destroy(m);
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    }
+    free(m->source);
+    free(m->description);
+    m->source = source;
+    m->description = description;
+    *out = m;
     return SPSIM_OK;
 }

@@ -179,7 +179,8 @@ static const char *const moe_keys[] = {"experts_per_token",
                                        "router_group_topk",
                                        "load_balancing",
                                        "z_loss",
-                                       "expert_bias"};
+                                       "expert_bias",
+                                       "pad_to_capacity"};
 
 static int
 read_moe_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
@@ -216,7 +217,8 @@ read_moe_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_mode
         (rc = spsim_json_get_enum(c, root, NULL, "load_balancing", false, balancing_names,
                                   &balancing)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "z_loss", false, &m->z_loss)) ||
-        (rc = spsim_json_get_bool(c, root, NULL, "expert_bias", false, &m->expert_bias)))
+        (rc = spsim_json_get_bool(c, root, NULL, "expert_bias", false, &m->expert_bias)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "pad_to_capacity", false, &m->pad_to_capacity)))
         return rc;
     m->router_score = (enum spsim_router_score)score;
     m->load_balancing = (enum spsim_moe_balancing)balancing;
@@ -336,7 +338,8 @@ check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struc
                               m->router_group_topk,
                               m->load_balancing != 0,
                               m->z_loss,
-                              m->expert_bias};
+                              m->expert_bias,
+                              m->pad_to_capacity};
         for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(v); i++)
             if (v[i])
                 return spsim_json_field_error(c, NULL, moe_keys[i],
@@ -365,6 +368,13 @@ check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struc
         return spsim_json_field_error(c, NULL, "capacity_factor",
                                       "must be 0 (dropless) or in [1, 1000], got %g",
                                       m->capacity_factor);
+    /* transformer_config.py: "moe_expert_capacity_factor must be set to use
+     * moe_pad_expert_input_to_capacity". */
+    if (m->pad_to_capacity && m->capacity_factor == 0)
+        return spsim_json_field_error(c, NULL, "pad_to_capacity",
+                                      "needs capacity_factor > 0 (Megatron: "
+                                      "moe_expert_capacity_factor must be set to use "
+                                      "moe_pad_expert_input_to_capacity)");
     if ((unsigned)m->router_score > SPSIM_ROUTER_SIGMOID)
         return spsim_json_field_error(c, NULL, "router_score", "is out of range");
     if ((unsigned)m->load_balancing > SPSIM_BALANCE_SINKHORN)

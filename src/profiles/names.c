@@ -328,3 +328,19 @@ spsim_cuda_graph_scope_format(uint32_t mask, char *buf, size_t cap)
 {
     return mask_format(spsim_cuda_graph_scope_names, SPSIM_CGS_COUNT_, mask, buf, cap);
 }
+
+/* Megatron-Bridge's module names (peft/lora.py LoRA.target_modules default, in this order). */
+static const char *const lora_target_names[] = {"linear_qkv", "linear_proj", "linear_fc1",
+                                                "linear_fc2"};
+
+int
+spsim_lora_targets_parse(const char *text, uint32_t *mask)
+{
+    return mask_parse(lora_target_names, 4, text, mask);
+}
+
+const char *
+spsim_lora_targets_format(uint32_t mask, char *buf, size_t cap)
+{
+    return mask_format(lora_target_names, 4, mask ? mask : SPSIM_LORA_ALL, buf, cap);
+}
