@@ -150,6 +150,10 @@ struct spsim_memory_report {
     /** MoE: of parameters_per_gpu, the routed experts' (sharded over ep and etp, their
      * gradients reduced and optimizer sharded over the expert data-parallel group) */
     uint64_t expert_parameters_per_gpu;
+    /** Of parameters_per_gpu's GPU, those trained, whose gradients and optimizer state it
+     * holds: all of them, or with LoRA only the adapters' (their weights beside the frozen
+     * base's in weights_bytes) */
+    uint64_t trainable_parameters_per_gpu;
 };
 
 struct spsim_comm_report {

@@ -154,8 +154,8 @@ spsim_compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel 
         compose_cp_comm(hw, le, x, comm, ok);
     /* Data parallel over the dp·cp group: fp32 gradients (Megatron accumulates and reduces in
      * fp32 for bf16 training: arguments.py sets accumulate_allreduce_grads_in_fp32). */
-    uint64_t grads =
-        spsim_mul(mem->parameters_per_gpu - mem->expert_parameters_per_gpu, grad_bytes(par), ok);
+    uint64_t grads = spsim_mul(mem->trainable_parameters_per_gpu - mem->expert_parameters_per_gpu,
+                               grad_bytes(par), ok);
     comm->dp_grad_bytes = x->dc > 1 ? grads : 0;
     if (x->moe)
         moe_comm(hw, par, le, x, mem, comm, ok);

@@ -242,8 +242,9 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     if (zero_level(par) >= 2)
         return zero_exposed(memo, hw, par, le, x, comm, crit, t_send, exposed, busy);
     double grads = (double)comm->dp_grad_bytes;
+    /* LoRA: only the BF16 adapters are updated and gathered (finetune.c). */
     double weights = (grad_bytes(par) == 4 ? grads / 2 : grads) -
-                     (double)spsim_fp8_gather_saved(par, le, x->lps);
+                     (le->params_lora_layer ? 0 : (double)spsim_fp8_gather_saved(par, le, x->lps));
     uint32_t D = (uint32_t)x->dc;
     struct spsim_coll_time a, b = {0};
     int rc;
@@ -258,7 +259,9 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     busy_add(busy, a.tier == SPSIM_TIER_NVLINK, alone);
     tr->dp_buckets = 1;
     tr->param_gather_exposed_s = b.time_s; /* after the step unless --overlap-param-gather */
-    if (!par->overlap_grad_reduce) {
+    /* LoRA: the adapters' gradients, a few tens of MB, fill less than one DDP bucket per model
+     * chunk, reduced once that chunk's last backward has run: taken as exposed whole. */
+    if (!par->overlap_grad_reduce || le->params_lora_layer) {
         *exposed = alone;
         return SPSIM_OK;
     }
@@ -317,8 +320,8 @@ spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardw
                           const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
                           const struct shape *x, struct spsim_time_report *tr, struct busy *busy)
 {
-    if (x->p <= 1 || !(m->tied_embeddings || m->mtp_layers))
-        return SPSIM_OK;
+    if (x->p <= 1 || !(m->tied_embeddings || m->mtp_layers) || le->params_lora_layer)
+        return SPSIM_OK; /* LoRA: the embedding is frozen, no gradient to sum */
     struct spsim_coll_time e;
     double bytes = 4.0 * (double)le->padded_vocab * m->hidden / x->t;
     int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_REDUCE, 2, x->t * x->dc * (x->p - 1),
@@ -427,7 +430,7 @@ double
 spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                        const struct shape *x, const struct spsim_memory_report *mem)
 {
-    double params = (double)mem->parameters_per_gpu, g = (double)grad_bytes(par);
+    double params = (double)mem->trainable_parameters_per_gpu, g = (double)grad_bytes(par);
     uint32_t z = zero_level(par);
     double D = (double)x->dc;
     /* Sharded gradients (2, 3) are read and cleared as shards; sharded weights (3) written so.

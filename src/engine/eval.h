@@ -140,6 +140,7 @@ struct spsim_layer_summary {
     uint64_t offload_bytes;
     /* Parameters on one TP rank (they depend on t through the padded vocabulary). */
     uint64_t params_layer, params_embedding, params_output, params_total;
+    uint64_t params_lora_layer;      /* LoRA: one layer's adapter weights (finetune.c); else 0 */
     uint64_t params_active;          /* spsim_model_active_parameters */
     uint64_t fp8_weight_bytes_layer; /* TE's FP8 weight copies of one layer (engine/fp8.c) */
     uint64_t fp8_weights_layer;      /* its linear weights in FP8 (gathered in FP8 with

@@ -81,9 +81,20 @@ model_flops_named(const struct spsim_model_shape *m, const struct spsim_layer_su
                   struct spsim_time_report *tr)
 {
     double s = (double)le->cfg.s, tokens = (double)par->gbs * s;
+    double sa = le->cfg.attn_len ? (double)le->cfg.attn_len : s;
     double q = (double)m->heads * m->head_dim, logits = 2.0 * m->hidden * (double)le->padded_vocab;
-    tr->model_flops_megatron = 3.0 * tokens * (per_token - x->L * 2.0 * s * q);
+    tr->model_flops_megatron = 3.0 * tokens * (per_token - x->L * 2.0 * sa * q);
     tr->model_flops_narayanan2021 = tokens * (4.0 * (per_token - logits) + 3.0 * logits);
+    if (!par->lora_rank)
+        return;
+    /* LoRA (Megatron-Bridge flop_utils.py transformer_flops, its LoRA branch: model_flops_frozen
+     * · 2/3 + model_flops_unfrozen): the frozen weights' FLOPs forward and data gradient only
+     * (2/3 of 3 passes), core attention's all three, not halved for the causal mask (its
+     * 12·L·h²·Σs²/h); the adapters' own are not counted. Bridge reports this for its LoRA runs,
+     * so both counts take it. */
+    double attn = x->L * 4.0 * sa * q;
+    tr->model_flops = tokens * (2.0 * (per_token - attn) + 3.0 * attn);
+    tr->model_flops_megatron = tr->model_flops;
 }
 
 /* The three model-FLOPs formulas for a model with MoE, MLA or MTP layers, layer kind by kind. */
@@ -93,7 +104,9 @@ sparse_model_flops(const struct spsim_model *model, const struct spsim_layer_sum
 {
     struct spsim_flops_per_token f;
     double s = (double)le->cfg.s, tokens = (double)par->gbs * s;
-    spsim_model_flops_per_token(model, s, (double)le->padded_vocab, &f);
+    /* Packed sequences: attention over the sub-sequences (finetune.c), s is the row's tokens. */
+    spsim_model_flops_per_token(model, le->cfg.attn_len ? (double)le->cfg.attn_len : s,
+                                (double)le->padded_vocab, &f);
     tr->model_flops = 3.0 * tokens * f.model;
     tr->model_flops_megatron = 3.0 * tokens * f.megatron;
     tr->model_flops_narayanan2021 = tokens * (4.0 * (f.model - f.logits) + 3.0 * f.logits);
@@ -107,16 +120,19 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     const struct spsim_model_shape *m = &model->shape;
     double h = m->hidden, d = m->head_dim, q = (double)m->heads * d, kv = (double)m->kv_heads * d;
     double gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1, s = (double)le->cfg.s;
+    /* Packed THD rows: each token attends within its sub-sequence, Σs_i²/Σs_i keys on average
+     * (Megatron-Bridge flop_utils.py core_attn_seq_factor in place of the sequence length). */
+    double sa = le->cfg.attn_len ? (double)le->cfg.attn_len : s;
     /* Model FLOPs (paper Appendix A, Eq. 7, generalised): per token and layer, 2 FLOPs per
      * weight of QKV, projection, FC1 (gate and up for SwiGLU) and FC2, plus 4·s·q for QKᵀ and
      * attention·V without causal masking; 2·h·v for the logits; backward twice forward. For
      * the GPT layer: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)). */
     double per_token = x->L * (2.0 * (h * (q + 2 * kv) + q * h + h * m->ffn_hidden * gate +
                                       (double)m->ffn_hidden * h) +
-                               4.0 * s * q) +
+                               4.0 * sa * q) +
                        2.0 * h * (double)le->padded_vocab;
     tr->model_flops = 3.0 * (double)par->gbs * s * per_token;
-    model_flops_named(m, le, x, par, per_token, tr);
+    model_flops_named(m, le, x, par, per_token, tr); /* LoRA's count too */
     if (m->experts | m->kv_lora_rank | m->mtp_layers | m->window)
         sparse_model_flops(model, le, par, tr);
     /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal

@@ -134,6 +134,8 @@ spsim_layer_apply_fp8(struct spsim_layer *L)
         return;
     for (uint32_t i = 0; i < L->nops; i++) {
         struct spsim_op *op = &L->ops[i];
+        if (op->adapter) /* LoRA's Megatron linears run outside TE's quantized autocast */
+            continue;
         if (op->kind == SPSIM_OPK_GEMM && fp4)
             nvfp4_gemm(L, op);
         else if (op->kind == SPSIM_OPK_GEMM)

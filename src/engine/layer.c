@@ -304,11 +304,15 @@ attention_kernel(struct builder *bld, const struct spsim_model_shape *m, const s
     /* Causal: half of the s×s scores; two matmuls of 2·s·s·d each per head, halved. With
      * context parallelism the rank's s/c queries (chunks r and 2c−1−r) see exactly the causal
      * half of s/c × s (TE's load balancing), so the work is the causal total / c. */
-    op->flash_fwd_flops = 2.0 * (double)x->b * (double)x->heads_t * (double)x->s *
-                          (double)x->s_full * ((double)(x->dqk + x->dv) / 2.0);
+    /* Packed THD rows (cu_seqlens): each query sees its own sub-sequence only, Σs_i²/2 scores
+     * per head instead of s²/2, i.e. s·attn_len/2 (finetune.c); the kernel runs at the rate of
+     * attn_len-long sequences. */
+    uint64_t keys = cfg->attn_len ? cfg->attn_len : x->s_full;
+    op->flash_fwd_flops = 2.0 * (double)x->b * (double)x->heads_t * (double)x->s * (double)keys *
+                          ((double)(x->dqk + x->dv) / 2.0);
     op->attn_dqk = (uint32_t)x->dqk;
     op->attn_dv = (uint32_t)x->dv;
-    op->attn_seq = x->s_full / (cfg->cp_ring > 1 ? cfg->cp_ring : 1);
+    op->attn_seq = keys / (cfg->cp_ring > 1 ? cfg->cp_ring : 1);
     if (!m->window || m->window >= x->s_full || cfg->cp > 1)
         return;
     double L = m->layers, full = m->window_skip_freq ? floor(L / m->window_skip_freq) : 0;
@@ -444,6 +448,7 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
     dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
     dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
+    spsim_lora_add(bld->layer, SPSIM_LORA_QKV, tokens, x->h, x->t * (x->q_t + 2 * x->kv_t), ok);
     if (m->qk_norm)
         add_qk_norm(bld, x);
     if (m->position == SPSIM_POSITION_ROPE) {
@@ -463,6 +468,7 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     add_boundary(bld, x, false, "ḡ: ReduceScatter after projection",
                  "f̄: AllReduce after projection",
                  "ḡ backward: AllGather of the projection output gradient", "f̄ backward: identity");
+    spsim_lora_add(bld->layer, SPSIM_LORA_PROJ, tokens, x->t * x->q_t, x->h, ok);
     add_dropout_add(bld, m, x,
                     m->dropout ? "bias-dropout-add (attention)" : "residual add (attention)");
 }
@@ -682,6 +688,8 @@ add_mlp_core(struct builder *bld, const struct spsim_model_shape *m, const struc
     dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
     dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, x->gate == 2 ? "2ffn/t" : "ffn/t",
           x->gate * x->ffn_t);
+    if (!shared)
+        spsim_lora_add(bld->layer, SPSIM_LORA_FC1, tokens, x->h, x->t * x->gate * x->ffn_t, ok);
     if (m->mlp == SPSIM_MLP_SWIGLU) {
         op = add_op(bld, "SwiGLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, g);
         op->fwd_bytes = 6.0 * act;
@@ -707,6 +715,8 @@ add_mlp_core(struct builder *bld, const struct spsim_model_shape *m, const struc
                       "ḡ backward: AllGather of the FC2 output gradient", "f̄ backward: identity");
     if (op)
         op->group = g;
+    if (!shared)
+        spsim_lora_add(bld->layer, SPSIM_LORA_FC2, tokens, x->t * x->ffn_t, x->h, ok);
 }
 
 static void
@@ -1133,6 +1143,7 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
     else
         add_mlp_block(&bld, m, &x);
     mark_graph(layer, ffn, cfg->moe ? SPSIM_CGS_MOE : SPSIM_CGS_MLP);
+    spsim_lora_freeze(layer);
     spsim_layer_apply_fp8(layer);
     layer->ok = bld.ok;
 }
@@ -1153,13 +1164,16 @@ spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_laye
                                  SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
     bool learned = m->position == SPSIM_POSITION_LEARNED;
     op->fwd_bytes = (learned ? 8.0 : 4.0) * elements;
-    op->bwd_bytes = 10.0 * elements;
+    /* A frozen table (LoRA) gets no gradient: nothing runs backward below the first layer. */
+    op->bwd_bytes = cfg->frozen ? 0 : 10.0 * elements;
     dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "token ids", 1);
     op->nin = 2;
     dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "h (partial sums)", x.h);
-    add_boundary(&bld, &x, false, "ḡ: ReduceScatter after the embedding",
-                 "f̄: AllReduce after the embedding",
-                 "ḡ backward: AllGather of the embedding output gradient", "f̄ backward: identity");
+    op = add_boundary(
+        &bld, &x, false, "ḡ: ReduceScatter after the embedding", "f̄: AllReduce after the embedding",
+        "ḡ backward: AllGather of the embedding output gradient", "f̄ backward: identity");
+    if (op && cfg->frozen)
+        op->bwd_coll = SPSIM_COLL_NONE;
     if (m->dropout) {
         uint64_t local = spsim_mul3(x.sl, x.b, x.h, &bld.ok);
         op = add_op(&bld, "embedding dropout", SPSIM_OPK_MEMORY, SPSIM_REGION_SEQ, SPSIM_RG_LAYER);
@@ -1217,6 +1231,7 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
         dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "3 fp32", 3);
         dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "3 fp32", 3);
     }
+    spsim_lora_freeze(block);
     block->ok = bld.ok;
 }
 

@@ -113,9 +113,15 @@ struct spsim_op {
     /* A CP-kind step that is the router's tokens-per-expert AllReduce (add_router_losses):
      * timed in its own line (time.moe_aux_allreduce_s), not with the CP exchanges. */
     bool moe_aux;
+    /* A LoRA adapter's GEMM (finetune.c): trained, in BF16 (Megatron's Column/RowParallelLinear,
+     * not TE's quantized modules), beside a frozen base linear. */
+    bool adapter;
+    /* A frozen row-parallel linear whose adapter reads the same input (no dropout): the input
+     * stays saved (spsim_lora_freeze). */
+    bool input_shared;
 };
 
-#define SPSIM_LAYER_MAX_OPS 44
+#define SPSIM_LAYER_MAX_OPS 56
 
 /** A configuration with its defaults resolved, as the engines use it. */
 struct spsim_layer_config {
@@ -155,6 +161,13 @@ struct spsim_layer_config {
     /* first_last_layers_bf16 (bf16_layers.c): some decoder layers run in BF16; the evaluation
      * builds that layer too (spsim_layer_eval.dense). */
     bool bf16_ends;
+    /* Fine-tuning (finetune.c): the keys each query sees, Σs_i²/Σs_i of packed sub-sequences
+     * (0: the whole sequence); the base weights frozen (LoRA: their GEMMs run no weight
+     * gradient); the adapters' rank, targets (enum spsim_lora_target bits) and input dropout. */
+    uint32_t attn_len;
+    bool frozen;
+    uint32_t lora_rank, lora_targets;
+    double lora_dropout;
 };
 
 struct spsim_layer {
@@ -182,6 +195,21 @@ void spsim_output_build(const struct spsim_model_shape *m, const struct spsim_la
  * embedding, transformer layer and output head are the model's blocks). */
 void spsim_mtp_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                      struct spsim_layer *block);
+
+/** LoRA's adapter beside the base GEMM just added (finetune.c): its optional input dropout and
+ * its two GEMMs in -> r -> out, split over TP as the base (peft/utils.py ParallelLinearAdapter),
+ * when cfg targets the module `target` (enum spsim_lora_target). `k_full`, `n_full`: the base
+ * linear's whole input and output widths. */
+void spsim_lora_add(struct spsim_layer *layer, uint32_t target, uint64_t tokens, uint64_t k_full,
+                    uint64_t n_full, bool *ok);
+/** cfg.frozen: the base linears of a built block keep no input (finetune.c). */
+void spsim_lora_freeze(struct spsim_layer *layer);
+/** The LoRA adapters' weights of one transformer layer on one TP rank (0 without LoRA). */
+uint64_t spsim_lora_layer_parameters(const struct spsim_model_shape *m,
+                                     const struct spsim_parallel *p, bool *ok);
+/** What is modelled of LoRA and packed sequences (spsim_parallel_check). */
+int spsim_finetune_check(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+                         bool flash, struct spsim_error *err);
 
 /** Transformer Engine's FP8 on a built transformer layer (cfg.dtype fp8; engine/fp8.c): its
  * linear GEMMs in FP8, their saved inputs in FP8 with the recipe's scales, the cast bytes and

@@ -48,7 +48,7 @@ embedding_inflight(const struct shape *x)
 }
 
 struct stage_memory {
-    uint64_t params, weights, grads, optimizer, activations, total;
+    uint64_t params, trainable, weights, grads, optimizer, activations, total;
 };
 
 /*
@@ -70,12 +70,28 @@ fsdp_static(uint64_t unit, const struct spsim_parallel *par, const struct shape 
     s->grads = spsim_add(ceil_div(s->grads, D), spsim_mul3(unit, 2, g, ok), ok);
 }
 
+/* LoRA (finetune.c): the frozen base keeps its BF16 weights only; the adapters, BF16 weights
+ * beside them, are what has gradients and optimizer state (peft/base.py freeze_model). */
+static void
+lora_static(uint64_t params, uint64_t lora, const struct spsim_parallel *par, const struct shape *x,
+            struct stage_memory *s, bool *ok)
+{
+    bool fp32 = grad_bytes(par) == 4;
+    s->params = params;
+    s->trainable = lora;
+    s->weights = spsim_mul(spsim_add(params, lora, ok), 2, ok);
+    s->grads = spsim_mul(lora, fp32 ? 4 : 2, ok);
+    uint64_t opt = spsim_mul(lora, spsim_optimizer_state_bytes(par, fp32 ? 4 : 2), ok);
+    s->optimizer = par->zero || par->distributed_optimizer ? (opt + x->dc - 1) / x->dc : opt;
+}
+
 static void
 stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim_parallel *par,
              const struct shape *x, struct stage_memory *s, bool *ok)
 {
     uint64_t D = x->dc;
     s->params = params;
+    s->trainable = params;
     s->weights = spsim_mul(params, 2, ok);
     bool fp32 = grad_bytes(par) == 4;
     s->grads = fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
@@ -319,10 +335,15 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
         uint32_t r = candidate_rank(x, i);
         bool first = r == 0, last = r == x->p - 1;
         struct stage_memory s;
-        stage_static(first  ? mem->parameters_first_stage
-                     : last ? mem->parameters_last_stage
-                            : rank_parameters(m, le, x, r, ok),
-                     rank_expert_parameters(le, x, r, ok), le->params_layer, par, x, &s, ok);
+        uint64_t params = first  ? mem->parameters_first_stage
+                          : last ? mem->parameters_last_stage
+                                 : rank_parameters(m, le, x, r, ok);
+        if (le->params_lora_layer)
+            lora_static(params, spsim_mul(rank_built(x, r), le->params_lora_layer, ok), par, x, &s,
+                        ok);
+        else
+            stage_static(params, rank_expert_parameters(le, x, r, ok), le->params_layer, par, x, &s,
+                         ok);
         add_fp8_weight_copies(par, le, x, r, &s, ok);
         s.activations = first  ? mem->activation_first_stage_bytes
                         : last ? mem->activation_last_stage_bytes
@@ -336,6 +357,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     if (x->moe)
         mem->expert_parameters_per_gpu = rank_expert_parameters(le, x, mem->peak_stage, ok);
     mem->parameters_per_gpu = best.params;
+    mem->trainable_parameters_per_gpu = best.trainable;
     mem->weights_bytes = best.weights;
     mem->gradients_bytes = best.grads;
     mem->optimizer_bytes = best.optimizer;
@@ -370,8 +392,12 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
              const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
     struct stage_memory s0;
-    stage_static(mem->parameters_first_stage, rank_expert_parameters(le, x, 0, ok),
-                 le->params_layer, par, x, &s0, ok);
+    if (le->params_lora_layer)
+        lora_static(mem->parameters_first_stage,
+                    spsim_mul(rank_built(x, 0), le->params_lora_layer, ok), par, x, &s0, ok);
+    else
+        stage_static(mem->parameters_first_stage, rank_expert_parameters(le, x, 0, ok),
+                     le->params_layer, par, x, &s0, ok);
     add_fp8_weight_copies(par, le, x, 0, &s0, ok);
     peak_stage(m, par, le, x, mem, ok);
     if (hw)

@@ -497,10 +497,10 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
         (p->first_last_layers_bf16 && (rc = spsim_bf16_layers_check(m, p, err))) ||
         ((p->cuda_graph_impl || p->cuda_graph_scope) && (rc = spsim_cuda_graph_check(m, p, err))))
         return rc;
-    if (p->lora_rank || p->lora_targets || p->lora_alpha || p->lora_dropout)
-        return CONFIG_FAIL(err, "field 'lora_rank': LoRA fine-tuning is not modelled yet");
-    if (p->packed_subseq_len)
-        return CONFIG_FAIL(err, "field 'packed_subseq_len': packed sequences are not modelled yet");
+    if ((p->lora_rank || p->lora_targets || p->lora_alpha != 0 || p->lora_dropout != 0 ||
+         p->packed_subseq_len) &&
+        (rc = spsim_finetune_check(m, p, flash, err)))
+        return rc;
     /* TE trains NVFP4 on SM 10.0 and 10.3 only (docs/.../nvfp4.rst "Supported devices"):
      * a GPU without an FP4 tensor-core peak (Hopper, Ampere) cannot run it. */
     if (hw && p->dtype == SPSIM_DTYPE_NVFP4 && hw->peak_flops[p->dtype] <= 0)

@@ -25,7 +25,8 @@
 
 struct sched_builder {
     struct spsim_schedule *s;
-    bool ub; /* TE userbuffers: the TP boundaries' collectives pipelined with their GEMMs */
+    bool ub;     /* TE userbuffers: the TP boundaries' collectives pipelined with their GEMMs */
+    bool frozen; /* LoRA: the base linears' weights frozen */
 };
 
 /*
@@ -162,15 +163,19 @@ backward_matmul(struct sched_builder *b, const struct spsim_op *op, const struct
         sp = boundary->fwd_coll == SPSIM_COLL_ALL_GATHER;
     enum spsim_pass first = op->kind == SPSIM_OPK_GEMM ? SPSIM_PASS_DGRAD : SPSIM_PASS_BWD;
     enum spsim_pass second = op->kind == SPSIM_OPK_GEMM ? SPSIM_PASS_WGRAD : SPSIM_PASS_BWD;
+    /* A frozen base linear (LoRA, finetune.c) runs no weight gradient: no re-gather of its
+     * input, no wgrad GEMM; its input gradient's collective is then alone in the step. */
+    bool frozen = b->frozen && op->kind == SPSIM_OPK_GEMM && !op->adapter;
     struct spsim_step *dgrad = push(b, SPSIM_PHASE_BACKWARD, op, first);
     set_gemm(dgrad, op->m, op->k, op->n, op->batch);
     dgrad->bytes = op->cast_bwd_bytes;
-    if (tp && sp)
+    if (tp && sp && !frozen)
         set_coll(dgrad, SPSIM_COLL_ALL_GATHER, coll_message(boundary, SPSIM_COLL_ALL_GATHER),
                  op->regather_site, "wgrad AG", SPSIM_OVERLAP_DGRAD);
     struct spsim_step *wgrad = push(b, SPSIM_PHASE_BACKWARD, op, second);
-    set_gemm(wgrad, op->k, op->n, op->m, op->batch);
-    wgrad->bytes = op->bias_grad_bytes;
+    if (!frozen)
+        set_gemm(wgrad, op->k, op->n, op->m, op->batch);
+    wgrad->bytes = frozen ? 0 : op->bias_grad_bytes;
     if (tp)
         set_coll(wgrad, boundary->bwd_coll, boundary->message_bytes, boundary->bwd_name,
                  boundary->operator_name, SPSIM_OVERLAP_WGRAD);
@@ -257,7 +262,7 @@ replay_runs(const struct spsim_layer *L, struct replay *out, uint32_t cap)
 void
 spsim_schedule_build(const struct spsim_layer *L, struct spsim_schedule *sched)
 {
-    struct sched_builder b = {sched, L->cfg.tp_comm_overlap};
+    struct sched_builder b = {sched, L->cfg.tp_comm_overlap, L->cfg.frozen};
     sched->nsteps = 0;
     for (uint32_t i = 0; i < L->nops; i++)
         forward_step(&b, &L->ops[i], SPSIM_PHASE_FORWARD);

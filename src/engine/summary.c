@@ -155,8 +155,13 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
     s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
     s->fp8_gemms_layer = 0;
-    for (uint32_t i = 0; i < le->layer.block.nops; i++)
-        s->fp8_gemms_layer += le->layer.block.ops[i].fp8;
+    for (uint32_t i = 0; i < le->layer.block.nops; i++) {
+        const struct spsim_op *op = &le->layer.block.ops[i];
+        s->fp8_gemms_layer += op->fp8;
+        if (op->adapter && op->kind == SPSIM_OPK_GEMM) /* its weight: k·n on this rank */
+            s->params_lora_layer =
+                spsim_add(s->params_lora_layer, spsim_mul(op->k, op->n, &ok), &ok);
+    }
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
     const uint32_t *n = le->layer.launches;

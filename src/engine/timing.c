@@ -169,6 +169,11 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->routing = cfg->moe ? par->moe_routing : SPSIM_MOE_ROUTING_BALANCED;
     cfg->aux_dp = m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS ? par->dp : 1;
     cfg->bf16_ends = par->first_last_layers_bf16 && !m->experts && spsim_bf16_layers_active(par);
+    cfg->attn_len = par->packed_subseq_len;
+    cfg->frozen = par->lora_rank > 0;
+    cfg->lora_rank = par->lora_rank;
+    cfg->lora_targets = par->lora_rank ? par->lora_targets : 0;
+    cfg->lora_dropout = par->lora_rank ? par->lora_dropout : 0;
 }
 
 /*
@@ -362,6 +367,8 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     switch (op->kind) {
     case SPSIM_OPK_GEMM:
     case SPSIM_OPK_BMM:
+        if (st->flops <= 0) /* a frozen linear's weight gradient (schedule.c): not run */
+            break;
         rc = spsim_gemm_time(hw, gemm_dtype(cfg, op), st->gm, st->gn, st->gk, st->gbatch,
                              op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
                              &c->compute_s);

@@ -225,6 +225,7 @@ static const struct spsim_field fields[] = {
     F("memory.headroom_bytes", I64, memory.headroom_bytes),
     F("memory.fits", BOOL, memory.fits),
     F("memory.expert_parameters_per_gpu", U64, memory.expert_parameters_per_gpu),
+    F("memory.trainable_parameters_per_gpu", U64, memory.trainable_parameters_per_gpu),
     F("memory.activation_cp_working_bytes", U64, memory.activation_cp_working_bytes),
     E("comm.tp_tier", comm.tp_tier, tier_name),
     F("comm.tp_forward_wire_bytes_per_layer", U64, comm.tp_forward_wire_bytes_per_layer),
