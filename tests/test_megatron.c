@@ -253,6 +253,56 @@ START_TEST(errors_name_the_flag)
 }
 END_TEST
 
+/* Issue 23: an empty flag name once spun for ever (strstr(p, "") is p), and A="$A$A" lines
+ * grew a word exponentially (446 bytes took 28 s and 477 MB): words, arrays and the whole
+ * expansion are capped, the error naming the file and the line. */
+START_TEST(hostile_launch_lines)
+{
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    static const char head[] = "pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+                               "--num-attention-heads 4 --seq-length 32 --vocab-size 100 --bf16";
+    static char text[1 << 16];
+    snprintf(text, sizeof(text), "%s --lr=1 =x\n", head);
+    ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_str_eq(mc.unmodelled, "--lr");
+    spsim_model_destroy(mc.model);
+
+    /* 40 doublings of a one-byte word: 2^40 bytes unless capped. */
+    size_t n = (size_t)snprintf(text, sizeof(text), "A=x\n");
+    for (int i = 0; i < 40; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "A=\"$A$A\"\n");
+    snprintf(text + n, sizeof(text) - n, "%s --lr $A\n", head);
+    ck_assert_int_eq(parse(text, &mc, &err), SPSIM_EPARSE);
+    ck_assert_str_eq(err.message, "launch.sh:18: a word longer than 65536 bytes (spsim's cap)");
+    ck_assert_ptr_null(mc.model);
+
+    /* An array doubled: 2^17 words. */
+    n = (size_t)snprintf(text, sizeof(text), "A=(x)\n");
+    for (int i = 0; i < 40; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "A=(${A[@]} ${A[@]})\n");
+    snprintf(text + n, sizeof(text) - n, "%s ${A[@]}\n", head);
+    ck_assert_int_eq(parse(text, &mc, &err), SPSIM_EPARSE);
+    ck_assert_str_eq(err.message,
+                     "launch.sh:18: more than 65536 words in one array or command (spsim's cap)");
+
+    /* Many words under each cap, on many arrays: the whole expansion is capped. */
+    n = (size_t)snprintf(text, sizeof(text), "A=(");
+    for (int i = 0; i < 64; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "0123456789abcdef");
+    n += (size_t)snprintf(text + n, sizeof(text) - n, ")\nA=\"${A[@]}\"\n");
+    for (int i = 0; i < 5; i++) /* 32 KiB */
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "A=\"$A$A\"\n");
+    for (int i = 0; i < 200; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "B%d=(\"$A\" \"$A\" \"$A\")\n", i);
+    ck_assert_int_lt(n, sizeof(text) - 1);
+    ck_assert_int_eq(parse(text, &mc, &err), SPSIM_EPARSE);
+    ck_assert_msg(strstr(err.message, ": the script expands to more than 16 MiB of words "
+                                      "(spsim's cap)") != NULL,
+                  "%s", err.message);
+}
+END_TEST
+
 /* A configuration's fields, formatted, equal field for field. */
 static void
 assert_same_result(const struct spsim_result *a, const struct spsim_result *b, const char *text)
@@ -643,6 +693,7 @@ megatron_suite(void)
     tcase_add_test(tc, llama3_example_control_flow);
     tcase_add_test(tc, bash_words);
     tcase_add_test(tc, errors_name_the_flag);
+    tcase_add_test(tc, hostile_launch_lines);
     tcase_add_test(tc, round_trip_over_a_sweep);
     tcase_add_test(tc, round_trip_moe_models);
     tcase_add_test(tc, nemo_yaml);

@@ -301,8 +301,11 @@ static void
 unmodelled(struct mg *m, const char *word)
 {
     size_t n = strcspn(word, "=");
+    n = n < 120 ? n : 120;
+    if (n == 0) /* "=x": no name to list (strstr with "" would never advance) */
+        return;
     char name[128];
-    snprintf(name, sizeof(name), "%.*s", (int)(n < 120 ? n : 120), word);
+    snprintf(name, sizeof(name), "%.*s", (int)n, word);
     for (const char *p = m->unmodelled; (p = strstr(p, name)) != NULL; p += n)
         if ((p == m->unmodelled || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
             return;

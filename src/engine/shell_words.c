@@ -12,6 +12,15 @@
 
 #include "shell_words.h"
 
+/* Caps that keep a hostile script bounded in time and memory (a real launch script is a few
+ * kB of words): one word, one array or command, all words produced, the variables. Doubling
+ * A="$A$A" forty times would otherwise ask for 2^40 bytes. */
+#define SH_WORD_MAX    65536u
+#define SH_WORDS_MAX   65536u
+#define SH_TOTAL_BYTES (16u << 20)
+#define SH_TOTAL_WORDS (1u << 20)
+#define SH_VARS_MAX    4096u
+
 struct buf {
     char *s;
     size_t n, cap;
@@ -29,6 +38,7 @@ struct sh {
     struct spsim_error *err;
     struct var *vars;
     size_t nvars, capvars;
+    size_t bytes, words; /* produced so far, against SH_TOTAL_BYTES and SH_TOTAL_WORDS */
     int rc;
 };
 
@@ -75,6 +85,12 @@ syntax(struct sh *s, const char *what)
 static void
 put(struct sh *s, struct buf *b, const char *text, size_t len)
 {
+    if (s->rc != SPSIM_OK)
+        return;
+    if (b->n + len > SH_WORD_MAX) {
+        syntax(s, "a word longer than 65536 bytes (spsim's cap)");
+        return;
+    }
     void *p = b->s;
     if (!grow(&p, &b->cap, b->n + len + 1, 1)) {
         oom(s);
@@ -90,6 +106,17 @@ static void
 push_word(struct sh *s, struct spsim_sh_words *ws, const char *text, size_t len, uint32_t line,
           const char *unresolved)
 {
+    if (s->rc != SPSIM_OK)
+        return;
+    if (ws->n >= SH_WORDS_MAX) {
+        syntax(s, "more than 65536 words in one array or command (spsim's cap)");
+        return;
+    }
+    s->bytes += len;
+    if (++s->words > SH_TOTAL_WORDS || s->bytes > SH_TOTAL_BYTES) {
+        syntax(s, "the script expands to more than 16 MiB of words (spsim's cap)");
+        return;
+    }
     void *p = ws->w;
     char *t = malloc(len + 1);
     if (!t || !grow(&p, &ws->cap, ws->n + 1, sizeof(*ws->w))) {
@@ -170,6 +197,11 @@ var_set(struct sh *s, const char *name, struct spsim_sh_words *words, bool appen
 {
     struct var *v = var_find(s, name);
     void *p = s->vars;
+    if (!v && s->nvars >= SH_VARS_MAX) {
+        spsim_sh_words_free(words);
+        syntax(s, "more than 4096 variables (spsim's cap)");
+        return;
+    }
     if (!v) {
         if (!grow(&p, &s->capvars, s->nvars + 1, sizeof(*s->vars))) {
             spsim_sh_words_free(words);
@@ -547,7 +579,7 @@ int
 spsim_sh_parse(const char *text, size_t len, const char *origin, struct spsim_sh_script *out,
                struct spsim_error *err)
 {
-    struct sh s = {text, text + len, 1, origin, err, NULL, 0, 0, SPSIM_OK};
+    struct sh s = {.p = text, .end = text + len, .line = 1, .origin = origin, .err = err};
     memset(out, 0, sizeof(*out));
     while (s.rc == SPSIM_OK && peek(&s) >= 0) {
         struct spsim_sh_words cmd = {0};
