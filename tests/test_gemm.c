@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "engine/eval.h"
-#include "engine/hardware_view.h"
+#include "engine/gemm_shape.h"
 #include "testutil.h"
 
 static const struct spsim_gemm_geometry serial16 = {100, 64, false};

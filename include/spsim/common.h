@@ -99,6 +99,21 @@ SPSIM_API int spsim_output_file_commit(struct spsim_output_file *file, struct sp
 /** Remove the temporary file and free; NULL is accepted. */
 SPSIM_API void spsim_output_file_abort(struct spsim_output_file *file);
 
+/**
+ * Text from an input, made safe to echo in a one-line message: a control byte (a newline, an
+ * ANSI escape), DEL, a C1 control (U+0080..U+009F), a line or paragraph separator or a
+ * bidirectional override (U+2028, U+2029, U+202A..U+202E, U+2066..U+2069) and a byte that is not
+ * part of valid UTF-8 (RFC 3629) are written as \n, \t, \r or \xHH, one \xHH per byte;
+ * everything else is copied. spsim_quote() also puts the text in single quotes and a backslash
+ * before ' and \, so that what is shown reads back unambiguously. A text longer than `cap`
+ * allows is cut at a character and ends in "..." (inside the quotes).
+ * @param len  the bytes of text, or SIZE_MAX for a NUL-terminated one (NULL is "(null)")
+ * @param cap  at least 8; buf always receives a NUL-terminated string
+ * @return buf
+ */
+SPSIM_API const char *spsim_quote(const char *text, size_t len, char *buf, size_t cap);
+SPSIM_API const char *spsim_escape(const char *text, size_t len, char *buf, size_t cap);
+
 /** @return the library version, "MAJOR.MINOR.PATCH"; static storage. */
 SPSIM_API const char *spsim_version(void);
 

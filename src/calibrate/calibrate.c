@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "calibrate_internal.h"
+#include "calibrate_json.h"
 #include "spsim/collective.h"
 #include "spsim/data.h"
 
@@ -24,7 +24,10 @@ spsim_calibrate_defaults(struct spsim_calibrate_options *o)
     memset(o, 0, sizeof(*o));
 }
 
-void
+/* Add a note to the result (one line; dropped past SPSIM_CALIBRATION_MAX_NOTES). */
+static void spsim_cal_note(struct cal *c, const char *fmt, ...) SPSIM_PRINTF(2, 3);
+
+static void
 spsim_cal_note(struct cal *c, const char *fmt, ...)
 {
     struct spsim_calibration *out = c->out;

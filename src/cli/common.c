@@ -13,14 +13,34 @@
 
 #include "cli.h"
 
+/* "spsim: PREFIX: MSG" on standard error, one line whatever MSG holds (spsim_escape: an
+ * option's value with a newline or an ANSI escape in it is shown escaped). */
+static void
+report(const char *prefix, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *raw = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    char *shown = raw ? malloc(4 * (size_t)n + 8) : NULL;
+    if (shown) {
+        vsnprintf(raw, (size_t)n + 1, fmt, again);
+        fprintf(stderr, "spsim: %s: %s\n", prefix,
+                spsim_escape(raw, (size_t)n, shown, 4 * (size_t)n + 8));
+    } else {
+        fprintf(stderr, "spsim: %s: (out of memory formatting the message)\n", prefix);
+    }
+    va_end(again);
+    free(raw);
+    free(shown);
+}
+
 int
 cli_error(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("spsim: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("error", fmt, ap);
     va_end(ap);
     return code;
 }
@@ -30,9 +50,7 @@ cli_warning(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("spsim: warning: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("warning", fmt, ap);
     va_end(ap);
 }
 
@@ -41,9 +59,7 @@ cli_usage_error(const char *command, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("spsim: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("error", fmt, ap);
     va_end(ap);
     fprintf(stderr, "Try 'spsim %s --help'.\n", command);
     return EXIT_USAGE;

@@ -208,6 +208,12 @@ void spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *
 int spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
                     uint64_t k, uint64_t batch, bool fp32_accumulate_out, double *seconds);
 
+/** The main-loop rate per full wave behind one measured M×N×K GEMM (16-bit output, beta = 0):
+ * its serial epilogue (gpu.gemm_epilogue) taken out, then divided by its tile efficiency.
+ * SPSIM_ERANGE when the measurement is faster than its epilogue alone. */
+int spsim_gemm_mainloop_rate(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k,
+                             double measured_flops_per_s, double *rate);
+
 /** Forward model FLOPs per token (multiply by 3 for forward and backward) of a model with MoE,
  * MLA or MTP layers (engine/model_flops.c): the 2022 paper's convention generalised (model), the
  * Megatron-LM formula (megatron) and the logits' share (logits) of both. */

@@ -11,6 +11,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "collective_model.h"
+#include "eval.h"
 #include "hardware_view.h"
 #include "profiles/jsonfield.h"
 

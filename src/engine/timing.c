@@ -9,7 +9,7 @@
 #include "collective_model.h"
 #include "ep_overlap.h"
 #include "eval.h"
-#include "hardware_view.h"
+#include "gemm_shape.h"
 #include "moe.h"
 
 /*

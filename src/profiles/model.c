@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "jsonfield.h"
 #include "profiles.h"
@@ -131,21 +130,14 @@ model_new(const struct spsim_model_shape *shape, uint8_t *pattern, const char *n
     return SPSIM_OK;
 }
 
-/* A Hugging Face config.json: its shape, named after its folder, checked as a profile's. */
-static int
-hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct spsim_error *err)
+int
+spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shape *shape,
+                       const char *name, const char *source, struct spsim_model **out)
 {
-    struct spsim_jctx c = {origin, err};
-    struct spsim_model_shape shape;
-    char name[256], source[512];
-    int rc = spsim_hf_config_read(&c, root, &shape);
-    if (rc == SPSIM_OK)
-        rc = shape_limits(&shape, &c);
+    int rc = shape_limits(shape, c);
     if (rc != SPSIM_OK)
         return rc;
-    snprintf(source, sizeof(source), "Hugging Face transformers config: %s", origin);
-    return model_new(&shape, NULL, spsim_hf_config_name(origin, name, sizeof(name)), source, "",
-                     out, err);
+    return model_new(shape, NULL, name, source, "", out, c->err);
 }
 
 /* The keys of a model profile (doc/profiles.md). */
@@ -195,23 +187,10 @@ static const char *const model_keys[] = {"schema",
                                          NULL};
 
 int
-spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim_model **out,
-                  struct spsim_error *err)
+spsim_model_read_profile(const cJSON *root, const char *origin, struct spsim_model **out,
+                         struct spsim_error *err)
 {
-    if (!json || !out)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_model_parse: NULL argument");
-    if (!origin)
-        origin = "<model>";
-    cJSON *root = NULL;
-    int rc = spsim_json_parse(json, len, origin, &root, err);
-    if (rc != SPSIM_OK)
-        return rc;
-
-    if (spsim_hf_config_is(root)) {
-        rc = hf_model(root, origin, out, err);
-        cJSON_Delete(root);
-        return rc;
-    }
+    int rc;
     struct spsim_jctx c = {origin, err};
     const char *schema = NULL, *name = NULL, *source = NULL, *description = "";
     struct spsim_model_shape shape;
@@ -233,28 +212,6 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
     pattern = NULL;
 done:
     free(pattern);
-    cJSON_Delete(root);
-    return rc;
-}
-
-int
-spsim_model_load(const char *path, struct spsim_model **out, struct spsim_error *err)
-{
-    if (!path || !out)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_model_load: NULL argument");
-    char *buf = NULL, file[4096];
-    size_t len = 0;
-    struct stat st;
-    /* A folder holding a config.json is a Hugging Face model (another folder is refused by
-     * the reader as not a regular file). */
-    int w = snprintf(file, sizeof(file), "%s/config.json", path);
-    if (w > 0 && (size_t)w < sizeof(file) && stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-        stat(file, &st) == 0 && S_ISREG(st.st_mode))
-        path = file;
-    int rc = spsim_read_file(path, &buf, &len, err);
-    if (rc == SPSIM_OK)
-        rc = spsim_model_parse(buf, len, path, out, err);
-    free(buf);
     return rc;
 }
 

@@ -163,15 +163,15 @@ int spsim_hardware_read(const char *json, size_t len, const char *origin,
 
 struct spsim_jctx;
 struct cJSON;
-/** Whether a parsed JSON file is a Hugging Face transformers config (no "schema", a
- * "model_type"). */
-bool spsim_hf_config_is(const struct cJSON *root);
-/** Read a transformers config.json into a shape (profiles/hf_config.c); a key it cannot model
- * is refused by name (SPSIM_EFIELD). The shape is then checked as a profile's. */
-int spsim_hf_config_read(const struct spsim_jctx *c, const struct cJSON *root,
-                         struct spsim_model_shape *m);
-/** The model's name from the file's path: the folder of a config.json, else the base name. */
-const char *spsim_hf_config_name(const char *origin, char *buf, size_t cap);
+/** Read an spsim-model/1 profile from its parsed JSON (root stays the caller's): the reader
+ * behind the public spsim_model_parse (interop/model_file.c), which sends Hugging Face configs
+ * to interop/hf_config.c instead. */
+int spsim_model_read_profile(const struct cJSON *root, const char *origin, struct spsim_model **out,
+                             struct spsim_error *err);
+/** A model of a shape read elsewhere (a Hugging Face config): the profile's size limits, then
+ * the model with that name and source (SPSIM_EFIELD naming c's origin, SPSIM_ENOMEM). */
+int spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shape *shape,
+                           const char *name, const char *source, struct spsim_model **out);
 
 /** The MoE and MLA fields of a profile, all optional (profiles/model_moe.c); *pattern receives
  * moe_layer_pattern (one byte per layer, the caller frees it) or NULL. */

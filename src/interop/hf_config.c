@@ -10,8 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonfield.h"
-#include "profiles.h"
+#include "hf_config.h"
+#include "profiles/jsonfield.h"
+#include "profiles/profiles.h"
 
 /* One model_type: where its numbers are and the layer its modeling_*.py builds. */
 struct hf_family {

@@ -1,12 +1,13 @@
-/* Calibrating a hardware profile: the state shared by the fit (calibrate.c) and the profile
- * writer (calibrate_json.c). */
-#ifndef SPSIM_CALIBRATE_INTERNAL_H
-#define SPSIM_CALIBRATE_INTERNAL_H
+/* The calibrated-profile writer (calibrate_json.c) and the calibration's state it reads, which
+ * the fit (calibrate.c) fills: the fit calls the writer, the writer calls nothing of the fit. */
+#ifndef SPSIM_CALIBRATE_JSON_H
+#define SPSIM_CALIBRATE_JSON_H
 
 #include <cjson/cJSON.h>
 
 #include "calib_fit.h"
 #include "engine/collective_model.h"
+#include "engine/eval.h"
 #include "profiles/profiles.h"
 #include "spsim/calibrate.h"
 
@@ -59,9 +60,6 @@ struct cal {
 /** Sizes from 1 MiB up: where the issue asks `spsim collective` to reproduce a measurement
  * within 10 % (issue 5), so where the calibrated latency must leave room for the bandwidth. */
 #define SPSIM_CAL_REPRO_MIN_BYTES (1ull << 20)
-
-/** Add a note to the result (one line; dropped past SPSIM_CALIBRATION_MAX_NOTES). */
-void spsim_cal_note(struct cal *c, const char *fmt, ...) SPSIM_PRINTF(2, 3);
 
 /** The measured collective per-rank wire bytes of a series' size. */
 static inline double
