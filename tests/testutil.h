@@ -119,6 +119,21 @@ testutil_model(const struct spsim_model_shape *shape)
     " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"                                      \
     " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}"
 
+/** A file of tests/data/megatron/ (at most 1 MiB), NUL-terminated; the caller frees it. */
+static inline char *
+testutil_megatron_data(const char *name, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/megatron/%s", getenv("SPSIM_DATA_DIR"), name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    char *buf = malloc(1 << 20);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
 /** Load a shipped profile by name (the source tree's data directory). */
 static inline struct spsim_hardware *
 testutil_hardware(const char *name)

@@ -11,6 +11,10 @@ extern "C" {
 
 /** Longest list of flags spsim does not model that spsim_megatron_parse() keeps. */
 #define SPSIM_MEGATRON_UNMODELLED_MAX 2048
+/** Longest --pipeline-model-parallel-layout spsim_megatron_parse() keeps. */
+#define SPSIM_MEGATRON_LAYOUT_MAX 1024
+/** Longest note of spsim_megatron_config.assumed. */
+#define SPSIM_MEGATRON_ASSUMED_MAX 512
 
 /** What a launch command line says. */
 struct spsim_megatron_config {
@@ -19,6 +23,29 @@ struct spsim_megatron_config {
     bool world_size_given;     /**< torchrun's --nproc_per_node × --nnodes gave dp (else 1) */
     /** The flags spsim does not model, "--lr, --save, ..." ("" when none; cut with "..."). */
     char unmodelled[SPSIM_MEGATRON_UNMODELLED_MAX];
+    /** --pipeline-model-parallel-layout's text; par.pipeline_layout points here (copy both
+     * together, or point the copy's pipeline_layout at the copy's text). */
+    char pipeline_layout[SPSIM_MEGATRON_LAYOUT_MAX];
+    /** What the reader assumed, one line: variables a launch script tests that are neither
+     * set in it nor given in the environment (taken as unset), "" when none. */
+    char assumed[SPSIM_MEGATRON_ASSUMED_MAX];
+};
+
+/** One file of spsim_megatron_parse_inputs(). */
+struct spsim_megatron_input {
+    const char *text;
+    size_t len;
+    const char *origin; /**< its name in messages; ".yaml" or ".yml" says a recipe */
+};
+
+/** What the files are read against. */
+struct spsim_megatron_context {
+    /** "NAME=VALUE" words a launch script sees set in its environment (spsim --env), or NULL */
+    const char *const *env;
+    size_t nenv;
+    /** A base model for recipes (spsim --model before --megatron-args): its shape and spsim's
+     * defaults (bf16), which the recipes' keys override; or NULL */
+    const struct spsim_model *model;
 };
 
 /**
@@ -40,6 +67,20 @@ struct spsim_megatron_config {
  */
 SPSIM_API int spsim_megatron_parse(const char *text, size_t len, const char *origin,
                                    struct spsim_megatron_config *out, struct spsim_error *err);
+
+/**
+ * spsim_megatron_parse() of several files: one launch script (with `ctx->env` set in its
+ * environment), or one or more recipes merged in order as Megatron-Bridge merges override
+ * files onto a recipe (OmegaConf.merge: a mapping key by key, anything else replaced), on
+ * `ctx->model`'s shape when given. A launch script and recipes together are refused.
+ * @param ctx  may be NULL
+ * @return as spsim_megatron_parse(); SPSIM_EINVAL for no file, more than 16, or a script with
+ *         other files
+ */
+SPSIM_API int spsim_megatron_parse_inputs(const struct spsim_megatron_input *in, size_t n,
+                                          const struct spsim_megatron_context *ctx,
+                                          struct spsim_megatron_config *out,
+                                          struct spsim_error *err);
 
 /**
  * The Megatron-LM launch line of a configuration: `torchrun --nproc_per_node N --nnodes M

@@ -32,7 +32,10 @@ struct spsim_model_shape {
     uint32_t head_dim;   /**< d; hidden / heads unless the profile sets it */
     uint32_t ffn_hidden; /**< MLP inner size (each of gate and up for SwiGLU) */
     uint32_t vocab;      /**< v before padding */
-    uint32_t seq_len;    /**< default s */
+    /** Megatron's --make-vocab-size-divisible-by: v is padded to a multiple of it × tp; 0 is
+     * Megatron's default 128 (1: to a multiple of tp alone, Megatron-Bridge's preset sizes) */
+    uint32_t vocab_divisible_by;
+    uint32_t seq_len; /**< default s */
     enum spsim_mlp mlp;
     enum spsim_norm norm;
     bool dropout;
@@ -122,9 +125,9 @@ SPSIM_API const char *spsim_model_description(const struct spsim_model *model);
 SPSIM_API const struct spsim_model_shape *spsim_model_get_shape(const struct spsim_model *model);
 
 /**
- * Vocabulary padded as Megatron pads it: to a multiple of 128·tp
- * (--make-vocab-size-divisible-by 128, megatron/training/tokenizer/tokenizer.py
- * _vocab_size_with_padding).
+ * Vocabulary padded as Megatron pads it: to a multiple of vocab_divisible_by (default 128) · tp
+ * (--make-vocab-size-divisible-by, megatron/core/tokenizers/utils/build_tokenizer.py
+ * vocab_size_with_padding).
  */
 SPSIM_API uint64_t spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp);
 

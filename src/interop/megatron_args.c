@@ -120,6 +120,11 @@ enum flag_id {
     F_BF16_ENDS,
     F_BF16_START,
     F_BF16_END,
+    F_FIRST_STAGE,
+    F_LAST_STAGE,
+    F_ACCOUNT_EMBEDDING,
+    F_ACCOUNT_LOSS,
+    F_LAYOUT,
     F_NPROC,
     F_NNODES,
     F_COUNT
@@ -236,6 +241,12 @@ static const struct {
     [F_BF16_ENDS] = {"--first-last-layers-bf16", K_SWITCH},
     [F_BF16_START] = {"--num-layers-at-start-in-bf16", K_VALUE},
     [F_BF16_END] = {"--num-layers-at-end-in-bf16", K_VALUE},
+    /* Uneven pipeline stages (arguments.py _add_distributed_args) */
+    [F_FIRST_STAGE] = {"--decoder-first-pipeline-num-layers", K_VALUE},
+    [F_LAST_STAGE] = {"--decoder-last-pipeline-num-layers", K_VALUE},
+    [F_ACCOUNT_EMBEDDING] = {"--account-for-embedding-in-pipeline-split", K_SWITCH},
+    [F_ACCOUNT_LOSS] = {"--account-for-loss-in-pipeline-split", K_SWITCH},
+    [F_LAYOUT] = {"--pipeline-model-parallel-layout", K_VALUE},
     /* torchrun (torch/distributed/run.py) */
     [F_NPROC] = {"--nproc_per_node", K_VALUE},
     [F_NNODES] = {"--nnodes", K_VALUE},
@@ -246,6 +257,7 @@ struct mg {
     const char *origin;
     struct spsim_error *err;
     bool given[F_COUNT];
+    const char *from[F_COUNT];       /* the file that gave the flag (recipes merge several) */
     const char *value[F_COUNT];      /* NULL for a switch */
     const char *unresolved[F_COUNT]; /* the value's unresolved expansion, or "" */
     const char *shown[F_COUNT];      /* a YAML recipe's key for the flag, or NULL */
@@ -253,8 +265,7 @@ struct mg {
     uint32_t line[F_COUNT];
     char *unmodelled;
     size_t used;
-    char list[256];       /* a K_LIST flag's words joined by ',' */
-    char graph_list[256]; /* the same for the CUDA-graph scope, which may come with another */
+    char list[4][256]; /* each K_LIST flag's words joined by ',' */
 };
 
 /* "ORIGIN:LINE: --flag: reason" (or "ORIGIN: --flag: reason" for a flag that is absent). */
@@ -264,8 +275,8 @@ flag_fail(const struct mg *m, int code, int id, const char *fmt, va_list ap)
     char reason[256];
     vsnprintf(reason, sizeof(reason), fmt, ap);
     if (m->given[id])
-        return spsim_fail(m->err, code, "%s:%u: %s: %s", m->origin, m->line[id],
-                          m->shown[id] ? m->shown[id] : flags[id].name, reason);
+        return spsim_fail(m->err, code, "%s:%u: %s: %s", m->from[id] ? m->from[id] : m->origin,
+                          m->line[id], m->shown[id] ? m->shown[id] : flags[id].name, reason);
     if (!m->yaml)
         return spsim_fail(m->err, code, "%s: %s: %s", m->origin, flags[id].name, reason);
     /* A recipe names the flag's TransformerConfig field: --num-layers is num_layers. */
@@ -350,6 +361,11 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
         const struct spsim_sh_word *w = &c->w[i];
         int id = is_flag(w->text) ? lookup(w->text) : -1;
         const char *eq = strchr(w->text, '=');
+        if (w->off) { /* a recipe's false or null: as if absent */
+            if (id >= 0)
+                m->given[id] = false;
+            continue;
+        }
         if (id < 0) {
             unmodelled(m, w->text);
             /* An unknown flag's values: the words up to the next flag (argparse's nargs). */
@@ -358,6 +374,7 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
             continue;
         }
         m->given[id] = true;
+        m->from[id] = w->origin;
         m->line[id] = w->line;
         m->shown[id] = w->key[0] ? w->key : NULL;
         m->unresolved[id] = w->unresolved;
@@ -370,9 +387,11 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
             m->unresolved[id] = c->w[i].unresolved;
             /* nargs='*': every word up to the next flag, joined by ','. */
             if (flags[id].kind == K_LIST) {
-                bool graph = id == F_CUDA_GRAPH_SCOPE || id == F_CUDA_GRAPH_MODULES;
-                char *list = graph ? m->graph_list : m->list;
-                size_t cap = sizeof(m->list);
+                char *list = m->list[id == F_RECOMPUTE_MODULES  ? 0
+                                     : id == F_HCP              ? 1
+                                     : id == F_CUDA_GRAPH_SCOPE ? 2
+                                                                : 3];
+                size_t cap = sizeof(m->list[0]);
                 size_t n = (size_t)snprintf(list, cap, "%s", m->value[id]);
                 while (i + 1 < to && !is_flag(c->w[i + 1].text) && n < cap)
                     n += (size_t)snprintf(list + n, cap - n, ",%s", c->w[++i].text);
@@ -462,23 +481,16 @@ choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
     return flag_error(m, id, "'%s' is not modelled (spsim models %s)", m->value[id], list);
 }
 
-/* A flag whose value must be Megatron's default, else spsim would compute something else. */
-static int
-only(const struct mg *m, int id, uint64_t value, const char *why)
-{
-    uint64_t v = 0;
-    int rc = num(m, id, 0, UINT32_MAX, value, &v);
-    if (rc == SPSIM_OK && v != value)
-        return flag_error(m, id, "%s (only %llu is)", why, (unsigned long long)value);
-    return rc;
-}
-
 /* The vocabulary: --vocab-size, else GPT-2's BPE (its vocab and merge files, 50257 tokens:
- * Radford et al. 2019, the GPT-2 tokenizer); spsim reads no tokenizer file. */
+ * Radford et al. 2019, the GPT-2 tokenizer); spsim reads no tokenizer file. It is padded to a
+ * multiple of --make-vocab-size-divisible-by (default 128) · tp (build_tokenizer.py
+ * vocab_size_with_padding). */
 static int
-vocabulary(const struct mg *m, uint32_t *out)
+vocabulary(const struct mg *m, struct spsim_model_shape *s)
 {
-    int rc = only(m, F_DIVISIBLE, 128, "another vocabulary padding is not modelled");
+    uint32_t *out = &s->vocab, divisible = 0;
+    int rc = num32(m, F_DIVISIBLE, 16777216, 128, &divisible);
+    s->vocab_divisible_by = divisible == 128 ? 0 : divisible;
     if (rc != SPSIM_OK || m->given[F_VOCAB])
         return rc ? rc : num32(m, F_VOCAB, 16777216, 0, out);
     bool gpt2 = m->given[F_TOKENIZER] ? strcmp(m->value[F_TOKENIZER], "GPT2BPETokenizer") == 0
@@ -559,11 +571,6 @@ static int
 layer_freq(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *has_pattern)
 {
     s->moe_layer_freq = 1;
-    /* megatron_yaml.c lists, as not modelled, a sequence longer than it keeps. */
-    if (m->yaml && !m->given[F_MOE_FREQ] && strstr(m->unmodelled, "moe_layer_freq"))
-        return flag_error(m, F_MOE_FREQ,
-                          "a list of more than 16 entries is not read: write Megatron's "
-                          "expression, such as \"[0]*3+[1]*58\"");
     if (!m->given[F_MOE_FREQ] || !strchr(m->value[F_MOE_FREQ], '['))
         return num32(m, F_MOE_FREQ, s->layers, 1, &s->moe_layer_freq);
     uint32_t n = 0;
@@ -737,6 +744,8 @@ mla_shape(const struct mg *m, struct spsim_model_shape *s)
 static void
 unused_flags(struct mg *m)
 {
+    if (m->yaml) /* a recipe or a dump writes every field: none was asked for */
+        return;
     bool moe = m->given[F_EXPERTS] && strcmp(m->value[F_EXPERTS], "0") != 0;
     for (int id = 0; id < F_COUNT; id++) {
         bool unused = (!moe && id >= F_MOE_TOPK && id <= F_ETP) ||
@@ -757,10 +766,14 @@ flex_dispatcher(const struct mg *m, struct spsim_parallel *p)
                                            NULL}; /* enum spsim_moe_flex_backend */
     int b = 0, rc = choice(m, F_MOE_FLEX_BACKEND, backends, 0, &b);
     p->moe_flex_backend = (enum spsim_moe_flex_backend)b;
-    int sms = m->given[F_MOE_FLEX_SMS]       ? F_MOE_FLEX_SMS
-              : m->given[F_MOE_DEEPEP_SMS]   ? F_MOE_DEEPEP_SMS
-              : m->given[F_MOE_HYBRIDEP_SMS] ? F_MOE_HYBRIDEP_SMS
-                                             : F_MOE_FLEX_SMS;
+    /* The deprecated count of the backend in use: Megatron-Core before the unification read
+     * each backend's own; after it, two different ones are refused, so either way it is the
+     * backend's (transformer_config.py __post_init__). */
+    int own = b == SPSIM_FLEX_HYBRIDEP ? F_MOE_HYBRIDEP_SMS : F_MOE_DEEPEP_SMS;
+    int sms = m->given[F_MOE_FLEX_SMS]     ? F_MOE_FLEX_SMS
+              : m->given[own]              ? own
+              : m->given[F_MOE_DEEPEP_SMS] ? F_MOE_DEEPEP_SMS
+                                           : F_MOE_HYBRIDEP_SMS;
     if (rc == SPSIM_OK && m->given[sms] && strcmp(m->value[sms], "None") != 0)
         rc = num32(m, sms, 65536, 0, &p->moe_flex_sms);
     return rc;
@@ -987,6 +1000,29 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
     return SPSIM_OK;
 }
 
+/* Uneven pipeline stages (arguments.py; transformer_block.py get_num_layers_to_build): the
+ * first and last stages' layer counts, the embedding and the loss counted as layers, or a
+ * layout (kept in the configuration, which par.pipeline_layout borrows). spsim's rules check
+ * them against each other and the model when the configuration is evaluated. */
+static int
+pipeline_split(const struct mg *m, struct spsim_megatron_config *out)
+{
+    struct spsim_parallel *p = &out->par;
+    int rc = num32(m, F_FIRST_STAGE, 4096, 0, &p->first_stage_layers);
+    if (rc == SPSIM_OK)
+        rc = num32(m, F_LAST_STAGE, 4096, 0, &p->last_stage_layers);
+    p->account_embedding = m->given[F_ACCOUNT_EMBEDDING];
+    p->account_loss = m->given[F_ACCOUNT_LOSS];
+    if (rc != SPSIM_OK || !m->given[F_LAYOUT])
+        return rc;
+    const char *v = m->value[F_LAYOUT];
+    if (strlen(v) >= sizeof(out->pipeline_layout))
+        return flag_error(m, F_LAYOUT, "longer than %zu bytes", sizeof(out->pipeline_layout) - 1);
+    memcpy(out->pipeline_layout, v, strlen(v) + 1);
+    p->pipeline_layout = out->pipeline_layout;
+    return SPSIM_OK;
+}
+
 /* CUDA graphs: --cuda-graph-impl, or the legacy --enable-cuda-graph (local) and
  * --external-cuda-graph (transformer_engine); --cuda-graph-modules or its old name
  * --cuda-graph-scope (Megatron-LM docs/user-guide/features/cuda_graph.md, Migration Guide). */
@@ -1029,8 +1065,9 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     int rc;
     spsim_parallel_defaults(p);
     if ((rc = expert_parallel(m, s->experts, p)) || (rc = grid(m, s->layers, out)) ||
-        (rc = recompute(m, p)) || (rc = dtype(m, &p->dtype)) || (rc = fp8(m, p)) ||
-        (rc = bf16_ends(m, p)) || (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
+        (rc = pipeline_split(m, out)) || (rc = recompute(m, p)) || (rc = dtype(m, &p->dtype)) ||
+        (rc = fp8(m, p)) || (rc = bf16_ends(m, p)) ||
+        (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
         (rc = num32(m, F_MBS, 65536, 1, &p->mbs)))
         return rc;
     /* The global batch defaults to one micro-batch per data-parallel rank. */
@@ -1042,7 +1079,11 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
         return rc;
     p->overlap_grad_reduce = m->given[F_OVERLAP];
     p->no_overlap_p2p = m->given[F_NO_OVERLAP_P2P];
-    p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP];
+    /* Megatron-Bridge turns the comm_overlap section's TP overlap off without tp > 1 and sp
+     * (comm_overlap.py _get_model_comm_overlap_cfgs). */
+    const char *tpo = m->shown[F_TP_COMM_OVERLAP];
+    p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP] &&
+                         !(tpo && strncmp(tpo, "comm_overlap.", 13) == 0 && (p->tp < 2 || !p->sp));
     p->moe_a2a_overlap = m->given[F_A2A_OVERLAP];
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
@@ -1063,8 +1104,13 @@ ends_with(const char *s, const char *tail)
 static int
 collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
 {
+    for (size_t i = 0; yaml && i < sc->n; i++) { /* a recipe: one command per key */
+        int rc = read_flags(m, &sc->cmd[i], 0, sc->cmd[i].n);
+        if (rc != SPSIM_OK)
+            return rc;
+    }
     if (yaml)
-        return read_flags(m, &sc->cmd[0], 0, sc->cmd[0].n);
+        return SPSIM_OK;
     for (size_t i = 0; i < sc->n; i++)
         for (size_t j = 0; j < sc->cmd[i].n; j++)
             if (ends_with(sc->cmd[i].w[j].text, ".py")) {
@@ -1120,7 +1166,7 @@ shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *h
     memset(s, 0, sizeof(*s));
     if ((rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
         (rc = moe_shape(m, s, pattern, has_pattern)) || (rc = mla_shape(m, s)) ||
-        (rc = window_shape(m, s)) || (rc = vocabulary(m, &s->vocab)) ||
+        (rc = window_shape(m, s)) || (rc = vocabulary(m, s)) ||
         (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
         return rc;
     /* The model's positions: --max-position-embeddings, else the sequence. */
@@ -1140,32 +1186,189 @@ model_name(const char *origin, char *buf, size_t cap)
         snprintf(buf, cap, "%.*s", (int)n, base);
 }
 
+/* The flags of a recipe's base model (spsim --model): the shape as --format megatron writes
+ * it, the attention kernel, the sequence and bf16 (spsim's default), nothing of the batch or
+ * the grid. */
+static bool
+base_flag(int id)
+{
+    static const int ids[] = {F_LAYERS,
+                              F_HIDDEN,
+                              F_HEADS,
+                              F_GQA,
+                              F_GROUPS,
+                              F_KV_CHANNELS,
+                              F_FFN,
+                              F_POSITIONS,
+                              F_SWIGLU,
+                              F_NORM,
+                              F_POSITION_TYPE,
+                              F_DISABLE_BIAS,
+                              F_QKV_BIAS,
+                              F_UNTIE,
+                              F_QK_NORM,
+                              F_ATTN_DROPOUT,
+                              F_HIDDEN_DROPOUT,
+                              F_TOKENIZER,
+                              F_VOCAB,
+                              F_DIVISIBLE,
+                              F_EXPERTS,
+                              F_MOE_TOPK,
+                              F_MOE_FFN,
+                              F_MOE_SHARED,
+                              F_MOE_FREQ,
+                              F_MOE_SCORE,
+                              F_MOE_CAPACITY,
+                              F_MOE_GROUPS,
+                              F_MOE_GROUP_TOPK,
+                              F_MOE_LB_TYPE,
+                              F_MOE_AUX_COEFF,
+                              F_MOE_Z_COEFF,
+                              F_MOE_EXPERT_BIAS,
+                              F_MLA,
+                              F_Q_LORA,
+                              F_KV_LORA,
+                              F_QK_HEAD,
+                              F_QK_POS,
+                              F_V_HEAD,
+                              F_MTP,
+                              F_WINDOW,
+                              F_WINDOW_SKIP,
+                              F_BACKEND,
+                              F_SEQ,
+                              F_BF16};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(ids); i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* The base model's flags into `words` (each naming the model as its origin). */
+static int
+base_words(const struct spsim_model *model, struct spsim_sh_words *words, struct spsim_error *err)
+{
+    struct spsim_parallel par;
+    spsim_parallel_defaults(&par);
+    size_t cap = 65536;
+    char *text = malloc(cap);
+    if (!text)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    size_t n = spsim_megatron_format(model, &par, 1, text, cap);
+    struct spsim_sh_script sc = {0};
+    int rc = n < cap ? spsim_sh_parse(text, n, spsim_model_name(model), NULL, 0, &sc, err)
+                     : spsim_fail(err, SPSIM_ENOMEM, "the model's flags do not fit");
+    free(text);
+    const struct spsim_sh_words *cmd = rc == SPSIM_OK && sc.n ? &sc.cmd[sc.n - 1] : NULL;
+    bool keep = false;
+    for (size_t i = 0; cmd && rc == SPSIM_OK && i < cmd->n; i++) {
+        const char *w = cmd->w[i].text;
+        if (is_flag(w))
+            keep = base_flag(lookup(w));
+        if (keep && !ends_with(w, ".py"))
+            rc = spsim_sh_append(words, w, 0, NULL);
+    }
+    /* A recipe's absent q_lora_rank is MLATransformerConfig's 512: say the model has none. */
+    const struct spsim_model_shape *s = spsim_model_get_shape(model);
+    if (rc == SPSIM_OK && s->kv_lora_rank && !s->q_lora_rank &&
+        (rc = spsim_sh_append(words, "--q-lora-rank", 0, NULL)) == SPSIM_OK)
+        rc = spsim_sh_append(words, "None", 0, NULL);
+    for (size_t i = 0; i < words->n; i++)
+        words->w[i].origin = spsim_model_name(model);
+    spsim_sh_free(&sc);
+    return rc == SPSIM_ENOMEM ? spsim_fail(err, rc, "out of memory") : rc;
+}
+
+/* The model and configuration the flags give. */
+static int
+build(struct mg *m, const struct spsim_sh_script *sc, const struct spsim_sh_words *base,
+      const char *name, struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    struct spsim_model_shape s;
+    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
+    bool has_pattern = false;
+    int rc = base && base->n ? read_flags(m, base, 0, base->n) : SPSIM_OK;
+    if (rc == SPSIM_OK && (rc = collect(m, sc, m->yaml)) == SPSIM_OK &&
+        (rc = shape(m, &s, pattern, &has_pattern)) == SPSIM_OK &&
+        (rc = parallel(m, &s, out)) == SPSIM_OK) {
+        unused_flags(m);
+        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
+    }
+    return rc;
+}
+
+static bool
+is_recipe(const char *origin)
+{
+    return ends_with(origin, ".yaml") || ends_with(origin, ".yml");
+}
+
+/* The recipes merged, as one command per key. */
+static int
+recipe_words(const struct spsim_megatron_input *in, size_t n, struct spsim_yaml *y,
+             struct spsim_sh_script *sc, struct spsim_error *err)
+{
+    int rc = SPSIM_OK;
+    for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
+        if (!is_recipe(in[i].origin))
+            return spsim_fail(err, SPSIM_EINVAL,
+                              "%s: a launch script cannot be composed with other files (give "
+                              "it alone, or only recipes)",
+                              in[i].origin);
+        rc = spsim_yaml_read(y, in[i].text, in[i].len, in[i].origin, err);
+    }
+    return rc ? rc : spsim_yaml_flags(y, sc, err);
+}
+
+int
+spsim_megatron_parse_inputs(const struct spsim_megatron_input *in, size_t n,
+                            const struct spsim_megatron_context *ctx,
+                            struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    static const struct spsim_megatron_context none = {0};
+    if (!out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse_inputs: NULL argument");
+    memset(out, 0, sizeof(*out));
+    ctx = ctx ? ctx : &none;
+    for (size_t i = 0; i < n; i++)
+        if (!in || !in[i].text)
+            return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse_inputs: NULL argument");
+    if (n == 0 || n > SPSIM_YAML_FILES_MAX)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse_inputs: %zu files (1 to %u)", n,
+                          SPSIM_YAML_FILES_MAX);
+    const char *origin = in[n - 1].origin ? in[n - 1].origin : "-";
+    bool yaml = is_recipe(in[0].origin ? in[0].origin : "-");
+    struct spsim_yaml y = {0};
+    struct spsim_sh_script sc = {0};
+    struct spsim_sh_words base = {0};
+    if (!yaml && n > 1)
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s: a launch script cannot be composed with other files (give it "
+                          "alone, or only recipes)",
+                          in[0].origin ? in[0].origin : "-");
+    int rc = yaml ? recipe_words(in, n, &y, &sc, err)
+                  : spsim_sh_parse(in[0].text, in[0].len, origin, ctx->env, ctx->nenv, &sc, err);
+    if (rc == SPSIM_OK && yaml && ctx->model)
+        rc = base_words(ctx->model, &base, err);
+    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
+    char name[128];
+    if (yaml && ctx->model)
+        snprintf(name, sizeof(name), "%s", spsim_model_name(ctx->model));
+    else
+        model_name(in[0].origin ? in[0].origin : "-", name, sizeof(name));
+    if (rc == SPSIM_OK)
+        rc = build(&m, &sc, &base, name, out, err);
+    spsim_sh_words_free(&base);
+    spsim_sh_free(&sc);
+    spsim_yaml_free(&y);
+    return rc;
+}
+
 int
 spsim_megatron_parse(const char *text, size_t len, const char *origin,
                      struct spsim_megatron_config *out, struct spsim_error *err)
 {
     if (!text || !out)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse: NULL argument");
-    origin = origin ? origin : "-";
-    memset(out, 0, sizeof(*out));
-    struct spsim_sh_script sc;
-    bool yaml = ends_with(origin, ".yaml") || ends_with(origin, ".yml");
-    int rc = yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
-                  : spsim_sh_parse(text, len, origin, &sc, err);
-    if (rc != SPSIM_OK)
-        return rc;
-    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
-    struct spsim_model_shape s;
-    char name[128];
-    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
-    bool has_pattern = false;
-    model_name(origin, name, sizeof(name));
-    if ((rc = collect(&m, &sc, yaml)) == SPSIM_OK &&
-        (rc = shape(&m, &s, pattern, &has_pattern)) == SPSIM_OK &&
-        (rc = parallel(&m, &s, out)) == SPSIM_OK) {
-        unused_flags(&m);
-        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
-    }
-    spsim_sh_free(&sc);
-    return rc;
+    struct spsim_megatron_input in = {text, len, origin ? origin : "-"};
+    return spsim_megatron_parse_inputs(&in, 1, NULL, out, err);
 }

@@ -59,6 +59,8 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
     emit(o, "    --attention-dropout %s \\\n    --hidden-dropout %s \\\n", p, p);
     /* NullTokenizer takes its size from --vocab-size (megatron/core/tokenizers). */
     emit(o, "    --tokenizer-type NullTokenizer \\\n    --vocab-size %u \\\n", s->vocab);
+    if (s->vocab_divisible_by && s->vocab_divisible_by != 128)
+        emit(o, "    --make-vocab-size-divisible-by %u \\\n", s->vocab_divisible_by);
 }
 
 /* Which layers are MoE: --moe-layer-freq N when the rule is Megatron's alone, else the list as

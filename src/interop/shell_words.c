@@ -132,6 +132,8 @@ push_word(struct sh *s, struct spsim_sh_words *ws, const char *text, size_t len,
     w->line = line;
     snprintf(w->unresolved, sizeof(w->unresolved), "%s", unresolved ? unresolved : "");
     w->key[0] = '\0';
+    w->off = false;
+    w->origin = NULL;
 }
 
 void
@@ -575,12 +577,34 @@ statement(struct sh *s, struct spsim_sh_words *cmd)
         spsim_sh_words_free(cmd);
 }
 
+/* The environment's NAME=VALUE words, set before the script runs. */
+static int
+environment(struct sh *s, const char *const *env, size_t nenv)
+{
+    for (size_t i = 0; s->rc == SPSIM_OK && i < nenv; i++) {
+        const char *e = env[i] ? env[i] : "";
+        size_t n = strspn(e, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (n == 0 || n >= 64 || e[n] != '=' || (e[0] >= '0' && e[0] <= '9'))
+            return spsim_fail(s->err, SPSIM_EINVAL,
+                              "--env %s: not NAME=VALUE (NAME a shell variable's name)",
+                              SPSIM_Q(e));
+        char name[64];
+        struct spsim_sh_words value = {0};
+        memcpy(name, e, n);
+        name[n] = '\0';
+        push_word(s, &value, e + n + 1, strlen(e + n + 1), 0, NULL);
+        var_set(s, name, &value, false);
+    }
+    return s->rc;
+}
+
 int
-spsim_sh_parse(const char *text, size_t len, const char *origin, struct spsim_sh_script *out,
-               struct spsim_error *err)
+spsim_sh_parse(const char *text, size_t len, const char *origin, const char *const *env,
+               size_t nenv, struct spsim_sh_script *out, struct spsim_error *err)
 {
     struct sh s = {.p = text, .end = text + len, .line = 1, .origin = origin, .err = err};
     memset(out, 0, sizeof(*out));
+    s.rc = environment(&s, env, nenv);
     while (s.rc == SPSIM_OK && peek(&s) >= 0) {
         struct spsim_sh_words cmd = {0};
         statement(&s, &cmd);

@@ -54,6 +54,10 @@ shape_limits(const struct spsim_model_shape *shape, const struct spsim_jctx *c)
         {"heads", shape->heads, MAX_HEADS},        {"kv_heads", shape->kv_heads, MAX_HEADS},
         {"head_dim", shape->head_dim, MAX_HIDDEN}, {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
         {"vocab", shape->vocab, MAX_VOCAB},        {"seq_len", shape->seq_len, MAX_SEQ}};
+    if (shape->vocab_divisible_by > MAX_VOCAB)
+        return spsim_json_field_error(c, NULL, "vocab_divisible_by",
+                                      "must be an integer in [0, %u], got %u", MAX_VOCAB,
+                                      shape->vocab_divisible_by);
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(limits); i++)
         if (limits[i].value < 1 || limits[i].value > limits[i].max)
             return spsim_json_field_error(c, NULL, limits[i].key,
@@ -273,7 +277,8 @@ uint64_t
 spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp)
 {
     /* Megatron pads to a multiple of make_vocab_size_divisible_by (default 128) × TP size. */
-    uint64_t multiple = 128ull * (tp ? tp : 1);
+    uint32_t d = model->shape.vocab_divisible_by ? model->shape.vocab_divisible_by : 128;
+    uint64_t multiple = (uint64_t)d * (tp ? tp : 1);
     uint64_t v = model->shape.vocab;
     return (v + multiple - 1) / multiple * multiple;
 }
