@@ -14,29 +14,29 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/spsim-mutation.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # name@file@sed expression (one substitution; the file must change)
-mutations='bubble-halved@src/engine/evaluate.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|
-optimizer-x3@src/engine/evaluate.c@s|return opt_bytes / hw->hbm_achievable_Bps;|return 3.0 * opt_bytes / hw->hbm_achievable_Bps;|
-no-pipeline-sends@src/engine/evaluate.c@s|\*t_send = ct.time_s + ag.time_s;|*t_send = 0 * (ct.time_s + ag.time_s);|
+mutations='bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|
+optimizer-x3@src/engine/dp_time.c@s|return opt_bytes / hw->hbm_achievable_Bps;|return 3.0 * opt_bytes / hw->hbm_achievable_Bps;|
+no-pipeline-sends@src/engine/pipeline_time.c@s|\*t_send = ct.time_s + ag.time_s;|*t_send = 0 * (ct.time_s + ag.time_s);|
 overlapped-dp-free@src/engine/evaluate.c@s|\*exposed = spsim_max_d(0.0, finish - crit->bwd_window) + ag;|*exposed = 0 * spsim_max_d(0.0, finish - crit->bwd_window) + ag;|
-no-tied-allreduce@src/engine/evaluate.c@s|tr->tied_embedding_allreduce_s = e.time_s;|tr->tied_embedding_allreduce_s = 0 * e.time_s;|
-tied-allreduce-in-dp@src/engine/evaluate.c@s|tr->tied_embedding_allreduce_s = e.time_s;|tr->dp_exposed_s += e.time_s;|
+no-tied-allreduce@src/engine/dp_time.c@s|tr->tied_embedding_allreduce_s = e.time_s;|tr->tied_embedding_allreduce_s = 0 * e.time_s;|
+tied-allreduce-in-dp@src/engine/dp_time.c@s|tr->tied_embedding_allreduce_s = e.time_s;|tr->dp_exposed_s += e.time_s;|
 flash-backward-1x@src/engine/schedule.c@s|st->flops = 2.5 \* op->flash_fwd_flops;|st->flops = 1.0 * op->flash_fwd_flops;|
 layernorm-backward-bytes-x2@src/engine/layer.c@0,/op->bwd_bytes = 10.0 \* elements;/s//op->bwd_bytes = 20.0 * elements;/
-adam-unsharded@src/engine/evaluate.c@s|double adam = coef \* params / (z >= 1 ? D : 1.0)|double adam = coef * params / (z >= 1 ? 1.0 : 1.0)|
-embedding-masks-p-interleaved@src/engine/evaluate.c@s|x->v > 1 ? 2 \* x->p : x->p|x->v > 1 ? x->p : x->p|
-iteration-without-sends@src/engine/evaluate.c@s|tr->pp_bubble_s + tr->pp_p2p_s +$|tr->pp_bubble_s + 0 * tr->pp_p2p_s +|
+adam-unsharded@src/engine/dp_time.c@s|double adam = coef \* params / (z >= 1 ? D : 1.0)|double adam = coef * params / (z >= 1 ? 1.0 : 1.0)|
+embedding-masks-p-interleaved@src/engine/memory.c@s|x->v > 1 ? 2 \* x->p : x->p|x->v > 1 ? x->p : x->p|
+iteration-without-sends@src/engine/pipeline_time.c@s|tr->pp_bubble_s + tr->pp_p2p_s +$|tr->pp_bubble_s + 0 * tr->pp_p2p_s +|
 overlap-sm-share-halved@src/engine/timing.c@s|double share = (double)hw->nccl_channels / hw->sm_count;|double share = 0.5 * hw->nccl_channels / hw->sm_count;|
-cp-block-recompute-dropped@src/engine/evaluate.c@s|s->cp_exposed += layers \* (b->cp_exposed_s - b->cp_recompute_exposed_s) +|s->cp_exposed += 0 * (b->cp_exposed_s - b->cp_recompute_exposed_s) +|
+cp-block-recompute-dropped@src/engine/pipeline_time.c@s|s->cp_exposed += layers \* (b->cp_exposed_s - b->cp_recompute_exposed_s) +|s->cp_exposed += 0 * (b->cp_exposed_s - b->cp_recompute_exposed_s) +|
 cp-recompute-in-tp@src/engine/timing.c@s|if (!cp \&\& !ep) { /\* the TP|if (!ep) { /* the TP|
 cp-last-block-hidden@src/engine/timing.c@s|(r - 2) \* spsim_max_d(0.0, two.time_s - attn) + one.time_s;|(r - 2) * spsim_max_d(0.0, two.time_s - attn) + 0 * one.time_s;|
-full-recompute-free@src/engine/evaluate.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|
-dp-overlap-ignores-tp@src/engine/evaluate.c@s|if (tp_bytes > 0)|if (0 * tp_bytes > 0)|
-no-sp-send-regather@src/engine/evaluate.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|
+full-recompute-free@src/engine/pipeline_time.c@s|tr->recompute_s = mb \* crit->rec;|tr->recompute_s = 0 * mb * crit->rec;|
+dp-overlap-ignores-tp@src/engine/dp_time.c@s|if (tp_bytes > 0)|if (0 * tp_bytes > 0)|
+no-sp-send-regather@src/engine/pipeline_time.c@s|if (!par->sp \&\& x->t > 1 \&\&|if (0 \&\& !par->sp \&\& x->t > 1 \&\&|
 nvfp4-cast-halved@src/engine/fp8.c@s|op->cast_fwd_bytes = (double)elements \* SPSIM_NVFP4_CAST_BYTES;|op->cast_fwd_bytes = 0.5 * (double)elements * SPSIM_NVFP4_CAST_BYTES;|
 nvfp4-at-fp8-rate@src/engine/timing.c@s|return cfg->dtype == SPSIM_DTYPE_NVFP4 ? SPSIM_DTYPE_NVFP4 : SPSIM_DTYPE_FP8;|return SPSIM_DTYPE_FP8;|
 amax-tp-free@src/engine/schedule.c@s|if (op->amax_bytes == 0 \|\| coll != SPSIM_COLL_ALL_GATHER)|if (1 \|\| coll != SPSIM_COLL_ALL_GATHER)|
-delayed-amax-group-cp-twice@src/engine/evaluate.c@s|uint64_t group = x->t \* x->dc; /\*|uint64_t group = x->t * x->dc * x->c; /*|
-delayed-amax-halved@src/engine/evaluate.c@s|tr->fp8_amax_allreduce_s = times \* (f.time_s + b.time_s);|tr->fp8_amax_allreduce_s = 0.5 * times * (f.time_s + b.time_s);|
+delayed-amax-group-cp-twice@src/engine/dp_time.c@s|uint64_t group = x->t \* x->dc; /\*|uint64_t group = x->t * x->dc * x->c; /*|
+delayed-amax-halved@src/engine/dp_time.c@s|tr->fp8_amax_allreduce_s = times \* (f.time_s + b.time_s);|tr->fp8_amax_allreduce_s = 0.5 * times * (f.time_s + b.time_s);|
 moe-router-bytes-halved@src/engine/layer.c@s|10.0 \* scores + 12.0 \* (double)T \* k, 10.0 \* scores);|5.0 * scores + 6.0 * (double)T * k, 5.0 * scores);|
 moe-permute-halved@src/engine/layer.c@s|"permute (token copies into expert order)", 4.0 \* copies \* h,|"permute (token copies into expert order)", 2.0 * copies * h,|
 moe-unpermute-halved@src/engine/layer.c@s|2.0 \* copies \* h + 2.0 \* T \* h, 4.0 \* copies \* h);|1.0 * copies * h + 1.0 * T * h, 2.0 * copies * h);|
@@ -52,14 +52,14 @@ moe-aux-scores-kept-halved@src/engine/layer.c@s|m->experts, \&bld->ok), 4, SPSIM
 moe-aux-loss-halved@src/engine/layer.c@s|5.0 \* te, 4.0 \* te);|2.5 * te, 2.0 * te);|
 moe-aux-counts-halved@src/engine/layer.c@s|spsim_mul3(8, counts, m->experts, \&bld->ok)|spsim_mul3(4, counts, m->experts, \&bld->ok)|
 moe-aux-group-halved@src/engine/layer.c@s|op->cp_group = (uint32_t)n;|op->cp_group = (uint32_t)n / 2;|
-moe-aux-line-halved@src/engine/evaluate.c@s|tr->moe_aux_allreduce_s = mb \* moe_layers|tr->moe_aux_allreduce_s = 0.5 * mb * moe_layers|
-moe-aux-not-in-iteration@src/engine/evaluate.c@s|tr->fp8_amax_allreduce_s +$|tr->fp8_amax_allreduce_s + 0 *|
+moe-aux-line-halved@src/engine/pipeline_time.c@s|tr->moe_aux_allreduce_s = mb \* moe_layers|tr->moe_aux_allreduce_s = 0.5 * mb * moe_layers|
+moe-aux-not-in-iteration@src/engine/pipeline_time.c@s|tr->fp8_amax_allreduce_s +$|tr->fp8_amax_allreduce_s + 0 *|
 moe-aux-in-cp-line@src/engine/timing.c@s|(st->op->moe_aux ? |(false ? |
-moe-expert-bias-bytes-halved@src/engine/evaluate.c@s|double bytes = 4.0 \* (double)x->model->shape.experts|double bytes = 2.0 * (double)x->model->shape.experts|
-moe-expert-bias-dropped@src/engine/evaluate.c@s|tr->moe_expert_bias_allreduce_s = e.time_s;|tr->moe_expert_bias_allreduce_s = 0 * e.time_s;|
-moe-expert-bias-not-in-iteration@src/engine/evaluate.c@s|tr->moe_aux_allreduce_s + tr->moe_expert_bias_allreduce_s;|tr->moe_aux_allreduce_s;|
+moe-expert-bias-bytes-halved@src/engine/dp_time.c@s|double bytes = 4.0 \* (double)x->model->shape.experts|double bytes = 2.0 * (double)x->model->shape.experts|
+moe-expert-bias-dropped@src/engine/dp_time.c@s|tr->moe_expert_bias_allreduce_s = e.time_s;|tr->moe_expert_bias_allreduce_s = 0 * e.time_s;|
+moe-expert-bias-not-in-iteration@src/engine/pipeline_time.c@s|tr->moe_aux_allreduce_s + tr->moe_expert_bias_allreduce_s;|tr->moe_aux_allreduce_s;|
 moe-global-aux-without-dp@src/engine/layer.c@s|(global ? cfg->aux_dp : 1)|(global ? 1 : 1)|
-moe-expert-bias-group-without-dp@src/engine/evaluate.c@s|uint64_t group = x->t \* x->dc, routers|uint64_t group = x->t * x->c, routers|
+moe-expert-bias-group-without-dp@src/engine/dp_time.c@s|uint64_t group = x->t \* x->dc, routers|uint64_t group = x->t * x->c, routers|
 moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|
 moe-expert-bias-halved@src/engine/layer.c@s|9.0 \* te, 0.0);|4.5 * te, 0.0);|
 cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|uint64_t kvw = x->qk_w - x->q_t;|

@@ -209,7 +209,7 @@ static int
 read_to_end(int fd, const char *path, size_t guess, char **buf, size_t *len,
             struct spsim_error *err)
 {
-    size_t cap = guess + 1 > 4096 ? guess + 1 : 4096, n = 0;
+    size_t cap = guess + 2 > 4096 ? guess + 2 : 4096, n = 0;
     char *data = malloc(cap);
     for (;;) {
         if (data && n + 1 == cap) {
@@ -258,6 +258,22 @@ spsim_read_file(const char *path, char **buf, size_t *len, struct spsim_error *e
         rc = read_to_end(fd, path, (size_t)st.st_size, buf, len, err);
     close(fd);
     return rc;
+}
+
+int
+spsim_file_read(const char *path, char **buf, size_t *len, struct spsim_error *err)
+{
+    if (!path || !buf || !len)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_file_read: NULL argument");
+    return spsim_read_file(path, buf, len, err);
+}
+
+int
+spsim_file_read_fd(int fd, const char *name, char **buf, size_t *len, struct spsim_error *err)
+{
+    if (fd < 0 || !name || !buf || !len)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_file_read_fd: invalid argument");
+    return read_to_end(fd, name, 0, buf, len, err);
 }
 
 int

@@ -41,7 +41,7 @@ expect 2 "--mbs: the value 2 appears twice in '1,2,2'" -- sweep --mbs 1,2,2
 expect 2 "axes 'dp' and 'gpus' exclude each other" -- sweep --dp 1 --gpus 8
 expect 2 "--shard: '3/3' needs 0 <= I < N" -- sweep --shard 3/3
 expect 2 "--shard: 'x' is not I/N" -- sweep --shard x
-expect 2 "--by: 'speed' is not one of iteration_s, total_bytes, mfu" -- sweep --by speed
+expect 2 "--by: 'speed' is not one of tokens_per_s, iteration_s, total_bytes, mfu" -- sweep --by speed
 expect 2 "--format: 'xml' is not one of csv, jsonl" -- sweep --format xml
 expect 2 "--threads: '0' is not an integer" -- sweep --threads 0
 expect 2 "unknown option '--bogus'" -- sweep --bogus

@@ -379,7 +379,7 @@ START_TEST(amax_all_reduces)
     ck_assert_uint_eq(n[SPSIM_PHASE_RECOMPUTE], 2);
     amax_steps(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, SPSIM_RECOMPUTE_SELECTIVE, 8, n);
     ck_assert_uint_eq(n[SPSIM_PHASE_FORWARD] + n[SPSIM_PHASE_BACKWARD], 4);
-    /* Delayed scaling reduces per pass (evaluate.c), MXFP8 and blockwise scales are local. */
+    /* Delayed scaling reduces per pass (dp_time.c), MXFP8 and blockwise scales are local. */
     for (enum spsim_fp8_recipe r = SPSIM_FP8_DELAYED; r < SPSIM_FP8_RECIPE_COUNT; r++) {
         if (r == SPSIM_FP8_CURRENT)
             continue;

@@ -130,6 +130,35 @@ START_TEST(large_file_refused)
 }
 END_TEST
 
+/* Issue 23, defect 1: "at most 64 MiB" (README) includes 64 MiB; the public readers the CLI's
+ * --megatron-args uses (a file, standard input) keep that limit. */
+START_TEST(file_of_64_mib_read)
+{
+    char path[256];
+    int fd = open(in_dir(path, "64m"), O_WRONLY | O_CREAT, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 64 * 1024 * 1024), 0);
+    close(fd);
+    char *buf = NULL;
+    size_t len = 0;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_file_read(path, &buf, &len, &err), SPSIM_OK);
+    ck_assert_uint_eq(len, 64 * 1024 * 1024);
+    free(buf);
+    fd = open(path, O_RDONLY);
+    ck_assert_int_eq(spsim_file_read_fd(fd, "-", &buf, &len, &err), SPSIM_OK);
+    ck_assert_uint_eq(len, 64 * 1024 * 1024);
+    free(buf);
+    close(fd);
+    fd = open("/dev/zero", O_RDONLY);
+    ck_assert_int_eq(spsim_file_read_fd(fd, "-", &buf, &len, &err), SPSIM_EIO);
+    ck_assert_str_eq(err.message, "-: file is larger than 67108864 bytes");
+    close(fd);
+    ck_assert_int_eq(spsim_file_read("/dev/zero", &buf, &len, &err), SPSIM_EIO);
+    ck_assert_str_eq(err.message, "/dev/zero: not a regular file (a character device)");
+}
+END_TEST
+
 static void
 read_back(const char *path, const char *want)
 {
@@ -288,6 +317,7 @@ main(void)
     tcase_add_test(tc, other_kinds_refused);
     tcase_add_test(tc, proc_file_read_to_end);
     tcase_add_test(tc, large_file_refused);
+    tcase_add_test(tc, file_of_64_mib_read);
     suite_add_tcase(s, tc);
     tc = tcase_create("write");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -295,6 +295,30 @@ START_TEST(hostile_launch_lines)
 }
 END_TEST
 
+/* Issue 23, defect 11: 65536 nodes of 65536 processes is dp 2^32, which wrapped to 0 ("dp ...
+ * got 0"); the product is checked and named. 2^31 fits and reaches the engine's own limit. */
+START_TEST(world_size_checked)
+{
+    static const char *const text =
+        "torchrun --nproc_per_node 65536 --nnodes 65536 pretrain_gpt.py --num-layers 4 "
+        "--hidden-size 256 --num-attention-heads 8 --seq-length 128 --vocab-size 1000 --bf16\n";
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(parse(text, &mc, &err), SPSIM_ECONFIG);
+    ck_assert_str_eq(err.message,
+                     "launch.sh:1: --nnodes: the world size 4294967296 over tp · pp "
+                     "· cp = 1 is a data-parallel size of 4294967296, beyond 2^32 - 1");
+    ck_assert_ptr_null(mc.model);
+    ck_assert_int_eq(parse("torchrun --nproc_per_node 65536 --nnodes 32768 pretrain_gpt.py "
+                           "--num-layers 4 --hidden-size 256 --num-attention-heads 8 "
+                           "--seq-length 128 --vocab-size 1000 --bf16\n",
+                           &mc, &err),
+                     SPSIM_OK);
+    ck_assert_uint_eq(mc.par.dp, 1u << 31);
+    spsim_model_destroy(mc.model);
+}
+END_TEST
+
 /* A configuration's fields, formatted, equal field for field. */
 static void
 assert_same_result(const struct spsim_result *a, const struct spsim_result *b, const char *text)
@@ -686,6 +710,7 @@ megatron_suite(void)
     tcase_add_test(tc, bash_words);
     tcase_add_test(tc, errors_name_the_flag);
     tcase_add_test(tc, hostile_launch_lines);
+    tcase_add_test(tc, world_size_checked);
     tcase_add_test(tc, round_trip_over_a_sweep);
     tcase_add_test(tc, round_trip_moe_models);
     tcase_add_test(tc, nemo_yaml);

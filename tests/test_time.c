@@ -72,6 +72,35 @@ START_TEST(hardware_flops_count_the_recomputation)
 }
 END_TEST
 
+START_TEST(mfu_against_one_stated_peak)
+{
+    /* MFU divides by the dense BF16 peak whatever the dtype (989 TFLOP/s for the H100 SXM,
+     * [GK-H100]; hardware/dgx-h100.json), so that it ranks as throughput does; mfu_dtype by the
+     * dtype's own peak (FP8 1979 TFLOP/s dense, the same sources). Llama 3 8B, tp 2 · pp 1 ·
+     * dp 4, one configuration in BF16 and in FP8. */
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 2;
+    p.dp = 4;
+    p.sp = true;
+    p.gbs = 32;
+    struct spsim_result bf16 = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    p.dtype = SPSIM_DTYPE_FP8;
+    struct spsim_result fp8 = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    const struct spsim_time_report *a = &bf16.time, *b = &fp8.time;
+    ck_assert_double_eq_tol(b->mfu, b->model_flops / (b->iteration_s * 8 * 989e12), 1e-12);
+    ck_assert_double_eq_tol(b->mfu_dtype, b->model_flops / (b->iteration_s * 8 * 1979e12), 1e-12);
+    ck_assert_double_eq_tol(b->hfu, b->hardware_flops / (b->iteration_s * 8 * 989e12), 1e-12);
+    ck_assert_double_eq_tol(b->hfu_dtype, b->hardware_flops / (b->iteration_s * 8 * 1979e12),
+                            1e-12);
+    ck_assert_double_eq(a->mfu_dtype, a->mfu);
+    ck_assert_double_eq(a->hfu_dtype, a->hfu);
+    /* The same model FLOPs over both: MFU orders the two as their tokens per second do. */
+    ck_assert_double_eq_tol(b->mfu / a->mfu, b->tokens_per_s / a->tokens_per_s, 1e-12);
+    ck_assert(b->tokens_per_s > a->tokens_per_s && b->mfu > a->mfu);
+}
+END_TEST
+
 START_TEST(maxmin_hand_cases)
 {
     /* One link of 10 shared by two flows: 5 each. */
@@ -363,6 +392,7 @@ time_suite(void)
     tcase_add_test(tc, hardware_flops_count_the_recomputation);
     suite_add_tcase(s, tc);
     tc = tcase_create("network");
+    tcase_add_test(tc, mfu_against_one_stated_peak);
     tcase_add_test(tc, maxmin_hand_cases);
     tcase_add_test(tc, collective_formula_by_hand);
     tcase_add_test(tc, gemm_model_by_hand);

@@ -77,6 +77,20 @@ SPSIM_API int spsim_file_write_atomic(const char *path, const void *data, size_t
 SPSIM_API int spsim_file_open_input(const char *path, int *fd, struct spsim_error *err);
 
 /**
+ * Read a whole input file: a regular file (as spsim_file_open_input() opens it: a FIFO, a
+ * device, a directory or a socket is refused at once) of at most 64 MiB, to its end (files
+ * under /proc report no size).
+ * @param buf  receives the text with a NUL after its `len` bytes; the caller frees it with free()
+ * @return SPSIM_OK, SPSIM_EIO ("PATH: not a regular file (a FIFO)", "PATH: file is larger than
+ *         67108864 bytes", "PATH: read error: REASON"), SPSIM_ENOMEM or SPSIM_EINVAL
+ */
+SPSIM_API int spsim_file_read(const char *path, char **buf, size_t *len, struct spsim_error *err);
+/** The same from an open descriptor (standard input for "-"), read to its end, at most 64 MiB;
+ * `name` is used in messages. */
+SPSIM_API int spsim_file_read_fd(int fd, const char *name, char **buf, size_t *len,
+                                 struct spsim_error *err);
+
+/**
  * An output file being written atomically, for outputs streamed rather than held in memory
  * (spsim_file_write_atomic() writes one buffer through it). Opaque.
  *

@@ -226,8 +226,10 @@ struct spsim_time_report {
     double model_flops;    /**< per iteration, whole model (Korthikanti et al. 2022 Eq. 7, no causal
                                 halving: 72·B·L·s·h²·(1 + s/(6h) + v/(12hL)) for the GPT layer) */
     double hardware_flops; /**< per iteration, with the recomputation actually done */
-    double mfu;            /**< model FLOP/s ÷ (GPUs × peak) */
-    double hfu;            /**< hardware FLOP/s ÷ (GPUs × peak) */
+    /** model FLOP/s ÷ (GPUs × the dense BF16 peak), whatever the dtype: one stated peak, as
+     * Megatron and Megatron-Bridge report model TFLOP/s per GPU, so MFU ranks as throughput */
+    double mfu;
+    double hfu;            /**< hardware FLOP/s ÷ (GPUs × the dense BF16 peak) */
     double tflops_per_gpu; /**< model FLOPs / (iteration · GPUs) / 1e12 (the 2022 formula) */
     /** Megatron-LM's current formula (training.py num_floating_point_operations: 6 FLOPs per
      * weight and token, causal attention halved, GQA, SwiGLU), what Megatron and NeMo log. */
@@ -276,6 +278,10 @@ struct spsim_time_report {
      * of the critical stage's routers' fp32 tokens-per-expert counts, 4·E B per MoE layer
      * (finalize_model_grads _update_router_expert_bias), exposed; 0 without expert bias. */
     double moe_expert_bias_allreduce_s;
+    /** MFU and HFU against the peak of the GEMMs' dtype (FP8: twice BF16's on H100; equal to
+     * mfu and hfu for bf16 and fp16) */
+    double mfu_dtype;
+    double hfu_dtype;
 };
 
 /** Everything spsim says about one configuration. */

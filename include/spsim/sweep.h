@@ -214,20 +214,24 @@ enum spsim_row_format {
 enum spsim_sweep_by {
     SPSIM_BY_ITERATION_S = 0, /**< time.iteration_s, smallest first */
     SPSIM_BY_TOTAL_BYTES = 1, /**< memory.total_bytes, smallest first */
-    SPSIM_BY_MFU = 2          /**< time.mfu, largest first */
+    SPSIM_BY_MFU = 2,         /**< time.mfu (against the dense BF16 peak), largest first */
+    /** time.tokens_per_s, largest first: throughput, the same order as the time to train a
+     * token budget, whatever the batch size, sequence length or dtype (the default) */
+    SPSIM_BY_TOKENS_PER_S = 3,
+    SPSIM_BY_COUNT
 };
 
-/** @return "iteration_s", "total_bytes", "mfu"; "?" otherwise. */
+/** @return "iteration_s", "total_bytes", "mfu", "tokens_per_s"; "?" otherwise. */
 SPSIM_API const char *spsim_sweep_by_name(enum spsim_sweep_by by);
 
 /** @return the column holding the metric: "time_iteration_s", "memory_total_bytes",
- * "time_mfu"; "?" otherwise. */
+ * "time_mfu", "time_tokens_per_s"; "?" otherwise. */
 SPSIM_API const char *spsim_sweep_by_column(enum spsim_sweep_by by);
 
 /**
  * The key --top ranks a result by: smaller is better, equal keys go to the lower index.
- * Positive doubles order as their bit patterns, so iteration_s ranks by its bits, mfu by
- * their complement (largest first); total_bytes ranks as itself.
+ * Positive doubles order as their bit patterns, so iteration_s ranks by its bits, mfu and
+ * tokens_per_s by their complement (largest first); total_bytes ranks as itself.
  */
 SPSIM_API uint64_t spsim_sweep_rank_key(enum spsim_sweep_by by, const struct spsim_result *r);
 
@@ -257,7 +261,7 @@ struct spsim_sweep_options {
     uint64_t top_k;               /**< 0 (default): every row in index order; else the best K by
                                    *   `by`, ties to the lower index, written at the end; at most
                                    *   SPSIM_SWEEP_MAX_TOP */
-    enum spsim_sweep_by by;       /**< default SPSIM_BY_ITERATION_S */
+    enum spsim_sweep_by by;       /**< default SPSIM_BY_TOKENS_PER_S */
     spsim_sweep_write_fn write;   /**< rows; required unless format is SPSIM_ROW_NONE */
     /** Invalid points, one line each ("model=... tp=... ...: REASON\n"), in index order;
      * NULL (default): counted only. */

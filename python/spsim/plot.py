@@ -17,12 +17,14 @@ failure (matplotlib missing, output not writable).
 """
 import argparse
 import csv
+import math
 import os
 import stat
 import sys
 import tempfile
 
 import spsim
+from spsim import _spsim
 
 GIB = 1024.0 ** 3
 MODES = ["none", "tp", "tp_sp", "tp_selective", "tp_sp_selective", "full"]
@@ -73,22 +75,69 @@ def memory_figure(tps, **config):
     return fig
 
 
+# The columns the pictures draw: a NaN, an infinity or a negative value in one of them would be
+# drawn as nothing or as a bar below the axis; such a file is refused, naming the row.
+DRAWN = {"time_mfu", "memory_total_bytes", "time_iteration_s", "memory_capacity_bytes"} | \
+    {key for key, _ in TIME_TERMS}
+
+
+def _read_csv(path):
+    """The CSV's bytes ('-': standard input): a regular file as every spsim input (a FIFO or a
+    device is refused at once instead of blocking: _spsim.open_input, the library's rule)."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        fd = _spsim.open_input(path)
+    except _spsim.LibraryError as e:
+        raise spsim.InputError(e.args[1]) from None
+    with open(fd, "rb") as f:
+        return f.read()
+
+
 def read_rows(path):
     """Rows of a sweep's CSV ('-': standard input), numbers as floats; the command's errors
-    (spsim.InputError naming the file) for a file that is not one."""
+    (spsim.InputError naming the file, and the line where a row is at fault) for a file that is
+    not one: not UTF-8, a row cut short, a drawn value that is NaN, infinite or negative."""
+    name = _spsim.escape(path)
     try:
-        f = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8")
+        data = _read_csv(path)
     except OSError as e:
-        raise spsim.InputError(f"{path}: {e.strerror}") from None
-    with f:
-        # A shard's first and last lines ("#spsim shard ...") are not rows.
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+        raise spsim.InputError(f"{name}: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise spsim.InputError(f"{name}: line {line}: not UTF-8 (byte offset {e.start}); spsim "
+                               "sweep writes UTF-8") from None
+    # A shard's first and last lines ("#spsim shard ...") are not rows; `numbers` maps the
+    # reader's line count back to the file's lines.
+    numbers = [n for n, line in enumerate(text.splitlines(True), 1) if not line.startswith("#")]
+    reader = csv.reader(line for line in text.splitlines(True) if not line.startswith("#"))
+    try:
+        table = [(numbers[reader.line_num - 1] if reader.line_num else 0, r) for r in reader]
+    except csv.Error as e:
+        raise spsim.InputError(f"{name}: line {numbers[reader.line_num - 1]}: {e}") from None
+    header = table[0][1] if table else []
     need = {"time_mfu", "memory_total_bytes", "memory_fits", "time_iteration_s"}
-    missing = need - set(rows[0]) if rows else need
+    missing = need - set(header)
     if missing:
-        raise spsim.InputError(f"{path}: field '{sorted(missing)[0]}': not a spsim sweep CSV "
+        raise spsim.InputError(f"{name}: field '{sorted(missing)[0]}': not a spsim sweep CSV "
                                "(spsim sweep -o FILE writes one)", sorted(missing)[0])
-    return [{k: _number(v) for k, v in r.items()} for r in rows]
+    return [_row(name, line, header, fields) for line, fields in table[1:]]
+
+
+def _row(name, line, header, fields):
+    if len(fields) != len(header):
+        raise spsim.InputError(f"{name}: line {line}: {len(fields)} fields where the header has "
+                               f"{len(header)} (a file cut short?)")
+    row = {k: _number(v) for k, v in zip(header, fields)}
+    for key in sorted(DRAWN & row.keys()):
+        v = row[key]
+        if not isinstance(v, float) or not math.isfinite(v) or v < 0:
+            raise spsim.InputError(f"{name}: line {line}: field '{key}': "
+                                   f"{_spsim.quote(fields[header.index(key)])} is not a finite "
+                                   "number >= 0", key)
+    return row
 
 
 def _number(text):
@@ -173,14 +222,26 @@ def _axes(tokens):
     axes, i = {}, 0
     while i < len(tokens):
         if not tokens[i].startswith("--") or i + 1 >= len(tokens):
-            raise spsim.UsageError(f"'{tokens[i]}': expected --OPTION VALUE")
+            raise spsim.UsageError(f"{_spsim.quote(tokens[i])}: expected --OPTION VALUE")
         axes[tokens[i][2:].replace("-", "_")] = tokens[i + 1]
         i += 2
     return axes
 
 
 def _config(text):
-    return dict(item.split("=", 1) for item in text.split(",") if item)
+    items = [item for item in text.split(",") if item]
+    bad = [item for item in items if "=" not in item]
+    if bad:
+        raise spsim.UsageError(f"--config: {_spsim.quote(bad[0])} is not KEY=VALUE")
+    return dict(item.split("=", 1) for item in items)
+
+
+def _tps(text):
+    try:
+        return [int(t) for t in text.split(",")]
+    except ValueError:
+        raise spsim.UsageError(f"--tp: {_spsim.quote(text)} is not a list of integers",
+                               "tp") from None
 
 
 def _parser():
@@ -200,7 +261,7 @@ def _parser():
 
 def _figure(args, axes):
     if args.kind == "memory":
-        return memory_figure([int(t) for t in args.tp.split(",")], **axes)
+        return memory_figure(_tps(args.tp), **axes)
     if args.kind == "time" and args.config:
         rows = [_flat(spsim.query(**dict(axes, **_config(c)))) for c in args.config]
         return time_figure(rows)
@@ -208,7 +269,7 @@ def _figure(args, axes):
         raise spsim.UsageError(f"{args.kind}: a sweep's CSV is needed (spsim sweep -o FILE)")
     rows = read_rows(args.csv)
     if not rows:
-        raise spsim.InputError(f"{args.csv}: no rows")
+        raise spsim.InputError(f"{_spsim.escape(args.csv)}: no rows")
     if args.kind == "pareto":
         return pareto_figure(rows)
     if args.top:
@@ -230,7 +291,8 @@ def save(fig, path):
     """Write the figure atomically: a temporary file beside `path`, then a rename."""
     fmt = os.path.splitext(path)[1][1:].lower()
     if fmt not in ("png", "svg", "pdf"):
-        raise spsim.UsageError(f"-o {path}: the name must end in .png, .svg or .pdf")
+        raise spsim.UsageError(f"-o {_spsim.escape(path)}: the name must end in .png, .svg or "
+                               ".pdf")
     # As the command's -o: a link is followed (its target replaced, the link kept), an existing
     # file keeps its permission bits, a new one gets 0666 less the umask (not mkstemp's 0600).
     target = os.path.realpath(path)
@@ -264,10 +326,10 @@ def main(argv=None):
     try:
         save(_figure(args, _axes(rest)), args.output)
     except spsim.Error as e:
-        print(f"spsim: error: {e.message}", file=sys.stderr)
+        print(f"spsim: error: {_spsim.escape(e.message)}", file=sys.stderr)
         return e.exit_code
     except OSError as e:
-        print(f"spsim: error: {args.output}: {e.strerror}", file=sys.stderr)
+        print(f"spsim: error: {_spsim.escape(args.output)}: {e.strerror}", file=sys.stderr)
         return 1
     return 0
 

@@ -75,8 +75,9 @@ void cli_output_abort(struct cli_output *out);
 
 /*
  * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
- * into place by cli_stream_commit. SIGINT/SIGTERM make the next write fail; commit then removes
- * the temporary file and reports the interruption.
+ * into place by cli_stream_commit. A terminating signal (SIGINT, SIGTERM, SIGHUP, SIGALRM,
+ * SIGUSR1, ...: stream.c lists them) makes the next write fail; commit then removes the
+ * temporary file and reports the interruption.
  */
 struct cli_stream {
     int fd;
@@ -91,7 +92,7 @@ int cli_stream_write(struct cli_stream *s, const char *data, size_t len);
 int cli_stream_commit(struct cli_stream *s);
 /** Give up: remove the temporary file. */
 void cli_stream_abort(struct cli_stream *s);
-/** @return whether SIGINT or SIGTERM arrived since a stream was opened */
+/** @return whether a terminating signal arrived since a stream was opened */
 bool cli_interrupted(void);
 
 /* Sweep axes as options (sweep, optimize): --model LIST ... --dtype LIST. */
@@ -133,6 +134,13 @@ struct cli_config {
     struct spsim_parallel par;
     bool pp_set, vpp_set;         /* given on the command line */
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
+    uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
+    uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
+    /* The options given since the last --megatron-args (whose file replaces those before it),
+     * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
+     * refuses two that contradict each other. */
+    bool given[96];
+    uint32_t zero_level, fsdp_level;
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -143,9 +151,12 @@ int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
 /**
  * Complete a configuration for its model (query, explain, validate): where the default pp·vpp
  * (8·3) does not divide the model's layers, vpp 1 and, unless given, the largest pp <= 8 that
- * divides them; SP at tp = 1 is disabled with Megatron's warning (arguments.py).
+ * divides them; --gpus N sets dp = N / (tp·cp·pp); SP at tp = 1 is disabled with Megatron's
+ * warning (arguments.py). Options that contradict each other (--sp with --no-sp,
+ * --distributed-optimizer with --zero 0, --dp with --gpus, ...) are refused, one line naming
+ * both. @return EXIT_OK or EXIT_USAGE
  */
-void cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
+int cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 
 /** --megatron-args FILE|-: the file's model and configuration replace what the options before
  * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
@@ -248,6 +259,7 @@ enum cli_config_opt {
     OPT_NO_BF16_ENDS,
     OPT_BF16_START,
     OPT_BF16_END,
+    OPT_GPUS,
     OPT_CONFIG_END
 };
 
@@ -259,6 +271,7 @@ enum cli_config_opt {
     "  --pp N                 pipeline parallel size (default 8, or the largest of 8, 7, ..., 1\n" \
     "                         that divides the model's layers)\n"                                  \
     "  --dp N                 data parallel size (default 1)\n"                                    \
+    "  --gpus N               GPUs in all: dp = N / (tp·cp·pp) (instead of --dp)\n"              \
     "  --vpp N                interleaved model chunks per pipeline stage (default 3 where\n"      \
     "                         pp*3 divides the model's layers, else 1 = none)\n"                   \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \

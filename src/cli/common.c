@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,7 +272,13 @@ cli_output_close(struct cli_output *out)
         return cli_error(EXIT_RUNTIME, "%s: cannot buffer output", out->path);
     }
     struct spsim_error err = {0};
+    /* The whole output is in memory: a signal that would end the process waits until it is
+     * written and renamed (or failed), so that no temporary file is left behind. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
     int rc = spsim_file_write_atomic(out->path, out->buffer, out->size, &err);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     free(out->buffer);
     out->buffer = NULL;
     return rc == SPSIM_OK ? EXIT_OK : cli_error(EXIT_RUNTIME, "%s", err.message);

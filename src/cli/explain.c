@@ -248,7 +248,8 @@ cmd_explain(int argc, char **argv)
     size_t n = 0;
     if ((rc = cli_config_model(&a.cfg, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
-    cli_config_finish(&cfg, model);
+    if ((rc = cli_config_finish(&cfg, model)))
+        goto done;
     if (spsim_layer_schedule(model, hw, &cfg.par, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, &err)) {
         rc = cli_fail(&err);
         goto done;

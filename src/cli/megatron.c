@@ -1,48 +1,21 @@
 /* --megatron-args FILE|- (query, explain, validate) and --format megatron (query, optimize). */
 #include "config.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
-/* The whole of FILE, or of standard input for "-". */
+/* The whole of FILE (a regular file: a FIFO or a device is refused at once, as every input), or
+ * of standard input for "-", at most 64 MiB. */
 static int
 read_all(const char *path, char **out, size_t *len)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return cli_error(EXIT_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    bool full = false;
-    while (buf && !full) {
-        if (n == cap) {
-            char *bigger = cap < (64u << 20) ? realloc(buf, 2 * cap) : NULL;
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        full = got == 0;
-    }
-    int failed = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (!buf || failed) {
-        free(buf);
-        return cli_error(failed ? EXIT_INPUT : EXIT_RUNTIME, "%s: %s", path,
-                         failed ? "read error" : "out of memory or larger than 64 MiB");
-    }
-    *out = buf;
-    *len = n;
-    return EXIT_OK;
+    struct spsim_error err = {0};
+    int rc = strcmp(path, "-") == 0 ? spsim_file_read_fd(STDIN_FILENO, "-", out, len, &err)
+                                    : spsim_file_read(path, out, len, &err);
+    return rc == SPSIM_OK ? EXIT_OK : cli_fail(&err);
 }
 
 int
@@ -65,6 +38,7 @@ cli_megatron_apply(struct cli_config *cfg, const char *path)
     spsim_model_destroy(cfg->imported);
     cfg->imported = mc.model;
     cfg->par = mc.par;
+    cfg->file_world = mc.world_size_given ? mc.par.tp * mc.par.cp * mc.par.pp * mc.par.dp : 0;
     return EXIT_OK;
 }
 

@@ -31,7 +31,9 @@ static const char merge_help[] =
     "\n"
     "Options:\n"
     "  --top K                keep the best K rows\n"
-    "  --by M                 what --top ranks by: iteration_s (default), total_bytes, mfu\n"
+    "  --by M                 what --top ranks by: tokens_per_s (default: throughput, the\n"
+    "                         order of the time to train a token budget), iteration_s,\n"
+    "                         total_bytes, mfu (against the dense BF16 peak)\n"
     "  -o, --output FILE      write FILE atomically instead of standard output\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -126,7 +128,7 @@ rank_key(enum spsim_sweep_by by, const char *text, uint64_t *key)
         return false;
     uint64_t bits;
     memcpy(&bits, &v, sizeof(bits));
-    *key = by == SPSIM_BY_MFU ? ~bits : bits;
+    *key = by == SPSIM_BY_MFU || by == SPSIM_BY_TOKENS_PER_S ? ~bits : bits;
     return true;
 }
 
@@ -618,6 +620,7 @@ cmd_merge(int argc, char **argv)
 {
     struct merge m;
     memset(&m, 0, sizeof(m));
+    m.by = SPSIM_BY_TOKENS_PER_S; /* spsim_sweep_options_defaults' */
     const char *output = NULL;
     int rc = parse(argc, argv, &m, &output);
     if (rc != EXIT_OK)

@@ -29,7 +29,7 @@ static const struct cli_option_spec {
     {"tp", required_argument, OPT_TP, SPSIM_AXIS_TP},
     {"pp", required_argument, OPT_PP, SPSIM_AXIS_PP},
     {"dp", required_argument, OPT_DP, SPSIM_AXIS_DP},
-    {"gpus", -1, 0, SPSIM_AXIS_GPUS},
+    {"gpus", required_argument, OPT_GPUS, SPSIM_AXIS_GPUS},
     {"vpp", required_argument, OPT_VPP, SPSIM_AXIS_VPP},
     {"sp", no_argument, OPT_SP, SPSIM_AXIS_SP},
     {"no-sp", no_argument, OPT_NO_SP, -1},
@@ -261,7 +261,7 @@ parse_fsdp(const char *arg, uint32_t *zero)
 /* The context-parallel and sharding options that take a value: 1 if consumed, 0 if not one,
  * −exit code on a bad value. */
 static int
-config_sharding(struct spsim_parallel *p, int opt, const char *arg)
+config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *level)
 {
     int rc;
     switch (opt) {
@@ -278,9 +278,11 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg)
         break;
     case OPT_ZERO:
         rc = cli_parse_u32("--zero", arg, 0, 3, &p->zero);
+        *level = p->zero;
         break;
     case OPT_FSDP:
         rc = parse_fsdp(arg, &p->zero);
+        *level = p->zero;
         break;
     case OPT_MOE_DISPATCHER:
         if (spsim_moe_dispatcher_parse(arg, &p->moe_dispatcher) == SPSIM_OK)
@@ -352,11 +354,22 @@ config_recompute_offload(struct spsim_parallel *p, int opt, const char *arg)
     }
 }
 
+_Static_assert(OPT_CONFIG_END - OPT_MODEL <= (int)sizeof(((struct cli_config *)0)->given),
+               "cli_config.given holds every configuration option");
+
 int
 cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
     struct spsim_parallel *p = &cfg->par;
     bool taken = false;
+    if (opt == OPT_MEGATRON_ARGS) /* the file replaces what the options before it gave */
+        memset(cfg->given, 0, sizeof(cfg->given));
+    if (opt >= OPT_MODEL && opt < OPT_CONFIG_END)
+        cfg->given[opt - OPT_MODEL] = true;
+    if (opt == OPT_GPUS) {
+        int rc = cli_parse_u32("--gpus", arg, 1, 1u << 24, &cfg->gpus);
+        return rc == EXIT_OK ? 1 : -rc;
+    }
     int rc = config_number(p, opt, arg, &taken);
     cfg->pp_set |= opt == OPT_PP;
     cfg->vpp_set |= opt == OPT_VPP;
@@ -407,11 +420,94 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         rc = config_cuda_graphs(p, opt, arg);
         if (rc != 0)
             return rc;
-        return config_sharding(p, opt, arg);
+        return config_sharding(p, opt, arg, opt == OPT_FSDP ? &cfg->fsdp_level : &cfg->zero_level);
     }
 }
 
-void
+/* Switches given with their --no- form, and options that say the same thing two ways. */
+static const struct {
+    int a, b;
+} contradicting[] = {
+    {OPT_SP, OPT_NO_SP},
+    {OPT_FLASH, OPT_NO_FLASH},
+    {OPT_DISTOPT, OPT_NO_DISTOPT},
+    {OPT_OVERLAP_GRAD, OPT_NO_OVERLAP_GRAD},
+    {OPT_FP8_PARAM, OPT_NO_FP8_PARAM},
+    {OPT_BF16_ENDS, OPT_NO_BF16_ENDS},
+    {OPT_GRAD_FP32, OPT_GRAD_BF16},
+    {OPT_OVERLAP_PARAM, OPT_NO_OVERLAP_PARAM},
+    {OPT_OVERLAP_P2P, OPT_NO_OVERLAP_P2P},
+    {OPT_TP_COMM_OVERLAP, OPT_NO_TP_COMM_OVERLAP},
+    {OPT_MOE_A2A_OVERLAP, OPT_NO_MOE_A2A_OVERLAP},
+    {OPT_DELAY_WGRAD, OPT_NO_DELAY_WGRAD},
+};
+
+/* "--name" of a configuration option (its first spelling in the table). */
+static const char *
+option_name(int opt)
+{
+    for (size_t i = 0; i < CLI_ARRAY_LENGTH(option_table); i++)
+        if (option_table[i].config == opt && option_table[i].has_arg >= 0)
+            return option_table[i].name;
+    return "?";
+}
+
+static bool
+given(const struct cli_config *cfg, int opt)
+{
+    return cfg->given[opt - OPT_MODEL];
+}
+
+/* Two options that contradict each other: one line naming both (EXIT_USAGE), else EXIT_OK. */
+static int
+contradictions(const struct cli_config *cfg)
+{
+    for (size_t i = 0; i < CLI_ARRAY_LENGTH(contradicting); i++)
+        if (given(cfg, contradicting[i].a) && given(cfg, contradicting[i].b))
+            return cli_error(EXIT_USAGE, "--%s contradicts --%s: give one of them",
+                             option_name(contradicting[i].a), option_name(contradicting[i].b));
+    if (given(cfg, OPT_ZERO) && given(cfg, OPT_FSDP) && cfg->zero_level != cfg->fsdp_level)
+        return cli_error(EXIT_USAGE,
+                         "--zero %u contradicts --fsdp (ZeRO-%u): they choose the same sharding",
+                         cfg->zero_level, cfg->fsdp_level);
+    /* The distributed optimizer is ZeRO-1 (spsim_parallel.zero; Megatron's
+     * --use-distributed-optimizer shards the optimizer state over dp). */
+    uint32_t level = given(cfg, OPT_ZERO) ? cfg->zero_level : cfg->fsdp_level;
+    bool sharding = given(cfg, OPT_ZERO) || given(cfg, OPT_FSDP);
+    if (given(cfg, OPT_DISTOPT) && sharding && level == 0)
+        return cli_error(EXIT_USAGE,
+                         "--distributed-optimizer contradicts --zero 0: the distributed "
+                         "optimizer is ZeRO-1 (give --zero 1, or drop one)");
+    return EXIT_OK;
+}
+
+/* --gpus N: dp = N / (tp·cp·pp), which --dp and a launch line's world size must not contradict. */
+static int
+gpus_to_dp(struct cli_config *cfg)
+{
+    struct spsim_parallel *p = &cfg->par;
+    if (!cfg->gpus)
+        return EXIT_OK;
+    uint64_t model = (uint64_t)p->tp * p->cp * p->pp;
+    if (cfg->gpus % model)
+        return cli_error(EXIT_USAGE, "--gpus %u is not a multiple of tp·cp·pp = %u·%u·%u = %llu",
+                         cfg->gpus, p->tp, p->cp, p->pp, (unsigned long long)model);
+    uint32_t dp = (uint32_t)(cfg->gpus / model);
+    if (given(cfg, OPT_DP) && p->dp != dp)
+        return cli_error(EXIT_USAGE,
+                         "--dp %u contradicts --gpus %u (tp·cp·pp = %llu gives dp %u): give one "
+                         "of them",
+                         p->dp, cfg->gpus, (unsigned long long)model, dp);
+    if (cfg->file_world && cfg->file_world != cfg->gpus)
+        return cli_error(EXIT_USAGE,
+                         "--gpus %u contradicts --megatron-args' world size %u (its torchrun "
+                         "--nproc_per_node × --nnodes)",
+                         cfg->gpus, cfg->file_world);
+    p->dp = dp;
+    return EXIT_OK;
+}
+
+int
 cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
 {
     struct spsim_parallel *p = &cfg->par;
@@ -432,6 +528,8 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
         cli_warning("Disabling sequence parallelism because tensor model parallelism is disabled");
         p->sp = false;
     }
+    int rc = contradictions(cfg);
+    return rc ? rc : gpus_to_dp(cfg);
 }
 
 /* A group's getopt entries appended to `out` (capacity `cap` from `n`). */

@@ -223,6 +223,23 @@ print_cp_sharding(FILE *f, const struct spsim_result *r)
                 fmt_bytes(b, sizeof(b), (double)c->dp_ag_wire_bytes_per_rank));
 }
 
+/* A collective whose exposed time exceeds its own: TE userbuffers' pipelined ReduceScatter
+ * (timing.c ub_cost) runs its GEMM in chunks on the SMs the communication leaves, and that
+ * slowdown is the collective's cost too. */
+static void
+print_exposed_note(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_comm_report *c = &r->comm;
+    for (uint32_t i = 0; i < c->per_layer_count; i++)
+        if (c->per_layer[i].exposed_s > c->per_layer[i].time_s) {
+            fprintf(f,
+                    "  exposed above time: with TE userbuffers the GEMM beside the collective runs "
+                    "in chunks on the SMs the communication leaves; what that costs the GEMM "
+                    "counts as the collective's exposed time\n");
+            return;
+        }
+}
+
 static void
 print_comm(FILE *f, const struct spsim_result *r)
 {
@@ -246,6 +263,7 @@ print_comm(FILE *f, const struct spsim_result *r)
                 e->overlap == SPSIM_OVERLAP_NONE ? "-" : spsim_overlap_name(e->overlap),
                 fmt_time(t, sizeof(t), e->time_s), fmt_time(x, sizeof(x), e->exposed_s));
     }
+    print_exposed_note(f, r);
     fprintf(f,
             "  wire bytes per layer and rank: forward %s, backward %s (wgrad re-gathers %s), "
             "recompute %s\n",
@@ -332,6 +350,32 @@ print_overlaps(FILE *f, const struct spsim_result *r)
                 fmt_time(b, sizeof(b), t->ep_exposed_s));
 }
 
+/* Throughput, MFU and HFU: against the dense BF16 peak (one stated peak, whatever the dtype),
+ * beside the dtype's own peak when it differs; why HFU can be below MFU. */
+static void
+print_utilisation(FILE *f, const struct spsim_result *r)
+{
+    const struct spsim_time_report *t = &r->time;
+    fprintf(f,
+            "  %.4g tokens/s (%.4g per GPU) · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%% "
+            "of the dense BF16 peak (%.4g TFLOP/s)\n",
+            t->tokens_per_s, t->tokens_per_s_per_gpu, t->tflops_per_gpu, 100 * t->mfu, 100 * t->hfu,
+            t->tflops_per_gpu / t->mfu);
+    if (t->mfu_dtype != t->mfu)
+        fprintf(f, "  against the %s peak (%.4g TFLOP/s): MFU %.1f%% · HFU %.1f%%\n",
+                spsim_dtype_name(r->config.dtype), t->tflops_per_gpu / t->mfu_dtype,
+                100 * t->mfu_dtype, 100 * t->hfu_dtype);
+    if (t->hfu < t->mfu && r->flash_attention)
+        fprintf(f,
+                "  HFU below MFU: the model FLOPs count attention's whole s×s scores (Korthikanti "
+                "2022 Eq. 7), the hardware FLOPs what the kernels run (flash attention the causal "
+                "half%s)\n",
+                r->config.recompute == SPSIM_RECOMPUTE_NONE ? "" : ", recomputation included");
+    else if (t->hfu < t->mfu)
+        fprintf(f, "  HFU below MFU: the hardware FLOPs are what the kernels run, the model FLOPs "
+                   "the 2022 formula's (Korthikanti 2022 Eq. 7)\n");
+}
+
 static void
 print_time(FILE *f, const struct spsim_result *r)
 {
@@ -370,9 +414,7 @@ print_time(FILE *f, const struct spsim_result *r)
     fprintf(f, "  one layer, one micro-batch: forward %s, backward %s (recompute included)\n",
             fmt_time(a, sizeof(a), t->layer_forward_s),
             fmt_time(b, sizeof(b), t->layer_backward_s));
-    fprintf(f, "  %.4g tokens/s (%.4g per GPU) · %.1f TFLOP/s per GPU · MFU %.1f%% · HFU %.1f%%\n",
-            t->tokens_per_s, t->tokens_per_s_per_gpu, t->tflops_per_gpu, 100 * t->mfu,
-            100 * t->hfu);
+    print_utilisation(f, r);
     fprintf(f,
             "  model TFLOP/s per GPU by formula: %.1f Megatron-LM today (causal attention "
             "halved), %.1f Korthikanti 2022, %.1f Narayanan 2021; hardware %.1f TFLOP/s\n",
@@ -519,7 +561,8 @@ cmd_query(int argc, char **argv)
     struct spsim_error err = {0};
     if ((rc = cli_config_model(&cfg, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
-    cli_config_finish(&cfg, model);
+    if ((rc = cli_config_finish(&cfg, model)))
+        goto done;
     if (spsim_evaluate(model, hw, &cfg.par, &result, &err) != SPSIM_OK) {
         rc = cli_fail(&err);
         goto done;

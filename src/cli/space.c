@@ -41,12 +41,13 @@ cli_axes_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, cons
 int
 cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by)
 {
-    for (int b = SPSIM_BY_ITERATION_S; b <= SPSIM_BY_MFU; b++)
+    for (int b = SPSIM_BY_ITERATION_S; b < SPSIM_BY_COUNT; b++)
         if (strcmp(arg, spsim_sweep_by_name(b)) == 0) {
             *by = b;
             return EXIT_OK;
         }
-    return cli_usage_error(command, "--by: '%s' is not one of iteration_s, total_bytes, mfu", arg);
+    return cli_usage_error(
+        command, "--by: '%s' is not one of tokens_per_s, iteration_s, total_bytes, mfu", arg);
 }
 
 int

@@ -124,7 +124,7 @@ struct spsim_layer_summary {
     struct spsim_block_totals dense;
     bool has_dense;
     /* Multi-token prediction: one depth's own rows and its parameters on one rank (0 without
-     * MTP; evaluate.c mtp_*). */
+     * MTP; memory.c and pipeline_time.c mtp_*). */
     struct spsim_block_totals mtp;
     uint64_t params_mtp;
     uint64_t params_dense_layer, params_layer_experts;
@@ -149,7 +149,7 @@ struct spsim_layer_summary {
     bool host_bound;
     uint32_t fp8_gemms_layer; /* GEMM ops of one layer in FP8 or NVFP4 (engine/fp8.c) */
     /* An MoE layer with SP and t > 1: the router's parameters (marked sequence_parallel,
-     * router.py), whose gradients join the MLA ones' TP all-reduce (evaluate.c); else 0. */
+     * router.py), whose gradients join the MLA ones' TP all-reduce (dp_time.c); else 0. */
     uint64_t params_router_tp_synced;
 };
 

@@ -116,7 +116,7 @@ fp8_gemm(struct spsim_layer *L, struct spsim_op *op)
  * coalesced, 8 B). The groups are set in pytorch/module/linear.py and layernorm_linear.py: a
  * column-parallel input with SP (forward, and again in a recomputed forward), a row-parallel
  * output gradient with SP (backward). Delayed scaling's amax reduction is per pass, not per
- * tensor (evaluate.c); MXFP8 and blockwise scales are local to their blocks.
+ * tensor (dp_time.c); MXFP8 and blockwise scales are local to their blocks.
  */
 static uint32_t
 amax_reduction_bytes(const struct spsim_layer_config *cfg)

@@ -428,7 +428,7 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
  * duplicated on every TP rank (TELinear parallel_mode 'duplicated'): they run on this rank's
  * tokens (s/t with SP) and issue no TP collective in the layer; with SP their weights are
  * marked sequence_parallel and their gradients all-reduced over TP once per iteration
- * (finalize_model_grads._allreduce_non_tensor_model_parallel_grads; evaluate.c). With SP the
+ * (finalize_model_grads._allreduce_non_tensor_model_parallel_grads; dp_time.c). With SP the
  * rope key k_pos_emb [s/t, b, d_r] is gathered on its own (gather_from_sequence_parallel_region),
  * and the column-parallel up-projections gather the normed latents r_q and r_kv instead of h.
  * Core attention sees Q and K of d_qk + d_r channels per head (the rope key broadcast to every
@@ -1141,7 +1141,7 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
  * output gather_from_tensor_model_parallel_region all-gathers over TP (backward: a split),
  * then with SP scatter_to_sequence_parallel_region splits the sequence (backward: an
  * AllGather). The embedding, the transformer layer and the output head around it are the
- * model's blocks (evaluate.c mtp_time).
+ * model's blocks (pipeline_time.c mtp_time).
  */
 void
 spsim_mtp_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,

@@ -18,6 +18,9 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
 
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_integration.h>
@@ -38,13 +41,12 @@ max_density(double x, void *params)
  * 64-point Gauss-Legendre on unit intervals of [−12, 12 + √(2 ln n)]: the integrand is below
  * 1e-30 outside it and smooth on each interval for any n up to 2^32.
  */
-double
-spsim_moe_expected_max(uint32_t n)
+static double
+expected_max_integral(uint32_t n, bool *exact)
 {
-    if (n <= 1)
-        return 0;
     gsl_integration_glfixed_table *t = gsl_integration_glfixed_table_alloc(64);
     double dn = (double)n, sum = 0, hi = 12.0 + sqrt(2.0 * log(dn));
+    *exact = t != NULL;
     if (!t) /* Blom: Φ⁻¹((n − 0.375)/(n + 0.25)), within 0.026 for 2 <= n <= 1024 */
         return gsl_cdf_ugaussian_Pinv((dn - 0.375) / (dn + 0.25));
     gsl_function f = {max_density, &dn};
@@ -52,6 +54,33 @@ spsim_moe_expected_max(uint32_t n)
         sum += gsl_integration_glfixed(&f, a, a + 1.0, t);
     gsl_integration_glfixed_table_free(t);
     return sum;
+}
+
+/* z_n for n below this is computed once per process: a layer evaluation asks for it about ten
+ * times (every build of an MoE layer), and each integral costs ~500 k instructions, most of a
+ * fresh MoE layer's evaluation. The values are deterministic, so threads that race on a slot
+ * store the same bits (relaxed atomics; 0 = not yet, z_n > 0 for n >= 2). */
+#define EXPECTED_MAX_MEMO 4096
+
+double
+spsim_moe_expected_max(uint32_t n)
+{
+    static _Atomic uint64_t memo[EXPECTED_MAX_MEMO];
+    if (n <= 1)
+        return 0;
+    double z;
+    uint64_t bits =
+        n < EXPECTED_MAX_MEMO ? atomic_load_explicit(&memo[n], memory_order_relaxed) : 0;
+    if (bits) {
+        memcpy(&z, &bits, sizeof(z));
+        return z;
+    }
+    bool exact;
+    z = expected_max_integral(n, &exact);
+    memcpy(&bits, &z, sizeof(bits));
+    if (exact && n < EXPECTED_MAX_MEMO && bits) /* the fallback is not kept */
+        atomic_store_explicit(&memo[n], bits, memory_order_relaxed);
+    return z;
 }
 
 /* C(E − S, k)/C(E, k): the chance that a token's k distinct experts all miss S of E. */

@@ -177,7 +177,7 @@ plan_layout(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                                 "and the last loss (L), each specified exactly once");
     if (in.n_mtp && m->mtp_layers == 0)
         return CONFIG_FAIL(err, "field 'pipeline_layout': this model has no MTP layers (m)");
-    if (in.n_mtp) /* spsim's limit: the MTP depths run on the last stage (evaluate.c mtp_time) */
+    if (in.n_mtp) /* spsim's limit: the MTP depths run on the last stage (pipeline_time.c) */
         return CONFIG_FAIL(err, "field 'pipeline_layout': placing the MTP layers (m) is not "
                                 "modelled; leave them out (they run on the last stage)");
     if (in.n_decoder != m->layers)

@@ -28,7 +28,7 @@ struct spsim_stage_plan {
     /* With a layout: nlayout = p·v decoder-layer counts, virtual-stage-major ([c·p + r]). */
     uint32_t nlayout;
     uint32_t layout[SPSIM_LAYOUT_MAX_STAGES];
-    /* first_last_layers_bf16 on a dense model (evaluate.c): the decoder layers [0, bf16_start)
+    /* first_last_layers_bf16 on a dense model (compose.h): the decoder layers [0, bf16_start)
      * and [L − bf16_end, L) run in BF16; 0, 0 otherwise. */
     uint32_t bf16_start, bf16_end;
 };

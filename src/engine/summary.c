@@ -131,7 +131,7 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->params_total = spsim_model_parameters(model, t);
     s->params_active = spsim_model_active_parameters(model, t);
     s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
-    if (m->kv_lora_rank && le->cfg.sp && t > 1) { /* evaluate.c mla_grad_sync */
+    if (m->kv_lora_rank && le->cfg.sp && t > 1) { /* dp_time.c mla_grad_sync */
         struct spsim_param_split attn;
         spsim_attention_parameters(m, &attn, &ok);
         s->params_tp_synced = attn.replicated;

@@ -434,7 +434,9 @@ read_numbers(const struct spsim_jctx *c, const cJSON *root, const struct hf_fami
         return rc;
     m->kv_heads = m->heads;
     m->head_dim = m->hidden / m->heads;
-    m->ffn_hidden = 4 * m->hidden; /* GPT2MLP: n_inner None is 4 * n_embd */
+    /* GPT2MLP: n_inner None is 4 * n_embd (kept from wrapping: the shape's limits then refuse
+     * the hidden size itself). */
+    m->ffn_hidden = m->hidden <= UINT32_MAX / 4 ? 4 * m->hidden : UINT32_MAX;
     if ((rc = get_u32(c, root, "num_key_value_heads", false, &m->kv_heads)) ||
         (rc = get_u32(c, root, "head_dim", false, &m->head_dim)) ||
         (rc = get_u32(c, root, f->ffn, f->mlp == SPSIM_MLP_SWIGLU, &m->ffn_hidden)))
@@ -512,6 +514,9 @@ deepseek_fields(const struct spsim_jctx *c, const cJSON *root, struct spsim_mode
         return spsim_json_field_error(c, NULL, "n_shared_experts", "too many shared experts");
     m->shared_expert_ffn_hidden = shared * m->expert_ffn_hidden;
     m->router_score = (enum spsim_router_score)score;
+    if ((uint64_t)nope + rope > UINT32_MAX) /* the sum must not wrap to a valid width */
+        return spsim_json_field_error(c, NULL, "qk_rope_head_dim",
+                                      "qk_nope_head_dim + qk_rope_head_dim exceeds 2^32 - 1");
     m->qk_head_dim = nope;
     m->qk_pos_emb_head_dim = rope;
     m->head_dim = nope + rope; /* the Q/K head width; transformers' head_dim is the rope part */

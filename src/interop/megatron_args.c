@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "megatron_ftest.h"
 #include "megatron_yaml.h"
 #include "profiles/profiles.h"
 #include "spsim/megatron.h"
@@ -993,6 +994,13 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
         return rule_error(m, m->given[F_NPROC] ? F_NPROC : F_NNODES,
                           "the world size %llu is not a multiple of tp · pp · cp = %llu",
                           (unsigned long long)world, (unsigned long long)model);
+    /* 65536 nodes of 65536 processes over tp 1 is dp 2^32, which a 32-bit dp would wrap to 0. */
+    if (out->world_size_given && world / model > UINT32_MAX)
+        return rule_error(m, m->given[F_NNODES] ? F_NNODES : F_NPROC,
+                          "the world size %llu over tp · pp · cp = %llu is a data-parallel size "
+                          "of %llu, beyond 2^32 - 1",
+                          (unsigned long long)world, (unsigned long long)model,
+                          (unsigned long long)(world / model));
     p->dp = out->world_size_given ? (uint32_t)(world / model) : 1;
     /* arguments.py: "Disabling sequence parallelism because tensor model parallelism is
      * disabled". */
@@ -1340,13 +1348,17 @@ spsim_megatron_parse_inputs(const struct spsim_megatron_input *in, size_t n,
     struct spsim_yaml y = {0};
     struct spsim_sh_script sc = {0};
     struct spsim_sh_words base = {0};
+    /* A functional-test case's MODEL_ARGS are launch-line flags, read as a launch line. */
+    bool ftest = yaml && spsim_megatron_ftest_detect(in[0].text, in[0].len);
+    yaml = yaml && !ftest;
     if (!yaml && n > 1)
         return spsim_fail(err, SPSIM_EINVAL,
-                          "%s: a launch script cannot be composed with other files (give it "
-                          "alone, or only recipes)",
+                          "%s: a launch script or test case cannot be composed with other files "
+                          "(give it alone, or only recipes)",
                           in[0].origin ? in[0].origin : "-");
-    int rc = yaml ? recipe_words(in, n, &y, &sc, err)
-                  : spsim_sh_parse(in[0].text, in[0].len, origin, ctx->env, ctx->nenv, &sc, err);
+    int rc = ftest  ? spsim_megatron_ftest(in[0].text, in[0].len, origin, &sc, err)
+             : yaml ? recipe_words(in, n, &y, &sc, err)
+                    : spsim_sh_parse(in[0].text, in[0].len, origin, ctx->env, ctx->nenv, &sc, err);
     if (rc == SPSIM_OK && yaml && ctx->model)
         rc = base_words(ctx->model, &base, err);
     struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};

@@ -51,11 +51,12 @@ spsim_model_load(const char *path, struct spsim_model **out, struct spsim_error 
     char *buf = NULL, file[4096];
     size_t len = 0;
     struct stat st;
-    /* A folder holding a config.json is a Hugging Face model (another folder is refused by
-     * the reader as not a regular file). */
+    /* A folder is a Hugging Face model: its config.json is read, and whatever that is (a FIFO,
+     * a symbolic link loop) the reader's message names it, not the folder. A folder without
+     * one is refused as not a regular file. */
     int w = snprintf(file, sizeof(file), "%s/config.json", path);
     if (w > 0 && (size_t)w < sizeof(file) && stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-        stat(file, &st) == 0 && S_ISREG(st.st_mode))
+        lstat(file, &st) == 0)
         path = file;
     int rc = spsim_read_file(path, &buf, &len, err);
     if (rc == SPSIM_OK)

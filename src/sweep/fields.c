@@ -286,6 +286,8 @@ static const struct spsim_field fields[] = {
     F("time.ep_a2a_hidden_s", F64, time.ep_a2a_hidden_s),
     F("time.moe_aux_allreduce_s", F64, time.moe_aux_allreduce_s),
     F("time.moe_expert_bias_allreduce_s", F64, time.moe_expert_bias_allreduce_s),
+    F("time.mfu_dtype", F64, time.mfu_dtype),
+    F("time.hfu_dtype", F64, time.hfu_dtype),
 };
 
 size_t

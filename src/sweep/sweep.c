@@ -734,6 +734,11 @@ spsim_sweep_rank_key(enum spsim_sweep_by by, const struct spsim_result *r)
             return UINT64_MAX;
         memcpy(&bits, &r->time.mfu, sizeof(bits));
         return ~bits;
+    case SPSIM_BY_TOKENS_PER_S:
+        if (!(r->time.tokens_per_s >= 0))
+            return UINT64_MAX;
+        memcpy(&bits, &r->time.tokens_per_s, sizeof(bits));
+        return ~bits;
     case SPSIM_BY_ITERATION_S:
     default:
         memcpy(&bits, &r->time.iteration_s, sizeof(bits));

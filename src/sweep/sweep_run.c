@@ -29,14 +29,15 @@
 const char *
 spsim_sweep_by_name(enum spsim_sweep_by by)
 {
-    static const char *const names[] = {"iteration_s", "total_bytes", "mfu"};
+    static const char *const names[] = {"iteration_s", "total_bytes", "mfu", "tokens_per_s"};
     return (unsigned)by < SPSIM_ARRAY_LENGTH(names) ? names[by] : "?";
 }
 
 const char *
 spsim_sweep_by_column(enum spsim_sweep_by by)
 {
-    static const char *const columns[] = {"time_iteration_s", "memory_total_bytes", "time_mfu"};
+    static const char *const columns[] = {"time_iteration_s", "memory_total_bytes", "time_mfu",
+                                          "time_tokens_per_s"};
     return (unsigned)by < SPSIM_ARRAY_LENGTH(columns) ? columns[by] : "?";
 }
 
@@ -46,7 +47,7 @@ spsim_sweep_options_defaults(struct spsim_sweep_options *opt)
     memset(opt, 0, sizeof(*opt));
     opt->format = SPSIM_ROW_CSV;
     opt->header = true;
-    opt->by = SPSIM_BY_ITERATION_S;
+    opt->by = SPSIM_BY_TOKENS_PER_S;
 }
 
 struct runner {
@@ -290,7 +291,7 @@ check_options(const struct spsim_sweep *sw, const struct spsim_sweep_options *op
         return spsim_fail(err, SPSIM_EINVAL, "sweep: range [%llu, %llu) is outside the %llu points",
                           (unsigned long long)opt->begin, (unsigned long long)end,
                           (unsigned long long)sw->size);
-    if ((unsigned)opt->format > SPSIM_ROW_JSONL || (unsigned)opt->by > SPSIM_BY_MFU)
+    if ((unsigned)opt->format > SPSIM_ROW_JSONL || (unsigned)opt->by >= SPSIM_BY_COUNT)
         return spsim_fail(err, SPSIM_EINVAL, "sweep: unknown format or ranking");
     if (opt->format != SPSIM_ROW_NONE && !opt->write)
         return spsim_fail(err, SPSIM_EINVAL, "sweep: rows need a write callback");
