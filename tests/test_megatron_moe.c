@@ -56,20 +56,18 @@ assert_published(uint64_t count, double published, double unit)
                   (unsigned long long)count, published);
 }
 
-/* examples/mixtral/train_mixtral_8x7b_distributed.sh: its Llama2Tokenizer is a file spsim does
- * not read; with its 32000 tokens (Mixtral's config.json vocab_size) the model is Mixtral 8x7B:
- * per layer GQA attention h·(a·d + 2·g·d) + a·d·h, two RMSNorms, the h×E router and 8 SwiGLU
- * experts 3·h·f; untied embedding and head, final norm. */
+/* examples/mixtral/train_mixtral_8x7b_distributed.sh's flags: its Llama2Tokenizer is a file
+ * spsim does not read, taken as Llama 2's 32000 tokens (Mixtral's config.json vocab_size too)
+ * and said so; the model is Mixtral 8x7B: per layer GQA attention h·(a·d + 2·g·d) + a·d·h, two
+ * RMSNorms, the h×E router and 8 SwiGLU experts 3·h·f; untied embedding and head, final norm. */
 START_TEST(mixtral_example)
 {
     char *text = fixture("mixtral_8x7b_flags.sh", "");
-    assert_refused(text, SPSIM_EFIELD,
-                   "launch.sh: --vocab-size: missing: spsim reads no tokenizer file, so give the "
-                   "vocabulary's size (--vocab-size N)");
-    free(text);
-    text = fixture("mixtral_8x7b_flags.sh", " --vocab-size 32000\n");
     struct spsim_megatron_config mc;
     parse_ok(text, "mixtral.sh", &mc);
+    ck_assert_str_eq(mc.assumed, "Llama2Tokenizer taken as Llama 2's 32000 tokens (give "
+                                 "--vocab-size for another)");
+    ck_assert_uint_eq(spsim_model_get_shape(mc.model)->vocab, 32000);
     const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
     ck_assert(s->experts == 8 && s->experts_per_token == 2 && s->moe_layer_freq == 1);
     ck_assert_uint_eq(s->expert_ffn_hidden, 14336); /* absent: --ffn-hidden-size */

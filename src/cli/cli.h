@@ -141,6 +141,14 @@ struct cli_config {
      * refuses two that contradict each other. */
     bool given[96];
     uint32_t zero_level, fsdp_level;
+    /* --megatron-args since the last --model (recipes merge in order), --env NAME=VALUE for a
+     * launch script, whether --model was given, and the layout a file gave (par points at it). */
+    const char *megatron[16];
+    size_t nmegatron;
+    const char *env[64];
+    size_t nenv;
+    bool model_given;
+    char layout[SPSIM_MEGATRON_LAYOUT_MAX];
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -159,7 +167,8 @@ int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
 int cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 
 /** --megatron-args FILE|-: the file's model and configuration replace what the options before
- * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
+ * it gave (src/cli/megatron.c); recipes given one after the other merge in order, on --model's
+ * shape when it came first; the flags it does not model are one warning. */
 int cli_megatron_apply(struct cli_config *cfg, const char *path);
 /** The configuration's model: --megatron-args's (the caller now owns it), else --model's. */
 int cli_config_model(struct cli_config *cfg, struct spsim_model **out);
@@ -260,6 +269,7 @@ enum cli_config_opt {
     OPT_BF16_START,
     OPT_BF16_END,
     OPT_GPUS,
+    OPT_ENV,
     OPT_CONFIG_END
 };
 
@@ -359,9 +369,14 @@ enum cli_config_opt {
     "  --pipeline-layout S    Megatron's --pipeline-model-parallel-layout: stages split by '|'\n"  \
     "                         (pp*vpp of them, vpp derived), E embedding, t layer, L loss,\n"      \
     "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"            \
-    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
-    "                         its model and configuration replace the options before it; the\n"    \
-    "                         flags spsim does not model are listed on standard error\n"
+    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin), or a\n"    \
+    "                         NeMo / Megatron-Bridge YAML recipe or dump: its model and\n"         \
+    "                         configuration replace the options before it; the flags spsim\n"      \
+    "                         does not model are listed on standard error. Recipes given again\n"  \
+    "                         merge in order (override files), on --model's shape when --model\n"  \
+    "                         comes before them\n"                                                 \
+    "  --env NAME=VALUE       set in the launch script's environment (before --megatron-args;\n"   \
+    "                         repeatable); other variables the script tests are taken as unset\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
 struct jw {

@@ -82,6 +82,7 @@ static const struct cli_option_spec {
     {"cuda-graph-scope", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"cuda-graph-modules", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
+    {"env", required_argument, OPT_ENV, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
@@ -380,9 +381,20 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
+        cfg->model_given = true;
+        cfg->nmegatron = 0; /* later recipes compose on this model */
         spsim_model_destroy(cfg->imported);
         cfg->imported = NULL;
         return 1;
+    case OPT_ENV: {
+        size_t n = strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (n == 0 || arg[n] != '=' || (arg[0] >= '0' && arg[0] <= '9'))
+            return -cli_error(EXIT_USAGE, "--env: '%s' is not NAME=VALUE", arg);
+        if (cfg->nenv == CLI_ARRAY_LENGTH(cfg->env))
+            return -cli_error(EXIT_USAGE, "--env: more than %zu", CLI_ARRAY_LENGTH(cfg->env));
+        cfg->env[cfg->nenv++] = arg;
+        return 1;
+    }
     case OPT_LAYOUT:
         p->pipeline_layout = arg;
         return 1;

@@ -266,6 +266,7 @@ struct mg {
     uint32_t line[F_COUNT];
     char *unmodelled;
     size_t used;
+    char *assumed;     /* spsim_megatron_config.assumed */
     char list[4][256]; /* each K_LIST flag's words joined by ',' */
 };
 
@@ -331,6 +332,40 @@ unmodelled(struct mg *m, const char *word)
         (size_t)snprintf(m->unmodelled + m->used, cap - m->used, "%s%s", m->used ? ", " : "", name);
 }
 
+/* Flags spsim does not map whose value changes the layer, the optimizer's state or the model
+ * in a way it does not model (arguments.py): refused unless at `keep` (NULL: any value). */
+static const struct {
+    const char *flag, *keep, *why;
+} refused_flags[] = {
+    {"--softmax-type", "vanilla",
+     "attention sinks (learnable or off-by-one softmax) are not modelled"},
+    {"--quick-geglu", NULL, "the quick-GeGLU activation (gpt-oss) is not modelled"},
+    {"--optimizer", "adam", "an optimizer other than Adam is not modelled"},
+    {"--optimizer-cpu-offload", NULL, "optimizer CPU offload is not modelled"},
+    {"--exp-avg-dtype", "fp32", "Adam moments in 16 bits are not modelled"},
+    {"--exp-avg-sq-dtype", "fp32", "Adam moments in 16 bits are not modelled"},
+    {"--main-params-dtype", "fp32", "master weights in 16 bits are not modelled"},
+    {"--hybrid-override-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
+    {"--hybrid-layer-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
+};
+
+/* @return SPSIM_OK, or the refusal of one of refused_flags */
+static int
+refused_flag(const struct mg *m, const struct spsim_sh_word *w, const char *value)
+{
+    size_t n = strcspn(w->text, "=");
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(refused_flags); i++) {
+        const char *f = refused_flags[i].flag;
+        if (strlen(f) != n || strncmp(f, w->text, n) != 0 ||
+            (refused_flags[i].keep && value && strcmp(value, refused_flags[i].keep) == 0))
+            continue;
+        return spsim_fail(m->err, SPSIM_EFIELD, "%s:%u: %s%s%s: %s",
+                          w->origin ? w->origin : m->origin, w->line, f, value ? " " : "",
+                          value ? SPSIM_Q(value) : "", refused_flags[i].why);
+    }
+    return SPSIM_OK;
+}
+
 /* The table's flag named by `word` (up to '='); '_' and '-' are the same (torchrun takes
  * both spellings). @return its id, or -1 */
 static int
@@ -368,6 +403,12 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
             continue;
         }
         if (id < 0) {
+            const char *value = eq                                         ? eq + 1
+                                : i + 1 < to && !is_flag(c->w[i + 1].text) ? c->w[i + 1].text
+                                                                           : NULL;
+            int rc = is_flag(w->text) ? refused_flag(m, w, value) : SPSIM_OK;
+            if (rc != SPSIM_OK)
+                return rc;
             unmodelled(m, w->text);
             /* An unknown flag's values: the words up to the next flag (argparse's nargs). */
             while (is_flag(w->text) && !eq && i + 1 < to && !is_flag(c->w[i + 1].text))
@@ -494,6 +535,18 @@ vocabulary(const struct mg *m, struct spsim_model_shape *s)
     s->vocab_divisible_by = divisible == 128 ? 0 : divisible;
     if (rc != SPSIM_OK || m->given[F_VOCAB])
         return rc ? rc : num32(m, F_VOCAB, 16777216, 0, out);
+    /* Llama2Tokenizer reads Llama 2's SentencePiece model: its 32000 tokens (meta-llama/Llama-2-7b
+     * config.json vocab_size; Mixtral's, mistralai/Mixtral-8x7B-v0.1 config.json, is the same
+     * size), said in the configuration's `assumed` line. */
+    if (m->given[F_TOKENIZER] && strcmp(m->value[F_TOKENIZER], "Llama2Tokenizer") == 0) {
+        size_t n = strlen(m->assumed);
+        snprintf(m->assumed + n, SPSIM_MEGATRON_ASSUMED_MAX - n,
+                 "%sLlama2Tokenizer taken as Llama 2's 32000 tokens (give --vocab-size for "
+                 "another)",
+                 n ? "; " : "");
+        *out = 32000;
+        return SPSIM_OK;
+    }
     bool gpt2 = m->given[F_TOKENIZER] ? strcmp(m->value[F_TOKENIZER], "GPT2BPETokenizer") == 0
                                       : m->given[F_VOCAB_FILE] && m->given[F_MERGE_FILE];
     if (!gpt2)
@@ -740,6 +793,15 @@ mla_shape(const struct mg *m, struct spsim_model_shape *s)
     return SPSIM_OK;
 }
 
+/* No CUDA graphs: no implementation, or none (the legacy local full_iteration scope aside). */
+static bool
+no_graphs(const struct mg *m)
+{
+    if (m->given[F_CUDA_GRAPH_IMPL])
+        return strcmp(m->value[F_CUDA_GRAPH_IMPL], "none") == 0;
+    return !m->given[F_ENABLE_CUDA_GRAPH] && !m->given[F_EXTERNAL_CUDA_GRAPH];
+}
+
 /* Flags Megatron-LM reads but does not use in this configuration: the MoE ones without
  * --num-experts, the MLA ranks without --multi-latent-attention, --kv-channels with it. */
 static void
@@ -751,7 +813,8 @@ unused_flags(struct mg *m)
     for (int id = 0; id < F_COUNT; id++) {
         bool unused = (!moe && id >= F_MOE_TOPK && id <= F_ETP) ||
                       (!m->given[F_MLA] && id >= F_Q_LORA && id <= F_V_HEAD) ||
-                      (m->given[F_MLA] && id == F_KV_CHANNELS);
+                      (m->given[F_MLA] && id == F_KV_CHANNELS) ||
+                      ((id == F_CUDA_GRAPH_SCOPE || id == F_CUDA_GRAPH_MODULES) && no_graphs(m));
         if (m->given[id] && unused)
             unmodelled(m, m->shown[id] ? m->shown[id] : flags[id].name);
     }
@@ -1048,7 +1111,9 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
         p->cuda_graph_impl = SPSIM_CUDA_GRAPH_TE;
     }
     int id = m->given[F_CUDA_GRAPH_MODULES] ? F_CUDA_GRAPH_MODULES : F_CUDA_GRAPH_SCOPE;
-    if (!m->given[id])
+    /* Without an implementation the modules have no effect (transformer_config.py); a recipe
+     * writes them whatever the implementation. unused_flags lists them. */
+    if (!m->given[id] || no_graphs(m))
         return SPSIM_OK;
     if (spsim_cuda_graph_scope_parse(m->value[id], &p->cuda_graph_scope))
         return flag_error(m, id,
@@ -1107,6 +1172,49 @@ ends_with(const char *s, const char *tail)
     return n >= k && strcmp(s + n - k, tail) == 0;
 }
 
+/* Megatron-LM's training scripts of other models than pretrain_gpt.py's (GPT and its mixtures
+ * of experts): refused by name. */
+static int
+launched_script(const struct mg *m, const struct spsim_sh_word *w)
+{
+    static const char *const others[] = {"bert",  "t5",  "mamba",      "hybrid", "vlm",   "vision",
+                                         "retro", "ict", "multimodal", "mimo",   "llava", NULL};
+    const char *base = strrchr(w->text, '/') ? strrchr(w->text, '/') + 1 : w->text;
+    for (size_t i = 0; others[i]; i++)
+        if (strstr(base, others[i]))
+            return spsim_fail(m->err, SPSIM_EFIELD,
+                              "%s:%u: %s: spsim models pretrain_gpt.py's models (GPT and its "
+                              "mixtures of experts), not this one",
+                              m->origin, w->line, SPSIM_Q(base));
+    return SPSIM_OK;
+}
+
+/* The launcher's flags before the script: torchrun's (after `python -m torch.distributed.run`,
+ * `uv run` and the like), not the words that name the programs. */
+static int
+launcher_flags(struct mg *m, const struct spsim_sh_words *c, size_t script)
+{
+    size_t from = 1;
+    for (size_t i = 0; i < script; i++)
+        if (ends_with(c->w[i].text, "torchrun") || strstr(c->w[i].text, "torch.distributed."))
+            from = i + 1;
+    for (size_t i = from; i < script; i++) {
+        if (!is_flag(c->w[i].text)) {
+            if (strchr(c->w[i].text, '=')) /* env NAME=VALUE ...: an environment variable */
+                unmodelled(m, c->w[i].text);
+            continue;
+        }
+        size_t end = i + 1;
+        while (end < script && !is_flag(c->w[end].text))
+            end++;
+        int rc = read_flags(m, c, i, end);
+        if (rc != SPSIM_OK)
+            return rc;
+        i = end - 1;
+    }
+    return SPSIM_OK;
+}
+
 /* The launch command (the one running a .py script: the launcher's flags before it, Megatron's
  * after), or, without one, every command that is only flags. */
 static int
@@ -1122,7 +1230,9 @@ collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
     for (size_t i = 0; i < sc->n; i++)
         for (size_t j = 0; j < sc->cmd[i].n; j++)
             if (ends_with(sc->cmd[i].w[j].text, ".py")) {
-                int rc = read_flags(m, &sc->cmd[i], 1, j);
+                int rc = launched_script(m, &sc->cmd[i].w[j]);
+                if (rc == SPSIM_OK)
+                    rc = launcher_flags(m, &sc->cmd[i], j);
                 return rc ? rc : read_flags(m, &sc->cmd[i], j + 1, sc->cmd[i].n);
             }
     bool any = false;
@@ -1137,7 +1247,9 @@ collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
     if (!any)
         return spsim_fail(m->err, SPSIM_EFIELD,
                           "%s: no launch command (a command running a .py script, such as "
-                          "torchrun ... pretrain_gpt.py --num-layers ...) and no flags",
+                          "torchrun ... pretrain_gpt.py --num-layers ...) and no flags; a "
+                          "launch inside a string (bash -c, a here-document, sbatch --wrap) is "
+                          "not followed",
                           m->origin);
     return SPSIM_OK;
 }
@@ -1361,7 +1473,16 @@ spsim_megatron_parse_inputs(const struct spsim_megatron_input *in, size_t n,
                     : spsim_sh_parse(in[0].text, in[0].len, origin, ctx->env, ctx->nenv, &sc, err);
     if (rc == SPSIM_OK && yaml && ctx->model)
         rc = base_words(ctx->model, &base, err);
-    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
+    struct mg m = {.origin = origin,
+                   .err = err,
+                   .unmodelled = out->unmodelled,
+                   .yaml = yaml,
+                   .assumed = out->assumed};
+    if (rc == SPSIM_OK && sc.assumed[0])
+        snprintf(out->assumed, sizeof(out->assumed),
+                 "variables the script tests that it does not set, taken as unset: %s (give "
+                 "them with --env NAME=VALUE)",
+                 sc.assumed);
     char name[128];
     if (yaml && ctx->model)
         snprintf(name, sizeof(name), "%s", spsim_model_name(ctx->model));

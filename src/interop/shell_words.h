@@ -4,8 +4,10 @@
  * NAME+=( ... )) and their expansions ($NAME, ${NAME}, ${NAME:-default}, ${NAME[@]}). What a
  * script cannot say without running (positional parameters, $(...), `...`, $((...)), variables
  * it does not assign) stays unresolved, and each word remembers the first such name. Control
- * flow (if, for, while, case, functions) is refused: its branches cannot be followed without
- * running it.
+ * flow is followed where it can be decided (shell_flow.c): if/elif/else, case, for over words,
+ * && and ||, test and [[ ]] on the variables the script sets or its environment gives; what
+ * cannot be (a file test, a command's status, a loop that runs) is refused naming its line,
+ * unless no branch it could take changes anything or all but one end in `exit`.
  */
 #ifndef SPSIM_SHELL_WORDS_H
 #define SPSIM_SHELL_WORDS_H
@@ -30,6 +32,7 @@ struct spsim_sh_words {
 struct spsim_sh_script {
     struct spsim_sh_words *cmd;
     size_t n, cap;
+    char assumed[256]; /* the variables its conditions read unset ("A, B"), or "" */
 };
 
 /** @param env  "NAME=VALUE" the script sees set before it runs (nenv of them; may be NULL)
