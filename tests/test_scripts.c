@@ -171,6 +171,31 @@ START_TEST(flow_capped)
              "\"\nfor a in $W; do for b in $W; do :; done; done\n" HEAD "\n");
     refused(loops, SPSIM_EPARSE,
             "launch.sh:2: 'for': more than 65536 loop iterations (spsim's cap)");
+    /* A long body run by many iterations: the reading is capped too. */
+    size_t cap = 1 << 18;
+    char *big = malloc(cap);
+    n = (size_t)snprintf(big, cap, "W=\"");
+    for (int i = 0; i < 30000; i++)
+        n += (size_t)snprintf(big + n, cap - n, "x ");
+    n += (size_t)snprintf(big + n, cap - n, "\"\nfor a in $W; do\n#");
+    for (int i = 0; i < 1000; i++) /* a comment: read, no word made */
+        n += (size_t)snprintf(big + n, cap - n, "..");
+    snprintf(big + n, cap - n, "\ndone\n" HEAD "\n");
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(parse_env(big, NULL, 0, &mc, &err), SPSIM_EPARSE);
+    ck_assert_msg(strstr(err.message, "the script's control flow reads it more than four times "
+                                      "over (spsim's cap)") != NULL,
+                  "%s", err.message);
+    free(big);
+    /* 100,000 negations are a loop, not a recursion. */
+    n = (size_t)snprintf(big = malloc(cap), cap, "%s", "");
+    for (int i = 0; i < 100000; i++)
+        n += (size_t)snprintf(big + n, cap - n, "! ");
+    snprintf(big + n, cap - n, "false\n" HEAD "\n");
+    mc = accepted(big, NULL, 0);
+    spsim_model_destroy(mc.model);
+    free(big);
 }
 END_TEST
 

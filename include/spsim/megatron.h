@@ -52,18 +52,24 @@ struct spsim_megatron_context {
  * Read a Megatron-LM launch script or command line: `torchrun ... pretrain_gpt.py --num-layers
  * ...`, with bash's quotes, line continuations, comments, variables assigned in the text and
  * arrays of flags (`GPT_ARGS=( ... )` spliced as `${GPT_ARGS[@]}`, as Megatron-LM's examples/
- * write them), or the flags alone. A variable the text does not assign, a positional parameter
- * or a command substitution in the value of a flag spsim maps is an error naming the flag;
- * shell control flow (if, for, ...) is refused. Flags spsim models are mapped (model shape
- * with its experts, multi-latent attention and MTP layers, tp, pp, vpp, cp, ep, etp, the MoE
- * dispatcher, sp, recompute, micro and global batch, dtype, distributed optimizer, gradient
- * overlap, dp from the world size); a flag it does not model, or that Megatron-LM reads but does
- * not use in that configuration, is listed in `unmodelled`; one whose value would change what
- * spsim computes in a way it does not model (fp32, another vocabulary padding, a router score
- * or capacity factor spsim does not model) is an error.
+ * write them), its control flow where the script's variables decide it (if, case, for, && and
+ * ||, test and [[ ]]; see spsim_megatron_parse_inputs() for an environment), or the flags alone;
+ * or a NeMo / Megatron-Bridge YAML recipe (`origin` ending in .yaml or .yml). A variable the
+ * text does not assign, a positional parameter or a command substitution in the value of a
+ * flag spsim maps is an error naming the flag; a condition that cannot be decided without
+ * running a program is refused at its line unless every branch it leaves but one exits or none
+ * changes anything. Flags spsim models are mapped (model shape with its experts, multi-latent
+ * attention and MTP layers, the vocabulary's padding, tp, pp, vpp, uneven stages, cp, ep, etp,
+ * the MoE dispatcher, sp, recompute, micro and global batch, dtype, distributed optimizer,
+ * gradient overlap, dp from the world size); a flag it does not model, or that Megatron-LM
+ * reads but does not use in that configuration, is listed in `unmodelled`; one whose value
+ * would change what spsim computes in a way it does not model (fp32, attention sinks, an
+ * optimizer other than Adam, a router score or capacity factor spsim does not model) is an
+ * error.
  * @param origin  the name used in messages (a path, or "-")
- * @return SPSIM_OK, SPSIM_EPARSE (shell syntax), SPSIM_EFIELD (a flag: "ORIGIN:LINE: --flag:
- *         reason"), SPSIM_ENOMEM
+ * @return SPSIM_OK, SPSIM_EPARSE (shell syntax, a cap, an undecidable branch), SPSIM_EFIELD (a
+ *         flag: "ORIGIN:LINE: --flag: reason"), SPSIM_ECONFIG (Megatron-LM's own rules),
+ *         SPSIM_ENOMEM
  */
 SPSIM_API int spsim_megatron_parse(const char *text, size_t len, const char *origin,
                                    struct spsim_megatron_config *out, struct spsim_error *err);

@@ -351,7 +351,7 @@ struct reader {
     struct spsim_yaml *y;
     const char *origin;
     struct spsim_error *err;
-    char path[4096];
+    char path[1024]; /* 65536 keys of at most 1 kB: 64 MiB of paths at most */
     size_t plen;
     uint32_t key_line, key_column; /* where the current key is written */
     struct frame *f;
@@ -488,7 +488,7 @@ key(struct reader *r, const yaml_event_t *ev, const char *k, size_t n)
     if (n == 0)
         return fail_at(r, ev, "an empty key");
     if (r->plen + n + 2 > sizeof(r->path))
-        return fail_at(r, ev, "a key path longer than 4 kB");
+        return fail_at(r, ev, "a key path longer than 1 kB");
     if (r->plen)
         r->path[r->plen++] = '.';
     memcpy(r->path + r->plen, k, n + 1);

@@ -635,8 +635,12 @@ element(struct spsim_sh *s, enum spsim_sh_sep *sep, char *why, size_t cap)
     char kw[16], name[64];
     spsim_sh_keyword(s, kw, sizeof(kw));
     *sep = SPSIM_SH_SEP_END;
-    if (strcmp(kw, "!") == 0) {
+    bool negate = false;
+    for (; strcmp(kw, "!") == 0; spsim_sh_keyword(s, kw, sizeof(kw))) { /* ! ! x is x */
         spsim_sh_skip_keyword(s, "!");
+        negate = !negate;
+    }
+    if (negate) {
         enum spsim_sh_truth t = element(s, sep, why, cap);
         return t == SPSIM_SH_UNKNOWN ? t : t == SPSIM_SH_TRUE ? SPSIM_SH_FALSE : SPSIM_SH_TRUE;
     }
@@ -752,6 +756,8 @@ spsim_sh_parse(const char *text, size_t len, const char *origin, const char *con
 {
     struct spsim_sh s = {.p = text, .end = text + len, .line = 1, .origin = origin, .err = err};
     char found[16];
+    /* Branches are read again to choose and to run them, loops once an iteration: bounded. */
+    s.reads_left = 4 * (uint64_t)len + SPSIM_SH_REREAD_MIN;
     memset(out, 0, sizeof(*out));
     s.out = out;
     s.rc = environment(&s, env, nenv);

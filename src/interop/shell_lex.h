@@ -18,6 +18,9 @@
 #define SPSIM_SH_VARS_MAX       4096u
 #define SPSIM_SH_DEPTH_MAX      64
 #define SPSIM_SH_ITERATIONS_MAX 65536u
+/* Characters read in all, once the script's own are read four times: nested undecidable
+ * branches are read again to choose among them (the count would grow with the nesting). */
+#define SPSIM_SH_REREAD_MIN (16u << 20)
 
 struct spsim_sh_var {
     char name[64];
@@ -51,6 +54,7 @@ struct spsim_sh {
     bool probe_exit;   /* the probed branch ends in `exit` */
     bool in_condition; /* its commands are not recorded */
     uint32_t iterations;
+    uint64_t reads_left; /* characters spsim_sh_take may still read (0: unlimited) */
     bool exited;         /* `exit` ran */
     char functions[256]; /* the functions the script defines, " f g " */
     char heredoc[64];    /* a here-document's end word, its body skipped after this line */

@@ -131,6 +131,12 @@ int
 spsim_sh_take(struct spsim_sh *s)
 {
     int c = spsim_sh_peek(s);
+    if (c >= 0 && s->reads_left && --s->reads_left == 0) {
+        spsim_sh_syntax(s, "the script's control flow reads it more than four times over "
+                           "(spsim's cap)");
+        s->p = s->end;
+        return -1;
+    }
     if (c >= 0)
         s->p++;
     if (c == '\n')
