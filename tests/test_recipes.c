@@ -150,27 +150,17 @@ START_TEST(qwen3_235b_dump)
 }
 END_TEST
 
-/* DeepSeek-V3 H100 FP8 (v2, no layout): its precision-aware optimizer keeps Adam's moments in
- * bf16, which spsim does not model: refused naming the field. Read with them in fp32, it is
- * DeepSeek-V3: multi-latent attention although the dump writes num_query_groups = heads (Bridge's
- * MLA provider ignores it, so must spsim), its 129280 tokens unpadded (make_vocab_size_divisible
- * _by 1280 with a preset size), the shipped profile's parameters, blockwise FP8 from
- * mixed_precision, the 61-entry moe_layer_freq list, group-limited routing. */
+/* DeepSeek-V3 H100 FP8 (v2, no layout): multi-latent attention although the dump writes
+ * num_query_groups = heads (Bridge's MLA provider ignores it, so must spsim), its 129280 tokens
+ * unpadded (make_vocab_size_divisible_by 1280 with a preset size), the shipped profile's
+ * parameters, blockwise FP8 from mixed_precision, the 61-entry moe_layer_freq list,
+ * group-limited routing, and the precision-aware optimizer with Adam's moments and the main
+ * gradients in bf16 (optimizer.exp_avg_dtype: {_target_: torch.bfloat16}). */
 START_TEST(deepseek_v3_dump)
 {
-    size_t len;
-    char *text = read_data("bridge/deepseek_v3_pretrain_h100_fp8_sc_v2.yaml", &len);
+    const char *names[] = {"bridge/deepseek_v3_pretrain_h100_fp8_sc_v2.yaml"};
     struct spsim_megatron_config mc;
-    struct spsim_error err = {0};
-    ck_assert_int_eq(spsim_megatron_parse(text, len, "ds.yaml", &mc, &err), SPSIM_EFIELD);
-    ck_assert_str_eq(err.message, "ds.yaml:644: optimizer.exp_avg_dtype: 'torch.bfloat16' with "
-                                  "the precision-aware optimizer is not modelled (spsim keeps "
-                                  "Adam's master weights and moments in fp32)");
-    char *pa = strstr(text, "use_precision_aware_optimizer: true");
-    ck_assert_ptr_nonnull(pa);
-    memcpy(pa + strlen("use_precision_aware_optimizer: "), "no  ", 4);
-    ck_assert_msg(spsim_megatron_parse(text, len, "ds.yaml", &mc, &err) == SPSIM_OK, "%s",
-                  err.message);
+    parse_ok(names, 1, NULL, &mc);
     const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
     ck_assert(s->kv_lora_rank == 512 && s->q_lora_rank == 1536 && s->kv_heads == 128);
     ck_assert(s->vocab == 129280 && s->vocab_divisible_by == 1 && s->mtp_layers == 1);
@@ -186,8 +176,11 @@ START_TEST(deepseek_v3_dump)
     ck_assert(p->recompute == SPSIM_RECOMPUTE_SELECTIVE &&
               p->recompute_modules == (SPSIM_RMOD_MLA_UP_PROJ | SPSIM_RMOD_MLP));
     ck_assert(p->grad_reduce_in_fp32 == 0 && p->gbs == 16384);
+    ck_assert(p->precision_aware_optimizer && p->exp_avg_dtype == SPSIM_OPT_BF16);
+    ck_assert(p->exp_avg_sq_dtype == SPSIM_OPT_BF16 && p->main_grads_dtype == SPSIM_OPT_BF16);
+    ck_assert(p->main_params_dtype == SPSIM_OPT_FP32);
+    ck_assert_str_eq(mc.unmodelled, "model.moe_grouped_gemm");
     spsim_model_destroy(mc.model);
-    free(text);
 }
 END_TEST
 

@@ -85,8 +85,8 @@ static int
 parse_bytes(const char *option, const char *text, uint64_t *out)
 {
     if (cli_parse_size(text, out) != 0)
-        return cli_usage_error("calibrate", "%s: '%s' is not a size (e.g. 8, 64K, 1M, 2G)", option,
-                               text);
+        return cli_usage_error("calibrate", "%s: %s is not a size (e.g. 8, 64K, 1M, 2G)", option,
+                               CLI_Q(text));
     return EXIT_OK;
 }
 
@@ -148,8 +148,8 @@ check_args(struct calibrate_args *a)
     if (a->from_logs && a->nlogs == 0)
         return cli_usage_error("calibrate", "--from-nccl-tests needs at least one LOG");
     if (!a->from_logs && a->nlogs > 0)
-        return cli_usage_error(
-            "calibrate", "unexpected argument '%s' (logs need --from-nccl-tests)", a->logs[0]);
+        return cli_usage_error("calibrate", "unexpected argument %s (logs need --from-nccl-tests)",
+                               CLI_Q(a->logs[0]));
     if (a->from_logs && a->gpu_option)
         return cli_usage_error("calibrate", "--model, --min-bytes, --max-bytes, --iters and --fp8 "
                                             "are for measuring on the local GPUs, not "
@@ -283,9 +283,9 @@ resolve_base(const struct calibrate_args *a, const struct inputs *in, char *path
             const char *other = spsim_bw_table_info(in->tables[i], "gpu");
             if (!other || strcmp(other, gpu) != 0)
                 return cli_usage_error("calibrate",
-                                       "the inputs name different GPUs ('%s', '%s'); "
+                                       "the inputs name different GPUs (%s, %s); "
                                        "give the base profile with --base",
-                                       gpu, other ? other : "none");
+                                       CLI_Q(gpu), CLI_Q(other ? other : "none"));
         }
         if (!gpu)
             return cli_usage_error("calibrate",

@@ -86,9 +86,16 @@ int
 cli_getopt_error(const char *command, int opt, char **argv, const struct option *longopts)
 {
     char hint[256];
+    /* A short option inside a cluster ("-ab"): getopt names it in optopt, and argv[optind - 1]
+     * may be the word before the cluster (it said "unknown option 'query'" for "-a\nb"). */
+    if (optopt > 0 && optopt < 256 && strncmp(argv[optind - 1], "--", 2) != 0) {
+        char flag[3] = {'-', (char)optopt, '\0'};
+        return cli_usage_error(
+            command, opt == ':' ? "option %s needs a value" : "unknown option %s", CLI_Q(flag));
+    }
     if (opt == ':')
-        return cli_usage_error(command, "option '%s' needs a value", argv[optind - 1]);
-    return cli_usage_error(command, "unknown option '%s'%s", argv[optind - 1],
+        return cli_usage_error(command, "option %s needs a value", CLI_Q(argv[optind - 1]));
+    return cli_usage_error(command, "unknown option %s%s", CLI_Q(argv[optind - 1]),
                            option_hint(argv[optind - 1], longopts, hint, sizeof(hint)));
 }
 
@@ -96,7 +103,7 @@ int
 cli_no_operands(const char *command, int argc, char **argv)
 {
     if (optind < argc)
-        return cli_usage_error(command, "unexpected argument '%s'", argv[optind]);
+        return cli_usage_error(command, "unexpected argument %s", CLI_Q(argv[optind]));
     return EXIT_OK;
 }
 
@@ -136,14 +143,14 @@ cli_parse_u64(const char *option, const char *text, uint64_t min, uint64_t max, 
     while (*p == ' ')
         p++;
     if (*p < '0' || *p > '9')
-        return cli_error(EXIT_USAGE, "%s: '%s' is not an integer in [%llu, %llu]", option, text,
-                         (unsigned long long)min, (unsigned long long)max);
+        return cli_error(EXIT_USAGE, "%s: %s is not an integer in [%llu, %llu]", option,
+                         CLI_Q(text), (unsigned long long)min, (unsigned long long)max);
     errno = 0;
     char *end = NULL;
     unsigned long long v = strtoull(p, &end, 10);
     if (errno == ERANGE || *end != '\0' || v < min || v > max)
-        return cli_error(EXIT_USAGE, "%s: '%s' is not an integer in [%llu, %llu]", option, text,
-                         (unsigned long long)min, (unsigned long long)max);
+        return cli_error(EXIT_USAGE, "%s: %s is not an integer in [%llu, %llu]", option,
+                         CLI_Q(text), (unsigned long long)min, (unsigned long long)max);
     *out = v;
     return EXIT_OK;
 }
@@ -165,7 +172,7 @@ cli_parse_double(const char *option, const char *text, double min, double max, d
     char *end = NULL;
     double v = strtod(text, &end);
     if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || !(v >= min && v <= max))
-        return cli_error(EXIT_USAGE, "%s: '%s' is not a number in [%g, %g]", option, text, min,
+        return cli_error(EXIT_USAGE, "%s: %s is not a number in [%g, %g]", option, CLI_Q(text), min,
                          max);
     *out = v;
     return EXIT_OK;

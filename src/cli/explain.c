@@ -210,7 +210,7 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     else if (strcmp(arg, "json") == 0)
         a->json = true;
     else if (strcmp(arg, "table") != 0)
-        return cli_usage_error("explain", "--format: '%s' is not one of table, json", arg);
+        return cli_usage_error("explain", "--format: %s is not one of table, json", CLI_Q(arg));
     return EXIT_OK;
 }
 

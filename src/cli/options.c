@@ -74,6 +74,7 @@ static const struct cli_option_spec {
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
     {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
     {"overlap-p2p-communication", no_argument, OPT_OVERLAP_P2P, -1},
+    {"microbatch-group-size-per-virtual-pipeline-stage", required_argument, OPT_MB_GROUP, -1},
     {"no-overlap-p2p-communication", no_argument, OPT_NO_OVERLAP_P2P, -1},
     {"ddp-bucket-size", required_argument, OPT_DDP_BUCKET, -1},
     {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, -1},
@@ -83,6 +84,7 @@ static const struct cli_option_spec {
     {"cuda-graph-modules", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
     {"env", required_argument, OPT_ENV, -1},
+    {"megatron-log", required_argument, OPT_MEGATRON_LOG, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
@@ -93,6 +95,11 @@ static const struct cli_option_spec {
     {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
     {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, SPSIM_AXIS_DELAY_WGRAD},
     {"no-delay-wgrad-compute", no_argument, OPT_NO_DELAY_WGRAD, -1},
+    {"use-precision-aware-optimizer", no_argument, OPT_PAO, -1},
+    {"main-grads-dtype", required_argument, OPT_MAIN_GRADS_DTYPE, -1},
+    {"main-params-dtype", required_argument, OPT_MAIN_PARAMS_DTYPE, -1},
+    {"exp-avg-dtype", required_argument, OPT_EXP_AVG_DTYPE, -1},
+    {"exp-avg-sq-dtype", required_argument, OPT_EXP_AVG_SQ_DTYPE, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -122,6 +129,8 @@ static const struct {
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
      offsetof(struct spsim_parallel, last_stage_layers), false},
+    {OPT_MB_GROUP, "--microbatch-group-size-per-virtual-pipeline-stage", 1u << 24,
+     offsetof(struct spsim_parallel, microbatch_group), false},
     {OPT_DDP_BUCKET, "--ddp-bucket-size", 1ull << 40,
      offsetof(struct spsim_parallel, ddp_bucket_size), true},
 };
@@ -236,7 +245,8 @@ parse_hcp_sizes(const char *arg, uint32_t sizes[2])
     const char *comma = strchr(arg, ',');
     size_t n = comma ? (size_t)(comma - arg) : 0;
     if (!comma || n == 0 || n >= sizeof(first) || strchr(comma + 1, ','))
-        return cli_error(EXIT_USAGE, "--hierarchical-cp-sizes: '%s' is not two sizes A,B", arg);
+        return cli_error(EXIT_USAGE, "--hierarchical-cp-sizes: %s is not two sizes A,B",
+                         CLI_Q(arg));
     memcpy(first, arg, n);
     first[n] = '\0';
     int rc = cli_parse_u32("--hierarchical-cp-sizes", first, 1, 65536, &sizes[0]);
@@ -255,8 +265,8 @@ parse_fsdp(const char *arg, uint32_t *zero)
             *zero = i + 1;
             return EXIT_OK;
         }
-    return cli_error(EXIT_USAGE,
-                     "--fsdp: '%s' is not one of optim, optim_grads, optim_grads_params", arg);
+    return cli_error(EXIT_USAGE, "--fsdp: %s is not one of optim, optim_grads, optim_grads_params",
+                     CLI_Q(arg));
 }
 
 /* The context-parallel and sharding options that take a value: 1 if consumed, 0 if not one,
@@ -270,9 +280,9 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
         if (spsim_cp_comm_parse(arg, &p->cp_comm_type) == SPSIM_OK)
             return 1;
         rc = cli_error(EXIT_USAGE,
-                       "--cp-comm-type: '%s' is not one of p2p, all_gather, a2a, "
+                       "--cp-comm-type: %s is not one of p2p, all_gather, a2a, "
                        "a2a+p2p",
-                       arg);
+                       CLI_Q(arg));
         break;
     case OPT_HCP_SIZES:
         rc = parse_hcp_sizes(arg, p->hcp_sizes);
@@ -288,8 +298,8 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
     case OPT_MOE_DISPATCHER:
         if (spsim_moe_dispatcher_parse(arg, &p->moe_dispatcher) == SPSIM_OK)
             return 1;
-        rc = cli_error(EXIT_USAGE, "--moe-dispatcher: '%s' is not one of allgather, alltoall, flex",
-                       arg);
+        rc = cli_error(EXIT_USAGE, "--moe-dispatcher: %s is not one of allgather, alltoall, flex",
+                       CLI_Q(arg));
         break;
     case OPT_MOE_FLEX_BACKEND:
         if (spsim_moe_flex_backend_parse(arg, &p->moe_flex_backend) == SPSIM_OK)
@@ -299,13 +309,13 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
                       strcmp(arg, "ncclep") == 0
                           ? "--moe-flex-dispatcher-backend: 'ncclep' (TE NCCL EP) is not modelled; "
                             "use deepep or hybridep"
-                          : "--moe-flex-dispatcher-backend: '%s' is not one of deepep, hybridep",
-                      arg);
+                          : "--moe-flex-dispatcher-backend: %s is not one of deepep, hybridep",
+                      CLI_Q(arg));
         break;
     case OPT_MOE_ROUTING:
         if (spsim_moe_routing_parse(arg, &p->moe_routing) == SPSIM_OK)
             return 1;
-        rc = cli_error(EXIT_USAGE, "--moe-routing: '%s' is not one of random, balanced", arg);
+        rc = cli_error(EXIT_USAGE, "--moe-routing: %s is not one of random, balanced", CLI_Q(arg));
         break;
     default:
         return 0;
@@ -322,18 +332,59 @@ config_cuda_graphs(struct spsim_parallel *p, int opt, const char *arg)
         if (spsim_cuda_graph_impl_parse(arg, &p->cuda_graph_impl) == SPSIM_OK)
             return 1;
         return -cli_error(EXIT_USAGE,
-                          "--cuda-graph-impl: '%s' is not one of none, local, transformer_engine, "
+                          "--cuda-graph-impl: %s is not one of none, local, transformer_engine, "
                           "full_iteration",
-                          arg);
+                          CLI_Q(arg));
     }
     if (opt != OPT_CUDA_GRAPH_SCOPE)
         return 0;
     if (spsim_cuda_graph_scope_parse(arg, &p->cuda_graph_scope) == SPSIM_OK)
         return 1;
     return -cli_error(EXIT_USAGE,
-                      "--cuda-graph-scope: '%s' is not a list of attn, mlp, moe, moe_router, "
+                      "--cuda-graph-scope: %s is not a list of attn, mlp, moe, moe_router, "
                       "moe_preprocess, mamba, full_iteration",
-                      arg);
+                      CLI_Q(arg));
+}
+
+/* The precision-aware optimizer's dtypes (Megatron's choices per flag, arguments.py): 1, a
+ * negated exit code, or 0 if opt is none of them. */
+static int
+config_optimizer(struct spsim_parallel *p, int opt, const char *arg)
+{
+    static const struct {
+        int opt;
+        const char *name, *choices;
+        size_t offset;
+    } flags[] = {
+        {OPT_MAIN_GRADS_DTYPE, "--main-grads-dtype", "fp32 bf16",
+         offsetof(struct spsim_parallel, main_grads_dtype)},
+        {OPT_MAIN_PARAMS_DTYPE, "--main-params-dtype", "fp32 fp16",
+         offsetof(struct spsim_parallel, main_params_dtype)},
+        {OPT_EXP_AVG_DTYPE, "--exp-avg-dtype", "fp32 fp16 bf16 fp8",
+         offsetof(struct spsim_parallel, exp_avg_dtype)},
+        {OPT_EXP_AVG_SQ_DTYPE, "--exp-avg-sq-dtype", "fp32 fp16 bf16 fp8",
+         offsetof(struct spsim_parallel, exp_avg_sq_dtype)},
+    };
+    if (opt == OPT_PAO) {
+        p->precision_aware_optimizer = true;
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        if (flags[i].opt != opt)
+            continue;
+        enum spsim_opt_dtype d;
+        /* The name must be one of this flag's words (space-separated in choices). */
+        const char *at = strstr(flags[i].choices, arg);
+        size_t n = strlen(arg);
+        bool word = n > 0 && at && (at == flags[i].choices || at[-1] == ' ') &&
+                    (at[n] == ' ' || at[n] == '\0');
+        if (!word || spsim_opt_dtype_parse(arg, &d) != SPSIM_OK)
+            return -cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", flags[i].name, arg,
+                              flags[i].choices);
+        memcpy((char *)p + flags[i].offset, &d, sizeof(d));
+        return 1;
+    }
+    return 0;
 }
 
 /* The recompute modules, method and layer count, and the offload: EXIT_OK, an exit code, or -1
@@ -363,7 +414,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
     struct spsim_parallel *p = &cfg->par;
     bool taken = false;
-    if (opt == OPT_MEGATRON_ARGS) /* the file replaces what the options before it gave */
+    if (opt == OPT_MEGATRON_ARGS || opt == OPT_MEGATRON_LOG) /* the file replaces what the
+                                                                options before it gave */
         memset(cfg->given, 0, sizeof(cfg->given));
     if (opt >= OPT_MODEL && opt < OPT_CONFIG_END)
         cfg->given[opt - OPT_MODEL] = true;
@@ -399,7 +451,9 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         p->pipeline_layout = arg;
         return 1;
     case OPT_MEGATRON_ARGS:
-        rc = cli_megatron_apply(cfg, arg);
+    case OPT_MEGATRON_LOG:
+        rc = opt == OPT_MEGATRON_LOG ? cli_megatron_log_apply(cfg, arg)
+                                     : cli_megatron_apply(cfg, arg);
         /* The launch line sets its pipeline (Megatron's defaults where it is silent). */
         cfg->pp_set = cfg->vpp_set = true;
         return rc == EXIT_OK ? 1 : -rc;
@@ -422,15 +476,17 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         if (spsim_fp8_recipe_parse(arg, &p->fp8_recipe) == SPSIM_OK)
             return 1;
         return -cli_error(EXIT_USAGE,
-                          "--fp8-recipe: '%s' is not one of delayed, current, tensorwise, mxfp8, "
+                          "--fp8-recipe: %s is not one of delayed, current, tensorwise, mxfp8, "
                           "blockwise",
-                          arg);
+                          CLI_Q(arg));
     default:
         rc = config_recompute_offload(p, opt, arg);
         if (rc >= 0)
             return rc == EXIT_OK ? 1 : -rc;
         rc = config_cuda_graphs(p, opt, arg);
         if (rc != 0)
+            return rc;
+        if ((rc = config_optimizer(p, opt, arg)) != 0)
             return rc;
         return config_sharding(p, opt, arg, opt == OPT_FSDP ? &cfg->fsdp_level : &cfg->zero_level);
     }
@@ -512,8 +568,9 @@ gpus_to_dp(struct cli_config *cfg)
                          p->dp, cfg->gpus, (unsigned long long)model, dp);
     if (cfg->file_world && cfg->file_world != cfg->gpus)
         return cli_error(EXIT_USAGE,
-                         "--gpus %u contradicts --megatron-args' world size %u (its torchrun "
-                         "--nproc_per_node × --nnodes)",
+                         "--gpus %u contradicts the world size %u of the --megatron-args or "
+                         "--megatron-log file (torchrun's --nproc_per_node × --nnodes, or the "
+                         "log's world_size)",
                          cfg->gpus, cfg->file_world);
     p->dp = dp;
     return EXIT_OK;
@@ -673,7 +730,7 @@ static int
 choice_error(const char *option, const char *text, const char *(*name)(int), int count)
 {
     char list[128];
-    return cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", option, text,
+    return cli_error(EXIT_USAGE, "%s: %s is not one of %s", option, CLI_Q(text),
                      choice_list(list, sizeof(list), name, count));
 }
 
@@ -699,8 +756,8 @@ cli_parse_recompute_modules(const char *option, const char *text, uint32_t *out)
     if (spsim_recompute_modules_parse(text, out) == SPSIM_OK)
         return EXIT_OK;
     char list[160];
-    return cli_error(EXIT_USAGE, "%s: '%s' is not a list of %s (separated by ',' or '+')", option,
-                     text, choice_list(list, sizeof(list), module_name, SPSIM_RMOD_COUNT_));
+    return cli_error(EXIT_USAGE, "%s: %s is not a list of %s (separated by ',' or '+')", option,
+                     CLI_Q(text), choice_list(list, sizeof(list), module_name, SPSIM_RMOD_COUNT_));
 }
 
 int

@@ -66,7 +66,7 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
             a->json = arg[0] == 'j';
             return EXIT_OK;
         }
-        return cli_usage_error("validate", "--format: '%s' is not one of table, json", arg);
+        return cli_usage_error("validate", "--format: %s is not one of table, json", CLI_Q(arg));
     }
 }
 

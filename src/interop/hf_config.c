@@ -255,20 +255,20 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
     for (size_t i = 0; (!f || !f->moe) && i < SPSIM_ARRAY_LENGTH(refused_keys); i++)
         if (present(root, refused_keys[i].key))
             return spsim_json_field_error(c, NULL, refused_keys[i].key,
-                                          "%s are not read for model_type \"%s\" (spsim reads "
+                                          "%s are not read for model_type %s (spsim reads "
                                           "them for mixtral, qwen3_moe, deepseek_v2 and "
                                           "deepseek_v3)",
-                                          refused_keys[i].what, type ? type : "?");
+                                          refused_keys[i].what, SPSIM_Q(type ? type : "?"));
     int rc = spsim_json_get_string(c, root, NULL, "model_type", true, true, &type);
     if (rc != SPSIM_OK)
         return rc;
     if ((*out = f))
         return SPSIM_OK;
     return spsim_json_field_error(c, NULL, "model_type",
-                                  "\"%s\" is not a family spsim models (llama, mistral, qwen2, "
+                                  "%s is not a family spsim models (llama, mistral, qwen2, "
                                   "qwen3, gemma, gpt2, gpt_neox, mixtral, qwen3_moe, deepseek_v2, "
                                   "deepseek_v3)",
-                                  type);
+                                  SPSIM_Q(type));
 }
 
 /* Every key is common, the family's, or refused by name. */
@@ -285,9 +285,9 @@ check_keys(const struct spsim_jctx *c, const cJSON *root, const struct hf_family
             known = strcmp(*k, it->string) == 0;
         if (!known)
             return spsim_json_field_error(c, NULL, it->string,
-                                          "not a key spsim knows for model_type \"%s\"; it may "
+                                          "not a key spsim knows for model_type %s; it may "
                                           "change the layer, so the file is refused",
-                                          f->type);
+                                          SPSIM_Q(f->type));
     }
     return SPSIM_OK;
 }
@@ -308,7 +308,7 @@ check_activation(const struct spsim_jctx *c, const cJSON *root, const struct hf_
             return rc;
         bool gelu = strncmp(act, "gelu", 4) == 0;
         if (silu ? strcmp(act, "silu") != 0 : !gelu)
-            return spsim_json_field_error(c, NULL, keys[i], "\"%s\": spsim models %s here", act,
+            return spsim_json_field_error(c, NULL, keys[i], "%s: spsim models %s here", SPSIM_Q(act),
                                           silu ? "\"silu\" (SwiGLU)" : "a GeLU");
     }
     return SPSIM_OK;
@@ -378,8 +378,8 @@ check_layer_types(const struct spsim_jctx *c, const cJSON *root)
     for (const cJSON *t = types->child; t; t = t->next)
         if (!cJSON_IsString(t) || strcmp(t->valuestring, "full_attention") != 0)
             return spsim_json_field_error(c, NULL, "layer_types",
-                                          "\"%s\": only full attention in every layer is modelled",
-                                          cJSON_IsString(t) ? t->valuestring : "?");
+                                          "%s: only full attention in every layer is modelled",
+                                          SPSIM_Q(cJSON_IsString(t) ? t->valuestring : "?"));
     return SPSIM_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "megatron_args.h"
 #include "megatron_ftest.h"
 #include "megatron_yaml.h"
 #include "profiles/profiles.h"
@@ -97,6 +98,11 @@ enum flag_id {
     F_SHARDING,
     F_GRAD_FP32,
     F_GRAD_BF16,
+    F_PAO,
+    F_MAIN_GRADS,
+    F_MAIN_PARAMS,
+    F_EXP_AVG,
+    F_EXP_AVG_SQ,
     F_OVERLAP_PARAM,
     F_DISTOPT,
     F_OVERLAP,
@@ -121,10 +127,11 @@ enum flag_id {
     F_BF16_ENDS,
     F_BF16_START,
     F_BF16_END,
-    F_FIRST_STAGE,
-    F_LAST_STAGE,
-    F_ACCOUNT_EMBEDDING,
+    F_MB_GROUP,
+    F_ACCOUNT_EMB,
     F_ACCOUNT_LOSS,
+    F_FIRST_LAYERS,
+    F_LAST_LAYERS,
     F_LAYOUT,
     F_NPROC,
     F_NNODES,
@@ -216,6 +223,11 @@ static const struct {
     [F_SHARDING] = {"--data-parallel-sharding-strategy", K_VALUE},
     [F_GRAD_FP32] = {"--accumulate-allreduce-grads-in-fp32", K_SWITCH},
     [F_GRAD_BF16] = {"--grad-reduce-in-bf16", K_SWITCH},
+    [F_PAO] = {"--use-precision-aware-optimizer", K_SWITCH},
+    [F_MAIN_GRADS] = {"--main-grads-dtype", K_VALUE},
+    [F_MAIN_PARAMS] = {"--main-params-dtype", K_VALUE},
+    [F_EXP_AVG] = {"--exp-avg-dtype", K_VALUE},
+    [F_EXP_AVG_SQ] = {"--exp-avg-sq-dtype", K_VALUE},
     [F_OVERLAP_PARAM] = {"--overlap-param-gather", K_SWITCH},
     [F_DISTOPT] = {"--use-distributed-optimizer", K_SWITCH},
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
@@ -242,11 +254,13 @@ static const struct {
     [F_BF16_ENDS] = {"--first-last-layers-bf16", K_SWITCH},
     [F_BF16_START] = {"--num-layers-at-start-in-bf16", K_VALUE},
     [F_BF16_END] = {"--num-layers-at-end-in-bf16", K_VALUE},
-    /* Uneven pipeline stages (arguments.py _add_distributed_args) */
-    [F_FIRST_STAGE] = {"--decoder-first-pipeline-num-layers", K_VALUE},
-    [F_LAST_STAGE] = {"--decoder-last-pipeline-num-layers", K_VALUE},
-    [F_ACCOUNT_EMBEDDING] = {"--account-for-embedding-in-pipeline-split", K_SWITCH},
+    /* Uneven pipeline stages (arguments.py; transformer_block.py get_num_layers_to_build) */
+    /* model_parallel_config.py microbatch_group_size_per_vp_stage (default pp) */
+    [F_MB_GROUP] = {"--microbatch-group-size-per-virtual-pipeline-stage", K_VALUE},
+    [F_ACCOUNT_EMB] = {"--account-for-embedding-in-pipeline-split", K_SWITCH},
     [F_ACCOUNT_LOSS] = {"--account-for-loss-in-pipeline-split", K_SWITCH},
+    [F_FIRST_LAYERS] = {"--decoder-first-pipeline-num-layers", K_VALUE},
+    [F_LAST_LAYERS] = {"--decoder-last-pipeline-num-layers", K_VALUE},
     [F_LAYOUT] = {"--pipeline-model-parallel-layout", K_VALUE},
     /* torchrun (torch/distributed/run.py) */
     [F_NPROC] = {"--nproc_per_node", K_VALUE},
@@ -342,9 +356,6 @@ static const struct {
     {"--quick-geglu", NULL, "the quick-GeGLU activation (gpt-oss) is not modelled"},
     {"--optimizer", "adam", "an optimizer other than Adam is not modelled"},
     {"--optimizer-cpu-offload", NULL, "optimizer CPU offload is not modelled"},
-    {"--exp-avg-dtype", "fp32", "Adam moments in 16 bits are not modelled"},
-    {"--exp-avg-sq-dtype", "fp32", "Adam moments in 16 bits are not modelled"},
-    {"--main-params-dtype", "fp32", "master weights in 16 bits are not modelled"},
     {"--hybrid-override-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
     {"--hybrid-layer-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
 };
@@ -446,9 +457,9 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
         bool path = id == F_VOCAB_FILE || id == F_MERGE_FILE;
         if (m->unresolved[id][0] && !path)
             return flag_error(m, id,
-                              "'%s' uses %s, which the file does not set (spsim does not run "
+                              "%s uses %s, which the file does not set (spsim does not run "
                               "the script: write the value)",
-                              m->value[id], m->unresolved[id]);
+                              SPSIM_Q(m->value[id]), m->unresolved[id]);
     }
     return SPSIM_OK;
 }
@@ -465,7 +476,7 @@ num(const struct mg *m, int id, uint64_t min, uint64_t max, uint64_t dflt, uint6
     errno = 0;
     unsigned long long v = t[0] >= '0' && t[0] <= '9' ? strtoull(t, &end, 10) : 0;
     if (!end || *end || errno == ERANGE || v < min || v > max)
-        return flag_error(m, id, "'%s' is not an integer in [%llu, %llu]", t,
+        return flag_error(m, id, "%s is not an integer in [%llu, %llu]", SPSIM_Q(t),
                           (unsigned long long)min, (unsigned long long)max);
     *out = v;
     return SPSIM_OK;
@@ -499,7 +510,7 @@ probability(const struct mg *m, int id, double dflt, double *out)
     char *end = NULL;
     double v = strtod(m->value[id], &end);
     if (end == m->value[id] || *end || !(v >= 0 && v <= 1))
-        return flag_error(m, id, "'%s' is not a probability in [0, 1]", m->value[id]);
+        return flag_error(m, id, "%s is not a probability in [0, 1]", SPSIM_Q(m->value[id]));
     *out = v;
     return SPSIM_OK;
 }
@@ -520,7 +531,7 @@ choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
         size_t n = strlen(list);
         snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", names[i]);
     }
-    return flag_error(m, id, "'%s' is not modelled (spsim models %s)", m->value[id], list);
+    return flag_error(m, id, "%s is not modelled (spsim models %s)", SPSIM_Q(m->value[id]), list);
 }
 
 /* The vocabulary: --vocab-size, else GPT-2's BPE (its vocab and merge files, 50257 tokens:
@@ -528,11 +539,12 @@ choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
  * multiple of --make-vocab-size-divisible-by (default 128) · tp (build_tokenizer.py
  * vocab_size_with_padding). */
 static int
-vocabulary(const struct mg *m, struct spsim_model_shape *s)
+vocabulary(const struct mg *m, uint32_t *out, uint32_t *divisible_by)
 {
-    uint32_t *out = &s->vocab, divisible = 0;
-    int rc = num32(m, F_DIVISIBLE, 16777216, 128, &divisible);
-    s->vocab_divisible_by = divisible == 128 ? 0 : divisible;
+    /* The padding multiple (arguments.py default 128; build_tokenizer.py pads to it × tp). */
+    int rc = num32(m, F_DIVISIBLE, 16777216, 128, divisible_by);
+    if (*divisible_by == 128)
+        *divisible_by = 0; /* the model's default, as profiles write it */
     if (rc != SPSIM_OK || m->given[F_VOCAB])
         return rc ? rc : num32(m, F_VOCAB, 16777216, 0, out);
     /* Llama2Tokenizer reads Llama 2's SentencePiece model: its 32000 tokens (meta-llama/Llama-2-7b
@@ -630,14 +642,14 @@ layer_freq(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bo
     uint32_t n = 0;
     const char *why = spsim_moe_pattern_parse(m->value[F_MOE_FREQ], pattern, s->layers, &n);
     if (why)
-        return flag_error(m, F_MOE_FREQ, "'%s': %s", m->value[F_MOE_FREQ], why);
+        return flag_error(m, F_MOE_FREQ, "%s: %s", SPSIM_Q(m->value[F_MOE_FREQ]), why);
     if (n != s->layers)
         return rule_error(m, F_MOE_FREQ,
-                          "'%s' has %u entries for %u layers (Megatron-LM asserts one per layer)",
-                          m->value[F_MOE_FREQ], n, s->layers);
+                          "%s has %u entries for %u layers (Megatron-LM asserts one per layer)",
+                          SPSIM_Q(m->value[F_MOE_FREQ]), n, s->layers);
     if (!memchr(pattern, 1, n))
-        return flag_error(m, F_MOE_FREQ, "'%s' chooses no mixture-of-experts layer",
-                          m->value[F_MOE_FREQ]);
+        return flag_error(m, F_MOE_FREQ, "%s chooses no mixture-of-experts layer",
+                          SPSIM_Q(m->value[F_MOE_FREQ]));
     *has_pattern = true;
     return SPSIM_OK;
 }
@@ -652,12 +664,13 @@ capacity(const struct mg *m, double *out)
     char *end = NULL;
     double v = strtod(m->value[F_MOE_CAPACITY], &end);
     if (end == m->value[F_MOE_CAPACITY] || *end || v != v)
-        return flag_error(m, F_MOE_CAPACITY, "'%s' is not a number", m->value[F_MOE_CAPACITY]);
+        return flag_error(m, F_MOE_CAPACITY, "%s is not a number",
+                          SPSIM_Q(m->value[F_MOE_CAPACITY]));
     if (v >= 0 && !(v >= 1 && v <= 1000))
         return flag_error(m, F_MOE_CAPACITY,
-                          "'%s' is not modelled (spsim models a factor in [1, 1000], or "
+                          "%s is not modelled (spsim models a factor in [1, 1000], or "
                           "dropless)",
-                          m->value[F_MOE_CAPACITY]);
+                          SPSIM_Q(m->value[F_MOE_CAPACITY]));
     *out = v < 0 ? 0 : v;
     return SPSIM_OK;
 }
@@ -700,7 +713,7 @@ positive_coeff(const struct mg *m, int id, bool *on)
     char *end = NULL;
     double v = strtod(m->value[id], &end);
     if (end == m->value[id] || *end || v != v)
-        return flag_error(m, id, "'%s' is not a number", m->value[id]);
+        return flag_error(m, id, "%s is not a number", SPSIM_Q(m->value[id]));
     *on = v > 0;
     return SPSIM_OK;
 }
@@ -712,8 +725,8 @@ positive_coeff(const struct mg *m, int id, bool *on)
 static int
 router_losses(const struct mg *m, struct spsim_model_shape *s)
 {
-    static const char *const types[] = {"none", "aux_loss", "seq_aux_loss", "global_aux_loss",
-                                        NULL};
+    static const char *const types[] = {"none",     "aux_loss", "seq_aux_loss", "global_aux_loss",
+                                        "sinkhorn", NULL}; /* enum spsim_moe_balancing */
     int type = 0;
     bool aux = false;
     int rc;
@@ -722,6 +735,13 @@ router_losses(const struct mg *m, struct spsim_model_shape *s)
         (rc = positive_coeff(m, F_MOE_Z_COEFF, &s->z_loss)))
         return rc;
     s->load_balancing = aux ? (enum spsim_moe_balancing)type : SPSIM_BALANCE_NONE;
+    /* Sinkhorn routes without a loss (router.py asserts "Sinkhorn routing does not support
+     * aux loss."), whatever the coefficient's default. */
+    if (type == SPSIM_BALANCE_SINKHORN && aux)
+        return rule_error(m, F_MOE_AUX_COEFF,
+                          "Sinkhorn routing does not support aux loss (router.py): give 0");
+    if (type == SPSIM_BALANCE_SINKHORN)
+        s->load_balancing = SPSIM_BALANCE_SINKHORN;
     s->expert_bias = m->given[F_MOE_EXPERT_BIAS];
     return SPSIM_OK;
 }
@@ -877,8 +897,8 @@ recompute_modules(const struct mg *m, struct spsim_parallel *p)
     if (!m->given[F_RECOMPUTE_MODULES])
         return SPSIM_OK;
     if (spsim_recompute_modules_parse(m->value[F_RECOMPUTE_MODULES], &p->recompute_modules))
-        return flag_error(m, F_RECOMPUTE_MODULES, "'%s' is not a list of modules spsim knows",
-                          m->value[F_RECOMPUTE_MODULES]);
+        return flag_error(m, F_RECOMPUTE_MODULES, "%s is not a list of modules spsim knows",
+                          SPSIM_Q(m->value[F_RECOMPUTE_MODULES]));
     /* core_attn alone is Megatron's default, which spsim writes as 0. */
     if (p->recompute_modules == SPSIM_RMOD_CORE_ATTN)
         p->recompute_modules = 0;
@@ -921,14 +941,14 @@ static int
 context_parallel(const struct mg *m, struct spsim_parallel *p)
 {
     if (m->given[F_CP_COMM] && spsim_cp_comm_parse(m->value[F_CP_COMM], &p->cp_comm_type))
-        return flag_error(m, F_CP_COMM, "'%s' is not p2p, all_gather, a2a or a2a+p2p",
-                          m->value[F_CP_COMM]);
+        return flag_error(m, F_CP_COMM, "%s is not p2p, all_gather, a2a or a2a+p2p",
+                          SPSIM_Q(m->value[F_CP_COMM]));
     if (!m->given[F_HCP])
         return SPSIM_OK;
     unsigned a = 0, b = 0;
     char end = 0;
     if (sscanf(m->value[F_HCP], "%u,%u%c", &a, &b, &end) != 2 || !a || !b)
-        return flag_error(m, F_HCP, "'%s' is not two sizes", m->value[F_HCP]);
+        return flag_error(m, F_HCP, "%s is not two sizes", SPSIM_Q(m->value[F_HCP]));
     p->hcp_sizes[0] = a;
     p->hcp_sizes[1] = b;
     return SPSIM_OK;
@@ -936,6 +956,32 @@ context_parallel(const struct mg *m, struct spsim_parallel *p)
 
 /* Sharding and gradient buffers: Megatron-FSDP's strategy (optim = the distributed optimizer,
  * optim_grads, optim_grads_params), the gradient reduction's dtype, the parameter gather. */
+/* The precision-aware optimizer (--use-precision-aware-optimizer) and its dtypes, with
+ * Megatron's choices per flag (arguments.py); the rules between them are spsim_parallel_check's. */
+static int
+optimizer_dtypes(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const grads[] = {"fp32", "bf16", NULL}, *const params[] = {"fp32", "fp16",
+                                                                                  NULL};
+    static const char *const moments[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+    static const enum spsim_opt_dtype g_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_BF16},
+                                      p_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_FP16},
+                                      m_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_FP16, SPSIM_OPT_BF16,
+                                                SPSIM_OPT_FP8};
+    int g = 0, w = 0, a = 0, a2 = 0, rc;
+    if ((rc = choice(m, F_MAIN_GRADS, grads, 0, &g)) ||
+        (rc = choice(m, F_MAIN_PARAMS, params, 0, &w)) ||
+        (rc = choice(m, F_EXP_AVG, moments, 0, &a)) ||
+        (rc = choice(m, F_EXP_AVG_SQ, moments, 0, &a2)))
+        return rc;
+    p->precision_aware_optimizer = m->given[F_PAO];
+    p->main_grads_dtype = g_as[g];
+    p->main_params_dtype = p_as[w];
+    p->exp_avg_dtype = m_as[a];
+    p->exp_avg_sq_dtype = m_as[a2];
+    return SPSIM_OK;
+}
+
 static int
 sharding(const struct mg *m, struct spsim_parallel *p)
 {
@@ -953,7 +999,7 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
     p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
     p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
-    return SPSIM_OK;
+    return optimizer_dtypes(m, p);
 }
 
 /* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format, NVFP4 ones with
@@ -1071,29 +1117,6 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
     return SPSIM_OK;
 }
 
-/* Uneven pipeline stages (arguments.py; transformer_block.py get_num_layers_to_build): the
- * first and last stages' layer counts, the embedding and the loss counted as layers, or a
- * layout (kept in the configuration, which par.pipeline_layout borrows). spsim's rules check
- * them against each other and the model when the configuration is evaluated. */
-static int
-pipeline_split(const struct mg *m, struct spsim_megatron_config *out)
-{
-    struct spsim_parallel *p = &out->par;
-    int rc = num32(m, F_FIRST_STAGE, 4096, 0, &p->first_stage_layers);
-    if (rc == SPSIM_OK)
-        rc = num32(m, F_LAST_STAGE, 4096, 0, &p->last_stage_layers);
-    p->account_embedding = m->given[F_ACCOUNT_EMBEDDING];
-    p->account_loss = m->given[F_ACCOUNT_LOSS];
-    if (rc != SPSIM_OK || !m->given[F_LAYOUT])
-        return rc;
-    const char *v = m->value[F_LAYOUT];
-    if (strlen(v) >= sizeof(out->pipeline_layout))
-        return flag_error(m, F_LAYOUT, "longer than %zu bytes", sizeof(out->pipeline_layout) - 1);
-    memcpy(out->pipeline_layout, v, strlen(v) + 1);
-    p->pipeline_layout = out->pipeline_layout;
-    return SPSIM_OK;
-}
-
 /* CUDA graphs: --cuda-graph-impl, or the legacy --enable-cuda-graph (local) and
  * --external-cuda-graph (transformer_engine); --cuda-graph-modules or its old name
  * --cuda-graph-scope (Megatron-LM docs/user-guide/features/cuda_graph.md, Migration Guide). */
@@ -1103,8 +1126,8 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
     if (m->given[F_CUDA_GRAPH_IMPL]) {
         if (spsim_cuda_graph_impl_parse(m->value[F_CUDA_GRAPH_IMPL], &p->cuda_graph_impl))
             return flag_error(m, F_CUDA_GRAPH_IMPL,
-                              "'%s' is not one of none, local, transformer_engine, full_iteration",
-                              m->value[F_CUDA_GRAPH_IMPL]);
+                              "%s is not one of none, local, transformer_engine, full_iteration",
+                              SPSIM_Q(m->value[F_CUDA_GRAPH_IMPL]));
     } else if (m->given[F_ENABLE_CUDA_GRAPH]) {
         p->cuda_graph_impl = SPSIM_CUDA_GRAPH_LOCAL;
     } else if (m->given[F_EXTERNAL_CUDA_GRAPH]) {
@@ -1117,9 +1140,9 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
         return SPSIM_OK;
     if (spsim_cuda_graph_scope_parse(m->value[id], &p->cuda_graph_scope))
         return flag_error(m, id,
-                          "'%s' is not a list of attn, mlp, moe, moe_router, "
+                          "%s is not a list of attn, mlp, moe, moe_router, "
                           "moe_preprocess, mamba, full_iteration",
-                          m->value[id]);
+                          SPSIM_Q(m->value[id]));
     /* Megatron's migration: `local` with full_iteration alone is --cuda-graph-impl
      * full_iteration. */
     if (p->cuda_graph_scope == SPSIM_CGS_FULL_ITERATION &&
@@ -1127,6 +1150,31 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
         p->cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION;
         p->cuda_graph_scope = 0;
     }
+    return SPSIM_OK;
+}
+
+/* Uneven pipeline stages, as the CLI's options of the same names (README "Uneven pipeline
+ * stages"); the engine checks Megatron's rules (one way at a time, divisibility, the layout's
+ * symbols). The layout is kept in `out`, which par.pipeline_layout points into. */
+static int
+uneven_stages(const struct mg *m, struct spsim_megatron_config *out)
+{
+    struct spsim_parallel *p = &out->par;
+    int rc = num32(m, F_MB_GROUP, 1u << 24, 0, &p->microbatch_group);
+    if (rc != SPSIM_OK)
+        return rc;
+    p->account_embedding = m->given[F_ACCOUNT_EMB];
+    p->account_loss = m->given[F_ACCOUNT_LOSS];
+    rc = num32(m, F_FIRST_LAYERS, 65536, 0, &p->first_stage_layers);
+    if (rc == SPSIM_OK)
+        rc = num32(m, F_LAST_LAYERS, 65536, 0, &p->last_stage_layers);
+    if (rc != SPSIM_OK || !m->given[F_LAYOUT])
+        return rc;
+    if (strlen(m->value[F_LAYOUT]) >= sizeof(out->pipeline_layout))
+        return flag_error(m, F_LAYOUT, "longer than %zu characters",
+                          sizeof(out->pipeline_layout) - 1);
+    snprintf(out->pipeline_layout, sizeof(out->pipeline_layout), "%s", m->value[F_LAYOUT]);
+    p->pipeline_layout = out->pipeline_layout;
     return SPSIM_OK;
 }
 
@@ -1138,9 +1186,8 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     int rc;
     spsim_parallel_defaults(p);
     if ((rc = expert_parallel(m, s->experts, p)) || (rc = grid(m, s->layers, out)) ||
-        (rc = pipeline_split(m, out)) || (rc = recompute(m, p)) || (rc = dtype(m, &p->dtype)) ||
-        (rc = fp8(m, p)) || (rc = bf16_ends(m, p)) ||
-        (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
+        (rc = recompute(m, p)) || (rc = dtype(m, &p->dtype)) || (rc = fp8(m, p)) ||
+        (rc = bf16_ends(m, p)) || (rc = num(m, F_OFFLOAD_LAYERS, 0, 4096, 0, &offload)) ||
         (rc = num32(m, F_MBS, 65536, 1, &p->mbs)))
         return rc;
     /* The global batch defaults to one micro-batch per data-parallel rank. */
@@ -1158,6 +1205,8 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP] &&
                          !(tpo && strncmp(tpo, "comm_overlap.", 13) == 0 && (p->tp < 2 || !p->sp));
     p->moe_a2a_overlap = m->given[F_A2A_OVERLAP];
+    if ((rc = uneven_stages(m, out)))
+        return rc;
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
     if ((rc = cuda_graphs(m, p)))
@@ -1268,7 +1317,8 @@ window_shape(const struct mg *m, struct spsim_model_shape *s)
         if (sscanf(t, t[0] == '(' ? "(%ld,%ld)%n" : "%ld,%ld%n", &l, &r, &used) != 2 || t[used] ||
             l < -1 || r < 0 || l + r + 1 > 1048576)
             return flag_error(m, F_WINDOW,
-                              "'%s' is not two integers L,R (L >= -1, R >= 0, L + R < 1048576)", t);
+                              "%s is not two integers L,R (L >= -1, R >= 0, L + R < 1048576)",
+                              SPSIM_Q(t));
         s->window = l < 0 ? 0 : (uint32_t)(l + r + 1);
     }
     if (m->given[F_WINDOW_SKIP] && strchr(m->value[F_WINDOW_SKIP], '['))
@@ -1286,7 +1336,7 @@ shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *h
     memset(s, 0, sizeof(*s));
     if ((rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
         (rc = moe_shape(m, s, pattern, has_pattern)) || (rc = mla_shape(m, s)) ||
-        (rc = window_shape(m, s)) || (rc = vocabulary(m, s)) ||
+        (rc = window_shape(m, s)) || (rc = vocabulary(m, &s->vocab, &s->vocab_divisible_by)) ||
         (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
         return rc;
     /* The model's positions: --max-position-embeddings, else the sequence. */
@@ -1494,6 +1544,19 @@ spsim_megatron_parse_inputs(const struct spsim_megatron_input *in, size_t n,
     spsim_sh_free(&sc);
     spsim_yaml_free(&y);
     return rc;
+}
+
+int
+spsim_megatron_words(const struct spsim_sh_script *sc, const char *origin,
+                     struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    origin = origin ? origin : "-";
+    struct mg m = {
+        .origin = origin, .err = err, .unmodelled = out->unmodelled, .assumed = out->assumed};
+    char name[128];
+    model_name(origin, name, sizeof(name));
+    return build(&m, sc, NULL, name, out, err);
 }
 
 int

@@ -52,6 +52,7 @@ enum mode {
     M_BACKEND,   /* attention_backend: AttnBackend.X or X */
     M_SCOPE,     /* cuda_graph_scope: a list; "full" is the whole layer (no flag) */
     M_EITHER,    /* on when any of its sections says true (Bridge's dist and ddp FSDP) */
+    M_DTYPE,     /* the precision-aware optimizer's dtypes (torch.bfloat16 or bf16): only with it */
 };
 
 /* `from`: where the key is read, in order: SECTION (its value, null included), SECTION! (the
@@ -145,6 +146,11 @@ static const struct rule {
     {"activations_checkpoint_num_layers", "--recompute-num-layers", M_VALUE, "model *"},
     {"recompute_modules", "--recompute-modules", M_LIST, "model *"},
     {"use_distributed_optimizer", "--use-distributed-optimizer", M_SWITCH, "ddp optimizer *"},
+    {"use_precision_aware_optimizer", "--use-precision-aware-optimizer", M_SWITCH, "optimizer *"},
+    {"main_grads_dtype", "--main-grads-dtype", M_DTYPE, "optimizer"},
+    {"main_params_dtype", "--main-params-dtype", M_DTYPE, "optimizer"},
+    {"exp_avg_dtype", "--exp-avg-dtype", M_DTYPE, "optimizer"},
+    {"exp_avg_sq_dtype", "--exp-avg-sq-dtype", M_DTYPE, "optimizer"},
     {"use_megatron_fsdp", "--use-megatron-fsdp", M_EITHER, "dist ddp"},
     {"data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", M_SHARDING, "ddp *"},
     {"cpu_offloading", "--cpu-offloading", M_SWITCH, "model *"},
@@ -537,6 +543,26 @@ sequence_value(struct ctx *c, const struct rule *r, const struct spsim_yaml_entr
     }
 }
 
+/* A dtype as Bridge writes it (a mapping whose _target_ is torch.bfloat16, or a name) as
+ * Megatron's flag value; TE keeps FP8 moments as torch.uint8 (optimizer.py). */
+static int
+dtype_value(struct ctx *c, const struct rule *r, const struct spsim_yaml_entry *e)
+{
+    static const char *const names[][2] = {
+        {"float32", "fp32"}, {"float", "fp32"}, {"fp32", "fp32"},     {"float16", "fp16"},
+        {"half", "fp16"},    {"fp16", "fp16"},  {"bfloat16", "bf16"}, {"bf16", "bf16"},
+        {"uint8", "fp8"},    {"fp8", "fp8"}};
+    const char *t = target_name(c->y, e);
+    const char *base = t && strncmp(t, "torch.", 6) == 0 ? t + 6 : t;
+    for (size_t i = 0; base && i < SPSIM_ARRAY_LENGTH(names); i++)
+        if (strcmp(base, names[i][0]) == 0)
+            return pair(c, r->flag, names[i][1]);
+    return fail(c, e,
+                "%s is not a dtype the precision-aware optimizer keeps (fp32, fp16, bf16, "
+                "fp8)",
+                SPSIM_Q(t ? t : "?"));
+}
+
 /* What rule r reads, as flags: a value, a list, or null (the flag unset). */
 static int
 emit_rule(struct ctx *c, const struct rule *r, const struct pick *p)
@@ -549,8 +575,11 @@ emit_rule(struct ctx *c, const struct rule *r, const struct pick *p)
         return scalar_value(c, r, e, p->dflt);
     /* Keys that count only beside another (NeMo writes ${sum:...} for a count it ignores). */
     if ((r->mode == M_OFFLOAD && !picked_true(c, "cpu_offloading")) ||
-        (r->mode == M_SHARDING && !picked_true(c, "use_megatron_fsdp")))
-        return SPSIM_OK;
+        (r->mode == M_SHARDING && !picked_true(c, "use_megatron_fsdp")) ||
+        (r->mode == M_DTYPE && !picked_true(c, "use_precision_aware_optimizer")))
+        return SPSIM_OK; /* OptimizerConfig: the dtypes are read only with the optimizer */
+    if (r->mode == M_DTYPE)
+        return dtype_value(c, r, e);
     if (e->unresolved)
         return fail(c, e, "%s: an interpolation spsim cannot resolve (write the value)",
                     SPSIM_Q(e->n ? e->v[0] : ""));
@@ -728,30 +757,6 @@ bridge_model(struct ctx *c)
                 gated ? " gated" : "");
 }
 
-/* Adam's state as spsim models it: fp32 master weights and moments. The precision-aware
- * optimizer (optimizer.py, use_precision_aware_optimizer) may keep them in 16 bits. */
-static int
-bridge_optimizer(struct ctx *c)
-{
-    const struct spsim_yaml_entry *pa =
-        spsim_yaml_get(c->y, "optimizer.use_precision_aware_optimizer");
-    if (!pa || pa->kind != SPSIM_YAML_SCALAR || boolean(pa->v[0]) != 1)
-        return SPSIM_OK;
-    static const char *const fields[] = {"optimizer.exp_avg_dtype", "optimizer.exp_avg_sq_dtype",
-                                         "optimizer.main_params_dtype"};
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(fields); i++) {
-        const struct spsim_yaml_entry *e = spsim_yaml_get(c->y, fields[i]);
-        const char *d = target_name(c->y, e);
-        if (d && strcmp(d, "torch.float32") != 0 && strcmp(d, "float32") != 0 &&
-            strcmp(d, "fp32") != 0)
-            return fail(c, e,
-                        "%s with the precision-aware optimizer is not modelled (spsim keeps "
-                        "Adam's master weights and moments in fp32)",
-                        SPSIM_Q(d));
-    }
-    return SPSIM_OK;
-}
-
 static int
 bridge_checks(struct ctx *c)
 {
@@ -766,8 +771,7 @@ bridge_checks(struct ctx *c)
         boolean(a->v[0]) != boolean(b->v[0]))
         return fail(c, b, "%s, but ddp.use_distributed_optimizer is %s (Bridge uses both)",
                     SPSIM_Q(b->v[0]), SPSIM_Q(a->v[0]));
-    int rc = bridge_model(c);
-    return rc ? rc : bridge_optimizer(c);
+    return bridge_model(c);
 }
 
 /* Bridge's vocabulary: model.vocab_size as given (setup.py: a preset size is not padded), else
