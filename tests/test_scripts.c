@@ -145,6 +145,11 @@ START_TEST(flow_refused)
             "a here-document, sbatch --wrap) is not followed");
     refused("if true; then TP=1\n" HEAD "\n", SPSIM_EPARSE, "launch.sh:1: 'if' without its 'fi'");
     refused("fi\n", SPSIM_EPARSE, "launch.sh:1: 'fi' where a command was expected");
+    /* Found by mutating the Llama 3 example: a ';' inside [[ ]] once looped for ever. */
+    refused("if [[ \"$A\" == x ]\x01; then TP=2; fi\n" HEAD "\n", SPSIM_EPARSE,
+            "launch.sh:1: '[[' without its ']]'");
+    refused("for a in x & y; do :; done\n" HEAD "\n", SPSIM_EPARSE,
+            "launch.sh:1: 'for' without its 'do'");
     /* A here-document is a command's input: its lines are not the script's flags. */
     struct spsim_megatron_config mc = accepted("cat > notes.txt <<'EOF'\n--num-layers 99\n"
                                                "EOF\n" HEAD "\n",

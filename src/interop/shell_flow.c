@@ -148,7 +148,10 @@ condition(struct spsim_sh *s, const char *end, uint32_t line, char *why, size_t 
         spsim_sh_keyword(s, kw, sizeof(kw));
         if (strcmp(kw, end) == 0 || spsim_sh_peek(s) < 0)
             break;
+        const char *p = s->p;
         t = and_or(s, why, cap);
+        if (s->p == p && s->rc == SPSIM_OK)
+            fail_at(s, s->line, "'%s' without its '%s'", end, end);
     }
     s->in_condition = was;
     if (strcmp(kw, end) != 0)
@@ -332,7 +335,10 @@ for_words(struct spsim_sh *s, struct spsim_sh_words *items)
         spsim_sh_skip_blanks(s, false);
         if ((c = spsim_sh_peek(s)) < 0 || c == ';' || c == '\n')
             break;
+        const char *p = s->p;
         spsim_sh_read_word(s, items);
+        if (s->p == p) /* & | ( ) */
+            fail_at(s, s->line, "'%s' without its '%s'", "for", "do");
     }
 }
 
@@ -584,6 +590,8 @@ double_bracket(struct spsim_sh *s, enum spsim_sh_sep *sep, char *why, size_t cap
             s->test = true;
             spsim_sh_read_word(s, &w);
             s->test = false;
+            if (s->p == p) /* ; & | where a test's word was expected */
+                fail_at(s, line, "'%s' without its '%s'", "[[", "]]");
         }
     }
     *sep = spsim_sh_statement(s, &rest); /* what follows ]] up to its separator */
@@ -725,7 +733,13 @@ run_list(struct spsim_sh *s, const char *ends, char *found)
         if (word_in(kw, "then elif else fi do done esac ;; } in"))
             return (void)fail_at(s, s->line, "'%s' where a command was expected%s", kw, "");
         why[0] = '\0';
+        const char *p = s->p;
         and_or(s, why, sizeof(why));
+        if (s->p == p && s->rc == SPSIM_OK && !s->exited) { /* nothing read: not a command */
+            char c[2] = {*s->p, '\0'};
+            fail_at(s, s->line, "%s where a command was expected%s", SPSIM_Q(kw[0] ? kw : c), "");
+            return;
+        }
     }
 }
 
