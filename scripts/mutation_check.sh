@@ -63,6 +63,8 @@ sustained-gemm-model-halved@src/engine/hardware_view.c@s|        \*sum += s;|   
 attention-table-ignored@src/engine/timing.c@s|    if (!hw->attention \|\| cfg->attn_backend == SPSIM_ATTN_FLASH|    if (1 \|\| !hw->attention \|\| cfg->attn_backend == SPSIM_ATTN_FLASH|
 attention-interpolation-halved@src/engine/timing.c@s|(hi_r - lo_r) \* log(seq / lo_s)|0.5 * (hi_r - lo_r) * log(seq / lo_s)|
 attention-window-share-halved@src/engine/layer.c@s|op->flash_window_flops = share \* windowed;|op->flash_window_flops = 0.5 * share * windowed;|
+flex-sms-ignored@src/engine/ep_overlap.c@s|    if (cfg->flex_sms)|    if (0 \&\& cfg->flex_sms)|
+flex-deepep-sms-halved@src/engine/ep_overlap.c@s|        return 20;|        return 10;|
 moe-global-aux-without-dp@src/engine/layer.c@s|(global ? cfg->aux_dp : 1)|(global ? 1 : 1)|
 moe-expert-bias-group-without-dp@src/engine/dp_time.c@s|uint64_t group = x->t \* x->dc, routers|uint64_t group = x->t * x->c, routers|
 moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|

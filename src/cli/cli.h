@@ -383,8 +383,9 @@ enum cli_config_opt {
     "  --moe-flex-dispatcher-backend B\n"                                                          \
     "                         flex's kernels: deepep (default, Megatron's), hybridep\n"            \
     "  --moe-flex-dispatcher-num-sms N\n"                                                          \
-    "                         SMs of the flex kernels (default: the backend's; recorded and\n"     \
-    "                         written back, the time does not depend on it)\n"                     \
+    "                         SMs of the flex kernels (default: the backend's, DeepEP 20,\n"       \
+    "                         HybridEP 24 in one NVLink domain, 8 across): what the exchanges\n"   \
+    "                         take from the computation beside them with the EP overlap\n"         \
     "  --moe-routing R        random (default): the most-loaded EP rank of uniform random\n"       \
     "                         routing sets the time and memory; balanced: every rank at the "      \
     "mean\n"                                                                                       \

@@ -143,6 +143,7 @@ struct spsim_layer_config {
      * RDMA domain (the hardware's, set by spsim_layer_evaluate; 0: all in one). */
     enum spsim_moe_flex_backend flex_backend;
     uint32_t flex_per_domain;
+    uint32_t flex_sms; /* --moe-flex-dispatcher-num-sms; 0: the backend's default */
     /* CUDA graphs: the modules captured (enum spsim_cuda_graph_scope bits, resolved by
      * spsim_cuda_graph_capture; SPSIM_CGS_FULL_ITERATION: every block); 0 = eager. */
     uint32_t graph_capture;
