@@ -592,6 +592,9 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
         cli_warning("Disabling sequence parallelism because tensor model parallelism is disabled");
         p->sp = false;
     }
+    /* A Hugging Face config gives no training sequence: say which one is used. */
+    if (!p->seq && strncmp(spsim_model_source(model), "Hugging Face", 12) == 0)
+        cli_warning("%s: %s", cfg->model, spsim_model_description(model));
     int rc = contradictions(cfg);
     return rc ? rc : gpus_to_dp(cfg);
 }

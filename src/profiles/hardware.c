@@ -246,8 +246,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     hw->sm_count = (uint32_t)sm;
     hw->gemm_epilogue_serial = epilogue == 1;
     hw->flash_flops = flash * 1e12;
-    hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
-    hw->hbm_marketed_bytes = hw->hbm_capacity_bytes;
+    hw->hbm_marketed_bytes = hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
     hw->hbm_Bps = bw * 1e9;
     hw->hbm_achievable_Bps = bw_ach * 1e9;
     hw->gpu_model = spsim_strdup(model);

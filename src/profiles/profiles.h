@@ -195,9 +195,11 @@ struct cJSON;
 int spsim_model_read_profile(const struct cJSON *root, const char *origin, struct spsim_model **out,
                              struct spsim_error *err);
 /** A model of a shape read elsewhere (a Hugging Face config): the profile's size limits, then
- * the model with that name and source (SPSIM_EFIELD naming c's origin, SPSIM_ENOMEM). */
+ * the model with that name, source and description (NULL: "") (SPSIM_EFIELD naming c's
+ * origin, SPSIM_ENOMEM). */
 int spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shape *shape,
-                           const char *name, const char *source, struct spsim_model **out);
+                           const char *name, const char *source, const char *description,
+                           struct spsim_model **out);
 
 /** The MoE and MLA fields of a profile, all optional (profiles/model_moe.c); *pattern receives
  * moe_layer_pattern (one byte per layer, the caller frees it) or NULL. */
