@@ -510,6 +510,9 @@ add_run(struct runs *rs, const struct csv *c, struct record *r, const struct col
     }
     struct spsim_run *run = &rs->run[rs->n - 1];
     *run = (struct spsim_run){model, cfg.par, measured, keep(rs, group), keep(rs, id)};
+    /* The layout points into the row's words: the run keeps its own copy. */
+    if (cfg.par.pipeline_layout && !(run->par.pipeline_layout = keep(rs, cfg.par.pipeline_layout)))
+        return cli_error(EXIT_RUNTIME, "out of memory");
     if (!run->group || !run->id)
         return cli_error(EXIT_RUNTIME, "out of memory");
     return EXIT_OK;

@@ -55,7 +55,8 @@ show_hardware(void *cookie, const char *name, const char *path)
            i.gpu_model, i.peak_tflops[SPSIM_DTYPE_BF16], i.gemm_achievable_tflops_bf16,
            (double)i.hbm_capacity_bytes / 1e9, i.hbm_bandwidth_GBps,
            i.nvlink_bandwidth_per_direction_GBps, i.nvlink_ring_busbw_GBps, i.nvlink_domain_gpus,
-           i.nics_per_node, i.nic_line_rate_Gbit_s, watts, i.calibrated ? "  calibrated" : "");
+           i.nics_per_node, i.nic_line_rate_Gbit_s, watts,
+           i.fitted ? "  fitted" : (i.calibrated ? "  calibrated" : ""));
     spsim_hardware_destroy(hw);
     return 0;
 }

@@ -144,6 +144,7 @@ struct spsim_hardware {
     struct spsim_gemm_points *gemm_points; /* as measured; NULL = none */
     struct spsim_gemm_table *gemm_table;   /* derived by the engine; NULL = none */
     bool calibrated;
+    bool fitted; /* calibration.kind "fitted" (spsim calibrate --runs) */
     /* Host time to launch one kernel through PyTorch and the CUDA driver on the node's CPU
      * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
     double kernel_launch_s;
