@@ -437,7 +437,8 @@ END_TEST
 START_TEST(every_command_has_help)
 {
     static const char *const cmds[] = {"--help",      "query --help", "explain --help",
-                                       "list --help", "check --help", "collective --help"};
+                                       "list --help", "check --help", "collective --help",
+                                       "trace --help"};
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
         run(&R, cmds[i]);
         ck_assert_msg(R.status == 0 && strstr(R.out, "Usage:"), "%s", cmds[i]);
@@ -448,6 +449,15 @@ START_TEST(every_command_has_help)
     run(&R, "list hardware");
     ck_assert_int_eq(R.status, 0);
     ck_assert_ptr_nonnull(strstr(R.out, "gb200-nvl72"));
+    ck_assert_ptr_nonnull(strstr(R.out, "gb300-nvl72"));
+    ck_assert_ptr_nonnull(strstr(R.out, "hgx-h800"));
+    /* spsim trace: a trace-event document; a bad configuration is exit 4 as for query */
+    run(&R, "trace --model llama3-8b --hw dgx-h100 --tp 2 --pp 2 --vpp 1 --gbs 4");
+    ck_assert_int_eq(R.status, 0);
+    ck_assert(strncmp(R.out, "{\"traceEvents\":[", 16) == 0);
+    ck_assert_ptr_nonnull(strstr(R.out, "\"name\":\"forward mb 3 chunk 0\""));
+    run(&R, "trace --tp 7");
+    ck_assert_int_eq(R.status, 4);
 }
 END_TEST
 

@@ -1,4 +1,4 @@
-/* Planning outputs: the time, energy and cost of a whole training run. */
+/* Planning outputs: the time, energy and cost of a whole training run; one iteration's timeline. */
 #ifndef SPSIM_PLAN_H
 #define SPSIM_PLAN_H
 
@@ -42,6 +42,22 @@ struct spsim_train_plan {
 SPSIM_API int spsim_train_plan_make(const struct spsim_result *r, const struct spsim_hardware *hw,
                                     double train_tokens, double gpu_hour_price,
                                     struct spsim_train_plan *out, struct spsim_error *err);
+
+/**
+ * The timeline of one iteration of `r` as Chrome trace-event JSON (the JSON object format:
+ * {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}), which Perfetto and
+ * chrome://tracing open: one process per pipeline rank, threads for the compute stream, the
+ * exposed TP/CP/EP communication, the pipeline sends and the data-parallel tail; a complete
+ * ("X") event per forward and backward of every micro-batch and model chunk (args microbatch,
+ * chunk), per send and per tail step, times in microseconds. The schedule is Megatron-Core's
+ * 1F1B or interleaved one at the critical stage's per-chunk times (engine/trace.c); the trace
+ * ends (otherData.trace_end_s) at time.iteration_s + (p − 1)/v·time.microbatch_s −
+ * time.pp_bubble_s: at iteration_s with even stages and blocking sends.
+ * @param out  receives a NUL-terminated document; the caller frees it with free()
+ * @return SPSIM_OK, SPSIM_EINVAL, SPSIM_ERANGE (more than 2,000,000 ops, or an interleaved
+ *         schedule whose micro-batches are not a multiple of pp), SPSIM_ENUMERIC or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *err);
 
 #ifdef __cplusplus
 }

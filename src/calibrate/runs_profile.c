@@ -23,32 +23,79 @@
  * the host time per operation between 1 µs (below cudaLaunchKernel's 3.259 µs) and 60 µs; the
  * network hop between 0.5 and 30 µs (NCCL's table spans 2.7 to 20.9 µs per NET step).
  */
+/* A measured table a scale also multiplies: its points' entries [first, last] (rates), when
+ * its dtype is the one named. */
+struct table_part {
+    const char *path, *dtype;
+    int first, last;
+};
+
 static const struct {
-    const char *name, *field, *path, *table_dtype, *why;
+    const char *name, *field, *path, *why;
+    struct table_part table;
     bool scale;
     double lo, hi;
 } defs[] = {
-    {"gemm_bf16", "gpu.gemm_achievable_tflops.bf16, gpu.gemm_table (bf16)",
-     "gpu.gemm_achievable_tflops.bf16", "bf16",
+    {"gemm_bf16",
+     "gpu.gemm_achievable_tflops.bf16, gpu.gemm_table (bf16)",
+     "gpu.gemm_achievable_tflops.bf16",
      "1: the profile's measured BF16 GEMM rates (MAMF, gemm_table) as their sources give them",
-     true, 0.5, 1.05},
-    {"gemm_fp8", "gpu.gemm_achievable_tflops.fp8", "gpu.gemm_achievable_tflops.fp8", NULL,
-     "1: the profile's measured FP8 GEMM rate (MAMF)", true, 0.4, 1.05},
-    {"gemm_nvfp4", "gpu.gemm_achievable_tflops.nvfp4", "gpu.gemm_achievable_tflops.nvfp4", NULL,
-     "1: the profile's NVFP4 GEMM rate", true, 0.4, 1.05},
-    {"attention", "gpu.flash_attention_tflops", "gpu.flash_attention_tflops", NULL,
-     "1: the profile's flash-attention rate (measured FlashAttention-2 on H100, else a stated "
-     "fraction of MAMF)",
-     true, 0.4, 1.3},
-    {"memory_bound", "gpu.hbm_achievable_GBps", "gpu.hbm_achievable_GBps", NULL,
+     {"gpu.gemm_table", "bf16", 3, 3},
+     true,
+     0.5,
+     1.05},
+    {"gemm_fp8",
+     "gpu.gemm_achievable_tflops.fp8",
+     "gpu.gemm_achievable_tflops.fp8",
+     "1: the profile's measured FP8 GEMM rate (MAMF)",
+     {NULL, NULL, 0, 0},
+     true,
+     0.4,
+     1.05},
+    {"gemm_nvfp4",
+     "gpu.gemm_achievable_tflops.nvfp4",
+     "gpu.gemm_achievable_tflops.nvfp4",
+     "1: the profile's NVFP4 GEMM rate",
+     {NULL, NULL, 0, 0},
+     true,
+     0.4,
+     1.05},
+    /* The attention table's points are [d_qk, d_v, sequence, window, forward, backward TFLOP/s]
+     * (fused attention, profiles.md): its two rates scale with the flash rate. */
+    {"attention",
+     "gpu.flash_attention_tflops, gpu.attention_table (rates)",
+     "gpu.flash_attention_tflops",
+     "1: the profile's measured attention rates (FlashAttention-2 on H100, else a stated "
+     "fraction of MAMF; cuDNN's fused attention per shape in attention_table)",
+     {"gpu.attention_table", NULL, 4, 5},
+     true,
+     0.4,
+     1.3},
+    {"memory_bound",
+     "gpu.hbm_achievable_GBps",
+     "gpu.hbm_achievable_GBps",
      "1: the profile's achievable HBM bandwidth (a measured STREAM Triad or its stated carry-over)",
-     true, 0.4, 1.05},
-    {"host_op_us", "host.kernel_launch_us", "host.kernel_launch_us", NULL,
+     {NULL, NULL, 0, 0},
+     true,
+     0.4,
+     1.05},
+    {"host_op_us",
+     "host.kernel_launch_us",
+     "host.kernel_launch_us",
      "the profile's host time per kernel launch (cudaLaunchKernel under torch.profiler, "
      "gpu-mode/lectures)",
-     false, 1.0, 60.0},
-    {"net_hop_us", "network.hop_latency_us", "network.hop_latency_us", NULL,
-     "the profile's network hop latency (NCCL's NET Ring/LL 2.7 us)", false, 0.5, 30.0},
+     {NULL, NULL, 0, 0},
+     false,
+     1.0,
+     60.0},
+    {"net_hop_us",
+     "network.hop_latency_us",
+     "network.hop_latency_us",
+     "the profile's network hop latency (NCCL's NET Ring/LL 2.7 us)",
+     {NULL, NULL, 0, 0},
+     false,
+     0.5,
+     30.0},
 };
 
 /* The object at a dotted path ("gpu.gemm_achievable_tflops.bf16"), or NULL. */
@@ -85,17 +132,18 @@ add_source(struct spsim_runs_knob *k, cJSON *obj)
         k->source[k->nsources++] = src;
 }
 
-/* The fourth entry of every point of gpu.gemm_table when its dtype is `dtype`. */
+/* Entries [first, last] of every point of a measured table (of the named dtype, if one). */
 static void
-add_table(struct spsim_runs_knob *k, cJSON *root, const char *dtype)
+add_table(struct spsim_runs_knob *k, cJSON *root, const struct table_part *part)
 {
-    cJSON *t = at_path(root, "gpu.gemm_table");
+    cJSON *t = part->path ? at_path(root, part->path) : NULL;
     cJSON *d = cJSON_GetObjectItemCaseSensitive(t, "dtype");
-    if (!dtype || !cJSON_IsString(d) || strcmp(d->valuestring, dtype) != 0)
+    if (!t || (part->dtype && (!cJSON_IsString(d) || strcmp(d->valuestring, part->dtype) != 0)))
         return;
     cJSON *pt;
-    cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(t, "points"))
-        add_node(k, cJSON_GetArrayItem(pt, 3));
+    cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(t, "points")) for (int i = part->first;
+                                                                               i <= part->last; i++)
+        add_node(k, cJSON_GetArrayItem(pt, i));
     add_source(k, t);
 }
 
@@ -109,7 +157,7 @@ open_param(struct spsim_runs_profile *p, size_t i)
     add_node(k, cJSON_GetObjectItemCaseSensitive(obj, "value"));
     add_source(k, obj);
     if (k->nnodes)
-        add_table(k, p->root, defs[i].table_dtype);
+        add_table(k, p->root, &defs[i].table);
     *q = (struct spsim_runs_param){.name = defs[i].name,
                                    .field = defs[i].field,
                                    .prior_source = defs[i].why,

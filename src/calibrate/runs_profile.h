@@ -7,8 +7,8 @@
 
 #include "spsim/calibrate.h"
 
-/* Most numbers one parameter sets (a GEMM table's points and its ceiling). */
-#define SPSIM_RUNS_MAX_NODES 40
+/* Most numbers one parameter sets (a measured table's rates and its ceiling). */
+#define SPSIM_RUNS_MAX_NODES 256
 
 /** One parameter's place in the base profile: the numbers it sets and their base values. */
 struct spsim_runs_knob {

@@ -138,6 +138,14 @@ int cli_mpi_sweep(const struct cli_mpi *m, const struct spsim_sweep *sw,
                   const struct spsim_sweep_options *opt, struct spsim_sweep_stats *total);
 
 /* The parallel-configuration options shared by query and explain. */
+/* What --megatron-log's training log measured (spsim_megatron_run, without its model). */
+struct cli_measured {
+    const char *path; /* NULL: no log */
+    double median_s, median_tflops, peak_bytes;
+    size_t lines, skipped;
+    uint64_t first, last, interval;
+};
+
 struct cli_config {
     const char *model;
     const char *hardware;
@@ -147,6 +155,7 @@ struct cli_config {
     uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
     uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
     char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
+    struct cli_measured measured; /* --megatron-log's measured run */
     /* The options given since the last --megatron-args (whose file replaces those before it),
      * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
      * refuses two that contradict each other. */
@@ -172,6 +181,14 @@ int cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 /** --megatron-args FILE|-: the file's model and configuration replace what the options before
  * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
 int cli_megatron_apply(struct cli_config *cfg, const char *path);
+/** --megatron-log FILE: a Megatron-LM training log's configuration (its arguments block) replaces
+ * what the options before it gave, as --megatron-args's does; what it measured is kept for
+ * query to print beside the prediction (src/cli/megatron.c). */
+int cli_megatron_log_apply(struct cli_config *cfg, const char *path);
+struct jw;
+/** The measured run beside the prediction: table lines, or the "measured" JSON object. */
+void cli_measured_table(FILE *f, const struct cli_measured *m, const struct spsim_result *r);
+void cli_measured_json(struct jw *w, const struct cli_measured *m, const struct spsim_result *r);
 /** The configuration's model: --megatron-args's (the caller now owns it), else --model's. */
 int cli_config_model(struct cli_config *cfg, struct spsim_model **out);
 /** `spsim calibrate --runs FILE...` (src/cli/calibrate_runs.c): fit `base` (NULL: the runs'
@@ -226,6 +243,7 @@ enum cli_config_opt {
     OPT_SEQ,
     OPT_FLASH,
     OPT_NO_FLASH,
+    OPT_ATTN_BACKEND,
     OPT_DISTOPT,
     OPT_NO_DISTOPT,
     OPT_OVERLAP_GRAD,
@@ -281,6 +299,7 @@ enum cli_config_opt {
     OPT_EXP_AVG_SQ_DTYPE,
     OPT_GPUS,
     OPT_MB_GROUP,
+    OPT_MEGATRON_LOG,
     OPT_CONFIG_END
 };
 
@@ -310,6 +329,9 @@ enum cli_config_opt {
     "  --seq N                sequence length (default: the model's seq_len)\n"                    \
     "  --flash-attn, --no-flash-attn\n"                                                            \
     "                         attention kernel (default: the model's 'attention' field)\n"         \
+    "  --attention-backend B  flash attention's kernels: auto (default: TE's FusedAttention\n"     \
+    "                         where the profile measures it, gpu.attention_table), flash\n"        \
+    "                         (FlashAttention, gpu.flash_attention_tflops) or fused (cuDNN)\n"     \
     "  --distributed-optimizer, --no-distributed-optimizer\n"                                      \
     "                         shard optimizer state over dp (default off)\n"                       \
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
@@ -392,7 +414,10 @@ enum cli_config_opt {
     "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"            \
     "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
     "                         its model and configuration replace the options before it; the\n"    \
-    "                         flags spsim does not model are listed on standard error\n"
+    "                         flags spsim does not model are listed on standard error\n"           \
+    "  --megatron-log FILE    a Megatron-LM training log: its printed arguments are the model\n"   \
+    "                         and configuration (as --megatron-args); query prints what its\n"     \
+    "                         iteration lines measured beside the prediction\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
 struct jw {
@@ -424,6 +449,7 @@ const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
 /* Subcommands. */
 int cmd_query(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_collective(int argc, char **argv);

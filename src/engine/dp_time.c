@@ -78,8 +78,7 @@ static int
 zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
              const struct spsim_parallel *par, const struct spsim_layer_summary *le,
              const struct shape *x, const struct spsim_comm_report *comm,
-             const struct stage_time *crit, double t_send, double *exposed, double *busy_nv,
-             double *busy_net)
+             const struct stage_time *crit, double t_send, double *exposed, struct busy *busy)
 {
     uint32_t D = (uint32_t)x->dc;
     double grads = (double)comm->dp_grad_bytes, mb = (double)x->micro;
@@ -97,17 +96,17 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                            &finish);
     if (rc != SPSIM_OK)
         return rc;
-    double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window), gather, busy;
+    double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window), gather, gathering;
     if (par->zero >= 3) {
         double fwd = le->layer.fwd_s, bwd = le->layer.bwd_s + le->layer.recompute_s;
         double hidden = spsim_max_d(0.0, ag.time_s - fwd) + spsim_max_d(0.0, ag.time_s - bwd);
         gather = mb * (2.0 * ag.time_s + ((double)crit->layers - 1.0) * hidden);
-        busy = mb * 2.0 * (double)crit->layers * ag.time_s;
+        gathering = mb * 2.0 * (double)crit->layers * ag.time_s;
     } else {
         gather = param_gather_exposed(par, crit, ag.time_s);
-        busy = ag.time_s;
+        gathering = ag.time_s;
     }
-    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += mb * a.time_s + busy;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, mb * a.time_s + gathering);
     *exposed = rs + gather;
     return SPSIM_OK;
 }
@@ -234,14 +233,14 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                  const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                  const struct shape *x, const struct spsim_comm_report *comm,
                  const struct spsim_memory_report *mem, const struct stage_time *crit,
-                 double t_send, struct spsim_time_report *tr, double *busy_nv, double *busy_net)
+                 double t_send, struct spsim_time_report *tr, struct busy *busy)
 {
     double *exposed = &tr->dp_exposed_s;
     *exposed = 0;
     if (x->dc <= 1)
         return SPSIM_OK;
     if (zero_level(par) >= 2)
-        return zero_exposed(memo, hw, par, le, x, comm, crit, t_send, exposed, busy_nv, busy_net);
+        return zero_exposed(memo, hw, par, le, x, comm, crit, t_send, exposed, busy);
     double grads = (double)comm->dp_grad_bytes;
     double weights = (grad_bytes(par) == 4 ? grads / 2 : grads) -
                      (double)spsim_fp8_gather_saved(par, le, x->lps);
@@ -256,7 +255,7 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         return rc;
     }
     double alone = a.time_s + b.time_s;
-    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += alone;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, alone);
     tr->dp_buckets = 1;
     tr->param_gather_exposed_s = b.time_s; /* after the step unless --overlap-param-gather */
     if (!par->overlap_grad_reduce) {
@@ -286,7 +285,7 @@ int
 spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                         const struct spsim_parallel *par, const struct shape *x,
                         const struct spsim_comm_report *comm, const struct stage_time *crit,
-                        double *exposed, double *busy_nv, double *busy_net)
+                        double *exposed, struct busy *busy)
 {
     if (x->edp <= 1 || comm->expert_dp_grad_bytes == 0)
         return SPSIM_OK;
@@ -305,7 +304,7 @@ spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardwar
         return rc;
     }
     double alone = a.time_s + b.time_s;
-    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += alone;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, alone);
     *exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;
     return SPSIM_OK;
 }
@@ -316,8 +315,7 @@ spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardwar
 int
 spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                           const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
-                          const struct shape *x, struct spsim_time_report *tr, double *busy_nv,
-                          double *busy_net)
+                          const struct shape *x, struct spsim_time_report *tr, struct busy *busy)
 {
     if (x->p <= 1 || !(m->tied_embeddings || m->mtp_layers))
         return SPSIM_OK;
@@ -328,7 +326,7 @@ spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardw
     if (rc)
         return rc;
     tr->tied_embedding_allreduce_s = e.time_s;
-    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    busy_add(busy, e.tier == SPSIM_TIER_NVLINK, e.time_s);
     return SPSIM_OK;
 }
 
@@ -347,8 +345,7 @@ spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardw
 int
 spsim_fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_layer_summary *le, const struct shape *x,
-                    const struct stage_time *crit, struct spsim_time_report *tr, double *busy_nv,
-                    double *busy_net)
+                    const struct stage_time *crit, struct spsim_time_report *tr, struct busy *busy)
 {
     uint64_t group = x->t * x->dc; /* dc = dp·cp */
     if (group <= 1 || le->fp8_gemms_layer == 0)
@@ -364,7 +361,7 @@ spsim_fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
         return rc;
     double times = (double)x->micro * (double)x->v;
     tr->fp8_amax_allreduce_s = times * (f.time_s + b.time_s);
-    *(f.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += tr->fp8_amax_allreduce_s;
+    busy_add(busy, f.tier == SPSIM_TIER_NVLINK, tr->fp8_amax_allreduce_s);
     return SPSIM_OK;
 }
 
@@ -380,7 +377,7 @@ spsim_fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
 int
 spsim_expert_bias_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                        const struct spsim_layer_summary *le, const struct shape *x,
-                       struct spsim_time_report *tr, double *busy_nv, double *busy_net)
+                       struct spsim_time_report *tr, struct busy *busy)
 {
     uint64_t group = x->t * x->dc, routers = rank_moe_layers(le, x, tr->critical_stage);
     if (group <= 1 || routers == 0)
@@ -391,7 +388,7 @@ spsim_expert_bias_sync(struct spsim_coll_memo *memo, const struct spsim_hardware
     if (rc)
         return rc;
     tr->moe_expert_bias_allreduce_s = e.time_s;
-    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    busy_add(busy, e.tier == SPSIM_TIER_NVLINK, e.time_s);
     return SPSIM_OK;
 }
 
@@ -405,7 +402,7 @@ int
 spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                     const struct shape *x, const struct stage_time *crit,
-                    struct spsim_time_report *tr, double *busy_nv, double *busy_net)
+                    struct spsim_time_report *tr, struct busy *busy)
 {
     struct spsim_coll_time e;
     double moe_layers = x->moe ? (double)(crit->layers - rank_dense(x, tr->critical_stage)) : 0;
@@ -416,7 +413,7 @@ spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     if (rc)
         return rc;
     tr->dp_exposed_s += e.time_s;
-    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    busy_add(busy, e.tier == SPSIM_TIER_NVLINK, e.time_s);
     return SPSIM_OK;
 }
 

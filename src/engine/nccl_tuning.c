@@ -420,6 +420,8 @@ static const uint32_t nspeeds_inter[3] = {19, 17, 20};
 enum spsim_nccl_arch
 spsim_nccl_arch_of(const struct spsim_hardware *hw)
 {
+    if (hw->nccl_arch_plus1) /* resolved once per profile (spsim_hardware_prepare) */
+        return (enum spsim_nccl_arch)(hw->nccl_arch_plus1 - 1);
     const char *m = hw->gpu_model ? hw->gpu_model : "";
     static const char *const blackwell[] = {"B200", "B100", "B300", "GB200", "GB300", "Blackwell"};
     static const char *const hopper[] = {"H100", "H200", "H800", "H20", "Hopper"};

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "megatron_args.h"
 #include "megatron_ftest.h"
 #include "megatron_yaml.h"
 #include "profiles/profiles.h"
@@ -1128,6 +1129,15 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
         return rc;
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
+    /* --attention-backend (arguments.py AttnBackend): flash and fused name TE's kernels, auto
+     * leaves them to TE; unfused and local are the model's standard attention (model_shape). */
+    static const char *const backends[] = {"unfused", "local", "flash", "fused", "auto", NULL};
+    int backend = 4;
+    if ((rc = choice(m, F_BACKEND, backends, 4, &backend)))
+        return rc;
+    p->attention_backend = backend == 2   ? SPSIM_ATTN_FLASH
+                           : backend == 3 ? SPSIM_ATTN_FUSED
+                                          : SPSIM_ATTN_AUTO;
     if ((rc = cuda_graphs(m, p)))
         return rc;
     return num(m, F_DDP_BUCKET, 1, 1ull << 40, 0, &p->ddp_bucket_size);
@@ -1223,6 +1233,35 @@ model_name(const char *origin, char *buf, size_t cap)
         snprintf(buf, cap, "%.*s", (int)n, base);
 }
 
+/* The configuration of a script's words (spsim_megatron_parse, spsim_megatron_words). */
+static int
+configure(const struct spsim_sh_script *sc, const char *origin, bool yaml,
+          struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
+    struct spsim_model_shape s;
+    char name[128];
+    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
+    bool has_pattern = false;
+    model_name(origin, name, sizeof(name));
+    int rc;
+    if ((rc = collect(&m, sc, yaml)) == SPSIM_OK &&
+        (rc = shape(&m, &s, pattern, &has_pattern)) == SPSIM_OK &&
+        (rc = parallel(&m, &s, out)) == SPSIM_OK) {
+        unused_flags(&m);
+        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
+    }
+    return rc;
+}
+
+int
+spsim_megatron_words(const struct spsim_sh_script *sc, const char *origin,
+                     struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    return configure(sc, origin ? origin : "-", false, out, err);
+}
+
 int
 spsim_megatron_parse(const char *text, size_t len, const char *origin,
                      struct spsim_megatron_config *out, struct spsim_error *err)
@@ -1238,21 +1277,9 @@ spsim_megatron_parse(const char *text, size_t len, const char *origin,
     int rc = ftest  ? spsim_megatron_ftest(text, len, origin, &sc, err)
              : yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
                     : spsim_sh_parse(text, len, origin, &sc, err);
-    yaml = yaml && !ftest;
     if (rc != SPSIM_OK)
         return rc;
-    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
-    struct spsim_model_shape s;
-    char name[128];
-    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
-    bool has_pattern = false;
-    model_name(origin, name, sizeof(name));
-    if ((rc = collect(&m, &sc, yaml)) == SPSIM_OK &&
-        (rc = shape(&m, &s, pattern, &has_pattern)) == SPSIM_OK &&
-        (rc = parallel(&m, &s, out)) == SPSIM_OK) {
-        unused_flags(&m);
-        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
-    }
+    rc = configure(&sc, origin, yaml && !ftest, out, err);
     spsim_sh_free(&sc);
     return rc;
 }
