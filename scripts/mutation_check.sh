@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 mutations='bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|
 optimizer-x3@src/engine/dp_time.c@s|return opt_bytes / hw->hbm_achievable_Bps;|return 3.0 * opt_bytes / hw->hbm_achievable_Bps;|
 no-pipeline-sends@src/engine/pipeline_time.c@s|\*t_send = ct.time_s + ag.time_s;|*t_send = 0 * (ct.time_s + ag.time_s);|
-overlapped-dp-free@src/engine/evaluate.c@s|\*exposed = spsim_max_d(0.0, finish - crit->bwd_window) + ag;|*exposed = 0 * spsim_max_d(0.0, finish - crit->bwd_window) + ag;|
+overlapped-dp-free@src/engine/dp_time.c@s|\*exposed = spsim_max_d(0.0, grad) + tr->param_gather_exposed_s;|*exposed = 0 * spsim_max_d(0.0, grad) + tr->param_gather_exposed_s;|
 no-tied-allreduce@src/engine/dp_time.c@s|tr->tied_embedding_allreduce_s = e.time_s;|tr->tied_embedding_allreduce_s = 0 * e.time_s;|
 tied-allreduce-in-dp@src/engine/dp_time.c@s|tr->tied_embedding_allreduce_s = e.time_s;|tr->dp_exposed_s += e.time_s;|
 flash-backward-1x@src/engine/schedule.c@s|st->flops = 2.5 \* op->flash_fwd_flops;|st->flops = 1.0 * op->flash_fwd_flops;|
@@ -25,7 +25,7 @@ layernorm-backward-bytes-x2@src/engine/layer.c@0,/op->bwd_bytes = 10.0 \* elemen
 adam-unsharded@src/engine/dp_time.c@s|double adam = coef \* params / (z >= 1 ? D : 1.0)|double adam = coef * params / (z >= 1 ? 1.0 : 1.0)|
 embedding-masks-p-interleaved@src/engine/memory.c@s|x->v > 1 ? 2 \* x->p : x->p|x->v > 1 ? x->p : x->p|
 iteration-without-sends@src/engine/pipeline_time.c@s|tr->pp_bubble_s + tr->pp_p2p_s +$|tr->pp_bubble_s + 0 * tr->pp_p2p_s +|
-overlap-sm-share-halved@src/engine/timing.c@s|double share = (double)hw->nccl_channels / hw->sm_count;|double share = 0.5 * hw->nccl_channels / hw->sm_count;|
+overlap-sm-share-halved@src/engine/timing.c@s|(double)(cfg->tp_comm_overlap ? SPSIM_UB_COMM_SMS : hw->nccl_channels) / hw->sm_count;|0.5 * (cfg->tp_comm_overlap ? SPSIM_UB_COMM_SMS : hw->nccl_channels) / hw->sm_count;|
 cp-block-recompute-dropped@src/engine/pipeline_time.c@s|s->cp_exposed += layers \* (b->cp_exposed_s - b->cp_recompute_exposed_s) +|s->cp_exposed += 0 * (b->cp_exposed_s - b->cp_recompute_exposed_s) +|
 cp-recompute-in-tp@src/engine/timing.c@s|if (!cp \&\& !ep) { /\* the TP|if (!ep) { /* the TP|
 cp-last-block-hidden@src/engine/timing.c@s|(r - 2) \* spsim_max_d(0.0, two.time_s - attn) + one.time_s;|(r - 2) * spsim_max_d(0.0, two.time_s - attn) + 0 * one.time_s;|
@@ -67,7 +67,14 @@ bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - 
 launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|
 kernels-halved@src/engine/host.c@s|be->launches\[ph\] += k;|be->launches[ph] += (k + 1) / 2;|
 host-excess-halved@src/engine/host.c@s|double excess = host > \*wall\[ph\] ? host - \*wall\[ph\] : 0.0;|double excess = host > *wall[ph] ? 0.5 * (host - *wall[ph]) : 0.0;|
-graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|'
+graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|
+fp8-cast-launch-dropped@src/engine/host.c@s|k += 1 + (st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0);|k += 1;|
+moe-sent-not-over-etp@src/engine/moe.c@s|out->sent = spsim_mul(tpe, local, ok) / cfg->etp;|out->sent = spsim_mul(tpe, local, ok);|
+moe-tokens-not-over-cp@src/engine/moe.c@s|uint64_t T = cfg->s / c / (cfg->sp ? t : 1) \* cfg->b|uint64_t T = cfg->s / (cfg->sp ? t : 1) * cfg->b|
+cp-ring-backward-busy-one-block@src/engine/timing.c@s|c->comm_s = 2 \* one.time_s + (r - 2) \* two.time_s;|c->comm_s = 1 * one.time_s + (r - 2) * two.time_s;|
+cp-ring-forward-busy-dropped@src/engine/timing.c@s|c->comm_s = (r - 1) \* one.time_s;|c->comm_s = 0 * (r - 1) * one.time_s;|
+pp-busy-without-fill@src/engine/pipeline_time.c@s|+= (mb + x->p - 1.0) \* p2p;|+= mb * p2p;|
+expert-dp-overlapped-free@src/engine/dp_time.c@s|\*exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;|*exposed += par->overlap_grad_reduce ? 0 : alone;|'
 
 # A copy of the checkout as it is (tracked and untracked files git does not ignore).
 (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$tmp"
