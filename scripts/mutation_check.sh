@@ -3,17 +3,33 @@
 # (half the pipeline bubble, three times the optimizer step, no pipeline sends, ...) is applied
 # with sed to a temporary copy of the tree, never to the checkout, which is built once; then
 # each mutated file is rebuilt and the unit tests must FAIL. A mutation whose sed changes
-# nothing (the code moved) is reported as such, not as a pass. Not part of CI: it takes a full
-# build and one unit-test run per mutation (doc/testing.md).
-#   scripts/mutation_check.sh              every mutation
+# nothing (the code moved) is reported as such, not as a pass (doc/testing.md).
+#   scripts/mutation_check.sh              every mutation, against the whole unit suite
 #   scripts/mutation_check.sh NAME...      only these (names in the table below)
+#   --quick                                each mutation against the unit tests that killed it
+#                                          when the table was last checked (its 4th field),
+#                                          the whole unit suite where it names none
+#   --changed[=REV]                        only the mutations of the files that differ from REV
+#                                          (default HEAD^1: what the last commit or merge
+#                                          changed); nothing to do is exit 0 without a build
+# CI runs `--changed --quick` (.ci/run): a commit that touches no mutated file costs nothing,
+# one that does a build of the copy and a few unit tests per mutation of its files.
 # Exit 0 when every mutation applied and failed a test; 1 otherwise.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/spsim-mutation.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
+quick=0 changed=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=1 ;;
+    --changed) changed=HEAD^1 ;;
+    --changed=*) changed=${1#--changed=} ;;
+    *) break ;;
+    esac
+    shift
+done
 
-# name@file@sed expression (one substitution; the file must change)
+# name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
+# that killed it at the last full check, comma-separated, which --quick runs)
 mutations='bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|
 optimizer-x3@src/engine/dp_time.c@s|return opt_bytes / hw->hbm_achievable_Bps;|return 3.0 * opt_bytes / hw->hbm_achievable_Bps;|
 no-pipeline-sends@src/engine/pipeline_time.c@s|\*t_send = ct.time_s + ag.time_s;|*t_send = 0 * (ct.time_s + ag.time_s);|
@@ -76,6 +92,38 @@ cp-ring-forward-busy-dropped@src/engine/timing.c@s|c->comm_s = (r - 1) \* one.ti
 pp-busy-without-fill@src/engine/pipeline_time.c@s|+= (mb + x->p - 1.0) \* p2p;|+= mb * p2p;|
 expert-dp-overlapped-free@src/engine/dp_time.c@s|\*exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;|*exposed += par->overlap_grad_reduce ? 0 : alone;|'
 
+# --changed: the files that differ from the revision (committed or not).
+if [ -n "$changed" ]; then
+    if ! changed_files=$(cd "$src" && git diff --name-only "$changed" -- 2>/dev/null); then
+        echo "mutation check: cannot compare with $changed"
+        # The default: a first commit or a shallow clone has no parent to compare with.
+        [ "$changed" = HEAD^1 ] && ! (cd "$src" && git rev-parse -q --verify HEAD^1 >/dev/null) &&
+            echo "mutation check: HEAD has no parent here; run the full check by hand" && exit 0
+        exit 1
+    fi
+    selected=$(# run_tests TESTS: the unit suite, or with --quick the tests named (comma-separated) when any.
+run_tests() {
+    if [ $quick -eq 1 ] && [ -n "$1" ]; then
+        # shellcheck disable=SC2046
+        meson test -C "$build" --no-rebuild -t 10 $(echo "$1" | tr ',' ' ') >"$tmp/test.log" 2>&1
+    else
+        meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&1
+    fi
+}
+
+echo "$mutations" | while IFS='@' read -r name file expr tests; do
+        for f in $changed_files; do [ "$f" = "$file" ] && echo "$name"; done
+    done)
+    if [ -z "$selected" ]; then
+        echo "mutation check: no mutated file differs from $changed; nothing to do"
+        exit 0
+    fi
+    # shellcheck disable=SC2086
+    set -- $selected "$@"
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/spsim-mutation.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
 # A copy of the checkout as it is (tracked and untracked files git does not ignore).
 (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$tmp"
 build="$tmp/build"
@@ -94,7 +142,7 @@ if ! meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&
     exit 1
 fi
 
-echo "$mutations" | while IFS='@' read -r name file expr; do
+echo "$mutations" | while IFS='@' read -r name file expr tests; do
     [ -n "$name" ] || continue
     if [ $# -gt 0 ]; then
         keep=0
@@ -109,8 +157,8 @@ echo "$mutations" | while IFS='@' read -r name file expr; do
     elif ! meson compile -C "$build" >"$tmp/compile.log" 2>&1; then
         echo "NO BUILD     $name"
         echo x >>"$tmp/bad"
-    elif meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&1; then
-        echo "SURVIVED     $name: every unit test passed"
+    elif run_tests "$tests"; then
+        echo "SURVIVED     $name: every unit test passed${tests:+ (quick: $tests)}"
         echo x >>"$tmp/bad"
     else
         failed=$(grep -E '^ *[0-9]+/[0-9]+ .* (FAIL|ERROR) ' "$tmp/test.log" |
