@@ -220,6 +220,10 @@ def command_for(maps, row, s):
     argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
     argv += par + shlex.split(maps.get("precision", row["Precision"])["spsim"])
     argv += recompute_args(s) + dp_args(row, s) + feature_args(row, s, model["dense_or_moe"] == "moe")
+    if row["container"] != "24.07" and row["Precision"] == "BF16":
+        # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
+        # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
+        argv.append("--use-precision-aware-optimizer")
     return argv + ["--format", "json"], None
 
 
@@ -522,7 +526,8 @@ no recomputation unless the preset sets `recompute_num_layers` (full, block) or
 `recompute_modules` (selective), CPU activation offload, Megatron-FSDP (`optim_grads_params`)
 or the distributed optimizer, overlapped gradient reduction and parameter gather (the recipes'
 DDP config; off where the builder turns it off), 16-bit gradient reduction
-(`grad_reduce_in_fp32 = False`), CUDA graphs, TP communication overlap (userbuffers; off for
+(`grad_reduce_in_fp32 = False`), the precision-aware optimizer for bf16 runs (its dtypes at
+Megatron's fp32 defaults), CUDA graphs, TP communication overlap (userbuffers; off for
 NVFP4), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
 compared are Megatron-Bridge's (causal attention at half: spsim's `tflops_per_gpu_megatron`) and,
 for the NeMo 24.07 rows, whole attention (spsim's `tflops_per_gpu`, Korthikanti et al. Eq. 7),

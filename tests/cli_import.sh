@@ -84,7 +84,8 @@ expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
     "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --mbs 2 --dtype fp8 --distributed-optimizer" \
-    "--tp 1 --pp 4 --vpp 3 --dp 2 --gbs 16 --recompute none --no-sp --no-flash-attn --dtype fp16"; do
+    "--tp 1 --pp 4 --vpp 3 --dp 2 --gbs 16 --recompute none --no-sp --no-flash-attn --dtype fp16" \
+    "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --distributed-optimizer --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype fp8 --exp-avg-sq-dtype bf16"; do
     "$spsim" query --model gpt3-175b --hw dgx-h100 $conf --format megatron >"$tmp/gpt3-175b.sh" ||
         fail "query --format megatron $conf"
     "$spsim" query --model gpt3-175b --hw dgx-h100 $conf --format json >"$tmp/before.json"

@@ -209,8 +209,8 @@ static const struct {
     {"--vocab-size 1000 --bf16 --recompute-granularity selective --recompute-modules "
      "core_attn bogus",
      SPSIM_EFIELD, "launch.sh:1: --recompute-modules: 'core_attn,bogus' is not a list of modules"},
-    {"--vocab-size 1000 --bf16 --make-vocab-size-divisible-by 256", SPSIM_EFIELD,
-     "launch.sh:1: --make-vocab-size-divisible-by: another vocabulary padding"},
+    {"--vocab-size 1000 --bf16 --make-vocab-size-divisible-by 0", SPSIM_EFIELD,
+     "launch.sh:1: --make-vocab-size-divisible-by: '0' is not an integer in [1, 16777216]"},
     {"--vocab-size 1000 --bf16 --normalization Foo", SPSIM_EFIELD,
      "launch.sh:1: --normalization: 'Foo' is not modelled (spsim models LayerNorm, RMSNorm)"},
     {"--vocab-size 1000 --bf16 --attention-dropout 0.0", SPSIM_EFIELD,

@@ -154,14 +154,18 @@ START_TEST(deepseek_v3_example)
 {
     char *text = fixture("deepseek_v3_flags.sh", "");
     assert_refused(text, SPSIM_EFIELD,
-                   "launch.sh:43: --make-vocab-size-divisible-by: another vocabulary padding is "
-                   "not modelled (only 128 is)");
+                   "launch.sh: --vocab-size: missing: spsim reads no tokenizer file, so give the "
+                   "vocabulary's size (--vocab-size N)");
     free(text);
-    text = fixture("deepseek_v3_flags.sh", "\n--make-vocab-size-divisible-by 128\n"
-                                           "--vocab-size 129280\n");
+    /* Its padding, 3232 · tp 1, is the tokenizer's 129280 tokens = 40 · 3232 (build_tokenizer.py
+     * vocab_size_with_padding). */
+    text = fixture("deepseek_v3_flags.sh", "\n--vocab-size 129280\n");
     struct spsim_megatron_config mc;
     parse_ok(text, "deepseek.sh", &mc);
     const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert_uint_eq(s->vocab_divisible_by, 3232);
+    ck_assert_uint_eq(spsim_model_padded_vocab(mc.model, 1), 129280);
+    ck_assert_uint_eq(spsim_model_padded_vocab(mc.model, 2), 2 * 3232 * 20);
     ck_assert(s->q_lora_rank == 1536 && s->kv_lora_rank == 512 && s->qk_head_dim == 128);
     ck_assert(s->qk_pos_emb_head_dim == 64 && s->v_head_dim == 128 && s->head_dim == 192);
     ck_assert(s->kv_heads == 128 && s->mtp_layers == 1 && s->router_score == SPSIM_ROUTER_SIGMOID);
@@ -374,10 +378,12 @@ START_TEST(router_loss_flags)
                      SPSIM_BALANCE_GLOBAL_AUX_LOSS);
     spsim_model_destroy(mc.model);
     free(text);
+    /* Sinkhorn routes without a loss: the example's --moe-aux-loss-coeff 1e-3 is Megatron's
+     * assertion (router.py). */
     text = fixture("qwen3_30b_a3b_flags.sh", " --moe-router-load-balancing-type sinkhorn");
     struct spsim_error err = {0};
-    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "q.sh", &mc, &err), SPSIM_EFIELD);
-    ck_assert_ptr_nonnull(strstr(err.message, "--moe-router-load-balancing-type"));
+    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "q.sh", &mc, &err), SPSIM_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.message, "Sinkhorn routing does not support aux loss"));
     free(text);
 }
 END_TEST

@@ -68,6 +68,27 @@ class Pictures(unittest.TestCase):
                           "tp=4,pp=16,vpp=1")
         self.assertIn("Iteration time by term: gpt3-175b on dgx-a100-80g", texts)
 
+    def test_timeline(self):
+        trace = os.path.join(self.dir, "trace.json")
+        subprocess.run([SPSIM, "trace", "--model", "llama3-8b", "--hw", "dgx-h100", "--tp", "2",
+                        "--pp", "4", "--vpp", "2", "--gbs", "8", "-o", trace], check=True)
+        texts = self.draw("timeline", "timeline", trace, via_cli=True)
+        for label in ("time in the iteration (s)", "rank 0: compute", "rank 3: pipeline sends",
+                      "forward", "backward (with recomputation)", "DP reduction, optimizer"):
+            self.assertIn(label, texts)
+        boxes, _ = plot.read_trace(trace)
+        # 4 ranks x 8 micro-batches x 2 chunks x (forward, backward) on the compute streams
+        self.assertEqual(sum(1 for b in boxes if b[4] in ("forward", "backward")), 128)
+        bad = os.path.join(self.dir, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"events": []}')
+        out = os.path.join(self.dir, "bad.png")
+        p = subprocess.run([SPSIM, "plot", "timeline", bad, "-o", out], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("no 'traceEvents' list", p.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_pareto(self):
         texts = self.draw("pareto", "pareto", self.csv, via_cli=True)
         for label in ("memory per GPU (GiB)", "MFU (%)", "Pareto front (fits)", "fits in HBM",

@@ -162,20 +162,25 @@ START_TEST(collective_formula_by_hand)
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_GATHER, 4, 0, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_double_eq_tol(p.time_s, 8e-6 + 3.75e-3, 1e-12);
-    /* AllReduce over 2 nodes of 8 (16 GPUs): hierarchical. Bandwidth: the smaller of NVLink
-     * (200) and the 8 NICs of a node (8 × 40 = 320): 200. Latency: network base 10 µs,
-     * 30 steps of which 2(2−1) = 2 cross nodes at 3 µs, 28 at 1 µs → 44 µs.
-     * Wire 2·15/16·1e9. */
+    /* AllReduce over 2 nodes of 8 (16 GPUs): hierarchical, NCCL's Ring/Simple. Bandwidth: the
+     * smaller of NVLink (200) and the 8 NICs of a node (8 × 40 = 320): 200. Latency: network
+     * base 10 µs, 30 steps of which 2(2−1) = 2 cross nodes at 3 µs, 28 at 1 µs → 44 µs; plus
+     * Simple's latency beyond LL's in NCCL's table (tuning.cc, Ampere's rows for GPU "X"):
+     * Simple 8.4 + 28·3.4 + 2·14 = 131.6 µs, ×1.4 for the ring's plateau (1e9/(16 channels ·
+     * 16 ranks) >= 64) = 184.24; LL 6.6 + 28·max(0.6, 1 µs net overhead) + 2·2.7 = 40;
+     * 144.24 µs more. Wire 2·15/16·1e9. */
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_int_eq(p.tier, SPSIM_TIER_HIERARCHICAL);
-    ck_assert_double_eq_tol(p.time_s, 44e-6 + 1.875e9 / 200e9, 1e-12);
+    ck_assert_double_eq_tol(p.time_s, (44 + 144.24) * 1e-6 + 1.875e9 / 200e9, 1e-12);
     /* One GPU per node (8 GPUs on 8 nodes): each rank has its own NIC, 40 GB/s; latency
-     * 10 + 14 steps all across nodes × 3 µs = 52 µs. */
+     * 10 + 14 steps all across nodes × 3 µs = 52 µs; with one GPU per node NCCL takes the
+     * Tree NET row for every step: Simple (8.4 + 14·14)·1.4 = 286.16 against LL 6.6 + 14·5 =
+     * 76.6, 209.56 µs more. */
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 8, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_int_eq(p.tier, SPSIM_TIER_NETWORK);
-    ck_assert_double_eq_tol(p.time_s, 52e-6 + 1.75e9 / 40e9, 1e-12);
+    ck_assert_double_eq_tol(p.time_s, (52 + 209.56) * 1e-6 + 1.75e9 / 40e9, 1e-12);
     /* Bad layouts are refused. */
     ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 12, 5, 1024, &p, &err),
                      SPSIM_EINVAL);

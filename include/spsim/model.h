@@ -20,7 +20,8 @@ enum spsim_moe_balancing {
     SPSIM_BALANCE_NONE = 0,
     SPSIM_BALANCE_AUX_LOSS = 1,
     SPSIM_BALANCE_SEQ_AUX_LOSS = 2,
-    SPSIM_BALANCE_GLOBAL_AUX_LOSS = 3
+    SPSIM_BALANCE_GLOBAL_AUX_LOSS = 3,
+    SPSIM_BALANCE_SINKHORN = 4 /**< S-BASE's Sinkhorn assignment, no loss (router.py) */
 };
 
 /** The numbers of a model profile (see doc/profiles.md for the rules). */
@@ -32,7 +33,10 @@ struct spsim_model_shape {
     uint32_t head_dim;   /**< d; hidden / heads unless the profile sets it */
     uint32_t ffn_hidden; /**< MLP inner size (each of gate and up for SwiGLU) */
     uint32_t vocab;      /**< v before padding */
-    uint32_t seq_len;    /**< default s */
+    /** Megatron's --make-vocab-size-divisible-by: v is padded to a multiple of it × tp
+     * (build_tokenizer.py vocab_size_with_padding); 0 = its default, 128 */
+    uint32_t vocab_divisible_by;
+    uint32_t seq_len; /**< default s */
     enum spsim_mlp mlp;
     enum spsim_norm norm;
     bool dropout;

@@ -3,6 +3,7 @@
     python3 -m spsim.plot memory --model paper-175b --tp 1,2,4,8 -o fig1.svg
     python3 -m spsim.plot time sweep.csv --top 8 -o breakdown.png
     python3 -m spsim.plot pareto sweep.csv -o pareto.svg
+    python3 -m spsim.plot timeline trace.json -o timeline.png
 
 memory: activation memory of the six modes of Korthikanti et al. 2022 (Table 2) against tp, per
 layer and for the first pipeline stage, with the HBM capacity (the paper's Figure 1 style);
@@ -10,6 +11,8 @@ every other option is a query option (--hw, --pp, --seq, ...). time: the iterati
 configurations as stacked bars of its terms, from a sweep's CSV (`spsim sweep -o FILE`) or from
 queries (--config 'tp=8,pp=8' repeated). pareto: a sweep's MFU against memory per GPU, the
 configurations that fit and those that do not, and the Pareto front of those that fit.
+timeline: one iteration's schedule from `spsim trace -o FILE` (Chrome trace-event JSON): a row
+per pipeline rank and stream, a box per forward, backward, send and tail step.
 The format follows the output's suffix (.png, .svg, .pdf); SVG text stays text.
 
 Exit status: 0 ok, 2 bad option, 3 unreadable CSV or profile, 4 invalid configuration, 1 other
@@ -17,6 +20,7 @@ failure (matplotlib missing, output not writable).
 """
 import argparse
 import csv
+import json
 import math
 import os
 import stat
@@ -248,8 +252,9 @@ def _parser():
     p = argparse.ArgumentParser(prog="spsim plot", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n\n", 2)[2])
-    p.add_argument("kind", choices=["memory", "time", "pareto"])
-    p.add_argument("csv", nargs="?", help="a sweep's CSV (time, pareto); '-' for standard input")
+    p.add_argument("kind", choices=["memory", "time", "pareto", "timeline"])
+    p.add_argument("csv", nargs="?", help="a sweep's CSV (time, pareto), a trace's JSON "
+                   "(timeline); '-' for standard input")
     p.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.pdf")
     p.add_argument("--tp", default="1,2,4,8", help="memory: the tp values (default 1,2,4,8)")
     p.add_argument("--top", type=int, default=0,
@@ -259,7 +264,77 @@ def _parser():
     return p
 
 
+TIMELINE_COLOURS = {"forward": "#4c72b0", "backward": "#dd8452", "p2p": "#55a868",
+                    "comm": "#c44e52", "tail": "#8172b3"}
+TIMELINE_LABELS = {"forward": "forward", "backward": "backward (with recomputation)",
+                   "p2p": "pipeline send", "comm": "exposed TP/CP/EP comm.",
+                   "tail": "DP reduction, optimizer"}
+
+
+def read_trace(path):
+    """The complete events of a trace-event JSON file (spsim trace), and its stream names."""
+    try:
+        if path == "-":
+            doc = json.load(sys.stdin)
+        else:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+    except OSError as e:
+        raise spsim.InputError(f"{_spsim.escape(path)}: {e.strerror}") from None
+    except ValueError as e:
+        raise spsim.InputError(f"{_spsim.escape(path)}: not JSON ({e})") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        raise spsim.InputError(f"{_spsim.escape(path)}: no 'traceEvents' list (spsim trace -o "
+                               "FILE writes one)")
+    names, boxes = {}, []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or e.get("ph") not in ("X", "M"):
+            raise spsim.InputError(f"{_spsim.escape(path)}: event {i}: not a complete ('X') or "
+                                   "metadata ('M') event")
+        if e["ph"] == "M":
+            if e.get("name") == "thread_name":
+                names[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
+            continue
+        try:
+            boxes.append((int(e["pid"]), int(e["tid"]), float(e["ts"]) * 1e-6,
+                          float(e["dur"]) * 1e-6, str(e.get("cat", ""))))
+        except (KeyError, TypeError, ValueError):
+            raise spsim.InputError(f"{_spsim.escape(path)}: event {i}: pid, tid, ts and dur "
+                                   "are needed") from None
+    if not boxes:
+        raise spsim.InputError(f"{_spsim.escape(path)}: no events")
+    return boxes, names
+
+
+def timeline_figure(boxes, names):
+    plt = _pyplot()
+    rows = sorted({(pid, tid) for pid, tid, _, _, _ in boxes})
+    at = {key: i for i, key in enumerate(rows)}
+    fig, ax = plt.subplots(figsize=(12, 1.0 + 0.35 * len(rows)))
+    seen = set()
+    for pid, tid, ts, dur, cat in boxes:
+        colour = TIMELINE_COLOURS.get(cat, "#937860")
+        label = TIMELINE_LABELS.get(cat, cat) if cat not in seen else None
+        seen.add(cat)
+        ax.broken_barh([(ts, dur)], (at[(pid, tid)] - 0.4, 0.8), facecolors=colour,
+                       edgecolor="white", linewidth=0.3, label=label)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"rank {pid}: {names.get((pid, tid), tid)}" for pid, tid in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("time in the iteration (s)")
+    ax.set_title("One iteration, pipeline rank by rank (spsim trace)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.2 / max(len(rows), 1)),
+              ncol=5, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 def _figure(args, axes):
+    if args.kind == "timeline":
+        if not args.csv:
+            raise spsim.UsageError("timeline: a trace is needed (spsim trace -o FILE)")
+        return timeline_figure(*read_trace(args.csv))
     if args.kind == "memory":
         return memory_figure(_tps(args.tp), **axes)
     if args.kind == "time" and args.config:

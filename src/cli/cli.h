@@ -133,6 +133,14 @@ int cli_mpi_sweep(const struct cli_mpi *m, const struct spsim_sweep *sw,
                   const struct spsim_sweep_options *opt, struct spsim_sweep_stats *total);
 
 /* The parallel-configuration options shared by query and explain. */
+/* What --megatron-log's training log measured (spsim_megatron_run, without its model). */
+struct cli_measured {
+    const char *path; /* NULL: no log */
+    double median_s, median_tflops, peak_bytes;
+    size_t lines, skipped;
+    uint64_t first, last, interval;
+};
+
 struct cli_config {
     const char *model;
     const char *hardware;
@@ -141,6 +149,8 @@ struct cli_config {
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
     uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
     uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
+    char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
+    struct cli_measured measured; /* --megatron-log's measured run */
     /* The options given since the last --megatron-args (whose file replaces those before it),
      * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
      * refuses two that contradict each other. */
@@ -166,6 +176,14 @@ int cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 /** --megatron-args FILE|-: the file's model and configuration replace what the options before
  * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
 int cli_megatron_apply(struct cli_config *cfg, const char *path);
+/** --megatron-log FILE: a Megatron-LM training log's configuration (its arguments block) replaces
+ * what the options before it gave, as --megatron-args's does; what it measured is kept for
+ * query to print beside the prediction (src/cli/megatron.c). */
+int cli_megatron_log_apply(struct cli_config *cfg, const char *path);
+struct jw;
+/** The measured run beside the prediction: table lines, or the "measured" JSON object. */
+void cli_measured_table(FILE *f, const struct cli_measured *m, const struct spsim_result *r);
+void cli_measured_json(struct jw *w, const struct cli_measured *m, const struct spsim_result *r);
 /** The configuration's model: --megatron-args's (the caller now owns it), else --model's. */
 int cli_config_model(struct cli_config *cfg, struct spsim_model **out);
 /** --format megatron: the launch line of a configuration. @return an exit code */
@@ -264,7 +282,14 @@ enum cli_config_opt {
     OPT_NO_BF16_ENDS,
     OPT_BF16_START,
     OPT_BF16_END,
+    OPT_PAO,
+    OPT_MAIN_GRADS_DTYPE,
+    OPT_MAIN_PARAMS_DTYPE,
+    OPT_EXP_AVG_DTYPE,
+    OPT_EXP_AVG_SQ_DTYPE,
     OPT_GPUS,
+    OPT_MB_GROUP,
+    OPT_MEGATRON_LOG,
     OPT_CONFIG_END
 };
 
@@ -320,11 +345,21 @@ enum cli_config_opt {
     "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
+    "  --use-precision-aware-optimizer\n"                                                          \
+    "                         TE FusedAdam keeps the optimizer's tensors in the dtypes below\n"    \
+    "                         (needs --distributed-optimizer or --zero >= 1)\n"                    \
+    "  --main-grads-dtype D   fp32 (default) or bf16 gradient buffer (precision-aware)\n"          \
+    "  --main-params-dtype D  master weights fp32 (default) or fp16 (precision-aware)\n"           \
+    "  --exp-avg-dtype D, --exp-avg-sq-dtype D\n"                                                  \
+    "                         Adam's moments: fp32 (default), fp16, bf16 or fp8\n"                 \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \
     "                         interleaved schedule: pipeline sends beside the next chunk\n"        \
     "                         (default on with vpp > 1, as Megatron; 1F1B always blocks)\n"        \
+    "  --microbatch-group-size-per-virtual-pipeline-stage N\n"                                     \
+    "                         interleaved schedule: micro-batches each model chunk runs in a\n"    \
+    "                         row (default pp; pp <= N <= micro-batches, as Megatron)\n"           \
     "  --ddp-bucket-size N    parameters per overlapped gradient bucket (default Megatron's\n"     \
     "                         max(40000000, 1000000·dp))\n"                                       \
     "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \
@@ -366,7 +401,10 @@ enum cli_config_opt {
     "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"            \
     "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
     "                         its model and configuration replace the options before it; the\n"    \
-    "                         flags spsim does not model are listed on standard error\n"
+    "                         flags spsim does not model are listed on standard error\n"           \
+    "  --megatron-log FILE    a Megatron-LM training log: its printed arguments are the model\n"   \
+    "                         and configuration (as --megatron-args); query prints what its\n"     \
+    "                         iteration lines measured beside the prediction\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
 struct jw {
@@ -398,6 +436,7 @@ const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
 /* Subcommands. */
 int cmd_query(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_collective(int argc, char **argv);

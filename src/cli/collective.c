@@ -35,6 +35,8 @@ static const char collective_help[] =
     "nodes; NVLS or Ring inside one), printed per row; a tree's α and NIC bytes are its own. A\n"
     "Ring inside one NVLink domain adds NCCL's ring-loop tails (S/n copied or reduce-copied at\n"
     "the GPU's HBM rate) beyond those its busbw figure holds (profile nvlink.ring_measured_on).\n"
+    "Across nodes the protocol's share of the bandwidth (LL, LL128; NCCL's per-channel maxima),\n"
+    "its latency beyond LL's (NCCL's tuning.cc table) and NVLSTree's pipeline fill are added.\n"
     "JSON: {\"rows\": [{\"size_bytes\", \"time_s\", \"algbw_GBps\", \"busbw_GBps\", "
     "\"algorithm\",\n"
     "\"protocol\", ...}]}; with one size the row's keys also appear at the top level.\n";

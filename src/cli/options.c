@@ -74,6 +74,7 @@ static const struct cli_option_spec {
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
     {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
     {"overlap-p2p-communication", no_argument, OPT_OVERLAP_P2P, -1},
+    {"microbatch-group-size-per-virtual-pipeline-stage", required_argument, OPT_MB_GROUP, -1},
     {"no-overlap-p2p-communication", no_argument, OPT_NO_OVERLAP_P2P, -1},
     {"ddp-bucket-size", required_argument, OPT_DDP_BUCKET, -1},
     {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, -1},
@@ -82,6 +83,7 @@ static const struct cli_option_spec {
     {"cuda-graph-scope", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"cuda-graph-modules", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
+    {"megatron-log", required_argument, OPT_MEGATRON_LOG, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
@@ -92,6 +94,11 @@ static const struct cli_option_spec {
     {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
     {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, SPSIM_AXIS_DELAY_WGRAD},
     {"no-delay-wgrad-compute", no_argument, OPT_NO_DELAY_WGRAD, -1},
+    {"use-precision-aware-optimizer", no_argument, OPT_PAO, -1},
+    {"main-grads-dtype", required_argument, OPT_MAIN_GRADS_DTYPE, -1},
+    {"main-params-dtype", required_argument, OPT_MAIN_PARAMS_DTYPE, -1},
+    {"exp-avg-dtype", required_argument, OPT_EXP_AVG_DTYPE, -1},
+    {"exp-avg-sq-dtype", required_argument, OPT_EXP_AVG_SQ_DTYPE, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -121,6 +128,8 @@ static const struct {
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
      offsetof(struct spsim_parallel, last_stage_layers), false},
+    {OPT_MB_GROUP, "--microbatch-group-size-per-virtual-pipeline-stage", 1u << 24,
+     offsetof(struct spsim_parallel, microbatch_group), false},
     {OPT_DDP_BUCKET, "--ddp-bucket-size", 1ull << 40,
      offsetof(struct spsim_parallel, ddp_bucket_size), true},
 };
@@ -336,6 +345,47 @@ config_cuda_graphs(struct spsim_parallel *p, int opt, const char *arg)
                       CLI_Q(arg));
 }
 
+/* The precision-aware optimizer's dtypes (Megatron's choices per flag, arguments.py): 1, a
+ * negated exit code, or 0 if opt is none of them. */
+static int
+config_optimizer(struct spsim_parallel *p, int opt, const char *arg)
+{
+    static const struct {
+        int opt;
+        const char *name, *choices;
+        size_t offset;
+    } flags[] = {
+        {OPT_MAIN_GRADS_DTYPE, "--main-grads-dtype", "fp32 bf16",
+         offsetof(struct spsim_parallel, main_grads_dtype)},
+        {OPT_MAIN_PARAMS_DTYPE, "--main-params-dtype", "fp32 fp16",
+         offsetof(struct spsim_parallel, main_params_dtype)},
+        {OPT_EXP_AVG_DTYPE, "--exp-avg-dtype", "fp32 fp16 bf16 fp8",
+         offsetof(struct spsim_parallel, exp_avg_dtype)},
+        {OPT_EXP_AVG_SQ_DTYPE, "--exp-avg-sq-dtype", "fp32 fp16 bf16 fp8",
+         offsetof(struct spsim_parallel, exp_avg_sq_dtype)},
+    };
+    if (opt == OPT_PAO) {
+        p->precision_aware_optimizer = true;
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        if (flags[i].opt != opt)
+            continue;
+        enum spsim_opt_dtype d;
+        /* The name must be one of this flag's words (space-separated in choices). */
+        const char *at = strstr(flags[i].choices, arg);
+        size_t n = strlen(arg);
+        bool word = n > 0 && at && (at == flags[i].choices || at[-1] == ' ') &&
+                    (at[n] == ' ' || at[n] == '\0');
+        if (!word || spsim_opt_dtype_parse(arg, &d) != SPSIM_OK)
+            return -cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", flags[i].name, arg,
+                              flags[i].choices);
+        memcpy((char *)p + flags[i].offset, &d, sizeof(d));
+        return 1;
+    }
+    return 0;
+}
+
 /* The recompute modules, method and layer count, and the offload: EXIT_OK, an exit code, or -1
  * if opt is none of them. */
 static int
@@ -363,7 +413,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
     struct spsim_parallel *p = &cfg->par;
     bool taken = false;
-    if (opt == OPT_MEGATRON_ARGS) /* the file replaces what the options before it gave */
+    if (opt == OPT_MEGATRON_ARGS || opt == OPT_MEGATRON_LOG) /* the file replaces what the
+                                                                options before it gave */
         memset(cfg->given, 0, sizeof(cfg->given));
     if (opt >= OPT_MODEL && opt < OPT_CONFIG_END)
         cfg->given[opt - OPT_MODEL] = true;
@@ -388,7 +439,9 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         p->pipeline_layout = arg;
         return 1;
     case OPT_MEGATRON_ARGS:
-        rc = cli_megatron_apply(cfg, arg);
+    case OPT_MEGATRON_LOG:
+        rc = opt == OPT_MEGATRON_LOG ? cli_megatron_log_apply(cfg, arg)
+                                     : cli_megatron_apply(cfg, arg);
         /* The launch line sets its pipeline (Megatron's defaults where it is silent). */
         cfg->pp_set = cfg->vpp_set = true;
         return rc == EXIT_OK ? 1 : -rc;
@@ -420,6 +473,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
             return rc == EXIT_OK ? 1 : -rc;
         rc = config_cuda_graphs(p, opt, arg);
         if (rc != 0)
+            return rc;
+        if ((rc = config_optimizer(p, opt, arg)) != 0)
             return rc;
         return config_sharding(p, opt, arg, opt == OPT_FSDP ? &cfg->fsdp_level : &cfg->zero_level);
     }
@@ -501,8 +556,9 @@ gpus_to_dp(struct cli_config *cfg)
                          p->dp, cfg->gpus, (unsigned long long)model, dp);
     if (cfg->file_world && cfg->file_world != cfg->gpus)
         return cli_error(EXIT_USAGE,
-                         "--gpus %u contradicts --megatron-args' world size %u (its torchrun "
-                         "--nproc_per_node × --nnodes)",
+                         "--gpus %u contradicts the world size %u of the --megatron-args or "
+                         "--megatron-log file (torchrun's --nproc_per_node × --nnodes, or the "
+                         "log's world_size)",
                          cfg->gpus, cfg->file_world);
     p->dp = dp;
     return EXIT_OK;

@@ -2,6 +2,7 @@
  * the data-parallel reduction, keyed by every input, so that a hit is what a call would give. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "compose.h"
@@ -78,4 +79,16 @@ spsim_memo_collective(struct spsim_coll_memo *memo, const struct spsim_hardware 
                       struct spsim_coll_time *out)
 {
     return spsim_memo_time(memo, hw, op, spsim_group_place(hw, size, stride), bytes, out);
+}
+
+struct spsim_coll_memo *
+spsim_coll_memo_create(void)
+{
+    return spsim_calloc(1, sizeof(struct spsim_coll_memo));
+}
+
+void
+spsim_coll_memo_destroy(struct spsim_coll_memo *memo)
+{
+    free(memo);
 }

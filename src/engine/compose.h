@@ -8,6 +8,8 @@
 #ifndef SPSIM_COMPOSE_H
 #define SPSIM_COMPOSE_H
 
+#include <string.h>
+
 #include "eval.h"
 #include "moe.h"
 #include "stages.h"
@@ -46,8 +48,11 @@ zero_level(const struct spsim_parallel *par)
 static inline uint64_t
 grad_bytes(const struct spsim_parallel *par)
 {
-    bool fp32 = par->grad_reduce_in_fp32 < 0 ? par->dtype != SPSIM_DTYPE_FP16
-                                             : par->grad_reduce_in_fp32 == 1;
+    /* --main-grads-dtype bf16 (precision-aware optimizer) turns Megatron's automatic fp32
+     * accumulation off (arguments.py: only when main_grads_dtype is fp32). */
+    bool fp32 = par->grad_reduce_in_fp32 < 0
+                    ? par->dtype != SPSIM_DTYPE_FP16 && par->main_grads_dtype == SPSIM_OPT_FP32
+                    : par->grad_reduce_in_fp32 == 1;
     return fp32 ? 4 : 2;
 }
 
@@ -157,6 +162,96 @@ struct stage_time {
     uint64_t layers;
 };
 
+/* Busy time of the links, summed addition by addition (the bits depend on the order), the
+ * additions logged so that a memo can replay a stage's in order (SPSIM_BUSY_LOG at most). */
+#define SPSIM_BUSY_LOG 16
+struct busy {
+    double nv, net;
+    uint32_t n;
+    bool nvlink[SPSIM_BUSY_LOG];
+    double add[SPSIM_BUSY_LOG];
+};
+
+static inline void
+busy_add(struct busy *b, bool nvlink, double seconds)
+{
+    *(nvlink ? &b->nv : &b->net) += seconds;
+    if (b->n < SPSIM_BUSY_LOG) {
+        b->nvlink[b->n] = nvlink;
+        b->add[b->n] = seconds;
+    }
+    b->n++;
+}
+
+/* A memo key's slot among 2^bits (Fibonacci hashing of its words). */
+static inline uint64_t
+memo_hash(const uint64_t *key, size_t n, unsigned bits)
+{
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ key[i]) * 0x9E3779B97F4A7C15ull;
+    return h >> (64 - bits);
+}
+
+static inline uint64_t
+memo_bits(double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits)); /* the same bits, not ==: -0 and NaN stay apart */
+    return bits;
+}
+
+#define SPSIM_CRIT_MEMO_KEY   6
+#define SPSIM_CRIT_MEMO_BITS  6
+#define SPSIM_CRIT_MEMO_SLOTS (1u << SPSIM_CRIT_MEMO_BITS)
+#define SPSIM_SYNC_MEMO_KEY   24
+#define SPSIM_SYNC_MEMO_BITS  7
+#define SPSIM_SYNC_MEMO_SLOTS (1u << SPSIM_SYNC_MEMO_BITS)
+
+/*
+ * The composition's memos, one per sweep worker (spsim_coll_memo_create). Remembered collective
+ * predictions: the sweep composes millions of configurations whose data-parallel,
+ * point-to-point and embedding collectives repeat. A direct-mapped table keyed by every input
+ * of spsim_collective_time(), so a hit returns exactly what a call would. And the stages of
+ * the composition that repeat while a sweep's inner axes (batch size, sharding, overlaps) move,
+ * each keyed by every input it reads, the layer summary by its id.
+ */
+#define SPSIM_COLL_MEMO_SLOTS 4096
+#define SPSIM_MAXMIN_MEMO_KEY 15 /* flow count, two capacities, four flows' three inputs */
+struct spsim_coll_memo {
+    struct spsim_coll_memo_slot {
+        const struct spsim_hardware *hw; /* NULL: empty */
+        uint32_t op, size, per_domain;
+        double bytes;
+        struct spsim_coll_time out;
+    } slot[SPSIM_COLL_MEMO_SLOTS];
+    /* The data-parallel reduction's finish time under link sharing (64 slots). */
+    struct spsim_maxmin_memo_slot {
+        bool used;
+        double key[SPSIM_MAXMIN_MEMO_KEY];
+        double finish;
+    } maxmin[64];
+    /* The critical stage of an even split (pipeline_time.c critical_stage_memo). */
+    struct spsim_crit_memo_slot {
+        bool used;
+        uint64_t key[SPSIM_CRIT_MEMO_KEY];
+        uint32_t best;
+        double avg;
+        struct stage_time crit;
+    } crit[SPSIM_CRIT_MEMO_SLOTS];
+    /* The data-parallel and synchronisation terms of an iteration (pipeline_time.c
+     * sync_terms_memo): their lines and their additions to the links' busy time, in order. */
+    struct spsim_sync_memo_slot {
+        bool used;
+        uint32_t dp_buckets, nbusy;
+        uint64_t key[SPSIM_SYNC_MEMO_KEY];
+        double dp_exposed_s, param_gather_exposed_s, tied_embedding_allreduce_s,
+            fp8_amax_allreduce_s, moe_expert_bias_allreduce_s, optimizer_s;
+        bool busy_nvlink[SPSIM_BUSY_LOG];
+        double busy_add[SPSIM_BUSY_LOG];
+    } sync[SPSIM_SYNC_MEMO_SLOTS];
+};
+
 /* Memory per GPU (memory.c): the stages' weights, gradients, optimizer state and activations. */
 int spsim_compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
                          const struct spsim_parallel *par, const struct spsim_layer_summary *le,
@@ -188,27 +283,26 @@ int spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *
                      const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                      const struct shape *x, const struct spsim_comm_report *comm,
                      const struct spsim_memory_report *mem, const struct stage_time *crit,
-                     double t_send, struct spsim_time_report *tr, double *busy_nv,
-                     double *busy_net);
+                     double t_send, struct spsim_time_report *tr, struct busy *busy);
 int spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                             const struct spsim_parallel *par, const struct shape *x,
                             const struct spsim_comm_report *comm, const struct stage_time *crit,
-                            double *exposed, double *busy_nv, double *busy_net);
+                            double *exposed, struct busy *busy);
 int spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                               const struct spsim_model_shape *m,
                               const struct spsim_layer_summary *le, const struct shape *x,
-                              struct spsim_time_report *tr, double *busy_nv, double *busy_net);
+                              struct spsim_time_report *tr, struct busy *busy);
 int spsim_fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                         const struct spsim_layer_summary *le, const struct shape *x,
                         const struct stage_time *crit, struct spsim_time_report *tr,
-                        double *busy_nv, double *busy_net);
+                        struct busy *busy);
 int spsim_expert_bias_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                            const struct spsim_layer_summary *le, const struct shape *x,
-                           struct spsim_time_report *tr, double *busy_nv, double *busy_net);
+                           struct spsim_time_report *tr, struct busy *busy);
 int spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                         const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                         const struct shape *x, const struct stage_time *crit,
-                        struct spsim_time_report *tr, double *busy_nv, double *busy_net);
+                        struct spsim_time_report *tr, struct busy *busy);
 double spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                               const struct shape *x, const struct spsim_memory_report *mem);
 

@@ -8,6 +8,7 @@
 
 #include "buckets.h"
 #include "compose.h"
+#include "optimizer.h"
 
 /* The finish of a data-parallel transfer of times a + b (alone: `alone`) overlapped with the
  * last micro-batch's backward: it shares links with that backward's TP and CP collectives and
@@ -139,7 +140,7 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
              const struct spsim_parallel *par, const struct spsim_layer_summary *le,
              const struct shape *x, const struct spsim_comm_report *comm,
              const struct stage_time *crit, uint32_t r, double t_send, double *exposed,
-             double *busy_nv, double *busy_net)
+             struct busy *busy)
 {
     uint32_t D = (uint32_t)x->dc;
     double grads = (double)comm->dp_grad_bytes, mb = (double)x->micro;
@@ -147,20 +148,20 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         grads / (double)grad_bytes(par) * 2.0 - (double)spsim_fp8_gather_saved(par, le, x->lps);
     struct spsim_coll_time a, ag, none = {0};
     int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a);
-    double finish = 0, gather = 0, busy = 0;
+    double finish = 0, gather = 0, gathering = 0;
     if (rc == SPSIM_OK)
         rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none, a.time_s,
                            &finish);
     if (rc == SPSIM_OK && par->zero >= 3) {
-        rc = unit_gathers_exposed(memo, hw, par, le, x, crit, r, &gather, &busy);
+        rc = unit_gathers_exposed(memo, hw, par, le, x, crit, r, &gather, &gathering);
     } else if (rc == SPSIM_OK && (rc = dp_gather(memo, hw, x, weights, &ag)) == SPSIM_OK) {
         gather = param_gather_exposed(par, crit, ag.time_s);
-        busy = ag.time_s;
+        gathering = ag.time_s;
     }
     if (rc != SPSIM_OK)
         return rc;
     double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window);
-    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += mb * a.time_s + busy;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, mb * a.time_s + gathering);
     *exposed = rs + gather;
     return SPSIM_OK;
 }
@@ -219,7 +220,7 @@ dp_rank_plan(struct dp_plan *c, const struct spsim_parallel *par,
     double plain = (double)(rank_built(x, r) / x->v) * (double)le->params_layer;
     double chunk0 = total - (x->v - 1.0) * plain, S = (double)spsim_bucket_params(par, x);
     *d = (struct spsim_dp_rank){
-        .v = (uint32_t)x->v, .head = r * c->slot, .slot = c->slot, .group = (double)x->p};
+        .v = (uint32_t)x->v, .head = r * c->slot, .slot = c->slot, .group = (double)x->plan->g};
     if (r > 0 && x->v == 1 && chunk0 <= (double)mem->parameters_per_gpu &&
         c->whole_s * c->share - d->head <= beat) {
         d->v = 0;
@@ -287,7 +288,7 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                  const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                  const struct shape *x, const struct spsim_comm_report *comm,
                  const struct spsim_memory_report *mem, const struct stage_time *crit,
-                 double t_send, struct spsim_time_report *tr, double *busy_nv, double *busy_net)
+                 double t_send, struct spsim_time_report *tr, struct busy *busy)
 {
     double *exposed = &tr->dp_exposed_s;
     *exposed = 0;
@@ -295,7 +296,7 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         return SPSIM_OK;
     if (zero_level(par) >= 2)
         return zero_exposed(memo, hw, par, le, x, comm, crit, tr->critical_stage, t_send, exposed,
-                            busy_nv, busy_net);
+                            busy);
     double grads = (double)comm->dp_grad_bytes;
     double weights = (grad_bytes(par) == 4 ? grads / 2 : grads) -
                      (double)spsim_fp8_gather_saved(par, le, x->lps);
@@ -310,7 +311,7 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         return rc;
     }
     double alone = a.time_s + b.time_s;
-    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += alone;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, alone);
     tr->dp_buckets = 1;
     tr->param_gather_exposed_s = b.time_s; /* after the step unless --overlap-param-gather */
     if (!par->overlap_grad_reduce) {
@@ -340,8 +341,7 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
 static int
 expert_fsdp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_parallel *par, const struct shape *x,
-                    const struct stage_time *crit, double grads, double *exposed, double *busy_nv,
-                    double *busy_net)
+                    const struct stage_time *crit, double grads, double *exposed, struct busy *busy)
 {
     uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep;
     struct spsim_coll_time a, b = {0};
@@ -353,7 +353,7 @@ expert_fsdp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     if (rc != SPSIM_OK)
         return rc;
     double mb = (double)x->micro;
-    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += mb * a.time_s + b.time_s;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, mb * a.time_s + b.time_s);
     *exposed += mb * spsim_max_d(0.0, a.time_s - crit->bwd_window) +
                 param_gather_exposed(par, crit, b.time_s);
     return SPSIM_OK;
@@ -366,7 +366,7 @@ int
 spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                         const struct spsim_parallel *par, const struct shape *x,
                         const struct spsim_comm_report *comm, const struct stage_time *crit,
-                        double *exposed, double *busy_nv, double *busy_net)
+                        double *exposed, struct busy *busy)
 {
     if (x->edp <= 1 || comm->expert_dp_grad_bytes == 0)
         return SPSIM_OK;
@@ -375,7 +375,7 @@ spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardwar
     struct spsim_coll_time a, b = {0};
     int rc;
     if (zero_level(par) >= 2)
-        return expert_fsdp_exposed(memo, hw, par, x, crit, grads, exposed, busy_nv, busy_net);
+        return expert_fsdp_exposed(memo, hw, par, x, crit, grads, exposed, busy);
     if (zero_level(par) >= 1) {
         if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edp,
                                         stride, grads, &a)) ||
@@ -387,7 +387,7 @@ spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardwar
         return rc;
     }
     double alone = a.time_s + b.time_s;
-    *(a.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += alone;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, alone);
     *exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;
     return SPSIM_OK;
 }
@@ -398,8 +398,7 @@ spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardwar
 int
 spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                           const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
-                          const struct shape *x, struct spsim_time_report *tr, double *busy_nv,
-                          double *busy_net)
+                          const struct shape *x, struct spsim_time_report *tr, struct busy *busy)
 {
     if (x->p <= 1 || !(m->tied_embeddings || m->mtp_layers))
         return SPSIM_OK;
@@ -410,7 +409,7 @@ spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardw
     if (rc)
         return rc;
     tr->tied_embedding_allreduce_s = e.time_s;
-    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    busy_add(busy, e.tier == SPSIM_TIER_NVLINK, e.time_s);
     return SPSIM_OK;
 }
 
@@ -429,8 +428,7 @@ spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardw
 int
 spsim_fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_layer_summary *le, const struct shape *x,
-                    const struct stage_time *crit, struct spsim_time_report *tr, double *busy_nv,
-                    double *busy_net)
+                    const struct stage_time *crit, struct spsim_time_report *tr, struct busy *busy)
 {
     uint64_t group = x->t * x->dc; /* dc = dp·cp */
     if (group <= 1 || le->fp8_gemms_layer == 0)
@@ -446,7 +444,7 @@ spsim_fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
         return rc;
     double times = (double)x->micro * (double)x->v;
     tr->fp8_amax_allreduce_s = times * (f.time_s + b.time_s);
-    *(f.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += tr->fp8_amax_allreduce_s;
+    busy_add(busy, f.tier == SPSIM_TIER_NVLINK, tr->fp8_amax_allreduce_s);
     return SPSIM_OK;
 }
 
@@ -462,7 +460,7 @@ spsim_fp8_amax_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
 int
 spsim_expert_bias_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                        const struct spsim_layer_summary *le, const struct shape *x,
-                       struct spsim_time_report *tr, double *busy_nv, double *busy_net)
+                       struct spsim_time_report *tr, struct busy *busy)
 {
     uint64_t group = x->t * x->dc, routers = rank_moe_layers(le, x, tr->critical_stage);
     if (group <= 1 || routers == 0)
@@ -473,7 +471,7 @@ spsim_expert_bias_sync(struct spsim_coll_memo *memo, const struct spsim_hardware
     if (rc)
         return rc;
     tr->moe_expert_bias_allreduce_s = e.time_s;
-    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    busy_add(busy, e.tier == SPSIM_TIER_NVLINK, e.time_s);
     return SPSIM_OK;
 }
 
@@ -487,7 +485,7 @@ int
 spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                     const struct shape *x, const struct stage_time *crit,
-                    struct spsim_time_report *tr, double *busy_nv, double *busy_net)
+                    struct spsim_time_report *tr, struct busy *busy)
 {
     struct spsim_coll_time e;
     double moe_layers = x->moe ? (double)(crit->layers - rank_dense(x, tr->critical_stage)) : 0;
@@ -498,13 +496,14 @@ spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     if (rc)
         return rc;
     tr->dp_exposed_s += e.time_s;
-    *(e.tier == SPSIM_TIER_NVLINK ? busy_nv : busy_net) += e.time_s;
+    busy_add(busy, e.tier == SPSIM_TIER_NVLINK, e.time_s);
     return SPSIM_OK;
 }
 
 /* Optimizer step, memory-bound. Megatron's step (optimizer.py): the gradient norm for clipping
  * reads every fp32 main gradient (4 B); fused Adam (apex/TE) reads the gradient (4), reads and
- * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2);
+ * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2), or what
+ * the precision-aware optimizer's dtypes make of these (engine/optimizer.c);
  * zero_grad_buffer then clears the fp32 gradients (4). The distributed optimizer does the Adam
  * part on 1/D of the parameters (D = dp·cp). */
 double
@@ -518,8 +517,9 @@ spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_paral
      * 16-bit gradients are first copied to the optimizer's fp32 gradients (read g, write 4),
      * which Adam reads (4). */
     double grads = z >= 2 ? g * params / D : g * params;
-    double coef = g == 4 ? 28.0 : g + 32.0;
-    double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? 2.0 * params / D : 2.0 * params);
+    double coef = 0, full = 0; /* plain Adam: 28 (g + 32 with 16-bit g) and 2 (optimizer.c) */
+    spsim_optimizer_step_bytes(par, (uint32_t)g, &coef, &full);
+    double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? full * params / D : full * params);
     double opt_bytes = grads + adam + grads;
     return opt_bytes / hw->hbm_achievable_Bps;
 }

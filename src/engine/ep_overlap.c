@@ -58,6 +58,10 @@ spsim_ep_overlap_check(const struct spsim_model_shape *m, const struct spsim_par
     if (m->mtp_layers > 1)
         return OVERLAP_FAIL(err, "field 'mtp_layers': MTP supports at most one layer when "
                                  "enabling overlap_moe_expert_parallel_comm.");
+    /* spsim's limit: spsim_ep_overlap_paired counts the pairs of Megatron's default groups. */
+    if (p->microbatch_group && p->microbatch_group != p->pp)
+        return OVERLAP_FAIL(err, "field 'microbatch_group': micro-batch groups other than pp "
+                                 "with overlap_moe_expert_parallel_comm are not modelled");
     return SPSIM_OK;
 }
 

@@ -23,6 +23,8 @@ struct spsim_block_eval {
     struct spsim_layer block;
     struct spsim_schedule sched;
     struct spsim_step_cost cost[SPSIM_MAX_STEPS];
+    /* From here on: what the folding sums into, cleared per evaluation (timing.c eval_clear);
+     * the tables above are written entry by entry before they are read. */
     uint64_t saved_bytes;             /* activations kept for backward */
     double fwd_s, bwd_s, recompute_s; /* wall time of each phase */
     double fwd_compute_s, bwd_compute_s, recompute_compute_s;
@@ -113,6 +115,9 @@ struct spsim_block_totals {
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */
 struct spsim_layer_summary {
+    /* Nonzero: a number no other summary of the same memo's life carries (the sweep numbers
+     * each one it makes), keying the composition's memos; 0: composed without them. */
+    uint64_t id;
     struct spsim_layer_config cfg;
     struct spsim_group tp_group;
     uint64_t padded_vocab;
@@ -229,26 +234,14 @@ int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *
                   uint32_t warnings, struct spsim_result *out, struct spsim_error *err);
 
 /*
- * Remembered collective predictions: the sweep composes millions of configurations whose
- * data-parallel, point-to-point and embedding collectives repeat. A direct-mapped table keyed
- * by every input of spsim_collective_time(), so a hit returns exactly what a call would.
+ * The composition's memos (compose.h, coll_memo.c): remembered collective predictions and the
+ * stages of the composition that repeat from point to point of a sweep, each keyed by every
+ * input it reads, so a hit is exactly what computing again gives. One per sweep worker.
  */
-#define SPSIM_COLL_MEMO_SLOTS 4096
-#define SPSIM_MAXMIN_MEMO_KEY 15 /* flow count, two capacities, four flows' three inputs */
-struct spsim_coll_memo {
-    struct spsim_coll_memo_slot {
-        const struct spsim_hardware *hw; /* NULL: empty */
-        uint32_t op, size, per_domain;
-        double bytes;
-        struct spsim_coll_time out;
-    } slot[SPSIM_COLL_MEMO_SLOTS];
-    /* The data-parallel reduction's finish time under link sharing (64 slots). */
-    struct spsim_maxmin_memo_slot {
-        bool used;
-        double key[SPSIM_MAXMIN_MEMO_KEY];
-        double finish;
-    } maxmin[64];
-};
+struct spsim_coll_memo;
+/** @return a memo (free with spsim_coll_memo_destroy), or NULL when out of memory */
+struct spsim_coll_memo *spsim_coll_memo_create(void);
+void spsim_coll_memo_destroy(struct spsim_coll_memo *memo);
 
 /**
  * spsim_compose() for the sweep: writes into `out` directly (its contents are undefined on

@@ -171,6 +171,7 @@ even_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     /* Field by field: the layout table (4 kB) stays untouched. */
     plan->p = par->pp;
     plan->v = par->vpp;
+    plan->g = par->microbatch_group ? par->microbatch_group : par->pp;
     plan->even = true;
     plan->emb = plan->loss = false;
     plan->nlayout = 0;

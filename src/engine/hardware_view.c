@@ -60,10 +60,11 @@ prepare_curve(const struct spsim_jctx *c, const struct spsim_hardware *hw, struc
         double eff = 1.0;
         if (measured_s > latency_s)
             eff = wire / (peak * (measured_s - latency_s));
-        /* Above 1: the point beats the tier's stated peak; below 1e-3: latency-dominated sizes
-         * whose residual is noise. Both are clamped. */
+        /* Above the maximum: the point beats the tier's stated peak; below 1e-3:
+         * latency-dominated sizes whose residual is noise. Both are clamped. */
+        double most = cv->network ? SPSIM_NETWORK_EFF_MAX : 1.0;
         cv->log_size[i] = log(size);
-        cv->eff[i] = eff > 1.0 ? 1.0 : (eff < 1e-3 ? 1e-3 : eff);
+        cv->eff[i] = eff > most ? most : (eff < 1e-3 ? 1e-3 : eff);
     }
     cv->interp = gsl_interp_alloc(gsl_interp_linear, cv->n);
     if (!cv->interp)
@@ -135,6 +136,8 @@ spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin, struct sps
     for (uint32_t i = 0; i < hw->ncurves; i++)
         if ((rc = prepare_curve(&c, hw, &hw->curves[i])))
             return rc;
+    /* Up to a dozen strstr a collective prediction asked before. */
+    hw->nccl_arch_plus1 = (uint8_t)(spsim_nccl_arch_of(hw) + 1);
     return SPSIM_OK;
 }
 

@@ -707,6 +707,42 @@ add_moe_memory(struct builder *bld, const char *name, double fwd, double bwd)
  * writes the logits' gradient (4 + 4 + 2 B). The scores are kept for the backward. The
  * auxiliary losses, off by default (moe_aux_loss_coeff = 0.0), are add_router_losses'.
  */
+/*
+ * Sinkhorn routing (--moe-router-load-balancing-type sinkhorn; router.py
+ * sinkhorn_load_balancing, moe_utils.py sinkhorn), per [T, E] element of the logits. Forward,
+ * under no_grad: the fp32 copy (read 2, write 4 B), exp (4 + 4), the loop's two sums over the
+ * cost (4 + 4 per iteration; one iteration counted, a lower bound: the loop runs until the
+ * mean change of d1 is below 1e-4, a count the data decides, and each test of `error > tol`
+ * is a device-to-host synchronisation, not modelled), the product d1·cost·d0 (4 + 4) and its
+ * top-k (read 4; k probabilities and int64 indices written, 12 B per copy); then the
+ * activation of the bf16 logits (top-1: sigmoid, read 2, write 2; else softmax in fp32 cast
+ * back: read 2, write 4, read 4, write 2), the routing map (int32 zeros 4, scattered, to bool:
+ * read 4, write 1) and scores = logits · map (read 2 + 1, write 2): 44 B plus the activation's.
+ * Backward: the product's (read 2 + 1, write 2) and the activation's (sigmoid: read its output
+ * and the gradient, write 2 + 2 + 2; softmax on its saved fp32 output: the gradient to fp32
+ * 2 + 4, read 4 + 4, write 4, back to bf16 4 + 2). Kept: the activation's output (2 B, or
+ * 4 B fp32) and the map (1 B). No auxiliary loss (Megatron asserts moe_aux_loss_coeff == 0).
+ */
+static void
+add_sinkhorn(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
+             uint64_t T)
+{
+    uint64_t E = m->experts, k = m->experts_per_token, te = spsim_mul(T, E, &bld->ok);
+    bool top1 = k == 1;
+    double act_fwd = top1 ? 4.0 : 12.0, act_bwd = top1 ? 6.0 : 24.0;
+    struct spsim_op *op = add_moe_memory(bld,
+                                         top1 ? "router Sinkhorn, top-1 and sigmoid"
+                                              : "router Sinkhorn, "
+                                                "top-k and softmax",
+                                         (44.0 + act_fwd) * (double)te + 12.0 * (double)T * k,
+                                         (5.0 + act_bwd) * (double)te);
+    save(op, top1 ? "router sigmoid output" : "router softmax output (fp32)", te, top1 ? 2 : 4,
+         SPSIM_RG_MOE);
+    save(op, "router routing map (bool)", te, 1, SPSIM_RG_MOE);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "E", E);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "k", k);
+}
+
 static void
 add_router(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x, uint64_t T)
 {
@@ -720,6 +756,10 @@ add_router(struct builder *bld, const struct spsim_model_shape *m, const struct 
     save(op, "MoE input (router and dispatch)", spsim_mul(T, x->h, ok), 2, SPSIM_RG_NORM);
     dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
     dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "E", E);
+    if (m->load_balancing == SPSIM_BALANCE_SINKHORN) {
+        add_sinkhorn(bld, m, x, T);
+        return;
+    }
     op = add_moe_memory(bld,
                         m->router_score == SPSIM_ROUTER_SIGMOID ? "router sigmoid and top-k"
                                                                 : "router softmax and top-k",
@@ -756,7 +796,7 @@ add_router_losses(struct builder *bld, const struct spsim_model_shape *m, const 
 {
     const struct spsim_layer_config *cfg = &bld->layer->cfg;
     double te = (double)T * (double)m->experts;
-    if (m->load_balancing != SPSIM_BALANCE_NONE) {
+    if (m->load_balancing != SPSIM_BALANCE_NONE && m->load_balancing != SPSIM_BALANCE_SINKHORN) {
         struct spsim_op *op =
             add_moe_memory(bld, "aux-loss scores and routing map", 11.0 * te, 16.0 * te);
         save(op, "aux-loss scores (fp32)", spsim_mul(T, m->experts, &bld->ok), 4, SPSIM_RG_MOE);
@@ -1023,7 +1063,10 @@ static void
 block_begin(struct spsim_layer *layer, const struct spsim_layer_config *cfg, struct builder *bld,
             struct dims *x, const struct spsim_model_shape *m)
 {
-    memset(layer, 0, sizeof(*layer));
+    /* Only the header: add_op clears each op it hands out, and nothing reads past nops (the op
+     * table is 20 kB, zeroed ten times a layer evaluation before). */
+    layer->nops = 0;
+    layer->ok = true;
     layer->cfg = *cfg;
     *bld = (struct builder){layer, true};
     *x = make_dims(m, cfg);

@@ -6,37 +6,45 @@
 #include <string.h>
 
 #include "compose.h"
+#include "optimizer.h"
 
 /*
  * Model chunks whose activations pipeline rank r holds at peak. 1F1B (PipeDream-Flush): rank r
  * runs p − r forward passes before its first backward, so min(p − r, micro-batches) are in
  * flight, each of L/p layers. Interleaved (Megatron-LM schedules.py): rank r warms up with
- * 2(p − r − 1) + (v − 1)p chunk forwards and holds one more in steady state, each of
- * L/(p·v) layers; for r = 0 that is L(1 + (p − 1)/(p·v)) layers, the paper's factor.
+ * 2(p − r − 1) + (v − 1)g chunk forwards (g = p micro-batches per group by default) and holds
+ * one more in steady state, each of L/(p·v) layers; for r = 0 and g = p that is
+ * L(1 + (p − 1)/(p·v)) layers, the paper's factor.
  */
 static uint64_t
 inflight_chunks(const struct shape *x, uint64_t rank)
 {
     if (x->v == 1)
         return spsim_min_u64(x->p - rank, x->micro);
-    return spsim_min_u64(2 * (x->p - rank - 1) + (x->v - 1) * x->p + 1, x->micro * x->v);
+    return spsim_min_u64(spsim_stage_warmup(x->plan, (uint32_t)rank, x->micro) + 1,
+                         x->micro * x->v);
 }
 
 /*
  * Micro-batches whose embedding dropout mask rank 0 holds at peak: those whose forward has run
  * through its first model chunk (where the embedding is) and whose backward has not. 1F1B: the
- * p in flight (paper §4.3, sbhp/t). Interleaved (schedules.py get_model_chunk_id: forwards run
- * chunk by chunk in groups of p micro-batches, backwards in reverse chunk order): rank 0's
- * 2(p − 1) + (v − 1)p warm-up forwards and its first steady-state forward cover chunk 0 of the
- * first two groups, 2p micro-batches, before the first chunk-0 backward; from then on each
- * chunk-0 backward is matched by a chunk-0 forward, so 2p. Megatron's estimate
- * (theoretical_memory_usage.py) scales the p by its interleaving penalty 1 + (p − 1)/(pv)
- * instead, which is the mean over chunks, not chunk 0's count.
+ * p in flight (paper §4.3, sbhp/t). Interleaved (schedules.py get_schedule_table: forwards run
+ * chunk by chunk in groups of g micro-batches, g = p by default, backwards in reverse chunk
+ * order): the first chunk-0 backward is rank 0's backward (v − 1)g, so it follows
+ * F = 2(p − 1) + (v − 1)g warm-up forwards and (v − 1)g + 1 steady ones; of those F, each
+ * period of gv forwards runs chunk 0 g times, the rest min(F mod gv, g) times. From then on
+ * each chunk-0 backward is matched by a chunk-0 forward. With g = p that is chunk 0 of the
+ * first two groups, 2p. Megatron's estimate (theoretical_memory_usage.py) scales the p by its
+ * interleaving penalty 1 + (p − 1)/(pv) instead, which is the mean over chunks, not chunk 0's
+ * count.
  */
 static uint64_t
 embedding_inflight(const struct shape *x)
 {
-    return spsim_min_u64(x->v > 1 ? 2 * x->p : x->p, x->micro);
+    if (x->v == 1)
+        return spsim_min_u64(x->p, x->micro);
+    uint64_t g = x->plan->g, period = g * x->v, f = 2 * (x->p - 1) + 2 * (x->v - 1) * g + 1;
+    return spsim_min_u64(f / period * g + spsim_min_u64(f % period, g), x->micro);
 }
 
 struct stage_memory {
@@ -95,13 +103,15 @@ stage_static(const struct stage_params *sp, const struct spsim_parallel *par, co
     if (par->zero >= 2 && (D > 1 || (expert && x->edp > 1)))
         fsdp_static(sp, par, x, s, ok);
     /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
-     * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter). */
-    uint64_t opt = spsim_mul(params, fp32 ? 12 : 16, ok);
+     * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter), unless
+     * TE's precision-aware FusedAdam reads them as they are (engine/optimizer.c). */
+    uint64_t per = spsim_optimizer_state_bytes(par, fp32 ? 4 : 2);
+    uint64_t opt = spsim_mul(params, per, ok);
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
     /* MoE: the experts' state is sharded over the expert data-parallel group instead
      * (distrib_optimizer.py builds their buffers over the expert-DP group). */
     if (expert && s->optimizer != opt) {
-        uint64_t e = spsim_mul(expert, fp32 ? 12 : 16, ok), E = x->edp;
+        uint64_t e = spsim_mul(expert, per, ok), E = x->edp;
         s->optimizer = (opt - e + D - 1) / D + (e + E - 1) / E;
     }
 }

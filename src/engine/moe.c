@@ -241,26 +241,26 @@ chunk_bytes(const struct spsim_model *model, const struct spsim_stage_plan *pl, 
 /*
  * The activations rank r holds at its peak when its chunks keep different bytes (MoE and dense
  * layers, kept[0] and kept[1] per layer): 1F1B holds min(p − r, m) micro-batches of all its
- * layers; the interleaved schedule runs chunk (k mod pv) div p as its k-th forward and frees
+ * layers; the interleaved schedule runs chunk (k mod gv) div g as its k-th forward and frees
  * chunk v − 1 − that at its k-th backward, as stages.c interleaved_peak counts layers.
  */
 uint64_t
 spsim_moe_rank_held_bytes(const struct spsim_model *model, const struct spsim_stage_plan *pl,
                           uint32_t r, uint64_t micro, const uint64_t kept[2], bool *ok)
 {
-    uint64_t p = pl->p, v = pl->v, period = p * v, total = micro * v, held = 0, peak = 0;
+    uint64_t p = pl->p, g = pl->g, v = pl->v, period = g * v, total = micro * v, held = 0, peak = 0;
     if (v == 1)
         return spsim_mul(spsim_min_u64(p - r, micro), chunk_bytes(model, pl, r, 0, kept, ok), ok);
-    uint64_t warm = spsim_min_u64(2 * (p - r - 1) + (v - 1) * p, total);
+    uint64_t warm = spsim_stage_warmup(pl, r, micro);
     for (uint64_t k = 0; k < warm; k++)
-        held += chunk_bytes(model, pl, r, (uint32_t)(k % period / p), kept, ok);
+        held += chunk_bytes(model, pl, r, (uint32_t)(k % period / g), kept, ok);
     if (warm == total)
         return held;
     uint64_t steady = spsim_min_u64(total - warm, period);
     for (uint64_t j = 0; j < steady; j++) {
-        held += chunk_bytes(model, pl, r, (uint32_t)((warm + j) % period / p), kept, ok);
+        held += chunk_bytes(model, pl, r, (uint32_t)((warm + j) % period / g), kept, ok);
         peak = held > peak ? held : peak;
-        held -= chunk_bytes(model, pl, r, (uint32_t)(v - 1 - j % period / p), kept, ok);
+        held -= chunk_bytes(model, pl, r, (uint32_t)(v - 1 - j % period / g), kept, ok);
     }
     return peak;
 }

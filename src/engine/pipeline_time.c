@@ -268,6 +268,152 @@ host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le,
     tr->iteration_s += tr->host_exposed_s;
 }
 
+/* critical_stage() through the memo: an even split's critical stage depends on the layer
+ * summary, p, v, the layers a rank builds and the replayed and offload terms alone. */
+static uint32_t
+critical_stage_memo(struct spsim_coll_memo *memo, const struct spsim_layer_summary *le,
+                    const struct shape *x, const double replayed_offload[2],
+                    struct stage_time *crit, double *avg)
+{
+    if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16)
+        return critical_stage(le, x, replayed_offload, crit, avg);
+    const uint64_t key[SPSIM_CRIT_MEMO_KEY] = {
+        le->id, x->p, x->v, x->lps, memo_bits(replayed_offload[0]), memo_bits(replayed_offload[1])};
+    struct spsim_crit_memo_slot *s =
+        &memo->crit[memo_hash(key, SPSIM_CRIT_MEMO_KEY, SPSIM_CRIT_MEMO_BITS)];
+    if (s->used && memcmp(s->key, key, sizeof(key)) == 0) {
+        *crit = s->crit;
+        *avg = s->avg;
+        return s->best;
+    }
+    s->best = critical_stage(le, x, replayed_offload, crit, avg);
+    s->crit = *crit;
+    s->avg = *avg;
+    memcpy(s->key, key, sizeof(key));
+    s->used = true;
+    return s->best;
+}
+
+/* The data-parallel reduction and gather, the iteration's synchronisations and the optimizer
+ * step, which add to the links' busy time in this order. */
+static int
+sync_terms(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+           const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+           const struct shape *x, const struct spsim_memory_report *mem,
+           const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
+           struct spsim_time_report *tr, struct busy *busy)
+{
+    const struct spsim_model_shape *m = &x->model->shape;
+    int rc;
+    if ((rc = spsim_dp_exposed(memo, hw, par, le, x, comm, mem, crit, t_send, tr, busy)))
+        return rc;
+    if (x->moe &&
+        (rc = spsim_expert_dp_exposed(memo, hw, par, x, comm, crit, &tr->dp_exposed_s, busy)))
+        return rc;
+    if ((rc = spsim_tied_embedding_sync(memo, hw, m, le, x, tr, busy)))
+        return rc;
+    if ((le->params_tp_synced | le->params_router_tp_synced) &&
+        (rc = spsim_mla_grad_sync(memo, hw, par, le, x, crit, tr, busy)))
+        return rc;
+    if (par->dtype == SPSIM_DTYPE_FP8 && par->fp8_recipe == SPSIM_FP8_DELAYED &&
+        (rc = spsim_fp8_amax_sync(memo, hw, le, x, crit, tr, busy)))
+        return rc;
+    if (x->moe && m->expert_bias && (rc = spsim_expert_bias_sync(memo, hw, le, x, tr, busy)))
+        return rc;
+    tr->optimizer_s = spsim_optimizer_step_s(hw, par, x, mem);
+    return SPSIM_OK;
+}
+
+/* What sync_terms reads, as words: the summary (and through it the model and hardware), the
+ * sharding, overlap and dtype settings, the shape, the volumes, the parameters, the critical
+ * stage and the send. The micro-batch count only where a term scales with it (Megatron-FSDP's
+ * per-micro-batch collectives, FP8 delayed scaling's amax reductions). */
+static void
+sync_key(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+         const struct shape *x, const struct spsim_memory_report *mem,
+         const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
+         uint32_t critical, uint64_t *key)
+{
+    bool per_micro = zero_level(par) >= 2 || par->dtype == SPSIM_DTYPE_FP8;
+    const uint64_t k[SPSIM_SYNC_MEMO_KEY] = {
+        le->id,
+        (uint64_t)par->zero | (uint64_t)par->distributed_optimizer << 8 |
+            (uint64_t)par->overlap_grad_reduce << 9 | (uint64_t)par->overlap_param_gather << 10 |
+            (uint64_t)(par->grad_reduce_in_fp32 + 1) << 12 | (uint64_t)par->dtype << 16 |
+            (uint64_t)par->fp8_recipe << 24 | (uint64_t)par->fp8_param_gather << 32 |
+            (uint64_t)x->moe << 33,
+        par->ddp_bucket_size,
+        (uint64_t)par->ep | (uint64_t)par->etp << 32,
+        x->p | x->v << 32,
+        x->d,
+        x->dc,
+        x->t,
+        x->lps,
+        x->edp,
+        per_micro ? x->micro : 0,
+        comm->dp_grad_bytes,
+        comm->expert_dp_grad_bytes,
+        comm->pp_message_bytes,
+        mem->parameters_first_stage,
+        mem->parameters_last_stage,
+        mem->parameters_per_gpu,
+        memo_bits(crit->bwd_window),
+        memo_bits(crit->fwd_wall),
+        crit->layers,
+        memo_bits(t_send),
+        critical,
+        x->c,
+        x->L};
+    memcpy(key, k, sizeof(k));
+}
+
+/* sync_terms() through the memo, for an even split of one kind of layer: a hit sets its lines
+ * and replays its additions to the busy time in their order. */
+static int
+sync_terms_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                const struct shape *x, const struct spsim_memory_report *mem,
+                const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
+                struct spsim_time_report *tr, struct busy *busy)
+{
+    if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16)
+        return sync_terms(memo, hw, par, le, x, mem, comm, crit, t_send, tr, busy);
+    uint64_t key[SPSIM_SYNC_MEMO_KEY];
+    sync_key(par, le, x, mem, comm, crit, t_send, tr->critical_stage, key);
+    struct spsim_sync_memo_slot *s =
+        &memo->sync[memo_hash(key, SPSIM_SYNC_MEMO_KEY, SPSIM_SYNC_MEMO_BITS)];
+    if (s->used && memcmp(s->key, key, sizeof(key)) == 0) {
+        tr->dp_exposed_s = s->dp_exposed_s;
+        tr->dp_buckets = s->dp_buckets;
+        tr->param_gather_exposed_s = s->param_gather_exposed_s;
+        tr->tied_embedding_allreduce_s = s->tied_embedding_allreduce_s;
+        tr->fp8_amax_allreduce_s = s->fp8_amax_allreduce_s;
+        tr->moe_expert_bias_allreduce_s = s->moe_expert_bias_allreduce_s;
+        tr->optimizer_s = s->optimizer_s;
+        for (uint32_t i = 0; i < s->nbusy; i++)
+            busy_add(busy, s->busy_nvlink[i], s->busy_add[i]);
+        return SPSIM_OK;
+    }
+    uint32_t first = busy->n;
+    int rc = sync_terms(memo, hw, par, le, x, mem, comm, crit, t_send, tr, busy);
+    if (rc != SPSIM_OK || busy->n > SPSIM_BUSY_LOG)
+        return rc; /* more additions than the log holds: not remembered */
+    *s = (struct spsim_sync_memo_slot){.used = true,
+                                       .dp_buckets = tr->dp_buckets,
+                                       .nbusy = busy->n - first,
+                                       .dp_exposed_s = tr->dp_exposed_s,
+                                       .param_gather_exposed_s = tr->param_gather_exposed_s,
+                                       .tied_embedding_allreduce_s = tr->tied_embedding_allreduce_s,
+                                       .fp8_amax_allreduce_s = tr->fp8_amax_allreduce_s,
+                                       .moe_expert_bias_allreduce_s =
+                                           tr->moe_expert_bias_allreduce_s,
+                                       .optimizer_s = tr->optimizer_s};
+    memcpy(s->key, key, sizeof(key));
+    memcpy(s->busy_nvlink, busy->nvlink + first, s->nbusy * sizeof(bool));
+    memcpy(s->busy_add, busy->add + first, s->nbusy * sizeof(double));
+    return SPSIM_OK;
+}
+
 int
 spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
                    const struct spsim_hardware *hw, const struct spsim_parallel *par,
@@ -275,7 +421,7 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
                    const struct spsim_memory_report *mem, const struct spsim_comm_report *comm,
                    struct spsim_time_report *tr)
 {
-    const struct spsim_model_shape *m = &model->shape;
+    (void)model;
     double t_send = 0;
     int rc = pp_send_s(memo, hw, par, le, x, comm, &t_send);
     if (rc)
@@ -286,7 +432,7 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
     const double replayed_offload[2] = {
         par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : (double)x->lps,
         offload_exposed(hw, par, le, x, tr)};
-    tr->critical_stage = critical_stage(le, x, replayed_offload, &critical, &avg);
+    tr->critical_stage = critical_stage_memo(memo, le, x, replayed_offload, &critical, &avg);
     double mb = (double)x->micro, hidden = 0;
     double p2p_steady = p2p_exposed_s(hw, par, x, crit, t_send, &hidden);
     tr->pp_p2p_hidden_s = mb * hidden;
@@ -301,13 +447,13 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
     tr->pp_p2p_s = mb * p2p_steady;
 
-    double busy_nv = 0, busy_net = 0;
+    struct busy busy = {0};
     double tp_busy = mb * crit->tp_comm + (x->p - 1.0) / x->v * crit->tp_comm;
-    *(le->tp_group.per_domain >= le->tp_group.size ? &busy_nv : &busy_net) += tp_busy;
-    *(comm->pp_tier == SPSIM_TIER_NVLINK ? &busy_nv : &busy_net) += (mb + x->p - 1.0) * p2p;
+    busy_add(&busy, le->tp_group.per_domain >= le->tp_group.size, tp_busy);
+    busy_add(&busy, comm->pp_tier == SPSIM_TIER_NVLINK, (mb + x->p - 1.0) * p2p);
     if (x->c > 1)
-        *(le->layer.cp_network ? &busy_net : &busy_nv) +=
-            mb * crit->cp_comm + (x->p - 1.0) / x->v * crit->cp_comm;
+        busy_add(&busy, !le->layer.cp_network,
+                 mb * crit->cp_comm + (x->p - 1.0) / x->v * crit->cp_comm);
     if (x->moe) {
         /* The MoE layers' token exchanges (in the stage's wall time already). */
         double moe_layers = (double)(crit->layers - rank_dense(x, tr->critical_stage));
@@ -316,27 +462,11 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
         tr->moe_aux_allreduce_s = mb * moe_layers * le->layer.moe_aux_exposed_s;
         if (par->moe_a2a_overlap)
             ep_a2a_overlap(par, le, x, moe_layers, tr);
-        *(le->layer.ep_network ? &busy_net : &busy_nv) +=
-            (mb + (x->p - 1.0) / x->v) * moe_layers * le->layer.ep_comm_s;
+        busy_add(&busy, !le->layer.ep_network,
+                 (mb + (x->p - 1.0) / x->v) * moe_layers * le->layer.ep_comm_s);
     }
-    if ((rc = spsim_dp_exposed(memo, hw, par, le, x, comm, mem, crit, t_send, tr, &busy_nv,
-                               &busy_net)))
+    if ((rc = sync_terms_memo(memo, hw, par, le, x, mem, comm, crit, t_send, tr, &busy)))
         return rc;
-    if (x->moe && (rc = spsim_expert_dp_exposed(memo, hw, par, x, comm, crit, &tr->dp_exposed_s,
-                                                &busy_nv, &busy_net)))
-        return rc;
-    if ((rc = spsim_tied_embedding_sync(memo, hw, m, le, x, tr, &busy_nv, &busy_net)))
-        return rc;
-    if ((le->params_tp_synced | le->params_router_tp_synced) &&
-        (rc = spsim_mla_grad_sync(memo, hw, par, le, x, crit, tr, &busy_nv, &busy_net)))
-        return rc;
-    if (par->dtype == SPSIM_DTYPE_FP8 && par->fp8_recipe == SPSIM_FP8_DELAYED &&
-        (rc = spsim_fp8_amax_sync(memo, hw, le, x, crit, tr, &busy_nv, &busy_net)))
-        return rc;
-    if (x->moe && m->expert_bias &&
-        (rc = spsim_expert_bias_sync(memo, hw, le, x, tr, &busy_nv, &busy_net)))
-        return rc;
-    tr->optimizer_s = spsim_optimizer_step_s(hw, par, x, mem);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
                       (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +
@@ -345,7 +475,7 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
     host_time(hw, le, mb, crit, tr);
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
-    tr->nvlink_busy_s = busy_nv;
-    tr->network_busy_s = busy_net;
+    tr->nvlink_busy_s = busy.nv;
+    tr->network_busy_s = busy.net;
     return SPSIM_OK;
 }

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <gsl/gsl_errno.h>
@@ -126,6 +127,9 @@ spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_
     return isfinite(*seconds) ? SPSIM_OK : SPSIM_ENUMERIC;
 }
 
+/* The sweep shares one layer summary among points that differ only in axes this reads no field
+ * of (sweep.c layer_inert_axes): a field read here that such an axis sets takes it off that
+ * list. */
 void
 spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                         struct spsim_layer_config *cfg)
@@ -325,6 +329,42 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     return rc;
 }
 
+/* A layer's saved bytes as if built with recompute `rec` and modules `rmods`: the builder reads
+ * neither (but MLA's up-projection module, layer.c), only spsim_layer_saved_bytes does. */
+static uint64_t
+saved_as(struct spsim_layer *L, enum spsim_recompute rec, uint32_t rmods, bool offload, bool *ok)
+{
+    struct spsim_layer_config keep = L->cfg;
+    L->cfg.recompute = rec;
+    L->cfg.rmods = rmods;
+    uint64_t bytes = offload ? spsim_layer_offload_bytes(L, ok) : spsim_layer_saved_bytes(L, ok);
+    L->cfg = keep;
+    return bytes;
+}
+
+/* The layer of c's t and sp for c's recompute mode: the evaluated layer `own` when it has them
+ * (and no up-projection module, which the builder reads), else one of the two spares, built once
+ * per (t, sp) (modes of one pair share it: 3 builds a layer evaluation at most, were 7). */
+static struct spsim_layer *
+mode_layer(const struct spsim_model_shape *m, const struct spsim_layer_config *c,
+           struct spsim_layer *own, struct spsim_layer spare[2], bool *ok)
+{
+    if (c->t == own->cfg.t && c->sp == own->cfg.sp && !(own->cfg.rmods & SPSIM_RG_MLA_UP))
+        return own;
+    for (int i = 0; i < 2; i++) {
+        if (spare[i].nops && spare[i].cfg.t == c->t && spare[i].cfg.sp == c->sp)
+            return &spare[i];
+        if (!spare[i].nops) {
+            spsim_layer_build(m, c, &spare[i]);
+            *ok = *ok && spare[i].ok;
+            return &spare[i];
+        }
+    }
+    spsim_layer_build(m, c, &spare[1]); /* a third pair: not among the modes below */
+    *ok = *ok && spare[1].ok;
+    return &spare[1];
+}
+
 static void
 fill_modes(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
            struct spsim_layer_eval *le, bool *ok)
@@ -340,24 +380,23 @@ fill_modes(const struct spsim_model_shape *m, const struct spsim_layer_config *c
         [SPSIM_MODE_TP_SP_SELECTIVE] = {true, true, SPSIM_RECOMPUTE_SELECTIVE},
         [SPSIM_MODE_FULL] = {true, false, SPSIM_RECOMPUTE_FULL},
     };
-    struct spsim_layer tmp;
+    struct spsim_layer spare[2];
+    spare[0].nops = spare[1].nops = 0; /* a built layer has ops: nops 0 marks an empty spare */
     for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
         struct spsim_layer_config c = *cfg;
         c.t = modes[i].tensor ? cfg->t : 1;
         c.sp = modes[i].sp;
         c.recompute = modes[i].rec;
         c.rmods = modes[i].rec == SPSIM_RECOMPUTE_SELECTIVE ? SPSIM_RMOD_CORE_ATTN : 0;
-        spsim_layer_build(m, &c, &tmp);
-        *ok = *ok && tmp.ok;
-        le->act_modes[i] = spsim_layer_saved_bytes(&tmp, ok);
+        struct spsim_layer *L = mode_layer(m, &c, &le->layer.block, spare, ok);
+        le->act_modes[i] = saved_as(L, c.recompute, c.rmods, false, ok);
     }
     struct spsim_layer_config c = *cfg;
     c.recompute = SPSIM_RECOMPUTE_NONE;
     c.rmods = 0;
-    spsim_layer_build(m, &c, &tmp);
-    *ok = *ok && tmp.ok;
-    le->act_no_recompute = spsim_layer_saved_bytes(&tmp, ok);
-    le->offload_bytes = spsim_layer_offload_bytes(&tmp, ok);
+    struct spsim_layer *L = mode_layer(m, &c, &le->layer.block, spare, ok);
+    le->act_no_recompute = saved_as(L, SPSIM_RECOMPUTE_NONE, 0, false, ok);
+    le->offload_bytes = saved_as(L, SPSIM_RECOMPUTE_NONE, 0, true, ok);
 }
 
 static uint64_t
@@ -489,7 +528,7 @@ ub_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     return SPSIM_OK;
 }
 
-/* Schedule, cost and fold a built block. */
+/* Schedule, cost and fold a built block. Without hardware the steps cost nothing. */
 static int
 block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_block_eval *be,
            bool *ok, struct spsim_error *err)
@@ -497,6 +536,8 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
     const struct spsim_layer_config *cfg = &be->block.cfg;
     be->saved_bytes = spsim_layer_saved_bytes(&be->block, ok);
     spsim_schedule_build(&be->block, &be->sched);
+    if (!hw)
+        memset(be->cost, 0, be->sched.nsteps * sizeof(be->cost[0]));
     for (uint32_t i = 0; i < be->sched.nsteps; i++) {
         const struct spsim_step *st = &be->sched.steps[i];
         if (st->coll != SPSIM_COLL_NONE && st->op->kind >= SPSIM_OPK_CP) {
@@ -557,12 +598,29 @@ second_layer(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
     return block_fold(hw, le->tp_group, &le->dense, ok, err);
 }
 
+/* Clear what the evaluation sums into or sets only sometimes, not the op, step and cost tables
+ * (270 kB, each entry written before it is read: block_begin, add_op, spsim_schedule_build,
+ * step_cost), which were zeroed whole for every layer evaluation. */
+static void
+eval_clear(struct spsim_layer_eval *le)
+{
+    struct spsim_block_eval *const blocks[] = {&le->layer, &le->embedding, &le->output, &le->dense,
+                                               &le->mtp};
+    const size_t from = offsetof(struct spsim_block_eval, saved_bytes);
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(blocks); i++) {
+        memset((char *)blocks[i] + from, 0, sizeof(*blocks[i]) - from);
+        blocks[i]->sched.nsteps = 0;
+        blocks[i]->block.nops = 0;
+    }
+    le->dense_no_recompute = 0;
+}
+
 int
 spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
                      const struct spsim_layer_config *cfg, uint64_t padded_vocab,
                      struct spsim_layer_eval *le, struct spsim_error *err)
 {
-    memset(le, 0, sizeof(*le));
+    eval_clear(le);
     struct spsim_layer_config placed;
     if (cfg->dispatcher == SPSIM_MOE_FLEX) { /* the flex group's RDMA domains (moe_flex.c) */
         placed = *cfg;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "megatron_args.h"
 #include "megatron_ftest.h"
 #include "megatron_yaml.h"
 #include "profiles/profiles.h"
@@ -97,6 +98,11 @@ enum flag_id {
     F_SHARDING,
     F_GRAD_FP32,
     F_GRAD_BF16,
+    F_PAO,
+    F_MAIN_GRADS,
+    F_MAIN_PARAMS,
+    F_EXP_AVG,
+    F_EXP_AVG_SQ,
     F_OVERLAP_PARAM,
     F_DISTOPT,
     F_OVERLAP,
@@ -121,6 +127,12 @@ enum flag_id {
     F_BF16_ENDS,
     F_BF16_START,
     F_BF16_END,
+    F_MB_GROUP,
+    F_ACCOUNT_EMB,
+    F_ACCOUNT_LOSS,
+    F_FIRST_LAYERS,
+    F_LAST_LAYERS,
+    F_LAYOUT,
     F_NPROC,
     F_NNODES,
     F_COUNT
@@ -211,6 +223,11 @@ static const struct {
     [F_SHARDING] = {"--data-parallel-sharding-strategy", K_VALUE},
     [F_GRAD_FP32] = {"--accumulate-allreduce-grads-in-fp32", K_SWITCH},
     [F_GRAD_BF16] = {"--grad-reduce-in-bf16", K_SWITCH},
+    [F_PAO] = {"--use-precision-aware-optimizer", K_SWITCH},
+    [F_MAIN_GRADS] = {"--main-grads-dtype", K_VALUE},
+    [F_MAIN_PARAMS] = {"--main-params-dtype", K_VALUE},
+    [F_EXP_AVG] = {"--exp-avg-dtype", K_VALUE},
+    [F_EXP_AVG_SQ] = {"--exp-avg-sq-dtype", K_VALUE},
     [F_OVERLAP_PARAM] = {"--overlap-param-gather", K_SWITCH},
     [F_DISTOPT] = {"--use-distributed-optimizer", K_SWITCH},
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
@@ -237,6 +254,14 @@ static const struct {
     [F_BF16_ENDS] = {"--first-last-layers-bf16", K_SWITCH},
     [F_BF16_START] = {"--num-layers-at-start-in-bf16", K_VALUE},
     [F_BF16_END] = {"--num-layers-at-end-in-bf16", K_VALUE},
+    /* Uneven pipeline stages (arguments.py; transformer_block.py get_num_layers_to_build) */
+    /* model_parallel_config.py microbatch_group_size_per_vp_stage (default pp) */
+    [F_MB_GROUP] = {"--microbatch-group-size-per-virtual-pipeline-stage", K_VALUE},
+    [F_ACCOUNT_EMB] = {"--account-for-embedding-in-pipeline-split", K_SWITCH},
+    [F_ACCOUNT_LOSS] = {"--account-for-loss-in-pipeline-split", K_SWITCH},
+    [F_FIRST_LAYERS] = {"--decoder-first-pipeline-num-layers", K_VALUE},
+    [F_LAST_LAYERS] = {"--decoder-last-pipeline-num-layers", K_VALUE},
+    [F_LAYOUT] = {"--pipeline-model-parallel-layout", K_VALUE},
     /* torchrun (torch/distributed/run.py) */
     [F_NPROC] = {"--nproc_per_node", K_VALUE},
     [F_NNODES] = {"--nnodes", K_VALUE},
@@ -460,23 +485,15 @@ choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
     return flag_error(m, id, "%s is not modelled (spsim models %s)", SPSIM_Q(m->value[id]), list);
 }
 
-/* A flag whose value must be Megatron's default, else spsim would compute something else. */
-static int
-only(const struct mg *m, int id, uint64_t value, const char *why)
-{
-    uint64_t v = 0;
-    int rc = num(m, id, 0, UINT32_MAX, value, &v);
-    if (rc == SPSIM_OK && v != value)
-        return flag_error(m, id, "%s (only %llu is)", why, (unsigned long long)value);
-    return rc;
-}
-
 /* The vocabulary: --vocab-size, else GPT-2's BPE (its vocab and merge files, 50257 tokens:
  * Radford et al. 2019, the GPT-2 tokenizer); spsim reads no tokenizer file. */
 static int
-vocabulary(const struct mg *m, uint32_t *out)
+vocabulary(const struct mg *m, uint32_t *out, uint32_t *divisible_by)
 {
-    int rc = only(m, F_DIVISIBLE, 128, "another vocabulary padding is not modelled");
+    /* The padding multiple (arguments.py default 128; build_tokenizer.py pads to it × tp). */
+    int rc = num32(m, F_DIVISIBLE, 16777216, 128, divisible_by);
+    if (*divisible_by == 128)
+        *divisible_by = 0; /* the model's default, as profiles write it */
     if (rc != SPSIM_OK || m->given[F_VOCAB])
         return rc ? rc : num32(m, F_VOCAB, 16777216, 0, out);
     bool gpt2 = m->given[F_TOKENIZER] ? strcmp(m->value[F_TOKENIZER], "GPT2BPETokenizer") == 0
@@ -650,8 +667,8 @@ positive_coeff(const struct mg *m, int id, bool *on)
 static int
 router_losses(const struct mg *m, struct spsim_model_shape *s)
 {
-    static const char *const types[] = {"none", "aux_loss", "seq_aux_loss", "global_aux_loss",
-                                        NULL};
+    static const char *const types[] = {"none",     "aux_loss", "seq_aux_loss", "global_aux_loss",
+                                        "sinkhorn", NULL}; /* enum spsim_moe_balancing */
     int type = 0;
     bool aux = false;
     int rc;
@@ -660,6 +677,13 @@ router_losses(const struct mg *m, struct spsim_model_shape *s)
         (rc = positive_coeff(m, F_MOE_Z_COEFF, &s->z_loss)))
         return rc;
     s->load_balancing = aux ? (enum spsim_moe_balancing)type : SPSIM_BALANCE_NONE;
+    /* Sinkhorn routes without a loss (router.py asserts "Sinkhorn routing does not support
+     * aux loss."), whatever the coefficient's default. */
+    if (type == SPSIM_BALANCE_SINKHORN && aux)
+        return rule_error(m, F_MOE_AUX_COEFF,
+                          "Sinkhorn routing does not support aux loss (router.py): give 0");
+    if (type == SPSIM_BALANCE_SINKHORN)
+        s->load_balancing = SPSIM_BALANCE_SINKHORN;
     s->expert_bias = m->given[F_MOE_EXPERT_BIAS];
     return SPSIM_OK;
 }
@@ -858,6 +882,32 @@ context_parallel(const struct mg *m, struct spsim_parallel *p)
 
 /* Sharding and gradient buffers: Megatron-FSDP's strategy (optim = the distributed optimizer,
  * optim_grads, optim_grads_params), the gradient reduction's dtype, the parameter gather. */
+/* The precision-aware optimizer (--use-precision-aware-optimizer) and its dtypes, with
+ * Megatron's choices per flag (arguments.py); the rules between them are spsim_parallel_check's. */
+static int
+optimizer_dtypes(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const grads[] = {"fp32", "bf16", NULL}, *const params[] = {"fp32", "fp16",
+                                                                                  NULL};
+    static const char *const moments[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+    static const enum spsim_opt_dtype g_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_BF16},
+                                      p_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_FP16},
+                                      m_as[] = {SPSIM_OPT_FP32, SPSIM_OPT_FP16, SPSIM_OPT_BF16,
+                                                SPSIM_OPT_FP8};
+    int g = 0, w = 0, a = 0, a2 = 0, rc;
+    if ((rc = choice(m, F_MAIN_GRADS, grads, 0, &g)) ||
+        (rc = choice(m, F_MAIN_PARAMS, params, 0, &w)) ||
+        (rc = choice(m, F_EXP_AVG, moments, 0, &a)) ||
+        (rc = choice(m, F_EXP_AVG_SQ, moments, 0, &a2)))
+        return rc;
+    p->precision_aware_optimizer = m->given[F_PAO];
+    p->main_grads_dtype = g_as[g];
+    p->main_params_dtype = p_as[w];
+    p->exp_avg_dtype = m_as[a];
+    p->exp_avg_sq_dtype = m_as[a2];
+    return SPSIM_OK;
+}
+
 static int
 sharding(const struct mg *m, struct spsim_parallel *p)
 {
@@ -875,7 +925,7 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
     p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
     p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
-    return SPSIM_OK;
+    return optimizer_dtypes(m, p);
 }
 
 /* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format, NVFP4 ones with
@@ -1027,6 +1077,31 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
     return SPSIM_OK;
 }
 
+/* Uneven pipeline stages, as the CLI's options of the same names (README "Uneven pipeline
+ * stages"); the engine checks Megatron's rules (one way at a time, divisibility, the layout's
+ * symbols). The layout is kept in `out`, which par.pipeline_layout points into. */
+static int
+uneven_stages(const struct mg *m, struct spsim_megatron_config *out)
+{
+    struct spsim_parallel *p = &out->par;
+    int rc = num32(m, F_MB_GROUP, 1u << 24, 0, &p->microbatch_group);
+    if (rc != SPSIM_OK)
+        return rc;
+    p->account_embedding = m->given[F_ACCOUNT_EMB];
+    p->account_loss = m->given[F_ACCOUNT_LOSS];
+    rc = num32(m, F_FIRST_LAYERS, 65536, 0, &p->first_stage_layers);
+    if (rc == SPSIM_OK)
+        rc = num32(m, F_LAST_LAYERS, 65536, 0, &p->last_stage_layers);
+    if (rc != SPSIM_OK || !m->given[F_LAYOUT])
+        return rc;
+    if (strlen(m->value[F_LAYOUT]) >= sizeof(out->pipeline_layout))
+        return flag_error(m, F_LAYOUT, "longer than %zu characters",
+                          sizeof(out->pipeline_layout) - 1);
+    snprintf(out->pipeline_layout, sizeof(out->pipeline_layout), "%s", m->value[F_LAYOUT]);
+    p->pipeline_layout = out->pipeline_layout;
+    return SPSIM_OK;
+}
+
 static int
 parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_megatron_config *out)
 {
@@ -1050,6 +1125,8 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     p->no_overlap_p2p = m->given[F_NO_OVERLAP_P2P];
     p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP];
     p->moe_a2a_overlap = m->given[F_A2A_OVERLAP];
+    if ((rc = uneven_stages(m, out)))
+        return rc;
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
     if ((rc = cuda_graphs(m, p)))
@@ -1127,7 +1204,7 @@ shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *h
     memset(s, 0, sizeof(*s));
     if ((rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
         (rc = moe_shape(m, s, pattern, has_pattern)) || (rc = mla_shape(m, s)) ||
-        (rc = window_shape(m, s)) || (rc = vocabulary(m, &s->vocab)) ||
+        (rc = window_shape(m, s)) || (rc = vocabulary(m, &s->vocab, &s->vocab_divisible_by)) ||
         (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
         return rc;
     /* The model's positions: --max-position-embeddings, else the sequence. */
@@ -1147,6 +1224,35 @@ model_name(const char *origin, char *buf, size_t cap)
         snprintf(buf, cap, "%.*s", (int)n, base);
 }
 
+/* The configuration of a script's words (spsim_megatron_parse, spsim_megatron_words). */
+static int
+configure(const struct spsim_sh_script *sc, const char *origin, bool yaml,
+          struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
+    struct spsim_model_shape s;
+    char name[128];
+    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
+    bool has_pattern = false;
+    model_name(origin, name, sizeof(name));
+    int rc;
+    if ((rc = collect(&m, sc, yaml)) == SPSIM_OK &&
+        (rc = shape(&m, &s, pattern, &has_pattern)) == SPSIM_OK &&
+        (rc = parallel(&m, &s, out)) == SPSIM_OK) {
+        unused_flags(&m);
+        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
+    }
+    return rc;
+}
+
+int
+spsim_megatron_words(const struct spsim_sh_script *sc, const char *origin,
+                     struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    return configure(sc, origin ? origin : "-", false, out, err);
+}
+
 int
 spsim_megatron_parse(const char *text, size_t len, const char *origin,
                      struct spsim_megatron_config *out, struct spsim_error *err)
@@ -1162,21 +1268,9 @@ spsim_megatron_parse(const char *text, size_t len, const char *origin,
     int rc = ftest  ? spsim_megatron_ftest(text, len, origin, &sc, err)
              : yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
                     : spsim_sh_parse(text, len, origin, &sc, err);
-    yaml = yaml && !ftest;
     if (rc != SPSIM_OK)
         return rc;
-    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
-    struct spsim_model_shape s;
-    char name[128];
-    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
-    bool has_pattern = false;
-    model_name(origin, name, sizeof(name));
-    if ((rc = collect(&m, &sc, yaml)) == SPSIM_OK &&
-        (rc = shape(&m, &s, pattern, &has_pattern)) == SPSIM_OK &&
-        (rc = parallel(&m, &s, out)) == SPSIM_OK) {
-        unused_flags(&m);
-        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
-    }
+    rc = configure(&sc, origin, yaml && !ftest, out, err);
     spsim_sh_free(&sc);
     return rc;
 }

@@ -59,6 +59,8 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
     emit(o, "    --attention-dropout %s \\\n    --hidden-dropout %s \\\n", p, p);
     /* NullTokenizer takes its size from --vocab-size (megatron/core/tokenizers). */
     emit(o, "    --tokenizer-type NullTokenizer \\\n    --vocab-size %u \\\n", s->vocab);
+    if (s->vocab_divisible_by && s->vocab_divisible_by != 128)
+        emit(o, "    --make-vocab-size-divisible-by %u \\\n", s->vocab_divisible_by);
 }
 
 /* Which layers are MoE: --moe-layer-freq N when the rule is Megatron's alone, else the list as
@@ -93,8 +95,10 @@ router_loss_flags(struct out *o, const struct spsim_model_shape *s)
         [SPSIM_BALANCE_SEQ_AUX_LOSS] = "seq_aux_loss",
         [SPSIM_BALANCE_GLOBAL_AUX_LOSS] = "global_aux_loss",
     };
-    /* none: Megatron's default coefficient 0.0 turns the loss off */
-    if (s->load_balancing != SPSIM_BALANCE_NONE)
+    /* none: Megatron's default coefficient 0.0 turns the loss off; Sinkhorn has no loss */
+    if (s->load_balancing == SPSIM_BALANCE_SINKHORN)
+        emit(o, "    --moe-router-load-balancing-type sinkhorn \\\n");
+    else if (s->load_balancing != SPSIM_BALANCE_NONE)
         emit(o, "    --moe-router-load-balancing-type %s \\\n    --moe-aux-loss-coeff 1e-2 \\\n",
              types[s->load_balancing]);
     if (s->z_loss)
@@ -194,6 +198,13 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
                                     : "--grad-reduce-in-bf16");
     if (p->overlap_param_gather)
         emit(o, "    --overlap-param-gather \\\n");
+    if (p->precision_aware_optimizer)
+        emit(o,
+             "    --use-precision-aware-optimizer \\\n    --main-grads-dtype %s \\\n"
+             "    --main-params-dtype %s \\\n    --exp-avg-dtype %s \\\n"
+             "    --exp-avg-sq-dtype %s \\\n",
+             spsim_opt_dtype_name(p->main_grads_dtype), spsim_opt_dtype_name(p->main_params_dtype),
+             spsim_opt_dtype_name(p->exp_avg_dtype), spsim_opt_dtype_name(p->exp_avg_sq_dtype));
 }
 
 static void
@@ -234,6 +245,26 @@ graph_flags(struct out *o, const struct spsim_parallel *p)
     emit(o, " \\\n");
 }
 
+/* Uneven pipeline stages: the first/last ranks' layers, the embedding and loss accounted, or a
+ * layout (its text quoted: '|', '(' and '*' are the shell's). */
+static void
+uneven_flags(struct out *o, const struct spsim_parallel *p)
+{
+    if (p->first_stage_layers)
+        emit(o, "    --decoder-first-pipeline-num-layers %u \\\n", p->first_stage_layers);
+    if (p->last_stage_layers)
+        emit(o, "    --decoder-last-pipeline-num-layers %u \\\n", p->last_stage_layers);
+    if (p->account_embedding)
+        emit(o, "    --account-for-embedding-in-pipeline-split \\\n");
+    if (p->account_loss)
+        emit(o, "    --account-for-loss-in-pipeline-split \\\n");
+    if (p->pipeline_layout)
+        emit(o, "    --pipeline-model-parallel-layout '%s' \\\n", p->pipeline_layout);
+    if (p->microbatch_group)
+        emit(o, "    --microbatch-group-size-per-virtual-pipeline-stage %u \\\n",
+             p->microbatch_group);
+}
+
 static void
 parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct spsim_parallel *p)
 {
@@ -241,10 +272,12 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
     emit(o, "    --pipeline-model-parallel-size %u \\\n", p->pp);
     context_flags(o, p);
     expert_flags(o, s, p);
-    if (p->vpp > 1 && p->pp && s->layers % (p->pp * p->vpp) == 0)
+    uneven_flags(o, p);
+    bool vpp = p->vpp > 1 && !p->pipeline_layout; /* a layout gives vpp */
+    if (vpp && p->pp && s->layers % (p->pp * p->vpp) == 0)
         emit(o, "    --num-layers-per-virtual-pipeline-stage %u \\\n",
              s->layers / (p->pp * p->vpp));
-    else if (p->vpp > 1)
+    else if (vpp)
         emit(o, "    --num-virtual-stages-per-pipeline-rank %u \\\n", p->vpp);
     if (p->sp)
         emit(o, "    --sequence-parallel \\\n");

@@ -147,13 +147,14 @@ read_latency(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
 }
 
 static int read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw);
+static int read_gpu_rest(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw);
+static int read_board_power(const struct spsim_jctx *c, const cJSON *gpu,
+                            struct spsim_hardware *hw);
 static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
                               struct spsim_hardware *hw);
 
-static int
-read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
-{
-    static const char *const keys[] = {"model",
+/* The keys of a profile's gpu object (doc/profiles.md). */
+static const char *const gpu_keys[] = {"model",
                                        "peak_dense_tflops",
                                        "gemm_achievable_tflops",
                                        "sm_count",
@@ -169,12 +170,17 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "nccl_buffers_per_communicator_MiB",
                                        "allocator_fragmentation",
                                        "sustained_clock",
+                                       "board_power_W",
                                        NULL};
+
+static int
+read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
     const cJSON *peak = NULL, *ach = NULL;
     const char *model = NULL;
     double sm = 0, cap = 0;
     int rc;
-    if ((rc = spsim_json_check_keys(c, gpu, "gpu", keys)) ||
+    if ((rc = spsim_json_check_keys(c, gpu, "gpu", gpu_keys)) ||
         (rc = spsim_json_get_string(c, gpu, "gpu", "model", true, true, &model)) ||
         (rc = spsim_json_get_object(c, gpu, "gpu", "peak_dense_tflops", true, &peak)) ||
         (rc = spsim_json_check_keys(c, peak, "gpu.peak_dense_tflops", spsim_dtype_names)) ||
@@ -224,12 +230,23 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     hw->gemm_epilogue_serial = epilogue == 1;
     hw->flash_flops = flash * 1e12;
     hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
+    hw->hbm_marketed_bytes = hw->hbm_capacity_bytes;
     hw->hbm_Bps = bw * 1e9;
     hw->hbm_achievable_Bps = bw_ach * 1e9;
     hw->gpu_model = spsim_strdup(model);
     if (!hw->gpu_model)
         return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
-    return (rc = read_memory_limits(c, gpu, hw)) ? rc : read_clock(c, gpu, hw);
+    return read_gpu_rest(c, gpu, hw);
+}
+
+/* The optional gpu fields: memory limits, clock and board power. */
+static int
+read_gpu_rest(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    int rc;
+    if ((rc = read_memory_limits(c, gpu, hw)) || (rc = read_clock(c, gpu, hw)))
+        return rc;
+    return read_board_power(c, gpu, hw);
 }
 
 /* What the GPU reports and what is not available to tensors (doc/profiles.md, "Memory"); every
@@ -290,6 +307,21 @@ read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *
     if (sustained > 0)
         hw->clock_scale = sustained / boost;
     return SPSIM_OK;
+}
+
+/* gpu.board_power_W: the vendor's maximum board power (TDP, TGP or per-GPU maximum) for the
+ * energy of a run (spsim_train_plan); optional, and {"value": null, "source": WHY} where no source
+ * gives it, so that energy is refused with that reason. */
+static int
+read_board_power(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    const char *why = NULL;
+    int rc = spsim_json_get_sourced_or_null(c, gpu, "gpu", "board_power_W", 1, 1e5,
+                                            &hw->board_power_W, &why);
+    if (rc || !why)
+        return rc;
+    hw->board_power_unsourced = spsim_strdup(why);
+    return hw->board_power_unsourced ? SPSIM_OK : spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
 }
 
 /* Read the measured GEMM points; the engine derives its rate table from them. */
@@ -573,6 +605,7 @@ spsim_hardware_destroy(struct spsim_hardware *hw)
     free(hw->name);
     free(hw->description);
     free(hw->gpu_model);
+    free(hw->board_power_unsourced);
     free(hw);
 }
 
@@ -588,6 +621,7 @@ spsim_hardware_get_info(const struct spsim_hardware *hw, struct spsim_hardware_i
     info->gemm_achievable_tflops_bf16 = hw->gemm_achievable_flops[SPSIM_DTYPE_BF16] / 1e12;
     info->sm_count = hw->sm_count;
     info->hbm_capacity_bytes = hw->hbm_capacity_bytes;
+    info->hbm_marketed_bytes = hw->hbm_marketed_bytes;
     info->hbm_bandwidth_GBps = hw->hbm_Bps / 1e9;
     info->hbm_achievable_GBps = hw->hbm_achievable_Bps / 1e9;
     info->gpus_per_node = hw->gpus_per_node;
@@ -599,4 +633,6 @@ spsim_hardware_get_info(const struct spsim_hardware *hw, struct spsim_hardware_i
     info->nic_line_rate_Gbit_s = hw->nic_line_Bps * 8.0 / 1e9;
     info->nic_achievable_GBps = hw->nic_achievable_Bps / 1e9;
     info->calibrated = hw->calibrated;
+    info->board_power_W = hw->board_power_W;
+    info->board_power_unsourced = hw->board_power_unsourced;
 }

@@ -318,6 +318,27 @@ spsim_json_get_sourced(const struct spsim_jctx *c, const cJSON *obj, const char 
 }
 
 int
+spsim_json_get_sourced_or_null(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
+                               const char *key, double min, double max, double *out,
+                               const char **unsourced)
+{
+    char path[160];
+    const cJSON *v = NULL;
+    const char *src = NULL;
+    *unsourced = NULL;
+    int rc =
+        open_sourced(c, obj, prefix, key, false, "NUMBER or null", path, sizeof(path), &v, &src);
+    if (rc != SPSIM_OK || !v)
+        return rc;
+    if (cJSON_IsNull(member(v, "value"))) {
+        *out = 0;
+        *unsourced = src;
+        return SPSIM_OK;
+    }
+    return spsim_json_get_double(c, v, path, "value", true, min, max, out);
+}
+
+int
 spsim_json_get_sourced_enum(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
                             const char *key, bool required, const char *const *names, int *out,
                             const char **source)

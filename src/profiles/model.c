@@ -78,6 +78,8 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_u32(c, root, NULL, "head_dim", false, 1, MAX_HIDDEN, &m->head_dim)) ||
         (rc = spsim_json_get_u32(c, root, NULL, "ffn_hidden", true, 1, MAX_FFN, &m->ffn_hidden)) ||
         (rc = spsim_json_get_u32(c, root, NULL, "vocab", true, 1, MAX_VOCAB, &m->vocab)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "vocab_divisible_by", false, 1, MAX_VOCAB,
+                                 &m->vocab_divisible_by)) ||
         (rc = spsim_json_get_u32(c, root, NULL, "seq_len", true, 1, MAX_SEQ, &m->seq_len)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "mlp", true, mlp_names, &mlp)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "norm", true, norm_names, &norm)) ||
@@ -152,6 +154,7 @@ static const char *const model_keys[] = {"schema",
                                          "head_dim",
                                          "ffn_hidden",
                                          "vocab",
+                                         "vocab_divisible_by",
                                          "seq_len",
                                          "mlp",
                                          "norm",
@@ -272,8 +275,10 @@ spsim_model_get_shape(const struct spsim_model *model)
 uint64_t
 spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp)
 {
-    /* Megatron pads to a multiple of make_vocab_size_divisible_by (default 128) × TP size. */
-    uint64_t multiple = 128ull * (tp ? tp : 1);
+    /* Megatron pads to a multiple of make_vocab_size_divisible_by (default 128) × TP size
+     * (megatron/core/tokenizers/utils/build_tokenizer.py vocab_size_with_padding). */
+    uint32_t by = model->shape.vocab_divisible_by ? model->shape.vocab_divisible_by : 128;
+    uint64_t multiple = (uint64_t)by * (tp ? tp : 1);
     uint64_t v = model->shape.vocab;
     return (v + multiple - 1) / multiple * multiple;
 }

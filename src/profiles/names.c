@@ -47,6 +47,10 @@ const char *const spsim_moe_routing_names[SPSIM_MOE_ROUTING_COUNT + 1] = {"rando
 const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1] = {"delayed", "current",
                                                                         "mxfp8", "blockwise", NULL};
 
+/* The precision-aware optimizer's dtypes (Megatron arguments.py dtype_map; fp8 = torch.uint8). */
+const char *const spsim_opt_dtype_names[SPSIM_OPT_DTYPE_COUNT + 1] = {"fp32", "fp16", "bf16", "fp8",
+                                                                      NULL};
+
 /* Megatron's --cuda-graph-impl values and its --cuda-graph-scope (--cuda-graph-modules) names
  * (arguments.py, transformer_config.py CudaGraphModule), in enum order. */
 const char *const spsim_cuda_graph_impl_names[SPSIM_CUDA_GRAPH_IMPL_COUNT + 1] = {
@@ -126,6 +130,21 @@ spsim_fp8_recipe_parse(const char *name, enum spsim_fp8_recipe *out)
         rc = find_name(spsim_fp8_recipe_names, SPSIM_FP8_RECIPE_COUNT, name, out ? &i : NULL);
     if (rc == SPSIM_OK && out)
         *out = (enum spsim_fp8_recipe)i;
+    return rc;
+}
+
+const char *
+spsim_opt_dtype_name(enum spsim_opt_dtype d)
+{
+    return (unsigned)d < SPSIM_OPT_DTYPE_COUNT ? spsim_opt_dtype_names[d] : "?";
+}
+
+int
+spsim_opt_dtype_parse(const char *name, enum spsim_opt_dtype *out)
+{
+    int i = 0, rc = find_name(spsim_opt_dtype_names, SPSIM_OPT_DTYPE_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK && out)
+        *out = (enum spsim_opt_dtype)i;
     return rc;
 }
 

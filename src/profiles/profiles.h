@@ -18,6 +18,7 @@ extern const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT +
 extern const char *const spsim_moe_flex_backend_names[SPSIM_FLEX_BACKEND_COUNT + 1];
 extern const char *const spsim_moe_routing_names[SPSIM_MOE_ROUTING_COUNT + 1];
 extern const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1];
+extern const char *const spsim_opt_dtype_names[SPSIM_OPT_DTYPE_COUNT + 1];
 extern const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1];
 extern const char *const spsim_recompute_method_names[SPSIM_RECOMPUTE_METHOD_COUNT + 1];
 extern const char *const spsim_recompute_module_names[SPSIM_RMOD_COUNT_ + 1];
@@ -117,6 +118,7 @@ struct spsim_hardware {
     double clock_scale; /* sustained / boost SM clock (gpu.sustained_clock); 1 = as measured */
     uint32_t sm_count;
     uint64_t hbm_capacity_bytes;   /* what the GPU reports (hbm_reported_MiB), else the GB figure */
+    uint64_t hbm_marketed_bytes;   /* hbm_capacity_GB · 1e9, the size the GPU is sold as */
     uint64_t reserved_fixed_bytes; /* CUDA context + cuBLAS workspace */
     uint64_t nccl_comm_bytes;      /* NCCL buffers of one communicator */
     double allocator_fragmentation;
@@ -154,6 +156,14 @@ struct spsim_hardware {
      * the ring loops' local-only tails it already holds are not counted twice
      * (engine/collective_model.c spsim_ring_tail_extra_s). */
     enum spsim_ring_basis ring_measured_on;
+    /* gpu.board_power_W: the vendor's maximum board power per GPU, W; 0 = none. When the profile
+     * marks it unsourced ({"value": null}), board_power_unsourced holds its reason (owned). */
+    double board_power_W;
+    char *board_power_unsourced;
+    /* Derived, not read: the NCCL tuning tables' GPU architecture (engine/nccl_tuning.c) plus 1,
+     * resolved from gpu_model once by spsim_hardware_prepare; 0: not resolved (a profile built
+     * in code), looked up from gpu_model at each use. */
+    uint8_t nccl_arch_plus1;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.

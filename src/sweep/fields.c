@@ -87,6 +87,12 @@ cuda_graph_scope_name(int v)
 }
 
 static const char *
+opt_dtype_name(int v)
+{
+    return spsim_opt_dtype_name((enum spsim_opt_dtype)v);
+}
+
+static const char *
 tier_name(int v)
 {
     return spsim_tier_name((enum spsim_tier)v);
@@ -144,6 +150,11 @@ static const struct spsim_field fields[] = {
     F("config.first_last_layers_bf16", BOOL, config.first_last_layers_bf16),
     F("config.bf16_layers_start", U32, config.bf16_layers_start),
     F("config.bf16_layers_end", U32, config.bf16_layers_end),
+    F("config.precision_aware_optimizer", BOOL, config.precision_aware_optimizer),
+    E("config.main_grads_dtype", config.main_grads_dtype, opt_dtype_name),
+    E("config.main_params_dtype", config.main_params_dtype, opt_dtype_name),
+    E("config.exp_avg_dtype", config.exp_avg_dtype, opt_dtype_name),
+    E("config.exp_avg_sq_dtype", config.exp_avg_sq_dtype, opt_dtype_name),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
