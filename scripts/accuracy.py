@@ -150,6 +150,11 @@ def dp_args(row, s):
         args.append("--overlap-param-gather")
     if s.get("grad_reduce_in_fp32") == "False":
         args.append("--grad-reduce-in-bf16")
+    # MixedPrecisionConfig.fp8_param_gather as the row's precision preset sets it
+    # (bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed: True; NVFP4: False;
+    # some builders amend it): the FP8 tensors are the parameters, gathered in FP8.
+    if s.get("fp8_param_gather") == "True":
+        args.append("--fp8-param-gather")
     return args
 
 
@@ -224,7 +229,19 @@ def command_for(maps, row, s):
         # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
         # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
         argv.append("--use-precision-aware-optimizer")
-    return argv + ["--format", "json"], None
+    return argv + nemo_2407_args(row) + ["--format", "json"], None
+
+
+def nemo_2407_args(row):
+    """NeMo 24.07 ran Transformer Engine's attention with cuDNN's FusedAttention turned off:
+    NVIDIA/NeMo-Framework-Launcher at tag 24.07, launcher_scripts/conf/config.yaml env_vars
+    `NVTE_FUSED_ATTN: 0  # Disable cudnn FA until we've tested it more` (removed by 04b8d098,
+    after the tag), so TE's DotProductAttention runs FlashAttention (flash-attn, NVTE_FLASH_ATTN
+    on by default) for every model, GPT-3's too (its training configs: mcore_gpt and
+    transformer_engine True)."""
+    if row["container"] != "24.07":
+        return []
+    return ["--flash-attn", "--attention-backend", "flash"]
 
 
 def run_spsim(spsim, argv, env):
@@ -528,11 +545,15 @@ or the distributed optimizer, overlapped gradient reduction and parameter gather
 DDP config; off where the builder turns it off), 16-bit gradient reduction
 (`grad_reduce_in_fp32 = False`), the precision-aware optimizer for bf16 runs (its dtypes at
 Megatron's fp32 defaults), CUDA graphs, TP communication overlap (userbuffers; off for
-NVFP4), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
+NVFP4), FP8 parameters (`fp8_param_gather` of the precision preset: on for FP8 current scaling and
+MXFP8, `--fp8-param-gather`), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
 compared are Megatron-Bridge's (causal attention at half: spsim's `tflops_per_gpu_megatron`) and,
 for the NeMo 24.07 rows, whole attention (spsim's `tflops_per_gpu`, Korthikanti et al. Eq. 7),
-as the development set's README (1.0.2) establishes. NeMo 24.07's recipes are not in the mirrors:
-its rows run with the page's values and Bridge's defaults above, FP8 as delayed scaling.
+as the development set's README (1.0.2) establishes. NeMo 24.07's rows run with the page's values
+and Bridge's defaults above, FP8 as delayed scaling, and FlashAttention: NeMo-Framework-Launcher's
+24.07 `config.yaml` turns cuDNN's fused attention off (`NVTE_FUSED_ATTN: 0`), so TE runs flash-attn
+(`--flash-attn --attention-backend flash`); the page's parallel mappings are not those of the
+launcher's training configs, whose other settings are therefore not read.
 Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
 26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
 better figure. spsim counts Bridge's current formula (flop_utils.py at 067f987, used from 26.06 on:

@@ -74,6 +74,11 @@ moe-aux-in-cp-line@src/engine/timing.c@s|(st->op->moe_aux ? |(false ? |
 moe-expert-bias-bytes-halved@src/engine/dp_time.c@s|double bytes = 4.0 \* (double)x->model->shape.experts|double bytes = 2.0 * (double)x->model->shape.experts|
 moe-expert-bias-dropped@src/engine/dp_time.c@s|tr->moe_expert_bias_allreduce_s = e.time_s;|tr->moe_expert_bias_allreduce_s = 0 * e.time_s;|
 moe-expert-bias-not-in-iteration@src/engine/pipeline_time.c@s|tr->moe_aux_allreduce_s + tr->moe_expert_bias_allreduce_s;|tr->moe_aux_allreduce_s;|
+sustained-gemm-ignored@src/engine/hardware_view.c@s|    hw->clock_scale = hi;|    hw->clock_scale = 1.0 + 0 * hi;|
+sustained-gemm-model-halved@src/engine/hardware_view.c@s|        \*sum += s;|        *sum += 0.5 * s;|
+attention-table-ignored@src/engine/timing.c@s|    if (!hw->attention \|\| cfg->attn_backend == SPSIM_ATTN_FLASH|    if (1 \|\| !hw->attention \|\| cfg->attn_backend == SPSIM_ATTN_FLASH|
+attention-interpolation-halved@src/engine/timing.c@s|(hi_r - lo_r) \* log(seq / lo_s)|0.5 * (hi_r - lo_r) * log(seq / lo_s)|
+attention-window-share-halved@src/engine/layer.c@s|op->flash_window_flops = share \* windowed;|op->flash_window_flops = 0.5 * share * windowed;|
 moe-global-aux-without-dp@src/engine/layer.c@s|(global ? cfg->aux_dp : 1)|(global ? 1 : 1)|
 moe-expert-bias-group-without-dp@src/engine/dp_time.c@s|uint64_t group = x->t \* x->dc, routers|uint64_t group = x->t * x->c, routers|
 moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|

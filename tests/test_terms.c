@@ -72,6 +72,28 @@ terms_hw(void)
     return hw;
 }
 
+/* terms-hw with `member` (a JSON member and its trailing comma) added to its gpu section. */
+static struct spsim_hardware *
+terms_hw_with(const char *member)
+{
+    char path[4096];
+    FILE *fp = fopen(terms_path(path, sizeof(path), "terms-hw"), "rb");
+    ck_assert_ptr_nonnull(fp);
+    char *text = calloc(1, 1 << 16);
+    ck_assert_ptr_nonnull(text);
+    size_t len = fread(text, 1, (1 << 16) - 1, fp);
+    fclose(fp);
+    const char *at = strstr(text, "\"gpu\": {") + strlen("\"gpu\": {");
+    size_t head = (size_t)(at - text), size = len + strlen(member) + 2;
+    char *joined = malloc(size);
+    ck_assert_ptr_nonnull(joined);
+    snprintf(joined, size, "%.*s %s%s", (int)head, text, member, at);
+    struct spsim_hardware *hw = testutil_hardware_text(joined);
+    free(joined);
+    free(text);
+    return hw;
+}
+
 static struct spsim_parallel
 config(uint32_t tp, uint32_t pp, uint32_t vpp, uint32_t dp, uint64_t micro)
 {
@@ -277,6 +299,71 @@ START_TEST(one_gpu_forward_backward_optimizer)
     ck_assert_uint_eq(r.memory.weights_bytes, (uint64_t)(2 * P));
     ck_assert_uint_eq(r.memory.gradients_bytes, (uint64_t)(4 * P));
     ck_assert_uint_eq(r.memory.optimizer_bytes, (uint64_t)(12 * P));
+}
+END_TEST
+
+/* Fused attention measured at d = 128 for 512 and 2048 keys (60 / 40 and 90 / 60 TFLOP/s
+ * forward / backward) and with a 256-key window (10 / 20 at 1024): s = 1024 lies halfway
+ * between the whole rows in log(seq), 75 forward and 50 backward. */
+#define FUSED_TABLE                                                                                \
+    "\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128, 128, 512, "  \
+    "0, 60, 40], [128, 128, 2048, 0, 90, 60], [128, 128, 1024, 256, 10, 20]]},"
+
+static struct spsim_result
+run_on(const struct spsim_model *m, struct spsim_hardware *hw, const struct spsim_parallel *p)
+{
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "%s", err.message);
+    return r;
+}
+
+START_TEST(fused_attention_rates)
+{
+    /* One GPU, 2 micro-batches: the whole-layer forward (and backward) of the fused rows
+     * replaces flash's F/50e12 (2.5F/50e12) with F/75e12 (2.5F/50e12), per layer and
+     * micro-batch; auto takes the table where the profile has one, flash keeps flash's rate. */
+    struct spsim_model *m = terms_model();
+    struct spsim_hardware *plain = terms_hw(), *fused = terms_hw_with(FUSED_TABLE);
+    struct spsim_parallel p = config(1, 1, 1, 1, 2);
+    struct dims x = dims_of(1, false, 1);
+    double F = flash_flops(x);
+    struct spsim_result base = run_on(m, plain, &p), aut = run_on(m, fused, &p);
+    EQ(aut.time.forward_s, base.time.forward_s - 2 * L * F * (1 / FLASH - 1 / 75e12));
+    EQ(aut.time.backward_s, base.time.backward_s - 2 * L * 2.5 * F * (1 / FLASH - 1 / 50e12));
+    p.attention_backend = SPSIM_ATTN_FUSED;
+    EQ(run_on(m, fused, &p).time.forward_s, aut.time.forward_s);
+    p.attention_backend = SPSIM_ATTN_FLASH;
+    EQ(run_on(m, fused, &p).time.forward_s, base.time.forward_s);
+    /* fused on a profile without the table is refused. */
+    struct spsim_error err = {0};
+    p.attention_backend = SPSIM_ATTN_FUSED;
+    ck_assert_int_eq(spsim_parallel_check(m, plain, &p, NULL, &err), SPSIM_ECONFIG);
+    ck_assert_msg(strstr(err.message, "gpu.attention_table"), "%s", err.message);
+
+    /* A 256-key window on every other layer (--window-attn-skip-freq 2: layers 2, 4, 6, 8
+     * attend fully): the windowed layers' queries see at most 256 keys, 256·257/2 + 768·256
+     * scores per head against the whole layers' s²/2, at the windowed row's 10 / 20 TFLOP/s.
+     * The op is the layers' mean, half of each. */
+    struct spsim_model_shape shape = *spsim_model_get_shape(m);
+    shape.window = 256;
+    shape.window_skip_freq = 2;
+    struct spsim_model *wm = NULL;
+    ck_assert_int_eq(spsim_model_create(&shape, "windowed", &wm, &err), SPSIM_OK);
+    double Fw = 2.0 * a * (256.0 * 257 / 2 + 768.0 * 256) * 2 * d;
+    p.attention_backend = SPSIM_ATTN_AUTO;
+    struct spsim_result win = run_on(wm, fused, &p);
+    EQ(win.time.forward_s,
+       aut.time.forward_s + 2 * L * (0.5 * F / 75e12 + 0.5 * Fw / 10e12 - F / 75e12));
+    EQ(win.time.backward_s,
+       aut.time.backward_s + 2 * L * 2.5 * (0.5 * F / 50e12 + 0.5 * Fw / 20e12 - F / 50e12));
+    /* On flash's kernels the windowed half is cheaper by its FLOPs alone. */
+    p.attention_backend = SPSIM_ATTN_FLASH;
+    EQ(run_on(wm, fused, &p).time.forward_s, base.time.forward_s + 2 * L * 0.5 * (Fw - F) / FLASH);
+    spsim_model_destroy(wm);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(plain);
+    spsim_hardware_destroy(fused);
 }
 END_TEST
 
@@ -734,6 +821,7 @@ terms_suite(void)
     TCase *tc = tcase_create("hand");
     tcase_add_test(tc, one_gpu_forward_backward_optimizer);
     tcase_add_test(tc, one_gpu_activation_memory);
+    tcase_add_test(tc, fused_attention_rates);
     tcase_add_test(tc, recomputation);
     tcase_add_test(tc, rmsnorm_moves_layernorm_bytes);
     tcase_add_test(tc, tp_exposed_with_sp);

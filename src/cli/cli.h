@@ -234,6 +234,7 @@ enum cli_config_opt {
     OPT_SEQ,
     OPT_FLASH,
     OPT_NO_FLASH,
+    OPT_ATTN_BACKEND,
     OPT_DISTOPT,
     OPT_NO_DISTOPT,
     OPT_OVERLAP_GRAD,
@@ -319,6 +320,9 @@ enum cli_config_opt {
     "  --seq N                sequence length (default: the model's seq_len)\n"                    \
     "  --flash-attn, --no-flash-attn\n"                                                            \
     "                         attention kernel (default: the model's 'attention' field)\n"         \
+    "  --attention-backend B  flash attention's kernels: auto (default: TE's FusedAttention\n"     \
+    "                         where the profile measures it, gpu.attention_table), flash\n"        \
+    "                         (FlashAttention, gpu.flash_attention_tflops) or fused (cuDNN)\n"     \
     "  --distributed-optimizer, --no-distributed-optimizer\n"                                      \
     "                         shard optimizer state over dp (default off)\n"                       \
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \

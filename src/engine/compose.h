@@ -201,12 +201,17 @@ memo_bits(double v)
     return bits;
 }
 
-#define SPSIM_CRIT_MEMO_KEY   6
-#define SPSIM_CRIT_MEMO_BITS  6
-#define SPSIM_CRIT_MEMO_SLOTS (1u << SPSIM_CRIT_MEMO_BITS)
-#define SPSIM_SYNC_MEMO_KEY   24
-#define SPSIM_SYNC_MEMO_BITS  7
-#define SPSIM_SYNC_MEMO_SLOTS (1u << SPSIM_SYNC_MEMO_BITS)
+#define SPSIM_CRIT_MEMO_KEY    6
+#define SPSIM_CRIT_MEMO_BITS   6
+#define SPSIM_CRIT_MEMO_SLOTS  (1u << SPSIM_CRIT_MEMO_BITS)
+#define SPSIM_MEM_MEMO_KEY     14
+#define SPSIM_MEM_MEMO_HASHED  8
+#define SPSIM_MEM_MEMO_BITS    6
+#define SPSIM_MEM_MEMO_SLOTS   (1u << SPSIM_MEM_MEMO_BITS)
+#define SPSIM_SYNC_MEMO_KEY    24
+#define SPSIM_SYNC_MEMO_HASHED 8 /* the words of the key the slot is chosen by */
+#define SPSIM_SYNC_MEMO_BITS   7
+#define SPSIM_SYNC_MEMO_SLOTS  (1u << SPSIM_SYNC_MEMO_BITS)
 
 /*
  * The composition's memos, one per sweep worker (spsim_coll_memo_create). Remembered collective
@@ -239,12 +244,20 @@ struct spsim_coll_memo {
         double avg;
         struct stage_time crit;
     } crit[SPSIM_CRIT_MEMO_SLOTS];
+    /* The memory report of an even split (memory.c spsim_compose_memory). */
+    struct spsim_mem_memo_slot {
+        bool used;
+        uint64_t key[SPSIM_MEM_MEMO_KEY];
+        struct spsim_parallel par; /* the whole configuration but its batch */
+        struct spsim_memory_report mem;
+    } mem[SPSIM_MEM_MEMO_SLOTS];
     /* The data-parallel and synchronisation terms of an iteration (pipeline_time.c
      * sync_terms_memo): their lines and their additions to the links' busy time, in order. */
     struct spsim_sync_memo_slot {
         bool used;
         uint32_t dp_buckets, nbusy;
         uint64_t key[SPSIM_SYNC_MEMO_KEY];
+        struct spsim_parallel par; /* the whole configuration but its batch (sync_key) */
         double dp_exposed_s, param_gather_exposed_s, tied_embedding_allreduce_s,
             fp8_amax_allreduce_s, moe_expert_bias_allreduce_s, optimizer_s;
         bool busy_nvlink[SPSIM_BUSY_LOG];
@@ -252,10 +265,12 @@ struct spsim_coll_memo {
     } sync[SPSIM_SYNC_MEMO_SLOTS];
 };
 
-/* Memory per GPU (memory.c): the stages' weights, gradients, optimizer state and activations. */
-int spsim_compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
-                         const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-                         const struct shape *x, struct spsim_memory_report *mem, bool *ok);
+/* Memory per GPU (memory.c): the stages' weights, gradients, optimizer state and activations
+ * (through the memo when there is one). */
+int spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shape *m,
+                         const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                         const struct spsim_layer_summary *le, const struct shape *x,
+                         struct spsim_memory_report *mem, bool *ok);
 
 /* Communication volumes (comm.c): TP, CP, EP, DP and PP bytes per rank and their tiers. */
 void spsim_compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,

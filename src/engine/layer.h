@@ -64,8 +64,15 @@ struct spsim_op {
     enum spsim_gemm_role role;
     uint64_t m, n, k, batch;
     double bias_grad_bytes; /* GEMM with its bias in the epilogue: the bias-gradient reduction */
-    /* FLASH: causal attention computes half of the s×s score matrix. */
-    double flash_fwd_flops;
+    /* FLASH: causal attention computes half of the s×s score matrix. With sliding windows
+     * (layers whose queries see at most `window` keys) the op is the layers' mean: its forward
+     * FLOPs hold the windowed layers' share (flash_window_flops) at their smaller work. The
+     * head dimensions, the keys a query sees at most (seq: s, or s/c per CP ring step) and the
+     * window pick the measured fused-attention rate (timing.c attention_rate); the CP ring op
+     * beside it carries the same. */
+    double flash_fwd_flops, flash_window_flops;
+    uint32_t attn_dqk, attn_dv, attn_window;
+    uint64_t attn_seq;
     /* MEMORY: bytes moved through HBM forward and backward. */
     double fwd_bytes, bwd_bytes;
     /* COMM: the operator and the collective it issues in each direction. */
@@ -117,6 +124,7 @@ struct spsim_layer_config {
     uint32_t t; /* tensor parallel size */
     bool sp;
     bool flash;
+    enum spsim_attention_backend attn_backend; /* flash's kernels (auto: TE's choice) */
     bool tp_comm_overlap; /* TE userbuffers on this block's TP collectives (sp, t > 1) */
     enum spsim_recompute recompute;
     uint32_t rmods; /* selective: the modules recomputed (enum spsim_rgroup bits); else 0 */

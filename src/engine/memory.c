@@ -418,10 +418,10 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
     }
 }
 
-int
-spsim_compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
-                     const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-                     const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+static int
+compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+               const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+               const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
     activation_memory(par, le, x, mem, ok);
     parameter_memory(m, le, x, mem, ok);
@@ -434,5 +434,62 @@ spsim_compose_memory(const struct spsim_model_shape *m, const struct spsim_hardw
         mem->headroom_bytes = (int64_t)mem->capacity_bytes - (int64_t)mem->total_bytes;
         mem->fits = mem->total_bytes <= mem->capacity_bytes;
     }
+    return SPSIM_OK;
+}
+
+/*
+ * compose_memory() through the memo, for an even split of one kind of layer. Beside the summary
+ * (and through it the model and hardware) and the shape, the memory reads the whole
+ * configuration but its batch, and the batch only as the micro-batches in flight (x->held,
+ * inflight_chunks, embedding_inflight: a use of x->micro elsewhere in this file joins the key),
+ * which stop growing once the pipeline is full, so that larger batches share one report.
+ */
+int
+spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shape *m,
+                     const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                     const struct spsim_layer_summary *le, const struct shape *x,
+                     struct spsim_memory_report *mem, bool *ok)
+{
+    if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16)
+        return compose_memory(m, hw, par, le, x, mem, ok);
+    /* The settings that vary inside a sweep's innermost axes come first: the slot is chosen
+     * by the first words. */
+    const uint64_t key[SPSIM_MEM_MEMO_KEY] = {
+        le->id,
+        (uint64_t)par->zero | (uint64_t)par->distributed_optimizer << 8 |
+            (uint64_t)par->overlap_grad_reduce << 9 | (uint64_t)par->overlap_param_gather << 10 |
+            (uint64_t)(par->grad_reduce_in_fp32 + 1) << 12 | (uint64_t)par->dtype << 16 |
+            (uint64_t)par->recompute << 24 | (uint64_t)par->recompute_method << 28 |
+            (uint64_t)par->offload_layers << 32,
+        x->p | x->v << 32,
+        x->held[0],
+        x->held[2],
+        inflight_chunks(x, 0) | inflight_chunks(x, x->p - 1) << 32,
+        embedding_inflight(x),
+        x->dc,
+        x->lps | x->lpc << 32,
+        x->held[1],
+        x->edp,
+        x->t | x->c << 32,
+        x->ep_group,
+        x->L | (uint64_t)x->moe << 32};
+    struct spsim_parallel key_par = *par;
+    key_par.gbs = 0;
+    struct spsim_mem_memo_slot *s =
+        &memo->mem[memo_hash(key, SPSIM_MEM_MEMO_HASHED, SPSIM_MEM_MEMO_BITS)];
+    if (s->used && memcmp(s->key, key, sizeof(key)) == 0 &&
+        memcmp(&s->par, &key_par, sizeof(key_par)) == 0) {
+        *mem = s->mem;
+        return SPSIM_OK;
+    }
+    bool fits64 = true;
+    int rc = compose_memory(m, hw, par, le, x, mem, &fits64);
+    *ok = *ok && fits64;
+    if (rc != SPSIM_OK || !fits64)
+        return rc; /* an overflow is not remembered: it fails the point */
+    memcpy(s->key, key, sizeof(key));
+    s->par = key_par;
+    s->mem = *mem;
+    s->used = true;
     return SPSIM_OK;
 }
