@@ -95,7 +95,13 @@ moe-tokens-not-over-cp@src/engine/moe.c@s|uint64_t T = cfg->s / c / (cfg->sp ? t
 cp-ring-backward-busy-one-block@src/engine/timing.c@s|c->comm_s = 2 \* one.time_s + (r - 2) \* two.time_s;|c->comm_s = 1 * one.time_s + (r - 2) * two.time_s;|
 cp-ring-forward-busy-dropped@src/engine/timing.c@s|c->comm_s = (r - 1) \* one.time_s;|c->comm_s = 0 * (r - 1) * one.time_s;|
 pp-busy-without-fill@src/engine/pipeline_time.c@s|+= (mb + x->p - 1.0) \* p2p;|+= mb * p2p;|
-expert-dp-overlapped-free@src/engine/dp_time.c@s|\*exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;|*exposed += par->overlap_grad_reduce ? 0 : alone;|'
+expert-dp-overlapped-free@src/engine/dp_time.c@s|\*exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;|*exposed += par->overlap_grad_reduce ? 0 : alone;|
+nvfp4-copy-scales-dropped@src/engine/fp8.c@s|return spsim_add(spsim_add(data, scales, ok), 4, ok);|return spsim_add(data, 4, ok);|@fp8
+moe-fp8-copies-one-expert@src/engine/fp8.c@s|spsim_mul3(op->k, op->n, op->batch, ok)|spsim_mul(op->k, op->n, ok)|@fp8
+router-in-fp8@src/engine/fp8.c@s|if (op->kind == SPSIM_OPK_GEMM \&\& op->outside_te)|if (0 \&\& op->outside_te)|@fp8
+fsdp-root-not-kept@src/engine/memory.c@s|spsim_mul(sp->root, 2, ok), ok);|spsim_mul(sp->root, 0, ok), ok);|@zero
+fsdp-root-gather-free@src/engine/dp_time.c@s|\*exposed = emb.time_s + spsim_max_d(0.0, out.time_s - le->layer.fwd_s);|*exposed = 0;|@zero
+expert-fsdp-rs-free@src/engine/dp_time.c@s|\*exposed += mb \* spsim_max_d(0.0, a.time_s - crit->bwd_window) +|*exposed += 0 * mb * spsim_max_d(0.0, a.time_s - crit->bwd_window) +|@moe_terms'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

@@ -306,6 +306,18 @@ START_TEST(expert_dp_reduction)
     ck_assert(lo > 0 && lo <= hi && hi < alone / 4);
     ck_assert(r.time.dp_exposed_s >= alone - hi + router - 1e-12);
     ck_assert(r.time.dp_exposed_s <= alone - lo + router + 1e-12);
+    /* Megatron-FSDP optim_grads (--zero 2) shards the experts over the same 8 ranks: each
+     * micro-batch's gradients reduce-scattered beside its backward (7/8 of them on the wire),
+     * showing by the rest, twice; their bf16 weights gathered once after the step (7/8 · 2 B a
+     * weight), exposed. */
+    p.overlap_grad_reduce = false;
+    p.zero = 2;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    double rs = 7.0 / 8 * grads / NV, ag = 7.0 / 8 * grads / 2 / NV;
+    lo = (r.time.backward_s + r.time.recompute_s) / 2;
+    hi = r.time.microbatch_s - r.time.forward_s / 2;
+    ck_assert(r.time.dp_exposed_s >= 2 * (rs - hi) + ag + router - 1e-12);
+    ck_assert(r.time.dp_exposed_s <= 2 * (rs - lo) + ag + router + 1e-12);
     spsim_hardware_destroy(hw);
     spsim_model_destroy(m);
 }
