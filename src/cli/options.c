@@ -39,6 +39,7 @@ static const struct cli_option_spec {
     {"seq", required_argument, OPT_SEQ, SPSIM_AXIS_SEQ},
     {"flash-attn", no_argument, OPT_FLASH, SPSIM_AXIS_FLASH_ATTN},
     {"no-flash-attn", no_argument, OPT_NO_FLASH, -1},
+    {"attention-backend", required_argument, OPT_ATTN_BACKEND, -1},
     {"distributed-optimizer", no_argument, OPT_DISTOPT, SPSIM_AXIS_DISTRIBUTED_OPTIMIZER},
     {"no-distributed-optimizer", no_argument, OPT_NO_DISTOPT, -1},
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
@@ -276,6 +277,12 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
 {
     int rc;
     switch (opt) {
+    case OPT_ATTN_BACKEND:
+        if (spsim_attention_backend_parse(arg, &p->attention_backend) == SPSIM_OK)
+            return 1;
+        rc = cli_error(EXIT_USAGE, "--attention-backend: '%s' is not one of auto, flash, fused",
+                       arg);
+        break;
     case OPT_CP_COMM:
         if (spsim_cp_comm_parse(arg, &p->cp_comm_type) == SPSIM_OK)
             return 1;
@@ -597,6 +604,9 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
         cli_warning("Disabling sequence parallelism because tensor model parallelism is disabled");
         p->sp = false;
     }
+    /* A Hugging Face config gives no training sequence: say which one is used. */
+    if (!p->seq && strncmp(spsim_model_source(model), "Hugging Face", 12) == 0)
+        cli_warning("%s: %s", cfg->model, spsim_model_description(model));
     int rc = contradictions(cfg);
     return rc ? rc : gpus_to_dp(cfg);
 }

@@ -117,6 +117,29 @@ rank_moe_layers(const struct spsim_layer_summary *le, const struct shape *x, uin
     return layers;
 }
 
+/* The parameters of pipeline rank r outside its transformer layers, Megatron-FSDP's root unit
+ * (mcore_fsdp_adapter.py: the FSDP units are TransformerLayer, MoETransformerLayer, MambaLayer):
+ * the embedding on rank 0; on rank p − 1 the output layer, past rank 0 a tied or MTP copy of
+ * the word embedding, and the MTP depths' own rows (enorm, hnorm, eh_proj: their transformer
+ * layer is a unit). */
+static inline uint64_t
+rank_root_embedding(const struct spsim_layer_summary *le, uint64_t r)
+{
+    return r == 0 ? le->params_embedding : 0;
+}
+
+static inline uint64_t
+rank_root_output(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                 const struct shape *x, uint64_t r, bool *ok)
+{
+    if (r != x->p - 1)
+        return 0;
+    uint64_t n = le->params_output;
+    if (x->p > 1 && (m->tied_embeddings || m->mtp_layers))
+        n = spsim_add(n, spsim_mul(le->padded_vocab, m->hidden, ok) / x->t, ok);
+    return spsim_add(n, spsim_mul(m->mtp_layers, le->params_mtp, ok), ok);
+}
+
 /* The ranks that can be the most loaded: with BF16 first/last layers every rank, in order (a
  * middle rank may hold BF16 layers of both ends through its interleaved chunks, and its BF16
  * layers follow from its chunks' global indices); else `n` of spsim_stage_candidate's. */
@@ -178,12 +201,17 @@ memo_bits(double v)
     return bits;
 }
 
-#define SPSIM_CRIT_MEMO_KEY   6
-#define SPSIM_CRIT_MEMO_BITS  6
-#define SPSIM_CRIT_MEMO_SLOTS (1u << SPSIM_CRIT_MEMO_BITS)
-#define SPSIM_SYNC_MEMO_KEY   24
-#define SPSIM_SYNC_MEMO_BITS  7
-#define SPSIM_SYNC_MEMO_SLOTS (1u << SPSIM_SYNC_MEMO_BITS)
+#define SPSIM_CRIT_MEMO_KEY    6
+#define SPSIM_CRIT_MEMO_BITS   6
+#define SPSIM_CRIT_MEMO_SLOTS  (1u << SPSIM_CRIT_MEMO_BITS)
+#define SPSIM_MEM_MEMO_KEY     14
+#define SPSIM_MEM_MEMO_HASHED  8
+#define SPSIM_MEM_MEMO_BITS    6
+#define SPSIM_MEM_MEMO_SLOTS   (1u << SPSIM_MEM_MEMO_BITS)
+#define SPSIM_SYNC_MEMO_KEY    24
+#define SPSIM_SYNC_MEMO_HASHED 8 /* the words of the key the slot is chosen by */
+#define SPSIM_SYNC_MEMO_BITS   7
+#define SPSIM_SYNC_MEMO_SLOTS  (1u << SPSIM_SYNC_MEMO_BITS)
 
 /*
  * The composition's memos, one per sweep worker (spsim_coll_memo_create). Remembered collective
@@ -216,12 +244,20 @@ struct spsim_coll_memo {
         double avg;
         struct stage_time crit;
     } crit[SPSIM_CRIT_MEMO_SLOTS];
+    /* The memory report of an even split (memory.c spsim_compose_memory). */
+    struct spsim_mem_memo_slot {
+        bool used;
+        uint64_t key[SPSIM_MEM_MEMO_KEY];
+        struct spsim_parallel par; /* the whole configuration but its batch */
+        struct spsim_memory_report mem;
+    } mem[SPSIM_MEM_MEMO_SLOTS];
     /* The data-parallel and synchronisation terms of an iteration (pipeline_time.c
      * sync_terms_memo): their lines and their additions to the links' busy time, in order. */
     struct spsim_sync_memo_slot {
         bool used;
         uint32_t dp_buckets, nbusy;
         uint64_t key[SPSIM_SYNC_MEMO_KEY];
+        struct spsim_parallel par; /* the whole configuration but its batch (sync_key) */
         double dp_exposed_s, param_gather_exposed_s, tied_embedding_allreduce_s,
             fp8_amax_allreduce_s, moe_expert_bias_allreduce_s, optimizer_s;
         bool busy_nvlink[SPSIM_BUSY_LOG];
@@ -229,10 +265,12 @@ struct spsim_coll_memo {
     } sync[SPSIM_SYNC_MEMO_SLOTS];
 };
 
-/* Memory per GPU (memory.c): the stages' weights, gradients, optimizer state and activations. */
-int spsim_compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
-                         const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-                         const struct shape *x, struct spsim_memory_report *mem, bool *ok);
+/* Memory per GPU (memory.c): the stages' weights, gradients, optimizer state and activations
+ * (through the memo when there is one). */
+int spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shape *m,
+                         const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                         const struct spsim_layer_summary *le, const struct shape *x,
+                         struct spsim_memory_report *mem, bool *ok);
 
 /* Communication volumes (comm.c): TP, CP, EP, DP and PP bytes per rank and their tiers. */
 void spsim_compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,

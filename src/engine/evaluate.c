@@ -272,7 +272,7 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
         r->config.ddp_bucket_size = spsim_bucket_params(par, &x);
     bool ok = true;
-    rc = spsim_compose_memory(m, hw, par, le, &x, &r->memory, &ok);
+    rc = spsim_compose_memory(memo, m, hw, par, le, &x, &r->memory, &ok);
     if (rc == SPSIM_OK)
         spsim_compose_comm(hw, par, le, &x, m->hidden, &r->memory, &r->comm, &ok);
     if (rc == SPSIM_OK && !ok)

@@ -324,16 +324,20 @@ sync_terms(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
-/* What sync_terms reads, as words: the summary (and through it the model and hardware), the
- * sharding, overlap and dtype settings, the shape, the volumes, the parameters, the critical
- * stage and the send. The micro-batch count only where a term scales with it (Megatron-FSDP's
- * per-micro-batch collectives, FP8 delayed scaling's amax reductions). */
+/* What sync_terms reads: the summary (and through it the model and hardware), the shape, the
+ * volumes, the parameters, the critical stage and the send as words, and the whole
+ * configuration but its batch, which the terms read only as the micro-batch count, and that
+ * only where a term scales with it (Megatron-FSDP's per-micro-batch collectives, FP8 delayed
+ * scaling's amax reductions): a term of dp_time.c that comes to read x->micro elsewhere adds
+ * its case to per_micro. The first words are the hash's. */
 static void
 sync_key(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
          const struct shape *x, const struct spsim_memory_report *mem,
          const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
-         uint32_t critical, uint64_t *key)
+         uint32_t critical, uint64_t *key, struct spsim_parallel *key_par)
 {
+    *key_par = *par;
+    key_par->gbs = 0;
     bool per_micro = zero_level(par) >= 2 || par->dtype == SPSIM_DTYPE_FP8;
     const uint64_t k[SPSIM_SYNC_MEMO_KEY] = {
         le->id,
@@ -342,22 +346,22 @@ sync_key(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
             (uint64_t)(par->grad_reduce_in_fp32 + 1) << 12 | (uint64_t)par->dtype << 16 |
             (uint64_t)par->fp8_recipe << 24 | (uint64_t)par->fp8_param_gather << 32 |
             (uint64_t)x->moe << 33,
-        par->ddp_bucket_size,
-        (uint64_t)par->ep | (uint64_t)par->etp << 32,
         x->p | x->v << 32,
         x->d,
+        per_micro ? x->micro : 0,
+        mem->parameters_per_gpu,
+        memo_bits(crit->bwd_window),
+        comm->dp_grad_bytes,
+        par->ddp_bucket_size,
+        (uint64_t)par->ep | (uint64_t)par->etp << 32,
         x->dc,
         x->t,
         x->lps,
         x->edp,
-        per_micro ? x->micro : 0,
-        comm->dp_grad_bytes,
         comm->expert_dp_grad_bytes,
         comm->pp_message_bytes,
         mem->parameters_first_stage,
         mem->parameters_last_stage,
-        mem->parameters_per_gpu,
-        memo_bits(crit->bwd_window),
         memo_bits(crit->fwd_wall),
         crit->layers,
         memo_bits(t_send),
@@ -379,10 +383,12 @@ sync_terms_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16)
         return sync_terms(memo, hw, par, le, x, mem, comm, crit, t_send, tr, busy);
     uint64_t key[SPSIM_SYNC_MEMO_KEY];
-    sync_key(par, le, x, mem, comm, crit, t_send, tr->critical_stage, key);
+    struct spsim_parallel key_par;
+    sync_key(par, le, x, mem, comm, crit, t_send, tr->critical_stage, key, &key_par);
     struct spsim_sync_memo_slot *s =
-        &memo->sync[memo_hash(key, SPSIM_SYNC_MEMO_KEY, SPSIM_SYNC_MEMO_BITS)];
-    if (s->used && memcmp(s->key, key, sizeof(key)) == 0) {
+        &memo->sync[memo_hash(key, SPSIM_SYNC_MEMO_HASHED, SPSIM_SYNC_MEMO_BITS)];
+    if (s->used && memcmp(s->key, key, sizeof(key)) == 0 &&
+        memcmp(&s->par, &key_par, sizeof(key_par)) == 0) {
         tr->dp_exposed_s = s->dp_exposed_s;
         tr->dp_buckets = s->dp_buckets;
         tr->param_gather_exposed_s = s->param_gather_exposed_s;
@@ -409,6 +415,7 @@ sync_terms_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                                            tr->moe_expert_bias_allreduce_s,
                                        .optimizer_s = tr->optimizer_s};
     memcpy(s->key, key, sizeof(key));
+    s->par = key_par;
     memcpy(s->busy_nvlink, busy->nvlink + first, s->nbusy * sizeof(bool));
     memcpy(s->busy_add, busy->add + first, s->nbusy * sizeof(double));
     return SPSIM_OK;

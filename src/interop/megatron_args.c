@@ -1209,6 +1209,15 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
         return rc;
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
+    /* --attention-backend (arguments.py AttnBackend): flash and fused name TE's kernels, auto
+     * leaves them to TE; unfused and local are the model's standard attention (model_shape). */
+    static const char *const backends[] = {"unfused", "local", "flash", "fused", "auto", NULL};
+    int backend = 4;
+    if ((rc = choice(m, F_BACKEND, backends, 4, &backend)))
+        return rc;
+    p->attention_backend = backend == 2   ? SPSIM_ATTN_FLASH
+                           : backend == 3 ? SPSIM_ATTN_FUSED
+                                          : SPSIM_ATTN_AUTO;
     if ((rc = cuda_graphs(m, p)))
         return rc;
     return num(m, F_DDP_BUCKET, 1, 1ull << 40, 0, &p->ddp_bucket_size);

@@ -79,7 +79,9 @@ parse_arg(const struct line *l, size_t prefix, struct arg *out)
     if (e - p < 4 || p[0] != ' ' || p[1] != ' ')
         return false;
     p += 2;
-    size_t n = strcspn(p, " \n");
+    size_t n = 0; /* the name, up to a blank (the text need not end in a NUL) */
+    while (p + n < e && p[n] != ' ')
+        n++;
     if (n == 0 || n >= sizeof(out->name) || p + n >= e)
         return false;
     memcpy(out->name, p, n);
@@ -133,9 +135,9 @@ list_words(struct spsim_sh_words *w, const struct arg *a, struct spsim_error *er
     int rc = SPSIM_OK;
     for (size_t i = 1; i + 1 < a->len && rc == SPSIM_OK;) {
         const char *p = a->value + i;
-        size_t n = strcspn(p, ",]");
-        if (i + n > a->len - 1)
-            n = a->len - 1 - i;
+        size_t n = 0; /* up to the next ',' or the closing ']', within the value */
+        while (i + n < a->len - 1 && p[n] != ',')
+            n++;
         size_t s = 0, e = n;
         while (s < e && strchr(" '\"", p[s]))
             s++;
@@ -320,10 +322,10 @@ static int
 iteration_line(struct scan *s, const struct line *l, struct spsim_error *err)
 {
     double ms = number_after(l, "elapsed time per iteration (ms):");
-    const char *it = in_line(l, " iteration ");
-    if (ms != ms || !it)
+    double at = number_after(l, " iteration ");
+    if (ms != ms || !(at >= 0 && at < 1e18))
         return SPSIM_OK;
-    unsigned long long k = strtoull(it + 11, NULL, 10);
+    uint64_t k = (uint64_t)at;
     double skipped = number_after(l, "number of skipped iterations:");
     double nans = number_after(l, "number of nan iterations:");
     uint64_t interval = k > s->previous ? k - s->previous : 0;

@@ -138,12 +138,13 @@ model_new(const struct spsim_model_shape *shape, uint8_t *pattern, const char *n
 
 int
 spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shape *shape,
-                       const char *name, const char *source, struct spsim_model **out)
+                       const char *name, const char *source, const char *description,
+                       struct spsim_model **out)
 {
     int rc = shape_limits(shape, c);
     if (rc != SPSIM_OK)
         return rc;
-    return model_new(shape, NULL, name, source, "", out, c->err);
+    return model_new(shape, NULL, name, source, description ? description : "", out, c->err);
 }
 
 /* The keys of a model profile (doc/profiles.md). */
