@@ -617,7 +617,8 @@ add_options(struct option *out, size_t n, size_t cap, const struct option *add, 
 {
     if (n + nadd > cap)
         return cap + 1;
-    memcpy(out + n, add, nadd * sizeof(*add));
+    if (nadd) /* a command without options of its own passes NULL (C11 7.24.1p2) */
+        memcpy(out + n, add, nadd * sizeof(*add));
     return n + nadd;
 }
 
