@@ -564,6 +564,63 @@ read_text(const char *path, char **text, size_t *len)
     return EXIT_OK;
 }
 
+/* Whether a file is a Megatron-LM training log rather than a runs CSV: its arguments block or
+ * its iteration lines (training.py). */
+static bool
+is_megatron_log(const char *text)
+{
+    return strstr(text, "------------------------ arguments ------------------------") ||
+           strstr(text, "elapsed time per iteration (ms)");
+}
+
+/* A Megatron-LM training log as one run (spsim_megatron_log_parse: the arguments block, the
+ * median of the iteration lines after the warm-up): on the hardware the runs name (--base, or
+ * the runs files' hw), checked there like a row. */
+static int
+add_log_run(struct runs *rs, const char *path, const char *text, size_t len)
+{
+    struct spsim_megatron_run m = {0};
+    struct spsim_error err = {0};
+    if (spsim_megatron_log_parse(text, len, path, &m, &err) != SPSIM_OK)
+        return cli_error(EXIT_INPUT, "%s", err.message);
+    int rc = grow(rs);
+    if (rc == EXIT_OK && m.n_iterations == 0)
+        rc = cli_error(EXIT_INPUT,
+                       "%s: no iteration line kept (%zu left out: the warm-up, skipped or NaN "
+                       "iterations)",
+                       path, m.n_skipped);
+    if (rc == EXIT_OK && !rs->base && !rs->hw_name[0])
+        rc = cli_error(EXIT_INPUT,
+                       "%s: a Megatron-LM log names no hardware: give --base, or a runs file "
+                       "whose rows name it",
+                       path);
+    if (rc == EXIT_OK && !rs->hw)
+        rc = cli_load_hardware(rs->base ? rs->base : rs->hw_name, &rs->hw);
+    if (rc != EXIT_OK) {
+        spsim_megatron_run_free(&m);
+        return rc;
+    }
+    if (!rs->hw_name[0])
+        snprintf(rs->hw_name, sizeof(rs->hw_name), "%s", rs->base);
+    struct spsim_model *model = m.config.model;
+    m.config.model = NULL;
+    rs->model[rs->n++] = model; /* the runs' to free from here */
+    struct spsim_parallel par = m.config.par;
+    double measured = m.median_s;
+    spsim_megatron_run_free(&m);
+    struct spsim_result res;
+    if (spsim_evaluate(model, rs->hw, &par, &res, &err) != SPSIM_OK)
+        return cli_error(EXIT_INPUT, "%s: %s", path, err.message);
+    char group[600], family[256];
+    family_of(spsim_model_name(model), family, sizeof(family));
+    snprintf(group, sizeof(group), "%s x %s", family, rs->hw_name);
+    struct spsim_run *run = &rs->run[rs->n - 1];
+    *run = (struct spsim_run){model, par, measured, keep(rs, group), keep(rs, path)};
+    if (par.pipeline_layout && !(run->par.pipeline_layout = keep(rs, par.pipeline_layout)))
+        return cli_error(EXIT_RUNTIME, "out of memory");
+    return run->group && run->id ? EXIT_OK : cli_error(EXIT_RUNTIME, "out of memory");
+}
+
 static int
 read_runs(struct runs *rs, const char *path)
 {
@@ -572,6 +629,11 @@ read_runs(struct runs *rs, const char *path)
     int rc = read_text(path, &c.text, &c.len);
     static struct columns cols;
     cols.n = 0;
+    if (rc == EXIT_OK && is_megatron_log(c.text)) {
+        rc = add_log_run(rs, path, c.text, c.len);
+        free(c.text);
+        return rc;
+    }
     if (rc == EXIT_OK)
         rc = read_header(&c, &header, &cols);
     for (int got; rc == EXIT_OK && (got = csv_next(&c, &rec)) != 0;)
