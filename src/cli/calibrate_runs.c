@@ -482,7 +482,7 @@ add_run(struct runs *rs, const struct csv *c, struct record *r, const struct col
         rc = row_config(c, r, cols, &cfg, &model);
     if (rc != EXIT_OK)
         return rc;
-    rs->model[rs->n] = model;
+    rs->model[rs->n++] = model; /* the runs' to free from here */
     if (!rs->hw_name[0])
         snprintf(rs->hw_name, sizeof(rs->hw_name), "%s", cfg.hardware);
     else if (strcmp(rs->hw_name, cfg.hardware) != 0)
@@ -493,7 +493,6 @@ add_run(struct runs *rs, const struct csv *c, struct record *r, const struct col
         return rc;
     struct spsim_result res;
     struct spsim_error err = {0};
-    rs->n++; /* the model is the runs' to free from here */
     if (spsim_evaluate(model, rs->hw, &cfg.par, &res, &err) != SPSIM_OK)
         return cli_error(EXIT_INPUT, "%s: line %u: %s", c->path, c->line, err.message);
     if ((rc = row_check(c, r, cols, &res)) != EXIT_OK)
@@ -667,10 +666,13 @@ print_runs(FILE *f, const struct runs *rs, const struct spsim_runs_calibration *
         for (int k = 0; k < 3; k++)
             sum[k] += fabs(e[k]);
     }
-    fprintf(f,
-            "# mean |error| over %zu runs: sourced %.1f %%, fitted %.1f %%, leave-one-group-out "
-            "cross-validated %.1f %% (%zu groups)\n",
-            rs->n, sum[0] / rs->n, sum[1] / rs->n, sum[2] / rs->n, cal->ngroups);
+    fprintf(f, "# mean |error| over %zu runs: sourced %.1f %%, fitted %.1f %%", rs->n,
+            sum[0] / rs->n, sum[1] / rs->n);
+    if (cal->ngroups)
+        fprintf(f, ", leave-one-group-out cross-validated %.1f %% (%zu groups)\n", sum[2] / rs->n,
+                cal->ngroups);
+    else
+        fprintf(f, " (not cross-validated)\n");
 }
 
 static void
@@ -686,8 +688,13 @@ print_params(FILE *f, const struct spsim_runs_calibration *cal)
             fprintf(f, "#   %-13s %10.5g          prior, the runs do not move it (%s)\n", q->name,
                     q->value, q->field);
         else
-            fprintf(f, "#   %-13s %10.5g +- %-8.2g prior %g, bounds [%g, %g] (%s)\n", q->name,
-                    q->value, q->sigma, q->prior, q->lo, q->hi, q->field);
+            /* At a bound the transform's slope is 0: the bound, not the runs, holds it. */
+            fprintf(f, "#   %-13s %10.5g +- %-8.2g prior %g, bounds [%g, %g]%s (%s)\n", q->name,
+                    q->value, q->sigma, q->prior, q->lo, q->hi,
+                    fmin(q->value - q->lo, q->hi - q->value) < 1e-6 * (q->hi - q->lo)
+                        ? ", at its bound"
+                        : "",
+                    q->field);
     }
 }
 
