@@ -72,7 +72,22 @@ bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - 
 launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|
 kernels-halved@src/engine/host.c@s|be->launches\[ph\] += k;|be->launches[ph] += (k + 1) / 2;|
 host-excess-halved@src/engine/host.c@s|double excess = host > \*wall\[ph\] ? host - \*wall\[ph\] : 0.0;|double excess = host > *wall[ph] ? 0.5 * (host - *wall[ph]) : 0.0;|
-graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|'
+graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|
+mamba-inproj-z-dropped@src/engine/layer.c@s|uint64_t proj = 2 \* md.d_t + 2 \* md.G_t|uint64_t proj = md.d_t + 2 * md.G_t|
+mamba-conv-bytes-halved@src/engine/layer.c@s|op->fwd_bytes = 4.0 \* (double)conv;|op->fwd_bytes = 2.0 * (double)conv;|
+mamba-state-passing-bwd-halved@src/engine/layer.c@s|op->bwd_bytes = 28.0 \* (double)states;|op->bwd_bytes = 14.0 * (double)states;|
+mamba-ssd-half-chunks@src/engine/layer.c@s|uint64_t chunks = spsim_mul(x->b, (md->s + md->Q - 1) / md->Q, ok);|uint64_t chunks = spsim_mul(x->b, (md->s + md->Q - 1) / md->Q / 2, ok);|
+mamba-zxbcdt-kept-halved@src/engine/layer.c@s|"zxbcdt (in_proj output: z, x, B, C, dt)", spsim_mul(tok, zxbcdt, ok), 2,|"zxbcdt (in_proj output: z, x, B, C, dt)", spsim_mul(tok, zxbcdt, ok), 1,|
+mamba-cp-a2a-halved@src/engine/layer.c@s|op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 2, \&bld->ok);|op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 1, \&bld->ok);|
+mamba-cp-no-group-repeat@src/engine/layer.c@s|md.rep = md.G_t < c ? c / md.G_t : 1;|md.rep = 1;|
+mamba-conv-params-halved@src/profiles/model_hybrid.c@s|uint64_t conv1d = spsim_mul(conv, (uint64_t)m->mamba_conv + 1, ok);|uint64_t conv1d = spsim_mul(conv / 2, (uint64_t)m->mamba_conv + 1, ok);|
+mtp-shared-weights-per-depth@src/profiles/model_hybrid.c@s|uint64_t depths = weights \&\& m->mtp_shared ? 1 : m->mtp_layers;|uint64_t depths = m->mtp_layers;|
+latent-projections-halved@src/profiles/model_params.c@s|return r ? 2 \* h \* r + |return r ? h * r + |
+latent-dispatch-at-hidden@src/engine/layer.c@s|lm.hidden = m->moe_latent, lx.h = m->moe_latent;|lm.hidden = m->hidden, lx.h = m->moe_latent;|
+hybrid-norms-recomputed@src/engine/layer.c@s|if (op->group == SPSIM_RG_NORM)|if (0 \&\& op->group == SPSIM_RG_NORM)|
+hybrid-last-stage-as-first@src/engine/memory.c@s|n, spsim_mul(rank_kind(x, r, (enum spsim_layer_kind)k), le->params_hybrid\[k\], ok),|n, spsim_mul(rank_kind(x, 0, (enum spsim_layer_kind)k), le->params_hybrid[k], ok),|
+bridge-mamba-din-actual@src/engine/model_flops.c@s|double din = 2 \* h, sf = r / 2;|double din = d, sf = r / 2;|
+hybrid-scan-flops-dropped@src/engine/model_flops.c@s|f->model = 2 \* weights + nM \* scan|f->model = 2 * weights + 0 * scan|'
 
 # A copy of the checkout as it is (tracked and untracked files git does not ignore).
 (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$tmp"
