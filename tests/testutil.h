@@ -159,6 +159,22 @@ testutil_hardware(const char *name)
     return hw;
 }
 
+/** A shipped hardware profile's text (static storage, replaced by the next call); its path
+ * into `path`. */
+static inline char *
+testutil_hardware_file_text(const char *name, char *path, size_t cap)
+{
+    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, name, path, cap, NULL),
+                     SPSIM_OK);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = 0;
+    return text;
+}
+
 static inline struct spsim_model *
 testutil_model_named(const char *name)
 {

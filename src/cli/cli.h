@@ -28,10 +28,13 @@ enum cli_exit {
 /* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
  * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
 #define CLI_QUOTE_MAX 160
-#define CLI_Q(s) spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+#define CLI_Q(s)      spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
 
 /** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
+/** Put `context` ("FILE: line N") before every error and warning until it is set to NULL; the
+ * "Try --help" line of usage errors is left out meanwhile. `context` must stay valid. */
+void cli_error_context(const char *context);
 /** Print "spsim: warning: MSG" to stderr. */
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
 /** Print a usage error and the hint to see --help; return EXIT_USAGE. */
@@ -55,6 +58,8 @@ int cli_parse_double(const char *option, const char *text, double min, double ma
  * nccl-tests -b/-e) and an optional B. @return 0, or -1 when `text` is not one */
 int cli_parse_size(const char *text, uint64_t *out);
 
+/** A profile path's name: its last component without ".json" (*len bytes from the result). */
+const char *cli_profile_stem(const char *path, size_t *len);
 /** Load a model or hardware profile given a NAME or a path. */
 int cli_load_model(const char *arg, struct spsim_model **out);
 int cli_load_hardware(const char *arg, struct spsim_hardware **out);
@@ -186,6 +191,10 @@ void cli_measured_table(FILE *f, const struct cli_measured *m, const struct spsi
 void cli_measured_json(struct jw *w, const struct cli_measured *m, const struct spsim_result *r);
 /** The configuration's model: --megatron-args's (the caller now owns it), else --model's. */
 int cli_config_model(struct cli_config *cfg, struct spsim_model **out);
+/** `spsim calibrate --runs FILE...` (src/cli/calibrate_runs.c): fit `base` (NULL: the runs'
+ * hardware) to the runs and write the fitted profile to `output`. @return an exit code */
+int cli_calibrate_runs(const char *const *files, size_t nfiles, const char *base, const char *name,
+                       const char *output, bool cross_validate, const char *command_line);
 /** --format megatron: the launch line of a configuration. @return an exit code */
 int cli_megatron_write(FILE *f, const struct spsim_model *model, const struct spsim_hardware *hw,
                        const struct spsim_parallel *par);
@@ -383,8 +392,9 @@ enum cli_config_opt {
     "  --moe-flex-dispatcher-backend B\n"                                                          \
     "                         flex's kernels: deepep (default, Megatron's), hybridep\n"            \
     "  --moe-flex-dispatcher-num-sms N\n"                                                          \
-    "                         SMs of the flex kernels (default: the backend's; recorded and\n"     \
-    "                         written back, the time does not depend on it)\n"                     \
+    "                         SMs of the flex kernels (default: the backend's, DeepEP 20,\n"       \
+    "                         HybridEP 24 in one NVLink domain, 8 across): what the exchanges\n"   \
+    "                         take from the computation beside them with the EP overlap\n"         \
     "  --moe-routing R        random (default): the most-loaded EP rank of uniform random\n"       \
     "                         routing sets the time and memory; balanced: every rank at the "      \
     "mean\n"                                                                                       \

@@ -61,7 +61,7 @@ show_hardware(void *cookie, const char *name, const char *path)
            (double)i.hbm_marketed_bytes / 1e9, (double)i.hbm_capacity_bytes / 1073741824.0,
            i.hbm_bandwidth_GBps, i.nvlink_bandwidth_per_direction_GBps, i.nvlink_ring_busbw_GBps,
            i.nvlink_domain_gpus, i.nics_per_node, i.nic_line_rate_Gbit_s, watts,
-           i.calibrated ? "  calibrated" : "");
+           i.fitted ? "  fitted" : (i.calibrated ? "  calibrated" : ""));
     spsim_hardware_destroy(hw);
     return 0;
 }

@@ -103,6 +103,13 @@ static const char *
 optimizer_label(const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
+    if (p->precision_aware_optimizer) {
+        static char buf[96];
+        snprintf(buf, sizeof(buf), "optimizer (TE Adam: master %s, m %s, v %s)",
+                 spsim_opt_dtype_name(p->main_params_dtype), spsim_opt_dtype_name(p->exp_avg_dtype),
+                 spsim_opt_dtype_name(p->exp_avg_sq_dtype));
+        return buf;
+    }
     if (!r->grad_reduce_in_fp32)
         return p->distributed_optimizer || p->zero ? "optimizer (Adam + fp32 grads, 16/(dp·cp) B)"
                                                    : "optimizer (Adam + fp32 grads, 16 B/param)";

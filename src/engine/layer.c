@@ -798,6 +798,9 @@ add_router(struct builder *bld, const struct spsim_model_shape *m, const struct 
     uint64_t E = m->experts, k = m->experts_per_token, scores = spsim_mul(T, E, ok);
     struct spsim_op *op = add_gemm(bld, "router GEMM (replicated)", SPSIM_GEMM_ROW, T, x->h, E);
     op->group = SPSIM_RG_MOE;
+    /* router.py gating: moe_utils.py router_gating_linear, a torch matmul in the router's
+     * dtype, outside TE's FP8 autocast. */
+    op->outside_te = true;
     save(op, "MoE input (router and dispatch)", spsim_mul(T, x->h, ok), 2, SPSIM_RG_NORM);
     dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
     dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "E", E);

@@ -166,6 +166,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     bool flex = cfg->dispatcher == SPSIM_MOE_FLEX;
     cfg->flex_backend = flex ? par->moe_flex_backend : SPSIM_FLEX_DEEPEP;
     cfg->flex_per_domain = 0; /* spsim_layer_evaluate places the group */
+    cfg->flex_sms = flex ? par->moe_flex_sms : 0;
     cfg->routing = cfg->moe ? par->moe_routing : SPSIM_MOE_ROUTING_BALANCED;
     cfg->aux_dp = m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS ? par->dp : 1;
     cfg->bf16_ends = par->first_last_layers_bf16 && !m->experts && spsim_bf16_layers_active(par);

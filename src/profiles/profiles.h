@@ -163,6 +163,7 @@ struct spsim_hardware {
     struct spsim_gemm_points *sustained_gemm;
     enum spsim_dtype sustained_gemm_dtype;
     bool calibrated;
+    bool fitted; /* calibration.kind "fitted" (spsim calibrate --runs) */
     /* Host time to launch one kernel through PyTorch and the CUDA driver on the node's CPU
      * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
     double kernel_launch_s;
