@@ -65,7 +65,7 @@ printf -- '--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length
     fail "--sp before --megatron-args and --no-sp after it refused"
 
 # "Did you mean" for every profile name: misspelt, or a part of a name.
-expect 3 "no hardware profile named 'h100'; did you mean 'dgx-h100'?" -- query --hw h100
+expect 3 "no hardware profile named 'h100'; did you mean 'dgx-h100' or 'dgx-h100-fitted'?" -- query --hw h100
 expect 3 "did you mean 'hgx-h200'?" -- query --hw H200
 expect 3 "no model profile named 'llama3'; did you mean 'llama3-405b', 'llama3-70b' or 'llama3-8b'?" -- \
     query --model llama3

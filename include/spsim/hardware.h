@@ -47,6 +47,8 @@ struct spsim_hardware_info {
     double nic_line_rate_Gbit_s;
     double nic_achievable_GBps;
     bool calibrated; /**< the profile carries a `calibration` object */
+    bool fitted;     /**< ... of kind "fitted": spsim calibrate --runs fitted its efficiency
+                      *   parameters to measured runs (doc/calibration.md) */
     /** gpu.board_power_W: the vendor's maximum board power per GPU (W); 0 = not given */
     double board_power_W;
     /** where the profile marks board_power_W unsourced ({"value": null}), its reason (owned by

@@ -26,7 +26,9 @@ show_model(void *cookie, const char *name, const char *path)
     const struct spsim_model_shape *s = spsim_model_get_shape(m);
     printf("%-15s %5u %7u %6u %5u %7u %7u %6u  %-7s %-10s %-8s %10.4g %10.4g\n", name, s->layers,
            s->hidden, s->heads, s->kv_heads, s->ffn_hidden, s->vocab, s->seq_len,
-           s->mlp == SPSIM_MLP_SWIGLU ? "swiglu" : "gelu",
+           s->mlp == SPSIM_MLP_SWIGLU  ? "swiglu"
+           : s->mlp == SPSIM_MLP_RELU2 ? "relu2"
+                                       : "gelu",
            s->norm == SPSIM_NORM_RMSNORM ? "rmsnorm" : "layernorm",
            s->attention == SPSIM_ATTENTION_FLASH ? "flash" : "standard",
            (double)spsim_model_parameters(m, 1), (double)spsim_model_active_parameters(m, 1));
@@ -59,7 +61,7 @@ show_hardware(void *cookie, const char *name, const char *path)
            (double)i.hbm_marketed_bytes / 1e9, (double)i.hbm_capacity_bytes / 1073741824.0,
            i.hbm_bandwidth_GBps, i.nvlink_bandwidth_per_direction_GBps, i.nvlink_ring_busbw_GBps,
            i.nvlink_domain_gpus, i.nics_per_node, i.nic_line_rate_Gbit_s, watts,
-           i.calibrated ? "  calibrated" : "");
+           i.fitted ? "  fitted" : (i.calibrated ? "  calibrated" : ""));
     spsim_hardware_destroy(hw);
     return 0;
 }

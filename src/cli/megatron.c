@@ -19,6 +19,40 @@ read_all(const char *path, char **out, size_t *len)
     return rc == SPSIM_OK ? EXIT_OK : cli_fail(&err);
 }
 
+static bool
+is_recipe(const char *path)
+{
+    size_t n = strlen(path);
+    return (n > 5 && strcmp(path + n - 5, ".yaml") == 0) ||
+           (n > 4 && strcmp(path + n - 4, ".yml") == 0);
+}
+
+/* The files given so far (recipes merge; a script stands alone), on --model's shape. */
+static int
+parse_files(struct cli_config *cfg, struct spsim_megatron_config *mc)
+{
+    struct spsim_megatron_input in[CLI_ARRAY_LENGTH(cfg->megatron)];
+    char *text[CLI_ARRAY_LENGTH(cfg->megatron)] = {0};
+    struct spsim_model *base = NULL;
+    int rc = EXIT_OK;
+    for (size_t i = 0; rc == EXIT_OK && i < cfg->nmegatron; i++) {
+        rc = read_all(cfg->megatron[i], &text[i], &in[i].len);
+        in[i].text = text[i];
+        in[i].origin = cfg->megatron[i];
+    }
+    if (rc == EXIT_OK && cfg->model_given && is_recipe(cfg->megatron[0]))
+        rc = cli_load_model(cfg->model, &base);
+    struct spsim_megatron_context ctx = {cfg->env, cfg->nenv, base};
+    struct spsim_error err = {0};
+    if (rc == EXIT_OK &&
+        spsim_megatron_parse_inputs(in, cfg->nmegatron, &ctx, mc, &err) != SPSIM_OK)
+        rc = cli_fail(&err);
+    for (size_t i = 0; i < cfg->nmegatron; i++)
+        free(text[i]);
+    spsim_model_destroy(base);
+    return rc;
+}
+
 /* The configuration a file gave, into cfg (the layout into cfg's own buffer). */
 static void
 take_config(struct cli_config *cfg, struct spsim_megatron_config *mc)
@@ -37,17 +71,19 @@ take_config(struct cli_config *cfg, struct spsim_megatron_config *mc)
 int
 cli_megatron_apply(struct cli_config *cfg, const char *path)
 {
-    char *text = NULL;
-    size_t len = 0;
-    int rc = read_all(path, &text, &len);
+    bool compose = cfg->nmegatron > 0 && is_recipe(path) && is_recipe(cfg->megatron[0]);
+    if (!compose)
+        cfg->nmegatron = 0;
+    if (cfg->nmegatron == CLI_ARRAY_LENGTH(cfg->megatron))
+        return cli_error(EXIT_USAGE, "--megatron-args: more than %zu recipes",
+                         CLI_ARRAY_LENGTH(cfg->megatron));
+    cfg->megatron[cfg->nmegatron++] = path;
+    struct spsim_megatron_config mc;
+    int rc = parse_files(cfg, &mc);
     if (rc != EXIT_OK)
         return rc;
-    struct spsim_megatron_config mc;
-    struct spsim_error err = {0};
-    int status = spsim_megatron_parse(text, len, path, &mc, &err);
-    free(text);
-    if (status != SPSIM_OK)
-        return cli_fail(&err);
+    if (mc.assumed[0])
+        cli_warning("%s: %s", path, mc.assumed);
     if (mc.unmodelled[0])
         cli_warning("%s: flags spsim does not model, left out of its figures: %s", path,
                     mc.unmodelled);

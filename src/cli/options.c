@@ -84,6 +84,7 @@ static const struct cli_option_spec {
     {"cuda-graph-scope", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"cuda-graph-modules", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
+    {"env", required_argument, OPT_ENV, -1},
     {"megatron-log", required_argument, OPT_MEGATRON_LOG, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
@@ -428,9 +429,9 @@ config_recompute_offload(struct spsim_parallel *p, int opt, const char *arg)
 _Static_assert(OPT_CONFIG_END - OPT_MODEL <= (int)sizeof(((struct cli_config *)0)->given),
                "cli_config.given holds every configuration option");
 
-/* Megatron's model flags (applied to the loaded model by cli_config_model) and the
- * fine-tuning options with a text or fractional value: 1 if consumed, 0 if not ours, < 0 an
- * exit code. */
+/* Megatron's model flags (applied to the loaded model by cli_config_model), the fine-tuning
+ * options and the FP8 recipe, options with a text or fractional value: 1 if consumed, 0 if not
+ * ours, < 0 an exit code. */
 static int
 config_model_finetune(struct cli_config *cfg, int opt, const char *arg)
 {
@@ -460,6 +461,13 @@ config_model_finetune(struct cli_config *cfg, int opt, const char *arg)
             rc = cli_error(EXIT_USAGE,
                            "--lora-target-modules: %s is not a list of linear_qkv, linear_proj, "
                            "linear_fc1, linear_fc2",
+                           CLI_Q(arg));
+        break;
+    case OPT_FP8_RECIPE:
+        if (spsim_fp8_recipe_parse(arg, &p->fp8_recipe) != SPSIM_OK)
+            rc = cli_error(EXIT_USAGE,
+                           "--fp8-recipe: %s is not one of delayed, current, tensorwise, mxfp8, "
+                           "blockwise",
                            CLI_Q(arg));
         break;
     case OPT_LORA_ALPHA:
@@ -500,9 +508,20 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
+        cfg->model_given = true;
+        cfg->nmegatron = 0; /* later recipes compose on this model */
         spsim_model_destroy(cfg->imported);
         cfg->imported = NULL;
         return 1;
+    case OPT_ENV: {
+        size_t n = strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (n == 0 || arg[n] != '=' || (arg[0] >= '0' && arg[0] <= '9'))
+            return -cli_error(EXIT_USAGE, "--env: '%s' is not NAME=VALUE", arg);
+        if (cfg->nenv == CLI_ARRAY_LENGTH(cfg->env))
+            return -cli_error(EXIT_USAGE, "--env: more than %zu", CLI_ARRAY_LENGTH(cfg->env));
+        cfg->env[cfg->nenv++] = arg;
+        return 1;
+    }
     case OPT_LAYOUT:
         p->pipeline_layout = arg;
         return 1;
@@ -528,13 +547,6 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
             opt == OPT_BF16_START ? "--num-layers-at-start-in-bf16" : "--num-layers-at-end-in-bf16",
             arg, 0, 65536, opt == OPT_BF16_START ? &p->bf16_layers_start : &p->bf16_layers_end);
         return rc == EXIT_OK ? 1 : -rc;
-    case OPT_FP8_RECIPE:
-        if (spsim_fp8_recipe_parse(arg, &p->fp8_recipe) == SPSIM_OK)
-            return 1;
-        return -cli_error(EXIT_USAGE,
-                          "--fp8-recipe: %s is not one of delayed, current, tensorwise, mxfp8, "
-                          "blockwise",
-                          CLI_Q(arg));
     default:
         rc = config_recompute_offload(p, opt, arg);
         if (rc >= 0)
@@ -666,7 +678,8 @@ add_options(struct option *out, size_t n, size_t cap, const struct option *add, 
 {
     if (n + nadd > cap)
         return cap + 1;
-    memcpy(out + n, add, nadd * sizeof(*add));
+    if (nadd) /* a command without options of its own passes NULL (C11 7.24.1p2) */
+        memcpy(out + n, add, nadd * sizeof(*add));
     return n + nadd;
 }
 

@@ -164,9 +164,10 @@ spsim_finetune_check(const struct spsim_model_shape *m, const struct spsim_paral
         if (!flash)
             return CONFIG_FAIL(err, "field 'packed_subseq_len': packed (THD) sequences need "
                                     "flash attention (TE's fused or flash kernels)");
-        if (p->cp > 1 || m->window)
+        if (p->cp > 1 || m->window || m->hybrid_pattern)
             return CONFIG_FAIL(err, "field 'packed_subseq_len': packed sequences with context "
-                                    "parallelism or sliding windows are not modelled");
+                                    "parallelism, sliding windows or hybrid (Mamba) layers are "
+                                    "not modelled");
     }
     if (p->lora_rank == 0) {
         if (p->lora_targets || p->lora_alpha != 0 || p->lora_dropout != 0)
@@ -187,10 +188,10 @@ spsim_finetune_check(const struct spsim_model_shape *m, const struct spsim_paral
     /* spsim's limits: adapters on MoE experts (GroupedExpertLinearAdapter) and on MLA's split
      * projections, Megatron-FSDP's sharding of a frozen model, and the adapters' input-gradient
      * all-reduce that ColumnParallelLinear issues without SP are not modelled. */
-    if (m->experts || m->kv_lora_rank || m->mtp_layers || m->window)
+    if (m->experts || m->kv_lora_rank || m->mtp_layers || m->window || m->hybrid_pattern)
         return CONFIG_FAIL(err, "field 'lora_rank': LoRA on mixture-of-experts, multi-latent "
-                                "attention, multi-token prediction or sliding-window models is not "
-                                "modelled");
+                                "attention, multi-token prediction, sliding-window or hybrid "
+                                "(Mamba) models is not modelled");
     if (p->zero >= 2)
         return CONFIG_FAIL(err, "field 'zero': LoRA with Megatron-FSDP sharding (zero 2, 3) is "
                                 "not modelled");

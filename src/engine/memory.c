@@ -51,6 +51,23 @@ struct stage_memory {
     uint64_t params, trainable, weights, grads, optimizer, activations, total;
 };
 
+/* What a rank holds of its parameters: all of them, the routed experts' among them, one
+ * transformer layer (an FSDP unit), and the root unit (rank_root_embedding/_output). */
+struct stage_params {
+    uint64_t all, expert, unit, root;
+};
+
+/* `bytes` per parameter of p parameters, x of them the routed experts', sharded: the others
+ * over the dp·cp ranks D, the experts' over the expert data-parallel ranks (the expert_dp mesh
+ * Megatron-FSDP shards them on, mcore_fsdp_adapter.py). */
+static uint64_t
+sharded_bytes(const struct stage_params *sp, uint64_t bytes, const struct shape *x, bool *ok)
+{
+    uint64_t D = x->dc, E = x->moe ? x->edp : D;
+    return spsim_add(ceil_div(spsim_mul(sp->all - sp->expert, bytes, ok), D),
+                     ceil_div(spsim_mul(sp->expert, bytes, ok), E), ok);
+}
+
 /*
  * Megatron theoretical_memory_usage.py: 18 bytes per parameter (bf16 weight 2, fp32 main
  * gradient 4, fp32 master weight and Adam moments 12), or 6 + 12/D with the distributed
@@ -58,16 +75,20 @@ struct stage_memory {
  * optim_grads (2) also shards the gradient buffer, optim_grads_params (3) the bf16 weights;
  * a sharded buffer keeps the FSDP units (transformer layers) in flight unsharded: for
  * weights the unit computing and the one prefetched, for gradients the unit being produced and
- * the one in the reduce-scatter queue (2 units each).
+ * the one in the reduce-scatter queue (2 units each). The root unit's parameters, outside every
+ * FSDP unit, are gathered by their first forward and kept (param_and_grad_buffer.py: the
+ * all-gather pipeline preserves non-unit buckets), whole in bf16 beside their shard.
  */
 static void
-fsdp_static(uint64_t unit, const struct spsim_parallel *par, const struct shape *x,
+fsdp_static(const struct stage_params *sp, const struct spsim_parallel *par, const struct shape *x,
             struct stage_memory *s, bool *ok)
 {
-    uint64_t g = grad_bytes(par), D = x->dc;
+    uint64_t g = grad_bytes(par);
     if (par->zero >= 3)
-        s->weights = spsim_add(ceil_div(s->weights, D), spsim_mul3(unit, 2, 2, ok), ok);
-    s->grads = spsim_add(ceil_div(s->grads, D), spsim_mul3(unit, 2, g, ok), ok);
+        s->weights =
+            spsim_add(spsim_add(sharded_bytes(sp, 2, x, ok), spsim_mul3(sp->unit, 2, 2, ok), ok),
+                      spsim_mul(sp->root, 2, ok), ok);
+    s->grads = spsim_add(sharded_bytes(sp, g, x, ok), spsim_mul3(sp->unit, 2, g, ok), ok);
 }
 
 /* LoRA (finetune.c): the frozen base keeps its BF16 weights only; the adapters, BF16 weights
@@ -86,17 +107,17 @@ lora_static(uint64_t params, uint64_t lora, const struct spsim_parallel *par, co
 }
 
 static void
-stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim_parallel *par,
-             const struct shape *x, struct stage_memory *s, bool *ok)
+stage_static(const struct stage_params *sp, const struct spsim_parallel *par, const struct shape *x,
+             struct stage_memory *s, bool *ok)
 {
-    uint64_t D = x->dc;
+    uint64_t D = x->dc, params = sp->all, expert = sp->expert;
     s->params = params;
     s->trainable = params;
     s->weights = spsim_mul(params, 2, ok);
     bool fp32 = grad_bytes(par) == 4;
     s->grads = fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
-    if (par->zero >= 2 && D > 1)
-        fsdp_static(unit, par, x, s, ok);
+    if (par->zero >= 2 && (D > 1 || (expert && x->edp > 1)))
+        fsdp_static(sp, par, x, s, ok);
     /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
      * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter), unless
      * TE's precision-aware FusedAdam reads them as they are (engine/optimizer.c). */
@@ -111,13 +132,36 @@ stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim
     }
 }
 
+/* Per hybrid kind, a quantity of its totals (kept bytes) as compose.h's kinds index them. */
+static void
+hybrid_kept(const struct spsim_layer_summary *le, uint64_t kept[SPSIM_LAYER_KIND_COUNT])
+{
+    for (int k = 0; k < SPSIM_LAYER_KIND_COUNT; k++)
+        kept[k] = k >= SPSIM_LAYER_MAMBA && le->hybrid_kinds >> k & 1
+                      ? spsim_hybrid_totals(le, (enum spsim_layer_kind)k)->saved_bytes
+                      : 0;
+}
+
+/* One MTP depth's layers' kept bytes: a hybrid model's MTP pattern, else the one layer. */
+static uint64_t
+mtp_layers_saved(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+{
+    if (!x->hybrid)
+        return mtp_layer(le, x)->saved_bytes;
+    uint64_t kept[SPSIM_LAYER_KIND_COUNT], sum = 0;
+    hybrid_kept(le, kept);
+    for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+        sum = spsim_add(sum, spsim_mul(mtp_kind(x, (enum spsim_layer_kind)k), kept[k], ok), ok);
+    return sum;
+}
+
 /* The activations the D depths keep for backward (one micro-batch in flight on the last
  * stage, as the output block's). */
 static uint64_t
 mtp_saved(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
 {
     uint64_t one = spsim_add(le->embedding.saved_bytes, le->mtp.saved_bytes, ok);
-    one = spsim_add(one, mtp_layer(le, x)->saved_bytes, ok);
+    one = spsim_add(one, mtp_layers_saved(le, x, ok), ok);
     one = spsim_add(one, le->output.saved_bytes, ok);
     return spsim_mul(x->model->shape.mtp_layers, one, ok);
 }
@@ -132,7 +176,26 @@ add_fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer
     if (le->fp8_weight_bytes_layer == 0 || par->fp8_param_gather) /* the one test: not FP8 */
         return;
     uint64_t layers = rank_built(x, r) - (x->bf16 ? rank_dense(x, r) : 0);
+    if (x->hybrid) {
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            s->weights = spsim_add(s->weights,
+                                   spsim_mul(rank_kind(x, r, (enum spsim_layer_kind)k),
+                                             le->fp8_weight_bytes_hybrid[k], ok),
+                                   ok);
+        return;
+    }
     s->weights = spsim_add(s->weights, spsim_mul(layers, le->fp8_weight_bytes_layer, ok), ok);
+}
+
+/* The activations rank r's decoder layers hold at its peak when its layers differ: an MoE
+ * model's MoE and dense layers, or a hybrid model's kinds (moe.c). */
+static uint64_t
+mixed_held(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r, bool *ok)
+{
+    uint64_t kept[SPSIM_LAYER_KIND_COUNT] = {le->layer.saved_bytes, le->dense.saved_bytes};
+    if (x->hybrid)
+        hybrid_kept(le, kept);
+    return spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
 }
 
 /* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
@@ -142,10 +205,8 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
                  const struct shape *x, uint64_t r, bool *ok)
 {
     uint64_t act = spsim_mul(rank_held(x, r), le->layer.saved_bytes, ok);
-    if (x->mixed) {
-        const uint64_t kept[2] = {le->layer.saved_bytes, le->dense.saved_bytes};
-        act = spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
-    }
+    if (x->mixed)
+        act = mixed_held(le, x, r, ok);
     /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     if (r == 0)
         act = spsim_add(act, spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok), ok);
@@ -216,11 +277,8 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
         /* Uneven (no recompute method, no offload: spsim_parallel_check): the layers held. */
         mem->interleave_factor = (double)x->held[0] / (double)x->L;
         mem->activation_layers_bytes = spsim_mul(x->held[0], le->layer.saved_bytes, ok);
-        if (x->mixed) {
-            const uint64_t kept[2] = {le->layer.saved_bytes, le->dense.saved_bytes};
-            mem->activation_layers_bytes =
-                spsim_moe_rank_held_bytes(x->model, x->plan, 0, x->micro, kept, ok);
-        }
+        if (x->mixed)
+            mem->activation_layers_bytes = mixed_held(le, x, 0, ok);
     }
     /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     mem->activation_embedding_bytes =
@@ -264,15 +322,23 @@ rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape 
     return spsim_mul(rank_moe_layers(le, x, r), le->params_layer_experts, ok);
 }
 
-/* The D depths' parameters on the last stage: each its own (enorm, hnorm, eh_proj,
- * final_layernorm) and a transformer layer's. With pp > 1 the last stage also holds a copy of
- * the word embedding for the shifted tokens (rank_parameters; its gradient is all-reduced
- * with the first stage's, tied_embedding_sync). */
+/* The D depths' transformer layers on the last stage (each of the last decoder layer's kind);
+ * their own rows (enorm, hnorm, eh_proj, final_layernorm) are rank_root_output's. With pp > 1
+ * the last stage also holds a copy of the word embedding for the shifted tokens (its gradient
+ * is all-reduced with the first stage's, tied_embedding_sync). */
 static uint64_t
-mtp_parameters(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+mtp_layers_parameters(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
 {
+    if (x->hybrid) { /* the MTP pattern's layers, once when the depths share them */
+        uint64_t one = le->params_mtp;
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            one = spsim_add(
+                one, spsim_mul(mtp_kind(x, (enum spsim_layer_kind)k), le->params_hybrid[k], ok),
+                ok);
+        return spsim_mul(mtp_weight_depths(x), one, ok);
+    }
     uint64_t layer = mtp_layer(le, x) == &le->layer ? le->params_layer : le->params_dense_layer;
-    return spsim_mul(x->model->shape.mtp_layers, spsim_add(le->params_mtp, layer, ok), ok);
+    return spsim_mul(x->model->shape.mtp_layers, layer, ok);
 }
 
 /* Parameters of one TP rank of pipeline rank r: its layers, the embedding on rank 0, the
@@ -283,21 +349,34 @@ rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summ
                 const struct shape *x, uint64_t r, bool *ok)
 {
     uint64_t n = spsim_mul(rank_built(x, r), le->params_layer, ok);
-    if (x->mixed) {
+    if (x->hybrid) {
+        n = 0;
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            n = spsim_add(
+                n, spsim_mul(rank_kind(x, r, (enum spsim_layer_kind)k), le->params_hybrid[k], ok),
+                ok);
+    } else if (x->mixed) {
         uint64_t dense = rank_dense(x, r);
         n = spsim_add(spsim_mul(rank_built(x, r) - dense, le->params_layer, ok),
                       spsim_mul(dense, le->params_dense_layer, ok), ok);
     }
-    if (r == 0)
-        n = spsim_add(n, le->params_embedding, ok);
-    if (r == x->p - 1) {
-        n = spsim_add(n, le->params_output, ok);
-        if (x->p > 1 && (m->tied_embeddings || m->mtp_layers))
-            n = spsim_add(n, spsim_mul(le->padded_vocab, m->hidden, ok) / x->t, ok);
-        if (le->params_mtp)
-            n = spsim_add(n, mtp_parameters(le, x, ok), ok);
-    }
+    n = spsim_add(n, rank_root_embedding(le, r), ok);
+    n = spsim_add(n, rank_root_output(m, le, x, r, ok), ok);
+    if (r == x->p - 1 && le->params_mtp) /* the depths' transformer layers */
+        n = spsim_add(n, mtp_layers_parameters(le, x, ok), ok);
     return n;
+}
+
+/* Rank r's parameters as stage_static reads them. */
+static struct stage_params
+rank_stage_params(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                  const struct shape *x, uint64_t r, uint64_t all, bool *ok)
+{
+    return (struct stage_params){
+        .all = all,
+        .expert = rank_expert_parameters(le, x, r, ok),
+        .unit = le->params_layer,
+        .root = spsim_add(rank_root_embedding(le, r), rank_root_output(m, le, x, r, ok), ok)};
 }
 
 static void
@@ -338,12 +417,13 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
         uint64_t params = first  ? mem->parameters_first_stage
                           : last ? mem->parameters_last_stage
                                  : rank_parameters(m, le, x, r, ok);
-        if (le->params_lora_layer)
+        if (le->params_lora_layer) {
             lora_static(params, spsim_mul(rank_built(x, r), le->params_lora_layer, ok), par, x, &s,
                         ok);
-        else
-            stage_static(params, rank_expert_parameters(le, x, r, ok), le->params_layer, par, x, &s,
-                         ok);
+        } else {
+            struct stage_params sp = rank_stage_params(m, le, x, r, params, ok);
+            stage_static(&sp, par, x, &s, ok);
+        }
         add_fp8_weight_copies(par, le, x, r, &s, ok);
         s.activations = first  ? mem->activation_first_stage_bytes
                         : last ? mem->activation_last_stage_bytes
@@ -392,12 +472,13 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
              const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
     struct stage_memory s0;
-    if (le->params_lora_layer)
+    if (le->params_lora_layer) {
         lora_static(mem->parameters_first_stage,
                     spsim_mul(rank_built(x, 0), le->params_lora_layer, ok), par, x, &s0, ok);
-    else
-        stage_static(mem->parameters_first_stage, rank_expert_parameters(le, x, 0, ok),
-                     le->params_layer, par, x, &s0, ok);
+    } else {
+        struct stage_params sp0 = rank_stage_params(m, le, x, 0, mem->parameters_first_stage, ok);
+        stage_static(&sp0, par, x, &s0, ok);
+    }
     add_fp8_weight_copies(par, le, x, 0, &s0, ok);
     peak_stage(m, par, le, x, mem, ok);
     if (hw)

@@ -671,6 +671,9 @@ read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardwa
         (rc = read_host_link(c, hl, hw)) || (rc = read_host(c, host, hw)))
         return rc;
     hw->calibrated = cal != NULL;
+    /* spsim calibrate --runs labels its profiles: calibration.kind "fitted". */
+    const cJSON *kind = cal ? cJSON_GetObjectItemCaseSensitive(cal, "kind") : NULL;
+    hw->fitted = cJSON_IsString(kind) && strcmp(kind->valuestring, "fitted") == 0;
     hw->name = spsim_strdup(name);
     hw->description = spsim_strdup(description);
     if (!hw->name || !hw->description)
@@ -748,6 +751,7 @@ spsim_hardware_get_info(const struct spsim_hardware *hw, struct spsim_hardware_i
     info->nic_line_rate_Gbit_s = hw->nic_line_Bps * 8.0 / 1e9;
     info->nic_achievable_GBps = hw->nic_achievable_Bps / 1e9;
     info->calibrated = hw->calibrated;
+    info->fitted = hw->fitted;
     info->board_power_W = hw->board_power_W;
     info->board_power_unsourced = hw->board_power_unsourced;
 }
