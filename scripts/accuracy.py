@@ -214,6 +214,42 @@ def feature_args(row, s, moe):
     return args
 
 
+# The fine-tuning rows' recipes (recipe-settings.csv reads the pre-training presets only).
+# 26.06: Megatron-Bridge 8f341b04f scripts/performance/configs/llama/llama3_llm_finetune.py
+# (set_llama3_common_peft_configs: grad_reduce_in_fp32 False, the distributed optimizer;
+# CommOverlapConfig tp_comm_overlap = tp > 1; LoRA: peft/lora.py's dim 32, target_modules
+# ["linear_qkv"]; packed_sequence_size = seq_length, 4096) and llama3_workload_base_configs.py
+# (the _LLAMA3_70B_SFT_* and _LLAMA3_70B_LORA_* presets: cuda_graph_impl transformer_engine,
+# scope mlp, on every system but H100, whose SFT FP8_CS variant alone sets them; no recompute
+# for the FP8 presets). NeMo 24.07: NeMo-Framework-Launcher 24.07
+# launcher_scripts/conf/peft/llama/squad.yaml (lora_tuning adapter_dim 32, adapter_dropout 0)
+# and NeMo r2.0.0rc0 nlp/parts/peft_config.py (target_modules default ["attention_qkv"]).
+# Packed rows' sub-sequences are SQuAD examples whose lengths the recipes do not state
+# (Bridge counts their Σs² from the packed file): no --packed-subseq-len, attention over the
+# whole 4096-token row, an upper bound of its cost.
+FINETUNE_TASKS = {"SFT": "sft", "LoRA": "lora", "Fine-Tuning SFT": "sft", "Fine-Tuning LoRA": "lora"}
+
+
+def finetune_settings(row, s):
+    """Fill s with a 26.06 fine-tuning row's recipe settings (see FINETUNE_TASKS)."""
+    if row["task"] not in FINETUNE_TASKS or row["container"] != "26.06":
+        return
+    s["grad_reduce_in_fp32"] = "False"
+    s["tp_comm_overlap"] = "True"
+    if row["system"] != "DGX-H100" or (FINETUNE_TASKS[row["task"]] == "sft"):
+        s["cuda_graph_impl"], s["cuda_graph_scope"] = "transformer_engine", "mlp"
+    # bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set fp8_param_gather; a
+    # frozen base's FP8 parameters are not modelled (spsim refuses them with LoRA): left out.
+    if FINETUNE_TASKS[row["task"]] == "sft":
+        s["fp8_param_gather"] = "True"
+
+
+def finetune_args(row):
+    if FINETUNE_TASKS.get(row["task"]) != "lora":
+        return []
+    return ["--lora-rank", "32", "--lora-target-modules", "linear_qkv"]
+
+
 def command_for(maps, row, s):
     """(argv after 'spsim', reason): the query of a published row, or why there is none."""
     reason = reason_of_maps(maps, row)
@@ -222,6 +258,7 @@ def command_for(maps, row, s):
     par, reason = parallel_args(row)
     if reason:
         return None, reason
+    finetune_settings(row, s)
     model = maps.get("model", row["model"])
     argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
     argv += par + shlex.split(maps.get("precision", row["Precision"])["spsim"])
@@ -230,7 +267,7 @@ def command_for(maps, row, s):
         # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
         # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
         argv.append("--use-precision-aware-optimizer")
-    return argv + nemo_2407_args(row) + ["--format", "json"], None
+    return argv + finetune_args(row) + nemo_2407_args(row) + ["--format", "json"], None
 
 
 def nemo_2407_args(row):
@@ -394,8 +431,8 @@ def flops_checks(results):
         if r.get("tokens") is None or "--model" not in r["argv"]:
             continue
         name = r["argv"][r["argv"].index("--model") + 1]
-        if not name.startswith("llama"):
-            continue
+        if not name.startswith("llama") or row["task"] in FINETUNE_TASKS:
+            continue  # the closed form is pre-training's (LoRA counts its frozen weights at 2/3)
         with open(os.path.join(ROOT, "models", name + ".json")) as f:
             model = json.load(f)
         causal = row["container"] != "24.07"
@@ -555,6 +592,15 @@ and Bridge's defaults above, FP8 as delayed scaling, and FlashAttention: NeMo-Fr
 24.07 `config.yaml` turns cuDNN's fused attention off (`NVTE_FUSED_ATTN: 0`), so TE runs flash-attn
 (`--flash-attn --attention-backend flash`); the page's parallel mappings are not those of the
 launcher's training configs, whose other settings are therefore not read.
+Fine-tuning rows (SFT and LoRA) take their recipes' settings from `scripts/accuracy.py`
+(`FINETUNE_TASKS`: Bridge 8f341b04f `llama3_llm_finetune.py` and its presets for 26.06, the
+24.07 launcher's `peft/llama/squad.yaml`): LoRA rank 32 on `linear_qkv`, 16-bit gradient
+reduction, CUDA graphs of the MLP where the preset sets them; the LoRA rows leave out the FP8
+parameters (not modelled on a frozen base), and the packed SQuAD rows attend over the whole
+4096-token row (`--packed-subseq-len` unset: the recipes do not state the sub-sequences'
+lengths), an upper bound of their attention cost. Bridge counts a LoRA row's model FLOPs with
+its frozen weights at 2/3 and only the real (unpadded) tokens of the packed file, so their
+TFLOP/s error reads above their tokens/s error.
 Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
 26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
 better figure. spsim counts Bridge's current formula (flop_utils.py at 067f987, used from 26.06 on:

@@ -160,6 +160,11 @@ START_TEST(finetune_rules)
     testutil_expect_rule("llama3-70b", &p, "exceeds the packed row's 4096 tokens");
     p = lora_70b();
     testutil_expect_rule("mixtral-8x7b", &p, "LoRA on mixture-of-experts");
+    p = lora_70b();
+    p.dtype = SPSIM_DTYPE_FP8;
+    p.fp8_recipe = SPSIM_FP8_CURRENT;
+    p.fp8_param_gather = true;
+    testutil_expect_rule("llama3-70b", &p, "LoRA with FP8 parameters is not modelled");
 }
 END_TEST
 

@@ -323,10 +323,10 @@ struct spsim_parallel {
      * not fp32 needs precision_aware_optimizer */
     enum spsim_opt_dtype exp_avg_dtype;
     enum spsim_opt_dtype exp_avg_sq_dtype;
-    /* Fine-tuning (doc/finetune.md). LoRA as Megatron-Bridge builds it (peft/lora.py LoRA,
-     * peft/utils.py ParallelLinearAdapter): the base model frozen (no gradients, no optimizer
-     * state, no weight-gradient GEMMs), a low-rank adapter in -> r -> out beside each targeted
-     * linear of every transformer layer, the adapters trained. */
+    /* Fine-tuning (README "Fine-tuning: LoRA and packed sequences"). LoRA as Megatron-Bridge builds
+     * it (peft/lora.py LoRA, peft/utils.py ParallelLinearAdapter): the base model frozen (no
+     * gradients, no optimizer state, no weight-gradient GEMMs), a low-rank adapter in -> r -> out
+     * beside each targeted linear of every transformer layer, the adapters trained. */
     uint32_t lora_rank;    /**< LoRA's dim r; 0 = full training (default) */
     uint32_t lora_targets; /**< OR of enum spsim_lora_target; 0 = Bridge's default, all four */
     double lora_alpha;     /**< the adapter's scale alpha/r: recorded, no cost; 0 = unset */

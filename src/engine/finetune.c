@@ -1,7 +1,8 @@
 /*
- * Fine-tuning as Megatron-Bridge runs it (doc/finetune.md): LoRA (peft/lora.py LoRA, the
- * adapter of peft/utils.py ParallelLinearAdapter at Megatron-Bridge 8f341b04f) and packed THD
- * sequences (Megatron-Core PackedSeqParams with cu_seqlens; Bridge's packed SFT datasets).
+ * Fine-tuning as Megatron-Bridge runs it (README "Fine-tuning: LoRA and packed sequences"): LoRA
+ * (peft/lora.py LoRA, the adapter of peft/utils.py ParallelLinearAdapter at Megatron-Bridge
+ * 8f341b04f) and packed THD sequences (Megatron-Core PackedSeqParams with cu_seqlens; Bridge's
+ * packed SFT datasets).
  *
  * LoRA freezes the base model (peft/base.py PEFT.freeze_model: requires_grad False on every
  * base parameter) and adds, beside each targeted linear of every transformer layer, an adapter
@@ -192,6 +193,11 @@ spsim_finetune_check(const struct spsim_model_shape *m, const struct spsim_paral
         return CONFIG_FAIL(err, "field 'lora_rank': LoRA on mixture-of-experts, multi-latent "
                                 "attention, multi-token prediction, sliding-window or hybrid "
                                 "(Mamba) models is not modelled");
+    /* FP8 primary weights (TE fp8_model_init) of a frozen base: 1 B a weight and no gather at
+     * all, neither modelled. */
+    if (p->fp8_param_gather)
+        return CONFIG_FAIL(err, "field 'fp8_param_gather': LoRA with FP8 parameters is not "
+                                "modelled");
     if (p->zero >= 2)
         return CONFIG_FAIL(err, "field 'zero': LoRA with Megatron-FSDP sharding (zero 2, 3) is "
                                 "not modelled");
