@@ -192,6 +192,9 @@ print_memory(FILE *f, const struct spsim_result *r)
     if (m->expert_parameters_per_gpu)
         fprintf(f, "  %-44s %14.4g\n", "  of which routed experts (over expert DP)",
                 (double)m->expert_parameters_per_gpu);
+    if (m->trainable_parameters_per_gpu != m->parameters_per_gpu) /* LoRA: the base frozen */
+        fprintf(f, "  %-44s %14.4g\n", "  + LoRA adapters (all that is trained)",
+                (double)m->trainable_parameters_per_gpu);
     fprintf(f, "  %-44s %14s\n",
             r->config.zero >= 3 ? "weights (bf16, sharded + 2 layers gathered)"
                                 : "weights (bf16, 2 B/param)",
