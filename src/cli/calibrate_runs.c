@@ -185,6 +185,7 @@ static const struct {
 } renamed_columns[] = {
     {"bf16_layers_start", "num-layers-at-start-in-bf16"},
     {"bf16_layers_end", "num-layers-at-end-in-bf16"},
+    {"lora_targets", "lora-target-modules"},
 };
 /* Columns the configuration derives (checked, never set). */
 static const char *const derived_columns[] = {"gpus", "padded_vocab"};

@@ -126,28 +126,6 @@ spsim_lora_add(struct spsim_layer *L, uint32_t target, uint64_t tokens, uint64_t
         "LoRA linear_out input", spsim_mul(tokens, r, ok), 2, SPSIM_RG_LAYER};
 }
 
-/* The adapters' weights of one transformer layer on one TP rank: r·(k + n)/t per target. */
-uint64_t
-spsim_lora_layer_parameters(const struct spsim_model_shape *m, const struct spsim_parallel *p,
-                            bool *ok)
-{
-    if (p->lora_rank == 0)
-        return 0;
-    uint32_t targets = p->lora_targets ? p->lora_targets : SPSIM_LORA_ALL;
-    uint64_t h = m->hidden, q = (uint64_t)m->heads * m->head_dim;
-    uint64_t kv = (uint64_t)m->kv_heads * m->head_dim, f = m->ffn_hidden;
-    uint64_t gate = m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1, widths = 0;
-    if (targets & SPSIM_LORA_QKV)
-        widths += h + q + 2 * kv;
-    if (targets & SPSIM_LORA_PROJ)
-        widths += q + h;
-    if (targets & SPSIM_LORA_FC1)
-        widths += h + gate * f;
-    if (targets & SPSIM_LORA_FC2)
-        widths += f + h;
-    return spsim_mul(p->lora_rank, widths, ok) / (p->tp ? p->tp : 1);
-}
-
 /* What is modelled of fine-tuning, checked before anything is computed. */
 int
 spsim_finetune_check(const struct spsim_model_shape *m, const struct spsim_parallel *p, bool flash,

@@ -210,9 +210,6 @@ void spsim_lora_add(struct spsim_layer *layer, uint32_t target, uint64_t tokens,
                     uint64_t n_full, bool *ok);
 /** cfg.frozen: the base linears of a built block keep no input (finetune.c). */
 void spsim_lora_freeze(struct spsim_layer *layer);
-/** The LoRA adapters' weights of one transformer layer on one TP rank (0 without LoRA). */
-uint64_t spsim_lora_layer_parameters(const struct spsim_model_shape *m,
-                                     const struct spsim_parallel *p, bool *ok);
 /** What is modelled of LoRA and packed sequences (spsim_parallel_check). */
 int spsim_finetune_check(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                          bool flash, struct spsim_error *err);

@@ -35,6 +35,30 @@ attention_backend_name(int v)
     return spsim_attention_backend_name((enum spsim_attention_backend)v);
 }
 
+/* LoRA's targets, the mask's names joined by '+' as --lora-target-modules reads them; 0 (the
+ * default, Bridge's four) "default", which calibrate --runs reads as the option left out. */
+static const char *
+lora_targets_name(int v)
+{
+    static const char *const names[16] = {"default",
+                                          "linear_qkv",
+                                          "linear_proj",
+                                          "linear_qkv+linear_proj",
+                                          "linear_fc1",
+                                          "linear_qkv+linear_fc1",
+                                          "linear_proj+linear_fc1",
+                                          "linear_qkv+linear_proj+linear_fc1",
+                                          "linear_fc2",
+                                          "linear_qkv+linear_fc2",
+                                          "linear_proj+linear_fc2",
+                                          "linear_qkv+linear_proj+linear_fc2",
+                                          "linear_fc1+linear_fc2",
+                                          "linear_qkv+linear_fc1+linear_fc2",
+                                          "linear_proj+linear_fc1+linear_fc2",
+                                          "linear_qkv+linear_proj+linear_fc1+linear_fc2"};
+    return v >= 0 && v < 16 ? names[v] : "?";
+}
+
 static const char *
 cp_comm_name(int v)
 {
@@ -162,6 +186,10 @@ static const struct spsim_field fields[] = {
     E("config.exp_avg_dtype", config.exp_avg_dtype, opt_dtype_name),
     E("config.exp_avg_sq_dtype", config.exp_avg_sq_dtype, opt_dtype_name),
     E("config.attention_backend", config.attention_backend, attention_backend_name),
+    F("config.lora_rank", U32, config.lora_rank),
+    E("config.lora_targets", config.lora_targets, lora_targets_name),
+    F("config.lora_dropout", F64, config.lora_dropout),
+    F("config.packed_subseq_len", U32, config.packed_subseq_len),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),
