@@ -29,6 +29,12 @@ grep -q '"gradients_bytes": 23592960,' "$tmp/q.json" ||
 "$spsim" query $cfg --lora-rank 32 --lora-target-modules linear_qkv >"$tmp/q" 2>"$tmp/err" ||
     fail "query --lora-rank (text): $(cat "$tmp/err")"
 grep -q "LoRA adapters (all that is trained) *5.898e+06" "$tmp/q" || fail "no LoRA line in the report"
+# Megatron-LM's launch line has no LoRA: the exported line says it trains the whole model.
+# shellcheck disable=SC2086
+"$spsim" query $cfg --lora-rank 32 --format megatron >"$tmp/launch" 2>"$tmp/err" ||
+    fail "query --format megatron: $(cat "$tmp/err")"
+grep -q "^# LoRA rank 32 is Megatron-Bridge's (peft), not a pretrain_gpt.py flag" "$tmp/launch" ||
+    fail "the launch line does not say LoRA is left out"
 # A sub-sequence longer than the packed row: exit 4, the field named.
 # shellcheck disable=SC2086
 "$spsim" query $cfg --packed-subseq-len 8192 >/dev/null 2>"$tmp/err"

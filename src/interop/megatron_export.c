@@ -337,6 +337,18 @@ spsim_megatron_format(const struct spsim_model *model, const struct spsim_parall
     uint64_t per_node = gpus_per_node && gpus % gpus_per_node == 0 ? gpus_per_node : gpus;
     emit(&o, "# %s: written by spsim %s (spsim --megatron-args reads it back)\n",
          spsim_model_name(model), spsim_version());
+    /* Megatron-LM has no LoRA nor a packed-sequence flag (Bridge's peft and packed datasets):
+     * said, not dropped silently. */
+    if (par->lora_rank)
+        emit(&o,
+             "# LoRA rank %u is Megatron-Bridge's (peft), not a pretrain_gpt.py flag: this "
+             "line trains the whole model\n",
+             par->lora_rank);
+    if (par->packed_subseq_len)
+        emit(&o,
+             "# packed sequences (THD, %u-token sub-sequences) come from the data, not a "
+             "flag: this line trains on whole rows\n",
+             par->packed_subseq_len);
     emit(&o, "torchrun --nproc_per_node %llu --nnodes %llu pretrain_gpt.py \\\n",
          (unsigned long long)per_node, (unsigned long long)(gpus / per_node));
     model_flags(&o, s);
