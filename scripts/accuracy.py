@@ -327,6 +327,8 @@ def evaluate_row(spsim, env, maps, row):
     res, reason = run_spsim(spsim, argv, env)
     if reason:
         out["reason"] = reason
+        if "unknown option '--optimizer'" in reason:  # muon_dp_args
+            out["reason"] = f"Muon optimizer (the recipe's dist_muon): spsim models Adam only; {reason}"
         res, dropped, rest = without_unknown(spsim, argv, env, reason)
         if res is not None:
             out["approx"] = dict(dropped=dropped, argv=rest, **figures(res, row))

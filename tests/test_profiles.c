@@ -46,7 +46,7 @@ static const struct bad_case model_cases[] = {
     {"\"kv_heads\": 64", "\"kv_heads\": 128", SPSIM_EFIELD,
      "field 'kv_heads': must not exceed heads"},
     {"\"gelu\"", "\"relu\"", SPSIM_EFIELD,
-     "field 'mlp': must be one of 'gelu', 'swiglu', got 'relu'"},
+     "field 'mlp': must be one of 'gelu', 'swiglu', 'relu2', got 'relu'"},
     {"\"dropout\": true", "\"dropout\": 1", SPSIM_EFIELD, "field 'dropout': must be true or false"},
     {"\"layers\"", "\"layer\"", SPSIM_EFIELD, "field 'layer': unknown key"},
     {"\"name\": \"t\",", "\"name\": \"t\", \"name\": \"u\",", SPSIM_EFIELD,
