@@ -216,8 +216,9 @@ def feature_args(row, s, moe):
         args.append("--account-for-loss-in-pipeline-split")
     layout = s.get("pp_layout") or builder_layout(row)
     if layout:
-        # As Megatron-Core writes it, the MTP depth ('m') beside the loss on the last stage.
-        args += ["--pipeline-layout", layout]
+        # As Megatron-Core writes it, the MTP depth ('m') beside the loss on the last stage;
+        # none without MTP (no-mtp.yaml).
+        args += ["--pipeline-layout", layout.replace("m", "") if "(w/o MTP)" in row["model"] else layout]
     if s.get("cpu_offloading_num_layers"):
         args += ["--offload-layers", s["cpu_offloading_num_layers"]]
     if s.get("cuda_graph_impl") not in (None, "", "none"):
@@ -251,6 +252,8 @@ def command_for(maps, row, s):
         return None, reason
     model = maps.get("model", row["model"])
     argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
+    if "(w/o MTP)" in row["model"]:
+        argv[3:3] = ["--megatron-args", os.path.relpath(os.path.join(DATA, "no-mtp.yaml"), ROOT)]
     argv += par + shlex.split(maps.get("precision", row["Precision"])["spsim"])
     dp = muon_dp_args(row, s) if row["model"] == "Kimi_K2" else dp_args(row, s)
     argv += recompute_args(s) + dp + feature_args(row, s, model["dense_or_moe"] == "moe")
@@ -276,7 +279,9 @@ def nemo_2407_args(row):
 def run_spsim(spsim, argv, env):
     """(parsed JSON, None) or (None, spsim's error line)."""
     try:
-        p = subprocess.run([spsim] + argv, capture_output=True, text=True, timeout=60, env=env)
+        # From the checkout's root: the rows' override files are named relative to it.
+        p = subprocess.run([os.path.abspath(spsim)] + argv, capture_output=True, text=True, timeout=60,
+                           env=env, cwd=ROOT)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, f"spsim did not run: {e}"
     if p.returncode != 0:
@@ -591,6 +596,9 @@ takes the H100 recipe's `Et|(tt|)*30mL` and at pp 2 × vp 4 the map's 8-stage la
 depend on pp·vp alone). Kimi K2 trains with Muon (the page's note): its rows keep the Muon recipe's
 DDP settings (no distributed optimizer, no parameter-gather overlap, no FP8 parameter gather) and
 run as approximations with Adam's state and step, spsim having no Muon (`--optimizer` dropped).
+The 25.11 page's "(w/o MTP)" rows run DeepSeek-V3 without its MTP layer (`--megatron-args
+tests/data/published-runs/no-mtp.yaml`, `mtp_num_layers: null`): their published TFLOP/s ÷ tokens/s
+is Bridge's FLOPs per token without it.
 Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
 26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
 better figure. spsim counts Bridge's current formula (flop_utils.py at 067f987, used from 26.06 on:
