@@ -46,6 +46,17 @@ target_index(uint32_t target)
     return i;
 }
 
+/* An adapter op's tokens × width shapes, for explain's tables. */
+static void
+lora_dims(struct spsim_op *op, uint64_t tokens, const char *in, uint64_t k, const char *out,
+          uint64_t n)
+{
+    op->in[0] = op->out[0] = (struct spsim_dim){"sb", tokens};
+    op->in[1] = (struct spsim_dim){in, k};
+    op->out[1] = (struct spsim_dim){out, n};
+    op->nin = op->nout = 2;
+}
+
 static struct spsim_op *
 lora_op(struct spsim_layer *L, const char *name, enum spsim_op_kind kind)
 {
@@ -104,12 +115,14 @@ spsim_lora_add(struct spsim_layer *L, uint32_t target, uint64_t tokens, uint64_t
         op->bwd_bytes = 5.0 * (double)elements;
         op->saved[op->nsaved++] =
             (struct spsim_saved_tensor){"LoRA dropout mask", elements, 1, SPSIM_RG_LAYER};
+        lora_dims(op, tokens, "k", k_in, "k", k_in);
     }
     op = lora_op(L, in_names[i], SPSIM_OPK_GEMM);
     op->role = column ? SPSIM_GEMM_COLUMN : SPSIM_GEMM_ROW;
     op->m = tokens;
     op->k = k_in;
     op->n = column ? r / t : r;
+    lora_dims(op, tokens, "k", k_in, column ? "r/t" : "r", op->n);
     /* A row-parallel base's input without dropout is the very tensor the base linear received:
      * kept once, by the base (spsim_lora_freeze leaves it). */
     if (column || cfg->lora_dropout > 0)
@@ -122,6 +135,7 @@ spsim_lora_add(struct spsim_layer *L, uint32_t target, uint64_t tokens, uint64_t
     op->m = tokens;
     op->k = r;
     op->n = n_full / t;
+    lora_dims(op, tokens, "r", r, "n/t", op->n);
     op->saved[op->nsaved++] = (struct spsim_saved_tensor){
         "LoRA linear_out input", spsim_mul(tokens, r, ok), 2, SPSIM_RG_LAYER};
 }
