@@ -13,10 +13,12 @@
  * row-parallel base (linear_proj, linear_fc2) linear_in is row-parallel k/t -> r and linear_out
  * column-parallel r -> n/t. Either way a rank holds r·(k + n)/t adapter weights and runs
  * 2·m·r·(k + n)/t FLOPs forward, twice that backward (data and weight gradients). The adapters'
- * own TP collectives carry m·r elements, r/h of a boundary's (16/8192 for the published LoRA
+ * own TP collectives carry m·r elements, r/h of a boundary's (32/8192 for the published LoRA
  * runs): left out. The frozen base still runs its forward and its data-gradient GEMMs (the
  * backward must reach the adapters below), not its weight-gradient GEMMs, and has no gradient
- * buffer and no optimizer state: those are the adapters' alone.
+ * buffer and no optimizer state: those are the adapters' alone. Their data-parallel reduction
+ * is taken as exposed whole after the backward (dp_time.c): a few tens of MB for the published
+ * runs, under one DDP bucket; large adapters on all four targets would overlap in part.
  */
 #include "config.h"
 
