@@ -951,16 +951,17 @@ fails_inside_vpp(const struct spsim_sweep *sw, const struct spsim_sweep_point *p
 }
 
 /*
- * Whether every point inside the gbs axis fails as this invalid one does: the batch rules of
- * spsim_parallel_check (check_pipeline), which gbs, mbs, dp, pp and vpp alone decide and no axis
- * inside gbs sets (unless max_gbs, inside it, derives gbs; the interleaving rule only where no
- * inner axis can make the split uneven, which may change its vpp). A space of plain batch
- * ranges has most of its points here (gbs not a multiple of mbs·dp).
+ * Whether every point inside the gbs axis fails as this one would: the batch rules of
+ * spsim_parallel_check (spsim_batch_fails), which gbs, mbs, dp, pp and the chunks per rank
+ * alone decide and no axis inside gbs sets (unless max_gbs, inside it, derives gbs; the
+ * interleaving rules only where no inner axis can make the split uneven, which may change its
+ * chunks). A space of plain batch ranges has most of its points here (gbs not a multiple of
+ * mbs·dp).
  */
 static bool
-fails_inside_gbs(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt)
+fails_inside_gbs(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt,
+                 const struct spsim_parallel *p)
 {
-    const struct spsim_parallel *p = &pt->par;
     if (sw->n[SPSIM_AXIS_MAX_GBS] > 1 || pt->max_gbs)
         return false;
     uint64_t per_step = (uint64_t)p->mbs * p->dp;
@@ -969,10 +970,31 @@ fails_inside_gbs(const struct spsim_sweep *sw, const struct spsim_sweep_point *p
     bool even = sw->n[SPSIM_AXIS_PP_SPLIT] == 1 && !p->first_stage_layers &&
                 !p->last_stage_layers && !p->account_embedding && !p->account_loss &&
                 !p->pipeline_layout;
-    return even && p->vpp > 1 && (p->gbs / per_step) % p->pp != 0;
+    return even && spsim_batch_fails(p, p->vpp);
 }
 
-/* The points after the current one that fail alike and are counted at once (0: none). */
+/* After the current point's run inside gbs, the following batch values that fail alike: their
+ * whole runs too, while they end inside the block. @return the points skipped */
+static uint64_t
+skip_batches(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, uint32_t *d,
+             uint64_t left_in_block)
+{
+    uint64_t skipped = skip_inside(sw, SPSIM_AXIS_GBS, d, left_in_block), inside = 1;
+    for (int a = SPSIM_AXIS_GBS + 1; a < SPSIM_AXIS_COUNT; a++)
+        inside *= sw->n[a];
+    struct spsim_parallel p = pt->par;
+    while (d[SPSIM_AXIS_GBS] + 1 < sw->n[SPSIM_AXIS_GBS] && skipped + 1 + inside <= left_in_block) {
+        p.gbs = (uint64_t)sw->v[SPSIM_AXIS_GBS][d[SPSIM_AXIS_GBS] + 1];
+        if (!fails_inside_gbs(sw, pt, &p))
+            break;
+        d[SPSIM_AXIS_GBS]++; /* the digits inside stay at their last values */
+        skipped += inside;
+    }
+    return skipped;
+}
+
+/* The points after the current one that fail alike and are counted at once (0: none):
+ * sequence parallelism without tensor parallelism fails every point inside the sp axis. */
 static uint64_t
 skip_failing(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, uint32_t *d,
              uint64_t left_in_block)
@@ -981,8 +1003,10 @@ skip_failing(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, u
         return skip_inside(sw, SPSIM_AXIS_GPUS, d, left_in_block);
     if (fails_inside_vpp(sw, pt))
         return skip_inside(sw, SPSIM_AXIS_VPP, d, left_in_block);
-    if (fails_inside_gbs(sw, pt))
-        return skip_inside(sw, SPSIM_AXIS_GBS, d, left_in_block);
+    if (pt->par.sp && pt->par.tp <= 1)
+        return skip_inside(sw, SPSIM_AXIS_SP, d, left_in_block);
+    if (fails_inside_gbs(sw, pt, &pt->par))
+        return skip_batches(sw, pt, d, left_in_block);
     return 0;
 }
 
