@@ -642,11 +642,14 @@ spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *
     memset(w, 0, sizeof(*w));
     w->sw = sw;
     w->changed_since = 0;
+    /* Without options, a worker for one point (spsim_sweep_evaluate): one cache slot and no
+     * memo, which only repeats serve (they were up to 9 MB to clear for a single point). */
+    w->cache_slots = opt ? sw->cache_slots : 1;
     w->le = spsim_calloc(1, sizeof(*w->le));
-    w->cache = spsim_calloc(sw->cache_slots, sizeof(*w->cache));
-    w->memo = spsim_coll_memo_create();
+    w->cache = spsim_calloc(w->cache_slots, sizeof(*w->cache));
+    w->memo = opt ? spsim_coll_memo_create() : NULL;
     w->top = top_k ? spsim_calloc(top_k, sizeof(*w->top)) : NULL;
-    if (!w->le || !w->cache || !w->memo || (top_k && !w->top) ||
+    if (!w->le || !w->cache || (opt && !w->memo) || (top_k && !w->top) ||
         (format != SPSIM_ROW_NONE &&
          spsim_row_writer_init(&w->rows, format, opt->columns) != SPSIM_OK)) {
         spsim_sweep_worker_free(w);
@@ -676,7 +679,7 @@ static int
 layer_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsim_sweep_point *pt,
               const struct spsim_layer_summary **out, struct spsim_error *err)
 {
-    struct spsim_cache_slot *slot = &w->cache[layer_key(w->sw, d) & (w->sw->cache_slots - 1)];
+    struct spsim_cache_slot *slot = &w->cache[layer_key(w->sw, d) & (w->cache_slots - 1)];
     const struct spsim_model_shape *m = &pt->model->shape;
     struct spsim_layer_config cfg;
     memset(&cfg, 0, sizeof(cfg)); /* padding too: configurations compare as bytes */

@@ -140,6 +140,7 @@ struct spsim_sweep_worker {
     const struct spsim_sweep *sw;
     struct spsim_layer_eval *le; /* scratch for cache misses */
     struct spsim_cache_slot *cache;
+    uint32_t cache_slots; /* sw->cache_slots, or 1 for a worker of one point */
     /* The summary of the last point that asked for one and the outermost axis changed since
      * (SPSIM_AXIS_COUNT: none): while no layer key axis changed, the next point's is the same. */
     const struct spsim_layer_summary *last_sum;
