@@ -57,7 +57,7 @@ JSON
     fail "check of the Llama 3 config: $(cat "$tmp/out")"
 # The folder and the shipped llama3-8b profile (written from the same config) give the same
 # query, but for the name.
-cfg="--hw dgx-h100 --tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --format json"
+cfg="--hw dgx-h100 --tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --seq 8192 --format json"
 "$spsim" query --model "$tmp/Meta-Llama-3-8B" $cfg >"$tmp/hf.json" || fail "query --model FOLDER"
 "$spsim" query --model llama3-8b $cfg >"$tmp/shipped.json"
 grep -q '"model": "Meta-Llama-3-8B"' "$tmp/hf.json" || fail "the folder does not name the model"

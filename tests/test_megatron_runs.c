@@ -14,18 +14,25 @@
 #include "testutil.h"
 
 static char *
-read_case(const char *name, size_t *len)
+read_file(const char *rel, size_t *len)
 {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/tests/data/megatron-functional/%s/model_config.yaml",
-             getenv("SPSIM_DATA_DIR"), name);
+    snprintf(path, sizeof(path), "%s/%s", getenv("SPSIM_DATA_DIR"), rel);
     FILE *f = fopen(path, "rb");
     ck_assert_msg(f != NULL, "%s", path);
-    char *buf = malloc(1 << 20);
-    *len = fread(buf, 1, (1 << 20) - 1, f);
+    char *buf = malloc(4 << 20);
+    *len = fread(buf, 1, (4 << 20) - 1, f);
     buf[*len] = '\0';
     fclose(f);
     return buf;
+}
+
+static char *
+read_case(const char *name, size_t *len)
+{
+    char rel[512];
+    snprintf(rel, sizeof(rel), "tests/data/megatron-functional/%s/model_config.yaml", name);
+    return read_file(rel, len);
 }
 
 static int
@@ -356,6 +363,233 @@ START_TEST(sinkhorn_case)
 }
 END_TEST
 
+/*
+ * BigScience's Megatron-LM run on Jean Zay (tests/data/megatron-logs, 2021): its arguments
+ * block gives 40 layers of h 6144, 32 heads of kv_channels 192, ffn 24576, seq 1024,
+ * GPT2BPETokenizer (50257; the log's "padded vocab (size: 50257)"), tp 4, pp 4 over world 16
+ * (dp 1), micro-batch 1 of 4, fp16, checkpoint_activations with checkpoint_num_layers 1 (full
+ * recomputation, one layer a checkpoint: spsim's default full mode), no attention_backend nor
+ * use_flash_attn (a Megatron-LM before flash attention: standard attention), dropout 0.1.
+ * Its 20 iteration lines (every 10 iterations): the first two are the process's warm-up, the
+ * one at iteration 30 reports a skipped iteration (fp16 loss scale): the 17 at 40 .. 200 are
+ * kept, each of 10 iterations, median 1380.6 ms (sorted, the 9th of 17: 1377.4 1378.0 1378.9
+ * 1379.8 1379.8 1380.0 1380.4 1380.6 [1380.6] ... 1564.1). The largest "max allocated" of the
+ * 16 ranks' reports: 26204.5595703125 MB (ranks 0-3, the first stage).
+ */
+START_TEST(bigscience_log)
+{
+    size_t len;
+    char *text =
+        read_file("tests/data/megatron-logs/meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out", &len);
+    struct spsim_megatron_run run;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_log_parse(text, len, "n4.out", &run, &err) == SPSIM_OK, "%s",
+                  err.message);
+    const struct spsim_model_shape *s = spsim_model_get_shape(run.config.model);
+    ck_assert_uint_eq(s->layers, 40);
+    ck_assert_uint_eq(s->hidden, 6144);
+    ck_assert_uint_eq(s->heads, 32);
+    ck_assert_uint_eq(s->kv_heads, 32);
+    ck_assert_uint_eq(s->head_dim, 192);
+    ck_assert_uint_eq(s->ffn_hidden, 24576);
+    ck_assert_uint_eq(s->seq_len, 1024);
+    ck_assert_uint_eq(s->vocab, 50257);
+    ck_assert_int_eq(s->attention, SPSIM_ATTENTION_STANDARD);
+    ck_assert_int_eq(s->mlp, SPSIM_MLP_GELU);
+    ck_assert(s->dropout && s->linear_bias && s->tied_embeddings);
+    const struct spsim_parallel *p = &run.config.par;
+    ck_assert_uint_eq(p->tp, 4);
+    ck_assert_uint_eq(p->pp, 4);
+    ck_assert_uint_eq(p->dp, 1);
+    ck_assert_uint_eq(p->vpp, 1);
+    ck_assert_uint_eq(p->mbs, 1);
+    ck_assert_uint_eq(p->gbs, 4);
+    ck_assert_uint_eq(p->seq, 1024);
+    ck_assert_int_eq(p->dtype, SPSIM_DTYPE_FP16);
+    ck_assert_int_eq(p->recompute, SPSIM_RECOMPUTE_FULL);
+    ck_assert_int_eq(p->recompute_method, SPSIM_RECOMPUTE_METHOD_DEFAULT);
+    ck_assert(run.config.world_size_given);
+    ck_assert_uint_eq(run.gpus, 16);
+    ck_assert_uint_eq(run.n_iterations, 17);
+    ck_assert_uint_eq(run.n_skipped, 3);
+    ck_assert_uint_eq(run.first_iteration, 40);
+    ck_assert_uint_eq(run.last_iteration, 200);
+    ck_assert_uint_eq(run.iterations[0].interval, 10);
+    ck_assert_double_eq_tol(run.iterations[0].seconds, 1.3798, 1e-12);
+    ck_assert_double_eq_tol(run.median_s, 1.3806, 1e-12);
+    ck_assert(isnan(run.median_tflops));
+    ck_assert_double_eq_tol(run.peak_allocated_bytes, 26204.5595703125 * 1048576, 1e-3);
+    spsim_megatron_run_free(&run);
+    free(text);
+}
+END_TEST
+
+/* BigScience's 64-GPU probe: three iteration lines, each with a skipped iteration (fp16 loss
+ * scale still falling): nothing is measured, and the error says why. */
+START_TEST(log_without_measured_lines)
+{
+    size_t len;
+    char *text = read_file("tests/data/megatron-logs/meg_gpt2_perf_n16.out", &len);
+    struct spsim_megatron_run run;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_megatron_log_parse(text, len, "n16.out", &run, &err), SPSIM_EFIELD);
+    ck_assert_str_eq(err.message, "n16.out: no measured iteration: 3 \"elapsed time per "
+                                  "iteration (ms)\" lines, each the first two of a process "
+                                  "(warm-up) or with skipped or NaN iterations");
+    free(text);
+    static const char none[] = "iteration 10/100 | elapsed time per iteration (ms): 5.0 |\n";
+    ck_assert_int_eq(spsim_megatron_log_parse(none, strlen(none), "x.log", &run, &err),
+                     SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "x.log: no arguments block") == err.message, "%s",
+                  err.message);
+}
+END_TEST
+
+/* One `  name ..... value` line as arguments.py _print_args writes it at d98e8a64:
+ * '  {} {} {}'.format(arg, '.' * (48 - len(arg)), value), behind a launcher's prefix. */
+static size_t
+arg_line(char *buf, size_t at, const char *prefix, const char *name, const char *value)
+{
+    int dots = 48 - (int)strlen(name);
+    at += (size_t)sprintf(buf + at, "%s  %s ", prefix, name);
+    for (int i = 0; i < dots; i++)
+        buf[at++] = '.';
+    return at + (size_t)sprintf(buf + at, " %s\n", value);
+}
+
+/*
+ * A log in today's format (arguments.py _print_args, training.py training_log at d98e8a64),
+ * every line behind srun's "3: " label: Llama-like 8 layers of h 1024, 8 heads in 2 groups,
+ * SwiGLU 2816, RMSNorm, RoPE, no bias (add_bias_linear False), untied, attention_backend
+ * AttnBackend.flash, tp 2 with SP, pp 2, world 8 (dp 2), bf16, selective recomputation of
+ * ['core_attn', 'mlp'], the distributed optimizer. Its iteration lines at 1 (the first:
+ * printed, timer not reset), 10 (its average still holds iteration 1), 20 and 30 (kept, 10
+ * iterations each): median (150.0 + 160.0) / 2 ms, throughput (400.0 + 380.0) / 2.
+ */
+START_TEST(todays_log_format)
+{
+    static const char *const args[][2] = {
+        {"add_bias_linear", "False"},
+        {"attention_backend", "AttnBackend.flash"},
+        {"bf16", "True"},
+        {"ffn_hidden_size", "2816"},
+        {"global_batch_size", "64"},
+        {"group_query_attention", "True"},
+        {"hidden_size", "1024"},
+        {"micro_batch_size", "2"},
+        {"normalization", "RMSNorm"},
+        {"num_attention_heads", "8"},
+        {"num_layers", "8"},
+        {"num_query_groups", "2"},
+        {"pipeline_model_parallel_size", "2"},
+        {"position_embedding_type", "rope"},
+        {"recompute_granularity", "selective"},
+        {"recompute_modules", "['core_attn', 'mlp']"},
+        {"seq_length", "4096"},
+        {"sequence_parallel", "True"},
+        {"swiglu", "True"},
+        {"tensor_model_parallel_size", "2"},
+        {"untie_embeddings_and_output_weights", "True"},
+        {"use_distributed_optimizer", "True"},
+        {"virtual_pipeline_model_parallel_size", "None"},
+        {"vocab_size", "32000"},
+        {"world_size", "8"},
+    };
+    static const char *const iterations[] = {
+        "3:  [2026-08-22 10:00:00.000000] iteration        1/     100 | consumed samples:          "
+        " "
+        "64 | elapsed time per iteration (ms): 9000.0 | throughput per GPU (TFLOP/s/GPU): 7.0 | "
+        "learning rate: 1.000000E-05 | global batch size:    64 | lm loss: 1.040000E+01 | loss "
+        "scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+        "3:  [2026-08-22 10:00:09.000000] iteration       10/     100 | consumed samples:          "
+        "640 | elapsed time per iteration (ms): 1000.0 | throughput per GPU (TFLOP/s/GPU): 60.0 | "
+        "global batch size:    64 | loss scale: 1.0 | number of skipped iterations:   0 | number "
+        "of nan iterations:   0 |",
+        "3:  [2026-08-22 10:00:11.000000] iteration       20/     100 | consumed samples:         "
+        "1280 | elapsed time per iteration (ms): 150.0 | throughput per GPU (TFLOP/s/GPU): 400.0 "
+        "| global batch size:    64 | loss scale: 1.0 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 |",
+        "3:  [2026-08-22 10:00:13.000000] iteration       30/     100 | consumed samples:         "
+        "1920 | elapsed time per iteration (ms): 160.0 | throughput per GPU (TFLOP/s/GPU): 380.0 "
+        "| global batch size:    64 | loss scale: 1.0 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 |",
+        "3: [Rank 6] (after 10 iterations) memory (MB) | allocated: 1000.00 | max allocated: "
+        "3000.50 | reserved: 4000.00 | max reserved: 4000.00",
+    };
+    char *buf = malloc(1 << 16);
+    size_t at =
+        (size_t)sprintf(buf, "3: ------------------------ arguments ------------------------\n");
+    for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++)
+        at = arg_line(buf, at, "3: ", args[i][0], args[i][1]);
+    at += (size_t)sprintf(buf + at,
+                          "3: -------------------- end of arguments ---------------------\n");
+    for (size_t i = 0; i < sizeof(iterations) / sizeof(iterations[0]); i++)
+        at += (size_t)sprintf(buf + at, "%s\n", iterations[i]);
+    struct spsim_megatron_run run;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_log_parse(buf, at, "today.log", &run, &err) == SPSIM_OK, "%s",
+                  err.message);
+    const struct spsim_model_shape *s = spsim_model_get_shape(run.config.model);
+    ck_assert_uint_eq(s->layers, 8);
+    ck_assert_uint_eq(s->kv_heads, 2);
+    ck_assert_uint_eq(s->ffn_hidden, 2816);
+    ck_assert_uint_eq(s->vocab, 32000);
+    ck_assert_int_eq(s->mlp, SPSIM_MLP_SWIGLU);
+    ck_assert_int_eq(s->norm, SPSIM_NORM_RMSNORM);
+    ck_assert_int_eq(s->position, SPSIM_POSITION_ROPE);
+    ck_assert_int_eq(s->attention, SPSIM_ATTENTION_FLASH);
+    ck_assert(!s->linear_bias && !s->tied_embeddings);
+    const struct spsim_parallel *p = &run.config.par;
+    ck_assert(p->tp == 2 && p->pp == 2 && p->dp == 2 && p->sp && p->distributed_optimizer);
+    ck_assert(p->mbs == 2 && p->gbs == 64 && p->seq == 4096 && p->dtype == SPSIM_DTYPE_BF16);
+    ck_assert_int_eq(p->recompute, SPSIM_RECOMPUTE_SELECTIVE);
+    ck_assert_uint_eq(p->recompute_modules, SPSIM_RMOD_CORE_ATTN | SPSIM_RMOD_MLP);
+    ck_assert_uint_eq(run.n_iterations, 2);
+    ck_assert_uint_eq(run.n_skipped, 2);
+    ck_assert_uint_eq(run.first_iteration, 20);
+    ck_assert_uint_eq(run.iterations[1].interval, 10);
+    ck_assert_double_eq_tol(run.median_s, 0.155, 1e-12);
+    ck_assert_double_eq_tol(run.median_tflops, 390.0, 1e-12);
+    ck_assert_double_eq_tol(run.peak_allocated_bytes, 3000.5 * 1048576, 1e-6);
+    spsim_megatron_run_free(&run);
+    free(buf);
+}
+END_TEST
+
+/* gpt3_mcore_te_tp1_pp4_vp1 on its recipe's 8 GPUs (dp 8 / (1 · 1 · 4) = 2) with its DGX H100
+ * golden values: 49 iteration-time steps (2 .. 50), the first (4.79204 s, which averages in
+ * iteration 1) left out; the median of the other 48 is (0.09182 + 0.09185) / 2 = 0.091835 s;
+ * the largest mem-max-allocated-bytes is 4161191424. */
+START_TEST(functional_case_run)
+{
+    size_t clen, glen;
+    char *cfg = read_case("gpt/gpt3_mcore_te_tp1_pp4_vp1", &clen);
+    char *gold = read_file("tests/data/megatron-functional/gpt/gpt3_mcore_te_tp1_pp4_vp1/"
+                           "golden_values_dev_dgx_h100.json",
+                           &glen);
+    struct spsim_megatron_run run;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_case_parse(cfg, clen, "c/model_config.yaml", gold, glen, "g.json",
+                                            8, &run, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert_uint_eq(run.gpus, 8);
+    ck_assert_uint_eq(run.config.par.dp, 2);
+    ck_assert_uint_eq(run.n_iterations, 48);
+    ck_assert_uint_eq(run.n_skipped, 1);
+    ck_assert_uint_eq(run.first_iteration, 3);
+    ck_assert_uint_eq(run.last_iteration, 50);
+    ck_assert_double_eq_tol(run.median_s, 0.091835, 1e-12);
+    ck_assert_double_eq_tol(run.peak_allocated_bytes, 4161191424.0, 1e-3);
+    spsim_megatron_run_free(&run);
+    ck_assert_int_eq(spsim_megatron_case_parse(cfg, clen, "c/model_config.yaml", gold, glen,
+                                               "g.json", 6, &run, &err),
+                     SPSIM_ECONFIG);
+    ck_assert_str_eq(err.message, "c/model_config.yaml: 6 GPUs are not a multiple of tp·cp·pp = 4");
+    free(cfg);
+    free(gold);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -368,6 +602,10 @@ suite(void)
     tcase_add_test(tc, uneven_pipeline_flags);
     tcase_add_test(tc, sinkhorn_rows);
     tcase_add_test(tc, sinkhorn_case);
+    tcase_add_test(tc, bigscience_log);
+    tcase_add_test(tc, log_without_measured_lines);
+    tcase_add_test(tc, todays_log_format);
+    tcase_add_test(tc, functional_case_run);
     suite_add_tcase(s, tc);
     return s;
 }

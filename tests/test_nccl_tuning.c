@@ -275,15 +275,7 @@ static char *
 snellius_json(void)
 {
     char path[4096];
-    ck_assert_int_eq(
-        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-h100", path, sizeof(path), NULL),
-        SPSIM_OK);
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[n] = 0;
+    char *text = testutil_hardware_file_text("dgx-h100", path, sizeof(path));
     for (size_t i = 0; i < sizeof(snellius_edit) / sizeof(*snellius_edit); i++) {
         char *at = strstr(text, snellius_edit[i][0]);
         ck_assert_ptr_nonnull(at);

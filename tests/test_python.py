@@ -155,6 +155,14 @@ class Arguments(unittest.TestCase):
                 spsim.optimize(**dict({"model": "llama3-8b", "hw": "dgx-h100", "gpus": 16},
                                       **kwargs))
 
+    def test_undecodable_text(self):
+        # A key and a value with lone surrogates (os.fsdecode of a non-UTF-8 name): ValueError,
+        # not the SystemError the extension raised when the key's failure was left set while it
+        # encoded the value (found by fuzz_python).
+        for kwargs in ({"model": "a\udcff"}, {"t\udcff": "x\udcff"}):
+            with self.subTest(kwargs=kwargs), self.assertRaises(ValueError):
+                spsim.query(**kwargs)
+
     def test_quote(self):
         self.assertEqual(spsim._spsim.quote("a\nb\x1b"), "'a\\nb\\x1B'")
         self.assertEqual(spsim._spsim.escape("it's"), "it's")

@@ -343,11 +343,12 @@ START_TEST(every_shipped_pair_has_finite_times)
 }
 END_TEST
 
-START_TEST(breakdown_sums_to_iteration)
+START_TEST(bubble_between_its_bounds)
 {
-    /* 175B as the paper ran it, with data parallelism added so that every term of the
-     * breakdown but CP and offload is non-zero: tp 8 (SP, selective), pp 8, vpp 3, dp 2,
-     * 64 micro-batches, the distributed optimizer, the tied embedding across stages. */
+    /* 175B as the paper ran it with data parallelism added: tp 8 (SP, selective), pp 8, vpp 3,
+     * dp 2, 64 micro-batches, the distributed optimizer, the tied embedding across stages.
+     * (The iteration as the sum of its terms is worked by hand in test_terms.c; restating the
+     * result's own sum here tested nothing, issue 23.) */
     struct spsim_parallel p;
     spsim_parallel_defaults(&p);
     p.tp = 8;
@@ -360,25 +361,7 @@ START_TEST(breakdown_sums_to_iteration)
     p.distributed_optimizer = true;
     struct spsim_result r = testutil_evaluate_config("paper-175b", "dgx-a100-80g", &p);
     const struct spsim_time_report *t = &r.time;
-    const double terms[] = {
-        t->forward_s,   t->backward_s, t->recompute_s,  t->tp_exposed_s,
-        t->pp_bubble_s, t->pp_p2p_s,   t->dp_exposed_s, t->tied_embedding_allreduce_s,
-        t->optimizer_s};
-    double sum = t->cp_exposed_s + t->offload_exposed_s;
-    for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++) {
-        ck_assert_msg(terms[i] > 0, "term %zu is 0: the configuration does not exercise it", i);
-        sum += terms[i];
-    }
-    ck_assert_double_eq_tol(sum, t->iteration_s, 1e-12 * t->iteration_s);
-    /* Independently of how iteration_s is summed: the critical stage's micro-batch time (its
-     * work and its 2·vpp sends) times the 64 micro-batches is the per-micro-batch terms. */
-    double m = 64, per_mb = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s +
-                            t->cp_exposed_s + t->offload_exposed_s + t->pp_p2p_s;
-    ck_assert_double_eq_tol(m * t->microbatch_s, per_mb, 1e-12 * per_mb);
-    ck_assert_double_eq_tol(t->iteration_s,
-                            m * t->microbatch_s + t->pp_bubble_s + t->dp_exposed_s +
-                                t->tied_embedding_allreduce_s + t->optimizer_s,
-                            1e-12 * t->iteration_s);
+    double m = 64;
     /* Bubble (Narayanan et al. 2021): (p − 1)/vpp slots of the mean stage's micro-batch and
      * its sends. A middle stage runs L/p = 12 layers and nothing else; the mean stage lies
      * between it and the critical one. */
@@ -406,7 +389,7 @@ time_suite(void)
     tc = tcase_create("sanity");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, every_shipped_pair_has_finite_times);
-    tcase_add_test(tc, breakdown_sums_to_iteration);
+    tcase_add_test(tc, bubble_between_its_bounds);
     suite_add_tcase(s, tc);
     return s;
 }

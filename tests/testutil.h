@@ -119,6 +119,21 @@ testutil_model(const struct spsim_model_shape *shape)
     " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"                                      \
     " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}"
 
+/** A file of tests/data/megatron/ (at most 1 MiB), NUL-terminated; the caller frees it. */
+static inline char *
+testutil_megatron_data(const char *name, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/megatron/%s", getenv("SPSIM_DATA_DIR"), name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    char *buf = malloc(1 << 20);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
 /** Load a shipped profile by name (the source tree's data directory). */
 static inline struct spsim_hardware *
 testutil_hardware(const char *name)
@@ -131,6 +146,22 @@ testutil_hardware(const char *name)
         rc = spsim_hardware_load(path, &hw, &err);
     ck_assert_msg(rc == SPSIM_OK, "%s: %s", name, err.message);
     return hw;
+}
+
+/** A shipped hardware profile's text (static storage, replaced by the next call); its path
+ * into `path`. */
+static inline char *
+testutil_hardware_file_text(const char *name, char *path, size_t cap)
+{
+    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, name, path, cap, NULL),
+                     SPSIM_OK);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = 0;
+    return text;
 }
 
 static inline struct spsim_model *

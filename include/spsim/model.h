@@ -126,9 +126,9 @@ SPSIM_API const char *spsim_model_description(const struct spsim_model *model);
 SPSIM_API const struct spsim_model_shape *spsim_model_get_shape(const struct spsim_model *model);
 
 /**
- * Vocabulary padded as Megatron pads it: to a multiple of 128·tp
- * (--make-vocab-size-divisible-by 128, megatron/training/tokenizer/tokenizer.py
- * _vocab_size_with_padding).
+ * Vocabulary padded as Megatron pads it: to a multiple of vocab_divisible_by (default 128) · tp
+ * (--make-vocab-size-divisible-by, megatron/core/tokenizers/utils/build_tokenizer.py
+ * vocab_size_with_padding).
  */
 SPSIM_API uint64_t spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp);
 

@@ -36,6 +36,20 @@ enum spsim_cp_comm {
 SPSIM_API const char *spsim_cp_comm_name(enum spsim_cp_comm c);
 /** The type named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out);
+/** Which Transformer Engine attention backend runs core attention (Megatron's
+ * --attention-backend; TE dot_product_attention/utils.py get_attention_backend). */
+enum spsim_attention_backend {
+    SPSIM_ATTN_AUTO = 0,  /**< TE's choice: FusedAttention (cuDNN) on Hopper and later when the
+                           * profile measures it (gpu.attention_table), else FlashAttention */
+    SPSIM_ATTN_FLASH = 1, /**< FlashAttention (flash-attn; gpu.flash_attention_tflops) */
+    SPSIM_ATTN_FUSED = 2, /**< FusedAttention (cuDNN; gpu.attention_table) */
+    SPSIM_ATTN_BACKEND_COUNT
+};
+
+/** @return "auto", "flash", "fused"; "?" for an unknown value. */
+SPSIM_API const char *spsim_attention_backend_name(enum spsim_attention_backend b);
+/** The backend named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_attention_backend_parse(const char *name, enum spsim_attention_backend *out);
 /** How an MoE layer moves tokens to the experts' ranks (Megatron-Core
  * --moe-token-dispatcher-type; moe/token_dispatcher.py). */
 enum spsim_moe_dispatcher {
@@ -206,6 +220,8 @@ struct spsim_parallel {
     uint64_t gbs;   /**< global batch size B, sequences; default 1 */
     uint32_t seq;   /**< sequence length s; 0 = the model's seq_len (default) */
     int flash_attn; /**< -1 = the model's `attention` (default), 0 = standard, 1 = flash */
+    /** flash attention's kernels: TE's choice (auto, default), flash or fused */
+    enum spsim_attention_backend attention_backend;
     bool distributed_optimizer; /**< shard optimizer state over dp (Megatron); default false */
     bool overlap_grad_reduce;   /**< overlap DP gradient reduction with backward; default false */
     enum spsim_dtype dtype;     /**< GEMM data type: bf16 (default), fp16 or fp8 */

@@ -50,9 +50,13 @@ spec_from_axes(struct spsim_sweep_spec *spec, PyObject *axes)
     struct spsim_error err = {0};
     while (PyDict_Next(axes, &pos, &key, &value)) {
         Py_ssize_t nlen = 0, tlen = 0;
+        /* One call at a time: a second C API call with the first one's exception still set
+         * (a key with a lone surrogate) raised SystemError (found by fuzz_python). */
         const char *name = PyUnicode_AsUTF8AndSize(key, &nlen);
+        if (!name)
+            return -1;
         const char *text = PyUnicode_AsUTF8AndSize(value, &tlen);
-        if (!name || !text)
+        if (!text)
             return -1;
         char where[160], shown[SPSIM_ERROR_MESSAGE_MAX / 2];
         snprintf(where, sizeof(where), "field %s",

@@ -781,7 +781,8 @@ match_profile(void *cookie, const char *name, const char *path)
     struct spsim_hardware *hw = NULL;
     if (spsim_hardware_load(path, &hw, NULL) != SPSIM_OK)
         return 0;
-    b->found = strcmp(hw->gpu_model, b->gpu) == 0 && strlen(name) < b->cap;
+    /* A sourced profile, not one fitted to runs: a calibration starts from the sources. */
+    b->found = !hw->fitted && strcmp(hw->gpu_model, b->gpu) == 0 && strlen(name) < b->cap;
     if (b->found)
         snprintf(b->out, b->cap, "%s", name);
     spsim_hardware_destroy(hw);

@@ -28,10 +28,13 @@ enum cli_exit {
 /* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
  * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
 #define CLI_QUOTE_MAX 160
-#define CLI_Q(s) spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+#define CLI_Q(s)      spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
 
 /** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
+/** Put `context` ("FILE: line N") before every error and warning until it is set to NULL; the
+ * "Try --help" line of usage errors is left out meanwhile. `context` must stay valid. */
+void cli_error_context(const char *context);
 /** Print "spsim: warning: MSG" to stderr. */
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
 /** Print a usage error and the hint to see --help; return EXIT_USAGE. */
@@ -55,6 +58,8 @@ int cli_parse_double(const char *option, const char *text, double min, double ma
  * nccl-tests -b/-e) and an optional B. @return 0, or -1 when `text` is not one */
 int cli_parse_size(const char *text, uint64_t *out);
 
+/** A profile path's name: its last component without ".json" (*len bytes from the result). */
+const char *cli_profile_stem(const char *path, size_t *len);
 /** Load a model or hardware profile given a NAME or a path. */
 int cli_load_model(const char *arg, struct spsim_model **out);
 int cli_load_hardware(const char *arg, struct spsim_hardware **out);
@@ -133,6 +138,14 @@ int cli_mpi_sweep(const struct cli_mpi *m, const struct spsim_sweep *sw,
                   const struct spsim_sweep_options *opt, struct spsim_sweep_stats *total);
 
 /* The parallel-configuration options shared by query and explain. */
+/* What --megatron-log's training log measured (spsim_megatron_run, without its model). */
+struct cli_measured {
+    const char *path; /* NULL: no log */
+    double median_s, median_tflops, peak_bytes;
+    size_t lines, skipped;
+    uint64_t first, last, interval;
+};
+
 struct cli_config {
     const char *model;
     const char *hardware;
@@ -142,11 +155,19 @@ struct cli_config {
     uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
     uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
     char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
+    struct cli_measured measured; /* --megatron-log's measured run */
     /* The options given since the last --megatron-args (whose file replaces those before it),
      * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
      * refuses two that contradict each other. */
     bool given[96];
     uint32_t zero_level, fsdp_level;
+    /* --megatron-args since the last --model (recipes merge in order), --env NAME=VALUE for a
+     * launch script, whether --model was given. */
+    const char *megatron[16];
+    size_t nmegatron;
+    const char *env[64];
+    size_t nenv;
+    bool model_given;
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -165,10 +186,23 @@ int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
 int cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 
 /** --megatron-args FILE|-: the file's model and configuration replace what the options before
- * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
+ * it gave (src/cli/megatron.c); recipes given one after the other merge in order, on --model's
+ * shape when it came first; the flags it does not model are one warning. */
 int cli_megatron_apply(struct cli_config *cfg, const char *path);
+/** --megatron-log FILE: a Megatron-LM training log's configuration (its arguments block) replaces
+ * what the options before it gave, as --megatron-args's does; what it measured is kept for
+ * query to print beside the prediction (src/cli/megatron.c). */
+int cli_megatron_log_apply(struct cli_config *cfg, const char *path);
+struct jw;
+/** The measured run beside the prediction: table lines, or the "measured" JSON object. */
+void cli_measured_table(FILE *f, const struct cli_measured *m, const struct spsim_result *r);
+void cli_measured_json(struct jw *w, const struct cli_measured *m, const struct spsim_result *r);
 /** The configuration's model: --megatron-args's (the caller now owns it), else --model's. */
 int cli_config_model(struct cli_config *cfg, struct spsim_model **out);
+/** `spsim calibrate --runs FILE...` (src/cli/calibrate_runs.c): fit `base` (NULL: the runs'
+ * hardware) to the runs and write the fitted profile to `output`. @return an exit code */
+int cli_calibrate_runs(const char *const *files, size_t nfiles, const char *base, const char *name,
+                       const char *output, bool cross_validate, const char *command_line);
 /** --format megatron: the launch line of a configuration. @return an exit code */
 int cli_megatron_write(FILE *f, const struct spsim_model *model, const struct spsim_hardware *hw,
                        const struct spsim_parallel *par);
@@ -217,6 +251,7 @@ enum cli_config_opt {
     OPT_SEQ,
     OPT_FLASH,
     OPT_NO_FLASH,
+    OPT_ATTN_BACKEND,
     OPT_DISTOPT,
     OPT_NO_DISTOPT,
     OPT_OVERLAP_GRAD,
@@ -271,7 +306,9 @@ enum cli_config_opt {
     OPT_EXP_AVG_DTYPE,
     OPT_EXP_AVG_SQ_DTYPE,
     OPT_GPUS,
+    OPT_ENV,
     OPT_MB_GROUP,
+    OPT_MEGATRON_LOG,
     OPT_CONFIG_END
 };
 
@@ -301,6 +338,9 @@ enum cli_config_opt {
     "  --seq N                sequence length (default: the model's seq_len)\n"                    \
     "  --flash-attn, --no-flash-attn\n"                                                            \
     "                         attention kernel (default: the model's 'attention' field)\n"         \
+    "  --attention-backend B  flash attention's kernels: auto (default: TE's FusedAttention\n"     \
+    "                         where the profile measures it, gpu.attention_table), flash\n"        \
+    "                         (FlashAttention, gpu.flash_attention_tflops) or fused (cuDNN)\n"     \
     "  --distributed-optimizer, --no-distributed-optimizer\n"                                      \
     "                         shard optimizer state over dp (default off)\n"                       \
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
@@ -361,8 +401,9 @@ enum cli_config_opt {
     "  --moe-flex-dispatcher-backend B\n"                                                          \
     "                         flex's kernels: deepep (default, Megatron's), hybridep\n"            \
     "  --moe-flex-dispatcher-num-sms N\n"                                                          \
-    "                         SMs of the flex kernels (default: the backend's; recorded and\n"     \
-    "                         written back, the time does not depend on it)\n"                     \
+    "                         SMs of the flex kernels (default: the backend's, DeepEP 20,\n"       \
+    "                         HybridEP 24 in one NVLink domain, 8 across): what the exchanges\n"   \
+    "                         take from the computation beside them with the EP overlap\n"         \
     "  --moe-routing R        random (default): the most-loaded EP rank of uniform random\n"       \
     "                         routing sets the time and memory; balanced: every rank at the "      \
     "mean\n"                                                                                       \
@@ -381,9 +422,17 @@ enum cli_config_opt {
     "  --pipeline-layout S    Megatron's --pipeline-model-parallel-layout: stages split by '|'\n"  \
     "                         (pp*vpp of them, vpp derived), E embedding, t layer, L loss,\n"      \
     "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"            \
-    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
-    "                         its model and configuration replace the options before it; the\n"    \
-    "                         flags spsim does not model are listed on standard error\n"
+    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin), or a\n"    \
+    "                         NeMo / Megatron-Bridge YAML recipe or dump: its model and\n"         \
+    "                         configuration replace the options before it; the flags spsim\n"      \
+    "                         does not model are listed on standard error. Recipes given again\n"  \
+    "                         merge in order (override files), on --model's shape when --model\n"  \
+    "                         comes before them\n"                                                 \
+    "  --megatron-log FILE    a Megatron-LM training log: its printed arguments are the model\n"   \
+    "                         and configuration (as --megatron-args); query prints what its\n"     \
+    "                         iteration lines measured beside the prediction\n"                    \
+    "  --env NAME=VALUE       set in the launch script's environment (before --megatron-args;\n"   \
+    "                         repeatable); other variables the script tests are taken as unset\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
 struct jw {

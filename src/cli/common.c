@@ -16,6 +16,15 @@
 
 /* "spsim: PREFIX: MSG" on standard error, one line whatever MSG holds (spsim_escape: an
  * option's value with a newline or an ANSI escape in it is shown escaped). */
+/* "FILE: line N" put before every message while a runs file's row is read (NULL: none). */
+static const char *error_context;
+
+void
+cli_error_context(const char *context)
+{
+    error_context = context;
+}
+
 static void
 report(const char *prefix, const char *fmt, va_list ap)
 {
@@ -26,8 +35,8 @@ report(const char *prefix, const char *fmt, va_list ap)
     char *shown = raw ? malloc(4 * (size_t)n + 8) : NULL;
     if (shown) {
         vsnprintf(raw, (size_t)n + 1, fmt, again);
-        fprintf(stderr, "spsim: %s: %s\n", prefix,
-                spsim_escape(raw, (size_t)n, shown, 4 * (size_t)n + 8));
+        fprintf(stderr, "spsim: %s: %s%s%s\n", prefix, error_context ? error_context : "",
+                error_context ? ": " : "", spsim_escape(raw, (size_t)n, shown, 4 * (size_t)n + 8));
     } else {
         fprintf(stderr, "spsim: %s: (out of memory formatting the message)\n", prefix);
     }
@@ -62,7 +71,9 @@ cli_usage_error(const char *command, const char *fmt, ...)
     va_start(ap, fmt);
     report("error", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "Try 'spsim %s --help'.\n", command);
+    /* Inside a file's row the message is the one line; the hint is for command lines. */
+    if (!error_context)
+        fprintf(stderr, "Try 'spsim %s --help'.\n", command);
     return EXIT_USAGE;
 }
 
@@ -219,6 +230,17 @@ cli_parse_size(const char *text, uint64_t *out)
         return -1;
     *out = v * mult;
     return 0;
+}
+
+const char *
+cli_profile_stem(const char *path, size_t *len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    *len = strlen(base);
+    if (*len > 5 && strcmp(base + *len - 5, ".json") == 0)
+        *len -= 5;
+    return base;
 }
 
 int

@@ -8,9 +8,10 @@
 static const char list_help[] =
     "Usage: spsim list models|hardware\n"
     "\n"
-    "List the shipped profiles with their headline numbers. A NAME shown here can be given to\n"
-    "--model or --hw; the data directory is $SPSIM_DATA_DIR, else the source tree, else\n"
-    "PREFIX/share/spsim.\n";
+    "List the shipped profiles with their headline numbers (hardware: hbmGB the memory a GPU is\n"
+    "sold with, 10^9 bytes; GiB what it reports, nvidia-smi's MiB / 1024). A NAME shown here\n"
+    "can be given to --model or --hw; the data directory is $SPSIM_DATA_DIR, else the source\n"
+    "tree, else PREFIX/share/spsim.\n";
 
 static int
 show_model(void *cookie, const char *name, const char *path)
@@ -51,11 +52,14 @@ show_hardware(void *cookie, const char *name, const char *path)
         snprintf(watts, sizeof(watts), "%.0f", i.board_power_W);
     else
         snprintf(watts, sizeof(watts), "%s", i.board_power_unsourced ? "n/s" : "-");
-    printf("%-14s %-24s %6.0f %7.1f %6.0f %7.0f %6.0f %7.1f %4u %3ux%-4.0f %6s%s\n", name,
+    /* Marketed GB (10^9 B) beside what the GPU reports, in GiB as nvidia-smi's MiB / 1024: an
+     * "80 GB" H100 reports 81559 MiB, 79.6 GiB. */
+    printf("%-14s %-24s %6.0f %7.1f %5.0f %6.1f %7.0f %6.0f %7.1f %4u %3ux%-4.0f %6s%s\n", name,
            i.gpu_model, i.peak_tflops[SPSIM_DTYPE_BF16], i.gemm_achievable_tflops_bf16,
-           (double)i.hbm_capacity_bytes / 1e9, i.hbm_bandwidth_GBps,
-           i.nvlink_bandwidth_per_direction_GBps, i.nvlink_ring_busbw_GBps, i.nvlink_domain_gpus,
-           i.nics_per_node, i.nic_line_rate_Gbit_s, watts, i.calibrated ? "  calibrated" : "");
+           (double)i.hbm_marketed_bytes / 1e9, (double)i.hbm_capacity_bytes / 1073741824.0,
+           i.hbm_bandwidth_GBps, i.nvlink_bandwidth_per_direction_GBps, i.nvlink_ring_busbw_GBps,
+           i.nvlink_domain_gpus, i.nics_per_node, i.nic_line_rate_Gbit_s, watts,
+           i.fitted ? "  fitted" : (i.calibrated ? "  calibrated" : ""));
     spsim_hardware_destroy(hw);
     return 0;
 }
@@ -78,8 +82,9 @@ cmd_list(int argc, char **argv)
                "active");
         status = spsim_profile_list(SPSIM_PROFILE_MODEL, show_model, &rc, &err);
     } else if (strcmp(argv[1], "hardware") == 0) {
-        printf("%-14s %-24s %6s %7s %6s %7s %6s %7s %4s %-8s %6s\n", "name", "gpu", "bf16TF",
-               "gemmTF", "hbmGB", "hbmGBps", "nvlGBps", "ringGBps", "dom", "NICsxGb/s", "boardW");
+        printf("%-14s %-24s %6s %7s %5s %6s %7s %6s %7s %4s %-8s %6s\n", "name", "gpu", "bf16TF",
+               "gemmTF", "hbmGB", "GiB", "hbmGBps", "nvlGBps", "ringGBps", "dom", "NICsxGb/s",
+               "boardW");
         status = spsim_profile_list(SPSIM_PROFILE_HARDWARE, show_hardware, &rc, &err);
     } else {
         return cli_usage_error("list", "%s is not one of models, hardware", CLI_Q(argv[1]));

@@ -39,6 +39,7 @@ static const struct cli_option_spec {
     {"seq", required_argument, OPT_SEQ, SPSIM_AXIS_SEQ},
     {"flash-attn", no_argument, OPT_FLASH, SPSIM_AXIS_FLASH_ATTN},
     {"no-flash-attn", no_argument, OPT_NO_FLASH, -1},
+    {"attention-backend", required_argument, OPT_ATTN_BACKEND, -1},
     {"distributed-optimizer", no_argument, OPT_DISTOPT, SPSIM_AXIS_DISTRIBUTED_OPTIMIZER},
     {"no-distributed-optimizer", no_argument, OPT_NO_DISTOPT, -1},
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
@@ -83,6 +84,8 @@ static const struct cli_option_spec {
     {"cuda-graph-scope", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"cuda-graph-modules", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
+    {"env", required_argument, OPT_ENV, -1},
+    {"megatron-log", required_argument, OPT_MEGATRON_LOG, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
@@ -274,6 +277,12 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
 {
     int rc;
     switch (opt) {
+    case OPT_ATTN_BACKEND:
+        if (spsim_attention_backend_parse(arg, &p->attention_backend) == SPSIM_OK)
+            return 1;
+        rc = cli_error(EXIT_USAGE, "--attention-backend: '%s' is not one of auto, flash, fused",
+                       arg);
+        break;
     case OPT_CP_COMM:
         if (spsim_cp_comm_parse(arg, &p->cp_comm_type) == SPSIM_OK)
             return 1;
@@ -412,7 +421,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
     struct spsim_parallel *p = &cfg->par;
     bool taken = false;
-    if (opt == OPT_MEGATRON_ARGS) /* the file replaces what the options before it gave */
+    if (opt == OPT_MEGATRON_ARGS || opt == OPT_MEGATRON_LOG) /* the file replaces what the
+                                                                options before it gave */
         memset(cfg->given, 0, sizeof(cfg->given));
     if (opt >= OPT_MODEL && opt < OPT_CONFIG_END)
         cfg->given[opt - OPT_MODEL] = true;
@@ -430,14 +440,27 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
+        cfg->model_given = true;
+        cfg->nmegatron = 0; /* later recipes compose on this model */
         spsim_model_destroy(cfg->imported);
         cfg->imported = NULL;
         return 1;
+    case OPT_ENV: {
+        size_t n = strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (n == 0 || arg[n] != '=' || (arg[0] >= '0' && arg[0] <= '9'))
+            return -cli_error(EXIT_USAGE, "--env: '%s' is not NAME=VALUE", arg);
+        if (cfg->nenv == CLI_ARRAY_LENGTH(cfg->env))
+            return -cli_error(EXIT_USAGE, "--env: more than %zu", CLI_ARRAY_LENGTH(cfg->env));
+        cfg->env[cfg->nenv++] = arg;
+        return 1;
+    }
     case OPT_LAYOUT:
         p->pipeline_layout = arg;
         return 1;
     case OPT_MEGATRON_ARGS:
-        rc = cli_megatron_apply(cfg, arg);
+    case OPT_MEGATRON_LOG:
+        rc = opt == OPT_MEGATRON_LOG ? cli_megatron_log_apply(cfg, arg)
+                                     : cli_megatron_apply(cfg, arg);
         /* The launch line sets its pipeline (Megatron's defaults where it is silent). */
         cfg->pp_set = cfg->vpp_set = true;
         return rc == EXIT_OK ? 1 : -rc;
@@ -552,8 +575,9 @@ gpus_to_dp(struct cli_config *cfg)
                          p->dp, cfg->gpus, (unsigned long long)model, dp);
     if (cfg->file_world && cfg->file_world != cfg->gpus)
         return cli_error(EXIT_USAGE,
-                         "--gpus %u contradicts --megatron-args' world size %u (its torchrun "
-                         "--nproc_per_node × --nnodes)",
+                         "--gpus %u contradicts the world size %u of the --megatron-args or "
+                         "--megatron-log file (torchrun's --nproc_per_node × --nnodes, or the "
+                         "log's world_size)",
                          cfg->gpus, cfg->file_world);
     p->dp = dp;
     return EXIT_OK;
@@ -580,6 +604,9 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
         cli_warning("Disabling sequence parallelism because tensor model parallelism is disabled");
         p->sp = false;
     }
+    /* A Hugging Face config gives no training sequence: say which one is used. */
+    if (!p->seq && strncmp(spsim_model_source(model), "Hugging Face", 12) == 0)
+        cli_warning("%s: %s", cfg->model, spsim_model_description(model));
     int rc = contradictions(cfg);
     return rc ? rc : gpus_to_dp(cfg);
 }
@@ -590,7 +617,8 @@ add_options(struct option *out, size_t n, size_t cap, const struct option *add, 
 {
     if (n + nadd > cap)
         return cap + 1;
-    memcpy(out + n, add, nadd * sizeof(*add));
+    if (nadd) /* a command without options of its own passes NULL (C11 7.24.1p2) */
+        memcpy(out + n, add, nadd * sizeof(*add));
     return n + nadd;
 }
 

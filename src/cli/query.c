@@ -103,6 +103,13 @@ static const char *
 optimizer_label(const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
+    if (p->precision_aware_optimizer) {
+        static char buf[96];
+        snprintf(buf, sizeof(buf), "optimizer (TE Adam: master %s, m %s, v %s)",
+                 spsim_opt_dtype_name(p->main_params_dtype), spsim_opt_dtype_name(p->exp_avg_dtype),
+                 spsim_opt_dtype_name(p->exp_avg_sq_dtype));
+        return buf;
+    }
     if (!r->grad_reduce_in_fp32)
         return p->distributed_optimizer || p->zero ? "optimizer (Adam + fp32 grads, 16/(dp·cp) B)"
                                                    : "optimizer (Adam + fp32 grads, 16 B/param)";
@@ -527,20 +534,27 @@ write_train_json(FILE *f, const struct spsim_train_plan *p)
 }
 
 /* The library's document (spsim_result_to_json), shared with the Python module; with
- * --train-tokens a "train" object is added at the end. */
+ * --train-tokens a "train" object, with --megatron-log a "measured" one, added at the end. */
 static int
 write_json(FILE *f, const struct spsim_result *r, const char *model, const char *hw,
-           const struct spsim_train_plan *plan)
+           const struct spsim_train_plan *plan, const struct cli_measured *measured)
 {
     char *doc = NULL;
     struct spsim_error err = {0};
     if (spsim_result_to_json(r, model, hw, &doc, &err) != SPSIM_OK)
         return cli_fail(&err);
     size_t n = strlen(doc);
-    if (plan && n >= 3 && strcmp(doc + n - 3, "\n}\n") == 0) {
+    if ((plan || measured) && n >= 3 && strcmp(doc + n - 3, "\n}\n") == 0) {
         doc[n - 3] = '\0'; /* the document ends "  }\n}\n": reopen it after its last object */
         fputs(doc, f);
-        write_train_json(f, plan);
+        if (plan)
+            write_train_json(f, plan);
+        if (measured) {
+            struct jw w;
+            jw_init(&w, f, true);
+            w.depth = 1; /* inside the document, after its last member */
+            cli_measured_json(&w, measured, r);
+        }
         fputs("\n}\n", f);
     } else {
         fputs(doc, f);
@@ -663,9 +677,12 @@ cmd_query(int argc, char **argv)
         write_table(out.stream, &result, spsim_model_name(model), info.name);
         if (pl)
             print_train_plan(out.stream, pl);
+        if (cfg.measured.path)
+            cli_measured_table(out.stream, &cfg.measured, &result);
         break;
     case FORMAT_JSON:
-        rc = write_json(out.stream, &result, spsim_model_name(model), info.name, pl);
+        rc = write_json(out.stream, &result, spsim_model_name(model), info.name, pl,
+                        cfg.measured.path ? &cfg.measured : NULL);
         break;
     case FORMAT_CSV:
         rc = write_csv(out.stream, &result, spsim_model_name(model), info.name);

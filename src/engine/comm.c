@@ -54,8 +54,8 @@ zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le
           const struct shape *x, uint64_t grad_frac, uint32_t peak, struct spsim_comm_report *comm,
           bool *ok)
 {
-    uint64_t D = x->dc,
-             unit = spsim_mul(le->params_layer, 2, ok) - spsim_fp8_gather_saved(par, le, 1);
+    uint64_t D = x->dc, unit = spsim_mul(le->params_layer - le->params_layer_experts, 2, ok) -
+                               spsim_fp8_gather_saved(par, le, 1);
     uint64_t fp8_layers = x->lps - (x->bf16 ? rank_dense(x, peak) : 0);
     uint64_t weights = spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok) -
                        spsim_fp8_gather_saved(par, le, fp8_layers);
@@ -64,8 +64,15 @@ zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le
     if (z == 1 && grad_bytes(par) == 4 && !par->fp8_param_gather) {
         comm->dp_ag_wire_bytes_per_rank = grad_frac / 2; /* bf16 weights: half the fp32 grads */
     } else if (z >= 3) {
+        /* Each layer's gathers, every micro-batch, and once per iteration the root unit's
+         * bf16 weights, kept from then on (memory.c fsdp_static). */
         uint64_t unit_frac = (unit / D) * (D - 1) + (unit % D) * (D - 1) / D;
-        comm->dp_ag_wire_bytes_per_rank = spsim_mul4(unit_frac, 2, x->lps, x->micro, ok);
+        uint64_t root = spsim_mul(rank_root_embedding(le, peak) +
+                                      rank_root_output(&x->model->shape, le, x, peak, ok),
+                                  2, ok);
+        comm->dp_ag_wire_bytes_per_rank =
+            spsim_add(spsim_mul4(unit_frac, 2, x->lps, x->micro, ok),
+                      (root / D) * (D - 1) + (root % D) * (D - 1) / D, ok);
     } else {
         comm->dp_ag_wire_bytes_per_rank = (weights / D) * (D - 1) + (weights % D) * (D - 1) / D;
     }
@@ -117,9 +124,19 @@ moe_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
         return;
     comm->expert_dp_grad_bytes = grads;
     uint64_t frac = (grads / D) * (D - 1) + (grads % D) * (D - 1) / D;
-    bool sharded = zero_level(par) >= 1;
-    /* Sharded: the bf16 weights gathered are half the fp32 gradients (2/g of them). */
-    comm->expert_dp_wire_bytes_per_rank = sharded ? frac + frac * 2 / grad_bytes(par) : 2 * frac;
+    uint32_t z = zero_level(par);
+    /* Sharded: the bf16 weights gathered are half the fp32 gradients (2/g of them). With
+     * Megatron-FSDP (2, 3) the experts are sharded over the expert data-parallel group as the
+     * rest over dp·cp (zero_comm): a reduce-scatter every micro-batch; level 3 gathers each
+     * MoE layer's experts before its forward and its backward. */
+    uint64_t ag = frac * 2 / grad_bytes(par);
+    if (z >= 3) {
+        uint64_t unit = spsim_mul(le->params_layer_experts, 2, ok);
+        uint64_t unit_frac = (unit / D) * (D - 1) + (unit % D) * (D - 1) / D;
+        ag = spsim_mul4(unit_frac, 2, rank_moe_layers(le, x, mem->peak_stage), x->micro, ok);
+    }
+    comm->expert_dp_wire_bytes_per_rank =
+        z == 0 ? 2 * frac : spsim_add(z >= 2 ? spsim_mul(frac, x->micro, ok) : frac, ag, ok);
     comm->expert_dp_tier =
         hw ? spsim_group_tier(
                  hw, spsim_group_place(hw, (uint32_t)D, (uint64_t)spsim_moe_etp(par) * par->ep))

@@ -117,6 +117,29 @@ rank_moe_layers(const struct spsim_layer_summary *le, const struct shape *x, uin
     return layers;
 }
 
+/* The parameters of pipeline rank r outside its transformer layers, Megatron-FSDP's root unit
+ * (mcore_fsdp_adapter.py: the FSDP units are TransformerLayer, MoETransformerLayer, MambaLayer):
+ * the embedding on rank 0; on rank p − 1 the output layer, past rank 0 a tied or MTP copy of
+ * the word embedding, and the MTP depths' own rows (enorm, hnorm, eh_proj: their transformer
+ * layer is a unit). */
+static inline uint64_t
+rank_root_embedding(const struct spsim_layer_summary *le, uint64_t r)
+{
+    return r == 0 ? le->params_embedding : 0;
+}
+
+static inline uint64_t
+rank_root_output(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                 const struct shape *x, uint64_t r, bool *ok)
+{
+    if (r != x->p - 1)
+        return 0;
+    uint64_t n = le->params_output;
+    if (x->p > 1 && (m->tied_embeddings || m->mtp_layers))
+        n = spsim_add(n, spsim_mul(le->padded_vocab, m->hidden, ok) / x->t, ok);
+    return spsim_add(n, spsim_mul(m->mtp_layers, le->params_mtp, ok), ok);
+}
+
 /* The ranks that can be the most loaded: with BF16 first/last layers every rank, in order (a
  * middle rank may hold BF16 layers of both ends through its interleaved chunks, and its BF16
  * layers follow from its chunks' global indices); else `n` of spsim_stage_candidate's. */

@@ -74,38 +74,93 @@ param_gather_exposed(const struct spsim_parallel *par, const struct stage_time *
  * it shows by max(0, T_AG − pass) for L/p − 1 layers, and the first layer's gather of each
  * pass (nothing before it to hide behind) in full.
  */
+/* An AllGather of `bytes` over the dp·cp group (0 bytes: none). */
+static int
+dp_gather(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, const struct shape *x,
+          double bytes, struct spsim_coll_time *ag)
+{
+    *ag = (struct spsim_coll_time){0};
+    return bytes > 0 ? spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->dc, x->t,
+                                             bytes, ag)
+                     : SPSIM_OK;
+}
+
+/*
+ * Level 3's root unit (memory.c fsdp_static): gathered once an iteration and kept. The
+ * embedding's gather comes first in the forward, with nothing to hide behind; the output
+ * layer's is prefetched behind the stage's last layer's forward.
+ */
+static int
+root_gather_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                    const struct spsim_layer_summary *le, const struct shape *x, uint32_t r,
+                    double *exposed, double *busy)
+{
+    bool ok = true;
+    struct spsim_coll_time emb, out;
+    int rc = dp_gather(memo, hw, x, 2.0 * (double)rank_root_embedding(le, r), &emb);
+    if (rc == SPSIM_OK)
+        rc = dp_gather(memo, hw, x, 2.0 * (double)rank_root_output(&x->model->shape, le, x, r, &ok),
+                       &out);
+    *exposed = emb.time_s + spsim_max_d(0.0, out.time_s - le->layer.fwd_s);
+    *busy = emb.time_s + out.time_s;
+    return rc;
+}
+
+/* Level 3: the unit's gather before each layer's forward and backward, the experts' part over
+ * the expert data-parallel group after the rest (mcore_fsdp_adapter.py shards the experts on
+ * the expert_dp mesh); prefetched, so the next layer's shows by max(0, T_AG − pass) for L/p − 1
+ * layers and the first layer's of each pass in full; and the root unit's. */
+static int
+unit_gathers_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                     const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                     const struct shape *x, const struct stage_time *crit, uint32_t r,
+                     double *gather, double *busy)
+{
+    double unit = 2.0 * (double)(le->params_layer - le->params_layer_experts) -
+                  (double)spsim_fp8_gather_saved(par, le, 1);
+    struct spsim_coll_time ag, ag_e = {0};
+    int rc = dp_gather(memo, hw, x, unit, &ag);
+    if (rc == SPSIM_OK && x->moe && le->params_layer_experts && x->edp > 1)
+        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edp,
+                                   (uint64_t)spsim_moe_etp(par) * par->ep,
+                                   2.0 * (double)le->params_layer_experts, &ag_e);
+    double root = 0, root_busy = 0;
+    if (rc == SPSIM_OK)
+        rc = root_gather_exposed(memo, hw, le, x, r, &root, &root_busy);
+    double t = ag.time_s + ag_e.time_s, mb = (double)x->micro;
+    double fwd = le->layer.fwd_s, bwd = le->layer.bwd_s + le->layer.recompute_s;
+    double hidden = spsim_max_d(0.0, t - fwd) + spsim_max_d(0.0, t - bwd);
+    *gather = mb * (2.0 * t + ((double)crit->layers - 1.0) * hidden) + root;
+    *busy = mb * 2.0 * (double)crit->layers * t + root_busy;
+    return rc;
+}
+
 static int
 zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
              const struct spsim_parallel *par, const struct spsim_layer_summary *le,
              const struct shape *x, const struct spsim_comm_report *comm,
-             const struct stage_time *crit, double t_send, double *exposed, struct busy *busy)
+             const struct stage_time *crit, uint32_t r, double t_send, double *exposed,
+             struct busy *busy)
 {
     uint32_t D = (uint32_t)x->dc;
     double grads = (double)comm->dp_grad_bytes, mb = (double)x->micro;
     double weights =
         grads / (double)grad_bytes(par) * 2.0 - (double)spsim_fp8_gather_saved(par, le, x->lps);
-    double unit = 2.0 * (double)le->params_layer - (double)spsim_fp8_gather_saved(par, le, 1);
     struct spsim_coll_time a, ag, none = {0};
     int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a);
-    if (rc == SPSIM_OK)
-        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t,
-                                   par->zero >= 3 ? unit : weights, &ag);
-    double finish = 0;
+    double finish = 0, gather = 0, gathering = 0;
     if (rc == SPSIM_OK)
         rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none, a.time_s,
                            &finish);
-    if (rc != SPSIM_OK)
-        return rc;
-    double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window), gather, gathering;
-    if (par->zero >= 3) {
-        double fwd = le->layer.fwd_s, bwd = le->layer.bwd_s + le->layer.recompute_s;
-        double hidden = spsim_max_d(0.0, ag.time_s - fwd) + spsim_max_d(0.0, ag.time_s - bwd);
-        gather = mb * (2.0 * ag.time_s + ((double)crit->layers - 1.0) * hidden);
-        gathering = mb * 2.0 * (double)crit->layers * ag.time_s;
-    } else {
+    if (rc == SPSIM_OK && par->zero >= 3) {
+        rc = unit_gathers_exposed(memo, hw, par, le, x, crit, r, &gather, &gathering);
+    } else if (rc == SPSIM_OK && (rc = dp_gather(memo, hw, x, weights, &ag)) == SPSIM_OK) {
         gather = param_gather_exposed(par, crit, ag.time_s);
         gathering = ag.time_s;
     }
+    if (rc != SPSIM_OK)
+        return rc;
+    double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window);
     busy_add(busy, a.tier == SPSIM_TIER_NVLINK, mb * a.time_s + gathering);
     *exposed = rs + gather;
     return SPSIM_OK;
@@ -240,7 +295,8 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     if (x->dc <= 1)
         return SPSIM_OK;
     if (zero_level(par) >= 2)
-        return zero_exposed(memo, hw, par, le, x, comm, crit, t_send, exposed, busy);
+        return zero_exposed(memo, hw, par, le, x, comm, crit, tr->critical_stage, t_send, exposed,
+                            busy);
     double grads = (double)comm->dp_grad_bytes;
     double weights = (grad_bytes(par) == 4 ? grads / 2 : grads) -
                      (double)spsim_fp8_gather_saved(par, le, x->lps);
@@ -278,6 +334,31 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
+/* Megatron-FSDP's experts (2, 3): their gradients reduce-scattered over the expert
+ * data-parallel group after every micro-batch's backward, beside it (grad_reduce_every_bprop);
+ * level 2 gathers their updated bf16 weights once after the step, level 3 with each unit
+ * (unit_gathers_exposed). */
+static int
+expert_fsdp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                    const struct spsim_parallel *par, const struct shape *x,
+                    const struct stage_time *crit, double grads, double *exposed, struct busy *busy)
+{
+    uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep;
+    struct spsim_coll_time a, b = {0};
+    int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edp, stride,
+                                   grads, &a);
+    if (rc == SPSIM_OK && par->zero == 2)
+        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edp, stride,
+                                   grads * 2.0 / (double)grad_bytes(par), &b);
+    if (rc != SPSIM_OK)
+        return rc;
+    double mb = (double)x->micro;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, mb * a.time_s + b.time_s);
+    *exposed += mb * spsim_max_d(0.0, a.time_s - crit->bwd_window) +
+                param_gather_exposed(par, crit, b.time_s);
+    return SPSIM_OK;
+}
+
 /* The experts' gradient reduction over the expert data-parallel group (moe_comm), added to the
  * data-parallel exposed time: whole, or with --overlap-grad-reduce beside the last
  * micro-batch's backward on its own (not sharing links with the dense reduction). */
@@ -293,6 +374,8 @@ spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardwar
     uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep;
     struct spsim_coll_time a, b = {0};
     int rc;
+    if (zero_level(par) >= 2)
+        return expert_fsdp_exposed(memo, hw, par, x, crit, grads, exposed, busy);
     if (zero_level(par) >= 1) {
         if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edp,
                                         stride, grads, &a)) ||

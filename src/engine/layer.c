@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <math.h>
+
 #include <string.h>
 
 #include "layer.h"
@@ -284,6 +286,54 @@ add_cp_exchange(struct builder *bld, const struct dims *x, bool before)
     }
 }
 
+/*
+ * What picks the attention kernel's measured rate (timing.c attention_rate): the head
+ * dimensions, the keys a query sees at most (the sequence; one ring step's block, s/c, with the
+ * CP p2p ring, whose kernels run block by block) and the sliding window. A model with windows
+ * (m->window < s; every window_skip_freq-th layer attends fully, Megatron
+ * --window-attn-skip-freq) runs windowed layers whose queries see at most W keys:
+ * W(W + 1)/2 + (s − W)·W scores per head (cudnn-frontend's count for a causal window), so the
+ * op, the mean of its layers, holds the windowed share of layers at that work. With CP the
+ * windows are not modelled (no shipped row runs both).
+ */
+static void
+attention_kernel(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
+                 struct spsim_op *op)
+{
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    /* Causal: half of the s×s scores; two matmuls of 2·s·s·d each per head, halved. With
+     * context parallelism the rank's s/c queries (chunks r and 2c−1−r) see exactly the causal
+     * half of s/c × s (TE's load balancing), so the work is the causal total / c. */
+    op->flash_fwd_flops = 2.0 * (double)x->b * (double)x->heads_t * (double)x->s *
+                          (double)x->s_full * ((double)(x->dqk + x->dv) / 2.0);
+    op->attn_dqk = (uint32_t)x->dqk;
+    op->attn_dv = (uint32_t)x->dv;
+    op->attn_seq = x->s_full / (cfg->cp_ring > 1 ? cfg->cp_ring : 1);
+    if (!m->window || m->window >= x->s_full || cfg->cp > 1)
+        return;
+    double L = m->layers, full = m->window_skip_freq ? floor(L / m->window_skip_freq) : 0;
+    double share = (L - full) / L, W = m->window, S = (double)x->s_full;
+    double windowed = 2.0 * (double)x->b * (double)x->heads_t * (W * (W + 1) / 2 + (S - W) * W) *
+                      (double)(x->dqk + x->dv);
+    op->attn_window = m->window;
+    op->flash_window_flops = share * windowed;
+    op->flash_fwd_flops = (1.0 - share) * op->flash_fwd_flops + op->flash_window_flops;
+}
+
+/* The CP p2p ring op just before the flash op (if any) hides its transfers behind the same
+ * attention kernels. */
+static void
+ring_beside(struct builder *bld, const struct spsim_op *flash)
+{
+    if (bld->layer->nops < 2 || bld->layer->ops[bld->layer->nops - 2].kind != SPSIM_OPK_CP)
+        return;
+    struct spsim_op *ring = &bld->layer->ops[bld->layer->nops - 2];
+    ring->cp_attn_flops = flash->flash_fwd_flops;
+    ring->attn_dqk = flash->attn_dqk;
+    ring->attn_dv = flash->attn_dv;
+    ring->attn_seq = flash->attn_seq;
+}
+
 static void
 add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
 {
@@ -293,11 +343,7 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
         add_cp_exchange(bld, x, true);
         struct spsim_op *op = add_op(bld, "flash attention (QK^T, softmax, dropout, .V)",
                                      SPSIM_OPK_FLASH, SPSIM_REGION_TENSOR, SPSIM_RG_CORE_ATTN);
-        /* Causal: half of the s×s scores; two matmuls of 2·s·s·d each per head, halved. With
-         * context parallelism the rank's s/c queries (chunks r and 2c−1−r) see exactly the
-         * causal half of s/c × s (TE's load balancing), so the work is the causal total / c. */
-        op->flash_fwd_flops = 2.0 * (double)x->b * (double)x->heads_t * (double)x->s *
-                              (double)x->s_full * ((double)(x->dqk + x->dv) / 2.0);
+        attention_kernel(bld, m, x, op);
         save(op, "Q and K", spsim_mul(tokens, x->qk_w, ok), 2, x->qkv_group);
         save(op, "V", spsim_mul(tokens, x->v_w, ok), 2, x->qkv_group);
         save(op, "softmax log-sum-exp (fp32)", spsim_mul3(x->b, x->heads_t, x->s, ok), 4,
@@ -306,8 +352,7 @@ add_core_attention(struct builder *bld, const struct spsim_model_shape *m, const
             op->rng = "model-parallel-rng";
         dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, x->qkv_sym, x->qk_w + x->v_w);
         dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, x->o_sym, x->o_w);
-        if (bld->layer->ops[bld->layer->nops - 2].kind == SPSIM_OPK_CP)
-            bld->layer->ops[bld->layer->nops - 2].cp_attn_flops = op->flash_fwd_flops;
+        ring_beside(bld, op);
         add_cp_exchange(bld, x, false);
         return;
     }
@@ -750,6 +795,9 @@ add_router(struct builder *bld, const struct spsim_model_shape *m, const struct 
     uint64_t E = m->experts, k = m->experts_per_token, scores = spsim_mul(T, E, ok);
     struct spsim_op *op = add_gemm(bld, "router GEMM (replicated)", SPSIM_GEMM_ROW, T, x->h, E);
     op->group = SPSIM_RG_MOE;
+    /* router.py gating: moe_utils.py router_gating_linear, a torch matmul in the router's
+     * dtype, outside TE's FP8 autocast. */
+    op->outside_te = true;
     save(op, "MoE input (router and dispatch)", spsim_mul(T, x->h, ok), 2, SPSIM_RG_NORM);
     dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
     dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "E", E);

@@ -51,6 +51,23 @@ struct stage_memory {
     uint64_t params, weights, grads, optimizer, activations, total;
 };
 
+/* What a rank holds of its parameters: all of them, the routed experts' among them, one
+ * transformer layer (an FSDP unit), and the root unit (rank_root_embedding/_output). */
+struct stage_params {
+    uint64_t all, expert, unit, root;
+};
+
+/* `bytes` per parameter of p parameters, x of them the routed experts', sharded: the others
+ * over the dp·cp ranks D, the experts' over the expert data-parallel ranks (the expert_dp mesh
+ * Megatron-FSDP shards them on, mcore_fsdp_adapter.py). */
+static uint64_t
+sharded_bytes(const struct stage_params *sp, uint64_t bytes, const struct shape *x, bool *ok)
+{
+    uint64_t D = x->dc, E = x->moe ? x->edp : D;
+    return spsim_add(ceil_div(spsim_mul(sp->all - sp->expert, bytes, ok), D),
+                     ceil_div(spsim_mul(sp->expert, bytes, ok), E), ok);
+}
+
 /*
  * Megatron theoretical_memory_usage.py: 18 bytes per parameter (bf16 weight 2, fp32 main
  * gradient 4, fp32 master weight and Adam moments 12), or 6 + 12/D with the distributed
@@ -58,29 +75,33 @@ struct stage_memory {
  * optim_grads (2) also shards the gradient buffer, optim_grads_params (3) the bf16 weights;
  * a sharded buffer keeps the FSDP units (transformer layers) in flight unsharded: for
  * weights the unit computing and the one prefetched, for gradients the unit being produced and
- * the one in the reduce-scatter queue (2 units each).
+ * the one in the reduce-scatter queue (2 units each). The root unit's parameters, outside every
+ * FSDP unit, are gathered by their first forward and kept (param_and_grad_buffer.py: the
+ * all-gather pipeline preserves non-unit buckets), whole in bf16 beside their shard.
  */
 static void
-fsdp_static(uint64_t unit, const struct spsim_parallel *par, const struct shape *x,
+fsdp_static(const struct stage_params *sp, const struct spsim_parallel *par, const struct shape *x,
             struct stage_memory *s, bool *ok)
 {
-    uint64_t g = grad_bytes(par), D = x->dc;
+    uint64_t g = grad_bytes(par);
     if (par->zero >= 3)
-        s->weights = spsim_add(ceil_div(s->weights, D), spsim_mul3(unit, 2, 2, ok), ok);
-    s->grads = spsim_add(ceil_div(s->grads, D), spsim_mul3(unit, 2, g, ok), ok);
+        s->weights =
+            spsim_add(spsim_add(sharded_bytes(sp, 2, x, ok), spsim_mul3(sp->unit, 2, 2, ok), ok),
+                      spsim_mul(sp->root, 2, ok), ok);
+    s->grads = spsim_add(sharded_bytes(sp, g, x, ok), spsim_mul3(sp->unit, 2, g, ok), ok);
 }
 
 static void
-stage_static(uint64_t params, uint64_t expert, uint64_t unit, const struct spsim_parallel *par,
-             const struct shape *x, struct stage_memory *s, bool *ok)
+stage_static(const struct stage_params *sp, const struct spsim_parallel *par, const struct shape *x,
+             struct stage_memory *s, bool *ok)
 {
-    uint64_t D = x->dc;
+    uint64_t D = x->dc, params = sp->all, expert = sp->expert;
     s->params = params;
     s->weights = spsim_mul(params, 2, ok);
     bool fp32 = grad_bytes(par) == 4;
     s->grads = fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
-    if (par->zero >= 2 && D > 1)
-        fsdp_static(unit, par, x, s, ok);
+    if (par->zero >= 2 && (D > 1 || (expert && x->edp > 1)))
+        fsdp_static(sp, par, x, s, ok);
     /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
      * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter), unless
      * TE's precision-aware FusedAdam reads them as they are (engine/optimizer.c). */
@@ -248,15 +269,15 @@ rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape 
     return spsim_mul(rank_moe_layers(le, x, r), le->params_layer_experts, ok);
 }
 
-/* The D depths' parameters on the last stage: each its own (enorm, hnorm, eh_proj,
- * final_layernorm) and a transformer layer's. With pp > 1 the last stage also holds a copy of
- * the word embedding for the shifted tokens (rank_parameters; its gradient is all-reduced
- * with the first stage's, tied_embedding_sync). */
+/* The D depths' transformer layers on the last stage (each of the last decoder layer's kind);
+ * their own rows (enorm, hnorm, eh_proj, final_layernorm) are rank_root_output's. With pp > 1
+ * the last stage also holds a copy of the word embedding for the shifted tokens (its gradient
+ * is all-reduced with the first stage's, tied_embedding_sync). */
 static uint64_t
-mtp_parameters(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+mtp_layers_parameters(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
 {
     uint64_t layer = mtp_layer(le, x) == &le->layer ? le->params_layer : le->params_dense_layer;
-    return spsim_mul(x->model->shape.mtp_layers, spsim_add(le->params_mtp, layer, ok), ok);
+    return spsim_mul(x->model->shape.mtp_layers, layer, ok);
 }
 
 /* Parameters of one TP rank of pipeline rank r: its layers, the embedding on rank 0, the
@@ -272,16 +293,23 @@ rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summ
         n = spsim_add(spsim_mul(rank_built(x, r) - dense, le->params_layer, ok),
                       spsim_mul(dense, le->params_dense_layer, ok), ok);
     }
-    if (r == 0)
-        n = spsim_add(n, le->params_embedding, ok);
-    if (r == x->p - 1) {
-        n = spsim_add(n, le->params_output, ok);
-        if (x->p > 1 && (m->tied_embeddings || m->mtp_layers))
-            n = spsim_add(n, spsim_mul(le->padded_vocab, m->hidden, ok) / x->t, ok);
-        if (le->params_mtp)
-            n = spsim_add(n, mtp_parameters(le, x, ok), ok);
-    }
+    n = spsim_add(n, rank_root_embedding(le, r), ok);
+    n = spsim_add(n, rank_root_output(m, le, x, r, ok), ok);
+    if (r == x->p - 1 && le->params_mtp) /* the depths' transformer layers */
+        n = spsim_add(n, mtp_layers_parameters(le, x, ok), ok);
     return n;
+}
+
+/* Rank r's parameters as stage_static reads them. */
+static struct stage_params
+rank_stage_params(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                  const struct shape *x, uint64_t r, uint64_t all, bool *ok)
+{
+    return (struct stage_params){
+        .all = all,
+        .expert = rank_expert_parameters(le, x, r, ok),
+        .unit = le->params_layer,
+        .root = spsim_add(rank_root_embedding(le, r), rank_root_output(m, le, x, r, ok), ok)};
 }
 
 static void
@@ -319,10 +347,12 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
         uint32_t r = candidate_rank(x, i);
         bool first = r == 0, last = r == x->p - 1;
         struct stage_memory s;
-        stage_static(first  ? mem->parameters_first_stage
-                     : last ? mem->parameters_last_stage
-                            : rank_parameters(m, le, x, r, ok),
-                     rank_expert_parameters(le, x, r, ok), le->params_layer, par, x, &s, ok);
+        struct stage_params sp = rank_stage_params(m, le, x, r,
+                                                   first  ? mem->parameters_first_stage
+                                                   : last ? mem->parameters_last_stage
+                                                          : rank_parameters(m, le, x, r, ok),
+                                                   ok);
+        stage_static(&sp, par, x, &s, ok);
         add_fp8_weight_copies(par, le, x, r, &s, ok);
         s.activations = first  ? mem->activation_first_stage_bytes
                         : last ? mem->activation_last_stage_bytes
@@ -370,8 +400,8 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
              const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
     struct stage_memory s0;
-    stage_static(mem->parameters_first_stage, rank_expert_parameters(le, x, 0, ok),
-                 le->params_layer, par, x, &s0, ok);
+    struct stage_params sp0 = rank_stage_params(m, le, x, 0, mem->parameters_first_stage, ok);
+    stage_static(&sp0, par, x, &s0, ok);
     add_fp8_weight_copies(par, le, x, 0, &s0, ok);
     peak_stage(m, par, le, x, mem, ok);
     if (hw)

@@ -108,9 +108,6 @@ spsim_moe_check(const struct spsim_model_shape *m, const struct spsim_parallel *
     if (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT || p->offload_layers)
         return MOE_FAIL(err, "field 'recompute_method': a recompute method or offload_layers "
                              "with mixture-of-experts layers is not modelled");
-    if (p->zero >= 2)
-        return MOE_FAIL(err, "field 'zero': Megatron-FSDP sharding of mixture-of-experts "
-                             "layers is not modelled (zero 0 or 1)");
     return spsim_ep_overlap_check(m, p, err);
 }
 

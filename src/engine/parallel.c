@@ -37,6 +37,7 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .gbs = 1,
         .seq = 0,
         .flash_attn = -1,
+        .attention_backend = SPSIM_ATTN_AUTO,
         .distributed_optimizer = false,
         .overlap_grad_reduce = false,
         .dtype = SPSIM_DTYPE_BF16,
@@ -515,6 +516,13 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     if (hw && hw->peak_flops[p->dtype] <= 0)
         return CONFIG_FAIL(err, "field 'dtype': the hardware profile %s has no %s peak",
                            SPSIM_Q(hw->name), spsim_dtype_name(p->dtype));
+    if ((unsigned)p->attention_backend >= SPSIM_ATTN_BACKEND_COUNT)
+        return CONFIG_FAIL(err, "field 'attention_backend': must be auto, flash or fused");
+    if (hw && p->attention_backend == SPSIM_ATTN_FUSED && !hw->attention)
+        return CONFIG_FAIL(err,
+                           "field 'attention_backend': fused needs the profile's measured fused "
+                           "attention (gpu.attention_table), which '%s' has not",
+                           hw->name);
     if (warnings) {
         uint64_t micro = p->gbs / ((uint64_t)p->mbs * p->dp);
         *warnings = hardware_warnings(hw, p);

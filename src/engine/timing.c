@@ -137,6 +137,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->t = par->tp;
     cfg->sp = par->sp;
     cfg->flash = par->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : par->flash_attn == 1;
+    cfg->attn_backend = cfg->flash ? par->attention_backend : SPSIM_ATTN_AUTO;
     cfg->tp_comm_overlap = par->tp_comm_overlap && par->sp && par->tp > 1;
     cfg->graph_capture = par->cuda_graph_impl ? spsim_cuda_graph_capture(par) : 0;
     cfg->recompute = par->recompute;
@@ -165,6 +166,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     bool flex = cfg->dispatcher == SPSIM_MOE_FLEX;
     cfg->flex_backend = flex ? par->moe_flex_backend : SPSIM_FLEX_DEEPEP;
     cfg->flex_per_domain = 0; /* spsim_layer_evaluate places the group */
+    cfg->flex_sms = flex ? par->moe_flex_sms : 0;
     cfg->routing = cfg->moe ? par->moe_routing : SPSIM_MOE_ROUTING_BALANCED;
     cfg->aux_dp = m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS ? par->dp : 1;
     cfg->bf16_ends = par->first_last_layers_bf16 && !m->experts && spsim_bf16_layers_active(par);
@@ -192,6 +194,82 @@ flash_rate(const struct spsim_hardware *hw)
            clock_scale(hw);
 }
 
+/* How far a table row's head dimensions and window are from the kernel's: the log distance of
+ * d_qk + d_v, then of d_qk, then of the window (a row of the other kind, windowed or whole,
+ * only when the table has none of the kernel's kind). */
+static double
+attention_distance(const double *r, double dqk, double dv, double window)
+{
+    double d = fabs(log((r[0] + r[1]) / (dqk + dv))) * 1e6 + fabs(log(r[0] / dqk)) * 1e3;
+    if ((r[3] > 0) != (window > 0))
+        return d + 1e12;
+    return window > 0 ? d + fabs(log(r[3] / window)) : d;
+}
+
+/*
+ * Fused attention's measured rate (gpu.attention_table: cuDNN, TE's FusedAttention, which TE
+ * prefers on Hopper and later, dot_product_attention/utils.py get_attention_backend) for
+ * head dimensions dqk/dv, queries seeing at most `seq` keys and a sliding window (0: none):
+ * the rows of the nearest head dimensions and window (attention_distance), linear in log(seq)
+ * between their sequences, the end rows' rates beyond them; at the sustained clock.
+ */
+static double
+attention_table_rate(const struct spsim_hardware *hw, double dqk, double dv, double seq,
+                     double window, bool bwd)
+{
+    const struct spsim_attention_table *t = hw->attention;
+    double best = INFINITY, lo_s = 0, hi_s = INFINITY, lo_r = 0, hi_r = 0;
+    const double *key = NULL;
+    for (uint32_t i = 0; i < t->n; i++) {
+        double d = attention_distance(t->rows[i], dqk, dv, window);
+        if (d < best) {
+            best = d;
+            key = t->rows[i];
+        }
+    }
+    double first_s = INFINITY, first_r = 0, last_s = 0, last_r = 0;
+    for (uint32_t i = 0; i < t->n; i++) {
+        const double *r = t->rows[i];
+        if (r[0] != key[0] || r[1] != key[1] || r[3] != key[3])
+            continue;
+        double rate = r[bwd ? 5 : 4];
+        if (r[2] <= seq && r[2] > lo_s)
+            lo_s = r[2], lo_r = rate;
+        if (r[2] >= seq && r[2] < hi_s)
+            hi_s = r[2], hi_r = rate;
+        if (r[2] < first_s)
+            first_s = r[2], first_r = rate;
+        if (r[2] > last_s)
+            last_s = r[2], last_r = rate;
+    }
+    double tflops = seq <= first_s  ? first_r
+                    : seq >= last_s ? last_r
+                    : hi_s == lo_s  ? lo_r
+                                    : lo_r + (hi_r - lo_r) * log(seq / lo_s) / log(hi_s / lo_s);
+    return tflops * 1e12 * clock_scale(hw);
+}
+
+/*
+ * Seconds of a flash-attention step of `flops` (its forward's, or the backward's 2.5×): on TE's
+ * FusedAttention where the profile measures it and the backend is fused or TE's choice (auto),
+ * the whole layers' share at the rate of their head dimensions and sequence and the windowed
+ * layers' share (op->flash_window_flops) at the windowed rate; else FlashAttention's measured
+ * rate (gpu.flash_attention_tflops) on all of it.
+ */
+static double
+attention_s(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
+            const struct spsim_op *op, double flops, bool bwd)
+{
+    if (!hw->attention || cfg->attn_backend == SPSIM_ATTN_FLASH || op->attn_dqk == 0)
+        return flops / flash_rate(hw);
+    double win = op->flash_fwd_flops > 0 ? op->flash_window_flops / op->flash_fwd_flops : 0;
+    double dqk = op->attn_dqk, dv = op->attn_dv, seq = (double)op->attn_seq;
+    double s = (1.0 - win) * flops / attention_table_rate(hw, dqk, dv, seq, 0, bwd);
+    if (win > 0)
+        s += win * flops / attention_table_rate(hw, dqk, dv, seq, op->attn_window, bwd);
+    return s;
+}
+
 /*
  * The CP p2p ring (TE AttnFuncWithCPAndKVP2P): r steps of equal causal work a = attention / r
  * (the diagonal step is half of a (s/c)² block, each other step half a block too). Forward:
@@ -201,13 +279,14 @@ flash_rate(const struct spsim_hardware *hw)
  * (exposed). Transfers are one ring hop: a network hop when the ring leaves the NVLink domain.
  */
 static int
-cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_step *st, struct spsim_group g,
-             struct spsim_step_cost *c)
+cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
+             const struct spsim_step *st, struct spsim_group g, struct spsim_step_cost *c)
 {
     const struct spsim_op *op = st->op;
     struct spsim_group pair = {2, g.per_domain < g.size ? 1 : 2};
-    double r = op->cp_group, attn = op->cp_attn_flops / flash_rate(hw) / r;
     bool bwd = st->phase == SPSIM_PHASE_BACKWARD;
+    double r = op->cp_group;
+    double attn = attention_s(hw, cfg, op, (bwd ? 2.5 : 1.0) * op->cp_attn_flops, bwd) / r;
     double blk = bwd ? (double)st->message_bytes / 2 : (double)st->message_bytes;
     struct spsim_coll_time one, two;
     int rc = spsim_collective_time(hw, SPSIM_COLL_SEND_RECV, pair, blk, 1.0, &one);
@@ -220,7 +299,6 @@ cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_step *st, struc
         c->comm_s = (r - 1) * one.time_s;
         c->exposed_comm_s = (r - 1) * spsim_max_d(0.0, one.time_s - attn);
     } else {
-        attn *= 2.5;
         c->comm_s = 2 * one.time_s + (r - 2) * two.time_s;
         c->exposed_comm_s = spsim_max_d(0.0, one.time_s - attn) +
                             (r - 2) * spsim_max_d(0.0, two.time_s - attn) + one.time_s;
@@ -234,12 +312,12 @@ cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_step *st, struc
 
 /* A CP exchange: the ring beside attention, the others exposed, on the CP (sub)group. */
 static int
-cp_step_cost(const struct spsim_hardware *hw, const struct spsim_step *st,
-             struct spsim_step_cost *c)
+cp_step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
+             const struct spsim_step *st, struct spsim_step_cost *c)
 {
     struct spsim_group g = spsim_group_place(hw, st->op->cp_group, st->op->cp_stride);
     if (st->coll == SPSIM_COLL_SEND_RECV)
-        return cp_ring_cost(hw, st, g, c);
+        return cp_ring_cost(hw, cfg, st, g, c);
     int rc = spsim_collective_time(hw, st->coll, g, (double)st->message_bytes, 1.0, &c->coll);
     c->comm_s = c->exposed_comm_s = c->coll.time_s;
     return rc;
@@ -292,10 +370,10 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
         c->compute_s += st->bytes / hw->hbm_achievable_Bps;
         break;
     case SPSIM_OPK_FLASH:
-        c->compute_s = st->flops / flash_rate(hw);
+        c->compute_s = attention_s(hw, cfg, op, st->flops, st->phase == SPSIM_PHASE_BACKWARD);
         break;
     case SPSIM_OPK_CP:
-        return cp_step_cost(hw, st, c);
+        return cp_step_cost(hw, cfg, st, c);
     case SPSIM_OPK_EP: /* on the critical path: the experts wait for their tokens */
         if (op->flex)
             rc = spsim_moe_flex_time(hw, op, st->phase == SPSIM_PHASE_BACKWARD, &c->coll);

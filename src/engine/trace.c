@@ -49,6 +49,13 @@ static void SPSIM_PRINTF(2, 3) put(struct buf *b, const char *fmt, ...)
 {
     if (b->oom)
         return;
+    if (!b->s) { /* never offset a null pointer (vsnprintf into NULL + 0) */
+        b->cap = 1 << 16;
+        if (!(b->s = malloc(b->cap))) {
+            b->oom = true;
+            return;
+        }
+    }
     for (;;) {
         va_list ap;
         va_start(ap, fmt);

@@ -41,6 +41,64 @@ static const char *const common_keys[] = {
     "rms_norm_eps",    "layer_norm_eps", "layer_norm_epsilon",   "rope_theta",  "rope_scaling",
     "tokenizer_class", "vocab_size",     "tie_word_embeddings",  NULL};
 
+/* PretrainedConfig's own keys (transformers configuration_utils.py, PretrainedConfig.__init__:
+ * the outputs a forward returns, generation's defaults, the task head's labels, the token ids
+ * of encoder-decoders, the attention implementation chosen at load time, the hub's
+ * bookkeeping), which save_pretrained writes into every config.json and none of which changes
+ * the decoder layer. The list follows transformers' documented PretrainedConfig parameters
+ * (4.x); the repository itself (1.3 GB) could not be fetched here to check it against the
+ * source. is_encoder_decoder, add_cross_attention and cross_attention_hidden_size do change the
+ * model and are refused when true or set (check_generic). */
+static const char *const generic_keys[] = {"return_dict",
+                                           "output_hidden_states",
+                                           "output_attentions",
+                                           "torchscript",
+                                           "use_bfloat16",
+                                           "tf_legacy_loss",
+                                           "pruned_heads",
+                                           "chunk_size_feed_forward",
+                                           "is_decoder",
+                                           "tie_encoder_decoder",
+                                           "max_length",
+                                           "min_length",
+                                           "do_sample",
+                                           "early_stopping",
+                                           "num_beams",
+                                           "num_beam_groups",
+                                           "diversity_penalty",
+                                           "temperature",
+                                           "top_k",
+                                           "top_p",
+                                           "typical_p",
+                                           "repetition_penalty",
+                                           "length_penalty",
+                                           "no_repeat_ngram_size",
+                                           "encoder_no_repeat_ngram_size",
+                                           "bad_words_ids",
+                                           "num_return_sequences",
+                                           "output_scores",
+                                           "return_dict_in_generate",
+                                           "forced_bos_token_id",
+                                           "forced_eos_token_id",
+                                           "remove_invalid_values",
+                                           "exponential_decay_length_penalty",
+                                           "suppress_tokens",
+                                           "begin_suppress_tokens",
+                                           "finetuning_task",
+                                           "id2label",
+                                           "label2id",
+                                           "num_labels",
+                                           "prefix",
+                                           "sep_token_id",
+                                           "decoder_start_token_id",
+                                           "problem_type",
+                                           "is_encoder_decoder",
+                                           "add_cross_attention",
+                                           "cross_attention_hidden_size",
+                                           "attn_implementation",
+                                           "use_return_dict",
+                                           NULL};
+
 /* transformers/models/llama/configuration_llama.py (and mistral, qwen2, gemma): the keys. */
 static const char *const llama_keys[] = {"num_hidden_layers",
                                          "hidden_size",
@@ -279,6 +337,8 @@ check_keys(const struct spsim_jctx *c, const cJSON *root, const struct hf_family
         bool known = it->string[0] == '_';
         for (const char *const *k = common_keys; !known && *k; k++)
             known = strcmp(*k, it->string) == 0;
+        for (const char *const *k = generic_keys; !known && *k; k++)
+            known = strcmp(*k, it->string) == 0;
         for (const char *const *k = f->keys; !known && *k; k++)
             known = strcmp(*k, it->string) == 0;
         for (const char *const *k = f->moe_keys; !known && k && *k; k++)
@@ -289,6 +349,26 @@ check_keys(const struct spsim_jctx *c, const cJSON *root, const struct hf_family
                                           "change the layer, so the file is refused",
                                           SPSIM_Q(f->type));
     }
+    return SPSIM_OK;
+}
+
+/* PretrainedConfig's keys that would make another model: an encoder-decoder, cross-attention. */
+static int
+check_generic(const struct spsim_jctx *c, const cJSON *root)
+{
+    static const char *const keys[] = {"is_encoder_decoder", "add_cross_attention"};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(keys); i++) {
+        bool on = false;
+        int rc = get_bool(c, root, keys[i], &on);
+        if (rc != SPSIM_OK || on)
+            return rc ? rc
+                      : spsim_json_field_error(c, NULL, keys[i],
+                                               "true: encoder-decoder and cross-attention "
+                                               "models are not modelled");
+    }
+    if (present(root, "cross_attention_hidden_size"))
+        return spsim_json_field_error(c, NULL, "cross_attention_hidden_size",
+                                      "cross-attention is not modelled");
     return SPSIM_OK;
 }
 
@@ -308,8 +388,8 @@ check_activation(const struct spsim_jctx *c, const cJSON *root, const struct hf_
             return rc;
         bool gelu = strncmp(act, "gelu", 4) == 0;
         if (silu ? strcmp(act, "silu") != 0 : !gelu)
-            return spsim_json_field_error(c, NULL, keys[i], "%s: spsim models %s here", SPSIM_Q(act),
-                                          silu ? "\"silu\" (SwiGLU)" : "a GeLU");
+            return spsim_json_field_error(c, NULL, keys[i], "%s: spsim models %s here",
+                                          SPSIM_Q(act), silu ? "\"silu\" (SwiGLU)" : "a GeLU");
     }
     return SPSIM_OK;
 }
@@ -570,7 +650,8 @@ read_moe(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *
 }
 
 int
-spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
+spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
+                     uint32_t *positions)
 {
     const struct hf_family *f = NULL;
     int rc;
@@ -579,8 +660,17 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
         (rc = read_numbers(c, root, f, m)) || (f->moe && (rc = read_moe(c, root, f, m))) ||
         (rc = check_activation(c, root, f)) || (rc = read_dropout(c, root, m)) ||
         (rc = read_bias(c, root, f, m)) || (rc = check_variants(c, root, f, m->seq_len)) ||
-        (rc = check_layer_types(c, root)))
+        (rc = check_layer_types(c, root)) || (rc = check_generic(c, root)))
         return rc;
+    /* max_position_embeddings is the context the model can take, not a training sequence
+     * (Llama 3.1 and Qwen2.5 say 131072): with rotary positions the sequence defaults to 1024,
+     * Megatron-Bridge's GPTModelProvider seq_length (gpt_provider.py at 067f987d) and
+     * Megatron-LM's GPT model config's (megatron/training/models/gpt.py at d98e8a64), or the
+     * positions if fewer; --seq sets it. Learned positions (GPT-2) are a table of that many rows:
+     * the sequence stays theirs. */
+    *positions = m->seq_len;
+    if (f->position == SPSIM_POSITION_ROPE && m->seq_len > SPSIM_HF_DEFAULT_SEQ)
+        m->seq_len = SPSIM_HF_DEFAULT_SEQ;
     m->tied_embeddings = f->tied;
     m->qk_norm = f->qk_norm;
     if ((rc = get_bool(c, root, "tie_word_embeddings", &m->tied_embeddings)))

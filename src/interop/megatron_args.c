@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "megatron_args.h"
 #include "megatron_ftest.h"
 #include "megatron_yaml.h"
 #include "profiles/profiles.h"
@@ -271,6 +272,7 @@ struct mg {
     const char *origin;
     struct spsim_error *err;
     bool given[F_COUNT];
+    const char *from[F_COUNT];       /* the file that gave the flag (recipes merge several) */
     const char *value[F_COUNT];      /* NULL for a switch */
     const char *unresolved[F_COUNT]; /* the value's unresolved expansion, or "" */
     const char *shown[F_COUNT];      /* a YAML recipe's key for the flag, or NULL */
@@ -278,8 +280,8 @@ struct mg {
     uint32_t line[F_COUNT];
     char *unmodelled;
     size_t used;
-    char list[256];       /* a K_LIST flag's words joined by ',' */
-    char graph_list[256]; /* the same for the CUDA-graph scope, which may come with another */
+    char *assumed;     /* spsim_megatron_config.assumed */
+    char list[4][256]; /* each K_LIST flag's words joined by ',' */
 };
 
 /* "ORIGIN:LINE: --flag: reason" (or "ORIGIN: --flag: reason" for a flag that is absent). */
@@ -289,8 +291,8 @@ flag_fail(const struct mg *m, int code, int id, const char *fmt, va_list ap)
     char reason[256];
     vsnprintf(reason, sizeof(reason), fmt, ap);
     if (m->given[id])
-        return spsim_fail(m->err, code, "%s:%u: %s: %s", m->origin, m->line[id],
-                          m->shown[id] ? m->shown[id] : flags[id].name, reason);
+        return spsim_fail(m->err, code, "%s:%u: %s: %s", m->from[id] ? m->from[id] : m->origin,
+                          m->line[id], m->shown[id] ? m->shown[id] : flags[id].name, reason);
     if (!m->yaml)
         return spsim_fail(m->err, code, "%s: %s: %s", m->origin, flags[id].name, reason);
     /* A recipe names the flag's TransformerConfig field: --num-layers is num_layers. */
@@ -326,8 +328,11 @@ static void
 unmodelled(struct mg *m, const char *word)
 {
     size_t n = strcspn(word, "=");
+    n = n < 120 ? n : 120;
+    if (n == 0) /* "=x": no name to list (strstr with "" would never advance) */
+        return;
     char name[128];
-    snprintf(name, sizeof(name), "%.*s", (int)(n < 120 ? n : 120), word);
+    snprintf(name, sizeof(name), "%.*s", (int)n, word);
     for (const char *p = m->unmodelled; (p = strstr(p, name)) != NULL; p += n)
         if ((p == m->unmodelled || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
             return;
@@ -339,6 +344,37 @@ unmodelled(struct mg *m, const char *word)
     }
     m->used +=
         (size_t)snprintf(m->unmodelled + m->used, cap - m->used, "%s%s", m->used ? ", " : "", name);
+}
+
+/* Flags spsim does not map whose value changes the layer, the optimizer's state or the model
+ * in a way it does not model (arguments.py): refused unless at `keep` (NULL: any value). */
+static const struct {
+    const char *flag, *keep, *why;
+} refused_flags[] = {
+    {"--softmax-type", "vanilla",
+     "attention sinks (learnable or off-by-one softmax) are not modelled"},
+    {"--quick-geglu", NULL, "the quick-GeGLU activation (gpt-oss) is not modelled"},
+    {"--optimizer", "adam", "an optimizer other than Adam is not modelled"},
+    {"--optimizer-cpu-offload", NULL, "optimizer CPU offload is not modelled"},
+    {"--hybrid-override-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
+    {"--hybrid-layer-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
+};
+
+/* @return SPSIM_OK, or the refusal of one of refused_flags */
+static int
+refused_flag(const struct mg *m, const struct spsim_sh_word *w, const char *value)
+{
+    size_t n = strcspn(w->text, "=");
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(refused_flags); i++) {
+        const char *f = refused_flags[i].flag;
+        if (strlen(f) != n || strncmp(f, w->text, n) != 0 ||
+            (refused_flags[i].keep && value && strcmp(value, refused_flags[i].keep) == 0))
+            continue;
+        return spsim_fail(m->err, SPSIM_EFIELD, "%s:%u: %s%s%s: %s",
+                          w->origin ? w->origin : m->origin, w->line, f, value ? " " : "",
+                          value ? SPSIM_Q(value) : "", refused_flags[i].why);
+    }
+    return SPSIM_OK;
 }
 
 /* The table's flag named by `word` (up to '='); '_' and '-' are the same (torchrun takes
@@ -372,7 +408,18 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
         const struct spsim_sh_word *w = &c->w[i];
         int id = is_flag(w->text) ? lookup(w->text) : -1;
         const char *eq = strchr(w->text, '=');
+        if (w->off) { /* a recipe's false or null: as if absent */
+            if (id >= 0)
+                m->given[id] = false;
+            continue;
+        }
         if (id < 0) {
+            const char *value = eq                                         ? eq + 1
+                                : i + 1 < to && !is_flag(c->w[i + 1].text) ? c->w[i + 1].text
+                                                                           : NULL;
+            int rc = is_flag(w->text) ? refused_flag(m, w, value) : SPSIM_OK;
+            if (rc != SPSIM_OK)
+                return rc;
             unmodelled(m, w->text);
             /* An unknown flag's values: the words up to the next flag (argparse's nargs). */
             while (is_flag(w->text) && !eq && i + 1 < to && !is_flag(c->w[i + 1].text))
@@ -380,6 +427,7 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
             continue;
         }
         m->given[id] = true;
+        m->from[id] = w->origin;
         m->line[id] = w->line;
         m->shown[id] = w->key[0] ? w->key : NULL;
         m->unresolved[id] = w->unresolved;
@@ -392,9 +440,11 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
             m->unresolved[id] = c->w[i].unresolved;
             /* nargs='*': every word up to the next flag, joined by ','. */
             if (flags[id].kind == K_LIST) {
-                bool graph = id == F_CUDA_GRAPH_SCOPE || id == F_CUDA_GRAPH_MODULES;
-                char *list = graph ? m->graph_list : m->list;
-                size_t cap = sizeof(m->list);
+                char *list = m->list[id == F_RECOMPUTE_MODULES  ? 0
+                                     : id == F_HCP              ? 1
+                                     : id == F_CUDA_GRAPH_SCOPE ? 2
+                                                                : 3];
+                size_t cap = sizeof(m->list[0]);
                 size_t n = (size_t)snprintf(list, cap, "%s", m->value[id]);
                 while (i + 1 < to && !is_flag(c->w[i + 1].text) && n < cap)
                     n += (size_t)snprintf(list + n, cap - n, ",%s", c->w[++i].text);
@@ -485,7 +535,9 @@ choice(const struct mg *m, int id, const char *const *names, int dflt, int *out)
 }
 
 /* The vocabulary: --vocab-size, else GPT-2's BPE (its vocab and merge files, 50257 tokens:
- * Radford et al. 2019, the GPT-2 tokenizer); spsim reads no tokenizer file. */
+ * Radford et al. 2019, the GPT-2 tokenizer); spsim reads no tokenizer file. It is padded to a
+ * multiple of --make-vocab-size-divisible-by (default 128) · tp (build_tokenizer.py
+ * vocab_size_with_padding). */
 static int
 vocabulary(const struct mg *m, uint32_t *out, uint32_t *divisible_by)
 {
@@ -495,6 +547,18 @@ vocabulary(const struct mg *m, uint32_t *out, uint32_t *divisible_by)
         *divisible_by = 0; /* the model's default, as profiles write it */
     if (rc != SPSIM_OK || m->given[F_VOCAB])
         return rc ? rc : num32(m, F_VOCAB, 16777216, 0, out);
+    /* Llama2Tokenizer reads Llama 2's SentencePiece model: its 32000 tokens (meta-llama/Llama-2-7b
+     * config.json vocab_size; Mixtral's, mistralai/Mixtral-8x7B-v0.1 config.json, is the same
+     * size), said in the configuration's `assumed` line. */
+    if (m->given[F_TOKENIZER] && strcmp(m->value[F_TOKENIZER], "Llama2Tokenizer") == 0) {
+        size_t n = strlen(m->assumed);
+        snprintf(m->assumed + n, SPSIM_MEGATRON_ASSUMED_MAX - n,
+                 "%sLlama2Tokenizer taken as Llama 2's 32000 tokens (give --vocab-size for "
+                 "another)",
+                 n ? "; " : "");
+        *out = 32000;
+        return SPSIM_OK;
+    }
     bool gpt2 = m->given[F_TOKENIZER] ? strcmp(m->value[F_TOKENIZER], "GPT2BPETokenizer") == 0
                                       : m->given[F_VOCAB_FILE] && m->given[F_MERGE_FILE];
     if (!gpt2)
@@ -573,11 +637,6 @@ static int
 layer_freq(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *has_pattern)
 {
     s->moe_layer_freq = 1;
-    /* megatron_yaml.c lists, as not modelled, a sequence longer than it keeps. */
-    if (m->yaml && !m->given[F_MOE_FREQ] && strstr(m->unmodelled, "moe_layer_freq"))
-        return flag_error(m, F_MOE_FREQ,
-                          "a list of more than 16 entries is not read: write Megatron's "
-                          "expression, such as \"[0]*3+[1]*58\"");
     if (!m->given[F_MOE_FREQ] || !strchr(m->value[F_MOE_FREQ], '['))
         return num32(m, F_MOE_FREQ, s->layers, 1, &s->moe_layer_freq);
     uint32_t n = 0;
@@ -754,16 +813,28 @@ mla_shape(const struct mg *m, struct spsim_model_shape *s)
     return SPSIM_OK;
 }
 
+/* No CUDA graphs: no implementation, or none (the legacy local full_iteration scope aside). */
+static bool
+no_graphs(const struct mg *m)
+{
+    if (m->given[F_CUDA_GRAPH_IMPL])
+        return strcmp(m->value[F_CUDA_GRAPH_IMPL], "none") == 0;
+    return !m->given[F_ENABLE_CUDA_GRAPH] && !m->given[F_EXTERNAL_CUDA_GRAPH];
+}
+
 /* Flags Megatron-LM reads but does not use in this configuration: the MoE ones without
  * --num-experts, the MLA ranks without --multi-latent-attention, --kv-channels with it. */
 static void
 unused_flags(struct mg *m)
 {
+    if (m->yaml) /* a recipe or a dump writes every field: none was asked for */
+        return;
     bool moe = m->given[F_EXPERTS] && strcmp(m->value[F_EXPERTS], "0") != 0;
     for (int id = 0; id < F_COUNT; id++) {
         bool unused = (!moe && id >= F_MOE_TOPK && id <= F_ETP) ||
                       (!m->given[F_MLA] && id >= F_Q_LORA && id <= F_V_HEAD) ||
-                      (m->given[F_MLA] && id == F_KV_CHANNELS);
+                      (m->given[F_MLA] && id == F_KV_CHANNELS) ||
+                      ((id == F_CUDA_GRAPH_SCOPE || id == F_CUDA_GRAPH_MODULES) && no_graphs(m));
         if (m->given[id] && unused)
             unmodelled(m, m->shown[id] ? m->shown[id] : flags[id].name);
     }
@@ -779,10 +850,14 @@ flex_dispatcher(const struct mg *m, struct spsim_parallel *p)
                                            NULL}; /* enum spsim_moe_flex_backend */
     int b = 0, rc = choice(m, F_MOE_FLEX_BACKEND, backends, 0, &b);
     p->moe_flex_backend = (enum spsim_moe_flex_backend)b;
-    int sms = m->given[F_MOE_FLEX_SMS]       ? F_MOE_FLEX_SMS
-              : m->given[F_MOE_DEEPEP_SMS]   ? F_MOE_DEEPEP_SMS
-              : m->given[F_MOE_HYBRIDEP_SMS] ? F_MOE_HYBRIDEP_SMS
-                                             : F_MOE_FLEX_SMS;
+    /* The deprecated count of the backend in use: Megatron-Core before the unification read
+     * each backend's own; after it, two different ones are refused, so either way it is the
+     * backend's (transformer_config.py __post_init__). */
+    int own = b == SPSIM_FLEX_HYBRIDEP ? F_MOE_HYBRIDEP_SMS : F_MOE_DEEPEP_SMS;
+    int sms = m->given[F_MOE_FLEX_SMS]     ? F_MOE_FLEX_SMS
+              : m->given[own]              ? own
+              : m->given[F_MOE_DEEPEP_SMS] ? F_MOE_DEEPEP_SMS
+                                           : F_MOE_HYBRIDEP_SMS;
     if (rc == SPSIM_OK && m->given[sms] && strcmp(m->value[sms], "None") != 0)
         rc = num32(m, sms, 65536, 0, &p->moe_flex_sms);
     return rc;
@@ -1059,7 +1134,9 @@ cuda_graphs(const struct mg *m, struct spsim_parallel *p)
         p->cuda_graph_impl = SPSIM_CUDA_GRAPH_TE;
     }
     int id = m->given[F_CUDA_GRAPH_MODULES] ? F_CUDA_GRAPH_MODULES : F_CUDA_GRAPH_SCOPE;
-    if (!m->given[id])
+    /* Without an implementation the modules have no effect (transformer_config.py); a recipe
+     * writes them whatever the implementation. unused_flags lists them. */
+    if (!m->given[id] || no_graphs(m))
         return SPSIM_OK;
     if (spsim_cuda_graph_scope_parse(m->value[id], &p->cuda_graph_scope))
         return flag_error(m, id,
@@ -1122,12 +1199,25 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
         return rc;
     p->overlap_grad_reduce = m->given[F_OVERLAP];
     p->no_overlap_p2p = m->given[F_NO_OVERLAP_P2P];
-    p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP];
+    /* Megatron-Bridge turns the comm_overlap section's TP overlap off without tp > 1 and sp
+     * (comm_overlap.py _get_model_comm_overlap_cfgs). */
+    const char *tpo = m->shown[F_TP_COMM_OVERLAP];
+    p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP] &&
+                         !(tpo && strncmp(tpo, "comm_overlap.", 13) == 0 && (p->tp < 2 || !p->sp));
     p->moe_a2a_overlap = m->given[F_A2A_OVERLAP];
     if ((rc = uneven_stages(m, out)))
         return rc;
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
+    /* --attention-backend (arguments.py AttnBackend): flash and fused name TE's kernels, auto
+     * leaves them to TE; unfused and local are the model's standard attention (model_shape). */
+    static const char *const backends[] = {"unfused", "local", "flash", "fused", "auto", NULL};
+    int backend = 4;
+    if ((rc = choice(m, F_BACKEND, backends, 4, &backend)))
+        return rc;
+    p->attention_backend = backend == 2   ? SPSIM_ATTN_FLASH
+                           : backend == 3 ? SPSIM_ATTN_FUSED
+                                          : SPSIM_ATTN_AUTO;
     if ((rc = cuda_graphs(m, p)))
         return rc;
     return num(m, F_DDP_BUCKET, 1, 1ull << 40, 0, &p->ddp_bucket_size);
@@ -1140,17 +1230,67 @@ ends_with(const char *s, const char *tail)
     return n >= k && strcmp(s + n - k, tail) == 0;
 }
 
+/* Megatron-LM's training scripts of other models than pretrain_gpt.py's (GPT and its mixtures
+ * of experts): refused by name. */
+static int
+launched_script(const struct mg *m, const struct spsim_sh_word *w)
+{
+    static const char *const others[] = {"bert",  "t5",  "mamba",      "hybrid", "vlm",   "vision",
+                                         "retro", "ict", "multimodal", "mimo",   "llava", NULL};
+    const char *base = strrchr(w->text, '/') ? strrchr(w->text, '/') + 1 : w->text;
+    for (size_t i = 0; others[i]; i++)
+        if (strstr(base, others[i]))
+            return spsim_fail(m->err, SPSIM_EFIELD,
+                              "%s:%u: %s: spsim models pretrain_gpt.py's models (GPT and its "
+                              "mixtures of experts), not this one",
+                              m->origin, w->line, SPSIM_Q(base));
+    return SPSIM_OK;
+}
+
+/* The launcher's flags before the script: torchrun's (after `python -m torch.distributed.run`,
+ * `uv run` and the like), not the words that name the programs. */
+static int
+launcher_flags(struct mg *m, const struct spsim_sh_words *c, size_t script)
+{
+    size_t from = 1;
+    for (size_t i = 0; i < script; i++)
+        if (ends_with(c->w[i].text, "torchrun") || strstr(c->w[i].text, "torch.distributed."))
+            from = i + 1;
+    for (size_t i = from; i < script; i++) {
+        if (!is_flag(c->w[i].text)) {
+            if (strchr(c->w[i].text, '=')) /* env NAME=VALUE ...: an environment variable */
+                unmodelled(m, c->w[i].text);
+            continue;
+        }
+        size_t end = i + 1;
+        while (end < script && !is_flag(c->w[end].text))
+            end++;
+        int rc = read_flags(m, c, i, end);
+        if (rc != SPSIM_OK)
+            return rc;
+        i = end - 1;
+    }
+    return SPSIM_OK;
+}
+
 /* The launch command (the one running a .py script: the launcher's flags before it, Megatron's
  * after), or, without one, every command that is only flags. */
 static int
 collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
 {
+    for (size_t i = 0; yaml && i < sc->n; i++) { /* a recipe: one command per key */
+        int rc = read_flags(m, &sc->cmd[i], 0, sc->cmd[i].n);
+        if (rc != SPSIM_OK)
+            return rc;
+    }
     if (yaml)
-        return read_flags(m, &sc->cmd[0], 0, sc->cmd[0].n);
+        return SPSIM_OK;
     for (size_t i = 0; i < sc->n; i++)
         for (size_t j = 0; j < sc->cmd[i].n; j++)
             if (ends_with(sc->cmd[i].w[j].text, ".py")) {
-                int rc = read_flags(m, &sc->cmd[i], 1, j);
+                int rc = launched_script(m, &sc->cmd[i].w[j]);
+                if (rc == SPSIM_OK)
+                    rc = launcher_flags(m, &sc->cmd[i], j);
                 return rc ? rc : read_flags(m, &sc->cmd[i], j + 1, sc->cmd[i].n);
             }
     bool any = false;
@@ -1165,7 +1305,9 @@ collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
     if (!any)
         return spsim_fail(m->err, SPSIM_EFIELD,
                           "%s: no launch command (a command running a .py script, such as "
-                          "torchrun ... pretrain_gpt.py --num-layers ...) and no flags",
+                          "torchrun ... pretrain_gpt.py --num-layers ...) and no flags; a "
+                          "launch inside a string (bash -c, a here-document, sbatch --wrap) is "
+                          "not followed",
                           m->origin);
     return SPSIM_OK;
 }
@@ -1223,36 +1365,215 @@ model_name(const char *origin, char *buf, size_t cap)
         snprintf(buf, cap, "%.*s", (int)n, base);
 }
 
+/* The flags of a recipe's base model (spsim --model): the shape as --format megatron writes
+ * it, the attention kernel, the sequence and bf16 (spsim's default), nothing of the batch or
+ * the grid. */
+static bool
+base_flag(int id)
+{
+    static const int ids[] = {F_LAYERS,
+                              F_HIDDEN,
+                              F_HEADS,
+                              F_GQA,
+                              F_GROUPS,
+                              F_KV_CHANNELS,
+                              F_FFN,
+                              F_POSITIONS,
+                              F_SWIGLU,
+                              F_NORM,
+                              F_POSITION_TYPE,
+                              F_DISABLE_BIAS,
+                              F_QKV_BIAS,
+                              F_UNTIE,
+                              F_QK_NORM,
+                              F_ATTN_DROPOUT,
+                              F_HIDDEN_DROPOUT,
+                              F_TOKENIZER,
+                              F_VOCAB,
+                              F_DIVISIBLE,
+                              F_EXPERTS,
+                              F_MOE_TOPK,
+                              F_MOE_FFN,
+                              F_MOE_SHARED,
+                              F_MOE_FREQ,
+                              F_MOE_SCORE,
+                              F_MOE_CAPACITY,
+                              F_MOE_GROUPS,
+                              F_MOE_GROUP_TOPK,
+                              F_MOE_LB_TYPE,
+                              F_MOE_AUX_COEFF,
+                              F_MOE_Z_COEFF,
+                              F_MOE_EXPERT_BIAS,
+                              F_MLA,
+                              F_Q_LORA,
+                              F_KV_LORA,
+                              F_QK_HEAD,
+                              F_QK_POS,
+                              F_V_HEAD,
+                              F_MTP,
+                              F_WINDOW,
+                              F_WINDOW_SKIP,
+                              F_BACKEND,
+                              F_SEQ,
+                              F_BF16};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(ids); i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* The base model's flags into `words` (each naming the model as its origin). */
+static int
+base_words(const struct spsim_model *model, struct spsim_sh_words *words, struct spsim_error *err)
+{
+    struct spsim_parallel par;
+    spsim_parallel_defaults(&par);
+    size_t cap = 65536;
+    char *text = malloc(cap);
+    if (!text)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    size_t n = spsim_megatron_format(model, &par, 1, text, cap);
+    struct spsim_sh_script sc = {0};
+    int rc = n < cap ? spsim_sh_parse(text, n, spsim_model_name(model), NULL, 0, &sc, err)
+                     : spsim_fail(err, SPSIM_ENOMEM, "the model's flags do not fit");
+    free(text);
+    const struct spsim_sh_words *cmd = rc == SPSIM_OK && sc.n ? &sc.cmd[sc.n - 1] : NULL;
+    bool keep = false;
+    for (size_t i = 0; cmd && rc == SPSIM_OK && i < cmd->n; i++) {
+        const char *w = cmd->w[i].text;
+        if (is_flag(w))
+            keep = base_flag(lookup(w));
+        if (keep && !ends_with(w, ".py"))
+            rc = spsim_sh_append(words, w, 0, NULL);
+    }
+    /* A recipe's absent q_lora_rank is MLATransformerConfig's 512: say the model has none. */
+    const struct spsim_model_shape *s = spsim_model_get_shape(model);
+    if (rc == SPSIM_OK && s->kv_lora_rank && !s->q_lora_rank &&
+        (rc = spsim_sh_append(words, "--q-lora-rank", 0, NULL)) == SPSIM_OK)
+        rc = spsim_sh_append(words, "None", 0, NULL);
+    for (size_t i = 0; i < words->n; i++)
+        words->w[i].origin = spsim_model_name(model);
+    spsim_sh_free(&sc);
+    return rc == SPSIM_ENOMEM ? spsim_fail(err, rc, "out of memory") : rc;
+}
+
+/* The model and configuration the flags give. */
+static int
+build(struct mg *m, const struct spsim_sh_script *sc, const struct spsim_sh_words *base,
+      const char *name, struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    struct spsim_model_shape s;
+    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
+    bool has_pattern = false;
+    int rc = base && base->n ? read_flags(m, base, 0, base->n) : SPSIM_OK;
+    if (rc == SPSIM_OK && (rc = collect(m, sc, m->yaml)) == SPSIM_OK &&
+        (rc = shape(m, &s, pattern, &has_pattern)) == SPSIM_OK &&
+        (rc = parallel(m, &s, out)) == SPSIM_OK) {
+        unused_flags(m);
+        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
+    }
+    return rc;
+}
+
+static bool
+is_recipe(const char *origin)
+{
+    return ends_with(origin, ".yaml") || ends_with(origin, ".yml");
+}
+
+/* The recipes merged, as one command per key. */
+static int
+recipe_words(const struct spsim_megatron_input *in, size_t n, struct spsim_yaml *y,
+             struct spsim_sh_script *sc, struct spsim_error *err)
+{
+    int rc = SPSIM_OK;
+    for (size_t i = 0; rc == SPSIM_OK && i < n; i++) {
+        if (!is_recipe(in[i].origin))
+            return spsim_fail(err, SPSIM_EINVAL,
+                              "%s: a launch script cannot be composed with other files (give "
+                              "it alone, or only recipes)",
+                              in[i].origin);
+        rc = spsim_yaml_read(y, in[i].text, in[i].len, in[i].origin, err);
+    }
+    return rc ? rc : spsim_yaml_flags(y, sc, err);
+}
+
+int
+spsim_megatron_parse_inputs(const struct spsim_megatron_input *in, size_t n,
+                            const struct spsim_megatron_context *ctx,
+                            struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    static const struct spsim_megatron_context none = {0};
+    if (!out)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse_inputs: NULL argument");
+    memset(out, 0, sizeof(*out));
+    ctx = ctx ? ctx : &none;
+    for (size_t i = 0; i < n; i++)
+        if (!in || !in[i].text)
+            return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse_inputs: NULL argument");
+    if (n == 0 || n > SPSIM_YAML_FILES_MAX)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse_inputs: %zu files (1 to %u)", n,
+                          SPSIM_YAML_FILES_MAX);
+    const char *origin = in[n - 1].origin ? in[n - 1].origin : "-";
+    bool yaml = is_recipe(in[0].origin ? in[0].origin : "-");
+    struct spsim_yaml y = {0};
+    struct spsim_sh_script sc = {0};
+    struct spsim_sh_words base = {0};
+    /* A functional-test case's MODEL_ARGS are launch-line flags, read as a launch line. */
+    bool ftest = yaml && spsim_megatron_ftest_detect(in[0].text, in[0].len);
+    yaml = yaml && !ftest;
+    if (!yaml && n > 1)
+        return spsim_fail(err, SPSIM_EINVAL,
+                          "%s: a launch script or test case cannot be composed with other files "
+                          "(give it alone, or only recipes)",
+                          in[0].origin ? in[0].origin : "-");
+    int rc = ftest  ? spsim_megatron_ftest(in[0].text, in[0].len, origin, &sc, err)
+             : yaml ? recipe_words(in, n, &y, &sc, err)
+                    : spsim_sh_parse(in[0].text, in[0].len, origin, ctx->env, ctx->nenv, &sc, err);
+    if (rc == SPSIM_OK && yaml && ctx->model)
+        rc = base_words(ctx->model, &base, err);
+    struct mg m = {.origin = origin,
+                   .err = err,
+                   .unmodelled = out->unmodelled,
+                   .yaml = yaml,
+                   .assumed = out->assumed};
+    if (rc == SPSIM_OK && sc.assumed[0])
+        snprintf(out->assumed, sizeof(out->assumed),
+                 "variables the script tests that it does not set, taken as unset: %s (give "
+                 "them with --env NAME=VALUE)",
+                 sc.assumed);
+    char name[128];
+    if (yaml && ctx->model)
+        snprintf(name, sizeof(name), "%s", spsim_model_name(ctx->model));
+    else
+        model_name(in[0].origin ? in[0].origin : "-", name, sizeof(name));
+    if (rc == SPSIM_OK)
+        rc = build(&m, &sc, &base, name, out, err);
+    spsim_sh_words_free(&base);
+    spsim_sh_free(&sc);
+    spsim_yaml_free(&y);
+    return rc;
+}
+
+int
+spsim_megatron_words(const struct spsim_sh_script *sc, const char *origin,
+                     struct spsim_megatron_config *out, struct spsim_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    origin = origin ? origin : "-";
+    struct mg m = {
+        .origin = origin, .err = err, .unmodelled = out->unmodelled, .assumed = out->assumed};
+    char name[128];
+    model_name(origin, name, sizeof(name));
+    return build(&m, sc, NULL, name, out, err);
+}
+
 int
 spsim_megatron_parse(const char *text, size_t len, const char *origin,
                      struct spsim_megatron_config *out, struct spsim_error *err)
 {
     if (!text || !out)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_megatron_parse: NULL argument");
-    origin = origin ? origin : "-";
-    memset(out, 0, sizeof(*out));
-    struct spsim_sh_script sc;
-    bool yaml = ends_with(origin, ".yaml") || ends_with(origin, ".yml");
-    /* A functional-test case's MODEL_ARGS are launch-line flags, read as a launch line. */
-    bool ftest = yaml && spsim_megatron_ftest_detect(text, len);
-    int rc = ftest  ? spsim_megatron_ftest(text, len, origin, &sc, err)
-             : yaml ? spsim_megatron_yaml(text, len, origin, &sc, err)
-                    : spsim_sh_parse(text, len, origin, &sc, err);
-    yaml = yaml && !ftest;
-    if (rc != SPSIM_OK)
-        return rc;
-    struct mg m = {.origin = origin, .err = err, .unmodelled = out->unmodelled, .yaml = yaml};
-    struct spsim_model_shape s;
-    char name[128];
-    uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
-    bool has_pattern = false;
-    model_name(origin, name, sizeof(name));
-    if ((rc = collect(&m, &sc, yaml)) == SPSIM_OK &&
-        (rc = shape(&m, &s, pattern, &has_pattern)) == SPSIM_OK &&
-        (rc = parallel(&m, &s, out)) == SPSIM_OK) {
-        unused_flags(&m);
-        rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);
-    }
-    spsim_sh_free(&sc);
-    return rc;
+    struct spsim_megatron_input in = {text, len, origin ? origin : "-"};
+    return spsim_megatron_parse_inputs(&in, 1, NULL, out, err);
 }

@@ -286,7 +286,11 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
         emit(o, "    --cpu-offloading \\\n    --cpu-offloading-num-layers %u \\\n",
              p->offload_layers);
     bool flash = p->flash_attn >= 0 ? p->flash_attn == 1 : s->attention == SPSIM_ATTENTION_FLASH;
-    emit(o, "    --attention-backend %s \\\n", flash ? "flash" : "unfused");
+    emit(o, "    --attention-backend %s \\\n",
+         !flash                                     ? "unfused"
+         : p->attention_backend == SPSIM_ATTN_FUSED ? "fused"
+         : p->attention_backend == SPSIM_ATTN_AUTO  ? "auto"
+                                                    : "flash");
     emit(o, "    --seq-length %u \\\n", p->seq ? p->seq : s->seq_len);
     emit(o, "    --micro-batch-size %u \\\n    --global-batch-size %llu \\\n", p->mbs,
          (unsigned long long)p->gbs);

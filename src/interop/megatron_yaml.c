@@ -1,490 +1,606 @@
 /*
- * Megatron-Bridge and NeMo recipes in YAML, read with libyaml into the Megatron-LM flags they
- * stand for, so that megatron_args.c maps them with the same rules and defaults. Keys are
- * matched by their last name: Megatron-Bridge's ConfigContainer (model: TransformerConfig's
- * fields, train:, ddp:, optimizer:, dataset:) and NeMo 1's megatron_gpt_config.yaml (trainer:,
- * model: with encoder_seq_length, activation, bias, activations_checkpoint_*). A key the table
- * does not know is listed as not modelled, as a flag would be.
+ * YAML recipes read with libyaml into a flat table of keys (megatron_yaml.h): every mapping
+ * key's dotted path, its scalar or its sequence of scalars, its line. Files are merged as
+ * OmegaConf.merge merges them (Megatron-Bridge composes a recipe with override files so:
+ * utils/omegaconf_utils.py), and OmegaConf's interpolations are resolved on the merged table.
+ * What YAML would read one way and spsim another is refused: a duplicate key (YAML keeps the
+ * last, silently), a second document, a NUL character inside a value ("1\0002" is not 1).
  */
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "megatron_yaml.h"
 
-#if HAVE_YAML
-#include <yaml.h>
-
-enum mode {
-    M_VALUE,     /* --flag VALUE */
-    M_SWITCH,    /* true: --flag */
-    M_INVERSE,   /* false: --flag */
-    M_GROUPS,    /* a number: --group-query-attention --num-query-groups N */
-    M_NORM,      /* layernorm, rmsnorm in any case: Megatron's spelling */
-    M_ACT,       /* NeMo's activation: swiglu / fast-swiglu: --swiglu; gelu: nothing */
-    M_PRECISION, /* NeMo's trainer.precision: bf16*, 16*: --bf16, --fp16; 32: nothing */
-    M_OPTIM,     /* NeMo's optim.name: distributed_fused_adam: --use-distributed-optimizer */
-    M_FP8,       /* a format (Megatron-Bridge) or a boolean (NeMo: true is the hybrid format) */
-    M_OFFLOAD,   /* cpu_offloading and its _num_layers: the count counts only when it is on */
-    M_PATTERN,   /* moe_layer_freq: a number or expression, or a list of 0/1 ("[0,1,...]") */
-    M_NULLABLE   /* --flag VALUE; null (None) is --flag None, not the field's default */
-};
-
-static const struct {
-    const char *key, *flag;
-    enum mode mode;
-} keys[] = {
-    {"num_layers", "--num-layers", M_VALUE},
-    {"hidden_size", "--hidden-size", M_VALUE},
-    {"num_attention_heads", "--num-attention-heads", M_VALUE},
-    {"ffn_hidden_size", "--ffn-hidden-size", M_VALUE},
-    {"num_query_groups", "--num-query-groups", M_GROUPS},
-    {"kv_channels", "--kv-channels", M_VALUE},
-    {"seq_length", "--seq-length", M_VALUE},
-    {"encoder_seq_length", "--seq-length", M_VALUE},
-    {"max_position_embeddings", "--max-position-embeddings", M_VALUE},
-    {"gated_linear_unit", "--swiglu", M_SWITCH},
-    {"activation", "--swiglu", M_ACT},
-    {"normalization", "--normalization", M_NORM},
-    {"position_embedding_type", "--position-embedding-type", M_VALUE},
-    {"add_bias_linear", "--disable-bias-linear", M_INVERSE},
-    {"bias", "--disable-bias-linear", M_INVERSE},
-    {"add_qkv_bias", "--add-qkv-bias", M_SWITCH},
-    {"qk_layernorm", "--qk-layernorm", M_SWITCH},
-    {"share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", M_INVERSE},
-    {"hidden_dropout", "--hidden-dropout", M_VALUE},
-    {"attention_dropout", "--attention-dropout", M_VALUE},
-    {"vocab_size", "--vocab-size", M_VALUE},
-    {"make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", M_VALUE},
-    {"attention_backend", "--attention-backend", M_VALUE},
-    {"tensor_model_parallel_size", "--tensor-model-parallel-size", M_VALUE},
-    {"pipeline_model_parallel_size", "--pipeline-model-parallel-size", M_VALUE},
-    {"virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", M_VALUE},
-    {"sequence_parallel", "--sequence-parallel", M_SWITCH},
-    {"context_parallel_size", "--context-parallel-size", M_VALUE},
-    {"expert_model_parallel_size", "--expert-model-parallel-size", M_VALUE},
-    {"num_moe_experts", "--num-experts", M_VALUE},
-    {"moe_router_topk", "--moe-router-topk", M_VALUE},
-    {"moe_ffn_hidden_size", "--moe-ffn-hidden-size", M_VALUE},
-    {"moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", M_VALUE},
-    {"moe_layer_freq", "--moe-layer-freq", M_PATTERN},
-    {"moe_router_score_function", "--moe-router-score-function", M_VALUE},
-    {"moe_expert_capacity_factor", "--moe-expert-capacity-factor", M_VALUE},
-    {"moe_token_dispatcher_type", "--moe-token-dispatcher-type", M_VALUE},
-    {"moe_flex_dispatcher_backend", "--moe-flex-dispatcher-backend", M_VALUE},
-    {"moe_flex_dispatcher_num_sms", "--moe-flex-dispatcher-num-sms", M_VALUE},
-    {"moe_deepep_num_sms", "--moe-deepep-num-sms", M_VALUE},
-    {"moe_hybridep_num_sms", "--moe-hybridep-num-sms", M_VALUE},
-    {"moe_router_num_groups", "--moe-router-num-groups", M_VALUE},
-    {"moe_router_group_topk", "--moe-router-group-topk", M_VALUE},
-    {"moe_router_load_balancing_type", "--moe-router-load-balancing-type", M_VALUE},
-    {"moe_aux_loss_coeff", "--moe-aux-loss-coeff", M_VALUE},
-    {"moe_z_loss_coeff", "--moe-z-loss-coeff", M_VALUE},
-    {"moe_router_enable_expert_bias", "--moe-router-enable-expert-bias", M_SWITCH},
-    {"expert_tensor_parallel_size", "--expert-tensor-parallel-size", M_VALUE},
-    {"multi_latent_attention", "--multi-latent-attention", M_SWITCH},
-    {"q_lora_rank", "--q-lora-rank", M_NULLABLE},
-    {"kv_lora_rank", "--kv-lora-rank", M_VALUE},
-    {"qk_head_dim", "--qk-head-dim", M_VALUE},
-    {"qk_pos_emb_head_dim", "--qk-pos-emb-head-dim", M_VALUE},
-    {"v_head_dim", "--v-head-dim", M_VALUE},
-    {"mtp_num_layers", "--mtp-num-layers", M_VALUE},
-    {"micro_batch_size", "--micro-batch-size", M_VALUE},
-    {"global_batch_size", "--global-batch-size", M_VALUE},
-    {"recompute_granularity", "--recompute-granularity", M_VALUE},
-    {"activations_checkpoint_granularity", "--recompute-granularity", M_VALUE},
-    {"recompute_method", "--recompute-method", M_VALUE},
-    {"activations_checkpoint_method", "--recompute-method", M_VALUE},
-    {"recompute_num_layers", "--recompute-num-layers", M_VALUE},
-    {"activations_checkpoint_num_layers", "--recompute-num-layers", M_VALUE},
-    {"use_distributed_optimizer", "--use-distributed-optimizer", M_SWITCH},
-    {"recompute_modules", "--recompute-modules", M_VALUE},
-    {"cpu_offloading", "--cpu-offloading", M_OFFLOAD},
-    {"cpu_offloading_num_layers", "--cpu-offloading-num-layers", M_OFFLOAD},
-    {"overlap_grad_reduce", "--overlap-grad-reduce", M_SWITCH},
-    {"tp_comm_overlap", "--tp-comm-overlap", M_SWITCH},
-    {"cuda_graph_impl", "--cuda-graph-impl", M_VALUE},
-    {"cuda_graph_scope", "--cuda-graph-scope", M_VALUE},
-    {"overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm", M_SWITCH},
-    {"moe_a2a_overlap", "--overlap-moe-expert-parallel-comm", M_SWITCH},
-    {"delay_wgrad_compute", "--delay-wgrad-compute", M_SWITCH},
-    {"bf16", "--bf16", M_SWITCH},
-    {"fp16", "--fp16", M_SWITCH},
-    {"fp8", "--fp8-format", M_FP8},
-    {"fp8_recipe", "--fp8-recipe", M_VALUE},
-    {"fp8_param_gather", "--fp8-param-gather", M_SWITCH},
-    {"fp4", "--fp4-format", M_VALUE},
-    {"fp4_recipe", "--fp4-recipe", M_VALUE},
-    {"fp4_param_gather", "--fp4-param-gather", M_SWITCH},
-    {"fp8_dot_product_attention", "--fp8-dot-product-attention", M_SWITCH},
-    {"fp8_multi_head_attention", "--fp8-multi-head-attention", M_SWITCH},
-    {"first_last_layers_bf16", "--first-last-layers-bf16", M_SWITCH},
-    {"num_layers_at_start_in_bf16", "--num-layers-at-start-in-bf16", M_VALUE},
-    {"num_layers_at_end_in_bf16", "--num-layers-at-end-in-bf16", M_VALUE},
-    {"precision", "--bf16", M_PRECISION},
-    {"tokenizer_type", "--tokenizer-type", M_VALUE},
-    {"optim_name", "--use-distributed-optimizer", M_OPTIM},
-    {"devices", "--nproc_per_node", M_VALUE},
-    {"num_nodes", "--nnodes", M_VALUE},
-};
-
-/* Where the reader is: the keys above the current value. */
-struct ys {
-    const char *origin;
-    struct spsim_error *err;
-    struct spsim_sh_words *words;
-    char path[512];
-    size_t depth_len[16];
-    int depth;
-    bool at_key[16];
-    char key[128];
-    /* cpu_offloading (NeMo, ModelParallelConfig) and cpu_offloading_num_layers, kept to the end:
-     * the count (NeMo writes ${sum:${.num_layers},-1}) matters only when offloading is on. */
-    int offload;
-    char offload_layers[96];
-    uint32_t offload_line;
-    /* The scalars read so far, for OmegaConf's ${.key} and ${section.key} (NeMo). */
-    struct {
-        char path[160], value[96];
-    } seen[256];
-    size_t nseen;
-};
-
-static int
-yaml_error(const struct ys *y, uint32_t line, const char *reason, const char *value)
+static uint64_t
+hash(const char *s)
 {
-    return spsim_fail(y->err, SPSIM_EFIELD, "%s:%u: %s%s: %s%s", y->origin, line, y->path, y->key,
-                      reason, value);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
 }
 
-static int
-add(struct ys *y, const char *text, uint32_t line)
+static bool
+live(const struct spsim_yaml *y, int32_t i)
 {
-    char key[sizeof(y->path) + sizeof(y->key)];
-    snprintf(key, sizeof(key), "%s%s", y->path, y->key);
-    if (spsim_sh_append(y->words, text, line, key) != SPSIM_OK)
-        return spsim_fail(y->err, SPSIM_ENOMEM, "out of memory");
-    return SPSIM_OK;
+    for (; i >= 0; i = y->e[i].parent)
+        if (y->e[i].dead)
+            return false;
+    return true;
 }
 
-/* YAML 1.1's booleans: 1 true, 0 false, -1 neither. */
-static int
-boolean(const char *v)
+bool
+spsim_yaml_live(const struct spsim_yaml *y, size_t i)
 {
-    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
-    for (size_t i = 0; i < 3; i++)
-        if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0)
-            return strcasecmp(v, yes[i]) == 0;
-    return -1;
+    return i < y->n && live(y, (int32_t)i);
 }
 
-/* A value of one of the modes that are not a plain --flag VALUE. */
-static int
-special(struct ys *y, size_t k, const char *v, uint32_t line)
-{
-    int b = boolean(v);
-    switch (keys[k].mode) {
-    case M_SWITCH:
-    case M_INVERSE:
-        if (b < 0)
-            return yaml_error(y, line, "must be true or false, got ", v);
-        return b == (keys[k].mode == M_SWITCH) ? add(y, keys[k].flag, line) : SPSIM_OK;
-    case M_GROUPS:
-        if (add(y, "--group-query-attention", line) || add(y, keys[k].flag, line))
-            return SPSIM_ENOMEM;
-        return add(y, v, line);
-    case M_NORM:
-        return add(y, keys[k].flag, line) ? SPSIM_ENOMEM
-                                          : add(y,
-                                                strcasecmp(v, "layernorm") == 0 ? "LayerNorm"
-                                                : strcasecmp(v, "rmsnorm") == 0 ? "RMSNorm"
-                                                                                : v,
-                                                line);
-    case M_ACT:
-        if (strcmp(v, "swiglu") == 0 || strcmp(v, "fast-swiglu") == 0)
-            return add(y, keys[k].flag, line);
-        return strcmp(v, "gelu") == 0
-                   ? SPSIM_OK
-                   : yaml_error(y, line, "not modelled (gelu or swiglu is): ", v);
-    case M_FP8:
-        if (b == 0)
-            return SPSIM_OK;
-        return add(y, keys[k].flag, line) ? SPSIM_ENOMEM : add(y, b == 1 ? "hybrid" : v, line);
-    case M_OPTIM:
-        return strcmp(v, "distributed_fused_adam") == 0 ? add(y, keys[k].flag, line) : SPSIM_OK;
-    case M_PRECISION:
-        if (strncmp(v, "bf16", 4) == 0 || strcmp(v, "16") == 0 || strcmp(v, "16-mixed") == 0)
-            return add(y, v[0] == 'b' ? "--bf16" : "--fp16", line);
-        return strcmp(v, "32") == 0 ? SPSIM_OK
-                                    : yaml_error(y, line, "not modelled (bf16, 16 or 32 is): ", v);
-    default:
-        return SPSIM_OK;
-    }
-}
-
-static void
-copy(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src) < cap - 1 ? strlen(src) : cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
-/* "${.key}" (a sibling) or "${section.key}" already read: its value, else NULL. */
-static const char *
-interpolation(const struct ys *y, const char *v)
-{
-    char path[sizeof(y->path) + 128];
-    size_t n = strlen(v);
-    if (n < 4 || strncmp(v, "${", 2) != 0 || strcspn(v + 2, "${:}") != n - 3)
-        return NULL;
-    if (v[2] == '.')
-        snprintf(path, sizeof(path), "%s%.*s", y->path, (int)(n - 4), v + 3);
-    else
-        snprintf(path, sizeof(path), "%.*s", (int)(n - 3), v + 2);
-    for (size_t i = 0; i < y->nseen; i++)
-        if (strcmp(y->seen[i].path, path) == 0)
-            return y->seen[i].value;
-    return NULL;
-}
-
-/* The table's entry for the current key (NeMo's tokenizer.type and optim.name by section). */
+/* The slot of `path`: its newest entry's, or the empty one where it would go. */
 static size_t
-entry(const struct ys *y)
+slot_of(const struct spsim_yaml *y, const char *path)
 {
-    size_t n = strlen(y->path);
-    const char *name = y->key;
-    if (strcmp(y->key, "type") == 0 && n >= 10 && strcmp(y->path + n - 10, "tokenizer.") == 0)
-        name = "tokenizer_type";
-    else if (strcmp(y->key, "name") == 0 && n >= 6 && strcmp(y->path + n - 6, "optim.") == 0)
-        name = "optim_name";
-    size_t k = 0;
-    while (k < SPSIM_ARRAY_LENGTH(keys) && strcmp(keys[k].key, name) != 0)
-        k++;
-    return k;
+    size_t mask = y->nslot - 1, s = (size_t)hash(path) & mask;
+    while (y->slot[s] >= 0 && strcmp(y->e[y->slot[s]].path, path) != 0)
+        s = (s + 1) & mask;
+    return s;
 }
 
-/* A list of 0/1 for moe_layer_freq, as Megatron's expression "[0,1,...]" in one word. */
-static int
-pattern_list(struct ys *y, size_t k, const char **values, size_t n, uint32_t line)
+/* The newest entry at `path` (live or not), or -1. */
+static int32_t
+find(const struct spsim_yaml *y, const char *path)
 {
-    char text[128] = "[";
-    size_t len = 1;
-    for (size_t i = 0; i < n && len < sizeof(text); i++)
-        len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", i ? "," : "", values[i]);
-    if (len + 2 > sizeof(text))
-        return yaml_error(y, line, "a list too long (write Megatron's expression)", "");
-    memcpy(text + len, "]", 2);
-    int rc = add(y, keys[k].flag, line);
-    return rc ? rc : add(y, text, line);
+    return y->nslot ? y->slot[slot_of(y, path)] : -1;
 }
 
-/* A key's scalar value (`values` items for a sequence). */
-static int
-leaf(struct ys *y, const char **values, size_t n, bool null, uint32_t line)
+const struct spsim_yaml_entry *
+spsim_yaml_get(const struct spsim_yaml *y, const char *path)
 {
-    size_t k = entry(y);
-    char full[sizeof(y->path) + sizeof(y->key)];
-    snprintf(full, sizeof(full), "%s%s", y->path, y->key);
-    if (n == 1 && !null && y->nseen < SPSIM_ARRAY_LENGTH(y->seen)) {
-        copy(y->seen[y->nseen].path, sizeof(y->seen[0].path), full);
-        copy(y->seen[y->nseen++].value, sizeof(y->seen[0].value), values[0]);
-    }
-    if (k == SPSIM_ARRAY_LENGTH(keys))
-        return null ? SPSIM_OK : add(y, full, line);
-    if (null && keys[k].mode == M_NULLABLE)
-        return add(y, keys[k].flag, line) ? SPSIM_ENOMEM : add(y, "None", line);
-    if (null || n == 0)
-        return SPSIM_OK;
-    if (keys[k].mode == M_PATTERN && n > 1)
-        return pattern_list(y, k, values, n, line);
-    if (keys[k].mode == M_OFFLOAD && strcmp(keys[k].key, "cpu_offloading") == 0) {
-        y->offload = boolean(values[0]);
-        return y->offload < 0 ? yaml_error(y, line, "must be true or false, got ", values[0])
-                              : SPSIM_OK;
-    }
-    if (keys[k].mode == M_OFFLOAD) {
-        const char *v = strstr(values[0], "${") ? interpolation(y, values[0]) : values[0];
-        copy(y->offload_layers, sizeof(y->offload_layers), v ? v : "${");
-        y->offload_line = line;
-        return SPSIM_OK;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (strstr(values[i], "${") && !(values[i] = interpolation(y, values[i])))
-            return yaml_error(y, line, "an interpolation spsim cannot resolve (write the value)",
-                              "");
-    if (keys[k].mode != M_VALUE && keys[k].mode != M_NULLABLE && keys[k].mode != M_PATTERN)
-        return n == 1 ? special(y, k, values[0], line)
-                      : yaml_error(y, line, "must be one value", "");
-    int rc = add(y, keys[k].flag, line);
-    for (size_t i = 0; rc == SPSIM_OK && i < n; i++)
-        rc = add(y, values[i], line);
-    return rc;
+    int32_t i = find(y, path);
+    return i >= 0 && live(y, i) ? &y->e[i] : NULL;
 }
 
-static int
-open_mapping(struct ys *y)
+/* Room for one more entry and its slot (the table at most half full). */
+static bool
+reserve(struct spsim_yaml *y)
 {
-    if (y->depth + 1 >= (int)SPSIM_ARRAY_LENGTH(y->at_key))
-        return spsim_fail(y->err, SPSIM_EFIELD, "%s: %s: nested too deep", y->origin, y->path);
-    y->depth_len[y->depth] = strlen(y->path);
-    if (y->depth > 0) {
-        size_t n = strlen(y->path);
-        snprintf(y->path + n, sizeof(y->path) - n, "%s.", y->key);
+    if (y->n == y->cap) {
+        size_t cap = y->cap ? 2 * y->cap : 64;
+        void *p = realloc(y->e, cap * sizeof(*y->e));
+        if (!p)
+            return false;
+        y->e = p;
+        y->cap = cap;
     }
-    y->at_key[++y->depth] = true;
-    return SPSIM_OK;
+    if (2 * (y->n + 1) <= y->nslot)
+        return true;
+    size_t nslot = y->nslot ? 2 * y->nslot : 128;
+    int32_t *slot = malloc(nslot * sizeof(*slot));
+    if (!slot)
+        return false;
+    for (size_t i = 0; i < nslot; i++)
+        slot[i] = -1;
+    free(y->slot);
+    y->slot = slot;
+    y->nslot = nslot;
+    for (size_t i = 0; i < y->n; i++)
+        y->slot[slot_of(y, y->e[i].path)] = (int32_t)i; /* in order: the newest wins */
+    return true;
 }
 
 static void
-close_mapping(struct ys *y)
+free_values(struct spsim_yaml_entry *e)
 {
-    if (y->depth > 0)
-        y->depth--;
-    y->path[y->depth_len[y->depth]] = '\0';
-    y->at_key[y->depth] = true;
+    for (uint32_t i = 0; i < e->n; i++)
+        free(e->v[i]);
+    free(e->v);
+    e->v = NULL;
+    e->n = 0;
 }
 
-static int
-scalar(struct ys *y, const yaml_event_t *ev, uint32_t line)
+void
+spsim_yaml_free(struct spsim_yaml *y)
 {
-    const char *v = (const char *)ev->data.scalar.value;
-    bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-    if (y->depth == 0)
-        return spsim_fail(y->err, SPSIM_EFIELD, "%s:%u: not a mapping of keys", y->origin, line);
-    if (y->at_key[y->depth]) {
-        snprintf(y->key, sizeof(y->key), "%s", v);
-        y->at_key[y->depth] = false;
-        return SPSIM_OK;
+    for (size_t i = 0; i < y->n; i++) {
+        free_values(&y->e[i]);
+        free(y->e[i].path);
     }
-    y->at_key[y->depth] = true;
-    bool null = plain && (!*v || strcmp(v, "~") == 0 || strcasecmp(v, "null") == 0);
-    const char *values[1] = {v};
-    return leaf(y, values, 1, null, line);
+    free(y->e);
+    free(y->slot);
+    for (size_t i = 0; i < y->norigins; i++)
+        free(y->origins[i]);
+    memset(y, 0, sizeof(*y));
 }
 
-/* A sequence's scalars, for one key; one holding collections is only listed. */
-struct seq {
-    bool open, nested;
-    size_t n;
-    char item[16][128];
-    uint32_t line;
-};
-
-static int
-sequence_end(struct ys *y, struct seq *q)
+/* Append a value (a copy of text[0, len)) to entry e. */
+static bool
+push_value(struct spsim_yaml_entry *e, const char *text, size_t len)
 {
-    const char *items[16];
-    for (size_t i = 0; i < q->n; i++)
-        items[i] = q->item[i];
-    q->open = false;
-    y->at_key[y->depth] = true;
-    if (q->nested || q->n == SPSIM_ARRAY_LENGTH(q->item)) {
-        char full[sizeof(y->path) + sizeof(y->key)];
-        snprintf(full, sizeof(full), "%s%s", y->path, y->key);
-        return add(y, full, q->line);
+    char *t = malloc(len + 1);
+    void *p = t ? realloc(e->v, (e->n + 1) * sizeof(*e->v)) : NULL;
+    if (!p) {
+        free(t);
+        return false;
     }
-    return leaf(y, items, q->n, false, q->line);
+    e->v = p;
+    memcpy(t, text, len);
+    t[len] = '\0';
+    e->v[e->n++] = t;
+    return true;
 }
 
-static int
-event(struct ys *y, const yaml_event_t *ev, struct seq *q, int *skip)
+/* A new entry at `path`, replacing the newest one there. @return its index, or -1 (no memory) */
+static int32_t
+insert(struct spsim_yaml *y, const char *path, enum spsim_yaml_kind kind, int32_t parent,
+       const char *origin)
 {
-    uint32_t line = (uint32_t)ev->start_mark.line + 1;
-    switch (ev->type) {
-    case YAML_MAPPING_START_EVENT:
-    case YAML_SEQUENCE_START_EVENT:
-        if (*skip || q->open) {
-            q->nested = true;
-            ++*skip;
-        } else if (ev->type == YAML_SEQUENCE_START_EVENT) {
-            *q = (struct seq){.open = true, .line = line};
-        } else {
-            return open_mapping(y);
-        }
-        return SPSIM_OK;
-    case YAML_MAPPING_END_EVENT:
-    case YAML_SEQUENCE_END_EVENT:
-        if (*skip)
-            --*skip;
-        else if (ev->type == YAML_SEQUENCE_END_EVENT)
-            return sequence_end(y, q);
-        else
-            close_mapping(y);
-        return SPSIM_OK;
-    case YAML_SCALAR_EVENT:
-        if (q->open && !*skip && q->n < SPSIM_ARRAY_LENGTH(q->item))
-            snprintf(q->item[q->n++], sizeof(q->item[0]), "%s",
-                     (const char *)ev->data.scalar.value);
-        return *skip || q->open ? SPSIM_OK : scalar(y, ev, line);
-    case YAML_ALIAS_EVENT:
-        return *skip || q->open
-                   ? SPSIM_OK
-                   : yaml_error(y, line, "aliases are not resolved (write the value)", "");
-    default:
-        return SPSIM_OK;
-    }
-}
-
-/* The offload flags, once the document is read. */
-static int
-offload_flags(struct ys *y)
-{
-    if (y->offload != 1 || !y->offload_layers[0])
-        return SPSIM_OK;
-    snprintf(y->key, sizeof(y->key), "cpu_offloading_num_layers");
-    y->path[0] = '\0';
-    if (strcmp(y->offload_layers, "${") == 0)
-        return yaml_error(y, y->offload_line,
-                          "an interpolation spsim cannot resolve (write the value)", "");
-    int rc = add(y, "--cpu-offloading-num-layers", y->offload_line);
-    return rc ? rc : add(y, y->offload_layers, y->offload_line);
+    int32_t old = find(y, path);
+    char *copy = strdup(path);
+    if (!copy || !reserve(y))
+        return free(copy), -1;
+    if (old >= 0)
+        y->e[old].dead = true;
+    struct spsim_yaml_entry *e = &y->e[y->n];
+    *e = (struct spsim_yaml_entry){.path = copy, .kind = kind, .origin = origin, .parent = parent};
+    const char *dot = strrchr(copy, '.');
+    e->name = dot ? dot + 1 : copy;
+    y->slot[slot_of(y, copy)] = (int32_t)y->n;
+    return (int32_t)y->n++;
 }
 
 int
-spsim_megatron_yaml(const char *text, size_t len, const char *origin, struct spsim_sh_script *out,
-                    struct spsim_error *err)
+spsim_yaml_set(struct spsim_yaml *y, const char *path, const char *value, int32_t parent,
+               uint32_t line)
 {
+    const char *origin = parent >= 0 ? y->e[parent].origin : "";
+    int32_t i = insert(y, path, value ? SPSIM_YAML_SCALAR : SPSIM_YAML_NULL, parent, origin);
+    if (i < 0 || (value && !push_value(&y->e[i], value, strlen(value))))
+        return SPSIM_ENOMEM;
+    y->e[i].line = line;
+    y->e[i].plain = true;
+    y->e[i].resolving = 2;
+    return SPSIM_OK;
+}
+
+/*
+ * OmegaConf's interpolations (omegaconf/grammar): ${a.b} from the top, ${.b} beside the key,
+ * ${..b} beside its mapping, and so on; text around them is kept ("x${.b}y"). A value that is
+ * one interpolation of a sequence or a null takes it whole. Resolvers (${oc.env:X},
+ * ${sum:...}), nested ${a.${b}} and a target that is a mapping or unresolved stay unresolved;
+ * \${ is a literal "${".
+ */
+#define RESOLVE_DEPTH_MAX  32
+#define RESOLVED_BYTES_MAX (64u << 20)
+
+struct rbuf {
+    char *s;
+    size_t n, cap;
+    bool bad; /* too long, or out of memory */
+};
+
+static void
+rb_put(struct rbuf *b, const char *t, size_t n)
+{
+    if (b->bad || b->n + n >= SPSIM_YAML_VALUE_MAX) {
+        b->bad = true;
+        return;
+    }
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->bad = true;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, t, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+/* The path ref[0, n) names from entry e. @return false if it leaves the document */
+static bool
+target_path(const struct spsim_yaml_entry *e, const char *ref, size_t n, struct rbuf *out)
+{
+    size_t dots = strspn(ref, ".");
+    if (dots >= n)
+        return false;
+    size_t base = dots ? strlen(e->path) : 0;
+    for (size_t d = 0; d < dots; d++) { /* one key, then one mapping, up per dot */
+        if (base == 0)
+            return false;
+        while (base > 0 && e->path[base - 1] != '.')
+            base--;
+        if (base > 0)
+            base--;
+    }
+    rb_put(out, e->path, base);
+    if (base)
+        rb_put(out, ".", 1);
+    rb_put(out, ref + dots, n - dots);
+    return !out->bad;
+}
+
+static void resolve_entry(struct spsim_yaml *y, int32_t i, int depth);
+
+/* The live entry ${ref[0, n)} names from e, resolved. @return its index, or -1 */
+static int32_t
+target(struct spsim_yaml *y, const struct spsim_yaml_entry *e, const char *ref, size_t n, int depth)
+{
+    struct rbuf path = {0};
+    int32_t t = -1;
+    if (n && strcspn(ref, "${}:") >= n && depth < RESOLVE_DEPTH_MAX &&
+        target_path(e, ref, n, &path))
+        t = find(y, path.s);
+    free(path.s);
+    if (t < 0 || !live(y, t) || y->e[t].resolving == 1 || y->e[t].kind == SPSIM_YAML_MAP ||
+        y->e[t].kind == SPSIM_YAML_COMPLEX)
+        return -1;
+    resolve_entry(y, t, depth + 1);
+    return y->e[t].unresolved ? -1 : t;
+}
+
+/* text with its interpolations replaced, into out. @return false if one is unresolved */
+static bool
+interpolate(struct spsim_yaml *y, const struct spsim_yaml_entry *e, const char *text,
+            struct rbuf *out, int depth)
+{
+    for (const char *p = text; *p;) {
+        if (p[0] == '\\' && p[1] == '$' && p[2] == '{') {
+            rb_put(out, "${", 2);
+            p += 3;
+            continue;
+        }
+        if (p[0] != '$' || p[1] != '{') {
+            rb_put(out, p++, 1);
+            continue;
+        }
+        const char *end = strchr(p + 2, '}');
+        int32_t t = end ? target(y, e, p + 2, (size_t)(end - p - 2), depth) : -1;
+        if (t < 0 || y->e[t].kind != SPSIM_YAML_SCALAR)
+            return false;
+        rb_put(out, y->e[t].v[0], strlen(y->e[t].v[0]));
+        p = end + 1;
+    }
+    return !out->bad;
+}
+
+/* A value that is one interpolation of a sequence or a null takes its target whole. */
+static bool
+whole(struct spsim_yaml *y, struct spsim_yaml_entry *e, int depth)
+{
+    const char *v = e->v[0];
+    size_t n = strlen(v);
+    if (e->kind != SPSIM_YAML_SCALAR || n < 4 || strncmp(v, "${", 2) != 0 ||
+        strcspn(v + 2, "}") != n - 3)
+        return false;
+    int32_t t = target(y, e, v + 2, n - 3, depth);
+    if (t < 0 || y->e[t].kind == SPSIM_YAML_SCALAR)
+        return false;
+    struct spsim_yaml_entry *src = &y->e[t], copy = {.kind = src->kind};
+    for (uint32_t k = 0; k < src->n; k++)
+        if (!push_value(&copy, src->v[k], strlen(src->v[k]))) {
+            free_values(&copy);
+            e->unresolved = true;
+            return true;
+        }
+    free_values(e);
+    e->v = copy.v;
+    e->n = copy.n;
+    e->kind = copy.kind;
+    return true;
+}
+
+static void
+resolve_entry(struct spsim_yaml *y, int32_t i, int depth)
+{
+    struct spsim_yaml_entry *e = &y->e[i];
+    if (e->resolving)
+        return;
+    e->resolving = 1;
+    if (e->n == 1 && whole(y, e, depth)) {
+        e->resolving = 2;
+        return;
+    }
+    for (uint32_t k = 0; k < e->n && !e->unresolved; k++) {
+        if (!strstr(e->v[k], "${"))
+            continue;
+        struct rbuf out = {0};
+        if (interpolate(y, e, e->v[k], &out, depth) && y->resolved + out.n <= RESOLVED_BYTES_MAX) {
+            y->resolved += out.n;
+            free(e->v[k]);
+            e->v[k] = out.s ? out.s : strdup("");
+            e->unresolved = !e->v[k];
+        } else {
+            free(out.s);
+            e->unresolved = true;
+        }
+    }
+    e->resolving = 2;
+}
+
+int
+spsim_yaml_resolve(struct spsim_yaml *y, struct spsim_error *err)
+{
+    (void)err;
+    for (size_t i = 0; i < y->n; i++)
+        if (live(y, (int32_t)i))
+            resolve_entry(y, (int32_t)i, 0);
+    return SPSIM_OK;
+}
+
+#if HAVE_YAML
+#include <yaml.h>
+
+/* A collection being read: a mapping (its entry, -1 for the document's) or a sequence. */
+struct frame {
+    int32_t ent;
+    size_t plen; /* the path's length inside it */
+    bool map, want_key, skip;
+    bool flat; /* a sequence inside a key's sequence: its scalars go to that key, then "|" */
+};
+
+struct reader {
+    struct spsim_yaml *y;
+    const char *origin;
+    struct spsim_error *err;
+    char path[1024]; /* 65536 keys of at most 1 kB: 64 MiB of paths at most */
+    size_t plen;
+    uint32_t key_line, key_column; /* where the current key is written */
+    struct frame *f;
+    size_t nf, capf;
+    int docs;
+};
+
+static int
+oom(const struct reader *r)
+{
+    return spsim_fail(r->err, SPSIM_ENOMEM, "out of memory");
+}
+
+static int
+fail_at(const struct reader *r, const yaml_event_t *ev, const char *what)
+{
+    return spsim_fail(r->err, SPSIM_EFIELD, "%s:%zu: %s%s%s", r->origin,
+                      (size_t)ev->start_mark.line + 1, r->path, r->plen ? ": " : "", what);
+}
+
+/* A fault of the current key, at the key's line. */
+static int
+fail_key(const struct reader *r, const char *what)
+{
+    return spsim_fail(r->err, SPSIM_EFIELD, "%s:%u: %s: %s", r->origin, r->key_line, r->path, what);
+}
+
+/* A new entry at the current path; an older file's entry there is replaced, or, for a mapping
+ * onto a mapping, kept and merged into. @return its index, or -1 (err set) */
+static int32_t
+add_entry(struct reader *r, enum spsim_yaml_kind kind, const yaml_event_t *ev)
+{
+    struct spsim_yaml *y = r->y;
+    int32_t old = find(y, r->path);
+    if (old >= 0 && y->e[old].origin == r->origin && live(y, old)) {
+        char what[96];
+        snprintf(what, sizeof(what),
+                 "a duplicate key (first at line %u): YAML would keep the last value silently",
+                 y->e[old].line);
+        return fail_key(r, what), -1;
+    }
+    uint32_t line = r->key_line;
+    if (old >= 0 && live(y, old) && kind == SPSIM_YAML_MAP && y->e[old].kind == SPSIM_YAML_MAP) {
+        y->e[old].origin = r->origin; /* merged into: this file's now, for its duplicates */
+        y->e[old].line = line;
+        return old;
+    }
+    if (y->n >= SPSIM_YAML_KEYS_MAX)
+        return fail_at(r, ev, "more than 65536 keys (spsim's cap)"), -1;
+    int32_t i = insert(y, r->path, kind, r->nf ? r->f[r->nf - 1].ent : -1, r->origin);
+    if (i < 0)
+        return oom(r), -1;
+    y->e[i].line = line;
+    y->e[i].column = r->key_column;
+    return i;
+}
+
+static int
+push_frame(struct reader *r, int32_t ent, bool map, bool skip)
+{
+    if (r->nf == r->capf) {
+        size_t cap = r->capf ? 2 * r->capf : 16;
+        void *p = realloc(r->f, cap * sizeof(*r->f));
+        if (!p)
+            return oom(r);
+        r->f = p;
+        r->capf = cap;
+    }
+    r->f[r->nf++] =
+        (struct frame){.ent = ent, .plen = r->plen, .map = map, .want_key = map, .skip = skip};
+    return SPSIM_OK;
+}
+
+/* The value of the current key is read: back to the mapping's next key. */
+static void
+value_done(struct reader *r)
+{
+    if (!r->nf)
+        return;
+    struct frame *top = &r->f[r->nf - 1];
+    if (top->map && !top->skip) {
+        r->plen = top->plen;
+        r->path[r->plen] = '\0';
+        top->want_key = true;
+    }
+}
+
+static int
+collection_start(struct reader *r, const yaml_event_t *ev, bool map)
+{
+    if (r->nf >= SPSIM_YAML_DEPTH_MAX)
+        return spsim_fail(r->err, SPSIM_EPARSE,
+                          "%s: YAML nested deeper than %d levels at line %zu, column %zu",
+                          r->origin, SPSIM_YAML_DEPTH_MAX, (size_t)ev->start_mark.line + 1,
+                          (size_t)ev->start_mark.column + 1);
+    if (!r->nf)
+        return map ? push_frame(r, -1, true, false)
+                   : fail_at(r, ev, "not a mapping of keys (a recipe is key: value)");
+    struct frame *top = &r->f[r->nf - 1];
+    if (top->skip || !top->map) {
+        /* A key's sequence of sequences of scalars (Megatron's list form of a pipeline
+         * layout) keeps its scalars, each inner sequence closed by "|"; anything deeper or a
+         * mapping leaves the key unreadable (partial). */
+        struct spsim_yaml_entry *e = &r->y->e[top->ent];
+        bool flat = !top->skip && !map;
+        e->kind = SPSIM_YAML_COMPLEX;
+        e->partial |= !flat;
+        int rc = push_frame(r, top->ent, false, true);
+        if (rc == SPSIM_OK)
+            r->f[r->nf - 1].flat = flat;
+        return rc;
+    }
+    if (top->want_key)
+        return fail_at(r, ev, "a key that is not a scalar (spsim reads key: value)");
+    int32_t ent = add_entry(r, map ? SPSIM_YAML_MAP : SPSIM_YAML_SEQ, ev);
+    return ent < 0 ? SPSIM_EFIELD : push_frame(r, ent, map, false);
+}
+
+static int
+collection_end(struct reader *r)
+{
+    if (r->nf && r->f[r->nf - 1].flat && !push_value(&r->y->e[r->f[r->nf - 1].ent], "|", 1))
+        return oom(r);
+    if (r->nf)
+        r->nf--;
+    value_done(r);
+    return SPSIM_OK;
+}
+
+/* A key: the path grows by it. */
+static int
+key(struct reader *r, const yaml_event_t *ev, const char *k, size_t n)
+{
+    if (n == 0)
+        return fail_at(r, ev, "an empty key");
+    if (r->plen + n + 2 > sizeof(r->path))
+        return fail_at(r, ev, "a key path longer than 1 kB");
+    if (r->plen)
+        r->path[r->plen++] = '.';
+    memcpy(r->path + r->plen, k, n + 1);
+    r->plen += n;
+    r->f[r->nf - 1].want_key = false;
+    r->key_line = (uint32_t)ev->start_mark.line + 1;
+    r->key_column = (uint32_t)ev->start_mark.column + 1;
+    return SPSIM_OK;
+}
+
+static int
+scalar(struct reader *r, const yaml_event_t *ev)
+{
+    const char *v = (const char *)ev->data.scalar.value;
+    size_t n = ev->data.scalar.length;
+    if (!r->nf)
+        return fail_at(r, ev, "not a mapping of keys (a recipe is key: value)");
+    struct frame *top = &r->f[r->nf - 1];
+    if (strlen(v) != n)
+        return fail_at(r, ev, "a NUL character (\\0) inside a key or value");
+    if (top->skip && !top->flat)
+        return SPSIM_OK;
+    if (top->map && top->want_key)
+        return key(r, ev, v, n);
+    bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    if (!top->map) {
+        struct spsim_yaml_entry *e = &r->y->e[top->ent];
+        if (e->n >= SPSIM_YAML_ITEMS_MAX)
+            return fail_at(r, ev, "a sequence of more than 65536 items (spsim's cap)");
+        return push_value(e, v, n) ? SPSIM_OK : oom(r);
+    }
+    bool null = plain && (!n || strcmp(v, "~") == 0 || strcasecmp(v, "null") == 0 ||
+                          strcmp(v, "???") == 0); /* ???: OmegaConf's missing value */
+    int32_t ent = add_entry(r, null ? SPSIM_YAML_NULL : SPSIM_YAML_SCALAR, ev);
+    if (ent < 0)
+        return SPSIM_EFIELD;
+    r->y->e[ent].plain = plain;
+    if (!null && !push_value(&r->y->e[ent], v, n))
+        return oom(r);
+    value_done(r);
+    return SPSIM_OK;
+}
+
+static int
+event(struct reader *r, const yaml_event_t *ev)
+{
+    switch (ev->type) {
+    case YAML_DOCUMENT_START_EVENT:
+        return ++r->docs > 1 ? fail_at(r, ev,
+                                       "a second YAML document ('---'): spsim reads one "
+                                       "document a file (give each as a file of its own)")
+                             : SPSIM_OK;
+    case YAML_MAPPING_START_EVENT:
+    case YAML_SEQUENCE_START_EVENT:
+        return collection_start(r, ev, ev->type == YAML_MAPPING_START_EVENT);
+    case YAML_MAPPING_END_EVENT:
+    case YAML_SEQUENCE_END_EVENT:
+        return collection_end(r);
+    case YAML_SCALAR_EVENT:
+        return scalar(r, ev);
+    case YAML_ALIAS_EVENT:
+        return r->nf && r->f[r->nf - 1].skip
+                   ? SPSIM_OK
+                   : fail_at(r, ev,
+                             "an alias (*name): spsim does not resolve them (write the "
+                             "value)");
+    default:
+        return SPSIM_OK;
+    }
+}
+
+int
+spsim_yaml_read(struct spsim_yaml *y, const char *text, size_t len, const char *origin,
+                struct spsim_error *err)
+{
+    struct reader r = {.y = y, .origin = origin, .err = err};
+    if (y->norigins >= SPSIM_YAML_FILES_MAX)
+        return spsim_fail(err, SPSIM_EINVAL, "%s: more than %u YAML files", origin,
+                          SPSIM_YAML_FILES_MAX);
+    if (!(y->origins[y->norigins] = strdup(origin)))
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    r.origin = y->origins[y->norigins++];
     yaml_parser_t p;
-    struct spsim_sh_words words = {0};
-    struct ys y = {.origin = origin, .err = err, .words = &words};
-    struct seq q = {.open = false};
-    int rc = SPSIM_OK, skip = 0;
-    memset(out, 0, sizeof(*out));
     if (!yaml_parser_initialize(&p))
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int rc = SPSIM_OK;
     for (bool done = false; rc == SPSIM_OK && !done;) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&p, &ev)) {
-            rc = spsim_fail(err, SPSIM_EPARSE, "%s:%zu: %s", origin, p.problem_mark.line + 1,
+            rc = spsim_fail(err, SPSIM_EPARSE, "%s:%zu: %s", r.origin, p.problem_mark.line + 1,
                             p.problem ? p.problem : "malformed YAML");
             break;
         }
         done = ev.type == YAML_STREAM_END_EVENT;
-        rc = event(&y, &ev, &q, &skip);
+        rc = event(&r, &ev);
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
-    if (rc == SPSIM_OK)
-        rc = offload_flags(&y);
-    if (rc == SPSIM_OK && (rc = spsim_sh_add_command(out, &words)) != SPSIM_OK)
-        rc = spsim_fail(err, SPSIM_ENOMEM, "out of memory");
-    spsim_sh_words_free(&words);
+    free(r.f);
     return rc;
 }
 
 #else
 
 int
-spsim_megatron_yaml(const char *text, size_t len, const char *origin, struct spsim_sh_script *out,
-                    struct spsim_error *err)
+spsim_yaml_read(struct spsim_yaml *y, const char *text, size_t len, const char *origin,
+                struct spsim_error *err)
 {
+    (void)y;
     (void)text;
     (void)len;
-    memset(out, 0, sizeof(*out));
     return spsim_fail(err, SPSIM_ENOTSUP, "%s: this build reads no YAML (libyaml was not found)",
                       origin);
 }

@@ -16,13 +16,26 @@ hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct
 {
     struct spsim_jctx c = {origin, err};
     struct spsim_model_shape shape;
-    char name[256], source[512];
-    int rc = spsim_hf_config_read(&c, root, &shape);
+    char name[256], source[512], description[512] = "";
+    uint32_t positions = 0;
+    int rc = spsim_hf_config_read(&c, root, &shape, &positions);
     if (rc != SPSIM_OK)
         return rc;
     snprintf(source, sizeof(source), "Hugging Face transformers config: %s", origin);
+    /* The description says where the default sequence came from (the CLI prints it). */
+    if (shape.position == SPSIM_POSITION_ROPE)
+        snprintf(description, sizeof(description),
+                 "sequence length %u unless --seq gives one (Megatron-Bridge's and Megatron-LM's "
+                 "GPT default 1024, at most the positions; its max_position_embeddings %u is the "
+                 "context it can take, not a training sequence)",
+                 shape.seq_len, positions);
+    else
+        snprintf(description, sizeof(description),
+                 "sequence length %u unless --seq gives one (its learned positions, "
+                 "max_position_embeddings)",
+                 shape.seq_len);
     return spsim_model_from_shape(&c, &shape, spsim_hf_config_name(origin, name, sizeof(name)),
-                                  source, out);
+                                  source, description, out);
 }
 
 int

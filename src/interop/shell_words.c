@@ -1,7 +1,8 @@
 /*
  * A launch script's words as bash passes them to its commands (see shell_words.h): enough of
  * bash's quoting and expansion for the launch scripts of Megatron-LM's examples/ (arrays of
- * flags spliced into a torchrun line), nothing that needs running the script.
+ * flags spliced into a torchrun line, integer arithmetic), nothing that needs running a
+ * program. The compound commands that choose which words run are shell_flow.c's.
  */
 #include "config.h"
 
@@ -10,26 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shell_words.h"
+#include "shell_lex.h"
 
 struct buf {
     char *s;
     size_t n, cap;
-};
-
-struct var {
-    char name[64];
-    struct spsim_sh_words value; /* a scalar is one word */
-};
-
-struct sh {
-    const char *p, *end;
-    uint32_t line;
-    const char *origin;
-    struct spsim_error *err;
-    struct var *vars;
-    size_t nvars, capvars;
-    int rc;
 };
 
 /* The word being built. */
@@ -57,15 +43,15 @@ grow(void **p, size_t *cap, size_t need, size_t size)
 }
 
 static int
-oom(struct sh *s)
+oom(struct spsim_sh *s)
 {
     if (s->rc == SPSIM_OK)
         s->rc = spsim_fail(s->err, SPSIM_ENOMEM, "out of memory");
     return s->rc;
 }
 
-static int
-syntax(struct sh *s, const char *what)
+int
+spsim_sh_syntax(struct spsim_sh *s, const char *what)
 {
     if (s->rc == SPSIM_OK)
         s->rc = spsim_fail(s->err, SPSIM_EPARSE, "%s:%u: %s", s->origin, s->line, what);
@@ -73,8 +59,14 @@ syntax(struct sh *s, const char *what)
 }
 
 static void
-put(struct sh *s, struct buf *b, const char *text, size_t len)
+put(struct spsim_sh *s, struct buf *b, const char *text, size_t len)
 {
+    if (s->rc != SPSIM_OK)
+        return;
+    if (b->n + len > SPSIM_SH_WORD_MAX) {
+        spsim_sh_syntax(s, "a word longer than 65536 bytes (spsim's cap)");
+        return;
+    }
     void *p = b->s;
     if (!grow(&p, &b->cap, b->n + len + 1, 1)) {
         oom(s);
@@ -86,10 +78,21 @@ put(struct sh *s, struct buf *b, const char *text, size_t len)
     b->s[b->n] = '\0';
 }
 
-static void
-push_word(struct sh *s, struct spsim_sh_words *ws, const char *text, size_t len, uint32_t line,
-          const char *unresolved)
+void
+spsim_sh_push(struct spsim_sh *s, struct spsim_sh_words *ws, const char *text, size_t len,
+              uint32_t line, const char *unresolved)
 {
+    if (s->rc != SPSIM_OK)
+        return;
+    if (ws->n >= SPSIM_SH_WORDS_MAX) {
+        spsim_sh_syntax(s, "more than 65536 words in one array or command (spsim's cap)");
+        return;
+    }
+    s->bytes += len;
+    if (++s->words > SPSIM_SH_TOTAL_WORDS || s->bytes > SPSIM_SH_TOTAL_BYTES) {
+        spsim_sh_syntax(s, "the script expands to more than 16 MiB of words (spsim's cap)");
+        return;
+    }
     void *p = ws->w;
     char *t = malloc(len + 1);
     if (!t || !grow(&p, &ws->cap, ws->n + 1, sizeof(*ws->w))) {
@@ -105,6 +108,8 @@ push_word(struct sh *s, struct spsim_sh_words *ws, const char *text, size_t len,
     w->line = line;
     snprintf(w->unresolved, sizeof(w->unresolved), "%s", unresolved ? unresolved : "");
     w->key[0] = '\0';
+    w->off = false;
+    w->origin = NULL;
 }
 
 void
@@ -116,16 +121,22 @@ spsim_sh_words_free(struct spsim_sh_words *ws)
     memset(ws, 0, sizeof(*ws));
 }
 
-static int
-peek(const struct sh *s)
+int
+spsim_sh_peek(const struct spsim_sh *s)
 {
     return s->p < s->end ? (unsigned char)*s->p : -1;
 }
 
-static int
-take(struct sh *s)
+int
+spsim_sh_take(struct spsim_sh *s)
 {
-    int c = peek(s);
+    int c = spsim_sh_peek(s);
+    if (c >= 0 && s->reads_left && --s->reads_left == 0) {
+        spsim_sh_syntax(s, "the script's control flow reads it more than four times over "
+                           "(spsim's cap)");
+        s->p = s->end;
+        return -1;
+    }
     if (c >= 0)
         s->p++;
     if (c == '\n')
@@ -146,17 +157,17 @@ mark(struct wordb *wb, const char *name)
 
 /* End the word being built (if any) into ws. */
 static void
-finish(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws)
+finish(struct spsim_sh *s, struct wordb *wb, struct spsim_sh_words *ws)
 {
     if (wb->text.n || wb->quoted)
-        push_word(s, ws, wb->text.s ? wb->text.s : "", wb->text.n, wb->line, wb->unresolved);
+        spsim_sh_push(s, ws, wb->text.s ? wb->text.s : "", wb->text.n, wb->line, wb->unresolved);
     free(wb->text.s);
     memset(wb, 0, sizeof(*wb));
     wb->line = s->line;
 }
 
-static struct var *
-var_find(struct sh *s, const char *name)
+struct spsim_sh_var *
+spsim_sh_var_find(struct spsim_sh *s, const char *name)
 {
     for (size_t i = 0; i < s->nvars; i++)
         if (strcmp(s->vars[i].name, name) == 0)
@@ -165,11 +176,21 @@ var_find(struct sh *s, const char *name)
 }
 
 /* NAME=WORDS (or NAME+=WORDS): the variable takes (or appends) the words. */
-static void
-var_set(struct sh *s, const char *name, struct spsim_sh_words *words, bool append)
+void
+spsim_sh_var_set(struct spsim_sh *s, const char *name, struct spsim_sh_words *words, bool append)
 {
-    struct var *v = var_find(s, name);
+    if (s->skip) { /* a branch not taken: counted (shell_flow.c asks whether it does anything) */
+        s->effects++;
+        spsim_sh_words_free(words);
+        return;
+    }
+    struct spsim_sh_var *v = spsim_sh_var_find(s, name);
     void *p = s->vars;
+    if (!v && s->nvars >= SPSIM_SH_VARS_MAX) {
+        spsim_sh_words_free(words);
+        spsim_sh_syntax(s, "more than 4096 variables (spsim's cap)");
+        return;
+    }
     if (!v) {
         if (!grow(&p, &s->capvars, s->nvars + 1, sizeof(*s->vars))) {
             spsim_sh_words_free(words);
@@ -185,16 +206,43 @@ var_set(struct sh *s, const char *name, struct spsim_sh_words *words, bool appen
         spsim_sh_words_free(&v->value);
     for (size_t i = 0; i < words->n; i++) {
         const struct spsim_sh_word *w = &words->w[i];
-        push_word(s, &v->value, w->text, strlen(w->text), w->line, w->unresolved);
+        spsim_sh_push(s, &v->value, w->text, strlen(w->text), w->line, w->unresolved);
     }
     spsim_sh_words_free(words);
+}
+
+void
+spsim_sh_var_unset(struct spsim_sh *s, const char *name)
+{
+    struct spsim_sh_var *v = spsim_sh_var_find(s, name);
+    if (s->skip) {
+        s->effects++;
+        return;
+    }
+    if (!v)
+        return;
+    spsim_sh_words_free(&v->value);
+    *v = s->vars[--s->nvars];
+}
+
+void
+spsim_sh_assume(struct spsim_sh *s, const char *name)
+{
+    if (s->skip) /* a branch not taken: what it tests is not what the script tested */
+        return;
+    size_t n = strlen(s->assumed), k = strlen(name);
+    for (const char *p = s->assumed; (p = strstr(p, name)) != NULL; p += k)
+        if ((p == s->assumed || p[-1] == ' ') && (p[k] == ',' || p[k] == '\0'))
+            return;
+    if (n + k + 3 < sizeof(s->assumed))
+        snprintf(s->assumed + n, sizeof(s->assumed) - n, "%s%s", n ? ", " : "", name);
 }
 
 /* A value's words into the word being built: each element is a word of its own, and an
  * unquoted expansion is split on blanks as bash splits it. */
 static void
-splice(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws, const struct spsim_sh_words *v,
-       bool quoted)
+splice(struct spsim_sh *s, struct wordb *wb, struct spsim_sh_words *ws,
+       const struct spsim_sh_words *v, bool quoted)
 {
     for (size_t i = 0; i < v->n; i++) {
         const struct spsim_sh_word *w = &v->w[i];
@@ -208,7 +256,9 @@ splice(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws, const struct s
                 finish(s, wb, ws);
                 continue;
             }
-            if (w->unresolved[0])
+            /* Split unquoted, only the words that hold the unresolved expansion's text ($1,
+             * $(...), `...`) are unresolved. */
+            if (w->unresolved[0] && (quoted || *t == '$' || *t == '`'))
                 mark(wb, w->unresolved);
             put(s, &wb->text, t, 1);
         }
@@ -217,18 +267,18 @@ splice(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws, const struct s
 
 /* Skip a balanced $( ... ) or $(( ... )) (quotes inside respected). */
 static void
-skip_parens(struct sh *s)
+skip_parens(struct spsim_sh *s)
 {
     int depth = 0, quote = 0;
     do {
-        int c = take(s);
+        int c = spsim_sh_take(s);
         if (c < 0) {
-            syntax(s, "unterminated $( ... )");
+            spsim_sh_syntax(s, "unterminated $( ... )");
             return;
         }
         if (quote) {
             if (c == '\\' && quote == '"')
-                take(s);
+                spsim_sh_take(s);
             else if (c == quote)
                 quote = 0;
         } else if (c == '\'' || c == '"') {
@@ -241,15 +291,28 @@ skip_parens(struct sh *s)
     } while (depth > 0);
 }
 
+/* An unset variable: in a condition, empty (a clean environment) and noted; elsewhere left as
+ * written, unresolved. */
+static void
+unset_variable(struct spsim_sh *s, struct wordb *wb, const char *text, const char *name)
+{
+    if (s->test) {
+        spsim_sh_assume(s, name);
+        return;
+    }
+    put(s, &wb->text, text, strlen(text));
+    mark(wb, name);
+}
+
 /* ${...}: NAME, NAME[@], NAME[*], NAME:-WORD, NAME-WORD; anything else stays unresolved. */
 static void
-expand_braces(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws, bool quoted)
+expand_braces(struct spsim_sh *s, struct wordb *wb, struct spsim_sh_words *ws, bool quoted)
 {
     char body[256];
     size_t n = 0;
-    for (int c; (c = take(s)) != '}';) {
+    for (int c; (c = spsim_sh_take(s)) != '}';) {
         if (c < 0 || c == '\n')
-            return (void)syntax(s, "unterminated ${ ... }");
+            return (void)spsim_sh_syntax(s, "unterminated ${ ... }");
         if (n + 1 < sizeof(body))
             body[n++] = (char)c;
     }
@@ -261,7 +324,7 @@ expand_braces(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws, bool qu
     char text[300];
     snprintf(text, sizeof(text), "${%s}", body);
     body[name] = '\0';
-    struct var *v = name && (all || dflt || !*rest) ? var_find(s, body) : NULL;
+    struct spsim_sh_var *v = name && (all || dflt || !*rest) ? spsim_sh_var_find(s, body) : NULL;
     if (v && v->value.n) {
         struct spsim_sh_words first = {v->value.w, all ? v->value.n : 1, 0};
         splice(s, wb, ws, &first, quoted);
@@ -271,46 +334,118 @@ expand_braces(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws, bool qu
                 put(s, &wb->text, dflt, 1);
         if (strchr(text, '$') != strrchr(text, '$'))
             mark(wb, text);
+    } else if (!v && name && (all || !*rest)) {
+        unset_variable(s, wb, text, body);
     } else if (!v) {
         put(s, &wb->text, text, strlen(text));
-        mark(wb, name && (all || !*rest) ? body : text);
+        mark(wb, text);
     }
+}
+
+/* A variable of an arithmetic expression: its value if it is one resolved word. */
+static bool
+arith_value(struct spsim_sh *s, const char *name, struct buf *out)
+{
+    struct spsim_sh_var *v = spsim_sh_var_find(s, name);
+    if (!v && s->test) { /* unset: 0, as bash counts it, and noted */
+        spsim_sh_assume(s, name);
+        put(s, out, "0", 1);
+        return true;
+    }
+    if (!v || v->value.n != 1 || v->value.w[0].unresolved[0])
+        return false;
+    put(s, out, "(", 1);
+    put(s, out, v->value.w[0].text, strlen(v->value.w[0].text));
+    put(s, out, ")", 1);
+    return true;
+}
+
+/* $(( e )): e's variables ($X, ${X}, X) replaced, then evaluated (shell_arith.c). */
+static bool
+arith_expand(struct spsim_sh *s, const char *e, size_t n, long long *out)
+{
+    struct buf b = {0};
+    bool ok = true;
+    for (size_t i = 0; ok && i < n;) {
+        size_t brace = e[i] == '$' && i + 1 < n && e[i + 1] == '{';
+        size_t start = i + (e[i] == '$') + brace, k = start;
+        while (k < n && (isalnum((unsigned char)e[k]) || e[k] == '_'))
+            k++;
+        if (k == start || isdigit((unsigned char)e[start])) {
+            ok = e[i] != '$'; /* $(...), $1, $# and such: not known */
+            put(s, &b, e + i, 1);
+            i++;
+            continue;
+        }
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)(k - start < 63 ? k - start : 63), e + start);
+        ok = arith_value(s, name, &b) && (!brace || (k < n && e[k] == '}'));
+        i = k + (brace && k < n);
+    }
+    ok = ok && s->rc == SPSIM_OK && spsim_sh_arith(b.s ? b.s : "", out);
+    free(b.s);
+    return ok;
+}
+
+static void
+arithmetic(struct spsim_sh *s, struct wordb *wb)
+{
+    const char *start = s->p;
+    skip_parens(s);
+    size_t n = (size_t)(s->p - start);
+    long long v = 0;
+    char text[32];
+    if (s->rc == SPSIM_OK && n >= 4 && start[n - 2] == ')' &&
+        arith_expand(s, start + 2, n - 4, &v)) {
+        int k = snprintf(text, sizeof(text), "%lld", v);
+        put(s, &wb->text, text, (size_t)k);
+        return;
+    }
+    put(s, &wb->text, "$((...))", 8);
+    mark(wb, "$((...))");
 }
 
 /* After a '$': the expansion into the word being built. */
 static void
-expand(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws, bool quoted)
+expand(struct spsim_sh *s, struct wordb *wb, struct spsim_sh_words *ws, bool quoted)
 {
-    int c = peek(s);
-    if (c == '(') {
+    int c = spsim_sh_peek(s);
+    if (c == '(' && s->p + 1 < s->end && s->p[1] == '(') {
+        arithmetic(s, wb);
+    } else if (c == '(') {
         skip_parens(s);
         put(s, &wb->text, "$(...)", 6);
         mark(wb, "$(...)");
     } else if (c == '{') {
-        take(s);
+        spsim_sh_take(s);
         expand_braces(s, wb, ws, quoted);
     } else if (c >= 0 && (isalpha(c) || c == '_')) {
         char name[64];
         size_t n = 0;
-        while ((c = peek(s)) >= 0 && (isalnum(c) || c == '_'))
+        while ((c = spsim_sh_peek(s)) >= 0 && (isalnum(c) || c == '_'))
             if (n + 1 < sizeof(name))
-                name[n++] = (char)take(s);
+                name[n++] = (char)spsim_sh_take(s);
             else
-                take(s);
+                spsim_sh_take(s);
         name[n] = '\0';
-        struct var *v = var_find(s, name);
+        struct spsim_sh_var *v = spsim_sh_var_find(s, name);
         if (v) {
             struct spsim_sh_words first = {v->value.w, v->value.n ? 1 : 0, 0};
             splice(s, wb, ws, &first, quoted);
         } else {
-            put(s, &wb->text, "$", 1);
-            put(s, &wb->text, name, n);
-            mark(wb, name);
+            char text[66];
+            snprintf(text, sizeof(text), "$%s", name);
+            unset_variable(s, wb, text, name);
         }
-    } else if (c >= 0 && strchr("0123456789@*#?$!-", c)) {
-        char name[3] = {'$', (char)take(s), '\0'};
-        put(s, &wb->text, name, 2);
-        mark(wb, name);
+    } else if (c == '#') { /* the script runs with no arguments */
+        spsim_sh_take(s);
+        put(s, &wb->text, "0", 1);
+    } else if (c >= 0 && strchr("0123456789@*?$!-", c)) {
+        char name[3] = {'$', (char)spsim_sh_take(s), '\0'};
+        if (s->test && strchr("0123456789@*", name[1]) && name[1] != '0')
+            spsim_sh_assume(s, name); /* no arguments: empty */
+        else
+            put(s, &wb->text, name, 2), mark(wb, name);
     } else {
         put(s, &wb->text, "$", 1);
     }
@@ -318,23 +453,23 @@ expand(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws, bool quoted)
 
 /* Inside "...": backslash escapes $ ` " \ and newline only; expansions are not split. */
 static void
-double_quoted(struct sh *s, struct wordb *wb, struct spsim_sh_words *ws)
+double_quoted(struct spsim_sh *s, struct wordb *wb, struct spsim_sh_words *ws)
 {
     wb->quoted = true;
     uint32_t start = s->line;
     for (int c; s->rc == SPSIM_OK;) {
-        if ((c = take(s)) < 0 && (s->line = start))
-            return (void)syntax(s, "unterminated double quote");
+        if ((c = spsim_sh_take(s)) < 0 && (s->line = start))
+            return (void)spsim_sh_syntax(s, "unterminated double quote");
         if (c == '"')
             return;
-        if (c == '\\' && peek(s) >= 0 && strchr("$`\"\\\n", peek(s))) {
-            if ((c = take(s)) == '\n')
+        if (c == '\\' && spsim_sh_peek(s) >= 0 && strchr("$`\"\\\n", spsim_sh_peek(s))) {
+            if ((c = spsim_sh_take(s)) == '\n')
                 continue;
         } else if (c == '$') {
             expand(s, wb, ws, true);
             continue;
         } else if (c == '`') {
-            while ((c = take(s)) >= 0 && c != '`')
+            while ((c = spsim_sh_take(s)) >= 0 && c != '`')
                 ;
             put(s, &wb->text, "`...`", 5);
             mark(wb, "`...`");
@@ -355,21 +490,21 @@ word_end(int c, const struct wordb *wb)
 }
 
 /* One word, its expansions spliced into ws. */
-static void
-read_word(struct sh *s, struct spsim_sh_words *ws)
+void
+spsim_sh_read_word(struct spsim_sh *s, struct spsim_sh_words *ws)
 {
     struct wordb wb = {.line = s->line};
-    for (int c; s->rc == SPSIM_OK && !word_end(c = peek(s), &wb);) {
-        take(s);
+    for (int c; s->rc == SPSIM_OK && !word_end(c = spsim_sh_peek(s), &wb);) {
+        spsim_sh_take(s);
         if (c == '\\') {
-            if ((c = take(s)) == '\n' || c < 0)
+            if ((c = spsim_sh_take(s)) == '\n' || c < 0)
                 continue;
         } else if (c == '\'') {
             wb.quoted = true;
             uint32_t start = s->line;
-            while ((c = take(s)) != '\'' && s->rc == SPSIM_OK)
+            while ((c = spsim_sh_take(s)) != '\'' && s->rc == SPSIM_OK)
                 if (c < 0 && (s->line = start))
-                    syntax(s, "unterminated single quote");
+                    spsim_sh_syntax(s, "unterminated single quote");
                 else
                     put(s, &wb.text, &(char){(char)c}, 1);
             continue;
@@ -380,7 +515,7 @@ read_word(struct sh *s, struct spsim_sh_words *ws)
             expand(s, &wb, ws, false);
             continue;
         } else if (c == '`') {
-            while ((c = take(s)) >= 0 && c != '`')
+            while ((c = spsim_sh_take(s)) >= 0 && c != '`')
                 ;
             put(s, &wb.text, "`...`", 5);
             mark(&wb, "`...`");
@@ -393,17 +528,17 @@ read_word(struct sh *s, struct spsim_sh_words *ws)
 }
 
 /* Blanks and line continuations. */
-static void
-skip_blanks(struct sh *s, bool newlines)
+void
+spsim_sh_skip_blanks(struct spsim_sh *s, bool newlines)
 {
-    for (int c; (c = peek(s)) >= 0;) {
+    for (int c; (c = spsim_sh_peek(s)) >= 0;) {
         if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n'))
-            take(s);
+            spsim_sh_take(s);
         else if (c == '\\' && s->p + 1 < s->end && s->p[1] == '\n')
-            take(s), take(s);
+            spsim_sh_take(s), spsim_sh_take(s);
         else if (newlines && c == '#')
-            while (peek(s) >= 0 && peek(s) != '\n')
-                take(s);
+            while (spsim_sh_peek(s) >= 0 && spsim_sh_peek(s) != '\n')
+                spsim_sh_take(s);
         else
             return;
     }
@@ -411,7 +546,7 @@ skip_blanks(struct sh *s, bool newlines)
 
 /* NAME= or NAME+= at the cursor: the name's length, else 0. */
 static size_t
-assignment_at(const struct sh *s, bool *append)
+assignment_at(const struct spsim_sh *s, bool *append)
 {
     const char *p = s->p;
     if (p >= s->end || !(isalpha((unsigned char)*p) || *p == '_'))
@@ -425,32 +560,34 @@ assignment_at(const struct sh *s, bool *append)
 }
 
 static void
-assign(struct sh *s, size_t n, bool append)
+assign(struct spsim_sh *s, size_t n, bool append)
 {
     char name[64];
     struct spsim_sh_words words = {0};
     memcpy(name, s->p, n);
     name[n] = '\0';
     s->p += n + append + 1;
-    if (peek(s) == '(') {
+    if (spsim_sh_peek(s) == '(') {
         uint32_t start = s->line;
-        take(s);
-        for (skip_blanks(s, true); s->rc == SPSIM_OK && peek(s) != ')'; skip_blanks(s, true)) {
+        spsim_sh_take(s);
+        for (spsim_sh_skip_blanks(s, true); s->rc == SPSIM_OK && spsim_sh_peek(s) != ')';
+             spsim_sh_skip_blanks(s, true)) {
             const char *before = s->p;
-            if (peek(s) >= 0 && peek(s) != '(')
-                read_word(s, &words);
+            if (spsim_sh_peek(s) >= 0 && spsim_sh_peek(s) != '(')
+                spsim_sh_read_word(s, &words);
             if (s->p == before) { /* EOF, or ( ; & | where a word should be */
                 char what[64];
-                s->line = peek(s) < 0 ? start : s->line;
+                s->line = spsim_sh_peek(s) < 0 ? start : s->line;
                 snprintf(what, sizeof(what),
-                         peek(s) < 0 ? "unterminated array" : "'%c' inside an array", peek(s));
-                return (void)(syntax(s, what), spsim_sh_words_free(&words));
+                         spsim_sh_peek(s) < 0 ? "unterminated array" : "'%c' inside an array",
+                         spsim_sh_peek(s));
+                return (void)(spsim_sh_syntax(s, what), spsim_sh_words_free(&words));
             }
         }
-        take(s);
-    } else if (!word_end(peek(s), &(struct wordb){0})) {
+        spsim_sh_take(s);
+    } else if (!word_end(spsim_sh_peek(s), &(struct wordb){0})) {
         struct spsim_sh_words parts = {0};
-        read_word(s, &parts);
+        spsim_sh_read_word(s, &parts);
         struct buf joined = {0};
         for (size_t i = 0; i < parts.n; i++) {
             put(s, &joined, " ", i > 0);
@@ -459,26 +596,13 @@ assign(struct sh *s, size_t n, bool append)
         const char *unresolved = NULL;
         for (size_t i = 0; i < parts.n && !unresolved; i++)
             unresolved = parts.w[i].unresolved[0] ? parts.w[i].unresolved : NULL;
-        push_word(s, &words, joined.s ? joined.s : "", joined.n, s->line, unresolved);
+        spsim_sh_push(s, &words, joined.s ? joined.s : "", joined.n, s->line, unresolved);
         free(joined.s);
         spsim_sh_words_free(&parts);
     } else {
-        push_word(s, &words, "", 0, s->line, NULL);
+        spsim_sh_push(s, &words, "", 0, s->line, NULL);
     }
-    var_set(s, name, &words, append);
-}
-
-/* Words that open control flow, whose branches cannot be followed without running. */
-static bool
-control_word(const char *w)
-{
-    static const char *const words[] = {
-        "if",   "then", "elif",   "else",     "fi", "for", "while", "until", "do",   "done",
-        "case", "esac", "select", "function", "[[", "[",   "{",     "}",     "test", NULL};
-    for (const char *const *k = words; *k; k++)
-        if (strcmp(*k, w) == 0)
-            return true;
-    return false;
+    spsim_sh_var_set(s, name, &words, append);
 }
 
 static bool
@@ -498,39 +622,84 @@ redirection(const char *w)
     return strspn(w + d, "<>&") == strlen(w + d) && !strchr(w + d, '&') ? 2 : 1;
 }
 
-/* The words of one command up to ; & | or a newline; assignments applied. */
+/* A here-document's body (its lines up to the end word): the input of a command, not words of
+ * the script. */
 static void
-statement(struct sh *s, struct spsim_sh_words *cmd)
+skip_heredoc(struct spsim_sh *s)
 {
-    bool prefix = true, append;
+    uint32_t start = s->line;
+    size_t n = strlen(s->heredoc);
+    while (s->p < s->end) {
+        const char *line = s->p;
+        while (s->heredoc_tabs && line < s->end && *line == '\t')
+            line++;
+        const char *eol = memchr(s->p, '\n', (size_t)(s->end - s->p));
+        const char *stop = eol ? eol : s->end;
+        bool last = (size_t)(stop - line) == n && memcmp(line, s->heredoc, n) == 0;
+        s->p = eol ? eol + 1 : s->end;
+        s->line += eol != NULL;
+        if (last) {
+            s->heredoc[0] = '\0';
+            return;
+        }
+    }
+    s->line = start;
+    spsim_sh_syntax(s, "a here-document without its end word");
+}
+
+/* <<WORD, <<-WORD, << WORD: the end word of the body to skip after the line. */
+static bool
+heredoc_start(struct spsim_sh *s, const char *w)
+{
+    size_t d = strspn(w, "0123456789");
+    if (strncmp(w + d, "<<", 2) != 0 || w[d + 2] == '<')
+        return false;
+    s->heredoc_tabs = w[d + 2] == '-';
+    snprintf(s->heredoc, sizeof(s->heredoc), "%s", w + d + 2 + s->heredoc_tabs);
+    return s->heredoc[0] == '\0'; /* the word comes next */
+}
+
+/* A separator at the cursor (consumed). */
+static enum spsim_sh_sep
+separator(struct spsim_sh *s)
+{
+    if (s->p + 1 < s->end && s->p[0] == ';' && s->p[1] == ';')
+        return SPSIM_SH_SEP_CASE; /* left for the case clause to read (spsim_sh_keyword) */
+    int c = spsim_sh_take(s), next = spsim_sh_peek(s);
+    if (c == '\n' && s->heredoc[0])
+        skip_heredoc(s);
+    if ((c == '&' || c == '|') && next == c)
+        return spsim_sh_take(s), c == '&' ? SPSIM_SH_SEP_AND : SPSIM_SH_SEP_OR;
+    return c == '&' ? SPSIM_SH_SEP_BG : c == '|' ? SPSIM_SH_SEP_PIPE : SPSIM_SH_SEP_END;
+}
+
+/* The words of one command up to ; & | or a newline; leading assignments applied. */
+enum spsim_sh_sep
+spsim_sh_statement(struct spsim_sh *s, struct spsim_sh_words *cmd)
+{
+    bool prefix = true, append, end_word = false;
     size_t n, drop = 0;
+    enum spsim_sh_sep sep = SPSIM_SH_SEP_END;
     for (int c; s->rc == SPSIM_OK;) {
-        skip_blanks(s, false);
-        if ((c = peek(s)) < 0)
+        spsim_sh_skip_blanks(s, false);
+        if ((c = spsim_sh_peek(s)) < 0)
             break;
         if (c == '#') {
-            while (peek(s) >= 0 && peek(s) != '\n')
-                take(s);
+            while (spsim_sh_peek(s) >= 0 && spsim_sh_peek(s) != '\n')
+                spsim_sh_take(s);
         } else if (strchr("\n;&|", c)) {
-            take(s);
-            if (c != '\n' && c != ';' && peek(s) == c)
-                take(s);
+            sep = separator(s);
             break;
         } else if (c == '(' || c == ')') {
-            syntax(s, "a subshell or a group ( ... ) is not followed");
+            spsim_sh_syntax(s, "a subshell or a group ( ... ) is not followed");
         } else if (prefix && (n = assignment_at(s, &append))) {
             assign(s, n, append);
         } else {
-            read_word(s, cmd);
+            spsim_sh_read_word(s, cmd);
             const char *w = cmd->n ? cmd->w[cmd->n - 1].text : "";
-            if (prefix && control_word(w)) {
-                char what[96];
-                snprintf(what, sizeof(what),
-                         "'%s': shell control flow is not followed (give the launch command "
-                         "with its values)",
-                         w);
-                syntax(s, what);
-            }
+            if (end_word)
+                snprintf(s->heredoc, sizeof(s->heredoc), "%s", w);
+            end_word = !drop && redirection(w) && heredoc_start(s, w);
             if (drop || (drop = redirection(w))) {
                 drop--;
                 free(cmd->w[--cmd->n].text);
@@ -541,27 +710,41 @@ statement(struct sh *s, struct spsim_sh_words *cmd)
     }
     if (prefix)
         spsim_sh_words_free(cmd);
+    return sep;
 }
 
-int
-spsim_sh_parse(const char *text, size_t len, const char *origin, struct spsim_sh_script *out,
-               struct spsim_error *err)
+/* The reserved words shell_flow.c follows, and those that end its lists. */
+static const char *const keywords[] = {
+    "if",    "then",  "elif",   "else",     "fi", "for", "in", "do", "done", "case",   "esac",
+    "while", "until", "select", "function", "{",  "}",   "[[", "!",  "time", "coproc", NULL};
+
+void
+spsim_sh_keyword(const struct spsim_sh *s, char *kw, size_t cap)
 {
-    struct sh s = {text, text + len, 1, origin, err, NULL, 0, 0, SPSIM_OK};
-    memset(out, 0, sizeof(*out));
-    while (s.rc == SPSIM_OK && peek(&s) >= 0) {
-        struct spsim_sh_words cmd = {0};
-        statement(&s, &cmd);
-        if (s.rc == SPSIM_OK && cmd.n && spsim_sh_add_command(out, &cmd) != SPSIM_OK)
-            oom(&s);
-        spsim_sh_words_free(&cmd);
+    const char *p = s->p;
+    while (p < s->end && (*p == ' ' || *p == '\t' || *p == '\r'))
+        p++;
+    kw[0] = '\0';
+    if (p + 1 < s->end && p[0] == ';' && p[1] == ';') {
+        snprintf(kw, cap, ";;");
+        return;
     }
-    for (size_t i = 0; i < s.nvars; i++)
-        spsim_sh_words_free(&s.vars[i].value);
-    free(s.vars);
-    if (s.rc != SPSIM_OK)
-        spsim_sh_free(out);
-    return s.rc;
+    size_t n = 0;
+    while (p + n < s->end && !strchr(" \t\r\n;&|()<>\"'`$\\", p[n]))
+        n++;
+    for (const char *const *k = keywords; n && *k; k++)
+        if (strlen(*k) == n && strncmp(*k, p, n) == 0) {
+            snprintf(kw, cap, "%s", *k);
+            return;
+        }
+}
+
+void
+spsim_sh_skip_keyword(struct spsim_sh *s, const char *kw)
+{
+    spsim_sh_skip_blanks(s, false);
+    for (size_t n = strlen(kw); n-- && spsim_sh_peek(s) >= 0;)
+        spsim_sh_take(s);
 }
 
 void
@@ -588,8 +771,8 @@ spsim_sh_add_command(struct spsim_sh_script *s, struct spsim_sh_words *cmd)
 int
 spsim_sh_append(struct spsim_sh_words *ws, const char *text, uint32_t line, const char *key)
 {
-    struct sh s = {.rc = SPSIM_OK};
-    push_word(&s, ws, text, strlen(text), line, NULL);
+    struct spsim_sh s = {.rc = SPSIM_OK};
+    spsim_sh_push(&s, ws, text, strlen(text), line, NULL);
     if (s.rc == SPSIM_OK && key)
         snprintf(ws->w[ws->n - 1].key, sizeof(ws->w[ws->n - 1].key), "%s", key);
     return s.rc;

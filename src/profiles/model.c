@@ -54,6 +54,10 @@ shape_limits(const struct spsim_model_shape *shape, const struct spsim_jctx *c)
         {"heads", shape->heads, MAX_HEADS},        {"kv_heads", shape->kv_heads, MAX_HEADS},
         {"head_dim", shape->head_dim, MAX_HIDDEN}, {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
         {"vocab", shape->vocab, MAX_VOCAB},        {"seq_len", shape->seq_len, MAX_SEQ}};
+    if (shape->vocab_divisible_by > MAX_VOCAB)
+        return spsim_json_field_error(c, NULL, "vocab_divisible_by",
+                                      "must be an integer in [0, %u], got %u", MAX_VOCAB,
+                                      shape->vocab_divisible_by);
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(limits); i++)
         if (limits[i].value < 1 || limits[i].value > limits[i].max)
             return spsim_json_field_error(c, NULL, limits[i].key,
@@ -134,12 +138,13 @@ model_new(const struct spsim_model_shape *shape, uint8_t *pattern, const char *n
 
 int
 spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shape *shape,
-                       const char *name, const char *source, struct spsim_model **out)
+                       const char *name, const char *source, const char *description,
+                       struct spsim_model **out)
 {
     int rc = shape_limits(shape, c);
     if (rc != SPSIM_OK)
         return rc;
-    return model_new(shape, NULL, name, source, "", out, c->err);
+    return model_new(shape, NULL, name, source, description ? description : "", out, c->err);
 }
 
 /* The keys of a model profile (doc/profiles.md). */

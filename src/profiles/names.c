@@ -32,6 +32,9 @@ const char *const spsim_ring_basis_names[] = {"all_reduce", "all_gather", "reduc
 /* Megatron's --cp-comm-type values, in enum spsim_cp_comm order. */
 const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_gather", "a2a",
                                                                   "a2a+p2p", NULL};
+/* Megatron's --attention-backend values spsim models (enum spsim_attention_backend order). */
+const char *const spsim_attention_backend_names[SPSIM_ATTN_BACKEND_COUNT + 1] = {"auto", "flash",
+                                                                                 "fused", NULL};
 /* Megatron-Core's --moe-token-dispatcher-type values, in enum spsim_moe_dispatcher order. */
 const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1] = {
     "allgather", "alltoall", "flex", NULL};
@@ -160,6 +163,22 @@ spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out)
     int i = 0, rc = find_name(spsim_cp_comm_names, SPSIM_CP_COMM_COUNT, name, out ? &i : NULL);
     if (rc == SPSIM_OK)
         *out = (enum spsim_cp_comm)i;
+    return rc;
+}
+
+const char *
+spsim_attention_backend_name(enum spsim_attention_backend b)
+{
+    return (unsigned)b < SPSIM_ATTN_BACKEND_COUNT ? spsim_attention_backend_names[b] : "?";
+}
+
+int
+spsim_attention_backend_parse(const char *name, enum spsim_attention_backend *out)
+{
+    int i = 0, rc = find_name(spsim_attention_backend_names, SPSIM_ATTN_BACKEND_COUNT, name,
+                              out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_attention_backend)i;
     return rc;
 }
 

@@ -14,6 +14,7 @@
 extern const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1];
 extern const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1];
 extern const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1];
+extern const char *const spsim_attention_backend_names[SPSIM_ATTN_BACKEND_COUNT + 1];
 extern const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1];
 extern const char *const spsim_moe_flex_backend_names[SPSIM_FLEX_BACKEND_COUNT + 1];
 extern const char *const spsim_moe_routing_names[SPSIM_MOE_ROUTING_COUNT + 1];
@@ -81,6 +82,16 @@ struct spsim_gemm_points {
     double rows[SPSIM_MAX_CURVE_POINTS][4];
 };
 
+/** gpu.attention_table (doc/profiles.md, "Attention"): fused attention measured per head
+ * dimensions, sequence and sliding window, causal. Each row: d_qk, d_v, sequence (keys a query
+ * sees at most), window (0: the whole causal context), forward and backward TFLOP/s (the
+ * causal half counted, backward 2.5 times the forward FLOPs). */
+#define SPSIM_MAX_ATTENTION_POINTS 128
+struct spsim_attention_table {
+    uint32_t n;
+    double rows[SPSIM_MAX_ATTENTION_POINTS][6];
+};
+
 /**
  * The engine's GEMM rate against GEMM size, derived from the measured points
  * (engine/hardware_view.c): each measurement is divided by its own shape's tile efficiency, so
@@ -115,9 +126,11 @@ struct spsim_hardware {
     double peak_flops[SPSIM_DTYPE_COUNT];            /* FLOP/s; 0 = absent */
     double gemm_achievable_flops[SPSIM_DTYPE_COUNT]; /* FLOP/s; 0 = absent */
     double flash_flops; /* measured flash-attention FLOP/s (bf16); 0 = absent */
+    struct spsim_attention_table *attention; /* measured fused attention; NULL = none */
     double clock_scale; /* sustained / boost SM clock (gpu.sustained_clock); 1 = as measured */
     uint32_t sm_count;
     uint64_t hbm_capacity_bytes;   /* what the GPU reports (hbm_reported_MiB), else the GB figure */
+    uint64_t hbm_marketed_bytes;   /* hbm_capacity_GB · 1e9, the size the GPU is sold as */
     uint64_t reserved_fixed_bytes; /* CUDA context + cuBLAS workspace */
     uint64_t nccl_comm_bytes;      /* NCCL buffers of one communicator */
     double allocator_fragmentation;
@@ -143,7 +156,12 @@ struct spsim_hardware {
     uint32_t ncurves;
     struct spsim_gemm_points *gemm_points; /* as measured; NULL = none */
     struct spsim_gemm_table *gemm_table;   /* derived by the engine; NULL = none */
+    /* GEMMs measured under sustained load (gpu.sustained_clock.gemm), as measured; NULL = none.
+     * The engine derives clock_scale from them (hardware_view.c). */
+    struct spsim_gemm_points *sustained_gemm;
+    enum spsim_dtype sustained_gemm_dtype;
     bool calibrated;
+    bool fitted; /* calibration.kind "fitted" (spsim calibrate --runs) */
     /* Host time to launch one kernel through PyTorch and the CUDA driver on the node's CPU
      * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
     double kernel_launch_s;
@@ -178,9 +196,11 @@ struct cJSON;
 int spsim_model_read_profile(const struct cJSON *root, const char *origin, struct spsim_model **out,
                              struct spsim_error *err);
 /** A model of a shape read elsewhere (a Hugging Face config): the profile's size limits, then
- * the model with that name and source (SPSIM_EFIELD naming c's origin, SPSIM_ENOMEM). */
+ * the model with that name, source and description (NULL: "") (SPSIM_EFIELD naming c's
+ * origin, SPSIM_ENOMEM). */
 int spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shape *shape,
-                           const char *name, const char *source, struct spsim_model **out);
+                           const char *name, const char *source, const char *description,
+                           struct spsim_model **out);
 
 /** The MoE and MLA fields of a profile, all optional (profiles/model_moe.c); *pattern receives
  * moe_layer_pattern (one byte per layer, the caller frees it) or NULL. */

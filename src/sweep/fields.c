@@ -30,6 +30,12 @@ fp8_recipe_name(int v)
 }
 
 static const char *
+attention_backend_name(int v)
+{
+    return spsim_attention_backend_name((enum spsim_attention_backend)v);
+}
+
+static const char *
 cp_comm_name(int v)
 {
     return spsim_cp_comm_name((enum spsim_cp_comm)v);
@@ -155,6 +161,7 @@ static const struct spsim_field fields[] = {
     E("config.main_params_dtype", config.main_params_dtype, opt_dtype_name),
     E("config.exp_avg_dtype", config.exp_avg_dtype, opt_dtype_name),
     E("config.exp_avg_sq_dtype", config.exp_avg_sq_dtype, opt_dtype_name),
+    E("config.attention_backend", config.attention_backend, attention_backend_name),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),

@@ -513,10 +513,13 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
 static uint32_t
 balanced_edge(uint32_t layers, uint32_t p, uint32_t v, uint32_t *last)
 {
+    *last = 0; /* no split: nothing derived (a stale last stage would reach the next point) */
     if (p == 2) {
-        uint32_t f = layers - layers / 2;
-        *last = layers / 2;
-        return f != *last && f % v == 0 && *last % v == 0 && *last > 0 ? f : 0;
+        uint32_t f = layers - layers / 2, l = layers / 2;
+        if (f == l || f % v != 0 || l % v != 0 || l == 0)
+            return 0;
+        *last = l;
+        return f;
     }
     for (uint32_t lighter = 0; lighter <= v; lighter += v)
         for (uint32_t f = layers / p / v * v; p > 2 && f >= v + lighter; f -= v) {
@@ -535,7 +538,8 @@ derived_axes(struct spsim_sweep_point *pt)
 {
     struct spsim_parallel *p = &pt->par;
     pt->invalid = NULL;
-    if (!pt->pp_split && !pt->max_gbs && !p->account_embedding && !p->first_stage_layers)
+    if (!pt->pp_split && !pt->max_gbs && !p->account_embedding && !p->account_loss &&
+        !p->first_stage_layers && !p->last_stage_layers)
         return; /* the default: nothing derived, nothing to undo */
     p->account_embedding = p->account_loss = pt->pp_split == 1;
     p->first_stage_layers = p->last_stage_layers = 0;
