@@ -33,20 +33,32 @@
 
 static const uint64_t tiles[][2] = {{128, 256}, {256, 128}, {128, 128}};
 
+/* ceil(a / b) of integers, which is ceil((double)a / b) for a below 2^53: the quotient's
+ * rounding cannot cross an integer there (a fraction of it is at least 1/b). */
+static inline uint64_t
+ceil_div(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
 /* One tile's split-independent terms (computed once for all its splits): the tile count, the
  * k-blocks of K and the useful k-block slots. */
 struct tile_terms {
-    double count, kblocks, useful;
+    double count, useful;
+    uint64_t kblocks;
 };
 static struct tile_terms
 tile_terms(const struct spsim_gemm_geometry *g, uint64_t m, uint64_t n, uint64_t k, uint64_t batch,
            size_t tile)
 {
     double bm = (double)tiles[tile][0], bn = (double)tiles[tile][1], bk = (double)g->k_block;
-    return (struct tile_terms){.count = ceil((double)m / bm) * ceil((double)n / bn) * (double)batch,
-                               .kblocks = ceil((double)k / bk),
-                               .useful = (double)m * (double)n * (double)k * (double)batch /
-                                         (bm * bn * bk)};
+    double useful = (double)m * (double)n * (double)k * (double)batch / (bm * bn * bk);
+    if ((m | n | k) >> 52) /* where doubles round the dimensions */
+        return (struct tile_terms){ceil((double)m / bm) * ceil((double)n / bn) * (double)batch,
+                                   useful, (uint64_t)ceil((double)k / bk)};
+    return (struct tile_terms){(double)ceil_div(m, tiles[tile][0]) *
+                                   (double)ceil_div(n, tiles[tile][1]) * (double)batch,
+                               useful, ceil_div(k, g->k_block)};
 }
 /* Efficiency of one (tile, split) choice: useful k-block slots over the slots the SMs hold. */
 static double
@@ -54,10 +66,11 @@ choice_efficiency(const struct spsim_gemm_geometry *g, const struct tile_terms *
 {
     double units = tt->count * split;
     double waves = ceil(units / g->sms);
-    double kb = ceil(tt->kblocks / split);
+    double kb = (double)ceil_div(tt->kblocks, split);
     double slots = g->persistent ? waves * kb + 1.0 : waves * (kb + 1.0);
     return tt->useful / ((double)g->sms * slots);
 }
+
 double
 spsim_gemm_shape_efficiency(const struct spsim_gemm_geometry *g, uint64_t m, uint64_t n, uint64_t k,
                             uint64_t batch)
