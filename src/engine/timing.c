@@ -207,6 +207,45 @@ attention_distance(const double *r, double dqk, double dv, double window)
 }
 
 /*
+ * The row of the nearest head dimensions and window (attention_distance's first minimum; NULL
+ * for an empty table), remembered per thread with the table's contents and the dimensions it
+ * was found for: a layer evaluation asks for it at each attention step, forward and backward,
+ * and the search takes two or three logarithms a row; a hit is the same search's answer.
+ */
+static const double *
+attention_key(const struct spsim_attention_table *t, double dqk, double dv, double window)
+{
+    static _Thread_local struct attention_key_memo {
+        bool used;
+        double dqk, dv, window;
+        uint32_t index;
+        struct spsim_attention_table table;
+    } cache[2]; /* one for whole layers, one for windowed ones (attention_s asks for both) */
+    struct attention_key_memo *c = &cache[window > 0];
+    size_t rows = t->n * sizeof(t->rows[0]);
+    if (c->used && c->dqk == dqk && c->dv == dv && c->window == window && c->table.n == t->n &&
+        memcmp(c->table.rows, t->rows, rows) == 0)
+        return c->index < t->n ? t->rows[c->index] : NULL;
+    double best = INFINITY;
+    uint32_t index = t->n;
+    for (uint32_t i = 0; i < t->n; i++) {
+        double d = attention_distance(t->rows[i], dqk, dv, window);
+        if (d < best) {
+            best = d;
+            index = i;
+        }
+    }
+    c->used = true;
+    c->dqk = dqk;
+    c->dv = dv;
+    c->window = window;
+    c->index = index;
+    c->table.n = t->n;
+    memcpy(c->table.rows, t->rows, rows);
+    return index < t->n ? t->rows[index] : NULL;
+}
+
+/*
  * Fused attention's measured rate (gpu.attention_table: cuDNN, TE's FusedAttention, which TE
  * prefers on Hopper and later, dot_product_attention/utils.py get_attention_backend) for
  * head dimensions dqk/dv, queries seeing at most `seq` keys and a sliding window (0: none):
@@ -218,15 +257,8 @@ attention_table_rate(const struct spsim_hardware *hw, double dqk, double dv, dou
                      double window, bool bwd)
 {
     const struct spsim_attention_table *t = hw->attention;
-    double best = INFINITY, lo_s = 0, hi_s = INFINITY, lo_r = 0, hi_r = 0;
-    const double *key = NULL;
-    for (uint32_t i = 0; i < t->n; i++) {
-        double d = attention_distance(t->rows[i], dqk, dv, window);
-        if (d < best) {
-            best = d;
-            key = t->rows[i];
-        }
-    }
+    double lo_s = 0, hi_s = INFINITY, lo_r = 0, hi_r = 0;
+    const double *key = attention_key(t, dqk, dv, window);
     double first_s = INFINITY, first_r = 0, last_s = 0, last_r = 0;
     for (uint32_t i = 0; i < t->n; i++) {
         const double *r = t->rows[i];
