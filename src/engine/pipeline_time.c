@@ -368,7 +368,7 @@ sync_key(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
          const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
          uint32_t critical, uint64_t *key, struct spsim_parallel *key_par)
 {
-    *key_par = *par;
+    spsim_copy(key_par, par, sizeof(*key_par));
     key_par->gbs = 0;
     bool per_micro = zero_level(par) >= 2 || par->dtype == SPSIM_DTYPE_FP8;
     const uint64_t k[SPSIM_SYNC_MEMO_KEY] = {
@@ -447,7 +447,7 @@ sync_terms_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                                            tr->moe_expert_bias_allreduce_s,
                                        .optimizer_s = tr->optimizer_s};
     memcpy(s->key, key, sizeof(key));
-    s->par = key_par;
+    spsim_copy(&s->par, &key_par, sizeof(key_par));
     memcpy(s->busy_nvlink, busy->nvlink + first, s->nbusy * sizeof(bool));
     memcpy(s->busy_add, busy->add + first, s->nbusy * sizeof(double));
     return SPSIM_OK;
