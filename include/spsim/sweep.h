@@ -57,11 +57,15 @@ enum spsim_sweep_axis {
     /** Largest global batch: gbs becomes the largest multiple of dp·mbs (dp·mbs·pp with
      * interleaving) not above it; excludes the gbs axis; unset by default */
     SPSIM_AXIS_MAX_GBS,
-    SPSIM_AXIS_EP,             /**< expert parallel size (MoE); default 1 */
-    SPSIM_AXIS_ETP,            /**< expert tensor parallel size; 0 = tp (default) */
-    SPSIM_AXIS_MOE_DISPATCHER, /**< allgather/alltoall/flex; default allgather */
-    SPSIM_AXIS_A2A_OVERLAP,    /**< EP all-to-all overlap on/off; default off */
-    SPSIM_AXIS_DELAY_WGRAD,    /**< delayed wgrad with it on/off; default off */
+    SPSIM_AXIS_EP,              /**< expert parallel size (MoE); default 1 */
+    SPSIM_AXIS_ETP,             /**< expert tensor parallel size; 0 = tp (default) */
+    SPSIM_AXIS_MOE_DISPATCHER,  /**< allgather/alltoall/flex; default allgather */
+    SPSIM_AXIS_A2A_OVERLAP,     /**< EP all-to-all overlap on/off; default off */
+    SPSIM_AXIS_DELAY_WGRAD,     /**< delayed wgrad with it on/off; default off */
+    SPSIM_AXIS_TP_COMM_OVERLAP, /**< TE userbuffers TP overlap on/off (needs sp); default off */
+    /** Interleaved schedule's async P2P on/off (off: --no-overlap-p2p-communication); default
+     * on, Megatron's (without interleaving the sends block whatever it says) */
+    SPSIM_AXIS_OVERLAP_P2P,
     SPSIM_AXIS_COUNT
 };
 

@@ -81,6 +81,7 @@ axis_default(int axis)
     case SPSIM_AXIS_MBS:
     case SPSIM_AXIS_GBS:
     case SPSIM_AXIS_EP:
+    case SPSIM_AXIS_OVERLAP_P2P: /* Megatron's default: async sends with interleaving */
         return 1;
     case SPSIM_AXIS_FLASH_ATTN:
         return -1; /* the model's kernel */
@@ -184,14 +185,23 @@ quote_names(struct spsim_sweep *sw, struct spsim_error *err)
 
 /* The layer configuration is a function of these axes' digits (single-valued ones add
  * nothing to the number: digit 0 of radix 1). */
-static const int layer_key_axes[] = {SPSIM_AXIS_MODEL,      SPSIM_AXIS_HW,
-                                     SPSIM_AXIS_TP,         SPSIM_AXIS_SP,
-                                     SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
-                                     SPSIM_AXIS_SEQ,        SPSIM_AXIS_FLASH_ATTN,
-                                     SPSIM_AXIS_DTYPE,      SPSIM_AXIS_RECOMPUTE_MODULES,
-                                     SPSIM_AXIS_CP,         SPSIM_AXIS_CP_COMM_TYPE,
-                                     SPSIM_AXIS_FP8_RECIPE, SPSIM_AXIS_EP,
-                                     SPSIM_AXIS_ETP,        SPSIM_AXIS_MOE_DISPATCHER};
+static const int layer_key_axes[] = {SPSIM_AXIS_MODEL,
+                                     SPSIM_AXIS_HW,
+                                     SPSIM_AXIS_TP,
+                                     SPSIM_AXIS_SP,
+                                     SPSIM_AXIS_RECOMPUTE,
+                                     SPSIM_AXIS_MBS,
+                                     SPSIM_AXIS_SEQ,
+                                     SPSIM_AXIS_FLASH_ATTN,
+                                     SPSIM_AXIS_DTYPE,
+                                     SPSIM_AXIS_RECOMPUTE_MODULES,
+                                     SPSIM_AXIS_CP,
+                                     SPSIM_AXIS_CP_COMM_TYPE,
+                                     SPSIM_AXIS_FP8_RECIPE,
+                                     SPSIM_AXIS_EP,
+                                     SPSIM_AXIS_ETP,
+                                     SPSIM_AXIS_MOE_DISPATCHER,
+                                     SPSIM_AXIS_TP_COMM_OVERLAP};
 
 /* The multi-valued ones among them, in that order (sw->key_axes). */
 static void
@@ -219,10 +229,10 @@ layer_key(const struct spsim_sweep *sw, const uint32_t *d)
 static uint32_t
 cache_slots(const struct spsim_sweep *sw)
 {
-    static const int inner[] = {SPSIM_AXIS_SP,         SPSIM_AXIS_RECOMPUTE,
-                                SPSIM_AXIS_MBS,        SPSIM_AXIS_SEQ,
-                                SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE,
-                                SPSIM_AXIS_FP8_RECIPE, SPSIM_AXIS_RECOMPUTE_MODULES};
+    static const int inner[] = {
+        SPSIM_AXIS_SP,         SPSIM_AXIS_RECOMPUTE,         SPSIM_AXIS_MBS,
+        SPSIM_AXIS_SEQ,        SPSIM_AXIS_FLASH_ATTN,        SPSIM_AXIS_DTYPE,
+        SPSIM_AXIS_FP8_RECIPE, SPSIM_AXIS_RECOMPUTE_MODULES, SPSIM_AXIS_TP_COMM_OVERLAP};
     uint64_t want = 1;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(inner); i++)
         want *= sw->n[inner[i]];
@@ -311,6 +321,10 @@ spsim_sweep_fingerprint(const struct spsim_sweep *sw, const struct spsim_sweep_o
         return 0;
     uint64_t h = 0xcbf29ce484222325ull;
     for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
+        /* Axes added later count only when set apart from their default: the checksums of
+         * the sweeps that existed before them stay as they were. */
+        if (a >= SPSIM_AXIS_TP_COMM_OVERLAP && sw->n[a] == 1 && sw->v[a][0] == axis_default(a))
+            continue;
         h = fnv1a_u64(h, sw->n[a]);
         for (uint32_t i = 0; i < sw->n[a] && sw->v[a]; i++)
             h = fnv1a_u64(h, (uint64_t)sw->v[a][i]);
@@ -399,6 +413,12 @@ set_sharding_axis(struct spsim_parallel *p, int axis, int64_t v)
         break;
     case SPSIM_AXIS_DELAY_WGRAD:
         p->delay_wgrad_compute = v != 0;
+        break;
+    case SPSIM_AXIS_TP_COMM_OVERLAP:
+        p->tp_comm_overlap = v != 0;
+        break;
+    case SPSIM_AXIS_OVERLAP_P2P:
+        p->no_overlap_p2p = v == 0;
         break;
     default: /* model and hw are pointers, set by point_update */
         break;
@@ -803,7 +823,11 @@ sharding_text(const struct spsim_parallel *p, char *buf, size_t cap)
     if (p->overlap_param_gather && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, " overlap_param_gather=on");
     if (p->grad_reduce_in_fp32 == 0 && n >= 0 && (size_t)n < cap)
-        snprintf(buf + n, cap - (size_t)n, " grad_reduce_in_fp32=off");
+        n += snprintf(buf + n, cap - (size_t)n, " grad_reduce_in_fp32=off");
+    if (p->tp_comm_overlap && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, " tp_comm_overlap=on");
+    if (p->no_overlap_p2p && n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, " overlap_p2p_communication=off");
 }
 
 /* "model=M hw=H tp=.. ...: REASON\n" for --show-invalid. */
@@ -818,9 +842,9 @@ describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct 
         snprintf(dp, sizeof(dp), "gpus=%u", pt->gpus);
     else
         snprintf(dp, sizeof(dp), "dp=%u", p->dp);
-    char extra[160];
+    char extra[224];
     sharding_text(p, extra, sizeof(extra));
-    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 672;
+    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 736;
     if (spsim_buf_reserve(out, room) != SPSIM_OK)
         return SPSIM_ENOMEM;
     static const char *const splits[] = {"", " pp_split=account", " pp_split=balanced"};
