@@ -203,18 +203,19 @@ def sweep_frame(spec=None, **kwargs):
     return pandas.DataFrame.from_records(list(sweep(spec, **kwargs)))
 
 
-def optimize(*, model, hw, gpus, gbs=None, top=5, by="iteration_s", max_memory_gib=None,
-             threads=0, **constraints):
+def optimize(*, model, hw, gpus, gbs=None, top=5, by="tokens_per_s", max_memory_gib=None,
+             threads=0, exhaustive=False, **constraints):
     """The best `top` configurations of `model` on `gpus` GPUs that fit in memory, best first,
-    as the rows of `spsim optimize --format jsonl`: the same search space
-    (spsim_sweep_spec_optimize_defaults; keywords restrict it as optimize's options do)."""
+    as the rows of `spsim optimize --format jsonl`: the same search (spsim_optimize_run over
+    spsim_sweep_spec_optimize_space's space; keywords restrict it as optimize's options do).
+    `threads` is accepted for compatibility: the search runs on one thread."""
+    del threads
     axes = dict(constraints, model=model, hw=hw, gpus=gpus, gbs=gbs)
-    layers = _call(_spsim.model_layers, str(model))
-    sw = _call(_spsim.sweep_create, _axes(axes, {}), None, int(gpus), layers)
     limit = int(max_memory_gib * 1073741824.0) if max_memory_gib else 0
-    opts = {"feasible_only": True, "top": top, "by": by, "threads": threads,
-            "max_total_bytes": limit, "on_invalid": None}
-    rows = _run(sw, 0, 0, opts)
+    text, smallest = _call(_spsim.optimize, _axes(axes, {}), int(gpus), int(top), by, limit,
+                           bool(exhaustive))
+    rows = [json.loads(line) for line in text.splitlines()]
     if not rows:
-        raise ConfigError(f"none of the configurations of {model} on {gpus} GPUs fits")
+        need = f": the smallest needs {smallest / 2**30:.2f} GiB per GPU" if smallest >= 0 else ""
+        raise ConfigError(f"none of the configurations of {model} on {gpus} GPUs fits{need}")
     return rows

@@ -1352,13 +1352,12 @@ mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
  * writes the fp32 master weight and both moments (24) and writes the bf16 weight (2);
  * zero_grad_buffer then clears the fp32 gradients (4). The distributed optimizer does the Adam
  * part on 1/D of the parameters (D = dp·cp). */
-static double
-optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-                 const struct shape *x, const struct spsim_memory_report *mem)
+double
+spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                       double params, double D)
 {
-    double params = (double)mem->parameters_per_gpu, g = (double)grad_bytes(par);
+    double g = (double)grad_bytes(par);
     uint32_t z = zero_level(par);
-    double D = (double)x->dc;
     /* Sharded gradients (2, 3) are read and cleared as shards; sharded weights (3) written so.
      * 16-bit gradients are first copied to the optimizer's fp32 gradients (read g, write 4),
      * which Adam reads (4). */
@@ -1587,7 +1586,8 @@ compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model,
     if (x->moe && m->expert_bias &&
         (rc = expert_bias_sync(memo, hw, le, x, tr, &busy_nv, &busy_net)))
         return rc;
-    tr->optimizer_s = optimizer_step_s(hw, par, x, mem);
+    tr->optimizer_s =
+        spsim_optimizer_step_s(hw, par, (double)mem->parameters_per_gpu, (double)x->dc);
     tr->iteration_s = tr->forward_s + tr->backward_s + tr->recompute_s + tr->tp_exposed_s +
                       tr->cp_exposed_s + tr->pp_bubble_s + tr->pp_p2p_s +
                       (tr->dp_exposed_s + tr->tied_embedding_allreduce_s) + tr->optimizer_s +

@@ -96,6 +96,7 @@ static int
 copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct spsim_error *err)
 {
     sw->size = 1;
+    sw->points = 1;
     for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
         const struct spsim_axis_values *ax = &spec->axis[a];
         sw->n[a] = ax->set ? ax->n : 1;
@@ -106,11 +107,15 @@ copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct sp
             memcpy(sw->v[a], ax->v, ax->n * sizeof(int64_t));
         else
             sw->v[a][0] = axis_default(a);
-        /* 2^62: indices, shard bounds and counts stay far from 64-bit overflow. */
-        if (sw->size > (UINT64_C(1) << 62) / sw->n[a])
+        /* 2^62: indices, shard bounds and counts stay far from 64-bit overflow. Optimize's
+         * space is searched by branch and bound, not by index: it may be larger, and is then
+         * not indexed (size 0; spsim_sweep_run and spsim_sweep_point_at refuse it). */
+        sw->points *= sw->n[a];
+        if (sw->size > (UINT64_C(1) << 62) / sw->n[a] && !spec->skip_inert)
             return spsim_fail(err, SPSIM_ERANGE,
                               "sweep: the space has more than 2^62 points; shorten an axis");
-        sw->size *= sw->n[a];
+        sw->unindexed |= sw->size > (UINT64_C(1) << 62) / sw->n[a];
+        sw->size = sw->unindexed ? 0 : sw->size * sw->n[a];
     }
     sw->use_gpus = spec->axis[SPSIM_AXIS_GPUS].set;
     for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_PP]; i++)
@@ -567,6 +572,23 @@ derive_pipeline(const struct spsim_sweep *sw, const uint32_t *d, struct spsim_sw
 
 /* Bring the point's configuration up to date for axis `from` and those inside it (0: all);
  * dp = 0 when the GPU count does not split over tp·pp. */
+static void point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
+                         struct spsim_sweep_point *pt);
+static void set_axis(struct spsim_sweep_point *pt, int axis, int64_t v);
+
+void
+spsim_sweep_point_of(const struct spsim_sweep *sw, const uint32_t *d, struct spsim_sweep_point *pt)
+{
+    point_update(sw, d, 0, pt);
+}
+
+void
+spsim_sweep_point_set(const struct spsim_sweep *sw, struct spsim_sweep_point *pt, int axis,
+                      uint32_t digit)
+{
+    set_axis(pt, axis, sw->v[axis][digit]);
+}
+
 static void
 point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
              struct spsim_sweep_point *pt)
@@ -666,9 +688,10 @@ spsim_sweep_worker_free(struct spsim_sweep_worker *w)
  * configuration, the padded vocabulary), so the cache stays right whatever those inputs come
  * to depend on.
  */
-static int
-layer_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsim_sweep_point *pt,
-              const struct spsim_layer_summary **out, struct spsim_error *err)
+int
+spsim_sweep_summary(struct spsim_sweep_worker *w, const uint32_t *d,
+                    const struct spsim_sweep_point *pt, const struct spsim_layer_summary **out,
+                    struct spsim_error *err)
 {
     struct spsim_cache_slot *slot = &w->cache[layer_key(w->sw, d) & (w->sw->cache_slots - 1)];
     const struct spsim_model_shape *m = &pt->model->shape;
@@ -679,6 +702,7 @@ layer_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsi
     if (!slot->used || slot->model != pt->model || slot->hw != pt->hw || slot->vpad != vpad ||
         memcmp(&slot->cfg, &cfg, sizeof(cfg)) != 0) {
         slot->rc = spsim_layer_evaluate(m, pt->hw, &cfg, vpad, w->le, NULL);
+        w->layer_evaluations++;
         if (slot->rc == SPSIM_OK)
             spsim_layer_summarize(pt->model, pt->hw, w->le, &slot->sum);
         slot->used = true;
@@ -694,9 +718,9 @@ layer_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsi
 }
 
 /* Evaluate the point of digits `d`, whose configuration `pt` holds up to axis `from`. */
-static int
-eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from, bool per_layer,
-            struct spsim_sweep_point *pt, struct spsim_error *err)
+int
+spsim_sweep_eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from, bool per_layer,
+                        struct spsim_sweep_point *pt, struct spsim_error *err)
 {
     point_update(w->sw, d, from, pt);
     if (pt->par.dp == 0)
@@ -707,7 +731,7 @@ eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from, bool per_
     int rc = spsim_parallel_check(pt->model, pt->hw, &pt->par, &warnings, err);
     const struct spsim_layer_summary *sum = NULL;
     if (rc == SPSIM_OK)
-        rc = layer_summary(w, d, pt, &sum, err);
+        rc = spsim_sweep_summary(w, d, pt, &sum, err);
     if (rc == SPSIM_OK)
         rc = spsim_compose_into(pt->model, pt->hw, &pt->par, sum, warnings, w->memo, per_layer,
                                 &w->res, err);
@@ -721,7 +745,7 @@ spsim_sweep_eval_point(struct spsim_sweep_worker *w, uint64_t index, bool per_la
     uint32_t d[SPSIM_AXIS_COUNT];
     digits_of(w->sw, index, d);
     pt->index = index;
-    return eval_digits(w, d, 0, per_layer, pt, err);
+    return spsim_sweep_eval_digits(w, d, 0, per_layer, pt, err);
 }
 
 int
@@ -954,7 +978,7 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
          i++, from = digits_next(w->sw, d)) {
         b->evaluated++;
         pt.index = i;
-        int rc = eval_digits(w, d, from, false, &pt, opt->invalid ? &err : NULL);
+        int rc = spsim_sweep_eval_digits(w, d, from, false, &pt, opt->invalid ? &err : NULL);
         if (rc != SPSIM_OK && opt->invalid)
             b->rc = describe_invalid(&pt, err.message, &b->invalid);
         else if (rc != SPSIM_OK) {
