@@ -1,7 +1,8 @@
 /*
  * Speed of the sweep and of `spsim query` (doc/sweep.md reports the figures):
  *   1. evaluation alone (--top 10, nothing written) of the GPT-3 175B spaces of
- *      examples/sweeps/, on 1 thread and on every core: points/s and valid configurations/s;
+ *      examples/sweeps/ and of llama3-70b-fresh.json (every point a layer evaluation of its
+ *      own), on 1 thread and on every core: points/s and valid configurations/s;
  *   2. CSV rows written to a file on 1 thread, in memory (/dev/shm) and on disk ($TMPDIR or
  *      /tmp): rows/s while streaming, and with the final fsync (the first 327,680 points of
  *      the dense space, about 250,000 rows and 270 MB, so as not to flood a shared disk);
@@ -211,8 +212,9 @@ main(int argc, char **argv)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     printf("spsim %s, %ld cores, median of %d runs\n", spsim_version(), cores, repeats);
-    static const char *const spaces[] = {"gpt3-175b.json", "gpt3-175b-dense.json"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const spaces[] = {"gpt3-175b.json", "gpt3-175b-dense.json",
+                                         "llama3-70b-fresh.json"};
+    for (int i = 0; i < 3; i++) {
         bench_evaluation(source, spaces[i], 1, repeats);
         if (cores > 1)
             bench_evaluation(source, spaces[i], (unsigned)cores, repeats);

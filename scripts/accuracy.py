@@ -13,11 +13,12 @@ spsim's own one-line error.  It also reruns the paper figures of tests/test_accu
 Nothing here feeds back into spsim: no constant is set from these rows.
 Python 3 standard library only.
 
-Usage: scripts/accuracy.py [--spsim PATH] [--rows CSV] [--write FILE] [--json FILE]
+Usage: scripts/accuracy.py [--spsim PATH] [--rows CSV] [--write FILE] [--json FILE] [--runs-dir DIR]
 """
 
 import argparse
 import csv
+import io
 import json
 import os
 import shlex
@@ -150,6 +151,11 @@ def dp_args(row, s):
         args.append("--overlap-param-gather")
     if s.get("grad_reduce_in_fp32") == "False":
         args.append("--grad-reduce-in-bf16")
+    # MixedPrecisionConfig.fp8_param_gather as the row's precision preset sets it
+    # (bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed: True; NVFP4: False;
+    # some builders amend it): the FP8 tensors are the parameters, gathered in FP8.
+    if s.get("fp8_param_gather") == "True":
+        args.append("--fp8-param-gather")
     return args
 
 
@@ -220,7 +226,23 @@ def command_for(maps, row, s):
     argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
     argv += par + shlex.split(maps.get("precision", row["Precision"])["spsim"])
     argv += recompute_args(s) + dp_args(row, s) + feature_args(row, s, model["dense_or_moe"] == "moe")
-    return argv + ["--format", "json"], None
+    if row["container"] != "24.07" and row["Precision"] == "BF16":
+        # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
+        # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
+        argv.append("--use-precision-aware-optimizer")
+    return argv + nemo_2407_args(row) + ["--format", "json"], None
+
+
+def nemo_2407_args(row):
+    """NeMo 24.07 ran Transformer Engine's attention with cuDNN's FusedAttention turned off:
+    NVIDIA/NeMo-Framework-Launcher at tag 24.07, launcher_scripts/conf/config.yaml env_vars
+    `NVTE_FUSED_ATTN: 0  # Disable cudnn FA until we've tested it more` (removed by 04b8d098,
+    after the tag), so TE's DotProductAttention runs FlashAttention (flash-attn, NVTE_FLASH_ATTN
+    on by default) for every model, GPT-3's too (its training configs: mcore_gpt and
+    transformer_engine True)."""
+    if row["container"] != "24.07":
+        return []
+    return ["--flash-attn", "--attention-backend", "flash"]
 
 
 def run_spsim(spsim, argv, env):
@@ -522,12 +544,17 @@ no recomputation unless the preset sets `recompute_num_layers` (full, block) or
 `recompute_modules` (selective), CPU activation offload, Megatron-FSDP (`optim_grads_params`)
 or the distributed optimizer, overlapped gradient reduction and parameter gather (the recipes'
 DDP config; off where the builder turns it off), 16-bit gradient reduction
-(`grad_reduce_in_fp32 = False`), CUDA graphs, TP communication overlap (userbuffers; off for
-NVFP4), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
+(`grad_reduce_in_fp32 = False`), the precision-aware optimizer for bf16 runs (its dtypes at
+Megatron's fp32 defaults), CUDA graphs, TP communication overlap (userbuffers; off for
+NVFP4), FP8 parameters (`fp8_param_gather` of the precision preset: on for FP8 current scaling and
+MXFP8, `--fp8-param-gather`), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
 compared are Megatron-Bridge's (causal attention at half: spsim's `tflops_per_gpu_megatron`) and,
 for the NeMo 24.07 rows, whole attention (spsim's `tflops_per_gpu`, Korthikanti et al. Eq. 7),
-as the development set's README (1.0.2) establishes. NeMo 24.07's recipes are not in the mirrors:
-its rows run with the page's values and Bridge's defaults above, FP8 as delayed scaling.
+as the development set's README (1.0.2) establishes. NeMo 24.07's rows run with the page's values
+and Bridge's defaults above, FP8 as delayed scaling, and FlashAttention: NeMo-Framework-Launcher's
+24.07 `config.yaml` turns cuDNN's fused attention off (`NVTE_FUSED_ATTN: 0`), so TE runs flash-attn
+(`--flash-attn --attention-backend flash`); the page's parallel mappings are not those of the
+launcher's training configs, whose other settings are therefore not read.
 Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
 26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
 better figure. spsim counts Bridge's current formula (flop_utils.py at 067f987, used from 26.06 on:
@@ -537,6 +564,17 @@ TFLOP/s ÷ tokens/s), Bridge's older count that took the gated unit as 3 GEMMs o
 (GPT-OSS's is quick-GELU: 2) and attention as full: their TFLOP/s error overstates spsim's by
 32.6 / 27.2 = 1.20, and their tokens/s error is the figure to read.
 """
+
+
+FITTED_TEXT = """The sourced profiles (hardware/NAME.json) are what the summary above uses: nothing in them was
+set from these rows. The fitted profiles (hardware/NAME-fitted.json, labelled fitted: their
+`calibration.kind` is "fitted") are the sourced ones with their efficiency parameters fitted by
+`spsim calibrate --runs` to these rows (scripts/fit_profiles.sh: tests/data/published-runs/runs-NAME.csv,
+the rows of each system as measured runs); each records its parameters and every run. In-sample
+errors are those of the profile fitted to all of its system's rows; the cross-validated ones
+predict each model family of a system by the profile fitted to that system's other families
+(leave one group out: group = model family x system), the figure to read. A family alone on its
+system is predicted by the sourced profile. Errors on tokens/s/GPU, as above."""
 
 
 def write_md(results, paper, checks):
@@ -553,6 +591,7 @@ def write_md(results, paper, checks):
         out += md_stats_table("precision", group_stats(done, lambda r: r["row"]["Precision"] or "(FP8-CS)")) + [""]
         out += md_stats_table("dense / MoE", group_stats(done, moe)) + [""]
         out += md_stats_table("container", group_stats(done, lambda r: r["row"]["container"])) + [""]
+        out += ["## Sourced and fitted profiles", "", FITTED_TEXT, ""] + md_fitted(done) + [""]
     out += ["## Rows predicted", ""] + (md_rows(done) + ["", "### Command lines", ""] + md_commands(done)
                                           if done else ["None on this build: every row lacks something (see below)."])
     out += [""]
@@ -582,6 +621,117 @@ def write_md(results, paper, checks):
     return "\n".join(out)
 
 
+# ---- measured runs for `spsim calibrate --runs`, and the fitted profiles' figures ----------
+
+def run_id(i, row):
+    """A row's label in a runs file and in the fitted profile it gives (unique: the row's number
+    in the development set)."""
+    return (f"row {i + 2}: {row['container']} {row['system']} {row['model']} "
+            f"{row['Precision'] or '(FP8-CS)'} {row['#-GPUs']}")
+
+
+def measured_s(row):
+    """The measured time per iteration of a published row: GBS·seq tokens at its tokens/s/GPU
+    over its GPUs (the 26.04.01-26.08 counts are quantized, README 1.0.2: a few % at most)."""
+    tok, gpus = as_float(row["Tokens / sec / GPU"]), as_int(row["#-GPUs"])
+    gbs, seq = as_int(row["GBS"]), as_int(row["Sequence Length"])
+    return gbs * seq / (tok * gpus) if tok and gpus and gbs and seq else None
+
+
+def hw_of(r):
+    return r["argv"][r["argv"].index("--hw") + 1]
+
+
+def write_runs(results, folder):
+    """One runs CSV per hardware profile of the rows predicted: model, hw, the measured time, the
+    row's id and the rest of its query as args (the default group, model family x system)."""
+    files = {}
+    for r in results:
+        if r.get("tokens") is None or measured_s(r["row"]) is None:
+            continue
+        argv = r["argv"][1:]
+        model, hw = argv[argv.index("--model") + 1], argv[argv.index("--hw") + 1]
+        rest, skip = [], 0
+        for i, a in enumerate(argv):
+            if skip:
+                skip -= 1
+            elif a in ("--model", "--hw", "--format"):
+                skip = 1
+            else:
+                rest.append(a)
+        files.setdefault(hw, []).append([model, hw, repr(measured_s(r["row"])), r["id"],
+                                         " ".join(shlex.quote(a) for a in rest)])
+    for hw, rows in sorted(files.items()):
+        buf = io.StringIO()
+        buf.write(f"# Measured runs of the development set on {hw}: written by scripts/accuracy.py "
+                  "--runs-dir from tests/data/published-runs (measured_iteration_s = GBS * seq / "
+                  "(tokens/s/GPU * GPUs)); do not edit.\n")
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["model", "hw", "measured_iteration_s", "id", "args"])
+        w.writerows(rows)
+        write_atomic(os.path.join(folder, f"runs-{hw}.csv"), buf.getvalue())
+    return sorted(files)
+
+
+def fitted_runs():
+    """{run id: (fitted_s, cross_validated_s, profile)} from the shipped fitted profiles
+    (hardware/*-fitted.json, written by spsim calibrate --runs)."""
+    out = {}
+    folder = os.path.join(ROOT, "hardware")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith("-fitted.json"):
+            continue
+        with open(os.path.join(folder, name)) as f:
+            cal = json.load(f).get("calibration", {})
+        if cal.get("kind") != "fitted":
+            continue
+        for run in cal.get("runs", []):
+            out[run["id"]] = (run["fitted_s"], run["cross_validated_s"], name[:-5])
+    return out
+
+
+def add_fitted(results):
+    fits = fitted_runs()
+    for r in results:
+        f = fits.get(r.get("id"))
+        m = measured_s(r["row"]) if r.get("tokens") is not None else None
+        if f and m:
+            r["err_fitted"] = m / f[0] - 1     # tokens/s error: time's inverse
+            r["err_cv"] = m / f[1] - 1
+            r["fitted_profile"] = f[2]
+
+
+def klass(r):
+    """The classes of the fitted profiles' target: dense H100, dense Blackwell, MoE."""
+    if "--ep" in r["argv"]:
+        return "MoE"
+    return "dense H100" if r["row"]["system"] == "DGX-H100" else "dense Blackwell"
+
+
+def md_fitted(done):
+    with_cv = [r for r in done if r.get("err_cv") is not None]
+    if not with_cv:
+        return ["(no fitted profiles yet: scripts/fit_profiles.sh writes them)"]
+    lines = ["| class | rows | sourced mean | sourced mean abs | fitted, in sample, mean abs | "
+             "fitted, leave-one-group-out cross-validated, mean | mean abs | worst |",
+             "|---|---|---|---|---|---|---|---|"]
+    groups = {"all": with_cv}
+    for r in with_cv:
+        groups.setdefault(klass(r), []).append(r)
+        groups.setdefault(r["row"]["system"], []).append(r)
+    for k in ["all", "dense H100", "dense Blackwell", "MoE"] + sorted(
+            g for g in groups if g.startswith("DGX")):
+        v = groups.get(k)
+        if not v:
+            continue
+        src, fit, cv = stats([r["err_tokens"] for r in v]), stats([r["err_fitted"] for r in v]), \
+            stats([r["err_cv"] for r in v])
+        worst = max((abs(r["err_cv"]) for r in v), default=0)
+        lines.append(f"| {k} | {len(v)} | {pct(src['mean'])} | {absp(src['mae'])} | {absp(fit['mae'])} | "
+                     f"{pct(cv['mean'])} | {absp(cv['mae'])} | {absp(worst)} |")
+    return lines
+
+
 def write_atomic(path, text):
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
@@ -605,6 +755,8 @@ def main(argv=None):
     ap.add_argument("--data", default=DATA, help="folder of profiles.csv and recipe-settings.csv")
     ap.add_argument("--write", metavar="FILE", help="write the Markdown report to FILE (atomically)")
     ap.add_argument("--json", metavar="FILE", help="write one JSON object per row to FILE (atomically)")
+    ap.add_argument("--runs-dir", metavar="DIR", help="write DIR/runs-HW.csv, the rows predicted as "
+                    "measured runs for spsim calibrate --runs, one file per hardware profile")
     a = ap.parse_args(argv)
     if not os.access(a.spsim, os.X_OK):
         print(f"accuracy.py: error: {a.spsim}: not an executable spsim (build it, or give --spsim)", file=sys.stderr)
@@ -612,6 +764,12 @@ def main(argv=None):
     env = dict(os.environ, SPSIM_DATA_DIR=ROOT)
     maps = Maps(a.data)
     results = [evaluate_row(a.spsim, env, maps, row) for row in read_csv(a.rows)]
+    for i, r in enumerate(results):
+        r["id"] = run_id(i, r["row"])
+    if a.runs_dir:
+        for hw in write_runs(results, a.runs_dir):
+            print(f"accuracy.py: wrote {os.path.join(a.runs_dir, 'runs-' + hw + '.csv')}", file=sys.stderr)
+    add_fitted(results)
     text = write_md(results, paper_rows(a.spsim, env), flops_checks(results))
     if a.json:
         write_atomic(a.json, "".join(json.dumps({k: v for k, v in r.items() if k != "settings"}) + "\n"

@@ -88,7 +88,7 @@ FIELDS = [
     "recompute_modules", "cpu_offloading_num_layers", "cuda_graph_impl", "cuda_graph_scope",
     "moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "moe_a2a_overlap",
     "tp_comm_overlap", "overlap_param_gather", "grad_reduce_in_fp32", "account_embedding",
-    "account_loss", "pp_layout", "note",
+    "account_loss", "pp_layout", "fp8_param_gather", "note",
 ]
 
 
@@ -166,6 +166,9 @@ KEYS = {
     "cfg.ddp.grad_reduce_in_fp32": "grad_reduce_in_fp32",
     "cfg.model.account_for_embedding_in_pipeline_split": "account_embedding",
     "cfg.model.account_for_loss_in_pipeline_split": "account_loss",
+    "cfg.mixed_precision.fp8_param_gather": "fp8_param_gather",
+    "cfg.model.fp8_param_gather": "fp8_param_gather",
+    "precision_config.fp8_param_gather": "fp8_param_gather",
 }
 
 
@@ -241,6 +244,44 @@ def builder_settings(src, fn_name, precision, prefix, start):
         return None
     out = dict(LIBRARY_DEFAULTS.get(prefix, {}), **start)
     scan(funcs[fn_name].body, precision, funcs, out)
+    return out
+
+
+def precision_settings(mirror, commit, precision):
+    """What scripts/performance/utils/precision.py get_precision_config(precision) returns, of
+    the fields read here: fp8_param_gather, as the training/mixed_precision.py function that
+    branch calls sets it (MixedPrecisionConfig's default False where it does not), then as the
+    branch itself amends it."""
+    out = {"fp8_param_gather": False}
+    src = git_show(mirror, commit, "scripts/performance/utils/precision.py")
+    lib = git_show(mirror, commit, "src/megatron/bridge/training/mixed_precision.py")
+    if src is None or lib is None:
+        return out
+    funcs = {n.name: n for n in ast.parse(lib).body if isinstance(n, ast.FunctionDef)}
+    fn = next((n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef)
+               and n.name == "get_precision_config"), None)
+    body = fn.body if fn else []
+    while body:
+        st = next((b for b in body if isinstance(b, ast.If)), None)
+        if st is None:
+            return out
+        t = st.test
+        if (isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and len(t.ops) == 1
+                and isinstance(t.ops[0], ast.Eq) and ast.literal_eval(t.comparators[0]) == precision):
+            break
+        body = st.orelse
+    else:
+        return out
+    for node in ast.walk(ast.Module(body=st.body, type_ignores=[])):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in funcs:
+            for a in ast.walk(funcs[node.func.id]):
+                if (isinstance(a, ast.Assign) and len(a.targets) == 1
+                        and attr_path(a.targets[0]) == "cfg.fp8_param_gather"):
+                    out["fp8_param_gather"] = value_of(a.value, precision, False)
+    for a in st.body:
+        if (isinstance(a, ast.Assign) and len(a.targets) == 1
+                and attr_path(a.targets[0]).endswith(".fp8_param_gather")):
+            out["fp8_param_gather"] = value_of(a.value, precision, out["fp8_param_gather"])
     return out
 
 
@@ -352,6 +393,7 @@ def settings_for(mirror, row):
     fn = f"{prefix.lower()}_pretrain_config_{gpu.lower()}"
     for bf, src in sorted(builders.items()):
         start = dispatcher_default(family, gpu, getattr(p, "moe_flex_dispatcher_backend", None))
+        start.update(precision_settings(mirror.path, commit, precision))
         b = builder_settings(src, fn, precision, prefix, start)
         if b is not None:
             out["recipe_file"] += " + " + bf

@@ -26,12 +26,14 @@ errors() {
                                   printf "%.2f %.2f %d", m, v[NR], NR }'
 }
 
-# row LOG BASE OP GPUS NODES SHIPPED: one line of the table
+# row LOG BASE OP GPUS NODES SHIPPED [LAYOUT]: one line of the table; LAYOUT "yes" gives
+# calibrate --gpus GPUS --nodes NODES, for a log without rank lines
 row() {
     log=$logs/$1
     base_opt=""
     [ "$2" = "-" ] || base_opt="--base $2"
-    # shellcheck disable=SC2086 # base_opt is empty or two words
+    [ "${7:-}" != yes ] || base_opt="$base_opt --gpus $4 --nodes $5"
+    # shellcheck disable=SC2086 # base_opt is empty or words
     "$spsim" calibrate --from-nccl-tests "$log" $base_opt -o "$tmp/cal.json" >"$tmp/report" 2>/dev/null
     # The measured sizes and times as the importer read them (split rows joined).
     awk '/^# / { next } $1 >= 1048576 && NF == 11 { print $1, $4 }' "$tmp/report" >"$tmp/measured"
@@ -53,3 +55,7 @@ row h100x4of8_all_gather_waynehacking8.txt - all_gather 4 1 dgx-h100
 row h100x4of8_reduce_scatter_waynehacking8.txt - reduce_scatter 4 1 dgx-h100
 row h100x6of8_all_reduce_NCCL_ALGO_Ring_waynehacking8.txt - all_reduce 6 1 dgx-h100
 row h100x4x2nodes_ib_ndr200_all_reduce_snellius_odissei.txt dgx-h100 all_reduce 8 2 -
+row h100x4x2nodes_ib_ndr200_all_gather_snellius_odissei.txt dgx-h100 all_gather 8 2 -
+row h100x4x2nodes_ib_ndr200_reduce_scatter_snellius_odissei.txt dgx-h100 reduce_scatter 8 2 -
+row h100x8x2nodes_ib_all_reduce_nebius_dstack.txt dgx-h100 all_reduce 16 2 dgx-h100 yes
+row b200x8x2nodes_ib_all_reduce_lambda_dstack.txt dgx-b200 all_reduce 16 2 dgx-b200 yes

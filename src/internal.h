@@ -17,8 +17,15 @@
 
 #define SPSIM_ARRAY_LENGTH(a) (sizeof(a) / sizeof((a)[0]))
 
-/** Fill err (if not NULL) and return code. The message is formatted like printf. */
+/** Fill err (if not NULL) and return code. The message is formatted like printf, then made one
+ * line (spsim_escape: what a caller forgot to quote cannot split it or reach the terminal). */
 int spsim_fail(struct spsim_error *err, int code, const char *fmt, ...) SPSIM_PRINTF(3, 4);
+
+/* An input's text quoted for a message (spsim_quote into a buffer of the enclosing
+ * expression's lifetime): spsim_fail(err, ..., "%s: key %s: ...", path, SPSIM_Q(key)). */
+#define SPSIM_QUOTE_MAX 160
+#define SPSIM_Q(s) spsim_quote((s), SIZE_MAX, (char[SPSIM_QUOTE_MAX]){0}, SPSIM_QUOTE_MAX)
+#define SPSIM_QN(s, n) spsim_quote((s), (n), (char[SPSIM_QUOTE_MAX]){0}, SPSIM_QUOTE_MAX)
 
 /** Allocation wrappers: zeroed, overflow-checked, NULL on failure. */
 void *spsim_calloc(size_t n, size_t size);

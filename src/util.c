@@ -15,13 +15,130 @@ int
 spsim_fail(struct spsim_error *err, int code, const char *fmt, ...)
 {
     if (err) {
+        char raw[SPSIM_ERROR_MESSAGE_MAX];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        vsnprintf(raw, sizeof(raw), fmt, ap);
         va_end(ap);
+        spsim_escape(raw, SIZE_MAX, err->message, sizeof(err->message));
         err->code = code;
     }
     return code;
+}
+
+/* ---- text echoed in messages ----------------------------------------------------------- */
+
+/* The length of the valid UTF-8 sequence at s[0..n) (RFC 3629: no overlong form, surrogate or
+ * code point above U+10FFFF), 0 if none; *cp receives its code point. */
+static size_t
+utf8_sequence(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char c = s[0];
+    size_t k = c < 0x80                 ? 1
+               : c >= 0xC2 && c <= 0xDF ? 2
+               : (c & 0xF0) == 0xE0     ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
+    if (k == 0 || n < k)
+        return 0;
+    static const uint32_t lowest[5] = {0, 0, 0x80, 0x800, 0x10000};
+    uint32_t v = k == 1 ? c : (uint32_t)(c & (0x7F >> k));
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (s[i] & 0x3F);
+    }
+    if (v < lowest[k] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return k;
+}
+
+/* Code points that move the cursor, end a line or reorder what follows on a terminal. */
+static bool
+unsafe_code_point(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+           (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* The shown form of the character at s[0..n) into out (at most 16 bytes, not terminated);
+ * *used receives the bytes of input it stands for. @return its length */
+static size_t
+escape_one(const unsigned char *s, size_t n, bool quote, char *out, size_t *used)
+{
+    uint32_t cp = 0;
+    size_t k = utf8_sequence(s, n, &cp);
+    if (k == 0) { /* one byte that is not UTF-8 */
+        *used = 1;
+        return (size_t)snprintf(out, 16, "\\x%02X", s[0]);
+    }
+    *used = k;
+    if (cp == '\n' || cp == '\t' || cp == '\r' || (quote && (cp == '\'' || cp == '\\'))) {
+        out[0] = '\\';
+        out[1] = cp == '\n' ? 'n' : cp == '\t' ? 't' : cp == '\r' ? 'r' : (char)cp;
+        return 2;
+    }
+    if (!unsafe_code_point(cp)) {
+        memcpy(out, s, k);
+        return k;
+    }
+    size_t len = 0;
+    for (size_t i = 0; i < k; i++)
+        len += (size_t)snprintf(out + len, 16 - len, "\\x%02X", s[i]);
+    return len;
+}
+
+/* spsim_quote and spsim_escape: the whole text if it fits, else as much as fits before "...". */
+static const char *
+escape_text(const char *text, size_t len, bool quote, char *buf, size_t cap)
+{
+    if (!buf || cap == 0)
+        return "";
+    if (!text) {
+        text = "(null)";
+        len = SIZE_MAX;
+    }
+    if (len == SIZE_MAX)
+        len = strlen(text);
+    const unsigned char *s = (const unsigned char *)text;
+    size_t need = 0, used = 0, out = 0, close = quote ? 1 : 0;
+    char piece[16];
+    for (size_t i = 0; i < len; i += used)
+        need += escape_one(s + i, len - i, quote, piece, &used);
+    /* Room for the quotes and the NUL, and for "..." when the text is cut. */
+    size_t room = need + 2 * close + 1 <= cap ? cap - 1 - close
+                  : cap > 5 + 2 * close       ? cap - 4 - close
+                                              : 0;
+    if (quote && room > 0)
+        buf[out++] = '\'';
+    for (size_t i = 0; i < len; i += used) {
+        size_t n = escape_one(s + i, len - i, quote, piece, &used);
+        if (out + n > room)
+            break;
+        memcpy(buf + out, piece, n);
+        out += n;
+    }
+    if (need + 2 * close + 1 > cap && room > 0) {
+        memcpy(buf + out, "...", 3);
+        out += 3;
+    }
+    if (quote && room > 0)
+        buf[out++] = '\'';
+    buf[out] = '\0';
+    return buf;
+}
+
+const char *
+spsim_quote(const char *text, size_t len, char *buf, size_t cap)
+{
+    return escape_text(text, len, true, buf, cap);
+}
+
+const char *
+spsim_escape(const char *text, size_t len, char *buf, size_t cap)
+{
+    return escape_text(text, len, false, buf, cap);
 }
 
 void *
@@ -92,7 +209,7 @@ static int
 read_to_end(int fd, const char *path, size_t guess, char **buf, size_t *len,
             struct spsim_error *err)
 {
-    size_t cap = guess + 1 > 4096 ? guess + 1 : 4096, n = 0;
+    size_t cap = guess + 2 > 4096 ? guess + 2 : 4096, n = 0;
     char *data = malloc(cap);
     for (;;) {
         if (data && n + 1 == cap) {
@@ -141,6 +258,22 @@ spsim_read_file(const char *path, char **buf, size_t *len, struct spsim_error *e
         rc = read_to_end(fd, path, (size_t)st.st_size, buf, len, err);
     close(fd);
     return rc;
+}
+
+int
+spsim_file_read(const char *path, char **buf, size_t *len, struct spsim_error *err)
+{
+    if (!path || !buf || !len)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_file_read: NULL argument");
+    return spsim_read_file(path, buf, len, err);
+}
+
+int
+spsim_file_read_fd(int fd, const char *name, char **buf, size_t *len, struct spsim_error *err)
+{
+    if (fd < 0 || !name || !buf || !len)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_file_read_fd: invalid argument");
+    return read_to_end(fd, name, 0, buf, len, err);
 }
 
 int

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The library's dependency rule (doc/architecture.md), checked on the sources and the objects.
 
-profiles <- engine <- {sweep, calibrate}; gpu uses engine and calibrate; util.c and internal.h
-serve all. Checked two ways: the #include lines of every file under src/ (a part may include
+profiles <- engine <- interop <- {sweep, calibrate}; gpu uses engine and calibrate; util.c and
+internal.h serve all. Checked two ways: the #include lines of every file under src/ (a part may include
 only its own headers and those of the parts below it), and the symbols the core library's
-objects define and use (no object calls a part above its own, and no two files call each
-other); and no function is longer than 80 lines. Usage: architecture.py SOURCE_DIR CORE_STATIC_LIBRARY
+objects define and use (no object calls a part above its own, and no files call each other in a
+circle, of two or of more); and no function is longer than 80 lines. Usage: architecture.py SOURCE_DIR CORE_STATIC_LIBRARY
 """
 import re
 import subprocess
@@ -16,12 +16,13 @@ from pathlib import Path
 BELOW = {
     "profiles": set(),
     "engine": {"profiles"},
-    "sweep": {"profiles", "engine"},
-    "calibrate": {"profiles", "engine"},
-    "gpu": {"profiles", "engine", "calibrate"},
+    "interop": {"profiles", "engine"},
+    "sweep": {"profiles", "engine", "interop"},
+    "calibrate": {"profiles", "engine", "interop"},
+    "gpu": {"profiles", "engine", "interop", "calibrate"},
     "cli": set(),  # the command uses the public API only
 }
-RANK = {"util": 0, "profiles": 1, "engine": 2, "sweep": 3, "calibrate": 3, "gpu": 4}
+RANK = {"util": 0, "profiles": 1, "engine": 2, "interop": 3, "sweep": 4, "calibrate": 4, "gpu": 5}
 
 
 def include_errors(src):
@@ -96,9 +97,41 @@ def symbol_errors(archive):
     for a, b in sorted(edges):
         if RANK[part(a)] < RANK[part(b)] or (part(a) != part(b) and RANK[part(a)] == RANK[part(b)]):
             errors.append(f"{a} uses {b}: {part(a)}/ must not call {part(b)}/")
-        if (b, a) in edges and a < b:
-            errors.append(f"{a} and {b} call each other")
-    return errors
+    return errors + circle_errors(edges)
+
+
+def circle_errors(edges):
+    """Files that call each other round a circle (Tarjan's strongly connected components)."""
+    succ = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(succ.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            ring = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                ring.append(w)
+                if w == v:
+                    break
+            if len(ring) > 1:
+                circles.append(sorted(ring))
+
+    for v in sorted(succ):
+        if v not in index:
+            visit(v)
+    return [" and ".join(ring) + " call each other" for ring in sorted(circles)]
 
 
 def main():
@@ -109,7 +142,8 @@ def main():
     for e in errors:
         print("FAIL:", e)
     if not errors:
-        print("architecture: includes and symbols follow profiles <- engine <- {sweep, calibrate}; "
+        print("architecture: includes and symbols follow profiles <- engine <- interop <- "
+              "{sweep, calibrate}; no circle of calls; "
               f"no function above {MAX_FUNCTION_LINES} lines")
     return 1 if errors else 0
 

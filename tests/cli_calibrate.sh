@@ -1,7 +1,10 @@
 #!/bin/sh
 # spsim calibrate from the command line: exit codes, the written profile through `spsim check`,
 # `spsim collective` on it against the log's measured times (issue 5: within 10 % from 1 MiB),
-# and an existing output left as it was when a run fails.
+# and an existing output left as it was when a run fails. Then --runs: a runs file of spsim's
+# sweep columns fitted into a profile `spsim check` accepts, labelled fitted; every row spsim
+# cannot state refused with exit 3 and one line naming the file, the line and the reason;
+# --help explains --runs.
 # Usage: cli_calibrate.sh SPSIM SOURCE_ROOT
 set -u
 spsim=$1
@@ -79,4 +82,84 @@ cp "$tmp/a100.json" "$tmp/keep.json"
 expect 3 "$spsim" calibrate --from-nccl-tests "$tmp/trunc.txt" --gpus 8 --op all_reduce \
     -o "$tmp/keep.json"
 cmp -s "$tmp/a100.json" "$tmp/keep.json" || fail "a failed run changed $tmp/keep.json"
+
+# ---- --runs: measured training runs ----
+
+# refused FILE LINE NEEDLE: exit 3, one line on stderr naming FILE: line LINE and NEEDLE, and the
+# output left alone
+refused() {
+    echo old >"$tmp/old.json"
+    expect 3 "$spsim" calibrate --runs "$1" --no-cross-validate -o "$tmp/old.json"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$1: not one line: $(cat "$tmp/err")"
+    grep -q "^spsim: error: $1: line $2: .*$3" "$tmp/err" || fail "$1: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/old.json")" = old ] || fail "$1: the output was replaced"
+}
+
+expect 0 "$spsim" calibrate --help
+grep -q -- "--runs" "$tmp/out" || fail "calibrate --help does not explain --runs"
+grep -q "measured_iteration_s" "$tmp/out" || fail "calibrate --help does not name the time column"
+
+# A runs file: sweep columns (a # comment line, a quoted field, args for an option no column
+# has), measured times near what the shipped profile predicts.
+cat >"$tmp/runs.csv" <<'CSV'
+# two Llama 3 8B runs on DGX H100
+model,hw,tp,pp,dp,vpp,mbs,gbs,seq,sp,recompute,measured_iteration_s,id,args
+llama3-8b,dgx-h100,1,1,8,1,1,64,4096,false,none,2.9,"first, run",
+llama3-8b,dgx-h100,2,1,4,1,1,64,8192,true,none,6.1,second,--no-overlap-grad-reduce
+CSV
+expect 0 "$spsim" calibrate --runs "$tmp/runs.csv" --no-cross-validate -o "$tmp/fit.json"
+grep -q "first, run" "$tmp/out" || fail "the run's id is not in the report"
+grep -q "^#   gemm_bf16 " "$tmp/out" || fail "no gemm_bf16 line: $(cat "$tmp/out")"
+expect 0 "$spsim" check "$tmp/fit.json"
+grep -q '"kind":[[:space:]]*"fitted"' "$tmp/fit.json" || fail "the profile is not labelled fitted"
+grep -q '"name":[[:space:]]*"fit"' "$tmp/fit.json" || fail "the profile's name is not OUT's"
+
+# Refusals, each one line with the file and line.
+printf 'model,hw,tp,measured_iteration_s,colour\nllama3-8b,dgx-h100,1,1,red\n' >"$tmp/r1.csv"
+refused "$tmp/r1.csv" 1 "column 'colour' is neither"
+printf 'model,hw,tp,mbs,gbs,seq\nllama3-8b,dgx-h100,1,1,8,4096\n' >"$tmp/r2.csv"
+refused "$tmp/r2.csv" 1 "no measured_iteration_s column"
+printf 'model,hw,dp,gbs,seq,measured_iteration_s\nllama3-8b,dgx-h100,8,64,4096,-2\n' >"$tmp/r3.csv"
+refused "$tmp/r3.csv" 2 "not a positive number"
+printf 'model,hw,tp,dp,gbs,seq,measured_iteration_s\nllama3-8b,dgx-h100,3,1,3,4096,1\n' >"$tmp/r4.csv"
+refused "$tmp/r4.csv" 2 "divisible"
+printf 'model,hw,dp,gbs,seq,padded_vocab,measured_iteration_s\nllama3-8b,dgx-h100,8,64,4096,7,1\n' \
+    >"$tmp/r5.csv"
+refused "$tmp/r5.csv" 2 "column 'padded_vocab' is '7', but the configuration spsim states"
+printf 'model,hw,dp,gbs,seq,measured_iteration_s\nllama3-8b,dgx-h100,8,64,4096,1\nllama3-8b,dgx-b200,8,64,4096,1\n' \
+    >"$tmp/r6.csv"
+refused "$tmp/r6.csv" 3 "one fit is one profile"
+printf 'model,hw,dp,gbs,seq,measured_iteration_s,args\nllama3-8b,dgx-h100,8,64,4096,1,--colour red\n' \
+    >"$tmp/r7.csv"
+refused "$tmp/r7.csv" 2 "colour"
+printf 'model,hw,dp,gbs,seq,sp,measured_iteration_s\nllama3-8b,dgx-h100,8,64,4096,maybe,1\n' \
+    >"$tmp/r8.csv"
+refused "$tmp/r8.csv" 2 "'maybe' is not true or false"
+printf 'model,hw,dp,gbs,seq,measured_iteration_s\nllama3-8b,dgx-h100,8,64\n' >"$tmp/r9.csv"
+refused "$tmp/r9.csv" 2 "fields, the header has"
+printf 'model,hw,dp,gbs,seq,measured_iteration_s\nnot-a-model,dgx-h100,8,64,4096,1\n' >"$tmp/r10.csv"
+refused "$tmp/r10.csv" 2 "not-a-model"
+
+# A Megatron-LM training log is one run (tests/data/megatron-logs: BigScience's V100 logs, on
+# an A100 profile here only to test the reading): its hardware from --base; a log without
+# --base, and one with no iteration line kept, refused in one line naming the file.
+meglogs=$2/tests/data/megatron-logs
+expect 0 "$spsim" calibrate --runs "$meglogs/meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out" \
+    --base dgx-a100-80g --no-cross-validate -o "$tmp/log.json"
+grep -q "meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out .* 1.3806 " "$tmp/out" ||
+    fail "the log's median 1.3806 s is not in the report: $(cat "$tmp/out")"
+expect 3 "$spsim" calibrate --runs "$meglogs/meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out" \
+    -o "$tmp/log.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "names no hardware: give --base" "$tmp/err" ||
+    fail "a log without --base: $(cat "$tmp/err")"
+expect 3 "$spsim" calibrate --runs "$meglogs/meg_gpt2_perf_n16.out" --base dgx-a100-80g \
+    -o "$tmp/log.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "meg_gpt2_perf_n16.out: no measured iteration" "$tmp/err" ||
+    fail "a log without a kept iteration: $(cat "$tmp/err")"
+
+# Command-line errors: exit 2.
+expect 2 "$spsim" calibrate --runs -o "$tmp/x.json"
+expect 2 "$spsim" calibrate --runs "$tmp/runs.csv" --from-nccl-tests -o "$tmp/x.json"
+expect 2 "$spsim" calibrate --runs "$tmp/runs.csv" --op all_reduce -o "$tmp/x.json"
+expect 2 "$spsim" calibrate --no-cross-validate --from-nccl-tests "$tmp/runs.csv" -o "$tmp/x.json"
 exit 0

@@ -57,14 +57,14 @@ JSON
     fail "check of the Llama 3 config: $(cat "$tmp/out")"
 # The folder and the shipped llama3-8b profile (written from the same config) give the same
 # query, but for the name.
-cfg="--hw dgx-h100 --tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --format json"
+cfg="--hw dgx-h100 --tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --seq 8192 --format json"
 "$spsim" query --model "$tmp/Meta-Llama-3-8B" $cfg >"$tmp/hf.json" || fail "query --model FOLDER"
 "$spsim" query --model llama3-8b $cfg >"$tmp/shipped.json"
 grep -q '"model": "Meta-Llama-3-8B"' "$tmp/hf.json" || fail "the folder does not name the model"
 sed 's/"model": "Meta-Llama-3-8B"/"model": "llama3-8b"/' "$tmp/hf.json" | cmp -s - "$tmp/shipped.json" ||
     fail "the Llama 3 config and the shipped llama3-8b profile differ"
 echo '{"model_type": "llama", "num_local_experts": 8}' >"$tmp/mixtral.json"
-expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not read for model_type \"llama\"" -- check "$tmp/mixtral.json"
+expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not read for model_type 'llama'" -- check "$tmp/mixtral.json"
 expect 3 "field 'num_local_experts'" -- query --model "$tmp/mixtral.json"
 # The published MoE configs (tests/data/hf/) read and evaluate (DeepSeek-V3's multi-latent
 # attention and MTP layer too: tests/cli_mla.sh), and gpt-oss is refused naming what is not
@@ -84,7 +84,8 @@ expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
     "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --mbs 2 --dtype fp8 --distributed-optimizer" \
-    "--tp 1 --pp 4 --vpp 3 --dp 2 --gbs 16 --recompute none --no-sp --no-flash-attn --dtype fp16"; do
+    "--tp 1 --pp 4 --vpp 3 --dp 2 --gbs 16 --recompute none --no-sp --no-flash-attn --dtype fp16" \
+    "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --distributed-optimizer --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype fp8 --exp-avg-sq-dtype bf16"; do
     "$spsim" query --model gpt3-175b --hw dgx-h100 $conf --format megatron >"$tmp/gpt3-175b.sh" ||
         fail "query --format megatron $conf"
     "$spsim" query --model gpt3-175b --hw dgx-h100 $conf --format json >"$tmp/before.json"

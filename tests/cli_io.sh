@@ -47,9 +47,25 @@ expect 3 "$fifo" -- check "$tmp/fifo"
 expect 3 "$fifo" -- calibrate --from-nccl-tests "$tmp/fifo" --gpus 8 --op all_reduce -o "$tmp/c.json"
 expect 3 "$fifo" -- calibrate --from-nccl-tests "$a100" --base "$tmp/fifo" -o "$tmp/c.json"
 expect 3 "$fifo" -- merge "$tmp/fifo"
+# Issue 23, defect 1: --megatron-args read with fopen: a FIFO hung, /dev/zero exited 1 after
+# 64 MiB, a directory was a "read error".
+expect 3 "$fifo" -- query --megatron-args "$tmp/fifo" --hw dgx-h100
+expect 3 "not a regular file (a character device)" -- query --megatron-args /dev/zero
+expect 3 "not a regular file (a directory)" -- explain --megatron-args "$tmp"
+timeout 20 "$spsim" query --megatron-args - </dev/zero >/dev/null 2>"$tmp/err"
+got=$?
+[ "$got" -eq 3 ] && grep -qx "spsim: error: -: file is larger than 67108864 bytes" "$tmp/err" ||
+    fail "--megatron-args - </dev/zero: exit $got, $(cat "$tmp/err")"
 printf '{"model": "%s", "tp": 8}' "$tmp/fifo" >"$tmp/spec.json"
 expect 3 "$fifo" -- sweep --spec "$tmp/spec.json"
 expect 3 "not a regular file (a directory)" -- query --model "$tmp/"
+# Issue 23, defect 10: a model folder whose config.json is a FIFO or a link loop was "DIR: not a
+# regular file (a directory)".
+mkdir "$tmp/hf-fifo" "$tmp/hf-loop"
+mkfifo "$tmp/hf-fifo/config.json"
+ln -s config.json "$tmp/hf-loop/config.json"
+expect 3 "$tmp/hf-fifo/config.json: $fifo" -- query --model "$tmp/hf-fifo"
+expect 3 "$tmp/hf-loop/config.json: cannot open: Too many levels of symbolic links" -- query --model "$tmp/hf-loop"
 expect 3 "not a regular file (a directory)" -- merge "$tmp"
 expect 3 "not a regular file (a character device)" -- query --model /dev/zero
 expect 3 "not a regular file (a character device)" -- merge /dev/null
@@ -93,6 +109,29 @@ for args in "sweep $big" "sweep $big --format jsonl" "query --format json" "merg
     [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "ulimit -f 1: $args >FILE: not one line: $(cat "$tmp/err")"
 done
 rm -f "$tmp/stdout"
+
+# Issue 23, defect 7: a terminating signal in the middle of `sweep -o` (SIGHUP, SIGALRM, SIGUSR1
+# used to kill it and leave a mode-0600 .tmp file) leaves the old file and no temporary one.
+huge="--tp 1..64 --pp 1..64 --dp 1..1000 --mbs 1..8 --quiet"
+for sig in HUP INT QUIT ALRM TERM USR1 USR2 PIPE VTALRM PROF XCPU PWR RTMIN; do
+    echo old >"$tmp/keep"
+    # shellcheck disable=SC2086
+    "$spsim" sweep $huge -o "$tmp/keep" 2>"$tmp/err" &
+    pid=$!
+    i=0
+    while ! ls -a "$tmp" | grep -q '^keep\.tmp\.' && [ $i -lt 600 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    kill -s "$sig" $pid
+    wait $pid
+    got=$?
+    [ "$got" -eq 1 ] || fail "sweep -o, SIG$sig: exit $got, want 1 ($(cat "$tmp/err"))"
+    grep -qx "spsim: error: interrupted by SIG$sig; nothing written" "$tmp/err" ||
+        fail "sweep -o, SIG$sig: $(cat "$tmp/err")"
+    [ "$(cat "$tmp/keep")" = "old" ] || fail "sweep -o, SIG$sig: the old file was replaced"
+    no_tmp "sweep -o, SIG$sig"
+done
 
 # -o onto a symbolic link writes the link's target (the link stays); a file keeps its mode.
 mkdir "$tmp/d"

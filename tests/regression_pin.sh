@@ -39,6 +39,23 @@ pin q3.json query --model llama3-8b --hw dgx-a100-80g --tp 2 --pp 2 --vpp 1 --dp
     --recompute full --format json
 pin q4.json query --model paper-530b --hw dgx-a100-80g --tp 8 --pp 35 --vpp 3 --dp 1 --gbs 2240 \
     --format json
+# Beyond the dense models (issue 23): MoE, CP, FP8, ZeRO-2 and -3, MLA and offload.
+pin q5-moe.json query --model mixtral-8x7b --hw dgx-h100 --tp 2 --pp 2 --vpp 1 --ep 4 --dp 4 \
+    --gbs 64 --moe-dispatcher alltoall --format json
+pin q6-cp.json query --model llama3-8b --hw dgx-h100 --tp 2 --cp 2 --pp 1 --vpp 1 --dp 2 \
+    --seq 16384 --gbs 16 --format json
+pin q7-fp8.json query --model llama3-70b --hw dgx-h100 --tp 4 --pp 2 --vpp 1 --dp 2 --gbs 64 \
+    --dtype fp8 --fp8-recipe current --distributed-optimizer --format json
+pin q8-zero2.json query --model llama3-8b --hw dgx-h100 --tp 1 --pp 1 --vpp 1 --dp 8 --gbs 64 \
+    --zero 2 --seq 4096 --format json
+pin q9-zero3.json query --model llama3-8b --hw dgx-h100 --tp 1 --pp 1 --vpp 1 --dp 8 --gbs 64 \
+    --zero 3 --seq 4096 --format json
+pin q10-mla.json query --model deepseek-v3 --hw dgx-h100 --tp 2 --pp 8 --vpp 1 --ep 8 --dp 8 \
+    --gbs 512 --moe-dispatcher alltoall --first-stage-layers 5 --last-stage-layers 8 --format json
+pin q11-offload.json query --model llama3-8b --hw dgx-h100 --tp 2 --pp 1 --vpp 1 --dp 4 --gbs 32 \
+    --recompute none --offload-layers 8 --format json
+pin explain-moe.txt explain --model mixtral-8x7b --hw dgx-h100 --tp 2 --pp 2 --vpp 1 --ep 4 \
+    --dp 4 --gbs 64 --moe-dispatcher alltoall
 
 # The sweep CSVs (up to 860 MB) are pinned by their SHA-256, streamed from standard output.
 while read -r sum name; do

@@ -524,16 +524,25 @@ static const struct {
     uint64_t size;
     double time_s;
 } shipped[] = {
-    {"dgx-a100-40g", SPSIM_COLL_ALL_GATHER, 64, 8, 1048576, 0.0001796353884032283},
-    {"dgx-a100-40g", SPSIM_COLL_ALL_GATHER, 64, 8, 1073741824, 0.005679204},
+    /* Moved on purpose with NCCL's protocols across nodes (collective_model.c
+     * spanning_terms): at 1 MiB the ring runs LL, whose bus bandwidth across 8 nodes is at
+     * most llMaxBw 20.4 GB/s (was the NICs' 189.2: 0.0001796353884032283); at 1 GiB Simple
+     * adds NCCL's Simple latency beyond LL's, (8.4 + 56·3.4 + 7·14) − (6.6 + 56·1 + 7·2.7) =
+     * 215.32 µs (was 0.005679204). */
+    {"dgx-a100-40g", SPSIM_COLL_ALL_GATHER, 64, 8, 1048576, 0.0002247776470588235},
+    {"dgx-a100-40g", SPSIM_COLL_ALL_GATHER, 64, 8, 1073741824, 0.005894504},
     {"dgx-a100-80g", SPSIM_COLL_ALL_REDUCE, 8, 1, 1048576, 5.346846827240593e-05},
     {"dgx-a100-80g", SPSIM_COLL_ALL_REDUCE, 8, 1, 1073741824, 0.00820401760391198},
     /* Moved on purpose with NCCL's algorithm choice (engine/nccl_tuning.c): NCCL's tuner runs
      * this 2-node AllReduce of 1 MiB as Tree/LL128 (hand-worked in test_nccl_tuning.c). */
-    {"dgx-h100", SPSIM_COLL_ALL_REDUCE, 16, 2, 1048576, 6.222281856815953e-05},
+    /* Moved again with NCCL's protocols across nodes: Tree/LL128 at 120/128 and 0.92 of the
+     * tree's bandwidth and LL128's latency beyond LL's (was 6.222281856815953e-05). */
+    {"dgx-h100", SPSIM_COLL_ALL_REDUCE, 16, 2, 1048576, 9.050068819496757e-05},
     /* Moved on purpose with NVLSTree across nodes: NCCL's tuner runs 2 × 8 H100 at 1 GiB as
-     * NVLSTree (test_nccl_nvls_tree.c), NVLink-bound here (was Ring/Simple, 0.005292876). */
-    {"dgx-h100", SPSIM_COLL_ALL_REDUCE, 16, 2, 1073741824, 0.004018381984775384},
+     * NVLSTree (test_nccl_nvls_tree.c), NVLink-bound here (was Ring/Simple, 0.005292876).
+     * Moved again with NVLSTree's pipeline fill and NCCL's perChMaxNVLSTreeBw (8 · 57.7 GB/s,
+     * test_nccl_nvls_tree.c spsim_times_nvls_tree; was 0.004018381984775384). */
+    {"dgx-h100", SPSIM_COLL_ALL_REDUCE, 16, 2, 1073741824, 0.004580653688041595},
     /* Moved on purpose with the ring tails (nvlink.ring_measured_on "all_reduce"): an
      * AllGather (ReduceScatter) of S on n ranks inside the domain adds its loops' local-only
      * tails beyond the AllReduce's held in ring_busbw, 2·S/n − 2·(S/2)/n = S/n (3·S/n − S/n =
@@ -554,9 +563,11 @@ static const struct {
      * Simple at 1 GiB), whose NICs carry S per domain instead of the ring's 2(n−1)/n·S.
      * Moved again at 1 MiB with NVLSTree across nodes: NVLSTree/Simple's 2·log2(2) network
      * hops and one NVLS step instead of the tree's chain of 71 NVLink hops (was
-     * 0.00022824488270377732). */
-    {"gb200-nvl72", SPSIM_COLL_ALL_REDUCE, 144, 36, 1048576, 1.93204629997791e-05},
-    {"gb200-nvl72", SPSIM_COLL_ALL_REDUCE, 144, 36, 1073741824, 0.002858781716140801},
+     * 0.00022824488270377732).
+     * Moved again with NVLSTree's fill (1 MiB, was 1.93204629997791e-05) and Simple's latency
+     * beyond LL's on the 1 GiB tree (was 0.002858781716140801). */
+    {"gb200-nvl72", SPSIM_COLL_ALL_REDUCE, 144, 36, 1048576, 2.4651881830065358e-05},
+    {"gb200-nvl72", SPSIM_COLL_ALL_REDUCE, 144, 36, 1073741824, 0.003590700126240001},
 };
 
 START_TEST(shipped_predictions_unchanged)

@@ -130,6 +130,34 @@ START_TEST(query_json_document)
 }
 END_TEST
 
+/* --train-tokens: the "train" object after the result's sections, its figures the result's
+ * iteration time times ceil(tokens / (gbs·seq)) (llama3-8b: 64 × 8192 = 524,288 tokens an
+ * iteration, 1e9 tokens = 1908 iterations), 8 GPUs at 700 W (dgx-h100), $2 a GPU-hour. */
+START_TEST(query_train_plan)
+{
+    run(&R, "query --model llama3-8b --hw dgx-h100 --tp 2 --pp 1 --vpp 1 --dp 4 --gbs 64 "
+            "--train-tokens 1e9 --gpu-hour-price 2 --format json");
+    ck_assert_int_eq(R.status, 0);
+    cJSON *root = cJSON_Parse(R.out);
+    ck_assert_ptr_nonnull(root);
+    double it = path(root, "time.iteration_s")->valuedouble;
+    ck_assert_double_eq(path(root, "train.iterations")->valuedouble, 1908);
+    double wall = 1908 * it;
+    ck_assert_double_eq_tol(path(root, "train.wall_s")->valuedouble, wall, 1e-9 * wall);
+    ck_assert_double_eq_tol(path(root, "train.energy_kWh")->valuedouble, 8 * 700 * wall / 3.6e6,
+                            1e-9 * wall);
+    ck_assert_double_eq_tol(path(root, "train.cost")->valuedouble, 8 * wall / 3600 * 2,
+                            1e-9 * wall);
+    cJSON_Delete(root);
+    run(&R, "query --model llama3-8b --hw hgx-h800 --tp 2 --pp 1 --vpp 1 --dp 4 --gbs 64 "
+            "--train-tokens 1e9");
+    ck_assert_int_eq(R.status, 0);
+    ck_assert_ptr_nonnull(strstr(R.out, "Time and cost to train 1e+09 tokens"));
+    ck_assert_ptr_nonnull(strstr(R.out, "energy not given: unsourced: no source read states "
+                                        "H800's board power"));
+}
+END_TEST
+
 START_TEST(query_table_and_csv)
 {
     run(&R, "query");
@@ -194,6 +222,10 @@ static const struct {
     {"query --model llama3-8b --hw dgx-h100 --cp 4 --cp-comm-type a2a+p2p", 4,
      "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used"},
     {"query --overlap-param-gather", 4, "--overlap-param-gather only supported with"},
+    {"query --train-tokens 0", 2, "--train-tokens: '0' is not a number in [1, 1e+18]"},
+    {"query --gpu-hour-price 2", 2, "--gpu-hour-price: needs --train-tokens"},
+    {"query --train-tokens 1e9 --format csv", 2, "--train-tokens: with --format table or json"},
+    {"query --exp-avg-dtype fp12", 2, "--exp-avg-dtype: 'fp12' is not one of fp32 fp16 bf16 fp8"},
     {"bogus", 2, "unknown command 'bogus'"},
     {"list gadgets", 2, "'gadgets' is not one of models, hardware"},
     {"check", 2, "expected at least one FILE"},
@@ -405,7 +437,8 @@ END_TEST
 START_TEST(every_command_has_help)
 {
     static const char *const cmds[] = {"--help",      "query --help", "explain --help",
-                                       "list --help", "check --help", "collective --help"};
+                                       "list --help", "check --help", "collective --help",
+                                       "trace --help"};
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
         run(&R, cmds[i]);
         ck_assert_msg(R.status == 0 && strstr(R.out, "Usage:"), "%s", cmds[i]);
@@ -416,6 +449,15 @@ START_TEST(every_command_has_help)
     run(&R, "list hardware");
     ck_assert_int_eq(R.status, 0);
     ck_assert_ptr_nonnull(strstr(R.out, "gb200-nvl72"));
+    ck_assert_ptr_nonnull(strstr(R.out, "gb300-nvl72"));
+    ck_assert_ptr_nonnull(strstr(R.out, "hgx-h800"));
+    /* spsim trace: a trace-event document; a bad configuration is exit 4 as for query */
+    run(&R, "trace --model llama3-8b --hw dgx-h100 --tp 2 --pp 2 --vpp 1 --gbs 4");
+    ck_assert_int_eq(R.status, 0);
+    ck_assert(strncmp(R.out, "{\"traceEvents\":[", 16) == 0);
+    ck_assert_ptr_nonnull(strstr(R.out, "\"name\":\"forward mb 3 chunk 0\""));
+    run(&R, "trace --tp 7");
+    ck_assert_int_eq(R.status, 4);
 }
 END_TEST
 
@@ -427,6 +469,7 @@ cli_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, query_json_document);
     tcase_add_test(tc, query_table_and_csv);
+    tcase_add_test(tc, query_train_plan);
     tcase_add_loop_test(tc, bad_input_exit_codes, 0, sizeof(errors) / sizeof(errors[0]));
     tcase_add_test(tc, defaults_fit_the_model);
     tcase_add_test(tc, check_reports_bad_files);

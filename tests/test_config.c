@@ -33,6 +33,8 @@ static void layers_not_divisible_vpp(struct spsim_parallel *p) { p->pp = 8; p->v
 static void gbs_not_divisible(struct spsim_parallel *p) { p->mbs = 2; p->dp = 2; p->gbs = 10; }
 static void vpp_without_pp(struct spsim_parallel *p) { p->vpp = 2; }
 static void micro_not_multiple_of_pp(struct spsim_parallel *p) { p->pp = 8; p->vpp = 2; p->gbs = 12; }
+static void group_below_pp(struct spsim_parallel *p) { p->pp = 8; p->vpp = 2; p->gbs = 16; p->microbatch_group = 6; }
+static void last_group_below_pp(struct spsim_parallel *p) { p->pp = 8; p->vpp = 2; p->gbs = 20; p->microbatch_group = 9; }
 static void ep_tp_without_sp(struct spsim_parallel *p) { p->tp = 8; p->ep = 2; }
 static void ep_dense_model(struct spsim_parallel *p) { p->tp = 8; p->sp = true; p->ep = 2; }
 static void seq_beyond_positions(struct spsim_parallel *p) { p->seq = 4096; }
@@ -52,9 +54,16 @@ static const struct rule_case rules[] = {
     {"layers_pp_vpp", layers_not_divisible_vpp, "not divisible by pp·vpp = 8·5"},
     {"gbs", gbs_not_divisible, "not divisible by micro-batch size × dp"},
     {"vpp_pp1", vpp_without_pp, "needs pp >= 2"},
-    /* megatron/core/pipeline_parallel/schedules.py (interleaved), verbatim */
+    /* megatron/core/pipeline_parallel/schedules.py (interleaved, d98e8a64), verbatim: with the
+     * default group of pp micro-batches, M mod pp = 12 mod 8 = 4 < pp */
     {"interleaved_micro", micro_not_multiple_of_pp,
-     "is not divisible by pipeline-parallel size (8) when using interleaved schedule"},
+     "should be 0, or larger than or equal to the pipeline-parallel size, but it is 4 (M = 12, "
+     "N = 8, pp = 8)"},
+    /* N = 6 < pp = 8 */
+    {"interleaved_group", group_below_pp,
+     "a virtual pipeline stageshould range in [PP=8 , M=16] (it is 6)"},
+    /* M = 20, N = 9: 20 mod 9 = 2 < pp */
+    {"interleaved_last_group", last_group_below_pp, "but it is 2 (M = 20, N = 9, pp = 8)"},
     /* model_parallel_config.py (2023-10 .. 2025-08 error, now a warning; moe_layer.py still
      * refuses at run time) */
     {"ep_tp_no_sp", ep_tp_without_sp,

@@ -97,10 +97,15 @@ enum { A, D, M, C };
 static int
 node_of(const char *op)
 {
-    if (strcmp(op, "dispatch all-to-all (EP)") == 0)
+    if (strcmp(op, "dispatch all-to-all (EP)") == 0 || strncmp(op, "flex dispatch", 13) == 0)
         return D;
-    if (strncmp(op, "experts ", 8) == 0)
+    /* flex: the permutation of the received tokens and the unpermutation before the combine
+     * run between the two exchanges, with the experts. */
+    if (strncmp(op, "experts ", 8) == 0 || strncmp(op, "permute (received", 17) == 0 ||
+        strncmp(op, "unpermute (sum of the rank's", 28) == 0)
         return M;
+    if (strncmp(op, "flex combine", 12) == 0)
+        return C;
     if (strcmp(op, "combine all-to-all (EP)") == 0 ||
         strcmp(op, "unpermute (sum of each token's copies)") == 0 ||
         strcmp(op, "residual add (MoE)") == 0)
@@ -135,6 +140,8 @@ nodes(const struct spsim_schedule_step *steps, size_t n, double t[4][3], double 
  *   comp: A_f, M_b (after C_b), its wgrad, M_f (after D_f), A_b (after D_b).
  * NCCL holds k = 10/100 of the synthetic GPU's SMs while an exchange runs beside computation.
  */
+static double k_sms = 0.1; /* the share of SMs the exchanges hold (NCCL: 10 of 100) */
+
 static double
 pair_by_hand(double t[4][3], bool delay, double *wall_out)
 {
@@ -147,7 +154,7 @@ pair_by_hand(double t[4][3], bool delay, double *wall_out)
     double comm = t[D][0] + t[D][1] + t[D][2] + t[C][0] + t[C][1] + t[C][2];
     double stall = fmax(0, wall - comp);
     *wall_out = wall;
-    return wall + 0.1 * (comm - stall);
+    return wall + k_sms * (comm - stall);
 }
 
 static double
@@ -203,6 +210,41 @@ START_TEST(pairs_without_pipelining)
     on = eval_ok(m, hw, &p);
     expect = 4 * (1 * whole + 3 * delayed);
     ck_assert_double_eq_tol(on.time.ep_exposed_s, expect, 1e-12 * expect);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/*
+ * The flex dispatcher's kernels hold their own SMs while they run beside computation:
+ * --moe-flex-dispatcher-num-sms 30 of the synthetic GPU's 100 (k = 0.3); without it the
+ * backend's default, DeepEP 20 (0.2) and HybridEP 8 (0.08) for EP 16 across the profile's two
+ * NVLink domains (DeepEP hybrid-ep config.cuh: 24 in one node, 8 across). 4·(whole + 3·pair)
+ * as for alltoall.
+ */
+START_TEST(flex_kernels_hold_their_sms)
+{
+    struct spsim_model *m = moe_model(2048);
+    struct spsim_hardware *hw = testutil_hardware_text(TESTUTIL_SYNTHETIC_HW("2"));
+    struct spsim_parallel p = a2a_config(1, 1, 16, 16);
+    p.moe_dispatcher = SPSIM_MOE_FLEX;
+    p.moe_a2a_overlap = true;
+    static const struct {
+        enum spsim_moe_flex_backend backend;
+        uint32_t sms;
+        double k;
+    } cases[] = {
+        {SPSIM_FLEX_DEEPEP, 30, 0.3}, {SPSIM_FLEX_DEEPEP, 0, 0.2}, {SPSIM_FLEX_HYBRIDEP, 0, 0.08}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        p.moe_flex_backend = cases[i].backend;
+        p.moe_flex_sms = cases[i].sms;
+        k_sms = cases[i].k;
+        double whole, pair = pair_exposed(m, hw, &p, false, &whole);
+        struct spsim_result on = eval_ok(m, hw, &p);
+        double expect = 4 * (1 * whole + 3 * pair);
+        ck_assert_double_eq_tol(on.time.ep_exposed_s, expect, 1e-12 * expect);
+    }
+    k_sms = 0.1;
     spsim_hardware_destroy(hw);
     spsim_model_destroy(m);
 }
@@ -366,6 +408,7 @@ ep_overlap_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, ep_bytes_of_the_busiest_stage);
     tcase_add_test(tc, pairs_without_pipelining);
+    tcase_add_test(tc, flex_kernels_hold_their_sms);
     tcase_add_test(tc, pairs_interleaved);
     tcase_add_test(tc, rules);
     tcase_add_test(tc, imported);

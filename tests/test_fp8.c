@@ -93,6 +93,32 @@ START_TEST(weight_copies)
 }
 END_TEST
 
+/* A mixture of experts (TESTUTIL_MOE_SHAPE: 2 layers, h 1024, 8 heads of 128, E = 128 experts
+ * of f_e = 128, SwiGLU, no shared experts), tp 1, ep 8: each rank's 16 local experts are 16
+ * TE GroupedLinear weights, each quantized with its copies (spsim counted one expert of the
+ * grouped GEMM before issue 23); the router's [E, h] is a torch matmul outside the FP8
+ * autocast (moe_utils.py router_gating_linear) and has none. Delayed: 2 B a weight, per layer
+ * QKV 3h² + projection h² + 16 · 3·h·f_e. */
+START_TEST(moe_weight_copies)
+{
+    struct spsim_model_shape ms = {TESTUTIL_MOE_SHAPE};
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_parallel p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 1);
+    p.ep = 8;
+    p.dp = 8;
+    p.gbs = 8;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    uint64_t bf16 = r.memory.weights_bytes;
+    p.dtype = SPSIM_DTYPE_FP8;
+    ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    double h = 1024, fe = 128, w = 2 * (4 * h * h + 16 * 3 * h * fe);
+    ck_assert_uint_eq(r.memory.weights_bytes - bf16, (uint64_t)(2 * w));
+    spsim_model_destroy(m);
+}
+END_TEST
+
 START_TEST(fp8_parameter_gather)
 {
     /* dp 4 with the distributed optimizer, t = 1, one stage of the 8 layers, FP8 delayed: the
@@ -379,7 +405,7 @@ START_TEST(amax_all_reduces)
     ck_assert_uint_eq(n[SPSIM_PHASE_RECOMPUTE], 2);
     amax_steps(SPSIM_DTYPE_NVFP4, SPSIM_FP8_DELAYED, SPSIM_RECOMPUTE_SELECTIVE, 8, n);
     ck_assert_uint_eq(n[SPSIM_PHASE_FORWARD] + n[SPSIM_PHASE_BACKWARD], 4);
-    /* Delayed scaling reduces per pass (evaluate.c), MXFP8 and blockwise scales are local. */
+    /* Delayed scaling reduces per pass (dp_time.c), MXFP8 and blockwise scales are local. */
     for (enum spsim_fp8_recipe r = SPSIM_FP8_DELAYED; r < SPSIM_FP8_RECIPE_COUNT; r++) {
         if (r == SPSIM_FP8_CURRENT)
             continue;
@@ -445,16 +471,75 @@ START_TEST(saved_inputs_in_nvfp4)
 }
 END_TEST
 
+/* The NVFP4 copies of one [out, in] weight as TE stores them (pytorch/tensor/nvfp4_tensor.py,
+ * NVFP4Quantizer.get_scale_shape and inner_tensor_specs, TE d0067d0), worked here: each usage
+ * (rowwise [out, in], columnwise [in, out]) holds its data two values a byte, one E4M3 scale
+ * byte per 1×16 block in an array of round_up(rows, 128) × round_up(ceil(cols/16), 4) (also
+ * for 2D-quantized weights, whose 16×16 scales repeat over the rows), and one fp32 amax. */
+static double
+nvfp4_weight(double out, double in)
+{
+    double r128_out = ceil(out / 128) * 128, r128_in = ceil(in / 128) * 128;
+    double row = out * in / 2 + r128_out * ceil(ceil(in / 16) / 4) * 4 + 4;
+    double col = in * out / 2 + r128_in * ceil(ceil(out / 16) / 4) * 4 + 4;
+    return row + col;
+}
+
 START_TEST(nvfp4_weight_copies)
 {
-    /* 8 layers of 12h² linear weights: a rowwise and a columnwise FP4 copy, 1/2 B each, and
-     * an E4M3 scale per 16×16 block in each (2D weight quantization): w + w/128 bytes beside
-     * the BF16 weights. */
+    /* 8 layers of 12h² linear weights (h = 2560: every dimension a multiple of 128, so no
+     * padding): per weight 2 · (1/2 + 1/16) B = 9/8 B, and 2 amaxes of 4 B for each of the 4
+     * linears of a layer: w + w/8 + 8·32 B beside the BF16 weights (spsim counted w + w/128,
+     * a scale per 16×16 block, before issue 23). */
     struct spsim_parallel p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 1);
     uint64_t bf16 = evaluate(&p).memory.weights_bytes;
     double w = 8.0 * 12 * H * (double)H;
     p.dtype = SPSIM_DTYPE_NVFP4;
-    ck_assert_uint_eq(evaluate(&p).memory.weights_bytes - bf16, w + w / 128);
+    ck_assert_uint_eq(evaluate(&p).memory.weights_bytes - bf16, w + w / 8 + 8 * 32);
+    /* The same from the per-weight rule: QKV [3h, h], projection [h, h], FC1 [4h, h], FC2
+     * [h, 4h]. */
+    ck_assert_double_eq(8 * (nvfp4_weight(3 * H, H) + nvfp4_weight(H, H) + nvfp4_weight(4 * H, H) +
+                             nvfp4_weight(H, 4 * H)),
+                        w + w / 8 + 8 * 32);
+}
+END_TEST
+
+/* Llama 3 70B at tp 8 (h 8192, 64 heads and 8 KV heads of 128, SwiGLU 28672, 80 layers), one
+ * stage: QKV [1280, 8192], projection [8192, 1024], FC1 [7168, 8192], FC2 [8192, 3584] a rank.
+ * 80 · (9/8 · 8192 · 13056 + 32) = 9,625,930,240 B, 1.00 GB more than w + w/128 (the issue's
+ * figure). And a shape that leaves padding: h = 320, 5 heads of 64, FC 1280: QKV [960, 320]
+ * has rowwise scales 1024 × 20 (960 rows padded to 1024) and columnwise 384 × 60. */
+START_TEST(nvfp4_weight_copies_padded)
+{
+    struct spsim_model *m = testutil_model_named("llama3-70b");
+    struct spsim_parallel p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 8);
+    p.gbs = 1;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    uint64_t bf16 = r.memory.weights_bytes;
+    p.dtype = SPSIM_DTYPE_NVFP4;
+    ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(r.memory.weights_bytes - bf16, 9625930240ull);
+    ck_assert_double_eq(80 * (nvfp4_weight(1280, 8192) + nvfp4_weight(8192, 1024) +
+                              nvfp4_weight(7168, 8192) + nvfp4_weight(8192, 3584)),
+                        9625930240.0);
+    spsim_model_destroy(m);
+
+    struct spsim_model_shape small = testutil_gpt_shape(2, 320, 5, 128, 1024);
+    m = testutil_model(&small);
+    p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 1);
+    p.gbs = 1;
+    ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    bf16 = r.memory.weights_bytes;
+    p.dtype = SPSIM_DTYPE_NVFP4;
+    ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    double qkv = 960 * 320 / 2 + 1024 * 20 + 4 + 320 * 960 / 2 + 384 * 60 + 4;
+    ck_assert_double_eq(nvfp4_weight(960, 320), qkv);
+    ck_assert_uint_eq(r.memory.weights_bytes - bf16,
+                      (uint64_t)(2 * (nvfp4_weight(960, 320) + nvfp4_weight(320, 320) +
+                                      nvfp4_weight(1280, 320) + nvfp4_weight(320, 1280))));
+    spsim_model_destroy(m);
 }
 END_TEST
 
@@ -617,6 +702,8 @@ fp8_suite(void)
     tcase_add_test(tc, delayed_amax_allreduces);
     tcase_add_test(tc, saved_inputs_in_nvfp4);
     tcase_add_test(tc, nvfp4_weight_copies);
+    tcase_add_test(tc, nvfp4_weight_copies_padded);
+    tcase_add_test(tc, moe_weight_copies);
     tcase_add_test(tc, nvfp4_cast_bytes);
     tcase_add_test(tc, nvfp4_all_gathers);
     tcase_add_test(tc, nvfp4_gemm_rate_and_cast_time);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "engine/eval.h"
-#include "engine/hardware_view.h"
+#include "engine/gemm_shape.h"
 #include "testutil.h"
 
 static const struct spsim_gemm_geometry serial16 = {100, 64, false};
@@ -168,15 +168,129 @@ START_TEST(sustained_clock_errors)
 }
 END_TEST
 
+START_TEST(sustained_gemm_points)
+{
+    /* One FP8 GEMM measured under sustained load at 75 TFLOP/s, where the boost-clock model
+     * gives it 100·64/65 (its own ceiling, one wave of 64 + 1 slots, see above): the clock
+     * ratio is 75·65/6400, at which the model gives the point back, and every tensor-core rate
+     * (BF16 too) falls by it. */
+    struct spsim_hardware *boost = testutil_synthetic("");
+    double bf16 = gemm_s(boost, SPSIM_DTYPE_BF16, 1280, 2560, 4096);
+    spsim_hardware_destroy(boost);
+    struct spsim_hardware *hw = testutil_synthetic(
+        "\"sustained_clock\": {\"gemm\": {\"dtype\": \"fp8\", \"points\": [[1280, 2560, 4096, "
+        "75]]}, \"source\": \"t\"},");
+    double r = 75.0 * 65.0 / 6400.0, f = 2.0 * 1280 * 2560 * 4096;
+    ck_assert_double_eq_tol(hw->clock_scale, r, 1e-12);
+    ck_assert_double_eq_tol(gemm_s(hw, SPSIM_DTYPE_FP8, 1280, 2560, 4096), f / 75e12, 1e-15);
+    ck_assert_double_eq_tol(gemm_s(hw, SPSIM_DTYPE_BF16, 1280, 2560, 4096), bf16 / r, 1e-15);
+    spsim_hardware_destroy(hw);
+    /* Two points: the ratio at which the model takes as long over both as measured. K = 8192
+     * is 64 FP8 k-blocks on two waves of 128×128, 128 of 129 slots; at 75 and 60 TFLOP/s the
+     * measured sum is f/75e12 + 2f/60e12 and the boost-clock one f/(100e12·64/65) +
+     * 2f/(100e12·128/129). */
+    hw = testutil_synthetic(
+        "\"sustained_clock\": {\"gemm\": {\"dtype\": \"fp8\", \"points\": "
+        "[[1280, 2560, 4096, 75], [1280, 2560, 8192, 60]]}, \"source\": \"t\"},");
+    double at_boost = f / (100e12 * 64.0 / 65.0) + 2.0 * f / (100e12 * 128.0 / 129.0);
+    ck_assert_double_eq_tol(hw->clock_scale, at_boost / (f / 75e12 + 2.0 * f / 60e12), 1e-12);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+START_TEST(sustained_gemm_errors)
+{
+    static const struct {
+        const char *extra, *needle;
+    } cases[] = {
+        {"\"sustained_clock\": {\"boost_MHz\": 2000, \"sustained_MHz\": 1500, \"gemm\": "
+         "{\"dtype\": \"fp8\", \"points\": [[1280, 2560, 4096, 75]]}, \"source\": \"t\"},",
+         "'gpu.sustained_clock.gemm': give sustained_MHz or gemm, not both"},
+        /* 99 TFLOP/s beats the boost-clock model's 98.46 at that shape. */
+        {"\"sustained_clock\": {\"gemm\": {\"dtype\": \"fp8\", \"points\": [[1280, 2560, 4096, "
+         "99]]}, \"source\": \"t\"},",
+         "'gpu.sustained_clock.gemm.points': the points take"},
+        {"\"sustained_clock\": {\"gemm\": {\"dtype\": \"fp16\", \"points\": [[1280, 2560, 4096, "
+         "9]]}, \"source\": \"t\"},",
+         "'gpu.sustained_clock.gemm.dtype': the GPU has no fp16 peak"},
+        {"\"sustained_clock\": {\"gemm\": {\"dtype\": \"fp8\", \"points\": [[1280.5, 2560, "
+         "4096, 9]]}, \"source\": \"t\"},",
+         "'gpu.sustained_clock.gemm.points': row 0: M, N and K must be whole numbers"},
+        {"\"sustained_clock\": {\"gemm\": {\"dtype\": \"fp8\", \"points\": [[1280, 2560, 4096, "
+         "201]]}, \"source\": \"t\"},",
+         "'gpu.sustained_clock.gemm.points': row 0: 201 TFLOP/s exceeds the fp8 peak"},
+        {"\"sustained_clock\": {\"gemm\": {\"points\": [[1280, 2560, 4096, 9]]}, \"source\": "
+         "\"t\"},",
+         "gpu.sustained_clock.gemm.dtype"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        testutil_synthetic_refused(cases[i].extra, cases[i].needle);
+}
+END_TEST
+
+START_TEST(attention_table_errors)
+{
+    static const struct {
+        const char *extra, *needle;
+    } cases[] = {
+        {"\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128, 128, "
+         "1024, 1024, 10, 10]]},",
+         "row 0: a window (1024) must be shorter than the sequence (1024)"},
+        {"\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128.5, 128, "
+         "1024, 0, 10, 10]]},",
+         "row 0: head dimensions (to 4096), sequence and window (to 1e8) must be whole"},
+        {"\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128, 128, "
+         "1024, 0, 101, 10]]},",
+         "row 0: 101 / 10 TFLOP/s exceeds the bf16 peak"},
+        {"\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128, 128, "
+         "0, 0, 10, 10]]},",
+         "row 0, column 2 must be a finite number > 0"},
+        {"\"attention_table\": {\"dtype\": \"fp8\", \"source\": \"t\", \"points\": [[128, 128, "
+         "1024, 0, 10, 10]]},",
+         "gpu.attention_table.dtype"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        testutil_synthetic_refused(cases[i].extra, cases[i].needle);
+}
+END_TEST
+
+/* Seconds the profile's GEMM model gives the four BF16 Fprop shapes of TE's gemm_profiling.rst
+ * (hidden 4096, intermediate 16384, M = 15,872 tokens). */
+static double
+te_fprop_s(const struct spsim_hardware *hw)
+{
+    return gemm_s(hw, SPSIM_DTYPE_BF16, 15872, 12288, 4096) +
+           gemm_s(hw, SPSIM_DTYPE_BF16, 15872, 4096, 4096) +
+           gemm_s(hw, SPSIM_DTYPE_BF16, 15872, 16384, 4096) +
+           gemm_s(hw, SPSIM_DTYPE_BF16, 15872, 4096, 16384);
+}
+
 START_TEST(shipped_clocks)
 {
-    /* H100: 1950 of 1980 MHz (Megatron-LM README_STRAGGLER.md); every other shipped GPU has
-     * no sourced sustained figure and keeps its measured rates. */
+    /* H100: 1950 of 1980 MHz (Megatron-LM README_STRAGGLER.md). */
     struct spsim_hardware *h100 = testutil_hardware("dgx-h100");
     ck_assert_double_eq_tol(h100->clock_scale, 1950.0 / 1980.0, 1e-15);
     spsim_hardware_destroy(h100);
-    static const char *const others[] = {"dgx-a100-40g", "dgx-a100-80g", "hgx-h200", "dgx-b200",
-                                         "gb200-nvl72"};
+    /* GB200: Azure's steady-state cuBLASLt FP8 16384³, 2,906.9 TFLOP/s. At the boost clock the
+     * model gives it MAMF 3,615.6 times its shape efficiency on 148 SMs: 128×128 tiles,
+     * 16,384 of them in 111 waves, 128 FP8 k-blocks each and one prologue slot per SM:
+     * 16384·128 / (148·(111·128 + 1)) = 2,097,152 / 2,102,932 (the best tile). */
+    struct spsim_hardware *gb = testutil_hardware("gb200-nvl72");
+    ck_assert_double_eq_tol(gb->clock_scale, 2906.9 / (3615.6 * 2097152.0 / 2102932.0), 1e-9);
+    ck_assert_double_eq_tol(gemm_s(gb, SPSIM_DTYPE_FP8, 16384, 16384, 16384),
+                            2.0 * 16384.0 * 16384.0 * 16384.0 / 2906.9e12, 1e-12);
+    spsim_hardware_destroy(gb);
+    /* B300, and B200 on B300's measurement: the four TE shapes take the published 1.071 +
+     * 0.307 + 1.393 + 1.426 ms together. */
+    static const char *const te[] = {"dgx-b300", "dgx-b200"};
+    for (size_t i = 0; i < sizeof(te) / sizeof(te[0]); i++) {
+        struct spsim_hardware *hw = testutil_hardware(te[i]);
+        ck_assert_double_lt(hw->clock_scale, 0.9);
+        ck_assert_double_eq_tol(te_fprop_s(hw), 4.197e-3, 1e-9);
+        spsim_hardware_destroy(hw);
+    }
+    /* Every other shipped GPU has no sourced sustained figure and keeps its measured rates. */
+    static const char *const others[] = {"dgx-a100-40g", "dgx-a100-80g", "hgx-h200"};
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
         struct spsim_hardware *hw = testutil_hardware(others[i]);
         ck_assert(hw->clock_scale == 1.0);
@@ -197,6 +311,9 @@ gemm_suite(void)
     tc = tcase_create("profile");
     tcase_add_test(tc, fp8_gemms_and_the_sustained_clock);
     tcase_add_test(tc, sustained_clock_errors);
+    tcase_add_test(tc, sustained_gemm_points);
+    tcase_add_test(tc, sustained_gemm_errors);
+    tcase_add_test(tc, attention_table_errors);
     tcase_add_test(tc, shipped_clocks);
     suite_add_tcase(s, tc);
     return s;

@@ -141,7 +141,14 @@ START_TEST(llama3_shape_and_name)
     ck_assert_str_eq(spsim_model_name(m), "Meta-Llama-3-8B");
     ck_assert_uint_eq(s->kv_heads, 8);
     ck_assert_uint_eq(s->head_dim, 128);
-    ck_assert_uint_eq(s->seq_len, 8192);
+    /* max_position_embeddings 8192 is the context, not a training sequence: the default is
+     * Megatron-Bridge's and Megatron-LM's GPT seq_length 1024 (--seq sets another). */
+    ck_assert_uint_eq(s->seq_len, 1024);
+    ck_assert_msg(strstr(spsim_model_description(m), "sequence length 1024 unless --seq gives "
+                                                     "one") != NULL,
+                  "%s", spsim_model_description(m));
+    ck_assert_msg(strstr(spsim_model_description(m), "max_position_embeddings 8192") != NULL, "%s",
+                  spsim_model_description(m));
     ck_assert_int_eq(s->mlp, SPSIM_MLP_SWIGLU);
     ck_assert_int_eq(s->norm, SPSIM_NORM_RMSNORM);
     ck_assert_int_eq(s->position, SPSIM_POSITION_ROPE);
@@ -155,6 +162,60 @@ START_TEST(llama3_shape_and_name)
 END_TEST
 
 /* transformers 4.53 and later write layer_types; all full attention is the same model. */
+/*
+ * PretrainedConfig's own keys, which save_pretrained writes and which change no layer
+ * (return_dict, output_attentions, the generation defaults, the task head's labels, ...):
+ * Mistral-7B v0.3's config with them is the same model, 7 248 023 552 parameters: 32 layers of
+ * q, o 4096² and k, v 4096·1024 (41 943 040), SwiGLU 3·4096·14336 (176 160 768), two RMSNorms
+ * (8192), plus the untied 32768·4096 embedding and head and the final norm. An
+ * encoder-decoder or cross-attention is refused by name. A 131072-position config (Llama 3.1,
+ * Qwen2.5) defaults to 1024 positions of training sequence too, not 131072.
+ */
+START_TEST(generic_keys_and_sequence)
+{
+    char json[4096];
+    snprintf(json, sizeof(json),
+             "%.*s, \"return_dict\": true, \"output_attentions\": false, "
+             "\"output_hidden_states\": false, \"torchscript\": false, "
+             "\"use_bfloat16\": false, \"chunk_size_feed_forward\": 0, "
+             "\"is_decoder\": false, \"is_encoder_decoder\": false, "
+             "\"add_cross_attention\": false, \"max_length\": 20, "
+             "\"num_beams\": 1, \"temperature\": 1.0, \"top_k\": 50, "
+             "\"top_p\": 1.0, \"id2label\": {\"0\": \"LABEL_0\"}, "
+             "\"label2id\": {\"LABEL_0\": 0}, \"problem_type\": null, "
+             "\"pruned_heads\": {}, \"tf_legacy_loss\": false, "
+             "\"_name_or_path\": \"mistralai/Mistral-7B-v0.3\"}",
+             (int)strlen(mistral_7b_v03) - 1, mistral_7b_v03);
+    struct spsim_error err = {0};
+    struct spsim_model *m = load(json, "Mistral-7B-v0.3/config.json", &err);
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), 7248023552ull);
+    ck_assert_uint_eq(spsim_model_get_shape(m)->seq_len, 1024);
+    spsim_model_destroy(m);
+    static const char *const refused[][2] = {
+        {"\"is_encoder_decoder\": true", "is_encoder_decoder"},
+        {"\"add_cross_attention\": true", "add_cross_attention"},
+        {"\"cross_attention_hidden_size\": 1024", "cross_attention_hidden_size"}};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(json, sizeof(json), "%.*s, %s}", (int)strlen(mistral_7b_v03) - 1, mistral_7b_v03,
+                 refused[i][0]);
+        struct spsim_model *bad = NULL;
+        ck_assert_int_eq(spsim_model_parse(json, strlen(json), "c.json", &bad, &err), SPSIM_EFIELD);
+        ck_assert_msg(strstr(err.message, refused[i][1]) != NULL, "%s", err.message);
+    }
+    /* Llama 3.1 8B's context: 131072 positions, still a 1024-token default sequence. */
+    static const char key[] = "\"max_position_embeddings\": 8192";
+    const char *pos = strstr(llama3_8b, key);
+    ck_assert_ptr_nonnull(pos);
+    snprintf(json, sizeof(json), "%.*s\"max_position_embeddings\": 131072%s",
+             (int)(pos - llama3_8b), llama3_8b, pos + sizeof(key) - 1);
+    m = load(json, "Llama-3.1-8B/config.json", &err);
+    ck_assert_uint_eq(spsim_model_get_shape(m)->seq_len, 1024);
+    ck_assert_msg(strstr(spsim_model_description(m), "max_position_embeddings 131072"), "%s",
+                  spsim_model_description(m));
+    spsim_model_destroy(m);
+}
+END_TEST
+
 START_TEST(layer_types_full_attention)
 {
     static const char json[] =
@@ -305,6 +366,7 @@ hf_suite(void)
     TCase *tc = tcase_create("import");
     tcase_add_test(tc, published_parameter_counts);
     tcase_add_test(tc, llama3_shape_and_name);
+    tcase_add_test(tc, generic_keys_and_sequence);
     tcase_add_test(tc, gpt2_and_neox_layers);
     tcase_add_test(tc, layer_types_full_attention);
     tcase_add_test(tc, qwen3_qk_norm_memory);

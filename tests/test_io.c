@@ -130,6 +130,35 @@ START_TEST(large_file_refused)
 }
 END_TEST
 
+/* Issue 23, defect 1: "at most 64 MiB" (README) includes 64 MiB; the public readers the CLI's
+ * --megatron-args uses (a file, standard input) keep that limit. */
+START_TEST(file_of_64_mib_read)
+{
+    char path[256];
+    int fd = open(in_dir(path, "64m"), O_WRONLY | O_CREAT, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 64 * 1024 * 1024), 0);
+    close(fd);
+    char *buf = NULL;
+    size_t len = 0;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_file_read(path, &buf, &len, &err), SPSIM_OK);
+    ck_assert_uint_eq(len, 64 * 1024 * 1024);
+    free(buf);
+    fd = open(path, O_RDONLY);
+    ck_assert_int_eq(spsim_file_read_fd(fd, "-", &buf, &len, &err), SPSIM_OK);
+    ck_assert_uint_eq(len, 64 * 1024 * 1024);
+    free(buf);
+    close(fd);
+    fd = open("/dev/zero", O_RDONLY);
+    ck_assert_int_eq(spsim_file_read_fd(fd, "-", &buf, &len, &err), SPSIM_EIO);
+    ck_assert_str_eq(err.message, "-: file is larger than 67108864 bytes");
+    close(fd);
+    ck_assert_int_eq(spsim_file_read("/dev/zero", &buf, &len, &err), SPSIM_EIO);
+    ck_assert_str_eq(err.message, "/dev/zero: not a regular file (a character device)");
+}
+END_TEST
+
 static void
 read_back(const char *path, const char *want)
 {
@@ -229,6 +258,55 @@ START_TEST(abort_and_size_limit_keep_old)
 }
 END_TEST
 
+/* Issue 23, defect 5: text from an input is shown escaped, in quotes, on one line. Each expected
+ * string is written out by hand from the rule in common.h. */
+START_TEST(quote_escapes_and_cuts)
+{
+    char buf[64];
+    ck_assert_str_eq(spsim_quote("a\nb", SIZE_MAX, buf, sizeof(buf)), "'a\\nb'");
+    ck_assert_str_eq(spsim_quote("\x1b[31mred", SIZE_MAX, buf, sizeof(buf)), "'\\x1B[31mred'");
+    ck_assert_str_eq(spsim_quote("it's a\\b", SIZE_MAX, buf, sizeof(buf)), "'it\\'s a\\\\b'");
+    /* Valid UTF-8 stays (U+00B7 middle dot); a lone continuation byte, an overlong '/' (C0 AF),
+     * a surrogate (ED A0 80), C1 CSI (C2 9B), DEL and U+2028 are bytes. */
+    ck_assert_str_eq(spsim_quote("tp\xc2\xb7"
+                                 "cp",
+                                 SIZE_MAX, buf, sizeof(buf)),
+                     "'tp\xc2\xb7"
+                     "cp'");
+    ck_assert_str_eq(spsim_quote("\x80\xc0\xaf", SIZE_MAX, buf, sizeof(buf)), "'\\x80\\xC0\\xAF'");
+    ck_assert_str_eq(spsim_quote("\xed\xa0\x80", SIZE_MAX, buf, sizeof(buf)), "'\\xED\\xA0\\x80'");
+    ck_assert_str_eq(spsim_quote("\xc2\x9b\x7f", SIZE_MAX, buf, sizeof(buf)), "'\\xC2\\x9B\\x7F'");
+    ck_assert_str_eq(spsim_quote("a\xe2\x80\xa8z", SIZE_MAX, buf, sizeof(buf)),
+                     "'a\\xE2\\x80\\xA8z'");
+    /* An explicit length: the NUL inside is shown, not the end. */
+    ck_assert_str_eq(spsim_quote("a\0b", 3, buf, sizeof(buf)), "'a\\x00b'");
+    ck_assert_str_eq(spsim_quote(NULL, 0, buf, sizeof(buf)), "'(null)'");
+    /* Cut to fit: 12 bytes hold 'abcdef...' and the NUL; an escape is never split. */
+    ck_assert_str_eq(spsim_quote("abcdefghijklmnop", SIZE_MAX, buf, 12), "'abcdef...'");
+    ck_assert_str_eq(spsim_quote("abcde\nfghijklmnop", SIZE_MAX, buf, 12), "'abcde...'");
+    ck_assert_str_eq(spsim_quote("abcdefghi", SIZE_MAX, buf, 12), "'abcdefghi'");
+    /* spsim_escape: no quotes, ' and \ as they are. */
+    ck_assert_str_eq(spsim_escape("x: 'a\r\tb' \\", SIZE_MAX, buf, sizeof(buf)),
+                     "x: 'a\\r\\tb' \\");
+    ck_assert_str_eq(spsim_escape("abcdefghijklmnop", SIZE_MAX, buf, 12), "abcdefgh...");
+}
+END_TEST
+
+/* Every library message is one line, whatever its arguments hold (spsim_fail escapes). */
+START_TEST(failure_message_one_line)
+{
+    char path[256];
+    struct spsim_error err = {0};
+    struct spsim_model *m = NULL;
+    ck_assert_int_ne(
+        spsim_model_parse("{\"name\": 1}", 11, in_dir(path, "a\nb\x1b[2J.json"), &m, &err),
+        SPSIM_OK);
+    ck_assert_ptr_null(strchr(err.message, '\n'));
+    ck_assert_ptr_null(strchr(err.message, '\x1b'));
+    ck_assert_ptr_nonnull(strstr(err.message, "a\\nb\\x1B[2J.json"));
+}
+END_TEST
+
 int
 main(void)
 {
@@ -239,12 +317,18 @@ main(void)
     tcase_add_test(tc, other_kinds_refused);
     tcase_add_test(tc, proc_file_read_to_end);
     tcase_add_test(tc, large_file_refused);
+    tcase_add_test(tc, file_of_64_mib_read);
     suite_add_tcase(s, tc);
     tc = tcase_create("write");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, write_through_link);
     tcase_add_test(tc, mode_kept);
     tcase_add_test(tc, abort_and_size_limit_keep_old);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("messages");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, quote_escapes_and_cuts);
+    tcase_add_test(tc, failure_message_one_line);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

@@ -56,20 +56,18 @@ assert_published(uint64_t count, double published, double unit)
                   (unsigned long long)count, published);
 }
 
-/* examples/mixtral/train_mixtral_8x7b_distributed.sh: its Llama2Tokenizer is a file spsim does
- * not read; with its 32000 tokens (Mixtral's config.json vocab_size) the model is Mixtral 8x7B:
- * per layer GQA attention h·(a·d + 2·g·d) + a·d·h, two RMSNorms, the h×E router and 8 SwiGLU
- * experts 3·h·f; untied embedding and head, final norm. */
+/* examples/mixtral/train_mixtral_8x7b_distributed.sh's flags: its Llama2Tokenizer is a file
+ * spsim does not read, taken as Llama 2's 32000 tokens (Mixtral's config.json vocab_size too)
+ * and said so; the model is Mixtral 8x7B: per layer GQA attention h·(a·d + 2·g·d) + a·d·h, two
+ * RMSNorms, the h×E router and 8 SwiGLU experts 3·h·f; untied embedding and head, final norm. */
 START_TEST(mixtral_example)
 {
     char *text = fixture("mixtral_8x7b_flags.sh", "");
-    assert_refused(text, SPSIM_EFIELD,
-                   "launch.sh: --vocab-size: missing: spsim reads no tokenizer file, so give the "
-                   "vocabulary's size (--vocab-size N)");
-    free(text);
-    text = fixture("mixtral_8x7b_flags.sh", " --vocab-size 32000\n");
     struct spsim_megatron_config mc;
     parse_ok(text, "mixtral.sh", &mc);
+    ck_assert_str_eq(mc.assumed, "Llama2Tokenizer taken as Llama 2's 32000 tokens (give "
+                                 "--vocab-size for another)");
+    ck_assert_uint_eq(spsim_model_get_shape(mc.model)->vocab, 32000);
     const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
     ck_assert(s->experts == 8 && s->experts_per_token == 2 && s->moe_layer_freq == 1);
     ck_assert_uint_eq(s->expert_ffn_hidden, 14336); /* absent: --ffn-hidden-size */
@@ -146,22 +144,29 @@ mla(uint64_t h, uint64_t n, uint64_t rq, uint64_t rkv)
     return q + h * (rkv + 64) + rkv + rkv * n * 256 + n * 128 * h;
 }
 
-/* examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh: its vocabulary padding (3232) is refused
- * at its line; with DeepSeek's 129280 tokens (config.json) and Megatron's 128 it is DeepSeek-V3:
- * 3 dense layers (FFN 18432) and 58 MoE layers of 256 experts of 2048 plus one shared, the MTP
- * layer (one more MoE layer, enorm, hnorm, its final norm and eh_proj 2h·h). */
+/* examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh: its tokenizer is a file spsim does not
+ * read; with DeepSeek's 129280 tokens (config.json) it is DeepSeek-V3: 3 dense layers (FFN
+ * 18432) and 58 MoE layers of 256 experts of 2048 plus one shared, the MTP layer (one more MoE
+ * layer, enorm, hnorm, its final norm and eh_proj 2h·h). Its padding, 3232 · tp, keeps 129280
+ * = 3232 · 40 at tp 1, 2, 4 and 5; at tp 3 it is 14 · 9696 = 135744 (128 · 3 would give
+ * 337 · 384 = 129408). */
 START_TEST(deepseek_v3_example)
 {
     char *text = fixture("deepseek_v3_flags.sh", "");
     assert_refused(text, SPSIM_EFIELD,
-                   "launch.sh:43: --make-vocab-size-divisible-by: another vocabulary padding is "
-                   "not modelled (only 128 is)");
+                   "launch.sh: --vocab-size: missing: spsim reads no tokenizer file, so give the "
+                   "vocabulary's size (--vocab-size N)");
     free(text);
-    text = fixture("deepseek_v3_flags.sh", "\n--make-vocab-size-divisible-by 128\n"
-                                           "--vocab-size 129280\n");
+    /* Its padding, 3232 · tp 1, is the tokenizer's 129280 tokens = 40 · 3232 (build_tokenizer.py
+     * vocab_size_with_padding). */
+    text = fixture("deepseek_v3_flags.sh", "\n--vocab-size 129280\n");
     struct spsim_megatron_config mc;
     parse_ok(text, "deepseek.sh", &mc);
     const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert_uint_eq(s->vocab_divisible_by, 3232);
+    ck_assert_uint_eq(spsim_model_padded_vocab(mc.model, 1), 129280);
+    ck_assert_uint_eq(spsim_model_padded_vocab(mc.model, 3), 135744);
+    ck_assert_uint_eq(spsim_model_padded_vocab(mc.model, 2), 2 * 3232 * 20);
     ck_assert(s->q_lora_rank == 1536 && s->kv_lora_rank == 512 && s->qk_head_dim == 128);
     ck_assert(s->qk_pos_emb_head_dim == 64 && s->v_head_dim == 128 && s->head_dim == 192);
     ck_assert(s->kv_heads == 128 && s->mtp_layers == 1 && s->router_score == SPSIM_ROUTER_SIGMOID);
@@ -259,15 +264,16 @@ START_TEST(bridge_recipe)
     ck_assert(s->q_lora_rank == 512 && s->kv_lora_rank == 512);
     ck_assert(!spsim_model_layer_is_moe(mc.model, 0) && spsim_model_layer_is_moe(mc.model, 3));
     spsim_model_destroy(mc.model);
-    /* A list longer than the reader keeps is refused, not read as every layer MoE. */
+    /* A list is read whole (one of 17 entries was once listed, and refused): one entry per
+     * layer. */
     snprintf(yaml, sizeof(yaml),
              "%s  moe_layer_freq: [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n", head);
     struct spsim_error err = {0};
     ck_assert_int_eq(spsim_megatron_parse(yaml, strlen(yaml), "long.yaml", &mc, &err),
                      SPSIM_EFIELD);
-    ck_assert_str_eq(err.message, "long.yaml: moe_layer_freq (--moe-layer-freq): a list of more "
-                                  "than 16 entries is not read: write Megatron's expression, "
-                                  "such as \"[0]*3+[1]*58\"");
+    ck_assert_str_eq(err.message, "long.yaml:26: model.moe_layer_freq: "
+                                  "'[0,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]': longer than the "
+                                  "model's layers");
 }
 END_TEST
 
@@ -374,10 +380,12 @@ START_TEST(router_loss_flags)
                      SPSIM_BALANCE_GLOBAL_AUX_LOSS);
     spsim_model_destroy(mc.model);
     free(text);
+    /* Sinkhorn routes without a loss: the example's --moe-aux-loss-coeff 1e-3 is Megatron's
+     * assertion (router.py). */
     text = fixture("qwen3_30b_a3b_flags.sh", " --moe-router-load-balancing-type sinkhorn");
     struct spsim_error err = {0};
-    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "q.sh", &mc, &err), SPSIM_EFIELD);
-    ck_assert_ptr_nonnull(strstr(err.message, "--moe-router-load-balancing-type"));
+    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "q.sh", &mc, &err), SPSIM_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.message, "Sinkhorn routing does not support aux loss"));
     free(text);
 }
 END_TEST

@@ -560,6 +560,13 @@ START_TEST(hf_refusals)
          "\"moe_intermediate_size\": 32, \"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8, "
          "\"v_head_dim\": 16}",
          "kv_lora_rank"},
+        /* Issue 23, defect 11: nope + rope wrapped to 64, a valid width. */
+        {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"moe_intermediate_size\": 32, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": "
+         "4294967295, \"qk_rope_head_dim\": 65, \"v_head_dim\": 16}",
+         "qk_rope_head_dim"},
     };
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         char want[128];

@@ -30,16 +30,7 @@
 
 static const double h = 1024, E = 128, k = 8, fe = 128, fs = 1024;
 
-static struct spsim_hardware *
-terms_hw(void)
-{
-    char path[4096];
-    struct spsim_hardware *hw = NULL;
-    struct spsim_error err = {0};
-    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
-    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
-    return hw;
-}
+#define terms_hw testutil_terms_hw
 
 static struct spsim_model *
 moe_model(void)
@@ -75,21 +66,13 @@ wgrad_bytes_s(double rows, double in, double out, double batch)
     return (2.0 * rows * in + 2.0 * rows * out + 8.0 * batch * in * out) / HBM;
 }
 
-static const struct spsim_schedule_step *
-step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op,
-     const char *pass)
-{
-    for (size_t i = 0; i < n; i++)
-        if (st[i].phase == ph && strcmp(st[i].op, op) == 0 && strcmp(st[i].pass, pass) == 0)
-            return &st[i];
-    ck_abort_msg("no step '%s' %s", op, pass);
-    return NULL;
-}
+#define step testutil_step
 
 #define EQ(got, want) ck_assert_double_eq_tol((got), (want), 1e-9 * fabs(want))
 
+/* The layer's schedule on 8 GPUs: tp · cp · dp = 8. */
 static size_t
-schedule(uint32_t tp, uint32_t ep, uint32_t etp, struct spsim_schedule_step *st)
+schedule_cp(uint32_t tp, uint32_t cp, uint32_t ep, uint32_t etp, struct spsim_schedule_step *st)
 {
     struct spsim_model *m = moe_model();
     struct spsim_hardware *hw = terms_hw();
@@ -97,9 +80,10 @@ schedule(uint32_t tp, uint32_t ep, uint32_t etp, struct spsim_schedule_step *st)
     spsim_parallel_defaults(&p);
     p.tp = tp;
     p.sp = tp > 1;
+    p.cp = cp;
     p.ep = ep;
     p.etp = etp;
-    p.dp = 8 / tp;
+    p.dp = 8 / tp / cp;
     p.gbs = p.dp;
     p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
     p.moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
@@ -111,6 +95,12 @@ schedule(uint32_t tp, uint32_t ep, uint32_t etp, struct spsim_schedule_step *st)
     spsim_hardware_destroy(hw);
     spsim_model_destroy(m);
     return n;
+}
+
+static size_t
+schedule(uint32_t tp, uint32_t ep, uint32_t etp, struct spsim_schedule_step *st)
+{
+    return schedule_cp(tp, 1, ep, etp, st);
 }
 
 /*
@@ -210,6 +200,108 @@ START_TEST(etp_terms)
     EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s,
        gemm_bytes_s(tpe, 2 * f, h, loc));
     EQ(step(st, n, F, "experts FC2 grouped GEMM", "forward")->time_s, gemm_bytes_s(tpe, h, f, loc));
+    /* The permute and unpermute move this rank's own T·k copies, not the etp·T·k its experts
+     * compute after the ETP AllGather: sent = loc·tpe/etp = 32·256/2 = 4096 = T·k (issue 23: a
+     * mutant without the /etp survived every suite). */
+    ck_assert_double_eq(loc * tpe / etp, c);
+    for (int ph = 0; ph < 2; ph++) {
+        enum spsim_phase p = ph ? B : F;
+        EQ(step(st, n, p, "permute (token copies into expert order)", ph ? "backward" : "forward")
+               ->time_s,
+           4 * c * h / HBM);
+        EQ(step(st, n, p, "unpermute (sum of each token's copies)", ph ? "backward" : "forward")
+               ->time_s,
+           (ph ? 4 * c * h : 2 * c * h + 2 * T * h) / HBM);
+    }
+}
+END_TEST
+
+/*
+ * Context parallelism: each rank routes the tokens of its s/c shard of the sequence. tp 1,
+ * cp 2, ep 8, dp 4: T = 1024/2 = 512 tokens, T·k = 4096 copies; E/ep = 16 local experts of
+ * T·k·ep/E = 256 rows (4096). Every MoE term is cp 1's at half the tokens (issue 23: tokens
+ * not divided by CP were caught by one assertion only).
+ */
+START_TEST(cp_divides_tokens)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    size_t n = schedule_cp(1, 2, 8, 1, st);
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    double T = 512, c = T * k, rows = 4096, loc = 16, tpe = 256;
+    for (int ph = 0; ph < 2; ph++) {
+        const struct spsim_schedule_step *d =
+            step(st, n, ph ? B : F, "dispatch all-to-all (EP)", "");
+        ck_assert_uint_eq(d->message_bytes, (uint64_t)(c * (2 * h + 4)));
+        EQ(d->time_s, c * (2 * h + 4) * 7 / 8 / NV);
+        EQ(step(st, n, ph ? B : F, "combine all-to-all (EP)", "")->time_s, c * 2 * h * 7 / 8 / NV);
+    }
+    EQ(step(st, n, F, "router softmax and top-k", "forward")->time_s,
+       (10 * T * E + 12 * T * k) / HBM);
+    EQ(step(st, n, F, "permute (token copies into expert order)", "forward")->time_s,
+       4 * c * h / HBM);
+    EQ(step(st, n, F, "unpermute (sum of each token's copies)", "forward")->time_s,
+       (2 * c * h + 2 * T * h) / HBM);
+    EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s, gemm_s(tpe, 2 * fe, h, loc));
+    EQ(step(st, n, F, "experts SwiGLU (× probabilities)", "forward")->time_s,
+       (6 * rows * fe + 4 * rows) / HBM);
+}
+END_TEST
+
+/*
+ * The experts' gradient reduction over the expert data-parallel group: tp 8, ep 1, etp 1,
+ * dp 1, so the dense parameters have no data-parallel group (dp·cp = 1) while every rank holds
+ * all E experts whole, replicated over edp = tp·dp/(ep·etp) = 8 ranks of one node (stride
+ * etp·ep = 1): their fp32 gradients, 4 B × L·E·3·h·f_e, are all-reduced there, 2·7/8 of them on
+ * the NVLink wire at 50 GB/s. Without --overlap-grad-reduce that is exposed whole; with it, it
+ * runs beside the last micro-batch's backward (pp 1: the micro-batch's backward and
+ * recompute, backward_s + recompute_s over the m micro-batches) and shows by the rest, which
+ * here is most of it (issue 23: a mutant making it free survived every suite). Beside it, the
+ * routers' replicated weights (E·h a layer) have their gradients all-reduced over the TP group
+ * with sequence parallelism (finalize_model_grads), exposed: 2·7/8 · 4·L·E·h B at 50 GB/s.
+ */
+START_TEST(expert_dp_reduction)
+{
+    struct spsim_model *m = moe_model();
+    struct spsim_hardware *hw = terms_hw();
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 8;
+    p.sp = true;
+    p.etp = 1;
+    p.gbs = 2;
+    p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    p.moe_routing = SPSIM_MOE_ROUTING_BALANCED;
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    double grads = 4.0 * 2 * E * 3 * h * fe, alone = 2 * 7.0 / 8 * grads / NV;
+    double router = 2 * 7.0 / 8 * 4 * 2 * E * h / NV;
+    ck_assert_uint_eq(r.comm.expert_dp_grad_bytes, (uint64_t)grads);
+    ck_assert_int_eq(r.comm.expert_dp_tier, SPSIM_TIER_NVLINK);
+    EQ(r.time.dp_exposed_s, alone + router);
+    p.overlap_grad_reduce = true;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    /* The window is the last micro-batch's backward wall: at least its compute, at most the
+     * micro-batch's wall less its forward compute. */
+    double lo = (r.time.backward_s + r.time.recompute_s) / 2,
+           hi = r.time.microbatch_s - r.time.forward_s / 2;
+    ck_assert(lo > 0 && lo <= hi && hi < alone / 4);
+    ck_assert(r.time.dp_exposed_s >= alone - hi + router - 1e-12);
+    ck_assert(r.time.dp_exposed_s <= alone - lo + router + 1e-12);
+    /* Megatron-FSDP optim_grads (--zero 2) shards the experts over the same 8 ranks: each
+     * micro-batch's gradients reduce-scattered beside its backward (7/8 of them on the wire),
+     * showing by the rest, twice; their bf16 weights gathered once after the step (7/8 · 2 B a
+     * weight), exposed. */
+    p.overlap_grad_reduce = false;
+    p.zero = 2;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    double rs = 7.0 / 8 * grads / NV, ag = 7.0 / 8 * grads / 2 / NV;
+    lo = (r.time.backward_s + r.time.recompute_s) / 2;
+    hi = r.time.microbatch_s - r.time.forward_s / 2;
+    ck_assert(r.time.dp_exposed_s >= 2 * (rs - hi) + ag + router - 1e-12);
+    ck_assert(r.time.dp_exposed_s <= 2 * (rs - lo) + ag + router + 1e-12);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
 }
 END_TEST
 
@@ -220,6 +312,8 @@ main(void)
     TCase *tc = tcase_create("moe_terms");
     tcase_add_test(tc, alltoall_terms);
     tcase_add_test(tc, etp_terms);
+    tcase_add_test(tc, expert_dp_reduction);
+    tcase_add_test(tc, cp_divides_tokens);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

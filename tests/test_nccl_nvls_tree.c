@@ -218,30 +218,36 @@ static const char round_hopper[] =
  * NIC side: the double binary tree of the heads puts 2(N − 1)/N·S through a node's 8 · 40 =
  * 320 GB/s, busbw-equivalent 320·N(n − 1)/(n(N − 1)): 600 on 2 nodes, 413.3 on 4. NVLink side:
  * an NVLS AllReduce of 8 GPUs, 2·7/8·S at 480: busbw-equivalent 480·(n − 1)·8/(n·7) = 514.3
- * on 2 nodes, 531.4 on 4. So NVLink binds on 2 nodes, the NICs on 4.
+ * on 2 nodes, 531.4 on 4. NCCL's per-channel maximum perChMaxNVLSTreeBw (Hopper 57.7 on 2
+ * nodes, 45.5 beyond) over the graph's 8 channels caps both: 461.6 and 364 GB/s (NCCL's bus
+ * bandwidth, spsim's busbw for NVLSTree), algBw ×n/(2(n − 1)): 246.19 and 187.87 GB/s.
+ * The fill (nvls_tree_fill_s): 16 NVLS CTAs (sm90) × 8 heads = 128 chunks in flight; the
+ * chunk: nvlsChunkSize 128 KiB, treeMaxChunkSize the chunk size below 4 nodes and 64 KiB from 4;
+ * 64 MiB is not below 4·128·128 KiB = 64 MiB nor below the smaller thresholds, so 128 KiB on 2
+ * nodes, 64 KiB on 4 (S/128 = 512 KiB per op is more). Stages 1 + 2·log2(N): 3 and 5.
+ * 2 nodes: 3·128 KiB·128/246.19 GB/s = 204.44 µs; 4 nodes: 5·64 KiB·128/187.87 GB/s = 223.26.
  */
 START_TEST(spsim_times_nvls_tree)
 {
-    struct spsim_hardware *hw = NULL;
+    struct spsim_hardware *hw = testutil_hardware_text(round_hopper);
     struct spsim_error err = {0};
-    ck_assert_msg(spsim_hardware_parse(round_hopper, strlen(round_hopper), "round-h", &hw, &err) ==
-                      SPSIM_OK,
-                  "%s", err.message);
     struct spsim_collective_prediction p;
-    double S = 1 << 26;
+    double S = 1 << 26, K = 1024;
+    double bus2 = 8 * 57.7e9, alg2 = bus2 * 16 / 30, fill2 = 3 * 128 * K * 128 / alg2;
     ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1 << 26, &p, &err),
                      SPSIM_OK);
     ck_assert_str_eq(p.algorithm, "NVLSTree");
     ck_assert_str_eq(p.protocol, "Simple");
-    ck_assert_double_eq_tol(p.latency_s, 18e-6, 1e-15);
-    ck_assert_double_eq_tol(p.time_s, 18e-6 + 2.0 * 15 / 16 * S / (480e9 * 15 * 8 / (16 * 7)),
-                            1e-15);
+    ck_assert_double_eq_tol(fill2, 204.44e-6, 0.01e-6);
+    ck_assert_double_eq_tol(p.latency_s, 18e-6 + fill2, 1e-15);
+    ck_assert_double_eq_tol(p.time_s, 18e-6 + fill2 + 2.0 * 15 / 16 * S / bus2, 1e-15);
+    double bus4 = 8 * 45.5e9, alg4 = bus4 * 32 / 62, fill4 = 5 * 64 * K * 128 / alg4;
     ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 32, 4, 1 << 26, &p, &err),
                      SPSIM_OK);
     ck_assert_str_eq(p.algorithm, "NVLSTree");
-    ck_assert_double_eq_tol(p.latency_s, 24e-6, 1e-15);
-    ck_assert_double_eq_tol(p.time_s, 24e-6 + 2.0 * 31 / 32 * S / (320e9 * 4 * 31 / (32 * 3)),
-                            1e-15);
+    ck_assert_double_eq_tol(fill4, 223.26e-6, 0.01e-6);
+    ck_assert_double_eq_tol(p.latency_s, 24e-6 + fill4, 1e-15);
+    ck_assert_double_eq_tol(p.time_s, 24e-6 + fill4 + 2.0 * 31 / 32 * S / bus4, 1e-15);
     /* The bytes each rank moves: 2(N − 1)/N·S/8 through its NIC share, 2·7/8·S on NVLink. */
     struct spsim_coll_time t;
     struct spsim_group g = {32, 8};
@@ -250,6 +256,69 @@ START_TEST(spsim_times_nvls_tree)
     ck_assert_double_eq_tol(t.network_bytes, 2.0 * 3 / 4 * S / 8, 1e-6);
     ck_assert_double_eq_tol(t.nvlink_bytes, 2.0 * 7 / 8 * S, 1e-6);
     spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/*
+ * The fill below one chunk per op, and NCCL's chunk steps. 2 round-Hopper nodes, 4 MiB: 128
+ * ops, and 4 MiB < 128·128 KiB = 16 MiB lowers the 128 KiB chunk to 64 KiB (below 4·16 MiB)
+ * and to 32 KiB (below 16 MiB); 4 MiB/128 = 32 KiB per op, one chunk each: fill = 3·32 KiB·128 /
+ * 246.19 GB/s = 3·S/algBw = 51.11 µs. At 16 MiB: 64 KiB chunks (16 MiB < 64 MiB but not below
+ * 16 MiB), 128 KiB per op: 3·64 KiB·128/algBw = 102.22 µs.
+ */
+START_TEST(nvls_tree_fill_by_hand)
+{
+    struct spsim_hardware *hw = testutil_hardware_text(round_hopper);
+    double alg = 8 * 57.7e9 * 16 / 30, K = 1024;
+    struct spsim_coll_time t;
+    struct spsim_group g = {16, 8};
+    double S = 4 * K * K;
+    ck_assert_int_eq(spsim_collective_time(hw, SPSIM_COLL_ALL_REDUCE, g, S, 1.0, &t), SPSIM_OK);
+    ck_assert_int_eq(t.algo, SPSIM_NCCL_NVLS_TREE);
+    ck_assert_double_eq_tol(t.latency_s, 18e-6 + 3 * S / alg, 1e-15);
+    ck_assert_double_eq_tol(3 * S / alg, 51.11e-6, 0.01e-6);
+    S = 16 * K * K;
+    ck_assert_int_eq(spsim_collective_time(hw, SPSIM_COLL_ALL_REDUCE, g, S, 1.0, &t), SPSIM_OK);
+    ck_assert_double_eq_tol(t.latency_s, 18e-6 + 3 * 64 * K * 128 / alg, 1e-15);
+    struct spsim_nccl_comm c;
+    spsim_nccl_comm_from_hw(hw, 16, 2, &c);
+    uint32_t ops;
+    double chunk;
+    spsim_nccl_nvls_tree_split(&c, 1 << 30, &ops, &chunk);
+    ck_assert_uint_eq(ops, 128);
+    ck_assert_double_eq(chunk, 128 * K);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+/*
+ * ncclNvlsTreeSm100Tuning (transport/nvls.cc) on DGX B200 nodes (NIC 400 Gb/s: minNetBw 50):
+ * 2 nodes of 8 take 32 CTAs and treeMaxChunkSize 64 KiB (ppn <= 8, the NIC on the GPU's PCIe
+ * switch, below 96 GB/s); 4 nodes take 24 CTAs and 64 KiB (NIC >= 48 on PATH_PXB); a DGX B300
+ * (800 Gb/s: 100) on 4 nodes of 8 takes 24 CTAs and 256 KiB chunks. Heads: the NVLS graph's
+ * 8 channels. So ops = 256, 192, 192.
+ */
+START_TEST(nvls_tree_split_on_blackwell)
+{
+    static const struct {
+        const char *hw;
+        uint32_t n, nodes, ops;
+        double chunk;
+    } x[] = {{"dgx-b200", 16, 2, 256, 64 * 1024},
+             {"dgx-b200", 32, 4, 192, 64 * 1024},
+             {"dgx-b300", 32, 4, 192, 256 * 1024}};
+    for (size_t i = 0; i < sizeof(x) / sizeof(*x); i++) {
+        struct spsim_hardware *hw = testutil_hardware(x[i].hw);
+        struct spsim_nccl_comm c;
+        spsim_nccl_comm_from_hw(hw, x[i].n, x[i].nodes, &c);
+        ck_assert_uint_eq(c.graph[SPSIM_NCCL_NVLS_TREE].nchannels, 8);
+        uint32_t ops;
+        double chunk;
+        spsim_nccl_nvls_tree_split(&c, 1e12, &ops, &chunk);
+        ck_assert_uint_eq(ops, x[i].ops);
+        ck_assert_double_eq(chunk, x[i].chunk);
+        spsim_hardware_destroy(hw);
+    }
 }
 END_TEST
 
@@ -288,6 +357,8 @@ nvls_tree_suite(void)
     tcase_add_test(tc, nvls_graph_across_dgx_h100_nodes);
     tcase_add_test(tc, nvls_tree_two_dgx_h100);
     tcase_add_test(tc, nvls_tree_four_dgx_h100);
+    tcase_add_test(tc, nvls_tree_fill_by_hand);
+    tcase_add_test(tc, nvls_tree_split_on_blackwell);
     tcase_add_test(tc, nvls_tree_dgx_b200_inter_rule);
     tcase_add_test(tc, spsim_times_nvls_tree);
     tcase_add_test(tc, nvls_absent_turns_both_off);

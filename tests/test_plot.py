@@ -68,6 +68,27 @@ class Pictures(unittest.TestCase):
                           "tp=4,pp=16,vpp=1")
         self.assertIn("Iteration time by term: gpt3-175b on dgx-a100-80g", texts)
 
+    def test_timeline(self):
+        trace = os.path.join(self.dir, "trace.json")
+        subprocess.run([SPSIM, "trace", "--model", "llama3-8b", "--hw", "dgx-h100", "--tp", "2",
+                        "--pp", "4", "--vpp", "2", "--gbs", "8", "-o", trace], check=True)
+        texts = self.draw("timeline", "timeline", trace, via_cli=True)
+        for label in ("time in the iteration (s)", "rank 0: compute", "rank 3: pipeline sends",
+                      "forward", "backward (with recomputation)", "DP reduction, optimizer"):
+            self.assertIn(label, texts)
+        boxes, _ = plot.read_trace(trace)
+        # 4 ranks x 8 micro-batches x 2 chunks x (forward, backward) on the compute streams
+        self.assertEqual(sum(1 for b in boxes if b[4] in ("forward", "backward")), 128)
+        bad = os.path.join(self.dir, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"events": []}')
+        out = os.path.join(self.dir, "bad.png")
+        p = subprocess.run([SPSIM, "plot", "timeline", bad, "-o", out], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("no 'traceEvents' list", p.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_pareto(self):
         texts = self.draw("pareto", "pareto", self.csv, via_cli=True)
         for label in ("memory per GPU (GiB)", "MFU (%)", "Pareto front (fits)", "fits in HBM",
@@ -114,8 +135,8 @@ class Pictures(unittest.TestCase):
         with open(out, "w") as f:
             f.write("old")
         for args, code, text in (
-                (["time", "/nonexistent.csv"], 3, "/nonexistent.csv: No such file"),
-                (["pareto", os.devnull], 3, "not a spsim sweep CSV"),
+                (["time", "/nonexistent.csv"], 3, "/nonexistent.csv: cannot open: No such file"),
+                (["pareto", os.devnull], 3, "not a regular file (a character device)"),
                 (["memory", "--hw", "no-such-hw"], 3, "no hardware profile named 'no-such-hw'"),
                 (["memory", "--tp", "5"], 4, "field 'tp'"),
                 (["pareto"], 2, "a sweep's CSV is needed")):
@@ -129,6 +150,48 @@ class Pictures(unittest.TestCase):
         p = subprocess.run([SPSIM, "plot", "memory", "-o", os.path.join(self.dir, "x.txt")],
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
+
+    def test_bad_csv_one_line_exit_3(self):
+        # Issue 23, defects 1 and 8: a FIFO hung; a non-UTF-8 or cut file was a 25-line
+        # traceback (exit 1); NaN, infinity and negative values were drawn silently.
+        with open(self.csv, "rb") as f:
+            good = f.read()
+        header, first = good.split(b"\n")[:2]
+        col = header.split(b",").index(b"time_iteration_s")
+
+        def with_value(v):
+            fields = first.split(b",")
+            fields[col] = v
+            return header + b"\n" + first + b"\n" + b",".join(fields) + b"\n"
+        cases = [(good[:len(header) + 40], "line 2: ", "fields where the header has"),
+                 (good + b"\xff\xfe\n", "not UTF-8", "line "),
+                 (with_value(b"nan"), "line 3: field 'time_iteration_s': 'nan'", "finite"),
+                 (with_value(b"inf"), "line 3: field 'time_iteration_s': 'inf'", "finite"),
+                 (with_value(b"-0.5"), "line 3: field 'time_iteration_s': '-0.5'", ">= 0")]
+        out = os.path.join(self.dir, "bad.svg")
+        for data, text, more in cases:
+            path = os.path.join(self.dir, "bad.csv")
+            with open(path, "wb") as f:
+                f.write(data)
+            for kind in ("time", "pareto"):
+                p = subprocess.run([SPSIM, "plot", kind, path, "-o", out], capture_output=True,
+                                   text=True, timeout=60)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+                self.assertIn(text, p.stderr)
+                self.assertIn(more, p.stderr)
+        fifo = os.path.join(self.dir, "fifo.csv")
+        os.mkfifo(fifo)
+        p = subprocess.run([SPSIM, "plot", "time", fifo, "-o", out], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stderr.strip()),
+                         (3, f"spsim: error: {fifo}: not a regular file (a FIFO)"))
+        p = subprocess.run([SPSIM, "plot", "time", os.path.join(self.dir, "a\nb\x1b[2J.csv"),
+                            "-o", out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("a\\nb\\x1B[2J.csv: cannot open", p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+        self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ static const struct bad_case model_cases[] = {
     {"\"kv_heads\": 64", "\"kv_heads\": 128", SPSIM_EFIELD,
      "field 'kv_heads': must not exceed heads"},
     {"\"gelu\"", "\"relu\"", SPSIM_EFIELD,
-     "field 'mlp': must be one of 'gelu', 'swiglu', got 'relu'"},
+     "field 'mlp': must be one of 'gelu', 'swiglu', 'relu2', got 'relu'"},
     {"\"dropout\": true", "\"dropout\": 1", SPSIM_EFIELD, "field 'dropout': must be true or false"},
     {"\"layers\"", "\"layer\"", SPSIM_EFIELD, "field 'layer': unknown key"},
     {"\"name\": \"t\",", "\"name\": \"t\", \"name\": \"u\",", SPSIM_EFIELD,
@@ -408,6 +408,62 @@ START_TEST(dgx_b300_derivations)
 }
 END_TEST
 
+/* gb300-nvl72's derived fields are what their source strings say: NVIDIA's GB300 GEMM sweep best
+ * (2 * 32768 * 5120 * 16384 FLOP in 2.60944 ms) put on GB200's MAMF basis (1822.0 over the same
+ * collector's GB200 best, 2 * 3840 * 2560 * 65536 FLOP in 0.66804 ms), XDR's 800 Gb/s at NDR's
+ * 48/50, MLPerf's 284,208 MiB, the NVLink figures carried over from gb200-nvl72 and the 1400 W
+ * per-GPU maximum. */
+START_TEST(gb300_nvl72_derivations)
+{
+    struct spsim_hardware *g3 = testutil_hardware("gb300-nvl72");
+    struct spsim_hardware *g2 = testutil_hardware("gb200-nvl72");
+    struct spsim_hardware_info i3, i2;
+    spsim_hardware_get_info(g3, &i3);
+    spsim_hardware_get_info(g2, &i2);
+    double measured = 2.0 * 32768 * 5120 * 16384 / 2.60944e-3 / 1e12;
+    double gb200 = 2.0 * 3840 * 2560 * 65536 / 0.6680427e-3 / 1e12; /* its best, 1928.8 */
+    ck_assert_double_eq_tol(i3.gemm_achievable_tflops_bf16, 1822.0 * measured / gb200, 0.05);
+    ck_assert_double_eq_tol(i3.peak_tflops[SPSIM_DTYPE_BF16], 2500, 1e-9);
+    ck_assert_double_eq_tol(i3.peak_tflops[SPSIM_DTYPE_NVFP4], 15000, 1e-9);
+    ck_assert_double_eq_tol(i3.nic_achievable_GBps, 800.0 / 8 * 48.0 / 50.0, 1e-9);
+    ck_assert_double_eq(i3.nvlink_ring_busbw_GBps, i2.nvlink_ring_busbw_GBps);
+    ck_assert_double_eq(i3.nvlink_allreduce_busbw_GBps, i2.nvlink_allreduce_busbw_GBps);
+    ck_assert_uint_eq(i3.nvlink_domain_gpus, 72);
+    ck_assert_uint_eq(i3.gpus_per_node, 4);
+    ck_assert_uint_eq(i3.nics_per_node, 4);
+    ck_assert_uint_eq(i3.hbm_capacity_bytes, 284208ull << 20);
+    ck_assert_double_eq_tol(i3.board_power_W, 1400, 1e-9);
+    ck_assert_ptr_null(i3.board_power_unsourced);
+    spsim_hardware_destroy(g3);
+    spsim_hardware_destroy(g2);
+}
+END_TEST
+
+/* hgx-h800: 8 NVLink4 links (SimAI's H800_NVLINKS) at H100's 25 GB/s per link and direction,
+ * NCCL's 20.6 GB/s per link for the ring and one channel per link; H100's compute; no sourced
+ * board power, marked so in the profile. */
+START_TEST(hgx_h800_derivations)
+{
+    struct spsim_hardware *h8 = testutil_hardware("hgx-h800");
+    struct spsim_hardware *h1 = testutil_hardware("dgx-h100");
+    struct spsim_hardware_info i8, i1;
+    spsim_hardware_get_info(h8, &i8);
+    spsim_hardware_get_info(h1, &i1);
+    ck_assert_double_eq_tol(i8.nvlink_bandwidth_per_direction_GBps, 8 * 450.0 / 18, 1e-9);
+    ck_assert_double_eq_tol(i8.nvlink_ring_busbw_GBps, 8 * 20.6, 1e-9);
+    ck_assert_double_eq_tol(i8.nvlink_allreduce_busbw_GBps, 215.0, 1e-9);
+    ck_assert_uint_eq(i8.sm_count, 132);
+    ck_assert_double_eq(i8.gemm_achievable_tflops_bf16, i1.gemm_achievable_tflops_bf16);
+    ck_assert_double_eq_tol(i8.hbm_bandwidth_GBps, 3350, 1e-9);
+    ck_assert_double_eq(i8.board_power_W, 0);
+    ck_assert_ptr_nonnull(i8.board_power_unsourced);
+    ck_assert_ptr_nonnull(strstr(i8.board_power_unsourced, "unsourced"));
+    ck_assert_double_eq_tol(i1.board_power_W, 700, 1e-9);
+    spsim_hardware_destroy(h8);
+    spsim_hardware_destroy(h1);
+}
+END_TEST
+
 START_TEST(profile_names_resolve)
 {
     char path[4096];
@@ -473,6 +529,8 @@ profiles_suite(void)
     tc = tcase_create("hardware");
     tcase_add_loop_test(tc, hardware_bad_input, 0, sizeof(hw_cases) / sizeof(hw_cases[0]));
     tcase_add_test(tc, dgx_b300_derivations);
+    tcase_add_test(tc, gb300_nvl72_derivations);
+    tcase_add_test(tc, hgx_h800_derivations);
     suite_add_tcase(s, tc);
     tc = tcase_create("shipped");
     tcase_add_test(tc, shipped_profiles_load);

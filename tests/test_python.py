@@ -113,6 +113,61 @@ class Errors(unittest.TestCase):
         self.assertTrue(issubclass(spsim.ConfigError, spsim.Error))
 
 
+class Arguments(unittest.TestCase):
+    """Issue 23, defect 9: a value is the text it is, of a type the module takes."""
+
+    def test_nul_refused(self):
+        # "llama3-8b\0evil" was cut at the NUL and ran llama3-8b.
+        for kwargs in ({"model": "llama3-8b\0evil"}, {"hw": "dgx-h100\0"},
+                       {"recompute": ["full", "none\0x"]}):
+            with self.subTest(kwargs=kwargs), self.assertRaises(spsim.UsageError) as c:
+                spsim.query(**kwargs)
+            self.assertIn("holds a NUL character", c.exception.message)
+        with self.assertRaises(spsim.UsageError):
+            list(spsim.sweep(model="llama3-8b\0evil"))
+        # Below the module: the extension refuses it too.
+        with self.assertRaises(spsim._spsim.LibraryError):
+            spsim._spsim.sweep_create({"model": "llama3-8b\0x"}, None, 0, 0, 0)
+
+    def test_types(self):
+        for kwargs in ({"tp": 8.0}, {"tp": object()}, {"gbs": {"a": 1}}, {"tp": [2, None]},
+                       {"model": b"llama3-8b"}):
+            with self.subTest(kwargs=kwargs), self.assertRaises(TypeError):
+                spsim.query(**kwargs)
+        for kwargs in ({"threads": 1.5}, {"top": "3"}, {"feasible_only": 1},
+                       {"max_total_bytes": 2.0}, {"on_invalid": 3}):
+            with self.subTest(kwargs=kwargs), self.assertRaises(TypeError):
+                spsim.sweep(**kwargs)
+        with self.assertRaises(TypeError):
+            spsim.optimize(model="llama3-8b", hw="dgx-h100", gpus=16.0)
+        # What stays: ints of any integral type, bools, strings, lists, ranges.
+        self.assertEqual(spsim._text(range(1, 4)), "1,2,3")
+        self.assertEqual(spsim._text([True, False]), "on,off")
+
+    def test_counts_in_range(self):
+        # threads=-1 became 2^32 - 1 threads; top=-1 the whole space.
+        for kwargs in ({"threads": -1}, {"threads": 257}, {"top": -1},
+                       {"max_total_bytes": -1}, {"by": "speed"}):
+            with self.subTest(kwargs=kwargs), self.assertRaises(spsim.UsageError):
+                spsim.sweep(**kwargs)
+        for kwargs in ({"gpus": 0}, {"gpus": -8}, {"top": 0}, {"max_memory_gib": -1}):
+            with self.subTest(kwargs=kwargs), self.assertRaises(spsim.UsageError):
+                spsim.optimize(**dict({"model": "llama3-8b", "hw": "dgx-h100", "gpus": 16},
+                                      **kwargs))
+
+    def test_undecodable_text(self):
+        # A key and a value with lone surrogates (os.fsdecode of a non-UTF-8 name): ValueError,
+        # not the SystemError the extension raised when the key's failure was left set while it
+        # encoded the value (found by fuzz_python).
+        for kwargs in ({"model": "a\udcff"}, {"t\udcff": "x\udcff"}):
+            with self.subTest(kwargs=kwargs), self.assertRaises(ValueError):
+                spsim.query(**kwargs)
+
+    def test_quote(self):
+        self.assertEqual(spsim._spsim.quote("a\nb\x1b"), "'a\\nb\\x1B'")
+        self.assertEqual(spsim._spsim.escape("it's"), "it's")
+
+
 def spsim_field(path):
     """The field the CLI's message names for `path` (read from the CLI, not from the module)."""
     err = cli("query", "--model", path, check=False).stderr
@@ -135,7 +190,7 @@ class Sweep(unittest.TestCase):
     def test_rows_in_blocks_equal_one_run(self):
         whole = list(spsim.sweep(**self.AXES))
         sw = spsim._call(spsim._spsim.sweep_create, spsim._axes(self.AXES, spsim.QUERY_DEFAULTS),
-                         None, 0, 0)
+                         None, 0, 0, 0)
         opts = {"feasible_only": False, "top": 0, "by": "iteration_s", "threads": 1,
                 "max_total_bytes": 0, "on_invalid": None}
         self.assertEqual(list(spsim._rows(sw, opts, block=7)), whole)
@@ -172,6 +227,17 @@ class Sweep(unittest.TestCase):
         with self.assertRaises(spsim.InputError):
             list(spsim.sweep("/nonexistent/spec.json"))
 
+    def test_derived_pipeline_defaults(self):
+        # Issue 24, item 5: GPT-3's vpp 3 was applied literally, so a 32-layer model swept
+        # without pp and vpp gave no row at all; now pp and vpp are `spsim sweep`'s "auto".
+        axes = {"model": "llama3-8b", "hw": "dgx-h100", "tp": [2, 4, 8]}
+        rows = list(spsim.sweep(**axes))
+        self.assertEqual(rows, cli_rows("sweep", "--model", "llama3-8b", "--hw", "dgx-h100",
+                                        "--tp", "2,4,8", "--quiet"))
+        # 32 layers: pp 8 (divides them), vpp 1 (8*3 = 24 does not), by hand.
+        self.assertEqual([(r["tp"], r["pp"], r["vpp"]) for r in rows], [(2, 8, 1), (4, 8, 1),
+                                                                         (8, 8, 1)])
+
     def test_frame(self):
         try:
             import pandas  # noqa: F401
@@ -192,6 +258,14 @@ class Optimize(unittest.TestCase):
                                         "--gpus", "64", "--gbs", "256", "--top", "3", "--by",
                                         "total_bytes", "--tp", "4,8", "--max-memory-gib", "60"))
         self.assertTrue(all(r["memory_total_bytes"] <= 60 * 2**30 for r in rows))
+
+    def test_moe_search_space_as_the_cli(self):
+        # The command adds the expert axes (spsim_sweep_spec_optimize_moe) for a model with
+        # experts; the module searched ep 1 only.
+        args = ["--model", "mixtral-8x7b", "--hw", "dgx-h100", "--gpus", "16", "--top", "3"]
+        rows = spsim.optimize(model="mixtral-8x7b", hw="dgx-h100", gpus=16, top=3)
+        self.assertEqual(rows, cli_rows("optimize", *args))
+        self.assertTrue(any(r["ep"] > 1 for r in rows))
 
     def test_nothing_fits(self):
         with self.assertRaises(spsim.ConfigError):

@@ -353,11 +353,9 @@ START_TEST(named_model_flops)
     ck_assert_double_eq_tol(r.time.model_flops, k22, 1e-12 * k22);
     ck_assert_double_eq_tol(r.time.model_flops_megatron, meg, 1e-12 * meg);
     ck_assert_double_eq_tol(r.time.model_flops_narayanan2021, n21, 1e-12 * n21);
-    double gpus_s = r.time.iteration_s * r.gpus;
-    ck_assert_double_eq_tol(r.time.tflops_per_gpu_megatron, meg / gpus_s / 1e12, 1e-9);
-    ck_assert_double_eq_tol(r.time.hardware_tflops_per_gpu, r.time.hardware_flops / gpus_s / 1e12,
-                            1e-9);
-    ck_assert_double_eq_tol(r.time.tokens_per_s_per_gpu, B * s / gpus_s, 1e-9);
+    /* The rates over the iteration are worked on a hand-worked iteration in test_terms.c
+     * (one_gpu_forward_backward_optimizer); here they would only restate the result's own
+     * iteration_s (issue 23). */
     spsim_model_destroy(m);
 
     /* GQA and SwiGLU (training.py transformer_flops): per token 6·[3·h·f + h·(q + 2g·d) +

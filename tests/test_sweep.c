@@ -155,7 +155,8 @@ END_TEST
 START_TEST(shipped_specs_load)
 {
     static const char *const names[] = {"gpt3-175b.json", "gpt3-175b-dense.json",
-                                        "llama3-70b-h100.json", "models-hardware.json"};
+                                        "llama3-70b-h100.json", "models-hardware.json",
+                                        "llama3-70b-fresh.json"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/examples/sweeps/%s", getenv("SPSIM_DATA_DIR"), names[i]);

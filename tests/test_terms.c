@@ -72,6 +72,28 @@ terms_hw(void)
     return hw;
 }
 
+/* terms-hw with `member` (a JSON member and its trailing comma) added to its gpu section. */
+static struct spsim_hardware *
+terms_hw_with(const char *member)
+{
+    char path[4096];
+    FILE *fp = fopen(terms_path(path, sizeof(path), "terms-hw"), "rb");
+    ck_assert_ptr_nonnull(fp);
+    char *text = calloc(1, 1 << 16);
+    ck_assert_ptr_nonnull(text);
+    size_t len = fread(text, 1, (1 << 16) - 1, fp);
+    fclose(fp);
+    const char *at = strstr(text, "\"gpu\": {") + strlen("\"gpu\": {");
+    size_t head = (size_t)(at - text), size = len + strlen(member) + 2;
+    char *joined = malloc(size);
+    ck_assert_ptr_nonnull(joined);
+    snprintf(joined, size, "%.*s %s%s", (int)head, text, member, at);
+    struct spsim_hardware *hw = testutil_hardware_text(joined);
+    free(joined);
+    free(text);
+    return hw;
+}
+
 static struct spsim_parallel
 config(uint32_t tp, uint32_t pp, uint32_t vpp, uint32_t dp, uint64_t micro)
 {
@@ -250,11 +272,98 @@ START_TEST(one_gpu_forward_backward_optimizer)
     ck_assert_uint_eq(r.memory.parameters_per_gpu, (uint64_t)P);
     EQ(r.time.optimizer_s, 38 * P / HBM);
     EQ(r.time.microbatch_s, fwd + bwd);
-    EQ(r.time.iteration_s, 2 * (fwd + bwd) + 38 * P / HBM);
+    double iter = 2 * (fwd + bwd) + 38 * P / HBM;
+    EQ(r.time.iteration_s, iter);
+    /* The rates of the hand-worked iteration (issue 23: the named-formula rates were only
+     * checked against the result's own iteration_s). B = 2 sequences of s tokens on 1 GPU.
+     * Hardware FLOPs, what runs: per layer the four GEMMs three times (2·T·12h² each pass)
+     * and flash attention 1 + 2.5 times; the logits GEMM three times (2·T·h·V a pass).
+     * Narayanan et al. 2021: 96·B·s·L·h²·(1 + s/(6h) + V/(16·L·h)). */
+    double B = 2, hw_flops = B * (L * (3 * 24 * s * h * h + 3.5 * flash_flops(x)) + 6 * s * h * V);
+    double n21 = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
+    EQ(r.time.hardware_flops, hw_flops);
+    EQ(r.time.model_flops_narayanan2021, n21);
+    EQ(r.time.tflops_per_gpu_narayanan2021, n21 / iter / 1e12);
+    /* Korthikanti et al. 2022 (model_flops, MFU against the 100 TFLOP/s BF16 peak) and
+     * Megatron's count today (causal attention halved): a·d = h here. */
+    double k22 = 72 * B * s * L * h * h + 12 * B * s * s * L * h + 6 * B * s * h * V;
+    double meg = 72 * B * s * L * h * h + 6 * B * s * s * L * h + 6 * B * s * h * V;
+    EQ(r.time.model_flops, k22);
+    EQ(r.time.mfu, k22 / iter / PEAK);
+    EQ(r.time.tflops_per_gpu_megatron, meg / iter / 1e12);
+    EQ(r.time.hardware_tflops_per_gpu, hw_flops / iter / 1e12);
+    EQ(r.time.hfu, hw_flops / iter / PEAK);
+    EQ(r.time.tokens_per_s_per_gpu, B * s / iter);
+    ck_assert(r.flash_attention); /* the model's "attention": "flash" */
     /* Memory: bf16 weights 2 B, fp32 gradients 4 B, Adam's master weight and moments 12 B. */
     ck_assert_uint_eq(r.memory.weights_bytes, (uint64_t)(2 * P));
     ck_assert_uint_eq(r.memory.gradients_bytes, (uint64_t)(4 * P));
     ck_assert_uint_eq(r.memory.optimizer_bytes, (uint64_t)(12 * P));
+}
+END_TEST
+
+/* Fused attention measured at d = 128 for 512 and 2048 keys (60 / 40 and 90 / 60 TFLOP/s
+ * forward / backward) and with a 256-key window (10 / 20 at 1024): s = 1024 lies halfway
+ * between the whole rows in log(seq), 75 forward and 50 backward. */
+#define FUSED_TABLE                                                                                \
+    "\"attention_table\": {\"dtype\": \"bf16\", \"source\": \"t\", \"points\": [[128, 128, 512, "  \
+    "0, 60, 40], [128, 128, 2048, 0, 90, 60], [128, 128, 1024, 256, 10, 20]]},"
+
+static struct spsim_result
+run_on(const struct spsim_model *m, struct spsim_hardware *hw, const struct spsim_parallel *p)
+{
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "%s", err.message);
+    return r;
+}
+
+START_TEST(fused_attention_rates)
+{
+    /* One GPU, 2 micro-batches: the whole-layer forward (and backward) of the fused rows
+     * replaces flash's F/50e12 (2.5F/50e12) with F/75e12 (2.5F/50e12), per layer and
+     * micro-batch; auto takes the table where the profile has one, flash keeps flash's rate. */
+    struct spsim_model *m = terms_model();
+    struct spsim_hardware *plain = terms_hw(), *fused = terms_hw_with(FUSED_TABLE);
+    struct spsim_parallel p = config(1, 1, 1, 1, 2);
+    struct dims x = dims_of(1, false, 1);
+    double F = flash_flops(x);
+    struct spsim_result base = run_on(m, plain, &p), aut = run_on(m, fused, &p);
+    EQ(aut.time.forward_s, base.time.forward_s - 2 * L * F * (1 / FLASH - 1 / 75e12));
+    EQ(aut.time.backward_s, base.time.backward_s - 2 * L * 2.5 * F * (1 / FLASH - 1 / 50e12));
+    p.attention_backend = SPSIM_ATTN_FUSED;
+    EQ(run_on(m, fused, &p).time.forward_s, aut.time.forward_s);
+    p.attention_backend = SPSIM_ATTN_FLASH;
+    EQ(run_on(m, fused, &p).time.forward_s, base.time.forward_s);
+    /* fused on a profile without the table is refused. */
+    struct spsim_error err = {0};
+    p.attention_backend = SPSIM_ATTN_FUSED;
+    ck_assert_int_eq(spsim_parallel_check(m, plain, &p, NULL, &err), SPSIM_ECONFIG);
+    ck_assert_msg(strstr(err.message, "gpu.attention_table"), "%s", err.message);
+
+    /* A 256-key window on every other layer (--window-attn-skip-freq 2: layers 2, 4, 6, 8
+     * attend fully): the windowed layers' queries see at most 256 keys, 256·257/2 + 768·256
+     * scores per head against the whole layers' s²/2, at the windowed row's 10 / 20 TFLOP/s.
+     * The op is the layers' mean, half of each. */
+    struct spsim_model_shape shape = *spsim_model_get_shape(m);
+    shape.window = 256;
+    shape.window_skip_freq = 2;
+    struct spsim_model *wm = NULL;
+    ck_assert_int_eq(spsim_model_create(&shape, "windowed", &wm, &err), SPSIM_OK);
+    double Fw = 2.0 * a * (256.0 * 257 / 2 + 768.0 * 256) * 2 * d;
+    p.attention_backend = SPSIM_ATTN_AUTO;
+    struct spsim_result win = run_on(wm, fused, &p);
+    EQ(win.time.forward_s,
+       aut.time.forward_s + 2 * L * (0.5 * F / 75e12 + 0.5 * Fw / 10e12 - F / 75e12));
+    EQ(win.time.backward_s,
+       aut.time.backward_s + 2 * L * 2.5 * (0.5 * F / 50e12 + 0.5 * Fw / 20e12 - F / 50e12));
+    /* On flash's kernels the windowed half is cheaper by its FLOPs alone. */
+    p.attention_backend = SPSIM_ATTN_FLASH;
+    EQ(run_on(wm, fused, &p).time.forward_s, base.time.forward_s + 2 * L * 0.5 * (Fw - F) / FLASH);
+    spsim_model_destroy(wm);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(plain);
+    spsim_hardware_destroy(fused);
 }
 END_TEST
 
@@ -279,6 +388,22 @@ START_TEST(one_gpu_activation_memory)
     double P = L * layer_params(1) + V * h + s * h + 2 * h;
     ck_assert_uint_eq(r.memory.total_bytes,
                       (uint64_t)(18 * P + L * per_layer + sbh + 4 * sbh * (1 + V / h)));
+    /* The six modes of Table 2 with flash attention at t = 1 (no TP, so tp and tp_sp are the
+     * none row): 34sbh and the log-sum-exp 4as without selective recompute, 34sbh with it,
+     * 2sbh with full recomputation; the first stage holds the 8 layers in each mode, the
+     * embedding mask and the output layer, and for full also the layer being recomputed (the
+     * tp row's inventory); the totals add the 18P of weights, gradients and Adam state. */
+    const double mode_layer[SPSIM_MODE_COUNT] = {
+        [SPSIM_MODE_NONE] = 34 * sbh + 4 * a * s,  [SPSIM_MODE_TP] = 34 * sbh + 4 * a * s,
+        [SPSIM_MODE_TP_SP] = 34 * sbh + 4 * a * s, [SPSIM_MODE_TP_SELECTIVE] = 34 * sbh,
+        [SPSIM_MODE_TP_SP_SELECTIVE] = 34 * sbh,   [SPSIM_MODE_FULL] = 2 * sbh};
+    for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
+        double first = L * mode_layer[i] + sbh + 4 * sbh * (1 + V / h) +
+                       (i == SPSIM_MODE_FULL ? 34 * sbh + 4 * a * s : 0);
+        ck_assert_uint_eq(r.memory.activation_modes_bytes[i], (uint64_t)mode_layer[i]);
+        ck_assert_uint_eq(r.memory.activation_modes_first_stage_bytes[i], (uint64_t)first);
+        ck_assert_uint_eq(r.memory.total_modes_bytes[i], (uint64_t)(18 * P + first));
+    }
 
     /* Full recomputation: each layer keeps its input (2sbh); the layer being recomputed holds
      * its whole inventory on top. */
@@ -442,8 +567,16 @@ START_TEST(pipeline_1f1b)
     ck_assert_uint_eq(r.memory.parameters_per_gpu, (uint64_t)P0);
     ck_assert_uint_eq(r.memory.parameters_last_stage,
                       (uint64_t)(4 * layer_params(1) + 2 * h + V * h));
-    EQ(r.time.iteration_s,
-       4 * w1 + 4 * 2 * send + ((w0 + w1) / 2 + 2 * send) + 4 * V * h / NV + 38 * P0 / HBM);
+    double iteration =
+        4 * w1 + 4 * 2 * send + ((w0 + w1) / 2 + 2 * send) + 4 * V * h / NV + 38 * P0 / HBM;
+    EQ(r.time.iteration_s, iteration);
+    /* Link-busy accounting (issue 23: no test read it): the NVLink port carries the sends of
+     * the m micro-batches and of the (p − 1) fill/drain slots, 2 sends each, and the tied
+     * embedding's AllReduce; nothing crosses the network. */
+    double busy = (4 + 1) * 2 * send + 4 * V * h / NV;
+    EQ(r.time.nvlink_busy_s, busy);
+    EQ(r.time.nvlink_utilisation, busy / iteration);
+    ck_assert(r.time.network_busy_s == 0 && r.time.network_utilisation == 0);
     /* Memory, rank 0: 1F1B keeps min(p, m) = 2 micro-batches of its 4 layers in flight and
      * their 2 embedding dropout masks (paper §4.3, sbhp/t). */
     double per_layer = s * h * 34 + 4 * a * s;
@@ -634,6 +767,50 @@ START_TEST(context_parallel_p2p)
     /* The gradients are reduced over dp·cp = 2 even with dp = 1: 4P on the wire. */
     double P = L * layer_params(1) + V * h + s * h + 2 * h;
     EQ(r.time.dp_exposed_s, 4 * P / NV);
+    /* The links are busy for the ring's whole transfers, hidden or not: forward r − 1 = 1
+     * block, backward 2 blocks (KV at step 0, dKV after the last) + (r − 2) double ones, per
+     * layer and micro-batch; then the gradient AllReduce, all on NVLink (issue 23: a mutant
+     * counting one backward block survived). */
+    double busy = 2 * L * (blk + 2 * blk) + 4 * P / NV;
+    EQ(r.time.nvlink_busy_s, busy);
+    EQ(r.time.nvlink_utilisation, busy / r.time.iteration_s);
+    ck_assert(r.time.network_busy_s == 0);
+}
+END_TEST
+
+/* ---- Links across nodes. ---- */
+
+START_TEST(link_busy_across_nodes)
+{
+    /* t = 1, p = 2, dp = 8, 4 micro-batches: the 8 data-parallel ranks fill a node, so the
+     * pipeline's two stages are in two nodes. The sends, 2·T·h bytes each, cross the network
+     * at the NIC's 25 GB/s (one NIC per GPU), as does the tied embedding's AllReduce between
+     * the two stages (4·v·h bytes; across nodes NCCL's Ring/Simple pays the protocol's own
+     * latencies beside 2(n−1)/n of it on the wire: the collective model's figure, as nccl-tests
+     * would take it, spsim_collective_predict); the gradient AllReduce over the 8 ranks of a
+     * node, 2·7/8 · 4·P₀ bytes at 50 GB/s, is the NVLink port's. */
+    struct spsim_parallel p = config(1, 2, 1, 8, 4);
+    struct spsim_result r = run(&p);
+    const double NIC = 25e9, T = s;
+    struct spsim_hardware *hw = terms_hw();
+    struct spsim_collective_prediction ar;
+    ck_assert_int_eq(
+        spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 2, 2, (uint64_t)(4 * V * h), &ar, NULL),
+        SPSIM_OK);
+    spsim_hardware_destroy(hw);
+    double send = 2 * T * h / NIC, tied = ar.time_s;
+    ck_assert(tied >= 4 * V * h / NIC); /* at least the wire time */
+    double P0 = 4 * layer_params(1) + V * h + s * h;
+    ck_assert_int_eq(r.comm.pp_tier, SPSIM_TIER_NETWORK);
+    ck_assert_int_eq(r.comm.dp_tier, SPSIM_TIER_NVLINK);
+    EQ(r.time.pp_p2p_s, 4 * 2 * send);
+    EQ(r.time.tied_embedding_allreduce_s, tied);
+    EQ(r.time.dp_exposed_s, 2 * 7.0 / 8 * 4 * P0 / NV);
+    double net = (4 + 1) * 2 * send + tied, nv = 2 * 7.0 / 8 * 4 * P0 / NV;
+    EQ(r.time.network_busy_s, net);
+    EQ(r.time.nvlink_busy_s, nv);
+    EQ(r.time.network_utilisation, net / r.time.iteration_s);
+    EQ(r.time.nvlink_utilisation, nv / r.time.iteration_s);
 }
 END_TEST
 
@@ -644,6 +821,7 @@ terms_suite(void)
     TCase *tc = tcase_create("hand");
     tcase_add_test(tc, one_gpu_forward_backward_optimizer);
     tcase_add_test(tc, one_gpu_activation_memory);
+    tcase_add_test(tc, fused_attention_rates);
     tcase_add_test(tc, recomputation);
     tcase_add_test(tc, rmsnorm_moves_layernorm_bytes);
     tcase_add_test(tc, tp_exposed_with_sp);
@@ -654,6 +832,7 @@ terms_suite(void)
     tcase_add_test(tc, data_parallel);
     tcase_add_test(tc, data_parallel_shares_nvlink_with_tp);
     tcase_add_test(tc, context_parallel_p2p);
+    tcase_add_test(tc, link_busy_across_nodes);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -162,20 +162,25 @@ START_TEST(collective_formula_by_hand)
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_GATHER, 4, 0, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_double_eq_tol(p.time_s, 8e-6 + 3.75e-3, 1e-12);
-    /* AllReduce over 2 nodes of 8 (16 GPUs): hierarchical. Bandwidth: the smaller of NVLink
-     * (200) and the 8 NICs of a node (8 × 40 = 320): 200. Latency: network base 10 µs,
-     * 30 steps of which 2(2−1) = 2 cross nodes at 3 µs, 28 at 1 µs → 44 µs.
-     * Wire 2·15/16·1e9. */
+    /* AllReduce over 2 nodes of 8 (16 GPUs): hierarchical, NCCL's Ring/Simple. Bandwidth: the
+     * smaller of NVLink (200) and the 8 NICs of a node (8 × 40 = 320): 200. Latency: network
+     * base 10 µs, 30 steps of which 2(2−1) = 2 cross nodes at 3 µs, 28 at 1 µs → 44 µs; plus
+     * Simple's latency beyond LL's in NCCL's table (tuning.cc, Ampere's rows for GPU "X"):
+     * Simple 8.4 + 28·3.4 + 2·14 = 131.6 µs, ×1.4 for the ring's plateau (1e9/(16 channels ·
+     * 16 ranks) >= 64) = 184.24; LL 6.6 + 28·max(0.6, 1 µs net overhead) + 2·2.7 = 40;
+     * 144.24 µs more. Wire 2·15/16·1e9. */
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 16, 2, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_int_eq(p.tier, SPSIM_TIER_HIERARCHICAL);
-    ck_assert_double_eq_tol(p.time_s, 44e-6 + 1.875e9 / 200e9, 1e-12);
+    ck_assert_double_eq_tol(p.time_s, (44 + 144.24) * 1e-6 + 1.875e9 / 200e9, 1e-12);
     /* One GPU per node (8 GPUs on 8 nodes): each rank has its own NIC, 40 GB/s; latency
-     * 10 + 14 steps all across nodes × 3 µs = 52 µs. */
+     * 10 + 14 steps all across nodes × 3 µs = 52 µs; with one GPU per node NCCL takes the
+     * Tree NET row for every step: Simple (8.4 + 14·14)·1.4 = 286.16 against LL 6.6 + 14·5 =
+     * 76.6, 209.56 µs more. */
     ck_assert_int_eq(
         spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 8, 8, 1000000000, &p, NULL), SPSIM_OK);
     ck_assert_int_eq(p.tier, SPSIM_TIER_NETWORK);
-    ck_assert_double_eq_tol(p.time_s, 52e-6 + 1.75e9 / 40e9, 1e-12);
+    ck_assert_double_eq_tol(p.time_s, (52 + 209.56) * 1e-6 + 1.75e9 / 40e9, 1e-12);
     /* Bad layouts are refused. */
     ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_REDUCE, 12, 5, 1024, &p, &err),
                      SPSIM_EINVAL);
@@ -338,11 +343,12 @@ START_TEST(every_shipped_pair_has_finite_times)
 }
 END_TEST
 
-START_TEST(breakdown_sums_to_iteration)
+START_TEST(bubble_between_its_bounds)
 {
-    /* 175B as the paper ran it, with data parallelism added so that every term of the
-     * breakdown but CP and offload is non-zero: tp 8 (SP, selective), pp 8, vpp 3, dp 2,
-     * 64 micro-batches, the distributed optimizer, the tied embedding across stages. */
+    /* 175B as the paper ran it with data parallelism added: tp 8 (SP, selective), pp 8, vpp 3,
+     * dp 2, 64 micro-batches, the distributed optimizer, the tied embedding across stages.
+     * (The iteration as the sum of its terms is worked by hand in test_terms.c; restating the
+     * result's own sum here tested nothing, issue 23.) */
     struct spsim_parallel p;
     spsim_parallel_defaults(&p);
     p.tp = 8;
@@ -355,25 +361,7 @@ START_TEST(breakdown_sums_to_iteration)
     p.distributed_optimizer = true;
     struct spsim_result r = testutil_evaluate_config("paper-175b", "dgx-a100-80g", &p);
     const struct spsim_time_report *t = &r.time;
-    const double terms[] = {
-        t->forward_s,   t->backward_s, t->recompute_s,  t->tp_exposed_s,
-        t->pp_bubble_s, t->pp_p2p_s,   t->dp_exposed_s, t->tied_embedding_allreduce_s,
-        t->optimizer_s};
-    double sum = t->cp_exposed_s + t->offload_exposed_s;
-    for (size_t i = 0; i < sizeof(terms) / sizeof(terms[0]); i++) {
-        ck_assert_msg(terms[i] > 0, "term %zu is 0: the configuration does not exercise it", i);
-        sum += terms[i];
-    }
-    ck_assert_double_eq_tol(sum, t->iteration_s, 1e-12 * t->iteration_s);
-    /* Independently of how iteration_s is summed: the critical stage's micro-batch time (its
-     * work and its 2·vpp sends) times the 64 micro-batches is the per-micro-batch terms. */
-    double m = 64, per_mb = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s +
-                            t->cp_exposed_s + t->offload_exposed_s + t->pp_p2p_s;
-    ck_assert_double_eq_tol(m * t->microbatch_s, per_mb, 1e-12 * per_mb);
-    ck_assert_double_eq_tol(t->iteration_s,
-                            m * t->microbatch_s + t->pp_bubble_s + t->dp_exposed_s +
-                                t->tied_embedding_allreduce_s + t->optimizer_s,
-                            1e-12 * t->iteration_s);
+    double m = 64;
     /* Bubble (Narayanan et al. 2021): (p − 1)/vpp slots of the mean stage's micro-batch and
      * its sends. A middle stage runs L/p = 12 layers and nothing else; the mean stage lies
      * between it and the critical one. */
@@ -401,7 +389,7 @@ time_suite(void)
     tc = tcase_create("sanity");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, every_shipped_pair_has_finite_times);
-    tcase_add_test(tc, breakdown_sums_to_iteration);
+    tcase_add_test(tc, bubble_between_its_bounds);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,6 +16,14 @@
 #define PL 218112000ull
 #define P  8030261248ull
 #define L  32ull
+/* Megatron-FSDP's root unit, the parameters outside every transformer layer (FSDP unit,
+ * mcore_fsdp_adapter.py): the embedding 128256·4096 = 525,336,576 and the output layer with the
+ * final norm 525,340,672. At level 3 they are gathered by their first forward and kept
+ * (param_and_grad_buffer.py: the all-gather pipeline preserves the non-unit buckets), bf16, 2 B
+ * each beside their shard: at tp 1 the root is almost 5 layers. */
+#define EMB  525336576ull
+#define OUT  525340672ull
+#define ROOT (EMB + OUT)
 
 static struct spsim_parallel
 zero_config(uint32_t zero, uint32_t micro)
@@ -46,7 +54,8 @@ START_TEST(memory_per_level)
 {
     /* theoretical_memory_usage.py and megatron_fsdp.py: weights 2, gradients 4 (fp32) or 2,
      * optimizer 12 bytes per parameter; level 1 shards the 12, level 2 the gradients too, level
-     * 3 the weights too; a sharded buffer keeps two layers (FSDP units) unsharded. */
+     * 3 the weights too; a sharded buffer keeps two layers (FSDP units) unsharded, and level
+     * 3 the root unit whole. */
     for (uint32_t z = 0; z <= 3; z++)
         for (int fp32 = 0; fp32 <= 1; fp32++) {
             struct spsim_parallel p = zero_config(z, 1);
@@ -54,7 +63,8 @@ START_TEST(memory_per_level)
             struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
             uint64_t g = fp32 ? 4 : 2;
             ck_assert_uint_eq(r.memory.parameters_per_gpu, P);
-            ck_assert_uint_eq(r.memory.weights_bytes, z >= 3 ? ceil8(2 * P) + 2 * 2 * PL : 2 * P);
+            ck_assert_uint_eq(r.memory.weights_bytes,
+                              z >= 3 ? ceil8(2 * P) + 2 * 2 * PL + 2 * ROOT : 2 * P);
             ck_assert_uint_eq(r.memory.gradients_bytes, z >= 2 ? ceil8(g * P) + 2 * g * PL : g * P);
             /* With 16-bit gradients the optimizer keeps fp32 copies: 16 bytes (Megatron's
              * dist_optimizer.md, fp16/fp16: 4 + 16/d). */
@@ -74,7 +84,7 @@ START_TEST(memory_per_level)
     p.cp = 2;
     p.gbs = 4;
     a = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
-    ck_assert_uint_eq(a.memory.weights_bytes, ceil8(2 * P) + 4 * PL);
+    ck_assert_uint_eq(a.memory.weights_bytes, ceil8(2 * P) + 4 * PL + 2 * ROOT);
     ck_assert_uint_eq(a.memory.gradients_bytes, ceil8(4 * P) + 8 * PL);
 }
 END_TEST
@@ -93,13 +103,14 @@ START_TEST(bytes_per_level)
         r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         ck_assert_uint_eq(r.comm.dp_rs_wire_bytes_per_rank, m * frac8(4 * P));
         ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank, frac8(2 * P));
-        /* ZeRO-3: each layer's bf16 weights gathered before its forward and its backward. */
+        /* ZeRO-3: each layer's bf16 weights gathered before its forward and its backward,
+         * every micro-batch, and the root unit's once an iteration. */
         p = zero_config(3, m);
         r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         ck_assert_uint_eq(r.comm.dp_rs_wire_bytes_per_rank, m * frac8(4 * P));
-        ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank, 2 * m * L * frac8(2 * PL));
-        ck_assert_uint_eq(r.comm.dp_wire_bytes_per_rank,
-                          m * frac8(4 * P) + 2 * m * L * frac8(2 * PL));
+        uint64_t ag = 2 * m * L * frac8(2 * PL) + frac8(2 * ROOT);
+        ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank, ag);
+        ck_assert_uint_eq(r.comm.dp_wire_bytes_per_rank, m * frac8(4 * P) + ag);
         /* bf16 gradients halve the RS. */
         p.grad_reduce_in_fp32 = false;
         r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
@@ -126,6 +137,8 @@ START_TEST(exposed_time_per_level)
     double rs = predict(SPSIM_COLL_REDUCE_SCATTER, 4 * P),
            ag = predict(SPSIM_COLL_ALL_GATHER, 2 * P);
     double agl = predict(SPSIM_COLL_ALL_GATHER, 2 * PL);
+    double age = predict(SPSIM_COLL_ALL_GATHER, 2 * EMB),
+           ago = predict(SPSIM_COLL_ALL_GATHER, 2 * OUT);
     for (uint32_t m = 1; m <= 4; m *= 2) {
         struct spsim_parallel p = zero_config(1, m);
         struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
@@ -143,11 +156,15 @@ START_TEST(exposed_time_per_level)
         want = hidden_rs + fmax(0, ag - fwd);
         ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
         /* ZeRO-3: per micro-batch, the first layer's gather of each pass in full, the other
-         * L−1 behind the previous layer's pass. */
+         * L−1 behind the previous layer's pass; once an iteration the root unit's, the
+         * embedding's in full (first in the forward), the output layer's behind the last
+         * layer's forward. */
         p = zero_config(3, m);
         r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         double lf = r.time.layer_forward_s, lb = r.time.layer_backward_s;
-        want = hidden_rs + m * (2 * agl + (L - 1.0) * (fmax(0, agl - lf) + fmax(0, agl - lb)));
+        want = hidden_rs + m * (2 * agl + (L - 1.0) * (fmax(0, agl - lf) + fmax(0, agl - lb))) +
+               age + fmax(0, ago - lf);
+        ck_assert(ago > lf); /* the output layer's gather shows */
         ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
     }
 }
@@ -226,6 +243,58 @@ START_TEST(llama3_405b_as_meta_ran_it)
 }
 END_TEST
 
+/*
+ * Megatron-FSDP with experts (the DeepSeek-V3 example, examples/megatron_fsdp/
+ * sbatch_mfsdp_deepseek_v3.sh, runs optim_grads_params): mcore_fsdp_adapter.py shards the
+ * routed experts over the expert data-parallel mesh and the rest over dp·cp. TESTUTIL_MOE_SHAPE
+ * (2 MoE layers, h 1024, 8 heads of 128, 128 experts of f_e 128, SwiGLU, RMSNorm, untied, v
+ * 32768), tp 1, ep 4, dp 8: edp = 8/4 = 2 and D = 8. Per layer the attention 4h², two norms 2h
+ * and the router E·h, 4,327,424, and 32 local experts of 3·h·f_e, 12,582,912 (X); the root unit
+ * the embedding v·h and the output layer with the final norm v·h + h.
+ */
+START_TEST(experts_sharded)
+{
+    struct spsim_model_shape ms = {TESTUTIL_MOE_SHAPE};
+    struct spsim_model *m = testutil_model(&ms);
+    const uint64_t h = 1024, X = 32 * 3 * h * 128, dense = 4 * h * h + 2 * h + 128 * h;
+    const uint64_t unit = dense + X, root = 32768 * h + 32768 * h + h;
+    const uint64_t params = 2 * unit + root, experts = 2 * X;
+    for (uint32_t z = 2; z <= 3; z++) {
+        struct spsim_parallel p;
+        spsim_parallel_defaults(&p);
+        p.ep = 4;
+        p.dp = 8;
+        p.gbs = 16; /* m = 2 micro-batches */
+        p.zero = z;
+        struct spsim_result r;
+        struct spsim_error err = {0};
+        ck_assert_msg(spsim_evaluate(m, NULL, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+        ck_assert_uint_eq(r.memory.parameters_per_gpu, params);
+        ck_assert_uint_eq(r.memory.expert_parameters_per_gpu, experts);
+        ck_assert_uint_eq(r.comm.expert_dp_ranks, 2);
+        uint64_t grads = ceil8(4 * (params - experts)) + 4 * experts / 2 + 2 * 4 * unit;
+        ck_assert_uint_eq(r.memory.gradients_bytes, grads);
+        uint64_t weights =
+            z == 3 ? ceil8(2 * (params - experts)) + 2 * experts / 2 + 2 * 2 * unit + 2 * root
+                   : 2 * params;
+        ck_assert_uint_eq(r.memory.weights_bytes, weights);
+        ck_assert_uint_eq(r.memory.optimizer_bytes,
+                          ceil8(12 * (params - experts)) + 12 * experts / 2);
+        /* The experts' fp32 gradients reduce-scattered over 2 ranks every micro-batch (1/2 on
+         * the wire); level 2 gathers their bf16 weights once, level 3 each layer's experts
+         * before its forward and its backward, every micro-batch. */
+        uint64_t rs = 2 * (4 * experts / 2),
+                 ag = z == 3 ? 2 * 2 * 2 * (2 * X / 2) : 2 * experts / 2;
+        ck_assert_uint_eq(r.comm.expert_dp_wire_bytes_per_rank, rs + ag);
+        /* The dense part's level-3 gathers leave the experts out: 2·(dense)·7/8 each. */
+        if (z == 3)
+            ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank,
+                              2 * 2 * 2 * frac8(2 * dense) + frac8(2 * root));
+    }
+    spsim_model_destroy(m);
+}
+END_TEST
+
 START_TEST(megatron_rules)
 {
     struct spsim_parallel p = zero_config(0, 1);
@@ -258,6 +327,7 @@ zero_suite(void)
     tcase_add_test(tc, memory_per_level);
     tcase_add_test(tc, bytes_per_level);
     tcase_add_test(tc, exposed_time_per_level);
+    tcase_add_test(tc, experts_sharded);
     tcase_add_test(tc, optimizer_step_per_level);
     tcase_add_test(tc, gradient_dtype_follows_megatron);
     tcase_add_test(tc, llama3_405b_as_meta_ran_it);

@@ -43,6 +43,32 @@ testutil_run_nofork(Suite *s)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/** The synthetic round-number profile of the hand-worked tests (tests/data/terms/terms-hw.json:
+ * GEMM ceiling 100 TFLOP/s, 8 SMs, HBM 1 TB/s achieved, NVLink ring busbw 50 GB/s, no
+ * latencies), loaded from SPSIM_DATA_DIR. */
+static inline struct spsim_hardware *
+testutil_terms_hw(void)
+{
+    char path[4096];
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
+    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    return hw;
+}
+
+/** The step of a schedule with this phase, op name and pass (the test fails without one). */
+static inline const struct spsim_schedule_step *
+testutil_step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op,
+              const char *pass)
+{
+    for (size_t i = 0; i < n; i++)
+        if (st[i].phase == ph && strcmp(st[i].op, op) == 0 && strcmp(st[i].pass, pass) == 0)
+            return &st[i];
+    ck_abort_msg("no step '%s' %s", op, pass);
+    return NULL;
+}
+
 /** The paper's GPT layer (Korthikanti et al. 2022 §3): GeLU MLP of 4h, LayerNorm, dropout,
  * standard attention, learned positions, biases, tied embeddings. */
 static inline struct spsim_model_shape
@@ -119,6 +145,21 @@ testutil_model(const struct spsim_model_shape *shape)
     " \"hop_latency_us\": {\"value\": 3, \"source\": \"t\"},"                                      \
     " \"uplink_oversubscription\": {\"value\": 1, \"source\": \"t\"}}}"
 
+/** A file of tests/data/megatron/ (at most 1 MiB), NUL-terminated; the caller frees it. */
+static inline char *
+testutil_megatron_data(const char *name, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/megatron/%s", getenv("SPSIM_DATA_DIR"), name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    char *buf = malloc(1 << 20);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
 /** Load a shipped profile by name (the source tree's data directory). */
 static inline struct spsim_hardware *
 testutil_hardware(const char *name)
@@ -131,6 +172,22 @@ testutil_hardware(const char *name)
         rc = spsim_hardware_load(path, &hw, &err);
     ck_assert_msg(rc == SPSIM_OK, "%s: %s", name, err.message);
     return hw;
+}
+
+/** A shipped hardware profile's text (static storage, replaced by the next call); its path
+ * into `path`. */
+static inline char *
+testutil_hardware_file_text(const char *name, char *path, size_t cap)
+{
+    ck_assert_int_eq(spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, name, path, cap, NULL),
+                     SPSIM_OK);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = 0;
+    return text;
 }
 
 static inline struct spsim_model *

@@ -221,6 +221,84 @@ SPSIM_API void spsim_calibration_free(struct spsim_calibration *c);
 SPSIM_API int spsim_calibration_write(const struct spsim_calibration *c, const char *path,
                                       struct spsim_error *err);
 
+/* Fitting a hardware profile's efficiency parameters to measured training runs. */
+
+/** One measured training run: a configuration spsim can state and its measured time. */
+struct spsim_run {
+    const struct spsim_model *model; /**< borrowed; must outlive the calibration */
+    struct spsim_parallel par;       /**< the configuration (spsim_evaluate() must accept it) */
+    double measured_s;               /**< measured time per iteration, seconds, > 0 */
+    const char *group;               /**< cross-validation group: model family × system (runs
+                                      *   of one group are left out together); required */
+    const char *id;                  /**< the run's label in the profile ("FILE:LINE"), or NULL */
+};
+
+/** Most parameters a runs calibration fits. */
+#define SPSIM_RUNS_MAX_PARAMS 8
+
+/** One physical parameter of the fit (doc/calibration.md, "Calibration from measured runs"). */
+struct spsim_runs_param {
+    const char *name;         /**< "gemm_bf16", "memory_bound", "host_op_us", ... (static) */
+    const char *field;        /**< the profile field(s) it sets (static) */
+    const char *prior_source; /**< where the prior comes from (static) */
+    bool scale;               /**< a factor on the base profile's figures (prior 1), else the
+                               *   field's own value (prior: the base profile's) */
+    bool present;             /**< the base profile has the field */
+    bool fitted;              /**< the runs determine it; else it stays at the prior */
+    double prior, lo, hi;     /**< the prior and the bounds */
+    double value, sigma;      /**< the fitted value and its 1σ uncertainty (prior, 0 if not
+                               *   fitted) */
+};
+
+/** What the calibration predicts for one run (seconds per iteration). */
+struct spsim_runs_prediction {
+    double sourced_s; /**< the base profile's */
+    double fitted_s;  /**< the profile fitted to all runs */
+    double cv_s;      /**< the profile fitted to the runs of the other groups (leave-one-group-out);
+                       *   the base profile's when no other group has runs */
+};
+
+/** The result of spsim_calibrate_runs(). Free with spsim_runs_calibration_free(). */
+struct spsim_runs_calibration {
+    size_t nparams;
+    struct spsim_runs_param param[SPSIM_RUNS_MAX_PARAMS];
+    size_t nruns;
+    struct spsim_runs_prediction *runs; /**< owned; one per run, in order */
+    size_t ngroups;
+    size_t iterations;  /**< of the fit to all runs */
+    int status;         /**< GSL's status of that fit: GSL_SUCCESS, or GSL_EMAXITER / GSL_ENOPROG
+                         *   when it stopped at the best point it reached */
+    char *profile_json; /**< owned; the fitted profile, accepted by spsim_hardware_parse() */
+    size_t profile_len;
+};
+
+/**
+ * Fit a hardware profile's efficiency parameters (sustained GEMM rate per dtype, attention
+ * rate, memory-bound bandwidth, per-op host time, network hop latency: each a physical knob of
+ * the time model with a sourced prior and bounds) to measured runs by nonlinear least squares
+ * (GSL multifit_nlinear, bounded by a logistic transform) on log(predicted / measured), with a
+ * weak prior per parameter; parameters the runs do not move stay at their prior. With
+ * `cross_validate`, each group is predicted by the fit to the other groups. The written profile
+ * is the base profile with the fitted fields, each source naming the fit, and a `calibration`
+ * object of kind "fitted" with every parameter (value, uncertainty, prior, bounds) and every
+ * run (measured, sourced, fitted and cross-validated times). Nothing is written: see
+ * spsim_runs_calibration_write().
+ * @param runs  at least one; every run's configuration must evaluate on the base profile
+ * @return SPSIM_OK; SPSIM_EIO, SPSIM_EPARSE, SPSIM_EFIELD (the base profile); SPSIM_EINVAL (no
+ *         runs, a run without a model, group or positive time: err names it); SPSIM_ECONFIG (a
+ *         run spsim_evaluate() refuses); SPSIM_ENUMERIC (the fit failed); SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_calibrate_runs(const struct spsim_calibrate_options *o,
+                                   const struct spsim_run *runs, size_t nruns, bool cross_validate,
+                                   struct spsim_runs_calibration *out, struct spsim_error *err);
+
+/** Free what a runs calibration owns and zero it; NULL is accepted. */
+SPSIM_API void spsim_runs_calibration_free(struct spsim_runs_calibration *c);
+
+/** Write c->profile_json to `path` atomically. @return SPSIM_OK, SPSIM_EINVAL, SPSIM_EIO */
+SPSIM_API int spsim_runs_calibration_write(const struct spsim_runs_calibration *c, const char *path,
+                                           struct spsim_error *err);
+
 /**
  * The shipped hardware profile for a GPU as CUDA names it ("NVIDIA A100-SXM4-80GB"): the one
  * whose gpu.model is that name, or a known alias (doc/calibration.md).

@@ -77,6 +77,20 @@ SPSIM_API int spsim_file_write_atomic(const char *path, const void *data, size_t
 SPSIM_API int spsim_file_open_input(const char *path, int *fd, struct spsim_error *err);
 
 /**
+ * Read a whole input file: a regular file (as spsim_file_open_input() opens it: a FIFO, a
+ * device, a directory or a socket is refused at once) of at most 64 MiB, to its end (files
+ * under /proc report no size).
+ * @param buf  receives the text with a NUL after its `len` bytes; the caller frees it with free()
+ * @return SPSIM_OK, SPSIM_EIO ("PATH: not a regular file (a FIFO)", "PATH: file is larger than
+ *         67108864 bytes", "PATH: read error: REASON"), SPSIM_ENOMEM or SPSIM_EINVAL
+ */
+SPSIM_API int spsim_file_read(const char *path, char **buf, size_t *len, struct spsim_error *err);
+/** The same from an open descriptor (standard input for "-"), read to its end, at most 64 MiB;
+ * `name` is used in messages. */
+SPSIM_API int spsim_file_read_fd(int fd, const char *name, char **buf, size_t *len,
+                                 struct spsim_error *err);
+
+/**
  * An output file being written atomically, for outputs streamed rather than held in memory
  * (spsim_file_write_atomic() writes one buffer through it). Opaque.
  *
@@ -98,6 +112,21 @@ SPSIM_API int spsim_output_file_fd(const struct spsim_output_file *file);
 SPSIM_API int spsim_output_file_commit(struct spsim_output_file *file, struct spsim_error *err);
 /** Remove the temporary file and free; NULL is accepted. */
 SPSIM_API void spsim_output_file_abort(struct spsim_output_file *file);
+
+/**
+ * Text from an input, made safe to echo in a one-line message: a control byte (a newline, an
+ * ANSI escape), DEL, a C1 control (U+0080..U+009F), a line or paragraph separator or a
+ * bidirectional override (U+2028, U+2029, U+202A..U+202E, U+2066..U+2069) and a byte that is not
+ * part of valid UTF-8 (RFC 3629) are written as \n, \t, \r or \xHH, one \xHH per byte;
+ * everything else is copied. spsim_quote() also puts the text in single quotes and a backslash
+ * before ' and \, so that what is shown reads back unambiguously. A text longer than `cap`
+ * allows is cut at a character and ends in "..." (inside the quotes).
+ * @param len  the bytes of text, or SIZE_MAX for a NUL-terminated one (NULL is "(null)")
+ * @param cap  at least 8; buf always receives a NUL-terminated string
+ * @return buf
+ */
+SPSIM_API const char *spsim_quote(const char *text, size_t len, char *buf, size_t cap);
+SPSIM_API const char *spsim_escape(const char *text, size_t len, char *buf, size_t cap);
 
 /** @return the library version, "MAJOR.MINOR.PATCH"; static storage. */
 SPSIM_API const char *spsim_version(void);

@@ -34,7 +34,8 @@ struct spsim_hardware_info {
     double peak_tflops[SPSIM_DTYPE_COUNT]; /**< dense; 0 where the GPU has no such unit */
     double gemm_achievable_tflops_bf16;
     uint32_t sm_count;
-    uint64_t hbm_capacity_bytes;
+    uint64_t hbm_capacity_bytes; /**< what the GPU reports (hbm_reported_MiB), else marketed */
+    uint64_t hbm_marketed_bytes; /**< the size it is sold as (hbm_capacity_GB · 10^9 B) */
     double hbm_bandwidth_GBps;
     double hbm_achievable_GBps;
     uint32_t gpus_per_node;
@@ -46,6 +47,13 @@ struct spsim_hardware_info {
     double nic_line_rate_Gbit_s;
     double nic_achievable_GBps;
     bool calibrated; /**< the profile carries a `calibration` object */
+    bool fitted;     /**< ... of kind "fitted": spsim calibrate --runs fitted its efficiency
+                      *   parameters to measured runs (doc/calibration.md) */
+    /** gpu.board_power_W: the vendor's maximum board power per GPU (W); 0 = not given */
+    double board_power_W;
+    /** where the profile marks board_power_W unsourced ({"value": null}), its reason (owned by
+     * the hardware object); NULL otherwise */
+    const char *board_power_unsourced;
 };
 
 struct spsim_hardware;

@@ -36,6 +36,20 @@ enum spsim_cp_comm {
 SPSIM_API const char *spsim_cp_comm_name(enum spsim_cp_comm c);
 /** The type named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out);
+/** Which Transformer Engine attention backend runs core attention (Megatron's
+ * --attention-backend; TE dot_product_attention/utils.py get_attention_backend). */
+enum spsim_attention_backend {
+    SPSIM_ATTN_AUTO = 0,  /**< TE's choice: FusedAttention (cuDNN) on Hopper and later when the
+                           * profile measures it (gpu.attention_table), else FlashAttention */
+    SPSIM_ATTN_FLASH = 1, /**< FlashAttention (flash-attn; gpu.flash_attention_tflops) */
+    SPSIM_ATTN_FUSED = 2, /**< FusedAttention (cuDNN; gpu.attention_table) */
+    SPSIM_ATTN_BACKEND_COUNT
+};
+
+/** @return "auto", "flash", "fused"; "?" for an unknown value. */
+SPSIM_API const char *spsim_attention_backend_name(enum spsim_attention_backend b);
+/** The backend named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_attention_backend_parse(const char *name, enum spsim_attention_backend *out);
 /** How an MoE layer moves tokens to the experts' ranks (Megatron-Core
  * --moe-token-dispatcher-type; moe/token_dispatcher.py). */
 enum spsim_moe_dispatcher {
@@ -126,6 +140,21 @@ SPSIM_API int spsim_cuda_graph_scope_parse(const char *text, uint32_t *mask);
  * whole layer). @return buf */
 SPSIM_API const char *spsim_cuda_graph_scope_format(uint32_t mask, char *buf, size_t cap);
 
+/** A dtype of the precision-aware optimizer's tensors (Megatron --main-grads-dtype,
+ * --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; TE FusedAdam). 0 is fp32, Megatron's
+ * default for each. */
+enum spsim_opt_dtype {
+    SPSIM_OPT_FP32 = 0,
+    SPSIM_OPT_FP16 = 1,
+    SPSIM_OPT_BF16 = 2,
+    SPSIM_OPT_FP8 = 3, /**< E4M3 with one fp32 scale per tensor (TE's torch.uint8 state) */
+    SPSIM_OPT_DTYPE_COUNT
+};
+/** @return "fp32", "fp16", "bf16", "fp8"; "?" for an unknown value. */
+SPSIM_API const char *spsim_opt_dtype_name(enum spsim_opt_dtype d);
+/** The dtype named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_opt_dtype_parse(const char *name, enum spsim_opt_dtype *out);
+
 /** Which layers full recomputation checkpoints (Megatron --recompute-method). */
 enum spsim_recompute_method {
     SPSIM_RECOMPUTE_METHOD_DEFAULT = 0, /**< spsim's `full`: uniform groups of one layer */
@@ -191,6 +220,8 @@ struct spsim_parallel {
     uint64_t gbs;   /**< global batch size B, sequences; default 1 */
     uint32_t seq;   /**< sequence length s; 0 = the model's seq_len (default) */
     int flash_attn; /**< -1 = the model's `attention` (default), 0 = standard, 1 = flash */
+    /** flash attention's kernels: TE's choice (auto, default), flash or fused */
+    enum spsim_attention_backend attention_backend;
     bool distributed_optimizer; /**< shard optimizer state over dp (Megatron); default false */
     bool overlap_grad_reduce;   /**< overlap DP gradient reduction with backward; default false */
     enum spsim_dtype dtype;     /**< GEMM data type: bf16 (default), fp16 or fp8 */
@@ -240,6 +271,10 @@ struct spsim_parallel {
      * async isend/irecv beside the next chunk (p2p_communication.py); without interleaving
      * Megatron forces blocking sends whatever this says (arguments.py). */
     bool no_overlap_p2p;
+    /** Interleaved schedule: micro-batches each virtual stage runs in a row, forward and
+     * backward (--microbatch-group-size-per-virtual-pipeline-stage, model_parallel_config.py);
+     * 0 = pp (default, Megatron's depth-first schedule). pp ≤ N ≤ micro-batches. */
+    uint32_t microbatch_group;
     /** --ddp-bucket-size in parameters (elements) for the overlapped gradient reduction;
      * 0 = Megatron's default max(40,000,000, 1,000,000·dp) (distributed_data_parallel.py). */
     uint64_t ddp_bucket_size;
@@ -274,6 +309,20 @@ struct spsim_parallel {
     bool first_last_layers_bf16;
     uint32_t bf16_layers_start; /**< --num-layers-at-start-in-bf16; default 1 (Megatron's) */
     uint32_t bf16_layers_end;   /**< --num-layers-at-end-in-bf16; default 1 (Megatron's) */
+    /** Megatron's --use-precision-aware-optimizer: Transformer Engine's FusedAdam keeps the
+     * optimizer's tensors in the dtypes below (needs the distributed optimizer, zero >= 1);
+     * default false (every optimizer tensor fp32) */
+    bool precision_aware_optimizer;
+    /** --main-grads-dtype: fp32 (default) or bf16; bf16 makes the gradient buffer bf16
+     * (grad_reduce_in_fp32 0) and needs precision_aware_optimizer */
+    enum spsim_opt_dtype main_grads_dtype;
+    /** --main-params-dtype: fp32 (default) or fp16 (the master weights); not fp32 needs
+     * precision_aware_optimizer */
+    enum spsim_opt_dtype main_params_dtype;
+    /** --exp-avg-dtype, --exp-avg-sq-dtype: Adam's moments, fp32 (default), fp16, bf16 or fp8;
+     * not fp32 needs precision_aware_optimizer */
+    enum spsim_opt_dtype exp_avg_dtype;
+    enum spsim_opt_dtype exp_avg_sq_dtype;
 };
 
 /** Set every field to its documented default. */

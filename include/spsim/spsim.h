@@ -23,6 +23,7 @@
 #include "spsim/megatron.h"
 #include "spsim/model.h"
 #include "spsim/parallel.h"
+#include "spsim/plan.h"
 #include "spsim/result.h"
 #include "spsim/schedule.h"
 #include "spsim/sweep.h"

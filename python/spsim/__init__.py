@@ -15,6 +15,8 @@ a module set as "core_attn+mlp") or a list of those. Errors raise spsim.Error su
 exit code, carrying spsim's one-line message and the field it names.
 """
 import json
+import numbers
+import os
 import re
 import warnings
 
@@ -30,6 +32,11 @@ version = _spsim.version
 # query() without arguments equals `spsim query --format json`.
 QUERY_DEFAULTS = {"model": "gpt3-175b", "hw": "dgx-a100-80g", "tp": 8, "pp": 8, "vpp": 3,
                   "sp": True, "recompute": "selective", "mbs": 1, "gbs": 64}
+# `spsim sweep`'s (src/cli/sweep.c build_sweep): the same, with pp and vpp derived per
+# configuration ("auto": pp 8 or the largest below that divides the layers, vpp 3 where pp*3
+# divides them), so that a Llama-class model is not swept at GPT-3's vpp 3 alone.
+SWEEP_DEFAULTS = dict(QUERY_DEFAULTS, pp="auto", vpp="auto")
+_BY = ("iteration_s", "total_bytes", "mfu", "tokens_per_s")  # spsim_sweep_by_name
 
 
 class Error(Exception):
@@ -81,18 +88,58 @@ def _call(fn, *args):
         raise _BY_EXIT.get(code, Error)(message, m.group(1) if m else None, status) from None
 
 
-def _text(value):
+def _scalar(key, value):
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, str):
+        if "\0" in value:  # the library's text ends at a NUL: "llama3-8b\0x" is not llama3-8b
+            raise UsageError(f"field '{key}': the value holds a NUL character "
+                             f"({_spsim.quote(value)})", key)
+        return value
+    raise TypeError(f"spsim: keyword '{key}' takes an int, a bool, a string or a list of those, "
+                    f"not {type(value).__name__}")
+
+
+def _text(value, key="value"):
+    """A keyword's value in the sweep's syntax: an int, a bool (on/off), a string, or a list,
+    tuple or range of those (joined by ','); any other type is a TypeError, not its str()."""
     if isinstance(value, (list, tuple, range)):
-        return ",".join(_text(v) for v in value)
-    return str(value)
+        return ",".join(_scalar(key, v) for v in value)
+    return _scalar(key, value)
 
 
 def _axes(given, defaults):
     axes = {k.replace("-", "_"): v for k, v in defaults.items()}
     axes.update({k.replace("-", "_"): v for k, v in given.items() if v is not None})
-    return {k: _text(v) for k, v in axes.items()}
+    return {k: _text(v, k) for k, v in axes.items()}
+
+
+def _count(name, value, lowest, highest):
+    """An option that is an integer in [lowest, highest] (as the command's --threads, --top)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"spsim: {name} takes an int, not {type(value).__name__}")
+    if not lowest <= value <= highest:
+        raise UsageError(f"{name}: {value} is not an integer in [{lowest}, {highest}]", name)
+    return int(value)
+
+
+def _options(feasible_only, top, by, threads, max_total_bytes, on_invalid, columns=None):
+    """sweep's and optimize's run options, checked: threads=-1 would be 2^32 - 1 threads."""
+    if not isinstance(feasible_only, bool):
+        raise TypeError(f"spsim: feasible_only takes a bool, not {type(feasible_only).__name__}")
+    if by not in _BY:
+        raise UsageError(f"by: {_spsim.quote(str(by))} is not one of {', '.join(_BY)}", "by")
+    if on_invalid is not None and not callable(on_invalid):
+        raise TypeError("spsim: on_invalid takes a function of one line, or None")
+    return {"feasible_only": feasible_only, "top": _count("top", top, 0, 1 << 32),
+            "by": by, "threads": _count("threads", threads, 0, 256),
+            "max_total_bytes": _count("max_total_bytes", max_total_bytes, 0, (1 << 64) - 1),
+            "on_invalid": on_invalid,
+            "columns": None if columns is None else _text(columns, "columns")}
 
 
 _UNEVEN = ("first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
@@ -125,7 +172,7 @@ def _derive_pipeline(config):
     probe = dict(config, pp=1, vpp=1, dp=1, gbs=config.get("mbs", QUERY_DEFAULTS["mbs"]))
     for key in _UNEVEN + ("gpus",):
         probe.pop(key, None)
-    sw = _call(_spsim.sweep_create, _axes(probe, QUERY_DEFAULTS), None, 0, 0)
+    sw = _call(_spsim.sweep_create, _axes(probe, QUERY_DEFAULTS), None, 0, 0, 0)
     layers = json.loads(_call(_spsim.query, sw, 0))["memory"]["layers_per_stage"]
     uneven = any(config.get(k) for k in _UNEVEN)
     if config.get("vpp") is None and (config.get("pipeline_layout") or layers % (pp * vpp)):
@@ -140,7 +187,7 @@ def query(**config):
     keywords take the command's defaults (QUERY_DEFAULTS; seq: the model's). The result's
     warnings are also issued with warnings.warn."""
     config = _derive_pipeline(config)
-    sw = _call(_spsim.sweep_create, _axes(config, QUERY_DEFAULTS), None, 0, 0)
+    sw = _call(_spsim.sweep_create, _axes(config, QUERY_DEFAULTS), None, 0, 0, 0)
     if _spsim.sweep_size(sw) != 1:
         raise UsageError("query takes one value per option; spsim.sweep takes lists")
     doc = json.loads(_call(_spsim.query, sw, 0))
@@ -178,11 +225,11 @@ def sweep(spec=None, *, feasible_only=False, top=0, by="tokens_per_s", threads=0
     `spsim sweep`'s defaults. on_invalid(line) receives each invalid configuration with the rule
     it breaks. columns (a list, or "a,b,...") keeps only those keys, in that order, as
     `spsim sweep --columns`. Rows are produced lazily, 65,536 points at a time."""
-    defaults = QUERY_DEFAULTS if spec is None else _unset(spec, axes)
-    sw = _call(_spsim.sweep_create, _axes(axes, defaults), spec and str(spec), 0, 0)
-    opts = {"feasible_only": feasible_only, "top": top, "by": by, "threads": threads,
-            "max_total_bytes": max_total_bytes, "on_invalid": on_invalid,
-            "columns": None if columns is None else _text(columns)}
+    opts = _options(feasible_only, top, by, threads, max_total_bytes, on_invalid, columns)
+    if spec is not None:
+        spec = os.fspath(spec)
+    defaults = SWEEP_DEFAULTS if spec is None else _unset(spec, axes)
+    sw = _call(_spsim.sweep_create, _axes(axes, defaults), spec, 0, 0, 0)
     return _rows(sw, opts)
 
 
@@ -194,7 +241,7 @@ def _unset(spec, axes):
             in_file = {k.replace("-", "_") for k in json.load(f)}
     except (OSError, ValueError, TypeError):
         in_file = set()
-    return {k: v for k, v in QUERY_DEFAULTS.items() if k not in in_file and k not in axes}
+    return {k: v for k, v in SWEEP_DEFAULTS.items() if k not in in_file and k not in axes}
 
 
 def sweep_frame(spec=None, **kwargs):
@@ -209,7 +256,14 @@ def optimize(*, model, hw, gpus, gbs=None, top=5, by="tokens_per_s", max_memory_
     as the rows of `spsim optimize --format jsonl`: the same search (spsim_optimize_run over
     spsim_sweep_spec_optimize_space's space; keywords restrict it as optimize's options do).
     `threads` is accepted for compatibility: the search runs on one thread."""
-    del threads
+    gpus = _count("gpus", gpus, 1, 1 << 24)
+    if max_memory_gib is not None and (isinstance(max_memory_gib, bool) or
+                                       not isinstance(max_memory_gib, numbers.Real)):
+        raise TypeError(f"spsim: max_memory_gib takes a number, not {type(max_memory_gib).__name__}")
+    if max_memory_gib is not None and not 0 < max_memory_gib < float(1 << 34):
+        raise UsageError(f"max_memory_gib: {max_memory_gib} is not a size in GiB above 0",
+                         "max_memory_gib")
+    _options(True, _count("top", top, 1, 1000), by, threads, 0, None)  # checks top, by, threads
     axes = dict(constraints, model=model, hw=hw, gpus=gpus, gbs=gbs)
     limit = int(max_memory_gib * 1073741824.0) if max_memory_gib else 0
     text, smallest = _call(_spsim.optimize, _axes(axes, {}), int(gpus), int(top), by, limit,

@@ -49,14 +49,27 @@ spec_from_axes(struct spsim_sweep_spec *spec, PyObject *axes)
     Py_ssize_t pos = 0;
     struct spsim_error err = {0};
     while (PyDict_Next(axes, &pos, &key, &value)) {
-        const char *name = PyUnicode_AsUTF8(key), *text = PyUnicode_AsUTF8(value);
-        if (!name || !text)
+        Py_ssize_t nlen = 0, tlen = 0;
+        /* One call at a time: a second C API call with the first one's exception still set
+         * (a key with a lone surrogate) raised SystemError (found by fuzz_python). */
+        const char *name = PyUnicode_AsUTF8AndSize(key, &nlen);
+        if (!name)
             return -1;
-        char where[160];
-        snprintf(where, sizeof(where), "field '%s'", name);
-        int axis = spsim_sweep_axis_from_name(name);
-        if (axis < 0) {
-            snprintf(err.message, sizeof(err.message), "%s: not an option of spsim", where);
+        const char *text = PyUnicode_AsUTF8AndSize(value, &tlen);
+        if (!text)
+            return -1;
+        char where[160], shown[SPSIM_ERROR_MESSAGE_MAX / 2];
+        snprintf(where, sizeof(where), "field %s",
+                 spsim_quote(name, (size_t)nlen, shown, sizeof(shown)));
+        int axis = strlen(name) == (size_t)nlen ? spsim_sweep_axis_from_name(name) : -1;
+        /* A NUL would end the text early: "llama3-8b\0x" must not run llama3-8b. */
+        if (axis < 0 || strlen(text) != (size_t)tlen) {
+            snprintf(err.message, sizeof(err.message), "%s: %s", where,
+                     axis < 0 ? "not an option of spsim" : "the value holds a NUL character");
+            if (axis >= 0)
+                snprintf(err.message + strlen(err.message),
+                         sizeof(err.message) - strlen(err.message), " (%s)",
+                         spsim_quote(text, (size_t)tlen, shown, sizeof(shown)));
             err.code = SPSIM_EINVAL;
             raise_error(&err, 2);
             return -1;
@@ -69,15 +82,16 @@ spec_from_axes(struct spsim_sweep_spec *spec, PyObject *axes)
     return 0;
 }
 
-/* sweep_create(axes, spec_path or None, optimize_gpus, optimize_layers) -> capsule */
+/* sweep_create(axes, spec_path or None, optimize_gpus, optimize_layers, optimize_experts) ->
+ * capsule; gpus 0: no optimize search space (else the one `spsim optimize` searches). */
 static PyObject *
 py_sweep_create(PyObject *self, PyObject *args)
 {
     PyObject *axes;
     const char *path = NULL;
-    unsigned int gpus = 0, layers = 0;
+    unsigned int gpus = 0, layers = 0, experts = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!zII", &PyDict_Type, &axes, &path, &gpus, &layers))
+    if (!PyArg_ParseTuple(args, "O!zIII", &PyDict_Type, &axes, &path, &gpus, &layers, &experts))
         return NULL;
     struct spsim_sweep_spec *spec = NULL;
     struct spsim_sweep *sw = NULL;
@@ -93,8 +107,8 @@ py_sweep_create(PyObject *self, PyObject *args)
         spsim_sweep_spec_destroy(spec);
         return NULL;
     }
-    if (gpus)
-        rc = spsim_sweep_spec_optimize_defaults(spec, gpus, layers, &err);
+    if (gpus && (rc = spsim_sweep_spec_optimize_defaults(spec, gpus, layers, &err)) == SPSIM_OK)
+        rc = spsim_sweep_spec_optimize_moe(spec, gpus, experts, &err);
     if (rc == SPSIM_OK)
         rc = spsim_sweep_create(spec, &sw, &err);
     spsim_sweep_spec_destroy(spec);
@@ -344,9 +358,10 @@ done:
     return out;
 }
 
-/* model_layers(NAME or path) -> the model's layer count (optimize's vpp and pp ranges). */
+/* model_shape(NAME or path) -> (layers, experts): what optimize's search space depends on (its
+ * pp and vpp ranges, its ep and etp axes). */
 static PyObject *
-py_model_layers(PyObject *self, PyObject *args)
+py_model_shape(PyObject *self, PyObject *args)
 {
     const char *name;
     (void)self;
@@ -358,9 +373,66 @@ py_model_layers(PyObject *self, PyObject *args)
     if (spsim_profile_resolve(SPSIM_PROFILE_MODEL, name, path, sizeof(path), &err) ||
         spsim_model_load(path, &m, &err))
         return raise_error(&err, 0);
-    unsigned long layers = spsim_model_get_shape(m)->layers;
+    const struct spsim_model_shape *shape = spsim_model_get_shape(m);
+    PyObject *out = Py_BuildValue("(II)", shape->layers, shape->experts);
     spsim_model_destroy(m);
-    return PyLong_FromUnsignedLong(layers);
+    return out;
+}
+
+/* open_input(path) -> a descriptor: spsim_file_open_input, the rule of every input spsim reads
+ * (a FIFO, a device or a directory is refused at once instead of blocking). */
+static PyObject *
+py_open_input(PyObject *self, PyObject *args)
+{
+    PyObject *path = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O&", PyUnicode_FSConverter, &path))
+        return NULL;
+    int fd = -1;
+    struct spsim_error err = {0};
+    int rc = spsim_file_open_input(PyBytes_AS_STRING(path), &fd, &err);
+    Py_DECREF(path);
+    return rc == SPSIM_OK ? PyLong_FromLong(fd) : raise_error(&err, 0);
+}
+
+/* quote(text) / escape(text): spsim_quote / spsim_escape of the text's UTF-8 (an undecodable
+ * byte a str carries as a surrogate escape is that byte again). */
+static PyObject *
+shown(PyObject *args, bool quote)
+{
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text))
+        return NULL;
+    PyObject *bytes = PyUnicode_AsEncodedString(text, "utf-8", "surrogateescape");
+    if (!bytes)
+        return NULL;
+    size_t len = (size_t)PyBytes_GET_SIZE(bytes), cap = 4 * len + 8;
+    char *buf = malloc(cap);
+    PyObject *out = NULL;
+    if (buf) {
+        const char *s = PyBytes_AS_STRING(bytes);
+        out = PyUnicode_FromString(quote ? spsim_quote(s, len, buf, cap)
+                                         : spsim_escape(s, len, buf, cap));
+        free(buf);
+    } else {
+        PyErr_NoMemory();
+    }
+    Py_DECREF(bytes);
+    return out;
+}
+
+static PyObject *
+py_quote(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return shown(args, true);
+}
+
+static PyObject *
+py_escape(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return shown(args, false);
 }
 
 static PyMethodDef methods[] = {
@@ -368,8 +440,11 @@ static PyMethodDef methods[] = {
     {"sweep_size", py_sweep_size, METH_O, "The number of points of a sweep."},
     {"sweep_run", py_sweep_run, METH_VARARGS, "Run a range of a sweep: rows as JSON Lines."},
     {"query", py_query, METH_VARARGS, "The JSON document of one point of a sweep."},
-    {"model_layers", py_model_layers, METH_VARARGS, "A model profile's layer count."},
     {"optimize", py_optimize, METH_VARARGS, "The best configurations: rows as JSON Lines."},
+    {"model_shape", py_model_shape, METH_VARARGS, "A model profile's layers and experts."},
+    {"open_input", py_open_input, METH_VARARGS, "A descriptor of an input file (regular only)."},
+    {"quote", py_quote, METH_VARARGS, "Text quoted and escaped for a one-line message."},
+    {"escape", py_escape, METH_VARARGS, "Text escaped for a one-line message."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,

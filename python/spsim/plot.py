@@ -3,6 +3,7 @@
     python3 -m spsim.plot memory --model paper-175b --tp 1,2,4,8 -o fig1.svg
     python3 -m spsim.plot time sweep.csv --top 8 -o breakdown.png
     python3 -m spsim.plot pareto sweep.csv -o pareto.svg
+    python3 -m spsim.plot timeline trace.json -o timeline.png
 
 memory: activation memory of the six modes of Korthikanti et al. 2022 (Table 2) against tp, per
 layer and for the first pipeline stage, with the HBM capacity (the paper's Figure 1 style);
@@ -10,6 +11,8 @@ every other option is a query option (--hw, --pp, --seq, ...). time: the iterati
 configurations as stacked bars of its terms, from a sweep's CSV (`spsim sweep -o FILE`) or from
 queries (--config 'tp=8,pp=8' repeated). pareto: a sweep's MFU against memory per GPU, the
 configurations that fit and those that do not, and the Pareto front of those that fit.
+timeline: one iteration's schedule from `spsim trace -o FILE` (Chrome trace-event JSON): a row
+per pipeline rank and stream, a box per forward, backward, send and tail step.
 The format follows the output's suffix (.png, .svg, .pdf); SVG text stays text.
 
 Exit status: 0 ok, 2 bad option, 3 unreadable CSV or profile, 4 invalid configuration, 1 other
@@ -17,12 +20,15 @@ failure (matplotlib missing, output not writable).
 """
 import argparse
 import csv
+import json
+import math
 import os
 import stat
 import sys
 import tempfile
 
 import spsim
+from spsim import _spsim
 
 GIB = 1024.0 ** 3
 MODES = ["none", "tp", "tp_sp", "tp_selective", "tp_sp_selective", "full"]
@@ -73,22 +79,69 @@ def memory_figure(tps, **config):
     return fig
 
 
+# The columns the pictures draw: a NaN, an infinity or a negative value in one of them would be
+# drawn as nothing or as a bar below the axis; such a file is refused, naming the row.
+DRAWN = {"time_mfu", "memory_total_bytes", "time_iteration_s", "memory_capacity_bytes"} | \
+    {key for key, _ in TIME_TERMS}
+
+
+def _read_csv(path):
+    """The CSV's bytes ('-': standard input): a regular file as every spsim input (a FIFO or a
+    device is refused at once instead of blocking: _spsim.open_input, the library's rule)."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        fd = _spsim.open_input(path)
+    except _spsim.LibraryError as e:
+        raise spsim.InputError(e.args[1]) from None
+    with open(fd, "rb") as f:
+        return f.read()
+
+
 def read_rows(path):
     """Rows of a sweep's CSV ('-': standard input), numbers as floats; the command's errors
-    (spsim.InputError naming the file) for a file that is not one."""
+    (spsim.InputError naming the file, and the line where a row is at fault) for a file that is
+    not one: not UTF-8, a row cut short, a drawn value that is NaN, infinite or negative."""
+    name = _spsim.escape(path)
     try:
-        f = sys.stdin if path == "-" else open(path, newline="", encoding="utf-8")
+        data = _read_csv(path)
     except OSError as e:
-        raise spsim.InputError(f"{path}: {e.strerror}") from None
-    with f:
-        # A shard's first and last lines ("#spsim shard ...") are not rows.
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+        raise spsim.InputError(f"{name}: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise spsim.InputError(f"{name}: line {line}: not UTF-8 (byte offset {e.start}); spsim "
+                               "sweep writes UTF-8") from None
+    # A shard's first and last lines ("#spsim shard ...") are not rows; `numbers` maps the
+    # reader's line count back to the file's lines.
+    numbers = [n for n, line in enumerate(text.splitlines(True), 1) if not line.startswith("#")]
+    reader = csv.reader(line for line in text.splitlines(True) if not line.startswith("#"))
+    try:
+        table = [(numbers[reader.line_num - 1] if reader.line_num else 0, r) for r in reader]
+    except csv.Error as e:
+        raise spsim.InputError(f"{name}: line {numbers[reader.line_num - 1]}: {e}") from None
+    header = table[0][1] if table else []
     need = {"time_mfu", "memory_total_bytes", "memory_fits", "time_iteration_s"}
-    missing = need - set(rows[0]) if rows else need
+    missing = need - set(header)
     if missing:
-        raise spsim.InputError(f"{path}: field '{sorted(missing)[0]}': not a spsim sweep CSV "
+        raise spsim.InputError(f"{name}: field '{sorted(missing)[0]}': not a spsim sweep CSV "
                                "(spsim sweep -o FILE writes one)", sorted(missing)[0])
-    return [{k: _number(v) for k, v in r.items()} for r in rows]
+    return [_row(name, line, header, fields) for line, fields in table[1:]]
+
+
+def _row(name, line, header, fields):
+    if len(fields) != len(header):
+        raise spsim.InputError(f"{name}: line {line}: {len(fields)} fields where the header has "
+                               f"{len(header)} (a file cut short?)")
+    row = {k: _number(v) for k, v in zip(header, fields)}
+    for key in sorted(DRAWN & row.keys()):
+        v = row[key]
+        if not isinstance(v, float) or not math.isfinite(v) or v < 0:
+            raise spsim.InputError(f"{name}: line {line}: field '{key}': "
+                                   f"{_spsim.quote(fields[header.index(key)])} is not a finite "
+                                   "number >= 0", key)
+    return row
 
 
 def _number(text):
@@ -173,22 +226,35 @@ def _axes(tokens):
     axes, i = {}, 0
     while i < len(tokens):
         if not tokens[i].startswith("--") or i + 1 >= len(tokens):
-            raise spsim.UsageError(f"'{tokens[i]}': expected --OPTION VALUE")
+            raise spsim.UsageError(f"{_spsim.quote(tokens[i])}: expected --OPTION VALUE")
         axes[tokens[i][2:].replace("-", "_")] = tokens[i + 1]
         i += 2
     return axes
 
 
 def _config(text):
-    return dict(item.split("=", 1) for item in text.split(",") if item)
+    items = [item for item in text.split(",") if item]
+    bad = [item for item in items if "=" not in item]
+    if bad:
+        raise spsim.UsageError(f"--config: {_spsim.quote(bad[0])} is not KEY=VALUE")
+    return dict(item.split("=", 1) for item in items)
+
+
+def _tps(text):
+    try:
+        return [int(t) for t in text.split(",")]
+    except ValueError:
+        raise spsim.UsageError(f"--tp: {_spsim.quote(text)} is not a list of integers",
+                               "tp") from None
 
 
 def _parser():
     p = argparse.ArgumentParser(prog="spsim plot", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n\n", 2)[2])
-    p.add_argument("kind", choices=["memory", "time", "pareto"])
-    p.add_argument("csv", nargs="?", help="a sweep's CSV (time, pareto); '-' for standard input")
+    p.add_argument("kind", choices=["memory", "time", "pareto", "timeline"])
+    p.add_argument("csv", nargs="?", help="a sweep's CSV (time, pareto), a trace's JSON "
+                   "(timeline); '-' for standard input")
     p.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.pdf")
     p.add_argument("--tp", default="1,2,4,8", help="memory: the tp values (default 1,2,4,8)")
     p.add_argument("--top", type=int, default=0,
@@ -198,9 +264,79 @@ def _parser():
     return p
 
 
+TIMELINE_COLOURS = {"forward": "#4c72b0", "backward": "#dd8452", "p2p": "#55a868",
+                    "comm": "#c44e52", "tail": "#8172b3"}
+TIMELINE_LABELS = {"forward": "forward", "backward": "backward (with recomputation)",
+                   "p2p": "pipeline send", "comm": "exposed TP/CP/EP comm.",
+                   "tail": "DP reduction, optimizer"}
+
+
+def read_trace(path):
+    """The complete events of a trace-event JSON file (spsim trace), and its stream names."""
+    try:
+        if path == "-":
+            doc = json.load(sys.stdin)
+        else:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+    except OSError as e:
+        raise spsim.InputError(f"{_spsim.escape(path)}: {e.strerror}") from None
+    except ValueError as e:
+        raise spsim.InputError(f"{_spsim.escape(path)}: not JSON ({e})") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        raise spsim.InputError(f"{_spsim.escape(path)}: no 'traceEvents' list (spsim trace -o "
+                               "FILE writes one)")
+    names, boxes = {}, []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or e.get("ph") not in ("X", "M"):
+            raise spsim.InputError(f"{_spsim.escape(path)}: event {i}: not a complete ('X') or "
+                                   "metadata ('M') event")
+        if e["ph"] == "M":
+            if e.get("name") == "thread_name":
+                names[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
+            continue
+        try:
+            boxes.append((int(e["pid"]), int(e["tid"]), float(e["ts"]) * 1e-6,
+                          float(e["dur"]) * 1e-6, str(e.get("cat", ""))))
+        except (KeyError, TypeError, ValueError):
+            raise spsim.InputError(f"{_spsim.escape(path)}: event {i}: pid, tid, ts and dur "
+                                   "are needed") from None
+    if not boxes:
+        raise spsim.InputError(f"{_spsim.escape(path)}: no events")
+    return boxes, names
+
+
+def timeline_figure(boxes, names):
+    plt = _pyplot()
+    rows = sorted({(pid, tid) for pid, tid, _, _, _ in boxes})
+    at = {key: i for i, key in enumerate(rows)}
+    fig, ax = plt.subplots(figsize=(12, 1.0 + 0.35 * len(rows)))
+    seen = set()
+    for pid, tid, ts, dur, cat in boxes:
+        colour = TIMELINE_COLOURS.get(cat, "#937860")
+        label = TIMELINE_LABELS.get(cat, cat) if cat not in seen else None
+        seen.add(cat)
+        ax.broken_barh([(ts, dur)], (at[(pid, tid)] - 0.4, 0.8), facecolors=colour,
+                       edgecolor="white", linewidth=0.3, label=label)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"rank {pid}: {names.get((pid, tid), tid)}" for pid, tid in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("time in the iteration (s)")
+    ax.set_title("One iteration, pipeline rank by rank (spsim trace)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.2 / max(len(rows), 1)),
+              ncol=5, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 def _figure(args, axes):
+    if args.kind == "timeline":
+        if not args.csv:
+            raise spsim.UsageError("timeline: a trace is needed (spsim trace -o FILE)")
+        return timeline_figure(*read_trace(args.csv))
     if args.kind == "memory":
-        return memory_figure([int(t) for t in args.tp.split(",")], **axes)
+        return memory_figure(_tps(args.tp), **axes)
     if args.kind == "time" and args.config:
         rows = [_flat(spsim.query(**dict(axes, **_config(c)))) for c in args.config]
         return time_figure(rows)
@@ -208,7 +344,7 @@ def _figure(args, axes):
         raise spsim.UsageError(f"{args.kind}: a sweep's CSV is needed (spsim sweep -o FILE)")
     rows = read_rows(args.csv)
     if not rows:
-        raise spsim.InputError(f"{args.csv}: no rows")
+        raise spsim.InputError(f"{_spsim.escape(args.csv)}: no rows")
     if args.kind == "pareto":
         return pareto_figure(rows)
     if args.top:
@@ -230,7 +366,8 @@ def save(fig, path):
     """Write the figure atomically: a temporary file beside `path`, then a rename."""
     fmt = os.path.splitext(path)[1][1:].lower()
     if fmt not in ("png", "svg", "pdf"):
-        raise spsim.UsageError(f"-o {path}: the name must end in .png, .svg or .pdf")
+        raise spsim.UsageError(f"-o {_spsim.escape(path)}: the name must end in .png, .svg or "
+                               ".pdf")
     # As the command's -o: a link is followed (its target replaced, the link kept), an existing
     # file keeps its permission bits, a new one gets 0666 less the umask (not mkstemp's 0600).
     target = os.path.realpath(path)
@@ -264,10 +401,10 @@ def main(argv=None):
     try:
         save(_figure(args, _axes(rest)), args.output)
     except spsim.Error as e:
-        print(f"spsim: error: {e.message}", file=sys.stderr)
+        print(f"spsim: error: {_spsim.escape(e.message)}", file=sys.stderr)
         return e.exit_code
     except OSError as e:
-        print(f"spsim: error: {args.output}: {e.strerror}", file=sys.stderr)
+        print(f"spsim: error: {_spsim.escape(args.output)}: {e.strerror}", file=sys.stderr)
         return 1
     return 0
 

@@ -14,7 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "calibrate_internal.h"
+#include "calibrate_json.h"
+#include "engine/hardware_view.h"
 #include "spsim/collective.h"
 #include "spsim/data.h"
 
@@ -24,7 +25,10 @@ spsim_calibrate_defaults(struct spsim_calibrate_options *o)
     memset(o, 0, sizeof(*o));
 }
 
-void
+/* Add a note to the result (one line; dropped past SPSIM_CALIBRATION_MAX_NOTES). */
+static void spsim_cal_note(struct cal *c, const char *fmt, ...) SPSIM_PRINTF(2, 3);
+
+static void
 spsim_cal_note(struct cal *c, const char *fmt, ...)
 {
     struct spsim_calibration *out = c->out;
@@ -176,20 +180,43 @@ settle_layout(struct cal *c)
 
 /* ---- the fit ------------------------------------------------------------------------------- */
 
-/* A fit point of a series' size: NVLink rings count all their steps as hops; a hierarchical
- * ring fits the network hop over its inter-domain steps, its NVLink hops being known. */
+/* The α and peak busbw the model gives a series' size i with `nic_Bps` per NIC: across domains
+ * the algorithm NCCL would run at that size sets both (Ring, Tree, NVLSTree, PAT). */
+static void
+size_terms(const struct cal *c, const struct cal_series *s, size_t i, double nic_Bps, double *lat,
+           double *peak)
+{
+    struct spsim_hardware m = c->model;
+    m.nic_achievable_Bps = nic_Bps;
+    spsim_collective_terms(&m, s->op, s->g, (double)s->size[i], lat, peak);
+}
+
+/*
+ * A fit point of a series' size. NVLink rings count all their steps as hops. Across domains the
+ * algorithm NCCL runs at the size sets the point's structure (spsim_collective_terms): its
+ * network hop count k (spsim_collective_latency_parts), the known parts of its α (NVLink hops,
+ * the protocol's latency, NVLSTree's fill, at the base profile's NIC rate), and its bytes
+ * scaled by the bandwidth its NICs give at that size against the largest size's (protocol
+ * share, tree geometry and correction), so that the fitted B is the busbw of the largest
+ * size's algorithm whatever the protocol of the others.
+ */
 static struct spsim_fit_point
 fit_point(const struct cal *c, const struct cal_series *s, size_t i)
 {
     struct spsim_fit_point p = {s->op, 0, spsim_cal_wire(s, s->size[i]), 0, s->time_s[i]};
-    uint32_t steps = spsim_ring_steps(s->op, s->ranks);
     if (s->tier == CAL_NVLINK) {
-        p.steps = steps;
-    } else {
-        uint32_t inter = spsim_inter_steps(s->op, s->g);
-        p.steps = inter;
-        p.offset_s = (steps - inter) * c->model.nvlink.hop_latency_s;
+        p.steps = spsim_ring_steps(s->op, s->ranks);
+        return p;
     }
+    double lat, peak, unit, unit_last, k, fixed;
+    size_terms(c, s, i, c->model.nic_achievable_Bps, &lat, &peak);
+    struct spsim_nccl_choice ch = spsim_collective_algo(&c->model, s->op, s->g, (double)s->size[i]);
+    spsim_collective_latency_parts(&c->model, s->op, s->g, ch.algo, &k, &fixed);
+    p.steps = k;
+    p.offset_s = lat - c->model.network.base_latency_s - k * c->model.network.hop_latency_s;
+    size_terms(c, s, i, 1.0, &lat, &unit);
+    size_terms(c, s, s->n - 1, 1.0, &lat, &unit_last);
+    p.wire_bytes *= unit_last / unit;
     return p;
 }
 
@@ -264,17 +291,6 @@ series_need_Bps(const struct cal *c, struct cal_series *s)
             need = spsim_max_d(need, spsim_cal_wire(s, s->size[i]) / bw_time);
     }
     return need;
-}
-
-/* The α and peak busbw the model gives a series' size i with `nic_Bps` per NIC: across domains
- * the algorithm NCCL would run at that size sets both (Ring, Tree, PAT). */
-static void
-size_terms(const struct cal *c, const struct cal_series *s, size_t i, double nic_Bps, double *lat,
-           double *peak)
-{
-    struct spsim_hardware m = c->model;
-    m.nic_achievable_Bps = nic_Bps;
-    spsim_collective_terms(&m, s->op, s->g, (double)s->size[i], lat, peak);
 }
 
 /* The per-NIC rate a network series needs: at every size where bandwidth takes at least half
@@ -382,7 +398,11 @@ cap_network_latency(struct cal *c, struct spsim_tier_params *tp)
             struct spsim_nccl_choice ch =
                 spsim_collective_algo(&c->model, s->op, s->g, (double)s->size[j]);
             spsim_collective_latency_parts(&c->model, s->op, s->g, ch.algo, &k, &fixed);
-            double bound = s->time_s[j] - spsim_cal_wire(s, s->size[j]) / peak;
+            /* What the size's α holds beyond base + k·hop: the NVLink hops, the protocol's
+             * latency and NVLSTree's fill (spsim_collective_terms), none of them fitted. */
+            fixed = lat - tp->base_latency_s - k * tp->hop_latency_s;
+            double bound =
+                s->time_s[j] - spsim_cal_wire(s, s->size[j]) / (SPSIM_NETWORK_EFF_MAX * peak);
             if (!(base + k * hop + fixed > bound))
                 continue;
             if (!lowered)
@@ -761,7 +781,8 @@ match_profile(void *cookie, const char *name, const char *path)
     struct spsim_hardware *hw = NULL;
     if (spsim_hardware_load(path, &hw, NULL) != SPSIM_OK)
         return 0;
-    b->found = strcmp(hw->gpu_model, b->gpu) == 0 && strlen(name) < b->cap;
+    /* A sourced profile, not one fitted to runs: a calibration starts from the sources. */
+    b->found = !hw->fitted && strcmp(hw->gpu_model, b->gpu) == 0 && strlen(name) < b->cap;
     if (b->found)
         snprintf(b->out, b->cap, "%s", name);
     spsim_hardware_destroy(hw);
@@ -786,6 +807,6 @@ spsim_calibrate_base_for_gpu(const char *gpu_name, char *out, size_t cap, struct
     if (rc != SPSIM_OK || b.found)
         return rc;
     return spsim_fail(err, SPSIM_EFIELD,
-                      "no shipped hardware profile is for GPU '%s'; give the base profile (--base)",
-                      gpu_name);
+                      "no shipped hardware profile is for GPU %s; give the base profile (--base)",
+                      SPSIM_Q(gpu_name));
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate_internal.h"
+#include "calibrate_json.h"
 #include "nccl_log.h"
 
 /* Every cJSON constructor may fail; failures are counted here and turned into SPSIM_ENOMEM. */

@@ -321,9 +321,9 @@ settle_op(const struct pass2 *p, const struct spsim_nccl_log_options *o,
     if (f->op_line) {
         if (f->op == SPSIM_COLL_COUNT)
             return spsim_fail(p->err, SPSIM_EFIELD,
-                              "%s: line %u: '%s' is not a collective spsim models (all_reduce, "
+                              "%s: line %u: %s is not a collective spsim models (all_reduce, "
                               "all_gather, reduce_scatter, sendrecv, alltoall)",
-                              p->origin, f->op_line, f->op_text);
+                              p->origin, f->op_line, SPSIM_Q(f->op_text));
         if (o->op != SPSIM_COLL_COUNT && o->op != f->op)
             return spsim_fail(p->err, SPSIM_EFIELD,
                               "%s: line %u: the log measured %s, not %s (--op)", p->origin,

@@ -11,6 +11,8 @@
 static const char calibrate_help[] =
     "Usage: spsim calibrate --from-nccl-tests LOG... [--op OP] [--gpus N] [--nodes K]\n"
     "                       [--base NAME|FILE] [--name NAME] -o OUT.json\n"
+    "       spsim calibrate --runs RUNS.csv... [--no-cross-validate] [--base NAME|FILE]\n"
+    "                       [--name NAME] -o OUT.json\n"
     "       spsim calibrate [--gpus N] [--model NAME|FILE] [--min-bytes SIZE] [--max-bytes SIZE]\n"
     "                       [--iters N] [--fp8] [--base NAME|FILE] [--name NAME] -o OUT.json\n"
     "\n"
@@ -33,6 +35,29 @@ static const char calibrate_help[] =
     "                 (--op, --gpus and --nodes apply to every LOG; a log that says otherwise is\n"
     "                 refused)\n"
     "\n"
+    "From measured training runs (--runs):\n"
+    "  --runs         the RUNS arguments are CSV files of measured runs, one a row: spsim's own\n"
+    "                 sweep columns (model, hw, tp, pp, dp, vpp, sp, recompute, mbs, gbs, seq,\n"
+    "                 ...: any configuration column 'spsim sweep' writes; its result columns are\n"
+    "                 read past), measured_iteration_s (seconds per iteration, required), and\n"
+    "                 optionally group (the cross-validation group; default the model's family\n"
+    "                 x the hardware), id (the run's label) and args (further 'spsim query'\n"
+    "                 options for what no column states, e.g. --tp-comm-overlap). A RUNS file\n"
+    "                 may instead be a Megatron-LM training log: one run, its arguments block\n"
+    "                 the configuration, the median of its iteration lines after the warm-up\n"
+    "                 the time, on --base's hardware. Every row must\n"
+    "                 name the same hardware and be one 'spsim query' accepts; a column whose\n"
+    "                 value spsim cannot state is refused, one line naming the file, line and\n"
+    "                 reason. Fits the profile's efficiency parameters (sustained GEMM rate per\n"
+    "                 dtype, attention rate, memory-bound bandwidth, per-op host time, network\n"
+    "                 hop latency), each bounded, with a weak sourced prior, by GSL's nonlinear\n"
+    "                 least squares on log(predicted/measured); parameters the runs do not move\n"
+    "                 stay at their prior. Prints every run (measured, sourced, fitted and\n"
+    "                 leave-one-group-out cross-validated times) and every parameter (value +-\n"
+    "                 1 sigma); the profile records them, labelled fitted.\n"
+    "  --no-cross-validate  skip the leave-one-group-out refits (the cross-validated column\n"
+    "                 then repeats the fitted one)\n"
+    "\n"
     "On the local GPUs (a build with the cuda feature):\n"
     "  --gpus N       GPUs in the communicator (default: all visible)\n"
     "  --model M      also time the GEMMs of model M's layer for tp 1, 2, 4, 8 (a NAME or FILE)\n"
@@ -51,14 +76,15 @@ static const char calibrate_help[] =
     "                 existing OUT as it was\n"
     "\n"
     "Exit status: 0 ok; 1 the profile cannot be written or the fit failed; 2 bad command line,\n"
-    "or no --base where one is required; 3 a log is malformed or lacks what --op/--gpus/--nodes\n"
-    "would give, or the base profile is invalid; 5 no GPU support or no GPU; 6 a CUDA, cuBLAS or\n"
-    "NCCL call failed. Details: doc/calibration.md.\n";
+    "or no --base where one is required; 3 a log or runs file is malformed, a log lacks what\n"
+    "--op/--gpus/--nodes would give, a run cannot be stated, or the base profile is invalid; 5\n"
+    "no GPU support or no GPU; 6 a CUDA, cuBLAS or NCCL call failed. Details:\n"
+    "doc/calibration.md.\n";
 
 #define MAX_LOGS 64
 
 struct calibrate_args {
-    bool from_logs;
+    bool from_logs, from_runs, no_cv;
     const char *logs[MAX_LOGS];
     size_t nlogs;
     struct spsim_nccl_log_options log;
@@ -78,15 +104,17 @@ enum {
     CAL_MIN,
     CAL_MAX,
     CAL_ITERS,
-    CAL_FP8
+    CAL_FP8,
+    CAL_RUNS,
+    CAL_NO_CV
 };
 
 static int
 parse_bytes(const char *option, const char *text, uint64_t *out)
 {
     if (cli_parse_size(text, out) != 0)
-        return cli_usage_error("calibrate", "%s: '%s' is not a size (e.g. 8, 64K, 1M, 2G)", option,
-                               text);
+        return cli_usage_error("calibrate", "%s: %s is not a size (e.g. 8, 64K, 1M, 2G)", option,
+                               CLI_Q(text));
     return EXIT_OK;
 }
 
@@ -97,6 +125,12 @@ apply_option(struct calibrate_args *a, int opt, const char *arg)
     switch (opt) {
     case CAL_FROM:
         a->from_logs = true;
+        return EXIT_OK;
+    case CAL_RUNS:
+        a->from_runs = true;
+        return EXIT_OK;
+    case CAL_NO_CV:
+        a->no_cv = true;
         return EXIT_OK;
     case CAL_OP:
         a->log_option = true;
@@ -145,11 +179,21 @@ check_args(struct calibrate_args *a)
         return cli_usage_error("calibrate", "-o OUT.json is required");
     if (cli_output_check(a->output) != EXIT_OK)
         return EXIT_USAGE;
+    if (a->from_logs && a->from_runs)
+        return cli_usage_error("calibrate", "--from-nccl-tests and --runs are two calibrations: "
+                                            "give one");
+    if (a->from_runs && a->nlogs == 0)
+        return cli_usage_error("calibrate", "--runs needs at least one RUNS file");
+    if (a->from_runs && (a->gpu_option || a->log_option || a->log.gpus))
+        return cli_usage_error("calibrate", "--runs takes --base, --name, --no-cross-validate "
+                                            "and -o only");
+    if (a->no_cv && !a->from_runs)
+        return cli_usage_error("calibrate", "--no-cross-validate is for --runs");
     if (a->from_logs && a->nlogs == 0)
         return cli_usage_error("calibrate", "--from-nccl-tests needs at least one LOG");
-    if (!a->from_logs && a->nlogs > 0)
-        return cli_usage_error(
-            "calibrate", "unexpected argument '%s' (logs need --from-nccl-tests)", a->logs[0]);
+    if (!a->from_logs && !a->from_runs && a->nlogs > 0)
+        return cli_usage_error("calibrate", "unexpected argument %s (logs need --from-nccl-tests)",
+                               CLI_Q(a->logs[0]));
     if (a->from_logs && a->gpu_option)
         return cli_usage_error("calibrate", "--model, --min-bytes, --max-bytes, --iters and --fp8 "
                                             "are for measuring on the local GPUs, not "
@@ -165,6 +209,8 @@ static int
 parse_args(int argc, char **argv, struct calibrate_args *a, bool *help)
 {
     static const struct option longopts[] = {{"from-nccl-tests", no_argument, NULL, CAL_FROM},
+                                             {"runs", no_argument, NULL, CAL_RUNS},
+                                             {"no-cross-validate", no_argument, NULL, CAL_NO_CV},
                                              {"op", required_argument, NULL, CAL_OP},
                                              {"gpus", required_argument, NULL, CAL_GPUS},
                                              {"nodes", required_argument, NULL, CAL_NODES},
@@ -283,9 +329,9 @@ resolve_base(const struct calibrate_args *a, const struct inputs *in, char *path
             const char *other = spsim_bw_table_info(in->tables[i], "gpu");
             if (!other || strcmp(other, gpu) != 0)
                 return cli_usage_error("calibrate",
-                                       "the inputs name different GPUs ('%s', '%s'); "
+                                       "the inputs name different GPUs (%s, %s); "
                                        "give the base profile with --base",
-                                       gpu, other ? other : "none");
+                                       CLI_Q(gpu), CLI_Q(other ? other : "none"));
         }
         if (!gpu)
             return cli_usage_error("calibrate",
@@ -442,11 +488,8 @@ command_line(int argc, char **argv, char *buf, size_t cap)
 static void
 default_name(const char *output, char *name, size_t cap)
 {
-    const char *base = strrchr(output, '/');
-    base = base ? base + 1 : output;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".json") == 0)
-        n -= 5;
+    size_t n;
+    const char *base = cli_profile_stem(output, &n);
     snprintf(name, cap, "%.*s", (int)(n ? n : 10), n ? base : "calibrated");
 }
 
@@ -497,6 +540,13 @@ cmd_calibrate(int argc, char **argv)
     }
     if (rc != EXIT_OK)
         return rc;
+    if (a.from_runs) {
+        char name[256], cmd[2048];
+        default_name(a.output, name, sizeof(name));
+        command_line(argc, argv, cmd, sizeof(cmd));
+        return cli_calibrate_runs(a.logs, a.nlogs, a.base, a.name ? a.name : name, a.output,
+                                  !a.no_cv, cmd);
+    }
     struct inputs in = {0};
     char base[4096];
     if (a.from_logs)

@@ -25,8 +25,16 @@ enum cli_exit {
 #define CLI_PRINTF(f, a)
 #endif
 
-/** Print "spsim: error: MSG" to stderr; return `code`. */
+/* Text from the command line or an input quoted for a message (spsim_quote into a buffer of the
+ * enclosing expression's lifetime): cli_error(EXIT_USAGE, "--hw: %s ...", CLI_Q(arg)). */
+#define CLI_QUOTE_MAX 160
+#define CLI_Q(s)      spsim_quote((s), SIZE_MAX, (char[CLI_QUOTE_MAX]){0}, CLI_QUOTE_MAX)
+
+/** Print "spsim: error: MSG" to stderr (escaped into one line: spsim_escape); return `code`. */
 int cli_error(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
+/** Put `context` ("FILE: line N") before every error and warning until it is set to NULL; the
+ * "Try --help" line of usage errors is left out meanwhile. `context` must stay valid. */
+void cli_error_context(const char *context);
 /** Print "spsim: warning: MSG" to stderr. */
 void cli_warning(const char *fmt, ...) CLI_PRINTF(1, 2);
 /** Print a usage error and the hint to see --help; return EXIT_USAGE. */
@@ -50,6 +58,8 @@ int cli_parse_double(const char *option, const char *text, double min, double ma
  * nccl-tests -b/-e) and an optional B. @return 0, or -1 when `text` is not one */
 int cli_parse_size(const char *text, uint64_t *out);
 
+/** A profile path's name: its last component without ".json" (*len bytes from the result). */
+const char *cli_profile_stem(const char *path, size_t *len);
 /** Load a model or hardware profile given a NAME or a path. */
 int cli_load_model(const char *arg, struct spsim_model **out);
 int cli_load_hardware(const char *arg, struct spsim_hardware **out);
@@ -75,8 +85,9 @@ void cli_output_abort(struct cli_output *out);
 
 /*
  * Streamed output (sweep, merge): standard output, or a temporary file beside `path` renamed
- * into place by cli_stream_commit. SIGINT/SIGTERM make the next write fail; commit then removes
- * the temporary file and reports the interruption.
+ * into place by cli_stream_commit. A terminating signal (SIGINT, SIGTERM, SIGHUP, SIGALRM,
+ * SIGUSR1, ...: stream.c lists them) makes the next write fail; commit then removes the
+ * temporary file and reports the interruption.
  */
 struct cli_stream {
     int fd;
@@ -91,7 +102,7 @@ int cli_stream_write(struct cli_stream *s, const char *data, size_t len);
 int cli_stream_commit(struct cli_stream *s);
 /** Give up: remove the temporary file. */
 void cli_stream_abort(struct cli_stream *s);
-/** @return whether SIGINT or SIGTERM arrived since a stream was opened */
+/** @return whether a terminating signal arrived since a stream was opened */
 bool cli_interrupted(void);
 
 /* Sweep axes as options (sweep, optimize): --model LIST ... --dtype LIST. */
@@ -127,12 +138,36 @@ int cli_mpi_sweep(const struct cli_mpi *m, const struct spsim_sweep *sw,
                   const struct spsim_sweep_options *opt, struct spsim_sweep_stats *total);
 
 /* The parallel-configuration options shared by query and explain. */
+/* What --megatron-log's training log measured (spsim_megatron_run, without its model). */
+struct cli_measured {
+    const char *path; /* NULL: no log */
+    double median_s, median_tflops, peak_bytes;
+    size_t lines, skipped;
+    uint64_t first, last, interval;
+};
+
 struct cli_config {
     const char *model;
     const char *hardware;
     struct spsim_parallel par;
     bool pp_set, vpp_set;         /* given on the command line */
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
+    uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
+    uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
+    char layout[1024];            /* --megatron-args's pipeline layout, par.pipeline_layout's */
+    struct cli_measured measured; /* --megatron-log's measured run */
+    /* The options given since the last --megatron-args (whose file replaces those before it),
+     * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
+     * refuses two that contradict each other. */
+    bool given[96];
+    uint32_t zero_level, fsdp_level;
+    /* --megatron-args since the last --model (recipes merge in order), --env NAME=VALUE for a
+     * launch script, whether --model was given. */
+    const char *megatron[16];
+    size_t nmegatron;
+    const char *env[64];
+    size_t nenv;
+    bool model_given;
 };
 /** The paper's setting: GPT-3 175B on DGX A100 80GB, tp 8, pp 8, vpp 3, SP, selective, mbs 1,
  * gbs 64. */
@@ -143,15 +178,31 @@ int cli_config_option(struct cli_config *cfg, int opt, const char *arg);
 /**
  * Complete a configuration for its model (query, explain, validate): where the default pp·vpp
  * (8·3) does not divide the model's layers, vpp 1 and, unless given, the largest pp <= 8 that
- * divides them; SP at tp = 1 is disabled with Megatron's warning (arguments.py).
+ * divides them; --gpus N sets dp = N / (tp·cp·pp); SP at tp = 1 is disabled with Megatron's
+ * warning (arguments.py). Options that contradict each other (--sp with --no-sp,
+ * --distributed-optimizer with --zero 0, --dp with --gpus, ...) are refused, one line naming
+ * both. @return EXIT_OK or EXIT_USAGE
  */
-void cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
+int cli_config_finish(struct cli_config *cfg, const struct spsim_model *model);
 
 /** --megatron-args FILE|-: the file's model and configuration replace what the options before
- * it gave (src/cli/megatron.c); the flags it does not model are one warning. */
+ * it gave (src/cli/megatron.c); recipes given one after the other merge in order, on --model's
+ * shape when it came first; the flags it does not model are one warning. */
 int cli_megatron_apply(struct cli_config *cfg, const char *path);
+/** --megatron-log FILE: a Megatron-LM training log's configuration (its arguments block) replaces
+ * what the options before it gave, as --megatron-args's does; what it measured is kept for
+ * query to print beside the prediction (src/cli/megatron.c). */
+int cli_megatron_log_apply(struct cli_config *cfg, const char *path);
+struct jw;
+/** The measured run beside the prediction: table lines, or the "measured" JSON object. */
+void cli_measured_table(FILE *f, const struct cli_measured *m, const struct spsim_result *r);
+void cli_measured_json(struct jw *w, const struct cli_measured *m, const struct spsim_result *r);
 /** The configuration's model: --megatron-args's (the caller now owns it), else --model's. */
 int cli_config_model(struct cli_config *cfg, struct spsim_model **out);
+/** `spsim calibrate --runs FILE...` (src/cli/calibrate_runs.c): fit `base` (NULL: the runs'
+ * hardware) to the runs and write the fitted profile to `output`. @return an exit code */
+int cli_calibrate_runs(const char *const *files, size_t nfiles, const char *base, const char *name,
+                       const char *output, bool cross_validate, const char *command_line);
 /** --format megatron: the launch line of a configuration. @return an exit code */
 int cli_megatron_write(FILE *f, const struct spsim_model *model, const struct spsim_hardware *hw,
                        const struct spsim_parallel *par);
@@ -200,6 +251,7 @@ enum cli_config_opt {
     OPT_SEQ,
     OPT_FLASH,
     OPT_NO_FLASH,
+    OPT_ATTN_BACKEND,
     OPT_DISTOPT,
     OPT_NO_DISTOPT,
     OPT_OVERLAP_GRAD,
@@ -248,6 +300,15 @@ enum cli_config_opt {
     OPT_NO_BF16_ENDS,
     OPT_BF16_START,
     OPT_BF16_END,
+    OPT_PAO,
+    OPT_MAIN_GRADS_DTYPE,
+    OPT_MAIN_PARAMS_DTYPE,
+    OPT_EXP_AVG_DTYPE,
+    OPT_EXP_AVG_SQ_DTYPE,
+    OPT_GPUS,
+    OPT_ENV,
+    OPT_MB_GROUP,
+    OPT_MEGATRON_LOG,
     OPT_CONFIG_END
 };
 
@@ -259,6 +320,7 @@ enum cli_config_opt {
     "  --pp N                 pipeline parallel size (default 8, or the largest of 8, 7, ..., 1\n" \
     "                         that divides the model's layers)\n"                                  \
     "  --dp N                 data parallel size (default 1)\n"                                    \
+    "  --gpus N               GPUs in all: dp = N / (tp·cp·pp) (instead of --dp)\n"              \
     "  --vpp N                interleaved model chunks per pipeline stage (default 3 where\n"      \
     "                         pp*3 divides the model's layers, else 1 = none)\n"                   \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
@@ -276,6 +338,9 @@ enum cli_config_opt {
     "  --seq N                sequence length (default: the model's seq_len)\n"                    \
     "  --flash-attn, --no-flash-attn\n"                                                            \
     "                         attention kernel (default: the model's 'attention' field)\n"         \
+    "  --attention-backend B  flash attention's kernels: auto (default: TE's FusedAttention\n"     \
+    "                         where the profile measures it, gpu.attention_table), flash\n"        \
+    "                         (FlashAttention, gpu.flash_attention_tflops) or fused (cuDNN)\n"     \
     "  --distributed-optimizer, --no-distributed-optimizer\n"                                      \
     "                         shard optimizer state over dp (default off)\n"                       \
     "  --overlap-grad-reduce, --no-overlap-grad-reduce\n"                                          \
@@ -302,11 +367,21 @@ enum cli_config_opt {
     "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \
+    "  --use-precision-aware-optimizer\n"                                                          \
+    "                         TE FusedAdam keeps the optimizer's tensors in the dtypes below\n"    \
+    "                         (needs --distributed-optimizer or --zero >= 1)\n"                    \
+    "  --main-grads-dtype D   fp32 (default) or bf16 gradient buffer (precision-aware)\n"          \
+    "  --main-params-dtype D  master weights fp32 (default) or fp16 (precision-aware)\n"           \
+    "  --exp-avg-dtype D, --exp-avg-sq-dtype D\n"                                                  \
+    "                         Adam's moments: fp32 (default), fp16, bf16 or fp8\n"                 \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \
     "                         interleaved schedule: pipeline sends beside the next chunk\n"        \
     "                         (default on with vpp > 1, as Megatron; 1F1B always blocks)\n"        \
+    "  --microbatch-group-size-per-virtual-pipeline-stage N\n"                                     \
+    "                         interleaved schedule: micro-batches each model chunk runs in a\n"    \
+    "                         row (default pp; pp <= N <= micro-batches, as Megatron)\n"           \
     "  --ddp-bucket-size N    parameters per overlapped gradient bucket (default Megatron's\n"     \
     "                         max(40000000, 1000000·dp))\n"                                       \
     "  --tp-comm-overlap, --no-tp-comm-overlap\n"                                                  \
@@ -326,8 +401,9 @@ enum cli_config_opt {
     "  --moe-flex-dispatcher-backend B\n"                                                          \
     "                         flex's kernels: deepep (default, Megatron's), hybridep\n"            \
     "  --moe-flex-dispatcher-num-sms N\n"                                                          \
-    "                         SMs of the flex kernels (default: the backend's; recorded and\n"     \
-    "                         written back, the time does not depend on it)\n"                     \
+    "                         SMs of the flex kernels (default: the backend's, DeepEP 20,\n"       \
+    "                         HybridEP 24 in one NVLink domain, 8 across): what the exchanges\n"   \
+    "                         take from the computation beside them with the EP overlap\n"         \
     "  --moe-routing R        random (default): the most-loaded EP rank of uniform random\n"       \
     "                         routing sets the time and memory; balanced: every rank at the "      \
     "mean\n"                                                                                       \
@@ -346,9 +422,17 @@ enum cli_config_opt {
     "  --pipeline-layout S    Megatron's --pipeline-model-parallel-layout: stages split by '|'\n"  \
     "                         (pp*vpp of them, vpp derived), E embedding, t layer, L loss,\n"      \
     "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"            \
-    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin):\n"         \
-    "                         its model and configuration replace the options before it; the\n"    \
-    "                         flags spsim does not model are listed on standard error\n"
+    "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin), or a\n"    \
+    "                         NeMo / Megatron-Bridge YAML recipe or dump: its model and\n"         \
+    "                         configuration replace the options before it; the flags spsim\n"      \
+    "                         does not model are listed on standard error. Recipes given again\n"  \
+    "                         merge in order (override files), on --model's shape when --model\n"  \
+    "                         comes before them\n"                                                 \
+    "  --megatron-log FILE    a Megatron-LM training log: its printed arguments are the model\n"   \
+    "                         and configuration (as --megatron-args); query prints what its\n"     \
+    "                         iteration lines measured beside the prediction\n"                    \
+    "  --env NAME=VALUE       set in the launch script's environment (before --megatron-args;\n"   \
+    "                         repeatable); other variables the script tests are taken as unset\n"
 
 /* A small streaming JSON writer: exact integers, shortest round-trip doubles. */
 struct jw {
@@ -380,6 +464,7 @@ const char *fmt_time(char *buf, size_t cap, double seconds); /* "1.234 ms" */
 /* Subcommands. */
 int cmd_query(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_collective(int argc, char **argv);

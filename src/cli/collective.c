@@ -35,6 +35,8 @@ static const char collective_help[] =
     "nodes; NVLS or Ring inside one), printed per row; a tree's α and NIC bytes are its own. A\n"
     "Ring inside one NVLink domain adds NCCL's ring-loop tails (S/n copied or reduce-copied at\n"
     "the GPU's HBM rate) beyond those its busbw figure holds (profile nvlink.ring_measured_on).\n"
+    "Across nodes the protocol's share of the bandwidth (LL, LL128; NCCL's per-channel maxima),\n"
+    "its latency beyond LL's (NCCL's tuning.cc table) and NVLSTree's pipeline fill are added.\n"
     "JSON: {\"rows\": [{\"size_bytes\", \"time_s\", \"algbw_GBps\", \"busbw_GBps\", "
     "\"algorithm\",\n"
     "\"protocol\", ...}]}; with one size the row's keys also appear at the top level.\n";
@@ -47,7 +49,7 @@ parse_sizes(const char *text, uint64_t *sizes, size_t *n)
 {
     char buf[256];
     if (strlen(text) >= sizeof(buf))
-        return cli_error(EXIT_USAGE, "--bytes: '%s' is too long", text);
+        return cli_error(EXIT_USAGE, "--bytes: %s is too long", CLI_Q(text));
     strcpy(buf, text);
     *n = 0;
     for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
@@ -56,8 +58,8 @@ parse_sizes(const char *text, uint64_t *sizes, size_t *n)
         uint64_t lo, hi, step = 0, factor = 2;
         if (!dots) {
             if (cli_parse_size(item, &lo) || *n >= MAX_SIZES)
-                return cli_error(EXIT_USAGE, "--bytes: '%s' is not a size (e.g. 8, 64K, 1M, 2G)",
-                                 item);
+                return cli_error(EXIT_USAGE, "--bytes: %s is not a size (e.g. 8, 64K, 1M, 2G)",
+                                 CLI_Q(item));
             sizes[(*n)++] = lo;
             continue;
         }
@@ -72,9 +74,10 @@ parse_sizes(const char *text, uint64_t *sizes, size_t *n)
                 factor = strtoull(inc + 1, &end, 10);
                 if (errno || *end || factor < 2 || factor > 1024)
                     return cli_error(EXIT_USAGE,
-                                     "--bytes: '%s' is not a factor 'xF' with F in [2, 1024]", inc);
+                                     "--bytes: %s is not a factor 'xF' with F in [2, 1024]",
+                                     CLI_Q(inc));
             } else if (*inc != '+' || cli_parse_size(inc + 1, &step)) {
-                return cli_error(EXIT_USAGE, "--bytes: '%s' is not 'xF' or '+SIZE'", inc);
+                return cli_error(EXIT_USAGE, "--bytes: %s is not 'xF' or '+SIZE'", CLI_Q(inc));
             }
         }
         if (cli_parse_size(item, &lo) || cli_parse_size(hi_text, &hi) || hi < lo)
@@ -141,8 +144,8 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     default: /* --format */
         a->format = arg;
         if (strcmp(arg, "table") && strcmp(arg, "json") && strcmp(arg, "csv"))
-            return cli_usage_error("collective", "--format: '%s' is not one of table, json, csv",
-                                   arg);
+            return cli_usage_error("collective", "--format: %s is not one of table, json, csv",
+                                   CLI_Q(arg));
         return EXIT_OK;
     }
 }

@@ -7,20 +7,50 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
+/* "spsim: PREFIX: MSG" on standard error, one line whatever MSG holds (spsim_escape: an
+ * option's value with a newline or an ANSI escape in it is shown escaped). */
+/* "FILE: line N" put before every message while a runs file's row is read (NULL: none). */
+static const char *error_context;
+
+void
+cli_error_context(const char *context)
+{
+    error_context = context;
+}
+
+static void
+report(const char *prefix, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *raw = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    char *shown = raw ? malloc(4 * (size_t)n + 8) : NULL;
+    if (shown) {
+        vsnprintf(raw, (size_t)n + 1, fmt, again);
+        fprintf(stderr, "spsim: %s: %s%s%s\n", prefix, error_context ? error_context : "",
+                error_context ? ": " : "", spsim_escape(raw, (size_t)n, shown, 4 * (size_t)n + 8));
+    } else {
+        fprintf(stderr, "spsim: %s: (out of memory formatting the message)\n", prefix);
+    }
+    va_end(again);
+    free(raw);
+    free(shown);
+}
+
 int
 cli_error(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("spsim: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("error", fmt, ap);
     va_end(ap);
     return code;
 }
@@ -30,9 +60,7 @@ cli_warning(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("spsim: warning: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("warning", fmt, ap);
     va_end(ap);
 }
 
@@ -41,11 +69,11 @@ cli_usage_error(const char *command, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("spsim: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("error", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "Try 'spsim %s --help'.\n", command);
+    /* Inside a file's row the message is the one line; the hint is for command lines. */
+    if (!error_context)
+        fprintf(stderr, "Try 'spsim %s --help'.\n", command);
     return EXIT_USAGE;
 }
 
@@ -69,9 +97,16 @@ int
 cli_getopt_error(const char *command, int opt, char **argv, const struct option *longopts)
 {
     char hint[256];
+    /* A short option inside a cluster ("-ab"): getopt names it in optopt, and argv[optind - 1]
+     * may be the word before the cluster (it said "unknown option 'query'" for "-a\nb"). */
+    if (optopt > 0 && optopt < 256 && strncmp(argv[optind - 1], "--", 2) != 0) {
+        char flag[3] = {'-', (char)optopt, '\0'};
+        return cli_usage_error(
+            command, opt == ':' ? "option %s needs a value" : "unknown option %s", CLI_Q(flag));
+    }
     if (opt == ':')
-        return cli_usage_error(command, "option '%s' needs a value", argv[optind - 1]);
-    return cli_usage_error(command, "unknown option '%s'%s", argv[optind - 1],
+        return cli_usage_error(command, "option %s needs a value", CLI_Q(argv[optind - 1]));
+    return cli_usage_error(command, "unknown option %s%s", CLI_Q(argv[optind - 1]),
                            option_hint(argv[optind - 1], longopts, hint, sizeof(hint)));
 }
 
@@ -79,7 +114,7 @@ int
 cli_no_operands(const char *command, int argc, char **argv)
 {
     if (optind < argc)
-        return cli_usage_error(command, "unexpected argument '%s'", argv[optind]);
+        return cli_usage_error(command, "unexpected argument %s", CLI_Q(argv[optind]));
     return EXIT_OK;
 }
 
@@ -119,14 +154,14 @@ cli_parse_u64(const char *option, const char *text, uint64_t min, uint64_t max, 
     while (*p == ' ')
         p++;
     if (*p < '0' || *p > '9')
-        return cli_error(EXIT_USAGE, "%s: '%s' is not an integer in [%llu, %llu]", option, text,
-                         (unsigned long long)min, (unsigned long long)max);
+        return cli_error(EXIT_USAGE, "%s: %s is not an integer in [%llu, %llu]", option,
+                         CLI_Q(text), (unsigned long long)min, (unsigned long long)max);
     errno = 0;
     char *end = NULL;
     unsigned long long v = strtoull(p, &end, 10);
     if (errno == ERANGE || *end != '\0' || v < min || v > max)
-        return cli_error(EXIT_USAGE, "%s: '%s' is not an integer in [%llu, %llu]", option, text,
-                         (unsigned long long)min, (unsigned long long)max);
+        return cli_error(EXIT_USAGE, "%s: %s is not an integer in [%llu, %llu]", option,
+                         CLI_Q(text), (unsigned long long)min, (unsigned long long)max);
     *out = v;
     return EXIT_OK;
 }
@@ -148,7 +183,7 @@ cli_parse_double(const char *option, const char *text, double min, double max, d
     char *end = NULL;
     double v = strtod(text, &end);
     if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || !(v >= min && v <= max))
-        return cli_error(EXIT_USAGE, "%s: '%s' is not a number in [%g, %g]", option, text, min,
+        return cli_error(EXIT_USAGE, "%s: %s is not a number in [%g, %g]", option, CLI_Q(text), min,
                          max);
     *out = v;
     return EXIT_OK;
@@ -195,6 +230,17 @@ cli_parse_size(const char *text, uint64_t *out)
         return -1;
     *out = v * mult;
     return 0;
+}
+
+const char *
+cli_profile_stem(const char *path, size_t *len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    *len = strlen(base);
+    if (*len > 5 && strcmp(base + *len - 5, ".json") == 0)
+        *len -= 5;
+    return base;
 }
 
 int
@@ -255,7 +301,13 @@ cli_output_close(struct cli_output *out)
         return cli_error(EXIT_RUNTIME, "%s: cannot buffer output", out->path);
     }
     struct spsim_error err = {0};
+    /* The whole output is in memory: a signal that would end the process waits until it is
+     * written and renamed (or failed), so that no temporary file is left behind. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
     int rc = spsim_file_write_atomic(out->path, out->buffer, out->size, &err);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     free(out->buffer);
     out->buffer = NULL;
     return rc == SPSIM_OK ? EXIT_OK : cli_error(EXIT_RUNTIME, "%s", err.message);

@@ -210,7 +210,7 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     else if (strcmp(arg, "json") == 0)
         a->json = true;
     else if (strcmp(arg, "table") != 0)
-        return cli_usage_error("explain", "--format: '%s' is not one of table, json", arg);
+        return cli_usage_error("explain", "--format: %s is not one of table, json", CLI_Q(arg));
     return EXIT_OK;
 }
 
@@ -248,7 +248,8 @@ cmd_explain(int argc, char **argv)
     size_t n = 0;
     if ((rc = cli_config_model(&a.cfg, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
-    cli_config_finish(&cfg, model);
+    if ((rc = cli_config_finish(&cfg, model)))
+        goto done;
     if (spsim_layer_schedule(model, hw, &cfg.par, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, &err)) {
         rc = cli_fail(&err);
         goto done;

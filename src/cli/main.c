@@ -19,6 +19,7 @@ static const char main_help[] =
     "Commands:\n"
     "  query      memory, communication and time of one configuration\n"
     "  explain    a layer's schedule: ops, regions, collectives, shapes, RNG domains\n"
+    "  trace      one iteration's timeline as Chrome/Perfetto trace-event JSON\n"
     "  list       list the shipped profiles: spsim list models|hardware\n"
     "  check      validate profile files: spsim check FILE...\n"
     "  collective time and bandwidth of one NCCL collective, as nccl-tests reports it\n"
@@ -47,17 +48,10 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"query", cmd_query},
-    {"explain", cmd_explain},
-    {"list", cmd_list},
-    {"check", cmd_check},
-    {"collective", cmd_collective},
-    {"validate", cmd_validate},
-    {"calibrate", cmd_calibrate},
-    {"sweep", cmd_sweep},
-    {"optimize", cmd_optimize},
-    {"merge", cmd_merge},
-    {"plot", cmd_plot},
+    {"query", cmd_query},       {"explain", cmd_explain},     {"trace", cmd_trace},
+    {"list", cmd_list},         {"check", cmd_check},         {"collective", cmd_collective},
+    {"validate", cmd_validate}, {"calibrate", cmd_calibrate}, {"sweep", cmd_sweep},
+    {"optimize", cmd_optimize}, {"merge", cmd_merge},         {"plot", cmd_plot},
 };
 
 /* Whatever a command printed to standard output must have reached it: a full disk or a file
@@ -98,7 +92,7 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(commands[i].name, name) == 0)
             return finish_stdout(commands[i].run(argc - 1, argv + 1));
-    fprintf(stderr, "spsim: error: unknown command '%s'\n", name);
+    cli_error(EXIT_USAGE, "unknown command %s", CLI_Q(name));
     fputs("Try 'spsim --help'.\n", stderr);
     return EXIT_USAGE;
 }

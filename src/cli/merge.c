@@ -461,8 +461,8 @@ first_line(struct merge *m, struct input *in, bool *header)
         if (strcmp(name, spsim_sweep_by_column(m->by)) == 0)
             m->column = i;
     if (m->top_k && m->column < 0)
-        return cli_error(EXIT_INPUT, "%s: no column '%s' to rank by", in->name,
-                         spsim_sweep_by_column(m->by));
+        return cli_error(EXIT_INPUT, "%s: no column %s to rank by", in->name,
+                         CLI_Q(spsim_sweep_by_column(m->by)));
     if (!m->top_k && cli_stream_write(&m->out, line, in->rec_len))
         return -1;
     return EXIT_OK;
@@ -483,8 +483,8 @@ row(struct merge *m, struct input *in)
                           : csv_field(in->rec, m->column, text, sizeof(text));
     uint64_t key;
     if (!found || !rank_key(m->by, text, &key))
-        return cli_error(EXIT_INPUT, "%s:%lu: no valid '%s' value to rank by", in->name,
-                         in->rec_lineno, col);
+        return cli_error(EXIT_INPUT, "%s:%lu: no valid %s value to rank by", in->name,
+                         in->rec_lineno, CLI_Q(col));
     return keep(m, key, in->rec);
 }
 

@@ -145,7 +145,7 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
         a->output = arg;
         return EXIT_OK;
     default:
-        return cli_usage_error("optimize", "unknown option '%s'", current);
+        return cli_usage_error("optimize", "unknown option %s", CLI_Q(current));
     }
 }
 

@@ -29,7 +29,7 @@ static const struct cli_option_spec {
     {"tp", required_argument, OPT_TP, SPSIM_AXIS_TP},
     {"pp", required_argument, OPT_PP, SPSIM_AXIS_PP},
     {"dp", required_argument, OPT_DP, SPSIM_AXIS_DP},
-    {"gpus", -1, 0, SPSIM_AXIS_GPUS},
+    {"gpus", required_argument, OPT_GPUS, SPSIM_AXIS_GPUS},
     {"vpp", required_argument, OPT_VPP, SPSIM_AXIS_VPP},
     {"sp", no_argument, OPT_SP, SPSIM_AXIS_SP},
     {"no-sp", no_argument, OPT_NO_SP, -1},
@@ -39,6 +39,7 @@ static const struct cli_option_spec {
     {"seq", required_argument, OPT_SEQ, SPSIM_AXIS_SEQ},
     {"flash-attn", no_argument, OPT_FLASH, SPSIM_AXIS_FLASH_ATTN},
     {"no-flash-attn", no_argument, OPT_NO_FLASH, -1},
+    {"attention-backend", required_argument, OPT_ATTN_BACKEND, -1},
     {"distributed-optimizer", no_argument, OPT_DISTOPT, SPSIM_AXIS_DISTRIBUTED_OPTIMIZER},
     {"no-distributed-optimizer", no_argument, OPT_NO_DISTOPT, -1},
     {"overlap-grad-reduce", no_argument, OPT_OVERLAP_GRAD, SPSIM_AXIS_OVERLAP_GRAD_REDUCE},
@@ -74,6 +75,7 @@ static const struct cli_option_spec {
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
     {"no-overlap-param-gather", no_argument, OPT_NO_OVERLAP_PARAM, -1},
     {"overlap-p2p-communication", no_argument, OPT_OVERLAP_P2P, SPSIM_AXIS_OVERLAP_P2P},
+    {"microbatch-group-size-per-virtual-pipeline-stage", required_argument, OPT_MB_GROUP, -1},
     {"no-overlap-p2p-communication", no_argument, OPT_NO_OVERLAP_P2P, -1},
     {"ddp-bucket-size", required_argument, OPT_DDP_BUCKET, -1},
     {"tp-comm-overlap", no_argument, OPT_TP_COMM_OVERLAP, SPSIM_AXIS_TP_COMM_OVERLAP},
@@ -82,6 +84,8 @@ static const struct cli_option_spec {
     {"cuda-graph-scope", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"cuda-graph-modules", required_argument, OPT_CUDA_GRAPH_SCOPE, -1},
     {"megatron-args", required_argument, OPT_MEGATRON_ARGS, -1},
+    {"env", required_argument, OPT_ENV, -1},
+    {"megatron-log", required_argument, OPT_MEGATRON_LOG, -1},
     {"ep", required_argument, OPT_EP, SPSIM_AXIS_EP},
     {"etp", required_argument, OPT_ETP, SPSIM_AXIS_ETP},
     {"moe-dispatcher", required_argument, OPT_MOE_DISPATCHER, SPSIM_AXIS_MOE_DISPATCHER},
@@ -92,6 +96,11 @@ static const struct cli_option_spec {
     {"no-overlap-moe-expert-parallel-comm", no_argument, OPT_NO_MOE_A2A_OVERLAP, -1},
     {"delay-wgrad-compute", no_argument, OPT_DELAY_WGRAD, SPSIM_AXIS_DELAY_WGRAD},
     {"no-delay-wgrad-compute", no_argument, OPT_NO_DELAY_WGRAD, -1},
+    {"use-precision-aware-optimizer", no_argument, OPT_PAO, -1},
+    {"main-grads-dtype", required_argument, OPT_MAIN_GRADS_DTYPE, -1},
+    {"main-params-dtype", required_argument, OPT_MAIN_PARAMS_DTYPE, -1},
+    {"exp-avg-dtype", required_argument, OPT_EXP_AVG_DTYPE, -1},
+    {"exp-avg-sq-dtype", required_argument, OPT_EXP_AVG_SQ_DTYPE, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -121,6 +130,8 @@ static const struct {
      offsetof(struct spsim_parallel, first_stage_layers), false},
     {OPT_LAST_STAGE, "--last-stage-layers", 65536,
      offsetof(struct spsim_parallel, last_stage_layers), false},
+    {OPT_MB_GROUP, "--microbatch-group-size-per-virtual-pipeline-stage", 1u << 24,
+     offsetof(struct spsim_parallel, microbatch_group), false},
     {OPT_DDP_BUCKET, "--ddp-bucket-size", 1ull << 40,
      offsetof(struct spsim_parallel, ddp_bucket_size), true},
 };
@@ -235,7 +246,8 @@ parse_hcp_sizes(const char *arg, uint32_t sizes[2])
     const char *comma = strchr(arg, ',');
     size_t n = comma ? (size_t)(comma - arg) : 0;
     if (!comma || n == 0 || n >= sizeof(first) || strchr(comma + 1, ','))
-        return cli_error(EXIT_USAGE, "--hierarchical-cp-sizes: '%s' is not two sizes A,B", arg);
+        return cli_error(EXIT_USAGE, "--hierarchical-cp-sizes: %s is not two sizes A,B",
+                         CLI_Q(arg));
     memcpy(first, arg, n);
     first[n] = '\0';
     int rc = cli_parse_u32("--hierarchical-cp-sizes", first, 1, 65536, &sizes[0]);
@@ -254,39 +266,47 @@ parse_fsdp(const char *arg, uint32_t *zero)
             *zero = i + 1;
             return EXIT_OK;
         }
-    return cli_error(EXIT_USAGE,
-                     "--fsdp: '%s' is not one of optim, optim_grads, optim_grads_params", arg);
+    return cli_error(EXIT_USAGE, "--fsdp: %s is not one of optim, optim_grads, optim_grads_params",
+                     CLI_Q(arg));
 }
 
 /* The context-parallel and sharding options that take a value: 1 if consumed, 0 if not one,
  * −exit code on a bad value. */
 static int
-config_sharding(struct spsim_parallel *p, int opt, const char *arg)
+config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *level)
 {
     int rc;
     switch (opt) {
+    case OPT_ATTN_BACKEND:
+        if (spsim_attention_backend_parse(arg, &p->attention_backend) == SPSIM_OK)
+            return 1;
+        rc = cli_error(EXIT_USAGE, "--attention-backend: '%s' is not one of auto, flash, fused",
+                       arg);
+        break;
     case OPT_CP_COMM:
         if (spsim_cp_comm_parse(arg, &p->cp_comm_type) == SPSIM_OK)
             return 1;
         rc = cli_error(EXIT_USAGE,
-                       "--cp-comm-type: '%s' is not one of p2p, all_gather, a2a, "
+                       "--cp-comm-type: %s is not one of p2p, all_gather, a2a, "
                        "a2a+p2p",
-                       arg);
+                       CLI_Q(arg));
         break;
     case OPT_HCP_SIZES:
         rc = parse_hcp_sizes(arg, p->hcp_sizes);
         break;
     case OPT_ZERO:
         rc = cli_parse_u32("--zero", arg, 0, 3, &p->zero);
+        *level = p->zero;
         break;
     case OPT_FSDP:
         rc = parse_fsdp(arg, &p->zero);
+        *level = p->zero;
         break;
     case OPT_MOE_DISPATCHER:
         if (spsim_moe_dispatcher_parse(arg, &p->moe_dispatcher) == SPSIM_OK)
             return 1;
-        rc = cli_error(EXIT_USAGE, "--moe-dispatcher: '%s' is not one of allgather, alltoall, flex",
-                       arg);
+        rc = cli_error(EXIT_USAGE, "--moe-dispatcher: %s is not one of allgather, alltoall, flex",
+                       CLI_Q(arg));
         break;
     case OPT_MOE_FLEX_BACKEND:
         if (spsim_moe_flex_backend_parse(arg, &p->moe_flex_backend) == SPSIM_OK)
@@ -296,13 +316,13 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg)
                       strcmp(arg, "ncclep") == 0
                           ? "--moe-flex-dispatcher-backend: 'ncclep' (TE NCCL EP) is not modelled; "
                             "use deepep or hybridep"
-                          : "--moe-flex-dispatcher-backend: '%s' is not one of deepep, hybridep",
-                      arg);
+                          : "--moe-flex-dispatcher-backend: %s is not one of deepep, hybridep",
+                      CLI_Q(arg));
         break;
     case OPT_MOE_ROUTING:
         if (spsim_moe_routing_parse(arg, &p->moe_routing) == SPSIM_OK)
             return 1;
-        rc = cli_error(EXIT_USAGE, "--moe-routing: '%s' is not one of random, balanced", arg);
+        rc = cli_error(EXIT_USAGE, "--moe-routing: %s is not one of random, balanced", CLI_Q(arg));
         break;
     default:
         return 0;
@@ -319,18 +339,59 @@ config_cuda_graphs(struct spsim_parallel *p, int opt, const char *arg)
         if (spsim_cuda_graph_impl_parse(arg, &p->cuda_graph_impl) == SPSIM_OK)
             return 1;
         return -cli_error(EXIT_USAGE,
-                          "--cuda-graph-impl: '%s' is not one of none, local, transformer_engine, "
+                          "--cuda-graph-impl: %s is not one of none, local, transformer_engine, "
                           "full_iteration",
-                          arg);
+                          CLI_Q(arg));
     }
     if (opt != OPT_CUDA_GRAPH_SCOPE)
         return 0;
     if (spsim_cuda_graph_scope_parse(arg, &p->cuda_graph_scope) == SPSIM_OK)
         return 1;
     return -cli_error(EXIT_USAGE,
-                      "--cuda-graph-scope: '%s' is not a list of attn, mlp, moe, moe_router, "
+                      "--cuda-graph-scope: %s is not a list of attn, mlp, moe, moe_router, "
                       "moe_preprocess, mamba, full_iteration",
-                      arg);
+                      CLI_Q(arg));
+}
+
+/* The precision-aware optimizer's dtypes (Megatron's choices per flag, arguments.py): 1, a
+ * negated exit code, or 0 if opt is none of them. */
+static int
+config_optimizer(struct spsim_parallel *p, int opt, const char *arg)
+{
+    static const struct {
+        int opt;
+        const char *name, *choices;
+        size_t offset;
+    } flags[] = {
+        {OPT_MAIN_GRADS_DTYPE, "--main-grads-dtype", "fp32 bf16",
+         offsetof(struct spsim_parallel, main_grads_dtype)},
+        {OPT_MAIN_PARAMS_DTYPE, "--main-params-dtype", "fp32 fp16",
+         offsetof(struct spsim_parallel, main_params_dtype)},
+        {OPT_EXP_AVG_DTYPE, "--exp-avg-dtype", "fp32 fp16 bf16 fp8",
+         offsetof(struct spsim_parallel, exp_avg_dtype)},
+        {OPT_EXP_AVG_SQ_DTYPE, "--exp-avg-sq-dtype", "fp32 fp16 bf16 fp8",
+         offsetof(struct spsim_parallel, exp_avg_sq_dtype)},
+    };
+    if (opt == OPT_PAO) {
+        p->precision_aware_optimizer = true;
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        if (flags[i].opt != opt)
+            continue;
+        enum spsim_opt_dtype d;
+        /* The name must be one of this flag's words (space-separated in choices). */
+        const char *at = strstr(flags[i].choices, arg);
+        size_t n = strlen(arg);
+        bool word = n > 0 && at && (at == flags[i].choices || at[-1] == ' ') &&
+                    (at[n] == ' ' || at[n] == '\0');
+        if (!word || spsim_opt_dtype_parse(arg, &d) != SPSIM_OK)
+            return -cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", flags[i].name, arg,
+                              flags[i].choices);
+        memcpy((char *)p + flags[i].offset, &d, sizeof(d));
+        return 1;
+    }
+    return 0;
 }
 
 /* The recompute modules, method and layer count, and the offload: EXIT_OK, an exit code, or -1
@@ -352,11 +413,23 @@ config_recompute_offload(struct spsim_parallel *p, int opt, const char *arg)
     }
 }
 
+_Static_assert(OPT_CONFIG_END - OPT_MODEL <= (int)sizeof(((struct cli_config *)0)->given),
+               "cli_config.given holds every configuration option");
+
 int
 cli_config_option(struct cli_config *cfg, int opt, const char *arg)
 {
     struct spsim_parallel *p = &cfg->par;
     bool taken = false;
+    if (opt == OPT_MEGATRON_ARGS || opt == OPT_MEGATRON_LOG) /* the file replaces what the
+                                                                options before it gave */
+        memset(cfg->given, 0, sizeof(cfg->given));
+    if (opt >= OPT_MODEL && opt < OPT_CONFIG_END)
+        cfg->given[opt - OPT_MODEL] = true;
+    if (opt == OPT_GPUS) {
+        int rc = cli_parse_u32("--gpus", arg, 1, 1u << 24, &cfg->gpus);
+        return rc == EXIT_OK ? 1 : -rc;
+    }
     int rc = config_number(p, opt, arg, &taken);
     cfg->pp_set |= opt == OPT_PP;
     cfg->vpp_set |= opt == OPT_VPP;
@@ -367,14 +440,27 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
     switch (opt) {
     case OPT_MODEL:
         cfg->model = arg;
+        cfg->model_given = true;
+        cfg->nmegatron = 0; /* later recipes compose on this model */
         spsim_model_destroy(cfg->imported);
         cfg->imported = NULL;
         return 1;
+    case OPT_ENV: {
+        size_t n = strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (n == 0 || arg[n] != '=' || (arg[0] >= '0' && arg[0] <= '9'))
+            return -cli_error(EXIT_USAGE, "--env: '%s' is not NAME=VALUE", arg);
+        if (cfg->nenv == CLI_ARRAY_LENGTH(cfg->env))
+            return -cli_error(EXIT_USAGE, "--env: more than %zu", CLI_ARRAY_LENGTH(cfg->env));
+        cfg->env[cfg->nenv++] = arg;
+        return 1;
+    }
     case OPT_LAYOUT:
         p->pipeline_layout = arg;
         return 1;
     case OPT_MEGATRON_ARGS:
-        rc = cli_megatron_apply(cfg, arg);
+    case OPT_MEGATRON_LOG:
+        rc = opt == OPT_MEGATRON_LOG ? cli_megatron_log_apply(cfg, arg)
+                                     : cli_megatron_apply(cfg, arg);
         /* The launch line sets its pipeline (Megatron's defaults where it is silent). */
         cfg->pp_set = cfg->vpp_set = true;
         return rc == EXIT_OK ? 1 : -rc;
@@ -397,9 +483,9 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         if (spsim_fp8_recipe_parse(arg, &p->fp8_recipe) == SPSIM_OK)
             return 1;
         return -cli_error(EXIT_USAGE,
-                          "--fp8-recipe: '%s' is not one of delayed, current, tensorwise, mxfp8, "
+                          "--fp8-recipe: %s is not one of delayed, current, tensorwise, mxfp8, "
                           "blockwise",
-                          arg);
+                          CLI_Q(arg));
     default:
         rc = config_recompute_offload(p, opt, arg);
         if (rc >= 0)
@@ -407,11 +493,97 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         rc = config_cuda_graphs(p, opt, arg);
         if (rc != 0)
             return rc;
-        return config_sharding(p, opt, arg);
+        if ((rc = config_optimizer(p, opt, arg)) != 0)
+            return rc;
+        return config_sharding(p, opt, arg, opt == OPT_FSDP ? &cfg->fsdp_level : &cfg->zero_level);
     }
 }
 
-void
+/* Switches given with their --no- form, and options that say the same thing two ways. */
+static const struct {
+    int a, b;
+} contradicting[] = {
+    {OPT_SP, OPT_NO_SP},
+    {OPT_FLASH, OPT_NO_FLASH},
+    {OPT_DISTOPT, OPT_NO_DISTOPT},
+    {OPT_OVERLAP_GRAD, OPT_NO_OVERLAP_GRAD},
+    {OPT_FP8_PARAM, OPT_NO_FP8_PARAM},
+    {OPT_BF16_ENDS, OPT_NO_BF16_ENDS},
+    {OPT_GRAD_FP32, OPT_GRAD_BF16},
+    {OPT_OVERLAP_PARAM, OPT_NO_OVERLAP_PARAM},
+    {OPT_OVERLAP_P2P, OPT_NO_OVERLAP_P2P},
+    {OPT_TP_COMM_OVERLAP, OPT_NO_TP_COMM_OVERLAP},
+    {OPT_MOE_A2A_OVERLAP, OPT_NO_MOE_A2A_OVERLAP},
+    {OPT_DELAY_WGRAD, OPT_NO_DELAY_WGRAD},
+};
+
+/* "--name" of a configuration option (its first spelling in the table). */
+static const char *
+option_name(int opt)
+{
+    for (size_t i = 0; i < CLI_ARRAY_LENGTH(option_table); i++)
+        if (option_table[i].config == opt && option_table[i].has_arg >= 0)
+            return option_table[i].name;
+    return "?";
+}
+
+static bool
+given(const struct cli_config *cfg, int opt)
+{
+    return cfg->given[opt - OPT_MODEL];
+}
+
+/* Two options that contradict each other: one line naming both (EXIT_USAGE), else EXIT_OK. */
+static int
+contradictions(const struct cli_config *cfg)
+{
+    for (size_t i = 0; i < CLI_ARRAY_LENGTH(contradicting); i++)
+        if (given(cfg, contradicting[i].a) && given(cfg, contradicting[i].b))
+            return cli_error(EXIT_USAGE, "--%s contradicts --%s: give one of them",
+                             option_name(contradicting[i].a), option_name(contradicting[i].b));
+    if (given(cfg, OPT_ZERO) && given(cfg, OPT_FSDP) && cfg->zero_level != cfg->fsdp_level)
+        return cli_error(EXIT_USAGE,
+                         "--zero %u contradicts --fsdp (ZeRO-%u): they choose the same sharding",
+                         cfg->zero_level, cfg->fsdp_level);
+    /* The distributed optimizer is ZeRO-1 (spsim_parallel.zero; Megatron's
+     * --use-distributed-optimizer shards the optimizer state over dp). */
+    uint32_t level = given(cfg, OPT_ZERO) ? cfg->zero_level : cfg->fsdp_level;
+    bool sharding = given(cfg, OPT_ZERO) || given(cfg, OPT_FSDP);
+    if (given(cfg, OPT_DISTOPT) && sharding && level == 0)
+        return cli_error(EXIT_USAGE,
+                         "--distributed-optimizer contradicts --zero 0: the distributed "
+                         "optimizer is ZeRO-1 (give --zero 1, or drop one)");
+    return EXIT_OK;
+}
+
+/* --gpus N: dp = N / (tp·cp·pp), which --dp and a launch line's world size must not contradict. */
+static int
+gpus_to_dp(struct cli_config *cfg)
+{
+    struct spsim_parallel *p = &cfg->par;
+    if (!cfg->gpus)
+        return EXIT_OK;
+    uint64_t model = (uint64_t)p->tp * p->cp * p->pp;
+    if (cfg->gpus % model)
+        return cli_error(EXIT_USAGE, "--gpus %u is not a multiple of tp·cp·pp = %u·%u·%u = %llu",
+                         cfg->gpus, p->tp, p->cp, p->pp, (unsigned long long)model);
+    uint32_t dp = (uint32_t)(cfg->gpus / model);
+    if (given(cfg, OPT_DP) && p->dp != dp)
+        return cli_error(EXIT_USAGE,
+                         "--dp %u contradicts --gpus %u (tp·cp·pp = %llu gives dp %u): give one "
+                         "of them",
+                         p->dp, cfg->gpus, (unsigned long long)model, dp);
+    if (cfg->file_world && cfg->file_world != cfg->gpus)
+        return cli_error(EXIT_USAGE,
+                         "--gpus %u contradicts the world size %u of the --megatron-args or "
+                         "--megatron-log file (torchrun's --nproc_per_node × --nnodes, or the "
+                         "log's world_size)",
+                         cfg->gpus, cfg->file_world);
+    p->dp = dp;
+    return EXIT_OK;
+}
+
+int
 cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
 {
     struct spsim_parallel *p = &cfg->par;
@@ -432,6 +604,11 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
         cli_warning("Disabling sequence parallelism because tensor model parallelism is disabled");
         p->sp = false;
     }
+    /* A Hugging Face config gives no training sequence: say which one is used. */
+    if (!p->seq && strncmp(spsim_model_source(model), "Hugging Face", 12) == 0)
+        cli_warning("%s: %s", cfg->model, spsim_model_description(model));
+    int rc = contradictions(cfg);
+    return rc ? rc : gpus_to_dp(cfg);
 }
 
 /* A group's getopt entries appended to `out` (capacity `cap` from `n`). */
@@ -440,7 +617,8 @@ add_options(struct option *out, size_t n, size_t cap, const struct option *add, 
 {
     if (n + nadd > cap)
         return cap + 1;
-    memcpy(out + n, add, nadd * sizeof(*add));
+    if (nadd) /* a command without options of its own passes NULL (C11 7.24.1p2) */
+        memcpy(out + n, add, nadd * sizeof(*add));
     return n + nadd;
 }
 
@@ -563,7 +741,7 @@ static int
 choice_error(const char *option, const char *text, const char *(*name)(int), int count)
 {
     char list[128];
-    return cli_error(EXIT_USAGE, "%s: '%s' is not one of %s", option, text,
+    return cli_error(EXIT_USAGE, "%s: %s is not one of %s", option, CLI_Q(text),
                      choice_list(list, sizeof(list), name, count));
 }
 
@@ -589,8 +767,8 @@ cli_parse_recompute_modules(const char *option, const char *text, uint32_t *out)
     if (spsim_recompute_modules_parse(text, out) == SPSIM_OK)
         return EXIT_OK;
     char list[160];
-    return cli_error(EXIT_USAGE, "%s: '%s' is not a list of %s (separated by ',' or '+')", option,
-                     text, choice_list(list, sizeof(list), module_name, SPSIM_RMOD_COUNT_));
+    return cli_error(EXIT_USAGE, "%s: %s is not a list of %s (separated by ',' or '+')", option,
+                     CLI_Q(text), choice_list(list, sizeof(list), module_name, SPSIM_RMOD_COUNT_));
 }
 
 int

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,11 @@ static const char query_help[] =
     "  -o, --output FILE      write to FILE atomically instead of standard output\n"
     "  -h, --help             show this help\n"
     "\n"
+    "Time and cost to train (table and json):\n"
+    "  --train-tokens N       a run of N tokens (15e12, 1e9 ...): whole iterations, wall days,\n"
+    "                         GPU-hours and, from the profile's gpu.board_power_W, energy\n"
+    "  --gpu-hour-price P     price of one GPU-hour: the run's cost = GPU-hours x P\n"
+    "\n"
     "Exit status: 0 ok, 2 bad option, 3 bad profile file, 4 invalid configuration\n"
     "(Megatron-LM's rules: SP needs tp > 1, heads/kv_heads/ffn divisible by tp, layers by pp*vpp,\n"
     "global batch by mbs*dp, ...), 1 other failure.\n";
@@ -51,6 +57,9 @@ print_config_line(FILE *f, const struct spsim_result *r)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · zero %u", p->zero);
     if (p->overlap_param_gather)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · param AG overlapped");
+    if (p->microbatch_group && p->vpp > 1)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+                 " · micro-batch groups of %u", p->microbatch_group);
     bool quantized = p->dtype == SPSIM_DTYPE_FP8 || p->dtype == SPSIM_DTYPE_NVFP4;
     if (p->first_last_layers_bf16 && quantized && (p->bf16_layers_start || p->bf16_layers_end))
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
@@ -94,6 +103,13 @@ static const char *
 optimizer_label(const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
+    if (p->precision_aware_optimizer) {
+        static char buf[96];
+        snprintf(buf, sizeof(buf), "optimizer (TE Adam: master %s, m %s, v %s)",
+                 spsim_opt_dtype_name(p->main_params_dtype), spsim_opt_dtype_name(p->exp_avg_dtype),
+                 spsim_opt_dtype_name(p->exp_avg_sq_dtype));
+        return buf;
+    }
     if (!r->grad_reduce_in_fp32)
         return p->distributed_optimizer || p->zero ? "optimizer (Adam + fp32 grads, 16/(dp·cp) B)"
                                                    : "optimizer (Adam + fp32 grads, 16 B/param)";
@@ -469,15 +485,80 @@ write_table(FILE *f, const struct spsim_result *r, const char *model, const char
     print_time(f, r);
 }
 
-/* The library's document (spsim_result_to_json), shared with the Python module. */
+/* --train-tokens: the run's wall time, GPU-hours, energy and cost (spsim_train_plan_make). */
+static void
+print_train_plan(FILE *f, const struct spsim_train_plan *p)
+{
+    char a[32];
+    fprintf(f, "\nTime and cost to train %.4g tokens\n", p->train_tokens);
+    fprintf(f, "  iterations of %.4g tokens%27s%" PRIu64 "\n", p->tokens_per_iteration, "",
+            p->iterations);
+    fprintf(f, "  wall time%40s%s (%.3f days)\n", "", fmt_time(a, sizeof(a), p->wall_s),
+            p->wall_days);
+    fprintf(f, "  GPU-hours%40s%.6g\n", "", p->gpu_hours);
+    if (p->energy_available)
+        fprintf(f, "  energy at %g W per GPU (board maximum)%11s%.6g kWh\n", p->board_power_W, "",
+                p->energy_kWh);
+    else
+        fprintf(f, "  energy not given: %s\n", p->energy_refused);
+    if (p->gpu_hour_price > 0)
+        fprintf(f, "  cost at %g per GPU-hour%26s%.6g\n", p->gpu_hour_price, "", p->cost);
+}
+
+/* The "train" object of --train-tokens (the fields of struct spsim_train_plan), written as the
+ * last member of the result document. */
+static void
+write_train_json(FILE *f, const struct spsim_train_plan *p)
+{
+    struct jw w;
+    jw_init(&w, f, true);
+    w.depth = 1; /* inside the document, after its last member */
+    jw_begin_object(&w, "train");
+    jw_double(&w, "train_tokens", p->train_tokens);
+    jw_double(&w, "tokens_per_iteration", p->tokens_per_iteration);
+    jw_u64(&w, "iterations", p->iterations);
+    jw_double(&w, "wall_s", p->wall_s);
+    jw_double(&w, "wall_days", p->wall_days);
+    jw_double(&w, "gpu_hours", p->gpu_hours);
+    if (p->energy_available) {
+        jw_double(&w, "board_power_W", p->board_power_W);
+        jw_double(&w, "energy_kWh", p->energy_kWh);
+    } else {
+        jw_raw(&w, "board_power_W", "null");
+        jw_raw(&w, "energy_kWh", "null");
+        jw_string(&w, "energy_refused", p->energy_refused);
+    }
+    jw_double(&w, "gpu_hour_price", p->gpu_hour_price);
+    jw_double(&w, "cost", p->cost);
+    jw_end_object(&w);
+}
+
+/* The library's document (spsim_result_to_json), shared with the Python module; with
+ * --train-tokens a "train" object, with --megatron-log a "measured" one, added at the end. */
 static int
-write_json(FILE *f, const struct spsim_result *r, const char *model, const char *hw)
+write_json(FILE *f, const struct spsim_result *r, const char *model, const char *hw,
+           const struct spsim_train_plan *plan, const struct cli_measured *measured)
 {
     char *doc = NULL;
     struct spsim_error err = {0};
     if (spsim_result_to_json(r, model, hw, &doc, &err) != SPSIM_OK)
         return cli_fail(&err);
-    fputs(doc, f);
+    size_t n = strlen(doc);
+    if ((plan || measured) && n >= 3 && strcmp(doc + n - 3, "\n}\n") == 0) {
+        doc[n - 3] = '\0'; /* the document ends "  }\n}\n": reopen it after its last object */
+        fputs(doc, f);
+        if (plan)
+            write_train_json(f, plan);
+        if (measured) {
+            struct jw w;
+            jw_init(&w, f, true);
+            w.depth = 1; /* inside the document, after its last member */
+            cli_measured_json(&w, measured, r);
+        }
+        fputs("\n}\n", f);
+    } else {
+        fputs(doc, f);
+    }
     free(doc);
     return EXIT_OK;
 }
@@ -501,6 +582,7 @@ write_csv(FILE *f, const struct spsim_result *r, const char *model, const char *
 struct query_args {
     enum query_format format;
     const char *output;
+    double train_tokens, gpu_hour_price; /* 0: not given */
 };
 
 static int
@@ -510,6 +592,10 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     (void)current;
     if (opt == 'o') {
         a->output = arg;
+    } else if (opt == 't') {
+        return cli_parse_double("--train-tokens", arg, 1, 1e18, &a->train_tokens);
+    } else if (opt == 'p') {
+        return cli_parse_double("--gpu-hour-price", arg, 0, 1e6, &a->gpu_hour_price);
     } else if (strcmp(arg, "table") == 0) {
         a->format = FORMAT_TABLE;
     } else if (strcmp(arg, "json") == 0) {
@@ -519,18 +605,20 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
     } else if (strcmp(arg, "megatron") == 0) {
         a->format = FORMAT_MEGATRON;
     } else {
-        return cli_usage_error("query", "--format: '%s' is not one of table, json, csv, megatron",
-                               arg);
+        return cli_usage_error("query", "--format: %s is not one of table, json, csv, megatron",
+                               CLI_Q(arg));
     }
     return EXIT_OK;
 }
 
 static int
-parse(int argc, char **argv, struct cli_config *cfg, enum query_format *format, const char **output)
+parse(int argc, char **argv, struct cli_config *cfg, struct query_args *out)
 {
     static const struct option own[] = {{"format", required_argument, NULL, 'f'},
-                                        {"output", required_argument, NULL, 'o'}};
-    struct query_args a = {*format, NULL};
+                                        {"output", required_argument, NULL, 'o'},
+                                        {"train-tokens", required_argument, NULL, 't'},
+                                        {"gpu-hour-price", required_argument, NULL, 'p'}};
+    struct query_args a = {FORMAT_TABLE, NULL, 0, 0};
     const struct cli_command c = {.name = "query",
                                   .help = query_help,
                                   .config = cfg,
@@ -539,8 +627,11 @@ parse(int argc, char **argv, struct cli_config *cfg, enum query_format *format, 
                                   .handle = parse_option,
                                   .ctx = &a};
     int rc = cli_parse_options(&c, argc, argv);
-    *format = a.format;
-    *output = a.output;
+    if (rc == EXIT_OK && a.gpu_hour_price > 0 && a.train_tokens <= 0)
+        return cli_usage_error("query", "--gpu-hour-price: needs --train-tokens");
+    if (rc == EXIT_OK && a.train_tokens > 0 && a.format != FORMAT_TABLE && a.format != FORMAT_JSON)
+        return cli_usage_error("query", "--train-tokens: with --format table or json");
+    *out = a;
     return rc;
 }
 
@@ -549,9 +640,8 @@ cmd_query(int argc, char **argv)
 {
     struct cli_config cfg;
     cli_config_defaults(&cfg);
-    enum query_format format = FORMAT_TABLE;
-    const char *output = NULL;
-    int rc = parse(argc, argv, &cfg, &format, &output);
+    struct query_args a = {FORMAT_TABLE, NULL, 0, 0};
+    int rc = parse(argc, argv, &cfg, &a);
     if (rc != EXIT_OK)
         return rc < 0 ? EXIT_OK : rc;
 
@@ -561,7 +651,8 @@ cmd_query(int argc, char **argv)
     struct spsim_error err = {0};
     if ((rc = cli_config_model(&cfg, &model)) || (rc = cli_load_hardware(cfg.hardware, &hw)))
         goto done;
-    cli_config_finish(&cfg, model);
+    if ((rc = cli_config_finish(&cfg, model)))
+        goto done;
     if (spsim_evaluate(model, hw, &cfg.par, &result, &err) != SPSIM_OK) {
         rc = cli_fail(&err);
         goto done;
@@ -571,15 +662,27 @@ cmd_query(int argc, char **argv)
             cli_warning("%s", spsim_warning_text(bit));
     struct spsim_hardware_info info;
     spsim_hardware_get_info(hw, &info);
-    struct cli_output out;
-    if ((rc = cli_output_open(&out, output)))
+    struct spsim_train_plan plan;
+    if (a.train_tokens > 0 &&
+        spsim_train_plan_make(&result, hw, a.train_tokens, a.gpu_hour_price, &plan, &err)) {
+        rc = cli_fail(&err);
         goto done;
-    switch (format) {
+    }
+    const struct spsim_train_plan *pl = a.train_tokens > 0 ? &plan : NULL;
+    struct cli_output out;
+    if ((rc = cli_output_open(&out, a.output)))
+        goto done;
+    switch (a.format) {
     case FORMAT_TABLE:
         write_table(out.stream, &result, spsim_model_name(model), info.name);
+        if (pl)
+            print_train_plan(out.stream, pl);
+        if (cfg.measured.path)
+            cli_measured_table(out.stream, &cfg.measured, &result);
         break;
     case FORMAT_JSON:
-        rc = write_json(out.stream, &result, spsim_model_name(model), info.name);
+        rc = write_json(out.stream, &result, spsim_model_name(model), info.name, pl,
+                        cfg.measured.path ? &cfg.measured : NULL);
         break;
     case FORMAT_CSV:
         rc = write_csv(out.stream, &result, spsim_model_name(model), info.name);

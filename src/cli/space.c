@@ -47,7 +47,7 @@ cli_parse_by(const char *command, const char *arg, enum spsim_sweep_by *by)
             return EXIT_OK;
         }
     return cli_usage_error(
-        command, "--by: '%s' is not one of tokens_per_s, iteration_s, total_bytes, mfu", arg);
+        command, "--by: %s is not one of tokens_per_s, iteration_s, total_bytes, mfu", CLI_Q(arg));
 }
 
 int
@@ -58,6 +58,6 @@ cli_parse_row_format(const char *command, const char *arg, enum spsim_row_format
     else if (strcmp(arg, "jsonl") == 0)
         *format = SPSIM_ROW_JSONL;
     else
-        return cli_usage_error(command, "--format: '%s' is not one of csv, jsonl", arg);
+        return cli_usage_error(command, "--format: %s is not one of csv, jsonl", CLI_Q(arg));
     return EXIT_OK;
 }

@@ -1,7 +1,7 @@
 /*
  * Streamed output for outputs too big to hold in memory (sweep, merge): standard output, or a
  * temporary file beside the target renamed over it at the end (after fsync), so readers see
- * the old file or the complete new one. SIGINT and SIGTERM only raise a flag: the command
+ * the old file or the complete new one. A terminating signal only raises a flag: the command
  * stops at its next write and removes the temporary file.
  */
 #include "config.h"
@@ -14,13 +14,12 @@
 
 #include "cli.h"
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted; /* the signal that came, 0 if none */
 
 static void
 on_signal(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig;
 }
 
 bool
@@ -29,15 +28,68 @@ cli_interrupted(void)
     return interrupted != 0;
 }
 
+/*
+ * Every signal whose default action ends the process (signal(7)) and that can be caught, but
+ * for those a fault raises (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS: returning
+ * from their handler would fault again) and SIGXFSZ (ignored by main: the write fails instead).
+ * Each only raises the flag, so that a kill -HUP, an alarm or a batch system's SIGUSR1 in the
+ * middle of `sweep -o` leaves the old file and no temporary one. SIGPIPE is caught only when
+ * writing a file: on standard output it keeps its usual meaning (`spsim sweep | head` ends
+ * quietly). SIGKILL and SIGSTOP cannot be caught.
+ */
 static void
-catch_signals(void)
+catch_signals(bool to_file)
 {
+    static const int terminating[] = {SIGHUP,    SIGINT,  SIGQUIT, SIGALRM,   SIGTERM, SIGUSR1,
+                                      SIGUSR2,   SIGPOLL, SIGPROF, SIGVTALRM, SIGXCPU,
+#ifdef SIGSTKFLT
+                                      SIGSTKFLT,
+#endif
+#ifdef SIGPWR
+                                      SIGPWR,
+#endif
+                                      SIGPIPE};
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigfillset(&sa.sa_mask);
+    size_t n = CLI_ARRAY_LENGTH(terminating) - (to_file ? 0 : 1);
+    for (size_t i = 0; i < n; i++)
+        sigaction(terminating[i], &sa, NULL);
+    /* The real-time signals end the process by default too. */
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        sigaction(sig, &sa, NULL);
+}
+
+/* The interruption's message: "interrupted by SIGHUP". */
+static const char *
+signal_name(int sig, char *buf, size_t cap)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+        {SIGALRM, "SIGALRM"},     {SIGTERM, "SIGTERM"}, {SIGUSR1, "SIGUSR1"},
+        {SIGUSR2, "SIGUSR2"},     {SIGPOLL, "SIGPOLL"}, {SIGPROF, "SIGPROF"},
+        {SIGVTALRM, "SIGVTALRM"}, {SIGXCPU, "SIGXCPU"}, {SIGPIPE, "SIGPIPE"},
+#ifdef SIGSTKFLT
+        {SIGSTKFLT, "SIGSTKFLT"},
+#endif
+#ifdef SIGPWR
+        {SIGPWR, "SIGPWR"},
+#endif
+    };
+    for (size_t i = 0; i < CLI_ARRAY_LENGTH(names); i++)
+        if (names[i].sig == sig)
+            return names[i].name;
+    if (sig == SIGRTMIN)
+        snprintf(buf, cap, "SIGRTMIN");
+    else if (sig > SIGRTMIN && sig <= SIGRTMAX)
+        snprintf(buf, cap, "SIGRTMIN+%d", sig - SIGRTMIN);
+    else
+        snprintf(buf, cap, "signal %d", sig);
+    return buf;
 }
 
 int
@@ -46,7 +98,7 @@ cli_stream_open(struct cli_stream *s, const char *path)
     memset(s, 0, sizeof(*s));
     s->fd = STDOUT_FILENO;
     s->path = path;
-    catch_signals();
+    catch_signals(path != NULL);
     if (!path)
         return EXIT_OK;
     if (cli_output_check(path) != EXIT_OK)
@@ -89,8 +141,11 @@ cli_stream_commit(struct cli_stream *s)
 {
     const char *name = s->path ? s->path : "standard output";
     if (interrupted) {
+        char buf[32];
         cli_stream_abort(s);
-        return cli_error(EXIT_RUNTIME, "interrupted%s", s->path ? "; nothing written" : "");
+        return cli_error(EXIT_RUNTIME, "interrupted by %s%s",
+                         signal_name(interrupted, buf, sizeof(buf)),
+                         s->path ? "; nothing written" : "");
     }
     if (s->error) {
         cli_stream_abort(s);

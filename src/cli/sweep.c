@@ -142,13 +142,13 @@ parse_shard(const char *arg, uint64_t *shard, uint64_t *nshards)
     const char *slash = strchr(arg, '/');
     char first[32];
     if (!slash || (size_t)(slash - arg) >= sizeof(first))
-        return cli_usage_error("sweep", "--shard: '%s' is not I/N", arg);
+        return cli_usage_error("sweep", "--shard: %s is not I/N", CLI_Q(arg));
     memcpy(first, arg, (size_t)(slash - arg));
     first[slash - arg] = '\0';
     if (!scan_u64(slash + 1, nshards) || !scan_u64(first, shard) || *nshards < 1 ||
         *nshards > UINT32_MAX || *shard >= *nshards)
-        return cli_usage_error("sweep", "--shard: '%s' needs 0 <= I < N (integers, N <= %u)", arg,
-                               UINT32_MAX);
+        return cli_usage_error("sweep", "--shard: %s needs 0 <= I < N (integers, N <= %u)",
+                               CLI_Q(arg), UINT32_MAX);
     return EXIT_OK;
 }
 
@@ -194,7 +194,7 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
         a->output = arg;
         break;
     default:
-        return cli_usage_error("sweep", "unknown option '%s'", current);
+        return cli_usage_error("sweep", "unknown option %s", CLI_Q(current));
     }
     return rc;
 }

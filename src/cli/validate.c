@@ -66,7 +66,7 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
             a->json = arg[0] == 'j';
             return EXIT_OK;
         }
-        return cli_usage_error("validate", "--format: '%s' is not one of table, json", arg);
+        return cli_usage_error("validate", "--format: %s is not one of table, json", CLI_Q(arg));
     }
 }
 
@@ -374,8 +374,8 @@ cmd_validate(int argc, char **argv)
         rc = cli_error(EXIT_RUNTIME, "out of memory");
     else if ((rc = cli_config_model(&a.cfg, &model)) == EXIT_OK &&
              (rc = cli_load_hardware(a.cfg.hardware, &hw)) == EXIT_OK) {
-        cli_config_finish(&a.cfg, model);
-        rc = run(&a, model, hw, report);
+        if ((rc = cli_config_finish(&a.cfg, model)) == EXIT_OK)
+            rc = run(&a, model, hw, report);
     }
     free(report);
     spsim_model_destroy(model);

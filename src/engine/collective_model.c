@@ -422,24 +422,23 @@ spsim_collective_algo_latency_s(const struct spsim_hardware *hw, enum spsim_coll
  * algorithm a. A ring's NIC traffic per domain is one rank's ring traffic; NCCL's double binary
  * tree (trees.cc ncclGetDtree, each tree carrying half the data up and down its N − 1 edges)
  * sends 2(N − 1)/N·S through a domain's NICs, and each GPU of the in-domain chain forwards S up
- * and S down (2S on its NVLink against the ring's 2(n − 1)/n·S). PAT moves the ring's bytes at
- * NCCL's 0.75 of its bandwidth (tuning.cc:334). NVLSTree runs the same double binary tree
+ * and S down (2S on its NVLink against the ring's 2(n − 1)/n·S). PAT moves the ring's bytes.
+ * NVLSTree runs the same double binary tree
  * over the nodes between the NVLS heads, one per NIC, each carrying 1/ppn of the data
- * (connect.cc:272-317), so a domain's NICs carry the tree's 2(N − 1)/N·S; NCCL applies its
- * tree correction to it on sm100+ only (tuning.cc:643-646), and so does this.
+ * (connect.cc:272-317), so a domain's NICs carry the tree's 2(N − 1)/N·S. NCCL's own time
+ * applies its tree correction to NVLSTree on sm100+ (tuning.cc:643-646), its stand-in for the
+ * medium-size shortfall that spsim models as NVLSTree's pipeline fill (nvls_tree_fill_s), so
+ * it is not applied here: both would count it twice.
  */
 static double
-spanning_nic_bw(const struct spsim_hardware *hw, struct spsim_group g, struct spsim_nccl_choice ch,
-                double size, double nic_bw)
+spanning_nic_bw(struct spsim_group g, struct spsim_nccl_choice ch, double size, double nic_bw)
 {
     if (ch.algo == SPSIM_NCCL_TREE || ch.algo == SPSIM_NCCL_NVLS_TREE) {
         double n = g.size, N = (double)g.size / g.per_domain;
-        bool corrected =
-            ch.algo == SPSIM_NCCL_TREE || spsim_nccl_arch_of(hw) >= SPSIM_NCCL_BLACKWELL;
         return nic_bw * N * (n - 1) / (n * (N - 1)) *
-               (corrected ? spsim_nccl_tree_correction(ch.proto, size) : 1.0);
+               (ch.algo == SPSIM_NCCL_TREE ? spsim_nccl_tree_correction(ch.proto, size) : 1.0);
     }
-    return ch.algo == SPSIM_NCCL_PAT ? nic_bw * 0.75 : nic_bw;
+    return nic_bw; /* PAT's 0.75 is among NCCL's refinements (spanning_refine) */
 }
 
 /* A tree also runs at NCCL's treeCorrectionFactor of its size, NCCL's own measurement of how
@@ -447,10 +446,10 @@ spanning_nic_bw(const struct spsim_hardware *hw, struct spsim_group g, struct sp
  * AllReduce of the node's ppn GPUs (2(ppn − 1)/ppn·S at the profile's NVLS busbw, nv_bw),
  * expressed against the group's wire 2(n − 1)/n·S. */
 static double
-spanning_bw(const struct spsim_hardware *hw, struct spsim_group g, struct spsim_nccl_choice ch,
-            double size, double nv_bw, double nic_bw)
+spanning_bw(struct spsim_group g, struct spsim_nccl_choice ch, double size, double nv_bw,
+            double nic_bw)
 {
-    nic_bw = spanning_nic_bw(hw, g, ch, size, nic_bw);
+    nic_bw = spanning_nic_bw(g, ch, size, nic_bw);
     if (ch.algo == SPSIM_NCCL_TREE)
         nv_bw *= (g.size - 1.0) / g.size * spsim_nccl_tree_correction(ch.proto, size);
     if (ch.algo == SPSIM_NCCL_NVLS_TREE)
@@ -458,17 +457,104 @@ spanning_bw(const struct spsim_hardware *hw, struct spsim_group g, struct spsim_
     return g.per_domain == 1 ? nic_bw : spsim_min_d(nv_bw, nic_bw);
 }
 
+/*
+ * The protocol's share of the bandwidth across domains, as NCCL's tuner states it
+ * (spsim_nccl_refine_bus): the LL protocols carry flags beside the data (LL: 8 of every 16
+ * bytes, Ring at most llMaxBw, Tree /3.8; LL128: 120 of 128), trees and rings reach at most
+ * NCCL's measured per-channel maxima, PAT 0.75 of the ring. `busbw` is spsim's (wire
+ * 2(n − 1)/n·S per rank for AllReduce); NCCL's bus bandwidth is the same figure for rings,
+ * PAT and NVLSTree (algBw = bus·nRanks/nsteps) and n/(n − 1) of it for a tree (algBw =
+ * bus/2). NCCL's maxima are its estimate of what a channel reaches; a network curve measured
+ * on the machine for `op` says what it reaches there (the Snellius log's tree exceeds the
+ * 41.4 GB/s per channel NCCL's table gives Hopper), so with one only the factors apply.
+ */
+static double
+spanning_refine(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
+                struct spsim_nccl_choice ch, double busbw)
+{
+    if (ch.algo == SPSIM_NCCL_ALGO_COUNT)
+        return busbw;
+    const struct spsim_nccl_comm *c = tuned(hw, nccl_func(op), g.size, g.size / g.per_domain);
+    double tree = ch.algo == SPSIM_NCCL_TREE ? (double)g.size / (g.size - 1) : 1.0;
+    bool maxima = hw->network.curve[op] == NULL;
+    return spsim_nccl_refine_bus(c, ch.algo, ch.proto, busbw * tree / 1e9, maxima) * 1e9 / tree;
+}
+
+/*
+ * What a protocol adds to the α across domains. The profile's latencies are those of LL (the
+ * protocol of the small messages they were measured or chosen on); NCCL's own table
+ * (tuning.cc:149-176) gives LL128 and Simple longer per-step latencies (Simple: a network
+ * step 14 µs against LL's 2.7, an NVLink step 3.4 against 0.6, and the ring's ×1.4 plateau
+ * for large multi-node AllReduces, :647-650), the cost of their larger steps and flag
+ * handshakes; the difference of NCCL's latencies for the chosen protocol and LL is added to
+ * the profile's. Rings and trees only: NVLSTree and PAT have Simple alone.
+ */
+static double
+protocol_latency_s(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
+                   struct spsim_nccl_choice ch, double size)
+{
+    if ((ch.algo != SPSIM_NCCL_RING && ch.algo != SPSIM_NCCL_TREE) || ch.proto == SPSIM_NCCL_LL)
+        return 0;
+    const struct spsim_nccl_comm *c = tuned(hw, nccl_func(op), g.size, g.size / g.per_domain);
+    double d = spsim_nccl_latency_us(c, ch.algo, ch.proto, size) -
+               spsim_nccl_latency_us(c, ch.algo, SPSIM_NCCL_LL, size);
+    return d > 0 ? d * 1e-6 : 0;
+}
+
+/*
+ * NVLSTree's pipeline fill. NCCL moves the message in chunks, `ops` of them in flight at once
+ * (spsim_nccl_nvls_tree_split: the NVLS CTAs times the heads), each sharing the collective's
+ * bandwidth; a chunk passes 2 + 2·log2(N) stages in order (the NVLS reduce on its node, log2 N
+ * levels up the double binary tree of the heads, log2 N down, the NVLS multicast), each taking
+ * it chunk·ops/algBw at the shared rate. The last stage starts (1 + 2·log2 N) stage times
+ * after the first: time = α + S/algBw + (1 + 2·log2 N)·c·ops/algBw, c the chunk, or S/ops when
+ * the message is less than one chunk per op. `alg_Bps` is the bandwidth without the size's
+ * measured efficiency, which this term replaces for NVLSTree.
+ */
+static double
+nvls_tree_fill_s(const struct spsim_hardware *hw, struct spsim_group g, double size, double alg_Bps)
+{
+    uint32_t nodes = g.size / g.per_domain, ops;
+    double chunk;
+    spsim_nccl_nvls_tree_split(tuned(hw, SPSIM_NCCL_ALL_REDUCE, g.size, nodes), size, &ops, &chunk);
+    double c = spsim_min_d(chunk, size / ops);
+    return (1 + 2 * log2_floor(nodes)) * c * ops / alg_Bps;
+}
+
+/* The bandwidth (eff = 1 on the network) and the α a spanning group's collective has at a
+ * size: the algorithm's NVLink and NIC sides (NVLSTree's NVLink side at its peak, the fill
+ * standing for its size), NCCL's protocol share, the protocol's latency and NVLSTree's fill. */
+static void
+spanning_terms(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
+               struct spsim_nccl_choice ch, double size, double eff_nv, double nic_share,
+               double *latency_s, double *bw)
+{
+    bool nvls_tree = ch.algo == SPSIM_NCCL_NVLS_TREE;
+    double nv =
+        nvls_tree ? hw->nvlink.busbw_Bps[op] : spsim_nvlink_peak_Bps(hw, op, g.per_domain) * eff_nv;
+    *bw = spanning_refine(
+        hw, op, g, ch,
+        spanning_bw(g, ch, size, nv, spsim_collective_nic_bw(hw, op, g, 1, nic_share)));
+    *latency_s = spsim_collective_algo_latency_s(hw, op, g, ch.algo) +
+                 protocol_latency_s(hw, op, g, ch, size);
+    if (nvls_tree && *bw > 0)
+        *latency_s += nvls_tree_fill_s(hw, g, size, *bw / spsim_wire_fraction(op, g.size));
+}
+
 void
 spsim_collective_terms(const struct spsim_hardware *hw, enum spsim_coll_op op, struct spsim_group g,
                        double size_bytes, double *latency_s, double *peak_Bps)
 {
     struct spsim_nccl_choice ch = spsim_collective_algo(hw, op, g, size_bytes);
-    *latency_s = spsim_collective_algo_latency_s(hw, op, g, ch.algo);
-    if (spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK)
+    if (spsim_group_tier(hw, g) == SPSIM_TIER_NVLINK) {
+        *latency_s = spsim_collective_algo_latency_s(hw, op, g, ch.algo);
         *peak_Bps = spsim_nvlink_peak_Bps(hw, op, g.per_domain);
-    else
-        *peak_Bps =
-            spanning_nic_bw(hw, g, ch, size_bytes, spsim_collective_nic_bw(hw, op, g, 1, 1));
+        return;
+    }
+    double eff_nv = 1;
+    if (spsim_curve_eval(hw->nvlink.curve[op], size_bytes, &eff_nv) != SPSIM_OK)
+        eff_nv = 1;
+    spanning_terms(hw, op, g, ch, size_bytes, eff_nv, 1.0, latency_s, peak_Bps);
 }
 
 /* The bytes each rank puts on its NVLink port and its share of the domain's NIC traffic. */
@@ -518,14 +604,14 @@ spsim_collective_time(const struct spsim_hardware *hw, enum spsim_coll_op op, st
                                             : spanning_algo(hw, op, g, size_bytes);
     out->algo = ch.algo;
     out->proto = ch.proto;
-    /* NVLSTree reduces inside each node by NVLS whatever the profile's in-domain threshold. */
-    double bw = (ch.algo == SPSIM_NCCL_NVLS_TREE ? hw->nvlink.busbw_Bps[op]
-                                                 : spsim_nvlink_peak_Bps(hw, op, g.per_domain)) *
-                eff_nv;
+    double bw = spsim_nvlink_peak_Bps(hw, op, g.per_domain) * eff_nv;
     double latency = spsim_collective_algo_latency_s(hw, op, g, ch.algo);
-    if (out->tier != SPSIM_TIER_NVLINK)
-        bw = spanning_bw(hw, g, ch, size_bytes, bw,
-                         spsim_collective_nic_bw(hw, op, g, eff_net, nic_share));
+    if (out->tier != SPSIM_TIER_NVLINK) {
+        /* A network curve's efficiency is taken against the whole spanning bandwidth
+         * (spsim_collective_terms), so it scales all of it. */
+        spanning_terms(hw, op, g, ch, size_bytes, eff_nv, nic_share, &latency, &bw);
+        bw *= eff_net;
+    }
     out->wire_bytes = wire;
     traffic(op, g, size_bytes, ch.algo, out);
     if (!(bw > 0) || !isfinite(bw))
@@ -671,8 +757,8 @@ spsim_collective_layout(const struct spsim_hardware *hw, uint32_t gpus, uint32_t
                           gpus, *nodes);
     uint32_t per_node = gpus / *nodes;
     if (per_node > hw->gpus_per_node)
-        return spsim_fail(err, SPSIM_EINVAL, "%s: %u GPUs per node, but a '%s' node has %u", what,
-                          per_node, hw->name, hw->gpus_per_node);
+        return spsim_fail(err, SPSIM_EINVAL, "%s: %u GPUs per node, but a %s node has %u", what,
+                          per_node, SPSIM_Q(hw->name), hw->gpus_per_node);
     /* Nodes fill NVLink domains (one node per domain on a DGX, 18 trays on an NVL72). */
     uint32_t nodes_per_domain = hw->nvlink_domain_gpus / hw->gpus_per_node;
     uint32_t domains = (*nodes + nodes_per_domain - 1) / nodes_per_domain;

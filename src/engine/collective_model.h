@@ -2,7 +2,7 @@
 #ifndef SPSIM_COLLECTIVE_MODEL_H
 #define SPSIM_COLLECTIVE_MODEL_H
 
-#include "hardware_view.h"
+#include "profiles/profiles.h"
 #include "nccl_tuning.h"
 
 /** Evaluate eff(size) of a curve (1 when curve is NULL): linear in log(size), clamped. */

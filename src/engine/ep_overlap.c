@@ -58,6 +58,10 @@ spsim_ep_overlap_check(const struct spsim_model_shape *m, const struct spsim_par
     if (m->mtp_layers > 1)
         return OVERLAP_FAIL(err, "field 'mtp_layers': MTP supports at most one layer when "
                                  "enabling overlap_moe_expert_parallel_comm.");
+    /* spsim's limit: spsim_ep_overlap_paired counts the pairs of Megatron's default groups. */
+    if (p->microbatch_group && p->microbatch_group != p->pp)
+        return OVERLAP_FAIL(err, "field 'microbatch_group': micro-batch groups other than pp "
+                                 "with overlap_moe_expert_parallel_comm are not modelled");
     return SPSIM_OK;
 }
 
@@ -100,7 +104,8 @@ node_times(const struct spsim_block_eval *be, double t[4][3], double *other)
     }
 }
 
-/* The pair on the two streams (see the top of the file); k: the SMs NCCL holds meanwhile. */
+/* The pair on the two streams (see the top of the file); k: the share of SMs the exchanges hold
+ * meanwhile (exchange_sms). */
 static double
 pair_exposed(double t[4][3], bool delay, double k, double other)
 {
@@ -114,12 +119,33 @@ pair_exposed(double t[4][3], bool delay, double k, double other)
     double m_f_end = spsim_max_d(m_bw_end, d_f_end) + m_f;
     double after = spsim_max_d(m_f_end, d_b_end);
     double wall = spsim_max_d(after + a_b, after + c_f);
-    /* The computation-stream time the exchanges did not stall; NCCL's kernels hold k of the
+    /* The computation-stream time the exchanges did not stall; their kernels hold k of the
      * SMs while they run beside it (as timing.c overlapped_s). */
     double comp = a_f + a_b + m_f + m_bd + m_bw, comm = d_f + d_b + c_f + c_b;
     double stall = spsim_max_d(0.0, wall - comp);
     wall += k * spsim_max_d(0.0, comm - stall);
     return spsim_max_d(0.0, wall - other);
+}
+
+/*
+ * The SMs the exchanges hold while they run beside computation: NCCL one per channel
+ * (alltoall); the flex kernels their own budget, --moe-flex-dispatcher-num-sms or the backend's
+ * default: DeepEP 20 (Megatron-Core transformer_config.py moe_deepep_num_sms, "historical default
+ * 20"), HybridEP 24 inside one NVLink domain and 8 across domains (deepseek-ai/DeepEP branch
+ * hybrid-ep at 94a9f8f, csrc/hybrid_ep/config.cuh: num_sms_dispatch_api / num_sms_combine_api
+ * value_or((num_of_nodes == 1) ? 24 : 8)).
+ */
+static double
+exchange_sms(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg)
+{
+    if (cfg->dispatcher != SPSIM_MOE_FLEX)
+        return hw->nccl_channels;
+    if (cfg->flex_sms)
+        return cfg->flex_sms;
+    if (cfg->flex_backend != SPSIM_FLEX_HYBRIDEP)
+        return 20;
+    uint32_t n = cfg->etp * cfg->ep;
+    return cfg->flex_per_domain == 0 || cfg->flex_per_domain >= n ? 24 : 8;
 }
 
 void
@@ -128,7 +154,7 @@ spsim_ep_overlap_pair(const struct spsim_hardware *hw, const struct spsim_block_
 {
     double t[4][3], other;
     node_times(be, t, &other);
-    double k = (double)hw->nccl_channels / hw->sm_count;
+    double k = spsim_min_d(1.0, exchange_sms(hw, &be->block.cfg) / hw->sm_count);
     exposed[0] = pair_exposed(t, false, k, other);
     exposed[1] = pair_exposed(t, true, k, other);
 }

@@ -23,6 +23,8 @@ struct spsim_block_eval {
     struct spsim_layer block;
     struct spsim_schedule sched;
     struct spsim_step_cost cost[SPSIM_MAX_STEPS];
+    /* From here on: what the folding sums into, cleared per evaluation (timing.c eval_clear);
+     * the tables above are written entry by entry before they are read. */
     uint64_t saved_bytes;             /* activations kept for backward */
     double fwd_s, bwd_s, recompute_s; /* wall time of each phase */
     double fwd_compute_s, bwd_compute_s, recompute_compute_s;
@@ -73,6 +75,13 @@ struct spsim_layer_eval {
     uint64_t act_modes[SPSIM_MODE_COUNT];
     uint64_t act_no_recompute; /* one layer's activations while it is recomputed (full) */
     uint64_t offload_bytes;    /* of those, what CPU offload moves (spsim_layer_offload_bytes) */
+    /* A hybrid model (shape.hybrid_pattern): `layer` is its primary kind (the MoE layer when it
+     * has 'E' layers, else the Mamba layer, else its first kind), hybrid[k] every other kind k
+     * its pattern or MTP pattern has (bit k of hybrid_kinds, the primary's included). */
+    enum spsim_layer_kind hybrid_primary;
+    uint32_t hybrid_kinds;
+    struct spsim_block_eval hybrid[SPSIM_LAYER_KIND_COUNT];
+    uint64_t hybrid_no_recompute; /* the largest kind's activations kept whole */
 };
 
 /*
@@ -113,6 +122,9 @@ struct spsim_block_totals {
 
 /** A layer evaluation reduced to what spsim_compose() needs (see spsim_layer_summarize). */
 struct spsim_layer_summary {
+    /* Nonzero: a number no other summary of the same memo's life carries (the sweep numbers
+     * each one it makes), keying the composition's memos; 0: composed without them. */
+    uint64_t id;
     struct spsim_layer_config cfg;
     struct spsim_group tp_group;
     uint64_t padded_vocab;
@@ -124,7 +136,7 @@ struct spsim_layer_summary {
     struct spsim_block_totals dense;
     bool has_dense;
     /* Multi-token prediction: one depth's own rows and its parameters on one rank (0 without
-     * MTP; evaluate.c mtp_*). */
+     * MTP; memory.c and pipeline_time.c mtp_*). */
     struct spsim_block_totals mtp;
     uint64_t params_mtp;
     uint64_t params_dense_layer, params_layer_experts;
@@ -149,13 +161,33 @@ struct spsim_layer_summary {
     bool host_bound;
     uint32_t fp8_gemms_layer; /* GEMM ops of one layer in FP8 or NVFP4 (engine/fp8.c) */
     /* An MoE layer with SP and t > 1: the router's parameters (marked sequence_parallel,
-     * router.py), whose gradients join the MLA ones' TP all-reduce (evaluate.c); else 0. */
+     * router.py), whose gradients join the MLA ones' TP all-reduce (dp_time.c); else 0. */
     uint64_t params_router_tp_synced;
+    /* A hybrid model (struct spsim_layer_eval): the kinds, the non-primary kinds' totals (the
+     * primary's are `layer`), each kind's parameters on one rank (an 'E' layer's without its
+     * routed experts: params_layer_experts), and the decoder's FP8 weights on one rank. */
+    enum spsim_layer_kind hybrid_primary;
+    uint32_t hybrid_kinds;
+    struct spsim_block_totals hybrid[SPSIM_LAYER_KIND_COUNT];
+    uint64_t params_hybrid[SPSIM_LAYER_KIND_COUNT];
+    uint64_t fp8_weights_hybrid[SPSIM_LAYER_KIND_COUNT];
+    uint64_t fp8_weight_bytes_hybrid[SPSIM_LAYER_KIND_COUNT];
 };
+
+/** A hybrid summary's totals of kind k: `layer` for the primary kind. */
+static inline const struct spsim_block_totals *
+spsim_hybrid_totals(const struct spsim_layer_summary *s, enum spsim_layer_kind k)
+{
+    return k == s->hybrid_primary ? &s->layer : &s->hybrid[k];
+}
 
 /** Fold a layer evaluation into its summary. hw may be NULL (as for spsim_layer_evaluate). */
 void spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardware *hw,
                            const struct spsim_layer_eval *le, struct spsim_layer_summary *out);
+
+/** The layer kind a hybrid model's `layer` block is (spsim_layer_eval); SPSIM_LAYER_TRANSFORMER
+ * without a hybrid pattern. */
+enum spsim_layer_kind spsim_hybrid_primary(const struct spsim_model_shape *m);
 
 /** Resolve the model defaults (seq, attention kernel) into a layer configuration. */
 void spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_parallel *par,
@@ -170,6 +202,11 @@ int spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_h
  * layers, multi-latent attention, multi-token prediction), else SPSIM_OK: spsim_parallel_check
  * asks it, and the sweep once per model, so that a space of such a model is refused whole. */
 int spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err);
+
+/** A hybrid model's rules (engine/hybrid.c): the Mamba layers' TP, CP and FP8 asserts of
+ * Megatron-Core, the pipeline split, and spsim's limits; SPSIM_OK for other models. */
+int spsim_hybrid_check(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+                       struct spsim_error *err);
 
 /** first_last_layers_bf16 (engine/bf16_layers.c): whether some decoder layers run in BF16 (dtype
  * fp8 or nvfp4, a count above 0); Megatron's refusals and spsim's limits (SPSIM_ECONFIG); the
@@ -208,6 +245,12 @@ void spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *
 int spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_t m, uint64_t n,
                     uint64_t k, uint64_t batch, bool fp32_accumulate_out, double *seconds);
 
+/** The main-loop rate per full wave behind one measured M×N×K GEMM (16-bit output, beta = 0):
+ * its serial epilogue (gpu.gemm_epilogue) taken out, then divided by its tile efficiency.
+ * SPSIM_ERANGE when the measurement is faster than its epilogue alone. */
+int spsim_gemm_mainloop_rate(const struct spsim_hardware *hw, uint64_t m, uint64_t n, uint64_t k,
+                             double measured_flops_per_s, double *rate);
+
 /** Forward model FLOPs per token (multiply by 3 for forward and backward) of a model with MoE,
  * MLA or MTP layers (engine/model_flops.c): the 2022 paper's convention generalised (model), the
  * Megatron-LM formula (megatron) and the logits' share (logits) of both. */
@@ -218,9 +261,9 @@ void spsim_model_flops_per_token(const struct spsim_model *model, double s, doub
                                  struct spsim_flops_per_token *f);
 
 /** The optimizer step's time on a GPU holding `params` parameters, sharded as par says over
- * D = dp·cp ranks (memory-bound: evaluate.c). */
-double spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-                              double params, double D);
+ * D = dp·cp ranks (memory-bound: dp_time.c; what the optimizer's bounds read). */
+double spsim_optimizer_step_params_s(const struct spsim_hardware *hw,
+                                     const struct spsim_parallel *par, double params, double D);
 
 /** Compose a full result from a checked configuration and its layer summary. */
 int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,
@@ -228,26 +271,14 @@ int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *
                   uint32_t warnings, struct spsim_result *out, struct spsim_error *err);
 
 /*
- * Remembered collective predictions: the sweep composes millions of configurations whose
- * data-parallel, point-to-point and embedding collectives repeat. A direct-mapped table keyed
- * by every input of spsim_collective_time(), so a hit returns exactly what a call would.
+ * The composition's memos (compose.h, coll_memo.c): remembered collective predictions and the
+ * stages of the composition that repeat from point to point of a sweep, each keyed by every
+ * input it reads, so a hit is exactly what computing again gives. One per sweep worker.
  */
-#define SPSIM_COLL_MEMO_SLOTS 4096
-#define SPSIM_MAXMIN_MEMO_KEY 15 /* flow count, two capacities, four flows' three inputs */
-struct spsim_coll_memo {
-    struct spsim_coll_memo_slot {
-        const struct spsim_hardware *hw; /* NULL: empty */
-        uint32_t op, size, per_domain;
-        double bytes;
-        struct spsim_coll_time out;
-    } slot[SPSIM_COLL_MEMO_SLOTS];
-    /* The data-parallel reduction's finish time under link sharing (64 slots). */
-    struct spsim_maxmin_memo_slot {
-        bool used;
-        double key[SPSIM_MAXMIN_MEMO_KEY];
-        double finish;
-    } maxmin[64];
-};
+struct spsim_coll_memo;
+/** @return a memo (free with spsim_coll_memo_destroy), or NULL when out of memory */
+struct spsim_coll_memo *spsim_coll_memo_create(void);
+void spsim_coll_memo_destroy(struct spsim_coll_memo *memo);
 
 /**
  * spsim_compose() for the sweep: writes into `out` directly (its contents are undefined on

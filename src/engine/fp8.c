@@ -2,9 +2,11 @@
  * FP8 as Transformer Engine runs it in Megatron-Core (TE d0067d0, Megatron-LM d98e8a6;
  * shared/reference/megatron-core-and-nccl.md sec. 7). With --fp8-format every TE linear of a
  * transformer layer (QKV, projection, FC1, FC2) runs its three GEMMs in FP8: fprop Y = X·Wᵀ,
- * dgrad dX = dY·W, wgrad dW = dYᵀ·X (Megatron's default fp8_wgrad = True). Core attention
- * stays BF16 (fp8_dot_product_attention off), and so do the embedding and the output layer,
- * which are outside the FP8 autocast.
+ * dgrad dX = dY·W, wgrad dW = dYᵀ·X (Megatron's default fp8_wgrad = True); with experts the
+ * shared experts' linears and each local expert of the grouped GEMMs (TE GroupedLinear) too.
+ * Core attention stays BF16 (fp8_dot_product_attention off), and so do the embedding and the
+ * output layer, which are outside the FP8 autocast, and the MoE router, a torch matmul
+ * (moe_utils.py router_gating_linear).
  *
  * Per recipe (TE common/recipe/__init__.py), what the casts move through HBM per element of a
  * BF16 tensor quantized into the rowwise (fprop/dgrad) and columnwise (wgrad) FP8 copies:
@@ -116,7 +118,7 @@ fp8_gemm(struct spsim_layer *L, struct spsim_op *op)
  * coalesced, 8 B). The groups are set in pytorch/module/linear.py and layernorm_linear.py: a
  * column-parallel input with SP (forward, and again in a recomputed forward), a row-parallel
  * output gradient with SP (backward). Delayed scaling's amax reduction is per pass, not per
- * tensor (evaluate.c); MXFP8 and blockwise scales are local to their blocks.
+ * tensor (dp_time.c); MXFP8 and blockwise scales are local to their blocks.
  */
 static uint32_t
 amax_reduction_bytes(const struct spsim_layer_config *cfg)
@@ -134,6 +136,8 @@ spsim_layer_apply_fp8(struct spsim_layer *L)
         return;
     for (uint32_t i = 0; i < L->nops; i++) {
         struct spsim_op *op = &L->ops[i];
+        if (op->kind == SPSIM_OPK_GEMM && op->outside_te)
+            continue;
         if (op->kind == SPSIM_OPK_GEMM && fp4)
             nvfp4_gemm(L, op);
         else if (op->kind == SPSIM_OPK_GEMM)
@@ -147,27 +151,75 @@ spsim_layer_apply_fp8(struct spsim_layer *L)
     }
 }
 
+/* The quantized GEMMs' weights: a grouped GEMM's every local expert (TE GroupedLinear
+ * quantizes each expert's weight), the routed experts' (`routed`) or the others'. */
+static uint64_t
+quantized_weights(const struct spsim_layer *L, bool routed, bool *ok)
+{
+    uint64_t weights = 0;
+    for (uint32_t i = 0; i < L->nops; i++) {
+        const struct spsim_op *op = &L->ops[i];
+        if (op->fp8 && (op->group == SPSIM_RG_MOE) == routed)
+            weights = spsim_add(weights, spsim_mul3(op->k, op->n, op->batch, ok), ok);
+    }
+    return weights;
+}
+
 uint64_t
 spsim_layer_fp8_weights(const struct spsim_layer *L, bool *ok)
 {
-    uint64_t weights = 0;
-    for (uint32_t i = 0; i < L->nops; i++)
-        if (L->ops[i].fp8)
-            weights = spsim_add(weights, spsim_mul(L->ops[i].k, L->ops[i].n, ok), ok);
-    return weights;
+    return quantized_weights(L, false, ok);
+}
+
+static uint64_t
+round_up(uint64_t v, uint64_t m)
+{
+    return (v + m - 1) / m * m;
+}
+
+/*
+ * One usage of an NVFP4 weight of `rows` × `cols` as TE stores it (pytorch/tensor/
+ * nvfp4_tensor.py, NVFP4Quantizer.get_scale_shape and inner_tensor_specs): the data two values
+ * a byte, the E4M3 block scales one byte per 1×16 block in a [round_up(rows, 128),
+ * round_up(ceil(cols/16), 4)] array (the swizzled GEMM layout; 2D-quantized weights repeat
+ * each 16×16 block's scale over its 16 rows in the same array), and the fp32 amax of the
+ * tensor, the second-level scale. The columnwise usage is the same of the transpose.
+ */
+static uint64_t
+nvfp4_usage_bytes(uint64_t rows, uint64_t cols, bool *ok)
+{
+    uint64_t data = spsim_mul(rows, cols, ok) / 2 + spsim_mul(rows, cols, ok) % 2;
+    uint64_t scales = spsim_mul(round_up(rows, 128), round_up((cols + 15) / 16, 4), ok);
+    return spsim_add(spsim_add(data, scales, ok), 4, ok);
+}
+
+/* The NVFP4 copies of one layer's quantized weights: each [out, in] weight (out = the GEMM's
+ * n, in its k) rowwise and columnwise, every local expert of a grouped GEMM. About w + w/8 + a
+ * little padding: TE's own figure, where spsim once counted w + w/128 (issue 23). */
+static uint64_t
+nvfp4_copies(const struct spsim_layer *L, bool *ok)
+{
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < L->nops; i++) {
+        const struct spsim_op *op = &L->ops[i];
+        if (!op->fp8)
+            continue;
+        uint64_t one =
+            spsim_add(nvfp4_usage_bytes(op->n, op->k, ok), nvfp4_usage_bytes(op->k, op->n, ok), ok);
+        bytes = spsim_add(bytes, spsim_mul(one, op->batch, ok), ok);
+    }
+    return bytes;
 }
 
 uint64_t
 spsim_layer_fp8_weight_bytes(const struct spsim_layer *L, bool *ok)
 {
-    if (L->cfg.dtype == SPSIM_DTYPE_NVFP4) {
-        /* Rowwise and columnwise, 1/2 B each, an E4M3 scale per 16×16 block in each (2D). */
-        uint64_t w = spsim_layer_fp8_weights(L, ok);
-        return spsim_add(w, w / 128, ok);
-    }
+    if (L->cfg.dtype == SPSIM_DTYPE_NVFP4)
+        return nvfp4_copies(L, ok);
     if (L->cfg.dtype != SPSIM_DTYPE_FP8)
         return 0;
-    uint64_t weights = spsim_layer_fp8_weights(L, ok);
+    uint64_t weights =
+        spsim_add(quantized_weights(L, false, ok), quantized_weights(L, true, ok), ok);
     /* Rowwise and columnwise (the transpose cache), 1 B each; MXFP8's E8M0 scale per 32 in
      * each; blockwise's fp32 scale per 128×128 block in each (2·4/16384 per weight). */
     uint64_t scales = 0;

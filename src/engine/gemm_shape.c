@@ -27,7 +27,7 @@
 #include <math.h>
 
 #include "eval.h"
-#include "hardware_view.h"
+#include "gemm_shape.h"
 
 #define SPSIM_GEMM_MAX_SPLIT 16
 

@@ -11,6 +11,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "collective_model.h"
+#include "eval.h"
 #include "hardware_view.h"
 #include "profiles/jsonfield.h"
 
@@ -59,10 +60,11 @@ prepare_curve(const struct spsim_jctx *c, const struct spsim_hardware *hw, struc
         double eff = 1.0;
         if (measured_s > latency_s)
             eff = wire / (peak * (measured_s - latency_s));
-        /* Above 1: the point beats the tier's stated peak; below 1e-3: latency-dominated sizes
-         * whose residual is noise. Both are clamped. */
+        /* Above the maximum: the point beats the tier's stated peak; below 1e-3:
+         * latency-dominated sizes whose residual is noise. Both are clamped. */
+        double most = cv->network ? SPSIM_NETWORK_EFF_MAX : 1.0;
         cv->log_size[i] = log(size);
-        cv->eff[i] = eff > 1.0 ? 1.0 : (eff < 1e-3 ? 1e-3 : eff);
+        cv->eff[i] = eff > most ? most : (eff < 1e-3 ? 1e-3 : eff);
     }
     cv->interp = gsl_interp_alloc(gsl_interp_linear, cv->n);
     if (!cv->interp)
@@ -124,6 +126,57 @@ prepare_gemm_table(const struct spsim_jctx *c, struct spsim_hardware *hw)
     return SPSIM_OK;
 }
 
+/* The points' summed GEMM time at sustained / boost = scale (the model of timing.c). */
+static int
+sustained_sum(struct spsim_hardware *hw, double scale, double *sum)
+{
+    const struct spsim_gemm_points *p = hw->sustained_gemm;
+    hw->clock_scale = scale;
+    *sum = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        double s = 0;
+        int rc = spsim_gemm_time(hw, hw->sustained_gemm_dtype, (uint64_t)p->rows[i][0],
+                                 (uint64_t)p->rows[i][1], (uint64_t)p->rows[i][2], 1, false, &s);
+        if (rc != SPSIM_OK)
+            return rc;
+        *sum += s;
+    }
+    return SPSIM_OK;
+}
+
+/*
+ * gpu.sustained_clock.gemm: GEMMs measured under sustained load. The clock ratio is the one at
+ * which the GEMM model (the boost-clock measurements: gemm_achievable_tflops, gemm_table) takes
+ * as long over the points together as they were measured to take: a power-limited GPU runs its
+ * tensor cores at a lower clock, and its rate falls with it. The model's time falls
+ * monotonically as the ratio grows, so bisection finds it; points the boost-clock model cannot
+ * reach (measured faster than it) are refused.
+ */
+static int
+prepare_sustained(const struct spsim_jctx *c, struct spsim_hardware *hw)
+{
+    const struct spsim_gemm_points *p = hw->sustained_gemm;
+    double measured = 0, at_boost = 0, lo = 1e-3, hi = 1.0;
+    for (uint32_t i = 0; i < p->n; i++)
+        measured += 2.0 * p->rows[i][0] * p->rows[i][1] * p->rows[i][2] / (p->rows[i][3] * 1e12);
+    int rc = sustained_sum(hw, 1.0, &at_boost);
+    if (rc == SPSIM_OK && at_boost > measured * (1.0 + 1e-12))
+        return spsim_json_field_error(c, "gpu.sustained_clock.gemm", "points",
+                                      "the points take %.6g s together, less than the GEMM model "
+                                      "gives them at the boost clock (%.6g s)",
+                                      measured, at_boost);
+    for (int i = 0; rc == SPSIM_OK && i < 100 && hi - lo > 1e-15; i++) {
+        double mid = 0.5 * (lo + hi), sum = 0;
+        rc = sustained_sum(hw, mid, &sum);
+        *(sum > measured ? &lo : &hi) = mid;
+    }
+    if (rc != SPSIM_OK)
+        return spsim_fail(c->err, rc, "%s: field 'gpu.sustained_clock.gemm': numerical failure",
+                          c->origin);
+    hw->clock_scale = hi;
+    return SPSIM_OK;
+}
+
 int
 spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin, struct spsim_error *err)
 {
@@ -131,9 +184,13 @@ spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin, struct sps
     int rc;
     if (hw->gemm_points && (rc = prepare_gemm_table(&c, hw)))
         return rc;
+    if (hw->sustained_gemm && (rc = prepare_sustained(&c, hw)))
+        return rc;
     for (uint32_t i = 0; i < hw->ncurves; i++)
         if ((rc = prepare_curve(&c, hw, &hw->curves[i])))
             return rc;
+    /* Up to a dozen strstr a collective prediction asked before. */
+    hw->nccl_arch_plus1 = (uint8_t)(spsim_nccl_arch_of(hw) + 1);
     return SPSIM_OK;
 }
 

@@ -64,8 +64,15 @@ struct spsim_op {
     enum spsim_gemm_role role;
     uint64_t m, n, k, batch;
     double bias_grad_bytes; /* GEMM with its bias in the epilogue: the bias-gradient reduction */
-    /* FLASH: causal attention computes half of the s×s score matrix. */
-    double flash_fwd_flops;
+    /* FLASH: causal attention computes half of the s×s score matrix. With sliding windows
+     * (layers whose queries see at most `window` keys) the op is the layers' mean: its forward
+     * FLOPs hold the windowed layers' share (flash_window_flops) at their smaller work. The
+     * head dimensions, the keys a query sees at most (seq: s, or s/c per CP ring step) and the
+     * window pick the measured fused-attention rate (timing.c attention_rate); the CP ring op
+     * beside it carries the same. */
+    double flash_fwd_flops, flash_window_flops;
+    uint32_t attn_dqk, attn_dv, attn_window;
+    uint64_t attn_seq;
     /* MEMORY: bytes moved through HBM forward and backward. */
     double fwd_bytes, bwd_bytes;
     /* COMM: the operator and the collective it issues in each direction. */
@@ -81,6 +88,8 @@ struct spsim_op {
      * its output gradient's (backward); a boundary whose AllGathers carry FP8 (M/2). */
     bool fp8, fp8_gather;
     double cast_fwd_bytes, cast_bwd_bytes;
+    /* A GEMM Transformer Engine does not run (the router's torch matmul): never quantized. */
+    bool outside_te;
     /* CP and EP: the backward message (p2p: K/V and dK/dV blocks travel together), the group
      * (size, stride in ranks) and, for the p2p ring, the attention it overlaps (forward FLOPs). */
     uint64_t cp_bwd_message_bytes;
@@ -115,6 +124,7 @@ struct spsim_layer_config {
     uint32_t t; /* tensor parallel size */
     bool sp;
     bool flash;
+    enum spsim_attention_backend attn_backend; /* flash's kernels (auto: TE's choice) */
     bool tp_comm_overlap; /* TE userbuffers on this block's TP collectives (sp, t > 1) */
     enum spsim_recompute recompute;
     uint32_t rmods; /* selective: the modules recomputed (enum spsim_rgroup bits); else 0 */
@@ -135,6 +145,7 @@ struct spsim_layer_config {
      * RDMA domain (the hardware's, set by spsim_layer_evaluate; 0: all in one). */
     enum spsim_moe_flex_backend flex_backend;
     uint32_t flex_per_domain;
+    uint32_t flex_sms; /* --moe-flex-dispatcher-num-sms; 0: the backend's default */
     /* CUDA graphs: the modules captured (enum spsim_cuda_graph_scope bits, resolved by
      * spsim_cuda_graph_capture; SPSIM_CGS_FULL_ITERATION: every block); 0 = eager. */
     uint32_t graph_capture;
@@ -147,6 +158,9 @@ struct spsim_layer_config {
     /* first_last_layers_bf16 (bf16_layers.c): some decoder layers run in BF16; the evaluation
      * builds that layer too (spsim_layer_eval.dense). */
     bool bf16_ends;
+    /* A hybrid model's layer kind to build (SPSIM_LAYER_TRANSFORMER: attention and the MLP or,
+     * with moe, the MoE block); spsim_layer_evaluate builds one block per kind. */
+    enum spsim_layer_kind kind;
 };
 
 struct spsim_layer {
@@ -180,11 +194,12 @@ void spsim_mtp_build(const struct spsim_model_shape *m, const struct spsim_layer
  * the FP8 AllGathers. Nothing for other dtypes. */
 void spsim_layer_apply_fp8(struct spsim_layer *layer);
 
-/** The linear weights of one layer that run in FP8 on one rank (0 unless cfg.dtype is fp8). */
+/** The linear weights of one layer that run in FP8 or NVFP4 on one rank, but for the routed
+ * experts' (the weights the dense data-parallel gather carries; 0 in BF16). */
 uint64_t spsim_layer_fp8_weights(const struct spsim_layer *layer, bool *ok);
 
-/** The FP8 weight copies TE keeps beside one layer's BF16 linear weights on one rank (rowwise
- * and columnwise, with the recipe's scales). 0 unless cfg.dtype is fp8. */
+/** The FP8 or NVFP4 weight copies TE keeps beside one layer's BF16 linear weights on one rank
+ * (rowwise and columnwise, with the recipe's scales; every local expert). 0 in BF16. */
 uint64_t spsim_layer_fp8_weight_bytes(const struct spsim_layer *layer, bool *ok);
 
 /** Activation bytes this layer keeps for backward on one rank, for its recompute setting.

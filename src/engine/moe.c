@@ -108,9 +108,6 @@ spsim_moe_check(const struct spsim_model_shape *m, const struct spsim_parallel *
     if (p->recompute_method != SPSIM_RECOMPUTE_METHOD_DEFAULT || p->offload_layers)
         return MOE_FAIL(err, "field 'recompute_method': a recompute method or offload_layers "
                              "with mixture-of-experts layers is not modelled");
-    if (p->zero >= 2)
-        return MOE_FAIL(err, "field 'zero': Megatron-FSDP sharding of mixture-of-experts "
-                             "layers is not modelled (zero 0 or 1)");
     return spsim_ep_overlap_check(m, p, err);
 }
 
@@ -231,11 +228,43 @@ spsim_moe_rank_dense_layers(const struct spsim_model *model, const struct spsim_
     return dense;
 }
 
-/* The bytes chunk c of rank r keeps per micro-batch. */
+uint32_t
+spsim_hybrid_chunk_layers(const struct spsim_model *model, const struct spsim_stage_plan *pl,
+                          uint32_t r, uint32_t c, enum spsim_layer_kind kind)
+{
+    uint32_t first = spsim_stage_chunk_offset(pl, r, c), n = spsim_stage_chunk_layers(pl, r, c),
+             count = 0;
+    for (uint32_t i = first; i < first + n; i++)
+        count += spsim_model_layer_kind(model, i) == kind;
+    return count;
+}
+
+uint32_t
+spsim_hybrid_rank_layers(const struct spsim_model *model, const struct spsim_stage_plan *pl,
+                         uint32_t r, enum spsim_layer_kind kind)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < pl->v; c++)
+        n += spsim_hybrid_chunk_layers(model, pl, r, c, kind);
+    return n;
+}
+
+/* The bytes chunk c of rank r keeps per micro-batch: a hybrid model's layers by kind
+ * (kept[kind]), else its MoE layers kept[0] and dense ones kept[1]. */
 static uint64_t
 chunk_bytes(const struct spsim_model *model, const struct spsim_stage_plan *pl, uint32_t r,
-            uint32_t c, const uint64_t kept[2], bool *ok)
+            uint32_t c, const uint64_t *kept, bool *ok)
 {
+    if (model->shape.hybrid_pattern) {
+        uint64_t sum = 0;
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            sum = spsim_add(
+                sum,
+                spsim_mul(spsim_hybrid_chunk_layers(model, pl, r, c, (enum spsim_layer_kind)k),
+                          kept[k], ok),
+                ok);
+        return sum;
+    }
     uint64_t dense = spsim_moe_chunk_dense_layers(model, pl, r, c);
     uint64_t moe = spsim_stage_chunk_layers(pl, r, c) - dense;
     return spsim_add(spsim_mul(moe, kept[0], ok), spsim_mul(dense, kept[1], ok), ok);
@@ -244,26 +273,26 @@ chunk_bytes(const struct spsim_model *model, const struct spsim_stage_plan *pl, 
 /*
  * The activations rank r holds at its peak when its chunks keep different bytes (MoE and dense
  * layers, kept[0] and kept[1] per layer): 1F1B holds min(p − r, m) micro-batches of all its
- * layers; the interleaved schedule runs chunk (k mod pv) div p as its k-th forward and frees
+ * layers; the interleaved schedule runs chunk (k mod gv) div g as its k-th forward and frees
  * chunk v − 1 − that at its k-th backward, as stages.c interleaved_peak counts layers.
  */
 uint64_t
 spsim_moe_rank_held_bytes(const struct spsim_model *model, const struct spsim_stage_plan *pl,
-                          uint32_t r, uint64_t micro, const uint64_t kept[2], bool *ok)
+                          uint32_t r, uint64_t micro, const uint64_t *kept, bool *ok)
 {
-    uint64_t p = pl->p, v = pl->v, period = p * v, total = micro * v, held = 0, peak = 0;
+    uint64_t p = pl->p, g = pl->g, v = pl->v, period = g * v, total = micro * v, held = 0, peak = 0;
     if (v == 1)
         return spsim_mul(spsim_min_u64(p - r, micro), chunk_bytes(model, pl, r, 0, kept, ok), ok);
-    uint64_t warm = spsim_min_u64(2 * (p - r - 1) + (v - 1) * p, total);
+    uint64_t warm = spsim_stage_warmup(pl, r, micro);
     for (uint64_t k = 0; k < warm; k++)
-        held += chunk_bytes(model, pl, r, (uint32_t)(k % period / p), kept, ok);
+        held += chunk_bytes(model, pl, r, (uint32_t)(k % period / g), kept, ok);
     if (warm == total)
         return held;
     uint64_t steady = spsim_min_u64(total - warm, period);
     for (uint64_t j = 0; j < steady; j++) {
-        held += chunk_bytes(model, pl, r, (uint32_t)((warm + j) % period / p), kept, ok);
+        held += chunk_bytes(model, pl, r, (uint32_t)((warm + j) % period / g), kept, ok);
         peak = held > peak ? held : peak;
-        held -= chunk_bytes(model, pl, r, (uint32_t)(v - 1 - j % period / p), kept, ok);
+        held -= chunk_bytes(model, pl, r, (uint32_t)(v - 1 - j % period / g), kept, ok);
     }
     return peak;
 }

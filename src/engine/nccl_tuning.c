@@ -76,44 +76,73 @@ algo_serves(enum spsim_nccl_func f, enum spsim_nccl_algo a)
     return a != SPSIM_NCCL_PAT;
 }
 
-/* The bus bandwidth of one (algorithm, protocol) before its conversion to algBw
- * (tuning.cc:306-375). */
+/* The per-channel bandwidth of a graph before the protocol's refinements: bwIntra on <= 2
+ * nodes (and CollNet), bwInter beyond; NVLS and NVLSTree from the NVLS efficiency and their
+ * per-channel maximum (tuning.cc:306-323). */
 static double
-bus_bw(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum spsim_nccl_proto p)
+graph_bw(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a)
 {
     const struct spsim_nccl_graph *g = &c->graph[a];
     int i2 = c->nnodes <= 2 ? (int)c->nnodes - 1 : 2, ar = c->arch;
-    int i1 = c->nnodes == 1 ? ar : (c->cpu_amd ? 1 : 0);
     bool collnet = a == SPSIM_NCCL_COLLNET_DIRECT || a == SPSIM_NCCL_COLLNET_CHAIN;
-    bool allreduce = c->func == SPSIM_NCCL_ALL_REDUCE;
     double ppn = (double)c->nranks / c->nnodes;
     double bw = c->nnodes <= 2 || collnet ? g->bw_intra : g->bw_inter;
     if (a == SPSIM_NCCL_NVLS || a == SPSIM_NCCL_NVLS_TREE) {
         if (g->nchannels < 2)
             return 0;
         double intra = g->bw_intra * nvls_efficiency[ar] * (g->nchannels - 1) / g->nchannels;
-        intra *= allreduce ? 2.0 : (ppn - 1) / ppn;
+        intra *= c->func == SPSIM_NCCL_ALL_REDUCE ? 2.0 : (ppn - 1) / ppn;
         double inter = g->bw_inter * (c->nnodes <= 2 && a == SPSIM_NCCL_NVLS_TREE ? 2 : 1);
         bw = fmin(intra, inter);
         if (a == SPSIM_NCCL_NVLS_TREE)
             bw = fmin(bw, nvls_tree_max[ar][i2]);
     }
-    double bus = g->nchannels * bw;
+    return bw;
+}
+
+double
+spsim_nccl_refine_bus(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a,
+                      enum spsim_nccl_proto p, double bus, bool maxima)
+{
+    /* tuning.cc:324-336, in NCCL's order. */
+    int i2 = c->nnodes <= 2 ? (int)c->nnodes - 1 : 2, ar = c->arch;
+    int i1 = c->nnodes == 1 ? ar : (c->cpu_amd ? 1 : 0);
+    double nch = maxima ? c->graph[a].nchannels : HUGE_VAL;
+    double ll_max = maxima ? ll_max_bw[i1][i2] : HUGE_VAL;
+    bool allreduce = c->func == SPSIM_NCCL_ALL_REDUCE;
     if (a == SPSIM_NCCL_RING && p == SPSIM_NCCL_LL)
-        bus = fmin(ll_max_bw[i1][i2], bus * .5);
+        bus = fmin(ll_max, bus * .5);
     if (a == SPSIM_NCCL_RING && p == SPSIM_NCCL_LL128)
-        bus = fmin(bus * 0.92, g->nchannels * ring_ll128_max[ar][i2]);
+        bus = fmin(bus * 0.92, nch * ring_ll128_max[ar][i2]);
     if (a == SPSIM_NCCL_TREE && allreduce)
-        bus = fmin(bus * .92, g->nchannels * tree_max[ar][i2]);
+        bus = fmin(bus * .92, nch * tree_max[ar][i2]);
     if (a == SPSIM_NCCL_TREE && p == SPSIM_NCCL_LL)
-        bus = fmin(bus / 3.8, ll_max_bw[i1][i2]);
+        bus = fmin(bus / 3.8, ll_max);
     if (a == SPSIM_NCCL_TREE && p == SPSIM_NCCL_LL128)
-        bus = fmin(bus * (c->nnodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
-                   g->nchannels * tree_ll128_max[ar][i2]);
+        bus =
+            fmin(bus * (c->nnodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * tree_ll128_max[ar][i2]);
     if (a == SPSIM_NCCL_TREE && c->tree_pattern_simple)
         bus *= .85;
     if (a == SPSIM_NCCL_PAT)
         bus *= .75;
+    /* NVLSTree's per-channel maximum (tuning.cc:322), on a bandwidth not taken from the
+     * graph; graph_bw applies it to NCCL's own. */
+    if (a == SPSIM_NCCL_NVLS_TREE)
+        bus = fmin(bus, nch * nvls_tree_max[ar][i2]);
+    return bus;
+}
+
+/* The bus bandwidth of one (algorithm, protocol) before its conversion to algBw
+ * (tuning.cc:306-375). */
+static double
+bus_bw(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum spsim_nccl_proto p)
+{
+    const struct spsim_nccl_graph *g = &c->graph[a];
+    int ar = c->arch;
+    bool collnet = a == SPSIM_NCCL_COLLNET_DIRECT || a == SPSIM_NCCL_COLLNET_CHAIN;
+    bool allreduce = c->func == SPSIM_NCCL_ALL_REDUCE;
+    double ppn = (double)c->nranks / c->nnodes;
+    double bus = spsim_nccl_refine_bus(c, a, p, g->nchannels * graph_bw(c, a), true);
     if (collnet && p != SPSIM_NCCL_SIMPLE)
         bus = 0;
     if (a == SPSIM_NCCL_COLLNET_DIRECT && p == SPSIM_NCCL_SIMPLE) {
@@ -244,10 +273,23 @@ spsim_nccl_tree_correction(enum spsim_nccl_proto p, double nbytes)
 }
 
 double
+spsim_nccl_latency_us(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a,
+                      enum spsim_nccl_proto p, double nbytes)
+{
+    double lat = c->lat[a][p];
+    /* "Plateau effect of ring" (:647-650); the comm's channels are the ring graph's. */
+    uint32_t nch = c->graph[SPSIM_NCCL_RING].nchannels ? c->graph[SPSIM_NCCL_RING].nchannels : 1;
+    if (a == SPSIM_NCCL_RING && p == SPSIM_NCCL_SIMPLE && c->nnodes > 1 &&
+        c->func == SPSIM_NCCL_ALL_REDUCE && floor(nbytes / ((double)nch * c->nranks)) >= 64)
+        lat *= c->arch < SPSIM_NCCL_AMPERE ? 1.9 : 1.4;
+    return lat;
+}
+
+double
 spsim_nccl_time_us(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum spsim_nccl_proto p,
                    double nbytes)
 {
-    double bw = c->bw[a][p], lat = c->lat[a][p];
+    double bw = c->bw[a][p];
     if (bw == 0)
         return -1.0;
     int logsize = log2i(floor(nbytes / 64));
@@ -258,12 +300,61 @@ spsim_nccl_time_us(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a, enum
     if (a == SPSIM_NCCL_NVLS_TREE && ar && logsize >= 0 && logsize < 24 &&
         c->arch >= SPSIM_NCCL_BLACKWELL)
         bw *= tree_correction[p][logsize];
-    /* "Plateau effect of ring" (:647-650); the comm's channels are the ring graph's. */
-    uint32_t nch = c->graph[SPSIM_NCCL_RING].nchannels ? c->graph[SPSIM_NCCL_RING].nchannels : 1;
-    if (a == SPSIM_NCCL_RING && p == SPSIM_NCCL_SIMPLE && c->nnodes > 1 && ar &&
-        floor(nbytes / ((double)nch * c->nranks)) >= 64)
-        lat *= c->arch < SPSIM_NCCL_AMPERE ? 1.9 : 1.4;
-    return lat + nbytes / (1000 * bw); /* one pipelined op: latCount 1 */
+    /* one pipelined op: latCount 1 */
+    return spsim_nccl_latency_us(c, a, p, nbytes) + nbytes / (1000 * bw);
+}
+
+/*
+ * How NCCL splits an NVLSTree AllReduce (enqueue.cc:2280-2285): nvlsChannels CTAs, each
+ * serving one chunk per NVLS head and loop (ncclPatternNvlsTree: nchunksPerLoop = nHeads), so
+ * nChannels·nHeads chunks move at once; the chunk is min(nvlsChunkSize, nvlsTreeMaxChunkSize)
+ * lowered to 256, 128, 64, 32 KiB while the message is below 32, 16, 4, 1 times that many
+ * chunks. The channel count and chunk sizes are transport/nvls.cc's ncclNvlsTuning: 16 CTAs
+ * and 128 KiB on sm90; on sm100 across nodes ncclNvlsTreeSm100Tuning's table by node count,
+ * GPUs per node and NIC speed (comm->minNetBw, GB/s: the line rate / 8), the NICs on the
+ * GPUs' PCIe switches (PATH_PXB, as on the shipped nodes); treeMaxChunkSize otherwise 64 KiB
+ * from 4 nodes, else the chunk size (the NVLSTREE_MAX_CHUNKSIZE default -2).
+ */
+void
+spsim_nccl_nvls_tree_split(const struct spsim_nccl_comm *c, double nbytes, uint32_t *ops,
+                           double *chunk_bytes)
+{
+    enum { K = 1024 };
+    uint32_t nch = 16, ppn = c->nranks / c->nnodes;
+    double chunk = 128 * K, tmax = 0, nic = c->nic_GBps;
+    if (c->arch >= SPSIM_NCCL_BLACKWELL && c->nnodes > 1) {
+        nch = 32;
+        if (c->nnodes == 2 && nic >= 48) {
+            tmax = 128 * K;
+            if (ppn <= 4)
+                chunk = tmax = 256 * K;
+            else if (ppn >= 16 || (ppn <= 8 && nic < 96))
+                tmax = 64 * K;
+        } else if (nic >= 96 && ppn <= 8) {
+            nch = 24;
+            chunk = tmax = 256 * K;
+        } else if (nic >= 96) {
+            tmax = ppn < 32 ? 128 * K : 64 * K;
+        } else if (nic >= 48) {
+            nch = 24;
+            tmax = 64 * K; /* 128 KiB, then 64 KiB with the NIC on the GPU's PCIe switch */
+        }
+    }
+    if (tmax == 0)
+        tmax = c->nnodes >= 4 ? 64 * K : chunk;
+    uint32_t heads = c->graph[SPSIM_NCCL_NVLS_TREE].nchannels;
+    double n = (double)nch * (heads ? heads : 1);
+    double cs = fmin(chunk, tmax);
+    if (nbytes < 32 * n * cs && cs > 256 * K)
+        cs = 256 * K;
+    if (nbytes < 16 * n * cs && cs > 128 * K)
+        cs = 128 * K;
+    if (nbytes < 4 * n * cs && cs > 64 * K)
+        cs = 64 * K;
+    if (nbytes < n * cs && cs > 32 * K)
+        cs = 32 * K;
+    *ops = (uint32_t)n;
+    *chunk_bytes = cs;
 }
 
 bool
@@ -329,6 +420,8 @@ static const uint32_t nspeeds_inter[3] = {19, 17, 20};
 enum spsim_nccl_arch
 spsim_nccl_arch_of(const struct spsim_hardware *hw)
 {
+    if (hw->nccl_arch_plus1) /* resolved once per profile (spsim_hardware_prepare) */
+        return (enum spsim_nccl_arch)(hw->nccl_arch_plus1 - 1);
     const char *m = hw->gpu_model ? hw->gpu_model : "";
     static const char *const blackwell[] = {"B200", "B100", "B300", "GB200", "GB300", "Blackwell"};
     static const char *const hopper[] = {"H100", "H200", "H800", "H20", "Hopper"};
@@ -537,6 +630,7 @@ spsim_nccl_comm_from_hw(const struct spsim_hardware *hw, uint32_t nranks, uint32
      * NVSwitches; their NVLS graph serves NVLS on one node and NVLSTree across nodes. A
      * profile without NVSwitch multicast says nvlink.nvls 0. */
     c->collnet = false;
+    c->nic_GBps = hw->nic_line_Bps / 1e9;
     c->nvls = c->arch >= SPSIM_NCCL_HOPPER && nranks / c->nnodes >= 2 && !hw->nvls_absent;
     build_graphs(hw, c);
 }

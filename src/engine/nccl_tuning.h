@@ -60,6 +60,7 @@ struct spsim_nccl_comm {
     bool tree_pattern_simple;             /* maxTreePattern == NCCL_TOPO_PATTERN_TREE (×0.85) */
     bool algo_off[SPSIM_NCCL_ALGO_COUNT]; /* NCCL_ALGO-style exclusions */
     struct spsim_nccl_graph graph[SPSIM_NCCL_ALGO_COUNT];
+    double nic_GBps; /* comm->minNetBw: a NIC's line rate in GB/s (speed_Mbps / 8000) */
     /* Filled by spsim_nccl_tune for one function: algBw in GB/s (0 = disabled) and µs. */
     enum spsim_nccl_func func;
     double bw[SPSIM_NCCL_ALGO_COUNT][SPSIM_NCCL_PROTO_COUNT];
@@ -75,6 +76,25 @@ struct spsim_nccl_choice {
 
 /** ncclTopoTuneModel for one function: c->bw and c->lat (tuning.cc:243-560). */
 void spsim_nccl_tune(struct spsim_nccl_comm *c, enum spsim_nccl_func func);
+
+/** The latency of (a, p) at `nbytes` as ncclTopoGetAlgoTime takes it (µs): the table's, times
+ * the ring's plateau factor for large multi-node Ring/Simple AllReduces (tuning.cc:647-650). */
+double spsim_nccl_latency_us(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a,
+                             enum spsim_nccl_proto p, double nbytes);
+
+/** The protocol refinements and per-channel maxima ncclTopoTuneModel applies to a bus bandwidth
+ * of (a, p) (tuning.cc:324-336, GB/s in, GB/s out), here on any bus bandwidth: Ring LL half (at
+ * most llMaxBw), LL128 0.92 (at most perChMaxRingLL128Bw per channel), Tree AllReduce 0.92 (at
+ * most perChMaxTreeBw), Tree LL /3.8, Tree LL128 120/128, PAT 0.75, NVLSTree at most
+ * perChMaxNVLSTreeBw per channel; without `maxima`, the factors alone (llMaxBw and the
+ * per-channel maxima left out). */
+double spsim_nccl_refine_bus(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a,
+                             enum spsim_nccl_proto p, double bus, bool maxima);
+
+/** How NCCL splits an NVLSTree AllReduce of `nbytes`: `ops` chunks in flight at once (the NVLS
+ * CTAs times the heads) and the chunk size (enqueue.cc:2280-2285, transport/nvls.cc). */
+void spsim_nccl_nvls_tree_split(const struct spsim_nccl_comm *c, double nbytes, uint32_t *ops,
+                                double *chunk_bytes);
 
 /** ncclTopoGetAlgoTime for one operation (tuning.cc:630-655); < 0 when disabled. */
 double spsim_nccl_time_us(const struct spsim_nccl_comm *c, enum spsim_nccl_algo a,

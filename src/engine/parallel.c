@@ -37,6 +37,7 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .gbs = 1,
         .seq = 0,
         .flash_attn = -1,
+        .attention_backend = SPSIM_ATTN_AUTO,
         .distributed_optimizer = false,
         .overlap_grad_reduce = false,
         .dtype = SPSIM_DTYPE_BF16,
@@ -118,6 +119,41 @@ check_fp8(const struct spsim_parallel *p, struct spsim_error *err)
     if (p->fp8_param_gather && !p->distributed_optimizer && p->zero == 0)
         return CONFIG_FAIL(err, "field 'fp8_param_gather': needs the distributed optimizer or "
                                 "Megatron-FSDP (zero >= 1)");
+    return SPSIM_OK;
+}
+
+/* The precision-aware optimizer's dtypes (Megatron optimizer_config.py __post_init__,
+ * arguments.py, optimizer/__init__.py; messages as Megatron words them). */
+static int
+check_optimizer(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    static const char *const fields[4] = {"main_grads_dtype", "main_params_dtype", "exp_avg_dtype",
+                                          "exp_avg_sq_dtype"};
+    const enum spsim_opt_dtype d[4] = {p->main_grads_dtype, p->main_params_dtype, p->exp_avg_dtype,
+                                       p->exp_avg_sq_dtype};
+    for (int i = 0; i < 4; i++) {
+        if ((unsigned)d[i] >= SPSIM_OPT_DTYPE_COUNT)
+            return CONFIG_FAIL(err, "field '%s': must be fp32, fp16, bf16 or fp8", fields[i]);
+        if (d[i] != SPSIM_OPT_FP32 && !p->precision_aware_optimizer)
+            return CONFIG_FAIL(err,
+                               "field '%s': %s can only be fp32 when not using precision-aware "
+                               "optimizer",
+                               fields[i], fields[i]);
+    }
+    if (p->main_grads_dtype != SPSIM_OPT_FP32 && p->main_grads_dtype != SPSIM_OPT_BF16)
+        return CONFIG_FAIL(err,
+                           "field 'main_grads_dtype': must be fp32 or bf16 (--main-grads-dtype)");
+    if (p->main_params_dtype != SPSIM_OPT_FP32 && p->main_params_dtype != SPSIM_OPT_FP16)
+        return CONFIG_FAIL(err,
+                           "field 'main_params_dtype': must be fp32 or fp16 (--main-params-dtype)");
+    if (p->main_grads_dtype == SPSIM_OPT_BF16 && p->grad_reduce_in_fp32 == 1)
+        return CONFIG_FAIL(err,
+                           "field 'main_grads_dtype': --main-grads-dtype can only be fp32 when "
+                           "--accumulate-allreduce-grads-in-fp32 is set");
+    if (p->precision_aware_optimizer && !p->distributed_optimizer && p->zero == 0)
+        return CONFIG_FAIL(err, "field 'precision_aware_optimizer': "
+                                "--use-precision-aware-optimizer only supported with distributed "
+                                "optimizer");
     return SPSIM_OK;
 }
 
@@ -269,6 +305,37 @@ check_tensor(const struct spsim_model_shape *m, const struct spsim_parallel *p, 
     return spsim_moe_check(m, p, err);
 }
 
+/*
+ * The interleaved schedule's micro-batch groups (schedules.py
+ * forward_backward_pipelining_with_interleaving at d98e8a64, messages verbatim): each virtual
+ * stage runs N micro-batches in a row (--microbatch-group-size-per-virtual-pipeline-stage,
+ * default pp), N in [pp, M], and the last group, M mod N, is 0 or at least pp. With the default
+ * N = pp that is M divisible by pp (2022-2024's "number of microbatches is not divisible by
+ * pipeline-parallel size when using interleaved schedule").
+ */
+static int
+check_groups(const struct spsim_parallel *p, uint32_t v, uint64_t micro, struct spsim_error *err)
+{
+    uint64_t n = p->microbatch_group ? p->microbatch_group : p->pp;
+    if (v <= 1) /* only the interleaved schedule reads it */
+        return SPSIM_OK;
+    if (n > micro || n < p->pp)
+        return CONFIG_FAIL(err,
+                           "field 'microbatch_group': The number of contiguous micro-batches in "
+                           "a virtual pipeline stageshould range in [PP=%u , M=%llu] (it is %llu)",
+                           p->pp, (unsigned long long)micro, (unsigned long long)n);
+    uint64_t last = micro % n;
+    if (last > 0 && last < p->pp)
+        return CONFIG_FAIL(err,
+                           "field 'gbs': The remainder of M (the total micro-batches) divided by "
+                           "N (number of contiguous micro-batches in a virtual pipeline stage) "
+                           "should be 0, or larger than or equal to the pipeline-parallel size, "
+                           "but it is %llu (M = %llu, N = %llu, pp = %u)",
+                           (unsigned long long)last, (unsigned long long)micro,
+                           (unsigned long long)n, p->pp);
+    return SPSIM_OK;
+}
+
 static int
 check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                struct spsim_error *err)
@@ -298,15 +365,7 @@ check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p
                            "micro-batch size × dp = %u × %u",
                            (unsigned long long)p->gbs, p->mbs, p->dp);
     uint64_t micro = p->gbs / per_step;
-    /* megatron/core/pipeline_parallel/schedules.py (interleaved schedule, 2022-2024): "number
-     * of microbatches (...) is not divisible by pipeline-parallel size when using interleaved
-     * schedule". */
-    if (plan.v > 1 && micro % p->pp != 0)
-        return CONFIG_FAIL(err,
-                           "field 'gbs': number of microbatches (%llu) is not divisible by "
-                           "pipeline-parallel size (%u) when using interleaved schedule",
-                           (unsigned long long)micro, p->pp);
-    return SPSIM_OK;
+    return check_groups(p, plan.v, micro, err);
 }
 
 /* Selective modules: dense layers have core_attn, layernorm and mlp. */
@@ -382,9 +441,9 @@ check_offload(const struct spsim_model_shape *m, const struct spsim_hardware *hw
                                 "activation recomputation is enabled");
     if (hw && hw->host_d2h_Bps <= 0)
         return CONFIG_FAIL(err,
-                           "field 'offload_layers': the hardware profile '%s' has no host_link "
+                           "field 'offload_layers': the hardware profile %s has no host_link "
                            "(GPU to host memory bandwidth)",
-                           hw->name);
+                           SPSIM_Q(hw->name));
     return SPSIM_OK;
 }
 
@@ -432,6 +491,10 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
         (rc = check_sharding(p, err)) || (rc = check_pipeline(m, p, err)) ||
         (rc = check_modules(m, p, err)) || (rc = check_recompute_method(m, p, err)) ||
         (rc = check_offload(m, hw, p, err)) ||
+        ((p->precision_aware_optimizer || p->main_grads_dtype || p->main_params_dtype ||
+          p->exp_avg_dtype || p->exp_avg_sq_dtype) &&
+         (rc = check_optimizer(p, err))) ||
+        (rc = spsim_hybrid_check(m, p, err)) ||
         (p->first_last_layers_bf16 && (rc = spsim_bf16_layers_check(m, p, err))) ||
         ((p->cuda_graph_impl || p->cuda_graph_scope) && (rc = spsim_cuda_graph_check(m, p, err))))
         return rc;
@@ -440,11 +503,18 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
     if (hw && p->dtype == SPSIM_DTYPE_NVFP4 && hw->peak_flops[p->dtype] <= 0)
         return CONFIG_FAIL(err,
                            "field 'dtype': nvfp4 needs FP4 tensor cores (Blackwell); the hardware "
-                           "profile '%s' has no nvfp4 peak",
-                           hw->name);
+                           "profile %s has no nvfp4 peak",
+                           SPSIM_Q(hw->name));
     if (hw && hw->peak_flops[p->dtype] <= 0)
-        return CONFIG_FAIL(err, "field 'dtype': the hardware profile '%s' has no %s peak", hw->name,
+        return CONFIG_FAIL(err, "field 'dtype': the hardware profile %s has no %s peak", SPSIM_Q(hw->name),
                            spsim_dtype_name(p->dtype));
+    if ((unsigned)p->attention_backend >= SPSIM_ATTN_BACKEND_COUNT)
+        return CONFIG_FAIL(err, "field 'attention_backend': must be auto, flash or fused");
+    if (hw && p->attention_backend == SPSIM_ATTN_FUSED && !hw->attention)
+        return CONFIG_FAIL(err,
+                           "field 'attention_backend': fused needs the profile's measured fused "
+                           "attention (gpu.attention_table), which '%s' has not",
+                           hw->name);
     if (warnings) {
         uint64_t micro = p->gbs / ((uint64_t)p->mbs * p->dp);
         *warnings = hardware_warnings(hw, p);

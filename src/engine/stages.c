@@ -98,6 +98,7 @@ layout_count(const char *s, uint32_t *decoder, struct spsim_layout_info *info,
                 return CONFIG_FAIL(err, "field 'pipeline_layout': more than %u stages",
                                    SPSIM_LAYOUT_MAX_STAGES);
             decoder[info->nstages++] = 0;
+            info->n_mtp_last = 0;
             continue;
         }
         switch (*s) {
@@ -109,8 +110,10 @@ layout_count(const char *s, uint32_t *decoder, struct spsim_layout_info *info,
             break;
         case 'm':
             info->n_mtp++;
+            info->n_mtp_last++;
             break;
         case 't':
+            info->decoder_after_mtp |= info->n_mtp > 0;
             info->n_decoder++;
             decoder[info->nstages - 1]++;
             break;
@@ -177,9 +180,22 @@ plan_layout(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                                 "and the last loss (L), each specified exactly once");
     if (in.n_mtp && m->mtp_layers == 0)
         return CONFIG_FAIL(err, "field 'pipeline_layout': this model has no MTP layers (m)");
-    if (in.n_mtp) /* spsim's limit: the MTP depths run on the last stage (evaluate.c mtp_time) */
-        return CONFIG_FAIL(err, "field 'pipeline_layout': placing the MTP layers (m) is not "
-                                "modelled; leave them out (they run on the last stage)");
+    /* pipeline_parallel_layer_layout.py validate_layer_layout: the m's count mtp_num_layers
+     * and follow every decoder layer. */
+    if (in.n_mtp && in.n_mtp != m->mtp_layers)
+        return CONFIG_FAIL(err,
+                           "field 'pipeline_layout': Number of mtp layers in layout must match "
+                           "mtp_num_layers (%u m, %u MTP layers)",
+                           in.n_mtp, m->mtp_layers);
+    if (in.decoder_after_mtp)
+        return CONFIG_FAIL(err, "field 'pipeline_layout': decoder layers must be placed before "
+                                "MTP layers");
+    /* spsim's limit: the MTP depths run on the last stage (pipeline_time.c), where Megatron
+     * puts them when the layout names them in the last stage beside the loss; a standalone
+     * MTP stage elsewhere is not modelled. */
+    if (in.n_mtp != in.n_mtp_last)
+        return CONFIG_FAIL(err, "field 'pipeline_layout': MTP layers (m) outside the last stage "
+                                "are not modelled (spsim runs them on the last stage)");
     if (in.n_decoder != m->layers)
         return CONFIG_FAIL(err,
                            "field 'pipeline_layout': Number of decoder layers %u must match "
@@ -284,6 +300,7 @@ spsim_stage_plan_make(const struct spsim_model_shape *m, const struct spsim_para
     bool account = par->account_embedding || par->account_loss;
     pl->p = par->pp;
     pl->v = par->vpp;
+    pl->g = par->microbatch_group ? par->microbatch_group : par->pp;
     pl->emb = par->account_embedding;
     pl->loss = par->account_loss;
     pl->nlayout = 0;
@@ -381,26 +398,35 @@ rank_uniform(const struct spsim_stage_plan *pl, uint32_t r)
 }
 
 /*
- * The interleaved schedule (schedules.py get_model_chunk_id, micro-batch groups of p): forward
- * k runs chunk (k mod pv) div p, backward k chunk v − 1 − that. After the warm-up of W
- * forwards, each steady step runs one forward and then frees one backward's activations; the
- * held layers repeat with period pv (a period's forwards and backwards cover the same chunks),
- * so one period of steady steps finds the peak.
+ * The interleaved schedule (schedules.py get_schedule_table, micro-batch groups of g, g = p by
+ * default): forward k runs chunk (k mod gv) div g, backward k chunk v − 1 − that; rank r warms
+ * up with 2(p − r − 1) + (v − 1)g forwards (get_pp_rank_microbatches). After the warm-up, each
+ * steady step runs one forward and then frees one backward's activations; the held layers
+ * repeat with period gv (a period's forwards and backwards cover the same chunks), so one
+ * period of steady steps finds the peak. A last group of fewer micro-batches (m mod g, which
+ * Megatron wants 0 or at least p) runs late in the iteration and is left out.
  */
+uint64_t
+spsim_stage_warmup(const struct spsim_stage_plan *pl, uint32_t r, uint64_t micro)
+{
+    return spsim_min_u64(2 * ((uint64_t)pl->p - r - 1) + ((uint64_t)pl->v - 1) * pl->g,
+                         micro * pl->v);
+}
+
 static uint64_t
 interleaved_peak(const struct spsim_stage_plan *pl, uint32_t r, uint64_t micro)
 {
-    uint64_t p = pl->p, v = pl->v, period = p * v, total = micro * v;
-    uint64_t warm = spsim_min_u64(2 * (p - r - 1) + (v - 1) * p, total), held = 0, peak = 0;
+    uint64_t g = pl->g, v = pl->v, period = g * v, total = micro * v;
+    uint64_t warm = spsim_stage_warmup(pl, r, micro), held = 0, peak = 0;
     for (uint64_t k = 0; k < warm; k++)
-        held += spsim_stage_chunk_layers(pl, r, (uint32_t)(k % period / p));
+        held += spsim_stage_chunk_layers(pl, r, (uint32_t)(k % period / g));
     if (warm == total)
         return held;
     uint64_t steady = spsim_min_u64(total - warm, period);
     for (uint64_t j = 0; j < steady; j++) {
-        held += spsim_stage_chunk_layers(pl, r, (uint32_t)((warm + j) % period / p));
+        held += spsim_stage_chunk_layers(pl, r, (uint32_t)((warm + j) % period / g));
         peak = held > peak ? held : peak;
-        held -= spsim_stage_chunk_layers(pl, r, (uint32_t)(v - 1 - j % period / p));
+        held -= spsim_stage_chunk_layers(pl, r, (uint32_t)(v - 1 - j % period / g));
     }
     return peak;
 }
@@ -412,7 +438,7 @@ spsim_stage_inflight_layers(const struct spsim_stage_plan *pl, uint32_t r, uint6
     if (v == 1)
         return spsim_min_u64(p - r, micro) * spsim_stage_rank_layers(pl, r);
     if (rank_uniform(pl, r))
-        return spsim_min_u64(2 * (p - r - 1) + (v - 1) * p + 1, micro * v) *
+        return spsim_min_u64(spsim_stage_warmup(pl, r, micro) + 1, micro * v) *
                spsim_stage_chunk_layers(pl, r, 0);
     return interleaved_peak(pl, r, micro);
 }

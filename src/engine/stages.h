@@ -19,6 +19,7 @@
 
 struct spsim_stage_plan {
     uint32_t p, v;
+    uint32_t g; /* interleaved: micro-batches per group of one chunk (microbatch_group; p) */
     /* Without a layout: the layers of rank 0, of every middle rank, and of rank p − 1; each
      * rank's chunks build layers/v, less one for the embedding (chunk 0 of rank 0) or the loss
      * (chunk v − 1 of rank p − 1) when they are accounted. */
@@ -28,10 +29,13 @@ struct spsim_stage_plan {
     /* With a layout: nlayout = p·v decoder-layer counts, virtual-stage-major ([c·p + r]). */
     uint32_t nlayout;
     uint32_t layout[SPSIM_LAYOUT_MAX_STAGES];
-    /* first_last_layers_bf16 on a dense model (evaluate.c): the decoder layers [0, bf16_start)
+    /* first_last_layers_bf16 on a dense model (compose.h): the decoder layers [0, bf16_start)
      * and [L − bf16_end, L) run in BF16; 0, 0 otherwise. */
     uint32_t bf16_start, bf16_end;
 };
+
+/** Interleaved: rank r's warm-up forwards, 2(p − r − 1) + (v − 1)g, at most v·micro. */
+uint64_t spsim_stage_warmup(const struct spsim_stage_plan *pl, uint32_t r, uint64_t micro);
 
 /** Resolve and check the split of the model's layers (Megatron's rules and messages).
  * @return SPSIM_OK or SPSIM_ECONFIG */
@@ -83,7 +87,9 @@ spsim_stage_candidate(const struct spsim_stage_plan *pl, uint32_t i)
 struct spsim_layout_info {
     uint32_t nstages;
     uint32_t n_emb, n_loss, n_mtp, n_decoder;
+    uint32_t n_mtp_last;       /* the m's of the last stage (the last rank's last chunk) */
     bool emb_first, loss_last; /* the first symbol is E, the last is L */
+    bool decoder_after_mtp;    /* a t after the first m */
 };
 
 /** Expand and count a layout string; each stage's decoder layers go to decoder[] (capacity

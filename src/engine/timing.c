@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <gsl/gsl_errno.h>
@@ -9,7 +10,7 @@
 #include "collective_model.h"
 #include "ep_overlap.h"
 #include "eval.h"
-#include "hardware_view.h"
+#include "gemm_shape.h"
 #include "moe.h"
 
 /*
@@ -126,6 +127,9 @@ spsim_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype, uint64_
     return isfinite(*seconds) ? SPSIM_OK : SPSIM_ENUMERIC;
 }
 
+/* The sweep shares one layer summary among points that differ only in axes this reads no field
+ * of (sweep.c layer_inert_axes): a field read here that such an axis sets takes it off that
+ * list. */
 void
 spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_parallel *par,
                         struct spsim_layer_config *cfg)
@@ -133,6 +137,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->t = par->tp;
     cfg->sp = par->sp;
     cfg->flash = par->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : par->flash_attn == 1;
+    cfg->attn_backend = cfg->flash ? par->attention_backend : SPSIM_ATTN_AUTO;
     cfg->tp_comm_overlap = par->tp_comm_overlap && par->sp && par->tp > 1;
     cfg->graph_capture = par->cuda_graph_impl ? spsim_cuda_graph_capture(par) : 0;
     cfg->recompute = par->recompute;
@@ -161,9 +166,24 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     bool flex = cfg->dispatcher == SPSIM_MOE_FLEX;
     cfg->flex_backend = flex ? par->moe_flex_backend : SPSIM_FLEX_DEEPEP;
     cfg->flex_per_domain = 0; /* spsim_layer_evaluate places the group */
+    cfg->flex_sms = flex ? par->moe_flex_sms : 0;
     cfg->routing = cfg->moe ? par->moe_routing : SPSIM_MOE_ROUTING_BALANCED;
     cfg->aux_dp = m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS ? par->dp : 1;
     cfg->bf16_ends = par->first_last_layers_bf16 && !m->experts && spsim_bf16_layers_active(par);
+    cfg->kind = spsim_hybrid_primary(m);
+}
+
+enum spsim_layer_kind
+spsim_hybrid_primary(const struct spsim_model_shape *m)
+{
+    static const enum spsim_layer_kind order[] = {SPSIM_LAYER_MOE, SPSIM_LAYER_MAMBA,
+                                                  SPSIM_LAYER_ATTENTION, SPSIM_LAYER_MLP};
+    if (!m->hybrid_pattern)
+        return SPSIM_LAYER_TRANSFORMER;
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(order); i++)
+        if (strchr(m->hybrid_pattern, spsim_hybrid_kind_symbol(order[i])))
+            return order[i];
+    return SPSIM_LAYER_MAMBA; /* unreachable: a pattern has one symbol per layer */
 }
 
 /*
@@ -188,6 +208,82 @@ flash_rate(const struct spsim_hardware *hw)
            clock_scale(hw);
 }
 
+/* How far a table row's head dimensions and window are from the kernel's: the log distance of
+ * d_qk + d_v, then of d_qk, then of the window (a row of the other kind, windowed or whole,
+ * only when the table has none of the kernel's kind). */
+static double
+attention_distance(const double *r, double dqk, double dv, double window)
+{
+    double d = fabs(log((r[0] + r[1]) / (dqk + dv))) * 1e6 + fabs(log(r[0] / dqk)) * 1e3;
+    if ((r[3] > 0) != (window > 0))
+        return d + 1e12;
+    return window > 0 ? d + fabs(log(r[3] / window)) : d;
+}
+
+/*
+ * Fused attention's measured rate (gpu.attention_table: cuDNN, TE's FusedAttention, which TE
+ * prefers on Hopper and later, dot_product_attention/utils.py get_attention_backend) for
+ * head dimensions dqk/dv, queries seeing at most `seq` keys and a sliding window (0: none):
+ * the rows of the nearest head dimensions and window (attention_distance), linear in log(seq)
+ * between their sequences, the end rows' rates beyond them; at the sustained clock.
+ */
+static double
+attention_table_rate(const struct spsim_hardware *hw, double dqk, double dv, double seq,
+                     double window, bool bwd)
+{
+    const struct spsim_attention_table *t = hw->attention;
+    double best = INFINITY, lo_s = 0, hi_s = INFINITY, lo_r = 0, hi_r = 0;
+    const double *key = NULL;
+    for (uint32_t i = 0; i < t->n; i++) {
+        double d = attention_distance(t->rows[i], dqk, dv, window);
+        if (d < best) {
+            best = d;
+            key = t->rows[i];
+        }
+    }
+    double first_s = INFINITY, first_r = 0, last_s = 0, last_r = 0;
+    for (uint32_t i = 0; i < t->n; i++) {
+        const double *r = t->rows[i];
+        if (r[0] != key[0] || r[1] != key[1] || r[3] != key[3])
+            continue;
+        double rate = r[bwd ? 5 : 4];
+        if (r[2] <= seq && r[2] > lo_s)
+            lo_s = r[2], lo_r = rate;
+        if (r[2] >= seq && r[2] < hi_s)
+            hi_s = r[2], hi_r = rate;
+        if (r[2] < first_s)
+            first_s = r[2], first_r = rate;
+        if (r[2] > last_s)
+            last_s = r[2], last_r = rate;
+    }
+    double tflops = seq <= first_s  ? first_r
+                    : seq >= last_s ? last_r
+                    : hi_s == lo_s  ? lo_r
+                                    : lo_r + (hi_r - lo_r) * log(seq / lo_s) / log(hi_s / lo_s);
+    return tflops * 1e12 * clock_scale(hw);
+}
+
+/*
+ * Seconds of a flash-attention step of `flops` (its forward's, or the backward's 2.5×): on TE's
+ * FusedAttention where the profile measures it and the backend is fused or TE's choice (auto),
+ * the whole layers' share at the rate of their head dimensions and sequence and the windowed
+ * layers' share (op->flash_window_flops) at the windowed rate; else FlashAttention's measured
+ * rate (gpu.flash_attention_tflops) on all of it.
+ */
+static double
+attention_s(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
+            const struct spsim_op *op, double flops, bool bwd)
+{
+    if (!hw->attention || cfg->attn_backend == SPSIM_ATTN_FLASH || op->attn_dqk == 0)
+        return flops / flash_rate(hw);
+    double win = op->flash_fwd_flops > 0 ? op->flash_window_flops / op->flash_fwd_flops : 0;
+    double dqk = op->attn_dqk, dv = op->attn_dv, seq = (double)op->attn_seq;
+    double s = (1.0 - win) * flops / attention_table_rate(hw, dqk, dv, seq, 0, bwd);
+    if (win > 0)
+        s += win * flops / attention_table_rate(hw, dqk, dv, seq, op->attn_window, bwd);
+    return s;
+}
+
 /*
  * The CP p2p ring (TE AttnFuncWithCPAndKVP2P): r steps of equal causal work a = attention / r
  * (the diagonal step is half of a (s/c)² block, each other step half a block too). Forward:
@@ -197,13 +293,14 @@ flash_rate(const struct spsim_hardware *hw)
  * (exposed). Transfers are one ring hop: a network hop when the ring leaves the NVLink domain.
  */
 static int
-cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_step *st, struct spsim_group g,
-             struct spsim_step_cost *c)
+cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
+             const struct spsim_step *st, struct spsim_group g, struct spsim_step_cost *c)
 {
     const struct spsim_op *op = st->op;
     struct spsim_group pair = {2, g.per_domain < g.size ? 1 : 2};
-    double r = op->cp_group, attn = op->cp_attn_flops / flash_rate(hw) / r;
     bool bwd = st->phase == SPSIM_PHASE_BACKWARD;
+    double r = op->cp_group;
+    double attn = attention_s(hw, cfg, op, (bwd ? 2.5 : 1.0) * op->cp_attn_flops, bwd) / r;
     double blk = bwd ? (double)st->message_bytes / 2 : (double)st->message_bytes;
     struct spsim_coll_time one, two;
     int rc = spsim_collective_time(hw, SPSIM_COLL_SEND_RECV, pair, blk, 1.0, &one);
@@ -216,7 +313,6 @@ cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_step *st, struc
         c->comm_s = (r - 1) * one.time_s;
         c->exposed_comm_s = (r - 1) * spsim_max_d(0.0, one.time_s - attn);
     } else {
-        attn *= 2.5;
         c->comm_s = 2 * one.time_s + (r - 2) * two.time_s;
         c->exposed_comm_s = spsim_max_d(0.0, one.time_s - attn) +
                             (r - 2) * spsim_max_d(0.0, two.time_s - attn) + one.time_s;
@@ -230,12 +326,12 @@ cp_ring_cost(const struct spsim_hardware *hw, const struct spsim_step *st, struc
 
 /* A CP exchange: the ring beside attention, the others exposed, on the CP (sub)group. */
 static int
-cp_step_cost(const struct spsim_hardware *hw, const struct spsim_step *st,
-             struct spsim_step_cost *c)
+cp_step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
+             const struct spsim_step *st, struct spsim_step_cost *c)
 {
     struct spsim_group g = spsim_group_place(hw, st->op->cp_group, st->op->cp_stride);
     if (st->coll == SPSIM_COLL_SEND_RECV)
-        return cp_ring_cost(hw, st, g, c);
+        return cp_ring_cost(hw, cfg, st, g, c);
     int rc = spsim_collective_time(hw, st->coll, g, (double)st->message_bytes, 1.0, &c->coll);
     c->comm_s = c->exposed_comm_s = c->coll.time_s;
     return rc;
@@ -288,10 +384,10 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
         c->compute_s += st->bytes / hw->hbm_achievable_Bps;
         break;
     case SPSIM_OPK_FLASH:
-        c->compute_s = st->flops / flash_rate(hw);
+        c->compute_s = attention_s(hw, cfg, op, st->flops, st->phase == SPSIM_PHASE_BACKWARD);
         break;
     case SPSIM_OPK_CP:
-        return cp_step_cost(hw, st, c);
+        return cp_step_cost(hw, cfg, st, c);
     case SPSIM_OPK_EP: /* on the critical path: the experts wait for their tokens */
         if (op->flex)
             rc = spsim_moe_flex_time(hw, op, st->phase == SPSIM_PHASE_BACKWARD, &c->coll);
@@ -325,6 +421,42 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     return rc;
 }
 
+/* A layer's saved bytes as if built with recompute `rec` and modules `rmods`: the builder reads
+ * neither (but MLA's up-projection module, layer.c), only spsim_layer_saved_bytes does. */
+static uint64_t
+saved_as(struct spsim_layer *L, enum spsim_recompute rec, uint32_t rmods, bool offload, bool *ok)
+{
+    struct spsim_layer_config keep = L->cfg;
+    L->cfg.recompute = rec;
+    L->cfg.rmods = rmods;
+    uint64_t bytes = offload ? spsim_layer_offload_bytes(L, ok) : spsim_layer_saved_bytes(L, ok);
+    L->cfg = keep;
+    return bytes;
+}
+
+/* The layer of c's t and sp for c's recompute mode: the evaluated layer `own` when it has them
+ * (and no up-projection module, which the builder reads), else one of the two spares, built once
+ * per (t, sp) (modes of one pair share it: 3 builds a layer evaluation at most, were 7). */
+static struct spsim_layer *
+mode_layer(const struct spsim_model_shape *m, const struct spsim_layer_config *c,
+           struct spsim_layer *own, struct spsim_layer spare[2], bool *ok)
+{
+    if (c->t == own->cfg.t && c->sp == own->cfg.sp && !(own->cfg.rmods & SPSIM_RG_MLA_UP))
+        return own;
+    for (int i = 0; i < 2; i++) {
+        if (spare[i].nops && spare[i].cfg.t == c->t && spare[i].cfg.sp == c->sp)
+            return &spare[i];
+        if (!spare[i].nops) {
+            spsim_layer_build(m, c, &spare[i]);
+            *ok = *ok && spare[i].ok;
+            return &spare[i];
+        }
+    }
+    spsim_layer_build(m, c, &spare[1]); /* a third pair: not among the modes below */
+    *ok = *ok && spare[1].ok;
+    return &spare[1];
+}
+
 static void
 fill_modes(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
            struct spsim_layer_eval *le, bool *ok)
@@ -340,24 +472,23 @@ fill_modes(const struct spsim_model_shape *m, const struct spsim_layer_config *c
         [SPSIM_MODE_TP_SP_SELECTIVE] = {true, true, SPSIM_RECOMPUTE_SELECTIVE},
         [SPSIM_MODE_FULL] = {true, false, SPSIM_RECOMPUTE_FULL},
     };
-    struct spsim_layer tmp;
+    struct spsim_layer spare[2];
+    spare[0].nops = spare[1].nops = 0; /* a built layer has ops: nops 0 marks an empty spare */
     for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
         struct spsim_layer_config c = *cfg;
         c.t = modes[i].tensor ? cfg->t : 1;
         c.sp = modes[i].sp;
         c.recompute = modes[i].rec;
         c.rmods = modes[i].rec == SPSIM_RECOMPUTE_SELECTIVE ? SPSIM_RMOD_CORE_ATTN : 0;
-        spsim_layer_build(m, &c, &tmp);
-        *ok = *ok && tmp.ok;
-        le->act_modes[i] = spsim_layer_saved_bytes(&tmp, ok);
+        struct spsim_layer *L = mode_layer(m, &c, &le->layer.block, spare, ok);
+        le->act_modes[i] = saved_as(L, c.recompute, c.rmods, false, ok);
     }
     struct spsim_layer_config c = *cfg;
     c.recompute = SPSIM_RECOMPUTE_NONE;
     c.rmods = 0;
-    spsim_layer_build(m, &c, &tmp);
-    *ok = *ok && tmp.ok;
-    le->act_no_recompute = spsim_layer_saved_bytes(&tmp, ok);
-    le->offload_bytes = spsim_layer_offload_bytes(&tmp, ok);
+    struct spsim_layer *L = mode_layer(m, &c, &le->layer.block, spare, ok);
+    le->act_no_recompute = saved_as(L, SPSIM_RECOMPUTE_NONE, 0, false, ok);
+    le->offload_bytes = saved_as(L, SPSIM_RECOMPUTE_NONE, 0, true, ok);
 }
 
 static uint64_t
@@ -489,7 +620,7 @@ ub_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     return SPSIM_OK;
 }
 
-/* Schedule, cost and fold a built block. */
+/* Schedule, cost and fold a built block. Without hardware the steps cost nothing. */
 static int
 block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_block_eval *be,
            bool *ok, struct spsim_error *err)
@@ -497,6 +628,8 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
     const struct spsim_layer_config *cfg = &be->block.cfg;
     be->saved_bytes = spsim_layer_saved_bytes(&be->block, ok);
     spsim_schedule_build(&be->block, &be->sched);
+    if (!hw)
+        memset(be->cost, 0, be->sched.nsteps * sizeof(be->cost[0]));
     for (uint32_t i = 0; i < be->sched.nsteps; i++) {
         const struct spsim_step *st = &be->sched.steps[i];
         if (st->coll != SPSIM_COLL_NONE && st->op->kind >= SPSIM_OPK_CP) {
@@ -557,12 +690,74 @@ second_layer(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
     return block_fold(hw, le->tp_group, &le->dense, ok, err);
 }
 
+/* Clear what the evaluation sums into or sets only sometimes, not the op, step and cost tables
+ * (270 kB, each entry written before it is read: block_begin, add_op, spsim_schedule_build,
+ * step_cost), which were zeroed whole for every layer evaluation. */
+static void
+block_clear(struct spsim_block_eval *b)
+{
+    const size_t from = offsetof(struct spsim_block_eval, saved_bytes);
+    memset((char *)b + from, 0, sizeof(*b) - from);
+    b->sched.nsteps = 0;
+    b->block.nops = 0;
+}
+
+static void
+eval_clear(struct spsim_layer_eval *le)
+{
+    struct spsim_block_eval *const blocks[] = {&le->layer, &le->embedding, &le->output, &le->dense,
+                                               &le->mtp};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(blocks); i++)
+        block_clear(blocks[i]);
+    for (uint32_t k = 0; le->hybrid_kinds && k < SPSIM_LAYER_KIND_COUNT; k++)
+        if (le->hybrid_kinds >> k & 1)
+            block_clear(&le->hybrid[k]);
+    le->dense_no_recompute = 0;
+    le->hybrid_kinds = 0;
+    le->hybrid_no_recompute = 0;
+}
+
+/* A hybrid model's other layer kinds (the primary one is le->layer): each kind its pattern or
+ * MTP pattern has, built as its own block (the MoE settings only on the 'E' one). */
+static int
+hybrid_kinds(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+             const struct spsim_layer_config *cfg, struct spsim_layer_eval *le, bool *ok,
+             struct spsim_error *err)
+{
+    le->hybrid_primary = cfg->kind;
+    le->hybrid_no_recompute = le->act_no_recompute;
+    for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++) {
+        char sym = spsim_hybrid_kind_symbol((enum spsim_layer_kind)k);
+        if (!strchr(m->hybrid_pattern, sym) && !(m->mtp_pattern && strchr(m->mtp_pattern, sym)))
+            continue;
+        le->hybrid_kinds |= 1u << k;
+        if (k == (int)cfg->kind)
+            continue;
+        struct spsim_layer_config c = *cfg;
+        c.kind = (enum spsim_layer_kind)k;
+        c.moe = false; /* the primary is the 'E' kind whenever the pattern has one */
+        c.recompute = SPSIM_RECOMPUTE_NONE;
+        c.rmods = 0;
+        spsim_layer_build(m, &c, &le->hybrid[k].block);
+        le->hybrid_no_recompute = spsim_max_u64(le->hybrid_no_recompute,
+                                                spsim_layer_saved_bytes(&le->hybrid[k].block, ok));
+        c.recompute = cfg->recompute;
+        c.rmods = cfg->rmods;
+        spsim_layer_build(m, &c, &le->hybrid[k].block);
+        *ok = *ok && le->hybrid[k].block.ok;
+        int rc = block_fold(hw, le->tp_group, &le->hybrid[k], ok, err);
+        if (rc != SPSIM_OK)
+            return rc;
+    }
+    return SPSIM_OK;
+}
+
 int
 spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
                      const struct spsim_layer_config *cfg, uint64_t padded_vocab,
                      struct spsim_layer_eval *le, struct spsim_error *err)
 {
-    memset(le, 0, sizeof(*le));
+    eval_clear(le);
     struct spsim_layer_config placed;
     if (cfg->dispatcher == SPSIM_MOE_FLEX) { /* the flex group's RDMA domains (moe_flex.c) */
         placed = *cfg;
@@ -599,8 +794,10 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
             return rc;
     }
     /* An MoE model's dense layers (spsim_model_layer_is_moe): a dense layer of its FFN size. */
-    le->has_dense = (cfg->moe && m->ffn_hidden > 0) || cfg->bf16_ends; /* the model's pattern */
+    le->has_dense = ((cfg->moe && m->ffn_hidden > 0) || cfg->bf16_ends) && !m->hybrid_pattern;
     if (le->has_dense && (rc = second_layer(m, hw, cfg, le, &ok, err)))
+        return rc;
+    if (m->hybrid_pattern && (rc = hybrid_kinds(m, hw, cfg, le, &ok, err)))
         return rc;
     if (!ok)
         return spsim_fail(err, SPSIM_ERANGE,

@@ -81,6 +81,23 @@ did_you_mean(enum spsim_profile_kind kind, const char *arg, char *buf, size_t ca
     buf[0] = '\0';
     if (spsim_profile_list(kind, collect_name, &names, NULL) == SPSIM_OK)
         spsim_did_you_mean(arg, (const char *const *)names.name, names.n, "", buf, cap);
+    /* A part of a name ("h100" for dgx-h100, "llama3" for the Llama 3 profiles) is as near as a
+     * misspelling: the names that hold it, when no name is a few edits away. */
+    size_t used = 0, found = 0;
+    const char *hold[3];
+    char lower[128];
+    snprintf(lower, sizeof(lower), "%s", arg);
+    for (char *c = lower; *c; c++)
+        *c = *c >= 'A' && *c <= 'Z' ? (char)(*c - 'A' + 'a') : *c; /* the shipped names' case */
+    for (size_t i = 0; !buf[0] && strlen(lower) >= 2 && i < names.n && found < 3; i++)
+        if (strstr(names.name[i], lower))
+            hold[found++] = names.name[i];
+    for (size_t i = 0; i < found && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s'%s'%s",
+                                 i == 0           ? "; did you mean "
+                                 : i + 1 == found ? " or "
+                                                  : ", ",
+                                 hold[i], i + 1 == found ? "?" : "");
     for (size_t i = 0; i < names.n; i++)
         free(names.name[i]);
     return buf;
@@ -112,9 +129,9 @@ spsim_profile_resolve(enum spsim_profile_kind kind, const char *arg, char *out, 
     }
     char hint[256];
     return spsim_fail(err, SPSIM_EIO,
-                      "no %s profile named '%s'%s (looked for %s/%s.json in $SPSIM_DATA_DIR, %s "
+                      "no %s profile named %s%s (looked for %s/%s.json in $SPSIM_DATA_DIR, %s "
                       "and %s; 'spsim list %s' shows the names)",
-                      kind == SPSIM_PROFILE_MODEL ? "model" : "hardware", arg,
+                      kind == SPSIM_PROFILE_MODEL ? "model" : "hardware", SPSIM_Q(arg),
                       did_you_mean(kind, arg, hint, sizeof(hint)), kind_dir(kind), arg,
                       SPSIM_SOURCE_DATADIR, SPSIM_INSTALL_DATADIR, kind_dir(kind));
 }

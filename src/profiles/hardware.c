@@ -20,17 +20,16 @@ curve_free(struct spsim_curve *curve)
 }
 
 /* Read [[x0, y0, ...], ...] rows of `width` positive finite numbers. */
+/* Rows of `width` numbers (at most cap), finite, > 0; column `zero_col` (-1: none) may be 0. */
 static int
-read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int width,
-            double rows[][4], uint32_t *count)
+read_rows(const struct spsim_jctx *c, const cJSON *arr, const char *path, int width, int zero_col,
+          const char *form, double *rows, uint32_t cap, uint32_t *count)
 {
     if (!cJSON_IsArray(arr))
-        return spsim_json_field_error(c, path, "points", "must be an array of [%s] rows",
-                                      width == 2 ? "SIZE_BYTES, BUSBW_GBps" : "M, N, K, TFLOPS");
+        return spsim_json_field_error(c, path, "points", "must be an array of [%s] rows", form);
     int n = cJSON_GetArraySize(arr);
-    if (n < 1 || n > SPSIM_MAX_CURVE_POINTS)
-        return spsim_json_field_error(c, path, "points", "must have 1 to %d rows, got %d",
-                                      SPSIM_MAX_CURVE_POINTS, n);
+    if (n < 1 || (uint32_t)n > cap)
+        return spsim_json_field_error(c, path, "points", "must have 1 to %u rows, got %d", cap, n);
     int i = 0;
     for (const cJSON *row = arr->child; row; row = row->next, i++) {
         if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != width)
@@ -38,15 +37,30 @@ read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int 
                                           "row %d must be an array of %d numbers", i, width);
         int j = 0;
         for (const cJSON *v = row->child; v; v = v->next, j++) {
-            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble > 0) ||
-                v->valuedouble > 1e20)
+            bool zero_ok = j == zero_col && cJSON_IsNumber(v) && v->valuedouble == 0;
+            if (!zero_ok && (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+                             !(v->valuedouble > 0) || v->valuedouble > 1e20))
                 return spsim_json_field_error(
                     c, path, "points", "row %d, column %d must be a finite number > 0", i, j);
-            rows[i][j] = v->valuedouble;
+            rows[(size_t)i * width + j] = v->valuedouble;
         }
     }
     *count = (uint32_t)n;
     return SPSIM_OK;
+}
+
+static int
+read_points(const struct spsim_jctx *c, const cJSON *arr, const char *path, int width,
+            double rows[][4], uint32_t *count)
+{
+    double flat[SPSIM_MAX_CURVE_POINTS * 4];
+    int rc = read_rows(c, arr, path, width, -1,
+                       width == 2 ? "SIZE_BYTES, BUSBW_GBps" : "M, N, K, TFLOPS", flat,
+                       SPSIM_MAX_CURVE_POINTS, count);
+    for (uint32_t i = 0; rc == SPSIM_OK && i < *count; i++)
+        for (int j = 0; j < width; j++)
+            rows[i][j] = flat[(size_t)i * width + j];
+    return rc;
 }
 
 /* Read one measured curve as the profile gives it; the engine derives its efficiencies. */
@@ -147,13 +161,16 @@ read_latency(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
 }
 
 static int read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw);
+static int read_attention_table(const struct spsim_jctx *c, const cJSON *gpu,
+                                struct spsim_hardware *hw);
+static int read_gpu_rest(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw);
+static int read_board_power(const struct spsim_jctx *c, const cJSON *gpu,
+                            struct spsim_hardware *hw);
 static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
                               struct spsim_hardware *hw);
 
-static int
-read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
-{
-    static const char *const keys[] = {"model",
+/* The keys of a profile's gpu object (doc/profiles.md). */
+static const char *const gpu_keys[] = {"model",
                                        "peak_dense_tflops",
                                        "gemm_achievable_tflops",
                                        "sm_count",
@@ -162,6 +179,7 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "hbm_achievable_GBps",
                                        "flash_attention_tflops",
                                        "gemm_table",
+                                       "attention_table",
                                        "gemm_epilogue",
                                        "hbm_reported_MiB",
                                        "cuda_context_MiB",
@@ -169,12 +187,17 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                        "nccl_buffers_per_communicator_MiB",
                                        "allocator_fragmentation",
                                        "sustained_clock",
+                                       "board_power_W",
                                        NULL};
+
+static int
+read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
     const cJSON *peak = NULL, *ach = NULL;
     const char *model = NULL;
     double sm = 0, cap = 0;
     int rc;
-    if ((rc = spsim_json_check_keys(c, gpu, "gpu", keys)) ||
+    if ((rc = spsim_json_check_keys(c, gpu, "gpu", gpu_keys)) ||
         (rc = spsim_json_get_string(c, gpu, "gpu", "model", true, true, &model)) ||
         (rc = spsim_json_get_object(c, gpu, "gpu", "peak_dense_tflops", true, &peak)) ||
         (rc = spsim_json_check_keys(c, peak, "gpu.peak_dense_tflops", spsim_dtype_names)) ||
@@ -223,13 +246,23 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
     hw->sm_count = (uint32_t)sm;
     hw->gemm_epilogue_serial = epilogue == 1;
     hw->flash_flops = flash * 1e12;
-    hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
+    hw->hbm_marketed_bytes = hw->hbm_capacity_bytes = (uint64_t)llround(cap * 1e9);
     hw->hbm_Bps = bw * 1e9;
     hw->hbm_achievable_Bps = bw_ach * 1e9;
     hw->gpu_model = spsim_strdup(model);
     if (!hw->gpu_model)
         return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
-    return (rc = read_memory_limits(c, gpu, hw)) ? rc : read_clock(c, gpu, hw);
+    return read_gpu_rest(c, gpu, hw);
+}
+
+/* The optional gpu fields: memory limits, clock and board power. */
+static int
+read_gpu_rest(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    int rc;
+    if ((rc = read_memory_limits(c, gpu, hw)) || (rc = read_clock(c, gpu, hw)))
+        return rc;
+    return read_board_power(c, gpu, hw);
 }
 
 /* What the GPU reports and what is not available to tensors (doc/profiles.md, "Memory"); every
@@ -263,13 +296,18 @@ read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_ha
 }
 
 /* The SM clock a training step sustains against the one the GEMM measurements ran at
- * (doc/profiles.md, "Sustained clock"): {"boost_MHz", optional "sustained_MHz", "source"}.
- * Tensor-core rates scale by sustained / boost; without sustained_MHz (no sourced figure) or
- * without the object they stay at the measured ones. */
+ * (doc/profiles.md, "Sustained clock"): {"boost_MHz", optional "sustained_MHz", "source"}, or
+ * {"gemm", "source"} (boost_MHz optional). Tensor-core rates scale by sustained / boost; "gemm"
+ * gives GEMMs measured under sustained load instead, from which the engine derives that ratio
+ * (hardware_view.c); without either (no sourced figure) or without the object they stay at the
+ * measured ones. */
+static int read_sustained_gemm(const struct spsim_jctx *c, const cJSON *o,
+                               struct spsim_hardware *hw);
+
 static int
 read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"boost_MHz", "sustained_MHz", "source", NULL};
+    static const char *const keys[] = {"boost_MHz", "sustained_MHz", "gemm", "source", NULL};
     const cJSON *o = NULL;
     const char *source = NULL;
     double boost = 0, sustained = 0;
@@ -277,8 +315,10 @@ read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *
     hw->clock_scale = 1.0;
     if ((rc = spsim_json_get_object(c, gpu, "gpu", "sustained_clock", false, &o)) || !o)
         return rc;
+    /* With gemm the ratio comes from the points, and no clock needs naming. */
+    bool gemm = cJSON_GetObjectItemCaseSensitive(o, "gemm") != NULL;
     if ((rc = spsim_json_check_keys(c, o, "gpu.sustained_clock", keys)) ||
-        (rc = spsim_json_get_double(c, o, "gpu.sustained_clock", "boost_MHz", true, 1, 1e5,
+        (rc = spsim_json_get_double(c, o, "gpu.sustained_clock", "boost_MHz", !gemm, 1, 1e5,
                                     &boost)) ||
         (rc = spsim_json_get_double(c, o, "gpu.sustained_clock", "sustained_MHz", false, 1, 1e5,
                                     &sustained)) ||
@@ -289,7 +329,124 @@ read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *
                                       "must not exceed boost_MHz (%g), got %g", boost, sustained);
     if (sustained > 0)
         hw->clock_scale = sustained / boost;
+    if ((rc = read_sustained_gemm(c, o, hw)))
+        return rc;
+    if (sustained > 0 && hw->sustained_gemm)
+        return spsim_json_field_error(c, "gpu.sustained_clock", "gemm",
+                                      "give sustained_MHz or gemm, not both");
     return SPSIM_OK;
+}
+
+/* M, N and K of a GEMM point: whole numbers up to 1e9; its rate at most the dtype's peak. */
+static int
+check_gemm_rows(const struct spsim_jctx *c, const char *path, const struct spsim_gemm_points *t,
+                double peak, const char *dtype)
+{
+    for (uint32_t i = 0; i < t->n; i++) {
+        if (t->rows[i][3] * 1e12 > peak)
+            return spsim_json_field_error(c, path, "points",
+                                          "row %u: %g TFLOP/s exceeds the %s peak", i,
+                                          t->rows[i][3], dtype);
+        for (int j = 0; j < 3; j++)
+            if (t->rows[i][j] != floor(t->rows[i][j]) || t->rows[i][j] > 1e9)
+                return spsim_json_field_error(c, path, "points",
+                                              "row %u: M, N and K must be whole numbers from 1 "
+                                              "to 1e9, got %g",
+                                              i, t->rows[i][j]);
+    }
+    return SPSIM_OK;
+}
+
+/* gpu.sustained_clock.gemm: {"dtype": bf16 | fp8 | nvfp4, "points": [[M, N, K, TFLOPS], ...]},
+ * GEMMs a benchmark ran long enough to reach the power-limited clock (the object's source
+ * says which and how). */
+static int
+read_sustained_gemm(const struct spsim_jctx *c, const cJSON *o, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"dtype", "points", NULL};
+    static const char *const dtypes[] = {"bf16", "fp16", "fp8", "nvfp4", NULL};
+    const cJSON *g = NULL;
+    int rc = spsim_json_get_object(c, o, "gpu.sustained_clock", "gemm", false, &g);
+    if (rc || !g)
+        return rc;
+    int dtype = 0;
+    struct spsim_gemm_points *t = spsim_calloc(1, sizeof(*t));
+    if (!t)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    hw->sustained_gemm = t;
+    if ((rc = spsim_json_check_keys(c, g, "gpu.sustained_clock.gemm", keys)) ||
+        (rc = spsim_json_get_enum(c, g, "gpu.sustained_clock.gemm", "dtype", true, dtypes,
+                                  &dtype)) ||
+        (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(g, "points"),
+                          "gpu.sustained_clock.gemm", 4, t->rows, &t->n)))
+        return rc;
+    hw->sustained_gemm_dtype = (enum spsim_dtype)dtype; /* the names in enum order */
+    if (!(hw->peak_flops[dtype] > 0))
+        return spsim_json_field_error(c, "gpu.sustained_clock.gemm", "dtype",
+                                      "the GPU has no %s peak (gpu.peak_dense_tflops)",
+                                      dtypes[dtype]);
+    return check_gemm_rows(c, "gpu.sustained_clock.gemm", t, hw->peak_flops[dtype], dtypes[dtype]);
+}
+
+/* gpu.attention_table: {"dtype": "bf16", "source", "points": [[d_qk, d_v, seq, window, fwd,
+ * bwd], ...]} (profiles.h struct spsim_attention_table); window 0 is the whole causal context. */
+static int
+read_attention_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    static const char *const keys[] = {"dtype", "source", "points", NULL};
+    static const char *const dtypes[] = {"bf16", NULL};
+    static const char *const path = "gpu.attention_table";
+    const cJSON *obj = NULL;
+    int rc = spsim_json_get_object(c, gpu, "gpu", "attention_table", false, &obj);
+    if (rc || !obj)
+        return rc;
+    int dtype = 0;
+    const char *source = NULL;
+    struct spsim_attention_table *t = spsim_calloc(1, sizeof(*t));
+    if (!t)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    hw->attention = t;
+    if ((rc = spsim_json_check_keys(c, obj, path, keys)) ||
+        (rc = spsim_json_get_enum(c, obj, path, "dtype", true, dtypes, &dtype)) ||
+        (rc = spsim_json_get_string(c, obj, path, "source", true, true, &source)) ||
+        (rc = read_rows(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), path, 6, 3,
+                        "D_QK, D_V, SEQ, WINDOW, FWD_TFLOPS, BWD_TFLOPS", &t->rows[0][0],
+                        SPSIM_MAX_ATTENTION_POINTS, &t->n)))
+        return rc;
+    for (uint32_t i = 0; i < t->n; i++) {
+        const double *r = t->rows[i];
+        for (int j = 0; j < 4; j++)
+            if (r[j] != floor(r[j]) || r[j] > (j < 2 ? 4096 : 1e8))
+                return spsim_json_field_error(c, path, "points",
+                                              "row %u: head dimensions (to 4096), sequence and "
+                                              "window (to 1e8) must be whole numbers, got %g",
+                                              i, r[j]);
+        if (r[3] > 0 && r[3] >= r[2])
+            return spsim_json_field_error(c, path, "points",
+                                          "row %u: a window (%g) must be shorter than the "
+                                          "sequence (%g); write 0 for the whole context",
+                                          i, r[3], r[2]);
+        if (r[4] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16] ||
+            r[5] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16])
+            return spsim_json_field_error(
+                c, path, "points", "row %u: %g / %g TFLOP/s exceeds the bf16 peak", i, r[4], r[5]);
+    }
+    return SPSIM_OK;
+}
+
+/* gpu.board_power_W: the vendor's maximum board power (TDP, TGP or per-GPU maximum) for the
+ * energy of a run (spsim_train_plan); optional, and {"value": null, "source": WHY} where no source
+ * gives it, so that energy is refused with that reason. */
+static int
+read_board_power(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    const char *why = NULL;
+    int rc = spsim_json_get_sourced_or_null(c, gpu, "gpu", "board_power_W", 1, 1e5,
+                                            &hw->board_power_W, &why);
+    if (rc || !why)
+        return rc;
+    hw->board_power_unsourced = spsim_strdup(why);
+    return hw->board_power_unsourced ? SPSIM_OK : spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
 }
 
 /* Read the measured GEMM points; the engine derives its rate table from them. */
@@ -314,19 +471,7 @@ read_gemm_table(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardw
         (rc = read_points(c, cJSON_GetObjectItemCaseSensitive(obj, "points"), "gpu.gemm_table", 4,
                           t->rows, &t->n)))
         return rc;
-    for (uint32_t i = 0; i < t->n; i++) {
-        if (t->rows[i][3] * 1e12 > hw->peak_flops[SPSIM_DTYPE_BF16])
-            return spsim_json_field_error(c, "gpu.gemm_table", "points",
-                                          "row %u: %g TFLOP/s exceeds the bf16 peak", i,
-                                          t->rows[i][3]);
-        for (int j = 0; j < 3; j++)
-            if (t->rows[i][j] != floor(t->rows[i][j]) || t->rows[i][j] > 1e9)
-                return spsim_json_field_error(c, "gpu.gemm_table", "points",
-                                              "row %u: M, N and K must be whole numbers from 1 "
-                                              "to 1e9, got %g",
-                                              i, t->rows[i][j]);
-    }
-    return SPSIM_OK;
+    return check_gemm_rows(c, "gpu.gemm_table", t, hw->peak_flops[SPSIM_DTYPE_BF16], "bf16");
 }
 
 static int
@@ -509,8 +654,8 @@ read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardwa
         (rc = spsim_json_get_string(c, root, NULL, "schema", true, true, &schema)))
         return rc;
     if (strcmp(schema, "spsim-hardware/1") != 0)
-        return spsim_json_field_error(c, NULL, "schema", "must be \"spsim-hardware/1\", got \"%s\"",
-                                      schema);
+        return spsim_json_field_error(c, NULL, "schema", "must be \"spsim-hardware/1\", got %s",
+                                      SPSIM_Q(schema));
     if ((rc = spsim_json_get_string(c, root, NULL, "name", true, true, &name)) ||
         (rc = spsim_json_get_string(c, root, NULL, "description", false, false, &description)) ||
         (rc = spsim_json_get_object(c, root, NULL, "gpu", true, &gpu)) ||
@@ -521,11 +666,14 @@ read_hardware(const struct spsim_jctx *c, const cJSON *root, struct spsim_hardwa
         (rc = spsim_json_get_object(c, root, NULL, "host_link", false, &hl)) ||
         (rc = spsim_json_get_object(c, root, NULL, "host", false, &host)) ||
         (rc = read_gpu(c, gpu, hw)) || (rc = read_gemm_table(c, gpu, hw)) ||
-        (rc = read_node(c, node, hw)) || (rc = read_nvlink(c, nv, hw)) ||
-        (rc = read_network(c, net, hw)) || (rc = read_host_link(c, hl, hw)) ||
-        (rc = read_host(c, host, hw)))
+        (rc = read_attention_table(c, gpu, hw)) || (rc = read_node(c, node, hw)) ||
+        (rc = read_nvlink(c, nv, hw)) || (rc = read_network(c, net, hw)) ||
+        (rc = read_host_link(c, hl, hw)) || (rc = read_host(c, host, hw)))
         return rc;
     hw->calibrated = cal != NULL;
+    /* spsim calibrate --runs labels its profiles: calibration.kind "fitted". */
+    const cJSON *kind = cal ? cJSON_GetObjectItemCaseSensitive(cal, "kind") : NULL;
+    hw->fitted = cJSON_IsString(kind) && strcmp(kind->valuestring, "fitted") == 0;
     hw->name = spsim_strdup(name);
     hw->description = spsim_strdup(description);
     if (!hw->name || !hw->description)
@@ -570,9 +718,12 @@ spsim_hardware_destroy(struct spsim_hardware *hw)
         gsl_interp_free(hw->gemm_table->interp);
     free(hw->gemm_table);
     free(hw->gemm_points);
+    free(hw->sustained_gemm);
+    free(hw->attention);
     free(hw->name);
     free(hw->description);
     free(hw->gpu_model);
+    free(hw->board_power_unsourced);
     free(hw);
 }
 
@@ -588,6 +739,7 @@ spsim_hardware_get_info(const struct spsim_hardware *hw, struct spsim_hardware_i
     info->gemm_achievable_tflops_bf16 = hw->gemm_achievable_flops[SPSIM_DTYPE_BF16] / 1e12;
     info->sm_count = hw->sm_count;
     info->hbm_capacity_bytes = hw->hbm_capacity_bytes;
+    info->hbm_marketed_bytes = hw->hbm_marketed_bytes;
     info->hbm_bandwidth_GBps = hw->hbm_Bps / 1e9;
     info->hbm_achievable_GBps = hw->hbm_achievable_Bps / 1e9;
     info->gpus_per_node = hw->gpus_per_node;
@@ -599,4 +751,7 @@ spsim_hardware_get_info(const struct spsim_hardware *hw, struct spsim_hardware_i
     info->nic_line_rate_Gbit_s = hw->nic_line_Bps * 8.0 / 1e9;
     info->nic_achievable_GBps = hw->nic_achievable_Bps / 1e9;
     info->calibrated = hw->calibrated;
+    info->fitted = hw->fitted;
+    info->board_power_W = hw->board_power_W;
+    info->board_power_unsourced = hw->board_power_unsourced;
 }

@@ -80,8 +80,9 @@ spsim_json_field_error(const struct spsim_jctx *c, const char *prefix, const cha
     va_start(ap, fmt);
     vsnprintf(reason, sizeof(reason), fmt, ap);
     va_end(ap);
-    return spsim_fail(c->err, SPSIM_EFIELD, "%s: field '%s': %s", c->origin,
-                      spsim_json_path(path, sizeof(path), prefix, key), reason);
+    /* The key may be the input's own (an unknown key): quoted and escaped. */
+    return spsim_fail(c->err, SPSIM_EFIELD, "%s: field %s: %s", c->origin,
+                      SPSIM_Q(spsim_json_path(path, sizeof(path), prefix, key)), reason);
 }
 
 int
@@ -259,7 +260,7 @@ spsim_json_get_enum(const struct spsim_jctx *c, const cJSON *obj, const char *pr
         size_t used = strlen(choices);
         snprintf(choices + used, sizeof(choices) - used, "%s'%s'", i ? ", " : "", names[i]);
     }
-    return spsim_json_field_error(c, prefix, key, "must be one of %s, got '%s'", choices, s);
+    return spsim_json_field_error(c, prefix, key, "must be one of %s, got %s", choices, SPSIM_Q(s));
 }
 
 int
@@ -312,6 +313,27 @@ spsim_json_get_sourced(const struct spsim_jctx *c, const cJSON *obj, const char 
     int rc = open_sourced(c, obj, prefix, key, required, "NUMBER", path, sizeof(path), &v, source);
     if (rc != SPSIM_OK || !v)
         return rc;
+    return spsim_json_get_double(c, v, path, "value", true, min, max, out);
+}
+
+int
+spsim_json_get_sourced_or_null(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
+                               const char *key, double min, double max, double *out,
+                               const char **unsourced)
+{
+    char path[160];
+    const cJSON *v = NULL;
+    const char *src = NULL;
+    *unsourced = NULL;
+    int rc =
+        open_sourced(c, obj, prefix, key, false, "NUMBER or null", path, sizeof(path), &v, &src);
+    if (rc != SPSIM_OK || !v)
+        return rc;
+    if (cJSON_IsNull(member(v, "value"))) {
+        *out = 0;
+        *unsourced = src;
+        return SPSIM_OK;
+    }
     return spsim_json_get_double(c, v, path, "value", true, min, max, out);
 }
 

@@ -65,6 +65,13 @@ int spsim_json_get_object(const struct spsim_jctx *c, const cJSON *obj, const ch
 int spsim_json_get_sourced(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
                            const char *key, bool required, double min, double max, double *out,
                            const char **source);
+/**
+ * As spsim_json_get_sourced, but {"value": null, "source": "TEXT"} is accepted too: the figure
+ * has no source (TEXT says why). Then *out is 0 and *unsourced points to TEXT (NULL otherwise).
+ */
+int spsim_json_get_sourced_or_null(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
+                                   const char *key, double min, double max, double *out,
+                                   const char **unsourced);
 /** A sourced name {"value": "NAME", "source": "TEXT"}: NAME one of `names`, *out its index. */
 int spsim_json_get_sourced_enum(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
                                 const char *key, bool required, const char *const *names, int *out,

@@ -105,13 +105,13 @@ walk_string(struct walk *w, const char *field)
             n = s[w->pos + 1] == 'u' ? 6 : 2;
             if (n == 6 && w->pos + 6 <= w->len && memcmp(s + w->pos + 2, "0000", 4) == 0)
                 return spsim_fail(w->err, SPSIM_EFIELD,
-                                  "%s: field '%s': the string at byte offset %zu holds \\u0000 "
+                                  "%s: field %s: the string at byte offset %zu holds \\u0000 "
                                   "(a NUL character)",
-                                  w->origin, field, start);
+                                  w->origin, SPSIM_Q(field), start);
         } else if ((n = utf8_length(s + w->pos, w->len - w->pos)) == 0) {
             return spsim_fail(w->err, SPSIM_EFIELD,
-                              "%s: field '%s': invalid UTF-8 at byte offset %zu", w->origin, field,
-                              w->pos);
+                              "%s: field %s: invalid UTF-8 at byte offset %zu", w->origin,
+                              SPSIM_Q(field), w->pos);
         }
         w->pos += n;
     }

@@ -4,15 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "jsonfield.h"
 #include "profiles.h"
 
-static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
+static const char *const mlp_names[] = {"gelu", "swiglu", "relu2", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const attention_names[] = {"standard", "flash", NULL};
-static const char *const position_names[] = {"learned", "rope", NULL};
+static const char *const position_names[] = {"learned", "rope", "none", NULL};
 
 /* Limits on sizes: far above any real model, low enough that every per-layer byte count of
  * the memory engine is checked rather than assumed to fit (see the checked arithmetic). */
@@ -55,12 +54,18 @@ shape_limits(const struct spsim_model_shape *shape, const struct spsim_jctx *c)
         {"heads", shape->heads, MAX_HEADS},        {"kv_heads", shape->kv_heads, MAX_HEADS},
         {"head_dim", shape->head_dim, MAX_HIDDEN}, {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
         {"vocab", shape->vocab, MAX_VOCAB},        {"seq_len", shape->seq_len, MAX_SEQ}};
+    if (shape->vocab_divisible_by > MAX_VOCAB)
+        return spsim_json_field_error(c, NULL, "vocab_divisible_by",
+                                      "must be an integer in [0, %u], got %u", MAX_VOCAB,
+                                      shape->vocab_divisible_by);
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(limits); i++)
         if (limits[i].value < 1 || limits[i].value > limits[i].max)
             return spsim_json_field_error(c, NULL, limits[i].key,
                                           "must be an integer in [1, %u], got %u", limits[i].max,
                                           limits[i].value);
     int rc = shape_check(shape, c, true);
+    if (rc == SPSIM_OK)
+        rc = spsim_model_check_hybrid(shape, c);
     return rc ? rc : spsim_model_check_moe(shape, NULL, c);
 }
 
@@ -79,6 +84,8 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_u32(c, root, NULL, "head_dim", false, 1, MAX_HIDDEN, &m->head_dim)) ||
         (rc = spsim_json_get_u32(c, root, NULL, "ffn_hidden", true, 1, MAX_FFN, &m->ffn_hidden)) ||
         (rc = spsim_json_get_u32(c, root, NULL, "vocab", true, 1, MAX_VOCAB, &m->vocab)) ||
+        (rc = spsim_json_get_u32(c, root, NULL, "vocab_divisible_by", false, 1, MAX_VOCAB,
+                                 &m->vocab_divisible_by)) ||
         (rc = spsim_json_get_u32(c, root, NULL, "seq_len", true, 1, MAX_SEQ, &m->seq_len)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "mlp", true, mlp_names, &mlp)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "norm", true, norm_names, &norm)) ||
@@ -90,7 +97,8 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)) ||
-        (rc = spsim_model_read_moe(c, root, m, pattern)))
+        (rc = spsim_model_read_moe(c, root, m, pattern)) ||
+        (rc = spsim_model_read_hybrid(c, root, m)))
         return rc;
     /* MLA's Q and K heads are qk_head_dim + qk_pos_emb_head_dim wide, whatever hidden/heads. */
     if (!head_dim_given && m->kv_lora_rank)
@@ -101,8 +109,13 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
     m->norm = (enum spsim_norm)norm;
     m->attention = (enum spsim_attention)attention;
     m->position = (enum spsim_position)position;
-    if ((rc = shape_check(m, c, head_dim_given || m->kv_lora_rank)))
+    spsim_hybrid_defaults(m);
+    if ((rc = shape_check(m, c, head_dim_given || m->kv_lora_rank)) ||
+        (rc = spsim_model_check_hybrid(m, c)))
         return rc;
+    if (m->hybrid_pattern && *pattern)
+        return spsim_json_field_error(c, NULL, "moe_layer_pattern",
+                                      "a hybrid model's MoE layers are its pattern's 'E's");
     return spsim_model_check_moe(m, *pattern, c);
 }
 
@@ -118,12 +131,17 @@ model_new(const struct spsim_model_shape *shape, uint8_t *pattern, const char *n
     if (m) {
         m->shape = *shape;
         m->moe_pattern = pattern;
+        m->hybrid_pattern = shape->hybrid_pattern ? spsim_strdup(shape->hybrid_pattern) : NULL;
+        m->mtp_pattern = shape->mtp_pattern ? spsim_strdup(shape->mtp_pattern) : NULL;
+        m->shape.hybrid_pattern = m->hybrid_pattern;
+        m->shape.mtp_pattern = m->mtp_pattern;
         m->moe_layers = spsim_moe_layer_count(shape, pattern);
         m->name = spsim_strdup(name);
         m->source = spsim_strdup(source);
         m->description = spsim_strdup(description);
     }
-    if (!m || !m->name || !m->source || !m->description) {
+    if (!m || !m->name || !m->source || !m->description ||
+        (shape->hybrid_pattern && !m->hybrid_pattern) || (shape->mtp_pattern && !m->mtp_pattern)) {
         spsim_model_destroy(m);
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     }
@@ -131,21 +149,17 @@ model_new(const struct spsim_model_shape *shape, uint8_t *pattern, const char *n
     return SPSIM_OK;
 }
 
-/* A Hugging Face config.json: its shape, named after its folder, checked as a profile's. */
-static int
-hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct spsim_error *err)
+int
+spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shape *shape,
+                       const char *name, const char *source, const char *description,
+                       struct spsim_model **out)
 {
-    struct spsim_jctx c = {origin, err};
-    struct spsim_model_shape shape;
-    char name[256], source[512];
-    int rc = spsim_hf_config_read(&c, root, &shape);
-    if (rc == SPSIM_OK)
-        rc = shape_limits(&shape, &c);
+    struct spsim_model_shape sh = *shape;
+    spsim_hybrid_defaults(&sh);
+    int rc = shape_limits(&sh, c);
     if (rc != SPSIM_OK)
         return rc;
-    snprintf(source, sizeof(source), "Hugging Face transformers config: %s", origin);
-    return model_new(&shape, NULL, spsim_hf_config_name(origin, name, sizeof(name)), source, "",
-                     out, err);
+    return model_new(&sh, NULL, name, source, description ? description : "", out, c->err);
 }
 
 /* The keys of a model profile (doc/profiles.md). */
@@ -160,6 +174,7 @@ static const char *const model_keys[] = {"schema",
                                          "head_dim",
                                          "ffn_hidden",
                                          "vocab",
+                                         "vocab_divisible_by",
                                          "seq_len",
                                          "mlp",
                                          "norm",
@@ -192,26 +207,23 @@ static const char *const model_keys[] = {"schema",
                                          "mtp_layers",
                                          "window",
                                          "window_skip_freq",
+                                         "moe_latent",
+                                         "hybrid_pattern",
+                                         "mtp_pattern",
+                                         "mtp_shared",
+                                         "mamba_heads",
+                                         "mamba_head_dim",
+                                         "mamba_state_dim",
+                                         "mamba_groups",
+                                         "mamba_conv",
+                                         "mamba_chunk",
                                          NULL};
 
 int
-spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim_model **out,
-                  struct spsim_error *err)
+spsim_model_read_profile(const cJSON *root, const char *origin, struct spsim_model **out,
+                         struct spsim_error *err)
 {
-    if (!json || !out)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_model_parse: NULL argument");
-    if (!origin)
-        origin = "<model>";
-    cJSON *root = NULL;
-    int rc = spsim_json_parse(json, len, origin, &root, err);
-    if (rc != SPSIM_OK)
-        return rc;
-
-    if (spsim_hf_config_is(root)) {
-        rc = hf_model(root, origin, out, err);
-        cJSON_Delete(root);
-        return rc;
-    }
+    int rc;
     struct spsim_jctx c = {origin, err};
     const char *schema = NULL, *name = NULL, *source = NULL, *description = "";
     struct spsim_model_shape shape;
@@ -220,8 +232,8 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
         (rc = spsim_json_get_string(&c, root, NULL, "schema", true, true, &schema)))
         goto done;
     if (strcmp(schema, "spsim-model/1") != 0) {
-        rc = spsim_json_field_error(&c, NULL, "schema", "must be \"spsim-model/1\", got \"%s\"",
-                                    schema);
+        rc = spsim_json_field_error(&c, NULL, "schema", "must be \"spsim-model/1\", got %s",
+                                    SPSIM_Q(schema));
         goto done;
     }
     if ((rc = spsim_json_get_string(&c, root, NULL, "name", true, true, &name)) ||
@@ -233,28 +245,6 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
     pattern = NULL;
 done:
     free(pattern);
-    cJSON_Delete(root);
-    return rc;
-}
-
-int
-spsim_model_load(const char *path, struct spsim_model **out, struct spsim_error *err)
-{
-    if (!path || !out)
-        return spsim_fail(err, SPSIM_EINVAL, "spsim_model_load: NULL argument");
-    char *buf = NULL, file[4096];
-    size_t len = 0;
-    struct stat st;
-    /* A folder holding a config.json is a Hugging Face model (another folder is refused by
-     * the reader as not a regular file). */
-    int w = snprintf(file, sizeof(file), "%s/config.json", path);
-    if (w > 0 && (size_t)w < sizeof(file) && stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-        stat(file, &st) == 0 && S_ISREG(st.st_mode))
-        path = file;
-    int rc = spsim_read_file(path, &buf, &len, err);
-    if (rc == SPSIM_OK)
-        rc = spsim_model_parse(buf, len, path, out, err);
-    free(buf);
     return rc;
 }
 
@@ -266,14 +256,16 @@ spsim_model_create(const struct spsim_model_shape *shape, const char *name,
         return spsim_fail(err, SPSIM_EINVAL, "spsim_model_create: NULL argument");
     const char *origin = name ? name : "custom";
     struct spsim_jctx c = {origin, err};
-    if ((unsigned)shape->mlp > SPSIM_MLP_SWIGLU || (unsigned)shape->norm > SPSIM_NORM_RMSNORM ||
+    if ((unsigned)shape->mlp > SPSIM_MLP_RELU2 || (unsigned)shape->norm > SPSIM_NORM_RMSNORM ||
         (unsigned)shape->attention > SPSIM_ATTENTION_FLASH ||
-        (unsigned)shape->position > SPSIM_POSITION_ROPE)
+        (unsigned)shape->position > SPSIM_POSITION_NONE)
         return spsim_fail(err, SPSIM_EINVAL, "%s: an enumeration field is out of range", origin);
-    int rc = shape_limits(shape, &c);
+    struct spsim_model_shape sh = *shape;
+    spsim_hybrid_defaults(&sh);
+    int rc = shape_limits(&sh, &c);
     if (rc != SPSIM_OK)
         return rc;
-    return model_new(shape, NULL, origin, "", "", out, err);
+    return model_new(&sh, NULL, origin, "", "", out, err);
 }
 
 void
@@ -285,6 +277,8 @@ spsim_model_destroy(struct spsim_model *model)
     free(model->source);
     free(model->description);
     free(model->moe_pattern);
+    free(model->hybrid_pattern);
+    free(model->mtp_pattern);
     free(model);
 }
 
@@ -315,8 +309,10 @@ spsim_model_get_shape(const struct spsim_model *model)
 uint64_t
 spsim_model_padded_vocab(const struct spsim_model *model, uint32_t tp)
 {
-    /* Megatron pads to a multiple of make_vocab_size_divisible_by (default 128) × TP size. */
-    uint64_t multiple = 128ull * (tp ? tp : 1);
+    /* Megatron pads to a multiple of make_vocab_size_divisible_by (default 128) × TP size
+     * (megatron/core/tokenizers/utils/build_tokenizer.py vocab_size_with_padding). */
+    uint32_t by = model->shape.vocab_divisible_by ? model->shape.vocab_divisible_by : 128;
+    uint64_t multiple = (uint64_t)by * (tp ? tp : 1);
     uint64_t v = model->shape.vocab;
     return (v + multiple - 1) / multiple * multiple;
 }
@@ -367,6 +363,8 @@ static uint64_t
 layers_parameters(const struct spsim_model *model, bool active, bool *ok)
 {
     const struct spsim_model_shape *m = &model->shape;
+    if (m->hybrid_pattern)
+        return spsim_hybrid_layers_parameters(m, active, ok);
     uint64_t dense = spsim_layer_parameters_per_rank(m, 1, ok);
     uint64_t moe = model->moe_layers ? spsim_moe_layer_parameters_per_rank(m, 1, 1, 1, ok) : 0;
     if (active && model->moe_layers)
@@ -409,6 +407,14 @@ bool
 spsim_model_layer_is_moe(const struct spsim_model *model, uint32_t layer)
 {
     return spsim_moe_layer_in(&model->shape, model->moe_pattern, layer);
+}
+
+enum spsim_layer_kind
+spsim_model_layer_kind(const struct spsim_model *model, uint32_t layer)
+{
+    const char *p = model ? model->shape.hybrid_pattern : NULL;
+    return p && layer < model->shape.layers ? spsim_hybrid_symbol_kind(p[layer])
+                                            : SPSIM_LAYER_TRANSFORMER;
 }
 
 int

@@ -14,8 +14,8 @@
 
 static const char *const router_names[] = {"softmax", "sigmoid", NULL};
 /* enum spsim_moe_balancing, Megatron's names (arguments.py --moe-router-load-balancing-type) */
-static const char *const balancing_names[] = {"none", "aux_loss", "seq_aux_loss", "global_aux_loss",
-                                              NULL};
+static const char *const balancing_names[] = {
+    "none", "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", NULL};
 
 /* Far above any published model (DeepSeek-V3 256 routed experts, top 8; Kimi-K2 384): low
  * enough that experts × expert parameters stay checked 64-bit arithmetic. */
@@ -277,6 +277,8 @@ spsim_moe_layer_in(const struct spsim_model_shape *m, const uint8_t *pattern, ui
 {
     if (m->experts == 0 || layer >= m->layers)
         return false;
+    if (m->hybrid_pattern) /* a hybrid model's 'E' layers (model_hybrid.c) */
+        return m->hybrid_pattern[layer] == 'E';
     if (pattern)
         return pattern[layer] != 0;
     if (layer < m->moe_first_dense_layers)
@@ -367,7 +369,7 @@ check_moe(const struct spsim_model_shape *m, const uint8_t *pattern, const struc
                                       m->capacity_factor);
     if ((unsigned)m->router_score > SPSIM_ROUTER_SIGMOID)
         return spsim_json_field_error(c, NULL, "router_score", "is out of range");
-    if ((unsigned)m->load_balancing > SPSIM_BALANCE_GLOBAL_AUX_LOSS)
+    if ((unsigned)m->load_balancing > SPSIM_BALANCE_SINKHORN)
         return spsim_json_field_error(c, NULL, "load_balancing", "is out of range");
     int rc = check_groups(m, c);
     if (rc != SPSIM_OK)

@@ -32,6 +32,9 @@ const char *const spsim_ring_basis_names[] = {"all_reduce", "all_gather", "reduc
 /* Megatron's --cp-comm-type values, in enum spsim_cp_comm order. */
 const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_gather", "a2a",
                                                                   "a2a+p2p", NULL};
+/* Megatron's --attention-backend values spsim models (enum spsim_attention_backend order). */
+const char *const spsim_attention_backend_names[SPSIM_ATTN_BACKEND_COUNT + 1] = {"auto", "flash",
+                                                                                 "fused", NULL};
 /* Megatron-Core's --moe-token-dispatcher-type values, in enum spsim_moe_dispatcher order. */
 const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1] = {
     "allgather", "alltoall", "flex", NULL};
@@ -46,6 +49,10 @@ const char *const spsim_moe_routing_names[SPSIM_MOE_ROUTING_COUNT + 1] = {"rando
 /* Megatron's --fp8-recipe values, in enum spsim_fp8_recipe order (tensorwise = current). */
 const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1] = {"delayed", "current",
                                                                         "mxfp8", "blockwise", NULL};
+
+/* The precision-aware optimizer's dtypes (Megatron arguments.py dtype_map; fp8 = torch.uint8). */
+const char *const spsim_opt_dtype_names[SPSIM_OPT_DTYPE_COUNT + 1] = {"fp32", "fp16", "bf16", "fp8",
+                                                                      NULL};
 
 /* Megatron's --cuda-graph-impl values and its --cuda-graph-scope (--cuda-graph-modules) names
  * (arguments.py, transformer_config.py CudaGraphModule), in enum order. */
@@ -130,6 +137,21 @@ spsim_fp8_recipe_parse(const char *name, enum spsim_fp8_recipe *out)
 }
 
 const char *
+spsim_opt_dtype_name(enum spsim_opt_dtype d)
+{
+    return (unsigned)d < SPSIM_OPT_DTYPE_COUNT ? spsim_opt_dtype_names[d] : "?";
+}
+
+int
+spsim_opt_dtype_parse(const char *name, enum spsim_opt_dtype *out)
+{
+    int i = 0, rc = find_name(spsim_opt_dtype_names, SPSIM_OPT_DTYPE_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK && out)
+        *out = (enum spsim_opt_dtype)i;
+    return rc;
+}
+
+const char *
 spsim_cp_comm_name(enum spsim_cp_comm c)
 {
     return (unsigned)c < SPSIM_CP_COMM_COUNT ? spsim_cp_comm_names[c] : "?";
@@ -141,6 +163,22 @@ spsim_cp_comm_parse(const char *name, enum spsim_cp_comm *out)
     int i = 0, rc = find_name(spsim_cp_comm_names, SPSIM_CP_COMM_COUNT, name, out ? &i : NULL);
     if (rc == SPSIM_OK)
         *out = (enum spsim_cp_comm)i;
+    return rc;
+}
+
+const char *
+spsim_attention_backend_name(enum spsim_attention_backend b)
+{
+    return (unsigned)b < SPSIM_ATTN_BACKEND_COUNT ? spsim_attention_backend_names[b] : "?";
+}
+
+int
+spsim_attention_backend_parse(const char *name, enum spsim_attention_backend *out)
+{
+    int i = 0, rc = find_name(spsim_attention_backend_names, SPSIM_ATTN_BACKEND_COUNT, name,
+                              out ? &i : NULL);
+    if (rc == SPSIM_OK)
+        *out = (enum spsim_attention_backend)i;
     return rc;
 }
 

@@ -14,10 +14,12 @@
 extern const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1];
 extern const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1];
 extern const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1];
+extern const char *const spsim_attention_backend_names[SPSIM_ATTN_BACKEND_COUNT + 1];
 extern const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1];
 extern const char *const spsim_moe_flex_backend_names[SPSIM_FLEX_BACKEND_COUNT + 1];
 extern const char *const spsim_moe_routing_names[SPSIM_MOE_ROUTING_COUNT + 1];
 extern const char *const spsim_fp8_recipe_names[SPSIM_FP8_RECIPE_COUNT + 1];
+extern const char *const spsim_opt_dtype_names[SPSIM_OPT_DTYPE_COUNT + 1];
 extern const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1];
 extern const char *const spsim_recompute_method_names[SPSIM_RECOMPUTE_METHOD_COUNT + 1];
 extern const char *const spsim_recompute_module_names[SPSIM_RMOD_COUNT_ + 1];
@@ -38,6 +40,8 @@ struct spsim_model {
        moe_first_dense_layers and moe_layer_freq. */
     uint8_t *moe_pattern;
     uint32_t moe_layers; /* MoE decoder layers (0 for a dense model), counted at load */
+    /* A hybrid model's patterns (shape.hybrid_pattern, shape.mtp_pattern point here), owned. */
+    char *hybrid_pattern, *mtp_pattern;
 };
 
 /** Most points a measured curve or GEMM table may have. */
@@ -80,6 +84,16 @@ struct spsim_gemm_points {
     double rows[SPSIM_MAX_CURVE_POINTS][4];
 };
 
+/** gpu.attention_table (doc/profiles.md, "Attention"): fused attention measured per head
+ * dimensions, sequence and sliding window, causal. Each row: d_qk, d_v, sequence (keys a query
+ * sees at most), window (0: the whole causal context), forward and backward TFLOP/s (the
+ * causal half counted, backward 2.5 times the forward FLOPs). */
+#define SPSIM_MAX_ATTENTION_POINTS 128
+struct spsim_attention_table {
+    uint32_t n;
+    double rows[SPSIM_MAX_ATTENTION_POINTS][6];
+};
+
 /**
  * The engine's GEMM rate against GEMM size, derived from the measured points
  * (engine/hardware_view.c): each measurement is divided by its own shape's tile efficiency, so
@@ -114,9 +128,11 @@ struct spsim_hardware {
     double peak_flops[SPSIM_DTYPE_COUNT];            /* FLOP/s; 0 = absent */
     double gemm_achievable_flops[SPSIM_DTYPE_COUNT]; /* FLOP/s; 0 = absent */
     double flash_flops; /* measured flash-attention FLOP/s (bf16); 0 = absent */
+    struct spsim_attention_table *attention; /* measured fused attention; NULL = none */
     double clock_scale; /* sustained / boost SM clock (gpu.sustained_clock); 1 = as measured */
     uint32_t sm_count;
     uint64_t hbm_capacity_bytes;   /* what the GPU reports (hbm_reported_MiB), else the GB figure */
+    uint64_t hbm_marketed_bytes;   /* hbm_capacity_GB · 1e9, the size the GPU is sold as */
     uint64_t reserved_fixed_bytes; /* CUDA context + cuBLAS workspace */
     uint64_t nccl_comm_bytes;      /* NCCL buffers of one communicator */
     double allocator_fragmentation;
@@ -142,7 +158,12 @@ struct spsim_hardware {
     uint32_t ncurves;
     struct spsim_gemm_points *gemm_points; /* as measured; NULL = none */
     struct spsim_gemm_table *gemm_table;   /* derived by the engine; NULL = none */
+    /* GEMMs measured under sustained load (gpu.sustained_clock.gemm), as measured; NULL = none.
+     * The engine derives clock_scale from them (hardware_view.c). */
+    struct spsim_gemm_points *sustained_gemm;
+    enum spsim_dtype sustained_gemm_dtype;
     bool calibrated;
+    bool fitted; /* calibration.kind "fitted" (spsim calibrate --runs) */
     /* Host time to launch one kernel through PyTorch and the CUDA driver on the node's CPU
      * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
     double kernel_launch_s;
@@ -154,6 +175,14 @@ struct spsim_hardware {
      * the ring loops' local-only tails it already holds are not counted twice
      * (engine/collective_model.c spsim_ring_tail_extra_s). */
     enum spsim_ring_basis ring_measured_on;
+    /* gpu.board_power_W: the vendor's maximum board power per GPU, W; 0 = none. When the profile
+     * marks it unsourced ({"value": null}), board_power_unsourced holds its reason (owned). */
+    double board_power_W;
+    char *board_power_unsourced;
+    /* Derived, not read: the NCCL tuning tables' GPU architecture (engine/nccl_tuning.c) plus 1,
+     * resolved from gpu_model once by spsim_hardware_prepare; 0: not resolved (a profile built
+     * in code), looked up from gpu_model at each use. */
+    uint8_t nccl_arch_plus1;
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
@@ -163,15 +192,17 @@ int spsim_hardware_read(const char *json, size_t len, const char *origin,
 
 struct spsim_jctx;
 struct cJSON;
-/** Whether a parsed JSON file is a Hugging Face transformers config (no "schema", a
- * "model_type"). */
-bool spsim_hf_config_is(const struct cJSON *root);
-/** Read a transformers config.json into a shape (profiles/hf_config.c); a key it cannot model
- * is refused by name (SPSIM_EFIELD). The shape is then checked as a profile's. */
-int spsim_hf_config_read(const struct spsim_jctx *c, const struct cJSON *root,
-                         struct spsim_model_shape *m);
-/** The model's name from the file's path: the folder of a config.json, else the base name. */
-const char *spsim_hf_config_name(const char *origin, char *buf, size_t cap);
+/** Read an spsim-model/1 profile from its parsed JSON (root stays the caller's): the reader
+ * behind the public spsim_model_parse (interop/model_file.c), which sends Hugging Face configs
+ * to interop/hf_config.c instead. */
+int spsim_model_read_profile(const struct cJSON *root, const char *origin, struct spsim_model **out,
+                             struct spsim_error *err);
+/** A model of a shape read elsewhere (a Hugging Face config): the profile's size limits, then
+ * the model with that name, source and description (NULL: "") (SPSIM_EFIELD naming c's
+ * origin, SPSIM_ENOMEM). */
+int spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shape *shape,
+                           const char *name, const char *source, const char *description,
+                           struct spsim_model **out);
 
 /** The MoE and MLA fields of a profile, all optional (profiles/model_moe.c); *pattern receives
  * moe_layer_pattern (one byte per layer, the caller frees it) or NULL. */
@@ -222,6 +253,34 @@ uint64_t spsim_router_parameters(const struct spsim_model_shape *m);
  * experts/ep routed experts split etp ways. (1, 1, 1): the whole layer. */
 uint64_t spsim_moe_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp,
                                              uint32_t ep, uint32_t etp, bool *ok);
+/** Latent MoE's two duplicated projections h ↔ moe_latent of one MoE layer (0 without). */
+uint64_t spsim_moe_latent_parameters(const struct spsim_model_shape *m);
+
+/* Hybrid models (profiles/model_hybrid.c). */
+/** The kind a pattern symbol names ('M', '*', '-', 'E'); SPSIM_LAYER_TRANSFORMER otherwise. */
+enum spsim_layer_kind spsim_hybrid_symbol_kind(char c);
+/** The symbol of a hybrid kind; '?' for SPSIM_LAYER_TRANSFORMER. */
+char spsim_hybrid_kind_symbol(enum spsim_layer_kind k);
+/** The layers of kind k in a pattern (NULL: none). */
+uint32_t spsim_hybrid_count(const char *pattern, enum spsim_layer_kind k);
+/** Read hybrid_pattern, mtp_pattern, mtp_shared, moe_latent and the Mamba fields (the patterns
+ * point into the tree; model_new copies them). */
+int spsim_model_read_hybrid(const struct spsim_jctx *c, const struct cJSON *root,
+                            struct spsim_model_shape *m);
+/** Megatron's Mamba defaults for the unset fields of a model with Mamba layers. */
+void spsim_hybrid_defaults(struct spsim_model_shape *m);
+/** The hybrid rules of a shape (files, Megatron-LM lines, Hugging Face configs). */
+int spsim_model_check_hybrid(const struct spsim_model_shape *m, const struct spsim_jctx *c);
+/** One Mamba layer's parameters: the mixer split over TP, its input norm whole. */
+void spsim_mamba_parameters(const struct spsim_model_shape *m, struct spsim_param_split *p,
+                            bool *ok);
+/** One hybrid layer of kind k on one TP rank, an 'E' layer without its routed experts. */
+uint64_t spsim_hybrid_layer_parameters(const struct spsim_model_shape *m, enum spsim_layer_kind k,
+                                       uint32_t tp, bool *ok);
+/** Every hybrid decoder layer and MTP depth (the shared depth once), unsplit; with only
+ * experts_per_token of the routed experts when active. */
+uint64_t spsim_hybrid_layers_parameters(const struct spsim_model_shape *m, bool active, bool *ok);
+
 /** What one multi-token-prediction layer adds beyond its transformer layer, per TP rank. */
 uint64_t spsim_mtp_extra_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp,
                                              bool *ok);

@@ -30,6 +30,12 @@ fp8_recipe_name(int v)
 }
 
 static const char *
+attention_backend_name(int v)
+{
+    return spsim_attention_backend_name((enum spsim_attention_backend)v);
+}
+
+static const char *
 cp_comm_name(int v)
 {
     return spsim_cp_comm_name((enum spsim_cp_comm)v);
@@ -84,6 +90,12 @@ cuda_graph_scope_name(int v)
     return v > 0 && v < (1 << SPSIM_CGS_COUNT_)
                ? spsim_cuda_graph_scope_format((uint32_t)v, buf, sizeof(buf))
                : "?";
+}
+
+static const char *
+opt_dtype_name(int v)
+{
+    return spsim_opt_dtype_name((enum spsim_opt_dtype)v);
 }
 
 static const char *
@@ -144,6 +156,12 @@ static const struct spsim_field fields[] = {
     F("config.first_last_layers_bf16", BOOL, config.first_last_layers_bf16),
     F("config.bf16_layers_start", U32, config.bf16_layers_start),
     F("config.bf16_layers_end", U32, config.bf16_layers_end),
+    F("config.precision_aware_optimizer", BOOL, config.precision_aware_optimizer),
+    E("config.main_grads_dtype", config.main_grads_dtype, opt_dtype_name),
+    E("config.main_params_dtype", config.main_params_dtype, opt_dtype_name),
+    E("config.exp_avg_dtype", config.exp_avg_dtype, opt_dtype_name),
+    E("config.exp_avg_sq_dtype", config.exp_avg_sq_dtype, opt_dtype_name),
+    E("config.attention_backend", config.attention_backend, attention_backend_name),
     F("memory.activation_per_layer_bytes", U64, memory.activation_per_layer_bytes),
     F("memory.activation_modes_bytes.none", U64, memory.activation_modes_bytes[SPSIM_MODE_NONE]),
     F("memory.activation_modes_bytes.tp", U64, memory.activation_modes_bytes[SPSIM_MODE_TP]),

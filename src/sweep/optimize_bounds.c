@@ -217,7 +217,7 @@ spsim_opt_sharding_lb(const struct spsim_sweep_point *pt, const struct spsim_opt
         double P = pl->params[r];
         if (P <= 0)
             continue;
-        double t = dp_floor_s(pt, x, pl, r) + spsim_optimizer_step_s(pt->hw, &pt->par, P, D);
+        double t = dp_floor_s(pt, x, pl, r) + spsim_optimizer_step_params_s(pt->hw, &pt->par, P, D);
         least = least < 0 || t < least ? t : least;
     }
     return least > 0 ? least : 0;

@@ -208,6 +208,25 @@ static const int layer_key_axes[] = {SPSIM_AXIS_MODEL,
                                      SPSIM_AXIS_MOE_DISPATCHER,
                                      SPSIM_AXIS_TP_COMM_OVERLAP};
 
+/* The axes that set no field spsim_layer_config_from reads (nor the padded vocabulary's tp):
+ * while only these change, consecutive points share their layer summary. An axis whose field
+ * the layer configuration comes to read must leave this list. */
+static const int layer_inert_axes[] = {SPSIM_AXIS_PP,
+                                       SPSIM_AXIS_VPP,
+                                       SPSIM_AXIS_GBS,
+                                       SPSIM_AXIS_DISTRIBUTED_OPTIMIZER,
+                                       SPSIM_AXIS_OVERLAP_GRAD_REDUCE,
+                                       SPSIM_AXIS_ZERO,
+                                       SPSIM_AXIS_OVERLAP_PARAM_GATHER,
+                                       SPSIM_AXIS_GRAD_REDUCE_IN_FP32,
+                                       SPSIM_AXIS_RECOMPUTE_METHOD,
+                                       SPSIM_AXIS_RECOMPUTE_LAYERS,
+                                       SPSIM_AXIS_OFFLOAD_LAYERS,
+                                       SPSIM_AXIS_PP_SPLIT,
+                                       SPSIM_AXIS_MAX_GBS,
+                                       SPSIM_AXIS_A2A_OVERLAP,
+                                       SPSIM_AXIS_DELAY_WGRAD};
+
 /* The multi-valued ones among them, in that order (sw->key_axes). */
 static void
 find_key_axes(struct spsim_sweep *sw)
@@ -216,6 +235,12 @@ find_key_axes(struct spsim_sweep *sw)
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(layer_key_axes); i++)
         if (sw->n[layer_key_axes[i]] > 1)
             sw->key_axes[sw->nkey_axes++] = (uint8_t)layer_key_axes[i];
+    bool inert[SPSIM_AXIS_COUNT] = {false};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(layer_inert_axes); i++)
+        inert[layer_inert_axes[i]] = true;
+    sw->layer_inside[SPSIM_AXIS_COUNT] = false;
+    for (int a = SPSIM_AXIS_COUNT - 1; a >= 0; a--)
+        sw->layer_inside[a] = (sw->n[a] > 1 && !inert[a]) || sw->layer_inside[a + 1];
 }
 
 /* Their digits' mixed-radix number. */
@@ -513,10 +538,13 @@ set_axis(struct spsim_sweep_point *pt, int axis, int64_t v)
 static uint32_t
 balanced_edge(uint32_t layers, uint32_t p, uint32_t v, uint32_t *last)
 {
+    *last = 0; /* no split: nothing derived (a stale last stage would reach the next point) */
     if (p == 2) {
-        uint32_t f = layers - layers / 2;
-        *last = layers / 2;
-        return f != *last && f % v == 0 && *last % v == 0 && *last > 0 ? f : 0;
+        uint32_t f = layers - layers / 2, l = layers / 2;
+        if (f == l || f % v != 0 || l % v != 0 || l == 0)
+            return 0;
+        *last = l;
+        return f;
     }
     for (uint32_t lighter = 0; lighter <= v; lighter += v)
         for (uint32_t f = layers / p / v * v; p > 2 && f >= v + lighter; f -= v) {
@@ -535,7 +563,8 @@ derived_axes(struct spsim_sweep_point *pt)
 {
     struct spsim_parallel *p = &pt->par;
     pt->invalid = NULL;
-    if (!pt->pp_split && !pt->max_gbs && !p->account_embedding && !p->first_stage_layers)
+    if (!pt->pp_split && !pt->max_gbs && !p->account_embedding && !p->account_loss &&
+        !p->first_stage_layers && !p->last_stage_layers)
         return; /* the default: nothing derived, nothing to undo */
     p->account_embedding = p->account_loss = pt->pp_split == 1;
     p->first_stage_layers = p->last_stage_layers = 0;
@@ -658,9 +687,10 @@ spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *
     uint64_t top_k = opt ? opt->top_k : 0;
     memset(w, 0, sizeof(*w));
     w->sw = sw;
+    w->changed_since = 0;
     w->le = spsim_calloc(1, sizeof(*w->le));
     w->cache = spsim_calloc(sw->cache_slots, sizeof(*w->cache));
-    w->memo = spsim_calloc(1, sizeof(*w->memo));
+    w->memo = spsim_coll_memo_create();
     w->top = top_k ? spsim_calloc(top_k, sizeof(*w->top)) : NULL;
     if (!w->le || !w->cache || !w->memo || (top_k && !w->top) ||
         (format != SPSIM_ROW_NONE &&
@@ -676,7 +706,7 @@ spsim_sweep_worker_free(struct spsim_sweep_worker *w)
 {
     free(w->le);
     free(w->cache);
-    free(w->memo);
+    spsim_coll_memo_destroy(w->memo);
     free(w->top);
     spsim_row_writer_free(&w->rows);
     memset(w, 0, sizeof(*w));
@@ -705,6 +735,7 @@ spsim_sweep_summary(struct spsim_sweep_worker *w, const uint32_t *d,
         w->layer_evaluations++;
         if (slot->rc == SPSIM_OK)
             spsim_layer_summarize(pt->model, pt->hw, w->le, &slot->sum);
+        slot->sum.id = ++w->summaries; /* the composition's memos know it by this */
         slot->used = true;
         slot->model = pt->model;
         slot->hw = pt->hw;
@@ -717,11 +748,31 @@ spsim_sweep_summary(struct spsim_sweep_worker *w, const uint32_t *d,
     return slot->rc;
 }
 
+/* The point's layer summary: the last point's while no layer key axis changed since, else from
+ * the cache (a failure is asked again for its message). */
+static int
+point_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsim_sweep_point *pt,
+              const struct spsim_layer_summary **out, struct spsim_error *err)
+{
+    if (!w->sw->layer_inside[w->changed_since] && w->last_sum &&
+        (w->last_sum_rc == SPSIM_OK || !err)) {
+        *out = w->last_sum;
+        return w->last_sum_rc;
+    }
+    int rc = spsim_sweep_summary(w, d, pt, out, err);
+    w->last_sum = *out;
+    w->last_sum_rc = rc;
+    w->changed_since = SPSIM_AXIS_COUNT;
+    return rc;
+}
+
 /* Evaluate the point of digits `d`, whose configuration `pt` holds up to axis `from`. */
 int
 spsim_sweep_eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from, bool per_layer,
                         struct spsim_sweep_point *pt, struct spsim_error *err)
 {
+    if (from < w->changed_since)
+        w->changed_since = from;
     point_update(w->sw, d, from, pt);
     if (pt->par.dp == 0)
         return gpus_error(pt, err);
@@ -731,7 +782,7 @@ spsim_sweep_eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int fro
     int rc = spsim_parallel_check(pt->model, pt->hw, &pt->par, &warnings, err);
     const struct spsim_layer_summary *sum = NULL;
     if (rc == SPSIM_OK)
-        rc = spsim_sweep_summary(w, d, pt, &sum, err);
+        rc = point_summary(w, d, pt, &sum, err);
     if (rc == SPSIM_OK)
         rc = spsim_compose_into(pt->model, pt->hw, &pt->par, sum, warnings, w->memo, per_layer,
                                 &w->res, err);
@@ -951,6 +1002,28 @@ fails_inside_vpp(const struct spsim_sweep *sw, const struct spsim_sweep_point *p
     return even && ((p->vpp > 1 && p->pp < 2) || m->layers % ((uint64_t)p->pp * p->vpp) != 0);
 }
 
+/*
+ * Whether every point inside the gbs axis fails as this invalid one does: the batch rules of
+ * spsim_parallel_check (check_pipeline), which gbs, mbs, dp, pp and vpp alone decide and no axis
+ * inside gbs sets (unless max_gbs, inside it, derives gbs; the interleaving rule only where no
+ * inner axis can make the split uneven, which may change its vpp). A space of plain batch
+ * ranges has most of its points here (gbs not a multiple of mbs·dp).
+ */
+static bool
+fails_inside_gbs(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt)
+{
+    const struct spsim_parallel *p = &pt->par;
+    if (sw->n[SPSIM_AXIS_MAX_GBS] > 1 || pt->max_gbs)
+        return false;
+    uint64_t per_step = (uint64_t)p->mbs * p->dp;
+    if (per_step == 0 || p->gbs % per_step != 0)
+        return per_step != 0;
+    bool even = sw->n[SPSIM_AXIS_PP_SPLIT] == 1 && !p->first_stage_layers &&
+                !p->last_stage_layers && !p->account_embedding && !p->account_loss &&
+                !p->pipeline_layout;
+    return even && p->vpp > 1 && (p->gbs / per_step) % p->pp != 0;
+}
+
 /* The points after the current one that fail alike and are counted at once (0: none). */
 static uint64_t
 skip_failing(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, uint32_t *d,
@@ -960,6 +1033,8 @@ skip_failing(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, u
         return skip_inside(sw, SPSIM_AXIS_GPUS, d, left_in_block);
     if (fails_inside_vpp(sw, pt))
         return skip_inside(sw, SPSIM_AXIS_VPP, d, left_in_block);
+    if (fails_inside_gbs(sw, pt))
+        return skip_inside(sw, SPSIM_AXIS_GBS, d, left_in_block);
     return 0;
 }
 

@@ -29,6 +29,10 @@ struct spsim_sweep {
     bool auto_pipeline;                 /* pp or vpp takes "auto" somewhere */
     uint8_t key_axes[SPSIM_AXIS_COUNT]; /* the layer key's multi-valued axes (sweep.c) */
     uint32_t nkey_axes;
+    /* layer_inside[a]: a multi-valued axis that spsim_layer_config_from may read is a or nested
+     * inside it (a change from a on can change the layer summary; sweep.c layer_inert_axes);
+     * layer_inside[SPSIM_AXIS_COUNT] is false. */
+    bool layer_inside[SPSIM_AXIS_COUNT + 1];
     bool skip_inert;                         /* from the spec (optimize's space) */
     uint32_t nactive;                        /* axes of more than one value, */
     uint8_t active[SPSIM_AXIS_COUNT];        /* outermost first */
@@ -138,6 +142,12 @@ struct spsim_sweep_worker {
     const struct spsim_sweep *sw;
     struct spsim_layer_eval *le; /* scratch for cache misses */
     struct spsim_cache_slot *cache;
+    /* The summary of the last point that asked for one and the outermost axis changed since
+     * (SPSIM_AXIS_COUNT: none): while no layer key axis changed, the next point's is the same. */
+    const struct spsim_layer_summary *last_sum;
+    int last_sum_rc;
+    int changed_since;
+    uint64_t summaries; /* made so far: their ids */
     struct spsim_coll_memo *memo;
     struct spsim_result res;
     struct spsim_row_writer rows;

@@ -187,17 +187,17 @@ spsim_row_columns_check(const char *columns, struct spsim_error *err)
         end = end ? end : p + strlen(p);
         size_t len = (size_t)(end - p);
         if (len == 0)
-            return spsim_fail(err, SPSIM_EINVAL, "columns: an empty name in '%s'", columns);
+            return spsim_fail(err, SPSIM_EINVAL, "columns: an empty name in %s", SPSIM_Q(columns));
         bool named = (len == 5 && memcmp(p, "model", 5) == 0) || (len == 2 && !memcmp(p, "hw", 2));
         if (!named && !field_of_column(p, len))
             return spsim_fail(err, SPSIM_EINVAL,
-                              "columns: '%.*s' is not a column (the header of 'spsim query "
+                              "columns: %s is not a column (the header of 'spsim query "
                               "--format csv' lists them)",
-                              (int)len, p);
+                              SPSIM_QN(p, len));
         for (const char *q = columns; q < p; q = strchr(q, ',') + 1)
             if (strncmp(q, p, len) == 0 && (q[len] == ',' || q[len] == '\0'))
-                return spsim_fail(err, SPSIM_EINVAL, "columns: '%.*s' is listed twice", (int)len,
-                                  p);
+                return spsim_fail(err, SPSIM_EINVAL, "columns: %s is listed twice",
+                                  SPSIM_QN(p, len));
     }
     return SPSIM_OK;
 }

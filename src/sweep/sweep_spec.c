@@ -149,7 +149,7 @@ item_error(const struct item *it, const char *fmt, const char *detail)
 {
     char reason[256];
     snprintf(reason, sizeof(reason), fmt, detail);
-    return spsim_fail(it->err, SPSIM_EFIELD, "%s: '%s' %s", it->where, it->text, reason);
+    return spsim_fail(it->err, SPSIM_EFIELD, "%s: %s %s", it->where, SPSIM_Q(it->text), reason);
 }
 
 /* A whole unsigned decimal in [min, max]; *end gets what follows it. */
@@ -291,8 +291,8 @@ check_repeats(const struct list *l, const char *text, const char *where, struct 
     int rc = SPSIM_OK;
     for (uint32_t i = 1; i < l->n && rc == SPSIM_OK; i++)
         if (sorted[i] == sorted[i - 1])
-            rc = spsim_fail(err, SPSIM_EFIELD, "%s: the value %lld appears twice in '%s'", where,
-                            (long long)sorted[i], text);
+            rc = spsim_fail(err, SPSIM_EFIELD, "%s: the value %lld appears twice in %s", where,
+                            (long long)sorted[i], SPSIM_Q(text));
     free(sorted);
     return rc;
 }
@@ -347,7 +347,7 @@ parse_list(const struct axis_info *ax, const char *text, const char *where, stru
             *--e = '\0';
         struct item it = {where, p, err};
         if (*p == '\0')
-            rc = spsim_fail(err, SPSIM_EFIELD, "%s: empty value in '%s'", where, text);
+            rc = spsim_fail(err, SPSIM_EFIELD, "%s: empty value in %s", where, SPSIM_Q(text));
         else if (ax->kind == KIND_INT)
             rc = parse_int_item(ax, &it, l);
         else if (ax->kind == KIND_NAMES)
@@ -484,7 +484,7 @@ load_axes(struct spsim_sweep_spec *spec, const cJSON *root, const char *path,
         struct spsim_buf text = {0};
         int rc = json_axis_text(&c, v, &text);
         char where[512];
-        snprintf(where, sizeof(where), "%s: field '%s'", path, v->string);
+        snprintf(where, sizeof(where), "%s: field %s", path, SPSIM_Q(v->string));
         if (rc == SPSIM_OK)
             rc = spsim_sweep_spec_parse(spec, (enum spsim_sweep_axis)axis, text.data, where, err);
         spsim_buf_free(&text);

@@ -97,4 +97,33 @@ fuzz_evaluate(const struct spsim_model *m, const struct spsim_hardware *hw, uint
         fuzz_check_result(&r);
 }
 
+/* A launch line or recipe read by spsim_megatron_parse (origin "x.sh" or "x.yaml"), then what
+ * it accepted: the unmodelled list one NUL-terminated line, the model and configuration
+ * evaluated on DGX H100 (a configuration the engine refuses is no finding), and the launch
+ * line written back for it. */
+static inline void
+fuzz_megatron(const uint8_t *data, size_t size, const char *origin)
+{
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    int rc = spsim_megatron_parse((const char *)data, size, origin, &mc, &err);
+    if (rc != SPSIM_OK) {
+        if (mc.model)
+            fuzz_fail("megatron", "model left after a failure", rc);
+        if (!err.message[0] || strchr(err.message, '\n'))
+            fuzz_fail("megatron", "error message empty or not one line", rc);
+        return;
+    }
+    if (!mc.model || memchr(mc.unmodelled, '\0', sizeof(mc.unmodelled)) == NULL ||
+        strchr(mc.unmodelled, '\n'))
+        fuzz_fail("megatron", "accepted without a model or with a bad unmodelled list", 0);
+    struct spsim_result r;
+    if (spsim_evaluate(mc.model, fuzz_shipped_hardware(), &mc.par, &r, NULL) == SPSIM_OK) {
+        fuzz_check_result(&r);
+        char buf[8192];
+        spsim_megatron_format(mc.model, &mc.par, 8, buf, sizeof(buf));
+    }
+    spsim_model_destroy(mc.model);
+}
+
 #endif

@@ -5,8 +5,10 @@
  * interpreter, which would replace the fuzzer's process), sweep and optimize (a few bytes
  * of options describe spaces of 10^12 points; fuzz_spec runs sweeps, bounded), absolute or
  * '..' paths, and an output path with a '/': the target runs in a scratch directory that links
- * to the source tree's models/, hardware/, examples/ and tests/, and -o writes only there.
+ * to the source tree's models/, hardware/, examples/ and tests/, and -o writes only there
+ * ($TMPDIR/spsim-fuzz-cli-XXXXXX, removed when the process exits).
  */
+#include <dirent.h>
 #include <getopt.h>
 #include <unistd.h>
 
@@ -33,6 +35,28 @@ allowed(int argc, char **argv)
     return strcmp(argv[1], "calibrate") != 0 || from_log;
 }
 
+/* The scratch directory, removed at exit (it used to stay behind, one per process). It holds
+ * the links and the outputs (-o NAME, no '/'), so one level is all there is to remove. */
+static char scratch[4096];
+
+static void
+remove_scratch(void)
+{
+    DIR *d = opendir(scratch);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[4096 + 256];
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            snprintf(path, sizeof(path), "%s/%s", scratch, e->d_name);
+            unlink(path);
+        }
+    }
+    closedir(d);
+    if (chdir("/") == 0)
+        rmdir(scratch);
+}
+
 static void
 setup_once(void)
 {
@@ -40,8 +64,10 @@ setup_once(void)
     if (done)
         return;
     done = true;
-    char dir[] = "/tmp/spsim-fuzz-cli-XXXXXX";
-    if (!mkdtemp(dir) || chdir(dir) != 0 || !freopen("/dev/null", "w", stdout))
+    const char *tmp = getenv("TMPDIR");
+    snprintf(scratch, sizeof(scratch), "%s/spsim-fuzz-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(scratch) || atexit(remove_scratch) != 0 || chdir(scratch) != 0 ||
+        !freopen("/dev/null", "w", stdout))
         abort();
     static const char *const links[] = {"models", "hardware", "examples", "tests"};
     for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)

@@ -1,8 +1,9 @@
 /*
  * Feed files to a fuzz target's LLVMFuzzerTestOneInput, so that every build (gcc too) replays
  * the seed corpus and the inputs that once failed (tests/fuzz/corpus/TARGET/). Arguments are
- * files or directories (their regular files, one level). Exit 0 when every input ran: a
- * finding aborts, as under libFuzzer.
+ * files or directories (their regular files, and those of their subdirectories, as libFuzzer
+ * reads a corpus directory). Exit 0 when every input ran: a finding aborts, as under
+ * libFuzzer.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -55,7 +56,11 @@ replay(const char *path, size_t *count)
     for (struct dirent *e; (e = readdir(d)) && rc == 0;) {
         char child[4096];
         snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-        if (e->d_name[0] != '.' && stat(child, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (e->d_name[0] == '.' || stat(child, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            rc = replay(child, count);
+        } else if (S_ISREG(st.st_mode)) {
             ++*count;
             rc = replay_file(child);
         }
