@@ -342,7 +342,7 @@ compose(struct search *s, const struct spsim_sweep_point *pt, uint32_t warnings,
 }
 
 /* What a configuration on `hw` must not exceed to fit: what the GPU reports less the CUDA
- * context and cuBLAS workspace, then the allocator's fragmentation (evaluate.c memory_limit
+ * context and cuBLAS workspace, then the allocator's fragmentation (memory.c memory_limit
  * takes the NCCL buffers of each communicator off too), and the caller's limit. */
 static uint64_t
 capacity_bound(const struct search *s, const struct spsim_hardware *hw)
@@ -399,7 +399,7 @@ leaf(struct search *s, const struct spsim_sweep_point *pt, uint64_t key_lb)
 /*
  * The first point of a pipeline (its shape and the axes that time it fixed, s->d's sharding
  * digits at the first that evaluates): evaluated in full, it bounds the others, since the
- * sharding axes change only the data-parallel and optimizer lines (evaluate.c compose_time:
+ * sharding axes change only the data-parallel and optimizer lines (pipeline_time.c compose_time:
  * dp_exposed, optimizer_step_s; the stages, bubble, point-to-point, offload and host lines read
  * none of them). @return whether one evaluated (*pipe: the others' key bound); false with
  * *pipe = UINT64_MAX when none of them can enter the answers.

@@ -1,9 +1,9 @@
 /*
  * The optimizer's bounds and the canonical form of a configuration (doc/sweep.md "How optimize
  * searches"). Each bound is a consequence of how spsim_compose_into composes a result from its
- * layer summary (src/engine/evaluate.c), never a guess: if one were not a bound the search
- * would return another answer than the exhaustive evaluation of its space, which
- * tests/test_optimize.c compares.
+ * layer summary (src/engine/evaluate.c and the files it composes with), never a guess: if one were
+ * not a bound the search would return another answer than the exhaustive evaluation of its space,
+ * which tests/test_optimize.c compares.
  */
 #include "config.h"
 
@@ -135,7 +135,7 @@ spsim_opt_iteration_lb(const struct spsim_opt_floor *f, const struct spsim_opt_s
     return x->micro * (a2a ? f->keep_a2a : f->keep) * wall + (x->p - 1.0) / x->v * mean;
 }
 
-/* A collective's time over the dp·cp group (strided by tp) as evaluate.c collective() times
+/* A collective's time over the dp·cp group (strided by tp) as dp_time.c collective() times
  * it, remembered in the pipeline's table. */
 static double
 dp_collective_s(const struct spsim_sweep_point *pt, struct spsim_opt_pipeline *pl, int which,
@@ -151,7 +151,7 @@ dp_collective_s(const struct spsim_sweep_point *pt, struct spsim_opt_pipeline *p
                               1.0, &ct) != SPSIM_OK)
         return 0;
     *t = ct.time_s;
-    if (which == 4) { /* the ReduceScatter beside a backward (evaluate.c shared_finish) */
+    if (which == 4) { /* the ReduceScatter beside a backward (dp_time.c shared_finish) */
         const struct spsim_hardware *hw = pt->hw;
         bool nvlink = ct.tier == SPSIM_TIER_NVLINK;
         double bytes0 = nvlink ? ct.wire_bytes : ct.network_bytes;
@@ -164,7 +164,7 @@ dp_collective_s(const struct spsim_sweep_point *pt, struct spsim_opt_pipeline *p
 }
 
 /*
- * dp_exposed_s for rank `r` (parameters P on one GPU), what no overlap hides (evaluate.c
+ * dp_exposed_s for rank `r` (parameters P on one GPU), what no overlap hides (dp_time.c
  * dp_exposed, zero_exposed): without --overlap-grad-reduce the AllReduce (zero 0) or the
  * ReduceScatter and AllGather (1) whole; with it the AllGather after the step (1 without
  * --overlap-param-gather); optim_grads (2) reduce-scatters every micro-batch beside its
@@ -205,7 +205,7 @@ dp_floor_s(const struct spsim_sweep_point *pt, const struct spsim_opt_shape *x,
                     dp_collective_s(pt, pl, 3, 0, 0, SPSIM_COLL_ALL_GATHER, 2.0 * pl->layer_params);
 }
 
-/* The GPU holding the memory peak is one of ranks 0, p − 1 and 1 (evaluate.c peak_stage): the
+/* The GPU holding the memory peak is one of ranks 0, p − 1 and 1 (memory.c peak_stage): the
  * least of their bounds. The optimizer's time grows with the parameters; a collective's need
  * not, so each candidate is timed. */
 double
@@ -283,7 +283,7 @@ resolve_modules(const struct spsim_sweep_point *pt, int64_t v)
     return pt->par.recompute == SPSIM_RECOMPUTE_SELECTIVE && v == 0 ? SPSIM_RMOD_CORE_ATTN : v;
 }
 
-/* evaluate.c grad_bytes: -1 is fp32 except for fp16. */
+/* compose.h grad_bytes: -1 is fp32 except for fp16. */
 static int64_t
 resolve_grad(const struct spsim_sweep_point *pt, int64_t v)
 {
@@ -327,7 +327,7 @@ resolve_p2p(const struct spsim_sweep_point *pt, int64_t v)
 }
 
 /* Megatron-FSDP forces the overlapped reduction for optim_grads and optim_grads_params
- * (megatron_fsdp.py; evaluate.c zero_exposed reads neither switch's reduction path) and
+ * (megatron_fsdp.py; dp_time.c zero_exposed reads neither switch's reduction path) and
  * optim_grads_params gathers each layer's weights before its passes whatever
  * --overlap-param-gather says (zero_exposed). */
 static int64_t
@@ -370,7 +370,7 @@ spsim_opt_layer_alias(const struct spsim_sweep *sw, const uint32_t *d,
     return false;
 }
 
-/* The sharding level of a (distributed optimizer, zero) pair (evaluate.c zero_level). */
+/* The sharding level of a (distributed optimizer, zero) pair (compose.h zero_level). */
 static int64_t
 level(int64_t distopt, int64_t zero)
 {
@@ -413,8 +413,8 @@ sharding_tuple(const struct spsim_sweep *sw, uint64_t t, uint32_t *digits)
 /*
  * dp·cp = 1 and no expert data parallelism (edp <= 1): nothing is sharded or reduced, so the
  * distributed optimizer, zero, the overlapped reduction and the parameter gather change no
- * figure (evaluate.c: stage_static shards over one rank, dp_exposed and zero_comm need
- * dp·cp > 1, optimizer_step_s divides by 1). The representative is the first of those tuples
+ * figure (memory.c stage_static shards over one rank, dp_time.c dp_exposed and comm.c zero_comm
+ * need dp·cp > 1, optimizer_step_s divides by 1). The representative is the first of those tuples
  * in the point order that spsim_parallel_check admits.
  */
 static bool
@@ -438,7 +438,7 @@ inert_sharding_alias(const struct spsim_sweep *sw, const uint32_t *d,
     return false;
 }
 
-/* Full recomputation's (method, layers) as they evaluate (evaluate.c chunk_activations,
+/* Full recomputation's (method, layers) as they evaluate (memory.c chunk_activations,
  * compose_comm): n = min(N, layers per chunk); uniform with n = 1 and block with n = all the
  * chunk's layers are the default method; uniform ones of equal n alike. -1: not a valid
  * pair. */
@@ -610,7 +610,7 @@ double
 spsim_opt_static_bytes(double params, double experts, double unit, int level, bool fp32, double D,
                        double edp)
 {
-    /* evaluate.c stage_static and fsdp_static without their roundings up: bf16 weights (2 B),
+    /* memory.c stage_static and fsdp_static without their roundings up: bf16 weights (2 B),
      * main gradients (4 B fp32, 2 B in the parameter dtype), Adam's fp32 master and moments
      * (12 B; 16 B with 16-bit gradients, an fp32 copy of them), sharded over D = dp·cp (the
      * experts' over their data-parallel group) from level 1, the gradients from level 2 and the
@@ -662,8 +662,8 @@ rank_static(const struct spsim_sweep *sw, const struct spsim_sweep_point *probe,
  * The least memory a configuration of summary `le` (its probe `probe`) on p ranks can need when
  * rank 0 holds `m0` layers of the main kind of `b0` and rank p − 1 `ml` of `bl`: the peak rank
  * is the most loaded of spsim_stage_candidate's, which are ranks 0 and p − 1 among them
- * (evaluate.c peak_stage), each holding at least its weights, gradients and optimizer state
- * (spsim_opt_static_bytes, the parameters as evaluate.c rank_parameters counts them) at the
+ * (memory.c peak_stage), each holding at least its weights, gradients and optimizer state
+ * (spsim_opt_static_bytes, the parameters as memory.c rank_parameters counts them) at the
  * least sharding the space holds; activations and FP8 weight copies only add to them.
  */
 double

@@ -33,7 +33,7 @@ void spsim_opt_floor_of(const struct spsim_model *model, const struct spsim_laye
                         bool compute, struct spsim_opt_floor *f);
 
 /** A pipeline's shape: ranks, model chunks per rank, micro-batches, and the decoder layers of
- * ranks 0, 1 and p − 1 (the critical stage is the slowest of them, evaluate.c critical_stage;
+ * ranks 0, 1 and p − 1 (the critical stage is the slowest of them, pipeline_time.c critical_stage;
  * 0 where unknown: the mean over the ranks bounds it then). */
 struct spsim_opt_shape {
     double p, v, micro;
@@ -66,7 +66,7 @@ struct spsim_opt_pipeline {
 };
 
 /** A lower bound of dp_exposed_s + optimizer_s of the point `pt` of pipeline `pl` with shape
- * `x` (optimize_bounds.c: the lines of evaluate.c dp_exposed, zero_exposed and
+ * `x` (optimize_bounds.c: the lines of dp_time.c dp_exposed, zero_exposed and
  * optimizer_step_s that no overlap can hide). */
 double spsim_opt_sharding_lb(const struct spsim_sweep_point *pt, const struct spsim_opt_shape *x,
                              struct spsim_opt_pipeline *pl);
