@@ -266,6 +266,11 @@ struct spsim_flops_per_token {
 void spsim_model_flops_per_token(const struct spsim_model *model, double s, double vpad,
                                  struct spsim_flops_per_token *f);
 
+/** The optimizer step's time on a GPU holding `params` parameters, sharded as par says over
+ * D = dp·cp ranks (memory-bound: dp_time.c; what the optimizer's bounds read). */
+double spsim_optimizer_step_params_s(const struct spsim_hardware *hw,
+                                     const struct spsim_parallel *par, double params, double D);
+
 /** Compose a full result from a checked configuration and its layer summary. */
 int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,
                   const struct spsim_parallel *par, const struct spsim_layer_summary *le,

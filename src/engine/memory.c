@@ -501,7 +501,9 @@ spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shap
                      const struct spsim_layer_summary *le, const struct shape *x,
                      struct spsim_memory_report *mem, bool *ok)
 {
-    if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16)
+    /* Without hardware (the optimizer's memory-only compositions) the report lacks the limit
+     * and the fit: it must not stand for a full composition's in the memo. */
+    if (!memo || !hw || !le->id || !x->plan->even || x->mixed || x->bf16)
         return compose_memory(m, hw, par, le, x, mem, ok);
     /* The settings that vary inside a sweep's innermost axes come first: the slot is chosen
      * by the first words. */
