@@ -336,6 +336,15 @@ check_groups(const struct spsim_parallel *p, uint32_t v, uint64_t micro, struct 
     return SPSIM_OK;
 }
 
+bool
+spsim_batch_fails(const struct spsim_parallel *p, uint32_t v)
+{
+    uint64_t per_step = (uint64_t)p->mbs * p->dp;
+    if (per_step == 0 || p->gbs % per_step != 0)
+        return true;
+    return check_groups(p, v, p->gbs / per_step, NULL) != SPSIM_OK;
+}
+
 static int
 check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                struct spsim_error *err)
