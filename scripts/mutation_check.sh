@@ -89,7 +89,11 @@ cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|
 bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - full) \* (w|return full + 0.5 * (layers - full) * (w|@moe_model
 launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|@host
 kernels-halved@src/engine/host.c@s|be->launches\[ph\] += k;|be->launches[ph] += (k + 1) / 2;|@host
-host-excess-halved@src/engine/host.c@s|double excess = host > \*wall\[ph\] ? host - \*wall\[ph\] : 0.0;|double excess = host > *wall[ph] ? 0.5 * (host - *wall[ph]) : 0.0;|@host
+host-excess-halved@src/engine/host.c@s|double excess = spsim_max_d(0.0, hp\[ph\].wall - gpu\[ph\]);|double excess = spsim_max_d(0.0, 0.5 * (hp[ph].wall - gpu[ph]));|@host
+host-op-halved@src/engine/host.c@s|hp\[ph\].host += k \* launch_s + op_s;|hp[ph].host += k * launch_s + 0.5 * op_s;|@host
+graph-replay-call-halved@src/engine/host.c@s|hp\[ph\].host += launch_s + op_s;|hp[ph].host += launch_s + 0.5 * op_s;|@host
+d2h-sync-ignored@src/engine/host.c@s|if (st->op->d2h_sync \&\& ph != SPSIM_PHASE_BACKWARD)|if (false \&\& st->op->d2h_sync)|@host
+d2h-sync-unmarked@src/engine/layer.c@s|bld->layer->ops\[sync\].d2h_sync = true;|bld->layer->ops[sync].d2h_sync = false;|@host
 graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|@host
 fp8-cast-launch-dropped@src/engine/host.c@s|k += 1 + (st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0);|k += 1;|@host
 moe-sent-not-over-etp@src/engine/moe.c@s|out->sent = spsim_mul(tpe, local, ok) / cfg->etp;|out->sent = spsim_mul(tpe, local, ok);|@moe_terms
