@@ -58,6 +58,11 @@ moe-permute-halved@src/engine/layer.c@s|"permute (token copies into expert order
 moe-unpermute-halved@src/engine/layer.c@s|2.0 \* copies \* h + 2.0 \* T \* h, 4.0 \* copies \* h);|1.0 * copies * h + 1.0 * T * h, 2.0 * copies * h);|@moe_terms,moe
 moe-dispatch-halved@src/engine/moe.c@s|out->dispatch = spsim_mul(copies, 2 \* h + 4, ok);|out->dispatch = spsim_mul(copies / 2, 2 * h + 4, ok);|@moe_terms,ep_overlap
 moe-combine-halved@src/engine/moe.c@s|out->combine = spsim_mul(copies, 2 \* h, ok);|out->combine = spsim_mul(copies / 2, 2 * h, ok);|@moe_terms,ep_overlap
+grouped-gemm-halved@src/engine/timing.c@s|\*seconds = (double)rounds \* full + part;|*seconds = 0.5 * ((double)rounds * full + part);|@moe_terms
+grouped-gemm-one-batch@src/engine/timing.c@s|#define SPSIM_TE_GEMM_STREAMS 4|#define SPSIM_TE_GEMM_STREAMS 64|@moe_terms
+grouped-gemm-one-launch@src/engine/host.c@s|(uint32_t)st->gbatch : 1;|1 : 1;|@host
+moe-sort-chunks-halved@src/engine/layer.c@s|"sort chunks by local expert", 4.0 \* rows \* h + 8.0 \* rows,|"sort chunks by local expert", 2.0 * rows * h + 4.0 * rows,|@moe_terms
+moe-unsort-chunks-halved@src/engine/layer.c@s|"unsort chunks (rank order)", 4.0 \* (double)tr->rows \* h,|"unsort chunks (rank order)", 2.0 * (double)tr->rows * h,|@moe_terms
 moe-etp-dispatch-halved@src/engine/moe.c@s|spsim_mul(out->dispatch, cfg->etp, ok) : 0;|spsim_mul(out->dispatch / 2, cfg->etp, ok) : 0;|@moe_terms,ep_overlap
 moe-grouped-fc1-half-experts@src/engine/layer.c@0,/op->batch = tr->local_experts;/s//op->batch = tr->local_experts \/ 2;/@moe_terms,moe_flex
 moe-experts-act-halved@src/engine/layer.c@s|op->fwd_bytes = (x->gate == 2 ? 6.0 : 4.0) \* (double)act|op->fwd_bytes = (x->gate == 2 ? 3.0 : 2.0) * (double)act|@moe_terms,moe_imbalance

@@ -87,7 +87,8 @@ spsim_cuda_graph_captures(uint32_t capture, uint32_t module)
 }
 
 /*
- * Kernels one step launches, at least: a GEMM pass is one cuBLASLt matmul (TE general_gemm),
+ * Kernels one step launches, at least: a GEMM pass is one cuBLASLt matmul (TE general_gemm;
+ * the experts' grouped GEMM one per local expert),
  * with FP8 its input's or output gradient's cast one more (TE quantize/cast_transpose; the
  * wgrad's bytes are its bias gradient, in the epilogue); a flash pass one fused attention
  * kernel; a memory-bound row one fused TE/Apex kernel per pass; a collective one NCCL kernel
@@ -98,8 +99,11 @@ static uint32_t
 step_kernels(const struct spsim_step *st)
 {
     uint32_t k = st->coll != SPSIM_COLL_NONE;
+    /* TE's grouped GEMM is one cuBLASLt GEMM per local expert (timing.c grouped_gemm_time). */
+    uint32_t gemms = st->op->kind == SPSIM_OPK_GEMM && st->gbatch > 1 ? (uint32_t)st->gbatch : 1;
     if (st->flops > 0)
-        k += 1 + (st->op->kind == SPSIM_OPK_GEMM && st->pass != SPSIM_PASS_WGRAD && st->bytes > 0);
+        k += gemms +
+             (st->op->kind == SPSIM_OPK_GEMM && st->pass != SPSIM_PASS_WGRAD && st->bytes > 0);
     else if (st->bytes > 0)
         k += 1;
     return k;

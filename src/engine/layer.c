@@ -951,6 +951,14 @@ add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_t
         if (cfg->etp > 1)
             add_ep_op(bld, "dispatch AllGather (expert TP)", SPSIM_COLL_ALL_GATHER,
                       SPSIM_COLL_REDUCE_SCATTER, tr->etp_dispatch, tr->etp_dispatch, cfg->etp, 1);
+        /* dispatch_postprocess: with several local experts the received chunks (rank-major)
+         * are sorted expert-major (sort_chunks_by_idxs), the tokens (2 B read, 2 B written)
+         * and their fp32 probabilities (4 + 4 B), the backward the same for their gradients. */
+        if (tr->local_experts > 1) {
+            double rows = (double)tr->rows;
+            add_moe_memory(bld, "sort chunks by local expert", 4.0 * rows * h + 8.0 * rows,
+                           4.0 * rows * h + 8.0 * rows);
+        }
     } else {
         if (cfg->ep * cfg->etp > 1)
             add_ep_op(bld, "dispatch AllGather (expert TP×EP)", SPSIM_COLL_ALL_GATHER,
@@ -979,6 +987,11 @@ add_combine(struct builder *bld, const struct dims *x, const struct spsim_moe_tr
         return;
     }
     if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
+        /* combine_preprocess: the experts' output back to rank-major order (sort_chunks_by_idxs,
+         * the tokens alone: 2 B read, 2 B written, both passes). */
+        if (tr->local_experts > 1)
+            add_moe_memory(bld, "unsort chunks (rank order)", 4.0 * (double)tr->rows * h,
+                           4.0 * (double)tr->rows * h);
         if (cfg->etp > 1)
             add_ep_op(bld, "combine ReduceScatter (expert TP)", SPSIM_COLL_REDUCE_SCATTER,
                       SPSIM_COLL_ALL_GATHER, tr->etp_combine, tr->etp_combine, cfg->etp, 1);

@@ -353,6 +353,30 @@ ub_without_ring_tail(const struct spsim_layer_config *cfg, struct spsim_coll_tim
     }
 }
 
+/* TE's grouped GEMM (GroupedLinear, general_grouped_gemm -> nvte_multi_tensor_gemm): without
+ * NVTE_USE_CUTLASS_GROUPED_GEMM (Hopper only, off by default) one cuBLASLt GEMM per expert,
+ * expert i on compute stream i % 4 (multi_stream_cublas_gemm, get_num_compute_streams() = 4,
+ * common/util/multi_stream.cpp at TE d0067d0). Four experts run at a time, their tiles sharing
+ * the waves; the next four follow (a stream's next GEMM after its previous one): an upper
+ * bound on the tail of each round, which a stream whose GEMM ends early may start to fill. */
+#define SPSIM_TE_GEMM_STREAMS 4
+
+static int
+grouped_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype,
+                  const struct spsim_step *st, bool fp32_accumulate_out, double *seconds)
+{
+    uint64_t rounds = st->gbatch / SPSIM_TE_GEMM_STREAMS, rest = st->gbatch % SPSIM_TE_GEMM_STREAMS;
+    double full = 0, part = 0;
+    int rc = SPSIM_OK;
+    if (rounds)
+        rc = spsim_gemm_time(hw, dtype, st->gm, st->gn, st->gk, SPSIM_TE_GEMM_STREAMS,
+                             fp32_accumulate_out, &full);
+    if (rc == SPSIM_OK && rest)
+        rc = spsim_gemm_time(hw, dtype, st->gm, st->gn, st->gk, rest, fp32_accumulate_out, &part);
+    *seconds = (double)rounds * full + part;
+    return rc;
+}
+
 static int
 step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
           const struct spsim_step *st, struct spsim_group tp, struct spsim_step_cost *c)
@@ -363,9 +387,13 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     switch (op->kind) {
     case SPSIM_OPK_GEMM:
     case SPSIM_OPK_BMM:
-        rc = spsim_gemm_time(hw, gemm_dtype(cfg, op), st->gm, st->gn, st->gk, st->gbatch,
-                             op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
-                             &c->compute_s);
+        if (op->kind == SPSIM_OPK_GEMM && st->gbatch > 1) /* only the experts' are batched */
+            rc = grouped_gemm_time(hw, gemm_dtype(cfg, op), st, st->pass == SPSIM_PASS_WGRAD,
+                                   &c->compute_s);
+        else
+            rc = spsim_gemm_time(hw, gemm_dtype(cfg, op), st->gm, st->gn, st->gk, st->gbatch,
+                                 op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
+                                 &c->compute_s);
         /* the bias-gradient reduction (wgrad), FP8 casts (forward, dgrad) */
         c->compute_s += st->bytes / hw->hbm_achievable_Bps;
         break;
