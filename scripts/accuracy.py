@@ -164,17 +164,45 @@ def dp_args(row, s):
 # set_deepseek_v3_pipeline_model_parallel_layout, whose _get_deepseek_v3_pipeline_layout map
 # (src/megatron/bridge/recipes/deepseek/deepseek_v3.py, the same at 5776a6d90, c0b9a0003,
 # 21d102f5e and 8f341b04f) keys the layout by (pp, vp), with MTP and the loss on the last stage.
+# Its layouts depend on the stage count pp·vp alone (8 stages at (8, 1) and (4, 2), 16 at (16, 1),
+# (8, 2) and (4, 4)). The 32 stages of pp 8 × vp 4 are the H100 recipe's own layout
+# (deepseek_llm_pretrain.py deepseek_v3_pretrain_config_h100 at 5776a6d90: layout="Et|(tt|)*30mL",
+# the H100 base configs' pp_layout from 24db41970 on); pp 2 × vp 4, which no preset read has, takes
+# the map's 8-stage layout.
 DEEPSEEK_V3_LAYOUTS = {
     (4, 1): "Et*16|t*16|t*16|t*13mL",
-    (8, 1): "Et*8|(t*8|)*6t*5mL", (4, 2): "Et*8|(t*8|)*6t*5mL",
+    (8, 1): "Et*8|(t*8|)*6t*5mL", (4, 2): "Et*8|(t*8|)*6t*5mL", (2, 4): "Et*8|(t*8|)*6t*5mL",
     (16, 1): "Et*4|(t*4|)*14tmL", (8, 2): "Et*4|(t*4|)*14tmL", (4, 4): "Et*4|(t*4|)*14tmL",
+    (8, 4): "Et|(tt|)*30mL",
+}
+# Kimi K2's builder (scripts/performance/configs/kimi/kimi_llm_pretrain.py, its presets having no
+# pp_layout) takes _get_kimi_k2_pipeline_layout (src/megatron/bridge/recipes/kimi/kimi_k2.py, the
+# same at cfeddcd94, 74695a06d, 21d102f5e and 8f341b04f): DeepSeek-V3's stages without MTP.
+KIMI_K2_LAYOUTS = {
+    (4, 1): "Et*16|t*16|t*16|t*13L",
+    (8, 1): "Et*8|(t*8|)*6t*5L", (4, 2): "Et*8|(t*8|)*6t*5L",
+    (16, 1): "Et*4|(t*4|)*14tL", (8, 2): "Et*4|(t*4|)*14tL", (4, 4): "Et*4|(t*4|)*14tL",
+    (2, 8): "Et*4|(t*4|)*14tL",
 }
 
 
-def deepseek_v3_layout(row):
-    if not row["model"].startswith("DeepSeekV3"):
-        return None
-    return DEEPSEEK_V3_LAYOUTS.get((as_int(row["PP"], 1), as_int(row["VP"], 1)))
+def builder_layout(row):
+    key = (as_int(row["PP"], 1), as_int(row["VP"], 1))
+    if row["model"].startswith("DeepSeekV3"):
+        return DEEPSEEK_V3_LAYOUTS.get(key)
+    if row["model"] == "Kimi_K2":
+        return KIMI_K2_LAYOUTS.get(key)
+    return None
+
+
+# The Kimi K2 rows train with Muon (the page: "Muon optimizer was used for pre-training
+# Kimi-K2"; kimi_llm_pretrain.py's optimizer_type "muon" by default at every commit above):
+# kimi_k2.py's Muon branch turns the distributed optimizer and the parameter-gather overlap off
+# (LayerWiseDistributedOptimizer), set_kimi_k2_common_configs reduces gradients in bf16 and, for
+# Muon with MXFP8, turns fp8_param_gather off. spsim has no Muon: '--optimizer dist_muon' is
+# refused and dropped, so these rows are approximations with Adam's state and step.
+def muon_dp_args(row, s):
+    return ["--overlap-grad-reduce", "--grad-reduce-in-bf16", "--optimizer", "dist_muon"]
 
 
 def feature_args(row, s, moe):
@@ -186,11 +214,11 @@ def feature_args(row, s, moe):
         args.append("--account-for-embedding-in-pipeline-split")
     if s.get("account_loss") == "True" and split:
         args.append("--account-for-loss-in-pipeline-split")
-    layout = s.get("pp_layout") or deepseek_v3_layout(row)
+    layout = s.get("pp_layout") or builder_layout(row)
     if layout:
-        # spsim runs the MTP depths on the last stage, where these layouts put them beside the
-        # loss ('...tmL'): the 'm' is left out (spsim refuses to place it elsewhere).
-        args += ["--pipeline-layout", layout.replace("mL", "L")]
+        # As Megatron-Core writes it, the MTP depth ('m') beside the loss on the last stage;
+        # none without MTP (no-mtp.yaml).
+        args += ["--pipeline-layout", layout.replace("m", "") if "(w/o MTP)" in row["model"] else layout]
     if s.get("cpu_offloading_num_layers"):
         args += ["--offload-layers", s["cpu_offloading_num_layers"]]
     if s.get("cuda_graph_impl") not in (None, "", "none"):
@@ -224,8 +252,11 @@ def command_for(maps, row, s):
         return None, reason
     model = maps.get("model", row["model"])
     argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
+    if "(w/o MTP)" in row["model"]:
+        argv[3:3] = ["--megatron-args", os.path.relpath(os.path.join(DATA, "no-mtp.yaml"), ROOT)]
     argv += par + shlex.split(maps.get("precision", row["Precision"])["spsim"])
-    argv += recompute_args(s) + dp_args(row, s) + feature_args(row, s, model["dense_or_moe"] == "moe")
+    dp = muon_dp_args(row, s) if row["model"] == "Kimi_K2" else dp_args(row, s)
+    argv += recompute_args(s) + dp + feature_args(row, s, model["dense_or_moe"] == "moe")
     if row["container"] != "24.07" and row["Precision"] == "BF16":
         # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
         # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
@@ -248,7 +279,9 @@ def nemo_2407_args(row):
 def run_spsim(spsim, argv, env):
     """(parsed JSON, None) or (None, spsim's error line)."""
     try:
-        p = subprocess.run([spsim] + argv, capture_output=True, text=True, timeout=60, env=env)
+        # From the checkout's root: the rows' override files are named relative to it.
+        p = subprocess.run([os.path.abspath(spsim)] + argv, capture_output=True, text=True, timeout=60,
+                           env=env, cwd=ROOT)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, f"spsim did not run: {e}"
     if p.returncode != 0:
@@ -299,6 +332,8 @@ def evaluate_row(spsim, env, maps, row):
     res, reason = run_spsim(spsim, argv, env)
     if reason:
         out["reason"] = reason
+        if "unknown option '--optimizer'" in reason:  # muon_dp_args
+            out["reason"] = f"Muon optimizer (the recipe's dist_muon): spsim models Adam only; {reason}"
         res, dropped, rest = without_unknown(spsim, argv, env, reason)
         if res is not None:
             out["approx"] = dict(dropped=dropped, argv=rest, **figures(res, row))
@@ -555,6 +590,15 @@ and Bridge's defaults above, FP8 as delayed scaling, and FlashAttention: NeMo-Fr
 24.07 `config.yaml` turns cuDNN's fused attention off (`NVTE_FUSED_ATTN: 0`), so TE runs flash-attn
 (`--flash-attn --attention-backend flash`); the page's parallel mappings are not those of the
 launcher's training configs, whose other settings are therefore not read.
+Pipeline layouts (`--pipeline-layout`, with DeepSeek-V3's MTP depth `m` beside the loss) are the
+preset's `pp_layout` or its builder's map by (pp, vp) (DeepSeek-V3, Kimi K2); DeepSeek-V3 at pp 8 × vp 4
+takes the H100 recipe's `Et|(tt|)*30mL` and at pp 2 × vp 4 the map's 8-stage layout (its layouts
+depend on pp·vp alone). Kimi K2 trains with Muon (the page's note): its rows keep the Muon recipe's
+DDP settings (no distributed optimizer, no parameter-gather overlap, no FP8 parameter gather) and
+run as approximations with Adam's state and step, spsim having no Muon (`--optimizer` dropped).
+The 25.11 page's "(w/o MTP)" rows run DeepSeek-V3 without its MTP layer (`--megatron-args
+tests/data/published-runs/no-mtp.yaml`, `mtp_num_layers: null`): their published TFLOP/s ÷ tokens/s
+is Bridge's FLOPs per token without it.
 Error = spsim / published − 1 (positive: spsim predicts faster than measured). The 26.04.01,
 26.06.01 and 26.08 tables' tokens/s look quantized (README 1.0.2): their TFLOP/s error is the
 better figure. spsim counts Bridge's current formula (flop_utils.py at 067f987, used from 26.06 on:

@@ -112,7 +112,22 @@ moe-fp8-copies-one-expert@src/engine/fp8.c@s|spsim_mul3(op->k, op->n, op->batch,
 router-in-fp8@src/engine/fp8.c@s|if (op->kind == SPSIM_OPK_GEMM \&\& op->outside_te)|if (0 \&\& op->outside_te)|@fp8
 fsdp-root-not-kept@src/engine/memory.c@s|spsim_mul(sp->root, 2, ok), ok);|spsim_mul(sp->root, 0, ok), ok);|@zero
 fsdp-root-gather-free@src/engine/dp_time.c@s|\*exposed = emb.time_s + spsim_max_d(0.0, out.time_s - le->layer.fwd_s);|*exposed = 0;|@zero
-expert-fsdp-rs-free@src/engine/dp_time.c@s|\*exposed += mb \* spsim_max_d(0.0, a.time_s - crit->bwd_window) +|*exposed += 0 * mb * spsim_max_d(0.0, a.time_s - crit->bwd_window) +|@moe_terms'
+expert-fsdp-rs-free@src/engine/dp_time.c@s|\*exposed += mb \* spsim_max_d(0.0, a.time_s - crit->bwd_window) +|*exposed += 0 * mb * spsim_max_d(0.0, a.time_s - crit->bwd_window) +|@moe_terms
+mamba-inproj-z-dropped@src/engine/layer.c@s|uint64_t proj = 2 \* md.d_t + 2 \* md.G_t|uint64_t proj = md.d_t + 2 * md.G_t|@hybrid
+mamba-conv-bytes-halved@src/engine/layer.c@s|op->fwd_bytes = 4.0 \* (double)conv;|op->fwd_bytes = 2.0 * (double)conv;|@hybrid
+mamba-state-passing-bwd-halved@src/engine/layer.c@s|op->bwd_bytes = 28.0 \* (double)states;|op->bwd_bytes = 14.0 * (double)states;|@hybrid
+mamba-ssd-half-chunks@src/engine/layer.c@s|uint64_t chunks = spsim_mul(x->b, (md->s + md->Q - 1) / md->Q, ok);|uint64_t chunks = spsim_mul(x->b, (md->s + md->Q - 1) / md->Q / 2, ok);|@hybrid
+mamba-zxbcdt-kept-halved@src/engine/layer.c@s|"zxbcdt (in_proj output: z, x, B, C, dt)", spsim_mul(tok, zxbcdt, ok), 2,|"zxbcdt (in_proj output: z, x, B, C, dt)", spsim_mul(tok, zxbcdt, ok), 1,|@hybrid
+mamba-cp-a2a-halved@src/engine/layer.c@s|op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 2, \&bld->ok);|op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 1, \&bld->ok);|@hybrid
+mamba-cp-no-group-repeat@src/engine/layer.c@s|md.rep = md.G_t < c ? c / md.G_t : 1;|md.rep = 1;|@hybrid
+mamba-conv-params-halved@src/profiles/model_hybrid.c@s|uint64_t conv1d = spsim_mul(conv, (uint64_t)m->mamba_conv + 1, ok);|uint64_t conv1d = spsim_mul(conv / 2, (uint64_t)m->mamba_conv + 1, ok);|@hybrid
+mtp-shared-weights-per-depth@src/profiles/model_hybrid.c@s|uint64_t depths = weights \&\& m->mtp_shared ? 1 : m->mtp_layers;|uint64_t depths = m->mtp_layers;|@hybrid
+latent-projections-halved@src/profiles/model_params.c@s|return r ? 2 \* h \* r + |return r ? h * r + |@hybrid
+latent-dispatch-at-hidden@src/engine/layer.c@s|lm.hidden = m->moe_latent, lx.h = m->moe_latent;|lm.hidden = m->hidden, lx.h = m->moe_latent;|@hybrid
+hybrid-norms-recomputed@src/engine/layer.c@s|if (op->group == SPSIM_RG_NORM)|if (0 \&\& op->group == SPSIM_RG_NORM)|@hybrid
+hybrid-last-stage-as-first@src/engine/memory.c@s|n, spsim_mul(rank_kind(x, r, (enum spsim_layer_kind)k), le->params_hybrid\[k\], ok),|n, spsim_mul(rank_kind(x, 0, (enum spsim_layer_kind)k), le->params_hybrid[k], ok),|@hybrid
+bridge-mamba-din-actual@src/engine/model_flops.c@s|double din = 2 \* h, sf = r / 2;|double din = d, sf = r / 2;|@hybrid
+hybrid-scan-flops-dropped@src/engine/model_flops.c@s|f->model = 2 \* weights + nM \* scan|f->model = 2 * weights + 0 * scan|@hybrid'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

@@ -140,6 +140,23 @@ refused "$tmp/r9.csv" 2 "fields, the header has"
 printf 'model,hw,dp,gbs,seq,measured_iteration_s\nnot-a-model,dgx-h100,8,64,4096,1\n' >"$tmp/r10.csv"
 refused "$tmp/r10.csv" 2 "not-a-model"
 
+# A Megatron-LM training log is one run (tests/data/megatron-logs: BigScience's V100 logs, on
+# an A100 profile here only to test the reading): its hardware from --base; a log without
+# --base, and one with no iteration line kept, refused in one line naming the file.
+meglogs=$2/tests/data/megatron-logs
+expect 0 "$spsim" calibrate --runs "$meglogs/meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out" \
+    --base dgx-a100-80g --no-cross-validate -o "$tmp/log.json"
+grep -q "meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out .* 1.3806 " "$tmp/out" ||
+    fail "the log's median 1.3806 s is not in the report: $(cat "$tmp/out")"
+expect 3 "$spsim" calibrate --runs "$meglogs/meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out" \
+    -o "$tmp/log.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "names no hardware: give --base" "$tmp/err" ||
+    fail "a log without --base: $(cat "$tmp/err")"
+expect 3 "$spsim" calibrate --runs "$meglogs/meg_gpt2_perf_n16.out" --base dgx-a100-80g \
+    -o "$tmp/log.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "meg_gpt2_perf_n16.out: no measured iteration" "$tmp/err" ||
+    fail "a log without a kept iteration: $(cat "$tmp/err")"
+
 # Command-line errors: exit 2.
 expect 2 "$spsim" calibrate --runs -o "$tmp/x.json"
 expect 2 "$spsim" calibrate --runs "$tmp/runs.csv" --from-nccl-tests -o "$tmp/x.json"

@@ -156,6 +156,13 @@ expect 3 "nowhere.sh: cannot open" -- query --megatron-args "$tmp/nowhere.sh"
 
 # NVFP4: refused without FP4 tensor cores; --fp4-format e2m1 out and back in on GB200.
 expect 4 "nvfp4 needs FP4 tensor cores (Blackwell)" -- query --hw dgx-h100 --dtype nvfp4
+# B300 has them: the shipped dgx-b300 runs NVFP4, its MFU against the dtype's own dense peak
+# ([ML-ACC] @744d01e row 'NVIDIA B300 SXM', column nvfp4, 15000) being bf16's (2250) x 2250/15000.
+"$spsim" query --hw dgx-b300 --dtype nvfp4 --format json >"$tmp/b300.json" 2>"$tmp/err" ||
+    fail "dgx-b300 --dtype nvfp4: $(cat "$tmp/err")"
+/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['time']
+sys.exit(abs(d['mfu_dtype'] / d['mfu'] - 2250 / 15000) > 1e-12)" "$tmp/b300.json" ||
+    fail "dgx-b300 nvfp4 MFU is not against a 15000 TFLOPS peak: $(grep mfu "$tmp/b300.json")"
 printf '%s\n' "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32" \
     "--vocab-size 128 --bf16 --fp8-format hybrid --fp8-dot-product-attention" >"$tmp/dpa.sh"
 expect 3 "FP8 attention is not modelled" -- query --megatron-args "$tmp/dpa.sh"

@@ -198,6 +198,51 @@ START_TEST(deepseek_v3_example)
 }
 END_TEST
 
+/* examples/post_training/modelopt/conf/moonshotai/Kimi-K2-Instruct.sh (kimi_k2_flags.sh): Kimi
+ * K2 is DeepSeek-V3's layer with 64 heads, 384 experts and one dense layer, no MTP layer and no
+ * group-limited routing. Its --padded-vocab-size 163840 is not read (listed), so the tokenizer's
+ * 163840 tokens are given (Megatron-Bridge tests/unit_tests/recipes/kimi/test_kimi_k2.py at
+ * 8f341b04f, vocab_size = 163840; --make-vocab-size-divisible-by 1 keeps it). By hand: MLA
+ * 101,124,096 a layer (Q 7168·1536 + 1536 + 1536·64·192, KV 7168·576 + 512 + 512·64·256,
+ * output 64·128·7168) and its two norms; the dense MLP 3·7168·18432; an MoE layer's router
+ * 384·7168, one shared and 384 routed experts of 3·7168·2048; both embeddings 163840·7168 and
+ * the final norm: 1,026,408,209,408. MoonshotAI/Kimi-K2 README.md at c6157be: "1T" total,
+ * "32B" activated; the tokens' path (8 routed experts) is 32,861,477,888 with the input embedding
+ * and 31,687,072,768 without its lookup table, the README's 32B. */
+START_TEST(kimi_k2_example)
+{
+    char *text = fixture("kimi_k2_flags.sh", "\n--vocab-size 163840\n");
+    struct spsim_megatron_config mc;
+    parse_ok(text, "kimi.sh", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->q_lora_rank == 1536 && s->kv_lora_rank == 512 && s->head_dim == 192);
+    ck_assert(s->heads == 64 && s->kv_heads == 64 && s->mtp_layers == 0);
+    ck_assert(s->experts == 384 && s->experts_per_token == 8 && s->expert_ffn_hidden == 2048);
+    ck_assert(s->shared_expert_ffn_hidden == 2048 && s->router_score == SPSIM_ROUTER_SIGMOID);
+    ck_assert(s->router_num_groups <= 1);
+    for (uint32_t i = 0; i < 61; i++) /* --moe-layer-freq [0]*1+[1]*60 */
+        ck_assert(spsim_model_layer_is_moe(mc.model, i) == (i >= 1));
+    ck_assert_uint_eq(spsim_model_padded_vocab(mc.model, 1), 163840);
+    uint64_t h = 7168, att = mla(h, 64, 1536, 512), expert = 3 * h * 2048;
+    ck_assert_uint_eq(att, 101124096);
+    uint64_t dense = att + 2 * h + 3 * h * 18432, moe = att + 2 * h + h * 384 + expert;
+    uint64_t emb = 163840 * h, total = dense + 60 * (moe + 384 * expert) + 2 * emb + h;
+    ck_assert_uint_eq(total, 1026408209408ULL);
+    assert_published(total, 1e12, 1e12);
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), total);
+    uint64_t active = dense + 60 * (moe + 8 * expert) + 2 * emb + h;
+    ck_assert_uint_eq(spsim_model_active_parameters(mc.model, 1), active);
+    assert_published(active - emb, 32e9, 1e9);
+    struct spsim_model *shipped = testutil_model_named("kimi-k2");
+    ck_assert_uint_eq(spsim_model_parameters(shipped, 1), total);
+    ck_assert_uint_eq(spsim_model_active_parameters(shipped, 1), active);
+    spsim_model_destroy(shipped);
+    ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--padded-vocab-size"));
+    spsim_model_destroy(mc.model);
+    free(text);
+}
+END_TEST
+
 /* examples/post_training/modelopt/conf/deepseek-ai/DeepSeek-V2-Lite.sh: no --q-lora-rank (the
  * command line's default None: Q projected directly), "([0]+[1]*26)", 64 experts of 1408, top
  * 6, shared 2816; vocabulary 102400 (config.json; its padding 3200 = 102400/32 replaced). */
@@ -400,6 +445,7 @@ megatron_moe_suite(void)
     tcase_add_test(tc, qwen3_example);
     tcase_add_test(tc, deepseek_v3_example);
     tcase_add_test(tc, deepseek_v2_lite_example);
+    tcase_add_test(tc, kimi_k2_example);
     tcase_add_test(tc, bridge_recipe);
     tcase_add_test(tc, window_flags);
     tcase_add_test(tc, router_loss_flags);

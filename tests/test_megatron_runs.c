@@ -270,16 +270,7 @@ START_TEST(uneven_pipeline_flags)
 }
 END_TEST
 
-static struct spsim_hardware *
-terms_hw(void)
-{
-    char path[4096];
-    struct spsim_hardware *hw = NULL;
-    struct spsim_error err = {0};
-    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
-    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
-    return hw;
-}
+#define terms_hw testutil_terms_hw
 
 static const struct spsim_schedule_step *
 step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op)

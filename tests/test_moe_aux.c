@@ -23,16 +23,7 @@
 
 static const double E = 128;
 
-static struct spsim_hardware *
-terms_hw(void)
-{
-    char path[4096];
-    struct spsim_hardware *hw = NULL;
-    struct spsim_error err = {0};
-    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
-    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
-    return hw;
-}
+#define terms_hw testutil_terms_hw
 
 static struct spsim_model_shape
 aux_shape(enum spsim_moe_balancing lb, bool z, bool bias)

@@ -68,16 +68,7 @@ START_TEST(expected_max_table)
 }
 END_TEST
 
-static const struct spsim_schedule_step *
-step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op,
-     const char *pass)
-{
-    for (size_t i = 0; i < n; i++)
-        if (st[i].phase == ph && strcmp(st[i].op, op) == 0 && strcmp(st[i].pass, pass) == 0)
-            return &st[i];
-    ck_abort_msg("no step '%s' %s", op, pass);
-    return NULL;
-}
+#define step testutil_step
 
 static size_t
 schedule(enum spsim_moe_routing routing, enum spsim_moe_dispatcher d,

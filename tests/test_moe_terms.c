@@ -30,16 +30,7 @@
 
 static const double h = 1024, E = 128, k = 8, fe = 128, fs = 1024;
 
-static struct spsim_hardware *
-terms_hw(void)
-{
-    char path[4096];
-    struct spsim_hardware *hw = NULL;
-    struct spsim_error err = {0};
-    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
-    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
-    return hw;
-}
+#define terms_hw testutil_terms_hw
 
 static struct spsim_model *
 moe_model(void)
@@ -85,16 +76,7 @@ wgrad_bytes_s(double rows, double in, double out, double batch)
     return (2.0 * rows * in + 2.0 * rows * out + 8.0 * batch * in * out) / HBM;
 }
 
-static const struct spsim_schedule_step *
-step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op,
-     const char *pass)
-{
-    for (size_t i = 0; i < n; i++)
-        if (st[i].phase == ph && strcmp(st[i].op, op) == 0 && strcmp(st[i].pass, pass) == 0)
-            return &st[i];
-    ck_abort_msg("no step '%s' %s", op, pass);
-    return NULL;
-}
+#define step testutil_step
 
 #define EQ(got, want) ck_assert_double_eq_tol((got), (want), 1e-9 * fabs(want))
 

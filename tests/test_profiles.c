@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "profiles/profiles.h"
 #include "testutil.h"
 
 static const char valid_model[] =
@@ -46,7 +47,7 @@ static const struct bad_case model_cases[] = {
     {"\"kv_heads\": 64", "\"kv_heads\": 128", SPSIM_EFIELD,
      "field 'kv_heads': must not exceed heads"},
     {"\"gelu\"", "\"relu\"", SPSIM_EFIELD,
-     "field 'mlp': must be one of 'gelu', 'swiglu', got 'relu'"},
+     "field 'mlp': must be one of 'gelu', 'swiglu', 'relu2', got 'relu'"},
     {"\"dropout\": true", "\"dropout\": 1", SPSIM_EFIELD, "field 'dropout': must be true or false"},
     {"\"layers\"", "\"layer\"", SPSIM_EFIELD, "field 'layer': unknown key"},
     {"\"name\": \"t\",", "\"name\": \"t\", \"name\": \"u\",", SPSIM_EFIELD,
@@ -387,7 +388,11 @@ END_TEST
 
 /* dgx-b300's derived fields are what their source strings say: NDR's measured 48 of 50 GB/s
  * applied to XDR's 800 Gb/s, H200's Triad/spec ratio 4150/4800 applied to 8 TB/s, and the
- * NVLink collective figures carried over from dgx-b200 (same NVLink5 fabric). */
+ * NVLink collective figures carried over from dgx-b200 (same NVLink5 fabric). Its NVFP4
+ * figures: the dense peak of [ML-ACC]'s TFLOPS table (stas00/ml-engineering @744d01e), row
+ * 'NVIDIA B300 SXM', column nvfp4, 15000, and NVIDIA's best measured NVFP4 GEMM on B300
+ * (ai-dynamo/aiconfigurator @095f58a, systems/data/b300_sxm/gemm/trtllm/1.3.0rc20/
+ * gemm_perf.parquet: 3584 x 51200 x 65536 in 4.01664 ms), as measured. */
 START_TEST(dgx_b300_derivations)
 {
     struct spsim_hardware *b3 = testutil_hardware("dgx-b300");
@@ -403,6 +408,9 @@ START_TEST(dgx_b300_derivations)
     ck_assert_uint_eq(i3.nics_per_node, 8);
     /* 275,040 MiB as MLPerf's B300 system descriptions report it. */
     ck_assert_uint_eq(i3.hbm_capacity_bytes, 275040ull << 20);
+    ck_assert_double_eq_tol(i3.peak_tflops[SPSIM_DTYPE_NVFP4], 15000, 1e-9);
+    ck_assert_double_eq_tol(b3->gemm_achievable_flops[SPSIM_DTYPE_NVFP4] / 1e12,
+                            2.0 * 3584 * 51200 * 65536 / 4.01664e-3 / 1e12, 0.05);
     spsim_hardware_destroy(b3);
     spsim_hardware_destroy(b2);
 }

@@ -172,6 +172,53 @@ START_TEST(layout_equals_the_same_split)
 }
 END_TEST
 
+/* DeepSeek-V3 at pp 8 × vpp 4 with Megatron-Bridge's layout (scripts/performance/configs/deepseek/
+ * deepseek_llm_pretrain.py deepseek_v3_pretrain_config_h100 at 5776a6d90: "Et|(tt|)*30mL"):
+ * 32 stages in virtual-stage-major order, stage c·8 + r on rank r. Stage 0 holds layer 0, stage
+ * s of 1..30 layers 2s−1 and 2s, stage 31 the MTP depth and the loss only. Rank 0 (stages 0, 8,
+ * 16, 24) builds 1 + 3·2 = 7 layers, the dense layer 0 among them; ranks 1..6 build 8; rank 7
+ * (7, 15, 23, 31) 3·2 = 6, all MoE, plus the MTP layer (an MoE layer, eh_proj 2h·h, enorm,
+ * hnorm and its final norm: 3h), the final norm h, the output layer and, for the MTP depth's
+ * input, its own copy of the embedding (gpt_model.py builds the embedding where pre_process or
+ * mtp_process). Each is v·h (untied): at ep 1 the last rank has the MTP layer, h and one v·h
+ * less one dense layer more than rank 0. */
+START_TEST(deepseek_v3_bridge_layout_pp8_vpp4)
+{
+    struct spsim_model *m = testutil_model_named("deepseek-v3");
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.pp = 8;
+    p.vpp = 1;
+    p.dp = 4;
+    p.gbs = 64;
+    p.pipeline_layout = "Et|(tt|)*30mL";
+    struct spsim_result r, q;
+    evaluate_ok(m, NULL, &p, &r);
+    ck_assert_uint_eq(r.config.vpp, 4);
+    ck_assert_uint_eq(r.memory.layers_first_stage, 7);
+    ck_assert_uint_eq(r.memory.layers_last_stage, 6);
+    ck_assert_uint_eq(r.memory.layers_per_stage, 8);
+    ck_assert_uint_eq(r.memory.layers_per_chunk, 2);
+    uint64_t h = 7168,
+             att = 1536 * (h + 1 + 128 * 192) + h * 576 + 512 + 512 * 128 * 256 + 128 * 128 * h;
+    uint64_t expert = 3 * h * 2048, dense = att + 2 * h + 3 * h * 18432;
+    uint64_t mtp = att + 2 * h + h * 256 + 257 * expert + 3 * h + 2 * h * h;
+    ck_assert_uint_eq(r.memory.parameters_last_stage + dense,
+                      r.memory.parameters_first_stage + mtp + h + 129280 * h);
+    /* Without the m spsim still runs the MTP depth on the last stage: the same figures. */
+    p.pipeline_layout = "Et|(tt|)*30L";
+    evaluate_ok(m, NULL, &p, &q);
+    ck_assert_uint_eq(q.memory.parameters_last_stage, r.memory.parameters_last_stage);
+    ck_assert_uint_eq(q.memory.total_bytes, r.memory.total_bytes);
+    /* In a stage before the last it is refused (spsim runs it beside the loss only). */
+    struct spsim_error err = {0};
+    p.pipeline_layout = "Et|(tt|)*28tt|ttm|L";
+    ck_assert_int_eq(spsim_parallel_check(m, NULL, &p, NULL, &err), SPSIM_ECONFIG);
+    ck_assert_msg(strstr(err.message, "MTP layers (m) outside the last stage"), "%s", err.message);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 START_TEST(critical_stage_is_found)
 {
     /* tp 1, no SP: no TP collective, and full-iteration CUDA graphs: no host launch per block
@@ -431,6 +478,7 @@ stages_suite(void)
     tcase_add_test(tc, first_last_stages_1f1b);
     tcase_add_test(tc, accounted_embedding_and_loss_interleaved);
     tcase_add_test(tc, layout_equals_the_same_split);
+    tcase_add_test(tc, deepseek_v3_bridge_layout_pp8_vpp4);
     tcase_add_test(tc, critical_stage_is_found);
     tcase_add_test(tc, megatron_rules_and_messages);
     tcase_add_test(tc, capacity_less_what_tensors_cannot_use);

@@ -43,6 +43,32 @@ testutil_run_nofork(Suite *s)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/** The synthetic round-number profile of the hand-worked tests (tests/data/terms/terms-hw.json:
+ * GEMM ceiling 100 TFLOP/s, 8 SMs, HBM 1 TB/s achieved, NVLink ring busbw 50 GB/s, no
+ * latencies), loaded from SPSIM_DATA_DIR. */
+static inline struct spsim_hardware *
+testutil_terms_hw(void)
+{
+    char path[4096];
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-hw.json", getenv("SPSIM_DATA_DIR"));
+    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    return hw;
+}
+
+/** The step of a schedule with this phase, op name and pass (the test fails without one). */
+static inline const struct spsim_schedule_step *
+testutil_step(const struct spsim_schedule_step *st, size_t n, enum spsim_phase ph, const char *op,
+              const char *pass)
+{
+    for (size_t i = 0; i < n; i++)
+        if (st[i].phase == ph && strcmp(st[i].op, op) == 0 && strcmp(st[i].pass, pass) == 0)
+            return &st[i];
+    ck_abort_msg("no step '%s' %s", op, pass);
+    return NULL;
+}
+
 /** The paper's GPT layer (Korthikanti et al. 2022 §3): GeLU MLP of 4h, LayerNorm, dropout,
  * standard attention, learned positions, biases, tied embeddings. */
 static inline struct spsim_model_shape

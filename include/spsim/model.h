@@ -8,10 +8,18 @@
 extern "C" {
 #endif
 
-enum spsim_mlp { SPSIM_MLP_GELU = 0, SPSIM_MLP_SWIGLU = 1 };
+/** The MLP's activation: GeLU, SwiGLU (gated), or squared ReLU (Megatron --squared-relu,
+ * activations.py squared_relu: relu(x)², not gated; Nemotron-H). */
+enum spsim_mlp { SPSIM_MLP_GELU = 0, SPSIM_MLP_SWIGLU = 1, SPSIM_MLP_RELU2 = 2 };
 enum spsim_norm { SPSIM_NORM_LAYERNORM = 0, SPSIM_NORM_RMSNORM = 1 };
 enum spsim_attention { SPSIM_ATTENTION_STANDARD = 0, SPSIM_ATTENTION_FLASH = 1 };
-enum spsim_position { SPSIM_POSITION_LEARNED = 0, SPSIM_POSITION_ROPE = 1 };
+/** Position embedding; none: neither a table nor RoPE (Megatron --position-embedding-type none,
+ * the hybrid models'). */
+enum spsim_position {
+    SPSIM_POSITION_LEARNED = 0,
+    SPSIM_POSITION_ROPE = 1,
+    SPSIM_POSITION_NONE = 2
+};
 /** The router's score function (Megatron-Core --moe-router-score-function). */
 enum spsim_router_score { SPSIM_ROUTER_SOFTMAX = 0, SPSIM_ROUTER_SIGMOID = 1 };
 /** The router's load-balancing loss (Megatron-Core --moe-router-load-balancing-type with a
@@ -85,6 +93,39 @@ struct spsim_model_shape {
                                                 --moe-aux-loss-coeff > 0] */
     bool z_loss;                             /**< [--moe-z-loss-coeff > 0] */
     bool expert_bias; /**< aux-loss-free balancing [--moe-router-enable-expert-bias] */
+    /* Latent MoE (Nemotron 3 Super, moe_layer.py fc1_latent_proj/fc2_latent_proj): the routed
+     * experts run on this width, the tokens projected h → latent before the dispatch and back
+     * after the combine by duplicated (not TP-split) linears; 0 = none [--moe-latent-size]. */
+    uint32_t moe_latent;
+    /* Hybrid state-space models (Megatron-Core HybridModel, models/hybrid/): hybrid_pattern
+     * NULL is a transformer (every layer attention and an MLP or MoE block); else one symbol per
+     * decoder layer, as Megatron writes --hybrid-layer-pattern (hybrid_layer_allocation.py
+     * Symbols): 'M' a Mamba-2 layer, '*' an attention layer, '-' an MLP layer, 'E' an MoE layer,
+     * each its own norm, mixer and residual. Owned by the model it belongs to (borrowed in a
+     * shape passed to spsim_model_create, which copies it). */
+    const char *hybrid_pattern;
+    /** Each multi-token-prediction depth's layers in the same symbols (the pattern after '/',
+     * "*E" for Nemotron 3); NULL: an MTP depth is one transformer layer. */
+    const char *mtp_pattern;
+    bool mtp_shared; /**< one MTP depth's weights used by every depth [--mtp-use-repeated-layer] */
+    /* Mamba-2 mixer (ssm/mamba_mixer.py; 0 = Megatron's default, resolved at load). */
+    uint32_t mamba_heads;     /**< [--mamba-num-heads]; default 2h / mamba_head_dim */
+    uint32_t mamba_head_dim;  /**< P [--mamba-head-dim]; default 64 */
+    uint32_t mamba_state_dim; /**< N, d_state [--mamba-state-dim]; default 128 */
+    uint32_t mamba_groups;    /**< G, B and C groups [--mamba-num-groups]; default 8 */
+    uint32_t mamba_conv;      /**< d_conv, the causal convolution's width; MambaMixer's 4 */
+    uint32_t mamba_chunk;     /**< Q, the SSD scan's chunk; MambaMixer's 128 (Bridge
+                                 mamba_chunk_size) */
+};
+
+/** The kind of a hybrid model's decoder layer (its pattern symbol). */
+enum spsim_layer_kind {
+    SPSIM_LAYER_TRANSFORMER = 0, /**< not a hybrid model: attention and an MLP or MoE block */
+    SPSIM_LAYER_MAMBA = 1,       /**< 'M' */
+    SPSIM_LAYER_ATTENTION = 2,   /**< '*' */
+    SPSIM_LAYER_MLP = 3,         /**< '-' */
+    SPSIM_LAYER_MOE = 4,         /**< 'E' */
+    SPSIM_LAYER_KIND_COUNT = 5
 };
 
 struct spsim_model;
@@ -138,6 +179,11 @@ SPSIM_API uint64_t spsim_model_padded_vocab(const struct spsim_model *model, uin
  * (models/gpt/gpt_layer_specs.py) layer i is MoE when i % N == 0.
  */
 SPSIM_API bool spsim_model_layer_is_moe(const struct spsim_model *model, uint32_t layer);
+
+/** The kind of decoder layer @p layer (0-based): SPSIM_LAYER_TRANSFORMER for every layer of a
+ * model without a hybrid pattern (and past its layers). */
+SPSIM_API enum spsim_layer_kind spsim_model_layer_kind(const struct spsim_model *model,
+                                                       uint32_t layer);
 
 /**
  * Exact parameter count of the whole model with the vocabulary padded for tp: every routed

@@ -3,6 +3,7 @@
 #define SPSIM_SCHEDULE_H
 
 #include "spsim/common.h"
+#include "spsim/model.h"
 #include "spsim/result.h"
 
 #ifdef __cplusplus
@@ -55,6 +56,19 @@ SPSIM_API int spsim_layer_schedule(const struct spsim_model *model, const struct
                                    const struct spsim_parallel *par,
                                    struct spsim_schedule_step *steps, size_t cap, size_t *count,
                                    struct spsim_error *err);
+
+/**
+ * spsim_layer_schedule() of one kind of a hybrid model's layers (`spsim explain --layer-kind`):
+ * SPSIM_LAYER_TRANSFORMER is the layer spsim_layer_schedule() gives (a hybrid model's MoE layer
+ * when it has one, else its Mamba layer).
+ * @return as spsim_layer_schedule(); SPSIM_ECONFIG when the model has no layer of that kind
+ */
+SPSIM_API int spsim_layer_kind_schedule(const struct spsim_model *model,
+                                        const struct spsim_hardware *hw,
+                                        const struct spsim_parallel *par,
+                                        enum spsim_layer_kind kind,
+                                        struct spsim_schedule_step *steps, size_t cap,
+                                        size_t *count, struct spsim_error *err);
 
 #ifdef __cplusplus
 }

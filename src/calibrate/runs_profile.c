@@ -20,7 +20,8 @@
  * memory rate above its best-shape measurement by more than the 5 % its sources disagree by
  * (hardware/README.md: [ZZC-79] 797.5 against MAMF 794.5 TFLOP/s), none below 0.4-0.5 of it
  * (under the lowest sustained/boost clock ratio any source gives, GB200's 0.806, with room);
- * the host time per operation between 1 µs (below cudaLaunchKernel's 3.259 µs) and 60 µs; the
+ * the host time per framework op beyond its launches (host.op_us) between 1 µs and 100 µs
+ * (the source's per-aten-op reading is 6.9 µs, its per-layer reading 42.76 µs); the
  * network hop between 0.5 and 30 µs (NCCL's table spans 2.7 to 20.9 µs per NET step).
  */
 /* A measured table a scale also multiplies: its points' entries [first, last] (rates), when
@@ -32,23 +33,27 @@ struct table_part {
 
 static const struct {
     const char *name, *field, *path, *why;
-    struct table_part table;
+    struct table_part table[2];
     bool scale;
     double lo, hi;
 } defs[] = {
+    /* A GEMM scale also moves the sustained-load points of its dtype (gpu.sustained_clock.gemm,
+     * whose sustained/boost ratio the engine solves against the ceiling): the ratio stays, and
+     * every GEMM of the dtype scales. */
     {"gemm_bf16",
-     "gpu.gemm_achievable_tflops.bf16, gpu.gemm_table (bf16)",
+     "gpu.gemm_achievable_tflops.bf16, gpu.gemm_table and gpu.sustained_clock.gemm (bf16)",
      "gpu.gemm_achievable_tflops.bf16",
-     "1: the profile's measured BF16 GEMM rates (MAMF, gemm_table) as their sources give them",
-     {"gpu.gemm_table", "bf16", 3, 3},
+     "1: the profile's measured BF16 GEMM rates (MAMF, gemm_table, sustained-load points) as "
+     "their sources give them",
+     {{"gpu.gemm_table", "bf16", 3, 3}, {"gpu.sustained_clock.gemm", "bf16", 3, 3}},
      true,
      0.5,
      1.05},
     {"gemm_fp8",
+     "gpu.gemm_achievable_tflops.fp8, gpu.sustained_clock.gemm (fp8)",
      "gpu.gemm_achievable_tflops.fp8",
-     "gpu.gemm_achievable_tflops.fp8",
-     "1: the profile's measured FP8 GEMM rate (MAMF)",
-     {NULL, NULL, 0, 0},
+     "1: the profile's measured FP8 GEMM rates (MAMF, sustained-load points)",
+     {{"gpu.sustained_clock.gemm", "fp8", 3, 3}, {NULL, NULL, 0, 0}},
      true,
      0.4,
      1.05},
@@ -56,7 +61,7 @@ static const struct {
      "gpu.gemm_achievable_tflops.nvfp4",
      "gpu.gemm_achievable_tflops.nvfp4",
      "1: the profile's NVFP4 GEMM rate",
-     {NULL, NULL, 0, 0},
+     {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}},
      true,
      0.4,
      1.05},
@@ -67,15 +72,15 @@ static const struct {
      "gpu.flash_attention_tflops",
      "1: the profile's measured attention rates (FlashAttention-2 on H100, else a stated "
      "fraction of MAMF; cuDNN's fused attention per shape in attention_table)",
-     {"gpu.attention_table", NULL, 4, 5},
+     {{"gpu.attention_table", NULL, 4, 5}, {NULL, NULL, 0, 0}},
      true,
      0.4,
-     1.3},
+     1.05},
     {"memory_bound",
      "gpu.hbm_achievable_GBps",
      "gpu.hbm_achievable_GBps",
      "1: the profile's achievable HBM bandwidth (a measured STREAM Triad or its stated carry-over)",
-     {NULL, NULL, 0, 0},
+     {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}},
      true,
      0.4,
      1.05},
@@ -84,7 +89,7 @@ static const struct {
      "host.op_us",
      "the profile's host time per framework op beyond its launches (an eager Llama 3.2 1B "
      "forward on a B200, stas00/ml-engineering; 6.9 us per aten op at the range's low end)",
-     {NULL, NULL, 0, 0},
+     {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}},
      false,
      1.0,
      100.0},
@@ -92,7 +97,7 @@ static const struct {
      "network.hop_latency_us",
      "network.hop_latency_us",
      "the profile's network hop latency (NCCL's NET Ring/LL 2.7 us)",
-     {NULL, NULL, 0, 0},
+     {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}},
      false,
      0.5,
      30.0},
@@ -156,8 +161,8 @@ open_param(struct spsim_runs_profile *p, size_t i)
     cJSON *obj = at_path(p->root, defs[i].path);
     add_node(k, cJSON_GetObjectItemCaseSensitive(obj, "value"));
     add_source(k, obj);
-    if (k->nnodes)
-        add_table(k, p->root, &defs[i].table);
+    for (int t = 0; t < 2 && k->nnodes; t++)
+        add_table(k, p->root, &defs[i].table[t]);
     *q = (struct spsim_runs_param){.name = defs[i].name,
                                    .field = defs[i].field,
                                    .prior_source = defs[i].why,

@@ -482,7 +482,7 @@ add_run(struct runs *rs, const struct csv *c, struct record *r, const struct col
         rc = row_config(c, r, cols, &cfg, &model);
     if (rc != EXIT_OK)
         return rc;
-    rs->model[rs->n] = model;
+    rs->model[rs->n++] = model; /* the runs' to free from here */
     if (!rs->hw_name[0])
         snprintf(rs->hw_name, sizeof(rs->hw_name), "%s", cfg.hardware);
     else if (strcmp(rs->hw_name, cfg.hardware) != 0)
@@ -493,7 +493,6 @@ add_run(struct runs *rs, const struct csv *c, struct record *r, const struct col
         return rc;
     struct spsim_result res;
     struct spsim_error err = {0};
-    rs->n++; /* the model is the runs' to free from here */
     if (spsim_evaluate(model, rs->hw, &cfg.par, &res, &err) != SPSIM_OK)
         return cli_error(EXIT_INPUT, "%s: line %u: %s", c->path, c->line, err.message);
     if ((rc = row_check(c, r, cols, &res)) != EXIT_OK)
@@ -564,6 +563,63 @@ read_text(const char *path, char **text, size_t *len)
     return EXIT_OK;
 }
 
+/* Whether a file is a Megatron-LM training log rather than a runs CSV: its arguments block or
+ * its iteration lines (training.py). */
+static bool
+is_megatron_log(const char *text)
+{
+    return strstr(text, "------------------------ arguments ------------------------") ||
+           strstr(text, "elapsed time per iteration (ms)");
+}
+
+/* A Megatron-LM training log as one run (spsim_megatron_log_parse: the arguments block, the
+ * median of the iteration lines after the warm-up): on the hardware the runs name (--base, or
+ * the runs files' hw), checked there like a row. */
+static int
+add_log_run(struct runs *rs, const char *path, const char *text, size_t len)
+{
+    struct spsim_megatron_run m = {0};
+    struct spsim_error err = {0};
+    if (spsim_megatron_log_parse(text, len, path, &m, &err) != SPSIM_OK)
+        return cli_error(EXIT_INPUT, "%s", err.message);
+    int rc = grow(rs);
+    if (rc == EXIT_OK && m.n_iterations == 0)
+        rc = cli_error(EXIT_INPUT,
+                       "%s: no iteration line kept (%zu left out: the warm-up, skipped or NaN "
+                       "iterations)",
+                       path, m.n_skipped);
+    if (rc == EXIT_OK && !rs->base && !rs->hw_name[0])
+        rc = cli_error(EXIT_INPUT,
+                       "%s: a Megatron-LM log names no hardware: give --base, or a runs file "
+                       "whose rows name it",
+                       path);
+    if (rc == EXIT_OK && !rs->hw)
+        rc = cli_load_hardware(rs->base ? rs->base : rs->hw_name, &rs->hw);
+    if (rc != EXIT_OK) {
+        spsim_megatron_run_free(&m);
+        return rc;
+    }
+    if (!rs->hw_name[0])
+        snprintf(rs->hw_name, sizeof(rs->hw_name), "%s", rs->base);
+    struct spsim_model *model = m.config.model;
+    m.config.model = NULL;
+    rs->model[rs->n++] = model; /* the runs' to free from here */
+    struct spsim_parallel par = m.config.par;
+    double measured = m.median_s;
+    spsim_megatron_run_free(&m);
+    struct spsim_result res;
+    if (spsim_evaluate(model, rs->hw, &par, &res, &err) != SPSIM_OK)
+        return cli_error(EXIT_INPUT, "%s: %s", path, err.message);
+    char group[600], family[256];
+    family_of(spsim_model_name(model), family, sizeof(family));
+    snprintf(group, sizeof(group), "%s x %s", family, rs->hw_name);
+    struct spsim_run *run = &rs->run[rs->n - 1];
+    *run = (struct spsim_run){model, par, measured, keep(rs, group), keep(rs, path)};
+    if (par.pipeline_layout && !(run->par.pipeline_layout = keep(rs, par.pipeline_layout)))
+        return cli_error(EXIT_RUNTIME, "out of memory");
+    return run->group && run->id ? EXIT_OK : cli_error(EXIT_RUNTIME, "out of memory");
+}
+
 static int
 read_runs(struct runs *rs, const char *path)
 {
@@ -572,6 +628,11 @@ read_runs(struct runs *rs, const char *path)
     int rc = read_text(path, &c.text, &c.len);
     static struct columns cols;
     cols.n = 0;
+    if (rc == EXIT_OK && is_megatron_log(c.text)) {
+        rc = add_log_run(rs, path, c.text, c.len);
+        free(c.text);
+        return rc;
+    }
     if (rc == EXIT_OK)
         rc = read_header(&c, &header, &cols);
     for (int got; rc == EXIT_OK && (got = csv_next(&c, &rec)) != 0;)
@@ -605,10 +666,13 @@ print_runs(FILE *f, const struct runs *rs, const struct spsim_runs_calibration *
         for (int k = 0; k < 3; k++)
             sum[k] += fabs(e[k]);
     }
-    fprintf(f,
-            "# mean |error| over %zu runs: sourced %.1f %%, fitted %.1f %%, leave-one-group-out "
-            "cross-validated %.1f %% (%zu groups)\n",
-            rs->n, sum[0] / rs->n, sum[1] / rs->n, sum[2] / rs->n, cal->ngroups);
+    fprintf(f, "# mean |error| over %zu runs: sourced %.1f %%, fitted %.1f %%", rs->n,
+            sum[0] / rs->n, sum[1] / rs->n);
+    if (cal->ngroups)
+        fprintf(f, ", leave-one-group-out cross-validated %.1f %% (%zu groups)\n", sum[2] / rs->n,
+                cal->ngroups);
+    else
+        fprintf(f, " (not cross-validated)\n");
 }
 
 static void
@@ -624,8 +688,13 @@ print_params(FILE *f, const struct spsim_runs_calibration *cal)
             fprintf(f, "#   %-13s %10.5g          prior, the runs do not move it (%s)\n", q->name,
                     q->value, q->field);
         else
-            fprintf(f, "#   %-13s %10.5g +- %-8.2g prior %g, bounds [%g, %g] (%s)\n", q->name,
-                    q->value, q->sigma, q->prior, q->lo, q->hi, q->field);
+            /* At a bound the transform's slope is 0: the bound, not the runs, holds it. */
+            fprintf(f, "#   %-13s %10.5g +- %-8.2g prior %g, bounds [%g, %g]%s (%s)\n", q->name,
+                    q->value, q->sigma, q->prior, q->lo, q->hi,
+                    fmin(q->value - q->lo, q->hi - q->value) < 1e-6 * (q->hi - q->lo)
+                        ? ", at its bound"
+                        : "",
+                    q->field);
     }
 }
 

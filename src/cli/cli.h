@@ -421,7 +421,8 @@ enum cli_config_opt {
     "                         count the embedding / the loss as one layer of the split\n"          \
     "  --pipeline-layout S    Megatron's --pipeline-model-parallel-layout: stages split by '|'\n"  \
     "                         (pp*vpp of them, vpp derived), E embedding, t layer, L loss,\n"      \
-    "                         't*3' and '(tt|)*2' repeat; e.g. 'Et*7|(t*8|)*14,t*7L'\n"            \
+    "                         m an MTP layer (last stage, beside L), 't*3' and '(tt|)*2'\n"        \
+    "                         repeat; e.g. 'Et*7|(t*8|)*14,t*7L' or 'Et|(tt|)*30mL'\n"             \
     "  --megatron-args FILE   a Megatron-LM launch script or command line ('-': stdin), or a\n"    \
     "                         NeMo / Megatron-Bridge YAML recipe or dump: its model and\n"         \
     "                         configuration replace the options before it; the flags spsim\n"      \

@@ -26,7 +26,9 @@ show_model(void *cookie, const char *name, const char *path)
     const struct spsim_model_shape *s = spsim_model_get_shape(m);
     printf("%-15s %5u %7u %6u %5u %7u %7u %6u  %-7s %-10s %-8s %10.4g %10.4g\n", name, s->layers,
            s->hidden, s->heads, s->kv_heads, s->ffn_hidden, s->vocab, s->seq_len,
-           s->mlp == SPSIM_MLP_SWIGLU ? "swiglu" : "gelu",
+           s->mlp == SPSIM_MLP_SWIGLU  ? "swiglu"
+           : s->mlp == SPSIM_MLP_RELU2 ? "relu2"
+                                       : "gelu",
            s->norm == SPSIM_NORM_RMSNORM ? "rmsnorm" : "layernorm",
            s->attention == SPSIM_ATTENTION_FLASH ? "flash" : "standard",
            (double)spsim_model_parameters(m, 1), (double)spsim_model_active_parameters(m, 1));

@@ -33,6 +33,9 @@ struct shape {
     /* first_last_layers_bf16 on a dense model (bf16_layers.c): mixed too, the second kind of
      * layer (le->dense, rank_dense, dense_total) being the BF16 one; every rank a candidate. */
     bool bf16;
+    /* A hybrid model (shape.hybrid_pattern): mixed too, its layers counted by kind per rank
+     * (rank_kind) and its MTP depths by the MTP pattern's kinds (mtp_kind). */
+    bool hybrid;
 };
 
 /* The sharding level: --zero, or 1 for the distributed optimizer alone. */
@@ -106,11 +109,36 @@ rank_dense(const struct shape *x, uint64_t r)
     return x->mixed ? spsim_moe_rank_dense_layers(x->model, x->plan, (uint32_t)r) : 0;
 }
 
+/* A hybrid model's layers of kind k on pipeline rank r (its chunks' pattern symbols), and of one
+ * MTP depth; the depths' weights once when they share them (mtp_shared). */
+static inline uint64_t
+rank_kind(const struct shape *x, uint64_t r, enum spsim_layer_kind k)
+{
+    return spsim_hybrid_rank_layers(x->model, x->plan, (uint32_t)r, k);
+}
+
+static inline uint64_t
+mtp_kind(const struct shape *x, enum spsim_layer_kind k)
+{
+    return spsim_hybrid_count(x->model->shape.mtp_pattern, k);
+}
+
+static inline uint64_t
+mtp_weight_depths(const struct shape *x)
+{
+    const struct spsim_model_shape *m = &x->model->shape;
+    return m->mtp_shared ? (m->mtp_layers > 0) : m->mtp_layers;
+}
+
 /* MoE layers of pipeline rank r: its decoder layers less the dense ones, and on the last rank
- * the MTP depths when their layer is an MoE layer. */
+ * the MTP depths when their layer is an MoE layer (a hybrid model's: its 'E' layers, and the
+ * MTP depths' with weights of their own). */
 static inline uint64_t
 rank_moe_layers(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r)
 {
+    if (x->hybrid)
+        return rank_kind(x, r, SPSIM_LAYER_MOE) +
+               (r == x->p - 1 ? mtp_weight_depths(x) * mtp_kind(x, SPSIM_LAYER_MOE) : 0);
     uint64_t layers = rank_built(x, r) - rank_dense(x, r);
     if (r == x->p - 1 && le->params_mtp && mtp_layer(le, x) == &le->layer) /* MoE MTP layers */
         layers += x->model->shape.mtp_layers;

@@ -75,6 +75,13 @@ struct spsim_layer_eval {
     uint64_t act_modes[SPSIM_MODE_COUNT];
     uint64_t act_no_recompute; /* one layer's activations while it is recomputed (full) */
     uint64_t offload_bytes;    /* of those, what CPU offload moves (spsim_layer_offload_bytes) */
+    /* A hybrid model (shape.hybrid_pattern): `layer` is its primary kind (the MoE layer when it
+     * has 'E' layers, else the Mamba layer, else its first kind), hybrid[k] every other kind k
+     * its pattern or MTP pattern has (bit k of hybrid_kinds, the primary's included). */
+    enum spsim_layer_kind hybrid_primary;
+    uint32_t hybrid_kinds;
+    struct spsim_block_eval hybrid[SPSIM_LAYER_KIND_COUNT];
+    uint64_t hybrid_no_recompute; /* the largest kind's activations kept whole */
 };
 
 /*
@@ -156,11 +163,31 @@ struct spsim_layer_summary {
     /* An MoE layer with SP and t > 1: the router's parameters (marked sequence_parallel,
      * router.py), whose gradients join the MLA ones' TP all-reduce (dp_time.c); else 0. */
     uint64_t params_router_tp_synced;
+    /* A hybrid model (struct spsim_layer_eval): the kinds, the non-primary kinds' totals (the
+     * primary's are `layer`), each kind's parameters on one rank (an 'E' layer's without its
+     * routed experts: params_layer_experts), and the decoder's FP8 weights on one rank. */
+    enum spsim_layer_kind hybrid_primary;
+    uint32_t hybrid_kinds;
+    struct spsim_block_totals hybrid[SPSIM_LAYER_KIND_COUNT];
+    uint64_t params_hybrid[SPSIM_LAYER_KIND_COUNT];
+    uint64_t fp8_weights_hybrid[SPSIM_LAYER_KIND_COUNT];
+    uint64_t fp8_weight_bytes_hybrid[SPSIM_LAYER_KIND_COUNT];
 };
+
+/** A hybrid summary's totals of kind k: `layer` for the primary kind. */
+static inline const struct spsim_block_totals *
+spsim_hybrid_totals(const struct spsim_layer_summary *s, enum spsim_layer_kind k)
+{
+    return k == s->hybrid_primary ? &s->layer : &s->hybrid[k];
+}
 
 /** Fold a layer evaluation into its summary. hw may be NULL (as for spsim_layer_evaluate). */
 void spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardware *hw,
                            const struct spsim_layer_eval *le, struct spsim_layer_summary *out);
+
+/** The layer kind a hybrid model's `layer` block is (spsim_layer_eval); SPSIM_LAYER_TRANSFORMER
+ * without a hybrid pattern. */
+enum spsim_layer_kind spsim_hybrid_primary(const struct spsim_model_shape *m);
 
 /** Resolve the model defaults (seq, attention kernel) into a layer configuration. */
 void spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_parallel *par,
@@ -175,6 +202,11 @@ int spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_h
  * layers, multi-latent attention, multi-token prediction), else SPSIM_OK: spsim_parallel_check
  * asks it, and the sweep once per model, so that a space of such a model is refused whole. */
 int spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err);
+
+/** A hybrid model's rules (engine/hybrid.c): the Mamba layers' TP, CP and FP8 asserts of
+ * Megatron-Core, the pipeline split, and spsim's limits; SPSIM_OK for other models. */
+int spsim_hybrid_check(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+                       struct spsim_error *err);
 
 /** first_last_layers_bf16 (engine/bf16_layers.c): whether some decoder layers run in BF16 (dtype
  * fp8 or nvfp4, a count above 0); Megatron's refusals and spsim's limits (SPSIM_ECONFIG); the

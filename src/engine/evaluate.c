@@ -99,6 +99,23 @@ sparse_model_flops(const struct spsim_model *model, const struct spsim_layer_sum
     tr->model_flops_narayanan2021 = tokens * (4.0 * (f.model - f.logits) + 3.0 * f.logits);
 }
 
+/* A hybrid model's executed layer FLOPs per micro-batch on one rank: each kind's layers of the
+ * decoder and of the D MTP depths. */
+static double
+hybrid_hardware_flops(const struct spsim_model_shape *m, const struct spsim_layer_summary *le)
+{
+    double sum = 0;
+    for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++) {
+        const struct spsim_block_totals *b = spsim_hybrid_totals(le, (enum spsim_layer_kind)k);
+        double n =
+            spsim_hybrid_count(m->hybrid_pattern, (enum spsim_layer_kind)k) +
+            (double)m->mtp_layers * spsim_hybrid_count(m->mtp_pattern, (enum spsim_layer_kind)k);
+        if (n > 0)
+            sum += n * (b->fwd_flops + b->bwd_flops + b->recompute_flops);
+    }
+    return sum;
+}
+
 static void
 compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
               const struct spsim_layer_summary *le, const struct shape *x, uint32_t gpus,
@@ -117,7 +134,7 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
                        2.0 * h * (double)le->padded_vocab;
     tr->model_flops = 3.0 * (double)par->gbs * s * per_token;
     model_flops_named(m, le, x, par, per_token, tr);
-    if (m->experts | m->kv_lora_rank | m->mtp_layers | m->window)
+    if ((m->experts | m->kv_lora_rank | m->mtp_layers | m->window) || m->hybrid_pattern)
         sparse_model_flops(model, le, par, tr);
     /* Hardware FLOPs: what the schedule executes (recomputation, flash attention's causal
      * half and backward recomputation), summed over the TP group and all micro-batches. */
@@ -133,7 +150,12 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
     if (par->recompute == SPSIM_RECOMPUTE_FULL && replayed_layers != x->lps)
         layers = x->L * (L->fwd_flops + L->bwd_flops) +
                  (double)(x->p * replayed_layers) * L->recompute_flops;
-    if (le->params_mtp) { /* the D depths (mtp_time) */
+    if (x->hybrid) /* every kind's layers, the D MTP depths' with them */
+        layers = hybrid_hardware_flops(m, le);
+    if (le->params_mtp && x->hybrid) {
+        const struct spsim_block_totals *mb = &le->mtp;
+        output += m->mtp_layers * (O->fwd_flops + O->bwd_flops + mb->fwd_flops + mb->bwd_flops);
+    } else if (le->params_mtp) { /* the D depths (mtp_time) */
         const struct spsim_block_totals *ml = mtp_layer(le, x), *mb = &le->mtp;
         layers += m->mtp_layers * (ml->fwd_flops + ml->bwd_flops + ml->recompute_flops);
         output += m->mtp_layers * (O->fwd_flops + O->bwd_flops + mb->fwd_flops + mb->bwd_flops);
@@ -256,19 +278,22 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     x.edp = x.dc;
     if (m->experts) { /* the dense path pays this one branch */
         x.moe = true;
-        x.mixed = le->has_dense;
+        x.mixed = le->has_dense || m->hybrid_pattern;
         x.edp = spsim_moe_edp(par);
         x.ep_group = par->moe_dispatcher == SPSIM_MOE_ALLTOALL
                          ? par->ep
                          : (uint64_t)par->ep * spsim_moe_etp(par);
         x.dense_total = m->layers - model->moe_layers;
         r->config.etp = spsim_moe_etp(par);
+    } else if (m->hybrid_pattern) {
+        x.mixed = true;
     } else if (le->has_dense) { /* first_last_layers_bf16 (bf16_layers.c) */
         x.mixed = x.bf16 = true;
         plan.bf16_start = par->bf16_layers_start;
         plan.bf16_end = par->bf16_layers_end;
         x.dense_total = spsim_bf16_layers_total(m->layers, plan.bf16_start, plan.bf16_end);
     }
+    x.hybrid = m->hybrid_pattern != NULL;
     if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
         r->config.ddp_bucket_size = spsim_bucket_params(par, &x);
     bool ok = true;

@@ -91,10 +91,41 @@ step_algorithm(const struct spsim_hardware *hw, const struct spsim_layer_eval *l
     o->protocol = p == SPSIM_NCCL_PROTO_COUNT ? "" : spsim_nccl_proto_name(p);
 }
 
+/* The block a schedule is asked of: the layer, or a hybrid model's layer of that kind. */
+static int
+kind_block(const struct spsim_model *model, const struct spsim_layer_eval *le,
+           enum spsim_layer_kind kind, const struct spsim_block_eval **out, struct spsim_error *err)
+{
+    const struct spsim_model_shape *m = spsim_model_get_shape(model);
+    *out = &le->layer;
+    if (kind == SPSIM_LAYER_TRANSFORMER || (m->hybrid_pattern && kind == le->hybrid_primary))
+        return SPSIM_OK;
+    if ((unsigned)kind >= SPSIM_LAYER_KIND_COUNT)
+        return spsim_fail(err, SPSIM_EINVAL, "spsim_layer_kind_schedule: unknown layer kind %d",
+                          (int)kind);
+    if (!m->hybrid_pattern || !(le->hybrid_kinds >> kind & 1))
+        return spsim_fail(err, SPSIM_ECONFIG,
+                          "layer kind: the model %s has no '%c' layer (its pattern: %s)",
+                          SPSIM_Q(spsim_model_name(model)), spsim_hybrid_kind_symbol(kind),
+                          m->hybrid_pattern ? m->hybrid_pattern : "none, a transformer");
+    *out = &le->hybrid[kind];
+    return SPSIM_OK;
+}
+
 int
 spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardware *hw,
                      const struct spsim_parallel *par, struct spsim_schedule_step *steps,
                      size_t cap, size_t *count, struct spsim_error *err)
+{
+    return spsim_layer_kind_schedule(model, hw, par, SPSIM_LAYER_TRANSFORMER, steps, cap, count,
+                                     err);
+}
+
+int
+spsim_layer_kind_schedule(const struct spsim_model *model, const struct spsim_hardware *hw,
+                          const struct spsim_parallel *par, enum spsim_layer_kind kind,
+                          struct spsim_schedule_step *steps, size_t cap, size_t *count,
+                          struct spsim_error *err)
 {
     if (!model || !par || !count || (cap && !steps))
         return spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: NULL argument");
@@ -103,8 +134,11 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
     if (!le)
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     int rc = spsim_layer_evaluate_checked(model, hw, par, le, err);
-    const struct spsim_layer_config cfg = le->cfg;
-    const struct spsim_schedule *s = &le->layer.sched;
+    const struct spsim_block_eval *b = &le->layer;
+    if (rc == SPSIM_OK)
+        rc = kind_block(model, le, kind, &b, err);
+    const struct spsim_layer_config cfg = b->block.cfg;
+    const struct spsim_schedule *s = &b->sched;
     if (rc == SPSIM_OK && (*count = s->nsteps) > cap)
         rc = spsim_fail(err, SPSIM_EINVAL, "spsim_layer_schedule: %u steps need room, got %zu",
                         s->nsteps, cap);
@@ -134,12 +168,12 @@ spsim_layer_schedule(const struct spsim_model *model, const struct spsim_hardwar
         shape_text(o->shape_out, sizeof(o->shape_out), backward ? op->in : op->out,
                    backward ? op->nin : op->nout);
         o->flops = st->flops;
-        o->time_s = hw ? le->layer.cost[i].compute_s + le->layer.cost[i].exposed_comm_s : 0;
+        o->time_s = hw ? b->cost[i].compute_s + b->cost[i].exposed_comm_s : 0;
         o->message_bytes = st->message_bytes;
         o->wire_bytes = st->wire_bytes;
         o->group_size = st->group_size;
-        o->tier = hw ? le->layer.cost[i].coll.tier : SPSIM_TIER_LOCAL;
-        step_algorithm(hw, le, st, &le->layer.cost[i].coll, o);
+        o->tier = hw ? b->cost[i].coll.tier : SPSIM_TIER_LOCAL;
+        step_algorithm(hw, le, st, &b->cost[i].coll, o);
         o->graphed = spsim_cuda_graph_captures(cfg.graph_capture, op->graph_module);
     }
     free(le);

@@ -16,7 +16,7 @@
 
 /* The modules a per-layer graph captures when --cuda-graph-scope is not given: "Entire
  * Transformer layer (default)" (Megatron-LM docs/user-guide/features/cuda_graph.md). */
-#define WHOLE_LAYER (SPSIM_CGS_ATTN | SPSIM_CGS_MLP | SPSIM_CGS_MOE)
+#define WHOLE_LAYER (SPSIM_CGS_ATTN | SPSIM_CGS_MLP | SPSIM_CGS_MOE | SPSIM_CGS_MAMBA)
 
 uint32_t
 spsim_cuda_graph_capture(const struct spsim_parallel *par)

@@ -689,7 +689,10 @@ add_mlp_core(struct builder *bld, const struct spsim_model_shape *m, const struc
         save(op, "SwiGLU input (gate and up)", spsim_mul(act, 2, ok), 2, g);
         dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "2ffn/t", 2 * x->ffn_t);
     } else {
-        op = add_op(bld, "bias-GeLU", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, g);
+        /* GeLU, or squared ReLU (activations.py squared_relu): one elementwise pass either way,
+         * its input kept for backward. */
+        op = add_op(bld, m->mlp == SPSIM_MLP_RELU2 ? "squared ReLU" : "bias-GeLU", SPSIM_OPK_MEMORY,
+                    SPSIM_REGION_TENSOR, g);
         op->fwd_bytes = 4.0 * act;
         op->bwd_bytes = 6.0 * act;
         save(op, "GeLU input", act, 2, g);
@@ -1035,8 +1038,9 @@ add_experts(struct builder *bld, const struct spsim_model_shape *m, const struct
     dims3(op->out, &op->nout, "E/ep", tr->local_experts, "tokens per expert", tpe,
           x->gate == 2 ? "2f_e/etp" : "f_e/etp", x->gate * f);
     op = add_op(bld,
-                m->mlp == SPSIM_MLP_SWIGLU ? "experts SwiGLU (× probabilities)"
-                                           : "experts GeLU (× probabilities)",
+                m->mlp == SPSIM_MLP_SWIGLU  ? "experts SwiGLU (× probabilities)"
+                : m->mlp == SPSIM_MLP_RELU2 ? "experts squared ReLU (× probabilities)"
+                                            : "experts GeLU (× probabilities)",
                 SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, act_group);
     op->fwd_bytes = (x->gate == 2 ? 6.0 : 4.0) * (double)act + 4.0 * (double)tr->rows;
     op->bwd_bytes = (x->gate == 2 ? 10.0 : 6.0) * (double)act + 8.0 * (double)tr->rows;
@@ -1066,11 +1070,37 @@ mark_graph(struct spsim_layer *layer, uint32_t first, uint32_t module)
 
 /* The MoE layer's FFN (moe_layer.py MoELayer.forward): route, dispatch, shared experts, the
  * routed experts, combine; the shared experts are a dense TP MLP of their width. */
+/*
+ * Latent MoE (moe_layer.py preprocess and postprocess, moe_latent_size): fc1_latent_proj h → r
+ * on this rank's tokens before the dispatch and fc2_latent_proj r → h after the combine, two
+ * duplicated TELinear (no TP collective; their gradients are all-reduced over TP once per
+ * iteration with SP, as the router's: dp_time.c). Between them the tokens travel and the
+ * experts run r wide: the dispatch, experts and combine are built on a shape of hidden r.
+ */
+static void
+add_latent_proj(struct builder *bld, const struct dims *x, uint64_t T, uint64_t r, bool down)
+{
+    struct spsim_op *op =
+        down ? add_gemm(bld, "latent down-projection GEMM (fc1_latent_proj, duplicated)",
+                        SPSIM_GEMM_ROW, T, x->h, r)
+             : add_gemm(bld, "latent up-projection GEMM (fc2_latent_proj, duplicated)",
+                        SPSIM_GEMM_ROW, T, r, x->h);
+    op->group = SPSIM_RG_MOE;
+    if (!down) /* its input, the combine's output (the down-projection's is the MoE input) */
+        save(op, "latent up-projection input", spsim_mul(T, r, &bld->ok), 2, SPSIM_RG_MOE);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, down ? "h" : "r", down ? x->h : r);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, down ? "r" : "h", down ? r : x->h);
+}
+
 static void
 add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
 {
     struct spsim_moe_traffic tr;
-    spsim_moe_traffic(m, &bld->layer->cfg, &tr, &bld->ok);
+    struct spsim_model_shape lm = *m; /* the experts' shape: hidden r with a latent */
+    struct dims lx = *x;
+    if (m->moe_latent)
+        lm.hidden = m->moe_latent, lx.h = m->moe_latent;
+    spsim_moe_traffic(&lm, &bld->layer->cfg, &tr, &bld->ok);
     uint32_t norm2 = bld->layer->nops;
     add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm 2" : "RMSNorm 2", "norm 2 input",
              spsim_mul3(x->sl, x->b, x->h, &bld->ok))
@@ -1080,7 +1110,9 @@ add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const stru
     /* transformer_layer.py: moe_router captures the pre-MLP norm, the router and the shared
      * experts (what runs before the dispatch); the rest of the block stays eager. */
     mark_graph(bld->layer, norm2, SPSIM_CGS_MOE_ROUTER);
-    uint32_t sync = add_dispatch(bld, x, &tr);
+    if (m->moe_latent)
+        add_latent_proj(bld, x, tr.tokens, m->moe_latent, true);
+    uint32_t sync = add_dispatch(bld, &lx, &tr);
     if (m->shared_expert_ffn_hidden) {
         struct dims sx = *x;
         sx.ffn_t = m->shared_expert_ffn_hidden / x->t;
@@ -1093,10 +1125,238 @@ add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const stru
             for (uint32_t k = 0; k < bld->layer->ops[i].nsaved; k++)
                 bld->layer->ops[i].saved[k].group = bld->layer->ops[i].group;
     }
-    add_experts(bld, m, x, &tr);
+    add_experts(bld, &lm, &lx, &tr);
     bld->layer->ops[sync].d2h_sync = true; /* the experts' GEMMs follow it: it exists */
-    add_combine(bld, x, &tr);
+    add_combine(bld, &lx, &tr);
+    if (m->moe_latent)
+        add_latent_proj(bld, x, tr.tokens, m->moe_latent, false);
     add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (MoE)" : "residual add (MoE)");
+}
+
+/*
+ * The Mamba-2 layer (ssm/mamba_layer.py MambaLayer, ssm/mamba_mixer.py MambaMixer with
+ * use_mem_eff_path, Megatron's training path _ssm_training; the kernels of mamba_ssm
+ * ops/triton/ssd_combined.py mamba_split_conv1d_scan_combined at state-spaces/mamba e9594ce).
+ * Per rank of TP size t: H/t heads of P channels (d/t = H·P/t), G/t groups of the N-wide B and
+ * C (nheads_local_tp, ngroups_local_tp). With CP c the all-to-all before the convolution gives
+ * each rank the whole sequence of H/(t·c) heads and max(1, G/(t·c)) groups (B and C repeated
+ * c·t/G times when the groups are fewer: mamba_context_parallel.py group_repeat_count).
+ */
+struct mamba_dims {
+    uint64_t H, d, G, N, P, Q; /* per rank after the CP exchange */
+    uint64_t d_t, G_t, H_t;    /* per TP rank (the in_proj and out_proj widths) */
+    uint64_t s;                /* tokens per sequence the scan runs over (the whole s with CP) */
+    uint64_t rep;              /* B and C repeats for CP (1 without) */
+};
+
+static struct mamba_dims
+mamba_dims(const struct spsim_model_shape *m, const struct dims *x, uint64_t c)
+{
+    struct mamba_dims md = {.N = m->mamba_state_dim, .P = m->mamba_head_dim, .Q = m->mamba_chunk};
+    md.H_t = m->mamba_heads / x->t;
+    md.G_t = m->mamba_groups / x->t;
+    md.d_t = md.H_t * md.P;
+    md.H = md.H_t / c;
+    md.d = md.H * md.P;
+    md.rep = md.G_t < c ? c / md.G_t : 1;
+    md.G = md.G_t < c ? 1 : md.G_t / c;
+    md.s = x->s * c;
+    return md;
+}
+
+/* The SSD chunked scan's matmuls (ssd_combined.py _mamba_chunk_scan_combined_fwd: bmm_chunk
+ * C·Bᵀ per group, chunk_state Bᵀ·x per head, chunk_scan (C·Bᵀ ∘ L)·x and C·states per head), as
+ * batched matmuls over the b·s/Q chunks; the Triton kernels' tl.dot tiles are timed as the GEMM
+ * model times a batched GEMM of that shape. chunk_scan skips the tiles above the causal
+ * diagonal of C·Bᵀ ∘ L: counted whole (a bound; the scan is a few per cent of the layer).
+ * Backward: each matmul's two gradients (spsim's BMM rule); mamba_ssm's backward also recomputes
+ * the chunk states (one more chunk_state pass, 2·N·d/t FLOPs a token, not counted). */
+static void
+add_ssd_bmm(struct builder *bld, const char *name, uint64_t batch, uint64_t m, uint64_t k,
+            uint64_t n)
+{
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_BMM, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->batch = batch;
+    op->m = m;
+    op->k = k;
+    op->n = n;
+    op->in[0] = (struct spsim_dim){"b·s/Q chunks × heads or groups", batch};
+    op->in[1] = (struct spsim_dim){"rows", m};
+    op->in[2] = (struct spsim_dim){"inner", k};
+    op->nin = 3;
+    op->out[0] = op->in[0];
+    op->out[1] = op->in[1];
+    op->out[2] = (struct spsim_dim){"columns", n};
+    op->nout = 3;
+}
+
+/* A Mamba CP all-to-all of `width` channels per token of this rank's s/c tokens (forward and
+ * backward the same size, mamba_context_parallel.py _all_to_all_cp2hp / _all_to_all_hp2cp), and
+ * the reorder of TE's attention load balancing beside it (_undo/_redo_attention_load_balancing:
+ * torch.cat of 2c chunks, a read and a write of each element, again for its gradient). */
+static void
+add_mamba_cp(struct builder *bld, const struct dims *x, const char *name, uint64_t width)
+{
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    if (cfg->cp <= 1)
+        return;
+    uint64_t elements = spsim_mul3(x->s, x->b, width, &bld->ok);
+    struct spsim_op *op = add_op(bld, name, SPSIM_OPK_CP, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->operator_name = "cp";
+    op->fwd_coll = op->bwd_coll = SPSIM_COLL_ALL_TO_ALL;
+    op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 2, &bld->ok);
+    op->cp_group = cfg->cp;
+    op->cp_stride = (uint32_t)x->t;
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "channels/t", width);
+    dims3(op->out, &op->nout, "s", x->s * cfg->cp, "b", x->b, "channels/(t·c)", width / cfg->cp);
+    op = add_op(bld, "CP chunk reorder (attention load balancing undone or redone)",
+                SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = op->bwd_bytes = 4.0 * (double)elements;
+}
+
+/* The fused conv, scan and gate between in_proj and the gated norm (mamba_split_conv1d_scan_
+ * combined without rmsnorm_weight, so its epilogue gates y·silu(z)): it keeps zxbcdt, its whole
+ * input, and out_x, the scan's output before the gate, for its backward, which recomputes the
+ * convolution from zxbcdt. */
+static void
+add_ssd_scan(struct builder *bld, const struct dims *x, const struct mamba_dims *md)
+{
+    bool *ok = &bld->ok;
+    /* A last partial chunk runs as a whole one (the kernels' tiles are Q rows). */
+    uint64_t tok = spsim_mul(md->s, x->b, ok);
+    uint64_t chunks = spsim_mul(x->b, (md->s + md->Q - 1) / md->Q, ok);
+    uint64_t xbc = md->d + 2 * md->G * md->N, zxbcdt = md->d + xbc + md->H;
+    /* causal_conv1d_fwd over x, B, C and SiLU (read 2, write 2 B per element); backward the
+     * recomputed forward (2 + 2) and causal_conv1d_bwd (x and dy read, dx written: 6). */
+    uint64_t conv = spsim_mul(tok, xbc, ok);
+    struct spsim_op *op = add_op(bld, "causal conv1d and SiLU on x, B, C (causal_conv1d)",
+                                 SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 4.0 * (double)conv;
+    op->bwd_bytes = 10.0 * (double)conv;
+    save(op, "zxbcdt (in_proj output: z, x, B, C, dt)", spsim_mul(tok, zxbcdt, ok), 2,
+         SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, "s", md->s, "b", x->b, "(d+2GN)/t", xbc);
+    dims3(op->out, &op->nout, "s", md->s, "b", x->b, "(d+2GN)/t", xbc);
+    uint64_t nc = chunks;
+    add_ssd_bmm(bld, "SSD C·Bᵀ within chunks (bmm_chunk)", spsim_mul(nc, md->G, ok), md->Q, md->N,
+                md->Q);
+    add_ssd_bmm(bld, "SSD chunk states Bᵀ·x (chunk_state)", spsim_mul(nc, md->H, ok), md->N, md->Q,
+                md->P);
+    /* _state_passing_fwd reads the fp32 chunk states and writes the passed states (the
+     * activations' dtype: mamba_training_ssm_states_dtype unset), 4 + 2 B per state element;
+     * backward recomputes chunk_state (4) and the passing (6), chunk_scan_bwd_dstates writes
+     * dstates (4), _state_passing_bwd reads dstates and states and writes their gradient
+     * (4 + 2 + 4), chunk_state_bwd_dx reads dstates (4): 28 B. */
+    uint64_t states = spsim_mul4(nc, md->H, md->P, md->N, ok);
+    op = add_op(bld, "SSD state passing across chunks (state_passing)", SPSIM_OPK_MEMORY,
+                SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 6.0 * (double)states;
+    op->bwd_bytes = 28.0 * (double)states;
+    add_ssd_bmm(bld, "SSD output within chunks (C·Bᵀ∘L)·x (chunk_scan)", spsim_mul(nc, md->H, ok),
+                md->Q, md->Q, md->P);
+    add_ssd_bmm(bld, "SSD output from states C·states (chunk_scan)", spsim_mul(nc, md->H, ok),
+                md->Q, md->N, md->P);
+    /* chunk_scan's epilogue: D·x, y·silu(z), writing out and out_x (read z 2, write 2 + 2 B);
+     * backward reads dout, z and out_x and writes dz (8 B) and the D and skip terms (2). */
+    uint64_t y = spsim_mul(tok, md->d, ok);
+    op = add_op(bld, "SSD D skip and gate y·silu(z) (chunk_scan epilogue)", SPSIM_OPK_MEMORY,
+                SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 6.0 * (double)y;
+    op->bwd_bytes = 10.0 * (double)y;
+    save(op, "SSD output before the gate (out_x)", y, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, "s", md->s, "b", x->b, "d/(t·c)", md->d);
+    dims3(op->out, &op->nout, "s", md->s, "b", x->b, "d/(t·c)", md->d);
+}
+
+/* MambaLayer: its norm fused in in_proj (TELayerNormColumnParallelLinear; MambaLayer's own norm
+ * is IdentityOp, so --recompute-modules layernorm has nothing to drop), the mixer, the residual
+ * add (mamba_bda, no dropout in the hybrid models). No selective-recompute module covers the
+ * mixer; full recomputation checkpoints the whole layer. */
+static void
+add_mamba_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    bool *ok = &bld->ok;
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    struct mamba_dims md = mamba_dims(m, x, cfg->cp > 1 ? cfg->cp : 1);
+    uint64_t tokens = spsim_mul(x->s, x->b, ok);
+    uint64_t proj = 2 * md.d_t + 2 * md.G_t * m->mamba_state_dim + md.H_t;
+    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm (Mamba)" : "RMSNorm (Mamba)",
+             "norm input", spsim_mul3(x->sl, x->b, x->h, ok));
+    add_boundary(bld, x, true, "g: AllGather before in_proj", "f: identity before in_proj",
+                 "g backward: ReduceScatter of the in_proj input gradient",
+                 "f backward: AllReduce of the in_proj input gradient");
+    struct spsim_op *op = add_gemm(bld, "Mamba in_proj GEMM (column-parallel: z, x, B, C, dt)",
+                                   SPSIM_GEMM_COLUMN, tokens, x->h, proj);
+    save_column_input(bld, op, x, "in_proj input", SPSIM_RG_LAYER);
+    op->regather_site = "wgrad AG: re-gather of the saved in_proj input shard";
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(2d+2GN+H)/t", proj);
+    add_mamba_cp(bld, x, "CP all-to-all of z, x, B, C, dt (Mamba)",
+                 2 * md.d_t + 2 * md.G_t * md.rep * m->mamba_state_dim + md.H_t);
+    add_ssd_scan(bld, x, &md);
+    add_mamba_cp(bld, x, "CP all-to-all of y (Mamba)", md.d_t);
+    /* RMSNormGated (mamba_ssm layernorm_gated, groups of d/G channels; z already applied): it
+     * keeps its input, and out_proj keeps its output. */
+    uint64_t y = spsim_mul(tokens, md.d_t, ok);
+    op = add_op(bld, "gated RMSNorm (per group)", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR,
+                SPSIM_RG_LAYER);
+    op->fwd_bytes = 4.0 * (double)y;
+    op->bwd_bytes = 10.0 * (double)y;
+    save(op, "gated-norm input", y, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "d/t", md.d_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "d/t", md.d_t);
+    op = add_gemm(bld, "Mamba out_proj GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, md.d_t, x->h);
+    save(op, "out_proj input", y, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "d/t", md.d_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "h (partial sums)", x->h);
+    add_boundary(bld, x, false, "ḡ: ReduceScatter after out_proj", "f̄: AllReduce after out_proj",
+                 "ḡ backward: AllGather of the out_proj output gradient", "f̄ backward: identity");
+    add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (Mamba)" : "residual add (Mamba)");
+}
+
+/* A hybrid attention or MLP layer's norm is fused in its first linear (hybrid_layer_specs.py:
+ * linear_qkv and linear_fc1 are TELayerNormColumnParallelLinear, the layer's input_layernorm
+ * IdentityOp), so --recompute-modules layernorm drops nothing of it (transformer_layer.py
+ * recomputes a norm only when it is not IdentityOp). */
+static void
+fuse_norms(struct spsim_layer *layer, uint32_t first)
+{
+    for (uint32_t i = first; i < layer->nops; i++) {
+        struct spsim_op *op = &layer->ops[i];
+        if (op->group == SPSIM_RG_NORM)
+            op->group = SPSIM_RG_LAYER;
+        for (uint32_t k = 0; k < op->nsaved; k++)
+            if (op->saved[k].group == SPSIM_RG_NORM)
+                op->saved[k].group = SPSIM_RG_LAYER;
+    }
+}
+
+/* One layer of a hybrid model (hybrid_layer_specs.py hybrid_stack_spec): each kind its own
+ * norm, mixer or FFN, and residual add. */
+static void
+build_hybrid(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    struct spsim_layer *layer = bld->layer;
+    switch (layer->cfg.kind) {
+    case SPSIM_LAYER_MAMBA:
+        add_mamba_block(bld, m, x);
+        mark_graph(layer, 0, SPSIM_CGS_MAMBA);
+        break;
+    case SPSIM_LAYER_ATTENTION:
+        add_attention_block(bld, m, x);
+        fuse_norms(layer, 0);
+        mark_graph(layer, 0, SPSIM_CGS_ATTN);
+        break;
+    case SPSIM_LAYER_MLP:
+        add_mlp_block(bld, m, x);
+        fuse_norms(layer, 0);
+        mark_graph(layer, 0, SPSIM_CGS_MLP);
+        break;
+    default: /* SPSIM_LAYER_MOE: a MoETransformerLayer, its pre_mlp_layernorm a TENorm */
+        add_moe_block(bld, m, x);
+        mark_graph(layer, 0, SPSIM_CGS_MOE);
+        break;
+    }
 }
 
 static struct dims
@@ -1150,6 +1410,12 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
     struct builder bld;
     struct dims x;
     block_begin(layer, cfg, &bld, &x, m);
+    if (cfg->kind != SPSIM_LAYER_TRANSFORMER) {
+        build_hybrid(&bld, m, &x);
+        spsim_layer_apply_fp8(layer);
+        layer->ok = bld.ok;
+        return;
+    }
     if (m->kv_lora_rank)
         add_mla_attention_block(&bld, m, &x);
     else

@@ -161,6 +161,9 @@ struct spsim_layer_config {
     /* first_last_layers_bf16 (bf16_layers.c): some decoder layers run in BF16; the evaluation
      * builds that layer too (spsim_layer_eval.dense). */
     bool bf16_ends;
+    /* A hybrid model's layer kind to build (SPSIM_LAYER_TRANSFORMER: attention and the MLP or,
+     * with moe, the MoE block); spsim_layer_evaluate builds one block per kind. */
+    enum spsim_layer_kind kind;
 };
 
 struct spsim_layer {

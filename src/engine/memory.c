@@ -116,13 +116,36 @@ stage_static(const struct stage_params *sp, const struct spsim_parallel *par, co
     }
 }
 
+/* Per hybrid kind, a quantity of its totals (kept bytes) as compose.h's kinds index them. */
+static void
+hybrid_kept(const struct spsim_layer_summary *le, uint64_t kept[SPSIM_LAYER_KIND_COUNT])
+{
+    for (int k = 0; k < SPSIM_LAYER_KIND_COUNT; k++)
+        kept[k] = k >= SPSIM_LAYER_MAMBA && le->hybrid_kinds >> k & 1
+                      ? spsim_hybrid_totals(le, (enum spsim_layer_kind)k)->saved_bytes
+                      : 0;
+}
+
+/* One MTP depth's layers' kept bytes: a hybrid model's MTP pattern, else the one layer. */
+static uint64_t
+mtp_layers_saved(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+{
+    if (!x->hybrid)
+        return mtp_layer(le, x)->saved_bytes;
+    uint64_t kept[SPSIM_LAYER_KIND_COUNT], sum = 0;
+    hybrid_kept(le, kept);
+    for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+        sum = spsim_add(sum, spsim_mul(mtp_kind(x, (enum spsim_layer_kind)k), kept[k], ok), ok);
+    return sum;
+}
+
 /* The activations the D depths keep for backward (one micro-batch in flight on the last
  * stage, as the output block's). */
 static uint64_t
 mtp_saved(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
 {
     uint64_t one = spsim_add(le->embedding.saved_bytes, le->mtp.saved_bytes, ok);
-    one = spsim_add(one, mtp_layer(le, x)->saved_bytes, ok);
+    one = spsim_add(one, mtp_layers_saved(le, x, ok), ok);
     one = spsim_add(one, le->output.saved_bytes, ok);
     return spsim_mul(x->model->shape.mtp_layers, one, ok);
 }
@@ -137,7 +160,26 @@ add_fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer
     if (le->fp8_weight_bytes_layer == 0 || par->fp8_param_gather) /* the one test: not FP8 */
         return;
     uint64_t layers = rank_built(x, r) - (x->bf16 ? rank_dense(x, r) : 0);
+    if (x->hybrid) {
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            s->weights = spsim_add(s->weights,
+                                   spsim_mul(rank_kind(x, r, (enum spsim_layer_kind)k),
+                                             le->fp8_weight_bytes_hybrid[k], ok),
+                                   ok);
+        return;
+    }
     s->weights = spsim_add(s->weights, spsim_mul(layers, le->fp8_weight_bytes_layer, ok), ok);
+}
+
+/* The activations rank r's decoder layers hold at its peak when its layers differ: an MoE
+ * model's MoE and dense layers, or a hybrid model's kinds (moe.c). */
+static uint64_t
+mixed_held(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r, bool *ok)
+{
+    uint64_t kept[SPSIM_LAYER_KIND_COUNT] = {le->layer.saved_bytes, le->dense.saved_bytes};
+    if (x->hybrid)
+        hybrid_kept(le, kept);
+    return spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
 }
 
 /* Rank r's activations: the layers it holds in flight, plus the embedding's dropout masks on
@@ -147,10 +189,8 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
                  const struct shape *x, uint64_t r, bool *ok)
 {
     uint64_t act = spsim_mul(rank_held(x, r), le->layer.saved_bytes, ok);
-    if (x->mixed) {
-        const uint64_t kept[2] = {le->layer.saved_bytes, le->dense.saved_bytes};
-        act = spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
-    }
+    if (x->mixed)
+        act = mixed_held(le, x, r, ok);
     /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     if (r == 0)
         act = spsim_add(act, spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok), ok);
@@ -221,11 +261,8 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
         /* Uneven (no recompute method, no offload: spsim_parallel_check): the layers held. */
         mem->interleave_factor = (double)x->held[0] / (double)x->L;
         mem->activation_layers_bytes = spsim_mul(x->held[0], le->layer.saved_bytes, ok);
-        if (x->mixed) {
-            const uint64_t kept[2] = {le->layer.saved_bytes, le->dense.saved_bytes};
-            mem->activation_layers_bytes =
-                spsim_moe_rank_held_bytes(x->model, x->plan, 0, x->micro, kept, ok);
-        }
+        if (x->mixed)
+            mem->activation_layers_bytes = mixed_held(le, x, 0, ok);
     }
     /* The embedding dropout masks of the micro-batches in flight (embedding_inflight). */
     mem->activation_embedding_bytes =
@@ -276,6 +313,14 @@ rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape 
 static uint64_t
 mtp_layers_parameters(const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
 {
+    if (x->hybrid) { /* the MTP pattern's layers, once when the depths share them */
+        uint64_t one = le->params_mtp;
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            one = spsim_add(
+                one, spsim_mul(mtp_kind(x, (enum spsim_layer_kind)k), le->params_hybrid[k], ok),
+                ok);
+        return spsim_mul(mtp_weight_depths(x), one, ok);
+    }
     uint64_t layer = mtp_layer(le, x) == &le->layer ? le->params_layer : le->params_dense_layer;
     return spsim_mul(x->model->shape.mtp_layers, layer, ok);
 }
@@ -288,7 +333,13 @@ rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summ
                 const struct shape *x, uint64_t r, bool *ok)
 {
     uint64_t n = spsim_mul(rank_built(x, r), le->params_layer, ok);
-    if (x->mixed) {
+    if (x->hybrid) {
+        n = 0;
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            n = spsim_add(
+                n, spsim_mul(rank_kind(x, r, (enum spsim_layer_kind)k), le->params_hybrid[k], ok),
+                ok);
+    } else if (x->mixed) {
         uint64_t dense = rank_dense(x, r);
         n = spsim_add(spsim_mul(rank_built(x, r) - dense, le->params_layer, ok),
                       spsim_mul(dense, le->params_dense_layer, ok), ok);

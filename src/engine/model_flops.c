@@ -56,11 +56,63 @@ bridge_core_layers(const struct spsim_model_shape *m, double s, double layers)
     return full + (layers - full) * (w - w * (w - 1) / (2 * s)) / (s / 2);
 }
 
+/* A hybrid model's layers of kind k in the decoder and the D MTP depths (Megatron-Bridge's
+ * get_hybrid_layer_counts over the unified pattern, whose MTP part repeats once per depth). */
+static double
+hybrid_layers(const struct spsim_model_shape *m, enum spsim_layer_kind k)
+{
+    return spsim_hybrid_count(m->hybrid_pattern, k) +
+           (double)m->mtp_layers * spsim_hybrid_count(m->mtp_pattern, k);
+}
+
+/*
+ * A hybrid model's forward FLOPs per token by kind.
+ * model: 2 FLOPs per weight one token passes through (Mamba's in_proj and out_proj, the
+ *   attention's projections, an MLP's, the top-k experts' at their width, the shared experts', a
+ *   latent MoE's two projections, each MTP depth's eh_proj), core attention 4·s·q (QKᵀ and
+ *   ·V) without causal masking as for every model here, and the Mamba mixer's own work as its
+ * kernels do it: the depthwise conv 2·d_conv·(d + 2GN) and the SSD chunked scan's matmuls 2·Q·N·G +
+ * 4·N·d + 2·Q·d (layer.c add_ssd_scan). megatron: Megatron-Bridge's hybrid_flops
+ * (training/utils/flop_utils.py at 067f987, the same as Megatron-LM training.py at d98e8a6): per
+ * Mamba layer 2h(2·d_in + 2GN + H) + 7·d_in·N + 2·d_in·h with d_in = 2h whatever H·P (its "d_in = 2
+ * * hidden_size"), attention 4h·p·(h + h·g/n) + 2h·p·s (causal), an MLP 4·f·h, an MoE layer
+ * 4·h·f_e·k + 4·h·f_s, with a latent r 4·r·f_e·k + 4·h·r + 4·h·f_s (the routed ones on r), the
+ * logits 2hV(1 + D), and no eh_proj nor norms.
+ */
+static void
+hybrid_flops_per_token(const struct spsim_model_shape *m, double s, double vpad,
+                       struct spsim_flops_per_token *f)
+{
+    double h = m->hidden, H = m->mamba_heads, d = H * m->mamba_head_dim, N = m->mamba_state_dim;
+    double GN = (double)m->mamba_groups * N, Q = m->mamba_chunk, D = m->mtp_layers;
+    double q = (double)m->heads * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
+    double r = m->mlp == SPSIM_MLP_SWIGLU ? 3 : 2, lat = m->moe_latent ? m->moe_latent : h;
+    double nM = hybrid_layers(m, SPSIM_LAYER_MAMBA), nA = hybrid_layers(m, SPSIM_LAYER_ATTENTION);
+    double nF = hybrid_layers(m, SPSIM_LAYER_MLP), nE = hybrid_layers(m, SPSIM_LAYER_MOE);
+    double k = m->experts_per_token, fe = m->expert_ffn_hidden, fs = m->shared_expert_ffn_hidden;
+    double mamba_w = h * (2 * d + 2 * GN + H) + d * h;
+    double moe_w = r * lat * fe * k + r * h * fs + (m->moe_latent ? 2 * h * lat : 0);
+    double weights = nM * mamba_w + nA * (h * (q + 2 * kv) + q * h) + nF * r * h * m->ffn_hidden +
+                     nE * moe_w + D * 2 * h * h;
+    double scan = 2 * m->mamba_conv * (d + 2 * GN) + 2 * Q * GN + 4 * N * d + 2 * Q * d;
+    f->logits = 2 * h * vpad * (1 + D);
+    f->model = 2 * weights + nM * scan + nA * 4 * s * q + f->logits;
+    double din = 2 * h, sf = r / 2; /* Bridge's swiglu scale 3/2, else 1 */
+    double bridge_moe = m->moe_latent ? 4 * lat * fe * k * sf + 4 * h * lat : 4 * h * fe * k * sf;
+    f->megatron = nM * (2 * h * (2 * din + 2 * GN + H) + 7 * din * N + 2 * din * h) +
+                  nA * (4 * h * (q + kv) + 2 * q * s) + nF * 4 * m->ffn_hidden * h * sf +
+                  nE * (bridge_moe + 4 * h * fs * sf) + f->logits;
+}
+
 void
 spsim_model_flops_per_token(const struct spsim_model *model, double s, double vpad,
                             struct spsim_flops_per_token *f)
 {
     const struct spsim_model_shape *m = &model->shape;
+    if (m->hybrid_pattern) {
+        hybrid_flops_per_token(m, s, vpad, f);
+        return;
+    }
     double h = m->hidden, r = m->mlp == SPSIM_MLP_SWIGLU ? 3 : 2, D = m->mtp_layers;
     double att, qk, v, dense, moe;
     attention_weights(m, &att, &qk, &v);

@@ -228,11 +228,43 @@ spsim_moe_rank_dense_layers(const struct spsim_model *model, const struct spsim_
     return dense;
 }
 
-/* The bytes chunk c of rank r keeps per micro-batch. */
+uint32_t
+spsim_hybrid_chunk_layers(const struct spsim_model *model, const struct spsim_stage_plan *pl,
+                          uint32_t r, uint32_t c, enum spsim_layer_kind kind)
+{
+    uint32_t first = spsim_stage_chunk_offset(pl, r, c), n = spsim_stage_chunk_layers(pl, r, c),
+             count = 0;
+    for (uint32_t i = first; i < first + n; i++)
+        count += spsim_model_layer_kind(model, i) == kind;
+    return count;
+}
+
+uint32_t
+spsim_hybrid_rank_layers(const struct spsim_model *model, const struct spsim_stage_plan *pl,
+                         uint32_t r, enum spsim_layer_kind kind)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < pl->v; c++)
+        n += spsim_hybrid_chunk_layers(model, pl, r, c, kind);
+    return n;
+}
+
+/* The bytes chunk c of rank r keeps per micro-batch: a hybrid model's layers by kind
+ * (kept[kind]), else its MoE layers kept[0] and dense ones kept[1]. */
 static uint64_t
 chunk_bytes(const struct spsim_model *model, const struct spsim_stage_plan *pl, uint32_t r,
-            uint32_t c, const uint64_t kept[2], bool *ok)
+            uint32_t c, const uint64_t *kept, bool *ok)
 {
+    if (model->shape.hybrid_pattern) {
+        uint64_t sum = 0;
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            sum = spsim_add(
+                sum,
+                spsim_mul(spsim_hybrid_chunk_layers(model, pl, r, c, (enum spsim_layer_kind)k),
+                          kept[k], ok),
+                ok);
+        return sum;
+    }
     uint64_t dense = spsim_moe_chunk_dense_layers(model, pl, r, c);
     uint64_t moe = spsim_stage_chunk_layers(pl, r, c) - dense;
     return spsim_add(spsim_mul(moe, kept[0], ok), spsim_mul(dense, kept[1], ok), ok);
@@ -246,7 +278,7 @@ chunk_bytes(const struct spsim_model *model, const struct spsim_stage_plan *pl, 
  */
 uint64_t
 spsim_moe_rank_held_bytes(const struct spsim_model *model, const struct spsim_stage_plan *pl,
-                          uint32_t r, uint64_t micro, const uint64_t kept[2], bool *ok)
+                          uint32_t r, uint64_t micro, const uint64_t *kept, bool *ok)
 {
     uint64_t p = pl->p, g = pl->g, v = pl->v, period = g * v, total = micro * v, held = 0, peak = 0;
     if (v == 1)

@@ -96,9 +96,18 @@ uint32_t spsim_moe_rank_dense_layers(const struct spsim_model *model,
                                      const struct spsim_stage_plan *pl, uint32_t r);
 
 /** Activation bytes rank r holds at its peak, its MoE layers keeping kept[0] bytes each and its
- * dense layers kept[1] per micro-batch. */
+ * dense layers kept[1] per micro-batch; a hybrid model's layers of kind k kept[k] (kept then has
+ * SPSIM_LAYER_KIND_COUNT entries). */
 uint64_t spsim_moe_rank_held_bytes(const struct spsim_model *model,
                                    const struct spsim_stage_plan *pl, uint32_t r, uint64_t micro,
-                                   const uint64_t kept[2], bool *ok);
+                                   const uint64_t *kept, bool *ok);
+
+/** A hybrid model's layers of `kind` among chunk c of pipeline rank r, and among all of rank r. */
+uint32_t spsim_hybrid_chunk_layers(const struct spsim_model *model,
+                                   const struct spsim_stage_plan *pl, uint32_t r, uint32_t c,
+                                   enum spsim_layer_kind kind);
+uint32_t spsim_hybrid_rank_layers(const struct spsim_model *model,
+                                  const struct spsim_stage_plan *pl, uint32_t r,
+                                  enum spsim_layer_kind kind);
 
 #endif

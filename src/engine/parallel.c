@@ -494,6 +494,7 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
         ((p->precision_aware_optimizer || p->main_grads_dtype || p->main_params_dtype ||
           p->exp_avg_dtype || p->exp_avg_sq_dtype) &&
          (rc = check_optimizer(p, err))) ||
+        (rc = spsim_hybrid_check(m, p, err)) ||
         (p->first_last_layers_bf16 && (rc = spsim_bf16_layers_check(m, p, err))) ||
         ((p->cuda_graph_impl || p->cuda_graph_scope) && (rc = spsim_cuda_graph_check(m, p, err))))
         return rc;

@@ -125,6 +125,15 @@ mtp_time(const struct spsim_layer_summary *le, const struct shape *x, struct sta
     double D = x->model->shape.mtp_layers;
     add_block(s, &le->embedding, D);
     add_block(s, &le->mtp, D);
+    if (x->hybrid) { /* each depth runs its pattern's layers; its 'E's are MoE layers */
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
+            if (mtp_kind(x, (enum spsim_layer_kind)k))
+                add_block(s, spsim_hybrid_totals(le, (enum spsim_layer_kind)k),
+                          D * (double)mtp_kind(x, (enum spsim_layer_kind)k));
+        add_block(s, &le->output, D);
+        s->layers += (uint64_t)D * mtp_kind(x, SPSIM_LAYER_MOE);
+        return;
+    }
     add_block(s, mtp_layer(le, x), D);
     add_block(s, &le->output, D);
     if (mtp_layer(le, x) == &le->layer)
@@ -139,7 +148,15 @@ rank_time(const struct spsim_layer_summary *le, const struct shape *x, uint32_t 
           const double replayed_offload[2], struct stage_time *layers, struct stage_time *s)
 {
     uint64_t n = rank_built(x, r);
-    if (x->mixed) {
+    if (x->hybrid) {
+        /* A hybrid model's kinds (no recompute method, no offload: hybrid.c). */
+        *layers = (struct stage_time){.layers = n};
+        for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++) {
+            double c = (double)rank_kind(x, r, (enum spsim_layer_kind)k);
+            if (c > 0)
+                add_layers(layers, spsim_hybrid_totals(le, (enum spsim_layer_kind)k), c, c);
+        }
+    } else if (x->mixed) {
         /* An MoE model's MoE and dense layers (no recompute method, no offload: moe.c). */
         uint64_t dense = rank_dense(x, r);
         *layers = (struct stage_time){.layers = n};

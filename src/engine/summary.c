@@ -108,6 +108,42 @@ cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_con
     }
 }
 
+/* A hybrid model's kinds (struct spsim_layer_summary): totals, parameters and FP8 weights per
+ * kind on one rank; an 'E' layer's routed experts are params_layer_experts, as a MoE model's.
+ * With SP and t > 1 the latent projections, duplicated over TP, join the router's TP gradient
+ * all-reduce. */
+static void
+hybrid_summary(const struct spsim_model_shape *m, const struct spsim_layer_eval *le,
+               struct spsim_layer_summary *s, bool *ok)
+{
+    uint32_t t = le->cfg.t;
+    s->hybrid_primary = le->hybrid_primary;
+    s->hybrid_kinds = le->hybrid_kinds;
+    s->act_no_recompute = le->hybrid_no_recompute;
+    for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++) {
+        if (!(le->hybrid_kinds >> k & 1))
+            continue;
+        const struct spsim_block_eval *b =
+            k == (int)le->hybrid_primary ? &le->layer : &le->hybrid[k];
+        if (k != (int)le->hybrid_primary)
+            block_totals(b, &s->hybrid[k]);
+        s->params_hybrid[k] = spsim_hybrid_layer_parameters(m, (enum spsim_layer_kind)k, t, ok);
+        s->fp8_weights_hybrid[k] = spsim_layer_fp8_weights(&b->block, ok);
+        s->fp8_weight_bytes_hybrid[k] = spsim_layer_fp8_weight_bytes(&b->block, ok);
+        s->host_bound = s->host_bound || b->host_exposed_s != 0;
+    }
+    if (le->hybrid_kinds >> SPSIM_LAYER_MOE & 1) { /* its layer's parameters hold its experts */
+        s->params_layer_experts = spsim_mul(
+            m->experts / le->cfg.ep, spsim_expert_parameters_per_rank(m, le->cfg.etp, ok), ok);
+        s->params_hybrid[SPSIM_LAYER_MOE] =
+            spsim_add(s->params_hybrid[SPSIM_LAYER_MOE], s->params_layer_experts, ok);
+        if (le->cfg.sp && t > 1)
+            s->params_router_tp_synced =
+                spsim_router_parameters(m) + spsim_moe_latent_parameters(m);
+    }
+    s->params_layer = s->params_hybrid[le->hybrid_primary];
+}
+
 void
 spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardware *hw,
                       const struct spsim_layer_eval *le, struct spsim_layer_summary *s)
@@ -165,4 +201,8 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->host_bound = le->layer.host_exposed_s != 0 || le->embedding.host_exposed_s != 0 ||
                     le->output.host_exposed_s != 0 || le->dense.host_exposed_s != 0 ||
                     le->mtp.host_exposed_s != 0;
+    if (m->hybrid_pattern) {
+        hybrid_summary(m, le, s, &ok);
+        s->params_ok = s->params_ok && ok;
+    }
 }

@@ -170,6 +170,20 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->routing = cfg->moe ? par->moe_routing : SPSIM_MOE_ROUTING_BALANCED;
     cfg->aux_dp = m->load_balancing == SPSIM_BALANCE_GLOBAL_AUX_LOSS ? par->dp : 1;
     cfg->bf16_ends = par->first_last_layers_bf16 && !m->experts && spsim_bf16_layers_active(par);
+    cfg->kind = spsim_hybrid_primary(m);
+}
+
+enum spsim_layer_kind
+spsim_hybrid_primary(const struct spsim_model_shape *m)
+{
+    static const enum spsim_layer_kind order[] = {SPSIM_LAYER_MOE, SPSIM_LAYER_MAMBA,
+                                                  SPSIM_LAYER_ATTENTION, SPSIM_LAYER_MLP};
+    if (!m->hybrid_pattern)
+        return SPSIM_LAYER_TRANSFORMER;
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(order); i++)
+        if (strchr(m->hybrid_pattern, spsim_hybrid_kind_symbol(order[i])))
+            return order[i];
+    return SPSIM_LAYER_MAMBA; /* unreachable: a pattern has one symbol per layer */
 }
 
 /*
@@ -708,17 +722,62 @@ second_layer(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
  * (270 kB, each entry written before it is read: block_begin, add_op, spsim_schedule_build,
  * step_cost), which were zeroed whole for every layer evaluation. */
 static void
+block_clear(struct spsim_block_eval *b)
+{
+    const size_t from = offsetof(struct spsim_block_eval, saved_bytes);
+    memset((char *)b + from, 0, sizeof(*b) - from);
+    b->sched.nsteps = 0;
+    b->block.nops = 0;
+}
+
+static void
 eval_clear(struct spsim_layer_eval *le)
 {
     struct spsim_block_eval *const blocks[] = {&le->layer, &le->embedding, &le->output, &le->dense,
                                                &le->mtp};
-    const size_t from = offsetof(struct spsim_block_eval, saved_bytes);
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(blocks); i++) {
-        memset((char *)blocks[i] + from, 0, sizeof(*blocks[i]) - from);
-        blocks[i]->sched.nsteps = 0;
-        blocks[i]->block.nops = 0;
-    }
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(blocks); i++)
+        block_clear(blocks[i]);
+    for (uint32_t k = 0; le->hybrid_kinds && k < SPSIM_LAYER_KIND_COUNT; k++)
+        if (le->hybrid_kinds >> k & 1)
+            block_clear(&le->hybrid[k]);
     le->dense_no_recompute = 0;
+    le->hybrid_kinds = 0;
+    le->hybrid_no_recompute = 0;
+}
+
+/* A hybrid model's other layer kinds (the primary one is le->layer): each kind its pattern or
+ * MTP pattern has, built as its own block (the MoE settings only on the 'E' one). */
+static int
+hybrid_kinds(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
+             const struct spsim_layer_config *cfg, struct spsim_layer_eval *le, bool *ok,
+             struct spsim_error *err)
+{
+    le->hybrid_primary = cfg->kind;
+    le->hybrid_no_recompute = le->act_no_recompute;
+    for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++) {
+        char sym = spsim_hybrid_kind_symbol((enum spsim_layer_kind)k);
+        if (!strchr(m->hybrid_pattern, sym) && !(m->mtp_pattern && strchr(m->mtp_pattern, sym)))
+            continue;
+        le->hybrid_kinds |= 1u << k;
+        if (k == (int)cfg->kind)
+            continue;
+        struct spsim_layer_config c = *cfg;
+        c.kind = (enum spsim_layer_kind)k;
+        c.moe = false; /* the primary is the 'E' kind whenever the pattern has one */
+        c.recompute = SPSIM_RECOMPUTE_NONE;
+        c.rmods = 0;
+        spsim_layer_build(m, &c, &le->hybrid[k].block);
+        le->hybrid_no_recompute = spsim_max_u64(le->hybrid_no_recompute,
+                                                spsim_layer_saved_bytes(&le->hybrid[k].block, ok));
+        c.recompute = cfg->recompute;
+        c.rmods = cfg->rmods;
+        spsim_layer_build(m, &c, &le->hybrid[k].block);
+        *ok = *ok && le->hybrid[k].block.ok;
+        int rc = block_fold(hw, le->tp_group, &le->hybrid[k], ok, err);
+        if (rc != SPSIM_OK)
+            return rc;
+    }
+    return SPSIM_OK;
 }
 
 int
@@ -763,8 +822,10 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
             return rc;
     }
     /* An MoE model's dense layers (spsim_model_layer_is_moe): a dense layer of its FFN size. */
-    le->has_dense = (cfg->moe && m->ffn_hidden > 0) || cfg->bf16_ends; /* the model's pattern */
+    le->has_dense = ((cfg->moe && m->ffn_hidden > 0) || cfg->bf16_ends) && !m->hybrid_pattern;
     if (le->has_dense && (rc = second_layer(m, hw, cfg, le, &ok, err)))
+        return rc;
+    if (m->hybrid_pattern && (rc = hybrid_kinds(m, hw, cfg, le, &ok, err)))
         return rc;
     if (!ok)
         return spsim_fail(err, SPSIM_ERANGE,

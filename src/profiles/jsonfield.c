@@ -260,8 +260,7 @@ spsim_json_get_enum(const struct spsim_jctx *c, const cJSON *obj, const char *pr
         size_t used = strlen(choices);
         snprintf(choices + used, sizeof(choices) - used, "%s'%s'", i ? ", " : "", names[i]);
     }
-    return spsim_json_field_error(c, prefix, key, "must be one of %s, got %s", choices,
-                                  SPSIM_Q(s));
+    return spsim_json_field_error(c, prefix, key, "must be one of %s, got %s", choices, SPSIM_Q(s));
 }
 
 int

@@ -8,10 +8,10 @@
 #include "jsonfield.h"
 #include "profiles.h"
 
-static const char *const mlp_names[] = {"gelu", "swiglu", NULL};
+static const char *const mlp_names[] = {"gelu", "swiglu", "relu2", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const attention_names[] = {"standard", "flash", NULL};
-static const char *const position_names[] = {"learned", "rope", NULL};
+static const char *const position_names[] = {"learned", "rope", "none", NULL};
 
 /* Limits on sizes: far above any real model, low enough that every per-layer byte count of
  * the memory engine is checked rather than assumed to fit (see the checked arithmetic). */
@@ -64,6 +64,8 @@ shape_limits(const struct spsim_model_shape *shape, const struct spsim_jctx *c)
                                           "must be an integer in [1, %u], got %u", limits[i].max,
                                           limits[i].value);
     int rc = shape_check(shape, c, true);
+    if (rc == SPSIM_OK)
+        rc = spsim_model_check_hybrid(shape, c);
     return rc ? rc : spsim_model_check_moe(shape, NULL, c);
 }
 
@@ -95,7 +97,8 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)) ||
-        (rc = spsim_model_read_moe(c, root, m, pattern)))
+        (rc = spsim_model_read_moe(c, root, m, pattern)) ||
+        (rc = spsim_model_read_hybrid(c, root, m)))
         return rc;
     /* MLA's Q and K heads are qk_head_dim + qk_pos_emb_head_dim wide, whatever hidden/heads. */
     if (!head_dim_given && m->kv_lora_rank)
@@ -106,8 +109,13 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
     m->norm = (enum spsim_norm)norm;
     m->attention = (enum spsim_attention)attention;
     m->position = (enum spsim_position)position;
-    if ((rc = shape_check(m, c, head_dim_given || m->kv_lora_rank)))
+    spsim_hybrid_defaults(m);
+    if ((rc = shape_check(m, c, head_dim_given || m->kv_lora_rank)) ||
+        (rc = spsim_model_check_hybrid(m, c)))
         return rc;
+    if (m->hybrid_pattern && *pattern)
+        return spsim_json_field_error(c, NULL, "moe_layer_pattern",
+                                      "a hybrid model's MoE layers are its pattern's 'E's");
     return spsim_model_check_moe(m, *pattern, c);
 }
 
@@ -123,12 +131,17 @@ model_new(const struct spsim_model_shape *shape, uint8_t *pattern, const char *n
     if (m) {
         m->shape = *shape;
         m->moe_pattern = pattern;
+        m->hybrid_pattern = shape->hybrid_pattern ? spsim_strdup(shape->hybrid_pattern) : NULL;
+        m->mtp_pattern = shape->mtp_pattern ? spsim_strdup(shape->mtp_pattern) : NULL;
+        m->shape.hybrid_pattern = m->hybrid_pattern;
+        m->shape.mtp_pattern = m->mtp_pattern;
         m->moe_layers = spsim_moe_layer_count(shape, pattern);
         m->name = spsim_strdup(name);
         m->source = spsim_strdup(source);
         m->description = spsim_strdup(description);
     }
-    if (!m || !m->name || !m->source || !m->description) {
+    if (!m || !m->name || !m->source || !m->description ||
+        (shape->hybrid_pattern && !m->hybrid_pattern) || (shape->mtp_pattern && !m->mtp_pattern)) {
         spsim_model_destroy(m);
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     }
@@ -141,10 +154,12 @@ spsim_model_from_shape(const struct spsim_jctx *c, const struct spsim_model_shap
                        const char *name, const char *source, const char *description,
                        struct spsim_model **out)
 {
-    int rc = shape_limits(shape, c);
+    struct spsim_model_shape sh = *shape;
+    spsim_hybrid_defaults(&sh);
+    int rc = shape_limits(&sh, c);
     if (rc != SPSIM_OK)
         return rc;
-    return model_new(shape, NULL, name, source, description ? description : "", out, c->err);
+    return model_new(&sh, NULL, name, source, description ? description : "", out, c->err);
 }
 
 /* The keys of a model profile (doc/profiles.md). */
@@ -192,6 +207,16 @@ static const char *const model_keys[] = {"schema",
                                          "mtp_layers",
                                          "window",
                                          "window_skip_freq",
+                                         "moe_latent",
+                                         "hybrid_pattern",
+                                         "mtp_pattern",
+                                         "mtp_shared",
+                                         "mamba_heads",
+                                         "mamba_head_dim",
+                                         "mamba_state_dim",
+                                         "mamba_groups",
+                                         "mamba_conv",
+                                         "mamba_chunk",
                                          NULL};
 
 int
@@ -231,14 +256,16 @@ spsim_model_create(const struct spsim_model_shape *shape, const char *name,
         return spsim_fail(err, SPSIM_EINVAL, "spsim_model_create: NULL argument");
     const char *origin = name ? name : "custom";
     struct spsim_jctx c = {origin, err};
-    if ((unsigned)shape->mlp > SPSIM_MLP_SWIGLU || (unsigned)shape->norm > SPSIM_NORM_RMSNORM ||
+    if ((unsigned)shape->mlp > SPSIM_MLP_RELU2 || (unsigned)shape->norm > SPSIM_NORM_RMSNORM ||
         (unsigned)shape->attention > SPSIM_ATTENTION_FLASH ||
-        (unsigned)shape->position > SPSIM_POSITION_ROPE)
+        (unsigned)shape->position > SPSIM_POSITION_NONE)
         return spsim_fail(err, SPSIM_EINVAL, "%s: an enumeration field is out of range", origin);
-    int rc = shape_limits(shape, &c);
+    struct spsim_model_shape sh = *shape;
+    spsim_hybrid_defaults(&sh);
+    int rc = shape_limits(&sh, &c);
     if (rc != SPSIM_OK)
         return rc;
-    return model_new(shape, NULL, origin, "", "", out, err);
+    return model_new(&sh, NULL, origin, "", "", out, err);
 }
 
 void
@@ -250,6 +277,8 @@ spsim_model_destroy(struct spsim_model *model)
     free(model->source);
     free(model->description);
     free(model->moe_pattern);
+    free(model->hybrid_pattern);
+    free(model->mtp_pattern);
     free(model);
 }
 
@@ -334,6 +363,8 @@ static uint64_t
 layers_parameters(const struct spsim_model *model, bool active, bool *ok)
 {
     const struct spsim_model_shape *m = &model->shape;
+    if (m->hybrid_pattern)
+        return spsim_hybrid_layers_parameters(m, active, ok);
     uint64_t dense = spsim_layer_parameters_per_rank(m, 1, ok);
     uint64_t moe = model->moe_layers ? spsim_moe_layer_parameters_per_rank(m, 1, 1, 1, ok) : 0;
     if (active && model->moe_layers)
@@ -376,6 +407,14 @@ bool
 spsim_model_layer_is_moe(const struct spsim_model *model, uint32_t layer)
 {
     return spsim_moe_layer_in(&model->shape, model->moe_pattern, layer);
+}
+
+enum spsim_layer_kind
+spsim_model_layer_kind(const struct spsim_model *model, uint32_t layer)
+{
+    const char *p = model ? model->shape.hybrid_pattern : NULL;
+    return p && layer < model->shape.layers ? spsim_hybrid_symbol_kind(p[layer])
+                                            : SPSIM_LAYER_TRANSFORMER;
 }
 
 int

@@ -277,6 +277,8 @@ spsim_moe_layer_in(const struct spsim_model_shape *m, const uint8_t *pattern, ui
 {
     if (m->experts == 0 || layer >= m->layers)
         return false;
+    if (m->hybrid_pattern) /* a hybrid model's 'E' layers (model_hybrid.c) */
+        return m->hybrid_pattern[layer] == 'E';
     if (pattern)
         return pattern[layer] != 0;
     if (layer < m->moe_first_dense_layers)

@@ -76,11 +76,10 @@ spsim_attention_parameters(const struct spsim_model_shape *m, struct spsim_param
  * fc2's kept whole. Megatron's experts (moe/experts.py TEGroupedMLP, SequentialMLP) and shared
  * experts (moe/shared_experts.py SharedExpertMLP) are this MLP at their own f.
  */
-void
-spsim_mlp_parameters(const struct spsim_model_shape *m, uint64_t f, struct spsim_param_split *p,
-                     bool *ok)
+static void
+mlp_width_parameters(const struct spsim_model_shape *m, uint64_t h, uint64_t f,
+                     struct spsim_param_split *p, bool *ok)
 {
-    uint64_t h = m->hidden;
     uint64_t fc1_out = (m->mlp == SPSIM_MLP_SWIGLU ? 2 : 1) * f;
     p->sharded = spsim_add(spsim_mul(h, fc1_out, ok), spsim_mul(f, h, ok), ok);
     p->replicated = 0;
@@ -90,11 +89,29 @@ spsim_mlp_parameters(const struct spsim_model_shape *m, uint64_t f, struct spsim
     }
 }
 
+void
+spsim_mlp_parameters(const struct spsim_model_shape *m, uint64_t f, struct spsim_param_split *p,
+                     bool *ok)
+{
+    mlp_width_parameters(m, m->hidden, f, p, ok);
+}
+
+/* Latent MoE (moe_layer.py): the routed experts run on moe_latent channels, the tokens
+ * projected into them by fc1_latent_proj h → latent and back by fc2_latent_proj latent → h, two
+ * TELinear of parallel_mode 'duplicated' (whole on every rank) with add_bias_linear's bias. */
+uint64_t
+spsim_moe_latent_parameters(const struct spsim_model_shape *m)
+{
+    uint64_t h = m->hidden, r = m->moe_latent;
+    return r ? 2 * h * r + (m->linear_bias ? r + h : 0) : 0;
+}
+
 uint64_t
 spsim_expert_parameters_per_rank(const struct spsim_model_shape *m, uint32_t etp, bool *ok)
 {
     struct spsim_param_split p;
-    spsim_mlp_parameters(m, m->expert_ffn_hidden, &p, ok);
+    mlp_width_parameters(m, m->moe_latent ? m->moe_latent : m->hidden, m->expert_ffn_hidden, &p,
+                         ok);
     return spsim_add(p.sharded / (etp ? etp : 1), p.replicated, ok);
 }
 
@@ -144,6 +161,7 @@ spsim_moe_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t 
     uint64_t dense = spsim_add(att.sharded, shared.sharded, ok) / (tp ? tp : 1);
     dense = spsim_add(dense, att.replicated + shared.replicated, ok);
     dense = spsim_add(dense, 2 * norm_params(m, m->hidden) + spsim_router_parameters(m), ok);
+    dense = spsim_add(dense, spsim_moe_latent_parameters(m), ok);
     uint64_t local = m->experts / (ep ? ep : 1);
     return spsim_add(dense, spsim_mul(local, spsim_expert_parameters_per_rank(m, etp, ok), ok), ok);
 }

@@ -40,6 +40,8 @@ struct spsim_model {
        moe_first_dense_layers and moe_layer_freq. */
     uint8_t *moe_pattern;
     uint32_t moe_layers; /* MoE decoder layers (0 for a dense model), counted at load */
+    /* A hybrid model's patterns (shape.hybrid_pattern, shape.mtp_pattern point here), owned. */
+    char *hybrid_pattern, *mtp_pattern;
 };
 
 /** Most points a measured curve or GEMM table may have. */
@@ -256,6 +258,34 @@ uint64_t spsim_router_parameters(const struct spsim_model_shape *m);
  * experts/ep routed experts split etp ways. (1, 1, 1): the whole layer. */
 uint64_t spsim_moe_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp,
                                              uint32_t ep, uint32_t etp, bool *ok);
+/** Latent MoE's two duplicated projections h ↔ moe_latent of one MoE layer (0 without). */
+uint64_t spsim_moe_latent_parameters(const struct spsim_model_shape *m);
+
+/* Hybrid models (profiles/model_hybrid.c). */
+/** The kind a pattern symbol names ('M', '*', '-', 'E'); SPSIM_LAYER_TRANSFORMER otherwise. */
+enum spsim_layer_kind spsim_hybrid_symbol_kind(char c);
+/** The symbol of a hybrid kind; '?' for SPSIM_LAYER_TRANSFORMER. */
+char spsim_hybrid_kind_symbol(enum spsim_layer_kind k);
+/** The layers of kind k in a pattern (NULL: none). */
+uint32_t spsim_hybrid_count(const char *pattern, enum spsim_layer_kind k);
+/** Read hybrid_pattern, mtp_pattern, mtp_shared, moe_latent and the Mamba fields (the patterns
+ * point into the tree; model_new copies them). */
+int spsim_model_read_hybrid(const struct spsim_jctx *c, const struct cJSON *root,
+                            struct spsim_model_shape *m);
+/** Megatron's Mamba defaults for the unset fields of a model with Mamba layers. */
+void spsim_hybrid_defaults(struct spsim_model_shape *m);
+/** The hybrid rules of a shape (files, Megatron-LM lines, Hugging Face configs). */
+int spsim_model_check_hybrid(const struct spsim_model_shape *m, const struct spsim_jctx *c);
+/** One Mamba layer's parameters: the mixer split over TP, its input norm whole. */
+void spsim_mamba_parameters(const struct spsim_model_shape *m, struct spsim_param_split *p,
+                            bool *ok);
+/** One hybrid layer of kind k on one TP rank, an 'E' layer without its routed experts. */
+uint64_t spsim_hybrid_layer_parameters(const struct spsim_model_shape *m, enum spsim_layer_kind k,
+                                       uint32_t tp, bool *ok);
+/** Every hybrid decoder layer and MTP depth (the shared depth once), unsplit; with only
+ * experts_per_token of the routed experts when active. */
+uint64_t spsim_hybrid_layers_parameters(const struct spsim_model_shape *m, bool active, bool *ok);
+
 /** What one multi-token-prediction layer adds beyond its transformer layer, per TP rank. */
 uint64_t spsim_mtp_extra_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp,
                                              bool *ok);
