@@ -127,7 +127,9 @@ latent-dispatch-at-hidden@src/engine/layer.c@s|lm.hidden = m->moe_latent, lx.h =
 hybrid-norms-recomputed@src/engine/layer.c@s|if (op->group == SPSIM_RG_NORM)|if (0 \&\& op->group == SPSIM_RG_NORM)|@hybrid
 hybrid-last-stage-as-first@src/engine/memory.c@s|n, spsim_mul(rank_kind(x, r, (enum spsim_layer_kind)k), le->params_hybrid\[k\], ok),|n, spsim_mul(rank_kind(x, 0, (enum spsim_layer_kind)k), le->params_hybrid[k], ok),|@hybrid
 bridge-mamba-din-actual@src/engine/model_flops.c@s|double din = 2 \* h, sf = r / 2;|double din = d, sf = r / 2;|@hybrid
-hybrid-scan-flops-dropped@src/engine/model_flops.c@s|f->model = 2 \* weights + nM \* scan|f->model = 2 * weights + 0 * scan|@hybrid'
+hybrid-scan-flops-dropped@src/engine/model_flops.c@s|f->model = 2 \* weights + nM \* scan|f->model = 2 * weights + 0 * scan|@hybrid
+optimize-memory-bound-doubled@src/sweep/optimize_bounds.c@s|return spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|return 2 * spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|@optimize
+optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

@@ -141,6 +141,18 @@ spsim_escape(const char *text, size_t len, char *buf, size_t cap)
     return escape_text(text, len, false, buf, cap);
 }
 
+void
+spsim_clear(void *p, size_t n)
+{
+    memset(p, 0, n);
+}
+
+void
+spsim_copy(void *restrict d, const void *restrict s, size_t n)
+{
+    memcpy(d, s, n);
+}
+
 void *
 spsim_calloc(size_t n, size_t size)
 {

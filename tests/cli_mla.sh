@@ -58,8 +58,11 @@ grep -qF "CP p2p ring of K/V blocks" "$tmp/explain" || fail "explain --cp 2: no 
     --gpus 1024 --gbs 1024 --quiet --columns model,cp,time_iteration_s >"$tmp/sweep.csv" \
     2>"$tmp/err" || fail "sweep --cp 1,2: $(cat "$tmp/err")"
 grep -q '^deepseek-v3,2,[0-9]' "$tmp/sweep.csv" || fail "sweep: no deepseek-v3 row at cp 2"
+# The space restricted to the earlier default's recomputation and dtype: the full default space
+# of this case (127 module sets, FP8 recipes, TE overlap) takes minutes (issue 21, open).
 "$spsim" optimize --model deepseek-v3 --hw dgx-h100 --gpus 1024 --gbs 1024 --tp 8 --cp 2 --pp 1 \
-    --threads 1 >"$tmp/opt" 2>"$tmp/err" || fail "optimize --cp 2: $(cat "$tmp/err")"
+    --recompute-modules default --dtype bf16 --threads 1 >"$tmp/opt" 2>"$tmp/err" ||
+    fail "optimize --cp 2: $(cat "$tmp/err")"
 grep -q "^  1 " "$tmp/opt" || fail "optimize --cp 2: no configuration ranked"
 
 [ "$failures" -eq 0 ] || exit 1

@@ -4,7 +4,8 @@
  * stage, the memory report and the data-parallel terms through the composition's memos, each
  * keyed by what it reads). Every row of these sweeps must be, byte for byte, the row of
  * spsim_evaluate() on the same configuration, which composes from scratch without a memo; and
- * the sweep's valid points must be exactly those spsim_evaluate accepts. The spaces move the
+ * the sweep's valid points must be exactly those spsim_evaluate accepts (the sweep counts runs
+ * of points that fail alike without evaluating them). The spaces move the
  * inner axes (batch, sharding, overlaps, dtype, recompute method, offload) of MoE, MLA, CP and
  * FP8 configurations, where a key that missed an input would show.
  */
@@ -109,9 +110,10 @@ START_TEST(dense_inner_axes)
                                        "pp=1,2",
                                        "dp=1,4",
                                        "vpp=1,2",
+                                       "sp=on,off",
                                        "recompute=none,full",
                                        "mbs=1,2",
-                                       "gbs=16..64:16",
+                                       "gbs=8..64:8",
                                        "distributed_optimizer=on,off",
                                        "overlap_grad_reduce=on,off",
                                        "dtype=bf16,fp8",

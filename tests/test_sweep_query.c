@@ -118,11 +118,14 @@ static void
 cp_zero_options(char **cells, char **names, int ncols, char *out, size_t cap)
 {
 #define CELL(name) cells[column(names, ncols, name)]
-    snprintf(out, cap, " --cp %s --cp-comm-type %s --zero %s %s %s", CELL("cp"),
-             CELL("cp_comm_type"), CELL("zero"),
-             on_off(CELL("grad_reduce_in_fp32"), "--grad-reduce-in-fp32", "--grad-reduce-in-bf16"),
-             on_off(CELL("overlap_param_gather"), "--overlap-param-gather",
-                    "--no-overlap-param-gather"));
+    snprintf(
+        out, cap, " --cp %s --cp-comm-type %s --zero %s %s %s %s %s", CELL("cp"),
+        CELL("cp_comm_type"), CELL("zero"),
+        on_off(CELL("grad_reduce_in_fp32"), "--grad-reduce-in-fp32", "--grad-reduce-in-bf16"),
+        on_off(CELL("overlap_param_gather"), "--overlap-param-gather", "--no-overlap-param-gather"),
+        on_off(CELL("tp_comm_overlap"), "--tp-comm-overlap", "--no-tp-comm-overlap"),
+        on_off(CELL("no_overlap_p2p"), "--no-overlap-p2p-communication",
+               "--overlap-p2p-communication"));
 #undef CELL
 }
 
@@ -200,7 +203,8 @@ START_TEST(rows_equal_query_json)
     char command[8192];
     snprintf(command, sizeof(command),
              "%s sweep --quiet --spec %s/examples/sweeps/models-hardware.json "
-             "--flash-attn model,off --overlap-grad-reduce off,on --seq 2048,4096 --vpp 1,2",
+             "--flash-attn model,off --overlap-grad-reduce off,on --seq 2048,4096 --vpp 1,2 "
+             "--tp-comm-overlap off,on --overlap-p2p-communication on,off",
              spsim, getenv("SPSIM_DATA_DIR"));
     rows_equal_queries(command, 1000, 40);
 }

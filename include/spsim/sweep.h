@@ -57,11 +57,15 @@ enum spsim_sweep_axis {
     /** Largest global batch: gbs becomes the largest multiple of dp·mbs (dp·mbs·pp with
      * interleaving) not above it; excludes the gbs axis; unset by default */
     SPSIM_AXIS_MAX_GBS,
-    SPSIM_AXIS_EP,             /**< expert parallel size (MoE); default 1 */
-    SPSIM_AXIS_ETP,            /**< expert tensor parallel size; 0 = tp (default) */
-    SPSIM_AXIS_MOE_DISPATCHER, /**< allgather/alltoall/flex; default allgather */
-    SPSIM_AXIS_A2A_OVERLAP,    /**< EP all-to-all overlap on/off; default off */
-    SPSIM_AXIS_DELAY_WGRAD,    /**< delayed wgrad with it on/off; default off */
+    SPSIM_AXIS_EP,              /**< expert parallel size (MoE); default 1 */
+    SPSIM_AXIS_ETP,             /**< expert tensor parallel size; 0 = tp (default) */
+    SPSIM_AXIS_MOE_DISPATCHER,  /**< allgather/alltoall/flex; default allgather */
+    SPSIM_AXIS_A2A_OVERLAP,     /**< EP all-to-all overlap on/off; default off */
+    SPSIM_AXIS_DELAY_WGRAD,     /**< delayed wgrad with it on/off; default off */
+    SPSIM_AXIS_TP_COMM_OVERLAP, /**< TE userbuffers TP overlap on/off (needs sp); default off */
+    /** Interleaved schedule's async P2P on/off (off: --no-overlap-p2p-communication); default
+     * on, Megatron's (without interleaving the sends block whatever it says) */
+    SPSIM_AXIS_OVERLAP_P2P,
     SPSIM_AXIS_COUNT
 };
 
@@ -136,6 +140,23 @@ SPSIM_API int spsim_sweep_spec_optimize_defaults(struct spsim_sweep_spec *spec, 
  */
 SPSIM_API int spsim_sweep_spec_optimize_moe(struct spsim_sweep_spec *spec, uint32_t gpus,
                                             uint32_t experts, struct spsim_error *err);
+
+/**
+ * Every axis `spsim optimize` searches where `spec` leaves it unset: those of
+ * spsim_sweep_spec_optimize_defaults and spsim_sweep_spec_optimize_moe, and cp over the
+ * divisors of gpus with every cp_comm_type but a2a+p2p, zero 0, 2 and 3 (level 1 is the
+ * distributed optimizer), overlap_param_gather on,off, the dtypes the GPU has (bf16; fp8 with
+ * the delayed, current and blockwise recipes where the profile has an FP8 peak; nvfp4 and
+ * mxfp8 where it has an NVFP4 one), every set of the model's recompute modules, every
+ * recompute method with 0..layers layers, CPU offload of 0..layers−1 layers (dense models on
+ * hardware with a host link), tp_comm_overlap and overlap_p2p_communication on,off, and for an
+ * MoE model etp 0 (tp) and the divisors of gcd(gpus, NVLink domain).
+ * @return SPSIM_OK, SPSIM_EINVAL (a NULL profile, gpus 0) or SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_sweep_spec_optimize_space(struct spsim_sweep_spec *spec,
+                                              const struct spsim_model *model,
+                                              const struct spsim_hardware *hw, uint32_t gpus,
+                                              struct spsim_error *err);
 
 /** A spec with its profiles loaded, ready to run. Opaque; free with spsim_sweep_destroy(). */
 struct spsim_sweep;
@@ -305,6 +326,74 @@ SPSIM_API int spsim_sweep_run(const struct spsim_sweep *sweep,
  */
 SPSIM_API int spsim_sweep_evaluate(const struct spsim_sweep *sweep, uint64_t index,
                                    struct spsim_result *out, struct spsim_error *err);
+
+/**
+ * Optimize: the best configurations of a space (spsim_sweep_spec_optimize_defaults' or any
+ * other) by branch and bound, in one pass (doc/sweep.md "How optimize searches"). A subtree is
+ * skipped only when a lower bound of its time (or memory) proves that none of its points can
+ * enter the answer, so the answer is the exhaustive one: the same points, the same order (ties
+ * to the lower point index), aliases of one configuration counted once.
+ */
+struct spsim_optimize_options {
+    uint64_t top_k;         /**< how many that fit (default 5; 1 .. SPSIM_OPTIMIZE_MAX_TOP) */
+    enum spsim_sweep_by by; /**< default SPSIM_BY_TOKENS_PER_S */
+    /** keep only configurations with memory.total_bytes <= this; 0 (default): memory.fits */
+    uint64_t max_total_bytes;
+    /** evaluate every point of the space, no bound (default false): the bounds' check; slow */
+    bool exhaustive;
+};
+
+#define SPSIM_OPTIMIZE_MAX_TOP 1000
+
+/** One configuration of the answer, evaluated as spsim_evaluate() evaluates it. */
+struct spsim_optimize_entry {
+    struct spsim_result result;
+    const struct spsim_model *model; /**< owned by the sweep */
+    const struct spsim_hardware *hw;
+    const char *model_name, *hw_name;
+};
+
+struct spsim_optimize_stats {
+    double points;              /**< of the space (every axis' values multiplied) */
+    uint64_t layer_evaluations; /**< layers built and costed (spsim_layer_evaluate) */
+    uint64_t summaries;         /**< layer summaries whose compositions were searched */
+    uint64_t shapes;            /**< pipeline shapes (pp, split, vpp, batch) searched */
+    uint64_t pipelines;         /**< shapes with the axes that time them (recompute method,
+                                     offload, sends' overlap) searched */
+    uint64_t composed;          /**< configurations evaluated in full */
+    uint64_t memory_only;       /**< configurations whose memory alone was needed */
+    uint64_t checked;           /**< configurations checked by spsim_parallel_check */
+    uint64_t valid;             /**< of those, valid and not an alias of another point */
+    uint64_t pruned;            /**< subtrees (summaries, pipeline shapes, points) the bounds
+                                     skipped */
+    double elapsed_s;
+};
+
+struct spsim_optimize_result {
+    uint64_t count;                   /**< entries in `top` (0: nothing fits) */
+    struct spsim_optimize_entry *top; /**< the caller's array of top_k entries, best first */
+    /** the best of every valid configuration whatever its memory (when there is one) */
+    bool has_unconstrained;
+    struct spsim_optimize_entry unconstrained;
+    /** the valid configuration needing the least memory (when nothing fits; else unset) */
+    bool has_smallest;
+    struct spsim_optimize_entry smallest;
+    struct spsim_optimize_stats stats;
+};
+
+/** Set every option to its documented default. */
+SPSIM_API void spsim_optimize_options_defaults(struct spsim_optimize_options *opt);
+
+/**
+ * Search the sweep's space. The space needs one GPU count (the gpus axis) or a dp axis; it may
+ * have 2^62 points or more when made from spsim_sweep_spec_optimize_defaults.
+ * @param out  out->top must hold opt->top_k entries; the rest is filled
+ * @return SPSIM_OK (also when nothing fits or nothing is valid: see out), SPSIM_EINVAL (bad
+ *         options), SPSIM_ENOMEM
+ */
+SPSIM_API int spsim_optimize_run(const struct spsim_sweep *sweep,
+                                 const struct spsim_optimize_options *opt,
+                                 struct spsim_optimize_result *out, struct spsim_error *err);
 
 /** Room a row may need beside its two names: every field at its longest. */
 #define SPSIM_ROW_MAX 16384

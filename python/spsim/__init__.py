@@ -250,11 +250,12 @@ def sweep_frame(spec=None, **kwargs):
     return pandas.DataFrame.from_records(list(sweep(spec, **kwargs)))
 
 
-def optimize(*, model, hw, gpus, gbs=None, top=5, by="iteration_s", max_memory_gib=None,
-             threads=0, **constraints):
+def optimize(*, model, hw, gpus, gbs=None, top=5, by="tokens_per_s", max_memory_gib=None,
+             threads=0, exhaustive=False, **constraints):
     """The best `top` configurations of `model` on `gpus` GPUs that fit in memory, best first,
-    as the rows of `spsim optimize --format jsonl`: the same search space
-    (spsim_sweep_spec_optimize_defaults; keywords restrict it as optimize's options do)."""
+    as the rows of `spsim optimize --format jsonl`: the same search (spsim_optimize_run over
+    spsim_sweep_spec_optimize_space's space; keywords restrict it as optimize's options do).
+    `threads` is accepted for compatibility: the search runs on one thread."""
     gpus = _count("gpus", gpus, 1, 1 << 24)
     if max_memory_gib is not None and (isinstance(max_memory_gib, bool) or
                                        not isinstance(max_memory_gib, numbers.Real)):
@@ -262,14 +263,13 @@ def optimize(*, model, hw, gpus, gbs=None, top=5, by="iteration_s", max_memory_g
     if max_memory_gib is not None and not 0 < max_memory_gib < float(1 << 34):
         raise UsageError(f"max_memory_gib: {max_memory_gib} is not a size in GiB above 0",
                          "max_memory_gib")
-    limit = int(max_memory_gib * 1073741824.0) if max_memory_gib else 0
-    opts = _options(True, _count("top", top, 1, 1 << 32), by, threads, limit, None)
+    _options(True, _count("top", top, 1, 1000), by, threads, 0, None)  # checks top, by, threads
     axes = dict(constraints, model=model, hw=hw, gpus=gpus, gbs=gbs)
-    # The command's search space: spsim_sweep_spec_optimize_defaults for the model's layers and
-    # spsim_sweep_spec_optimize_moe for its experts (src/cli/optimize.c build_space).
-    layers, experts = _call(_spsim.model_shape, _text(model, "model"))
-    sw = _call(_spsim.sweep_create, _axes(axes, {}), None, gpus, layers, experts)
-    rows = _run(sw, 0, 0, opts)
+    limit = int(max_memory_gib * 1073741824.0) if max_memory_gib else 0
+    text, smallest = _call(_spsim.optimize, _axes(axes, {}), int(gpus), int(top), by, limit,
+                           bool(exhaustive))
+    rows = [json.loads(line) for line in text.splitlines()]
     if not rows:
-        raise ConfigError(f"none of the configurations of {model} on {gpus} GPUs fits")
+        need = f": the smallest needs {smallest / 2**30:.2f} GiB per GPU" if smallest >= 0 else ""
+        raise ConfigError(f"none of the configurations of {model} on {gpus} GPUs fits{need}")
     return rows

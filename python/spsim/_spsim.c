@@ -253,6 +253,111 @@ py_sweep_run(PyObject *self, PyObject *args)
     return out;
 }
 
+/* The model and hardware profiles an axes dict names (optimize's space is built from them). */
+static int
+load_profiles(PyObject *axes, struct spsim_model **model, struct spsim_hardware **hw,
+              struct spsim_error *err)
+{
+    PyObject *m = PyDict_GetItemString(axes, "model"), *h = PyDict_GetItemString(axes, "hw");
+    const char *mn = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+    const char *hn = h && PyUnicode_Check(h) ? PyUnicode_AsUTF8(h) : NULL;
+    char path[4096];
+    if (!mn || !hn) {
+        err->code = SPSIM_EINVAL;
+        snprintf(err->message, sizeof(err->message), "optimize: model and hw are required");
+        return SPSIM_EINVAL;
+    }
+    int rc = spsim_profile_resolve(SPSIM_PROFILE_MODEL, mn, path, sizeof(path), err);
+    if (rc == SPSIM_OK)
+        rc = spsim_model_load(path, model, err);
+    if (rc == SPSIM_OK)
+        rc = spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, hn, path, sizeof(path), err);
+    if (rc == SPSIM_OK)
+        rc = spsim_hardware_load(path, hw, err);
+    return rc;
+}
+
+/* The answer's rows as JSON Lines (spsim_row_format), and the smallest's bytes or -1. */
+static PyObject *
+optimize_rows(const struct spsim_optimize_result *res)
+{
+    struct text t = {0};
+    char *buf = malloc(SPSIM_ROW_SIZE(4096, 4096));
+    int bad = !buf;
+    for (uint64_t i = 0; !bad && i < res->count; i++) {
+        const struct spsim_optimize_entry *e = &res->top[i];
+        size_t n = strlen(e->model_name) > 4096 || strlen(e->hw_name) > 4096
+                       ? 0
+                       : spsim_row_format(SPSIM_ROW_JSONL, e->model_name, e->hw_name, &e->result,
+                                          buf, SPSIM_ROW_SIZE(4096, 4096));
+        bad = n == 0 || text_append(&t, buf, n);
+    }
+    free(buf);
+    PyObject *out =
+        bad ? PyErr_NoMemory()
+            : Py_BuildValue("(s#L)", t.data ? t.data : "", (Py_ssize_t)t.len,
+                            res->has_smallest ? (long long)res->smallest.result.memory.total_bytes
+                                              : -1LL);
+    free(t.data);
+    return out;
+}
+
+/* optimize(axes, gpus, top, by, max_total_bytes, exhaustive) -> (JSON Lines rows of the best
+ * that fit, the smallest's bytes when nothing fits or -1): spsim_sweep_spec_optimize_space's
+ * space restricted by the axes, searched by spsim_optimize_run. The GIL is released while the
+ * library searches. */
+static PyObject *
+py_optimize(PyObject *self, PyObject *args)
+{
+    PyObject *axes;
+    unsigned int gpus;
+    unsigned long long top, maxbytes;
+    const char *by;
+    int exhaustive;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!IKsKp", &PyDict_Type, &axes, &gpus, &top, &by, &maxbytes,
+                          &exhaustive))
+        return NULL;
+    struct spsim_optimize_options opt;
+    spsim_optimize_options_defaults(&opt);
+    opt.top_k = top;
+    opt.max_total_bytes = maxbytes;
+    opt.exhaustive = exhaustive;
+    for (int b = SPSIM_BY_ITERATION_S; b < SPSIM_BY_COUNT; b++)
+        if (strcmp(by, spsim_sweep_by_name(b)) == 0)
+            opt.by = b;
+    struct spsim_sweep_spec *spec = NULL;
+    struct spsim_sweep *sw = NULL;
+    struct spsim_model *model = NULL;
+    struct spsim_hardware *hw = NULL;
+    struct spsim_optimize_result res = {0};
+    struct spsim_error err = {0};
+    PyObject *out = NULL;
+    int rc = spsim_sweep_spec_create(&spec, &err);
+    if (rc == SPSIM_OK && spec_from_axes(spec, axes))
+        goto done; /* the Python error is set */
+    if (rc == SPSIM_OK && (rc = load_profiles(axes, &model, &hw, &err)) == SPSIM_OK &&
+        (rc = spsim_sweep_spec_optimize_space(spec, model, hw, gpus, &err)) == SPSIM_OK)
+        rc = spsim_sweep_create(spec, &sw, &err);
+    if (rc == SPSIM_OK && !(res.top = calloc(top ? top : 1, sizeof(*res.top)))) {
+        err.code = rc = SPSIM_ENOMEM;
+        snprintf(err.message, sizeof(err.message), "out of memory");
+    }
+    if (rc == SPSIM_OK) {
+        Py_BEGIN_ALLOW_THREADS rc = spsim_optimize_run(sw, &opt, &res, &err);
+        Py_END_ALLOW_THREADS
+    }
+    out = rc == SPSIM_OK ? optimize_rows(&res)
+                         : raise_error(&err, rc == SPSIM_EINVAL || rc == SPSIM_ERANGE ? 2 : 0);
+done:
+    free(res.top);
+    spsim_sweep_destroy(sw);
+    spsim_sweep_spec_destroy(spec);
+    spsim_model_destroy(model);
+    spsim_hardware_destroy(hw);
+    return out;
+}
+
 /* model_shape(NAME or path) -> (layers, experts): what optimize's search space depends on (its
  * pp and vpp ranges, its ep and etp axes). */
 static PyObject *
@@ -335,6 +440,7 @@ static PyMethodDef methods[] = {
     {"sweep_size", py_sweep_size, METH_O, "The number of points of a sweep."},
     {"sweep_run", py_sweep_run, METH_VARARGS, "Run a range of a sweep: rows as JSON Lines."},
     {"query", py_query, METH_VARARGS, "The JSON document of one point of a sweep."},
+    {"optimize", py_optimize, METH_VARARGS, "The best configurations: rows as JSON Lines."},
     {"model_shape", py_model_shape, METH_VARARGS, "A model profile's layers and experts."},
     {"open_input", py_open_input, METH_VARARGS, "A descriptor of an input file (regular only)."},
     {"quote", py_quote, METH_VARARGS, "Text quoted and escaped for a one-line message."},

@@ -229,7 +229,7 @@ memo_bits(double v)
     return bits;
 }
 
-#define SPSIM_CRIT_MEMO_KEY    6
+#define SPSIM_CRIT_MEMO_KEY    8
 #define SPSIM_CRIT_MEMO_BITS   6
 #define SPSIM_CRIT_MEMO_SLOTS  (1u << SPSIM_CRIT_MEMO_BITS)
 #define SPSIM_MEM_MEMO_KEY     14
@@ -264,12 +264,13 @@ struct spsim_coll_memo {
         double key[SPSIM_MAXMIN_MEMO_KEY];
         double finish;
     } maxmin[64];
-    /* The critical stage of an even split (pipeline_time.c critical_stage_memo). */
+    /* The send between stages and the critical stage of an even split (pipeline_time.c
+     * pipeline_stages). */
     struct spsim_crit_memo_slot {
         bool used;
         uint64_t key[SPSIM_CRIT_MEMO_KEY];
         uint32_t best;
-        double avg;
+        double avg, t_send;
         struct stage_time crit;
     } crit[SPSIM_CRIT_MEMO_SLOTS];
     /* The memory report of an even split (memory.c spsim_compose_memory). */

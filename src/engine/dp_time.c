@@ -507,12 +507,11 @@ spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *h
  * zero_grad_buffer then clears the fp32 gradients (4). The distributed optimizer does the Adam
  * part on 1/D of the parameters (D = dp·cp). */
 double
-spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-                       const struct shape *x, const struct spsim_memory_report *mem)
+spsim_optimizer_step_params_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                              double params, double D)
 {
-    double params = (double)mem->parameters_per_gpu, g = (double)grad_bytes(par);
+    double g = (double)grad_bytes(par);
     uint32_t z = zero_level(par);
-    double D = (double)x->dc;
     /* Sharded gradients (2, 3) are read and cleared as shards; sharded weights (3) written so.
      * 16-bit gradients are first copied to the optimizer's fp32 gradients (read g, write 4),
      * which Adam reads (4). */
@@ -522,4 +521,11 @@ spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_paral
     double adam = coef * params / (z >= 1 ? D : 1.0) + (z >= 3 ? full * params / D : full * params);
     double opt_bytes = grads + adam + grads;
     return opt_bytes / hw->hbm_achievable_Bps;
+}
+
+double
+spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                       const struct shape *x, const struct spsim_memory_report *mem)
+{
+    return spsim_optimizer_step_params_s(hw, par, (double)mem->parameters_per_gpu, (double)x->dc);
 }

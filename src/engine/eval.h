@@ -198,6 +198,12 @@ int spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_h
                          const struct spsim_layer_config *cfg, uint64_t padded_vocab,
                          struct spsim_layer_eval *out, struct spsim_error *err);
 
+/** Whether check_pipeline's batch rules refuse p with v model chunks per rank (gbs not a
+ * multiple of mbs·dp; the interleaved schedule's micro-batch groups, check_groups): the rules
+ * themselves, so that the sweep, which skips the points inside a batch value that fails them
+ * (sweep.c fails_inside_gbs), follows them as they change. */
+bool spsim_batch_fails(const struct spsim_parallel *p, uint32_t v);
+
 /** SPSIM_ECONFIG naming what the engine does not model yet in this model (mixture-of-experts
  * layers, multi-latent attention, multi-token prediction), else SPSIM_OK: spsim_parallel_check
  * asks it, and the sweep once per model, so that a space of such a model is refused whole. */
@@ -259,6 +265,11 @@ struct spsim_flops_per_token {
 };
 void spsim_model_flops_per_token(const struct spsim_model *model, double s, double vpad,
                                  struct spsim_flops_per_token *f);
+
+/** The optimizer step's time on a GPU holding `params` parameters, sharded as par says over
+ * D = dp·cp ranks (memory-bound: dp_time.c; what the optimizer's bounds read). */
+double spsim_optimizer_step_params_s(const struct spsim_hardware *hw,
+                                     const struct spsim_parallel *par, double params, double D);
 
 /** Compose a full result from a checked configuration and its layer summary. */
 int spsim_compose(const struct spsim_model *model, const struct spsim_hardware *hw,

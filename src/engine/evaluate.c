@@ -216,7 +216,12 @@ static int
 make_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
            struct spsim_stage_plan *plan, struct shape *x, struct spsim_error *err)
 {
-    *x = (struct shape){.L = m->layers, .p = par->pp, .v = par->vpp, .d = par->dp, .t = par->tp};
+    spsim_clear(x, sizeof(*x));
+    x->L = m->layers;
+    x->p = par->pp;
+    x->v = par->vpp;
+    x->d = par->dp;
+    x->t = par->tp;
     x->micro = par->gbs / ((uint64_t)par->mbs * par->dp);
     x->c = par->cp;
     x->dc = x->d * x->c;
@@ -250,9 +255,9 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     /* comm.per_layer (a kilobyte) is cleared only when it is filled in. */
     size_t list = offsetof(struct spsim_result, comm.per_layer);
     size_t after = list + sizeof(r->comm.per_layer);
-    memset(r, 0, list);
-    memset((char *)r + after, 0, sizeof(*r) - after);
-    r->config = *par;
+    spsim_clear(r, list);
+    spsim_clear((char *)r + after, sizeof(*r) - after);
+    spsim_copy(&r->config, par, sizeof(r->config));
     r->config.seq = (uint32_t)le->cfg.s;
     r->config.flash_attn = le->cfg.flash ? 1 : 0;
     r->config.recompute_modules = le->cfg.rmods; /* resolved: Megatron's default for selective */

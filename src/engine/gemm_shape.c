@@ -33,19 +33,42 @@
 
 static const uint64_t tiles[][2] = {{128, 256}, {256, 128}, {128, 128}};
 
-/* Efficiency of one (tile, split) choice: useful k-block slots over the slots the SMs hold. */
-static double
-choice_efficiency(const struct spsim_gemm_geometry *g, uint64_t m, uint64_t n, uint64_t k,
-                  uint64_t batch, size_t tile, uint32_t split)
+/* ceil(a / b) of integers, which is ceil((double)a / b) for a below 2^53: the quotient's
+ * rounding cannot cross an integer there (a fraction of it is at least 1/b). */
+static inline uint64_t
+ceil_div(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+/* One tile's split-independent terms (computed once for all its splits): the tile count, the
+ * k-blocks of K and the useful k-block slots. */
+struct tile_terms {
+    double count, useful;
+    uint64_t kblocks;
+};
+static struct tile_terms
+tile_terms(const struct spsim_gemm_geometry *g, uint64_t m, uint64_t n, uint64_t k, uint64_t batch,
+           size_t tile)
 {
     double bm = (double)tiles[tile][0], bn = (double)tiles[tile][1], bk = (double)g->k_block;
-    double count = ceil((double)m / bm) * ceil((double)n / bn) * (double)batch;
-    double units = count * split;
-    double waves = ceil(units / g->sms);
-    double kb = ceil(ceil((double)k / bk) / split);
-    double slots = g->persistent ? waves * kb + 1.0 : waves * (kb + 1.0);
     double useful = (double)m * (double)n * (double)k * (double)batch / (bm * bn * bk);
-    return useful / ((double)g->sms * slots);
+    if ((m | n | k) >> 52) /* where doubles round the dimensions */
+        return (struct tile_terms){ceil((double)m / bm) * ceil((double)n / bn) * (double)batch,
+                                   useful, (uint64_t)ceil((double)k / bk)};
+    return (struct tile_terms){(double)ceil_div(m, tiles[tile][0]) *
+                                   (double)ceil_div(n, tiles[tile][1]) * (double)batch,
+                               useful, ceil_div(k, g->k_block)};
+}
+/* Efficiency of one (tile, split) choice: useful k-block slots over the slots the SMs hold. */
+static double
+choice_efficiency(const struct spsim_gemm_geometry *g, const struct tile_terms *tt, uint32_t split)
+{
+    double units = tt->count * split;
+    double waves = ceil(units / g->sms);
+    double kb = (double)ceil_div(tt->kblocks, split);
+    double slots = g->persistent ? waves * kb + 1.0 : waves * (kb + 1.0);
+    return tt->useful / ((double)g->sms * slots);
 }
 
 double
@@ -54,7 +77,8 @@ spsim_gemm_shape_efficiency(const struct spsim_gemm_geometry *g, uint64_t m, uin
 {
     double best = 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(tiles); i++) {
-        double e = choice_efficiency(g, m, n, k, batch, i, 1);
+        struct tile_terms tt = tile_terms(g, m, n, k, batch, i);
+        double e = choice_efficiency(g, &tt, 1);
         if (e > best)
             best = e;
     }
@@ -69,12 +93,11 @@ spsim_gemm_shape_time(const struct spsim_gemm_geometry *g, double rate, double h
     double best = INFINITY;
     uint32_t best_split = 1;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(tiles); i++) {
-        double count = ceil((double)m / (double)tiles[i][0]) *
-                       ceil((double)n / (double)tiles[i][1]) * (double)batch;
+        struct tile_terms tt = tile_terms(g, m, n, k, batch, i);
         for (uint32_t s = 1; s <= SPSIM_GEMM_MAX_SPLIT; s++) {
-            if (s > 1 && (count * (s - 1) >= g->sms || (double)s * g->k_block > (double)k))
+            if (s > 1 && (tt.count * (s - 1) >= g->sms || (double)s * g->k_block > (double)k))
                 break; /* split only to fill the first wave, at least one k-block a split */
-            double t = flops / (rate * choice_efficiency(g, m, n, k, batch, i, s));
+            double t = flops / (rate * choice_efficiency(g, &tt, s));
             if (s > 1)
                 t += 8.0 * s * (double)m * (double)n * (double)batch / hbm_Bps;
             if (t < best) {

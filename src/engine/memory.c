@@ -501,7 +501,9 @@ spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shap
                      const struct spsim_layer_summary *le, const struct shape *x,
                      struct spsim_memory_report *mem, bool *ok)
 {
-    if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16)
+    /* Without hardware (the optimizer's memory-only compositions) the report lacks the limit
+     * and the fit: it must not stand for a full composition's in the memo. */
+    if (!memo || !hw || !le->id || !x->plan->even || x->mixed || x->bf16)
         return compose_memory(m, hw, par, le, x, mem, ok);
     /* The settings that vary inside a sweep's innermost axes come first: the slot is chosen
      * by the first words. */
@@ -524,13 +526,14 @@ spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shap
         x->t | x->c << 32,
         x->ep_group,
         x->L | (uint64_t)x->moe << 32};
-    struct spsim_parallel key_par = *par;
+    struct spsim_parallel key_par;
+    spsim_copy(&key_par, par, sizeof(key_par));
     key_par.gbs = 0;
     struct spsim_mem_memo_slot *s =
         &memo->mem[memo_hash(key, SPSIM_MEM_MEMO_HASHED, SPSIM_MEM_MEMO_BITS)];
     if (s->used && memcmp(s->key, key, sizeof(key)) == 0 &&
         memcmp(&s->par, &key_par, sizeof(key_par)) == 0) {
-        *mem = s->mem;
+        spsim_copy(mem, &s->mem, sizeof(*mem));
         return SPSIM_OK;
     }
     bool fits64 = true;
@@ -539,8 +542,8 @@ spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shap
     if (rc != SPSIM_OK || !fits64)
         return rc; /* an overflow is not remembered: it fails the point */
     memcpy(s->key, key, sizeof(key));
-    s->par = key_par;
-    s->mem = *mem;
+    spsim_copy(&s->par, &key_par, sizeof(key_par));
+    spsim_copy(&s->mem, mem, sizeof(*mem));
     s->used = true;
     return SPSIM_OK;
 }

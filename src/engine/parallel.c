@@ -336,6 +336,15 @@ check_groups(const struct spsim_parallel *p, uint32_t v, uint64_t micro, struct 
     return SPSIM_OK;
 }
 
+bool
+spsim_batch_fails(const struct spsim_parallel *p, uint32_t v)
+{
+    uint64_t per_step = (uint64_t)p->mbs * p->dp;
+    if (per_step == 0 || p->gbs % per_step != 0)
+        return true;
+    return check_groups(p, v, p->gbs / per_step, NULL) != SPSIM_OK;
+}
+
 static int
 check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                struct spsim_error *err)
@@ -506,8 +515,8 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
                            "profile %s has no nvfp4 peak",
                            SPSIM_Q(hw->name));
     if (hw && hw->peak_flops[p->dtype] <= 0)
-        return CONFIG_FAIL(err, "field 'dtype': the hardware profile %s has no %s peak", SPSIM_Q(hw->name),
-                           spsim_dtype_name(p->dtype));
+        return CONFIG_FAIL(err, "field 'dtype': the hardware profile %s has no %s peak",
+                           SPSIM_Q(hw->name), spsim_dtype_name(p->dtype));
     if ((unsigned)p->attention_backend >= SPSIM_ATTN_BACKEND_COUNT)
         return CONFIG_FAIL(err, "field 'attention_backend': must be auto, flash or fused");
     if (hw && p->attention_backend == SPSIM_ATTN_FUSED && !hw->attention)

@@ -286,30 +286,45 @@ host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le,
     tr->iteration_s += tr->host_exposed_s;
 }
 
-/* critical_stage() through the memo: an even split's critical stage depends on the layer
- * summary, p, v, the layers a rank builds and the replayed and offload terms alone. */
-static uint32_t
-critical_stage_memo(struct spsim_coll_memo *memo, const struct spsim_layer_summary *le,
-                    const struct shape *x, const double replayed_offload[2],
-                    struct stage_time *crit, double *avg)
+/* The pipeline's stages: the send between them (pp_send_s) and the critical stage
+ * (critical_stage), through the memo for an even split of one kind of layer, where they depend
+ * on the layer summary, p, v, the layers a rank builds, the replayed and offload terms, the
+ * send's group stride and size and SP alone. */
+static int
+pipeline_stages(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                const struct shape *x, const struct spsim_comm_report *comm,
+                const double replayed_offload[2], double *t_send, struct stage_time *crit,
+                double *avg, uint32_t *critical)
 {
-    if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16)
-        return critical_stage(le, x, replayed_offload, crit, avg);
-    const uint64_t key[SPSIM_CRIT_MEMO_KEY] = {
-        le->id, x->p, x->v, x->lps, memo_bits(replayed_offload[0]), memo_bits(replayed_offload[1])};
+    bool memoized = memo && le->id && x->plan->even && !x->mixed && !x->bf16;
+    const uint64_t key[SPSIM_CRIT_MEMO_KEY] = {le->id,
+                                               x->p | x->v << 32,
+                                               x->lps,
+                                               memo_bits(replayed_offload[0]),
+                                               memo_bits(replayed_offload[1]),
+                                               x->t * x->dc,
+                                               comm->pp_message_bytes,
+                                               par->sp};
     struct spsim_crit_memo_slot *s =
-        &memo->crit[memo_hash(key, SPSIM_CRIT_MEMO_KEY, SPSIM_CRIT_MEMO_BITS)];
-    if (s->used && memcmp(s->key, key, sizeof(key)) == 0) {
+        memoized ? &memo->crit[memo_hash(key, SPSIM_CRIT_MEMO_KEY, SPSIM_CRIT_MEMO_BITS)] : NULL;
+    if (s && s->used && memcmp(s->key, key, sizeof(key)) == 0) {
+        *t_send = s->t_send;
         *crit = s->crit;
         *avg = s->avg;
-        return s->best;
+        *critical = s->best;
+        return SPSIM_OK;
     }
-    s->best = critical_stage(le, x, replayed_offload, crit, avg);
-    s->crit = *crit;
-    s->avg = *avg;
-    memcpy(s->key, key, sizeof(key));
-    s->used = true;
-    return s->best;
+    int rc = pp_send_s(memo, hw, par, le, x, comm, t_send);
+    if (rc != SPSIM_OK)
+        return rc;
+    *critical = critical_stage(le, x, replayed_offload, crit, avg);
+    if (s) {
+        *s = (struct spsim_crit_memo_slot){
+            .used = true, .best = *critical, .avg = *avg, .t_send = *t_send, .crit = *crit};
+        memcpy(s->key, key, sizeof(key));
+    }
+    return SPSIM_OK;
 }
 
 /* The data-parallel reduction and gather, the iteration's synchronisations and the optimizer
@@ -354,7 +369,7 @@ sync_key(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
          const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
          uint32_t critical, uint64_t *key, struct spsim_parallel *key_par)
 {
-    *key_par = *par;
+    spsim_copy(key_par, par, sizeof(*key_par));
     key_par->gbs = 0;
     bool per_micro = zero_level(par) >= 2 || par->dtype == SPSIM_DTYPE_FP8;
     const uint64_t k[SPSIM_SYNC_MEMO_KEY] = {
@@ -433,7 +448,7 @@ sync_terms_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                                            tr->moe_expert_bias_allreduce_s,
                                        .optimizer_s = tr->optimizer_s};
     memcpy(s->key, key, sizeof(key));
-    s->par = key_par;
+    spsim_copy(&s->par, &key_par, sizeof(key_par));
     memcpy(s->busy_nvlink, busy->nvlink + first, s->nbusy * sizeof(bool));
     memcpy(s->busy_add, busy->add + first, s->nbusy * sizeof(double));
     return SPSIM_OK;
@@ -447,17 +462,17 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
                    struct spsim_time_report *tr)
 {
     (void)model;
-    double t_send = 0;
-    int rc = pp_send_s(memo, hw, par, le, x, comm, &t_send);
-    if (rc)
-        return rc;
-    double p2p = 2.0 * (double)x->v * t_send, avg = 0;
+    double t_send = 0, avg = 0;
     struct stage_time critical = {0};
     const struct stage_time *crit = &critical;
     const double replayed_offload[2] = {
         par->recompute == SPSIM_RECOMPUTE_FULL ? mem->recomputed_layers_per_stage : (double)x->lps,
         offload_exposed(hw, par, le, x, tr)};
-    tr->critical_stage = critical_stage_memo(memo, le, x, replayed_offload, &critical, &avg);
+    int rc = pipeline_stages(memo, hw, par, le, x, comm, replayed_offload, &t_send, &critical, &avg,
+                             &tr->critical_stage);
+    if (rc)
+        return rc;
+    double p2p = 2.0 * (double)x->v * t_send;
     double mb = (double)x->micro, hidden = 0;
     double p2p_steady = p2p_exposed_s(hw, par, x, crit, t_send, &hidden);
     tr->pp_p2p_hidden_s = mb * hidden;

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "eval.h"
@@ -150,7 +151,11 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
 {
     const struct spsim_model_shape *m = &model->shape;
     uint32_t t = le->cfg.t;
-    memset(s, 0, sizeof(*s));
+    /* Everything but the collectives' list, of which layer_collectives writes the ncoll
+     * entries read (3 kB of the summary's 9 kB: a fresh point cleared it for nothing). */
+    memset(s, 0, offsetof(struct spsim_layer_summary, coll));
+    memset((char *)(s->coll + SPSIM_MAX_LAYER_COLLECTIVES), 0,
+           sizeof(*s) - offsetof(struct spsim_layer_summary, coll) - sizeof(s->coll));
     s->cfg = le->cfg;
     s->tp_group = le->tp_group;
     s->padded_vocab = le->padded_vocab;

@@ -221,6 +221,45 @@ attention_distance(const double *r, double dqk, double dv, double window)
 }
 
 /*
+ * The row of the nearest head dimensions and window (attention_distance's first minimum; NULL
+ * for an empty table), remembered per thread with the table's contents and the dimensions it
+ * was found for: a layer evaluation asks for it at each attention step, forward and backward,
+ * and the search takes two or three logarithms a row; a hit is the same search's answer.
+ */
+static const double *
+attention_key(const struct spsim_attention_table *t, double dqk, double dv, double window)
+{
+    static _Thread_local struct attention_key_memo {
+        bool used;
+        double dqk, dv, window;
+        uint32_t index;
+        struct spsim_attention_table table;
+    } cache[2]; /* one for whole layers, one for windowed ones (attention_s asks for both) */
+    struct attention_key_memo *c = &cache[window > 0];
+    size_t rows = t->n * sizeof(t->rows[0]);
+    if (c->used && c->dqk == dqk && c->dv == dv && c->window == window && c->table.n == t->n &&
+        memcmp(c->table.rows, t->rows, rows) == 0)
+        return c->index < t->n ? t->rows[c->index] : NULL;
+    double best = INFINITY;
+    uint32_t index = t->n;
+    for (uint32_t i = 0; i < t->n; i++) {
+        double d = attention_distance(t->rows[i], dqk, dv, window);
+        if (d < best) {
+            best = d;
+            index = i;
+        }
+    }
+    c->used = true;
+    c->dqk = dqk;
+    c->dv = dv;
+    c->window = window;
+    c->index = index;
+    c->table.n = t->n;
+    memcpy(c->table.rows, t->rows, rows);
+    return index < t->n ? t->rows[index] : NULL;
+}
+
+/*
  * Fused attention's measured rate (gpu.attention_table: cuDNN, TE's FusedAttention, which TE
  * prefers on Hopper and later, dot_product_attention/utils.py get_attention_backend) for
  * head dimensions dqk/dv, queries seeing at most `seq` keys and a sliding window (0: none):
@@ -232,15 +271,8 @@ attention_table_rate(const struct spsim_hardware *hw, double dqk, double dv, dou
                      double window, bool bwd)
 {
     const struct spsim_attention_table *t = hw->attention;
-    double best = INFINITY, lo_s = 0, hi_s = INFINITY, lo_r = 0, hi_r = 0;
-    const double *key = NULL;
-    for (uint32_t i = 0; i < t->n; i++) {
-        double d = attention_distance(t->rows[i], dqk, dv, window);
-        if (d < best) {
-            best = d;
-            key = t->rows[i];
-        }
-    }
+    double lo_s = 0, hi_s = INFINITY, lo_r = 0, hi_r = 0;
+    const double *key = attention_key(t, dqk, dv, window);
     double first_s = INFINITY, first_r = 0, last_s = 0, last_r = 0;
     for (uint32_t i = 0; i < t->n; i++) {
         const double *r = t->rows[i];
@@ -391,9 +423,70 @@ grouped_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype,
     return rc;
 }
 
+/*
+ * The GEMM times and TP collective times of one block's steps by their exact inputs (the
+ * hardware, the configuration and the TP group are the block's): a layer's forward, dgrad,
+ * wgrad and recomputed GEMMs and its AllGathers and ReduceScatters repeat shapes and sizes, and
+ * a hit is what computing again gives.
+ */
+#define STEP_MEMO_SLOTS 32
+struct gemm_memo_entry {
+    uint64_t m, n, k, batch;
+    enum spsim_dtype dtype;
+    bool wgrad, grouped;
+    double s;
+};
+struct coll_memo_entry {
+    enum spsim_coll_op op;
+    uint64_t bytes;
+    struct spsim_coll_time t;
+};
+struct step_memo {
+    uint32_t ngemm, ncoll;
+    struct gemm_memo_entry gemm[STEP_MEMO_SLOTS];
+    struct coll_memo_entry coll[STEP_MEMO_SLOTS];
+};
+
+static int
+memo_gemm_time(struct step_memo *mo, const struct spsim_hardware *hw, enum spsim_dtype dtype,
+               const struct spsim_step *st, bool wgrad, bool grouped, double *seconds)
+{
+    for (uint32_t i = 0; i < mo->ngemm; i++) {
+        const struct gemm_memo_entry *e = &mo->gemm[i];
+        if (e->m == st->gm && e->n == st->gn && e->k == st->gk && e->batch == st->gbatch &&
+            e->dtype == dtype && e->wgrad == wgrad && e->grouped == grouped) {
+            *seconds = e->s;
+            return SPSIM_OK;
+        }
+    }
+    int rc = grouped
+                 ? grouped_gemm_time(hw, dtype, st, wgrad, seconds)
+                 : spsim_gemm_time(hw, dtype, st->gm, st->gn, st->gk, st->gbatch, wgrad, seconds);
+    if (rc == SPSIM_OK && mo->ngemm < STEP_MEMO_SLOTS)
+        mo->gemm[mo->ngemm++] = (struct gemm_memo_entry){st->gm, st->gn, st->gk,  st->gbatch,
+                                                         dtype,  wgrad,  grouped, *seconds};
+    return rc;
+}
+
+static int
+memo_coll_time(struct step_memo *mo, const struct spsim_hardware *hw, const struct spsim_step *st,
+               struct spsim_group tp, struct spsim_coll_time *out)
+{
+    for (uint32_t i = 0; i < mo->ncoll; i++)
+        if (mo->coll[i].op == st->coll && mo->coll[i].bytes == st->message_bytes) {
+            *out = mo->coll[i].t;
+            return SPSIM_OK;
+        }
+    int rc = spsim_collective_time(hw, st->coll, tp, (double)st->message_bytes, 1.0, out);
+    if (rc == SPSIM_OK && mo->ncoll < STEP_MEMO_SLOTS)
+        mo->coll[mo->ncoll++] = (struct coll_memo_entry){st->coll, st->message_bytes, *out};
+    return rc;
+}
+
 static int
 step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
-          const struct spsim_step *st, struct spsim_group tp, struct spsim_step_cost *c)
+          const struct spsim_step *st, struct spsim_group tp, struct step_memo *mo,
+          struct spsim_step_cost *c)
 {
     memset(c, 0, sizeof(*c));
     int rc = SPSIM_OK;
@@ -401,13 +494,10 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     switch (op->kind) {
     case SPSIM_OPK_GEMM:
     case SPSIM_OPK_BMM:
-        if (op->kind == SPSIM_OPK_GEMM && st->gbatch > 1) /* only the experts' are batched */
-            rc = grouped_gemm_time(hw, gemm_dtype(cfg, op), st, st->pass == SPSIM_PASS_WGRAD,
-                                   &c->compute_s);
-        else
-            rc = spsim_gemm_time(hw, gemm_dtype(cfg, op), st->gm, st->gn, st->gk, st->gbatch,
-                                 op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
-                                 &c->compute_s);
+        /* only the experts' GEMMs are batched (TE's grouped GEMM) */
+        rc = memo_gemm_time(mo, hw, gemm_dtype(cfg, op), st,
+                            op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
+                            op->kind == SPSIM_OPK_GEMM && st->gbatch > 1, &c->compute_s);
         /* the bias-gradient reduction (wgrad), FP8 casts (forward, dgrad) */
         c->compute_s += st->bytes / hw->hbm_achievable_Bps;
         break;
@@ -434,7 +524,7 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     if (rc != SPSIM_OK)
         return rc;
     if (st->coll != SPSIM_COLL_NONE) {
-        rc = spsim_collective_time(hw, st->coll, tp, (double)st->message_bytes, 1.0, &c->coll);
+        rc = memo_coll_time(mo, hw, st, tp, &c->coll);
         ub_without_ring_tail(cfg, &c->coll);
         c->comm_s = c->coll.time_s;
         /* TE's bulk overlaps (--tp-comm-overlap) take 16 SMs, NCCL one per channel. */
@@ -656,6 +746,8 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
     const struct spsim_layer_config *cfg = &be->block.cfg;
     be->saved_bytes = spsim_layer_saved_bytes(&be->block, ok);
     spsim_schedule_build(&be->block, &be->sched);
+    struct step_memo mo;
+    mo.ngemm = mo.ncoll = 0;
     if (!hw)
         memset(be->cost, 0, be->sched.nsteps * sizeof(be->cost[0]));
     for (uint32_t i = 0; i < be->sched.nsteps; i++) {
@@ -674,7 +766,7 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
                 be->tp_regather_wire += w;
         }
         if (hw) {
-            int rc = step_cost(hw, cfg, st, tp, &be->cost[i]);
+            int rc = step_cost(hw, cfg, st, tp, &mo, &be->cost[i]);
             if (rc != SPSIM_OK)
                 return spsim_fail(err, rc, "numerical failure while costing '%s'", st->op->name);
         }

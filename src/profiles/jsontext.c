@@ -30,9 +30,19 @@ line_column(const char *text, size_t offset, unsigned *line, unsigned *column)
 int
 spsim_json_check_raw(const char *text, size_t len, const char *origin, struct spsim_error *err)
 {
+    /* The bytes the loop acts on, outside and inside strings: the runs between them are
+     * skipped by one table lookup a byte (a profile is mostly such runs). */
+    static const bool outside[256] = {
+        ['\0'] = 1, ['"'] = 1, ['['] = 1, ['{'] = 1, [']'] = 1, ['}'] = 1};
+    static const bool inside[256] = {['\0'] = 1, ['"'] = 1, ['\\'] = 1};
     bool in_string = false;
     size_t depth = 0;
     for (size_t i = 0; i < len; i++) {
+        const bool *acts = in_string ? inside : outside;
+        while (i < len && !acts[(unsigned char)text[i]])
+            i++;
+        if (i == len)
+            break;
         char c = text[i];
         unsigned line, column;
         if (c == '\0')
@@ -99,7 +109,13 @@ walk_string(struct walk *w, const char *field)
 {
     const unsigned char *s = (const unsigned char *)w->text;
     size_t start = w->pos++;
-    while (w->pos < w->len && s[w->pos] != '"') {
+    for (;;) {
+        size_t p = w->pos; /* a run of plain ASCII, the common case, in a register */
+        while (p < w->len && s[p] < 0x80 && s[p] != '"' && s[p] != '\\')
+            p++;
+        w->pos = p;
+        if (p >= w->len || s[p] == '"')
+            break;
         size_t n = 1;
         if (s[w->pos] == '\\') {
             n = s[w->pos + 1] == 'u' ? 6 : 2;

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "sweep_internal.h"
@@ -92,5 +93,123 @@ spsim_sweep_spec_optimize_moe(struct spsim_sweep_spec *spec, uint32_t gpus, uint
         rc = spsim_sweep_spec_parse(spec, SPSIM_AXIS_MOE_DISPATCHER, "alltoall,allgather",
                                     "moe_dispatcher", err);
     free(eps);
+    return rc;
+}
+
+/* "default,a,b,a+b,...": every set of the modules in `mask` (default, Megatron's core_attn, for
+ * the set of core_attn alone). NULL when out of memory. */
+static char *
+module_sets(uint32_t mask)
+{
+    size_t cap = 16384, len = 0;
+    char *text = spsim_calloc(cap, 1);
+    if (!text)
+        return NULL;
+    len += (size_t)snprintf(text, cap, "default");
+    for (uint32_t set = 1; set < (1u << SPSIM_RMOD_COUNT_); set++) {
+        char name[160];
+        if ((set & ~mask) || set == SPSIM_RMOD_CORE_ATTN)
+            continue;
+        spsim_recompute_modules_format(set, name, sizeof(name));
+        if (len + strlen(name) + 2 >= cap)
+            break; /* 2^7 sets of at most 70 characters: never */
+        len += (size_t)snprintf(text + len, cap - len, ",%s", name);
+    }
+    return text;
+}
+
+/* The recompute modules a model has (check_modules: dense layers core_attn, layernorm and mlp;
+ * MoE layers moe_act, moe and, with shared experts, shared_experts; MLA mla_up_proj); mlp only
+ * where some layer is dense. */
+static uint32_t
+model_modules(const struct spsim_model *m)
+{
+    uint32_t mask = SPSIM_RMOD_CORE_ATTN | SPSIM_RMOD_LAYERNORM;
+    if (!m->shape.experts || m->moe_layers < m->shape.layers)
+        mask |= SPSIM_RMOD_MLP;
+    if (m->shape.experts)
+        mask |= SPSIM_RMOD_MOE_ACT | SPSIM_RMOD_MOE;
+    if (m->shape.experts && m->shape.shared_expert_ffn_hidden)
+        mask |= SPSIM_RMOD_SHARED_EXPERTS;
+    if (m->shape.kv_lora_rank)
+        mask |= SPSIM_RMOD_MLA_UP_PROJ;
+    return mask;
+}
+
+/* The data types and FP8 recipes the GPU has: FP8 where the profile has an FP8 peak; MXFP8 and
+ * NVFP4 where it has an NVFP4 one (Blackwell: TE's MXFP8 and NVFP4 recipes need SM 10.x,
+ * transformer_engine/common/recipe/__init__.py and docs nvfp4.rst). */
+static void
+dtypes_of(const struct spsim_hardware *hw, char *dtypes, size_t dcap, char *recipes, size_t rcap)
+{
+    bool fp8 = hw->peak_flops[SPSIM_DTYPE_FP8] > 0, fp4 = hw->peak_flops[SPSIM_DTYPE_NVFP4] > 0;
+    snprintf(dtypes, dcap, "bf16%s%s", fp8 ? ",fp8" : "", fp4 ? ",nvfp4" : "");
+    snprintf(recipes, rcap, "delayed%s%s", fp8 ? ",current,blockwise" : "",
+             fp8 && fp4 ? ",mxfp8" : "");
+}
+
+/* One axis' default text, unless the spec sets it. */
+static int
+set_default(struct spsim_sweep_spec *spec, enum spsim_sweep_axis axis, const char *text,
+            struct spsim_error *err)
+{
+    if (spsim_sweep_spec_is_set(spec, axis))
+        return SPSIM_OK;
+    return spsim_sweep_spec_parse(spec, axis, text, spsim_sweep_axis_name(axis), err);
+}
+
+int
+spsim_sweep_spec_optimize_space(struct spsim_sweep_spec *spec, const struct spsim_model *model,
+                                const struct spsim_hardware *hw, uint32_t gpus,
+                                struct spsim_error *err)
+{
+    if (!spec || !model || !hw || gpus == 0)
+        return spsim_fail(err, SPSIM_EINVAL, "optimize: a model, a hardware profile and gpus > 0");
+    uint32_t layers = model->shape.layers;
+    int rc = spsim_sweep_spec_optimize_defaults(spec, gpus, layers, err);
+    if (rc == SPSIM_OK)
+        rc = spsim_sweep_spec_optimize_moe(spec, gpus, model->shape.experts, err);
+    char *cps = divisors(gpus, 65536), *mods = module_sets(model_modules(model));
+    char dtypes[32], recipes[64], rlayers[32], offload[32];
+    dtypes_of(hw, dtypes, sizeof(dtypes), recipes, sizeof(recipes));
+    snprintf(rlayers, sizeof(rlayers), "0..%u", layers);
+    /* CPU offload: pp 1, dense layers and a host link only (check_offload, moe.c). */
+    bool offload_ok = hw->host_d2h_Bps > 0 && !model->shape.experts && layers > 1;
+    snprintf(offload, sizeof(offload), offload_ok ? "0..%u" : "0", layers - 1);
+    const struct {
+        enum spsim_sweep_axis axis;
+        const char *text;
+    } axes[] = {{SPSIM_AXIS_CP, cps},
+                {SPSIM_AXIS_CP_COMM_TYPE, "p2p,all_gather,a2a"},
+                {SPSIM_AXIS_ZERO, "0,2,3"}, /* level 1 is the distributed optimizer */
+                {SPSIM_AXIS_OVERLAP_PARAM_GATHER, "on,off"},
+                {SPSIM_AXIS_DTYPE, dtypes},
+                {SPSIM_AXIS_FP8_RECIPE, recipes},
+                {SPSIM_AXIS_RECOMPUTE_MODULES, mods},
+                {SPSIM_AXIS_RECOMPUTE_METHOD, "default,uniform,block"},
+                {SPSIM_AXIS_RECOMPUTE_LAYERS, rlayers},
+                {SPSIM_AXIS_OFFLOAD_LAYERS, offload},
+                {SPSIM_AXIS_TP_COMM_OVERLAP, "on,off"},
+                {SPSIM_AXIS_OVERLAP_P2P, "on,off"}};
+    if (rc == SPSIM_OK && (!cps || !mods))
+        rc = spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == SPSIM_OK && i < SPSIM_ARRAY_LENGTH(axes); i++)
+        rc = set_default(spec, axes[i].axis, axes[i].text, err);
+    /* Expert tensor parallelism: tp's (0) or a divisor of the NVLink domain (its collectives
+     * stay inside it). */
+    uint64_t a = gpus, b = hw->nvlink_domain_gpus ? hw->nvlink_domain_gpus : 1;
+    while (b) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    char *etps = divisors(a, 65536), etp[4096];
+    snprintf(etp, sizeof(etp), "0,%s", etps ? etps : "1");
+    if (rc == SPSIM_OK && model->shape.experts)
+        rc = etps ? set_default(spec, SPSIM_AXIS_ETP, etp, err)
+                  : spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    free(etps);
+    free(cps);
+    free(mods);
     return rc;
 }

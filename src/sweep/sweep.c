@@ -81,6 +81,7 @@ axis_default(int axis)
     case SPSIM_AXIS_MBS:
     case SPSIM_AXIS_GBS:
     case SPSIM_AXIS_EP:
+    case SPSIM_AXIS_OVERLAP_P2P: /* Megatron's default: async sends with interleaving */
         return 1;
     case SPSIM_AXIS_FLASH_ATTN:
         return -1; /* the model's kernel */
@@ -95,6 +96,7 @@ static int
 copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct spsim_error *err)
 {
     sw->size = 1;
+    sw->points = 1;
     for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
         const struct spsim_axis_values *ax = &spec->axis[a];
         sw->n[a] = ax->set ? ax->n : 1;
@@ -105,11 +107,15 @@ copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct sp
             memcpy(sw->v[a], ax->v, ax->n * sizeof(int64_t));
         else
             sw->v[a][0] = axis_default(a);
-        /* 2^62: indices, shard bounds and counts stay far from 64-bit overflow. */
-        if (sw->size > (UINT64_C(1) << 62) / sw->n[a])
+        /* 2^62: indices, shard bounds and counts stay far from 64-bit overflow. Optimize's
+         * space is searched by branch and bound, not by index: it may be larger, and is then
+         * not indexed (size 0; spsim_sweep_run and spsim_sweep_point_at refuse it). */
+        sw->points *= sw->n[a];
+        if (sw->size > (UINT64_C(1) << 62) / sw->n[a] && !spec->skip_inert)
             return spsim_fail(err, SPSIM_ERANGE,
                               "sweep: the space has more than 2^62 points; shorten an axis");
-        sw->size *= sw->n[a];
+        sw->unindexed |= sw->size > (UINT64_C(1) << 62) / sw->n[a];
+        sw->size = sw->unindexed ? 0 : sw->size * sw->n[a];
     }
     sw->use_gpus = spec->axis[SPSIM_AXIS_GPUS].set;
     for (uint32_t i = 0; i < sw->n[SPSIM_AXIS_PP]; i++)
@@ -184,14 +190,23 @@ quote_names(struct spsim_sweep *sw, struct spsim_error *err)
 
 /* The layer configuration is a function of these axes' digits (single-valued ones add
  * nothing to the number: digit 0 of radix 1). */
-static const int layer_key_axes[] = {SPSIM_AXIS_MODEL,      SPSIM_AXIS_HW,
-                                     SPSIM_AXIS_TP,         SPSIM_AXIS_SP,
-                                     SPSIM_AXIS_RECOMPUTE,  SPSIM_AXIS_MBS,
-                                     SPSIM_AXIS_SEQ,        SPSIM_AXIS_FLASH_ATTN,
-                                     SPSIM_AXIS_DTYPE,      SPSIM_AXIS_RECOMPUTE_MODULES,
-                                     SPSIM_AXIS_CP,         SPSIM_AXIS_CP_COMM_TYPE,
-                                     SPSIM_AXIS_FP8_RECIPE, SPSIM_AXIS_EP,
-                                     SPSIM_AXIS_ETP,        SPSIM_AXIS_MOE_DISPATCHER};
+static const int layer_key_axes[] = {SPSIM_AXIS_MODEL,
+                                     SPSIM_AXIS_HW,
+                                     SPSIM_AXIS_TP,
+                                     SPSIM_AXIS_SP,
+                                     SPSIM_AXIS_RECOMPUTE,
+                                     SPSIM_AXIS_MBS,
+                                     SPSIM_AXIS_SEQ,
+                                     SPSIM_AXIS_FLASH_ATTN,
+                                     SPSIM_AXIS_DTYPE,
+                                     SPSIM_AXIS_RECOMPUTE_MODULES,
+                                     SPSIM_AXIS_CP,
+                                     SPSIM_AXIS_CP_COMM_TYPE,
+                                     SPSIM_AXIS_FP8_RECIPE,
+                                     SPSIM_AXIS_EP,
+                                     SPSIM_AXIS_ETP,
+                                     SPSIM_AXIS_MOE_DISPATCHER,
+                                     SPSIM_AXIS_TP_COMM_OVERLAP};
 
 /* The axes that set no field spsim_layer_config_from reads (nor the padded vocabulary's tp):
  * while only these change, consecutive points share their layer summary. An axis whose field
@@ -244,10 +259,10 @@ layer_key(const struct spsim_sweep *sw, const uint32_t *d)
 static uint32_t
 cache_slots(const struct spsim_sweep *sw)
 {
-    static const int inner[] = {SPSIM_AXIS_SP,         SPSIM_AXIS_RECOMPUTE,
-                                SPSIM_AXIS_MBS,        SPSIM_AXIS_SEQ,
-                                SPSIM_AXIS_FLASH_ATTN, SPSIM_AXIS_DTYPE,
-                                SPSIM_AXIS_FP8_RECIPE, SPSIM_AXIS_RECOMPUTE_MODULES};
+    static const int inner[] = {
+        SPSIM_AXIS_SP,         SPSIM_AXIS_RECOMPUTE,         SPSIM_AXIS_MBS,
+        SPSIM_AXIS_SEQ,        SPSIM_AXIS_FLASH_ATTN,        SPSIM_AXIS_DTYPE,
+        SPSIM_AXIS_FP8_RECIPE, SPSIM_AXIS_RECOMPUTE_MODULES, SPSIM_AXIS_TP_COMM_OVERLAP};
     uint64_t want = 1;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(inner); i++)
         want *= sw->n[inner[i]];
@@ -336,6 +351,10 @@ spsim_sweep_fingerprint(const struct spsim_sweep *sw, const struct spsim_sweep_o
         return 0;
     uint64_t h = 0xcbf29ce484222325ull;
     for (int a = 0; a < SPSIM_AXIS_COUNT; a++) {
+        /* Axes added later count only when set apart from their default: the checksums of
+         * the sweeps that existed before them stay as they were. */
+        if (a >= SPSIM_AXIS_TP_COMM_OVERLAP && sw->n[a] == 1 && sw->v[a][0] == axis_default(a))
+            continue;
         h = fnv1a_u64(h, sw->n[a]);
         for (uint32_t i = 0; i < sw->n[a] && sw->v[a]; i++)
             h = fnv1a_u64(h, (uint64_t)sw->v[a][i]);
@@ -424,6 +443,12 @@ set_sharding_axis(struct spsim_parallel *p, int axis, int64_t v)
         break;
     case SPSIM_AXIS_DELAY_WGRAD:
         p->delay_wgrad_compute = v != 0;
+        break;
+    case SPSIM_AXIS_TP_COMM_OVERLAP:
+        p->tp_comm_overlap = v != 0;
+        break;
+    case SPSIM_AXIS_OVERLAP_P2P:
+        p->no_overlap_p2p = v == 0;
         break;
     default: /* model and hw are pointers, set by point_update */
         break;
@@ -576,6 +601,23 @@ derive_pipeline(const struct spsim_sweep *sw, const uint32_t *d, struct spsim_sw
 
 /* Bring the point's configuration up to date for axis `from` and those inside it (0: all);
  * dp = 0 when the GPU count does not split over tp·pp. */
+static void point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
+                         struct spsim_sweep_point *pt);
+static void set_axis(struct spsim_sweep_point *pt, int axis, int64_t v);
+
+void
+spsim_sweep_point_of(const struct spsim_sweep *sw, const uint32_t *d, struct spsim_sweep_point *pt)
+{
+    point_update(sw, d, 0, pt);
+}
+
+void
+spsim_sweep_point_set(const struct spsim_sweep *sw, struct spsim_sweep_point *pt, int axis,
+                      uint32_t digit)
+{
+    set_axis(pt, axis, sw->v[axis][digit]);
+}
+
 static void
 point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
              struct spsim_sweep_point *pt)
@@ -646,11 +688,14 @@ spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *
     memset(w, 0, sizeof(*w));
     w->sw = sw;
     w->changed_since = 0;
+    /* Without options, a worker for one point (spsim_sweep_evaluate): one cache slot and no
+     * memo, which only repeats serve (they were up to 9 MB to clear for a single point). */
+    w->cache_slots = opt ? sw->cache_slots : 1;
     w->le = spsim_calloc(1, sizeof(*w->le));
-    w->cache = spsim_calloc(sw->cache_slots, sizeof(*w->cache));
-    w->memo = spsim_coll_memo_create();
+    w->cache = spsim_calloc(w->cache_slots, sizeof(*w->cache));
+    w->memo = opt ? spsim_coll_memo_create() : NULL;
     w->top = top_k ? spsim_calloc(top_k, sizeof(*w->top)) : NULL;
-    if (!w->le || !w->cache || !w->memo || (top_k && !w->top) ||
+    if (!w->le || !w->cache || (opt && !w->memo) || (top_k && !w->top) ||
         (format != SPSIM_ROW_NONE &&
          spsim_row_writer_init(&w->rows, format, opt->columns) != SPSIM_OK)) {
         spsim_sweep_worker_free(w);
@@ -676,11 +721,12 @@ spsim_sweep_worker_free(struct spsim_sweep_worker *w)
  * configuration, the padded vocabulary), so the cache stays right whatever those inputs come
  * to depend on.
  */
-static int
-layer_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsim_sweep_point *pt,
-              const struct spsim_layer_summary **out, struct spsim_error *err)
+int
+spsim_sweep_summary(struct spsim_sweep_worker *w, const uint32_t *d,
+                    const struct spsim_sweep_point *pt, const struct spsim_layer_summary **out,
+                    struct spsim_error *err)
 {
-    struct spsim_cache_slot *slot = &w->cache[layer_key(w->sw, d) & (w->sw->cache_slots - 1)];
+    struct spsim_cache_slot *slot = &w->cache[layer_key(w->sw, d) & (w->cache_slots - 1)];
     const struct spsim_model_shape *m = &pt->model->shape;
     struct spsim_layer_config cfg;
     memset(&cfg, 0, sizeof(cfg)); /* padding too: configurations compare as bytes */
@@ -689,6 +735,7 @@ layer_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsi
     if (!slot->used || slot->model != pt->model || slot->hw != pt->hw || slot->vpad != vpad ||
         memcmp(&slot->cfg, &cfg, sizeof(cfg)) != 0) {
         slot->rc = spsim_layer_evaluate(m, pt->hw, &cfg, vpad, w->le, NULL);
+        w->layer_evaluations++;
         if (slot->rc == SPSIM_OK)
             spsim_layer_summarize(pt->model, pt->hw, w->le, &slot->sum);
         slot->sum.id = ++w->summaries; /* the composition's memos know it by this */
@@ -715,7 +762,7 @@ point_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsi
         *out = w->last_sum;
         return w->last_sum_rc;
     }
-    int rc = layer_summary(w, d, pt, out, err);
+    int rc = spsim_sweep_summary(w, d, pt, out, err);
     w->last_sum = *out;
     w->last_sum_rc = rc;
     w->changed_since = SPSIM_AXIS_COUNT;
@@ -723,9 +770,9 @@ point_summary(struct spsim_sweep_worker *w, const uint32_t *d, const struct spsi
 }
 
 /* Evaluate the point of digits `d`, whose configuration `pt` holds up to axis `from`. */
-static int
-eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from, bool per_layer,
-            struct spsim_sweep_point *pt, struct spsim_error *err)
+int
+spsim_sweep_eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from, bool per_layer,
+                        struct spsim_sweep_point *pt, struct spsim_error *err)
 {
     if (from < w->changed_since)
         w->changed_since = from;
@@ -752,7 +799,7 @@ spsim_sweep_eval_point(struct spsim_sweep_worker *w, uint64_t index, bool per_la
     uint32_t d[SPSIM_AXIS_COUNT];
     digits_of(w->sw, index, d);
     pt->index = index;
-    return eval_digits(w, d, 0, per_layer, pt, err);
+    return spsim_sweep_eval_digits(w, d, 0, per_layer, pt, err);
 }
 
 int
@@ -854,7 +901,11 @@ sharding_text(const struct spsim_parallel *p, char *buf, size_t cap)
     if (p->overlap_param_gather && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, " overlap_param_gather=on");
     if (p->grad_reduce_in_fp32 == 0 && n >= 0 && (size_t)n < cap)
-        snprintf(buf + n, cap - (size_t)n, " grad_reduce_in_fp32=off");
+        n += snprintf(buf + n, cap - (size_t)n, " grad_reduce_in_fp32=off");
+    if (p->tp_comm_overlap && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, " tp_comm_overlap=on");
+    if (p->no_overlap_p2p && n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, " overlap_p2p_communication=off");
 }
 
 /* "model=M hw=H tp=.. ...: REASON\n" for --show-invalid. */
@@ -869,9 +920,9 @@ describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct 
         snprintf(dp, sizeof(dp), "gpus=%u", pt->gpus);
     else
         snprintf(dp, sizeof(dp), "dp=%u", p->dp);
-    char extra[160];
+    char extra[224];
     sharding_text(p, extra, sizeof(extra));
-    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 672;
+    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 736;
     if (spsim_buf_reserve(out, room) != SPSIM_OK)
         return SPSIM_ENOMEM;
     static const char *const splits[] = {"", " pp_split=account", " pp_split=balanced"};
@@ -955,16 +1006,17 @@ fails_inside_vpp(const struct spsim_sweep *sw, const struct spsim_sweep_point *p
 }
 
 /*
- * Whether every point inside the gbs axis fails as this invalid one does: the batch rules of
- * spsim_parallel_check (check_pipeline), which gbs, mbs, dp, pp and vpp alone decide and no axis
- * inside gbs sets (unless max_gbs, inside it, derives gbs; the interleaving rule only where no
- * inner axis can make the split uneven, which may change its vpp). A space of plain batch
- * ranges has most of its points here (gbs not a multiple of mbs·dp).
+ * Whether every point inside the gbs axis fails as this one would: the batch rules of
+ * spsim_parallel_check (spsim_batch_fails), which gbs, mbs, dp, pp and the chunks per rank
+ * alone decide and no axis inside gbs sets (unless max_gbs, inside it, derives gbs; the
+ * interleaving rules only where no inner axis can make the split uneven, which may change its
+ * chunks). A space of plain batch ranges has most of its points here (gbs not a multiple of
+ * mbs·dp).
  */
 static bool
-fails_inside_gbs(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt)
+fails_inside_gbs(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt,
+                 const struct spsim_parallel *p)
 {
-    const struct spsim_parallel *p = &pt->par;
     if (sw->n[SPSIM_AXIS_MAX_GBS] > 1 || pt->max_gbs)
         return false;
     uint64_t per_step = (uint64_t)p->mbs * p->dp;
@@ -973,10 +1025,31 @@ fails_inside_gbs(const struct spsim_sweep *sw, const struct spsim_sweep_point *p
     bool even = sw->n[SPSIM_AXIS_PP_SPLIT] == 1 && !p->first_stage_layers &&
                 !p->last_stage_layers && !p->account_embedding && !p->account_loss &&
                 !p->pipeline_layout;
-    return even && p->vpp > 1 && (p->gbs / per_step) % p->pp != 0;
+    return even && spsim_batch_fails(p, p->vpp);
 }
 
-/* The points after the current one that fail alike and are counted at once (0: none). */
+/* After the current point's run inside gbs, the following batch values that fail alike: their
+ * whole runs too, while they end inside the block. @return the points skipped */
+static uint64_t
+skip_batches(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, uint32_t *d,
+             uint64_t left_in_block)
+{
+    uint64_t skipped = skip_inside(sw, SPSIM_AXIS_GBS, d, left_in_block), inside = 1;
+    for (int a = SPSIM_AXIS_GBS + 1; a < SPSIM_AXIS_COUNT; a++)
+        inside *= sw->n[a];
+    struct spsim_parallel p = pt->par;
+    while (d[SPSIM_AXIS_GBS] + 1 < sw->n[SPSIM_AXIS_GBS] && skipped + 1 + inside <= left_in_block) {
+        p.gbs = (uint64_t)sw->v[SPSIM_AXIS_GBS][d[SPSIM_AXIS_GBS] + 1];
+        if (!fails_inside_gbs(sw, pt, &p))
+            break;
+        d[SPSIM_AXIS_GBS]++; /* the digits inside stay at their last values */
+        skipped += inside;
+    }
+    return skipped;
+}
+
+/* The points after the current one that fail alike and are counted at once (0: none):
+ * sequence parallelism without tensor parallelism fails every point inside the sp axis. */
 static uint64_t
 skip_failing(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, uint32_t *d,
              uint64_t left_in_block)
@@ -985,8 +1058,10 @@ skip_failing(const struct spsim_sweep *sw, const struct spsim_sweep_point *pt, u
         return skip_inside(sw, SPSIM_AXIS_GPUS, d, left_in_block);
     if (fails_inside_vpp(sw, pt))
         return skip_inside(sw, SPSIM_AXIS_VPP, d, left_in_block);
-    if (fails_inside_gbs(sw, pt))
-        return skip_inside(sw, SPSIM_AXIS_GBS, d, left_in_block);
+    if (pt->par.sp && pt->par.tp <= 1)
+        return skip_inside(sw, SPSIM_AXIS_SP, d, left_in_block);
+    if (fails_inside_gbs(sw, pt, &pt->par))
+        return skip_batches(sw, pt, d, left_in_block);
     return 0;
 }
 
@@ -1005,7 +1080,7 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
          i++, from = digits_next(w->sw, d)) {
         b->evaluated++;
         pt.index = i;
-        int rc = eval_digits(w, d, from, false, &pt, opt->invalid ? &err : NULL);
+        int rc = spsim_sweep_eval_digits(w, d, from, false, &pt, opt->invalid ? &err : NULL);
         if (rc != SPSIM_OK && opt->invalid)
             b->rc = describe_invalid(&pt, err.message, &b->invalid);
         else if (rc != SPSIM_OK) {

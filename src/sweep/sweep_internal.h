@@ -22,7 +22,9 @@ struct spsim_sweep_spec {
 struct spsim_sweep {
     uint32_t n[SPSIM_AXIS_COUNT];       /* values per axis (1 for an unset axis) */
     int64_t *v[SPSIM_AXIS_COUNT];       /* the values */
-    uint64_t size;                      /* product of n */
+    uint64_t size;                      /* product of n; 0 when unindexed */
+    double points;                      /* product of n, also beyond 2^62 */
+    bool unindexed;                     /* optimize's space of 2^62 points or more */
     bool use_gpus;                      /* dp derived from the gpus axis */
     bool auto_pipeline;                 /* pp or vpp takes "auto" somewhere */
     uint8_t key_axes[SPSIM_AXIS_COUNT]; /* the layer key's multi-valued axes (sweep.c) */
@@ -140,6 +142,7 @@ struct spsim_sweep_worker {
     const struct spsim_sweep *sw;
     struct spsim_layer_eval *le; /* scratch for cache misses */
     struct spsim_cache_slot *cache;
+    uint32_t cache_slots; /* sw->cache_slots, or 1 for a worker of one point */
     /* The summary of the last point that asked for one and the outermost axis changed since
      * (SPSIM_AXIS_COUNT: none): while no layer key axis changed, the next point's is the same. */
     const struct spsim_layer_summary *last_sum;
@@ -151,7 +154,8 @@ struct spsim_sweep_worker {
     struct spsim_row_writer rows;
     struct spsim_top_entry *top; /* max-heap of the best top_k seen */
     uint64_t ntop;
-    char pad[64]; /* workers sit side by side: no cache line shared */
+    uint64_t layer_evaluations; /* cache misses: spsim_layer_evaluate calls */
+    char pad[64];               /* workers sit side by side: no cache line shared */
 };
 
 int spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *sw,
@@ -169,6 +173,27 @@ struct spsim_block {
 /** Evaluate points [b->begin, b->end) into the block (rows or the worker's top-K). */
 void spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt,
                            struct spsim_block *b);
+
+/** The configuration of the point of digits `d` (every axis' digit), as spsim_sweep_point_at
+ * decodes an index. */
+void spsim_sweep_point_of(const struct spsim_sweep *sw, const uint32_t *d,
+                          struct spsim_sweep_point *pt);
+
+/** Set one axis' field of a point to the axis' digit `digit`: for an axis nothing else is derived
+ * from (the sharding and overlap switches). */
+void spsim_sweep_point_set(const struct spsim_sweep *sw, struct spsim_sweep_point *pt, int axis,
+                           uint32_t digit);
+
+/** The layer summary of point `pt` (digits `d` choose the cache slot; a hit needs every input
+ * of spsim_layer_evaluate equal), from the worker's cache. @return its evaluation's status */
+int spsim_sweep_summary(struct spsim_sweep_worker *w, const uint32_t *d,
+                        const struct spsim_sweep_point *pt, const struct spsim_layer_summary **out,
+                        struct spsim_error *err);
+
+/** Evaluate the point of digits `d` into w->res; `pt` holds its configuration up to axis `from`
+ * (0: none). @return SPSIM_OK or the point's failure */
+int spsim_sweep_eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int from,
+                            bool per_layer, struct spsim_sweep_point *pt, struct spsim_error *err);
 
 /** Evaluate one point with a worker. per_layer: fill comm.per_layer. The result is in
  * w->res. @return SPSIM_OK or the point's failure (err filled when not NULL) */

@@ -286,6 +286,9 @@ static int
 check_options(const struct spsim_sweep *sw, const struct spsim_sweep_options *opt,
               struct spsim_error *err)
 {
+    if (sw->unindexed)
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "sweep: the space has 2^62 points or more (only optimize searches it)");
     uint64_t end = opt->end ? opt->end : sw->size;
     if (opt->begin > end || end > sw->size)
         return spsim_fail(err, SPSIM_EINVAL, "sweep: range [%llu, %llu) is outside the %llu points",

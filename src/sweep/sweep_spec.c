@@ -74,6 +74,8 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
                                    0, 0},
     [SPSIM_AXIS_A2A_OVERLAP] = {"overlap_moe_expert_parallel_comm", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_DELAY_WGRAD] = {"delay_wgrad_compute", KIND_SWITCH, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_TP_COMM_OVERLAP] = {"tp_comm_overlap", KIND_SWITCH, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_OVERLAP_P2P] = {"overlap_p2p_communication", KIND_SWITCH, 0, 0, NULL, 0, 0},
 };
 
 const char *
