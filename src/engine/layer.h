@@ -121,6 +121,9 @@ struct spsim_op {
     /* A frozen row-parallel linear whose adapter reads the same input (no dropout): the input
      * stays saved (spsim_lora_freeze). */
     bool input_shared;
+    /* The host waits here for the GPU (a device-to-host copy this op's launch needs: the MoE
+     * dispatchers' tokens per expert), in forward and its recompute (engine/host.c). */
+    bool d2h_sync;
 };
 
 #define SPSIM_LAYER_MAX_OPS 56
