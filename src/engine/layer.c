@@ -61,6 +61,7 @@
 struct builder {
     struct spsim_layer *layer;
     bool ok;
+    struct spsim_op spare; /* written instead of past the op list (then !ok): never overrun */
 };
 
 static struct spsim_op *
@@ -68,7 +69,11 @@ add_op(struct builder *bld, const char *name, enum spsim_op_kind kind, enum spsi
        enum spsim_rgroup group)
 {
     struct spsim_layer *L = bld->layer;
-    struct spsim_op *op = &L->ops[L->nops++];
+    struct spsim_op *op = &bld->spare;
+    if (L->nops < SPSIM_LAYER_MAX_OPS)
+        op = &L->ops[L->nops++];
+    else
+        bld->ok = false; /* a layer of more ops than the list holds is refused, not overrun */
     memset(op, 0, sizeof(*op));
     op->name = name;
     op->kind = kind;
@@ -83,7 +88,8 @@ static void
 save(struct spsim_op *op, const char *what, uint64_t elements, uint32_t bytes,
      enum spsim_rgroup group)
 {
-    op->saved[op->nsaved++] = (struct spsim_saved_tensor){what, elements, bytes, group};
+    if (op->nsaved < SPSIM_OP_MAX_SAVED) /* the op kinds save at most 3: never overrun */
+        op->saved[op->nsaved++] = (struct spsim_saved_tensor){what, elements, bytes, group};
 }
 
 static void
@@ -1408,7 +1414,8 @@ block_begin(struct spsim_layer *layer, const struct spsim_layer_config *cfg, str
     layer->nops = 0;
     layer->ok = true;
     layer->cfg = *cfg;
-    *bld = (struct builder){layer, true};
+    bld->layer = layer; /* the spare op is cleared when used */
+    bld->ok = true;
     *x = make_dims(m, cfg);
     layer->message_bytes = spsim_mul4(x->b, x->s, x->h, 2, &bld->ok);
 }
