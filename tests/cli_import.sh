@@ -99,6 +99,9 @@ expect 3 "'nemotron_h': Mamba-2 layers" -- check "$hf/Nemotron-H-56B-Base-8K"
 expect 3 "'glm_moe_dsa': DeepSeek sparse attention's indexer" -- check "$hf/GLM-5"
 expect 3 "'minimax_m2': rotary embedding on part of the head" -- check "$hf/MiniMax-M2.5"
 expect 3 "'mimo': MiMo's multi-token prediction layers" -- query --model "$hf/MiMo-7B-Base"
+expect 3 "'nemotron-nas': per-layer blocks" -- check "$hf/Llama-3_3-Nemotron-Super-49B-v1"
+expect 3 "'qwen3_next': Gated DeltaNet" -- check "$hf/Qwen3-Next-80B-A3B"
+expect 3 "'deepseek_v4': compressed sparse attention" -- check "$hf/DeepSeek-V4-Flash"
 
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \

@@ -636,6 +636,12 @@ START_TEST(hf_published_refusals)
         {"GLM-5", "'glm_moe_dsa': DeepSeek sparse attention's indexer"},
         {"MiniMax-M2.5", "'minimax_m2': rotary embedding on part of the head (rotary_dim)"},
         {"MiMo-7B-Base", "'mimo': MiMo's multi-token prediction layers"},
+        {"Llama-3_3-Nemotron-Super-49B-v1", "'nemotron-nas': per-layer blocks (block_configs)"},
+        {"Step-3.7-Flash", "'step3p7': sliding-window attention on 33 of 45 layers"},
+        {"Qwen3.5-27B", "'qwen3_5': Gated DeltaNet linear-attention layers"},
+        {"Qwen3-Next-80B-A3B", "'qwen3_next': Gated DeltaNet linear-attention layers"},
+        {"DeepSeek-V3.2", "'deepseek_v32': DeepSeek sparse attention's indexer"},
+        {"DeepSeek-V4-Flash", "'deepseek_v4': compressed sparse attention (compress_ratios"},
     };
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         char path[4096];

@@ -260,7 +260,10 @@ static const struct {
  * final_logit_softcapping, Llama 4's attention_chunk_size and no_rope layers, Nemotron-H's
  * hybrid_override_pattern of Mamba (M) and attention (*) layers with mlp_hidden_act relu2,
  * GLM-5's indexer keys, MiniMax-M2's rotary_dim 64 of head_dim 128, MiMo's MTP layers (a Qwen2
- * decoder layer with its own input projection and norms). */
+ * decoder layer with its own input projection and norms), Nemotron-Super's block_configs (31 of
+ * 80 attentions no_op), Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's
+ * full_attention_interval and linear_* keys, DeepSeek-V3.2's index_* keys, DeepSeek-V4's
+ * compress_ratios and hc_* keys. */
 static const struct {
     const char *type, *what;
 } unmodelled[] = {
@@ -273,6 +276,16 @@ static const struct {
     {"glm_moe_dsa", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
     {"minimax_m2", "rotary embedding on part of the head (rotary_dim) and per-layer Q/K norms"},
     {"mimo", "MiMo's multi-token prediction layers (num_nextn_predict_layers), not DeepSeek's"},
+    {"nemotron-nas", "per-layer blocks (block_configs): layers without attention and FFN widths "
+                     "that vary by layer"},
+    {"step3p7", "sliding-window attention on 33 of 45 layers (layer_types)"},
+    {"qwen3_5", "Gated DeltaNet linear-attention layers on 3 of 4 layers (layer_types) and gated "
+                "full attention"},
+    {"qwen3_next", "Gated DeltaNet linear-attention layers on 3 of 4 layers "
+                   "(full_attention_interval) and gated full attention"},
+    {"deepseek_v32", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
+    {"deepseek_v4", "compressed sparse attention (compress_ratios, index_topk), "
+                    "hyper-connections (hc_mult) and hash-routed layers"},
 };
 
 static const struct hf_family *
