@@ -58,6 +58,11 @@ moe-permute-halved@src/engine/layer.c@s|"permute (token copies into expert order
 moe-unpermute-halved@src/engine/layer.c@s|2.0 \* copies \* h + 2.0 \* T \* h, 4.0 \* copies \* h);|1.0 * copies * h + 1.0 * T * h, 2.0 * copies * h);|@moe_terms,moe
 moe-dispatch-halved@src/engine/moe.c@s|out->dispatch = spsim_mul(copies, 2 \* h + 4, ok);|out->dispatch = spsim_mul(copies / 2, 2 * h + 4, ok);|@moe_terms,ep_overlap
 moe-combine-halved@src/engine/moe.c@s|out->combine = spsim_mul(copies, 2 \* h, ok);|out->combine = spsim_mul(copies / 2, 2 * h, ok);|@moe_terms,ep_overlap
+grouped-gemm-halved@src/engine/timing.c@s|\*seconds = (double)rounds \* full + part;|*seconds = 0.5 * ((double)rounds * full + part);|@moe_terms
+grouped-gemm-one-batch@src/engine/timing.c@s|#define SPSIM_TE_GEMM_STREAMS 4|#define SPSIM_TE_GEMM_STREAMS 64|@moe_terms
+grouped-gemm-one-launch@src/engine/host.c@s|(uint32_t)st->gbatch : 1;|1 : 1;|@host
+moe-sort-chunks-halved@src/engine/layer.c@s|"sort chunks by local expert", 4.0 \* rows \* h + 8.0 \* rows,|"sort chunks by local expert", 2.0 * rows * h + 4.0 * rows,|@moe_terms
+moe-unsort-chunks-halved@src/engine/layer.c@s|"unsort chunks (rank order)", 4.0 \* (double)tr->rows \* h,|"unsort chunks (rank order)", 2.0 * (double)tr->rows * h,|@moe_terms
 moe-etp-dispatch-halved@src/engine/moe.c@s|spsim_mul(out->dispatch, cfg->etp, ok) : 0;|spsim_mul(out->dispatch / 2, cfg->etp, ok) : 0;|@moe_terms,ep_overlap
 moe-grouped-fc1-half-experts@src/engine/layer.c@0,/op->batch = tr->local_experts;/s//op->batch = tr->local_experts \/ 2;/@moe_terms,moe_flex
 moe-experts-act-halved@src/engine/layer.c@s|op->fwd_bytes = (x->gate == 2 ? 6.0 : 4.0) \* (double)act|op->fwd_bytes = (x->gate == 2 ? 3.0 : 2.0) * (double)act|@moe_terms,moe_imbalance
@@ -89,9 +94,13 @@ cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|
 bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - full) \* (w|return full + 0.5 * (layers - full) * (w|@moe_model
 launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|@host
 kernels-halved@src/engine/host.c@s|be->launches\[ph\] += k;|be->launches[ph] += (k + 1) / 2;|@host
-host-excess-halved@src/engine/host.c@s|double excess = host > \*wall\[ph\] ? host - \*wall\[ph\] : 0.0;|double excess = host > *wall[ph] ? 0.5 * (host - *wall[ph]) : 0.0;|@host
+host-excess-halved@src/engine/host.c@s|double excess = spsim_max_d(0.0, hp\[ph\].wall - gpu\[ph\]);|double excess = spsim_max_d(0.0, 0.5 * (hp[ph].wall - gpu[ph]));|@host
+host-op-halved@src/engine/host.c@s|hp\[ph\].host += k \* launch_s + op_s;|hp[ph].host += k * launch_s + 0.5 * op_s;|@host
+graph-replay-call-halved@src/engine/host.c@s|hp\[ph\].host += launch_s + op_s;|hp[ph].host += launch_s + 0.5 * op_s;|@host
+d2h-sync-ignored@src/engine/host.c@s|if (st->op->d2h_sync \&\& ph != SPSIM_PHASE_BACKWARD)|if (false \&\& st->op->d2h_sync)|@host
+d2h-sync-unmarked@src/engine/layer.c@s|bld->layer->ops\[sync\].d2h_sync = true;|bld->layer->ops[sync].d2h_sync = false;|@host
 graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|@host
-fp8-cast-launch-dropped@src/engine/host.c@s|k += 1 + (st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0);|k += 1;|@host
+fp8-cast-launch-dropped@src/engine/host.c@s|(st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0);|(false);|@host
 moe-sent-not-over-etp@src/engine/moe.c@s|out->sent = spsim_mul(tpe, local, ok) / cfg->etp;|out->sent = spsim_mul(tpe, local, ok);|@moe_terms
 moe-tokens-not-over-cp@src/engine/moe.c@s|uint64_t T = cfg->s / c / (cfg->sp ? t : 1) \* cfg->b|uint64_t T = cfg->s / (cfg->sp ? t : 1) * cfg->b|@moe_terms,moe_aux
 cp-ring-backward-busy-one-block@src/engine/timing.c@s|c->comm_s = 2 \* one.time_s + (r - 2) \* two.time_s;|c->comm_s = 1 * one.time_s + (r - 2) * two.time_s;|@terms
@@ -131,17 +140,7 @@ if [ -n "$changed" ]; then
             echo "mutation check: HEAD has no parent here; run the full check by hand" && exit 0
         exit 1
     fi
-    selected=$(# run_tests TESTS: the unit suite, or with --quick the tests named (comma-separated) when any.
-run_tests() {
-    if [ $quick -eq 1 ] && [ -n "$1" ]; then
-        # shellcheck disable=SC2046
-        meson test -C "$build" --no-rebuild -t 10 $(echo "$1" | tr ',' ' ') >"$tmp/test.log" 2>&1
-    else
-        meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&1
-    fi
-}
-
-echo "$mutations" | while IFS='@' read -r name file expr tests; do
+    selected=$(echo "$mutations" | while IFS='@' read -r name file expr tests; do
         for f in $changed_files; do [ "$f" = "$file" ] && echo "$name"; done
     done)
     if [ -z "$selected" ]; then
@@ -171,6 +170,16 @@ if ! meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&
     echo "mutation check: the unmutated copy already fails its unit tests"
     exit 1
 fi
+
+# run_tests TESTS: the unit suite, or with --quick the tests named (comma-separated) when any.
+run_tests() {
+    if [ $quick -eq 1 ] && [ -n "$1" ]; then
+        # shellcheck disable=SC2046
+        meson test -C "$build" --no-rebuild -t 10 $(echo "$1" | tr ',' ' ') >"$tmp/test.log" 2>&1
+    else
+        meson test -C "$build" --no-rebuild --suite unit -t 10 >"$tmp/test.log" 2>&1
+    fi
+}
 
 echo "$mutations" | while IFS='@' read -r name file expr tests; do
     [ -n "$name" ] || continue

@@ -24,6 +24,7 @@ cfg="--model llama3-8b --hw dgx-h100 --tp 2 --pp 1 --vpp 1 --dp 4 --gbs 64 --rec
 grep -q '"cuda_graph_impl": "transformer_engine"' "$tmp/te.json" || fail "json: impl"
 grep -q '"cuda_graph_scope": "attn"' "$tmp/te.json" || fail "json: scope"
 grep -q '"kernel_launch_us": 3.259,' "$tmp/te.json" || fail "json: the shipped launch figure"
+grep -q '"host_op_us": 42.76,' "$tmp/te.json" || fail "json: the shipped framework-op figure"
 grep -q '"host_exposed_s": 0,' "$tmp/te.json" || fail "json: a host-bound 8B layer"
 # Where the launches do not bind, the graphs change the launches, not the time.
 e=$(grep '"layer_forward_launches"' "$tmp/eager.json")
@@ -35,7 +36,8 @@ g=$(grep '"layer_forward_launches"' "$tmp/te.json")
 "$spsim" query $cfg --cuda-graph-impl local >"$tmp/q.txt" || fail "query local exits $?"
 grep -q "host launches per layer: 1 forward, 1 backward (CUDA graphs local)" "$tmp/q.txt" ||
     fail "query: the launches line"
-grep -q "at 3.259 us a launch, host-bound time beyond the GPU's: 0" "$tmp/q.txt" ||
+grep -q "at 3.259 us a launch and 42.76 us a framework op, host-bound time beyond the GPU's: 0" \
+    "$tmp/q.txt" ||
     fail "query: the launch figure's line"
 # shellcheck disable=SC2086
 "$spsim" query $cfg >"$tmp/plain.txt" || fail "query exits $?"

@@ -52,6 +52,16 @@ gemm_s(double m, double n, double kk, double batch)
     return 2.0 * m * n * kk * batch / PEAK * (waves * kb + 1) / (waves * kb);
 }
 
+/* TE's grouped GEMM: one cuBLASLt GEMM per expert on 4 compute streams (TE
+ * common/gemm/cublaslt_gemm.cu multi_stream_cublas_gemm, common/util/multi_stream.cpp: 4
+ * streams), so `loc` experts run as loc / 4 rounds of a batch of 4 (loc a multiple of 4 here). */
+static double
+grouped_s(double m, double n, double kk, double loc)
+{
+    ck_assert(fmod(loc, 4) == 0);
+    return loc / 4 * gemm_s(m, n, kk, 4);
+}
+
 /* The bytes of a batch of GEMMs over HBM (A m×K, B K×n, C m×n, 2 B each). */
 static double
 gemm_bytes_s(double m, double n, double kk, double batch)
@@ -139,11 +149,21 @@ START_TEST(alltoall_terms)
         EQ(d->time_s, c * (2 * h + 4) * 7 / 8 / NV);
         EQ(step(st, n, ph ? B : F, "combine all-to-all (EP)", "")->time_s, c * 2 * h * 7 / 8 / NV);
     }
-    /* Routed experts: FC1 16 × [512 × 1024] · [1024 × 256] compute-bound in forward and dgrad;
+    /* The 16 local experts' chunks sorted expert-major after the all-to-all (tokens 2 B read and
+     * written, fp32 probabilities 4 + 4 B, both passes) and back before the combine (tokens). */
+    for (int ph = 0; ph < 2; ph++) {
+        const char *pass = ph ? "backward" : "forward";
+        EQ(step(st, n, ph ? B : F, "sort chunks by local expert", pass)->time_s,
+           (4 * rows * h + 8 * rows) / HBM);
+        EQ(step(st, n, ph ? B : F, "unsort chunks (rank order)", pass)->time_s, 4 * rows * h / HBM);
+    }
+    /* Routed experts: FC1 16 × [512 × 1024] · [1024 × 256] compute-bound in forward and dgrad,
+     * as 4 rounds of 4 concurrent GEMMs (each round 4 whole waves, its own prologue);
      * FC2 16 × [512 × 128] · [128 × 1024] bytes-bound (22 MiB: 23.1 µs > 21.6 µs) in forward and
      * dgrad; the wgrads bytes-bound. */
-    EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s, gemm_s(tpe, 2 * fe, h, loc));
-    EQ(step(st, n, B, "experts FC1 grouped GEMM", "dgrad")->time_s, gemm_s(tpe, h, 2 * fe, loc));
+    EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s,
+       grouped_s(tpe, 2 * fe, h, loc));
+    EQ(step(st, n, B, "experts FC1 grouped GEMM", "dgrad")->time_s, grouped_s(tpe, h, 2 * fe, loc));
     EQ(step(st, n, B, "experts FC1 grouped GEMM", "wgrad")->time_s,
        wgrad_bytes_s(rows, h, 2 * fe, loc));
     EQ(step(st, n, F, "experts FC2 grouped GEMM", "forward")->time_s,
@@ -241,7 +261,8 @@ START_TEST(cp_divides_tokens)
        4 * c * h / HBM);
     EQ(step(st, n, F, "unpermute (sum of each token's copies)", "forward")->time_s,
        (2 * c * h + 2 * T * h) / HBM);
-    EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s, gemm_s(tpe, 2 * fe, h, loc));
+    EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s,
+       grouped_s(tpe, 2 * fe, h, loc));
     EQ(step(st, n, F, "experts SwiGLU (× probabilities)", "forward")->time_s,
        (6 * rows * fe + 4 * rows) / HBM);
 }

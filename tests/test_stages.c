@@ -221,13 +221,16 @@ END_TEST
 
 START_TEST(critical_stage_is_found)
 {
-    /* tp 1, no SP: no TP collective, so a layer's forward wall time is its compute. The
-     * middle ranks' 13 layers set the pace: forward = m · 13 · one layer's forward. */
+    /* tp 1, no SP: no TP collective, and full-iteration CUDA graphs: no host launch per block
+     * (the small layer would wait for the host, engine/host.c), so a layer's forward wall time
+     * is its compute. The middle ranks' 13 layers set the pace: forward = m · 13 · one layer's
+     * forward. */
     struct spsim_model *m = gpt();
     struct spsim_hardware *hw = testutil_hardware("dgx-h100");
     struct spsim_parallel p = base(4, 1, 8);
     p.tp = 1;
     p.sp = false;
+    p.cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION;
     p.first_stage_layers = p.last_stage_layers = 2;
     struct spsim_result r;
     evaluate_ok(m, hw, &p, &r);

@@ -133,7 +133,8 @@ predict(enum spsim_coll_op op, uint64_t bytes)
 START_TEST(exposed_time_per_level)
 {
     /* tp 1, pp 1, cp 1: the gradient RS is the only flow beside the backward, so it takes its
-     * time alone; each micro-batch's backward is backward_s / m (no recompute, no TP). */
+     * time alone; each micro-batch's backward is backward_s / m (no recompute, no TP; under
+     * full-iteration CUDA graphs, so that no block waits for the host's launches, host.c). */
     double rs = predict(SPSIM_COLL_REDUCE_SCATTER, 4 * P),
            ag = predict(SPSIM_COLL_ALL_GATHER, 2 * P);
     double agl = predict(SPSIM_COLL_ALL_GATHER, 2 * PL);
@@ -141,12 +142,14 @@ START_TEST(exposed_time_per_level)
            ago = predict(SPSIM_COLL_ALL_GATHER, 2 * OUT);
     for (uint32_t m = 1; m <= 4; m *= 2) {
         struct spsim_parallel p = zero_config(1, m);
+        p.cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION;
         struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         ck_assert_double_eq_tol(r.time.dp_exposed_s, rs + ag, 1e-12 * (rs + ag));
         double bwd = r.time.backward_s / m, fwd = r.time.forward_s / m;
         double hidden_rs = m * fmax(0, rs - bwd);
         ck_assert(hidden_rs > 0); /* the test must see the per-micro-batch RS */
         p = zero_config(2, m);
+        p.cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION;
         r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         double want = hidden_rs + ag;
         ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
@@ -160,6 +163,7 @@ START_TEST(exposed_time_per_level)
          * embedding's in full (first in the forward), the output layer's behind the last
          * layer's forward. */
         p = zero_config(3, m);
+        p.cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION;
         r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         double lf = r.time.layer_forward_s, lb = r.time.layer_backward_s;
         want = hidden_rs + m * (2 * agl + (L - 1.0) * (fmax(0, agl - lf) + fmax(0, agl - lb))) +

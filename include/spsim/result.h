@@ -260,6 +260,9 @@ struct spsim_time_report {
     /** The profile's host time per kernel launch (host.kernel_launch_us); 0: absent, the host
      * launch cost is not modelled */
     double kernel_launch_us;
+    /** The profile's host time per framework op in eager mode beyond its launches (host.op_us:
+     * Python, the dispatcher, Transformer Engine's module code); 0: absent, not modelled */
+    double host_op_us;
     /** Wall time the critical stage's blocks take beyond their GPU time because the host
      * issues their launches more slowly (max(GPU, host) per block and phase) */
     double host_exposed_s;

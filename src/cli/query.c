@@ -332,7 +332,12 @@ print_host(FILE *f, const struct spsim_result *r)
     fprintf(f, "  host launches per layer: %u forward, %u backward (CUDA graphs %s%s%s)\n",
             t->layer_forward_launches, t->layer_backward_launches,
             spsim_cuda_graph_impl_name(r->config.cuda_graph_impl), scope[0] ? " " : "", scope);
-    if (t->kernel_launch_us > 0)
+    if (t->kernel_launch_us > 0 && t->host_op_us > 0)
+        fprintf(f,
+                "  at %.4g us a launch and %.4g us a framework op, host-bound time beyond the "
+                "GPU's: %s\n",
+                t->kernel_launch_us, t->host_op_us, fmt_time(a, sizeof(a), t->host_exposed_s));
+    else if (t->kernel_launch_us > 0)
         fprintf(f, "  at %.4g us a launch, host-bound time beyond the GPU's: %s\n",
                 t->kernel_launch_us, fmt_time(a, sizeof(a), t->host_exposed_s));
     else

@@ -1,7 +1,10 @@
 /*
  * Host-side costs: the kernels the host launches for each block's schedule, CUDA graphs
  * replacing a captured module's launches by one graph replay, and the host-bound wall time
- * when a profile gives the host's time per launch (host.kernel_launch_us).
+ * when a profile gives the host's time per launch (host.kernel_launch_us) and per framework
+ * op in eager mode (host.op_us: Python, PyTorch's dispatcher and autograd, Transformer
+ * Engine's module code, once per op of the schedule or graph replay), with the host's waits
+ * for the GPU (the MoE dispatchers' device-to-host copies) splitting a phase.
  */
 #include "config.h"
 
@@ -84,7 +87,8 @@ spsim_cuda_graph_captures(uint32_t capture, uint32_t module)
 }
 
 /*
- * Kernels one step launches, at least: a GEMM pass is one cuBLASLt matmul (TE general_gemm),
+ * Kernels one step launches, at least: a GEMM pass is one cuBLASLt matmul (TE general_gemm;
+ * the experts' grouped GEMM one per local expert),
  * with FP8 its input's or output gradient's cast one more (TE quantize/cast_transpose; the
  * wgrad's bytes are its bias gradient, in the epilogue); a flash pass one fused attention
  * kernel; a memory-bound row one fused TE/Apex kernel per pass; a collective one NCCL kernel
@@ -95,11 +99,29 @@ static uint32_t
 step_kernels(const struct spsim_step *st)
 {
     uint32_t k = st->coll != SPSIM_COLL_NONE;
+    /* TE's grouped GEMM is one cuBLASLt GEMM per local expert (timing.c grouped_gemm_time). */
+    uint32_t gemms = st->op->kind == SPSIM_OPK_GEMM && st->gbatch > 1 ? (uint32_t)st->gbatch : 1;
     if (st->flops > 0)
-        k += 1 + (st->op->kind == SPSIM_OPK_GEMM && st->pass != SPSIM_PASS_WGRAD && st->bytes > 0);
+        k += gemms +
+             (st->op->kind == SPSIM_OPK_GEMM && st->pass != SPSIM_PASS_WGRAD && st->bytes > 0);
     else if (st->bytes > 0)
         k += 1;
     return k;
+}
+
+/* One phase's host time against its GPU time, in segments split where the host waits for the
+ * GPU (op->d2h_sync, forward and recompute only: the backward's splits are the forward's). In
+ * a segment the host issues while the GPU runs what it issued: max(host, GPU); at a wait the
+ * GPU's queue drains, so neither runs ahead of the other across it. */
+struct host_phase {
+    double host, gpu, wall;
+};
+
+static void
+host_segment_close(struct host_phase *hp)
+{
+    hp->wall += spsim_max_d(hp->host, hp->gpu);
+    hp->host = hp->gpu = 0;
 }
 
 void
@@ -107,23 +129,34 @@ spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be)
 {
     uint32_t capture = be->block.cfg.graph_capture;
     bool in_graph[2] = {false, false};
+    struct host_phase hp[3] = {{0, 0, 0}};
+    double gpu[3] = {0, 0, 0};
+    double launch_s = hw ? hw->kernel_launch_s : 0, op_s = hw ? hw->host_op_s : 0;
     memset(be->launches, 0, sizeof(be->launches));
     for (uint32_t i = 0; i < be->sched.nsteps; i++) {
         const struct spsim_step *st = &be->sched.steps[i];
         /* Backward and its recompute are one issue stream (one graph with per-layer capture). */
         uint32_t k = step_kernels(st), ph = st->phase, run = ph != SPSIM_PHASE_FORWARD;
+        double g = hw ? be->cost[i].compute_s + be->cost[i].exposed_comm_s : 0;
+        gpu[ph] += g;
+        if (st->op->d2h_sync && ph != SPSIM_PHASE_BACKWARD)
+            host_segment_close(&hp[ph]);
+        hp[ph].gpu += g;
         if (k == 0)
             continue;
         if (spsim_cuda_graph_captures(capture, st->op->graph_module)) {
-            /* A run of captured steps is one graph replay; the full iteration's single replay
-             * belongs to no block. */
-            if (!in_graph[run] && !(capture & SPSIM_CGS_FULL_ITERATION))
+            /* A run of captured steps is one graph replay, one framework call; the full
+             * iteration's single replay belongs to no block. */
+            if (!in_graph[run] && !(capture & SPSIM_CGS_FULL_ITERATION)) {
                 be->launches[ph]++;
+                hp[ph].host += launch_s + op_s;
+            }
             in_graph[run] = true;
             continue;
         }
         in_graph[run] = false;
         be->launches[ph] += k;
+        hp[ph].host += k * launch_s + op_s;
     }
     if (!hw || hw->kernel_launch_s <= 0)
         return;
@@ -131,8 +164,8 @@ spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be)
                        [SPSIM_PHASE_BACKWARD] = &be->bwd_s,
                        [SPSIM_PHASE_RECOMPUTE] = &be->recompute_s};
     for (int ph = 0; ph < 3; ph++) {
-        double host = be->launches[ph] * hw->kernel_launch_s;
-        double excess = host > *wall[ph] ? host - *wall[ph] : 0.0;
+        host_segment_close(&hp[ph]);
+        double excess = spsim_max_d(0.0, hp[ph].wall - gpu[ph]);
         *wall[ph] += excess;
         be->host_exposed_s += excess;
     }

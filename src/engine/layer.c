@@ -61,6 +61,7 @@
 struct builder {
     struct spsim_layer *layer;
     bool ok;
+    struct spsim_op spare; /* written instead of past the op list (then !ok): never overrun */
 };
 
 static struct spsim_op *
@@ -68,7 +69,11 @@ add_op(struct builder *bld, const char *name, enum spsim_op_kind kind, enum spsi
        enum spsim_rgroup group)
 {
     struct spsim_layer *L = bld->layer;
-    struct spsim_op *op = &L->ops[L->nops++];
+    struct spsim_op *op = &bld->spare;
+    if (L->nops < SPSIM_LAYER_MAX_OPS)
+        op = &L->ops[L->nops++];
+    else
+        bld->ok = false; /* a layer of more ops than the list holds is refused, not overrun */
     memset(op, 0, sizeof(*op));
     op->name = name;
     op->kind = kind;
@@ -83,7 +88,8 @@ static void
 save(struct spsim_op *op, const char *what, uint64_t elements, uint32_t bytes,
      enum spsim_rgroup group)
 {
-    op->saved[op->nsaved++] = (struct spsim_saved_tensor){what, elements, bytes, group};
+    if (op->nsaved < SPSIM_OP_MAX_SAVED) /* the op kinds save at most 3: never overrun */
+        op->saved[op->nsaved++] = (struct spsim_saved_tensor){what, elements, bytes, group};
 }
 
 static void
@@ -927,13 +933,22 @@ add_flex_combine(struct builder *bld, const struct dims *x, const struct spsim_m
 /* Tokens to the experts' ranks (token_dispatcher.py; bytes in moe.c). alltoall: permute the
  * T·k copies into expert order (read and write 2 B each way), the EP all-to-all, with ETP the
  * AllGather over the expert-TP group. allgather: the AllGather over ETP×EP, then the local
- * experts' copies are picked out (the same permute over `rows`). */
-static void
+ * experts' copies are picked out (the same permute over `rows`).
+ * Returns the op before whose launch the host waits for the tokens per expert (dropless
+ * routing sizes the experts' GEMMs on the host): alltoall copies them to the host after the
+ * permute and synchronizes before the EP all-to-all (or before the experts without EP:
+ * _maybe_dtoh_and_synchronize, cuda_sync_point "before_ep_alltoall" / "before_finish");
+ * allgather calls .cpu() on them after its AllGather (dispatch_postprocess); flex receives
+ * them as a host list from DeepEP's dispatch ("the CPU will wait for GPU's signal",
+ * fused_a2a.py) and from HybridEP's without a token budget ("CPU sync in dispatch",
+ * token_dispatcher.py _HybridEPManager). */
+static uint32_t
 add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_traffic *tr)
 {
     const struct spsim_layer_config *cfg = &bld->layer->cfg;
     double h = (double)x->h, copies = (double)tr->sent;
     struct spsim_op *op;
+    uint32_t sync = bld->layer->nops + 1;
     if (cfg->dispatcher == SPSIM_MOE_FLEX) {
         op = add_flex_dispatch(bld, x, tr);
     } else if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
@@ -945,11 +960,20 @@ add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_t
         if (cfg->etp > 1)
             add_ep_op(bld, "dispatch AllGather (expert TP)", SPSIM_COLL_ALL_GATHER,
                       SPSIM_COLL_REDUCE_SCATTER, tr->etp_dispatch, tr->etp_dispatch, cfg->etp, 1);
+        /* dispatch_postprocess: with several local experts the received chunks (rank-major)
+         * are sorted expert-major (sort_chunks_by_idxs), the tokens (2 B read, 2 B written)
+         * and their fp32 probabilities (4 + 4 B), the backward the same for their gradients. */
+        if (tr->local_experts > 1) {
+            double rows = (double)tr->rows;
+            add_moe_memory(bld, "sort chunks by local expert", 4.0 * rows * h + 8.0 * rows,
+                           4.0 * rows * h + 8.0 * rows);
+        }
     } else {
         if (cfg->ep * cfg->etp > 1)
             add_ep_op(bld, "dispatch AllGather (expert TP×EP)", SPSIM_COLL_ALL_GATHER,
                       SPSIM_COLL_REDUCE_SCATTER, tr->dispatch, tr->dispatch_bwd, cfg->ep * cfg->etp,
                       1);
+        sync = bld->layer->nops;
         op = add_moe_memory(bld, "permute (the local experts' token copies)",
                             4.0 * (double)tr->rows * h, 4.0 * (double)tr->rows * h);
     }
@@ -957,6 +981,7 @@ add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_t
     op->out[0] = (struct spsim_dim){"token copies", tr->rows / cfg->etp};
     op->out[1] = (struct spsim_dim){"h", x->h};
     op->nout = 2;
+    return sync;
 }
 
 /* The combine: the dispatch's mirror; the unpermute sums each token's k copies (read 2 B per
@@ -971,6 +996,11 @@ add_combine(struct builder *bld, const struct dims *x, const struct spsim_moe_tr
         return;
     }
     if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
+        /* combine_preprocess: the experts' output back to rank-major order (sort_chunks_by_idxs,
+         * the tokens alone: 2 B read, 2 B written, both passes). */
+        if (tr->local_experts > 1)
+            add_moe_memory(bld, "unsort chunks (rank order)", 4.0 * (double)tr->rows * h,
+                           4.0 * (double)tr->rows * h);
         if (cfg->etp > 1)
             add_ep_op(bld, "combine ReduceScatter (expert TP)", SPSIM_COLL_REDUCE_SCATTER,
                       SPSIM_COLL_ALL_GATHER, tr->etp_combine, tr->etp_combine, cfg->etp, 1);
@@ -1088,7 +1118,7 @@ add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const stru
     mark_graph(bld->layer, norm2, SPSIM_CGS_MOE_ROUTER);
     if (m->moe_latent)
         add_latent_proj(bld, x, tr.tokens, m->moe_latent, true);
-    add_dispatch(bld, &lx, &tr);
+    uint32_t sync = add_dispatch(bld, &lx, &tr);
     if (m->shared_expert_ffn_hidden) {
         struct dims sx = *x;
         sx.ffn_t = m->shared_expert_ffn_hidden / x->t;
@@ -1102,6 +1132,7 @@ add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const stru
                 bld->layer->ops[i].saved[k].group = bld->layer->ops[i].group;
     }
     add_experts(bld, &lm, &lx, &tr);
+    bld->layer->ops[sync].d2h_sync = true; /* the experts' GEMMs follow it: it exists */
     add_combine(bld, &lx, &tr);
     if (m->moe_latent)
         add_latent_proj(bld, x, tr.tokens, m->moe_latent, false);
@@ -1373,7 +1404,8 @@ block_begin(struct spsim_layer *layer, const struct spsim_layer_config *cfg, str
     layer->nops = 0;
     layer->ok = true;
     layer->cfg = *cfg;
-    *bld = (struct builder){layer, true};
+    bld->layer = layer; /* the spare op is cleared when used */
+    bld->ok = true;
     *x = make_dims(m, cfg);
     layer->message_bytes = spsim_mul4(x->b, x->s, x->h, 2, &bld->ok);
 }

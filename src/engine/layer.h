@@ -115,6 +115,9 @@ struct spsim_op {
     /* A CP-kind step that is the router's tokens-per-expert AllReduce (add_router_losses):
      * timed in its own line (time.moe_aux_allreduce_s), not with the CP exchanges. */
     bool moe_aux;
+    /* The host waits here for the GPU (a device-to-host copy this op's launch needs: the MoE
+     * dispatchers' tokens per expert), in forward and its recompute (engine/host.c). */
+    bool d2h_sync;
 };
 
 #define SPSIM_LAYER_MAX_OPS 44

@@ -399,6 +399,30 @@ ub_without_ring_tail(const struct spsim_layer_config *cfg, struct spsim_coll_tim
     }
 }
 
+/* TE's grouped GEMM (GroupedLinear, general_grouped_gemm -> nvte_multi_tensor_gemm): without
+ * NVTE_USE_CUTLASS_GROUPED_GEMM (Hopper only, off by default) one cuBLASLt GEMM per expert,
+ * expert i on compute stream i % 4 (multi_stream_cublas_gemm, get_num_compute_streams() = 4,
+ * common/util/multi_stream.cpp at TE d0067d0). Four experts run at a time, their tiles sharing
+ * the waves; the next four follow (a stream's next GEMM after its previous one): an upper
+ * bound on the tail of each round, which a stream whose GEMM ends early may start to fill. */
+#define SPSIM_TE_GEMM_STREAMS 4
+
+static int
+grouped_gemm_time(const struct spsim_hardware *hw, enum spsim_dtype dtype,
+                  const struct spsim_step *st, bool fp32_accumulate_out, double *seconds)
+{
+    uint64_t rounds = st->gbatch / SPSIM_TE_GEMM_STREAMS, rest = st->gbatch % SPSIM_TE_GEMM_STREAMS;
+    double full = 0, part = 0;
+    int rc = SPSIM_OK;
+    if (rounds)
+        rc = spsim_gemm_time(hw, dtype, st->gm, st->gn, st->gk, SPSIM_TE_GEMM_STREAMS,
+                             fp32_accumulate_out, &full);
+    if (rc == SPSIM_OK && rest)
+        rc = spsim_gemm_time(hw, dtype, st->gm, st->gn, st->gk, rest, fp32_accumulate_out, &part);
+    *seconds = (double)rounds * full + part;
+    return rc;
+}
+
 /*
  * The GEMM times and TP collective times of one block's steps by their exact inputs (the
  * hardware, the configuration and the TP group are the block's): a layer's forward, dgrad,
@@ -409,7 +433,7 @@ ub_without_ring_tail(const struct spsim_layer_config *cfg, struct spsim_coll_tim
 struct gemm_memo_entry {
     uint64_t m, n, k, batch;
     enum spsim_dtype dtype;
-    bool wgrad;
+    bool wgrad, grouped;
     double s;
 };
 struct coll_memo_entry {
@@ -425,20 +449,22 @@ struct step_memo {
 
 static int
 memo_gemm_time(struct step_memo *mo, const struct spsim_hardware *hw, enum spsim_dtype dtype,
-               const struct spsim_step *st, bool wgrad, double *seconds)
+               const struct spsim_step *st, bool wgrad, bool grouped, double *seconds)
 {
     for (uint32_t i = 0; i < mo->ngemm; i++) {
         const struct gemm_memo_entry *e = &mo->gemm[i];
         if (e->m == st->gm && e->n == st->gn && e->k == st->gk && e->batch == st->gbatch &&
-            e->dtype == dtype && e->wgrad == wgrad) {
+            e->dtype == dtype && e->wgrad == wgrad && e->grouped == grouped) {
             *seconds = e->s;
             return SPSIM_OK;
         }
     }
-    int rc = spsim_gemm_time(hw, dtype, st->gm, st->gn, st->gk, st->gbatch, wgrad, seconds);
+    int rc = grouped
+                 ? grouped_gemm_time(hw, dtype, st, wgrad, seconds)
+                 : spsim_gemm_time(hw, dtype, st->gm, st->gn, st->gk, st->gbatch, wgrad, seconds);
     if (rc == SPSIM_OK && mo->ngemm < STEP_MEMO_SLOTS)
-        mo->gemm[mo->ngemm++] =
-            (struct gemm_memo_entry){st->gm, st->gn, st->gk, st->gbatch, dtype, wgrad, *seconds};
+        mo->gemm[mo->ngemm++] = (struct gemm_memo_entry){st->gm, st->gn, st->gk,  st->gbatch,
+                                                         dtype,  wgrad,  grouped, *seconds};
     return rc;
 }
 
@@ -468,9 +494,10 @@ step_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
     switch (op->kind) {
     case SPSIM_OPK_GEMM:
     case SPSIM_OPK_BMM:
+        /* only the experts' GEMMs are batched (TE's grouped GEMM) */
         rc = memo_gemm_time(mo, hw, gemm_dtype(cfg, op), st,
                             op->kind == SPSIM_OPK_GEMM && st->pass == SPSIM_PASS_WGRAD,
-                            &c->compute_s);
+                            op->kind == SPSIM_OPK_GEMM && st->gbatch > 1, &c->compute_s);
         /* the bias-gradient reduction (wgrad), FP8 casts (forward, dgrad) */
         c->compute_s += st->bytes / hw->hbm_achievable_Bps;
         break;

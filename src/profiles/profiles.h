@@ -168,6 +168,11 @@ struct spsim_hardware {
      * (profile host.kernel_launch_us); 0: absent, host launch cost not modelled. */
     double kernel_launch_s;
     double kernel_launch_us; /* the same as the profile gives it, for the report */
+    /* Host time of one framework op in eager mode beyond its kernels' launches: Python,
+     * PyTorch's dispatcher and autograd, Transformer Engine's module code (profile
+     * host.op_us); 0: absent, only the launches are priced. */
+    double host_op_s;
+    double host_op_us;
     /* nvlink.nvls 0: the GPUs have no NVSwitch multicast (NVLink SHARP), so NCCL builds no NVLS
      * graph (a 4-GPU HGX board's direct NVLinks); false: NVLS on sm90+ as before. */
     bool nvls_absent;

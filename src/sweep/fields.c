@@ -300,6 +300,7 @@ static const struct spsim_field fields[] = {
     F("time.layer_forward_launches", U32, time.layer_forward_launches),
     F("time.layer_backward_launches", U32, time.layer_backward_launches),
     F("time.kernel_launch_us", F64, time.kernel_launch_us),
+    F("time.host_op_us", F64, time.host_op_us),
     F("time.host_exposed_s", F64, time.host_exposed_s),
     F("time.ep_a2a_hidden_s", F64, time.ep_a2a_hidden_s),
     F("time.moe_aux_allreduce_s", F64, time.moe_aux_allreduce_s),
