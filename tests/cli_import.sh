@@ -80,6 +80,28 @@ grep -q "g: AllGather of the kv latent" "$tmp/out" || fail "query of the DeepSee
 grep -q "MoE dispatch and combine" "$tmp/out" || fail "query of the Mixtral config: no MoE lines"
 
 expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
+# The published dense and Kimi K2 configs: parameters_total at tp 1 (no vocabulary padding)
+# as worked by hand in test_moe_model.c hf_published_counts (Llama 3.1 8B 8,030,261,248; Qwen3-8B
+# 8,190,735,360; Kimi K2 1,026,408,209,408 total, 32,861,477,888 active).
+for case in Meta-Llama-3.1-8B:8030261248:8030261248 Qwen3-8B:8190735360:8190735360 \
+    Kimi-K2-Instruct:1026408209408:32861477888; do
+    name=${case%%:*} active=${case##*:} total=${case#*:}
+    total=${total%:*}
+    "$spsim" query --model "$hf/$name" --hw dgx-h100 --seq 4096 --tp 1 --pp 1 --format json \
+        >"$tmp/out" 2>"$tmp/err" || fail "query of $name: $(cat "$tmp/err")"
+    grep -q "\"parameters_total\": $total," "$tmp/out" || fail "$name: parameters_total"
+    grep -q "\"parameters_active\": $active," "$tmp/out" || fail "$name: parameters_active"
+done
+# Published families spsim does not model: refused naming what their layer has.
+expect 3 "'gemma4': sliding-window attention on 5 of 6 layers" -- check "$hf/gemma-4-26B-A4B"
+expect 3 "'llama4': chunked attention" -- check "$hf/Llama-4-Scout-17B-16E-Instruct"
+expect 3 "'nemotron_h': Mamba-2 layers" -- check "$hf/Nemotron-H-56B-Base-8K"
+expect 3 "'glm_moe_dsa': DeepSeek sparse attention's indexer" -- check "$hf/GLM-5"
+expect 3 "'minimax_m2': rotary embedding on part of the head" -- check "$hf/MiniMax-M2.5"
+expect 3 "'mimo': MiMo's multi-token prediction layers" -- query --model "$hf/MiMo-7B-Base"
+expect 3 "'nemotron-nas': per-layer blocks" -- check "$hf/Llama-3_3-Nemotron-Super-49B-v1"
+expect 3 "'qwen3_next': Gated DeltaNet" -- check "$hf/Qwen3-Next-80B-A3B"
+expect 3 "'deepseek_v4': compressed sparse attention" -- check "$hf/DeepSeek-V4-Flash"
 
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \

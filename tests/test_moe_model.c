@@ -578,6 +578,95 @@ START_TEST(hf_refusals)
 }
 END_TEST
 
+/* The published dense and Kimi K2 configs of tests/data/hf/ against their counts by hand (no
+ * vocabulary padding: spsim_model_parameters at tp 1; both vocabularies divide by 128). */
+START_TEST(hf_published_counts)
+{
+    /* Llama 3.1 8B (config.json: 32 layers, 4096, 32 heads, 8 KV heads of 128, FFN 14336,
+     * 128256 tokens, untied): per layer Q 4096² + K,V 2·4096·1024 + O 4096² = 41,943,040,
+     * SwiGLU 3·4096·14336 = 176,160,768, two norms 8192; embedding and head 2·128256·4096;
+     * final norm 4096: 8,030,261,248, Meta's "8B" (the model card's 8.03B). */
+    uint64_t h = 4096;
+    uint64_t llama =
+        32 * (gqa_attention(h, 32, 8, 128, false) + 3 * h * 14336 + 2 * h) + 2 * 128256 * h + h;
+    ck_assert_uint_eq(llama, 8030261248ull);
+    /* Qwen3-8B (36 layers, 4096, 32 heads, 8 KV heads, head_dim 128 with Q/K norms of 128,
+     * FFN 12288, 151936 tokens, untied): 8,190,735,360, the Qwen3 report's 8.2B (Table 1). */
+    uint64_t qwen =
+        36 * (gqa_attention(h, 32, 8, 128, true) + 3 * h * 12288 + 2 * h) + 2 * 151936 * h + h;
+    ck_assert_uint_eq(qwen, 8190735360ull);
+    /* Kimi K2 (DeepSeek-V3's layer: 61 layers, 7168, 64 heads, q-lora 1536, kv-lora 512,
+     * qk 128 + rope 64, v 128; first layer dense FFN 18432, then 60 MoE layers of 384 experts
+     * of 2048, top 8, one shared expert, router 7168·384; 163840 tokens; no MTP layer). Its
+     * report (arXiv:2507.20534) says 1.04T total and 32B activated; the count here is
+     * 1,026.4B and 32.86B (the 14B of the total are not found in the config). */
+    uint64_t k = 7168, n = 64, rq = 1536, rkv = 512, V = 163840, expert = 3 * k * 2048;
+    uint64_t mla = k * rq + rq + rq * n * 192 + k * (rkv + 64) + rkv + rkv * n * 256 + n * 128 * k;
+    uint64_t dense = mla + 2 * k + 3 * k * 18432, rest = mla + 2 * k + k * 384 + expert;
+    uint64_t kimi = dense + 60 * (rest + 384 * expert) + 2 * V * k + k;
+    uint64_t kimi_active = dense + 60 * (rest + 8 * expert) + 2 * V * k + k;
+    ck_assert(fabs((double)kimi - 1.04e12) < 0.02e12 && fabs((double)kimi_active - 32e9) < 1e9);
+    const struct {
+        const char *dir;
+        uint64_t total, active;
+    } cases[] = {{"tests/data/hf/Meta-Llama-3.1-8B", llama, llama},
+                 {"tests/data/hf/Qwen3-8B", qwen, qwen},
+                 {"tests/data/hf/Kimi-K2-Instruct", kimi, kimi_active}};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        struct spsim_model *m = load_path(cases[i].dir);
+        ck_assert_uint_eq(spsim_model_parameters(m, 1), cases[i].total);
+        ck_assert_uint_eq(spsim_model_active_parameters(m, 1), cases[i].active);
+        spsim_model_destroy(m);
+    }
+}
+END_TEST
+
+/* The published configs of families spsim does not model are refused naming what their
+ * layer has (exit 3); Nemotron-H's time_step_limit [0.0, Infinity] (Python's json.dumps) is
+ * read, not refused as malformed JSON. */
+START_TEST(hf_published_refusals)
+{
+    static const struct {
+        const char *dir, *what;
+    } cases[] = {
+        {"gemma-4-26B-A4B", "'gemma4': sliding-window attention on 5 of 6 layers, final logit "
+                            "softcapping"},
+        {"Llama-4-Scout-17B-16E-Instruct", "'llama4': chunked attention (attention_chunk_size)"},
+        {"Nemotron-H-56B-Base-8K", "'nemotron_h': Mamba-2 layers in a hybrid pattern"},
+        {"GLM-5", "'glm_moe_dsa': DeepSeek sparse attention's indexer"},
+        {"MiniMax-M2.5", "'minimax_m2': rotary embedding on part of the head (rotary_dim)"},
+        {"MiMo-7B-Base", "'mimo': MiMo's multi-token prediction layers"},
+        {"Llama-3_3-Nemotron-Super-49B-v1", "'nemotron-nas': per-layer blocks (block_configs)"},
+        {"Step-3.7-Flash", "'step3p7': sliding-window attention on 33 of 45 layers"},
+        {"Qwen3.5-27B", "'qwen3_5': Gated DeltaNet linear-attention layers"},
+        {"Qwen3-Next-80B-A3B", "'qwen3_next': Gated DeltaNet linear-attention layers"},
+        {"DeepSeek-V3.2", "'deepseek_v32': DeepSeek sparse attention's indexer"},
+        {"DeepSeek-V4-Flash", "'deepseek_v4': compressed sparse attention (compress_ratios"},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        char path[4096];
+        struct spsim_model *m = NULL;
+        struct spsim_error err = {0};
+        snprintf(path, sizeof(path), "%s/tests/data/hf/%s", getenv("SPSIM_DATA_DIR"), cases[i].dir);
+        ck_assert_int_eq(spsim_model_load(path, &m, &err), SPSIM_EFIELD);
+        ck_assert_msg(strstr(err.message, "field 'model_type': ") &&
+                          strstr(err.message, cases[i].what),
+                      "%s: %s", cases[i].dir, err.message);
+    }
+    /* Infinity stays refused where a number is read, and in spsim's own profiles. */
+    static const char inf_hf[] =
+        "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"hidden_size\": Infinity}";
+    static const char inf_profile[] = HEAD "\"layers\": Infinity}";
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_model_parse(inf_hf, strlen(inf_hf), "x.json", &m, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "field 'hidden_size'"));
+    ck_assert_int_eq(spsim_model_parse(inf_profile, strlen(inf_profile), "p.json", &m, &err),
+                     SPSIM_EPARSE);
+    ck_assert_ptr_nonnull(strstr(err.message, "p.json: malformed JSON at line 1"));
+}
+END_TEST
+
 /* A DeepSeek-V2-Lite-style config: no Q compression (q_lora_rank null), softmax router, two
  * shared experts, first layer dense; its MLA attention counted without the q down-projection
  * and q norm. */
@@ -691,6 +780,8 @@ main(void)
     tcase_add_test(tc, shipped_totals);
     tcase_add_test(tc, hf_refusals);
     tcase_add_test(tc, hf_deepseek_v2_lite);
+    tcase_add_test(tc, hf_published_counts);
+    tcase_add_test(tc, hf_published_refusals);
     tcase_add_test(tc, mtp_counts_as_last_layer);
     tcase_add_test(tc, bridge_flops_shipped);
     suite_add_tcase(s, tc);

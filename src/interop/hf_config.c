@@ -1,7 +1,7 @@
 /*
  * Hugging Face transformers config.json files read as model profiles: the decoder families whose
  * layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, GPT-NeoX; the mixtures of
- * experts Mixtral, Qwen3-MoE and DeepSeek-V2/V3 with its latent attention). Every
+ * experts Mixtral, Qwen3-MoE and DeepSeek-V2/V3 with its latent attention, and Kimi K2). Every
  * key is either mapped, known to change nothing spsim computes, or refused by name: a key this file
  * does not know might change the layer, so it is not guessed at.
  */
@@ -231,6 +231,12 @@ static const struct hf_family families[] = {
     {"deepseek_v3", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
      false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys},
+    /* Moonshot's Kimi K2 (model_type kimi_k2): its config.json names DeepseekV3ForCausalLM and
+     * auto_map's configuration_deepseek.DeepseekV3Config, the DeepSeek-V3 layer with other
+     * widths (Kimi K2 report arXiv:2507.20534 §2: "a similar architecture to DeepSeek-V3"). */
+    {"kimi_k2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+     "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
+     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys},
     {"deepseek_v2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
      false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys},
@@ -247,6 +253,39 @@ static const struct {
     {"num_experts_per_tok", "mixture-of-experts layers"},
     {"kv_lora_rank", "multi-head latent attention (DeepSeek)"},
     {"q_lora_rank", "multi-head latent attention (DeepSeek)"},
+};
+
+/* Published families whose layer spsim does not model, named by what their config.json sets
+ * (tests/data/hf/: the released files) rather than "not a family": Gemma 4's layer_types and
+ * final_logit_softcapping, Llama 4's attention_chunk_size and no_rope layers, Nemotron-H's
+ * hybrid_override_pattern of Mamba (M) and attention (*) layers with mlp_hidden_act relu2,
+ * GLM-5's indexer keys, MiniMax-M2's rotary_dim 64 of head_dim 128, MiMo's MTP layers (a Qwen2
+ * decoder layer with its own input projection and norms), Nemotron-Super's block_configs (31 of
+ * 80 attentions no_op), Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's
+ * full_attention_interval and linear_* keys, DeepSeek-V3.2's index_* keys, DeepSeek-V4's
+ * compress_ratios and hc_* keys. */
+static const struct {
+    const char *type, *what;
+} unmodelled[] = {
+    {"gemma4", "sliding-window attention on 5 of 6 layers, final logit softcapping, shared "
+               "K=V projections and a vision tower"},
+    {"llama4", "chunked attention (attention_chunk_size) on 3 of 4 layers, the 4th without "
+               "rotary embedding, and a vision tower"},
+    {"nemotron_h", "Mamba-2 layers in a hybrid pattern (hybrid_override_pattern) and a squared "
+                   "ReLU MLP"},
+    {"glm_moe_dsa", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
+    {"minimax_m2", "rotary embedding on part of the head (rotary_dim) and per-layer Q/K norms"},
+    {"mimo", "MiMo's multi-token prediction layers (num_nextn_predict_layers), not DeepSeek's"},
+    {"nemotron-nas", "per-layer blocks (block_configs): layers without attention and FFN widths "
+                     "that vary by layer"},
+    {"step3p7", "sliding-window attention on 33 of 45 layers (layer_types)"},
+    {"qwen3_5", "Gated DeltaNet linear-attention layers on 3 of 4 layers (layer_types) and gated "
+                "full attention"},
+    {"qwen3_next", "Gated DeltaNet linear-attention layers on 3 of 4 layers "
+                   "(full_attention_interval) and gated full attention"},
+    {"deepseek_v32", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
+    {"deepseek_v4", "compressed sparse attention (compress_ratios, index_topk), "
+                    "hyper-connections (hc_mult) and hash-routed layers"},
 };
 
 static const struct hf_family *
@@ -310,12 +349,16 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
                                       "layers and attention sinks are not modelled (the shipped "
                                       "gpt-oss-120b profile approximates every layer as full "
                                       "attention)");
+    for (size_t i = 0; type && i < SPSIM_ARRAY_LENGTH(unmodelled); i++)
+        if (strcmp(type, unmodelled[i].type) == 0)
+            return spsim_json_field_error(c, NULL, "model_type", "%s: %s: not modelled",
+                                          SPSIM_Q(type), unmodelled[i].what);
     for (size_t i = 0; (!f || !f->moe) && i < SPSIM_ARRAY_LENGTH(refused_keys); i++)
         if (present(root, refused_keys[i].key))
             return spsim_json_field_error(c, NULL, refused_keys[i].key,
                                           "%s are not read for model_type %s (spsim reads "
-                                          "them for mixtral, qwen3_moe, deepseek_v2 and "
-                                          "deepseek_v3)",
+                                          "them for mixtral, qwen3_moe, deepseek_v2, "
+                                          "deepseek_v3 and kimi_k2)",
                                           refused_keys[i].what, SPSIM_Q(type ? type : "?"));
     int rc = spsim_json_get_string(c, root, NULL, "model_type", true, true, &type);
     if (rc != SPSIM_OK)
@@ -325,7 +368,7 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
     return spsim_json_field_error(c, NULL, "model_type",
                                   "%s is not a family spsim models (llama, mistral, qwen2, "
                                   "qwen3, gemma, gpt2, gpt_neox, mixtral, qwen3_moe, deepseek_v2, "
-                                  "deepseek_v3)",
+                                  "deepseek_v3, kimi_k2)",
                                   SPSIM_Q(type));
 }
 

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "hf_config.h"
@@ -38,6 +39,39 @@ hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct
                                   source, description, out);
 }
 
+/* Python's json.dumps, which save_pretrained writes config.json with, spells float("inf") as
+ * the bare token Infinity, which strict JSON (RFC 8259 §6) has not: Nemotron-H's
+ * time_step_limit [0.0, Infinity]. A copy with each Infinity outside strings written as 1e999
+ * (cJSON's strtod reads it as HUGE_VAL; the padding keeps every byte offset of a later message)
+ * lets the Hugging Face reader judge the file; spsim's own profiles stay strict. NULL when
+ * there is none or no memory. */
+static char *
+python_infinities(const char *json, size_t len)
+{
+    static const char word[] = "Infinity";
+    const size_t n = sizeof(word) - 1;
+    char *copy = NULL;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        if (in_string) {
+            if (json[i] == '\\')
+                i++;
+            else if (json[i] == '"')
+                in_string = false;
+        } else if (json[i] == '"') {
+            in_string = true;
+        } else if (len - i >= n && memcmp(json + i, word, n) == 0) {
+            if (!copy && (copy = malloc(len)))
+                memcpy(copy, json, len);
+            if (!copy)
+                return NULL;
+            memcpy(copy + i, "1e999   ", n);
+            i += n - 1;
+        }
+    }
+    return copy;
+}
+
 int
 spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim_model **out,
                   struct spsim_error *err)
@@ -48,6 +82,18 @@ spsim_model_parse(const char *json, size_t len, const char *origin, struct spsim
         origin = "<model>";
     cJSON *root = NULL;
     int rc = spsim_json_parse(json, len, origin, &root, err);
+    if (rc == SPSIM_EPARSE) {
+        struct spsim_error strict = err ? *err : (struct spsim_error){0};
+        char *copy = python_infinities(json, len);
+        rc = copy ? spsim_json_parse(copy, len, origin, &root, err) : SPSIM_EPARSE;
+        free(copy);
+        if (rc == SPSIM_OK && !spsim_hf_config_is(root)) {
+            cJSON_Delete(root);
+            rc = SPSIM_EPARSE;
+        }
+        if (rc != SPSIM_OK && err)
+            *err = strict;
+    }
     if (rc != SPSIM_OK)
         return rc;
     rc = spsim_hf_config_is(root) ? hf_model(root, origin, out, err)
