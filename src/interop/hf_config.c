@@ -272,7 +272,8 @@ static const struct {
     {"llama4", "chunked attention (attention_chunk_size) on 3 of 4 layers, the 4th without "
                "rotary embedding, and a vision tower"},
     {"nemotron_h", "Mamba-2 layers in a hybrid pattern (hybrid_override_pattern) and a squared "
-                   "ReLU MLP"},
+                   "ReLU MLP are not read from a Hugging Face config (the engine models them: "
+                   "the shipped nemotron-h-8b and nemotron-h-56b profiles)"},
     {"glm_moe_dsa", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
     {"minimax_m2", "rotary embedding on part of the head (rotary_dim) and per-layer Q/K norms"},
     {"mimo", "MiMo's multi-token prediction layers (num_nextn_predict_layers), not DeepSeek's"},
@@ -351,8 +352,9 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
                                       "attention)");
     for (size_t i = 0; type && i < SPSIM_ARRAY_LENGTH(unmodelled); i++)
         if (strcmp(type, unmodelled[i].type) == 0)
-            return spsim_json_field_error(c, NULL, "model_type", "%s: %s: not modelled",
-                                          SPSIM_Q(type), unmodelled[i].what);
+            return spsim_json_field_error(
+                c, NULL, "model_type", "%s: %s%s", SPSIM_Q(type), unmodelled[i].what,
+                strstr(unmodelled[i].what, " not read ") ? "" : ": not modelled");
     for (size_t i = 0; (!f || !f->moe) && i < SPSIM_ARRAY_LENGTH(refused_keys); i++)
         if (present(root, refused_keys[i].key))
             return spsim_json_field_error(c, NULL, refused_keys[i].key,
