@@ -39,7 +39,7 @@ tied-allreduce-in-dp@src/engine/dp_time.c@s|tr->tied_embedding_allreduce_s = e.t
 flash-backward-1x@src/engine/schedule.c@s|st->flops = 2.5 \* op->flash_fwd_flops;|st->flops = 1.0 * op->flash_fwd_flops;|@terms,mla
 layernorm-backward-bytes-x2@src/engine/layer.c@0,/op->bwd_bytes = 10.0 \* elements;/s//op->bwd_bytes = 20.0 * elements;/@terms,mla
 adam-unsharded@src/engine/dp_time.c@s|double adam = coef \* params / (z >= 1 ? D : 1.0)|double adam = coef * params / (z >= 1 ? 1.0 : 1.0)|@terms,zero
-embedding-masks-p-interleaved@src/engine/memory.c@s|x->v > 1 ? 2 \* x->p : x->p|x->v > 1 ? x->p : x->p|@terms,memory
+embedding-masks-p-interleaved@src/engine/memory.c@s|return spsim_min_u64(f / period \* g + spsim_min_u64(f % period, g), x->micro);|return spsim_min_u64(x->p, x->micro);|@terms,memory
 iteration-without-sends@src/engine/pipeline_time.c@s|tr->pp_bubble_s + tr->pp_p2p_s +$|tr->pp_bubble_s + 0 * tr->pp_p2p_s +|@overlap,terms
 overlap-sm-share-halved@src/engine/timing.c@s|(double)(cfg->tp_comm_overlap ? SPSIM_UB_COMM_SMS : hw->nccl_channels) / hw->sm_count;|0.5 * (cfg->tp_comm_overlap ? SPSIM_UB_COMM_SMS : hw->nccl_channels) / hw->sm_count;|@overlap,terms
 cp-block-recompute-dropped@src/engine/pipeline_time.c@s|s->cp_exposed += layers \* (b->cp_exposed_s - b->cp_recompute_exposed_s) +|s->cp_exposed += 0 * (b->cp_exposed_s - b->cp_recompute_exposed_s) +|@cp

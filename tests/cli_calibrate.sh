@@ -114,6 +114,13 @@ expect 0 "$spsim" check "$tmp/fit.json"
 grep -q '"kind":[[:space:]]*"fitted"' "$tmp/fit.json" || fail "the profile is not labelled fitted"
 grep -q '"name":[[:space:]]*"fit"' "$tmp/fit.json" || fail "the profile's name is not OUT's"
 
+# A profile's multi-token-prediction layers stay (a row's options start from "the profile's",
+# not from zero MTP layers): DeepSeek-V3's layout with its MTP depth 'm' is accepted.
+printf '%s\n' 'model,hw,measured_iteration_s,args' \
+    'deepseek-v3,dgx-h100,30,"--tp 1 --pp 2 --dp 64 --ep 64 --gbs 1024 --seq 4096 --pipeline-layout Et*30|t*31mL"' \
+    >"$tmp/mtp.csv"
+expect 0 "$spsim" calibrate --runs "$tmp/mtp.csv" --no-cross-validate -o "$tmp/mtp.json"
+
 # Refusals, each one line with the file and line.
 printf 'model,hw,tp,measured_iteration_s,colour\nllama3-8b,dgx-h100,1,1,red\n' >"$tmp/r1.csv"
 refused "$tmp/r1.csv" 1 "column 'colour' is neither"

@@ -364,7 +364,9 @@ row_config(const struct csv *c, struct record *r, const struct columns *cols,
     int rc = row_words(c, r, cols, words, opts, &n);
     if (rc != EXIT_OK)
         return rc;
-    *cfg = (struct cli_config){0};
+    /* No model or hardware default (a row names both), and the model flags left at "keep the
+     * profile's" (-1: a zero would drop a profile's MTP layers and capacity factor). */
+    *cfg = (struct cli_config){.mtp_layers = -1, .capacity_factor = -1, .pad_to_capacity = -1};
     spsim_parallel_defaults(&cfg->par);
     cfg->pp_set = cfg->vpp_set = true; /* the row's pp and vpp as they are */
     char context[4200];
