@@ -227,6 +227,14 @@ def feature_args(row, s, moe):
             args += ["--cuda-graph-scope", s["cuda_graph_scope"].replace(";", ",")]
     if s.get("tp_comm_overlap") == "True" and as_int(row["TP"], 1) > 1:
         args.append("--tp-comm-overlap")
+    if moe and "(tokendrop)" in row["model"]:
+        # The 25.09 page's token-dropping rows: Megatron-Bridge fa0315ae2 (the page's commit)
+        # scripts/performance/run_script.py applies apply_moe_token_drop to the Qwen3 MoE
+        # recipes and, on B200/GB200, DeepSeek-V3's (which then turns DeepEP off);
+        # src/megatron/bridge/training/utils/moe_token_drop.py sets moe_expert_capacity_factor
+        # 1.0 and moe_pad_expert_input_to_capacity True, and asserts the alltoall dispatcher.
+        s["moe_token_dispatcher_type"], s["moe_flex_dispatcher_backend"] = "alltoall", ""
+        args += ["--moe-expert-capacity-factor", "1.0", "--moe-pad-expert-input-to-capacity"]
     if moe:
         args += ["--ep", str(as_int(row["EP"], 1))]
         if s.get("etp"):
