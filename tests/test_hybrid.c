@@ -440,6 +440,8 @@ START_TEST(fused_norms_not_recomputed)
     p.recompute_modules = SPSIM_RMOD_LAYERNORM;
     ck_assert_msg(spsim_evaluate(m, hw, &p, &ln, &err) == SPSIM_OK, "%s", err.message);
     ck_assert_uint_eq(ln.memory.activation_layers_bytes, none.memory.activation_layers_bytes);
+    /* Nor does the backward replay a norm: no recomputation time either. */
+    ck_assert_double_eq(ln.time.recompute_s, none.time.recompute_s);
     spsim_hardware_destroy(hw);
     spsim_model_destroy(m);
 }
