@@ -17,6 +17,10 @@ for file in "$runs"/runs-*.csv; do
     echo "fit_profiles.sh: $hw" >&2
     "$spsim" calibrate --runs "$file" --base "$hw" --name "$hw-fitted" \
         -o "$root/hardware/$hw-fitted.json" >"$root/hardware/$hw-fitted.txt.tmp"
+    # Paths as the repository names them, not this checkout's absolute ones (atomic rewrite).
+    sed "s|$root/||g" "$root/hardware/$hw-fitted.json" \
+        >"$root/hardware/$hw-fitted.json.tmp" &&
+        mv "$root/hardware/$hw-fitted.json.tmp" "$root/hardware/$hw-fitted.json"
     tail -n 12 "$root/hardware/$hw-fitted.txt.tmp" >&2
     rm -f "$root/hardware/$hw-fitted.txt.tmp"
 done
