@@ -43,6 +43,7 @@ order(uint64_t ka, const uint32_t *da, uint64_t kb, const uint32_t *db)
 
 struct pick {
     uint64_t key;
+    uint64_t twins; /* twin_hash of d where the space offloads (top_push) */
     uint32_t d[SPSIM_AXIS_COUNT];
 };
 
@@ -173,37 +174,57 @@ axis_has(const struct spsim_sweep *sw, int axis, int64_t v)
 /* ---- the answers ---- */
 
 static bool
-top_worse(const struct pick *a, const struct pick *b)
+top_worse(const void *x, const void *y)
 {
+    const struct pick *a = x, *b = y;
     return order(a->key, a->d, b->key, b->d) > 0;
 }
 
+/* Whether two points differ at most in the offloaded layers. */
+static bool
+offload_twins(const uint32_t *a, const uint32_t *b)
+{
+    for (int i = 0; i < SPSIM_AXIS_COUNT; i++)
+        if (a[i] != b[i] && i != SPSIM_AXIS_OFFLOAD_LAYERS)
+            return false;
+    return true;
+}
+
+/* A hash of the digits but the offloaded layers' (FNV-1a): twins share it. */
+static uint64_t
+twin_hash(const uint32_t *d)
+{
+    uint64_t h = 14695981039346656037u;
+    for (int i = 0; i < SPSIM_AXIS_COUNT; i++)
+        h = (h ^ (i == SPSIM_AXIS_OFFLOAD_LAYERS ? 0 : d[i])) * 1099511628211u;
+    return h;
+}
+
+/*
+ * Into the best K that fit. Canonical form: configurations that differ in the offloaded layers
+ * alone are one configuration with a choice of offload, of which the answer shows the best
+ * (ties: the first in the space's order, the fewest layers offloaded when the values ascend).
+ * Offloading more layers only adds stalls to the same pipeline (floor_from), so the twins
+ * rank alike but for stalls that the copies hide and rounding: without this their rows would
+ * fill the answer (Llama 3 8B on 64 H100: offload 0 .. 7 as #1 .. #8). The heap keeps one
+ * entry per twin group, so its root stays the K-th best group's and prunes soundly.
+ */
 static void
 top_push(struct search *s, uint64_t key)
 {
-    struct pick e = {.key = key}, *h = s->top;
+    struct pick e = {.key = key};
     memcpy(e.d, s->d, sizeof(e.d));
-    uint64_t k = s->opt->top_k, i;
-    if (s->ntop < k) {
-        for (i = s->ntop++; i > 0 && top_worse(&e, &h[(i - 1) / 2]); i = (i - 1) / 2)
-            h[i] = h[(i - 1) / 2];
-        h[i] = e;
-        return;
+    if (s->sw->n[SPSIM_AXIS_OFFLOAD_LAYERS] > 1) {
+        e.twins = twin_hash(e.d);
+        for (uint64_t i = 0; i < s->ntop; i++)
+            if (s->top[i].twins == e.twins && offload_twins(s->top[i].d, e.d)) {
+                if (top_worse(&s->top[i], &e)) /* better: it moves down from the hole */
+                    spsim_heap_sift_down((unsigned char *)s->top, sizeof(e), i, s->ntop, &e,
+                                         top_worse);
+                return;
+            }
     }
-    if (!top_worse(&h[0], &e))
-        return;
-    for (i = 0;;) {
-        uint64_t c = 2 * i + 1;
-        if (c >= k)
-            break;
-        if (c + 1 < k && top_worse(&h[c + 1], &h[c]))
-            c++;
-        if (!top_worse(&h[c], &e))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = e;
+    spsim_heap_push(s->top, sizeof(e), &s->ntop, s->opt->top_k, &e, top_worse);
 }
 
 static void

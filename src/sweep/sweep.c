@@ -846,36 +846,10 @@ spsim_sweep_rank_key(enum spsim_sweep_by by, const struct spsim_result *r)
 
 /* (key, index) pairs: the max-heap's root is the worst of the best K. */
 static bool
-worse(const struct spsim_top_entry *a, const struct spsim_top_entry *b)
+worse(const void *x, const void *y)
 {
+    const struct spsim_top_entry *a = x, *b = y;
     return a->key != b->key ? a->key > b->key : a->index > b->index;
-}
-
-static void
-top_push(struct spsim_sweep_worker *w, uint64_t k, struct spsim_top_entry e)
-{
-    struct spsim_top_entry *h = w->top;
-    uint64_t i;
-    if (w->ntop < k) {
-        for (i = w->ntop++; i > 0 && worse(&e, &h[(i - 1) / 2]); i = (i - 1) / 2)
-            h[i] = h[(i - 1) / 2];
-        h[i] = e;
-        return;
-    }
-    if (!worse(&h[0], &e))
-        return;
-    for (i = 0;;) {
-        uint64_t c = 2 * i + 1;
-        if (c >= k)
-            break;
-        if (c + 1 < k && worse(&h[c + 1], &h[c]))
-            c++;
-        if (!worse(&h[c], &e))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = e;
 }
 
 static const char *
@@ -1104,8 +1078,9 @@ spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_sweep_opt
         if (!kept(opt, &w->res))
             continue;
         if (opt->top_k)
-            top_push(w, opt->top_k,
-                     (struct spsim_top_entry){spsim_sweep_rank_key(opt->by, &w->res), i});
+            spsim_heap_push(w->top, sizeof(*w->top), &w->ntop, opt->top_k,
+                            &(struct spsim_top_entry){spsim_sweep_rank_key(opt->by, &w->res), i},
+                            worse);
         else if (opt->format != SPSIM_ROW_NONE)
             b->rc = emit_row(w, opt, d, b);
     }

@@ -2,6 +2,8 @@
 #ifndef SPSIM_SWEEP_INTERNAL_H
 #define SPSIM_SWEEP_INTERNAL_H
 
+#include <string.h>
+
 #include "engine/eval.h"
 #include "spsim/sweep.h"
 
@@ -132,6 +134,56 @@ struct spsim_cache_slot {
     int rc; /* spsim_layer_evaluate's status for them */
     struct spsim_layer_summary sum;
 };
+
+/*
+ * The best K of a stream (sweep --top, optimize's answers): a max-heap of at most K entries of
+ * `size` bytes whose root is the worst kept, ordered by `worse` (a strict order: a tie goes to
+ * the entry already kept). Static inline so that each caller's comparison and copy inline:
+ * the sweep pushes at every valid point. `e` must not lie inside the heap.
+ */
+typedef bool (*spsim_heap_worse_fn)(const void *a, const void *b);
+
+/* Put `e` at hole i (moving worse parents down) of a heap. */
+static inline void
+spsim_heap_sift_up(unsigned char *h, size_t size, uint64_t i, const void *e,
+                   spsim_heap_worse_fn worse)
+{
+    for (; i > 0 && worse(e, h + (i - 1) / 2 * size); i = (i - 1) / 2)
+        memcpy(h + i * size, h + (i - 1) / 2 * size, size);
+    memcpy(h + i * size, e, size);
+}
+
+/* Put `e`, no worse than what hole i held, at hole i of a heap of n entries (moving worse
+ * children up). */
+static inline void
+spsim_heap_sift_down(unsigned char *h, size_t size, uint64_t i, uint64_t n, const void *e,
+                     spsim_heap_worse_fn worse)
+{
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && worse(h + (c + 1) * size, h + c * size))
+            c++;
+        if (!worse(h + c * size, e))
+            break;
+        memcpy(h + i * size, h + c * size, size);
+        i = c;
+    }
+    memcpy(h + i * size, e, size);
+}
+
+/* Offer `e` to the best k kept in heap[0 .. *n). */
+static inline void
+spsim_heap_push(void *heap, size_t size, uint64_t *n, uint64_t k, const void *e,
+                spsim_heap_worse_fn worse)
+{
+    unsigned char *h = heap;
+    if (*n < k)
+        spsim_heap_sift_up(h, size, (*n)++, e, worse);
+    else if (worse(h, e))
+        spsim_heap_sift_down(h, size, 0, k, e, worse);
+}
 
 struct spsim_top_entry {
     uint64_t key; /* ordered: smaller is better */
