@@ -129,7 +129,9 @@ hybrid-last-stage-as-first@src/engine/memory.c@s|n, spsim_mul(rank_kind(x, r, (e
 bridge-mamba-din-actual@src/engine/model_flops.c@s|double din = 2 \* h, sf = r / 2;|double din = d, sf = r / 2;|@hybrid
 hybrid-scan-flops-dropped@src/engine/model_flops.c@s|f->model = 2 \* weights + nM \* scan|f->model = 2 * weights + 0 * scan|@hybrid
 optimize-memory-bound-doubled@src/sweep/optimize_bounds.c@s|return spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|return 2 * spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|@optimize
-optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize'
+optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize
+optimize-threads-unmerged@src/sweep/optimize.c@s|for (unsigned i = 1; i < started \&\& rc == SPSIM_OK; i++)|for (unsigned i = 1; i < 1 \&\& rc == SPSIM_OK; i++)|@optimize
+optimize-offload-twins-kept@src/sweep/optimize.c@s|if (s->sw->n\[SPSIM_AXIS_OFFLOAD_LAYERS\] > 1) {|if (0 \&\& s->sw->n[SPSIM_AXIS_OFFLOAD_LAYERS] > 1) {|@optimize'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

@@ -188,6 +188,12 @@ grep -qE "^#2 (trains .* fewer tokens per second than|ties with) #1" "$tmp/opt" 
 grep -q "^in every row: " "$tmp/opt" || fail "optimize names no shared setting: $(cat "$tmp/opt")"
 "$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 16 --top 2 --format csv >"$tmp/opt.csv"
 [ "$(wc -l <"$tmp/opt.csv")" -eq 3 ] || fail "optimize --format csv: not 2 rows"
+# --threads: the same answer on any number of threads (only the search's counts differ).
+"$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 64 --gbs 512 --top 8 --format csv \
+    --threads 1 >"$tmp/opt1.csv" || fail "optimize --threads 1 exits $?"
+"$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 64 --gbs 512 --top 8 --format csv \
+    --threads 3 >"$tmp/opt3.csv" || fail "optimize --threads 3 exits $?"
+cmp -s "$tmp/opt1.csv" "$tmp/opt3.csv" || fail "optimize --threads 3 answers otherwise than 1"
 "$spsim" optimize --model llama3-8b --hw dgx-h100 --gpus 16 --max-memory-gib 30 >"$tmp/opt" ||
     fail "optimize with a memory limit exits $?"
 grep -q "at most 30.00 GiB per GPU" "$tmp/opt" || fail "optimize ignores --max-memory-gib"

@@ -167,8 +167,8 @@ static const struct axis_text nothing_fits_space[] = {
 #define SPACE(a) a, SPSIM_ARRAY_LENGTH(a)
 
 static void
-run_optimize(const struct spsim_sweep *sw, enum spsim_sweep_by by, uint64_t k, bool exhaustive,
-             struct spsim_optimize_result *res)
+run_threads(const struct spsim_sweep *sw, enum spsim_sweep_by by, uint64_t k, bool exhaustive,
+            unsigned threads, struct spsim_optimize_result *res)
 {
     struct spsim_optimize_options opt;
     struct spsim_error err = {0};
@@ -176,10 +176,18 @@ run_optimize(const struct spsim_sweep *sw, enum spsim_sweep_by by, uint64_t k, b
     opt.by = by;
     opt.top_k = k;
     opt.exhaustive = exhaustive;
+    opt.threads = threads;
     memset(res, 0, sizeof(*res));
     res->top = calloc(k, sizeof(*res->top));
     ck_assert_ptr_nonnull(res->top);
     ck_assert_msg(spsim_optimize_run(sw, &opt, res, &err) == SPSIM_OK, "%s", err.message);
+}
+
+static void
+run_optimize(const struct spsim_sweep *sw, enum spsim_sweep_by by, uint64_t k, bool exhaustive,
+             struct spsim_optimize_result *res)
+{
+    run_threads(sw, by, k, exhaustive, 1, res);
 }
 
 /* Two entries are the same configuration with the same result: every field of the sweep's
@@ -240,43 +248,54 @@ no_offload_twins(const struct spsim_optimize_result *r, const char *name)
                           r->top[j].result.config.offload_layers);
 }
 
-/* The branch and bound's three answers are the exhaustive evaluation's, entry by entry. */
+/* Two answers are the same, entry by entry. */
+static void
+same_answers(const struct spsim_optimize_result *bnb, const struct spsim_optimize_result *all,
+             const char *name, int by)
+{
+    ck_assert_msg(bnb->count == all->count, "%s by %s: %llu vs %llu", name,
+                  spsim_sweep_by_name(by), (unsigned long long)bnb->count,
+                  (unsigned long long)all->count);
+    for (uint64_t i = 0; i < all->count; i++)
+        ck_assert_msg(same_entry(&bnb->top[i], &all->top[i]),
+                      "%s by %s: #%llu differs: %.17g s (tp %u pp %u dp %u mbs %u) "
+                      "against %.17g s (tp %u pp %u dp %u mbs %u)",
+                      name, spsim_sweep_by_name(by), (unsigned long long)i + 1,
+                      bnb->top[i].result.time.iteration_s, bnb->top[i].result.config.tp,
+                      bnb->top[i].result.config.pp, bnb->top[i].result.config.dp,
+                      bnb->top[i].result.config.mbs, all->top[i].result.time.iteration_s,
+                      all->top[i].result.config.tp, all->top[i].result.config.pp,
+                      all->top[i].result.config.dp, all->top[i].result.config.mbs);
+    ck_assert(bnb->has_unconstrained == all->has_unconstrained);
+    ck_assert_msg(!all->has_unconstrained || same_entry(&bnb->unconstrained, &all->unconstrained),
+                  "%s by %s: the best without the memory limit differs", name,
+                  spsim_sweep_by_name(by));
+    ck_assert(bnb->has_smallest == all->has_smallest);
+    ck_assert_msg(!all->has_smallest || same_entry(&bnb->smallest, &all->smallest),
+                  "%s by %s: the smallest differs", name, spsim_sweep_by_name(by));
+    no_offload_twins(bnb, name);
+}
+
+/* The branch and bound's three answers are the exhaustive evaluation's, entry by entry, on one
+ * thread and on three (a shared queue, each thread pruning by its own answers, merged). */
 static void
 bnb_is_exhaustive(const struct axis_text *axes, size_t n, const char *name)
 {
     struct spsim_sweep *sw = make_space(axes, n);
     for (int by = 0; by < SPSIM_BY_COUNT; by++)
         for (uint64_t k = 1; k <= 5; k += 4) {
-            struct spsim_optimize_result bnb, all;
+            struct spsim_optimize_result bnb, all, par;
             run_optimize(sw, (enum spsim_sweep_by)by, k, false, &bnb);
             run_optimize(sw, (enum spsim_sweep_by)by, k, true, &all);
-            ck_assert_msg(bnb.count == all.count, "%s by %s top %llu: %llu vs %llu", name,
-                          spsim_sweep_by_name(by), (unsigned long long)k,
-                          (unsigned long long)bnb.count, (unsigned long long)all.count);
-            for (uint64_t i = 0; i < all.count; i++)
-                ck_assert_msg(same_entry(&bnb.top[i], &all.top[i]),
-                              "%s by %s: #%llu differs: %.17g s (tp %u pp %u dp %u mbs %u) "
-                              "against %.17g s (tp %u pp %u dp %u mbs %u)",
-                              name, spsim_sweep_by_name(by), (unsigned long long)i + 1,
-                              bnb.top[i].result.time.iteration_s, bnb.top[i].result.config.tp,
-                              bnb.top[i].result.config.pp, bnb.top[i].result.config.dp,
-                              bnb.top[i].result.config.mbs, all.top[i].result.time.iteration_s,
-                              all.top[i].result.config.tp, all.top[i].result.config.pp,
-                              all.top[i].result.config.dp, all.top[i].result.config.mbs);
-            ck_assert(bnb.has_unconstrained == all.has_unconstrained);
-            ck_assert_msg(!all.has_unconstrained ||
-                              same_entry(&bnb.unconstrained, &all.unconstrained),
-                          "%s by %s: the best without the memory limit differs", name,
-                          spsim_sweep_by_name(by));
-            ck_assert(bnb.has_smallest == all.has_smallest);
-            ck_assert_msg(!all.has_smallest || same_entry(&bnb.smallest, &all.smallest),
-                          "%s by %s: the smallest differs", name, spsim_sweep_by_name(by));
-            no_offload_twins(&bnb, name);
+            run_threads(sw, (enum spsim_sweep_by)by, k, false, 3, &par);
+            same_answers(&bnb, &all, name, by);
+            same_answers(&par, &all, name, by);
             no_offload_twins(&all, name);
             /* the search is a search: fewer evaluations than the space's valid points */
             ck_assert_uint_le(bnb.stats.composed, all.stats.composed);
             free(bnb.top);
             free(all.top);
+            free(par.top);
         }
     spsim_sweep_destroy(sw);
 }

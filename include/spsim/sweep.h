@@ -339,8 +339,12 @@ struct spsim_optimize_options {
     enum spsim_sweep_by by; /**< default SPSIM_BY_TOKENS_PER_S */
     /** keep only configurations with memory.total_bytes <= this; 0 (default): memory.fits */
     uint64_t max_total_bytes;
-    /** evaluate every point of the space, no bound (default false): the bounds' check; slow */
+    /** evaluate every point of the space, no bound (default false): the bounds' check; slow;
+     * on one thread */
     bool exhaustive;
+    /** threads of the branch and bound (they share its queue); 0 (default): every online CPU.
+     * The answers do not depend on it; the stats do. */
+    unsigned threads;
 };
 
 #define SPSIM_OPTIMIZE_MAX_TOP 1000

@@ -255,7 +255,7 @@ def optimize(*, model, hw, gpus, gbs=None, top=5, by="tokens_per_s", max_memory_
     """The best `top` configurations of `model` on `gpus` GPUs that fit in memory, best first,
     as the rows of `spsim optimize --format jsonl`: the same search (spsim_optimize_run over
     spsim_sweep_spec_optimize_space's space; keywords restrict it as optimize's options do).
-    `threads` is accepted for compatibility: the search runs on one thread."""
+    `threads`: threads of the search (0: every core); the answer is the same for any."""
     gpus = _count("gpus", gpus, 1, 1 << 24)
     if max_memory_gib is not None and (isinstance(max_memory_gib, bool) or
                                        not isinstance(max_memory_gib, numbers.Real)):
@@ -267,7 +267,7 @@ def optimize(*, model, hw, gpus, gbs=None, top=5, by="tokens_per_s", max_memory_
     axes = dict(constraints, model=model, hw=hw, gpus=gpus, gbs=gbs)
     limit = int(max_memory_gib * 1073741824.0) if max_memory_gib else 0
     text, smallest = _call(_spsim.optimize, _axes(axes, {}), int(gpus), int(top), by, limit,
-                           bool(exhaustive))
+                           bool(exhaustive), int(threads))
     rows = [json.loads(line) for line in text.splitlines()]
     if not rows:
         need = f": the smallest needs {smallest / 2**30:.2f} GiB per GPU" if smallest >= 0 else ""

@@ -302,7 +302,7 @@ optimize_rows(const struct spsim_optimize_result *res)
     return out;
 }
 
-/* optimize(axes, gpus, top, by, max_total_bytes, exhaustive) -> (JSON Lines rows of the best
+/* optimize(axes, gpus, top, by, max_total_bytes, exhaustive, threads) -> (JSON Lines rows of the best
  * that fit, the smallest's bytes when nothing fits or -1): spsim_sweep_spec_optimize_space's
  * space restricted by the axes, searched by spsim_optimize_run. The GIL is released while the
  * library searches. */
@@ -314,15 +314,17 @@ py_optimize(PyObject *self, PyObject *args)
     unsigned long long top, maxbytes;
     const char *by;
     int exhaustive;
+    unsigned int threads;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!IKsKp", &PyDict_Type, &axes, &gpus, &top, &by, &maxbytes,
-                          &exhaustive))
+    if (!PyArg_ParseTuple(args, "O!IKsKpI", &PyDict_Type, &axes, &gpus, &top, &by, &maxbytes,
+                          &exhaustive, &threads))
         return NULL;
     struct spsim_optimize_options opt;
     spsim_optimize_options_defaults(&opt);
     opt.top_k = top;
     opt.max_total_bytes = maxbytes;
     opt.exhaustive = exhaustive;
+    opt.threads = threads;
     for (int b = SPSIM_BY_ITERATION_S; b < SPSIM_BY_COUNT; b++)
         if (strcmp(by, spsim_sweep_by_name(b)) == 0)
             opt.by = b;

@@ -72,7 +72,8 @@ static const char optimize_help[] =
     "                         megatron (the best configuration's Megatron-LM launch line)\n"
     "  --exhaustive           evaluate every point of the space instead (the bounds' check;\n"
     "                         small spaces only)\n"
-    "  --threads N            accepted for compatibility; the search runs on one thread\n"
+    "  --threads N            threads of the search (default: every core; --exhaustive runs\n"
+    "                         on one); the answer is the same for any N\n"
     "  -o, --output FILE      write FILE atomically instead of standard output\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -92,6 +93,7 @@ struct optimize_args {
     int format; /* SPSIM_ROW_NONE = table; OPTIMIZE_MEGATRON */
     double max_gib, train_tokens;
     bool exhaustive;
+    unsigned threads; /* 0: every core */
     const char *output;
 };
 
@@ -118,7 +120,6 @@ static int
 parse_option(void *ctx, int opt, const char *arg, const char *current)
 {
     struct optimize_args *a = ctx;
-    uint32_t threads = 0;
     enum spsim_row_format format;
     int rc = EXIT_OK;
     switch (opt) {
@@ -142,7 +143,7 @@ parse_option(void *ctx, int opt, const char *arg, const char *current)
             a->format = format;
         return rc;
     case OPT_THREADS:
-        return cli_parse_u32("--threads", arg, 1, 256, &threads);
+        return cli_parse_u32("--threads", arg, 1, 256, &a->threads);
     case 'o':
         a->output = arg;
         return EXIT_OK;
@@ -721,6 +722,7 @@ search(const struct optimize_args *a, const struct spsim_sweep *sw, const struct
     opt.top_k = a->top;
     opt.by = a->by;
     opt.exhaustive = a->exhaustive;
+    opt.threads = a->threads;
     *limit = info.hbm_capacity_bytes;
     if (a->max_gib > 0 && a->max_gib * 1073741824.0 < (double)*limit)
         *limit = opt.max_total_bytes = (uint64_t)(a->max_gib * 1073741824.0);

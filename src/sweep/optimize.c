@@ -19,10 +19,12 @@
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/eval.h"
 #include "engine/stages.h"
@@ -66,6 +68,18 @@ struct queue {
     size_t n, cap;
 };
 
+/* What the threads share: the queue, and how many of them are searching an item (which may
+ * queue more). Each thread keeps its own answers and prunes by them: a subtree that cannot
+ * enter one thread's best K cannot enter the union's (K better ones exist), so the merged
+ * answers are the one-thread answers, whatever the thread count and timing. */
+struct shared {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct queue q;
+    unsigned busy;
+    int rc;
+};
+
 /* Ranks 0's and p − 1's distinct layer counts (main kind, all) over a pp's splits and vpp. */
 #define LAST_LAYERS_MAX 32
 struct last_layers {
@@ -84,7 +98,7 @@ struct search {
     uint64_t ntop;
     struct pick best, small;
     bool has_best, has_small;
-    struct queue q;
+    struct shared *sh;
     uint32_t d[SPSIM_AXIS_COUNT];
     int layer_axes[SPSIM_AXIS_COUNT], comp_axes[SPSIM_AXIS_COUNT];
     uint32_t nlayer, ncomp, ngroup, npipe;
@@ -289,12 +303,15 @@ static void
 queue_push(struct search *s, uint32_t kind, uint64_t key, double per_token_mfu, int32_t parent,
            uint64_t mem_lb)
 {
-    struct queue *q = &s->q;
+    struct queue *q = &s->sh->q;
+    pthread_mutex_lock(&s->sh->mu);
     if (q->n == q->cap) {
         size_t cap = q->cap ? 2 * q->cap : 1024;
         struct item *h = realloc(q->h, cap * sizeof(*h));
         if (!h) {
-            s->rc = SPSIM_ENOMEM;
+            s->rc = s->sh->rc = SPSIM_ENOMEM;
+            pthread_cond_broadcast(&s->sh->cv);
+            pthread_mutex_unlock(&s->sh->mu);
             return;
         }
         q->h = h;
@@ -310,6 +327,8 @@ queue_push(struct search *s, uint32_t kind, uint64_t key, double per_token_mfu, 
     for (; i > 0 && item_less(&e, &q->h[(i - 1) / 2]); i = (i - 1) / 2)
         q->h[i] = q->h[(i - 1) / 2];
     q->h[i] = e;
+    pthread_cond_signal(&s->sh->cv);
+    pthread_mutex_unlock(&s->sh->mu);
 }
 
 static struct item
@@ -1064,58 +1083,95 @@ root_in_space(const struct search *s)
            sw->v[SPSIM_AXIS_RECOMPUTE_MODULES][s->d[SPSIM_AXIS_RECOMPUTE_MODULES]] == 0;
 }
 
-/* Best bound first; a summary whose bound no answer needs ends the search (the rest have larger
- * bounds) once something fits. */
-static void
-search_queue(struct search *s)
+/* The next item for thread s: false when the queue is empty and no thread can queue more (or
+ * the search failed). The time bound alone decides first (the rest of the queue has no smaller
+ * key): an item no answer of this thread needs ends the queue as it stands. */
+static bool
+next_item(struct search *s, struct item *it)
 {
-    while (s->q.n && s->rc == SPSIM_OK) {
-        struct item it = queue_pop(&s->q);
-        /* The time bound alone (the rest of the queue has no smaller key) or its memory. */
+    struct shared *sh = s->sh;
+    pthread_mutex_lock(&sh->mu);
+    for (;;) {
+        while (sh->q.n == 0 && sh->busy > 0 && sh->rc == SPSIM_OK)
+            pthread_cond_wait(&sh->cv, &sh->mu);
+        if (sh->q.n == 0 || sh->rc != SPSIM_OK) {
+            pthread_cond_broadcast(&sh->cv);
+            pthread_mutex_unlock(&sh->mu);
+            return false;
+        }
+        *it = queue_pop(&sh->q);
         s->mem_lb = 0;
         s->cap = UINT64_MAX;
-        if (!any(needed(s, it.key, NULL))) {
-            s->st.pruned += 1 + s->q.n;
+        if (any(needed(s, it->key, NULL)))
             break;
-        }
-        memcpy(s->d, it.d, sizeof(s->d));
-        s->mem_lb = it.mem_lb;
-        s->cap = capacity_bound(s, s->sw->hws[s->d[SPSIM_AXIS_HW]]);
-        if (!any(needed(s, it.key, NULL))) {
-            s->st.pruned++;
-            continue;
-        }
-        s->per_token_mfu = it.per_token_mfu;
-        if (it.kind == ITEM_CHILDREN) {
-            add_children(s, it.parent, it.key);
-            continue;
-        }
-        /* A node's search bounds its subtree: tree_lb collects what each of its compositions
-         * was bounded by (a descendant's are no less: it only adds recompute steps). */
-        bool own = it.kind != ITEM_ROOT || root_in_space(s);
-        double slack = it.kind != ITEM_SUMMARY ? tree_slack(s, it.kind) : 0;
-        bool exact = slack == 0;
-        s->tree_lb = UINT64_MAX;
-        s->tracking = it.kind != ITEM_SUMMARY && own && exact;
-        if (own) {
-            s->st.summaries++;
-            shapes(s, 0);
-        }
-        s->tracking = false;
-        if (it.kind == ITEM_SUMMARY)
-            continue;
-        /* The node's bound and its search's (when some composition was valid: others may be for
-         * a descendant, e.g. a recompute method); with TE userbuffers' slack, its bound with
-         * every layer that much shorter. */
-        if (s->tree_lb == UINT64_MAX)
-            s->tree_lb = 0;
-        uint64_t lb = exact ? (s->tree_lb > it.key ? s->tree_lb : it.key)
-                            : slack_key(s, it.kind, slack, it.per_token_mfu);
-        memcpy(s->d, it.d, sizeof(s->d));
-        queue_push(s, ITEM_CHILDREN, lb, it.per_token_mfu,
-                   it.kind == ITEM_ROOT ? -1 : (int32_t)it.d[SPSIM_AXIS_RECOMPUTE_MODULES],
-                   it.mem_lb);
+        s->st.pruned += 1 + sh->q.n;
+        sh->q.n = 0;
     }
+    sh->busy++;
+    pthread_mutex_unlock(&sh->mu);
+    return true;
+}
+
+/* One item of the queue, taken by thread s. */
+static void
+search_item(struct search *s, const struct item *itp)
+{
+    struct item it = *itp;
+    memcpy(s->d, it.d, sizeof(s->d));
+    s->mem_lb = it.mem_lb;
+    s->cap = capacity_bound(s, s->sw->hws[s->d[SPSIM_AXIS_HW]]);
+    if (!any(needed(s, it.key, NULL))) {
+        s->st.pruned++;
+        return;
+    }
+    s->per_token_mfu = it.per_token_mfu;
+    if (it.kind == ITEM_CHILDREN) {
+        add_children(s, it.parent, it.key);
+        return;
+    }
+    /* A node's search bounds its subtree: tree_lb collects what each of its compositions
+     * was bounded by (a descendant's are no less: it only adds recompute steps). */
+    bool own = it.kind != ITEM_ROOT || root_in_space(s);
+    double slack = it.kind != ITEM_SUMMARY ? tree_slack(s, it.kind) : 0;
+    bool exact = slack == 0;
+    s->tree_lb = UINT64_MAX;
+    s->tracking = it.kind != ITEM_SUMMARY && own && exact;
+    if (own) {
+        s->st.summaries++;
+        shapes(s, 0);
+    }
+    s->tracking = false;
+    if (it.kind == ITEM_SUMMARY)
+        return;
+    /* The node's bound and its search's (when some composition was valid: others may be for
+     * a descendant, e.g. a recompute method); with TE userbuffers' slack, its bound with
+     * every layer that much shorter. */
+    if (s->tree_lb == UINT64_MAX)
+        s->tree_lb = 0;
+    uint64_t lb = exact ? (s->tree_lb > it.key ? s->tree_lb : it.key)
+                        : slack_key(s, it.kind, slack, it.per_token_mfu);
+    memcpy(s->d, it.d, sizeof(s->d));
+    queue_push(s, ITEM_CHILDREN, lb, it.per_token_mfu,
+               it.kind == ITEM_ROOT ? -1 : (int32_t)it.d[SPSIM_AXIS_RECOMPUTE_MODULES],
+               it.mem_lb);
+}
+
+/* Best bound first, the threads taking items from one queue. */
+static void *
+search_queue(void *arg)
+{
+    struct search *s = arg;
+    struct item it;
+    while (s->rc == SPSIM_OK && next_item(s, &it)) {
+        search_item(s, &it);
+        pthread_mutex_lock(&s->sh->mu);
+        s->sh->busy--;
+        if (s->rc != SPSIM_OK && s->sh->rc == SPSIM_OK)
+            s->sh->rc = s->rc;
+        pthread_cond_broadcast(&s->sh->cv);
+        pthread_mutex_unlock(&s->sh->mu);
+    }
+    return NULL;
 }
 
 /* Every point of the space, no bound (opt->exhaustive). */
@@ -1215,7 +1271,6 @@ search_free(struct search *s)
     for (int a = 0; a < SPSIM_AXIS_COUNT; a++)
         free(s->order[a]);
     free(s->top);
-    free(s->q.h);
     free(s->stages);
     free(s->last);
     spsim_sweep_worker_free(&s->w);
@@ -1262,6 +1317,89 @@ answers(struct search *s, struct spsim_optimize_result *out, struct spsim_error 
     return rc;
 }
 
+/* Merge thread t's answers into thread 0's: the best and the smallest by order, the best K
+ * of both heaps with one entry per twin group (top_push). */
+static int
+merge_answers(struct search *s0, const struct search *t)
+{
+    if (t->has_best &&
+        (!s0->has_best || order(t->best.key, t->best.d, s0->best.key, s0->best.d) < 0)) {
+        s0->best = t->best;
+        s0->has_best = true;
+    }
+    if (t->has_small &&
+        (!s0->has_small || order(t->small.key, t->small.d, s0->small.key, s0->small.d) < 0)) {
+        s0->small = t->small;
+        s0->has_small = true;
+    }
+    uint64_t n = s0->ntop + t->ntop, kept = 0;
+    struct pick *all = spsim_calloc(n ? n : 1, sizeof(*all));
+    if (!all)
+        return SPSIM_ENOMEM;
+    memcpy(all, s0->top, s0->ntop * sizeof(*all));
+    memcpy(all + s0->ntop, t->top, t->ntop * sizeof(*all));
+    qsort(all, n, sizeof(*all), pick_cmp);
+    for (uint64_t i = 0; i < n && kept < s0->opt->top_k; i++) {
+        bool twin = false;
+        for (uint64_t j = 0; j < kept && s0->sw->n[SPSIM_AXIS_OFFLOAD_LAYERS] > 1 && !twin; j++)
+            twin = s0->top[j].twins == all[i].twins && offload_twins(s0->top[j].d, all[i].d);
+        if (!twin)
+            s0->top[kept++] = all[i];
+    }
+    s0->ntop = kept; /* sorted best first: a heap no more, which only answers() reads now */
+    free(all);
+    return SPSIM_OK;
+}
+
+static void
+stats_add(struct spsim_optimize_stats *a, const struct search *t)
+{
+    a->summaries += t->st.summaries;
+    a->shapes += t->st.shapes;
+    a->pipelines += t->st.pipelines;
+    a->checked += t->st.checked;
+    a->valid += t->st.valid;
+    a->composed += t->st.composed;
+    a->memory_only += t->st.memory_only;
+    a->pruned += t->st.pruned;
+    a->layer_evaluations += t->w.layer_evaluations;
+}
+
+/* The threads the search runs on: opt->threads, 0 for every online CPU, at most MAX_THREADS;
+ * one for --exhaustive (no queue to share). */
+#define MAX_THREADS 256
+static unsigned
+thread_count(const struct spsim_optimize_options *opt)
+{
+    long n = opt->threads ? (long)opt->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (opt->exhaustive || n < 1)
+        return 1;
+    return n > MAX_THREADS ? MAX_THREADS : (unsigned)n;
+}
+
+/* The branch and bound on `n` threads, each with its own search s[i] (s[0]: this thread). */
+static int
+search_threads(struct search *s, unsigned n)
+{
+    pthread_t tid[MAX_THREADS];
+    unsigned started = 1;
+    int rc = SPSIM_OK;
+    add_layers(&s[0]);
+    for (; started < n && s[0].rc == SPSIM_OK; started++)
+        if (pthread_create(&tid[started], NULL, search_queue, &s[started]) != 0)
+            break;
+    search_queue(&s[0]);
+    for (unsigned i = 1; i < started; i++)
+        pthread_join(tid[i], NULL);
+    for (unsigned i = 0; i < n; i++)
+        rc = rc != SPSIM_OK ? rc : s[i].rc;
+    if (s[0].sh->rc != SPSIM_OK)
+        rc = s[0].sh->rc;
+    for (unsigned i = 1; i < started && rc == SPSIM_OK; i++)
+        rc = merge_answers(&s[0], &s[i]);
+    return rc;
+}
+
 int
 spsim_optimize_run(const struct spsim_sweep *sw, const struct spsim_optimize_options *opt,
                    struct spsim_optimize_result *out, struct spsim_error *err)
@@ -1274,24 +1412,33 @@ spsim_optimize_run(const struct spsim_sweep *sw, const struct spsim_optimize_opt
                           SPSIM_OPTIMIZE_MAX_TOP);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct search s;
-    if (search_init(&s, sw, opt) != SPSIM_OK) {
-        search_free(&s);
-        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    unsigned n = thread_count(opt), made = 0;
+    struct shared sh = {.rc = SPSIM_OK};
+    struct search *s = spsim_calloc(n, sizeof(*s));
+    int rc = s ? SPSIM_OK : SPSIM_ENOMEM;
+    pthread_mutex_init(&sh.mu, NULL);
+    pthread_cond_init(&sh.cv, NULL);
+    for (; rc == SPSIM_OK && made < n; made++) {
+        rc = search_init(&s[made], sw, opt);
+        s[made].sh = &sh;
     }
-    if (opt->exhaustive) {
-        search_all(&s);
-    } else {
-        add_layers(&s);
-        search_queue(&s);
-    }
-    int rc = s.rc != SPSIM_OK ? spsim_fail(err, s.rc, "out of memory") : answers(&s, out, err);
+    if (rc == SPSIM_OK && opt->exhaustive)
+        search_all(&s[0]);
+    else if (rc == SPSIM_OK)
+        rc = search_threads(s, n);
+    rc = rc != SPSIM_OK ? spsim_fail(err, rc, "out of memory") : answers(&s[0], out, err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    out->stats = s.st;
+    memset(&out->stats, 0, sizeof(out->stats));
+    for (unsigned i = 0; i < made; i++)
+        stats_add(&out->stats, &s[i]);
     out->stats.points = sw->points;
-    out->stats.layer_evaluations = s.w.layer_evaluations;
     out->stats.elapsed_s =
         (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    search_free(&s);
+    for (unsigned i = 0; i < made; i++)
+        search_free(&s[i]);
+    free(s);
+    free(sh.q.h);
+    pthread_mutex_destroy(&sh.mu);
+    pthread_cond_destroy(&sh.cv);
     return rc;
 }
