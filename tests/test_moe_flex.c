@@ -245,6 +245,64 @@ START_TEST(flex_step_times)
 }
 END_TEST
 
+/*
+ * HybridEP's measured rates (gpu.hybridep_dispatch_GBps / _combine_GBps: DeepEP hybrid-ep
+ * docs/README_Hybrid-EP.md, counted as tests/test_hybrid_ep.py counts them: the hidden rows a
+ * rank receives, its own included, 2h bytes each, over the API call's time). One domain, ep 4,
+ * E = 4, T = 4096 as one_domain_bytes: a rank receives n·T·p_rank = 4·4096·1/2 = 8192 rows,
+ * 8192·2·1024 = 16777216 B. At 100 GB/s dispatch and 150 GB/s combine the kernels take
+ * 167.772 us and 111.848 us, above the links' 5 + 6144·2064/200e3 = 68.405 us (dispatch) and
+ * 5 + 6144·2048/200e3 = 67.915 us (combine): the call is max(latency + links, kernel). The
+ * forward dispatch and the combine's backward run the dispatch kernel; the combine and the
+ * dispatch's backward the combine kernel. DeepEP keeps the links' rates.
+ */
+/* The time of the step `name` in `phase` of the layer schedule of (m, hw, p). */
+static double
+step_time(const struct spsim_model *m, const struct spsim_hardware *hw,
+          const struct spsim_parallel *p, const char *name, int phase)
+{
+    struct spsim_schedule_step steps[256];
+    size_t n = 0;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_layer_schedule(m, hw, p, steps, 256, &n, &err) == SPSIM_OK, "%s",
+                  err.message);
+    return find_step(steps, n, name, phase).time_s;
+}
+
+START_TEST(hybridep_kernel_rates)
+{
+    struct spsim_model_shape s = flex_shape(4);
+    struct spsim_model *m = testutil_model(&s);
+    struct spsim_hardware *hw =
+        testutil_synthetic("\"hybridep_dispatch_GBps\": {\"value\": 100, \"source\": \"t\"},"
+                           "\"hybridep_combine_GBps\": {\"value\": 150, \"source\": \"t\"},");
+    struct spsim_parallel p = flex_config(4, 1, SPSIM_FLEX_HYBRIDEP);
+    double recv = 8192.0 * 2 * H, disp = recv / 100e9, comb = recv / 150e9;
+    ck_assert(disp > 5e-6 + 6144.0 * 2064 / 200e9 && comb > 5e-6 + 6144.0 * 2048 / 200e9);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_FORWARD), disp,
+                            1e-12);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex combine", SPSIM_PHASE_FORWARD), comb, 1e-12);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_BACKWARD), comb,
+                            1e-12);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex combine", SPSIM_PHASE_BACKWARD), disp,
+                            1e-12);
+    /* DeepEP: the links (the records of one_domain_bytes). */
+    p = flex_config(4, 1, SPSIM_FLEX_DEEPEP);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_FORWARD),
+                            5e-6 + 6144.0 * 2080 / 200e9, 1e-12);
+    spsim_hardware_destroy(hw);
+    /* Faster kernels than the links: the links' time stays. */
+    hw = testutil_synthetic("\"hybridep_dispatch_GBps\": {\"value\": 1000, \"source\": \"t\"},");
+    p = flex_config(4, 1, SPSIM_FLEX_HYBRIDEP);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_FORWARD),
+                            5e-6 + 6144.0 * 2064 / 200e9, 1e-12);
+    spsim_hardware_destroy(hw);
+    testutil_synthetic_refused("\"hybridep_combine_GBps\": {\"value\": 0, \"source\": \"t\"},",
+                               "hybridep_combine_GBps");
+    spsim_model_destroy(m);
+}
+END_TEST
+
 /* The iteration sees the flex steps: per MoE layer forward, dispatch + combine on the wire
  * (one domain, ep 4, E = 4: 6144·(2080 + 2064) B), backward 6144·(2064 + 2064) B. */
 START_TEST(flex_in_evaluate)
@@ -279,6 +337,7 @@ main(void)
     tcase_add_test(tc, etp_bytes);
     tcase_add_test(tc, flex_step_times);
     tcase_add_test(tc, flex_in_evaluate);
+    tcase_add_test(tc, hybridep_kernel_rates);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

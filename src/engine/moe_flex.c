@@ -163,8 +163,16 @@ spsim_moe_flex_tier(const struct spsim_hardware *hw, const struct spsim_parallel
  * and HybridEP's pipeline overlap them), so the slower link sets the time, after one base
  * latency of the outer tier: max(nvlink / busbw_a2a·eff, rdma / NIC share·eff). The NVLink
  * rate is the profile's all-to-all busbw (bytes a rank sends to others over time); the NIC
- * share is its NICs' achievable bandwidth over its GPUs. The kernels' own SM budget
- * (--moe-flex-dispatcher-num-sms) is taken to reach those rates.
+ * share is its NICs' achievable bandwidth over its GPUs.
+ *
+ * HybridEP's kernels do not reach the links' rates: where the profile gives its measured
+ * dispatch and combine rates (gpu.hybridep_*_GBps: DeepEP hybrid-ep
+ * docs/README_Hybrid-EP.md's "Torch API" columns, the call Megatron's fused_a2a.py makes,
+ * timed by tests/test_hybrid_ep.py with the bytes nvl_dispatch = dispatched_hidden.numel()·2,
+ * the hidden rows a rank receives, its own included), the call takes at least those bytes
+ * over that rate, latency and API overhead included: max(latency + links, received·2h / rate).
+ * The forward dispatch and the combine's backward run the dispatch kernel, the others the
+ * combine kernel. DeepEP (no such field) keeps the links' rates.
  */
 int
 spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, bool backward,
@@ -195,7 +203,10 @@ spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, 
     out->nvlink_bytes = nvl;
     out->network_bytes = rdma;
     double transfer = spsim_max_d(t_nv, t_net);
-    out->time_s = out->latency_s + transfer;
+    double rate = op->flex_recv_bytes ? hw->hybridep_Bps[op->flex_kernel ^ backward] : 0;
+    double kernel = rate > 0 ? (double)op->flex_recv_bytes / rate : 0;
+    out->time_s = spsim_max_d(out->latency_s + transfer, kernel);
+    transfer = out->time_s - out->latency_s;
     out->bandwidth_Bps = transfer > 0 ? out->wire_bytes / transfer : 0;
     return isfinite(out->time_s) ? SPSIM_OK : SPSIM_ENUMERIC;
 }

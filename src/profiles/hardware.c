@@ -188,6 +188,8 @@ static const char *const gpu_keys[] = {"model",
                                        "allocator_fragmentation",
                                        "sustained_clock",
                                        "board_power_W",
+                                       "hybridep_dispatch_GBps",
+                                       "hybridep_combine_GBps",
                                        NULL};
 
 static int
@@ -259,9 +261,16 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
 static int
 read_gpu_rest(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
 {
+    double disp = 0, comb = 0;
     int rc;
-    if ((rc = read_memory_limits(c, gpu, hw)) || (rc = read_clock(c, gpu, hw)))
+    if ((rc = read_memory_limits(c, gpu, hw)) || (rc = read_clock(c, gpu, hw)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hybridep_dispatch_GBps", false, 1e-3, 1e6,
+                                     &disp, NULL)) ||
+        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hybridep_combine_GBps", false, 1e-3, 1e6,
+                                     &comb, NULL)))
         return rc;
+    hw->hybridep_Bps[0] = disp * 1e9;
+    hw->hybridep_Bps[1] = comb * 1e9;
     return read_board_power(c, gpu, hw);
 }
 

@@ -188,6 +188,11 @@ struct spsim_hardware {
      * resolved from gpu_model once by spsim_hardware_prepare; 0: not resolved (a profile built
      * in code), looked up from gpu_model at each use. */
     uint8_t nccl_arch_plus1;
+    /* gpu.hybridep_dispatch_GBps / gpu.hybridep_combine_GBps: HybridEP's measured dispatch
+     * (BF16) and combine rates through its Python API, in its benchmark's accounting (the
+     * bytes of the hidden rows a rank receives, its own included, over the call's time;
+     * engine/moe_flex.c); 0 = not measured: the links' rates alone. */
+    double hybridep_Bps[2];
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
