@@ -303,6 +303,36 @@ START_TEST(hybridep_kernel_rates)
 }
 END_TEST
 
+/*
+ * Across domains the IB rates (gpu.hybridep_rdma_*_GBps) count 2h bytes per destination domain
+ * a token reaches, its own included (DeepEP hybrid-ep tests/utils.py
+ * count_rdma_send_from_routing_map). Two domains as flex_step_times (ep 16 on 16 GPUs, E = 16,
+ * T = 3840, p_domain = 23/30): 3840·23/30·2 = 5888 sends, 5888·2·1024 = 12058624 B. At 50 GB/s
+ * the dispatch takes 241.172 us, above its links' 10 + 2944·2080/40e3 = 163.088 us; at 100 GB/s
+ * the combine's 120.586 us stay below its links' 10 + 2944·2048/40e3 = 160.733 us.
+ */
+START_TEST(hybridep_rdma_rates)
+{
+    struct spsim_model_shape s = flex_shape(16);
+    s.seq_len = 3840;
+    struct spsim_model *m = testutil_model(&s);
+    struct spsim_hardware *hw =
+        testutil_synthetic("\"hybridep_rdma_dispatch_GBps\": {\"value\": 50, \"source\": \"t\"},"
+                           "\"hybridep_rdma_combine_GBps\": {\"value\": 100, \"source\": \"t\"},");
+    struct spsim_parallel p = flex_config(16, 1, SPSIM_FLEX_HYBRIDEP);
+    double sends = 5888.0 * 2 * H;
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_FORWARD),
+                            sends / 50e9, 1e-12);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex combine", SPSIM_PHASE_FORWARD),
+                            10e-6 + 2944.0 * 2048 / 40e9, 1e-12);
+    /* The combine's backward runs the dispatch kernel. */
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex combine", SPSIM_PHASE_BACKWARD),
+                            sends / 50e9, 1e-12);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 /* The iteration sees the flex steps: per MoE layer forward, dispatch + combine on the wire
  * (one domain, ep 4, E = 4: 6144·(2080 + 2064) B), backward 6144·(2064 + 2064) B. */
 START_TEST(flex_in_evaluate)
@@ -338,6 +368,7 @@ main(void)
     tcase_add_test(tc, flex_step_times);
     tcase_add_test(tc, flex_in_evaluate);
     tcase_add_test(tc, hybridep_kernel_rates);
+    tcase_add_test(tc, hybridep_rdma_rates);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

@@ -109,6 +109,9 @@ struct spsim_op {
      * 0 dispatch or 1 combine (its backward runs the other); 0 bytes: DeepEP. */
     uint64_t flex_recv_bytes;
     uint8_t flex_kernel;
+    /* HybridEP across domains: 2h bytes per domain send (spsim_moe_flex_traffic domain_sends),
+     * the accounting of gpu.hybridep_rdma_*_GBps; 0 in one domain. */
+    uint64_t flex_domain_bytes;
     /* The per-layer CUDA-graph module it runs in (an enum spsim_cuda_graph_scope bit: attn,
      * mlp, moe_router for the pre-MLP norm, router and shared experts, moe for the rest of an
      * MoE block); 0 outside transformer layers (engine/host.c). */

@@ -193,6 +193,10 @@ struct spsim_hardware {
      * bytes of the hidden rows a rank receives, its own included, over the call's time;
      * engine/moe_flex.c); 0 = not measured: the links' rates alone. */
     double hybridep_Bps[2];
+    /* gpu.hybridep_rdma_dispatch_GBps / _combine_GBps: the same calls' rates across RDMA
+     * domains, in the benchmark's accounting (2h bytes per destination domain a token reaches,
+     * its own included); 0 = not measured. */
+    double hybridep_rdma_Bps[2];
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
