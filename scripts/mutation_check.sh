@@ -91,6 +91,8 @@ hybridep-kernels-swapped@src/engine/moe_flex.c@s|int which = op->flex_kernel ^ b
 hybridep-recv-bytes-halved@src/engine/layer.c@s|op->flex_recv_bytes = 2ull \* x->h \* f->received;|op->flex_recv_bytes = x->h * f->received;|@moe_flex
 hybridep-domain-bytes-halved@src/engine/layer.c@s|op->flex_domain_bytes = 2ull \* x->h \* f->domain_sends;|op->flex_domain_bytes = x->h * f->domain_sends;|@moe_flex
 hybridep-rate-not-read@src/profiles/hardware.c@s|        \*to\[i\] = v \* 1e9;|        *to[i] = 0 * v;|@moe_flex
+dp-beside-compute-halved@src/engine/dp_time.c@s|return hidden > 0 ? (double)hw->nccl_channels / hw->sm_count \* hidden : 0;|return hidden > 0 ? 0.5 * hw->nccl_channels / hw->sm_count * hidden : 0;|@overlap,terms,zero
+dp-beside-compute-whole@src/engine/dp_time.c@s|    double hidden = busy - exposed;|    double hidden = busy;|@overlap,terms,zero
 flex-sms-ignored@src/engine/ep_overlap.c@s|    if (cfg->flex_sms)|    if (0 \&\& cfg->flex_sms)|
 flex-deepep-sms-halved@src/engine/ep_overlap.c@s|        return 20;|        return 10;|
 moe-global-aux-without-dp@src/engine/layer.c@s|(global ? cfg->aux_dp : 1)|(global ? 1 : 1)|@moe_aux
