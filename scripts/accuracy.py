@@ -243,6 +243,11 @@ def feature_args(row, s, moe):
             args += ["--moe-dispatcher", s["moe_token_dispatcher_type"]]
         if s.get("moe_flex_dispatcher_backend") and s.get("moe_token_dispatcher_type") == "flex":
             args += ["--moe-flex-dispatcher-backend", s["moe_flex_dispatcher_backend"]]
+            if s["moe_flex_dispatcher_backend"] == "hybridep":
+                # Bridge's scripts/performance/utils/overrides.py (_set_common_perf_overrides,
+                # :89 at 067f987 and at every CONTAINER_COMMITS commit): moe_hybridep_num_sms
+                # = 32, which Megatron-Core routes to moe_flex_dispatcher_num_sms.
+                args += ["--moe-flex-dispatcher-num-sms", "32"]
         if s.get("moe_a2a_overlap") == "True":
             # Bridge's scripts/performance/utils/overrides.py _set_moe_a2a_overlap_overrides sets
             # comm_overlap.delay_wgrad_compute with it (at every CONTAINER_COMMITS commit).
@@ -627,7 +632,7 @@ DDP config; off where the builder turns it off), 16-bit gradient reduction
 (`grad_reduce_in_fp32 = False`), the precision-aware optimizer for bf16 runs (its dtypes at
 Megatron's fp32 defaults), CUDA graphs, TP communication overlap (userbuffers; off for
 NVFP4), FP8 parameters (`fp8_param_gather` of the precision preset: on for FP8 current scaling and
-MXFP8, `--fp8-param-gather`), and for MoE the EP/ETP sizes, the token dispatcher and its backend. The model FLOPs
+MXFP8, `--fp8-param-gather`), and for MoE the EP/ETP sizes, the token dispatcher and its backend (HybridEP with the 32 SMs of the perf scripts' common overrides, `moe_hybridep_num_sms`). The model FLOPs
 compared are Megatron-Bridge's (causal attention at half: spsim's `tflops_per_gpu_megatron`) and,
 for the NeMo 24.07 rows, whole attention (spsim's `tflops_per_gpu`, Korthikanti et al. Eq. 7),
 as the development set's README (1.0.2) establishes. NeMo 24.07's rows run with the page's values

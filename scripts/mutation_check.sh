@@ -84,6 +84,15 @@ sustained-gemm-model-halved@src/engine/hardware_view.c@s|        \*sum += s;|   
 attention-table-ignored@src/engine/timing.c@s|    if (!hw->attention \|\| cfg->attn_backend == SPSIM_ATTN_FLASH|    if (1 \|\| !hw->attention \|\| cfg->attn_backend == SPSIM_ATTN_FLASH|
 attention-interpolation-halved@src/engine/timing.c@s|(hi_r - lo_r) \* log(seq / lo_s)|0.5 * (hi_r - lo_r) * log(seq / lo_s)|
 attention-window-share-halved@src/engine/layer.c@s|op->flash_window_flops = share \* windowed;|op->flash_window_flops = 0.5 * share * windowed;|
+hybridep-rate-doubled@src/engine/moe_flex.c@s|double rate = hw->hybridep_Bps\[which\]|double rate = 2.0 * hw->hybridep_Bps[which]|@moe_flex
+hybridep-rdma-rate-doubled@src/engine/moe_flex.c@s|rate_rdma = hw->hybridep_rdma_Bps\[which\]|rate_rdma = 2.0 * hw->hybridep_rdma_Bps[which]|@moe_flex
+hybridep-domain-sends-without-own@src/engine/moe_flex.c@s|out->p_domain \* (double)N \* load|out->p_domain * (double)(N - 1) * load|@moe_flex
+hybridep-kernels-swapped@src/engine/moe_flex.c@s|int which = op->flex_kernel ^ backward;|int which = op->flex_kernel;|@moe_flex
+hybridep-recv-bytes-halved@src/engine/layer.c@s|op->flex_recv_bytes = 2ull \* x->h \* f->received;|op->flex_recv_bytes = x->h * f->received;|@moe_flex
+hybridep-domain-bytes-halved@src/engine/layer.c@s|op->flex_domain_bytes = 2ull \* x->h \* f->domain_sends;|op->flex_domain_bytes = x->h * f->domain_sends;|@moe_flex
+hybridep-rate-not-read@src/profiles/hardware.c@s|        \*to\[i\] = v \* 1e9;|        *to[i] = 0 * v;|@moe_flex
+dp-beside-compute-halved@src/engine/dp_time.c@s|return hidden > 0 ? (double)hw->nccl_channels / hw->sm_count \* hidden : 0;|return hidden > 0 ? 0.5 * hw->nccl_channels / hw->sm_count * hidden : 0;|@overlap,terms,zero
+dp-beside-compute-whole@src/engine/dp_time.c@s|    double hidden = busy - exposed;|    double hidden = busy;|@overlap,terms,zero
 flex-sms-ignored@src/engine/ep_overlap.c@s|    if (cfg->flex_sms)|    if (0 \&\& cfg->flex_sms)|
 flex-deepep-sms-halved@src/engine/ep_overlap.c@s|        return 20;|        return 10;|
 moe-global-aux-without-dp@src/engine/layer.c@s|(global ? cfg->aux_dp : 1)|(global ? 1 : 1)|@moe_aux

@@ -245,6 +245,94 @@ START_TEST(flex_step_times)
 }
 END_TEST
 
+/*
+ * HybridEP's measured rates (gpu.hybridep_dispatch_GBps / _combine_GBps: DeepEP hybrid-ep
+ * docs/README_Hybrid-EP.md, counted as tests/test_hybrid_ep.py counts them: the hidden rows a
+ * rank receives, its own included, 2h bytes each, over the API call's time). One domain, ep 4,
+ * E = 4, T = 4096 as one_domain_bytes: a rank receives n·T·p_rank = 4·4096·1/2 = 8192 rows,
+ * 8192·2·1024 = 16777216 B. At 100 GB/s dispatch and 150 GB/s combine the kernels take
+ * 167.772 us and 111.848 us, above the links' 5 + 6144·2064/200e3 = 68.405 us (dispatch) and
+ * 5 + 6144·2048/200e3 = 67.915 us (combine): the call is max(latency + links, kernel). The
+ * forward dispatch and the combine's backward run the dispatch kernel; the combine and the
+ * dispatch's backward the combine kernel. DeepEP keeps the links' rates.
+ */
+/* The time of the step `name` in `phase` of the layer schedule of (m, hw, p). */
+static double
+step_time(const struct spsim_model *m, const struct spsim_hardware *hw,
+          const struct spsim_parallel *p, const char *name, int phase)
+{
+    struct spsim_schedule_step steps[256];
+    size_t n = 0;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_layer_schedule(m, hw, p, steps, 256, &n, &err) == SPSIM_OK, "%s",
+                  err.message);
+    return find_step(steps, n, name, phase).time_s;
+}
+
+START_TEST(hybridep_kernel_rates)
+{
+    struct spsim_model_shape s = flex_shape(4);
+    struct spsim_model *m = testutil_model(&s);
+    struct spsim_hardware *hw =
+        testutil_synthetic("\"hybridep_dispatch_GBps\": {\"value\": 100, \"source\": \"t\"},"
+                           "\"hybridep_combine_GBps\": {\"value\": 150, \"source\": \"t\"},");
+    struct spsim_parallel p = flex_config(4, 1, SPSIM_FLEX_HYBRIDEP);
+    double recv = 8192.0 * 2 * H, disp = recv / 100e9, comb = recv / 150e9;
+    ck_assert(disp > 5e-6 + 6144.0 * 2064 / 200e9 && comb > 5e-6 + 6144.0 * 2048 / 200e9);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_FORWARD), disp,
+                            1e-12);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex combine", SPSIM_PHASE_FORWARD), comb, 1e-12);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_BACKWARD), comb,
+                            1e-12);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex combine", SPSIM_PHASE_BACKWARD), disp,
+                            1e-12);
+    /* DeepEP: the links (the records of one_domain_bytes). */
+    p = flex_config(4, 1, SPSIM_FLEX_DEEPEP);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_FORWARD),
+                            5e-6 + 6144.0 * 2080 / 200e9, 1e-12);
+    spsim_hardware_destroy(hw);
+    /* Faster kernels than the links: the links' time stays. */
+    hw = testutil_synthetic("\"hybridep_dispatch_GBps\": {\"value\": 1000, \"source\": \"t\"},");
+    p = flex_config(4, 1, SPSIM_FLEX_HYBRIDEP);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_FORWARD),
+                            5e-6 + 6144.0 * 2064 / 200e9, 1e-12);
+    spsim_hardware_destroy(hw);
+    testutil_synthetic_refused("\"hybridep_combine_GBps\": {\"value\": 0, \"source\": \"t\"},",
+                               "hybridep_combine_GBps");
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/*
+ * Across domains the IB rates (gpu.hybridep_rdma_*_GBps) count 2h bytes per destination domain
+ * a token reaches, its own included (DeepEP hybrid-ep tests/utils.py
+ * count_rdma_send_from_routing_map). Two domains as flex_step_times (ep 16 on 16 GPUs, E = 16,
+ * T = 3840, p_domain = 23/30): 3840·23/30·2 = 5888 sends, 5888·2·1024 = 12058624 B. At 50 GB/s
+ * the dispatch takes 241.172 us, above its links' 10 + 2944·2080/40e3 = 163.088 us; at 100 GB/s
+ * the combine's 120.586 us stay below its links' 10 + 2944·2048/40e3 = 160.733 us.
+ */
+START_TEST(hybridep_rdma_rates)
+{
+    struct spsim_model_shape s = flex_shape(16);
+    s.seq_len = 3840;
+    struct spsim_model *m = testutil_model(&s);
+    struct spsim_hardware *hw =
+        testutil_synthetic("\"hybridep_rdma_dispatch_GBps\": {\"value\": 50, \"source\": \"t\"},"
+                           "\"hybridep_rdma_combine_GBps\": {\"value\": 100, \"source\": \"t\"},");
+    struct spsim_parallel p = flex_config(16, 1, SPSIM_FLEX_HYBRIDEP);
+    double sends = 5888.0 * 2 * H;
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex dispatch", SPSIM_PHASE_FORWARD),
+                            sends / 50e9, 1e-12);
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex combine", SPSIM_PHASE_FORWARD),
+                            10e-6 + 2944.0 * 2048 / 40e9, 1e-12);
+    /* The combine's backward runs the dispatch kernel. */
+    ck_assert_double_eq_tol(step_time(m, hw, &p, "flex combine", SPSIM_PHASE_BACKWARD),
+                            sends / 50e9, 1e-12);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 /* The iteration sees the flex steps: per MoE layer forward, dispatch + combine on the wire
  * (one domain, ep 4, E = 4: 6144·(2080 + 2064) B), backward 6144·(2064 + 2064) B. */
 START_TEST(flex_in_evaluate)
@@ -279,6 +367,8 @@ main(void)
     tcase_add_test(tc, etp_bytes);
     tcase_add_test(tc, flex_step_times);
     tcase_add_test(tc, flex_in_evaluate);
+    tcase_add_test(tc, hybridep_kernel_rates);
+    tcase_add_test(tc, hybridep_rdma_rates);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

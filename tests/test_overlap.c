@@ -201,6 +201,15 @@ ar2_s(double params)
     return 7e-6 + params * 4.0 / 200e9;
 }
 
+/* Exposed DP time when `exposed` of a collective lasting `busy` alone shows: the hidden rest
+ * holds NCCL's channels, 10 of the synthetic profile's 100 SMs, so the computation beside it
+ * lasts 0.1 of it longer (pipeline_time.c sync_terms, dp_time.c spsim_dp_beside_compute_s). */
+static double
+beside(double busy, double exposed)
+{
+    return exposed + 0.1 * (busy - exposed);
+}
+
 START_TEST(dp_last_bucket_stays_exposed)
 {
     struct spsim_model_shape g = testutil_gpt_shape(4, 1024, 8, 1024, 1024);
@@ -218,7 +227,8 @@ START_TEST(dp_last_bucket_stays_exposed)
     double W = (on.time.backward_s + on.time.recompute_s) / 2; /* one of 2 micro-batches */
     double lin = (DP_PARAMS - DP_EMB) / 40e6;
     ck_assert(-W + W / lin + ar2_s(40e6) + ar2_s(DP_PARAMS - 40e6) < ar2_s(DP_PARAMS - 40e6));
-    ck_assert_double_eq_tol(on.time.dp_exposed_s, ar2_s(DP_PARAMS - 40e6), TOL);
+    ck_assert_double_eq_tol(on.time.dp_exposed_s, beside(ar2_s(DP_PARAMS), ar2_s(DP_PARAMS - 40e6)),
+                            TOL);
     /* One bucket (the whole buffer): ready only at the end, all of it exposed. */
     p.ddp_bucket_size = 60000000;
     struct spsim_result one = run(&g, hw, &p);
@@ -234,7 +244,7 @@ START_TEST(dp_last_bucket_stays_exposed)
     double last = ar2_s(DP_PARAMS - 50e6);
     double queued = -W * (1 - 5 / lin) + ar2_s(10e6) + last;
     ck_assert(queued > last); /* the case worked here: bucket 4 still running at the end */
-    ck_assert_double_eq_tol(six.time.dp_exposed_s, queued, TOL);
+    ck_assert_double_eq_tol(six.time.dp_exposed_s, beside(ar2_s(DP_PARAMS), queued), TOL);
     spsim_hardware_destroy(hw);
 }
 END_TEST
@@ -250,9 +260,10 @@ START_TEST(dp_param_gather_after_step_or_in_forward)
     p.distributed_optimizer = true;
     struct spsim_result after = run(&g, hw, &p);
     double ag = 6e-6 + DP_PARAMS * 2 / 2 / 200e9,
-           last_rs = 6e-6 + (DP_PARAMS - 40e6) * 4 / 2 / 200e9;
+           last_rs = 6e-6 + (DP_PARAMS - 40e6) * 4 / 2 / 200e9,
+           rs = 6e-6 + DP_PARAMS * 4 / 2 / 200e9; /* the whole buffer's, alone */
     ck_assert_double_eq_tol(after.time.param_gather_exposed_s, ag, TOL);
-    ck_assert_double_eq_tol(after.time.dp_exposed_s, last_rs + ag, TOL);
+    ck_assert_double_eq_tol(after.time.dp_exposed_s, beside(rs + ag, last_rs + ag), TOL);
     /* Deferred to the first forward: the last bucket's gather (12,484,096 parameters) first,
      * exposed; the first bucket's (40M) beside the forward of the last bucket's 10,386,944
      * layer parameters, of F·10,386,944/50,386,944 with F one micro-batch's forward. */
@@ -262,7 +273,7 @@ START_TEST(dp_param_gather_after_step_or_in_forward)
     double ag_last = 6e-6 + (DP_PARAMS - 40e6) * 2 / 2 / 200e9, ag_first = 6e-6 + 40e6 / 200e9;
     double wait = ag_last + fmax(0, ag_first - F * (lin - 40e6) / lin);
     ck_assert_double_eq_tol(during.time.param_gather_exposed_s, wait, 1e-12);
-    ck_assert_double_eq_tol(during.time.dp_exposed_s, last_rs + wait, 1e-12);
+    ck_assert_double_eq_tol(during.time.dp_exposed_s, beside(rs + ag, last_rs + wait), 1e-12);
     ck_assert(during.time.param_gather_exposed_s < after.time.param_gather_exposed_s);
     spsim_hardware_destroy(hw);
 }

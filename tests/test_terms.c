@@ -688,7 +688,9 @@ START_TEST(data_parallel)
     ck_assert_uint_eq(r.time.dp_buckets, 4);
     double fin = buckets_finish(P, E, window, 4 / NV);
     ck_assert(fin > 0 && fin < ar);
-    EQ(r.time.dp_exposed_s, fin);
+    /* The part hidden beside the backward (ar − fin of the AllReduce's time alone) holds its
+     * NCCL channel's SM, 1 of the 8: the backward lasts (ar − fin)/8 longer. */
+    EQ(r.time.dp_exposed_s, fin + (ar - fin) / 8);
     /* The distributed optimizer: ReduceScatter of the fp32 gradients ((n−1)/n · 4P) and
      * AllGather of the bf16 weights ((n−1)/n · 2P); Adam on 1/2 of the parameters:
      * 4 + 28/2 + 2 + 4 B per parameter; the optimizer state sharded: 12P/2. */
@@ -704,7 +706,8 @@ START_TEST(data_parallel)
     p.overlap_grad_reduce = true;
     r = run(&p);
     EQ(r.time.param_gather_exposed_s, P / NV);
-    EQ(r.time.dp_exposed_s, buckets_finish(P, E, window, 2 / NV) + P / NV);
+    double rs_fin = buckets_finish(P, E, window, 2 / NV);
+    EQ(r.time.dp_exposed_s, rs_fin + P / NV + (2 * P / NV - rs_fin) / 8);
 }
 END_TEST
 

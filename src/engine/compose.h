@@ -328,6 +328,9 @@ int spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *
                      const struct shape *x, const struct spsim_comm_report *comm,
                      const struct spsim_memory_report *mem, const struct stage_time *crit,
                      double t_send, struct spsim_time_report *tr, struct busy *busy);
+/** The computation's slowdown beside `busy` s of data-parallel collectives, `exposed` of them
+ * shown (NCCL's channels hold their SMs; dp_time.c). */
+double spsim_dp_beside_compute_s(const struct spsim_hardware *hw, double busy, double exposed);
 int spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                             const struct spsim_parallel *par, const struct shape *x,
                             const struct spsim_comm_report *comm, const struct stage_time *crit,

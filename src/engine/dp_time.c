@@ -337,6 +337,21 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return SPSIM_OK;
 }
 
+/*
+ * The data-parallel collectives' time beside the computation: of `busy` seconds of them
+ * (their time alone), what `exposed` does not show ran beside the backward or forward. NCCL's
+ * kernel holds one SM per channel for its whole duration (nvlink.nccl_channels, as for the TP,
+ * pipeline and EP overlaps: timing.c overlapped_s), so the computation runs on the other SMs
+ * meanwhile and lasts k = channels / SMs of the hidden time longer (overlapped_s's c + T·k,
+ * its bound while T < c/(1 − k)).
+ */
+double
+spsim_dp_beside_compute_s(const struct spsim_hardware *hw, double busy, double exposed)
+{
+    double hidden = busy - exposed;
+    return hidden > 0 ? (double)hw->nccl_channels / hw->sm_count * hidden : 0;
+}
+
 /* Megatron-FSDP's experts (2, 3): their gradients reduce-scattered over the expert
  * data-parallel group after every micro-batch's backward, beside it (grad_reduce_every_bprop);
  * level 2 gathers their updated bf16 weights once after the step, level 3 with each unit

@@ -896,9 +896,11 @@ add_router_losses(struct builder *bld, const struct spsim_model_shape *m, const 
 }
 
 /* A flex dispatch or combine over the etp·ep group (moe_flex.c): one fused kernel, its
- * NVLink and RDMA bytes per direction. */
+ * NVLink and RDMA bytes per direction; `combine` the kernel its forward runs, and for HybridEP
+ * the hidden bytes of the rows the rank receives (2h each, its own tokens included). */
 static void
-add_flex_op(struct builder *bld, const char *name, const uint64_t nvlink[2], const uint64_t rdma[2])
+add_flex_op(struct builder *bld, const char *name, const uint64_t nvlink[2], const uint64_t rdma[2],
+            bool combine, const struct dims *x, const struct spsim_moe_flex_traffic *f)
 {
     const struct spsim_layer_config *cfg = &bld->layer->cfg;
     if (cfg->ep * cfg->etp <= 1)
@@ -909,6 +911,11 @@ add_flex_op(struct builder *bld, const char *name, const uint64_t nvlink[2], con
     op->flex = true;
     op->flex_rdma[0] = rdma[0];
     op->flex_rdma[1] = rdma[1];
+    op->flex_kernel = combine;
+    if (cfg->flex_backend != SPSIM_FLEX_HYBRIDEP)
+        return;
+    op->flex_recv_bytes = 2ull * x->h * f->received;
+    op->flex_domain_bytes = 2ull * x->h * f->domain_sends;
 }
 
 /* flex: the kernel reads each token once where it is (no permute before it) and the receiver
@@ -922,7 +929,7 @@ add_flex_dispatch(struct builder *bld, const struct dims *x, const struct spsim_
     add_flex_op(bld,
                 hybrid ? "flex dispatch (HybridEP: NVLink + RDMA)"
                        : "flex dispatch (DeepEP: NVLink + RDMA)",
-                f->dispatch_nvlink, f->dispatch_rdma);
+                f->dispatch_nvlink, f->dispatch_rdma, false, x, f);
     double moved = 2.0 * (double)x->h * (double)(f->received + tr->rows);
     return add_moe_memory(bld, "permute (received tokens into expert order)", moved, moved);
 }
@@ -937,7 +944,7 @@ add_flex_combine(struct builder *bld, const struct dims *x, const struct spsim_m
     add_flex_op(bld,
                 hybrid ? "flex combine (HybridEP: NVLink + RDMA)"
                        : "flex combine (DeepEP: NVLink + RDMA)",
-                f->combine_nvlink, f->combine_rdma);
+                f->combine_nvlink, f->combine_rdma, true, x, f);
 }
 
 /* Tokens to the experts' ranks (token_dispatcher.py; bytes in moe.c). alltoall: permute the

@@ -104,6 +104,14 @@ struct spsim_op {
      * forward [0] and backward [1]; message_bytes and cp_bwd_message_bytes add its NVLink
      * bytes. */
     uint64_t flex_rdma[2];
+    /* HybridEP (op->flex): the hidden bytes of the rows the rank receives, its own included
+     * (the accounting of gpu.hybridep_*_GBps, moe_flex.c), and the kernel its forward runs,
+     * 0 dispatch or 1 combine (its backward runs the other); 0 bytes: DeepEP. */
+    uint64_t flex_recv_bytes;
+    uint8_t flex_kernel;
+    /* HybridEP across domains: 2h bytes per domain send (spsim_moe_flex_traffic domain_sends),
+     * the accounting of gpu.hybridep_rdma_*_GBps; 0 in one domain. */
+    uint64_t flex_domain_bytes;
     /* The per-layer CUDA-graph module it runs in (an enum spsim_cuda_graph_scope bit: attn,
      * mlp, moe_router for the pre-MLP norm, router and shared experts, moe for the rest of an
      * MoE block); 0 outside transformer layers (engine/host.c). */

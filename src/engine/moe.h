@@ -22,6 +22,10 @@ struct spsim_moe_flex_traffic {
     uint32_t ranks, per_domain, domains; /* n = etp·ep, g ranks per RDMA domain, N = n/g */
     double p_rank, p_domain;             /* chance a given rank / domain receives a token */
     uint64_t received;                   /* tokens a rank receives (n·T·p_rank, at most rows) */
+    /* T·p_domain·N: the sends HybridEP's benchmark counts as RDMA (DeepEP hybrid-ep
+     * tests/utils.py count_rdma_send_from_routing_map: one per destination domain, its own
+     * included); 0 in one domain. */
+    uint64_t domain_sends;
     uint64_t dispatch_nvlink[2], dispatch_rdma[2], combine_nvlink[2], combine_rdma[2];
 };
 

@@ -122,6 +122,7 @@ spsim_moe_flex_traffic(const struct spsim_model_shape *m, const struct spsim_lay
                       : 1.0;
     double recv = (double)n * (double)T * out->p_rank * load;
     out->received = recv < (double)rows ? (uint64_t)llround(recv) : rows;
+    out->domain_sends = N > 1 ? (uint64_t)llround((double)T * out->p_domain * (double)N * load) : 0;
     double rec[4], nvl = (double)T * out->p_rank * (double)(n - N) * load;
     double rdma = (double)T * out->p_domain * (double)(N - 1) * load;
     record_bytes(m, cfg, L, g, rec);
@@ -163,8 +164,22 @@ spsim_moe_flex_tier(const struct spsim_hardware *hw, const struct spsim_parallel
  * and HybridEP's pipeline overlap them), so the slower link sets the time, after one base
  * latency of the outer tier: max(nvlink / busbw_a2a·eff, rdma / NIC share·eff). The NVLink
  * rate is the profile's all-to-all busbw (bytes a rank sends to others over time); the NIC
- * share is its NICs' achievable bandwidth over its GPUs. The kernels' own SM budget
- * (--moe-flex-dispatcher-num-sms) is taken to reach those rates.
+ * share is its NICs' achievable bandwidth over its GPUs.
+ *
+ * HybridEP's kernels do not reach the links' rates: where the profile gives its measured
+ * dispatch and combine rates (gpu.hybridep_*_GBps: DeepEP hybrid-ep
+ * docs/README_Hybrid-EP.md's "Torch API" columns, the call Megatron's fused_a2a.py makes,
+ * timed by tests/test_hybrid_ep.py with the bytes nvl_dispatch = dispatched_hidden.numel()·2,
+ * the hidden rows a rank receives, its own included), the call takes at least those bytes
+ * over that rate, latency and API overhead included: max(latency + links, received·2h / rate).
+ * Across RDMA domains the same call's IB rates (gpu.hybridep_rdma_*_GBps) count 2h bytes per
+ * destination domain a token reaches, its own domain included (tests/utils.py
+ * count_rdma_send_from_routing_map, "to align with the implementation in the DeepEP"), so they
+ * bound the call by T·p_domain·N·2h / rate, the larger of the two kernel bounds applying.
+ * The forward dispatch and the combine's backward run the dispatch kernel, the others the
+ * combine kernel. DeepEP (no such field) keeps the links' rates. Left out: the benchmark passes
+ * the previous call's handle, so its time holds no metadata preprocessing (the routing maps'
+ * exchange Megatron's calls, without a handle, run each time).
  */
 int
 spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, bool backward,
@@ -195,7 +210,12 @@ spsim_moe_flex_time(const struct spsim_hardware *hw, const struct spsim_op *op, 
     out->nvlink_bytes = nvl;
     out->network_bytes = rdma;
     double transfer = spsim_max_d(t_nv, t_net);
-    out->time_s = out->latency_s + transfer;
+    int which = op->flex_kernel ^ backward;
+    double rate = hw->hybridep_Bps[which], rate_rdma = hw->hybridep_rdma_Bps[which];
+    double kernel = spsim_max_d(rate > 0 ? (double)op->flex_recv_bytes / rate : 0,
+                                rate_rdma > 0 ? (double)op->flex_domain_bytes / rate_rdma : 0);
+    out->time_s = spsim_max_d(out->latency_s + transfer, kernel);
+    transfer = out->time_s - out->latency_s;
     out->bandwidth_Bps = transfer > 0 ? out->wire_bytes / transfer : 0;
     return isfinite(out->time_s) ? SPSIM_OK : SPSIM_ENUMERIC;
 }

@@ -338,11 +338,21 @@ sync_terms(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
 {
     const struct spsim_model_shape *m = &x->model->shape;
     int rc;
-    if ((rc = spsim_dp_exposed(memo, hw, par, le, x, comm, mem, crit, t_send, tr, busy)))
+    /* The data-parallel collectives' busy time on its own (the same sum whatever came before),
+     * then added to the links' in the order it was made. */
+    struct busy dp = {0};
+    if ((rc = spsim_dp_exposed(memo, hw, par, le, x, comm, mem, crit, t_send, tr, &dp)))
         return rc;
     if (x->moe &&
-        (rc = spsim_expert_dp_exposed(memo, hw, par, x, comm, crit, &tr->dp_exposed_s, busy)))
+        (rc = spsim_expert_dp_exposed(memo, hw, par, x, comm, crit, &tr->dp_exposed_s, &dp)))
         return rc;
+    tr->dp_exposed_s += spsim_dp_beside_compute_s(hw, dp.nv + dp.net, tr->dp_exposed_s);
+    for (uint32_t i = 0; i < dp.n && dp.n <= SPSIM_BUSY_LOG; i++)
+        busy_add(busy, dp.nvlink[i], dp.add[i]);
+    if (dp.n > SPSIM_BUSY_LOG) { /* not logged whole (the terms add a few): the sums */
+        busy_add(busy, true, dp.nv);
+        busy_add(busy, false, dp.net);
+    }
     if ((rc = spsim_tied_embedding_sync(memo, hw, m, le, x, tr, busy)))
         return rc;
     if ((le->params_tp_synced | le->params_router_tp_synced) &&

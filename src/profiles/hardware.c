@@ -164,6 +164,7 @@ static int read_clock(const struct spsim_jctx *c, const cJSON *gpu, struct spsim
 static int read_attention_table(const struct spsim_jctx *c, const cJSON *gpu,
                                 struct spsim_hardware *hw);
 static int read_gpu_rest(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw);
+static int read_hybridep(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw);
 static int read_board_power(const struct spsim_jctx *c, const cJSON *gpu,
                             struct spsim_hardware *hw);
 static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
@@ -188,6 +189,10 @@ static const char *const gpu_keys[] = {"model",
                                        "allocator_fragmentation",
                                        "sustained_clock",
                                        "board_power_W",
+                                       "hybridep_dispatch_GBps",
+                                       "hybridep_combine_GBps",
+                                       "hybridep_rdma_dispatch_GBps",
+                                       "hybridep_rdma_combine_GBps",
                                        NULL};
 
 static int
@@ -260,9 +265,30 @@ static int
 read_gpu_rest(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
 {
     int rc;
-    if ((rc = read_memory_limits(c, gpu, hw)) || (rc = read_clock(c, gpu, hw)))
+    if ((rc = read_memory_limits(c, gpu, hw)) || (rc = read_clock(c, gpu, hw)) ||
+        (rc = read_hybridep(c, gpu, hw)))
         return rc;
     return read_board_power(c, gpu, hw);
+}
+
+/* HybridEP's measured rates (engine/moe_flex.c), each optional: in one NVLink domain and across
+ * RDMA domains, dispatch then combine. */
+static int
+read_hybridep(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw)
+{
+    static const char *const keys[4] = {"hybridep_dispatch_GBps", "hybridep_combine_GBps",
+                                        "hybridep_rdma_dispatch_GBps",
+                                        "hybridep_rdma_combine_GBps"};
+    double *to[4] = {&hw->hybridep_Bps[0], &hw->hybridep_Bps[1], &hw->hybridep_rdma_Bps[0],
+                     &hw->hybridep_rdma_Bps[1]};
+    for (int i = 0; i < 4; i++) {
+        double v = 0;
+        int rc = spsim_json_get_sourced(c, gpu, "gpu", keys[i], false, 1e-3, 1e6, &v, NULL);
+        if (rc != SPSIM_OK)
+            return rc;
+        *to[i] = v * 1e9;
+    }
+    return SPSIM_OK;
 }
 
 /* What the GPU reports and what is not available to tensors (doc/profiles.md, "Memory"); every

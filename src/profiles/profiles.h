@@ -188,6 +188,15 @@ struct spsim_hardware {
      * resolved from gpu_model once by spsim_hardware_prepare; 0: not resolved (a profile built
      * in code), looked up from gpu_model at each use. */
     uint8_t nccl_arch_plus1;
+    /* gpu.hybridep_dispatch_GBps / gpu.hybridep_combine_GBps: HybridEP's measured dispatch
+     * (BF16) and combine rates through its Python API, in its benchmark's accounting (the
+     * bytes of the hidden rows a rank receives, its own included, over the call's time;
+     * engine/moe_flex.c); 0 = not measured: the links' rates alone. */
+    double hybridep_Bps[2];
+    /* gpu.hybridep_rdma_dispatch_GBps / _combine_GBps: the same calls' rates across RDMA
+     * domains, in the benchmark's accounting (2h bytes per destination domain a token reaches,
+     * its own included); 0 = not measured. */
+    double hybridep_rdma_Bps[2];
 };
 
 /** Read and validate a hardware profile: every field as the file gives it, nothing derived.
