@@ -129,7 +129,16 @@ hybrid-last-stage-as-first@src/engine/memory.c@s|n, spsim_mul(rank_kind(x, r, (e
 bridge-mamba-din-actual@src/engine/model_flops.c@s|double din = 2 \* h, sf = r / 2;|double din = d, sf = r / 2;|@hybrid
 hybrid-scan-flops-dropped@src/engine/model_flops.c@s|f->model = 2 \* weights + nM \* scan|f->model = 2 * weights + 0 * scan|@hybrid
 optimize-memory-bound-doubled@src/sweep/optimize_bounds.c@s|return spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|return 2 * spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|@optimize
-optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize'
+optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize
+muon-state-halved@src/engine/optimizer.c@s|return 8 + (grad_bytes == 2 ? 4 : 0);|return 4 + (grad_bytes == 2 ? 4 : 0);|@muon
+muon-ns-halved@src/engine/optimizer.c@s|return (double)steps \* (4.0 \* m \* m \* n + 2.0 \* m \* m \* m);|return 0.5 * steps * (4.0 * m * m * n + 2.0 * m * m * m);|@muon
+muon-ns-gram-square-dropped@src/engine/optimizer.c@s|+ 2.0 \* m \* m \* m);|+ 0.0 * m * m * m);|@muon
+muon-step-bytes-halved@src/engine/optimizer.c@s|return copy + 8 + 12 + (par->muon_nesterov|return 0.5 * copy + 4 + 6 + (par->muon_nesterov|@muon
+muon-gathers-free@src/engine/dp_time.c@s|tr->optimizer_muon_gather_s = n \* e.time_s;|tr->optimizer_muon_gather_s = 0 * n * e.time_s;|@muon
+muon-ns-unsharded@src/engine/memory.c@s|mem->muon_ns_flops_per_gpu = o.ns_flops / D|mem->muon_ns_flops_per_gpu = o.ns_flops / 1|@muon
+muon-qkv-unsplit@src/engine/optimizer.c@s|if (qkv \&\& split == 0) {|if (0 \&\& qkv \&\& split == 0) {|@muon
+muon-tp-shard-not-gathered@src/engine/optimizer.c@s|full_r \*= shard_rows ? shards : 1;|full_r *= 1;|@muon
+muon-matrices-as-adam@src/engine/memory.c@s|spsim_mul(mne, muon, ok), ok);|spsim_mul(mne, adam, ok), ok);|@muon'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

@@ -110,6 +110,9 @@ optimizer_label(const struct spsim_result *r)
                  spsim_opt_dtype_name(p->exp_avg_sq_dtype));
         return buf;
     }
+    if (p->optimizer == SPSIM_OPTIMIZER_MUON) /* optimizer.c: 8 (+4) 2-D weights, Adam's rest */
+        return p->distributed_optimizer || p->zero ? "optimizer (Muon 8 B + Adam, over dp·cp)"
+                                                   : "optimizer (Muon 8 B + Adam 12 B)";
     if (!r->grad_reduce_in_fp32)
         return p->distributed_optimizer || p->zero ? "optimizer (Adam + fp32 grads, 16/(dp·cp) B)"
                                                    : "optimizer (Adam + fp32 grads, 16 B/param)";
@@ -421,6 +424,9 @@ print_time(FILE *f, const struct spsim_result *r)
         {"exposed DP gradient reduction", t->dp_exposed_s, true},
         {"tied-embedding AllReduce", t->tied_embedding_allreduce_s, true},
         {"optimizer step", t->optimizer_s, true},
+        {"  of which Muon's Newton-Schulz GEMMs", t->optimizer_muon_ns_s,
+         t->optimizer_muon_ns_s > 0},
+        {"  of which Muon's TP gathers", t->optimizer_muon_gather_s, t->optimizer_muon_gather_s > 0},
         {"exposed CP exchanges", t->cp_exposed_s, r->config.cp > 1},
         {"MoE aux-loss AllReduces", t->moe_aux_allreduce_s, t->moe_aux_allreduce_s > 0},
         {"MoE expert-bias AllReduce", t->moe_expert_bias_allreduce_s,

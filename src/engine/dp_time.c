@@ -534,3 +534,44 @@ spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_paral
     return spsim_optimizer_step_params_s(hw, par, (double)mem->trainable_parameters_per_gpu,
                                          (double)x->dc);
 }
+
+/*
+ * Muon's step (engine/optimizer.c): the gradient norm and zero_grad as Adam's (2·g·P), Adam's
+ * step on the parameters Muon leaves to it (the embedding, output layer, norms, biases), Muon's
+ * elementwise work on its 2-D weights (both on the rank's 1/D shard with the layer-wise
+ * distributed optimizer), the main-to-model copy (2·P), then the Newton-Schulz GEMMs at the
+ * profile's achievable BF16 GEMM rate (newton_schulz casts to BF16 under fp32_matmul_prec
+ * "medium", Megatron's default) and, with --muon-tp-mode duplicated, one TP all-gather of the
+ * fp32 momentum per TP-sharded weight (newton_schulz_tp: torch.distributed.all_gather), taken as
+ * gathers of equal size.
+ */
+int
+spsim_muon_step_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                  const struct spsim_parallel *par, const struct shape *x,
+                  const struct spsim_memory_report *mem, struct spsim_time_report *tr)
+{
+    double g = (double)grad_bytes(par), P = (double)mem->trainable_parameters_per_gpu;
+    double M = (double)mem->muon_parameters_per_gpu;
+    double D = par->zero || par->distributed_optimizer ? (double)x->dc : 1.0;
+    double coef = 0, full = 0;
+    spsim_optimizer_step_bytes(par, (uint32_t)g, &coef, &full);
+    double muon = spsim_muon_step_bytes(par, (uint32_t)g);
+    double bytes = 2.0 * g * P + (coef * (P - M) + muon * M) / D + full * P;
+    double rate = hw->gemm_achievable_flops[SPSIM_DTYPE_BF16] > 0
+                      ? hw->gemm_achievable_flops[SPSIM_DTYPE_BF16]
+                      : hw->peak_flops[SPSIM_DTYPE_BF16];
+    tr->optimizer_muon_ns_s = mem->muon_ns_flops_per_gpu / rate;
+    tr->optimizer_muon_gather_s = 0;
+    double n = mem->muon_tp_gathers_per_gpu;
+    if (n > 0 && x->t > 1) {
+        struct spsim_coll_time e;
+        int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, x->t, 1,
+                                       mem->muon_tp_gather_bytes_per_gpu / n, &e);
+        if (rc)
+            return rc;
+        tr->optimizer_muon_gather_s = n * e.time_s;
+    }
+    tr->optimizer_s = bytes / hw->hbm_achievable_Bps + tr->optimizer_muon_ns_s +
+                      tr->optimizer_muon_gather_s;
+    return SPSIM_OK;
+}

@@ -648,6 +648,9 @@ rank_static(const struct spsim_sweep *sw, const struct spsim_sweep_point *probe,
             const struct spsim_layer_summary *le, double P, double E, double D, double edp)
 {
     uint32_t levels, grads;
+    /* Muon holds 8 B of state for most weights, less than the Adam bytes below: no bound */
+    if (probe->par.optimizer == SPSIM_OPTIMIZER_MUON)
+        return 0;
     sharding_kinds(sw, probe->par.dtype, &levels, &grads);
     double least = -1;
     for (int z = 0; z < 4; z++)
