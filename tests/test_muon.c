@@ -159,6 +159,38 @@ START_TEST(muon_rules)
 }
 END_TEST
 
+/* Megatron's launch line (arguments.py: --optimizer muon|dist_muon, --muon-num-ns-steps,
+ * --muon-tp-mode, --muon-nesterov, --muon-no-split-qkv) read into the configuration. */
+START_TEST(muon_launch_line)
+{
+    static const char head[] = "pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+                               "--num-attention-heads 4 --seq-length 32 --vocab-size 100 --bf16 ";
+    char text[1024];
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    snprintf(text, sizeof(text), "%s--optimizer dist_muon --muon-num-ns-steps 3 --muon-tp-mode "
+                                 "blockwise --muon-nesterov --muon-no-split-qkv --muon-momentum 0.9\n",
+             head);
+    ck_assert_msg(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert_int_eq(mc.par.optimizer, SPSIM_OPTIMIZER_MUON);
+    ck_assert(mc.par.distributed_optimizer); /* dist_muon: muon + --use-distributed-optimizer */
+    ck_assert_uint_eq(mc.par.muon_ns_steps, 3);
+    ck_assert_int_eq(mc.par.muon_tp_mode, SPSIM_MUON_TP_BLOCKWISE);
+    ck_assert(mc.par.muon_nesterov && mc.par.muon_no_split_qkv);
+    ck_assert_str_eq(mc.unmodelled, "--muon-momentum"); /* no cost */
+    spsim_model_destroy(mc.model);
+    /* what spsim does not model of it, refused naming the flag */
+    snprintf(text, sizeof(text), "%s--optimizer muon --muon-tp-mode distributed\n", head);
+    ck_assert_int_ne(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err), SPSIM_OK);
+    ck_assert_msg(strstr(err.message, "--muon-tp-mode: 'distributed' is not modelled"), "%s",
+                  err.message);
+    snprintf(text, sizeof(text), "%s--optimizer sgd\n", head);
+    ck_assert_int_ne(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err), SPSIM_OK);
+    ck_assert_msg(strstr(err.message, "--optimizer: 'sgd' is not modelled"), "%s", err.message);
+}
+END_TEST
+
 static Suite *
 muon_suite(void)
 {
@@ -168,6 +200,7 @@ muon_suite(void)
     tcase_add_test(tc, muon_newton_schulz);
     tcase_add_test(tc, muon_step_time);
     tcase_add_test(tc, muon_rules);
+    tcase_add_test(tc, muon_launch_line);
     suite_add_tcase(s, tc);
     return s;
 }
