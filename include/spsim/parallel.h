@@ -365,6 +365,17 @@ struct spsim_parallel {
     /** muon: --muon-no-split-qkv; false (default): Megatron splits the fused QKV weight into its
      * Q, K and V matrices before orthogonalizing */
     bool muon_no_split_qkv;
+    /** --optimizer-cpu-offload: Megatron-Core's HybridDeviceOptimizer (optimizer/cpu_offloading/
+     * hybrid_optimizer.py) steps a fraction of the optimizer shard's parameters on the CPU
+     * (torch AdamW), their fp32 copies, moments and gradients in pinned host memory (README
+     * "Optimizer CPU offload"); needs the precision-aware optimizer, as Megatron; default false */
+    bool optimizer_cpu_offload;
+    /** --optimizer-offload-fraction in [0, 1]: the shard's parameters offloaded (default 0.0,
+     * Megatron's) */
+    double optimizer_offload_fraction;
+    /** --overlap-cpu-optimizer-d2h-h2d: the copies and the CPU step overlap per parameter on
+     * their own streams; default false */
+    bool overlap_cpu_optimizer_d2h_h2d;
 };
 
 /** LoRA's target modules (Megatron-Bridge LoRA.target_modules), as bits. */

@@ -164,6 +164,9 @@ struct spsim_memory_report {
     /** Muon, --muon-tp-mode duplicated, tp > 1: the fp32 momentum bytes of whole matrices this
      * GPU all-gathers over TP per step, and how many all-gathers */
     double muon_tp_gather_bytes_per_gpu, muon_tp_gathers_per_gpu;
+    /** --optimizer-cpu-offload: the pinned host memory one GPU's offloaded optimizer shard takes
+     * (fp32 copies, moments and gradients; optimizer_bytes is then what stays on the GPU) */
+    uint64_t optimizer_host_bytes;
 };
 
 struct spsim_comm_report {
@@ -302,6 +305,9 @@ struct spsim_time_report {
     /** Muon: of optimizer_s, the Newton-Schulz GEMMs (BF16, at the profile's achievable GEMM
      * rate) and the TP all-gathers of whole matrices (--muon-tp-mode duplicated) */
     double optimizer_muon_ns_s, optimizer_muon_gather_s;
+    /** --optimizer-cpu-offload: of optimizer_s's inputs, the offloaded gradients' copy to the
+     * host, the CPU's Adam step and the updated parameters' copy back (each alone) */
+    double optimizer_d2h_s, optimizer_cpu_s, optimizer_h2d_s;
 };
 
 /** Everything spsim says about one configuration. */

@@ -115,6 +115,9 @@ static const struct cli_option_spec {
     {"muon-tp-mode", required_argument, OPT_MUON_TP_MODE, -1},
     {"muon-nesterov", no_argument, OPT_MUON_NESTEROV, -1},
     {"muon-no-split-qkv", no_argument, OPT_MUON_NO_SPLIT_QKV, -1},
+    {"optimizer-cpu-offload", no_argument, OPT_OPT_CPU_OFFLOAD, -1},
+    {"optimizer-offload-fraction", required_argument, OPT_OPT_OFFLOAD_FRACTION, -1},
+    {"overlap-cpu-optimizer-d2h-h2d", no_argument, OPT_OPT_OFFLOAD_OVERLAP, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -374,8 +377,8 @@ config_cuda_graphs(struct spsim_parallel *p, int opt, const char *arg)
 }
 
 /* --optimizer (Megatron's adam, muon, and dist_muon, which arguments.py turns into muon with
- * the distributed optimizer) and Muon's switches: 1, a negated exit code, or 0 if opt is none
- * of them. */
+ * the distributed optimizer), Muon's switches and the optimizer's CPU offload: 1, a negated exit
+ * code, or 0 if opt is none of them. */
 static int
 config_muon(struct spsim_parallel *p, int opt, const char *arg)
 {
@@ -403,6 +406,17 @@ config_muon(struct spsim_parallel *p, int opt, const char *arg)
     case OPT_MUON_NO_SPLIT_QKV:
         p->muon_no_split_qkv = true;
         return 1;
+    case OPT_OPT_CPU_OFFLOAD:
+        p->optimizer_cpu_offload = true;
+        return 1;
+    case OPT_OPT_OFFLOAD_OVERLAP:
+        p->overlap_cpu_optimizer_d2h_h2d = true;
+        return 1;
+    case OPT_OPT_OFFLOAD_FRACTION: {
+        int rc = cli_parse_double("--optimizer-offload-fraction", arg, 0, 1,
+                                  &p->optimizer_offload_fraction);
+        return rc == EXIT_OK ? 1 : -rc;
+    }
     default:
         return 0;
     }

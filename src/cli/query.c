@@ -103,6 +103,8 @@ static const char *
 optimizer_label(const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
+    if (p->optimizer_cpu_offload) /* hybrid_optimizer.py: fp32 copy and moments on the GPU */
+        return "optimizer (hybrid device: 12 B, kept on GPU)";
     if (p->precision_aware_optimizer) {
         static char buf[96];
         snprintf(buf, sizeof(buf), "optimizer (TE Adam: master %s, m %s, v %s)",
@@ -206,6 +208,9 @@ print_memory(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)m->gradients_bytes));
     fprintf(f, "  %-44s %14s\n", optimizer_label(r),
             fmt_bytes(a, sizeof(a), (double)m->optimizer_bytes));
+    if (r->config.optimizer_cpu_offload)
+        fprintf(f, "  %-44s %14s\n", "  + offloaded to pinned host memory",
+                fmt_bytes(a, sizeof(a), (double)m->optimizer_host_bytes));
     fprintf(f, "  %-44s %14s of %s: %s (%s %s)\n", "total",
             fmt_bytes(a, sizeof(a), (double)m->total_bytes),
             fmt_bytes(b, sizeof(b), (double)m->capacity_bytes), m->fits ? "fits" : "DOES NOT FIT",
@@ -427,6 +432,9 @@ print_time(FILE *f, const struct spsim_result *r)
         {"  of which Muon's Newton-Schulz GEMMs", t->optimizer_muon_ns_s,
          t->optimizer_muon_ns_s > 0},
         {"  of which Muon's TP gathers", t->optimizer_muon_gather_s, t->optimizer_muon_gather_s > 0},
+        {"  offload: gradients to the host", t->optimizer_d2h_s, t->optimizer_d2h_s > 0},
+        {"  offload: the CPU's Adam step", t->optimizer_cpu_s, t->optimizer_cpu_s > 0},
+        {"  offload: parameters back", t->optimizer_h2d_s, t->optimizer_h2d_s > 0},
         {"exposed CP exchanges", t->cp_exposed_s, r->config.cp > 1},
         {"MoE aux-loss AllReduces", t->moe_aux_allreduce_s, t->moe_aux_allreduce_s > 0},
         {"MoE expert-bias AllReduce", t->moe_expert_bias_allreduce_s,

@@ -126,6 +126,29 @@ muon_static(const struct stage_params *sp, const struct spsim_parallel *par, con
     return spsim_add((b_ne + D - 1) / D, (b_e + E - 1) / E, ok);
 }
 
+/*
+ * The optimizer's CPU offload (Megatron-Core optimizer/cpu_offloading/hybrid_optimizer.py
+ * @d98e8a64, built by optimizer/__init__.py with param_update_in_fp32=True over the
+ * distributed optimizer's shard of bf16 parameters): of the shard, the first parameters up to
+ * offload_fraction of its elements (_get_sub_optimizer_param_groups) are cloned to pinned host
+ * memory as fp32 (.cpu().pin_memory(), .float()), stepped by torch's AdamW there (its exp_avg
+ * and exp_avg_sq fp32) from an fp32 pinned gradient buffer (cpu_copy_map_grad: 4 + 8 + 4 =
+ * 16 B on the host); the others keep an fp32 copy on the GPU (param_to_fp32_param) and TE's
+ * FusedAdam's fp32 moments (12 B). The shard is over D = dp·cp, the routed experts' over their
+ * data-parallel group, as the distributed optimizer's.
+ */
+static uint64_t
+offload_sharded(const struct stage_params *sp, const struct shape *x, double fraction,
+                double bytes, bool *ok)
+{
+    uint64_t D = x->dc, E = x->moe ? x->edp : D;
+    double ne = (double)(sp->all - sp->expert) * bytes * fraction;
+    double e = (double)sp->expert * bytes * fraction;
+    if (!(ne < 1.8e19 && e < 1.8e19))
+        *ok = false;
+    return spsim_add(((uint64_t)ne + D - 1) / D, ((uint64_t)e + E - 1) / E, ok);
+}
+
 static void
 stage_static(const struct stage_params *sp, const struct spsim_parallel *par, const struct shape *x,
              struct stage_memory *s, bool *ok)
@@ -144,6 +167,11 @@ stage_static(const struct stage_params *sp, const struct spsim_parallel *par, co
     uint64_t per = spsim_optimizer_state_bytes(par, fp32 ? 4 : 2);
     if (par->optimizer == SPSIM_OPTIMIZER_MUON) {
         s->optimizer = muon_static(sp, par, x, per, spsim_muon_state_bytes(fp32 ? 4 : 2), ok);
+        return;
+    }
+    if (par->optimizer_cpu_offload) {
+        s->optimizer = offload_sharded(sp, x, 1.0 - par->optimizer_offload_fraction,
+                                       SPSIM_HDO_GPU_BYTES, ok);
         return;
     }
     uint64_t opt = spsim_mul(params, per, ok);
@@ -526,6 +554,12 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     mem->layers_peak_stage = (uint32_t)rank_built(x, mem->peak_stage);
     if (par->optimizer == SPSIM_OPTIMIZER_MUON)
         muon_report(par, le, x, mem);
+    if (par->optimizer_cpu_offload) {
+        struct stage_params sp = rank_stage_params(m, par, le, x, mem->peak_stage,
+                                                   mem->parameters_per_gpu, ok);
+        mem->optimizer_host_bytes =
+            offload_sharded(&sp, x, par->optimizer_offload_fraction, SPSIM_HDO_HOST_BYTES, ok);
+    }
 }
 
 /* What the GPU reports less what tensors cannot use: the CUDA context and cuBLAS workspace,

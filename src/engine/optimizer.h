@@ -60,4 +60,10 @@ uint32_t spsim_muon_state_bytes(uint32_t grad_bytes);
  * ops of OrthogonalizedOptimizer.step and newton_schulz outside its GEMMs). */
 double spsim_muon_step_bytes(const struct spsim_parallel *par, uint32_t grad_bytes);
 
+/* Megatron-Core's HybridDeviceOptimizer (engine/memory.c offload_sharded): bytes per shard
+ * parameter left on the GPU (fp32 copy 4, FusedAdam's fp32 moments 8) and per offloaded one in
+ * pinned host memory (fp32 copy 4, torch AdamW's moments 8, the fp32 gradient buffer 4). */
+#define SPSIM_HDO_GPU_BYTES  12.0
+#define SPSIM_HDO_HOST_BYTES 16.0
+
 #endif

@@ -144,6 +144,9 @@ enum flag_id {
     F_MUON_PREC,
     F_MUON_COEFF,
     F_MUON_SCALAR,
+    F_OPT_OFFLOAD,
+    F_OPT_OFFLOAD_FRACTION,
+    F_OPT_OFFLOAD_OVERLAP,
     F_COUNT
 };
 
@@ -251,6 +254,9 @@ static const struct {
     [F_MUON_PREC] = {"--muon-fp32-matmul-prec", K_VALUE},
     [F_MUON_COEFF] = {"--muon-coefficient-type", K_VALUE},
     [F_MUON_SCALAR] = {"--muon-scalar-optimizer", K_VALUE},
+    [F_OPT_OFFLOAD] = {"--optimizer-cpu-offload", K_SWITCH},
+    [F_OPT_OFFLOAD_FRACTION] = {"--optimizer-offload-fraction", K_VALUE},
+    [F_OPT_OFFLOAD_OVERLAP] = {"--overlap-cpu-optimizer-d2h-h2d", K_SWITCH},
     [F_TP_COMM_OVERLAP] = {"--tp-comm-overlap", K_SWITCH},
     [F_CUDA_GRAPH_IMPL] = {"--cuda-graph-impl", K_VALUE},
     [F_CUDA_GRAPH_SCOPE] = {"--cuda-graph-scope", K_LIST},
@@ -372,7 +378,6 @@ static const struct {
     {"--softmax-type", "vanilla",
      "attention sinks (learnable or off-by-one softmax) are not modelled"},
     {"--quick-geglu", NULL, "the quick-GeGLU activation (gpt-oss) is not modelled"},
-    {"--optimizer-cpu-offload", NULL, "optimizer CPU offload is not modelled"},
     {"--hybrid-override-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
     {"--hybrid-layer-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
 };
@@ -1004,6 +1009,12 @@ optimizer_kind(const struct mg *m, struct spsim_parallel *p)
         (rc = choice(m, F_MUON_PREC, prec, 0, &unused)) ||
         (rc = choice(m, F_MUON_COEFF, coeff, 0, &unused)) ||
         (rc = choice(m, F_MUON_SCALAR, scalar, 0, &unused)))
+        return rc;
+    /* the hybrid device optimizer (--optimizer-cpu-offload); arguments.py's rules are
+     * spsim_parallel_check's */
+    p->optimizer_cpu_offload = m->given[F_OPT_OFFLOAD];
+    p->overlap_cpu_optimizer_d2h_h2d = m->given[F_OPT_OFFLOAD_OVERLAP];
+    if ((rc = probability(m, F_OPT_OFFLOAD_FRACTION, 0.0, &p->optimizer_offload_fraction)))
         return rc;
     if (k == 0)
         return SPSIM_OK; /* Megatron ignores the muon flags with Adam */
