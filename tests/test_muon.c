@@ -135,10 +135,9 @@ START_TEST(muon_step_time)
                      SPSIM_OK);
     ck_assert_double_gt(ag.time_s, 0);
     ck_assert_double_eq_tol(r.time.optimizer_muon_gather_s, 48.0 * ag.time_s, 1e-6 * ag.time_s);
-    ck_assert_double_eq_tol(r.time.optimizer_s,
-                            elementwise_s(P, M_HAND, 64.0) + NS_DUP / 794.5e12 +
-                                r.time.optimizer_muon_gather_s,
-                            1e-12);
+    ck_assert_double_eq_tol(
+        r.time.optimizer_s,
+        elementwise_s(P, M_HAND, 64.0) + NS_DUP / 794.5e12 + r.time.optimizer_muon_gather_s, 1e-12);
     spsim_hardware_destroy(hw);
 }
 END_TEST
@@ -168,8 +167,9 @@ START_TEST(muon_launch_line)
     char text[1024];
     struct spsim_megatron_config mc;
     struct spsim_error err = {0};
-    snprintf(text, sizeof(text), "%s--optimizer dist_muon --muon-num-ns-steps 3 --muon-tp-mode "
-                                 "blockwise --muon-nesterov --muon-no-split-qkv --muon-momentum 0.9\n",
+    snprintf(text, sizeof(text),
+             "%s--optimizer dist_muon --muon-num-ns-steps 3 --muon-tp-mode "
+             "blockwise --muon-nesterov --muon-no-split-qkv --muon-momentum 0.9\n",
              head);
     ck_assert_msg(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err) == SPSIM_OK,
                   "%s", err.message);

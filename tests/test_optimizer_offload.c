@@ -34,8 +34,9 @@ hw_with_cpu(void)
     ck_assert_ptr_nonnull(at);
     static char json[1 << 16];
     size_t head = (size_t)(at - text) + strlen("\"host_link\": {");
-    snprintf(json, sizeof(json), "%.*s\"cpu_memory_GBps\": {\"value\": 100, \"source\": \"test\"},%s",
-             (int)head, text, text + head);
+    snprintf(json, sizeof(json),
+             "%.*s\"cpu_memory_GBps\": {\"value\": 100, \"source\": \"test\"},%s", (int)head, text,
+             text + head);
     struct spsim_hardware *hw = NULL;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_hardware_parse(json, strlen(json), "test", &hw, &err) == SPSIM_OK, "%s",
@@ -88,8 +89,7 @@ START_TEST(offload_step)
     ck_assert_double_eq_tol(r.time.optimizer_s, norm + d2h + fmax(gpu, cpu) + h2d, 1e-12);
     p.overlap_cpu_optimizer_d2h_h2d = true;
     r = run(&p);
-    ck_assert_double_eq_tol(r.time.optimizer_s, norm + fmax(fmax(gpu, d2h), fmax(cpu, h2d)),
-                            1e-12);
+    ck_assert_double_eq_tol(r.time.optimizer_s, norm + fmax(fmax(gpu, d2h), fmax(cpu, h2d)), 1e-12);
     /* 1 % offloaded: the GPU's step is the longer one (0.99 · 34 / 2970 > 0.01 · 28 / 100) */
     p = base(0.01);
     r = run(&p);
@@ -142,7 +142,8 @@ START_TEST(offload_launch_line)
     static const char text[] =
         "pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 "
         "--vocab-size 100 --bf16 --use-distributed-optimizer --use-precision-aware-optimizer "
-        "--optimizer-cpu-offload --optimizer-offload-fraction 0.75 --overlap-cpu-optimizer-d2h-h2d\n";
+        "--optimizer-cpu-offload --optimizer-offload-fraction 0.75 "
+        "--overlap-cpu-optimizer-d2h-h2d\n";
     struct spsim_megatron_config mc;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err) == SPSIM_OK,

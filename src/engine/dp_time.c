@@ -571,8 +571,8 @@ spsim_muon_step_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
             return rc;
         tr->optimizer_muon_gather_s = n * e.time_s;
     }
-    tr->optimizer_s = bytes / hw->hbm_achievable_Bps + tr->optimizer_muon_ns_s +
-                      tr->optimizer_muon_gather_s;
+    tr->optimizer_s =
+        bytes / hw->hbm_achievable_Bps + tr->optimizer_muon_ns_s + tr->optimizer_muon_gather_s;
     return SPSIM_OK;
 }
 

@@ -138,8 +138,8 @@ muon_static(const struct stage_params *sp, const struct spsim_parallel *par, con
  * data-parallel group, as the distributed optimizer's.
  */
 static uint64_t
-offload_sharded(const struct stage_params *sp, const struct shape *x, double fraction,
-                double bytes, bool *ok)
+offload_sharded(const struct stage_params *sp, const struct shape *x, double fraction, double bytes,
+                bool *ok)
 {
     uint64_t D = x->dc, E = x->moe ? x->edp : D;
     double ne = (double)(sp->all - sp->expert) * bytes * fraction;
@@ -170,8 +170,8 @@ stage_static(const struct stage_params *sp, const struct spsim_parallel *par, co
         return;
     }
     if (par->optimizer_cpu_offload) {
-        s->optimizer = offload_sharded(sp, x, 1.0 - par->optimizer_offload_fraction,
-                                       SPSIM_HDO_GPU_BYTES, ok);
+        s->optimizer =
+            offload_sharded(sp, x, 1.0 - par->optimizer_offload_fraction, SPSIM_HDO_GPU_BYTES, ok);
         return;
     }
     uint64_t opt = spsim_mul(params, per, ok);
@@ -445,8 +445,10 @@ rank_muon(const struct spsim_parallel *par, const struct spsim_layer_summary *le
         muon_add(o, &le->muon_dense[split][mode], (double)dense);
     if (r == x->p - 1 && le->params_mtp) {
         double d = x->model->shape.mtp_layers;
-        muon_add(o, mtp_layer(le, x) == &le->layer ? &le->muon_layer[split][mode]
-                                                   : &le->muon_dense[split][mode], d);
+        muon_add(o,
+                 mtp_layer(le, x) == &le->layer ? &le->muon_layer[split][mode]
+                                                : &le->muon_dense[split][mode],
+                 d);
         muon_add(o, &le->muon_mtp[split][mode], d);
     }
     double steps = spsim_muon_ns_steps(par);
@@ -555,8 +557,8 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     if (par->optimizer == SPSIM_OPTIMIZER_MUON)
         muon_report(par, le, x, mem);
     if (par->optimizer_cpu_offload) {
-        struct stage_params sp = rank_stage_params(m, par, le, x, mem->peak_stage,
-                                                   mem->parameters_per_gpu, ok);
+        struct stage_params sp =
+            rank_stage_params(m, par, le, x, mem->peak_stage, mem->parameters_per_gpu, ok);
         mem->optimizer_host_bytes =
             offload_sharded(&sp, x, par->optimizer_offload_fraction, SPSIM_HDO_HOST_BYTES, ok);
     }

@@ -264,9 +264,10 @@ check_cpu_offload(const struct spsim_hardware *hw, const struct spsim_parallel *
     if (!(f >= 0 && f <= 1))
         return CONFIG_FAIL(err, "field 'optimizer_offload_fraction': %g is not in [0, 1]", f);
     if (!p->precision_aware_optimizer)
-        return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': The optimizer cpu offload must be "
-                                "used in conjunction with `--use-precision-aware-optimizer`, as the "
-                                "hybrid device optimizer reuses the code path of this flag.");
+        return CONFIG_FAIL(err,
+                           "field 'optimizer_cpu_offload': The optimizer cpu offload must be "
+                           "used in conjunction with `--use-precision-aware-optimizer`, as the "
+                           "hybrid device optimizer reuses the code path of this flag.");
     if (p->fp8_param_gather && p->fp8_recipe != SPSIM_FP8_DELAYED)
         return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': When `--fp8-param-gather` is "
                                 "enabled, the optimizer cpu offload must be used in conjunction "

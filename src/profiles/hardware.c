@@ -598,8 +598,8 @@ read_network(const struct spsim_jctx *c, const cJSON *net, struct spsim_hardware
 static int
 read_host_link(const struct spsim_jctx *c, const cJSON *hl, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"link", "line_rate_per_direction_GBps", "h2d_GBps",
-                                       "d2h_GBps", "cpu_memory_GBps", NULL};
+    static const char *const keys[] = {
+        "link", "line_rate_per_direction_GBps", "h2d_GBps", "d2h_GBps", "cpu_memory_GBps", NULL};
     double line = 0, h2d = 0, d2h = 0, cpu = 0;
     int rc;
     if (!hl)
@@ -611,7 +611,8 @@ read_host_link(const struct spsim_jctx *c, const cJSON *hl, struct spsim_hardwar
                                      1e-3, 1e6, &line, NULL)) ||
         (rc =
              spsim_json_get_sourced(c, hl, "host_link", "h2d_GBps", true, 1e-3, 1e6, &h2d, NULL)) ||
-        (rc = spsim_json_get_sourced(c, hl, "host_link", "d2h_GBps", true, 1e-3, 1e6, &d2h, NULL)) ||
+        (rc =
+             spsim_json_get_sourced(c, hl, "host_link", "d2h_GBps", true, 1e-3, 1e6, &d2h, NULL)) ||
         (rc = spsim_json_get_sourced(c, hl, "host_link", "cpu_memory_GBps", false, 1e-3, 1e6, &cpu,
                                      NULL)))
         return rc;
