@@ -185,6 +185,13 @@ START_TEST(muon_launch_line)
     ck_assert_int_ne(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err), SPSIM_OK);
     ck_assert_msg(strstr(err.message, "--muon-tp-mode: 'distributed' is not modelled"), "%s",
                   err.message);
+    /* with Adam Megatron ignores the muon flags, whatever their values */
+    snprintf(text, sizeof(text), "%s--optimizer adam --muon-tp-mode distributed\n", head);
+    ck_assert_msg(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert_int_eq(mc.par.optimizer, SPSIM_OPTIMIZER_ADAM);
+    ck_assert_uint_eq(mc.par.muon_tp_mode, SPSIM_MUON_TP_DUPLICATED);
+    spsim_model_destroy(mc.model);
     snprintf(text, sizeof(text), "%s--optimizer sgd\n", head);
     ck_assert_int_ne(spsim_megatron_parse(text, strlen(text), "launch.sh", &mc, &err), SPSIM_OK);
     ck_assert_msg(strstr(err.message, "--optimizer: 'sgd' is not modelled"), "%s", err.message);

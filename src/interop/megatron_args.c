@@ -1004,11 +1004,7 @@ optimizer_kind(const struct mg *m, struct spsim_parallel *p)
     static const char *const prec[] = {"medium", NULL}, *const coeff[] = {"quintic", NULL};
     static const char *const scalar[] = {"adam", NULL};
     int k = 0, mode = 0, unused = 0, rc;
-    if ((rc = choice(m, F_OPTIMIZER, kinds, 0, &k)) ||
-        (rc = choice(m, F_MUON_TP_MODE, modes, 0, &mode)) ||
-        (rc = choice(m, F_MUON_PREC, prec, 0, &unused)) ||
-        (rc = choice(m, F_MUON_COEFF, coeff, 0, &unused)) ||
-        (rc = choice(m, F_MUON_SCALAR, scalar, 0, &unused)))
+    if ((rc = choice(m, F_OPTIMIZER, kinds, 0, &k)))
         return rc;
     /* the hybrid device optimizer (--optimizer-cpu-offload); arguments.py's rules are
      * spsim_parallel_check's */
@@ -1018,6 +1014,11 @@ optimizer_kind(const struct mg *m, struct spsim_parallel *p)
         return rc;
     if (k == 0)
         return SPSIM_OK; /* Megatron ignores the muon flags with Adam */
+    if ((rc = choice(m, F_MUON_TP_MODE, modes, 0, &mode)) ||
+        (rc = choice(m, F_MUON_PREC, prec, 0, &unused)) ||
+        (rc = choice(m, F_MUON_COEFF, coeff, 0, &unused)) ||
+        (rc = choice(m, F_MUON_SCALAR, scalar, 0, &unused)))
+        return rc;
     p->optimizer = SPSIM_OPTIMIZER_MUON;
     if (k == 2)
         p->distributed_optimizer = true;
