@@ -197,12 +197,15 @@ def builder_layout(row):
 
 # The Kimi K2 rows train with Muon (the page: "Muon optimizer was used for pre-training
 # Kimi-K2"; kimi_llm_pretrain.py's optimizer_type "muon" by default at every commit above):
-# kimi_k2.py's Muon branch turns the distributed optimizer and the parameter-gather overlap off
-# (LayerWiseDistributedOptimizer), set_kimi_k2_common_configs reduces gradients in bf16 and, for
-# Muon with MXFP8, turns fp8_param_gather off. spsim has no Muon: '--optimizer dist_muon' is
-# refused and dropped, so these rows are approximations with Adam's state and step.
+# kimi_k2.py's Muon branch takes distributed_muon_with_cosine_annealing (recipes/utils/
+# optimizer_utils.py @8f341b04f: optimizer "dist_muon", muon_use_nesterov True, muon_tp_mode
+# "blockwise", muon_num_ns_steps 5), the parameter-gather overlap off, and
+# set_kimi_k2_common_configs reduces gradients in bf16 and, for Muon with MXFP8, turns
+# fp8_param_gather off. spsim's --optimizer dist_muon is Muon under the layer-wise distributed
+# optimizer (Megatron's arguments.py: muon with --use-distributed-optimizer).
 def muon_dp_args(row, s):
-    return ["--overlap-grad-reduce", "--grad-reduce-in-bf16", "--optimizer", "dist_muon"]
+    return ["--overlap-grad-reduce", "--grad-reduce-in-bf16", "--optimizer", "dist_muon",
+            "--muon-tp-mode", "blockwise", "--muon-nesterov"]
 
 
 def feature_args(row, s, moe):
@@ -643,9 +646,10 @@ launcher's training configs, whose other settings are therefore not read.
 Pipeline layouts (`--pipeline-layout`, with DeepSeek-V3's MTP depth `m` beside the loss) are the
 preset's `pp_layout` or its builder's map by (pp, vp) (DeepSeek-V3, Kimi K2); DeepSeek-V3 at pp 8 × vp 4
 takes the H100 recipe's `Et|(tt|)*30mL` and at pp 2 × vp 4 the map's 8-stage layout (its layouts
-depend on pp·vp alone). Kimi K2 trains with Muon (the page's note): its rows keep the Muon recipe's
-DDP settings (no distributed optimizer, no parameter-gather overlap, no FP8 parameter gather) and
-run as approximations with Adam's state and step, spsim having no Muon (`--optimizer` dropped).
+depend on pp·vp alone). Kimi K2 trains with Muon (the page's note): its rows run the Muon recipe's
+settings (`--optimizer dist_muon --muon-tp-mode blockwise --muon-nesterov`, Bridge's
+`distributed_muon_with_cosine_annealing`: Muon's 8 B of state per 2-D weight, Adam's for the rest,
+its Newton-Schulz GEMMs in the step; no parameter-gather overlap, no FP8 parameter gather).
 The 25.11 page's "(w/o MTP)" rows run DeepSeek-V3 without its MTP layer (`--megatron-args
 tests/data/published-runs/no-mtp.yaml`, `mtp_num_layers: null`): their published TFLOP/s ÷ tokens/s
 is Bridge's FLOPs per token without it.

@@ -140,7 +140,24 @@ hybrid-scan-flops-dropped@src/engine/model_flops.c@s|f->model = 2 \* weights + n
 optimize-memory-bound-doubled@src/sweep/optimize_bounds.c@s|return spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|return 2 * spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|@optimize
 optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize
 optimize-threads-unmerged@src/sweep/optimize.c@s|for (unsigned i = 1; i < started \&\& rc == SPSIM_OK; i++)|for (unsigned i = 1; i < 1 \&\& rc == SPSIM_OK; i++)|@optimize
-optimize-offload-twins-kept@src/sweep/optimize.c@s|if (s->sw->n\[SPSIM_AXIS_OFFLOAD_LAYERS\] > 1) {|if (0 \&\& s->sw->n[SPSIM_AXIS_OFFLOAD_LAYERS] > 1) {|@optimize'
+optimize-offload-twins-kept@src/sweep/optimize.c@s|if (s->sw->n\[SPSIM_AXIS_OFFLOAD_LAYERS\] > 1) {|if (0 \&\& s->sw->n[SPSIM_AXIS_OFFLOAD_LAYERS] > 1) {|@optimize
+muon-state-halved@src/engine/optimizer.c@s|return 8 + (grad_bytes == 2 ? 4 : 0);|return 4 + (grad_bytes == 2 ? 4 : 0);|@muon
+muon-ns-halved@src/engine/optimizer.c@s|return (double)steps \* (4.0 \* m \* m \* n + 2.0 \* m \* m \* m);|return 0.5 * steps * (4.0 * m * m * n + 2.0 * m * m * m);|@muon
+muon-ns-gram-square-dropped@src/engine/optimizer.c@s|+ 2.0 \* m \* m \* m);|+ 0.0 * m * m * m);|@muon
+muon-step-bytes-halved@src/engine/optimizer.c@s|return copy + 8 + 12 + (par->muon_nesterov|return 0.5 * copy + 4 + 6 + (par->muon_nesterov|@muon
+muon-gathers-free@src/engine/dp_time.c@s|tr->optimizer_muon_gather_s = n \* e.time_s;|tr->optimizer_muon_gather_s = 0 * n * e.time_s;|@muon
+muon-ns-unsharded@src/engine/memory.c@s|mem->muon_ns_flops_per_gpu = o.ns_flops / D|mem->muon_ns_flops_per_gpu = o.ns_flops / 1|@muon
+muon-qkv-unsplit@src/engine/optimizer.c@s|if (qkv \&\& split == 0) {|if (0 \&\& qkv \&\& split == 0) {|@muon
+muon-tp-shard-not-gathered@src/engine/optimizer.c@s|full_r \*= shard_rows ? shards : 1;|full_r *= 1;|@muon
+muon-matrices-as-adam@src/engine/memory.c@s|spsim_mul(mne, muon, ok), ok);|spsim_mul(mne, adam, ok), ok);|@muon
+offload-host-bytes-halved@src/engine/optimizer.h@s|#define SPSIM_HDO_HOST_BYTES 16.0|#define SPSIM_HDO_HOST_BYTES 8.0|@optimizer_offload
+offload-gpu-bytes-halved@src/engine/optimizer.h@s|#define SPSIM_HDO_GPU_BYTES  12.0|#define SPSIM_HDO_GPU_BYTES  6.0|@optimizer_offload
+offload-d2h-halved@src/engine/dp_time.c@s|f \* Ps \* 4.0 / hw->host_d2h_Bps|f * Ps * 2.0 / hw->host_d2h_Bps|@optimizer_offload
+offload-cpu-step-halved@src/engine/dp_time.c@s|f \* Ps \* 28.0 / hw->host_cpu_memory_Bps|f * Ps * 14.0 / hw->host_cpu_memory_Bps|@optimizer_offload
+offload-h2d-halved@src/engine/dp_time.c@s|f \* Ps \* 2.0 / hw->host_h2d_Bps|f * Ps * 1.0 / hw->host_h2d_Bps|@optimizer_offload
+offload-always-overlapped@src/engine/dp_time.c@s|if (par->overlap_cpu_optimizer_d2h_h2d)|if (1)|@optimizer_offload
+offload-no-grad-cast@src/engine/dp_time.c@s|double cast = g == 4 ? 0.0 : g + 4.0;|double cast = 0.0;|@optimizer_offload
+offload-gpu-step-halved@src/engine/dp_time.c@s|(cast + 28.0 + 6.0) / hw->hbm_achievable_Bps|(cast + 28.0 + 6.0) / 2 / hw->hbm_achievable_Bps|@optimizer_offload'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

@@ -236,18 +236,24 @@ testutil_evaluate(const char *model, const char *hw_name, uint32_t tp, uint32_t 
     return r;
 }
 
-/** Evaluate a configuration of a shipped model on a shipped hardware profile. */
+/** Evaluate a shipped model on `hw` (freed here). */
 static inline struct spsim_result
-testutil_evaluate_config(const char *model, const char *hw_name, const struct spsim_parallel *p)
+testutil_evaluate_on(const char *model, struct spsim_hardware *hw, const struct spsim_parallel *p)
 {
     struct spsim_model *m = testutil_model_named(model);
-    struct spsim_hardware *hw = testutil_hardware(hw_name);
     struct spsim_result r;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "%s: %s", model, err.message);
     spsim_model_destroy(m);
     spsim_hardware_destroy(hw);
     return r;
+}
+
+/** Evaluate a configuration of a shipped model on a shipped hardware profile. */
+static inline struct spsim_result
+testutil_evaluate_config(const char *model, const char *hw_name, const struct spsim_parallel *p)
+{
+    return testutil_evaluate_on(model, testutil_hardware(hw_name), p);
 }
 
 /** A configuration of a shipped model that Megatron's rules refuse with `text` in the message. */

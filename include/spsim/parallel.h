@@ -155,6 +155,25 @@ SPSIM_API const char *spsim_opt_dtype_name(enum spsim_opt_dtype d);
 /** The dtype named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_opt_dtype_parse(const char *name, enum spsim_opt_dtype *out);
 
+/** The optimizer (Megatron --optimizer). 0 is Adam, Megatron's default. */
+enum spsim_optimizer_kind {
+    SPSIM_OPTIMIZER_ADAM = 0,
+    /** Muon (Megatron-Core emerging_optimizers.py TensorParallelMuon over NVIDIA's
+     * emerging_optimizers): every 2-D weight but the embedding and output layer steps with one
+     * fp32 momentum buffer and a Newton-Schulz orthogonalization; the others with Adam. With
+     * the distributed optimizer, the layer-wise one (layer_wise_optimizer.py). */
+    SPSIM_OPTIMIZER_MUON = 1,
+    SPSIM_OPTIMIZER_COUNT
+};
+
+/** Muon's tensor-parallel mode (--muon-tp-mode). */
+enum spsim_muon_tp_mode {
+    SPSIM_MUON_TP_DUPLICATED = 0, /**< gather the whole matrix over TP, orthogonalize it on every
+                                       TP rank (Megatron's default) */
+    SPSIM_MUON_TP_BLOCKWISE = 1,  /**< orthogonalize each rank's shard alone, no collective */
+    SPSIM_MUON_TP_COUNT
+};
+
 /** Which layers full recomputation checkpoints (Megatron --recompute-method). */
 enum spsim_recompute_method {
     SPSIM_RECOMPUTE_METHOD_DEFAULT = 0, /**< spsim's `full`: uniform groups of one layer */
@@ -336,6 +355,27 @@ struct spsim_parallel {
      * their Σs_i² / Σs_i (equal sub-sequences: their length), Megatron-Bridge's
      * core_attn_seq_factor (training/utils/flop_utils.py); 0 = one sequence per row (default) */
     uint32_t packed_subseq_len;
+    /** --optimizer: adam (default) or muon (README "Muon"); Megatron's dist_muon is muon with
+     * distributed_optimizer */
+    enum spsim_optimizer_kind optimizer;
+    /** muon: --muon-num-ns-steps, Newton-Schulz iterations; 0 = Megatron's default 5 */
+    uint32_t muon_ns_steps;
+    enum spsim_muon_tp_mode muon_tp_mode; /**< muon: default duplicated (Megatron's) */
+    bool muon_nesterov; /**< muon: --muon-nesterov (Nesterov momentum); default false */
+    /** muon: --muon-no-split-qkv; false (default): Megatron splits the fused QKV weight into its
+     * Q, K and V matrices before orthogonalizing */
+    bool muon_no_split_qkv;
+    /** --optimizer-cpu-offload: Megatron-Core's HybridDeviceOptimizer (optimizer/cpu_offloading/
+     * hybrid_optimizer.py) steps a fraction of the optimizer shard's parameters on the CPU
+     * (torch AdamW), their fp32 copies, moments and gradients in pinned host memory (README
+     * "Optimizer CPU offload"); needs the precision-aware optimizer, as Megatron; default false */
+    bool optimizer_cpu_offload;
+    /** --optimizer-offload-fraction in [0, 1]: the shard's parameters offloaded (default 0.0,
+     * Megatron's) */
+    double optimizer_offload_fraction;
+    /** --overlap-cpu-optimizer-d2h-h2d: the copies and the CPU step overlap per parameter on
+     * their own streams; default false */
+    bool overlap_cpu_optimizer_d2h_h2d;
 };
 
 /** LoRA's target modules (Megatron-Bridge LoRA.target_modules), as bits. */

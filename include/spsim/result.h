@@ -154,6 +154,19 @@ struct spsim_memory_report {
      * holds: all of them, or with LoRA only the adapters' (their weights beside the frozen
      * base's in weights_bytes) */
     uint64_t trainable_parameters_per_gpu;
+    /** Muon (--optimizer muon): of trainable_parameters_per_gpu, the 2-D weights Muon steps
+     * (the others: Adam); 0 with Adam */
+    uint64_t muon_parameters_per_gpu;
+    /** Muon: the Newton-Schulz FLOPs of one step this GPU runs (its share of the whole weights
+     * under the layer-wise distributed optimizer; whole matrices with --muon-tp-mode
+     * duplicated) */
+    double muon_ns_flops_per_gpu;
+    /** Muon, --muon-tp-mode duplicated, tp > 1: the fp32 momentum bytes of whole matrices this
+     * GPU all-gathers over TP per step, and how many all-gathers */
+    double muon_tp_gather_bytes_per_gpu, muon_tp_gathers_per_gpu;
+    /** --optimizer-cpu-offload: the pinned host memory one GPU's offloaded optimizer shard takes
+     * (fp32 copies, moments and gradients; optimizer_bytes is then what stays on the GPU) */
+    uint64_t optimizer_host_bytes;
 };
 
 struct spsim_comm_report {
@@ -217,7 +230,7 @@ struct spsim_time_report {
     /** The first and last pipeline stages' AllReduce of the tied word embedding's gradient
      * (Megatron finalize_model_grads, after the DP reduction; 0 unless pp > 1 and tied). */
     double tied_embedding_allreduce_s;
-    double optimizer_s;             /**< optimizer step (memory-bound) */
+    double optimizer_s;             /**< optimizer step (memory-bound; Muon's below included) */
     double offload_exposed_s;       /**< CPU offload copies not hidden behind the layers' compute */
     double ep_exposed_s;            /**< MoE token dispatch and combine (on the critical path) */
     double offload_d2h_s_per_layer; /**< one offloaded layer's copy to host memory */
@@ -289,6 +302,12 @@ struct spsim_time_report {
      * mfu and hfu for bf16 and fp16) */
     double mfu_dtype;
     double hfu_dtype;
+    /** Muon: of optimizer_s, the Newton-Schulz GEMMs (BF16, at the profile's achievable GEMM
+     * rate) and the TP all-gathers of whole matrices (--muon-tp-mode duplicated) */
+    double optimizer_muon_ns_s, optimizer_muon_gather_s;
+    /** --optimizer-cpu-offload: of optimizer_s's inputs, the offloaded gradients' copy to the
+     * host, the CPU's Adam step and the updated parameters' copy back (each alone) */
+    double optimizer_d2h_s, optimizer_cpu_s, optimizer_h2d_s;
 };
 
 /** Everything spsim says about one configuration. */

@@ -323,6 +323,14 @@ enum cli_config_opt {
     OPT_LORA_ALPHA,
     OPT_LORA_DROPOUT,
     OPT_PACKED_LEN,
+    OPT_OPTIMIZER,
+    OPT_MUON_NS_STEPS,
+    OPT_MUON_TP_MODE,
+    OPT_MUON_NESTEROV,
+    OPT_MUON_NO_SPLIT_QKV,
+    OPT_OPT_CPU_OFFLOAD,
+    OPT_OPT_OFFLOAD_FRACTION,
+    OPT_OPT_OFFLOAD_OVERLAP,
     OPT_CONFIG_END
 };
 
@@ -388,6 +396,13 @@ enum cli_config_opt {
     "  --main-params-dtype D  master weights fp32 (default) or fp16 (precision-aware)\n"           \
     "  --exp-avg-dtype D, --exp-avg-sq-dtype D\n"                                                  \
     "                         Adam's moments: fp32 (default), fp16, bf16 or fp8\n"                 \
+    "  --optimizer adam|muon|dist_muon\n"                                                          \
+    "                         Muon for the 2-D weights, Adam for the rest (README \"Muon\");\n"    \
+    "                         --muon-num-ns-steps N, --muon-tp-mode duplicated|blockwise,\n"       \
+    "                         --muon-nesterov, --muon-no-split-qkv\n"                              \
+    "  --optimizer-cpu-offload, --optimizer-offload-fraction F, --overlap-cpu-optimizer-d2h-h2d\n" \
+    "                         step F of the optimizer shard on the CPU (needs the precision-\n"    \
+    "                         aware optimizer and host_link.cpu_memory_GBps in the profile)\n"     \
     "  --overlap-param-gather, --no-overlap-param-gather\n"                                        \
     "                         gather updated parameters during the next forward (default off)\n"   \
     "  --overlap-p2p-communication, --no-overlap-p2p-communication\n"                              \

@@ -110,6 +110,14 @@ static const struct cli_option_spec {
     {"lora-alpha", required_argument, OPT_LORA_ALPHA, -1},
     {"lora-dropout", required_argument, OPT_LORA_DROPOUT, -1},
     {"packed-subseq-len", required_argument, OPT_PACKED_LEN, -1},
+    {"optimizer", required_argument, OPT_OPTIMIZER, -1},
+    {"muon-num-ns-steps", required_argument, OPT_MUON_NS_STEPS, -1},
+    {"muon-tp-mode", required_argument, OPT_MUON_TP_MODE, -1},
+    {"muon-nesterov", no_argument, OPT_MUON_NESTEROV, -1},
+    {"muon-no-split-qkv", no_argument, OPT_MUON_NO_SPLIT_QKV, -1},
+    {"optimizer-cpu-offload", no_argument, OPT_OPT_CPU_OFFLOAD, -1},
+    {"optimizer-offload-fraction", required_argument, OPT_OPT_OFFLOAD_FRACTION, -1},
+    {"overlap-cpu-optimizer-d2h-h2d", no_argument, OPT_OPT_OFFLOAD_OVERLAP, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -146,6 +154,8 @@ static const struct {
     {OPT_LORA_RANK, "--lora-rank", 65536, offsetof(struct spsim_parallel, lora_rank), false},
     {OPT_PACKED_LEN, "--packed-subseq-len", 1u << 24,
      offsetof(struct spsim_parallel, packed_subseq_len), false},
+    {OPT_MUON_NS_STEPS, "--muon-num-ns-steps", 100, offsetof(struct spsim_parallel, muon_ns_steps),
+     false},
 };
 
 void
@@ -366,6 +376,52 @@ config_cuda_graphs(struct spsim_parallel *p, int opt, const char *arg)
                       CLI_Q(arg));
 }
 
+/* --optimizer (Megatron's adam, muon, and dist_muon, which arguments.py turns into muon with
+ * the distributed optimizer), Muon's switches and the optimizer's CPU offload: 1, a negated exit
+ * code, or 0 if opt is none of them. */
+static int
+config_muon(struct spsim_parallel *p, int opt, const char *arg)
+{
+    switch (opt) {
+    case OPT_OPTIMIZER:
+        if (strcmp(arg, "adam") != 0 && strcmp(arg, "muon") != 0 && strcmp(arg, "dist_muon") != 0)
+            return -cli_error(EXIT_USAGE, "--optimizer: '%s' is not one of adam muon dist_muon",
+                              arg);
+        p->optimizer = strcmp(arg, "adam") == 0 ? SPSIM_OPTIMIZER_ADAM : SPSIM_OPTIMIZER_MUON;
+        if (strcmp(arg, "dist_muon") == 0)
+            p->distributed_optimizer = true;
+        return 1;
+    case OPT_MUON_TP_MODE:
+        if (strcmp(arg, "duplicated") != 0 && strcmp(arg, "blockwise") != 0)
+            return -cli_error(EXIT_USAGE,
+                              "--muon-tp-mode: '%s' is not one of duplicated blockwise (Megatron's "
+                              "distributed mode is not modelled)",
+                              arg);
+        p->muon_tp_mode =
+            strcmp(arg, "blockwise") == 0 ? SPSIM_MUON_TP_BLOCKWISE : SPSIM_MUON_TP_DUPLICATED;
+        return 1;
+    case OPT_MUON_NESTEROV:
+        p->muon_nesterov = true;
+        return 1;
+    case OPT_MUON_NO_SPLIT_QKV:
+        p->muon_no_split_qkv = true;
+        return 1;
+    case OPT_OPT_CPU_OFFLOAD:
+        p->optimizer_cpu_offload = true;
+        return 1;
+    case OPT_OPT_OFFLOAD_OVERLAP:
+        p->overlap_cpu_optimizer_d2h_h2d = true;
+        return 1;
+    case OPT_OPT_OFFLOAD_FRACTION: {
+        int rc = cli_parse_double("--optimizer-offload-fraction", arg, 0, 1,
+                                  &p->optimizer_offload_fraction);
+        return rc == EXIT_OK ? 1 : -rc;
+    }
+    default:
+        return 0;
+    }
+}
+
 /* The precision-aware optimizer's dtypes (Megatron's choices per flag, arguments.py): 1, a
  * negated exit code, or 0 if opt is none of them. */
 static int
@@ -554,7 +610,7 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         rc = config_cuda_graphs(p, opt, arg);
         if (rc != 0)
             return rc;
-        if ((rc = config_optimizer(p, opt, arg)) != 0)
+        if ((rc = config_optimizer(p, opt, arg)) != 0 || (rc = config_muon(p, opt, arg)) != 0)
             return rc;
         return config_sharding(p, opt, arg, opt == OPT_FSDP ? &cfg->fsdp_level : &cfg->zero_level);
     }

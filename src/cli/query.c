@@ -103,6 +103,8 @@ static const char *
 optimizer_label(const struct spsim_result *r)
 {
     const struct spsim_parallel *p = &r->config;
+    if (p->optimizer_cpu_offload) /* hybrid_optimizer.py: fp32 copy and moments on the GPU */
+        return "optimizer (hybrid device: 12 B, kept on GPU)";
     if (p->precision_aware_optimizer) {
         static char buf[96];
         snprintf(buf, sizeof(buf), "optimizer (TE Adam: master %s, m %s, v %s)",
@@ -110,6 +112,9 @@ optimizer_label(const struct spsim_result *r)
                  spsim_opt_dtype_name(p->exp_avg_sq_dtype));
         return buf;
     }
+    if (p->optimizer == SPSIM_OPTIMIZER_MUON) /* optimizer.c: 8 (+4) 2-D weights, Adam's rest */
+        return p->distributed_optimizer || p->zero ? "optimizer (Muon 8 B + Adam, over dp·cp)"
+                                                   : "optimizer (Muon 8 B + Adam 12 B)";
     if (!r->grad_reduce_in_fp32)
         return p->distributed_optimizer || p->zero ? "optimizer (Adam + fp32 grads, 16/(dp·cp) B)"
                                                    : "optimizer (Adam + fp32 grads, 16 B/param)";
@@ -203,6 +208,9 @@ print_memory(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)m->gradients_bytes));
     fprintf(f, "  %-44s %14s\n", optimizer_label(r),
             fmt_bytes(a, sizeof(a), (double)m->optimizer_bytes));
+    if (r->config.optimizer_cpu_offload)
+        fprintf(f, "  %-44s %14s\n", "  + offloaded to pinned host memory",
+                fmt_bytes(a, sizeof(a), (double)m->optimizer_host_bytes));
     fprintf(f, "  %-44s %14s of %s: %s (%s %s)\n", "total",
             fmt_bytes(a, sizeof(a), (double)m->total_bytes),
             fmt_bytes(b, sizeof(b), (double)m->capacity_bytes), m->fits ? "fits" : "DOES NOT FIT",
@@ -421,6 +429,13 @@ print_time(FILE *f, const struct spsim_result *r)
         {"exposed DP gradient reduction", t->dp_exposed_s, true},
         {"tied-embedding AllReduce", t->tied_embedding_allreduce_s, true},
         {"optimizer step", t->optimizer_s, true},
+        {"  of which Muon's Newton-Schulz GEMMs", t->optimizer_muon_ns_s,
+         t->optimizer_muon_ns_s > 0},
+        {"  of which Muon's TP gathers", t->optimizer_muon_gather_s,
+         t->optimizer_muon_gather_s > 0},
+        {"  offload: gradients to the host", t->optimizer_d2h_s, t->optimizer_d2h_s > 0},
+        {"  offload: the CPU's Adam step", t->optimizer_cpu_s, t->optimizer_cpu_s > 0},
+        {"  offload: parameters back", t->optimizer_h2d_s, t->optimizer_h2d_s > 0},
         {"exposed CP exchanges", t->cp_exposed_s, r->config.cp > 1},
         {"MoE aux-loss AllReduces", t->moe_aux_allreduce_s, t->moe_aux_allreduce_s > 0},
         {"MoE expert-bias AllReduce", t->moe_expert_bias_allreduce_s,

@@ -352,6 +352,14 @@ int spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardwar
                         struct spsim_time_report *tr, struct busy *busy);
 double spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                               const struct shape *x, const struct spsim_memory_report *mem);
+/* The hybrid device optimizer's step (dp_time.c): tr's optimizer_s and optimizer_d2h/cpu/h2d. */
+void spsim_offload_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                          const struct shape *x, const struct spsim_memory_report *mem,
+                          struct spsim_time_report *tr);
+/* Muon's step (dp_time.c): tr's optimizer_s and its optimizer_muon_* lines. */
+int spsim_muon_step_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                      const struct spsim_parallel *par, const struct shape *x,
+                      const struct spsim_memory_report *mem, struct spsim_time_report *tr);
 
 /* The pipeline's time (pipeline_time.c): the stages, the critical one, bubble and sends, and
  * the iteration with the data-parallel terms. */

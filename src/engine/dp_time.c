@@ -549,3 +549,83 @@ spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_paral
     return spsim_optimizer_step_params_s(hw, par, (double)mem->trainable_parameters_per_gpu,
                                          (double)x->dc);
 }
+
+/*
+ * Muon's step (engine/optimizer.c): the gradient norm and zero_grad as Adam's (2·g·P), Adam's
+ * step on the parameters Muon leaves to it (the embedding, output layer, norms, biases), Muon's
+ * elementwise work on its 2-D weights (both on the rank's 1/D shard with the layer-wise
+ * distributed optimizer), the main-to-model copy (2·P), then the Newton-Schulz GEMMs at the
+ * profile's achievable BF16 GEMM rate (newton_schulz casts to BF16 under fp32_matmul_prec
+ * "medium", Megatron's default) and, with --muon-tp-mode duplicated, one TP all-gather of the
+ * fp32 momentum per TP-sharded weight (newton_schulz_tp: torch.distributed.all_gather), taken as
+ * gathers of equal size.
+ */
+int
+spsim_muon_step_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                  const struct spsim_parallel *par, const struct shape *x,
+                  const struct spsim_memory_report *mem, struct spsim_time_report *tr)
+{
+    double g = (double)grad_bytes(par), P = (double)mem->trainable_parameters_per_gpu;
+    double M = (double)mem->muon_parameters_per_gpu;
+    double D = par->zero || par->distributed_optimizer ? (double)x->dc : 1.0;
+    double coef = 0, full = 0;
+    spsim_optimizer_step_bytes(par, (uint32_t)g, &coef, &full);
+    double muon = spsim_muon_step_bytes(par, (uint32_t)g);
+    double bytes = 2.0 * g * P + (coef * (P - M) + muon * M) / D + full * P;
+    double rate = hw->gemm_achievable_flops[SPSIM_DTYPE_BF16] > 0
+                      ? hw->gemm_achievable_flops[SPSIM_DTYPE_BF16]
+                      : hw->peak_flops[SPSIM_DTYPE_BF16];
+    tr->optimizer_muon_ns_s = mem->muon_ns_flops_per_gpu / rate;
+    tr->optimizer_muon_gather_s = 0;
+    double n = mem->muon_tp_gathers_per_gpu;
+    if (n > 0 && x->t > 1) {
+        struct spsim_coll_time e;
+        int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, x->t, 1,
+                                       mem->muon_tp_gather_bytes_per_gpu / n, &e);
+        if (rc)
+            return rc;
+        tr->optimizer_muon_gather_s = n * e.time_s;
+    }
+    tr->optimizer_s =
+        bytes / hw->hbm_achievable_Bps + tr->optimizer_muon_ns_s + tr->optimizer_muon_gather_s;
+    return SPSIM_OK;
+}
+
+/*
+ * The hybrid device optimizer's step (hybrid_optimizer.py step, engine/memory.c
+ * offload_sharded), on the rank's shard of P_s = P/D parameters, f of them offloaded:
+ * - the gradient norm and zero_grad as Adam's (2·g·P of HBM, before and after the step);
+ * - GPU: _set_sub_optimizer_grads casts each kept gradient to fp32 (grad.to: read g, write 4;
+ *   none for fp32 gradients), FusedAdam on the fp32 copy (grad 4, copy, m, v read and written:
+ *   28), fp32_param_copy_back_gpu_hook writes the bf16 parameter (read 4, write 2): (1 − f)·P_s;
+ * - D2H: each offloaded gradient copy_(non_blocking=True) into its fp32 pinned buffer: PyTorch
+ *   converts the source to the destination's dtype on the GPU before the copy (Copy.cu
+ *   copy_kernel_cuda), so 4 B each over host_link at d2h_GBps;
+ * - CPU: torch AdamW (fused=True) on the fp32 copy: grad 4, param, exp_avg, exp_avg_sq read
+ *   and written 24: 28 B each at host_link.cpu_memory_GBps;
+ * - H2D: param_copy_back_gpu_hook's gpu_param.copy_(param) into the bf16 parameter, converted
+ *   on the host first: 2 B each at h2d_GBps.
+ * Without --overlap-cpu-optimizer-d2h-h2d all run on the current stream: the copies to the host,
+ * then the GPU step beside the CPU's (which waits for them), then the copies back. With it each
+ * offloaded parameter has its own CPU optimizer and the copies their own streams: the four
+ * pipeline over the parameters, the slowest setting the time (fill and drain not counted).
+ */
+void
+spsim_offload_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                     const struct shape *x, const struct spsim_memory_report *mem,
+                     struct spsim_time_report *tr)
+{
+    double g = (double)grad_bytes(par), P = (double)mem->trainable_parameters_per_gpu;
+    double f = par->optimizer_offload_fraction, Ps = P / (double)x->dc;
+    double cast = g == 4 ? 0.0 : g + 4.0;
+    double gpu = (1.0 - f) * Ps * (cast + 28.0 + 6.0) / hw->hbm_achievable_Bps;
+    double norm = 2.0 * g * P / hw->hbm_achievable_Bps;
+    tr->optimizer_d2h_s = f > 0 ? f * Ps * 4.0 / hw->host_d2h_Bps : 0;
+    tr->optimizer_cpu_s = f > 0 ? f * Ps * 28.0 / hw->host_cpu_memory_Bps : 0;
+    tr->optimizer_h2d_s = f > 0 ? f * Ps * 2.0 / hw->host_h2d_Bps : 0;
+    double step = tr->optimizer_d2h_s + spsim_max_d(gpu, tr->optimizer_cpu_s) + tr->optimizer_h2d_s;
+    if (par->overlap_cpu_optimizer_d2h_h2d)
+        step = spsim_max_d(spsim_max_d(gpu, tr->optimizer_d2h_s),
+                           spsim_max_d(tr->optimizer_cpu_s, tr->optimizer_h2d_s));
+    tr->optimizer_s = norm + step;
+}

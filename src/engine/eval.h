@@ -8,6 +8,7 @@
 
 #include "collective_model.h"
 #include "layer.h"
+#include "optimizer.h"
 
 /** Cost of one schedule step on the hardware. */
 struct spsim_step_cost {
@@ -173,6 +174,11 @@ struct spsim_layer_summary {
     uint64_t params_hybrid[SPSIM_LAYER_KIND_COUNT];
     uint64_t fp8_weights_hybrid[SPSIM_LAYER_KIND_COUNT];
     uint64_t fp8_weight_bytes_hybrid[SPSIM_LAYER_KIND_COUNT];
+    /* Muon (engine/optimizer.c spsim_muon_block) of one layer, one dense layer of an MoE model
+     * and one MTP depth's own rows, per [--muon-no-split-qkv][--muon-tp-mode], the
+     * Newton-Schulz FLOPs of one iteration (compose multiplies by the steps). */
+    struct spsim_muon_totals muon_layer[2][SPSIM_MUON_TP_COUNT], muon_dense[2][SPSIM_MUON_TP_COUNT],
+        muon_mtp[2][SPSIM_MUON_TP_COUNT];
 };
 
 /** A hybrid summary's totals of kind k: `layer` for the primary kind. */

@@ -55,6 +55,7 @@ struct stage_memory {
  * transformer layer (an FSDP unit), and the root unit (rank_root_embedding/_output). */
 struct stage_params {
     uint64_t all, expert, unit, root;
+    struct spsim_muon_totals muon; /* Muon: the rank's 2-D weights and their work (rank_muon) */
 };
 
 /* `bytes` per parameter of p parameters, x of them the routed experts', sharded: the others
@@ -106,6 +107,48 @@ lora_static(uint64_t params, uint64_t lora, const struct spsim_parallel *par, co
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + x->dc - 1) / x->dc : opt;
 }
 
+/* Muon's optimizer state (engine/optimizer.c): `muon` bytes per parameter of the 2-D weights it
+ * steps, Adam's `adam` for the others (the embedding, output layer, norms, biases); the
+ * layer-wise distributed optimizer shards whole weights over D = dp·cp, the routed experts'
+ * over the expert data-parallel group (layer_wise_optimizer.py shard_params: bin-packed by
+ * Newton-Schulz cost to even shards, taken here as exactly even). */
+static uint64_t
+muon_static(const struct stage_params *sp, const struct spsim_parallel *par, const struct shape *x,
+            uint64_t adam, uint64_t muon, bool *ok)
+{
+    uint64_t ne = sp->all - sp->expert, mne = spsim_min_u64(sp->muon.params, ne);
+    uint64_t me = spsim_min_u64(sp->muon.expert_params, sp->expert);
+    uint64_t b_ne = spsim_add(spsim_mul(ne - mne, adam, ok), spsim_mul(mne, muon, ok), ok);
+    uint64_t b_e = spsim_add(spsim_mul(sp->expert - me, adam, ok), spsim_mul(me, muon, ok), ok);
+    if (!par->zero && !par->distributed_optimizer)
+        return spsim_add(b_ne, b_e, ok);
+    uint64_t D = x->dc, E = x->moe ? x->edp : D;
+    return spsim_add((b_ne + D - 1) / D, (b_e + E - 1) / E, ok);
+}
+
+/*
+ * The optimizer's CPU offload (Megatron-Core optimizer/cpu_offloading/hybrid_optimizer.py
+ * @d98e8a64, built by optimizer/__init__.py with param_update_in_fp32=True over the
+ * distributed optimizer's shard of bf16 parameters): of the shard, the first parameters up to
+ * offload_fraction of its elements (_get_sub_optimizer_param_groups) are cloned to pinned host
+ * memory as fp32 (.cpu().pin_memory(), .float()), stepped by torch's AdamW there (its exp_avg
+ * and exp_avg_sq fp32) from an fp32 pinned gradient buffer (cpu_copy_map_grad: 4 + 8 + 4 =
+ * 16 B on the host); the others keep an fp32 copy on the GPU (param_to_fp32_param) and TE's
+ * FusedAdam's fp32 moments (12 B). The shard is over D = dp·cp, the routed experts' over their
+ * data-parallel group, as the distributed optimizer's.
+ */
+static uint64_t
+offload_sharded(const struct stage_params *sp, const struct shape *x, double fraction, double bytes,
+                bool *ok)
+{
+    uint64_t D = x->dc, E = x->moe ? x->edp : D;
+    double ne = (double)(sp->all - sp->expert) * bytes * fraction;
+    double e = (double)sp->expert * bytes * fraction;
+    if (!(ne < 1.8e19 && e < 1.8e19))
+        *ok = false;
+    return spsim_add(((uint64_t)ne + D - 1) / D, ((uint64_t)e + E - 1) / E, ok);
+}
+
 static void
 stage_static(const struct stage_params *sp, const struct spsim_parallel *par, const struct shape *x,
              struct stage_memory *s, bool *ok)
@@ -122,6 +165,15 @@ stage_static(const struct stage_params *sp, const struct spsim_parallel *par, co
      * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter), unless
      * TE's precision-aware FusedAdam reads them as they are (engine/optimizer.c). */
     uint64_t per = spsim_optimizer_state_bytes(par, fp32 ? 4 : 2);
+    if (par->optimizer == SPSIM_OPTIMIZER_MUON) {
+        s->optimizer = muon_static(sp, par, x, per, spsim_muon_state_bytes(fp32 ? 4 : 2), ok);
+        return;
+    }
+    if (par->optimizer_cpu_offload) {
+        s->optimizer =
+            offload_sharded(sp, x, 1.0 - par->optimizer_offload_fraction, SPSIM_HDO_GPU_BYTES, ok);
+        return;
+    }
     uint64_t opt = spsim_mul(params, per, ok);
     s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
     /* MoE: the experts' state is sharded over the expert data-parallel group instead
@@ -367,16 +419,57 @@ rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summ
     return n;
 }
 
+static void
+muon_add(struct spsim_muon_totals *o, const struct spsim_muon_totals *a, double n)
+{
+    o->params += (uint64_t)n * a->params;
+    o->expert_params += (uint64_t)n * a->expert_params;
+    o->ns_flops += n * a->ns_flops;
+    o->expert_ns_flops += n * a->expert_ns_flops;
+    o->gather_bytes += n * a->gather_bytes;
+    o->gathers += n * a->gathers;
+}
+
+/* Muon's totals of rank r (Newton-Schulz FLOPs of all its steps): its decoder layers, and on
+ * the last rank the MTP depths' layers and own rows (eh_proj). Hybrid models are refused
+ * (parallel.c). */
+static void
+rank_muon(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+          const struct shape *x, uint64_t r, struct spsim_muon_totals *o)
+{
+    int split = par->muon_no_split_qkv, mode = par->muon_tp_mode;
+    uint64_t dense = rank_dense(x, r);
+    memset(o, 0, sizeof(*o));
+    muon_add(o, &le->muon_layer[split][mode], (double)(rank_built(x, r) - dense));
+    if (dense)
+        muon_add(o, &le->muon_dense[split][mode], (double)dense);
+    if (r == x->p - 1 && le->params_mtp) {
+        double d = x->model->shape.mtp_layers;
+        muon_add(o,
+                 mtp_layer(le, x) == &le->layer ? &le->muon_layer[split][mode]
+                                                : &le->muon_dense[split][mode],
+                 d);
+        muon_add(o, &le->muon_mtp[split][mode], d);
+    }
+    double steps = spsim_muon_ns_steps(par);
+    o->ns_flops *= steps;
+    o->expert_ns_flops *= steps;
+}
+
 /* Rank r's parameters as stage_static reads them. */
 static struct stage_params
-rank_stage_params(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
-                  const struct shape *x, uint64_t r, uint64_t all, bool *ok)
+rank_stage_params(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+                  const struct spsim_layer_summary *le, const struct shape *x, uint64_t r,
+                  uint64_t all, bool *ok)
 {
-    return (struct stage_params){
+    struct stage_params sp = {
         .all = all,
         .expert = rank_expert_parameters(le, x, r, ok),
         .unit = le->params_layer,
         .root = spsim_add(rank_root_embedding(le, r), rank_root_output(m, le, x, r, ok), ok)};
+    if (par->optimizer == SPSIM_OPTIMIZER_MUON)
+        rank_muon(par, le, x, r, &sp.muon);
+    return sp;
 }
 
 static void
@@ -396,6 +489,23 @@ stage_sum(const struct stage_memory *s, bool *ok)
 {
     return spsim_add(spsim_add(spsim_add(s->weights, s->grads, ok), s->optimizer, ok),
                      s->activations, ok);
+}
+
+/* Muon's work on the peak rank, its share under the layer-wise distributed optimizer (each
+ * rank orthogonalizes the whole weights it was given: D = dp·cp of them, the routed experts'
+ * over the expert data-parallel group). */
+static void
+muon_report(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+            const struct shape *x, struct spsim_memory_report *mem)
+{
+    struct spsim_muon_totals o;
+    rank_muon(par, le, x, mem->peak_stage, &o);
+    bool shard = par->zero || par->distributed_optimizer;
+    double D = shard ? (double)x->dc : 1.0, E = shard && x->moe ? (double)x->edp : D;
+    mem->muon_parameters_per_gpu = o.params + o.expert_params;
+    mem->muon_ns_flops_per_gpu = o.ns_flops / D + o.expert_ns_flops / E;
+    mem->muon_tp_gather_bytes_per_gpu = o.gather_bytes / D;
+    mem->muon_tp_gathers_per_gpu = o.gathers / D;
 }
 
 /* Weights, gradients, optimizer and activations of every rank that can be the most loaded;
@@ -421,7 +531,7 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
             lora_static(params, spsim_mul(rank_built(x, r), le->params_lora_layer, ok), par, x, &s,
                         ok);
         } else {
-            struct stage_params sp = rank_stage_params(m, le, x, r, params, ok);
+            struct stage_params sp = rank_stage_params(m, par, le, x, r, params, ok);
             stage_static(&sp, par, x, &s, ok);
         }
         add_fp8_weight_copies(par, le, x, r, &s, ok);
@@ -444,6 +554,14 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     mem->total_bytes = best.total;
     mem->activation_peak_stage_bytes = best.activations;
     mem->layers_peak_stage = (uint32_t)rank_built(x, mem->peak_stage);
+    if (par->optimizer == SPSIM_OPTIMIZER_MUON)
+        muon_report(par, le, x, mem);
+    if (par->optimizer_cpu_offload) {
+        struct stage_params sp =
+            rank_stage_params(m, par, le, x, mem->peak_stage, mem->parameters_per_gpu, ok);
+        mem->optimizer_host_bytes =
+            offload_sharded(&sp, x, par->optimizer_offload_fraction, SPSIM_HDO_HOST_BYTES, ok);
+    }
 }
 
 /* What the GPU reports less what tensors cannot use: the CUDA context and cuBLAS workspace,
@@ -476,7 +594,8 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
         lora_static(mem->parameters_first_stage,
                     spsim_mul(rank_built(x, 0), le->params_lora_layer, ok), par, x, &s0, ok);
     } else {
-        struct stage_params sp0 = rank_stage_params(m, le, x, 0, mem->parameters_first_stage, ok);
+        struct stage_params sp0 =
+            rank_stage_params(m, par, le, x, 0, mem->parameters_first_stage, ok);
         stage_static(&sp0, par, x, &s0, ok);
     }
     add_fp8_weight_copies(par, le, x, 0, &s0, ok);

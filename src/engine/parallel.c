@@ -248,6 +248,90 @@ check_context(const struct spsim_model_shape *m, const struct spsim_parallel *p,
     return SPSIM_OK;
 }
 
+/* The optimizer's CPU offload: Megatron's rules (arguments.py, messages verbatim) and what the
+ * time model needs of the profile. */
+static int
+check_cpu_offload(const struct spsim_hardware *hw, const struct spsim_parallel *p,
+                  struct spsim_error *err)
+{
+    if (!p->optimizer_cpu_offload) {
+        if (p->optimizer_offload_fraction != 0 || p->overlap_cpu_optimizer_d2h_h2d)
+            return CONFIG_FAIL(err, "field 'optimizer_offload_fraction': needs "
+                                    "optimizer_cpu_offload");
+        return SPSIM_OK;
+    }
+    double f = p->optimizer_offload_fraction;
+    if (!(f >= 0 && f <= 1))
+        return CONFIG_FAIL(err, "field 'optimizer_offload_fraction': %g is not in [0, 1]", f);
+    if (!p->precision_aware_optimizer)
+        return CONFIG_FAIL(err,
+                           "field 'optimizer_cpu_offload': The optimizer cpu offload must be "
+                           "used in conjunction with `--use-precision-aware-optimizer`, as the "
+                           "hybrid device optimizer reuses the code path of this flag.");
+    if (p->fp8_param_gather && p->fp8_recipe != SPSIM_FP8_DELAYED)
+        return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': When `--fp8-param-gather` is "
+                                "enabled, the optimizer cpu offload must be used in conjunction "
+                                "with `--fp8-recipe delayed`.");
+    /* optimizer/__init__.py builds HybridDeviceOptimizer's Adams with fp32 states whatever the
+     * precision-aware dtypes say */
+    if (p->main_params_dtype || p->exp_avg_dtype || p->exp_avg_sq_dtype)
+        return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': the precision-aware optimizer's "
+                                "master and moment dtypes are not those of the hybrid device "
+                                "optimizer (fp32); leave them fp32");
+    if (p->optimizer == SPSIM_OPTIMIZER_MUON || p->zero >= 2)
+        return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': with Muon or Megatron-FSDP "
+                                "(zero >= 2) it is not modelled");
+    if (f > 0 && hw && hw->host_d2h_Bps <= 0)
+        return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': the hardware profile has no "
+                                "host_link (GPU <-> host copy bandwidth)");
+    if (f > 0 && hw && hw->host_cpu_memory_Bps <= 0)
+        return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': the hardware profile has no "
+                                "host_link.cpu_memory_GBps (the CPU's memory bandwidth for its "
+                                "Adam step; no shipped profile has a sourced figure)");
+    return SPSIM_OK;
+}
+
+/* Muon (engine/optimizer.c): what spsim models of it. */
+static int
+check_muon(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+           struct spsim_error *err)
+{
+    if ((unsigned)p->optimizer >= SPSIM_OPTIMIZER_COUNT)
+        return CONFIG_FAIL(err, "field 'optimizer': %d is not adam or muon", (int)p->optimizer);
+    if (p->optimizer != SPSIM_OPTIMIZER_MUON) {
+        if (p->muon_ns_steps || p->muon_tp_mode || p->muon_nesterov || p->muon_no_split_qkv)
+            return CONFIG_FAIL(err, "field 'optimizer': the muon_* options need optimizer muon");
+        return SPSIM_OK;
+    }
+    if ((unsigned)p->muon_tp_mode >= SPSIM_MUON_TP_COUNT)
+        return CONFIG_FAIL(err, "field 'muon_tp_mode': %d is not duplicated or blockwise",
+                           (int)p->muon_tp_mode);
+    if (p->muon_ns_steps > 100)
+        return CONFIG_FAIL(err, "field 'muon_ns_steps': %u exceeds 100", p->muon_ns_steps);
+    if (p->precision_aware_optimizer)
+        return CONFIG_FAIL(err, "field 'optimizer': muon with --use-precision-aware-optimizer "
+                                "(TE's FusedAdam dtypes) is not modelled");
+    if (p->zero >= 2)
+        return CONFIG_FAIL(err, "field 'optimizer': muon with Megatron-FSDP (zero >= 2) is not "
+                                "modelled");
+    /* Megatron-Bridge kimi_llm_pretrain.py @8f341b04f: fp8_param_gather "requires
+     * DistributedOptimizer infrastructure, incompatible with Muon's
+     * LayerWiseDistributedOptimizer" */
+    if (p->fp8_param_gather)
+        return CONFIG_FAIL(err, "field 'fp8_param_gather': --fp8-param-gather is incompatible "
+                                "with Muon's layer-wise distributed optimizer");
+    if (p->lora_rank)
+        return CONFIG_FAIL(err, "field 'optimizer': muon with LoRA is not modelled");
+    if (m->hybrid_pattern)
+        return CONFIG_FAIL(err, "field 'optimizer': muon with a hybrid model (Mamba's in_proj "
+                                "steps with Adam: use_muon = False) is not modelled");
+    uint32_t etp = p->etp ? p->etp : p->tp;
+    if (p->muon_tp_mode == SPSIM_MUON_TP_DUPLICATED && m->experts && etp > 1)
+        return CONFIG_FAIL(err, "field 'muon_tp_mode': duplicated with expert tensor "
+                                "parallelism (etp > 1) is not modelled; use blockwise");
+    return SPSIM_OK;
+}
+
 /* Sharded data parallelism: arguments.py's --overlap-param-gather rules (messages verbatim). */
 static int
 check_sharding(const struct spsim_parallel *p, struct spsim_error *err)
@@ -503,6 +587,7 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
         ((p->precision_aware_optimizer || p->main_grads_dtype || p->main_params_dtype ||
           p->exp_avg_dtype || p->exp_avg_sq_dtype) &&
          (rc = check_optimizer(p, err))) ||
+        (rc = check_muon(m, p, err)) || (rc = check_cpu_offload(hw, p, err)) ||
         (rc = spsim_hybrid_check(m, p, err)) ||
         (p->first_last_layers_bf16 && (rc = spsim_bf16_layers_check(m, p, err))) ||
         ((p->cuda_graph_impl || p->cuda_graph_scope) && (rc = spsim_cuda_graph_check(m, p, err))))

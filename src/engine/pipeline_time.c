@@ -363,6 +363,12 @@ sync_terms(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         return rc;
     if (x->moe && m->expert_bias && (rc = spsim_expert_bias_sync(memo, hw, le, x, tr, busy)))
         return rc;
+    if (par->optimizer == SPSIM_OPTIMIZER_MUON)
+        return spsim_muon_step_s(memo, hw, par, x, mem, tr);
+    if (par->optimizer_cpu_offload) {
+        spsim_offload_step_s(hw, par, x, mem, tr);
+        return SPSIM_OK;
+    }
     tr->optimizer_s = spsim_optimizer_step_s(hw, par, x, mem);
     return SPSIM_OK;
 }
@@ -423,7 +429,9 @@ sync_terms_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                 const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
                 struct spsim_time_report *tr, struct busy *busy)
 {
-    if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16)
+    /* Muon's step lines (optimizer_muon_*) are not among what a slot replays */
+    if (!memo || !le->id || !x->plan->even || x->mixed || x->bf16 ||
+        par->optimizer == SPSIM_OPTIMIZER_MUON || par->optimizer_cpu_offload)
         return sync_terms(memo, hw, par, le, x, mem, comm, crit, t_send, tr, busy);
     uint64_t key[SPSIM_SYNC_MEMO_KEY];
     struct spsim_parallel key_par;

@@ -203,6 +203,11 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
             s->params_lora_layer =
                 spsim_add(s->params_lora_layer, spsim_mul(op->k, op->n, &ok), &ok);
     }
+    spsim_muon_block(m, &le->layer.block, s->muon_layer);
+    if (s->has_dense)
+        spsim_muon_block(m, &le->dense.block, s->muon_dense);
+    if (m->mtp_layers)
+        spsim_muon_block(m, &le->mtp.block, s->muon_mtp);
     s->params_ok = ok;
     layer_collectives(hw, &le->layer, s);
     const uint32_t *n = le->layer.launches;

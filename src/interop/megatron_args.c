@@ -136,6 +136,17 @@ enum flag_id {
     F_LAYOUT,
     F_NPROC,
     F_NNODES,
+    F_OPTIMIZER,
+    F_MUON_NS,
+    F_MUON_TP_MODE,
+    F_MUON_NESTEROV,
+    F_MUON_NO_SPLIT,
+    F_MUON_PREC,
+    F_MUON_COEFF,
+    F_MUON_SCALAR,
+    F_OPT_OFFLOAD,
+    F_OPT_OFFLOAD_FRACTION,
+    F_OPT_OFFLOAD_OVERLAP,
     F_COUNT
 };
 
@@ -235,6 +246,17 @@ static const struct {
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
     [F_NO_OVERLAP_P2P] = {"--no-overlap-p2p-communication", K_SWITCH},
     [F_DDP_BUCKET] = {"--ddp-bucket-size", K_VALUE},
+    [F_OPTIMIZER] = {"--optimizer", K_VALUE},
+    [F_MUON_NS] = {"--muon-num-ns-steps", K_VALUE},
+    [F_MUON_TP_MODE] = {"--muon-tp-mode", K_VALUE},
+    [F_MUON_NESTEROV] = {"--muon-nesterov", K_SWITCH},
+    [F_MUON_NO_SPLIT] = {"--muon-no-split-qkv", K_SWITCH},
+    [F_MUON_PREC] = {"--muon-fp32-matmul-prec", K_VALUE},
+    [F_MUON_COEFF] = {"--muon-coefficient-type", K_VALUE},
+    [F_MUON_SCALAR] = {"--muon-scalar-optimizer", K_VALUE},
+    [F_OPT_OFFLOAD] = {"--optimizer-cpu-offload", K_SWITCH},
+    [F_OPT_OFFLOAD_FRACTION] = {"--optimizer-offload-fraction", K_VALUE},
+    [F_OPT_OFFLOAD_OVERLAP] = {"--overlap-cpu-optimizer-d2h-h2d", K_SWITCH},
     [F_TP_COMM_OVERLAP] = {"--tp-comm-overlap", K_SWITCH},
     [F_CUDA_GRAPH_IMPL] = {"--cuda-graph-impl", K_VALUE},
     [F_CUDA_GRAPH_SCOPE] = {"--cuda-graph-scope", K_LIST},
@@ -356,8 +378,6 @@ static const struct {
     {"--softmax-type", "vanilla",
      "attention sinks (learnable or off-by-one softmax) are not modelled"},
     {"--quick-geglu", NULL, "the quick-GeGLU activation (gpt-oss) is not modelled"},
-    {"--optimizer", "adam", "an optimizer other than Adam is not modelled"},
-    {"--optimizer-cpu-offload", NULL, "optimizer CPU offload is not modelled"},
     {"--hybrid-override-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
     {"--hybrid-layer-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
 };
@@ -971,6 +991,43 @@ context_parallel(const struct mg *m, struct spsim_parallel *p)
 
 /* Sharding and gradient buffers: Megatron-FSDP's strategy (optim = the distributed optimizer,
  * optim_grads, optim_grads_params), the gradient reduction's dtype, the parameter gather. */
+/* --optimizer adam, muon or dist_muon (arguments.py: dist_muon is muon with
+ * --use-distributed-optimizer) and Muon's flags that change its cost (engine/optimizer.c);
+ * --muon-momentum, --muon-scale-mode and --muon-extra-scale-factor cost nothing. Newton-Schulz in
+ * BF16 (fp32_matmul_prec medium), quintic coefficients (c != 0: the A·A GEMM) and Adam for the
+ * other parameters are what spsim models. */
+static int
+optimizer_kind(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const kinds[] = {"adam", "muon", "dist_muon", NULL};
+    static const char *const modes[] = {"duplicated", "blockwise", NULL};
+    static const char *const prec[] = {"medium", NULL}, *const coeff[] = {"quintic", NULL};
+    static const char *const scalar[] = {"adam", NULL};
+    int k = 0, mode = 0, unused = 0, rc;
+    if ((rc = choice(m, F_OPTIMIZER, kinds, 0, &k)))
+        return rc;
+    /* the hybrid device optimizer (--optimizer-cpu-offload); arguments.py's rules are
+     * spsim_parallel_check's */
+    p->optimizer_cpu_offload = m->given[F_OPT_OFFLOAD];
+    p->overlap_cpu_optimizer_d2h_h2d = m->given[F_OPT_OFFLOAD_OVERLAP];
+    if ((rc = probability(m, F_OPT_OFFLOAD_FRACTION, 0.0, &p->optimizer_offload_fraction)))
+        return rc;
+    if (k == 0)
+        return SPSIM_OK; /* Megatron ignores the muon flags with Adam */
+    if ((rc = choice(m, F_MUON_TP_MODE, modes, 0, &mode)) ||
+        (rc = choice(m, F_MUON_PREC, prec, 0, &unused)) ||
+        (rc = choice(m, F_MUON_COEFF, coeff, 0, &unused)) ||
+        (rc = choice(m, F_MUON_SCALAR, scalar, 0, &unused)))
+        return rc;
+    p->optimizer = SPSIM_OPTIMIZER_MUON;
+    if (k == 2)
+        p->distributed_optimizer = true;
+    p->muon_tp_mode = (enum spsim_muon_tp_mode)mode;
+    p->muon_nesterov = m->given[F_MUON_NESTEROV];
+    p->muon_no_split_qkv = m->given[F_MUON_NO_SPLIT];
+    return num32(m, F_MUON_NS, 100, 0, &p->muon_ns_steps);
+}
+
 /* The precision-aware optimizer (--use-precision-aware-optimizer) and its dtypes, with
  * Megatron's choices per flag (arguments.py); the rules between them are spsim_parallel_check's. */
 static int
@@ -1014,7 +1071,8 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
     p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
     p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
-    return optimizer_dtypes(m, p);
+    int rc2 = optimizer_dtypes(m, p);
+    return rc2 ? rc2 : optimizer_kind(m, p);
 }
 
 /* The data type: --bf16 or --fp16, and FP8 GEMMs with --fp8-format, NVFP4 ones with

@@ -207,6 +207,18 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
              "    --exp-avg-sq-dtype %s \\\n",
              spsim_opt_dtype_name(p->main_grads_dtype), spsim_opt_dtype_name(p->main_params_dtype),
              spsim_opt_dtype_name(p->exp_avg_dtype), spsim_opt_dtype_name(p->exp_avg_sq_dtype));
+    if (p->optimizer_cpu_offload)
+        emit(o, "    --optimizer-cpu-offload \\\n    --optimizer-offload-fraction %.17g \\\n%s",
+             p->optimizer_offload_fraction,
+             p->overlap_cpu_optimizer_d2h_h2d ? "    --overlap-cpu-optimizer-d2h-h2d \\\n" : "");
+    if (p->optimizer == SPSIM_OPTIMIZER_MUON) /* with the distributed optimizer: layer-wise */
+        emit(o,
+             "    --optimizer muon \\\n    --muon-num-ns-steps %u \\\n    --muon-tp-mode %s \\\n"
+             "%s%s",
+             p->muon_ns_steps ? p->muon_ns_steps : 5,
+             p->muon_tp_mode == SPSIM_MUON_TP_BLOCKWISE ? "blockwise" : "duplicated",
+             p->muon_nesterov ? "    --muon-nesterov \\\n" : "",
+             p->muon_no_split_qkv ? "    --muon-no-split-qkv \\\n" : "");
 }
 
 static void

@@ -618,13 +618,15 @@ read_network(const struct spsim_jctx *c, const cJSON *net, struct spsim_hardware
     return read_tier_curves(c, net, "network", &hw->network, hw);
 }
 
-/* host_link: the GPU's copy bandwidth to and from pinned host memory (activation offload). */
+/* host_link: the GPU's copy bandwidth to and from pinned host memory (activation offload, the
+ * optimizer's CPU offload), and optionally the bandwidth the CPU's optimizer step streams its
+ * host memory at (cpu_memory_GBps; no shipped profile has a sourced figure). */
 static int
 read_host_link(const struct spsim_jctx *c, const cJSON *hl, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"link", "line_rate_per_direction_GBps", "h2d_GBps",
-                                       "d2h_GBps", NULL};
-    double line = 0, h2d = 0, d2h = 0;
+    static const char *const keys[] = {
+        "link", "line_rate_per_direction_GBps", "h2d_GBps", "d2h_GBps", "cpu_memory_GBps", NULL};
+    double line = 0, h2d = 0, d2h = 0, cpu = 0;
     int rc;
     if (!hl)
         return SPSIM_OK;
@@ -635,8 +637,12 @@ read_host_link(const struct spsim_jctx *c, const cJSON *hl, struct spsim_hardwar
                                      1e-3, 1e6, &line, NULL)) ||
         (rc =
              spsim_json_get_sourced(c, hl, "host_link", "h2d_GBps", true, 1e-3, 1e6, &h2d, NULL)) ||
-        (rc = spsim_json_get_sourced(c, hl, "host_link", "d2h_GBps", true, 1e-3, 1e6, &d2h, NULL)))
+        (rc =
+             spsim_json_get_sourced(c, hl, "host_link", "d2h_GBps", true, 1e-3, 1e6, &d2h, NULL)) ||
+        (rc = spsim_json_get_sourced(c, hl, "host_link", "cpu_memory_GBps", false, 1e-3, 1e6, &cpu,
+                                     NULL)))
         return rc;
+    hw->host_cpu_memory_Bps = cpu * 1e9;
     if (line > 0 && (h2d > line || d2h > line))
         return spsim_json_field_error(c, "host_link", h2d > line ? "h2d_GBps" : "d2h_GBps",
                                       "must not exceed line_rate_per_direction_GBps (%g), got %g",

@@ -154,6 +154,9 @@ struct spsim_hardware {
     int host_link;       /* index into spsim_host_link_names */
     double host_h2d_Bps; /* measured copy bandwidth, host to device, per GPU */
     double host_d2h_Bps; /* measured copy bandwidth, device to host, per GPU */
+    /* the host memory bandwidth one GPU's CPU optimizer step streams at (host_link
+     * cpu_memory_GBps); 0: the profile has no sourced figure */
+    double host_cpu_memory_Bps;
     struct spsim_curve curves[2 * SPSIM_COLL_COUNT + 2]; /* storage for the pointers above */
     uint32_t ncurves;
     struct spsim_gemm_points *gemm_points; /* as measured; NULL = none */

@@ -213,7 +213,9 @@ spsim_opt_sharding_lb(const struct spsim_sweep_point *pt, const struct spsim_opt
                       struct spsim_opt_pipeline *pl)
 {
     double least = -1, D = (double)pt->par.dp * pt->par.cp;
-    if (pt->par.lora_rank) /* LoRA: only the adapters are reduced and stepped; no bound */
+    /* LoRA: only the adapters are reduced and stepped; the CPU offload's step overlaps its
+     * copies: no bound */
+    if (pt->par.lora_rank || pt->par.optimizer_cpu_offload)
         return 0;
     for (int r = 0; r < 3; r++) {
         double P = pl->params[r];
@@ -648,6 +650,10 @@ rank_static(const struct spsim_sweep *sw, const struct spsim_sweep_point *probe,
             const struct spsim_layer_summary *le, double P, double E, double D, double edp)
 {
     uint32_t levels, grads;
+    /* Muon holds 8 B of state for most weights, the CPU offload part of it on the host, less
+     * than the Adam bytes below: no bound */
+    if (probe->par.optimizer == SPSIM_OPTIMIZER_MUON || probe->par.optimizer_cpu_offload)
+        return 0;
     sharding_kinds(sw, probe->par.dtype, &levels, &grads);
     double least = -1;
     for (int z = 0; z < 4; z++)
