@@ -129,7 +129,9 @@ hybrid-last-stage-as-first@src/engine/memory.c@s|n, spsim_mul(rank_kind(x, r, (e
 bridge-mamba-din-actual@src/engine/model_flops.c@s|double din = 2 \* h, sf = r / 2;|double din = d, sf = r / 2;|@hybrid
 hybrid-scan-flops-dropped@src/engine/model_flops.c@s|f->model = 2 \* weights + nM \* scan|f->model = 2 * weights + 0 * scan|@hybrid
 optimize-memory-bound-doubled@src/sweep/optimize_bounds.c@s|return spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|return 2 * spsim_max_d(rank_static(sw, probe, le, P0, E0, D, edp),|@optimize
-optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize'
+optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize
+trace-hop-at-critical-pace@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? step : 0;|@trace
+trace-hop-halved@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? 0.5 * t->pp_bubble_s / (p - 1) : 0;|@trace'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then
