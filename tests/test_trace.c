@@ -211,6 +211,11 @@ START_TEST(trace_refusals)
     ck_assert_ptr_nonnull(strstr(err.message, "a multiple of pp"));
     ck_assert_ptr_null(doc);
     ck_assert_int_eq(spsim_trace_json(NULL, &doc, &err), SPSIM_EINVAL);
+    /* the zero-bubble and DualPipe schedules are not drawn */
+    r = result(4, 1, 8);
+    r.config.pp_schedule = SPSIM_PP_SCHEDULE_ZB_H1;
+    ck_assert_int_eq(spsim_trace_json(&r, &doc, &err), SPSIM_ERANGE);
+    ck_assert_ptr_nonnull(strstr(err.message, "zb-h1 schedule is not drawn"));
 }
 END_TEST
 

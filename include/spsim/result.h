@@ -289,6 +289,10 @@ struct spsim_time_report {
      * mfu and hfu for bf16 and fp16) */
     double mfu_dtype;
     double hfu_dtype;
+    /** The weight-gradient GEMMs' share of backward_s (critical stage): the W that the zero-
+     * bubble and DualPipe schedules defer into the bubble (README "Pipeline schedules"); not
+     * written to JSON or CSV */
+    double wgrad_s;
 };
 
 /** Everything spsim says about one configuration. */

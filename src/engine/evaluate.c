@@ -315,6 +315,7 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
         x.dense_total = spsim_bf16_layers_total(m->layers, plan.bf16_start, plan.bf16_end);
     }
     x.hybrid = m->hybrid_pattern != NULL;
+    x.schedule = par->pp_schedule;
     if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
         r->config.ddp_bucket_size = spsim_bucket_params(par, &x);
     bool ok = true;
