@@ -134,7 +134,7 @@ trace-hop-at-critical-pace@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubbl
 trace-hop-halved@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? 0.5 * t->pp_bubble_s / (p - 1) : 0;|@trace
 zbh1-w-halved@src/engine/pp_schedule.c@s|slots = p - 1, chunk = stage - 2 \* wgrad;|slots = p - 1, chunk = stage - wgrad;|@schedules
 zbv-w-halved@src/engine/pp_schedule.c@s|chunk = (stage - 3 \* wgrad) / 2;|chunk = (stage - 1.5 * wgrad) / 2;|@schedules
-zbv-slots-halved@src/engine/pp_schedule.c@s|slots = 2 \* (p - 1), chunk|slots = (p - 1), chunk|@schedules
+zbv-slots-halved@src/engine/pp_schedule.c@s|slots = p - 1, chunk = (stage - 3 \* wgrad) / 2;|slots = (p - 1) / 2, chunk = (stage - 3 * wgrad) / 2;|@schedules
 dualpipe-slots-doubled@src/engine/pp_schedule.c@s|slots = p / 2 - 1, chunk|slots = p - 1, chunk|@schedules
 dualpipe-b-halved@src/engine/pp_schedule.c@s|chunk = stage - hidden + bwd - 3 \* wgrad;|chunk = stage - hidden + 0.5 * bwd - 3 * wgrad;|@schedules
 dualpipe-pair-hides-nothing@src/engine/pp_schedule.c@s|chunk = stage - hidden + bwd - 3 \* wgrad;|chunk = stage + bwd - 3 * wgrad;|@schedules

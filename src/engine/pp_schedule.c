@@ -13,10 +13,14 @@
  *   1F1B's (Table 1). One chunk per rank.
  * - ZB-V (Qi et al., arXiv 2401.10241 §6; scheduler/zbv.py): two chunks per rank in a V (rank r
  *   holds stages r and 2p − 1 − r), every rank's memory capped at 2p chunk activations
- *   (zbv.py:23, max_mem = f_mem · n_stage · 2, f_mem one chunk's), 1F1B's p·M_B; bubble the
- *   zero-bubble bound (p − 1)(T_F + T_B − 2T_W) = (p − 1)(F + B − 3W), zero when T_F = T_B =
- *   T_W (the repository README's table: ZBV's bubble rate 0, activation 1x, pipeline
- *   communication 2x).
+ *   (zbv.py:23, max_mem = f_mem · n_stage · 2, f_mem one chunk's), 1F1B's p·M_B. The
+ *   reference builds the schedule greedily (PipelineGraph.try_v_schedule), with no closed
+ *   form; its bubble is p − 1 chunk slots of f + b − 2w (chunk times, b the input gradient):
+ *   (p − 1)(T_F + T_B − 2T_W)/2 = (p − 1)(F + B − 3W)/2 of the stage's times, zero when
+ *   T_F = T_B = T_W (the repository README's table: ZBV's bubble rate 0, activation 1x,
+ *   pipeline communication 2x). try_v_schedule at 39f2c186 gives exactly that with f = b and
+ *   w = 0 or w = f (p 4: 60 and 0 at f = b = 10; p 8: 140 and 0), 17 % less at f = b = 10,
+ *   w = 5 (25 against 30), and more with b > f (p 4, f 10, b 20, w 0: 120 against 90).
  * - DualPipe (DeepSeek-V3 technical report §3.2.1; deepseek-ai/DualPipe dualpipe.py): micro-
  *   batches fed from both ends, rank r holding stages r and p − 1 − r (README: parameters 2x;
  *   examples/example_dualpipe.py:138 builds full_modules[rank], full_modules[pp − 1 − rank]),
@@ -113,8 +117,8 @@ spsim_pp_schedule_bubble(enum spsim_pp_schedule s, uint32_t pp, double stage, do
     case SPSIM_PP_SCHEDULE_ZB_H1:
         slots = p - 1, chunk = stage - 2 * wgrad;
         break;
-    case SPSIM_PP_SCHEDULE_ZB_V: /* 2(p − 1) half-stage chunk slots */
-        slots = 2 * (p - 1), chunk = (stage - 3 * wgrad) / 2;
+    case SPSIM_PP_SCHEDULE_ZB_V: /* p − 1 half-stage chunk slots */
+        slots = p - 1, chunk = (stage - 3 * wgrad) / 2;
         break;
     case SPSIM_PP_SCHEDULE_DUALPIPE:
         slots = p / 2 - 1, chunk = stage - hidden + bwd - 3 * wgrad;
