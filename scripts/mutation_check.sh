@@ -145,7 +145,9 @@ dualpipe-inflight-pp@src/engine/pp_schedule.c@s|return spsim_min_u64(pp + 1, mic
 dualpipev-inflight-2pp@src/engine/pp_schedule.c@s|return spsim_min_u64(2 \* pp + 1, 2 \* micro);|return spsim_min_u64(2 * pp, 2 * micro);|@schedules
 dualpipe-one-copy@src/engine/memory.c@s|n = spsim_add(n, own_parameters(m, le, x, mirror_rank(x, r), ok), ok);|n = spsim_add(n, 0, ok);|@schedules
 dualpipe-pairs-off@src/engine/pp_schedule.c@s|return m - 1.5 \* p + (double)h + 1 - (h == pp / 2 - 1 ? 1 : 0);|return m - 1.5 * p + (double)h + 1;|@schedules
-wgrad-halved@src/engine/timing.c@s|be->wgrad_compute_s += c->compute_s;|be->wgrad_compute_s += 0.5 * c->compute_s;|@schedules'
+wgrad-halved@src/engine/timing.c@s|be->wgrad_compute_s += c->compute_s;|be->wgrad_compute_s += 0.5 * c->compute_s;|@schedules
+dualpipe-no-pairing@src/engine/pipeline_time.c@s|if (par->moe_a2a_overlap \|\| par->pp_schedule == SPSIM_PP_SCHEDULE_DUALPIPE \|\||if (par->moe_a2a_overlap \|\||@schedules
+schedule-held-as-megatron@src/engine/evaluate.c@s|for (int i = 0; x.schedule != SPSIM_PP_SCHEDULE_MEGATRON \&\& i < 3; i++)|for (int i = 0; 0 \&\& i < 3; i++)|@schedules'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

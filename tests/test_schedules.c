@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/ep_overlap.h"
 #include "engine/pp_schedule.h"
 #include "testutil.h"
 
@@ -185,6 +186,21 @@ START_TEST(schedules_in_the_composition)
 }
 END_TEST
 
+/* Uneven stages (--decoder-first-pipeline-num-layers 5, the other ranks 9): rank 0 holds its 5
+ * layers for 1F1B's 4 micro-batches in flight and DualPipe's 5. */
+START_TEST(uneven_inflight)
+{
+    struct spsim_parallel p = testutil_config(1, 4, 1, 1, 16, false, SPSIM_RECOMPUTE_SELECTIVE);
+    p.first_stage_layers = 5;
+    struct spsim_result one = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    p.pp_schedule = SPSIM_PP_SCHEDULE_DUALPIPE;
+    struct spsim_result dual = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_uint_eq(one.memory.activation_layers_bytes % 20, 0);
+    ck_assert_uint_eq(dual.memory.activation_layers_bytes,
+                      one.memory.activation_layers_bytes / 20 * 25);
+}
+END_TEST
+
 /* W, the weight-gradient GEMMs, from their FLOPs: dW = dYᵀ·X costs the forward GEMM's 2·s·k·n.
  * Llama 3 8B's layer (h 4096, 8 KV heads of 128, SwiGLU FFN 14336) has 4096·6144 + 4096² +
  * 4096·28672 + 14336·4096 = 218,103,808 GEMM weights, the output layer 4096·128,256; the
@@ -198,6 +214,43 @@ START_TEST(weight_gradient_from_flops)
     double w = r.time.wgrad_s / r.comm.microbatches, floor = flops / 989e12;
     ck_assert_msg(w >= floor && w <= floor / 0.6, "W %g s against %g s at peak", w, floor);
     ck_assert(r.time.wgrad_s < r.time.backward_s);
+}
+END_TEST
+
+/* Qwen3-30B-A3B (48 MoE layers), tp 1, ep 8, pp 4, dp 8, 8 micro-batches, all-to-all. Megatron's
+ * combined 1F1B (interleaved, as it needs) with the delayed wgrad hides (whole − pair) per MoE
+ * layer on each of its spsim_ep_overlap_paired pairs (ep_overlap.c); DualPipe hides the same
+ * per pair on its own pairs (the critical rank 3 is h = 0 from its end: 8 − 6 + 0 + 1 = 3),
+ * DualPipeV on (2·8 − 12 + 3 + 1 − 1)/2 = 3.5. 1F1B hides none. */
+static struct spsim_result
+moe(enum spsim_pp_schedule s, uint32_t vpp, bool combined)
+{
+    struct spsim_parallel p = testutil_config(1, 4, vpp, 1, 64, false, SPSIM_RECOMPUTE_SELECTIVE);
+    p.dp = 8;
+    p.ep = 8;
+    p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+    p.pp_schedule = s;
+    p.moe_a2a_overlap = p.delay_wgrad_compute = combined;
+    return testutil_evaluate_config("qwen3-30b-a3b", "dgx-h100", &p);
+}
+
+START_TEST(dualpipe_hides_the_exchanges)
+{
+    struct spsim_result plain = moe(SPSIM_PP_SCHEDULE_MEGATRON, 1, false);
+    struct spsim_result combined = moe(SPSIM_PP_SCHEDULE_MEGATRON, 2, true); /* needs vpp */
+    struct spsim_result dual = moe(SPSIM_PP_SCHEDULE_DUALPIPE, 1, false);
+    struct spsim_result dualv = moe(SPSIM_PP_SCHEDULE_DUALPIPEV, 2, false);
+    ck_assert_uint_eq(dual.time.critical_stage, 3);
+    ck_assert_double_eq_tol(plain.time.ep_a2a_hidden_s, 0, TOL);
+    double per_pair = combined.time.ep_a2a_hidden_s /
+                      spsim_ep_overlap_paired(8, 4, 2, combined.time.critical_stage);
+    ck_assert(per_pair > 0);
+    double tol = 1e-9 * plain.time.iteration_s;
+    ck_assert_double_eq_tol(dual.time.ep_a2a_hidden_s, 3 * per_pair, tol);
+    /* a V's chunk holds half the rank's MoE layers: per pair half, 7 chunk pairs */
+    ck_assert_double_eq_tol(dualv.time.ep_a2a_hidden_s, 3.5 * per_pair, tol);
+    ck_assert_double_eq_tol(dual.time.ep_exposed_s + dual.time.ep_a2a_hidden_s,
+                            plain.time.ep_exposed_s, tol);
 }
 END_TEST
 
@@ -229,9 +282,12 @@ START_TEST(refusals)
     struct spsim_model *m = testutil_model_named("llama3-8b");
     struct spsim_error err = {0};
     ck_assert_int_eq(spsim_parallel_check(m, NULL, &p, NULL, &err), SPSIM_OK);
-    p.first_stage_layers = 12;
+    p.first_stage_layers = 12; /* uneven: modelled */
+    ck_assert_int_eq(spsim_parallel_check(m, NULL, &p, NULL, &err), SPSIM_OK);
+    p.first_stage_layers = 0;
+    p.pipeline_layout = "Et*16|t*16L";
     ck_assert_int_eq(spsim_parallel_check(m, NULL, &p, NULL, &err), SPSIM_ECONFIG);
-    ck_assert_ptr_nonnull(strstr(err.message, "even split"));
+    ck_assert_ptr_nonnull(strstr(err.message, "without a layout"));
     p = rule_config((enum spsim_pp_schedule)9, 2, 1, 8);
     ck_assert_int_eq(spsim_parallel_check(m, NULL, &p, NULL, &err), SPSIM_ECONFIG);
     spsim_model_destroy(m);
@@ -261,6 +317,8 @@ schedules_suite(void)
     tcase_add_test(tc, dualpipe_pairs);
     tcase_add_test(tc, schedules_in_the_composition);
     tcase_add_test(tc, weight_gradient_from_flops);
+    tcase_add_test(tc, uneven_inflight);
+    tcase_add_test(tc, dualpipe_hides_the_exchanges);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
     return s;

@@ -677,7 +677,8 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
         (p->pipeline_layout || p->pp < 2 || layers % ((uint64_t)p->pp * p->vpp) != 0))
         p->vpp = 1;
     /* The V schedules run two chunks per rank, the others one (but interleaved). */
-    if (!cfg->vpp_set && p->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
+    bool one_f_one_b = cfg->pp_schedule && strcmp(cfg->pp_schedule, "1f1b") == 0;
+    if (!cfg->vpp_set && (p->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON || one_f_one_b))
         p->vpp = p->pp_schedule == SPSIM_PP_SCHEDULE_ZB_V ||
                          p->pp_schedule == SPSIM_PP_SCHEDULE_DUALPIPEV
                      ? 2

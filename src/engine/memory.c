@@ -204,6 +204,10 @@ mixed_held(const struct spsim_layer_summary *le, const struct shape *x, uint64_t
     uint64_t kept[SPSIM_LAYER_KIND_COUNT] = {le->layer.saved_bytes, le->dense.saved_bytes};
     if (x->hybrid)
         hybrid_kept(le, kept);
+    if (x->schedule != SPSIM_PP_SCHEDULE_MEGATRON) /* its chunks, of the rank's mean chunk */
+        return spsim_mul(spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, 1, kept, ok),
+                         inflight_chunks(x, r), ok) /
+               x->v;
     return spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
 }
 

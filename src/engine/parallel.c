@@ -348,10 +348,9 @@ spsim_batch_fails(const struct spsim_parallel *p, uint32_t v)
 }
 
 static int
-check_pipeline(const struct spsim_model *model, const struct spsim_parallel *p,
+check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                struct spsim_error *err)
 {
-    const struct spsim_model_shape *m = &model->shape;
     struct spsim_stage_plan plan;
     plan.v = p->vpp;
     bool plain = !p->first_stage_layers && !p->last_stage_layers && !p->account_embedding &&
@@ -378,7 +377,7 @@ check_pipeline(const struct spsim_model *model, const struct spsim_parallel *p,
                            (unsigned long long)p->gbs, p->mbs, p->dp);
     uint64_t micro = p->gbs / per_step;
     if (p->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON &&
-        (rc = spsim_pp_schedule_check(model, p, micro, plain, err)))
+        (rc = spsim_pp_schedule_check(p, micro, err)))
         return rc;
     return check_groups(p, plan.v, micro, err);
 }
@@ -503,7 +502,7 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
                            seq, m->seq_len);
     bool flash = p->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : p->flash_attn == 1;
     if ((rc = check_tensor(m, p, seq, err)) || (rc = check_context(m, p, seq, flash, err)) ||
-        (rc = check_sharding(p, err)) || (rc = check_pipeline(model, p, err)) ||
+        (rc = check_sharding(p, err)) || (rc = check_pipeline(m, p, err)) ||
         (rc = check_modules(m, p, err)) || (rc = check_recompute_method(m, p, err)) ||
         (rc = check_offload(m, hw, p, err)) ||
         ((p->precision_aware_optimizer || p->main_grads_dtype || p->main_params_dtype ||

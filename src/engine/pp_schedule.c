@@ -50,10 +50,9 @@ schedule_name(const struct spsim_parallel *p)
 }
 
 /* The schedule's rules (the reference code's asserts) and spsim's limits; `micro` the
- * micro-batches per iteration, `plain` an even split. */
+ * micro-batches per iteration. */
 int
-spsim_pp_schedule_check(const struct spsim_model *model, const struct spsim_parallel *p,
-                        uint64_t micro, bool plain, struct spsim_error *err)
+spsim_pp_schedule_check(const struct spsim_parallel *p, uint64_t micro, struct spsim_error *err)
 {
     enum spsim_pp_schedule s = p->pp_schedule;
     if ((unsigned)s >= SPSIM_PP_SCHEDULE_COUNT)
@@ -81,15 +80,14 @@ spsim_pp_schedule_check(const struct spsim_model *model, const struct spsim_para
                            "num_ranks * 2), not %llu",
                            name, s == SPSIM_PP_SCHEDULE_DUALPIPE ? "an even count of " : "",
                            2 * p->pp, (unsigned long long)micro);
-    if (!plain)
-        return CONFIG_FAIL(err, "field 'pp_schedule': %s is modelled for an even split of the "
-                                "layers (no uneven stages or layout)",
+    if (p->pipeline_layout)
+        return CONFIG_FAIL(err, "field 'pipeline_layout': %s is modelled without a layout "
+                                "(uneven stages by first/last stage layers or the embedding and "
+                                "loss accounting)",
                            name);
-    const struct spsim_model_shape *m = &model->shape;
-    if (m->hybrid_pattern || (m->experts && model->moe_layers < m->layers) ||
-        p->first_last_layers_bf16)
-        return CONFIG_FAIL(err, "field 'pp_schedule': %s is modelled for a model of one layer "
-                                "kind (not dense and MoE, hybrid or BF16 end layers)",
+    if (p->first_last_layers_bf16)
+        return CONFIG_FAIL(err, "field 'first_last_layers_bf16': %s is not modelled with BF16 "
+                                "end layers",
                            name);
     if (p->moe_a2a_overlap || p->delay_wgrad_compute)
         return CONFIG_FAIL(err, "field 'moe_a2a_overlap': --overlap-moe-expert-parallel-comm "

@@ -9,9 +9,9 @@
 #include "spsim/model.h"
 #include "spsim/parallel.h"
 
-/* The schedule's rules for `micro` micro-batches (plain: an even split). */
-int spsim_pp_schedule_check(const struct spsim_model *model, const struct spsim_parallel *p,
-                            uint64_t micro, bool plain, struct spsim_error *err);
+/* The schedule's rules for `micro` micro-batches. */
+int spsim_pp_schedule_check(const struct spsim_parallel *p, uint64_t micro,
+                            struct spsim_error *err);
 /* The fill and drain from the mean stage's F + B, B, W, the EP time pairing hides and a send. */
 double spsim_pp_schedule_bubble(enum spsim_pp_schedule s, uint32_t pp, double stage, double bwd,
                                 double wgrad, double hidden, double send);
