@@ -35,6 +35,9 @@ copies=$("$spsim" query $base --pp-schedule dualpipe --format json | grep -c '"p
 "$spsim" query $base --format json | grep -q '"pp_schedule"' && fail "1f1b wrote a pp_schedule object"
 "$spsim" query $base --pp-schedule 1f1b --format json | grep -q '"pp_schedule"' &&
     fail "--pp-schedule 1f1b wrote a pp_schedule object"
+"$spsim" query $base --pp-schedule dualpipe --format megatron |
+    grep -q "^# the dualpipe pipeline schedule is its reference code's" ||
+    fail "--format megatron drops dualpipe without a word"
 refused 2 "is not one of 1f1b, interleaved" --pp-schedule zb-h2
 refused 4 "interleaved needs --vpp 2" --pp-schedule interleaved
 refused 4 "1f1b needs vpp 1" --pp-schedule 1f1b --vpp 2
