@@ -31,6 +31,24 @@ done
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
 mutations='bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|@overlap,terms
+trace-hop-at-critical-pace@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? step : 0;|@trace
+trace-hop-halved@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? 0.5 * t->pp_bubble_s / (p - 1) : 0;|@trace
+zbh1-w-halved@src/engine/pp_schedule.c@s|slots = p - 1, chunk = stage - 2 \* wgrad;|slots = p - 1, chunk = stage - wgrad;|@schedules
+zbv-w-halved@src/engine/pp_schedule.c@s|chunk = (stage - 3 \* wgrad) / 2;|chunk = (stage - 1.5 * wgrad) / 2;|@schedules
+zbv-slots-halved@src/engine/pp_schedule.c@s|slots = p - 1, chunk = (stage - 3 \* wgrad) / 2;|slots = (p - 1) / 2, chunk = (stage - 3 * wgrad) / 2;|@schedules
+dualpipe-slots-doubled@src/engine/pp_schedule.c@s|slots = p / 2 - 1, chunk|slots = p - 1, chunk|@schedules
+dualpipe-b-halved@src/engine/pp_schedule.c@s|chunk = stage - hidden + bwd - 3 \* wgrad;|chunk = stage - hidden + 0.5 * bwd - 3 * wgrad;|@schedules
+dualpipe-pair-hides-nothing@src/engine/pp_schedule.c@s|chunk = stage - hidden + bwd - 3 \* wgrad;|chunk = stage + bwd - 3 * wgrad;|@schedules
+dualpipev-chunk-halved@src/engine/pp_schedule.c@s|chunk = (stage - hidden + bwd - 3 \* wgrad) / 2;|chunk = (stage - hidden + bwd - 3 * wgrad) / 4;|@schedules
+schedule-sends-halved@src/engine/pp_schedule.c@s|return slots \* (spsim_max_d(0.0, chunk) + 2 \* send);|return slots * (spsim_max_d(0.0, chunk) + send);|@schedules
+zbv-inflight-halved@src/engine/pp_schedule.c@s|return spsim_min_u64(2 \* pp, 2 \* micro);|return spsim_min_u64(pp, 2 * micro);|@schedules
+dualpipe-inflight-pp@src/engine/pp_schedule.c@s|return spsim_min_u64(pp + 1, micro);|return spsim_min_u64(pp, micro);|@schedules
+dualpipev-inflight-2pp@src/engine/pp_schedule.c@s|return spsim_min_u64(2 \* pp + 1, 2 \* micro);|return spsim_min_u64(2 * pp, 2 * micro);|@schedules
+dualpipe-one-copy@src/engine/memory.c@s|n = spsim_add(n, own_parameters(m, le, x, mirror_rank(x, r), ok), ok);|n = spsim_add(n, 0, ok);|@schedules
+dualpipe-pairs-off@src/engine/pp_schedule.c@s|return m - 1.5 \* p + (double)h + 1 - (h == pp / 2 - 1 ? 1 : 0);|return m - 1.5 * p + (double)h + 1;|@schedules
+wgrad-halved@src/engine/timing.c@s|be->wgrad_compute_s += c->compute_s;|be->wgrad_compute_s += 0.5 * c->compute_s;|@schedules
+dualpipe-no-pairing@src/engine/pipeline_time.c@s|if (par->moe_a2a_overlap \|\| par->pp_schedule == SPSIM_PP_SCHEDULE_DUALPIPE \|\||if (par->moe_a2a_overlap \|\||@schedules
+schedule-held-as-megatron@src/engine/evaluate.c@s|for (int i = 0; x.schedule != SPSIM_PP_SCHEDULE_MEGATRON \&\& i < 3; i++)|for (int i = 0; 0 \&\& i < 3; i++)|@schedules
 optimizer-x3@src/engine/dp_time.c@s|return opt_bytes / hw->hbm_achievable_Bps;|return 3.0 * opt_bytes / hw->hbm_achievable_Bps;|@terms
 no-pipeline-sends@src/engine/pipeline_time.c@s|\*t_send = ct.time_s + ag.time_s;|*t_send = 0 * (ct.time_s + ag.time_s);|@overlap,terms
 overlapped-dp-free@src/engine/dp_time.c@s|\*exposed = spsim_max_d(0.0, grad) + tr->param_gather_exposed_s;|*exposed = 0 * spsim_max_d(0.0, grad) + tr->param_gather_exposed_s;|@overlap,terms

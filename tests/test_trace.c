@@ -7,9 +7,10 @@
  *   stream never overlaps itself; its forwards and backwards sum to forward_s + backward_s +
  *   recompute_s plus the exposed TP/CP/EP, offload, FP8-amax, aux-loss and host terms, its
  *   exposed sends to pp_p2p_s, the tail to dp_exposed + tied + expert-bias + optimizer;
- * - uniform chunks in 1F1B or the interleaved order end at (m + (p − 1)/v)·microbatch_s
- *   (Narayanan et al. 2021, §2.2), so the trace ends at iteration_s + (p − 1)/v·microbatch_s −
- *   pp_bubble_s, and exactly at iteration_s with pp = 1;
+ * - every rank idles, before the tail, for exactly pp_bubble_s (the composition's fill and
+ *   drain: (p − 1)/v·(mean stage + whole sends), Narayanan et al. 2021, §2.2) and the trace
+ *   ends at iteration_s, for 1F1B and interleaved, even and uneven stages, blocking and
+ *   overlapped sends (a hop priced at the critical stage instead fails all of them but pp 1);
  * - schedules.py's warm-up: (p − r − 1)·2 + (v − 1)·p chunk forwards (interleaved), min(p − r −
  *   1, m) (1F1B); the k-th forward runs chunk (k / p) mod v of micro-batch (k / (p·v))·p + k mod p.
  */
@@ -109,32 +110,45 @@ exposed_terms(const struct spsim_time_report *t)
            t->moe_aux_allreduce_s + t->host_exposed_s;
 }
 
+/* 1F1B and interleaved, even and uneven stages (--decoder-first-pipeline-num-layers), blocking
+ * and overlapped sends, few and many micro-batches. */
 static const struct {
     uint32_t pp, vpp;
     uint64_t gbs;
-} configs[] = {{1, 1, 4}, {4, 1, 8}, {4, 2, 8}, {2, 4, 6}};
+    uint32_t first;
+    bool no_overlap;
+} configs[] = {{1, 1, 4, 0, false},  {4, 1, 8, 0, false},  {4, 2, 8, 0, false},
+               {2, 4, 6, 0, false},  {4, 1, 3, 0, false},  {4, 1, 32, 11, false},
+               {8, 1, 16, 11, false}, {4, 2, 16, 0, true},  {2, 2, 8, 10, false},
+               {4, 1, 8, 5, false},  {8, 2, 24, 0, false}, {2, 1, 1, 0, false}};
 
 START_TEST(trace_sums_to_the_terms)
 {
-    struct spsim_result r = result(configs[_i].pp, configs[_i].vpp, configs[_i].gbs);
+    struct spsim_parallel par = testutil_config(2, configs[_i].pp, configs[_i].vpp, 1,
+                                                configs[_i].gbs, true, SPSIM_RECOMPUTE_SELECTIVE);
+    par.first_stage_layers = configs[_i].first;
+    par.no_overlap_p2p = configs[_i].no_overlap;
+    struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &par);
     const struct spsim_time_report *t = &r.time;
     uint32_t p = r.config.pp, v = r.config.vpp, m = r.comm.microbatches;
     cJSON *root = trace(&r);
     double tail = t->dp_exposed_s + t->tied_embedding_allreduce_s + t->moe_expert_bias_allreduce_s +
                   t->optimizer_s;
-    double want_end = (p == 1 ? t->iteration_s
-                              : t->iteration_s + (p - 1.0) / v * t->microbatch_s - t->pp_bubble_s);
+    double tol = 1e-9 * t->iteration_s;
     for (uint32_t k = 0; k < p; k++) {
         struct sums s = walk(root, (int)k, m, v);
         ck_assert_int_eq(s.fwd, (int)(m * v));
         ck_assert_int_eq(s.bwd, (int)(m * v));
-        ck_assert_double_eq_tol(s.compute, exposed_terms(t), 1e-9 * t->iteration_s);
-        ck_assert_double_eq_tol(s.sends, p > 1 ? t->pp_p2p_s : 0, 1e-9 * t->iteration_s);
-        ck_assert_double_eq_tol(s.tail, tail, 1e-9 * t->iteration_s);
-        ck_assert_double_eq_tol(s.end, want_end, 1e-9 * t->iteration_s);
+        ck_assert_double_eq_tol(s.compute, exposed_terms(t), tol);
+        ck_assert_double_eq_tol(s.sends, p > 1 ? t->pp_p2p_s : 0, tol);
+        ck_assert_double_eq_tol(s.tail, tail, tol);
+        /* the rank idles, before the tail, for the composition's fill and drain */
+        ck_assert_double_eq_tol(s.end - s.tail - s.compute - s.sends, t->pp_bubble_s, tol);
+        ck_assert_double_eq_tol(s.end, t->iteration_s, tol);
     }
     const cJSON *other = cJSON_GetObjectItemCaseSensitive(root, "otherData");
-    ck_assert_double_eq_tol(num(other, "trace_end_s"), want_end, 1e-9 * t->iteration_s);
+    ck_assert_double_eq_tol(num(other, "trace_end_s"), t->iteration_s, tol);
+    ck_assert_double_eq_tol(num(other, "pipeline_end_s"), t->iteration_s - tail, tol);
     ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(root, "displayTimeUnit")->valuestring, "ms");
     cJSON_Delete(root);
 }
@@ -197,6 +211,11 @@ START_TEST(trace_refusals)
     ck_assert_ptr_nonnull(strstr(err.message, "a multiple of pp"));
     ck_assert_ptr_null(doc);
     ck_assert_int_eq(spsim_trace_json(NULL, &doc, &err), SPSIM_EINVAL);
+    /* the zero-bubble and DualPipe schedules are not drawn */
+    r = result(4, 1, 8);
+    r.config.pp_schedule = SPSIM_PP_SCHEDULE_ZB_H1;
+    ck_assert_int_eq(spsim_trace_json(&r, &doc, &err), SPSIM_ERANGE);
+    ck_assert_ptr_nonnull(strstr(err.message, "zb-h1 schedule is not drawn"));
 }
 END_TEST
 

@@ -88,6 +88,32 @@ SPSIM_API const char *spsim_moe_routing_name(enum spsim_moe_routing r);
 /** The routing named `name`. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_moe_routing_parse(const char *name, enum spsim_moe_routing *out);
 
+/** The pipeline schedule. */
+enum spsim_pp_schedule {
+    /** Megatron-Core's (schedules.py): 1F1B with vpp 1, the interleaved one with vpp > 1 */
+    SPSIM_PP_SCHEDULE_MEGATRON = 0,
+    /** Zero-bubble ZB-H1 (Qi et al. 2024, ICLR, §3.1; ZB1P): backward split into the input
+     * gradient B and the weight gradient W, W deferred into the drain; vpp 1 */
+    SPSIM_PP_SCHEDULE_ZB_H1 = 1,
+    /** Zero-bubble ZB-V (Qi et al. 2024, arXiv 2401.10241 §6): two model chunks per rank in a
+     * V shape (rank r holds stages r and 2p − 1 − r), W deferred; vpp 2 */
+    SPSIM_PP_SCHEDULE_ZB_V = 2,
+    /** DualPipe (DeepSeek-V3 report §3.2.1, deepseek-ai/DualPipe): micro-batches fed from both
+     * ends, rank r holds stages r and p − 1 − r (two parameter copies), each forward overlapped
+     * with another micro-batch's backward; vpp 1, pp even */
+    SPSIM_PP_SCHEDULE_DUALPIPE = 3,
+    /** DualPipeV (DualPipe's "cut-in-half" V shape): one copy of the parameters as two chunks
+     * per rank, rank r holding stages r and 2p − 1 − r; vpp 2 */
+    SPSIM_PP_SCHEDULE_DUALPIPEV = 4,
+    SPSIM_PP_SCHEDULE_COUNT
+};
+/** @return "1f1b" (vpp 1) or "interleaved" for the default, "zb-h1", "zb-v", "dualpipe",
+ * "dualpipev"; "?" for an unknown value. */
+SPSIM_API const char *spsim_pp_schedule_name(enum spsim_pp_schedule s, uint32_t vpp);
+/** The schedule named `name`: "1f1b" and "interleaved" are the default (which of them vpp
+ * says), "zb-h1", "zb-v", "dualpipe", "dualpipev" the others. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_pp_schedule_parse(const char *name, enum spsim_pp_schedule *out);
+
 /** How Transformer Engine scales FP8 tensors (Megatron --fp8-recipe; TE
  * common/recipe/__init__.py). */
 enum spsim_fp8_recipe {
@@ -376,6 +402,9 @@ struct spsim_parallel {
     /** --overlap-cpu-optimizer-d2h-h2d: the copies and the CPU step overlap per parameter on
      * their own streams; default false */
     bool overlap_cpu_optimizer_d2h_h2d;
+    /** The pipeline schedule (--pp-schedule; README "Pipeline schedules"): Megatron-Core's 1F1B
+     * or interleaved by vpp (default), or zero-bubble ZB-H1 / ZB-V, DualPipe / DualPipeV */
+    enum spsim_pp_schedule pp_schedule;
 };
 
 /** LoRA's target modules (Megatron-Bridge LoRA.target_modules), as bits. */

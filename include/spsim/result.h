@@ -308,6 +308,10 @@ struct spsim_time_report {
     /** --optimizer-cpu-offload: of optimizer_s's inputs, the offloaded gradients' copy to the
      * host, the CPU's Adam step and the updated parameters' copy back (each alone) */
     double optimizer_d2h_s, optimizer_cpu_s, optimizer_h2d_s;
+    /** The weight-gradient GEMMs' share of backward_s (critical stage): the W that the zero-
+     * bubble and DualPipe schedules defer into the bubble (README "Pipeline schedules"); not
+     * written to JSON or CSV */
+    double wgrad_s;
 };
 
 /** Everything spsim says about one configuration. */

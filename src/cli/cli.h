@@ -151,6 +151,7 @@ struct cli_config {
     const char *hardware;
     struct spsim_parallel par;
     bool pp_set, vpp_set;         /* given on the command line */
+    const char *pp_schedule;      /* --pp-schedule's name, or NULL */
     struct spsim_model *imported; /* --megatron-args's model, until cli_config_model takes it */
     uint32_t gpus;                /* --gpus N: dp = N / (tp·cp·pp); 0 = not given */
     uint32_t file_world;          /* the world size --megatron-args's file gave, or 0 */
@@ -331,6 +332,7 @@ enum cli_config_opt {
     OPT_OPT_CPU_OFFLOAD,
     OPT_OPT_OFFLOAD_FRACTION,
     OPT_OPT_OFFLOAD_OVERLAP,
+    OPT_PP_SCHEDULE,
     OPT_CONFIG_END
 };
 
@@ -345,6 +347,8 @@ enum cli_config_opt {
     "  --gpus N               GPUs in all: dp = N / (tp·cp·pp) (instead of --dp)\n"              \
     "  --vpp N                interleaved model chunks per pipeline stage (default 3 where\n"      \
     "                         pp*3 divides the model's layers, else 1 = none)\n"                   \
+    "  --pp-schedule S        1f1b, interleaved (Megatron's, by vpp: default), zb-h1, zb-v\n"     \
+    "                         (vpp 2), dualpipe (pp even), dualpipev (vpp 2)\n"                   \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
     "  --recompute MODE       none, selective or full (default selective)\n"                       \
     "  --recompute-modules LIST\n"                                                                 \

@@ -60,6 +60,7 @@ static const struct cli_option_spec {
     {"pipeline-layout", required_argument, OPT_LAYOUT, -1},
     {"pipeline-model-parallel-layout", required_argument, OPT_LAYOUT, -1},
     {"pp-split", -1, 0, SPSIM_AXIS_PP_SPLIT},
+    {"pp-schedule", required_argument, OPT_PP_SCHEDULE, -1},
     {"max-gbs", -1, 0, SPSIM_AXIS_MAX_GBS},
     {"recompute-modules", required_argument, OPT_RECOMPUTE_MODULES, SPSIM_AXIS_RECOMPUTE_MODULES},
     {"recompute-method", required_argument, OPT_RECOMPUTE_METHOD, SPSIM_AXIS_RECOMPUTE_METHOD},
@@ -422,6 +423,22 @@ config_muon(struct spsim_parallel *p, int opt, const char *arg)
     }
 }
 
+/* --pp-schedule (1f1b and interleaved checked against vpp in cli_config_finish): 1 if consumed,
+ * 0 if not it, -exit code on a bad value. */
+static int
+config_schedule(struct cli_config *cfg, int opt, const char *arg)
+{
+    if (opt != OPT_PP_SCHEDULE)
+        return 0;
+    if (spsim_pp_schedule_parse(arg, &cfg->par.pp_schedule) != SPSIM_OK)
+        return -cli_error(EXIT_USAGE,
+                          "--pp-schedule: %s is not one of 1f1b, interleaved, zb-h1, zb-v, "
+                          "dualpipe, dualpipev",
+                          CLI_Q(arg));
+    cfg->pp_schedule = arg;
+    return 1;
+}
+
 /* The precision-aware optimizer's dtypes (Megatron's choices per flag, arguments.py): 1, a
  * negated exit code, or 0 if opt is none of them. */
 static int
@@ -604,6 +621,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
             arg, 0, 65536, opt == OPT_BF16_START ? &p->bf16_layers_start : &p->bf16_layers_end);
         return rc == EXIT_OK ? 1 : -rc;
     default:
+        if ((rc = config_schedule(cfg, opt, arg)) != 0)
+            return rc;
         rc = config_recompute_offload(p, opt, arg);
         if (rc >= 0)
             return rc == EXIT_OK ? 1 : -rc;
@@ -713,6 +732,18 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
     if (!cfg->vpp_set &&
         (p->pipeline_layout || p->pp < 2 || layers % ((uint64_t)p->pp * p->vpp) != 0))
         p->vpp = 1;
+    /* The V schedules run two chunks per rank, the others one (but interleaved). */
+    bool one_f_one_b = cfg->pp_schedule && strcmp(cfg->pp_schedule, "1f1b") == 0;
+    if (!cfg->vpp_set && (p->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON || one_f_one_b))
+        p->vpp = p->pp_schedule == SPSIM_PP_SCHEDULE_ZB_V ||
+                         p->pp_schedule == SPSIM_PP_SCHEDULE_DUALPIPEV
+                     ? 2
+                     : 1;
+    bool interleaved = cfg->pp_schedule && strcmp(cfg->pp_schedule, "interleaved") == 0;
+    if (cfg->pp_schedule && p->pp_schedule == SPSIM_PP_SCHEDULE_MEGATRON &&
+        interleaved != (p->vpp > 1))
+        return cli_error(EXIT_CONFIG, "--pp-schedule %s: vpp is %u (%s)", cfg->pp_schedule,
+                         p->vpp, interleaved ? "interleaved needs --vpp 2 or more" : "1f1b needs vpp 1");
     if (!cfg->pp_set && !uneven)
         for (p->pp = 8; p->pp > 1 && layers % p->pp != 0;)
             p->pp--;

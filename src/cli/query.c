@@ -57,6 +57,9 @@ print_config_line(FILE *f, const struct spsim_result *r)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · zero %u", p->zero);
     if (p->overlap_param_gather)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · param AG overlapped");
+    if (p->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
+        snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " · schedule %s",
+                 spsim_pp_schedule_name(p->pp_schedule, p->vpp));
     if (p->microbatch_group && p->vpp > 1)
         snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
                  " · micro-batch groups of %u", p->microbatch_group);
@@ -556,20 +559,47 @@ write_train_json(FILE *f, const struct spsim_train_plan *p)
     jw_end_object(&w);
 }
 
+/* --pp-schedule other than Megatron's: the "pp_schedule" object, the schedule's name, what it
+ * holds and overlaps (README "Pipeline schedules"). Megatron's schedules write none, so their
+ * documents stay as they were. */
+static void
+write_schedule_json(FILE *f, const struct spsim_result *r)
+{
+    enum spsim_pp_schedule s = r->config.pp_schedule;
+    struct jw w;
+    jw_init(&w, f, true);
+    w.depth = 1; /* inside the document, after its last member */
+    jw_begin_object(&w, "pp_schedule");
+    jw_string(&w, "name", spsim_pp_schedule_name(s, r->config.vpp));
+    jw_u64(&w, "parameter_copies", s == SPSIM_PP_SCHEDULE_DUALPIPE ? 2 : 1);
+    jw_u64(&w, "inflight_chunks_first_stage", r->memory.inflight_chunks_first_stage);
+    jw_double(&w, "pp_bubble_s", r->time.pp_bubble_s);
+    jw_string(&w, "overlap",
+              s == SPSIM_PP_SCHEDULE_DUALPIPE || s == SPSIM_PP_SCHEDULE_DUALPIPEV
+                  ? "each forward beside another micro-batch's backward (EP all-to-all hidden); "
+                    "weight gradients deferred into the bubble"
+                  : "weight gradients deferred into the bubble");
+    jw_end_object(&w);
+}
+
 /* The library's document (spsim_result_to_json), shared with the Python module; with
- * --train-tokens a "train" object, with --megatron-log a "measured" one, added at the end. */
+ * --train-tokens a "train" object, with --megatron-log a "measured" one, with --pp-schedule
+ * other than Megatron's a "pp_schedule" one, added at the end. */
 static int
 write_json(FILE *f, const struct spsim_result *r, const char *model, const char *hw,
            const struct spsim_train_plan *plan, const struct cli_measured *measured)
 {
+    bool schedule = r->config.pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON;
     char *doc = NULL;
     struct spsim_error err = {0};
     if (spsim_result_to_json(r, model, hw, &doc, &err) != SPSIM_OK)
         return cli_fail(&err);
     size_t n = strlen(doc);
-    if ((plan || measured) && n >= 3 && strcmp(doc + n - 3, "\n}\n") == 0) {
+    if ((plan || measured || schedule) && n >= 3 && strcmp(doc + n - 3, "\n}\n") == 0) {
         doc[n - 3] = '\0'; /* the document ends "  }\n}\n": reopen it after its last object */
         fputs(doc, f);
+        if (schedule)
+            write_schedule_json(f, r);
         if (plan)
             write_train_json(f, plan);
         if (measured) {

@@ -23,9 +23,9 @@ static const char trace_help[] =
     "  -o, --output FILE      write to FILE atomically instead of standard output\n"
     "  -h, --help             show this help\n"
     "\n"
-    "Exit status: 0 ok, 2 bad option, 3 bad profile file, 4 invalid configuration, 1 other\n"
-    "failure (an interleaved schedule whose micro-batches are not a multiple of pp, or more\n"
-    "than 2,000,000 ops).\n";
+    "Exit status: 0 ok, 2 bad option, 3 bad profile file, 4 invalid configuration or one not\n"
+    "traced (an interleaved schedule whose micro-batches are not a multiple of pp, a\n"
+    "--pp-schedule other than 1f1b and interleaved, more than 2,000,000 ops), 1 other failure.\n";
 
 static int
 parse_option(void *ctx, int opt, const char *arg, const char *current)

@@ -36,6 +36,8 @@ struct shape {
     /* A hybrid model (shape.hybrid_pattern): mixed too, its layers counted by kind per rank
      * (rank_kind) and its MTP depths by the MTP pattern's kinds (mtp_kind). */
     bool hybrid;
+    /* The pipeline schedule (pp_schedule.c); DualPipe's rank r also holds stage p − 1 − r. */
+    enum spsim_pp_schedule schedule;
 };
 
 /* The sharding level: --zero, or 1 for the distributed optimizer alone. */
@@ -186,7 +188,7 @@ candidate_rank(const struct shape *x, uint32_t i)
 /* Per micro-batch work of one stage: its layers plus the embedding or output block. */
 struct stage_time {
     double wall, fwd, bwd, rec, exposed, bwd_window, tp_comm, fwd_wall, cp_exposed, cp_comm,
-        offload;
+        offload, wgrad;
     uint64_t layers;
 };
 

@@ -29,6 +29,7 @@ struct spsim_block_eval {
     uint64_t saved_bytes;             /* activations kept for backward */
     double fwd_s, bwd_s, recompute_s; /* wall time of each phase */
     double fwd_compute_s, bwd_compute_s, recompute_compute_s;
+    double wgrad_compute_s; /* the backward's weight-gradient GEMMs (of bwd_compute_s) */
     double tp_exposed_s;
     double recompute_comm_s, recompute_exposed_s; /* the recompute phase's collectives */
     double fwd_flops, bwd_flops, recompute_flops; /* executed, per rank */
@@ -97,6 +98,7 @@ struct spsim_block_totals {
     uint64_t saved_bytes;
     double fwd_s, bwd_s, recompute_s;
     double fwd_compute_s, bwd_compute_s, recompute_compute_s;
+    double wgrad_compute_s;
     double tp_exposed_s;
     double recompute_comm_s, recompute_exposed_s;
     /* The collective steps' times in schedule order (composition sums them step by step, so

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compose.h"
+#include "pp_schedule.h"
 
 const char *
 spsim_act_mode_name(enum spsim_act_mode mode)
@@ -315,6 +316,12 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
         x.dense_total = spsim_bf16_layers_total(m->layers, plan.bf16_start, plan.bf16_end);
     }
     x.hybrid = m->hybrid_pattern != NULL;
+    x.schedule = par->pp_schedule;
+    for (int i = 0; x.schedule != SPSIM_PP_SCHEDULE_MEGATRON && i < 3; i++) /* pp_schedule.c */
+        x.held[i] = spsim_pp_schedule_inflight(x.schedule, x.p,
+                                               i == 2 ? x.p - 1 : i == 1 && x.p > 2 ? 1 : 0,
+                                               x.micro) *
+                    x.built[i] / x.v;
     if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
         r->config.ddp_bucket_size = spsim_bucket_params(par, &x);
     bool ok = true;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compose.h"
+#include "pp_schedule.h"
 #include "optimizer.h"
 
 /*
@@ -19,6 +20,8 @@
 static uint64_t
 inflight_chunks(const struct shape *x, uint64_t rank)
 {
+    if (x->schedule != SPSIM_PP_SCHEDULE_MEGATRON) /* zero-bubble, DualPipe: pp_schedule.c */
+        return spsim_pp_schedule_inflight(x->schedule, x->p, rank, x->micro);
     if (x->v == 1)
         return spsim_min_u64(x->p - rank, x->micro);
     return spsim_min_u64(spsim_stage_warmup(x->plan, (uint32_t)rank, x->micro) + 1,
@@ -41,6 +44,12 @@ inflight_chunks(const struct shape *x, uint64_t rank)
 static uint64_t
 embedding_inflight(const struct shape *x)
 {
+    /* The other schedules: rank 0's first chunk holds half its in-flight chunks (V shapes, and
+     * DualPipe's forward direction, whose stage 0 is rank 0's), ZB-H1 all of them. */
+    if (x->schedule != SPSIM_PP_SCHEDULE_MEGATRON)
+        return x->schedule == SPSIM_PP_SCHEDULE_ZB_H1
+                   ? inflight_chunks(x, 0)
+                   : (inflight_chunks(x, 0) + 1) / 2;
     if (x->v == 1)
         return spsim_min_u64(x->p, x->micro);
     uint64_t g = x->plan->g, period = g * x->v, f = 2 * (x->p - 1) + 2 * (x->v - 1) * g + 1;
@@ -247,6 +256,10 @@ mixed_held(const struct spsim_layer_summary *le, const struct shape *x, uint64_t
     uint64_t kept[SPSIM_LAYER_KIND_COUNT] = {le->layer.saved_bytes, le->dense.saved_bytes};
     if (x->hybrid)
         hybrid_kept(le, kept);
+    if (x->schedule != SPSIM_PP_SCHEDULE_MEGATRON) /* its chunks, of the rank's mean chunk */
+        return spsim_mul(spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, 1, kept, ok),
+                         inflight_chunks(x, r), ok) /
+               x->v;
     return spsim_moe_rank_held_bytes(x->model, x->plan, (uint32_t)r, x->micro, kept, ok);
 }
 
@@ -364,6 +377,14 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_last_stage_bytes = last;
 }
 
+/* DualPipe's rank r holds stages r and p − 1 − r (two copies of the parameters,
+ * examples/example_dualpipe.py:138): the pipeline rank whose stage it also holds. */
+static uint64_t
+mirror_rank(const struct shape *x, uint64_t r)
+{
+    return x->p - 1 - r;
+}
+
 /* The routed experts' parameters on one rank of pipeline rank r. */
 static uint64_t
 rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape *x, uint64_t r,
@@ -371,7 +392,12 @@ rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape 
 {
     if (!x->moe)
         return 0; /* the dense path: no rank_built/rank_dense per candidate rank */
-    return spsim_mul(rank_moe_layers(le, x, r), le->params_layer_experts, ok);
+    uint64_t n = spsim_mul(rank_moe_layers(le, x, r), le->params_layer_experts, ok);
+    if (x->schedule == SPSIM_PP_SCHEDULE_DUALPIPE)
+        n = spsim_add(n, spsim_mul(rank_moe_layers(le, x, mirror_rank(x, r)),
+                                   le->params_layer_experts, ok),
+                      ok);
+    return n;
 }
 
 /* The D depths' transformer layers on the last stage (each of the last decoder layer's kind);
@@ -397,8 +423,8 @@ mtp_layers_parameters(const struct spsim_layer_summary *le, const struct shape *
  * output layer on rank p − 1 (and there a tied embedding's copy, which Megatron keeps in sync
  * by an all-reduce of its gradient). */
 static uint64_t
-rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
-                const struct shape *x, uint64_t r, bool *ok)
+own_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+               const struct shape *x, uint64_t r, bool *ok)
 {
     uint64_t n = spsim_mul(rank_built(x, r), le->params_layer, ok);
     if (x->hybrid) {
@@ -456,6 +482,17 @@ rank_muon(const struct spsim_parallel *par, const struct spsim_layer_summary *le
     o->expert_ns_flops *= steps;
 }
 
+/* Pipeline rank r's parameters, DualPipe's two stages. */
+static uint64_t
+rank_parameters(const struct spsim_model_shape *m, const struct spsim_layer_summary *le,
+                const struct shape *x, uint64_t r, bool *ok)
+{
+    uint64_t n = own_parameters(m, le, x, r, ok);
+    if (x->schedule == SPSIM_PP_SCHEDULE_DUALPIPE)
+        n = spsim_add(n, own_parameters(m, le, x, mirror_rank(x, r), ok), ok);
+    return n;
+}
+
 /* Rank r's parameters as stage_static reads them. */
 static struct stage_params
 rank_stage_params(const struct spsim_model_shape *m, const struct spsim_parallel *par,
@@ -466,7 +503,13 @@ rank_stage_params(const struct spsim_model_shape *m, const struct spsim_parallel
         .all = all,
         .expert = rank_expert_parameters(le, x, r, ok),
         .unit = le->params_layer,
-        .root = spsim_add(rank_root_embedding(le, r), rank_root_output(m, le, x, r, ok), ok)};
+        .root = spsim_add(
+            spsim_add(rank_root_embedding(le, r), rank_root_output(m, le, x, r, ok), ok),
+            x->schedule != SPSIM_PP_SCHEDULE_DUALPIPE
+                ? 0
+                : spsim_add(rank_root_embedding(le, mirror_rank(x, r)),
+                            rank_root_output(m, le, x, mirror_rank(x, r), ok), ok),
+            ok)};
     if (par->optimizer == SPSIM_OPTIMIZER_MUON)
         rank_muon(par, le, x, r, &sp.muon);
     return sp;

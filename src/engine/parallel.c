@@ -5,6 +5,7 @@
 
 #include "profiles/profiles.h"
 #include "moe.h"
+#include "pp_schedule.h"
 #include "stages.h"
 #include "spsim/parallel.h"
 
@@ -401,7 +402,8 @@ static int
 check_groups(const struct spsim_parallel *p, uint32_t v, uint64_t micro, struct spsim_error *err)
 {
     uint64_t n = p->microbatch_group ? p->microbatch_group : p->pp;
-    if (v <= 1) /* only the interleaved schedule reads it */
+    if (v <= 1 || p->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON) /* only the interleaved
+                                                                  schedule reads it */
         return SPSIM_OK;
     if (n > micro || n < p->pp)
         return CONFIG_FAIL(err,
@@ -458,6 +460,9 @@ check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p
                            "micro-batch size × dp = %u × %u",
                            (unsigned long long)p->gbs, p->mbs, p->dp);
     uint64_t micro = p->gbs / per_step;
+    if (p->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON &&
+        (rc = spsim_pp_schedule_check(p, micro, err)))
+        return rc;
     return check_groups(p, plan.v, micro, err);
 }
 

@@ -6,6 +6,7 @@
 
 #include "compose.h"
 #include "ep_overlap.h"
+#include "pp_schedule.h"
 
 static void
 add_block(struct stage_time *s, const struct spsim_block_totals *b, double times)
@@ -13,6 +14,7 @@ add_block(struct stage_time *s, const struct spsim_block_totals *b, double times
     s->wall += times * (b->fwd_s + b->bwd_s + b->recompute_s);
     s->fwd += times * b->fwd_compute_s;
     s->bwd += times * b->bwd_compute_s;
+    s->wgrad += times * b->wgrad_compute_s;
     s->rec += times * b->recompute_compute_s;
     s->exposed += times * b->tp_exposed_s;
     s->bwd_window += times * (b->bwd_s + b->recompute_s);
@@ -37,6 +39,7 @@ add_layers(struct stage_time *s, const struct spsim_block_totals *b, double laye
     s->wall += layers * (b->fwd_s + b->bwd_s) + replayed * b->recompute_s;
     s->fwd += layers * b->fwd_compute_s;
     s->bwd += layers * b->bwd_compute_s;
+    s->wgrad += layers * b->wgrad_compute_s;
     s->rec += replayed * b->recompute_compute_s;
     s->exposed +=
         layers * (b->tp_exposed_s - b->recompute_exposed_s) + replayed * b->recompute_exposed_s;
@@ -236,7 +239,8 @@ p2p_exposed_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
 {
     double blocking = 2.0 * (double)x->v * t_send;
     *hidden = 0;
-    if (x->v == 1 || par->no_overlap_p2p || t_send == 0)
+    if (x->v == 1 || par->no_overlap_p2p || t_send == 0 ||
+        par->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON) /* ZB-V's, DualPipeV's: as 1F1B's */
         return blocking;
     double k = (double)hw->nccl_channels / hw->sm_count, exposed = 0;
     const double chunk[2] = {crit->fwd_wall / x->v, crit->bwd_window / x->v};
@@ -250,16 +254,34 @@ p2p_exposed_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
 
 /* --overlap-moe-expert-parallel-comm: the critical stage's paired micro-batches leave the MoE
  * layer's pair exposure (ep_overlap.c), the warm-up forwards and cool-down backwards their
- * exchanges whole. The bubble keeps the whole exchanges: fill and drain run alone. */
+ * exchanges whole. The bubble keeps the whole exchanges: fill and drain run alone. DualPipe
+ * and DualPipeV pair their own (pp_schedule.c), with W apart. */
 static void
 ep_a2a_overlap(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                const struct shape *x, double moe_layers, struct spsim_time_report *tr)
 {
-    double pairs = spsim_ep_overlap_paired(x->micro, x->p, x->v, tr->critical_stage);
-    double pair = le->layer.ep_pair_exposed_s[par->delay_wgrad_compute ? 1 : 0];
+    bool dual = par->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON;
+    double pairs = dual ? spsim_pp_schedule_paired(par->pp_schedule, x->micro, x->p,
+                                                   tr->critical_stage)
+                        : spsim_ep_overlap_paired(x->micro, x->p, x->v, tr->critical_stage);
+    double pair = le->layer.ep_pair_exposed_s[dual || par->delay_wgrad_compute ? 1 : 0];
     double whole = tr->ep_exposed_s;
     tr->ep_exposed_s = moe_layers * ((x->micro - pairs) * le->layer.ep_exposed_s + pairs * pair);
     tr->ep_a2a_hidden_s = whole - tr->ep_exposed_s;
+}
+
+/* A zero-bubble or DualPipe schedule's fill and drain (pp_schedule.c) from the mean stage:
+ * its F + B, and B, W and the EP time a forward-backward pair hides in the critical stage's
+ * proportions. */
+static double
+schedule_bubble(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                const struct shape *x, const struct stage_time *crit, double avg, double t_send)
+{
+    double k = crit->wall > 0 ? avg / crit->wall : 0, hidden = 0;
+    if (x->moe && par->ep > 1)
+        hidden = (double)crit->layers * (le->layer.ep_exposed_s - le->layer.ep_pair_exposed_s[1]);
+    return spsim_pp_schedule_bubble(par->pp_schedule, x->p, avg, k * crit->bwd_window,
+                                    k * crit->wgrad, k * hidden, t_send);
 }
 
 /*
@@ -497,12 +519,15 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
     tr->microbatch_s = crit->wall + p2p_steady;
     tr->forward_s = mb * crit->fwd;
     tr->backward_s = mb * crit->bwd;
+    tr->wgrad_s = mb * crit->wgrad;
     tr->recompute_s = mb * crit->rec;
     tr->tp_exposed_s = mb * crit->exposed;
     tr->cp_exposed_s = mb * crit->cp_exposed;
     tr->offload_exposed_s = mb * crit->offload;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
     tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
+    if (par->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
+        tr->pp_bubble_s = schedule_bubble(par, le, x, crit, avg, t_send);
     tr->pp_p2p_s = mb * p2p_steady;
 
     struct busy busy = {0};
@@ -518,7 +543,8 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
         tr->ep_exposed_s = mb * moe_layers * le->layer.ep_exposed_s;
         /* The routers' tokens-per-expert AllReduces (in the stage's wall, not in cp_exposed). */
         tr->moe_aux_allreduce_s = mb * moe_layers * le->layer.moe_aux_exposed_s;
-        if (par->moe_a2a_overlap)
+        if (par->moe_a2a_overlap || par->pp_schedule == SPSIM_PP_SCHEDULE_DUALPIPE ||
+            par->pp_schedule == SPSIM_PP_SCHEDULE_DUALPIPEV)
             ep_a2a_overlap(par, le, x, moe_layers, tr);
         busy_add(&busy, !le->layer.ep_network,
                  (mb + (x->p - 1.0) / x->v) * moe_layers * le->layer.ep_comm_s);

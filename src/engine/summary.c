@@ -21,6 +21,7 @@ block_totals(const struct spsim_block_eval *b, struct spsim_block_totals *t)
     t->fwd_compute_s = b->fwd_compute_s;
     t->bwd_compute_s = b->bwd_compute_s;
     t->recompute_compute_s = b->recompute_compute_s;
+    t->wgrad_compute_s = b->wgrad_compute_s;
     t->tp_exposed_s = b->tp_exposed_s;
     t->recompute_comm_s = b->recompute_comm_s;
     t->recompute_exposed_s = b->recompute_exposed_s;

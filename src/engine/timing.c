@@ -650,6 +650,8 @@ fold_step(struct spsim_block_eval *be, const struct spsim_step *st, const struct
         be->bwd_s += wall;
         be->bwd_compute_s += c->compute_s;
         be->bwd_flops += st->flops;
+        if (st->pass == SPSIM_PASS_WGRAD)
+            be->wgrad_compute_s += c->compute_s;
         *(ep   ? &be->ep_bwd_wire_bytes
           : cp ? &be->cp_bwd_wire_bytes
                : &be->tp_bwd_wire_bytes) += c->coll.wire_bytes;

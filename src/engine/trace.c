@@ -17,14 +17,19 @@
  * reductions and host launch time (split in proportion to compute); a chunk is 1/v of that.
  * After every chunk the exposed part of its pipeline send, pp_p2p_s / (2·m·v), holds the
  * compute stream; the whole send, (pp_p2p_s + pp_p2p_hidden_s) / (2·m·v), is drawn on the
- * send stream. The schedule at these uniform times ends at (m + (p − 1)/v)·time.microbatch_s
- * (Narayanan et al.'s bubble at the critical stage's pace); then comes the iteration's tail:
- * the data-parallel reduction, the parameter AllGather, the tied-embedding and expert-bias
- * AllReduces and the optimizer step. The trace thus ends at time.iteration_s plus
- * (p − 1)/v·microbatch_s − pp_bubble_s: the composition prices the fill and drain at the mean
- * stage with whole sends, the trace at the critical stage with the exposed ones, so the two
- * agree where stages are even and sends not overlapped (and always with pp = 1). Should the
- * pipeline end earlier than the composition's, the tail starts at iteration_s − tail.
+ * send stream. The fill and drain follow the composition (engine/pipeline_time.c), which
+ * prices them at the mean stage with whole sends, pp_bubble_s = (p − 1)/v·(mean stage + 2v
+ * sends): a chunk on another rank is handed over pp_bubble_s / (p − 1) after its producer
+ * starts (the forward hop that share of it the chunk's forward step, f + send, has of the
+ * chunk's forward and backward steps; the backward hop the rest), while an op waiting for its
+ * own rank waits for the op's end. The longest path of the schedule is then the p − 1 forward
+ * hops of the fill, the micro-batches' steps and the p − 1 backward hops of the drain, so every
+ * rank's pipeline ends at m·v chunk steps + pp_bubble_s, idle pp_bubble_s, and the trace ends
+ * at time.iteration_s after the iteration's tail: the data-parallel reduction, the parameter
+ * AllGather, the tied-embedding and expert-bias AllReduces and the optimizer step. Where the
+ * mean stage is quicker than the critical one (uneven stages), a hop is shorter than the
+ * drawn op: the next rank starts before the drawing of its producer ends, by the critical
+ * stage's excess over the mean.
  */
 #include "config.h"
 
@@ -162,27 +167,42 @@ done_at(const struct sched *s, uint32_t r, bool bwd, int mb, int chunk)
     return o->done ? o->end : -1;
 }
 
-/* When an op's input is ready (see the header), or -1 if its producer has not run. */
+/* The start of (rank, micro-batch, chunk)'s forward or backward plus `hop`, or -1 if not yet
+ * scheduled. */
 static double
-ready_at(const struct sched *s, uint32_t r, const struct op *o)
+handed_at(const struct sched *s, uint32_t r, bool bwd, int mb, int chunk, double hop)
+{
+    const struct op *o = s->ops + (size_t)r * 2 * s->m * s->v + s->where[key(s, r, bwd, mb, chunk)];
+    return o->done ? o->start + hop : -1;
+}
+
+/* When an op's input is ready (see the header), or -1 if its producer has not run: a
+ * producer on another rank hands over `hop[bwd]` after it starts, one on the same rank (the
+ * last chunk's own forward, or everything with pp = 1) when it ends. */
+static double
+ready_at(const struct sched *s, uint32_t r, const struct op *o, const double hop[2])
 {
     uint32_t p = s->p, v = s->v;
     int c = o->chunk;
     if (!o->bwd) {
         if (r > 0)
-            return done_at(s, r - 1, false, o->mb, c);
-        return c > 0 ? done_at(s, p - 1, false, o->mb, c - 1) : 0;
+            return handed_at(s, r - 1, false, o->mb, c, hop[0]);
+        if (c == 0)
+            return 0;
+        return p > 1 ? handed_at(s, p - 1, false, o->mb, c - 1, hop[0])
+                     : done_at(s, 0, false, o->mb, c - 1);
     }
     if (r < p - 1)
-        return done_at(s, r + 1, true, o->mb, c);
+        return handed_at(s, r + 1, true, o->mb, c, hop[1]);
     if ((uint32_t)c < v - 1)
-        return done_at(s, 0, true, o->mb, c + 1);
+        return p > 1 ? handed_at(s, 0, true, o->mb, c + 1, hop[1])
+                     : done_at(s, 0, true, o->mb, c + 1);
     return done_at(s, r, false, o->mb, c);
 }
 
 /* Place every op at max(its rank's previous op, its input); step = op + exposed send. */
 static bool
-simulate(struct sched *s, double f, double b, double send)
+simulate(struct sched *s, double f, double b, double send, const double hop[2])
 {
     uint32_t n = 2 * s->m * s->v;
     uint32_t *next = calloc(s->p, sizeof(*next));
@@ -197,7 +217,7 @@ simulate(struct sched *s, double f, double b, double send)
         for (uint32_t r = 0; r < s->p; r++) {
             while (next[r] < n) {
                 struct op *o = s->ops + (size_t)r * n + next[r];
-                double in = ready_at(s, r, o);
+                double in = ready_at(s, r, o, hop);
                 if (in < 0)
                     break;
                 o->start = fmax(free_at[r], in);
@@ -262,7 +282,7 @@ tail(struct buf *b, const struct spsim_time_report *t, uint32_t pid, double at)
 
 /* The per-micro-batch terms of the critical stage (see the header). */
 struct mb_terms {
-    double f, b, exposed_f, exposed_b, send, send_full, tail;
+    double f, b, exposed_f, exposed_b, send, send_full, tail, hop[2];
 };
 
 static struct mb_terms
@@ -281,6 +301,12 @@ terms(const struct spsim_result *r)
     x.b = comp_b / (m * v) + x.exposed_b;
     x.send = t->pp_p2p_s / (2 * m * v);
     x.send_full = (t->pp_p2p_s + t->pp_p2p_hidden_s) / (2 * m * v);
+    /* The fill and drain's hand-overs: pp_bubble_s / (p − 1) per chunk, split as the chunk's
+     * forward and backward steps (each with its exposed send). */
+    double p = r->config.pp, step = x.f + x.b + 2 * x.send;
+    double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;
+    x.hop[0] = step > 0 ? hop * (x.f + x.send) / step : 0;
+    x.hop[1] = hop - x.hop[0];
     x.tail = t->dp_exposed_s + t->tied_embedding_allreduce_s + t->moe_expert_bias_allreduce_s +
              t->optimizer_s;
     return x;
@@ -322,6 +348,11 @@ spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *e
                           "trace: %u ranks x %u micro-batches x %u chunks are more than 2,000,000 "
                           "ops",
                           p, m, v);
+    if (r->config.pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "trace: the %s schedule is not drawn (1F1B and interleaved are); its "
+                          "query gives its terms",
+                          spsim_pp_schedule_name(r->config.pp_schedule, v));
     if (v > 1 && m % p != 0) /* schedules.py's micro-batch groups of p per model chunk */
         return spsim_fail(err, SPSIM_ERANGE,
                           "trace: the interleaved schedule is traced for micro-batches a multiple "
@@ -337,7 +368,7 @@ spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *e
     for (uint32_t k = 0; k < p; k++)
         build_order(&s, k);
     struct mb_terms x = terms(r);
-    if (!simulate(&s, x.f, x.b, p > 1 ? x.send : 0)) {
+    if (!simulate(&s, x.f, x.b, p > 1 ? x.send : 0, x.hop)) {
         free(s.ops);
         free(s.where);
         return spsim_fail(err, SPSIM_ENUMERIC, "trace: the schedule deadlocked (p %u, v %u, m %u)",
@@ -351,9 +382,7 @@ spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *e
         const struct op *last = s.ops + ((size_t)k + 1) * 2 * m * v - 1;
         pipe_end = fmax(pipe_end, last->end);
     }
-    /* The tail starts where the analytic terms put it (the idle gap above, if any), or after
-     * the simulated pipeline if that ends later. */
-    double at = fmax(pipe_end, r->time.iteration_s - x.tail);
+    double at = pipe_end; /* = iteration_s − tail (see the header) */
     for (uint32_t k = 0; k < p; k++)
         tail(&b, &r->time, k, at);
     put(&b,

@@ -356,6 +356,11 @@ spsim_megatron_format(const struct spsim_model *model, const struct spsim_parall
              "# LoRA rank %u is Megatron-Bridge's (peft), not a pretrain_gpt.py flag: this "
              "line trains the whole model\n",
              par->lora_rank);
+    if (par->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
+        emit(&o,
+             "# the %s pipeline schedule is its reference code's (README \"Pipeline "
+             "schedules\"), not a pretrain_gpt.py flag: this line runs Megatron's\n",
+             spsim_pp_schedule_name(par->pp_schedule, par->vpp));
     if (par->packed_subseq_len)
         emit(&o,
              "# packed sequences (THD, %u-token sub-sequences) come from the data, not a "

@@ -344,3 +344,24 @@ spsim_lora_targets_format(uint32_t mask, char *buf, size_t cap)
 {
     return mask_format(lora_target_names, 4, mask ? mask : SPSIM_LORA_ALL, buf, cap);
 }
+
+const char *
+spsim_pp_schedule_name(enum spsim_pp_schedule s, uint32_t vpp)
+{
+    static const char *const names[SPSIM_PP_SCHEDULE_COUNT] = {NULL, "zb-h1", "zb-v", "dualpipe",
+                                                               "dualpipev"};
+    if (s == SPSIM_PP_SCHEDULE_MEGATRON)
+        return vpp > 1 ? "interleaved" : "1f1b";
+    return (unsigned)s < SPSIM_PP_SCHEDULE_COUNT ? names[s] : "?";
+}
+
+int
+spsim_pp_schedule_parse(const char *name, enum spsim_pp_schedule *out)
+{
+    static const char *const names[] = {"1f1b", "interleaved", "zb-h1", "zb-v", "dualpipe",
+                                        "dualpipev", NULL};
+    int i = 0, rc = find_name(names, 6, name, &i);
+    if (rc == SPSIM_OK && out)
+        *out = i <= 1 ? SPSIM_PP_SCHEDULE_MEGATRON : (enum spsim_pp_schedule)(i - 1);
+    return rc;
+}
