@@ -121,6 +121,23 @@ START_TEST(llama3_example_as_written)
 }
 END_TEST
 
+/* An unmodelled flag's name is listed escaped, one line: a quoted name may hold a newline or a
+ * terminal escape (the 1-hour fuzz_launch campaign of 2026-12-02 found "--'a<LF>b<ESC>[1J'"
+ * listed raw, splitting the list the command prints). */
+START_TEST(unmodelled_name_escaped)
+{
+    const char *text = "pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+                       "--seq-length 128 --vocab-size 128 --bf16 --'a\nb\033[1J' x\n";
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_ptr_null(strchr(mc.unmodelled, '\n'));
+    ck_assert_ptr_null(strchr(mc.unmodelled, '\033'));
+    ck_assert_msg(strstr(mc.unmodelled, "--a") == mc.unmodelled, "%s", mc.unmodelled);
+    spsim_model_destroy(mc.model);
+}
+END_TEST
+
 /* Bash as Megatron-LM's scripts write it: an array of flags, a variable, a default, quotes, a
  * continuation, --flag=value, a comment, a redirection and a pipe. */
 START_TEST(bash_words)
@@ -724,6 +741,7 @@ megatron_suite(void)
      * still catches a hang. */
     tcase_set_timeout(tc, 360);
     tcase_add_test(tc, gpt3_example_as_written);
+    tcase_add_test(tc, unmodelled_name_escaped);
     tcase_add_test(tc, gpt3_example_on_16_nodes);
     tcase_add_test(tc, llama3_example_as_written);
     tcase_add_test(tc, bash_words);

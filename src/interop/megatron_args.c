@@ -355,8 +355,11 @@ unmodelled(struct mg *m, const char *word)
     n = n < 120 ? n : 120;
     if (n == 0) /* "=x": no name to list (strstr with "" would never advance) */
         return;
+    /* escaped: a quoted flag name may hold a newline or a terminal escape, and the list is one
+     * line that the command prints (fuzz_launch found "--'a\nb'" listed raw) */
     char name[128];
-    snprintf(name, sizeof(name), "%.*s", (int)n, word);
+    spsim_escape(word, n, name, sizeof(name));
+    n = strlen(name);
     for (const char *p = m->unmodelled; (p = strstr(p, name)) != NULL; p += n)
         if ((p == m->unmodelled || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
             return;
