@@ -606,12 +606,30 @@ START_TEST(hf_published_counts)
     uint64_t kimi = dense + 60 * (rest + 384 * expert) + 2 * V * k + k;
     uint64_t kimi_active = dense + 60 * (rest + 8 * expert) + 2 * V * k + k;
     ck_assert(fabs((double)kimi - 1.04e12) < 0.02e12 && fabs((double)kimi_active - 32e9) < 1e9);
+    /* Qwen2.5-7B (28 layers, 3584, 28 heads, 4 KV heads of 128, Q/K/V biases, FFN 18944,
+     * 152064 tokens, untied; "use_mrope": false): per layer 29,364,736 attention with its
+     * 3584 + 2·512 biases, SwiGLU 203,685,888, norms 7168; 7,615,616,512, the model card's
+     * "7.61B" (6.53B non-embedding: 28 layers' 6,525,618,176). Qwen2.5-1.5B (28 layers, 1536,
+     * 12 heads, 2 KV heads, FFN 8960, 151936 tokens, tied): 1,543,714,304, the card's 1.54B
+     * (1.31B non-embedding). */
+    uint64_t q7 = 3584, q15 = 1536;
+    uint64_t qwen25_7b = 28 * (gqa_attention(q7, 28, 4, 128, false) + q7 + 2 * 512 +
+                               3 * q7 * 18944 + 2 * q7) +
+                         2 * 152064 * q7 + q7;
+    uint64_t qwen25_15b = 28 * (gqa_attention(q15, 12, 2, 128, false) + q15 + 2 * 256 +
+                                3 * q15 * 8960 + 2 * q15) +
+                          151936 * q15 + q15;
+    ck_assert(fabs((double)qwen25_7b - 7.61e9) < 0.01e9 &&
+              fabs((double)(qwen25_7b - 2 * 152064 * q7 - q7) - 6.53e9) < 0.01e9);
+    ck_assert(fabs((double)qwen25_15b - 1.54e9) < 0.01e9);
     const struct {
         const char *dir;
         uint64_t total, active;
     } cases[] = {{"tests/data/hf/Meta-Llama-3.1-8B", llama, llama},
                  {"tests/data/hf/Qwen3-8B", qwen, qwen},
-                 {"tests/data/hf/Kimi-K2-Instruct", kimi, kimi_active}};
+                 {"tests/data/hf/Kimi-K2-Instruct", kimi, kimi_active},
+                 {"tests/data/hf/Qwen2.5-7B", qwen25_7b, qwen25_7b},
+                 {"tests/data/hf/Qwen2.5-1.5B", qwen25_15b, qwen25_15b}};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         struct spsim_model *m = load_path(cases[i].dir);
         ck_assert_uint_eq(spsim_model_parameters(m, 1), cases[i].total);
@@ -642,6 +660,7 @@ START_TEST(hf_published_refusals)
         {"Qwen3-Next-80B-A3B", "'qwen3_next': Gated DeltaNet linear-attention layers"},
         {"DeepSeek-V3.2", "'deepseek_v32': DeepSeek sparse attention's indexer"},
         {"DeepSeek-V4-Flash", "'deepseek_v4': compressed sparse attention (compress_ratios"},
+        {"gemma-3-27b", "'gemma3': sliding-window attention on 5 of 6 layers (layer_types)"},
     };
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         char path[4096];

@@ -27,7 +27,7 @@ struct hf_family {
     bool qk_norm;  /* Qwen3Attention's q_norm and k_norm (RMSNorm of head_dim) */
     const char *const *keys;     /* accepted beyond the common keys */
     int moe;                     /* enum hf_moe: how its experts are read (0: dense) */
-    const char *const *moe_keys; /* accepted beyond keys (its MoE and MLA keys) */
+    const char *const *moe_keys; /* accepted beyond keys (its MoE and MLA keys, Qwen2's extra) */
 };
 
 /* The mixture-of-experts families, by where transformers keeps their experts. */
@@ -156,6 +156,12 @@ static const char *const neox_keys[] = {"num_hidden_layers",
                                         "attention_bias",
                                         NULL};
 
+/* Qwen2.5's released config.json files (Qwen/Qwen2.5-7B, -1.5B: tests/data/hf/) carry
+ * "use_mrope": false, Qwen2-VL's multimodal rotary switch, which the text model's rotary
+ * embedding does not use when false (the plain 1-D rotary positions spsim counts); true is
+ * refused (check_variants). */
+static const char *const qwen2_keys[] = {"use_mrope", NULL};
+
 /* configuration_mixtral.py: the router's training knobs change no FLOP spsim counts. */
 static const char *const mixtral_keys[] = {"num_local_experts",    "num_experts_per_tok",
                                            "output_router_logits", "router_aux_loss_coef",
@@ -204,7 +210,7 @@ static const struct hf_family families[] = {
      false, false, false, llama_keys, HF_DENSE, NULL},
     {"qwen2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, true, false, llama_keys, HF_DENSE, NULL},
+     false, true, false, llama_keys, HF_DENSE, qwen2_keys},
     {"qwen3", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
      false, false, true, llama_keys, HF_DENSE, NULL},
@@ -263,12 +269,25 @@ static const struct {
  * decoder layer with its own input projection and norms), Nemotron-Super's block_configs (31 of
  * 80 attentions no_op), Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's
  * full_attention_interval and linear_* keys, DeepSeek-V3.2's index_* keys, DeepSeek-V4's
- * compress_ratios and hc_* keys. */
+ * compress_ratios and hc_* keys, Gemma 2's soft-capping keys and Gemma 3's text_config with its
+ * layer_types and vision_config. */
 static const struct {
     const char *type, *what;
 } unmodelled[] = {
     {"gemma4", "sliding-window attention on 5 of 6 layers, final logit softcapping, shared "
                "K=V projections and a vision tower"},
+    /* Gemma2DecoderLayer: sliding_window on even layers (layer_idx % 2 == 0 in transformers
+     * 4.42's modeling_gemma2.py), attn_logit_softcapping and final_logit_softcapping, and
+     * pre/post norms around both the attention and the MLP (four per layer). */
+    {"gemma2", "sliding-window attention on alternate layers, attention and final logit "
+               "soft-capping, and four norms per layer"},
+    /* Gemma3ForConditionalGeneration (google/gemma-3-27b: tests/data/hf/): text_config's
+     * layer_types put 52 of 62 layers on a 1024-token window (_sliding_window_pattern 6), Q/K
+     * norms, four norms per layer, and a SigLIP vision tower (vision_config). */
+    {"gemma3", "sliding-window attention on 5 of 6 layers (layer_types), four norms per layer "
+               "and a vision tower (vision_config)"},
+    {"gemma3_text", "sliding-window attention on 5 of 6 layers (layer_types) and four norms "
+                    "per layer"},
     {"llama4", "chunked attention (attention_chunk_size) on 3 of 4 layers, the 4th without "
                "rotary embedding, and a vision tower"},
     {"nemotron_h", "Mamba-2 layers in a hybrid pattern (hybrid_override_pattern) and a squared "
@@ -526,6 +545,13 @@ check_variants(const struct spsim_jctx *c, const cJSON *root, const struct hf_fa
                                       "sliding-window attention (%u of %u positions) is not "
                                       "modelled",
                                       window, positions);
+    bool mrope = false;
+    if ((rc = get_bool(c, root, "use_mrope", &mrope)))
+        return rc;
+    if (mrope)
+        return spsim_json_field_error(c, NULL, "use_mrope",
+                                      "true: multimodal rotary sections (Qwen2-VL) are not "
+                                      "modelled");
     if (strcmp(f->type, "gpt_neox") != 0)
         return SPSIM_OK;
     bool parallel = true;
