@@ -122,6 +122,15 @@ mamba-zxbcdt-kept-halved@src/engine/layer.c@s|"zxbcdt (in_proj output: z, x, B, 
 mamba-cp-a2a-halved@src/engine/layer.c@s|op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 2, \&bld->ok);|op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 1, \&bld->ok);|@hybrid
 mamba-cp-no-group-repeat@src/engine/layer.c@s|md.rep = md.G_t < c ? c / md.G_t : 1;|md.rep = 1;|@hybrid
 mamba-conv-params-halved@src/profiles/model_hybrid.c@s|uint64_t conv1d = spsim_mul(conv, (uint64_t)m->mamba_conv + 1, ok);|uint64_t conv1d = spsim_mul(conv / 2, (uint64_t)m->mamba_conv + 1, ok);|@hybrid
+gdn-conv-params-halved@src/profiles/model_hybrid.c@s|uint64_t conv1d = spsim_mul(2 \* qk + v, m->gdn_conv, ok);|uint64_t conv1d = spsim_mul(qk + v / 2, m->gdn_conv, ok);|@hybrid
+gdn-out-norm-sharded@src/profiles/model_hybrid.c@s|p->replicated = norm_params(m, h) + m->gdn_value_head_dim;|p->replicated = norm_params(m, h);|@hybrid
+gdn-half-chunks@src/engine/layer.c@s|g.chunks = spsim_mul(x->b, (x->s \* c + g.C - 1) / g.C, ok);|g.chunks = spsim_mul(x->b, (x->s * c + g.C - 1) / g.C / 2, ok);|@hybrid
+gdn-wy-A-kept-halved@src/engine/layer.c@s|spsim_mul3(g->tok, g->Hv, C, ok), 2,|spsim_mul3(g->tok, g->Hv, C, ok), 1,|@hybrid
+gdn-states-bwd-halved@src/engine/layer.c@s|op->bwd_bytes = 8.0 \* (double)states;|op->bwd_bytes = 4.0 * (double)states;|@hybrid
+gdn-cp-a2a-halved@src/engine/layer.c@s|add_mamba_cp(bld, x, "CP all-to-all of q, k, v, z, β, α (GDN)", g.in_t);|add_mamba_cp(bld, x, "CP all-to-all of q, k, v, z, β, α (GDN)", g.in_t / 2);|@hybrid
+gdn-model-core-halved@src/engine/model_flops.c@s|Hv \* (6 \* C \* dk + 4 \* C \* dv + 6 \* dk \* dv);|Hv * (3 * C * dk + 4 * C * dv + 6 * dk * dv);|@hybrid
+gdn-megatron-core-halved@src/engine/model_flops.c@s|4 \* Hv \* dv \* dv + h \* v);|2 * Hv * dv * dv + h * v);|@hybrid
+gdn-cp-rule-tp-only@src/engine/hybrid.c@s|uint64_t tc = (uint64_t)p->tp \* (p->cp ? p->cp : 1);|uint64_t tc = (uint64_t)p->tp;|@hybrid
 mtp-shared-weights-per-depth@src/profiles/model_hybrid.c@s|uint64_t depths = weights \&\& m->mtp_shared ? 1 : m->mtp_layers;|uint64_t depths = m->mtp_layers;|@hybrid
 latent-projections-halved@src/profiles/model_params.c@s|return r ? 2 \* h \* r + |return r ? h * r + |@hybrid
 latent-dispatch-at-hidden@src/engine/layer.c@s|lm.hidden = m->moe_latent, lx.h = m->moe_latent;|lm.hidden = m->hidden, lx.h = m->moe_latent;|@hybrid

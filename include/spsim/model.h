@@ -120,6 +120,14 @@ struct spsim_model_shape {
     uint32_t mamba_conv;      /**< d_conv, the causal convolution's width; MambaMixer's 4 */
     uint32_t mamba_chunk;     /**< Q, the SSD scan's chunk; MambaMixer's 128 (Bridge
                                  mamba_chunk_size) */
+    /* Gated DeltaNet mixer ('G', ssm/gated_delta_net/; 0 = Megatron's default, resolved at
+     * load: transformer_config.py linear_* defaults). */
+    uint32_t gdn_key_heads;      /**< [--linear-num-key-heads]; default 16 */
+    uint32_t gdn_value_heads;    /**< [--linear-num-value-heads]; default 32 */
+    uint32_t gdn_key_head_dim;   /**< d_k [--linear-key-head-dim]; default 128 */
+    uint32_t gdn_value_head_dim; /**< d_v [--linear-value-head-dim]; default 128 */
+    uint32_t gdn_conv;           /**< the causal convolution's width [--linear-conv-kernel-dim];
+                                    default 4 */
 };
 
 /** The kind of a hybrid model's decoder layer (its pattern symbol). */
@@ -129,7 +137,8 @@ enum spsim_layer_kind {
     SPSIM_LAYER_ATTENTION = 2,   /**< '*' */
     SPSIM_LAYER_MLP = 3,         /**< '-' */
     SPSIM_LAYER_MOE = 4,         /**< 'E' */
-    SPSIM_LAYER_KIND_COUNT = 5
+    SPSIM_LAYER_GDN = 5,         /**< 'G' (a Gated DeltaNet layer) */
+    SPSIM_LAYER_KIND_COUNT = 6
 };
 
 struct spsim_model;

@@ -218,6 +218,11 @@ static const char *const model_keys[] = {"schema",
                                          "mamba_groups",
                                          "mamba_conv",
                                          "mamba_chunk",
+                                         "gdn_key_heads",
+                                         "gdn_value_heads",
+                                         "gdn_key_head_dim",
+                                         "gdn_value_head_dim",
+                                         "gdn_conv",
                                          NULL};
 
 int
