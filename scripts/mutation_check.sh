@@ -131,6 +131,12 @@ gdn-cp-a2a-halved@src/engine/layer.c@s|add_mamba_cp(bld, x, "CP all-to-all of q,
 gdn-model-core-halved@src/engine/model_flops.c@s|Hv \* (6 \* C \* dk + 4 \* C \* dv + 6 \* dk \* dv);|Hv * (3 * C * dk + 4 * C * dv + 6 * dk * dv);|@hybrid
 gdn-megatron-core-halved@src/engine/model_flops.c@s|4 \* Hv \* dv \* dv + h \* v);|2 * Hv * dv * dv + h * v);|@hybrid
 gdn-cp-rule-tp-only@src/engine/hybrid.c@s|uint64_t tc = (uint64_t)p->tp \* (p->cp ? p->cp : 1);|uint64_t tc = (uint64_t)p->tp;|@hybrid
+attention-gate-params-dropped@src/profiles/model_params.c@s|uint64_t gate = m->attention_output_gate ? q : 0;|uint64_t gate = 0;|@hybrid,moe_model
+attention-gate-bytes-halved@src/engine/layer.c@s|op->fwd_bytes = 6.0 \* (double)elements;|op->fwd_bytes = 3.0 * (double)elements;|@hybrid
+attention-gate-kept-halved@src/engine/layer.c@s|save(op, "core attention output and gate", spsim_mul(elements, 2, ok), 2, SPSIM_RG_LAYER);|save(op, "core attention output and gate", elements, 2, SPSIM_RG_LAYER);|@hybrid
+rotary-percent-ignored@src/engine/layer.c@s|double rot = m->rotary_percent > 0 ? m->rotary_percent : 1.0;|double rot = 1.0;|@hybrid
+shared-expert-gate-dropped@src/profiles/model_params.c@s|uint64_t gate = m->moe_shared_expert_gate \&\& m->shared_expert_ffn_hidden ? m->hidden : 0;|uint64_t gate = 0;|@moe_model
+hf-qwen-next-full-every-layer@src/interop/hf_qwen_next.c@s|\*full = (i + 1) % every == 0;|*full = true;|@moe_model
 mtp-shared-weights-per-depth@src/profiles/model_hybrid.c@s|uint64_t depths = weights \&\& m->mtp_shared ? 1 : m->mtp_layers;|uint64_t depths = m->mtp_layers;|@hybrid
 latent-projections-halved@src/profiles/model_params.c@s|return r ? 2 \* h \* r + |return r ? h * r + |@hybrid
 latent-dispatch-at-hidden@src/engine/layer.c@s|lm.hidden = m->moe_latent, lx.h = m->moe_latent;|lm.hidden = m->hidden, lx.h = m->moe_latent;|@hybrid

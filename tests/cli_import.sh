@@ -83,10 +83,12 @@ expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
 # The published dense and Kimi K2 configs: parameters_total at tp 1 (no vocabulary padding)
 # as worked by hand in test_moe_model.c hf_published_counts (Llama 3.1 8B 8,030,261,248; Qwen3-8B
 # 8,190,735,360; Kimi K2 1,026,408,209,408 total, 32,861,477,888 active; Qwen2.5-7B
-# 7,615,616,512 and Qwen2.5-1.5B 1,543,714,304, their cards' 7.61B and 1.54B).
+# 7,615,616,512 and Qwen2.5-1.5B 1,543,714,304, their cards' 7.61B and 1.54B; Qwen3-Next
+# 79,674,391,296 total, 3,874,929,408 active; Qwen3.5-27B 27,320,697,856: hf_gated_deltanet_counts).
 for case in Meta-Llama-3.1-8B:8030261248:8030261248 Qwen3-8B:8190735360:8190735360 \
     Kimi-K2-Instruct:1026408209408:32861477888 Qwen2.5-7B:7615616512:7615616512 \
-    Qwen2.5-1.5B:1543714304:1543714304; do
+    Qwen2.5-1.5B:1543714304:1543714304 Qwen3-Next-80B-A3B:79674391296:3874929408 \
+    Qwen3.5-27B:27320697856:27320697856; do
     name=${case%%:*} active=${case##*:} total=${case#*:}
     total=${total%:*}
     "$spsim" query --model "$hf/$name" --hw dgx-h100 --seq 4096 --tp 1 --pp 1 --format json \
@@ -102,7 +104,6 @@ expect 3 "'glm_moe_dsa': DeepSeek sparse attention's indexer" -- check "$hf/GLM-
 expect 3 "'minimax_m2': rotary embedding on part of the head" -- check "$hf/MiniMax-M2.5"
 expect 3 "'mimo': MiMo's multi-token prediction layers" -- query --model "$hf/MiMo-7B-Base"
 expect 3 "'nemotron-nas': per-layer blocks" -- check "$hf/Llama-3_3-Nemotron-Super-49B-v1"
-expect 3 "'qwen3_next': Gated DeltaNet" -- check "$hf/Qwen3-Next-80B-A3B"
 expect 3 "'deepseek_v4': compressed sparse attention" -- check "$hf/DeepSeek-V4-Flash"
 expect 3 "'gemma3': sliding-window attention on 5 of 6 layers" -- check "$hf/gemma-3-27b"
 

@@ -650,9 +650,9 @@ START_TEST(gdn_tp_cp)
 END_TEST
 
 static void
-gdn_evaluate(uint32_t tp, uint32_t cp, struct spsim_result *r, const char *refusal)
+gdn_evaluate(struct spsim_model_shape s, uint32_t tp, uint32_t cp, struct spsim_result *r,
+             const char *refusal)
 {
-    struct spsim_model_shape s = gdn_shape("G*G-");
     struct spsim_model *m = testutil_model(&s);
     struct spsim_hardware *hw = terms_hw();
     struct spsim_parallel p;
@@ -690,7 +690,7 @@ START_TEST(gdn_activations_and_flops)
                    Hv * Cg + 2 * vg + vg);
     ck_assert_double_eq(kept, 18956288);
     struct spsim_result r;
-    gdn_evaluate(1, 1, &r, NULL);
+    gdn_evaluate(gdn_shape("G*G-"), 1, 1, &r, NULL);
     ck_assert_uint_eq(r.memory.activation_per_layer_bytes, (uint64_t)kept);
     double gdn = 2 * (h * ing + vg * h) + 2 * dconv * (2 * qkg + vg) +
                  Hv * (6 * Cg * dk + 4 * Cg * dv + 6 * dk * dv);
@@ -699,9 +699,49 @@ START_TEST(gdn_activations_and_flops)
     double bridge_rest = 4 * h * (q + kv) + 2 * q * s + 4 * f * h + 2 * h * V;
     EQ(r.time.model_flops, 3 * s * (2 * gdn + rest));
     EQ(r.time.model_flops_megatron, 3 * s * (2 * megatron_gdn + bridge_rest));
-    gdn_evaluate(1, 4, &r,
+    gdn_evaluate(gdn_shape("G*G-"), 1, 4, &r,
                  "self.linear_num_key_heads=2 must be a multiple of "
                  "(self.tensor_model_parallel_size=1 * self.context_parallel_size=4)");
+}
+END_TEST
+
+/*
+ * Gated attention as Qwen3-Next's full-attention layers have it (Megatron-LM d98e8a6
+ * attention.py: attention_output_gate widens linear_qkv by heads·head_dim, _apply_output_gate
+ * x·sigmoid(gate)), with rotary embedding on a quarter of each head (--rotary-percent 0.25),
+ * on the "G*G-" model at tp 1, b = 1, s = 1024: the QKV GEMM 2·T·h·(2q + 2kv) FLOPs, the gate
+ * 6 and 10 B per element of T·q, RoPE 4·0.25 B per element of T·(q + kv) each way; the
+ * parameters h·q more; the gate keeps the core attention output and the gate, 2·2·T·q B.
+ */
+START_TEST(gated_attention_terms)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    double T = 1024;
+    struct spsim_model_shape s = gdn_shape("G*G-");
+    s.position = SPSIM_POSITION_ROPE;
+    s.rotary_percent = 0.25;
+    struct spsim_model *plain = testutil_model(&s);
+    s.attention_output_gate = true;
+    struct spsim_model *gated = testutil_model(&s);
+    ck_assert_uint_eq(spsim_model_parameters(gated, 1) - spsim_model_parameters(plain, 1),
+                      (uint64_t)(h * q));
+    spsim_model_destroy(plain);
+    spsim_model_destroy(gated);
+    size_t n = kind_schedule(s, SPSIM_LAYER_ATTENTION, 1, 1, st);
+    EQ(step(st, n, F, "QKV GEMM (column-parallel)", "forward")->flops,
+       2 * T * h * (2 * q + 2 * kv));
+    EQ(step(st, n, F, "attention output gate x·sigmoid(gate)", "forward")->time_s,
+       6 * T * q / HBM);
+    EQ(step(st, n, B, "attention output gate x·sigmoid(gate)", "backward")->time_s,
+       10 * T * q / HBM);
+    EQ(step(st, n, F, "RoPE on Q and K", "forward")->time_s, 4 * 0.25 * T * (q + kv) / HBM);
+    struct spsim_result with, without;
+    gdn_evaluate(s, 1, 1, &with, NULL);
+    s.attention_output_gate = false;
+    gdn_evaluate(s, 1, 1, &without, NULL);
+    ck_assert_uint_eq(with.memory.activation_layers_bytes - without.memory.activation_layers_bytes,
+                      (uint64_t)(2 * 2 * T * q));
 }
 END_TEST
 
@@ -726,6 +766,7 @@ main(void)
     tcase_add_test(tc, gdn_terms);
     tcase_add_test(tc, gdn_tp_cp);
     tcase_add_test(tc, gdn_activations_and_flops);
+    tcase_add_test(tc, gated_attention_terms);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

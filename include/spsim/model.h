@@ -54,8 +54,18 @@ struct spsim_model_shape {
     bool tied_embeddings;
     bool qkv_bias; /**< a bias on the QKV projection only (Qwen2, Megatron --add-qkv-bias); implied
                       by linear_bias */
-    bool qk_norm;  /**< the layer's norm over each head's channels of Q and K after the QKV
-                      projection (Qwen3, Megatron --qk-layernorm) */
+    /** Gated attention (--attention-output-gate, transformer_config.py attention_output_gate;
+     * Qwen3-Next, Qwen3.5): linear_qkv also projects a gate of heads·head_dim (attention.py
+     * linear_qkv_out_dim), the core attention output times sigmoid(gate) before linear_proj. */
+    bool attention_output_gate;
+    /** The share of each head's Q/K channels rotary embedding turns (--rotary-percent; HF
+     * partial_rotary_factor); 0 = 1, every channel. */
+    double rotary_percent;
+    /** The shared experts' output scaled by sigmoid(x·w) of a replicated 1 × h weight
+     * (--moe-shared-expert-gate, moe/shared_experts.py gate_weight; Qwen3-Next). */
+    bool moe_shared_expert_gate;
+    bool qk_norm; /**< the layer's norm over each head's channels of Q and K after the QKV
+                     projection (Qwen3, Megatron --qk-layernorm) */
     /* Mixture of experts (doc/profiles.md). experts == 0 is a dense model, and every MoE field is
        then 0. Megatron-Core's option in brackets. */
     uint32_t experts;           /**< routed experts per MoE layer [--num-experts] */

@@ -446,19 +446,24 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     add_boundary(bld, x, true, "g: AllGather before QKV", "f: identity before QKV",
                  "g backward: ReduceScatter of the QKV input gradient",
                  "f backward: AllReduce of the QKV input gradient");
-    struct spsim_op *op = add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens,
-                                   x->h, x->q_t + 2 * x->kv_t);
+    /* attention.py: the output gate widens linear_qkv by heads·head_dim. */
+    uint64_t gate = m->attention_output_gate ? x->q_t : 0, qkv = x->q_t + 2 * x->kv_t + gate;
+    struct spsim_op *op =
+        add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens, x->h, qkv);
     save_column_input(bld, op, x, "QKV input", SPSIM_RG_NORM); /* the norm's output */
     if (m->linear_bias || m->qkv_bias) /* grad_bias = grad_output.sum(0): read dY once */
-        op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->q_t + 2 * x->kv_t);
+        op->bias_grad_bytes = 2.0 * (double)tokens * (double)qkv;
     op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
     dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
-    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
-    spsim_lora_add(bld->layer, SPSIM_LORA_QKV, tokens, x->h, x->t * (x->q_t + 2 * x->kv_t), ok);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, gate ? "(2a+2kv)d/t" : "(a+2kv)d/t",
+          qkv);
+    spsim_lora_add(bld->layer, SPSIM_LORA_QKV, tokens, x->h, x->t * qkv, ok);
     if (m->qk_norm)
         add_qk_norm(bld, x);
     if (m->position == SPSIM_POSITION_ROPE) {
-        uint64_t elements = spsim_mul(tokens, x->q_t + x->kv_t, ok);
+        /* --rotary-percent: the rotary channels only are read and written. */
+        double rot = m->rotary_percent > 0 ? m->rotary_percent : 1.0;
+        double elements = rot * (double)spsim_mul(tokens, x->q_t + x->kv_t, ok);
         op = add_op(bld, "RoPE on Q and K", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
         op->fwd_bytes = 4.0 * elements;
         op->bwd_bytes = 4.0 * elements;
@@ -466,6 +471,19 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
         dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
     }
     add_core_attention(bld, m, x);
+    if (gate) {
+        /* attention.py _apply_output_gate: x·sigmoid(gate.float()) reads x and the gate, writes
+         * the product (6 B an element); backward reads dy, x and the gate, writes dx and dgate
+         * (10 B); autograd keeps x and the gate. */
+        uint64_t elements = spsim_mul(tokens, gate, ok);
+        op = add_op(bld, "attention output gate x·sigmoid(gate)", SPSIM_OPK_MEMORY,
+                    SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+        op->fwd_bytes = 6.0 * (double)elements;
+        op->bwd_bytes = 10.0 * (double)elements;
+        save(op, "core attention output and gate", spsim_mul(elements, 2, ok), 2, SPSIM_RG_LAYER);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "ad/t", gate);
+        dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ad/t", gate);
+    }
     op = add_gemm(bld, "attention projection GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, x->q_t,
                   x->h);
     save(op, "projection input", spsim_mul(tokens, x->q_t, ok), 2, SPSIM_RG_LAYER);

@@ -16,7 +16,9 @@ attention_weights(const struct spsim_model_shape *m, double *weights, double *qk
     double h = m->hidden, n = m->heads;
     if (!m->kv_lora_rank) {
         double q = n * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
-        *weights = h * (q + 2 * kv) + q * h;
+        /* training.py's gate_projection_size: the output gate's h·q with linear_qkv. */
+        double gate = m->attention_output_gate ? q : 0;
+        *weights = h * (q + 2 * kv + gate) + q * h;
         *qk = *v = q;
         return;
     }
@@ -107,7 +109,9 @@ hybrid_flops_per_token(const struct spsim_model_shape *m, double s, double vpad,
     double k = m->experts_per_token, fe = m->expert_ffn_hidden, fs = m->shared_expert_ffn_hidden;
     double mamba_w = h * (2 * d + 2 * GN + H) + d * h;
     double moe_w = r * lat * fe * k + r * h * fs + (m->moe_latent ? 2 * h * lat : 0);
-    double weights = nM * mamba_w + nA * (h * (q + 2 * kv) + q * h) + nF * r * h * m->ffn_hidden +
+    double gate = m->attention_output_gate ? q : 0; /* the attention's output gate */
+    double weights = nM * mamba_w + nA * (h * (q + 2 * kv + gate) + q * h) +
+                     nF * r * h * m->ffn_hidden +
                      nE * moe_w + D * 2 * h * h;
     double scan = 2 * m->mamba_conv * (d + 2 * GN) + 2 * Q * GN + 4 * N * d + 2 * Q * d;
     f->logits = 2 * h * vpad * (1 + D);

@@ -299,10 +299,6 @@ static const struct {
     {"nemotron-nas", "per-layer blocks (block_configs): layers without attention and FFN widths "
                      "that vary by layer"},
     {"step3p7", "sliding-window attention on 33 of 45 layers (layer_types)"},
-    {"qwen3_5", "Gated DeltaNet linear-attention layers on 3 of 4 layers (layer_types) and gated "
-                "full attention"},
-    {"qwen3_next", "Gated DeltaNet linear-attention layers on 3 of 4 layers "
-                   "(full_attention_interval) and gated full attention"},
     {"deepseek_v32", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
     {"deepseek_v4", "compressed sparse attention (compress_ratios, index_topk), "
                     "hyper-connections (hc_mult) and hash-routed layers"},
@@ -720,13 +716,32 @@ read_moe(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *
     return f->moe == HF_DEEPSEEK ? deepseek_fields(c, root, m) : SPSIM_OK;
 }
 
+/* Qwen3-Next and Qwen3.5: hybrid models of Gated DeltaNet and gated attention layers
+ * (hf_qwen_next.c); the sequence defaults as below. */
+static int
+qwen_next(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
+          uint32_t *positions, char *pattern, size_t cap)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    bool qwen35 = strcmp(t->valuestring, "qwen3_5") == 0;
+    int rc = spsim_hf_qwen_next_read(c, root, qwen35, m, pattern, cap);
+    *positions = m->seq_len;
+    if (m->seq_len > SPSIM_HF_DEFAULT_SEQ)
+        m->seq_len = SPSIM_HF_DEFAULT_SEQ;
+    return rc;
+}
+
 int
 spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
-                     uint32_t *positions)
+                     uint32_t *positions, char *pattern, size_t cap)
 {
     const struct hf_family *f = NULL;
     int rc;
     memset(m, 0, sizeof(*m));
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(t) &&
+        (strcmp(t->valuestring, "qwen3_next") == 0 || strcmp(t->valuestring, "qwen3_5") == 0))
+        return qwen_next(c, root, m, positions, pattern, cap);
     if ((rc = find_family(c, root, &f)) || (rc = check_keys(c, root, f)) ||
         (rc = read_numbers(c, root, f, m)) || (f->moe && (rc = read_moe(c, root, f, m))) ||
         (rc = check_activation(c, root, f)) || (rc = read_dropout(c, root, m)) ||
