@@ -700,6 +700,19 @@ START_TEST(hf_gated_deltanet_counts)
         ck_assert(s->attention_output_gate && s->qk_norm && s->rotary_percent == 0.25);
         spsim_model_destroy(m);
     }
+    /* The shipped profile: the same shape as the config reads to (Megatron-Bridge's
+     * global_aux_loss, qwen3_next_bridge.py), the same counts. */
+    struct spsim_model *hf = load_path("tests/data/hf/Qwen3-Next-80B-A3B");
+    struct spsim_model *shipped = testutil_model_named("qwen3-next-80b-a3b");
+    const struct spsim_model_shape *a = spsim_model_get_shape(hf), *b = spsim_model_get_shape(shipped);
+    ck_assert_str_eq(a->hybrid_pattern, b->hybrid_pattern);
+    ck_assert_int_eq(a->load_balancing, SPSIM_BALANCE_GLOBAL_AUX_LOSS);
+    ck_assert_int_eq(b->load_balancing, SPSIM_BALANCE_GLOBAL_AUX_LOSS);
+    ck_assert(a->moe_shared_expert_gate && b->moe_shared_expert_gate);
+    ck_assert_uint_eq(spsim_model_parameters(shipped, 1), total);
+    ck_assert_uint_eq(spsim_model_active_parameters(shipped, 1), active);
+    spsim_model_destroy(hf);
+    spsim_model_destroy(shipped);
 }
 END_TEST
 

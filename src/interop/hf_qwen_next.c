@@ -234,7 +234,9 @@ read_layer(const struct spsim_jctx *c, const cJSON *t, const char *p, bool qwen3
     m->attention_output_gate =
         !qwen35 || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "attn_output_gate"));
     m->rotary_percent = rot;
-    m->load_balancing = m->experts && coef > 0 ? SPSIM_BALANCE_AUX_LOSS : m->load_balancing;
+    /* qwen3_next_bridge.py (Megatron-Bridge 067f987): moe_router_load_balancing_type
+     * "global_aux_loss" with router_aux_loss_coef. */
+    m->load_balancing = m->experts && coef > 0 ? SPSIM_BALANCE_GLOBAL_AUX_LOSS : m->load_balancing;
     if (m->mtp_layers) /* one gated-attention layer and a dense MLP per depth */
         m->mtp_pattern = "*-";
     return SPSIM_OK;
