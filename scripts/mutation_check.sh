@@ -137,6 +137,7 @@ attention-gate-kept-halved@src/engine/layer.c@s|save(op, "core attention output 
 rotary-percent-ignored@src/engine/layer.c@s|double rot = m->rotary_percent > 0 ? m->rotary_percent : 1.0;|double rot = 1.0;|@hybrid
 shared-expert-gate-dropped@src/profiles/model_params.c@s|uint64_t gate = m->moe_shared_expert_gate \&\& m->shared_expert_ffn_hidden ? m->hidden : 0;|uint64_t gate = 0;|@moe_model
 hf-qwen-next-full-every-layer@src/interop/hf_qwen_next.c@s|\*full = (i + 1) % every == 0;|*full = true;|@moe_model
+shared-expert-gate-op-dropped@src/engine/layer.c@s|        if (m->moe_shared_expert_gate)$|        if (0 \&\& m->moe_shared_expert_gate)|@hybrid
 mtp-shared-weights-per-depth@src/profiles/model_hybrid.c@s|uint64_t depths = weights \&\& m->mtp_shared ? 1 : m->mtp_layers;|uint64_t depths = m->mtp_layers;|@hybrid
 latent-projections-halved@src/profiles/model_params.c@s|return r ? 2 \* h \* r + |return r ? h * r + |@hybrid
 latent-dispatch-at-hidden@src/engine/layer.c@s|lm.hidden = m->moe_latent, lx.h = m->moe_latent;|lm.hidden = m->hidden, lx.h = m->moe_latent;|@hybrid

@@ -745,6 +745,33 @@ START_TEST(gated_attention_terms)
 }
 END_TEST
 
+/* The shared expert's sigmoid gate (moe/shared_experts.py, --moe-shared-expert-gate; Qwen3-Next)
+ * on "G*EE" with 4 experts of 512, top 2, a shared expert of 512, tp 1, s = 1024: gate_weight
+ * h more parameters per MoE layer, the gate 6 and 10 B per element of T·h. */
+START_TEST(shared_expert_gate_terms)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    double T = 1024;
+    struct spsim_model_shape s = gdn_shape("G*EE");
+    s.experts = 4;
+    s.experts_per_token = 2;
+    s.expert_ffn_hidden = 512;
+    s.shared_expert_ffn_hidden = 512;
+    struct spsim_model *plain = testutil_model(&s);
+    s.moe_shared_expert_gate = true;
+    struct spsim_model *gated = testutil_model(&s);
+    ck_assert_uint_eq(spsim_model_parameters(gated, 1) - spsim_model_parameters(plain, 1),
+                      (uint64_t)(2 * h));
+    spsim_model_destroy(plain);
+    spsim_model_destroy(gated);
+    size_t n = kind_schedule(s, SPSIM_LAYER_MOE, 1, 1, st);
+    EQ(step(st, n, SPSIM_PHASE_FORWARD, "shared expert gate y·sigmoid(x·w)", "forward")->time_s,
+       6 * T * h / HBM);
+    EQ(step(st, n, SPSIM_PHASE_BACKWARD, "shared expert gate y·sigmoid(x·w)", "backward")->time_s,
+       10 * T * h / HBM);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -767,6 +794,7 @@ main(void)
     tcase_add_test(tc, gdn_tp_cp);
     tcase_add_test(tc, gdn_activations_and_flops);
     tcase_add_test(tc, gated_attention_terms);
+    tcase_add_test(tc, shared_expert_gate_terms);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

@@ -1102,6 +1102,25 @@ mark_graph(struct spsim_layer *layer, uint32_t first, uint32_t module)
             layer->ops[i].graph_module = module;
 }
 
+/* SharedExpertMLP's gate (moe/shared_experts.py forward, Megatron-LM d98e8a6:
+ * output · sigmoid(linear(hidden_states, gate_weight)), gate_weight 1 × h): on this rank's
+ * tokens (s/t with SP) it reads the input and the output and writes the product (6 B an element
+ * of h); backward reads dy, the output and the input, writes dx and the input's gradient
+ * (10 B); autograd keeps the output (the input is kept already). The h → 1 GEMV's 2h FLOPs a
+ * token are left in these bytes. */
+static void
+add_shared_expert_gate(struct builder *bld, const struct dims *x)
+{
+    uint64_t elements = spsim_mul3(x->sl, x->b, x->h, &bld->ok);
+    struct spsim_op *op = add_op(bld, "shared expert gate y·sigmoid(x·w)", SPSIM_OPK_MEMORY,
+                                 SPSIM_REGION_SEQ, SPSIM_RG_LAYER);
+    op->fwd_bytes = 6.0 * (double)elements;
+    op->bwd_bytes = 10.0 * (double)elements;
+    save(op, "shared experts' output", elements, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+}
+
 /* The MoE layer's FFN (moe_layer.py MoELayer.forward): route, dispatch, shared experts, the
  * routed experts, combine; the shared experts are a dense TP MLP of their width. */
 /*
@@ -1155,6 +1174,8 @@ add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const stru
         mark_graph(bld->layer, first, SPSIM_CGS_MOE_ROUTER);
         for (uint32_t i = first; i < bld->layer->nops; i++) /* moe drops them too */
             bld->layer->ops[i].group = (enum spsim_rgroup)(SPSIM_RG_SHARED | SPSIM_RG_MOE);
+        if (m->moe_shared_expert_gate)
+            add_shared_expert_gate(bld, x);
         for (uint32_t i = first; i < bld->layer->nops; i++)
             for (uint32_t k = 0; k < bld->layer->ops[i].nsaved; k++)
                 bld->layer->ops[i].saved[k].group = bld->layer->ops[i].group;
