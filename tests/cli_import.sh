@@ -96,6 +96,13 @@ for case in Meta-Llama-3.1-8B:8030261248:8030261248 Qwen3-8B:8190735360:81907353
     grep -q "\"parameters_total\": $total," "$tmp/out" || fail "$name: parameters_total"
     grep -q "\"parameters_active\": $active," "$tmp/out" || fail "$name: parameters_active"
 done
+# The shipped Qwen3-Next profile (a hybrid model of 96 pattern layers) at pp 4 without --vpp:
+# no interleaving is derived for a hybrid model (Megatron's vp_stage rule needs a layout), so
+# the query runs rather than being refused for the vpp 3 that 96 layers would admit.
+"$spsim" query --model qwen3-next-80b-a3b --hw dgx-h100 --tp 2 --ep 8 --etp 1 --pp 4 --dp 4 \
+    --gbs 256 >"$tmp/out" 2>"$tmp/err" || fail "query of qwen3-next-80b-a3b at pp 4: $(cat "$tmp/err")"
+grep -q "GDN\|vpp 1" "$tmp/out" || fail "qwen3-next-80b-a3b at pp 4: no vpp 1"
+[ -s "$tmp/err" ] && fail "qwen3-next-80b-a3b warns: $(cat "$tmp/err")"
 # Published families spsim does not model: refused naming what their layer has.
 expect 3 "'gemma4': sliding-window attention on 5 of 6 layers" -- check "$hf/gemma-4-26B-A4B"
 expect 3 "'llama4': chunked attention" -- check "$hf/Llama-4-Scout-17B-16E-Instruct"

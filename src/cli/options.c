@@ -654,8 +654,10 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
      * that divides its layers. With a layout, vpp is derived from it. */
     bool uneven = p->first_stage_layers || p->last_stage_layers || p->account_embedding ||
                   p->account_loss || p->pipeline_layout;
+    /* A hybrid model interleaves only with a layout (hybrid.c: Megatron's vp_stage rule). */
     if (!cfg->vpp_set &&
-        (p->pipeline_layout || p->pp < 2 || layers % ((uint64_t)p->pp * p->vpp) != 0))
+        (p->pipeline_layout || p->pp < 2 || spsim_model_get_shape(model)->hybrid_pattern ||
+         layers % ((uint64_t)p->pp * p->vpp) != 0))
         p->vpp = 1;
     if (!cfg->pp_set && !uneven)
         for (p->pp = 8; p->pp > 1 && layers % p->pp != 0;)
