@@ -131,6 +131,36 @@ for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
         fail "--megatron-args - of $conf differs"
 done
 
+# Gated attention, partial rotary embedding and the shared expert's gate (Qwen3-Next's layer
+# in a GPT model) go out as --attention-output-gate, --rotary-percent and
+# --moe-shared-expert-gate and come back the same.
+sed -e 's/"name": "qwen3-30b-a3b"/"name": "gated"/' \
+    -e 's/"qk_norm": true,/"qk_norm": true, "attention_output_gate": true, "rotary_percent": 0.25, "shared_expert_ffn_hidden": 768, "moe_shared_expert_gate": true,/' \
+    "$(dirname "$0")/../models/qwen3-30b-a3b.json" >"$tmp/gated.json"
+gconf="--hw dgx-h100 --tp 2 --pp 1 --ep 4 --etp 1 --dp 4 --gbs 32 --seq 4096"
+"$spsim" query --model "$tmp/gated.json" $gconf --format megatron >"$tmp/gated.sh" ||
+    fail "query --format megatron of the gated model"
+grep -q -- "--attention-output-gate" "$tmp/gated.sh" && grep -q -- "--rotary-percent 0.25" "$tmp/gated.sh" &&
+    grep -q -- "--moe-shared-expert-gate" "$tmp/gated.sh" || fail "gated model: flags not written"
+"$spsim" query --model "$tmp/gated.json" $gconf --format json >"$tmp/before.json"
+"$spsim" query --megatron-args "$tmp/gated.sh" $gconf --format json >"$tmp/after.json" \
+    2>"$tmp/err" || fail "--megatron-args of the gated model: $(cat "$tmp/err")"
+[ -s "$tmp/err" ] && fail "gated round trip warns: $(cat "$tmp/err")"
+grep -v '"model":' "$tmp/before.json" >"$tmp/b" && grep -v '"model":' "$tmp/after.json" >"$tmp/a"
+cmp -s "$tmp/b" "$tmp/a" || fail "round trip of the gated model differs"
+
+# A recipe's model.attention_output_gate and rotary_percent (Megatron-Bridge's names) are read:
+# 2 layers of h = 256 with 4 heads of 64 gain h·q = 65,536 parameters each with the gate.
+for gate in true false; do
+    printf 'model:\n  num_layers: 2\n  hidden_size: 256\n  num_attention_heads: 4\n  ffn_hidden_size: 1024\n  seq_length: 512\n  max_position_embeddings: 512\n  vocab_size: 1024\n  attention_output_gate: %s\n  rotary_percent: 0.5\n  position_embedding_type: rope\n  bf16: true\ntrain:\n  global_batch_size: 8\n  micro_batch_size: 1\n' \
+        "$gate" >"$tmp/gate-$gate.yaml"
+    "$spsim" query --megatron-args "$tmp/gate-$gate.yaml" --hw dgx-h100 --format json \
+        >"$tmp/gate-$gate.json" 2>"$tmp/err" || fail "recipe with the output gate $gate: $(cat "$tmp/err")"
+    [ -s "$tmp/err" ] && fail "recipe with the output gate $gate warns: $(cat "$tmp/err")"
+done
+grep -q '"parameters_total": 1973248,' "$tmp/gate-true.json" &&
+    grep -q '"parameters_total": 1842176,' "$tmp/gate-false.json" || fail "recipe output gate: parameters"
+
 # The same for an MoE model's expert parallelism (ep, etp, dispatcher).
 for conf in "--tp 2 --pp 2 --dp 4 --ep 4 --etp 1 --moe-dispatcher alltoall --gbs 32" \
     "--tp 1 --pp 4 --dp 8 --ep 8 --gbs 64" \
