@@ -555,6 +555,16 @@ START_TEST(gdn_parameters)
     ck_assert_uint_eq(got->gdn_key_head_dim, 128);
     ck_assert_uint_eq(got->gdn_conv, 4);
     spsim_model_destroy(m);
+    /* The gates need what they act on (model_hybrid.c check_gates). */
+    struct spsim_error err = {0};
+    s = gdn_shape("G*G-");
+    s.moe_shared_expert_gate = true;
+    ck_assert_int_eq(spsim_model_create(&s, "t", &m, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "needs shared experts"), "%s", err.message);
+    s = gdn_shape("G*G-");
+    s.rotary_percent = 0.5; /* the small model has no position embedding */
+    ck_assert_int_eq(spsim_model_create(&s, "t", &m, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "needs position_embedding"), "%s", err.message);
 }
 END_TEST
 

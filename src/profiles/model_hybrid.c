@@ -213,6 +213,24 @@ check_gdn(const struct spsim_model_shape *m, const struct spsim_jctx *c)
     return SPSIM_OK;
 }
 
+/* The gates and the rotary share need what they act on: shared experts, a rotary embedding,
+ * the standard attention (MLA's projections are built by multi_latent_attention.py, which has
+ * no output gate). */
+static int
+check_gates(const struct spsim_model_shape *m, const struct spsim_jctx *c)
+{
+    if (m->moe_shared_expert_gate && !m->shared_expert_ffn_hidden)
+        return spsim_json_field_error(c, NULL, "moe_shared_expert_gate",
+                                      "needs shared experts (shared_expert_ffn_hidden > 0)");
+    if (m->rotary_percent > 0 && m->rotary_percent < 1 && m->position != SPSIM_POSITION_ROPE)
+        return spsim_json_field_error(c, NULL, "rotary_percent",
+                                      "needs position_embedding \"rope\"");
+    if (m->attention_output_gate && m->kv_lora_rank)
+        return spsim_json_field_error(c, NULL, "attention_output_gate",
+                                      "the output gate of multi-latent attention is not modelled");
+    return SPSIM_OK;
+}
+
 /* The MTP pattern, the shared-depth flag and the latent width. */
 static int
 check_mtp_latent(const struct spsim_model_shape *m, const struct spsim_jctx *c)
@@ -268,7 +286,7 @@ spsim_model_check_hybrid(const struct spsim_model_shape *m, const struct spsim_j
                 c, NULL, m->moe_layer_freq > 1 ? "moe_layer_freq" : "moe_first_dense_layers",
                 "a hybrid model's MoE layers are its pattern's 'E's");
     }
-    if ((rc = check_mamba(m, c)) || (rc = check_gdn(m, c)))
+    if ((rc = check_mamba(m, c)) || (rc = check_gdn(m, c)) || (rc = check_gates(m, c)))
         return rc;
     return check_mtp_latent(m, c);
 }
