@@ -1111,12 +1111,12 @@ mark_graph(struct spsim_layer *layer, uint32_t first, uint32_t module)
 static void
 add_shared_expert_gate(struct builder *bld, const struct dims *x)
 {
-    uint64_t elements = spsim_mul3(x->sl, x->b, x->h, &bld->ok);
+    uint64_t gated = spsim_mul3(x->sl, x->b, x->h, &bld->ok);
     struct spsim_op *op = add_op(bld, "shared expert gate y·sigmoid(x·w)", SPSIM_OPK_MEMORY,
                                  SPSIM_REGION_SEQ, SPSIM_RG_LAYER);
-    op->fwd_bytes = 6.0 * (double)elements;
-    op->bwd_bytes = 10.0 * (double)elements;
-    save(op, "shared experts' output", elements, 2, SPSIM_RG_LAYER);
+    op->fwd_bytes = 6.0 * (double)gated;
+    op->bwd_bytes = 10.0 * (double)gated;
+    save(op, "shared experts' output", gated, 2, SPSIM_RG_LAYER);
     dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
     dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
 }
