@@ -118,6 +118,7 @@ moe-expert-bias-group-without-dp@src/engine/dp_time.c@s|uint64_t group = x->t \*
 moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|@moe_aux
 moe-expert-bias-halved@src/engine/layer.c@s|9.0 \* te, 0.0);|4.5 * te, 0.0);|@moe_aux
 cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|uint64_t kvw = x->qk_w - x->q_t;|@terms,mla
+hf-mrope-accepted@src/interop/hf_config.c@s|    if (mrope)$|    if (0 \&\& mrope)|@hf_config
 bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - full) \* (w|return full + 0.5 * (layers - full) * (w|@moe_model
 launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|@host
 kernels-halved@src/engine/host.c@s|be->launches\[ph\] += k;|be->launches[ph] += (k + 1) / 2;|@host
@@ -148,6 +149,22 @@ mamba-zxbcdt-kept-halved@src/engine/layer.c@s|"zxbcdt (in_proj output: z, x, B, 
 mamba-cp-a2a-halved@src/engine/layer.c@s|op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 2, \&bld->ok);|op->message_bytes = op->cp_bwd_message_bytes = spsim_mul(elements, 1, \&bld->ok);|@hybrid
 mamba-cp-no-group-repeat@src/engine/layer.c@s|md.rep = md.G_t < c ? c / md.G_t : 1;|md.rep = 1;|@hybrid
 mamba-conv-params-halved@src/profiles/model_hybrid.c@s|uint64_t conv1d = spsim_mul(conv, (uint64_t)m->mamba_conv + 1, ok);|uint64_t conv1d = spsim_mul(conv / 2, (uint64_t)m->mamba_conv + 1, ok);|@hybrid
+gdn-conv-params-halved@src/profiles/model_hybrid.c@s|uint64_t conv1d = spsim_mul(2 \* qk + v, m->gdn_conv, ok);|uint64_t conv1d = spsim_mul(qk + v / 2, m->gdn_conv, ok);|@hybrid
+gdn-out-norm-sharded@src/profiles/model_hybrid.c@s|p->replicated = norm_params(m, h) + m->gdn_value_head_dim;|p->replicated = norm_params(m, h);|@hybrid
+gdn-half-chunks@src/engine/layer.c@s|g.chunks = spsim_mul(x->b, (x->s \* c + g.C - 1) / g.C, ok);|g.chunks = spsim_mul(x->b, (x->s * c + g.C - 1) / g.C / 2, ok);|@hybrid
+gdn-wy-A-kept-halved@src/engine/layer.c@s|spsim_mul3(g->tok, g->Hv, C, ok), 2,|spsim_mul3(g->tok, g->Hv, C, ok), 1,|@hybrid
+gdn-states-bwd-halved@src/engine/layer.c@s|op->bwd_bytes = 8.0 \* (double)states;|op->bwd_bytes = 4.0 * (double)states;|@hybrid
+gdn-cp-a2a-halved@src/engine/layer.c@s|add_mamba_cp(bld, x, "CP all-to-all of q, k, v, z, β, α (GDN)", g.in_t);|add_mamba_cp(bld, x, "CP all-to-all of q, k, v, z, β, α (GDN)", g.in_t / 2);|@hybrid
+gdn-model-core-halved@src/engine/model_flops.c@s|Hv \* (6 \* C \* dk + 4 \* C \* dv + 6 \* dk \* dv);|Hv * (3 * C * dk + 4 * C * dv + 6 * dk * dv);|@hybrid
+gdn-megatron-core-halved@src/engine/model_flops.c@s|4 \* Hv \* dv \* dv + h \* v);|2 * Hv * dv * dv + h * v);|@hybrid
+gdn-cp-rule-tp-only@src/engine/hybrid.c@s|uint64_t tc = (uint64_t)p->tp \* (p->cp ? p->cp : 1);|uint64_t tc = (uint64_t)p->tp;|@hybrid
+attention-gate-params-dropped@src/profiles/model_params.c@s|uint64_t gate = m->attention_output_gate ? q : 0;|uint64_t gate = 0;|@hybrid,moe_model
+attention-gate-bytes-halved@src/engine/layer.c@s|op->fwd_bytes = 6.0 \* (double)elements;|op->fwd_bytes = 3.0 * (double)elements;|@hybrid
+attention-gate-kept-halved@src/engine/layer.c@s|save(op, "core attention output and gate", spsim_mul(elements, 2, ok), 2, SPSIM_RG_LAYER);|save(op, "core attention output and gate", elements, 2, SPSIM_RG_LAYER);|@hybrid
+rotary-percent-ignored@src/engine/layer.c@s|double rot = m->rotary_percent > 0 ? m->rotary_percent : 1.0;|double rot = 1.0;|@hybrid
+shared-expert-gate-dropped@src/profiles/model_params.c@s|uint64_t gate = m->moe_shared_expert_gate \&\& m->shared_expert_ffn_hidden ? m->hidden : 0;|uint64_t gate = 0;|@moe_model
+hf-qwen-next-full-every-layer@src/interop/hf_qwen_next.c@s|\*full = (i + 1) % every == 0;|*full = true;|@moe_model
+shared-expert-gate-op-dropped@src/engine/layer.c@s|        if (m->moe_shared_expert_gate)$|        if (0 \&\& m->moe_shared_expert_gate)|@hybrid
 mtp-shared-weights-per-depth@src/profiles/model_hybrid.c@s|uint64_t depths = weights \&\& m->mtp_shared ? 1 : m->mtp_layers;|uint64_t depths = m->mtp_layers;|@hybrid
 latent-projections-halved@src/profiles/model_params.c@s|return r ? 2 \* h \* r + |return r ? h * r + |@hybrid
 latent-dispatch-at-hidden@src/engine/layer.c@s|lm.hidden = m->moe_latent, lx.h = m->moe_latent;|lm.hidden = m->hidden, lx.h = m->moe_latent;|@hybrid

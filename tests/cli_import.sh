@@ -82,9 +82,13 @@ grep -q "MoE dispatch and combine" "$tmp/out" || fail "query of the Mixtral conf
 expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
 # The published dense and Kimi K2 configs: parameters_total at tp 1 (no vocabulary padding)
 # as worked by hand in test_moe_model.c hf_published_counts (Llama 3.1 8B 8,030,261,248; Qwen3-8B
-# 8,190,735,360; Kimi K2 1,026,408,209,408 total, 32,861,477,888 active).
+# 8,190,735,360; Kimi K2 1,026,408,209,408 total, 32,861,477,888 active; Qwen2.5-7B
+# 7,615,616,512 and Qwen2.5-1.5B 1,543,714,304, their cards' 7.61B and 1.54B; Qwen3-Next
+# 79,674,391,296 total, 3,874,929,408 active; Qwen3.5-27B 27,320,697,856: hf_gated_deltanet_counts).
 for case in Meta-Llama-3.1-8B:8030261248:8030261248 Qwen3-8B:8190735360:8190735360 \
-    Kimi-K2-Instruct:1026408209408:32861477888; do
+    Kimi-K2-Instruct:1026408209408:32861477888 Qwen2.5-7B:7615616512:7615616512 \
+    Qwen2.5-1.5B:1543714304:1543714304 Qwen3-Next-80B-A3B:79674391296:3874929408 \
+    Qwen3.5-27B:27320697856:27320697856; do
     name=${case%%:*} active=${case##*:} total=${case#*:}
     total=${total%:*}
     "$spsim" query --model "$hf/$name" --hw dgx-h100 --seq 4096 --tp 1 --pp 1 --format json \
@@ -92,6 +96,13 @@ for case in Meta-Llama-3.1-8B:8030261248:8030261248 Qwen3-8B:8190735360:81907353
     grep -q "\"parameters_total\": $total," "$tmp/out" || fail "$name: parameters_total"
     grep -q "\"parameters_active\": $active," "$tmp/out" || fail "$name: parameters_active"
 done
+# The shipped Qwen3-Next profile (a hybrid model of 96 pattern layers) at pp 4 without --vpp:
+# no interleaving is derived for a hybrid model (Megatron's vp_stage rule needs a layout), so
+# the query runs rather than being refused for the vpp 3 that 96 layers would admit.
+"$spsim" query --model qwen3-next-80b-a3b --hw dgx-h100 --tp 2 --ep 8 --etp 1 --pp 4 --dp 4 \
+    --gbs 256 >"$tmp/out" 2>"$tmp/err" || fail "query of qwen3-next-80b-a3b at pp 4: $(cat "$tmp/err")"
+grep -q "GDN\|vpp 1" "$tmp/out" || fail "qwen3-next-80b-a3b at pp 4: no vpp 1"
+[ -s "$tmp/err" ] && fail "qwen3-next-80b-a3b warns: $(cat "$tmp/err")"
 # Published families spsim does not model: refused naming what their layer has.
 expect 3 "'gemma4': sliding-window attention on 5 of 6 layers" -- check "$hf/gemma-4-26B-A4B"
 expect 3 "'llama4': chunked attention" -- check "$hf/Llama-4-Scout-17B-16E-Instruct"
@@ -100,8 +111,8 @@ expect 3 "'glm_moe_dsa': DeepSeek sparse attention's indexer" -- check "$hf/GLM-
 expect 3 "'minimax_m2': rotary embedding on part of the head" -- check "$hf/MiniMax-M2.5"
 expect 3 "'mimo': MiMo's multi-token prediction layers" -- query --model "$hf/MiMo-7B-Base"
 expect 3 "'nemotron-nas': per-layer blocks" -- check "$hf/Llama-3_3-Nemotron-Super-49B-v1"
-expect 3 "'qwen3_next': Gated DeltaNet" -- check "$hf/Qwen3-Next-80B-A3B"
 expect 3 "'deepseek_v4': compressed sparse attention" -- check "$hf/DeepSeek-V4-Flash"
+expect 3 "'gemma3': sliding-window attention on 5 of 6 layers" -- check "$hf/gemma-3-27b"
 
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
@@ -119,6 +130,36 @@ for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
         sed 's/"model": "megatron-args"/"model": "gpt3-175b"/' | cmp -s - "$tmp/before.json" ||
         fail "--megatron-args - of $conf differs"
 done
+
+# Gated attention, partial rotary embedding and the shared expert's gate (Qwen3-Next's layer
+# in a GPT model) go out as --attention-output-gate, --rotary-percent and
+# --moe-shared-expert-gate and come back the same.
+sed -e 's/"name": "qwen3-30b-a3b"/"name": "gated"/' \
+    -e 's/"qk_norm": true,/"qk_norm": true, "attention_output_gate": true, "rotary_percent": 0.25, "shared_expert_ffn_hidden": 768, "moe_shared_expert_gate": true,/' \
+    "$(dirname "$0")/../models/qwen3-30b-a3b.json" >"$tmp/gated.json"
+gconf="--hw dgx-h100 --tp 2 --pp 1 --ep 4 --etp 1 --dp 4 --gbs 32 --seq 4096"
+"$spsim" query --model "$tmp/gated.json" $gconf --format megatron >"$tmp/gated.sh" ||
+    fail "query --format megatron of the gated model"
+grep -q -- "--attention-output-gate" "$tmp/gated.sh" && grep -q -- "--rotary-percent 0.25" "$tmp/gated.sh" &&
+    grep -q -- "--moe-shared-expert-gate" "$tmp/gated.sh" || fail "gated model: flags not written"
+"$spsim" query --model "$tmp/gated.json" $gconf --format json >"$tmp/before.json"
+"$spsim" query --megatron-args "$tmp/gated.sh" $gconf --format json >"$tmp/after.json" \
+    2>"$tmp/err" || fail "--megatron-args of the gated model: $(cat "$tmp/err")"
+[ -s "$tmp/err" ] && fail "gated round trip warns: $(cat "$tmp/err")"
+grep -v '"model":' "$tmp/before.json" >"$tmp/b" && grep -v '"model":' "$tmp/after.json" >"$tmp/a"
+cmp -s "$tmp/b" "$tmp/a" || fail "round trip of the gated model differs"
+
+# A recipe's model.attention_output_gate and rotary_percent (Megatron-Bridge's names) are read:
+# 2 layers of h = 256 with 4 heads of 64 gain h·q = 65,536 parameters each with the gate.
+for gate in true false; do
+    printf 'model:\n  num_layers: 2\n  hidden_size: 256\n  num_attention_heads: 4\n  ffn_hidden_size: 1024\n  seq_length: 512\n  max_position_embeddings: 512\n  vocab_size: 1024\n  attention_output_gate: %s\n  rotary_percent: 0.5\n  position_embedding_type: rope\n  bf16: true\ntrain:\n  global_batch_size: 8\n  micro_batch_size: 1\n' \
+        "$gate" >"$tmp/gate-$gate.yaml"
+    "$spsim" query --megatron-args "$tmp/gate-$gate.yaml" --hw dgx-h100 --format json \
+        >"$tmp/gate-$gate.json" 2>"$tmp/err" || fail "recipe with the output gate $gate: $(cat "$tmp/err")"
+    [ -s "$tmp/err" ] && fail "recipe with the output gate $gate warns: $(cat "$tmp/err")"
+done
+grep -q '"parameters_total": 1973248,' "$tmp/gate-true.json" &&
+    grep -q '"parameters_total": 1842176,' "$tmp/gate-false.json" || fail "recipe output gate: parameters"
 
 # The same for an MoE model's expert parallelism (ep, etp, dispatcher).
 for conf in "--tp 2 --pp 2 --dp 4 --ep 4 --etp 1 --moe-dispatcher alltoall --gbs 32" \

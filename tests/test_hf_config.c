@@ -335,6 +335,12 @@ START_TEST(refused_by_key)
          "\"max_position_embeddings\": 64, \"attention_bias\": true}",
          "attention_bias"},
         {"{\"model_type\": \"llama\", \"hidden_size\": 64}", "num_hidden_layers"},
+        /* Qwen2-VL's multimodal rotary sections on a Qwen2 text config (Qwen2.5's files say
+         * false: tests/data/hf/Qwen2.5-7B, accepted) */
+        {"{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"use_mrope\": true}",
+         "use_mrope"},
         /* transformers 4.53's layer_types: Qwen2 with sliding-window layers */
         {"{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
          "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "

@@ -154,10 +154,11 @@ START_TEST(super_by_hand)
 }
 END_TEST
 
+/* One kind of layer's schedule at tp and cp (dp the rest of 8 GPUs, one micro-batch each). */
 static size_t
-mamba_schedule(const char *pattern, uint32_t tp, uint32_t cp, struct spsim_schedule_step *st)
+kind_schedule(struct spsim_model_shape s, enum spsim_layer_kind kind, uint32_t tp, uint32_t cp,
+              struct spsim_schedule_step *st)
 {
-    struct spsim_model_shape s = small_shape(pattern);
     struct spsim_model *m = testutil_model(&s);
     struct spsim_hardware *hw = terms_hw();
     struct spsim_parallel p;
@@ -169,12 +170,18 @@ mamba_schedule(const char *pattern, uint32_t tp, uint32_t cp, struct spsim_sched
     p.gbs = p.dp;
     size_t n = 0;
     struct spsim_error err = {0};
-    ck_assert_msg(spsim_layer_kind_schedule(m, hw, &p, SPSIM_LAYER_MAMBA, st,
-                                            SPSIM_MAX_SCHEDULE_STEPS, &n, &err) == SPSIM_OK,
+    ck_assert_msg(spsim_layer_kind_schedule(m, hw, &p, kind, st, SPSIM_MAX_SCHEDULE_STEPS, &n,
+                                            &err) == SPSIM_OK,
                   "%s", err.message);
     spsim_hardware_destroy(hw);
     spsim_model_destroy(m);
     return n;
+}
+
+static size_t
+mamba_schedule(const char *pattern, uint32_t tp, uint32_t cp, struct spsim_schedule_step *st)
+{
+    return kind_schedule(small_shape(pattern), SPSIM_LAYER_MAMBA, tp, cp, st);
 }
 
 /*
@@ -402,7 +409,7 @@ START_TEST(pattern_rules)
         const char *want;
     } rows[] = {
         {"M*M", "has 3 symbols but layers is 4"},
-        {"M*MG", "a Gated DeltaNet layer"},
+        {"M*MD", "a DeepSeek sparse-attention layer"},
         {"M*|M", "'|' splits pipeline stages"},
         {"M*Mx", "'x' is not a layer symbol"},
     };
@@ -498,6 +505,283 @@ START_TEST(latent_moe_terms)
 }
 END_TEST
 
+/*
+ * Gated DeltaNet ('G', Megatron-LM d98e8a6 ssm/gated_delta_net/common.py and gdn.py; the FLA
+ * kernels of fla-org/flash-linear-attention bc3b101 fla/ops/gated_delta_rule/chunk.py; Yang et
+ * al., Gated Delta Networks, ICLR 2025 §3.3), on the small model with the pattern "G*G-":
+ * H_k = 2 key heads of d_k = 64 (qk = 128), H_v = 8 value heads of d_v = 128 (v = 1024), a
+ * 4-tap convolution, chunk C = 64 (gdn.py chunk_size).
+ */
+static const double Hv = 8, dk = 64, dv = 128, Cg = 64;
+static const double qkg = 128, vg = 1024, ing = 2 * 128 + 2 * 1024 + 2 * 8; /* in_proj width */
+
+static struct spsim_model_shape
+gdn_shape(const char *pattern)
+{
+    struct spsim_model_shape m = small_shape(pattern);
+    m.mamba_heads = m.mamba_head_dim = m.mamba_state_dim = 0;
+    m.mamba_groups = m.mamba_conv = m.mamba_chunk = 0;
+    m.gdn_key_heads = 2;
+    m.gdn_value_heads = 8;
+    m.gdn_key_head_dim = 64;
+    m.gdn_value_head_dim = 128;
+    m.gdn_conv = 4;
+    return m;
+}
+
+/* One GDN layer (common.py _GDNBase.__init__): the input norm fused in in_proj h, in_proj
+ * h·(2qk + 2v + 2H_v) = 1024·2320, conv1d (2qk + v)·4 without bias, dt_bias and A_log H_v each,
+ * out_norm d_v (one γ for every head), out_proj v·h: 3,430,544 parameters. */
+START_TEST(gdn_parameters)
+{
+    double gdn = h + h * ing + (2 * qkg + vg) * dconv + 2 * Hv + dv + vg * h;
+    ck_assert_double_eq(gdn, 3430544);
+    struct spsim_model_shape s = gdn_shape("G*G-");
+    struct spsim_model *m = testutil_model(&s);
+    double attention = h + h * (q + 2 * kv) + q * h, mlp = h + 2 * h * f;
+    ck_assert_uint_eq(spsim_model_parameters(m, 1),
+                      (uint64_t)(2 * gdn + attention + mlp + 2 * V * h + h));
+    ck_assert_int_eq(spsim_model_layer_kind(m, 0), SPSIM_LAYER_GDN);
+    spsim_model_destroy(m);
+    /* Megatron's defaults (transformer_config.py: 16 key heads, 32 value heads of 128, 4 taps)
+     * when the profile gives none. */
+    s = gdn_shape("G*G-");
+    s.gdn_key_heads = s.gdn_value_heads = s.gdn_key_head_dim = s.gdn_value_head_dim = 0;
+    s.gdn_conv = 0;
+    m = testutil_model(&s);
+    const struct spsim_model_shape *got = spsim_model_get_shape(m);
+    ck_assert_uint_eq(got->gdn_key_heads, 16);
+    ck_assert_uint_eq(got->gdn_value_heads, 32);
+    ck_assert_uint_eq(got->gdn_key_head_dim, 128);
+    ck_assert_uint_eq(got->gdn_conv, 4);
+    spsim_model_destroy(m);
+    /* The gates need what they act on (model_hybrid.c check_gates). */
+    struct spsim_error err = {0};
+    s = gdn_shape("G*G-");
+    s.moe_shared_expert_gate = true;
+    ck_assert_int_eq(spsim_model_create(&s, "t", &m, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "needs shared experts"), "%s", err.message);
+    s = gdn_shape("G*G-");
+    s.rotary_percent = 0.5; /* the small model has no position embedding */
+    ck_assert_int_eq(spsim_model_create(&s, "t", &m, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "needs position_embedding"), "%s", err.message);
+}
+END_TEST
+
+static size_t
+gdn_schedule(uint32_t tp, uint32_t cp, struct spsim_schedule_step *st)
+{
+    return kind_schedule(gdn_shape("G*G-"), SPSIM_LAYER_GDN, tp, cp, st);
+}
+
+/*
+ * The GDN layer at tp 1, b = 1, s = 1024 (T = 1024 tokens, 16 chunks of C): in_proj
+ * 2·T·h·2320, out_proj 2·T·v·h; the kernel's matmuls over 16·H_v = 128 chunk-heads: β·K·Kᵀ
+ * [C×d_k]·[d_k×C], w = A·(βK) [C×C]·[C×d_k], u = A·(βV) [C×C]·[C×d_v], v_new = u − w·S
+ * [C×d_k]·[d_k×d_v], Kᵀ·v_new [d_k×C]·[C×d_v], Q·Kᵀ [C×d_k]·[d_k×C], ·v_new [C×C]·[C×d_v], Q·S
+ * [C×d_k]·[d_k×d_v] (2mkn each), and the memory-bound kernels at 1 TB/s: the conv 4 and 6 B per
+ * element of T·(2qk + v), the L2 norm 4 and 6 B of T·2qk, the repeat 2·T·2qk + 4·T·H_v·d_k B
+ * each way, the gates 10 and 14 B per element of T·H_v, the chunk states 4 and 8 B per element
+ * of 16·H_v·d_k·d_v, the gated norm 6 and 10 B of T·v.
+ */
+START_TEST(gdn_terms)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    size_t n = gdn_schedule(1, 1, st);
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    double T = 1024, nc = T / Cg * Hv;
+    EQ(step(st, n, F, "GDN in_proj GEMM (column-parallel: q, k, v, z, β, α)", "forward")->flops,
+       2 * T * h * ing);
+    EQ(step(st, n, F, "GDN out_proj GEMM (row-parallel)", "forward")->flops, 2 * T * vg * h);
+    const struct {
+        const char *name;
+        double m, k, n; /* each chunk-head's [m×k]·[k×n] */
+    } bmm[] = {
+        {"GDN β·K·Kᵀ within chunks (chunk_scaled_dot_kkt)", Cg, dk, Cg},
+        {"GDN WY w = A·(β·K) (recompute_w_u)", Cg, Cg, dk},
+        {"GDN WY u = A·(β·V) (recompute_w_u)", Cg, Cg, dv},
+        {"GDN v_new = u − w·S (chunk_fwd_h)", Cg, dk, dv},
+        {"GDN state update Kᵀ·v_new (chunk_fwd_h)", dk, Cg, dv},
+        {"GDN Q·Kᵀ within chunks (chunk_fwd_o)", Cg, dk, Cg},
+        {"GDN (Q·Kᵀ∘M)·v_new (chunk_fwd_o)", Cg, Cg, dv},
+        {"GDN output from states Q·S (chunk_fwd_o)", Cg, dk, dv},
+    };
+    for (size_t i = 0; i < sizeof(bmm) / sizeof(bmm[0]); i++)
+        EQ(step(st, n, F, bmm[i].name, "forward")->flops, 2 * nc * bmm[i].m * bmm[i].k * bmm[i].n);
+    double conv = T * (2 * qkg + vg), qkn = T * 2 * qkg, gates = T * Hv;
+    double states = nc * dk * dv, y = T * vg;
+    EQ(step(st, n, F, "causal conv1d and SiLU on q, k, v (FLA causal_conv1d)", "forward")->time_s,
+       4 * conv / HBM);
+    EQ(step(st, n, B, "causal conv1d and SiLU on q, k, v (FLA causal_conv1d)", "backward")->time_s,
+       6 * conv / HBM);
+    EQ(step(st, n, F, "L2 norm of q and k (FLA l2norm)", "forward")->time_s, 4 * qkn / HBM);
+    EQ(step(st, n, B, "L2 norm of q and k (FLA l2norm)", "backward")->time_s, 6 * qkn / HBM);
+    EQ(step(st, n, F, "q and k repeated to the value heads (repeat_interleave)", "forward")
+           ->time_s,
+       (2 * qkn + 4 * T * Hv * dk) / HBM);
+    EQ(step(st, n, F, "GDN gates g and β (softplus, sigmoid)", "forward")->time_s,
+       10 * gates / HBM);
+    EQ(step(st, n, B, "GDN gates g and β (softplus, sigmoid)", "backward")->time_s,
+       14 * gates / HBM);
+    EQ(step(st, n, F, "GDN chunk states (chunk_fwd_h)", "forward")->time_s, 4 * states / HBM);
+    EQ(step(st, n, B, "GDN chunk states (chunk_fwd_h)", "backward")->time_s, 8 * states / HBM);
+    EQ(step(st, n, F, "GDN gated RMSNorm out_norm(o)·silu(z)", "forward")->time_s, 6 * y / HBM);
+    EQ(step(st, n, B, "GDN gated RMSNorm out_norm(o)·silu(z)", "backward")->time_s,
+       10 * y / HBM);
+}
+END_TEST
+
+/* TP 2 with SP: in_proj's per-rank width 2320/2, the kernel on H_v/2 heads, the AllGather before
+ * in_proj of b·s·h·2 B. CP 2 (common.py a2a_cp_to_hp, a2a_hp_to_cp): the all-to-all of q, k, v,
+ * z, β, α from s/2 tokens of every head, (s/2)·2320·2 B, and of the gated output back,
+ * (s/2)·v·2 B; the kernel then runs over the whole s = 1024 (16 chunks) with H_v/2 heads. */
+START_TEST(gdn_tp_cp)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    double T = 1024, s = 1024;
+    size_t n = gdn_schedule(2, 1, st);
+    EQ(step(st, n, F, "GDN in_proj GEMM (column-parallel: q, k, v, z, β, α)", "forward")->flops,
+       2 * T * h * ing / 2);
+    EQ(step(st, n, F, "GDN β·K·Kᵀ within chunks (chunk_scaled_dot_kkt)", "forward")->flops,
+       2 * (T / Cg) * (Hv / 2) * Cg * dk * Cg);
+    ck_assert_uint_eq(step(st, n, F, "g: AllGather before in_proj", "")->message_bytes,
+                      (uint64_t)(T * h * 2));
+    n = gdn_schedule(1, 2, st);
+    const struct spsim_schedule_step *a =
+        step(st, n, F, "CP all-to-all of q, k, v, z, β, α (GDN)", "");
+    ck_assert_uint_eq(a->message_bytes, (uint64_t)(s / 2 * ing * 2));
+    ck_assert_uint_eq(a->group_size, 2);
+    ck_assert_uint_eq(step(st, n, B, "CP all-to-all of the gated output (GDN)", "")->message_bytes,
+                      (uint64_t)(s / 2 * vg * 2));
+    EQ(step(st, n, F, "GDN Q·Kᵀ within chunks (chunk_fwd_o)", "forward")->flops,
+       2 * (s / Cg) * (Hv / 2) * Cg * dk * Cg);
+}
+END_TEST
+
+static void
+gdn_evaluate(struct spsim_model_shape s, uint32_t tp, uint32_t cp, struct spsim_result *r,
+             const char *refusal)
+{
+    struct spsim_model *m = testutil_model(&s);
+    struct spsim_hardware *hw = terms_hw();
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = tp;
+    p.sp = tp > 1;
+    p.cp = cp;
+    p.gbs = 1;
+    struct spsim_error err = {0};
+    int rc = spsim_evaluate(m, hw, &p, r, &err);
+    if (refusal)
+        ck_assert_msg(rc == SPSIM_ECONFIG && strstr(err.message, refusal), "%d %s", rc,
+                      err.message);
+    else
+        ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+
+/*
+ * Activations kept by the GDN layer, tp 1, b = 1, s = 1024 (2 B each, per token): the norm
+ * input and in_proj input h each, the conv1d input 2qk + v, the L2-normed q and k 2qk, the
+ * gates' inputs α and b 2·H_v, the kernel's q, k and v H_v·(2·d_k + d_v), g (fp32) and β
+ * 3·H_v, A H_v·C, the kernel output o and the gate z 2v, out_proj's input v: 18,956,288 B.
+ * Model FLOPs per token, forward (×3 × s for the iteration at gbs 1): spsim's
+ * 2·(h·2320 + v·h) + 2·4·(2qk + v) + H_v·(6·C·d_k + 4·C·d_v + 6·d_k·d_v) per GDN layer;
+ * Megatron-LM training.py gdn_layer_flops 2·(h·2320 + 4·(2qk + v) + 4·H_v·d_v² + h·v).
+ * Refused as transformer_config.py refuses: key heads not a multiple of tp·cp (cp 4).
+ */
+START_TEST(gdn_activations_and_flops)
+{
+    double T = 1024, s = 1024;
+    double kept = 2 * T *
+                  (2 * h + (2 * qkg + vg) + 2 * qkg + 2 * Hv + Hv * (2 * dk + dv) + 3 * Hv +
+                   Hv * Cg + 2 * vg + vg);
+    ck_assert_double_eq(kept, 18956288);
+    struct spsim_result r;
+    gdn_evaluate(gdn_shape("G*G-"), 1, 1, &r, NULL);
+    ck_assert_uint_eq(r.memory.activation_per_layer_bytes, (uint64_t)kept);
+    double gdn = 2 * (h * ing + vg * h) + 2 * dconv * (2 * qkg + vg) +
+                 Hv * (6 * Cg * dk + 4 * Cg * dv + 6 * dk * dv);
+    double megatron_gdn = 2 * (h * ing + dconv * (2 * qkg + vg) + 4 * Hv * dv * dv + h * vg);
+    double rest = 2 * (h * (q + 2 * kv) + q * h + 2 * h * f) + 4 * q * s + 2 * h * V;
+    double bridge_rest = 4 * h * (q + kv) + 2 * q * s + 4 * f * h + 2 * h * V;
+    EQ(r.time.model_flops, 3 * s * (2 * gdn + rest));
+    EQ(r.time.model_flops_megatron, 3 * s * (2 * megatron_gdn + bridge_rest));
+    gdn_evaluate(gdn_shape("G*G-"), 1, 4, &r,
+                 "self.linear_num_key_heads=2 must be a multiple of "
+                 "(self.tensor_model_parallel_size=1 * self.context_parallel_size=4)");
+}
+END_TEST
+
+/*
+ * Gated attention as Qwen3-Next's full-attention layers have it (Megatron-LM d98e8a6
+ * attention.py: attention_output_gate widens linear_qkv by heads·head_dim, _apply_output_gate
+ * x·sigmoid(gate)), with rotary embedding on a quarter of each head (--rotary-percent 0.25),
+ * on the "G*G-" model at tp 1, b = 1, s = 1024: the QKV GEMM 2·T·h·(2q + 2kv) FLOPs, the gate
+ * 6 and 10 B per element of T·q, RoPE 4·0.25 B per element of T·(q + kv) each way; the
+ * parameters h·q more; the gate keeps the core attention output and the gate, 2·2·T·q B.
+ */
+START_TEST(gated_attention_terms)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    double T = 1024;
+    struct spsim_model_shape s = gdn_shape("G*G-");
+    s.position = SPSIM_POSITION_ROPE;
+    s.rotary_percent = 0.25;
+    struct spsim_model *plain = testutil_model(&s);
+    s.attention_output_gate = true;
+    struct spsim_model *gated = testutil_model(&s);
+    ck_assert_uint_eq(spsim_model_parameters(gated, 1) - spsim_model_parameters(plain, 1),
+                      (uint64_t)(h * q));
+    spsim_model_destroy(plain);
+    spsim_model_destroy(gated);
+    size_t n = kind_schedule(s, SPSIM_LAYER_ATTENTION, 1, 1, st);
+    EQ(step(st, n, F, "QKV GEMM (column-parallel)", "forward")->flops,
+       2 * T * h * (2 * q + 2 * kv));
+    EQ(step(st, n, F, "attention output gate x·sigmoid(gate)", "forward")->time_s,
+       6 * T * q / HBM);
+    EQ(step(st, n, B, "attention output gate x·sigmoid(gate)", "backward")->time_s,
+       10 * T * q / HBM);
+    EQ(step(st, n, F, "RoPE on Q and K", "forward")->time_s, 4 * 0.25 * T * (q + kv) / HBM);
+    struct spsim_result with, without;
+    gdn_evaluate(s, 1, 1, &with, NULL);
+    s.attention_output_gate = false;
+    gdn_evaluate(s, 1, 1, &without, NULL);
+    ck_assert_uint_eq(with.memory.activation_layers_bytes - without.memory.activation_layers_bytes,
+                      (uint64_t)(2 * 2 * T * q));
+}
+END_TEST
+
+/* The shared expert's sigmoid gate (moe/shared_experts.py, --moe-shared-expert-gate; Qwen3-Next)
+ * on "G*EE" with 4 experts of 512, top 2, a shared expert of 512, tp 1, s = 1024: gate_weight
+ * h more parameters per MoE layer, the gate 6 and 10 B per element of T·h. */
+START_TEST(shared_expert_gate_terms)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    double T = 1024;
+    struct spsim_model_shape s = gdn_shape("G*EE");
+    s.experts = 4;
+    s.experts_per_token = 2;
+    s.expert_ffn_hidden = 512;
+    s.shared_expert_ffn_hidden = 512;
+    struct spsim_model *plain = testutil_model(&s);
+    s.moe_shared_expert_gate = true;
+    struct spsim_model *gated = testutil_model(&s);
+    ck_assert_uint_eq(spsim_model_parameters(gated, 1) - spsim_model_parameters(plain, 1),
+                      (uint64_t)(2 * h));
+    spsim_model_destroy(plain);
+    spsim_model_destroy(gated);
+    size_t n = kind_schedule(s, SPSIM_LAYER_MOE, 1, 1, st);
+    EQ(step(st, n, SPSIM_PHASE_FORWARD, "shared expert gate y·sigmoid(x·w)", "forward")->time_s,
+       6 * T * h / HBM);
+    EQ(step(st, n, SPSIM_PHASE_BACKWARD, "shared expert gate y·sigmoid(x·w)", "backward")->time_s,
+       10 * T * h / HBM);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -515,6 +799,12 @@ main(void)
     tcase_add_test(tc, pattern_rules);
     tcase_add_test(tc, fused_norms_not_recomputed);
     tcase_add_test(tc, latent_moe_terms);
+    tcase_add_test(tc, gdn_parameters);
+    tcase_add_test(tc, gdn_terms);
+    tcase_add_test(tc, gdn_tp_cp);
+    tcase_add_test(tc, gdn_activations_and_flops);
+    tcase_add_test(tc, gated_attention_terms);
+    tcase_add_test(tc, shared_expert_gate_terms);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

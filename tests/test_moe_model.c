@@ -606,18 +606,113 @@ START_TEST(hf_published_counts)
     uint64_t kimi = dense + 60 * (rest + 384 * expert) + 2 * V * k + k;
     uint64_t kimi_active = dense + 60 * (rest + 8 * expert) + 2 * V * k + k;
     ck_assert(fabs((double)kimi - 1.04e12) < 0.02e12 && fabs((double)kimi_active - 32e9) < 1e9);
+    /* Qwen2.5-7B (28 layers, 3584, 28 heads, 4 KV heads of 128, Q/K/V biases, FFN 18944,
+     * 152064 tokens, untied; "use_mrope": false): per layer 29,364,736 attention with its
+     * 3584 + 2·512 biases, SwiGLU 203,685,888, norms 7168; 7,615,616,512, the model card's
+     * "7.61B" (6.53B non-embedding: 28 layers' 6,525,618,176). Qwen2.5-1.5B (28 layers, 1536,
+     * 12 heads, 2 KV heads, FFN 8960, 151936 tokens, tied): 1,543,714,304, the card's 1.54B
+     * (1.31B non-embedding). */
+    uint64_t q7 = 3584, q15 = 1536;
+    uint64_t qwen25_7b = 28 * (gqa_attention(q7, 28, 4, 128, false) + q7 + 2 * 512 +
+                               3 * q7 * 18944 + 2 * q7) +
+                         2 * 152064 * q7 + q7;
+    uint64_t qwen25_15b = 28 * (gqa_attention(q15, 12, 2, 128, false) + q15 + 2 * 256 +
+                                3 * q15 * 8960 + 2 * q15) +
+                          151936 * q15 + q15;
+    ck_assert(fabs((double)qwen25_7b - 7.61e9) < 0.01e9 &&
+              fabs((double)(qwen25_7b - 2 * 152064 * q7 - q7) - 6.53e9) < 0.01e9);
+    ck_assert(fabs((double)qwen25_15b - 1.54e9) < 0.01e9);
     const struct {
         const char *dir;
         uint64_t total, active;
     } cases[] = {{"tests/data/hf/Meta-Llama-3.1-8B", llama, llama},
                  {"tests/data/hf/Qwen3-8B", qwen, qwen},
-                 {"tests/data/hf/Kimi-K2-Instruct", kimi, kimi_active}};
+                 {"tests/data/hf/Kimi-K2-Instruct", kimi, kimi_active},
+                 {"tests/data/hf/Qwen2.5-7B", qwen25_7b, qwen25_7b},
+                 {"tests/data/hf/Qwen2.5-1.5B", qwen25_15b, qwen25_15b}};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         struct spsim_model *m = load_path(cases[i].dir);
         ck_assert_uint_eq(spsim_model_parameters(m, 1), cases[i].total);
         ck_assert_uint_eq(spsim_model_active_parameters(m, 1), cases[i].active);
         spsim_model_destroy(m);
     }
+}
+END_TEST
+
+/* A Gated DeltaNet layer (Megatron-LM d98e8a6 ssm/gated_delta_net/common.py): the input norm
+ * h, in_proj h·(2·H_k·d_k + 2·H_v·d_v + 2·H_v), the depthwise conv (2·H_k·d_k + H_v·d_v)·K
+ * without bias, dt_bias and A_log H_v each, out_norm d_v, out_proj H_v·d_v·h. */
+static uint64_t
+gdn_layer(uint64_t h, uint64_t hk, uint64_t dk, uint64_t hv, uint64_t dv, uint64_t K)
+{
+    return h + h * (2 * hk * dk + 2 * hv * dv + 2 * hv) + (2 * hk * dk + hv * dv) * K + 2 * hv +
+           dv + hv * dv * h;
+}
+
+/* Gated attention with Q/K norms (attention.py attention_output_gate: linear_qkv also projects
+ * heads·head_dim of gate) and its input norm. */
+static uint64_t
+gated_attention(uint64_t h, uint64_t a, uint64_t g, uint64_t d)
+{
+    return gqa_attention(h, a, g, d, true) + h * a * d + h;
+}
+
+/*
+ * Qwen3-Next-80B-A3B (tests/data/hf, aliyun/SimAI ba03630): 48 layers of 2048, every 4th full
+ * attention (16 heads, 2 KV heads of 256, gated, Q/K norms), the others Gated DeltaNet (16 key
+ * heads of 128, 32 value heads of 128, 4 taps); each layer's FFN an MoE of 512 experts of 512,
+ * top 10, one shared expert of 512 behind its sigmoid gate (h), router h·512; 151936 tokens,
+ * untied. 79,674,391,296 total: the card's "80B in total"; 3,874,929,408 active, of which
+ * 3,252,599,552 without the embedding and output head: the card's "3B activated".
+ * Qwen3.5-27B (ai-dynamo/aiconfigurator 0b077da, its text_config): 64 layers of 5120, every 4th
+ * gated attention (24 heads, 4 KV heads of 256), the others Gated DeltaNet (16 key heads,
+ * 48 value heads of 128), dense SwiGLU 17408, 248320 tokens, untied, one MTP depth (a gated
+ * attention and an MLP layer, enorm, hnorm, final norm 3h, eh_proj 2h·h): 27,320,697,856, the
+ * card's 27B (the vision tower is not counted).
+ */
+START_TEST(hf_gated_deltanet_counts)
+{
+    uint64_t h = 2048, V = 151936, expert = 3 * h * 512;
+    uint64_t moe_rest = h + h * 512 + h + expert; /* norm, router, shared gate, shared expert */
+    uint64_t layers = 36 * gdn_layer(h, 16, 128, 32, 128, 4) + 12 * gated_attention(h, 16, 2, 256);
+    uint64_t total = layers + 48 * (moe_rest + 512 * expert) + 2 * V * h + h;
+    uint64_t active = layers + 48 * (moe_rest + 10 * expert) + 2 * V * h + h;
+    ck_assert_uint_eq(total, 79674391296ull);
+    ck_assert(fabs((double)total - 80e9) < 0.5e9);
+    ck_assert(fabs((double)(active - 2 * V * h) - 3e9) < 0.3e9);
+    uint64_t H = 5120, W = 248320, mlp = H + 3 * H * 17408;
+    uint64_t q35 = 48 * gdn_layer(H, 16, 128, 48, 128, 4) + 16 * gated_attention(H, 24, 4, 256) +
+                   64 * mlp + 2 * W * H + H;
+    uint64_t mtp = gated_attention(H, 24, 4, 256) + mlp + 3 * H + 2 * H * H;
+    ck_assert(fabs((double)(q35 + mtp) - 27e9) < 0.5e9);
+    const struct {
+        const char *dir;
+        uint64_t total, active;
+    } cases[] = {{"tests/data/hf/Qwen3-Next-80B-A3B", total, active},
+                 {"tests/data/hf/Qwen3.5-27B", q35 + mtp, q35 + mtp}};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        struct spsim_model *m = load_path(cases[i].dir);
+        ck_assert_uint_eq(spsim_model_parameters(m, 1), cases[i].total);
+        ck_assert_uint_eq(spsim_model_active_parameters(m, 1), cases[i].active);
+        const struct spsim_model_shape *s = spsim_model_get_shape(m);
+        ck_assert_int_eq(spsim_model_layer_kind(m, 0), SPSIM_LAYER_GDN);
+        ck_assert_int_eq(spsim_model_layer_kind(m, 6), SPSIM_LAYER_ATTENTION);
+        ck_assert(s->attention_output_gate && s->qk_norm && s->rotary_percent == 0.25);
+        spsim_model_destroy(m);
+    }
+    /* The shipped profile: the same shape as the config reads to (Megatron-Bridge's
+     * global_aux_loss, qwen3_next_bridge.py), the same counts. */
+    struct spsim_model *hf = load_path("tests/data/hf/Qwen3-Next-80B-A3B");
+    struct spsim_model *shipped = testutil_model_named("qwen3-next-80b-a3b");
+    const struct spsim_model_shape *a = spsim_model_get_shape(hf), *b = spsim_model_get_shape(shipped);
+    ck_assert_str_eq(a->hybrid_pattern, b->hybrid_pattern);
+    ck_assert_int_eq(a->load_balancing, SPSIM_BALANCE_GLOBAL_AUX_LOSS);
+    ck_assert_int_eq(b->load_balancing, SPSIM_BALANCE_GLOBAL_AUX_LOSS);
+    ck_assert(a->moe_shared_expert_gate && b->moe_shared_expert_gate);
+    ck_assert_uint_eq(spsim_model_parameters(shipped, 1), total);
+    ck_assert_uint_eq(spsim_model_active_parameters(shipped, 1), active);
+    spsim_model_destroy(hf);
+    spsim_model_destroy(shipped);
 }
 END_TEST
 
@@ -638,10 +733,9 @@ START_TEST(hf_published_refusals)
         {"MiMo-7B-Base", "'mimo': MiMo's multi-token prediction layers"},
         {"Llama-3_3-Nemotron-Super-49B-v1", "'nemotron-nas': per-layer blocks (block_configs)"},
         {"Step-3.7-Flash", "'step3p7': sliding-window attention on 33 of 45 layers"},
-        {"Qwen3.5-27B", "'qwen3_5': Gated DeltaNet linear-attention layers"},
-        {"Qwen3-Next-80B-A3B", "'qwen3_next': Gated DeltaNet linear-attention layers"},
         {"DeepSeek-V3.2", "'deepseek_v32': DeepSeek sparse attention's indexer"},
         {"DeepSeek-V4-Flash", "'deepseek_v4': compressed sparse attention (compress_ratios"},
+        {"gemma-3-27b", "'gemma3': sliding-window attention on 5 of 6 layers (layer_types)"},
     };
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         char path[4096];
@@ -781,6 +875,7 @@ main(void)
     tcase_add_test(tc, hf_refusals);
     tcase_add_test(tc, hf_deepseek_v2_lite);
     tcase_add_test(tc, hf_published_counts);
+    tcase_add_test(tc, hf_gated_deltanet_counts);
     tcase_add_test(tc, hf_published_refusals);
     tcase_add_test(tc, mtp_counts_as_last_layer);
     tcase_add_test(tc, bridge_flops_shipped);

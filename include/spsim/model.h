@@ -54,8 +54,18 @@ struct spsim_model_shape {
     bool tied_embeddings;
     bool qkv_bias; /**< a bias on the QKV projection only (Qwen2, Megatron --add-qkv-bias); implied
                       by linear_bias */
-    bool qk_norm;  /**< the layer's norm over each head's channels of Q and K after the QKV
-                      projection (Qwen3, Megatron --qk-layernorm) */
+    /** Gated attention (--attention-output-gate, transformer_config.py attention_output_gate;
+     * Qwen3-Next, Qwen3.5): linear_qkv also projects a gate of heads·head_dim (attention.py
+     * linear_qkv_out_dim), the core attention output times sigmoid(gate) before linear_proj. */
+    bool attention_output_gate;
+    /** The share of each head's Q/K channels rotary embedding turns (--rotary-percent; HF
+     * partial_rotary_factor); 0 = 1, every channel. */
+    double rotary_percent;
+    /** The shared experts' output scaled by sigmoid(x·w) of a replicated 1 × h weight
+     * (--moe-shared-expert-gate, moe/shared_experts.py gate_weight; Qwen3-Next). */
+    bool moe_shared_expert_gate;
+    bool qk_norm; /**< the layer's norm over each head's channels of Q and K after the QKV
+                     projection (Qwen3, Megatron --qk-layernorm) */
     /* Mixture of experts (doc/profiles.md). experts == 0 is a dense model, and every MoE field is
        then 0. Megatron-Core's option in brackets. */
     uint32_t experts;           /**< routed experts per MoE layer [--num-experts] */
@@ -120,6 +130,14 @@ struct spsim_model_shape {
     uint32_t mamba_conv;      /**< d_conv, the causal convolution's width; MambaMixer's 4 */
     uint32_t mamba_chunk;     /**< Q, the SSD scan's chunk; MambaMixer's 128 (Bridge
                                  mamba_chunk_size) */
+    /* Gated DeltaNet mixer ('G', ssm/gated_delta_net/; 0 = Megatron's default, resolved at
+     * load: transformer_config.py linear_* defaults). */
+    uint32_t gdn_key_heads;      /**< [--linear-num-key-heads]; default 16 */
+    uint32_t gdn_value_heads;    /**< [--linear-num-value-heads]; default 32 */
+    uint32_t gdn_key_head_dim;   /**< d_k [--linear-key-head-dim]; default 128 */
+    uint32_t gdn_value_head_dim; /**< d_v [--linear-value-head-dim]; default 128 */
+    uint32_t gdn_conv;           /**< the causal convolution's width [--linear-conv-kernel-dim];
+                                    default 4 */
 };
 
 /** The kind of a hybrid model's decoder layer (its pattern symbol). */
@@ -129,7 +147,8 @@ enum spsim_layer_kind {
     SPSIM_LAYER_ATTENTION = 2,   /**< '*' */
     SPSIM_LAYER_MLP = 3,         /**< '-' */
     SPSIM_LAYER_MOE = 4,         /**< 'E' */
-    SPSIM_LAYER_KIND_COUNT = 5
+    SPSIM_LAYER_GDN = 5,         /**< 'G' (a Gated DeltaNet layer) */
+    SPSIM_LAYER_KIND_COUNT = 6
 };
 
 struct spsim_model;

@@ -729,8 +729,10 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
      * that divides its layers. With a layout, vpp is derived from it. */
     bool uneven = p->first_stage_layers || p->last_stage_layers || p->account_embedding ||
                   p->account_loss || p->pipeline_layout;
+    /* A hybrid model interleaves only with a layout (hybrid.c: Megatron's vp_stage rule). */
     if (!cfg->vpp_set &&
-        (p->pipeline_layout || p->pp < 2 || layers % ((uint64_t)p->pp * p->vpp) != 0))
+        (p->pipeline_layout || p->pp < 2 || spsim_model_get_shape(model)->hybrid_pattern ||
+         layers % ((uint64_t)p->pp * p->vpp) != 0))
         p->vpp = 1;
     /* The V schedules run two chunks per rank, the others one (but interleaved). */
     bool one_f_one_b = cfg->pp_schedule && strcmp(cfg->pp_schedule, "1f1b") == 0;

@@ -4,6 +4,8 @@
  *   ssm/mamba_mixer.py            TP: heads and groups split over the TP ranks; FP8's width;
  *   ssm/mamba_context_parallel.py CP: heads split over tp·cp, groups split or repeated;
  *   models/hybrid/hybrid_layer_allocation.py select_pipeline_segment: the pipeline split;
+ *   transformer/transformer_config.py  Gated DeltaNet: heads split over tp·cp;
+ *   ssm/gated_delta_net/common.py      _GDNBase.__init__: FP8's in_proj width;
  * and spsim's limits on what it composes for layers of several kinds.
  */
 #include "config.h"
@@ -66,6 +68,35 @@ check_mamba_cp(const struct spsim_model_shape *m, const struct spsim_parallel *p
     return SPSIM_OK;
 }
 
+/* transformer_config.py __post_init__ (the Gated DeltaNet checks): key and value heads are
+ * multiples of tp·cp; common.py _GDNBase.__init__: with FP8 in_proj's output width a multiple
+ * of 16 (get_fp8_align_size). */
+static int
+check_gdn(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+          struct spsim_error *err)
+{
+    uint64_t tc = (uint64_t)p->tp * (p->cp ? p->cp : 1);
+    if (m->gdn_key_heads % tc != 0)
+        return CONFIG_FAIL(err,
+                           "field 'tp': self.linear_num_key_heads=%u must be a multiple of "
+                           "(self.tensor_model_parallel_size=%u * self.context_parallel_size=%u)",
+                           m->gdn_key_heads, p->tp, p->cp);
+    if (m->gdn_value_heads % tc != 0)
+        return CONFIG_FAIL(err,
+                           "field 'tp': self.linear_num_value_heads=%u must be a multiple of "
+                           "(self.tensor_model_parallel_size=%u * self.context_parallel_size=%u)",
+                           m->gdn_value_heads, p->tp, p->cp);
+    uint64_t width = 2ull * m->gdn_key_heads * m->gdn_key_head_dim +
+                     2ull * m->gdn_value_heads * m->gdn_value_head_dim + 2ull * m->gdn_value_heads;
+    bool quantized = p->dtype == SPSIM_DTYPE_FP8 || p->dtype == SPSIM_DTYPE_NVFP4;
+    if (quantized && width % 16 != 0)
+        return CONFIG_FAIL(err,
+                           "field 'dtype': For FP8, the innermost dimension of the GDN layer "
+                           "input projection output tensor must be a multiple of 16 (%llu)",
+                           (unsigned long long)width);
+    return SPSIM_OK;
+}
+
 /* The pipeline (select_pipeline_segment) and what spsim composes for mixed kinds of layer. */
 static int
 check_hybrid_pipeline(const struct spsim_parallel *p, struct spsim_error *err)
@@ -97,6 +128,8 @@ spsim_hybrid_check(const struct spsim_model_shape *m, const struct spsim_paralle
     if (!m->hybrid_pattern)
         return SPSIM_OK;
     int rc = check_hybrid_pipeline(p, err);
+    if (rc == SPSIM_OK && m->gdn_value_heads)
+        rc = check_gdn(m, p, err);
     if (rc != SPSIM_OK || !m->mamba_heads)
         return rc;
     if ((rc = check_mamba_tp(m, p, err)))

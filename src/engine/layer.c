@@ -446,19 +446,24 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
     add_boundary(bld, x, true, "g: AllGather before QKV", "f: identity before QKV",
                  "g backward: ReduceScatter of the QKV input gradient",
                  "f backward: AllReduce of the QKV input gradient");
-    struct spsim_op *op = add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens,
-                                   x->h, x->q_t + 2 * x->kv_t);
+    /* attention.py: the output gate widens linear_qkv by heads·head_dim. */
+    uint64_t gate = m->attention_output_gate ? x->q_t : 0, qkv = x->q_t + 2 * x->kv_t + gate;
+    struct spsim_op *op =
+        add_gemm(bld, "QKV GEMM (column-parallel)", SPSIM_GEMM_COLUMN, tokens, x->h, qkv);
     save_column_input(bld, op, x, "QKV input", SPSIM_RG_NORM); /* the norm's output */
     if (m->linear_bias || m->qkv_bias) /* grad_bias = grad_output.sum(0): read dY once */
-        op->bias_grad_bytes = 2.0 * (double)tokens * (double)(x->q_t + 2 * x->kv_t);
+        op->bias_grad_bytes = 2.0 * (double)tokens * (double)qkv;
     op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
     dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
-    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+2kv)d/t", x->q_t + 2 * x->kv_t);
-    spsim_lora_add(bld->layer, SPSIM_LORA_QKV, tokens, x->h, x->t * (x->q_t + 2 * x->kv_t), ok);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, gate ? "(2a+2kv)d/t" : "(a+2kv)d/t",
+          qkv);
+    spsim_lora_add(bld->layer, SPSIM_LORA_QKV, tokens, x->h, x->t * qkv, ok);
     if (m->qk_norm)
         add_qk_norm(bld, x);
     if (m->position == SPSIM_POSITION_ROPE) {
-        uint64_t elements = spsim_mul(tokens, x->q_t + x->kv_t, ok);
+        /* --rotary-percent: the rotary channels only are read and written. */
+        double rot = m->rotary_percent > 0 ? m->rotary_percent : 1.0;
+        double elements = rot * (double)spsim_mul(tokens, x->q_t + x->kv_t, ok);
         op = add_op(bld, "RoPE on Q and K", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
         op->fwd_bytes = 4.0 * elements;
         op->bwd_bytes = 4.0 * elements;
@@ -466,6 +471,19 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
         dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
     }
     add_core_attention(bld, m, x);
+    if (gate) {
+        /* attention.py _apply_output_gate: x·sigmoid(gate.float()) reads x and the gate, writes
+         * the product (6 B an element); backward reads dy, x and the gate, writes dx and dgate
+         * (10 B); autograd keeps x and the gate. */
+        uint64_t elements = spsim_mul(tokens, gate, ok);
+        op = add_op(bld, "attention output gate x·sigmoid(gate)", SPSIM_OPK_MEMORY,
+                    SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+        op->fwd_bytes = 6.0 * (double)elements;
+        op->bwd_bytes = 10.0 * (double)elements;
+        save(op, "core attention output and gate", spsim_mul(elements, 2, ok), 2, SPSIM_RG_LAYER);
+        dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "ad/t", gate);
+        dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "ad/t", gate);
+    }
     op = add_gemm(bld, "attention projection GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, x->q_t,
                   x->h);
     save(op, "projection input", spsim_mul(tokens, x->q_t, ok), 2, SPSIM_RG_LAYER);
@@ -1091,6 +1109,25 @@ mark_graph(struct spsim_layer *layer, uint32_t first, uint32_t module)
             layer->ops[i].graph_module = module;
 }
 
+/* SharedExpertMLP's gate (moe/shared_experts.py forward, Megatron-LM d98e8a6:
+ * output · sigmoid(linear(hidden_states, gate_weight)), gate_weight 1 × h): on this rank's
+ * tokens (s/t with SP) it reads the input and the output and writes the product (6 B an element
+ * of h); backward reads dy, the output and the input, writes dx and the input's gradient
+ * (10 B); autograd keeps the output (the input is kept already). The h → 1 GEMV's 2h FLOPs a
+ * token are left in these bytes. */
+static void
+add_shared_expert_gate(struct builder *bld, const struct dims *x)
+{
+    uint64_t gated = spsim_mul3(x->sl, x->b, x->h, &bld->ok);
+    struct spsim_op *op = add_op(bld, "shared expert gate y·sigmoid(x·w)", SPSIM_OPK_MEMORY,
+                                 SPSIM_REGION_SEQ, SPSIM_RG_LAYER);
+    op->fwd_bytes = 6.0 * (double)gated;
+    op->bwd_bytes = 10.0 * (double)gated;
+    save(op, "shared experts' output", gated, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+}
+
 /* The MoE layer's FFN (moe_layer.py MoELayer.forward): route, dispatch, shared experts, the
  * routed experts, combine; the shared experts are a dense TP MLP of their width. */
 /*
@@ -1144,6 +1181,8 @@ add_moe_block(struct builder *bld, const struct spsim_model_shape *m, const stru
         mark_graph(bld->layer, first, SPSIM_CGS_MOE_ROUTER);
         for (uint32_t i = first; i < bld->layer->nops; i++) /* moe drops them too */
             bld->layer->ops[i].group = (enum spsim_rgroup)(SPSIM_RG_SHARED | SPSIM_RG_MOE);
+        if (m->moe_shared_expert_gate)
+            add_shared_expert_gate(bld, x);
         for (uint32_t i = first; i < bld->layer->nops; i++)
             for (uint32_t k = 0; k < bld->layer->ops[i].nsaved; k++)
                 bld->layer->ops[i].saved[k].group = bld->layer->ops[i].group;
@@ -1337,6 +1376,157 @@ add_mamba_block(struct builder *bld, const struct spsim_model_shape *m, const st
     add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (Mamba)" : "residual add (Mamba)");
 }
 
+/*
+ * The Gated DeltaNet layer ('G': hybrid_layer_specs.py gdn_layer, a TransformerLayer whose
+ * self_attention is ssm/gated_delta_net/gdn.py GatedDeltaNet, Megatron-LM d98e8a6; the kernels
+ * of fla-org/flash-linear-attention bc3b101 fla/ops/gated_delta_rule/chunk.py, chunk size
+ * C = 64: gdn.py chunk_size). Per rank of TP size t: H_k/t key heads of d_k, H_v/t value heads
+ * of d_v; with CP c the all-to-all after in_proj (common.py a2a_cp_to_hp) gives each rank the
+ * whole sequence of H/(t·c) heads, and the one before out_proj (a2a_hp_to_cp) gives it back.
+ */
+struct gdn_dims {
+    uint64_t Hk, Hv, dk, dv, C; /* heads per rank after the CP exchange; head widths; chunk */
+    uint64_t in_t, v_t;         /* per TP rank: in_proj's output width and v = H_v·d_v/t */
+    uint64_t tok, chunks;       /* tokens and chunks the kernel runs over (the whole s with CP) */
+};
+
+#define GDN_CHUNK 64 /* gdn.py GatedDeltaNet._setup_variant_attrs: self.chunk_size = 64 */
+
+static struct gdn_dims
+gdn_dims(const struct spsim_model_shape *m, const struct dims *x, uint64_t c, bool *ok)
+{
+    struct gdn_dims g = {.dk = m->gdn_key_head_dim, .dv = m->gdn_value_head_dim, .C = GDN_CHUNK};
+    uint64_t Hk_t = m->gdn_key_heads / x->t, Hv_t = m->gdn_value_heads / x->t;
+    g.in_t = 2 * Hk_t * g.dk + 2 * Hv_t * g.dv + 2 * Hv_t;
+    g.v_t = Hv_t * g.dv;
+    g.Hk = Hk_t / c;
+    g.Hv = Hv_t / c;
+    g.tok = spsim_mul(x->s * c, x->b, ok);
+    g.chunks = spsim_mul(x->b, (x->s * c + g.C - 1) / g.C, ok);
+    return g;
+}
+
+/* The convolution, the L2 norm of q and k, their repeat to the value heads and the gates
+ * (common.py _prepare_input_for_gated_delta_rule, gdn.py _compute_gates). */
+static void
+add_gdn_inputs(struct builder *bld, const struct dims *x, const struct gdn_dims *g)
+{
+    bool *ok = &bld->ok;
+    uint64_t qk = g->Hk * g->dk, conv = spsim_mul(g->tok, 2 * qk + g->Hv * g->dv, ok);
+    /* FLA causal_conv1d with the SiLU fused: reads x and writes y (2 + 2 B a channel); its
+     * backward reads x and dy and writes dx (6 B); it keeps x. */
+    struct spsim_op *op = add_op(bld, "causal conv1d and SiLU on q, k, v (FLA causal_conv1d)",
+                                 SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 4.0 * (double)conv;
+    op->bwd_bytes = 6.0 * (double)conv;
+    save(op, "conv1d input (q, k, v)", conv, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, "s", x->s * bld->layer->cfg.cp, "b", x->b, "(2qk+v)/(t·c)",
+          2 * qk + g->Hv * g->dv);
+    dims3(op->out, &op->nout, "s", x->s * bld->layer->cfg.cp, "b", x->b, "(2qk+v)/(t·c)",
+          2 * qk + g->Hv * g->dv);
+    /* fla.modules.l2norm over each head of q and k: reads and writes (4 B); backward reads y
+     * and dy, writes dx (6 B); it keeps y (and a rstd per head, not counted). */
+    uint64_t qkn = spsim_mul(g->tok, 2 * qk, ok);
+    op = add_op(bld, "L2 norm of q and k (FLA l2norm)", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR,
+                SPSIM_RG_LAYER);
+    op->fwd_bytes = 4.0 * (double)qkn;
+    op->bwd_bytes = 6.0 * (double)qkn;
+    save(op, "L2-normed q and k", qkn, 2, SPSIM_RG_LAYER);
+    /* repeat_interleave of q and k to H_v heads and .contiguous(): reads 2qk, writes 2·H_v·d_k
+     * (2 B each); the gradient the reverse. */
+    double rep = 2.0 * (double)qkn + 4.0 * (double)spsim_mul(g->tok, g->Hv * g->dk, ok);
+    op = add_op(bld, "q and k repeated to the value heads (repeat_interleave)", SPSIM_OPK_MEMORY,
+                SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = op->bwd_bytes = rep;
+    /* g = −exp(A_log)·softplus(α + dt_bias) in fp32, β = sigmoid(b): reads α and b (2 + 2 B a
+     * head), writes g (4) and β (2); backward reads dg, dβ and α, b, writes dα, db (14 B). */
+    uint64_t heads = spsim_mul(g->tok, g->Hv, ok);
+    op = add_op(bld, "GDN gates g and β (softplus, sigmoid)", SPSIM_OPK_MEMORY,
+                SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 10.0 * (double)heads;
+    op->bwd_bytes = 14.0 * (double)heads;
+    save(op, "gate inputs α and b", spsim_mul(heads, 2, ok), 2, SPSIM_RG_LAYER);
+}
+
+/* chunk_gated_delta_rule's matmuls per value head over the b·s/C chunks (chunk.py
+ * chunk_gated_delta_rule_fwd): chunk_gated_delta_rule_fwd_intra's β·K·Kᵀ (chunk_scaled_dot_kkt)
+ * and the WY factors w = A·(β·K), u = A·(β·V) (recompute_w_u_fwd; solve_tril's C×C inverse,
+ * C³/3 a chunk, not counted), chunk_gated_delta_rule_fwd_h's v_new = u − w·S and S += Kᵀ·v_new,
+ * chunk_fwd_o's (Q·Kᵀ ∘ M)·v_new and Q·S; the gated delta rule of Yang et al. (ICLR 2025) §3.3
+ * in its chunkwise form. Backward: each matmul's two gradients (spsim's BMM rule);
+ * chunk_gated_delta_rule_bwd also recomputes w, u and the states (not counted). */
+static void
+add_gdn_kernel(struct builder *bld, const struct gdn_dims *g)
+{
+    bool *ok = &bld->ok;
+    uint64_t n = spsim_mul(g->chunks, g->Hv, ok), C = g->C, dk = g->dk, dv = g->dv;
+    add_ssd_bmm(bld, "GDN β·K·Kᵀ within chunks (chunk_scaled_dot_kkt)", n, C, dk, C);
+    add_ssd_bmm(bld, "GDN WY w = A·(β·K) (recompute_w_u)", n, C, C, dk);
+    add_ssd_bmm(bld, "GDN WY u = A·(β·V) (recompute_w_u)", n, C, C, dv);
+    add_ssd_bmm(bld, "GDN v_new = u − w·S (chunk_fwd_h)", n, C, dk, dv);
+    add_ssd_bmm(bld, "GDN state update Kᵀ·v_new (chunk_fwd_h)", n, dk, C, dv);
+    add_ssd_bmm(bld, "GDN Q·Kᵀ within chunks (chunk_fwd_o)", n, C, dk, C);
+    add_ssd_bmm(bld, "GDN (Q·Kᵀ∘M)·v_new (chunk_fwd_o)", n, C, C, dv);
+    add_ssd_bmm(bld, "GDN output from states Q·S (chunk_fwd_o)", n, C, dk, dv);
+    /* The chunk states h (bf16, one d_k × d_v per head and chunk): written by chunk_fwd_h and
+     * read by chunk_fwd_o (2 + 2 B); backward writes and reads them again (recomputed) and dh
+     * (8 B). ChunkGatedDeltaRuleFunction.forward keeps q, k (H_v heads), v, g (fp32), β and A
+     * (the solved C-wide rows, k's dtype). */
+    uint64_t states = spsim_mul4(g->chunks, g->Hv, dk, dv, ok);
+    struct spsim_op *op = add_op(bld, "GDN chunk states (chunk_fwd_h)", SPSIM_OPK_MEMORY,
+                                 SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 4.0 * (double)states;
+    op->bwd_bytes = 8.0 * (double)states;
+    save(op, "q, k and v (the kernel's inputs)", spsim_mul(g->tok, g->Hv * (2 * dk + dv), ok), 2,
+         SPSIM_RG_LAYER);
+    save(op, "g (fp32) and β", spsim_mul(g->tok, 3 * g->Hv, ok), 2, SPSIM_RG_LAYER);
+    save(op, "A (the chunks' (I + β·K·Kᵀ)⁻¹ rows)", spsim_mul3(g->tok, g->Hv, C, ok), 2,
+         SPSIM_RG_LAYER);
+}
+
+/* The GDN layer: its norm fused in in_proj (like MambaLayer's), in_proj, the CP exchange, the
+ * kernel inputs, the kernel, the gated norm (common.py _apply_gated_norm: out_norm(o)·silu(z)),
+ * the exchange back, out_proj and the residual add. */
+static void
+add_gdn_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
+{
+    bool *ok = &bld->ok;
+    const struct spsim_layer_config *cfg = &bld->layer->cfg;
+    uint64_t c = cfg->cp > 1 ? cfg->cp : 1, tokens = spsim_mul(x->s, x->b, ok);
+    struct gdn_dims g = gdn_dims(m, x, c, ok);
+    add_norm(bld, x, m->norm == SPSIM_NORM_LAYERNORM ? "LayerNorm (GDN)" : "RMSNorm (GDN)",
+             "norm input", spsim_mul3(x->sl, x->b, x->h, ok));
+    add_boundary(bld, x, true, "g: AllGather before in_proj", "f: identity before in_proj",
+                 "g backward: ReduceScatter of the in_proj input gradient",
+                 "f backward: AllReduce of the in_proj input gradient");
+    struct spsim_op *op = add_gemm(bld, "GDN in_proj GEMM (column-parallel: q, k, v, z, β, α)",
+                                   SPSIM_GEMM_COLUMN, tokens, x->h, g.in_t);
+    save_column_input(bld, op, x, "in_proj input", SPSIM_RG_LAYER);
+    op->regather_site = "wgrad AG: re-gather of the saved in_proj input shard";
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(2qk+2v+2H_v)/t", g.in_t);
+    add_mamba_cp(bld, x, "CP all-to-all of q, k, v, z, β, α (GDN)", g.in_t);
+    add_gdn_inputs(bld, x, &g);
+    add_gdn_kernel(bld, &g);
+    /* out_norm (RMSNorm of d_v) times silu(z), fused: reads o and z, writes y (6 B a channel);
+     * backward reads dy, o and z, writes do and dz (10 B); it keeps o and z. */
+    uint64_t v = spsim_mul(g.tok, g.Hv * g.dv, ok);
+    op = add_op(bld, "GDN gated RMSNorm out_norm(o)·silu(z)", SPSIM_OPK_MEMORY,
+                SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = 6.0 * (double)v;
+    op->bwd_bytes = 10.0 * (double)v;
+    save(op, "kernel output o and gate z", spsim_mul(v, 2, ok), 2, SPSIM_RG_LAYER);
+    add_mamba_cp(bld, x, "CP all-to-all of the gated output (GDN)", g.v_t);
+    uint64_t y = spsim_mul(tokens, g.v_t, ok);
+    op = add_gemm(bld, "GDN out_proj GEMM (row-parallel)", SPSIM_GEMM_ROW, tokens, g.v_t, x->h);
+    save(op, "out_proj input", y, 2, SPSIM_RG_LAYER);
+    dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "v/t", g.v_t);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "h (partial sums)", x->h);
+    add_boundary(bld, x, false, "ḡ: ReduceScatter after out_proj", "f̄: AllReduce after out_proj",
+                 "ḡ backward: AllGather of the out_proj output gradient", "f̄ backward: identity");
+    add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (GDN)" : "residual add (GDN)");
+}
+
 /* A hybrid attention or MLP layer's norm is fused in its first linear (hybrid_layer_specs.py:
  * linear_qkv and linear_fc1 are TELayerNormColumnParallelLinear, the layer's input_layernorm
  * IdentityOp), so --recompute-modules layernorm drops nothing of it (transformer_layer.py
@@ -1364,6 +1554,10 @@ build_hybrid(struct builder *bld, const struct spsim_model_shape *m, const struc
     case SPSIM_LAYER_MAMBA:
         add_mamba_block(bld, m, x);
         mark_graph(layer, 0, SPSIM_CGS_MAMBA);
+        break;
+    case SPSIM_LAYER_GDN: /* a TransformerLayer: the attention graph scope */
+        add_gdn_block(bld, m, x);
+        mark_graph(layer, 0, SPSIM_CGS_ATTN);
         break;
     case SPSIM_LAYER_ATTENTION:
         add_attention_block(bld, m, x);

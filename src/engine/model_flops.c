@@ -16,7 +16,9 @@ attention_weights(const struct spsim_model_shape *m, double *weights, double *qk
     double h = m->hidden, n = m->heads;
     if (!m->kv_lora_rank) {
         double q = n * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
-        *weights = h * (q + 2 * kv) + q * h;
+        /* training.py's gate_projection_size: the output gate's h·q with linear_qkv. */
+        double gate = m->attention_output_gate ? q : 0;
+        *weights = h * (q + 2 * kv + gate) + q * h;
         *qk = *v = q;
         return;
     }
@@ -77,8 +79,23 @@ hybrid_layers(const struct spsim_model_shape *m, enum spsim_layer_kind k)
  * Mamba layer 2h(2·d_in + 2GN + H) + 7·d_in·N + 2·d_in·h with d_in = 2h whatever H·P (its "d_in = 2
  * * hidden_size"), attention 4h·p·(h + h·g/n) + 2h·p·s (causal), an MLP 4·f·h, an MoE layer
  * 4·h·f_e·k + 4·h·f_s, with a latent r 4·r·f_e·k + 4·h·r + 4·h·f_s (the routed ones on r), the
- * logits 2hV(1 + D), and no eh_proj nor norms.
+ * logits 2hV(1 + D), and no eh_proj nor norms. A Gated DeltaNet layer: its GEMMs, the
+ * convolution 2·K·(2qk + v) and the chunked kernel's matmuls per value head and token,
+ * 6·C·d_k + 4·C·d_v + 6·d_k·d_v (layer.c add_gdn_kernel); Megatron-LM training.py
+ * gdn_layer_flops (d98e8a6): 2·(h·(2qk + 2v + 2H_v) + K·(2qk + v) + 4·H_v·d_v² + h·v), its
+ * recurrent "KK^T, VK^T, S(a(I-bKK^T)), and SQ".
  */
+static void
+gdn_flops_per_token(const struct spsim_model_shape *m, double *model, double *megatron)
+{
+    double h = m->hidden, Hv = m->gdn_value_heads, dk = m->gdn_key_head_dim;
+    double dv = m->gdn_value_head_dim, K = m->gdn_conv, C = 64; /* gdn.py chunk_size */
+    double qk = m->gdn_key_heads * dk, v = Hv * dv, in = 2 * qk + 2 * v + 2 * Hv;
+    *model = 2 * (h * in + v * h) + 2 * K * (2 * qk + v) +
+             Hv * (6 * C * dk + 4 * C * dv + 6 * dk * dv);
+    *megatron = 2 * (h * in + K * (2 * qk + v) + 4 * Hv * dv * dv + h * v);
+}
+
 static void
 hybrid_flops_per_token(const struct spsim_model_shape *m, double s, double vpad,
                        struct spsim_flops_per_token *f)
@@ -92,14 +109,21 @@ hybrid_flops_per_token(const struct spsim_model_shape *m, double s, double vpad,
     double k = m->experts_per_token, fe = m->expert_ffn_hidden, fs = m->shared_expert_ffn_hidden;
     double mamba_w = h * (2 * d + 2 * GN + H) + d * h;
     double moe_w = r * lat * fe * k + r * h * fs + (m->moe_latent ? 2 * h * lat : 0);
-    double weights = nM * mamba_w + nA * (h * (q + 2 * kv) + q * h) + nF * r * h * m->ffn_hidden +
+    double gate = m->attention_output_gate ? q : 0; /* the attention's output gate */
+    double weights = nM * mamba_w + nA * (h * (q + 2 * kv + gate) + q * h) +
+                     nF * r * h * m->ffn_hidden +
                      nE * moe_w + D * 2 * h * h;
     double scan = 2 * m->mamba_conv * (d + 2 * GN) + 2 * Q * GN + 4 * N * d + 2 * Q * d;
     f->logits = 2 * h * vpad * (1 + D);
     f->model = 2 * weights + nM * scan + nA * 4 * s * q + f->logits;
     double din = 2 * h, sf = r / 2; /* Bridge's swiglu scale 3/2, else 1 */
     double bridge_moe = m->moe_latent ? 4 * lat * fe * k * sf + 4 * h * lat : 4 * h * fe * k * sf;
-    f->megatron = nM * (2 * h * (2 * din + 2 * GN + H) + 7 * din * N + 2 * din * h) +
+    double nG = hybrid_layers(m, SPSIM_LAYER_GDN), gdn = 0, gdn_megatron = 0;
+    if (nG > 0)
+        gdn_flops_per_token(m, &gdn, &gdn_megatron);
+    f->model += nG * gdn;
+    f->megatron = nG * gdn_megatron +
+                  nM * (2 * h * (2 * din + 2 * GN + H) + 7 * din * N + 2 * din * h) +
                   nA * (4 * h * (q + kv) + 2 * q * s) + nF * 4 * m->ffn_hidden * h * sf +
                   nE * (bridge_moe + 4 * h * fs * sf) + f->logits;
 }

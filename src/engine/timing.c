@@ -182,7 +182,8 @@ enum spsim_layer_kind
 spsim_hybrid_primary(const struct spsim_model_shape *m)
 {
     static const enum spsim_layer_kind order[] = {SPSIM_LAYER_MOE, SPSIM_LAYER_MAMBA,
-                                                  SPSIM_LAYER_ATTENTION, SPSIM_LAYER_MLP};
+                                                  SPSIM_LAYER_GDN, SPSIM_LAYER_ATTENTION,
+                                                  SPSIM_LAYER_MLP};
     if (!m->hybrid_pattern)
         return SPSIM_LAYER_TRANSFORMER;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(order); i++)

@@ -27,7 +27,7 @@ struct hf_family {
     bool qk_norm;  /* Qwen3Attention's q_norm and k_norm (RMSNorm of head_dim) */
     const char *const *keys;     /* accepted beyond the common keys */
     int moe;                     /* enum hf_moe: how its experts are read (0: dense) */
-    const char *const *moe_keys; /* accepted beyond keys (its MoE and MLA keys) */
+    const char *const *moe_keys; /* accepted beyond keys (its MoE and MLA keys, Qwen2's extra) */
 };
 
 /* The mixture-of-experts families, by where transformers keeps their experts. */
@@ -156,6 +156,12 @@ static const char *const neox_keys[] = {"num_hidden_layers",
                                         "attention_bias",
                                         NULL};
 
+/* Qwen2.5's released config.json files (Qwen/Qwen2.5-7B, -1.5B: tests/data/hf/) carry
+ * "use_mrope": false, Qwen2-VL's multimodal rotary switch, which the text model's rotary
+ * embedding does not use when false (the plain 1-D rotary positions spsim counts); true is
+ * refused (check_variants). */
+static const char *const qwen2_keys[] = {"use_mrope", NULL};
+
 /* configuration_mixtral.py: the router's training knobs change no FLOP spsim counts. */
 static const char *const mixtral_keys[] = {"num_local_experts",    "num_experts_per_tok",
                                            "output_router_logits", "router_aux_loss_coef",
@@ -204,7 +210,7 @@ static const struct hf_family families[] = {
      false, false, false, llama_keys, HF_DENSE, NULL},
     {"qwen2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, true, false, llama_keys, HF_DENSE, NULL},
+     false, true, false, llama_keys, HF_DENSE, qwen2_keys},
     {"qwen3", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
      false, false, true, llama_keys, HF_DENSE, NULL},
@@ -263,12 +269,25 @@ static const struct {
  * decoder layer with its own input projection and norms), Nemotron-Super's block_configs (31 of
  * 80 attentions no_op), Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's
  * full_attention_interval and linear_* keys, DeepSeek-V3.2's index_* keys, DeepSeek-V4's
- * compress_ratios and hc_* keys. */
+ * compress_ratios and hc_* keys, Gemma 2's soft-capping keys and Gemma 3's text_config with its
+ * layer_types and vision_config. */
 static const struct {
     const char *type, *what;
 } unmodelled[] = {
     {"gemma4", "sliding-window attention on 5 of 6 layers, final logit softcapping, shared "
                "K=V projections and a vision tower"},
+    /* Gemma2DecoderLayer: sliding_window on even layers (layer_idx % 2 == 0 in transformers
+     * 4.42's modeling_gemma2.py), attn_logit_softcapping and final_logit_softcapping, and
+     * pre/post norms around both the attention and the MLP (four per layer). */
+    {"gemma2", "sliding-window attention on alternate layers, attention and final logit "
+               "soft-capping, and four norms per layer"},
+    /* Gemma3ForConditionalGeneration (google/gemma-3-27b: tests/data/hf/): text_config's
+     * layer_types put 52 of 62 layers on a 1024-token window (_sliding_window_pattern 6), Q/K
+     * norms, four norms per layer, and a SigLIP vision tower (vision_config). */
+    {"gemma3", "sliding-window attention on 5 of 6 layers (layer_types), four norms per layer "
+               "and a vision tower (vision_config)"},
+    {"gemma3_text", "sliding-window attention on 5 of 6 layers (layer_types) and four norms "
+                    "per layer"},
     {"llama4", "chunked attention (attention_chunk_size) on 3 of 4 layers, the 4th without "
                "rotary embedding, and a vision tower"},
     {"nemotron_h", "Mamba-2 layers in a hybrid pattern (hybrid_override_pattern) and a squared "
@@ -280,10 +299,6 @@ static const struct {
     {"nemotron-nas", "per-layer blocks (block_configs): layers without attention and FFN widths "
                      "that vary by layer"},
     {"step3p7", "sliding-window attention on 33 of 45 layers (layer_types)"},
-    {"qwen3_5", "Gated DeltaNet linear-attention layers on 3 of 4 layers (layer_types) and gated "
-                "full attention"},
-    {"qwen3_next", "Gated DeltaNet linear-attention layers on 3 of 4 layers "
-                   "(full_attention_interval) and gated full attention"},
     {"deepseek_v32", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
     {"deepseek_v4", "compressed sparse attention (compress_ratios, index_topk), "
                     "hyper-connections (hc_mult) and hash-routed layers"},
@@ -526,6 +541,13 @@ check_variants(const struct spsim_jctx *c, const cJSON *root, const struct hf_fa
                                       "sliding-window attention (%u of %u positions) is not "
                                       "modelled",
                                       window, positions);
+    bool mrope = false;
+    if ((rc = get_bool(c, root, "use_mrope", &mrope)))
+        return rc;
+    if (mrope)
+        return spsim_json_field_error(c, NULL, "use_mrope",
+                                      "true: multimodal rotary sections (Qwen2-VL) are not "
+                                      "modelled");
     if (strcmp(f->type, "gpt_neox") != 0)
         return SPSIM_OK;
     bool parallel = true;
@@ -694,13 +716,32 @@ read_moe(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *
     return f->moe == HF_DEEPSEEK ? deepseek_fields(c, root, m) : SPSIM_OK;
 }
 
+/* Qwen3-Next and Qwen3.5: hybrid models of Gated DeltaNet and gated attention layers
+ * (hf_qwen_next.c); the sequence defaults as below. */
+static int
+qwen_next(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
+          uint32_t *positions, char *pattern, size_t cap)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    bool qwen35 = strcmp(t->valuestring, "qwen3_5") == 0;
+    int rc = spsim_hf_qwen_next_read(c, root, qwen35, m, pattern, cap);
+    *positions = m->seq_len;
+    if (m->seq_len > SPSIM_HF_DEFAULT_SEQ)
+        m->seq_len = SPSIM_HF_DEFAULT_SEQ;
+    return rc;
+}
+
 int
 spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
-                     uint32_t *positions)
+                     uint32_t *positions, char *pattern, size_t cap)
 {
     const struct hf_family *f = NULL;
     int rc;
     memset(m, 0, sizeof(*m));
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(t) &&
+        (strcmp(t->valuestring, "qwen3_next") == 0 || strcmp(t->valuestring, "qwen3_5") == 0))
+        return qwen_next(c, root, m, positions, pattern, cap);
     if ((rc = find_family(c, root, &f)) || (rc = check_keys(c, root, f)) ||
         (rc = read_numbers(c, root, f, m)) || (f->moe && (rc = read_moe(c, root, f, m))) ||
         (rc = check_activation(c, root, f)) || (rc = read_dropout(c, root, m)) ||

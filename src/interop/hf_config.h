@@ -15,7 +15,13 @@ bool spsim_hf_config_is(const struct cJSON *root);
 /** Read a transformers config.json into a shape (interop/hf_config.c); a key it cannot model
  * is refused by name (SPSIM_EFIELD). The shape is then checked as a profile's. */
 int spsim_hf_config_read(const struct spsim_jctx *c, const struct cJSON *root,
-                         struct spsim_model_shape *m, uint32_t *positions);
+                         struct spsim_model_shape *m, uint32_t *positions, char *pattern,
+                         size_t cap);
+/** Qwen3-Next (qwen35 false) and Qwen3.5 (its text_config) as a hybrid model
+ * (interop/hf_qwen_next.c): the pattern is written to `pattern` (cap bytes), which the shape
+ * borrows. */
+int spsim_hf_qwen_next_read(const struct spsim_jctx *c, const struct cJSON *root, bool qwen35,
+                            struct spsim_model_shape *m, char *pattern, size_t cap);
 /** The model's name from the file's path: the folder of a config.json, else the base name. */
 const char *spsim_hf_config_name(const char *origin, char *buf, size_t cap);
 

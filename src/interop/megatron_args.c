@@ -37,6 +37,9 @@ enum flag_id {
     F_QKV_BIAS,
     F_UNTIE,
     F_QK_NORM,
+    F_OUTPUT_GATE,
+    F_ROTARY_PERCENT,
+    F_SHARED_GATE,
     F_ATTN_DROPOUT,
     F_HIDDEN_DROPOUT,
     F_VOCAB,
@@ -174,6 +177,9 @@ static const struct {
     [F_QKV_BIAS] = {"--add-qkv-bias", K_SWITCH},
     [F_UNTIE] = {"--untie-embeddings-and-output-weights", K_SWITCH},
     [F_QK_NORM] = {"--qk-layernorm", K_SWITCH},
+    [F_OUTPUT_GATE] = {"--attention-output-gate", K_SWITCH},
+    [F_ROTARY_PERCENT] = {"--rotary-percent", K_VALUE},
+    [F_SHARED_GATE] = {"--moe-shared-expert-gate", K_SWITCH},
     [F_ATTN_DROPOUT] = {"--attention-dropout", K_VALUE},
     [F_HIDDEN_DROPOUT] = {"--hidden-dropout", K_VALUE},
     [F_VOCAB] = {"--vocab-size", K_VALUE},
@@ -637,8 +643,11 @@ layer_kind(const struct mg *m, struct spsim_model_shape *s)
         (rc = choice(m, F_POSITION_TYPE, positions, m->given[F_ROTARY], &position)) ||
         (rc = choice(m, F_BACKEND, backends, 4, &backend)) ||
         (rc = probability(m, F_ATTN_DROPOUT, 0.1, &attention_p)) ||
-        (rc = probability(m, F_HIDDEN_DROPOUT, 0.1, &hidden_p)))
+        (rc = probability(m, F_HIDDEN_DROPOUT, 0.1, &hidden_p)) ||
+        (rc = probability(m, F_ROTARY_PERCENT, 1.0, &s->rotary_percent)))
         return rc;
+    if (s->rotary_percent < 0.001) /* arguments.py --rotary-percent, default 1.0 */
+        return flag_error(m, F_ROTARY_PERCENT, "must be in [0.001, 1]");
     if ((attention_p > 0) != (hidden_p > 0))
         return flag_error(m, F_ATTN_DROPOUT,
                           "dropout on attention probabilities or residual branches only is not "
@@ -650,6 +659,7 @@ layer_kind(const struct mg *m, struct spsim_model_shape *s)
     s->qkv_bias = m->given[F_QKV_BIAS] && !s->linear_bias;
     s->tied_embeddings = !m->given[F_UNTIE];
     s->qk_norm = m->given[F_QK_NORM]; /* the layer's --normalization, over each head */
+    s->attention_output_gate = m->given[F_OUTPUT_GATE];
     /* TransformerConfig.attention_backend defaults to auto (flash or fused: no s² tensors). */
     s->attention =
         backend >= 2 || m->given[F_FLASH] ? SPSIM_ATTENTION_FLASH : SPSIM_ATTENTION_STANDARD;
@@ -806,6 +816,7 @@ moe_shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, boo
         (rc = router_losses(m, s)))
         return rc;
     s->shared_expert_ffn_hidden = (uint32_t)shared;
+    s->moe_shared_expert_gate = shared && m->given[F_SHARED_GATE];
     s->router_score = (enum spsim_router_score)score;
     return SPSIM_OK;
 }
@@ -1462,6 +1473,9 @@ base_flag(int id)
                               F_QKV_BIAS,
                               F_UNTIE,
                               F_QK_NORM,
+                              F_OUTPUT_GATE,
+                              F_ROTARY_PERCENT,
+                              F_SHARED_GATE,
                               F_ATTN_DROPOUT,
                               F_HIDDEN_DROPOUT,
                               F_TOKENIZER,

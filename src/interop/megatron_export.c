@@ -54,6 +54,10 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
         emit(o, "    --untie-embeddings-and-output-weights \\\n");
     if (s->qk_norm)
         emit(o, "    --qk-layernorm \\\n");
+    if (s->attention_output_gate)
+        emit(o, "    --attention-output-gate \\\n");
+    if (s->rotary_percent > 0 && s->rotary_percent < 1)
+        emit(o, "    --rotary-percent %.17g \\\n", s->rotary_percent);
     /* Megatron's defaults are 0.1 for both (TransformerConfig). */
     const char *p = s->dropout ? "0.1" : "0.0";
     emit(o, "    --attention-dropout %s \\\n    --hidden-dropout %s \\\n", p, p);
@@ -117,6 +121,8 @@ moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim
         if (s->shared_expert_ffn_hidden)
             emit(o, "    --moe-shared-expert-intermediate-size %u \\\n",
                  s->shared_expert_ffn_hidden);
+        if (s->shared_expert_ffn_hidden && s->moe_shared_expert_gate)
+            emit(o, "    --moe-shared-expert-gate \\\n");
         layer_freq_flag(o, model, s);
         emit(o, "    --moe-router-score-function %s \\\n",
              s->router_score == SPSIM_ROUTER_SIGMOID ? "sigmoid" : "softmax");

@@ -17,9 +17,9 @@ hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct
 {
     struct spsim_jctx c = {origin, err};
     struct spsim_model_shape shape;
-    char name[256], source[512], description[512] = "";
+    char name[256], source[512], description[512] = "", pattern[8194];
     uint32_t positions = 0;
-    int rc = spsim_hf_config_read(&c, root, &shape, &positions);
+    int rc = spsim_hf_config_read(&c, root, &shape, &positions, pattern, sizeof(pattern));
     if (rc != SPSIM_OK)
         return rc;
     snprintf(source, sizeof(source), "Hugging Face transformers config: %s", origin);
@@ -35,6 +35,12 @@ hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct
                  "sequence length %u unless --seq gives one (its learned positions, "
                  "max_position_embeddings)",
                  shape.seq_len);
+    /* Qwen3.5's vision encoder (vision_config) is not read: the model is its language model. */
+    if (cJSON_GetObjectItemCaseSensitive(root, "vision_config")) {
+        size_t n = strlen(description);
+        snprintf(description + n, sizeof(description) - n,
+                 "; the language model only: the vision tower (vision_config) is not counted");
+    }
     return spsim_model_from_shape(&c, &shape, spsim_hf_config_name(origin, name, sizeof(name)),
                                   source, description, out);
 }

@@ -97,6 +97,12 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "attention_output_gate", false,
+                                  &m->attention_output_gate)) ||
+        (rc = spsim_json_get_double(c, root, NULL, "rotary_percent", false, 0.001, 1.0,
+                                    &m->rotary_percent)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "moe_shared_expert_gate", false,
+                                  &m->moe_shared_expert_gate)) ||
         (rc = spsim_model_read_moe(c, root, m, pattern)) ||
         (rc = spsim_model_read_hybrid(c, root, m)))
         return rc;
@@ -218,6 +224,14 @@ static const char *const model_keys[] = {"schema",
                                          "mamba_groups",
                                          "mamba_conv",
                                          "mamba_chunk",
+                                         "gdn_key_heads",
+                                         "gdn_value_heads",
+                                         "gdn_key_head_dim",
+                                         "gdn_value_head_dim",
+                                         "gdn_conv",
+                                         "attention_output_gate",
+                                         "rotary_percent",
+                                         "moe_shared_expert_gate",
                                          NULL};
 
 int

@@ -4,7 +4,9 @@
  * parameters of each kind of hybrid layer, at Megatron-LM d98e8a6:
  *   models/hybrid/hybrid_layer_allocation.py  the pattern's symbols and their rules;
  *   models/hybrid/hybrid_layer_specs.py       what each symbol builds (hybrid_stack_spec);
- *   ssm/mamba_mixer.py                        the Mamba-2 mixer's parameters and asserts.
+ *   ssm/mamba_mixer.py                        the Mamba-2 mixer's parameters and asserts;
+ *   ssm/gated_delta_net/common.py             the Gated DeltaNet mixer's parameters;
+ *   transformer/transformer_config.py         its linear_* defaults and asserts.
  * Every field is optional; a profile without `hybrid_pattern` is the transformer it always was.
  */
 #include "config.h"
@@ -18,15 +20,13 @@
 
 /* The symbols of hybrid_layer_allocation.py Symbols that spsim builds, in enum spsim_layer_kind
  * order from SPSIM_LAYER_MAMBA. */
-static const char kind_symbols[] = "M*-E";
+static const char kind_symbols[] = "M*-EG";
 
 /* The symbols Megatron accepts that spsim does not build, and why. */
 static const char *
 refused_symbol(char c)
 {
     switch (c) {
-    case 'G':
-        return "'G' (a Gated DeltaNet layer) is not modelled";
     case 'D':
         return "'D' (a DeepSeek sparse-attention layer) is not modelled";
     case '+':
@@ -76,8 +76,9 @@ check_symbols(const struct spsim_jctx *c, const char *key, const char *pattern)
             return spsim_json_field_error(c, NULL, key, "at offset %u: %s", (unsigned)(p - pattern),
                                           why);
         return spsim_json_field_error(c, NULL, key,
-                                      "at offset %u: '%c' is not a layer symbol (M Mamba, * "
-                                      "attention, - MLP, E MoE; hybrid_layer_allocation.py)",
+                                      "at offset %u: '%c' is not a layer symbol (M Mamba, G "
+                                      "Gated DeltaNet, * attention, - MLP, E MoE; "
+                                      "hybrid_layer_allocation.py)",
                                       (unsigned)(p - pattern), *p);
     }
     return SPSIM_OK;
@@ -86,12 +87,17 @@ check_symbols(const struct spsim_jctx *c, const char *key, const char *pattern)
 static const char *const mamba_keys[] = {"mamba_heads",  "mamba_head_dim", "mamba_state_dim",
                                          "mamba_groups", "mamba_conv",     "mamba_chunk"};
 
+static const char *const gdn_keys[] = {"gdn_key_heads", "gdn_value_heads", "gdn_key_head_dim",
+                                       "gdn_value_head_dim", "gdn_conv"};
+
 int
 spsim_model_read_hybrid(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
 {
     int rc;
     uint32_t *dst[] = {&m->mamba_heads,  &m->mamba_head_dim, &m->mamba_state_dim,
                        &m->mamba_groups, &m->mamba_conv,     &m->mamba_chunk};
+    uint32_t *gdn[] = {&m->gdn_key_heads, &m->gdn_value_heads, &m->gdn_key_head_dim,
+                       &m->gdn_value_head_dim, &m->gdn_conv};
     if ((rc = spsim_json_get_string(c, root, NULL, "hybrid_pattern", false, true,
                                     &m->hybrid_pattern)) ||
         (rc = spsim_json_get_string(c, root, NULL, "mtp_pattern", false, true, &m->mtp_pattern)) ||
@@ -101,7 +107,26 @@ spsim_model_read_hybrid(const struct spsim_jctx *c, const cJSON *root, struct sp
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(mamba_keys); i++)
         if ((rc = spsim_json_get_u32(c, root, NULL, mamba_keys[i], false, 1, MAX_MAMBA, dst[i])))
             return rc;
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(gdn_keys); i++)
+        if ((rc = spsim_json_get_u32(c, root, NULL, gdn_keys[i], false, 1, MAX_MAMBA, gdn[i])))
+            return rc;
     return SPSIM_OK;
+}
+
+/* transformer_config.py's defaults (linear_conv_kernel_dim 4, linear_key_head_dim 128,
+ * linear_value_head_dim 128, linear_num_key_heads 16, linear_num_value_heads 32), for a model
+ * with 'G' layers. */
+static void
+gdn_defaults(struct spsim_model_shape *m)
+{
+    if (!m->hybrid_pattern || !strchr(m->hybrid_pattern, 'G'))
+        return;
+    static const uint32_t dflt[] = {16, 32, 128, 128, 4};
+    uint32_t *gdn[] = {&m->gdn_key_heads, &m->gdn_value_heads, &m->gdn_key_head_dim,
+                       &m->gdn_value_head_dim, &m->gdn_conv};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(dflt); i++)
+        if (!*gdn[i])
+            *gdn[i] = dflt[i];
 }
 
 /* Megatron's defaults (transformer_config.py mamba_head_dim 64, mamba_state_dim 128,
@@ -110,6 +135,7 @@ spsim_model_read_hybrid(const struct spsim_jctx *c, const cJSON *root, struct sp
 void
 spsim_hybrid_defaults(struct spsim_model_shape *m)
 {
+    gdn_defaults(m);
     if (!m->hybrid_pattern || !strchr(m->hybrid_pattern, 'M'))
         return;
     if (!m->mamba_head_dim)
@@ -157,6 +183,51 @@ check_mamba(const struct spsim_model_shape *m, const struct spsim_jctx *c)
             "must divide mamba_heads (%u), got %u (mamba_mixer.py: nheads "
             "must be evenly divisible by ngroups)",
             m->mamba_heads, m->mamba_groups);
+    return SPSIM_OK;
+}
+
+/* The Gated DeltaNet fields come with 'G' layers; transformer_config.py __post_init__:
+ * "linear_num_value_heads ... must be a multiple of linear_num_key_heads". */
+static int
+check_gdn(const struct spsim_model_shape *m, const struct spsim_jctx *c)
+{
+    bool gdn = m->hybrid_pattern && strchr(m->hybrid_pattern, 'G');
+    const uint32_t v[] = {m->gdn_key_heads, m->gdn_value_heads, m->gdn_key_head_dim,
+                          m->gdn_value_head_dim, m->gdn_conv};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(v); i++)
+        if (gdn != (v[i] != 0))
+            return spsim_json_field_error(c, NULL, gdn_keys[i],
+                                          "is a Gated DeltaNet field: needs a 'G' in "
+                                          "hybrid_pattern");
+    if (!gdn)
+        return SPSIM_OK;
+    if (m->gdn_value_heads % m->gdn_key_heads != 0)
+        return spsim_json_field_error(c, NULL, "gdn_value_heads",
+                                      "linear_num_value_heads (%u) must be a multiple of "
+                                      "linear_num_key_heads (%u)",
+                                      m->gdn_value_heads, m->gdn_key_heads);
+    if ((uint64_t)m->gdn_value_heads * m->gdn_value_head_dim > MAX_MAMBA ||
+        (uint64_t)m->gdn_key_heads * m->gdn_key_head_dim > MAX_MAMBA)
+        return spsim_json_field_error(c, NULL, "gdn_value_heads",
+                                      "heads × head_dim must not exceed %u", MAX_MAMBA);
+    return SPSIM_OK;
+}
+
+/* The gates and the rotary share need what they act on: shared experts, a rotary embedding,
+ * the standard attention (MLA's projections are built by multi_latent_attention.py, which has
+ * no output gate). */
+static int
+check_gates(const struct spsim_model_shape *m, const struct spsim_jctx *c)
+{
+    if (m->moe_shared_expert_gate && !m->shared_expert_ffn_hidden)
+        return spsim_json_field_error(c, NULL, "moe_shared_expert_gate",
+                                      "needs shared experts (shared_expert_ffn_hidden > 0)");
+    if (m->rotary_percent > 0 && m->rotary_percent < 1 && m->position != SPSIM_POSITION_ROPE)
+        return spsim_json_field_error(c, NULL, "rotary_percent",
+                                      "needs position_embedding \"rope\"");
+    if (m->attention_output_gate && m->kv_lora_rank)
+        return spsim_json_field_error(c, NULL, "attention_output_gate",
+                                      "the output gate of multi-latent attention is not modelled");
     return SPSIM_OK;
 }
 
@@ -215,7 +286,7 @@ spsim_model_check_hybrid(const struct spsim_model_shape *m, const struct spsim_j
                 c, NULL, m->moe_layer_freq > 1 ? "moe_layer_freq" : "moe_first_dense_layers",
                 "a hybrid model's MoE layers are its pattern's 'E's");
     }
-    if ((rc = check_mamba(m, c)))
+    if ((rc = check_mamba(m, c)) || (rc = check_gdn(m, c)) || (rc = check_gates(m, c)))
         return rc;
     return check_mtp_latent(m, c);
 }
@@ -249,6 +320,29 @@ spsim_mamba_parameters(const struct spsim_model_shape *m, struct spsim_param_spl
 }
 
 /*
+ * One Gated DeltaNet layer ('G': hybrid_layer_specs.py hybrid_stack_spec gdn_layer, a
+ * TransformerLayer whose self_attention is ssm/gated_delta_net/gdn.py GatedDeltaNet; its norm
+ * fused in in_proj, TELayerNormColumnParallelLinear, whole on every rank). common.py _GDNBase:
+ * in_proj h → 2·qk + 2·v + 2·H_v ([q, k, v, z, β, α]; qk = H_k·d_k, v = H_v·d_v), no bias
+ * (bias False); conv1d over the 2·qk + v channels of q, k, v with linear_conv_kernel_dim taps,
+ * depthwise, no bias (conv_bias False); dt_bias and A_log, one per value head; out_norm a TENorm
+ * of d_v (one γ shared by the heads, whole on every rank); out_proj v → h row-parallel. The
+ * projections, the convolution, dt_bias and A_log are split over TP ("tensor_model_parallel").
+ */
+void
+spsim_gdn_parameters(const struct spsim_model_shape *m, struct spsim_param_split *p, bool *ok)
+{
+    uint64_t h = m->hidden, Hv = m->gdn_value_heads;
+    uint64_t qk = (uint64_t)m->gdn_key_heads * m->gdn_key_head_dim;
+    uint64_t v = Hv * m->gdn_value_head_dim;
+    uint64_t in_proj = spsim_mul(h, 2 * qk + 2 * v + 2 * Hv, ok);
+    uint64_t conv1d = spsim_mul(2 * qk + v, m->gdn_conv, ok);
+    p->sharded = spsim_add(spsim_add(in_proj, conv1d, ok), spsim_mul(v, h, ok), ok);
+    p->sharded = spsim_add(p->sharded, 2 * Hv, ok); /* dt_bias, A_log */
+    p->replicated = norm_params(m, h) + m->gdn_value_head_dim;
+}
+
+/*
  * One layer of a hybrid model of kind k on one rank of TP size tp (hybrid_layer_specs.py
  * hybrid_stack_spec): '*' a TransformerLayer with self-attention only (its norm fused in
  * linear_qkv), '-' an MLPLayer (its norm fused in linear_fc1), 'E' a MoETransformerLayer with
@@ -263,6 +357,9 @@ spsim_hybrid_layer_parameters(const struct spsim_model_shape *m, enum spsim_laye
     switch (k) {
     case SPSIM_LAYER_MAMBA:
         spsim_mamba_parameters(m, &p, ok);
+        break;
+    case SPSIM_LAYER_GDN:
+        spsim_gdn_parameters(m, &p, ok);
         break;
     case SPSIM_LAYER_ATTENTION:
         spsim_attention_parameters(m, &p, ok);

@@ -27,7 +27,9 @@ standard_attention(const struct spsim_model_shape *m, struct spsim_param_split *
     uint64_t h = m->hidden, d = m->head_dim;
     uint64_t q = (uint64_t)m->heads * d, kv = (uint64_t)m->kv_heads * d;
     uint64_t qkv_out = q + 2 * kv;
-    p->sharded = spsim_add(spsim_mul(h, qkv_out, ok), spsim_mul(q, h, ok), ok);
+    /* attention.py: linear_qkv_out_dim += kv_channels · num_attention_heads for the gate. */
+    uint64_t gate = m->attention_output_gate ? q : 0;
+    p->sharded = spsim_add(spsim_mul(h, qkv_out + gate, ok), spsim_mul(q, h, ok), ok);
     p->replicated = m->qk_norm ? 2 * norm_params(m, d) : 0;
     if (m->linear_bias || m->qkv_bias)
         p->sharded = spsim_add(p->sharded, qkv_out, ok);
@@ -142,7 +144,10 @@ uint64_t
 spsim_router_parameters(const struct spsim_model_shape *m)
 {
     uint64_t e = m->experts;
-    return (uint64_t)m->hidden * e + (m->linear_bias ? e : 0);
+    /* shared_experts.py SharedExpertMLP: gate_weight (1 × h), whole on every rank like the
+     * router's, counted with it. */
+    uint64_t gate = m->moe_shared_expert_gate && m->shared_expert_ffn_hidden ? m->hidden : 0;
+    return (uint64_t)m->hidden * e + (m->linear_bias ? e : 0) + gate;
 }
 
 /*
