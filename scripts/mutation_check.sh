@@ -187,6 +187,10 @@ muon-tp-shard-not-gathered@src/engine/optimizer.c@s|full_r \*= shard_rows ? shar
 muon-matrices-as-adam@src/engine/memory.c@s|spsim_mul(mne, muon, ok), ok);|spsim_mul(mne, adam, ok), ok);|@muon
 offload-host-bytes-halved@src/engine/optimizer.h@s|#define SPSIM_HDO_HOST_BYTES 16.0|#define SPSIM_HDO_HOST_BYTES 8.0|@optimizer_offload
 offload-gpu-bytes-halved@src/engine/optimizer.h@s|#define SPSIM_HDO_GPU_BYTES  12.0|#define SPSIM_HDO_GPU_BYTES  6.0|@optimizer_offload
+optimizer-json-muon-hidden@src/sweep/fields.c@s|return r->config.optimizer != SPSIM_OPTIMIZER_ADAM \|\| r->config.optimizer_cpu_offload;|return r->config.optimizer_cpu_offload;|@muon
+optimizer-json-offload-hidden@src/sweep/fields.c@s|return r->config.optimizer != SPSIM_OPTIMIZER_ADAM \|\| r->config.optimizer_cpu_offload;|return r->config.optimizer != SPSIM_OPTIMIZER_ADAM;|@optimizer_offload
+optimizer-json-d2h-as-h2d@src/sweep/fields.c@s|F("optimizer.d2h_s", F64, time.optimizer_d2h_s)|F("optimizer.d2h_s", F64, time.optimizer_h2d_s)|@optimizer_offload
+optimizer-json-ns-as-gather@src/sweep/fields.c@s|F("optimizer.muon_ns_s", F64, time.optimizer_muon_ns_s)|F("optimizer.muon_ns_s", F64, time.optimizer_muon_gather_s)|@muon
 offload-d2h-halved@src/engine/dp_time.c@s|f \* Ps \* 4.0 / hw->host_d2h_Bps|f * Ps * 2.0 / hw->host_d2h_Bps|@optimizer_offload
 offload-cpu-step-halved@src/engine/dp_time.c@s|f \* Ps \* 28.0 / hw->host_cpu_memory_Bps|f * Ps * 14.0 / hw->host_cpu_memory_Bps|@optimizer_offload
 offload-h2d-halved@src/engine/dp_time.c@s|f \* Ps \* 2.0 / hw->host_h2d_Bps|f * Ps * 1.0 / hw->host_h2d_Bps|@optimizer_offload

@@ -47,5 +47,6 @@ refused 4 "dualpipe is not modelled with Muon" --pp-schedule dualpipe --optimize
 err=$("$spsim" trace $base --pp-schedule zb-v 2>&1 >/dev/null)
 [ $? -eq 4 ] || fail "trace --pp-schedule zb-v: exit not 4 ($err)"
 printf '%s' "$err" | grep -q "zb-v schedule is not drawn" || fail "trace: $err"
+printf '%s' "$err" | grep -q "the trace draws 1F1B and interleaved only" || fail "trace: $err"
 [ "$failures" -eq 0 ] || exit 1
 echo "cli schedules: ok"

@@ -42,6 +42,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "spsim/spsim.h"
@@ -198,6 +199,35 @@ START_TEST(muon_launch_line)
 }
 END_TEST
 
+/* The library's document (spsim_result_to_json: `spsim query --format json` and Python's
+ * spsim.query()) ends with the "optimizer" object under Muon, holding the hand-worked figures
+ * above; Adam's has none. */
+START_TEST(muon_json_object)
+{
+    struct spsim_parallel p = base();
+    struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    char *doc = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_result_to_json(&r, "llama3-8b", "dgx-h100", &doc, &err), SPSIM_OK);
+    const char *obj = strstr(doc, "\n  \"optimizer\": {\n    \"name\": \"muon\",");
+    ck_assert_msg(obj && strstr(doc, "\n  \"time\": {") < obj, "%s", doc);
+    ck_assert_ptr_nonnull(strstr(obj, "\"muon_parameters_per_gpu\": 3489660928,"));
+    ck_assert_ptr_nonnull(strstr(obj, "\"muon_ns_flops_per_gpu\": 160975374254080,"));
+    ck_assert_ptr_nonnull(strstr(obj, "\"muon_tp_gather_bytes_per_gpu\": 6979321856,"));
+    ck_assert_ptr_nonnull(strstr(obj, "\"muon_tp_gathers_per_gpu\": 48,"));
+    const char *ns = strstr(obj, "\"muon_ns_s\": ");
+    ck_assert_ptr_nonnull(ns);
+    ck_assert_double_eq_tol(strtod(ns + strlen("\"muon_ns_s\": "), NULL), NS_DUP / 794.5e12, 1e-12);
+    ck_assert_str_eq(doc + strlen(doc) - 6, "  }\n}\n");
+    free(doc);
+    p.optimizer = SPSIM_OPTIMIZER_ADAM;
+    r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_int_eq(spsim_result_to_json(&r, "llama3-8b", "dgx-h100", &doc, &err), SPSIM_OK);
+    ck_assert_ptr_null(strstr(doc, "\"optimizer\": {"));
+    free(doc);
+}
+END_TEST
+
 static Suite *
 muon_suite(void)
 {
@@ -208,6 +238,7 @@ muon_suite(void)
     tcase_add_test(tc, muon_step_time);
     tcase_add_test(tc, muon_rules);
     tcase_add_test(tc, muon_launch_line);
+    tcase_add_test(tc, muon_json_object);
     suite_add_tcase(s, tc);
     return s;
 }

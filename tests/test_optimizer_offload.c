@@ -20,6 +20,8 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "spsim/spsim.h"
@@ -109,6 +111,38 @@ START_TEST(offload_step)
 }
 END_TEST
 
+/* The number after "key": in the document's "optimizer" object; -1 when absent. */
+static double
+optimizer_value(const char *doc, const char *key)
+{
+    const char *obj = strstr(doc, "\n  \"optimizer\": {");
+    char quoted[64];
+    snprintf(quoted, sizeof(quoted), "\"%s\": ", key);
+    const char *at = obj ? strstr(obj, quoted) : NULL;
+    return at ? strtod(at + strlen(quoted), NULL) : -1.0;
+}
+
+/* The library's document (`spsim query --format json`, Python's spsim.query()) holds the
+ * offload's terms in its "optimizer" object, the figures worked by hand above. */
+START_TEST(offload_json_object)
+{
+    struct spsim_parallel p = base(0.5);
+    struct spsim_result r = run(&p);
+    double P = (double)r.memory.parameters_per_gpu, Ps = P / 4.0, f = 0.5;
+    char *doc = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_result_to_json(&r, "llama3-8b", "test", &doc, &err), SPSIM_OK);
+    ck_assert_ptr_nonnull(strstr(doc, "\"optimizer\": {\n    \"name\": \"adam\",\n    "
+                                      "\"cpu_offload\": true,\n    \"offload_fraction\": 0.5,"));
+    ck_assert_double_eq(optimizer_value(doc, "host_bytes"), ceil(16.0 * f * P / 4.0));
+    ck_assert_double_eq_tol(optimizer_value(doc, "d2h_s"), f * Ps * 4.0 / 52e9, 1e-12);
+    ck_assert_double_eq_tol(optimizer_value(doc, "cpu_s"), f * Ps * 28.0 / 100e9, 1e-12);
+    ck_assert_double_eq_tol(optimizer_value(doc, "h2d_s"), f * Ps * 2.0 / 51e9, 1e-12);
+    ck_assert_double_eq(optimizer_value(doc, "muon_ns_s"), 0.0);
+    free(doc);
+}
+END_TEST
+
 /* Megatron's rules (arguments.py, verbatim) and what the profiles lack. */
 START_TEST(offload_rules)
 {
@@ -161,6 +195,7 @@ offload_suite(void)
     TCase *tc = tcase_create("offload");
     tcase_add_test(tc, offload_memory);
     tcase_add_test(tc, offload_step);
+    tcase_add_test(tc, offload_json_object);
     tcase_add_test(tc, offload_rules);
     tcase_add_test(tc, offload_launch_line);
     suite_add_tcase(s, tc);

@@ -218,6 +218,17 @@ class Sweep(unittest.TestCase):
             list(spsim.sweep(**self.AXES, columns="tp,nope"))
         self.assertIn("'nope' is not a column", c.exception.message)
 
+    def test_optimizer_columns(self):
+        # the "optimizer" object's fields are columns by name (Adam: zeros), never by default;
+        # Adam's query documents hold no "optimizer" object (README "The optimizer object")
+        cols = ["tp", "optimizer_name", "optimizer_muon_ns_s", "optimizer_host_bytes"]
+        rows = list(spsim.sweep(**self.AXES, columns=cols))
+        self.assertEqual(rows, cli_rows("sweep", *self.ARGS, "--columns", ",".join(cols)))
+        self.assertEqual({(r["optimizer_name"], r["optimizer_muon_ns_s"],
+                           r["optimizer_host_bytes"]) for r in rows}, {("adam", 0, 0)})
+        self.assertFalse(any(k.startswith("optimizer_") for k in next(spsim.sweep(**self.AXES))))
+        self.assertNotIn("optimizer", spsim.query())
+
     def test_spec_file(self):
         spec = os.path.join(os.environ["SPSIM_DATA_DIR"], "examples", "sweeps",
                             "llama3-70b-h100.json")

@@ -36,6 +36,22 @@ struct spsim_field {
 SPSIM_API size_t spsim_result_fields(const struct spsim_field **fields);
 
 /**
+ * The fields of the "optimizer" object (Muon's and the optimizer CPU offload's terms:
+ * optimizer.name, cpu_offload, offload_fraction, muon_parameters_per_gpu, muon_ns_flops_per_gpu,
+ * muon_tp_gather_bytes_per_gpu, muon_tp_gathers_per_gpu, host_bytes, muon_ns_s, muon_gather_s,
+ * d2h_s, cpu_s, h2d_s), apart from spsim_result_fields(): the JSON document holds the object only
+ * where spsim_result_optimizer_shown(); default CSV rows never hold them, `spsim sweep --columns`
+ * names them (optimizer_muon_ns_s, ...).
+ * @param fields  receives the table (static storage)
+ * @return the number of fields
+ */
+SPSIM_API size_t spsim_result_optimizer_fields(const struct spsim_field **fields);
+
+/** Whether the result's JSON holds the "optimizer" object: --optimizer muon, or
+ * --optimizer-cpu-offload. */
+SPSIM_API bool spsim_result_optimizer_shown(const struct spsim_result *r);
+
+/**
  * Format a field's value of `r` into buf: integers in decimal, booleans as true/false, enums by
  * name, doubles by spsim_format_double().
  * @return the length written (buf is NUL-terminated); 0 if cap is too small (cap >= 32 always
@@ -55,7 +71,8 @@ SPSIM_API size_t spsim_format_double(double value, char *buf);
  * The JSON document of a result, exactly as `spsim query --format json` writes it (and the
  * Python module's spsim.query returns it): spsim_version, model, hardware, then "config",
  * "warnings", "memory", "comm" (the layer's collectives in "per_layer") and "time", every field
- * of spsim_result_fields() nested by its path; two-space indentation, a final line break,
+ * of spsim_result_fields() nested by its path, then with Muon or the optimizer CPU offload an
+ * "optimizer" object (spsim_result_optimizer_fields()); two-space indentation, a final line break,
  * non-finite doubles as null.
  * @param out  receives a NUL-terminated string; the caller frees it with free()
  * @return SPSIM_OK, SPSIM_EINVAL (NULL argument) or SPSIM_ENOMEM

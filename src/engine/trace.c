@@ -350,8 +350,8 @@ spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *e
                           p, m, v);
     if (r->config.pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
         return spsim_fail(err, SPSIM_ERANGE,
-                          "trace: the %s schedule is not drawn (1F1B and interleaved are); its "
-                          "query gives its terms",
+                          "trace: the %s schedule is not drawn (the trace draws 1F1B and "
+                          "interleaved only); its query gives its terms",
                           spsim_pp_schedule_name(r->config.pp_schedule, v));
     if (v > 1 && m % p != 0) /* schedules.py's micro-batch groups of p per model chunk */
         return spsim_fail(err, SPSIM_ERANGE,

@@ -123,6 +123,12 @@ opt_dtype_name(int v)
 }
 
 static const char *
+optimizer_name(int v)
+{
+    return v == SPSIM_OPTIMIZER_MUON ? "muon" : v == SPSIM_OPTIMIZER_ADAM ? "adam" : "?";
+}
+
+static const char *
 tier_name(int v)
 {
     return spsim_tier_name((enum spsim_tier)v);
@@ -338,11 +344,43 @@ static const struct spsim_field fields[] = {
     F("time.hfu_dtype", F64, time.hfu_dtype),
 };
 
+/* The "optimizer" object: Muon's and the CPU offload's terms, written only when either is on
+ * (spsim_result_optimizer_shown), so Adam's documents and the default rows stay as they were;
+ * `spsim sweep --columns` names them as any field (optimizer.muon_ns_s → optimizer_muon_ns_s). */
+static const struct spsim_field optimizer_fields[] = {
+    E("optimizer.name", config.optimizer, optimizer_name),
+    F("optimizer.cpu_offload", BOOL, config.optimizer_cpu_offload),
+    F("optimizer.offload_fraction", F64, config.optimizer_offload_fraction),
+    F("optimizer.muon_parameters_per_gpu", U64, memory.muon_parameters_per_gpu),
+    F("optimizer.muon_ns_flops_per_gpu", F64, memory.muon_ns_flops_per_gpu),
+    F("optimizer.muon_tp_gather_bytes_per_gpu", F64, memory.muon_tp_gather_bytes_per_gpu),
+    F("optimizer.muon_tp_gathers_per_gpu", F64, memory.muon_tp_gathers_per_gpu),
+    F("optimizer.host_bytes", U64, memory.optimizer_host_bytes),
+    F("optimizer.muon_ns_s", F64, time.optimizer_muon_ns_s),
+    F("optimizer.muon_gather_s", F64, time.optimizer_muon_gather_s),
+    F("optimizer.d2h_s", F64, time.optimizer_d2h_s),
+    F("optimizer.cpu_s", F64, time.optimizer_cpu_s),
+    F("optimizer.h2d_s", F64, time.optimizer_h2d_s),
+};
+
 size_t
 spsim_result_fields(const struct spsim_field **out)
 {
     *out = fields;
     return SPSIM_ARRAY_LENGTH(fields);
+}
+
+size_t
+spsim_result_optimizer_fields(const struct spsim_field **out)
+{
+    *out = optimizer_fields;
+    return SPSIM_ARRAY_LENGTH(optimizer_fields);
+}
+
+bool
+spsim_result_optimizer_shown(const struct spsim_result *r)
+{
+    return r->config.optimizer != SPSIM_OPTIMIZER_ADAM || r->config.optimizer_cpu_offload;
 }
 
 size_t

@@ -91,12 +91,13 @@ jd_number(const char *text)
     return text[0] == 'n' || text[0] == 'i' || text[1] == 'i' ? "null" : text;
 }
 
-/* The fields under `section.`, opening one sub-object per deeper path prefix. */
+/* The fields of the table (n of them) under `section.`, opening one sub-object per deeper path
+ * prefix. */
 static void
-jd_section(struct jdoc *d, const struct spsim_result *r, const char *section)
+jd_section(struct jdoc *d, const struct spsim_result *r, const struct spsim_field *fields, size_t n,
+           const char *section)
 {
-    const struct spsim_field *fields;
-    size_t n = spsim_result_fields(&fields), plen = strlen(section);
+    size_t plen = strlen(section);
     char open_sub[64] = "";
     for (size_t i = 0; i < n; i++) {
         const char *path = fields[i].path;
@@ -166,7 +167,16 @@ jd_document(struct jdoc *d, const struct spsim_result *r, const char *model, con
                 jd_collective(d, &r->comm.per_layer[i]);
             jd_close(d, ']');
         }
-        jd_section(d, r, sections[s]);
+        const struct spsim_field *fields;
+        size_t n = spsim_result_fields(&fields);
+        jd_section(d, r, fields, n, sections[s]);
+        jd_close(d, '}');
+    }
+    if (spsim_result_optimizer_shown(r)) { /* Adam's documents as they were */
+        const struct spsim_field *fields;
+        size_t n = spsim_result_optimizer_fields(&fields);
+        jd_open(d, "optimizer", '{');
+        jd_section(d, r, fields, n, "optimizer");
         jd_close(d, '}');
     }
     jd_close(d, '}');
