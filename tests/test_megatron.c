@@ -138,6 +138,26 @@ START_TEST(unmodelled_name_escaped)
 }
 END_TEST
 
+/* A redirection whose target expands to no word (`> $L` with L empty) drops nothing else: the
+ * lexer once took the previous word ("2") for the target and dropped it, and on a command of
+ * no words indexed w[-1] (UBSan, the fuzz_launch campaign of 2026-12-02). */
+START_TEST(redirection_to_empty_word)
+{
+    const char *text = "L=\npretrain_gpt.py --num-layers 2 --hidden-size 64 "
+                       "--num-attention-heads 4 --seq-length 128 --vocab-size 128 --bf16 "
+                       "--global-batch-size 8 --micro-batch-size 2 > $L\n";
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(mc.par.mbs, 2);
+    ck_assert_uint_eq(mc.par.gbs, 8);
+    spsim_model_destroy(mc.model);
+    /* no command at all: a here-document marker and an empty target */
+    ck_assert_int_ne(parse("<<<<< $L\n", &mc, &err), SPSIM_OK);
+    ck_assert_ptr_null(mc.model);
+}
+END_TEST
+
 /* Bash as Megatron-LM's scripts write it: an array of flags, a variable, a default, quotes, a
  * continuation, --flag=value, a comment, a redirection and a pipe. */
 START_TEST(bash_words)
@@ -742,6 +762,7 @@ megatron_suite(void)
     tcase_set_timeout(tc, 360);
     tcase_add_test(tc, gpt3_example_as_written);
     tcase_add_test(tc, unmodelled_name_escaped);
+    tcase_add_test(tc, redirection_to_empty_word);
     tcase_add_test(tc, gpt3_example_on_16_nodes);
     tcase_add_test(tc, llama3_example_as_written);
     tcase_add_test(tc, bash_words);

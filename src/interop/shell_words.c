@@ -695,8 +695,15 @@ spsim_sh_statement(struct spsim_sh *s, struct spsim_sh_words *cmd)
         } else if (prefix && (n = assignment_at(s, &append))) {
             assign(s, n, append);
         } else {
+            /* A word may expand to none ($UNSET, "${EMPTY[@]}"): then there is no word of its
+             * own to judge (the last one is an earlier word's; none at all on an empty command,
+             * where a pending redirection target would drop w[-1]: fuzz_launch, 2026-12-02).
+             * The read consumed at least one character (the checks above leave no word end). */
+            size_t before = cmd->n;
             spsim_sh_read_word(s, cmd);
-            const char *w = cmd->n ? cmd->w[cmd->n - 1].text : "";
+            if (cmd->n == before)
+                continue;
+            const char *w = cmd->w[cmd->n - 1].text;
             if (end_word)
                 snprintf(s->heredoc, sizeof(s->heredoc), "%s", w);
             end_word = !drop && redirection(w) && heredoc_start(s, w);
