@@ -302,8 +302,8 @@ optimize_rows(const struct spsim_optimize_result *res)
     return out;
 }
 
-/* optimize(axes, gpus, top, by, max_total_bytes, exhaustive, threads) -> (JSON Lines rows of the best
- * that fit, the smallest's bytes when nothing fits or -1): spsim_sweep_spec_optimize_space's
+/* optimize(axes, gpus, top, by, max_total_bytes, exhaustive, threads) -> (JSON Lines rows of the
+ * best that fit, the smallest's bytes when nothing fits or -1): spsim_sweep_spec_optimize_space's
  * space restricted by the axes, searched by spsim_optimize_run. The GIL is released while the
  * library searches. */
 static PyObject *

@@ -347,8 +347,8 @@ enum cli_config_opt {
     "  --gpus N               GPUs in all: dp = N / (tp·cp·pp) (instead of --dp)\n"              \
     "  --vpp N                interleaved model chunks per pipeline stage (default 3 where\n"      \
     "                         pp*3 divides the model's layers, else 1 = none)\n"                   \
-    "  --pp-schedule S        1f1b, interleaved (Megatron's, by vpp: default), zb-h1, zb-v\n"     \
-    "                         (vpp 2), dualpipe (pp even), dualpipev (vpp 2)\n"                   \
+    "  --pp-schedule S        1f1b, interleaved (Megatron's, by vpp: default), zb-h1, zb-v\n"      \
+    "                         (vpp 2), dualpipe (pp even), dualpipev (vpp 2)\n"                    \
     "  --sp, --no-sp          sequence parallelism (default on)\n"                                 \
     "  --recompute MODE       none, selective or full (default selective)\n"                       \
     "  --recompute-modules LIST\n"                                                                 \

@@ -744,8 +744,8 @@ cli_config_finish(struct cli_config *cfg, const struct spsim_model *model)
     bool interleaved = cfg->pp_schedule && strcmp(cfg->pp_schedule, "interleaved") == 0;
     if (cfg->pp_schedule && p->pp_schedule == SPSIM_PP_SCHEDULE_MEGATRON &&
         interleaved != (p->vpp > 1))
-        return cli_error(EXIT_CONFIG, "--pp-schedule %s: vpp is %u (%s)", cfg->pp_schedule,
-                         p->vpp, interleaved ? "interleaved needs --vpp 2 or more" : "1f1b needs vpp 1");
+        return cli_error(EXIT_CONFIG, "--pp-schedule %s: vpp is %u (%s)", cfg->pp_schedule, p->vpp,
+                         interleaved ? "interleaved needs --vpp 2 or more" : "1f1b needs vpp 1");
     if (!cfg->pp_set && !uneven)
         for (p->pp = 8; p->pp > 1 && layers % p->pp != 0;)
             p->pp--;

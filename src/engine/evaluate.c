@@ -319,7 +319,9 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     x.schedule = par->pp_schedule;
     for (int i = 0; x.schedule != SPSIM_PP_SCHEDULE_MEGATRON && i < 3; i++) /* pp_schedule.c */
         x.held[i] = spsim_pp_schedule_inflight(x.schedule, x.p,
-                                               i == 2 ? x.p - 1 : i == 1 && x.p > 2 ? 1 : 0,
+                                               i == 2              ? x.p - 1
+                                               : i == 1 && x.p > 2 ? 1
+                                                                   : 0,
                                                x.micro) *
                     x.built[i] / x.v;
     if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */

@@ -455,8 +455,7 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
         op->bias_grad_bytes = 2.0 * (double)tokens * (double)qkv;
     op->regather_site = "wgrad AG: re-gather of the saved QKV input shard";
     dims3(op->in, &op->nin, x->s_sym, x->s, "b", x->b, "h", x->h);
-    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, gate ? "(2a+2kv)d/t" : "(a+2kv)d/t",
-          qkv);
+    dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, gate ? "(2a+2kv)d/t" : "(a+2kv)d/t", qkv);
     spsim_lora_add(bld->layer, SPSIM_LORA_QKV, tokens, x->h, x->t * qkv, ok);
     if (m->qk_norm)
         add_qk_norm(bld, x);
@@ -1441,8 +1440,8 @@ add_gdn_inputs(struct builder *bld, const struct dims *x, const struct gdn_dims 
     /* g = −exp(A_log)·softplus(α + dt_bias) in fp32, β = sigmoid(b): reads α and b (2 + 2 B a
      * head), writes g (4) and β (2); backward reads dg, dβ and α, b, writes dα, db (14 B). */
     uint64_t heads = spsim_mul(g->tok, g->Hv, ok);
-    op = add_op(bld, "GDN gates g and β (softplus, sigmoid)", SPSIM_OPK_MEMORY,
-                SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op = add_op(bld, "GDN gates g and β (softplus, sigmoid)", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR,
+                SPSIM_RG_LAYER);
     op->fwd_bytes = 10.0 * (double)heads;
     op->bwd_bytes = 14.0 * (double)heads;
     save(op, "gate inputs α and b", spsim_mul(heads, 2, ok), 2, SPSIM_RG_LAYER);
@@ -1511,8 +1510,8 @@ add_gdn_block(struct builder *bld, const struct spsim_model_shape *m, const stru
     /* out_norm (RMSNorm of d_v) times silu(z), fused: reads o and z, writes y (6 B a channel);
      * backward reads dy, o and z, writes do and dz (10 B); it keeps o and z. */
     uint64_t v = spsim_mul(g.tok, g.Hv * g.dv, ok);
-    op = add_op(bld, "GDN gated RMSNorm out_norm(o)·silu(z)", SPSIM_OPK_MEMORY,
-                SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op = add_op(bld, "GDN gated RMSNorm out_norm(o)·silu(z)", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR,
+                SPSIM_RG_LAYER);
     op->fwd_bytes = 6.0 * (double)v;
     op->bwd_bytes = 10.0 * (double)v;
     save(op, "kernel output o and gate z", spsim_mul(v, 2, ok), 2, SPSIM_RG_LAYER);
