@@ -616,8 +616,7 @@ START_TEST(gdn_terms)
        6 * conv / HBM);
     EQ(step(st, n, F, "L2 norm of q and k (FLA l2norm)", "forward")->time_s, 4 * qkn / HBM);
     EQ(step(st, n, B, "L2 norm of q and k (FLA l2norm)", "backward")->time_s, 6 * qkn / HBM);
-    EQ(step(st, n, F, "q and k repeated to the value heads (repeat_interleave)", "forward")
-           ->time_s,
+    EQ(step(st, n, F, "q and k repeated to the value heads (repeat_interleave)", "forward")->time_s,
        (2 * qkn + 4 * T * Hv * dk) / HBM);
     EQ(step(st, n, F, "GDN gates g and β (softplus, sigmoid)", "forward")->time_s,
        10 * gates / HBM);
@@ -626,8 +625,7 @@ START_TEST(gdn_terms)
     EQ(step(st, n, F, "GDN chunk states (chunk_fwd_h)", "forward")->time_s, 4 * states / HBM);
     EQ(step(st, n, B, "GDN chunk states (chunk_fwd_h)", "backward")->time_s, 8 * states / HBM);
     EQ(step(st, n, F, "GDN gated RMSNorm out_norm(o)·silu(z)", "forward")->time_s, 6 * y / HBM);
-    EQ(step(st, n, B, "GDN gated RMSNorm out_norm(o)·silu(z)", "backward")->time_s,
-       10 * y / HBM);
+    EQ(step(st, n, B, "GDN gated RMSNorm out_norm(o)·silu(z)", "backward")->time_s, 10 * y / HBM);
 }
 END_TEST
 
@@ -741,8 +739,7 @@ START_TEST(gated_attention_terms)
     size_t n = kind_schedule(s, SPSIM_LAYER_ATTENTION, 1, 1, st);
     EQ(step(st, n, F, "QKV GEMM (column-parallel)", "forward")->flops,
        2 * T * h * (2 * q + 2 * kv));
-    EQ(step(st, n, F, "attention output gate x·sigmoid(gate)", "forward")->time_s,
-       6 * T * q / HBM);
+    EQ(step(st, n, F, "attention output gate x·sigmoid(gate)", "forward")->time_s, 6 * T * q / HBM);
     EQ(step(st, n, B, "attention output gate x·sigmoid(gate)", "backward")->time_s,
        10 * T * q / HBM);
     EQ(step(st, n, F, "RoPE on Q and K", "forward")->time_s, 4 * 0.25 * T * (q + kv) / HBM);

@@ -613,12 +613,12 @@ START_TEST(hf_published_counts)
      * 12 heads, 2 KV heads, FFN 8960, 151936 tokens, tied): 1,543,714,304, the card's 1.54B
      * (1.31B non-embedding). */
     uint64_t q7 = 3584, q15 = 1536;
-    uint64_t qwen25_7b = 28 * (gqa_attention(q7, 28, 4, 128, false) + q7 + 2 * 512 +
-                               3 * q7 * 18944 + 2 * q7) +
-                         2 * 152064 * q7 + q7;
-    uint64_t qwen25_15b = 28 * (gqa_attention(q15, 12, 2, 128, false) + q15 + 2 * 256 +
-                                3 * q15 * 8960 + 2 * q15) +
-                          151936 * q15 + q15;
+    uint64_t qwen25_7b =
+        28 * (gqa_attention(q7, 28, 4, 128, false) + q7 + 2 * 512 + 3 * q7 * 18944 + 2 * q7) +
+        2 * 152064 * q7 + q7;
+    uint64_t qwen25_15b =
+        28 * (gqa_attention(q15, 12, 2, 128, false) + q15 + 2 * 256 + 3 * q15 * 8960 + 2 * q15) +
+        151936 * q15 + q15;
     ck_assert(fabs((double)qwen25_7b - 7.61e9) < 0.01e9 &&
               fabs((double)(qwen25_7b - 2 * 152064 * q7 - q7) - 6.53e9) < 0.01e9);
     ck_assert(fabs((double)qwen25_15b - 1.54e9) < 0.01e9);
@@ -704,7 +704,8 @@ START_TEST(hf_gated_deltanet_counts)
      * global_aux_loss, qwen3_next_bridge.py), the same counts. */
     struct spsim_model *hf = load_path("tests/data/hf/Qwen3-Next-80B-A3B");
     struct spsim_model *shipped = testutil_model_named("qwen3-next-80b-a3b");
-    const struct spsim_model_shape *a = spsim_model_get_shape(hf), *b = spsim_model_get_shape(shipped);
+    const struct spsim_model_shape *a = spsim_model_get_shape(hf),
+                                   *b = spsim_model_get_shape(shipped);
     ck_assert_str_eq(a->hybrid_pattern, b->hybrid_pattern);
     ck_assert_int_eq(a->load_balancing, SPSIM_BALANCE_GLOBAL_AUX_LOSS);
     ck_assert_int_eq(b->load_balancing, SPSIM_BALANCE_GLOBAL_AUX_LOSS);

@@ -253,9 +253,8 @@ static void
 same_answers(const struct spsim_optimize_result *bnb, const struct spsim_optimize_result *all,
              const char *name, int by)
 {
-    ck_assert_msg(bnb->count == all->count, "%s by %s: %llu vs %llu", name,
-                  spsim_sweep_by_name(by), (unsigned long long)bnb->count,
-                  (unsigned long long)all->count);
+    ck_assert_msg(bnb->count == all->count, "%s by %s: %llu vs %llu", name, spsim_sweep_by_name(by),
+                  (unsigned long long)bnb->count, (unsigned long long)all->count);
     for (uint64_t i = 0; i < all->count; i++)
         ck_assert_msg(same_entry(&bnb->top[i], &all->top[i]),
                       "%s by %s: #%llu differs: %.17g s (tp %u pp %u dp %u mbs %u) "

@@ -65,11 +65,10 @@ static const struct {
 
 START_TEST(bubbles_by_hand)
 {
-    ck_assert_double_eq_tol(spsim_pp_schedule_bubble(bubbles[_i].s, bubbles[_i].p,
-                                                     bubbles[_i].stage, bubbles[_i].bwd,
-                                                     bubbles[_i].wgrad, bubbles[_i].hidden,
-                                                     bubbles[_i].send),
-                            bubbles[_i].want, TOL);
+    ck_assert_double_eq_tol(
+        spsim_pp_schedule_bubble(bubbles[_i].s, bubbles[_i].p, bubbles[_i].stage, bubbles[_i].bwd,
+                                 bubbles[_i].wgrad, bubbles[_i].hidden, bubbles[_i].send),
+        bubbles[_i].want, TOL);
 }
 END_TEST
 
@@ -97,12 +96,10 @@ END_TEST
  * chunk pairs, 4.5 micro-batches; the last rank step_4 = 6, less one: 11, 5.5. */
 START_TEST(dualpipe_pairs)
 {
-    ck_assert_double_eq_tol(spsim_pp_schedule_paired(SPSIM_PP_SCHEDULE_DUALPIPE, 20, 8, 0), 9,
-                            TOL);
+    ck_assert_double_eq_tol(spsim_pp_schedule_paired(SPSIM_PP_SCHEDULE_DUALPIPE, 20, 8, 0), 9, TOL);
     ck_assert_double_eq_tol(spsim_pp_schedule_paired(SPSIM_PP_SCHEDULE_DUALPIPE, 20, 8, 3), 11,
                             TOL);
-    ck_assert_double_eq_tol(spsim_pp_schedule_paired(SPSIM_PP_SCHEDULE_DUALPIPE, 20, 8, 7), 9,
-                            TOL);
+    ck_assert_double_eq_tol(spsim_pp_schedule_paired(SPSIM_PP_SCHEDULE_DUALPIPE, 20, 8, 7), 9, TOL);
     ck_assert_double_eq_tol(spsim_pp_schedule_paired(SPSIM_PP_SCHEDULE_DUALPIPEV, 10, 4, 0), 4.5,
                             TOL);
     ck_assert_double_eq_tol(spsim_pp_schedule_paired(SPSIM_PP_SCHEDULE_DUALPIPEV, 10, 4, 3), 5.5,
@@ -153,8 +150,8 @@ START_TEST(schedules_in_the_composition)
     struct spsim_result zbv = evaluate(SPSIM_PP_SCHEDULE_ZB_V, 2);
     struct spsim_result dual = evaluate(SPSIM_PP_SCHEDULE_DUALPIPE, 1);
     struct spsim_result dualv = evaluate(SPSIM_PP_SCHEDULE_DUALPIPEV, 2);
-    ck_assert_double_eq_tol(zbh1.time.pp_bubble_s,
-                            (p - 1) * (a.stage - 2 * a.wgrad + 2 * a.send), tol);
+    ck_assert_double_eq_tol(zbh1.time.pp_bubble_s, (p - 1) * (a.stage - 2 * a.wgrad + 2 * a.send),
+                            tol);
     ck_assert_double_eq_tol(zbv.time.pp_bubble_s,
                             (p - 1) * ((b.stage - 3 * b.wgrad) / 2 + 2 * b.send), tol);
     /* a dense model: F&B = F + B */

@@ -117,10 +117,10 @@ static const struct {
     uint64_t gbs;
     uint32_t first;
     bool no_overlap;
-} configs[] = {{1, 1, 4, 0, false},  {4, 1, 8, 0, false},  {4, 2, 8, 0, false},
-               {2, 4, 6, 0, false},  {4, 1, 3, 0, false},  {4, 1, 32, 11, false},
+} configs[] = {{1, 1, 4, 0, false},   {4, 1, 8, 0, false},  {4, 2, 8, 0, false},
+               {2, 4, 6, 0, false},   {4, 1, 3, 0, false},  {4, 1, 32, 11, false},
                {8, 1, 16, 11, false}, {4, 2, 16, 0, true},  {2, 2, 8, 10, false},
-               {4, 1, 8, 5, false},  {8, 2, 24, 0, false}, {2, 1, 1, 0, false}};
+               {4, 1, 8, 5, false},   {8, 2, 24, 0, false}, {2, 1, 1, 0, false}};
 
 START_TEST(trace_sums_to_the_terms)
 {

@@ -198,6 +198,18 @@ compose_flops(const struct spsim_model *model, const struct spsim_parallel *par,
 }
 
 /* The pipeline's shape: its stage plan and the most layers a rank and a chunk build. */
+/* The in-flight layers of the first, a middle and the last rank under a schedule other than
+ * Megatron's (pp_schedule.c): its micro-batches in flight times the rank's built layers per
+ * chunk. */
+static void
+schedule_held(struct shape *x)
+{
+    uint64_t rank[3] = {0, x->p > 2 ? 1 : 0, x->p - 1}; /* first, a middle one, last */
+    for (int i = 0; i < 3; i++)
+        x->held[i] =
+            spsim_pp_schedule_inflight(x->schedule, x->p, rank[i], x->micro) * x->built[i] / x->v;
+}
+
 /* An even split (the sweep's common case), as spsim_stage_plan_make resolves it, without its
  * checks (spsim_parallel_check ran them): every rank L/p layers, the in-flight closed forms. */
 static bool
@@ -317,13 +329,8 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     }
     x.hybrid = m->hybrid_pattern != NULL;
     x.schedule = par->pp_schedule;
-    for (int i = 0; x.schedule != SPSIM_PP_SCHEDULE_MEGATRON && i < 3; i++) /* pp_schedule.c */
-        x.held[i] = spsim_pp_schedule_inflight(x.schedule, x.p,
-                                               i == 2              ? x.p - 1
-                                               : i == 1 && x.p > 2 ? 1
-                                                                   : 0,
-                                               x.micro) *
-                    x.built[i] / x.v;
+    if (x.schedule != SPSIM_PP_SCHEDULE_MEGATRON)
+        schedule_held(&x);
     if (par->overlap_grad_reduce && x.dc > 1) /* resolved: Megatron's default bucket size */
         r->config.ddp_bucket_size = spsim_bucket_params(par, &x);
     bool ok = true;

@@ -47,9 +47,8 @@ embedding_inflight(const struct shape *x)
     /* The other schedules: rank 0's first chunk holds half its in-flight chunks (V shapes, and
      * DualPipe's forward direction, whose stage 0 is rank 0's), ZB-H1 all of them. */
     if (x->schedule != SPSIM_PP_SCHEDULE_MEGATRON)
-        return x->schedule == SPSIM_PP_SCHEDULE_ZB_H1
-                   ? inflight_chunks(x, 0)
-                   : (inflight_chunks(x, 0) + 1) / 2;
+        return x->schedule == SPSIM_PP_SCHEDULE_ZB_H1 ? inflight_chunks(x, 0)
+                                                      : (inflight_chunks(x, 0) + 1) / 2;
     if (x->v == 1)
         return spsim_min_u64(x->p, x->micro);
     uint64_t g = x->plan->g, period = g * x->v, f = 2 * (x->p - 1) + 2 * (x->v - 1) * g + 1;
@@ -394,9 +393,9 @@ rank_expert_parameters(const struct spsim_layer_summary *le, const struct shape 
         return 0; /* the dense path: no rank_built/rank_dense per candidate rank */
     uint64_t n = spsim_mul(rank_moe_layers(le, x, r), le->params_layer_experts, ok);
     if (x->schedule == SPSIM_PP_SCHEDULE_DUALPIPE)
-        n = spsim_add(n, spsim_mul(rank_moe_layers(le, x, mirror_rank(x, r)),
-                                   le->params_layer_experts, ok),
-                      ok);
+        n = spsim_add(
+            n, spsim_mul(rank_moe_layers(le, x, mirror_rank(x, r)), le->params_layer_experts, ok),
+            ok);
     return n;
 }
 
@@ -503,13 +502,13 @@ rank_stage_params(const struct spsim_model_shape *m, const struct spsim_parallel
         .all = all,
         .expert = rank_expert_parameters(le, x, r, ok),
         .unit = le->params_layer,
-        .root = spsim_add(
-            spsim_add(rank_root_embedding(le, r), rank_root_output(m, le, x, r, ok), ok),
-            x->schedule != SPSIM_PP_SCHEDULE_DUALPIPE
-                ? 0
-                : spsim_add(rank_root_embedding(le, mirror_rank(x, r)),
-                            rank_root_output(m, le, x, mirror_rank(x, r), ok), ok),
-            ok)};
+        .root =
+            spsim_add(spsim_add(rank_root_embedding(le, r), rank_root_output(m, le, x, r, ok), ok),
+                      x->schedule != SPSIM_PP_SCHEDULE_DUALPIPE
+                          ? 0
+                          : spsim_add(rank_root_embedding(le, mirror_rank(x, r)),
+                                      rank_root_output(m, le, x, mirror_rank(x, r), ok), ok),
+                      ok)};
     if (par->optimizer == SPSIM_OPTIMIZER_MUON)
         rank_muon(par, le, x, r, &sp.muon);
     return sp;

@@ -91,8 +91,8 @@ gdn_flops_per_token(const struct spsim_model_shape *m, double *model, double *me
     double h = m->hidden, Hv = m->gdn_value_heads, dk = m->gdn_key_head_dim;
     double dv = m->gdn_value_head_dim, K = m->gdn_conv, C = 64; /* gdn.py chunk_size */
     double qk = m->gdn_key_heads * dk, v = Hv * dv, in = 2 * qk + 2 * v + 2 * Hv;
-    *model = 2 * (h * in + v * h) + 2 * K * (2 * qk + v) +
-             Hv * (6 * C * dk + 4 * C * dv + 6 * dk * dv);
+    *model =
+        2 * (h * in + v * h) + 2 * K * (2 * qk + v) + Hv * (6 * C * dk + 4 * C * dv + 6 * dk * dv);
     *megatron = 2 * (h * in + K * (2 * qk + v) + 4 * Hv * dv * dv + h * v);
 }
 
@@ -111,8 +111,7 @@ hybrid_flops_per_token(const struct spsim_model_shape *m, double s, double vpad,
     double moe_w = r * lat * fe * k + r * h * fs + (m->moe_latent ? 2 * h * lat : 0);
     double gate = m->attention_output_gate ? q : 0; /* the attention's output gate */
     double weights = nM * mamba_w + nA * (h * (q + 2 * kv + gate) + q * h) +
-                     nF * r * h * m->ffn_hidden +
-                     nE * moe_w + D * 2 * h * h;
+                     nF * r * h * m->ffn_hidden + nE * moe_w + D * 2 * h * h;
     double scan = 2 * m->mamba_conv * (d + 2 * GN) + 2 * Q * GN + 4 * N * d + 2 * Q * d;
     f->logits = 2 * h * vpad * (1 + D);
     f->model = 2 * weights + nM * scan + nA * 4 * s * q + f->logits;

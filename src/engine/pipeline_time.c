@@ -261,9 +261,9 @@ ep_a2a_overlap(const struct spsim_parallel *par, const struct spsim_layer_summar
                const struct shape *x, double moe_layers, struct spsim_time_report *tr)
 {
     bool dual = par->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON;
-    double pairs = dual ? spsim_pp_schedule_paired(par->pp_schedule, x->micro, x->p,
-                                                   tr->critical_stage)
-                        : spsim_ep_overlap_paired(x->micro, x->p, x->v, tr->critical_stage);
+    double pairs =
+        dual ? spsim_pp_schedule_paired(par->pp_schedule, x->micro, x->p, tr->critical_stage)
+             : spsim_ep_overlap_paired(x->micro, x->p, x->v, tr->critical_stage);
     double pair = le->layer.ep_pair_exposed_s[dual || par->delay_wgrad_compute ? 1 : 0];
     double whole = tr->ep_exposed_s;
     tr->ep_exposed_s = moe_layers * ((x->micro - pairs) * le->layer.ep_exposed_s + pairs * pair);

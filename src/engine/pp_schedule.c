@@ -65,13 +65,13 @@ spsim_pp_schedule_check(const struct spsim_parallel *p, uint64_t micro, struct s
         return CONFIG_FAIL(err, "field 'pp_schedule': %s is a pipeline schedule: it needs pp >= 2",
                            name);
     if (p->vpp != (v_shape ? 2u : 1u))
-        return CONFIG_FAIL(err,
-                           "field 'vpp': %s runs %s model chunk%s per rank (vpp %u), not vpp %u",
-                           name, v_shape ? "two" : "one", v_shape ? "s in a V" : "",
-                           v_shape ? 2 : 1, p->vpp);
+        return CONFIG_FAIL(
+            err, "field 'vpp': %s runs %s model chunk%s per rank (vpp %u), not vpp %u", name,
+            v_shape ? "two" : "one", v_shape ? "s in a V" : "", v_shape ? 2 : 1, p->vpp);
     if (s == SPSIM_PP_SCHEDULE_DUALPIPE && p->pp % 2 != 0) /* dualpipe.py:332 */
-        return CONFIG_FAIL(err, "field 'pp': dualpipe needs an even pp (num_ranks %% 2 == 0), "
-                                "not %u",
+        return CONFIG_FAIL(err,
+                           "field 'pp': dualpipe needs an even pp (num_ranks %% 2 == 0), "
+                           "not %u",
                            p->pp);
     bool dual = s == SPSIM_PP_SCHEDULE_DUALPIPE || s == SPSIM_PP_SCHEDULE_DUALPIPEV;
     if (dual && (micro < 2ull * p->pp || (s == SPSIM_PP_SCHEDULE_DUALPIPE && micro % 2 != 0)))
@@ -81,18 +81,21 @@ spsim_pp_schedule_check(const struct spsim_parallel *p, uint64_t micro, struct s
                            name, s == SPSIM_PP_SCHEDULE_DUALPIPE ? "an even count of " : "",
                            2 * p->pp, (unsigned long long)micro);
     if (p->pipeline_layout)
-        return CONFIG_FAIL(err, "field 'pipeline_layout': %s is modelled without a layout "
-                                "(uneven stages by first/last stage layers or the embedding and "
-                                "loss accounting)",
+        return CONFIG_FAIL(err,
+                           "field 'pipeline_layout': %s is modelled without a layout "
+                           "(uneven stages by first/last stage layers or the embedding and "
+                           "loss accounting)",
                            name);
     if (p->first_last_layers_bf16)
-        return CONFIG_FAIL(err, "field 'first_last_layers_bf16': %s is not modelled with BF16 "
-                                "end layers",
+        return CONFIG_FAIL(err,
+                           "field 'first_last_layers_bf16': %s is not modelled with BF16 "
+                           "end layers",
                            name);
     if (p->moe_a2a_overlap || p->delay_wgrad_compute)
-        return CONFIG_FAIL(err, "field 'moe_a2a_overlap': --overlap-moe-expert-parallel-comm "
-                                "and --delay-wgrad-compute are Megatron's combined 1F1B "
-                                "schedule, not %s (which overlaps and splits W itself)",
+        return CONFIG_FAIL(err,
+                           "field 'moe_a2a_overlap': --overlap-moe-expert-parallel-comm "
+                           "and --delay-wgrad-compute are Megatron's combined 1F1B "
+                           "schedule, not %s (which overlaps and splits W itself)",
                            name);
     /* DualPipe's rank holds two stages (memory.c rank_parameters); Muon's per-rank totals
      * count one (memory.c rank_muon), and the CPU-offloaded step of two stages' shards with
@@ -102,8 +105,9 @@ spsim_pp_schedule_check(const struct spsim_parallel *p, uint64_t micro, struct s
         return CONFIG_FAIL(err, "field 'optimizer': dualpipe is not modelled with %s",
                            p->optimizer_cpu_offload ? "--optimizer-cpu-offload" : "Muon");
     if (p->microbatch_group)
-        return CONFIG_FAIL(err, "field 'microbatch_group': the interleaved schedule's groups "
-                                "do not apply to %s",
+        return CONFIG_FAIL(err,
+                           "field 'microbatch_group': the interleaved schedule's groups "
+                           "do not apply to %s",
                            name);
     return SPSIM_OK;
 }

@@ -19,8 +19,7 @@ spsim_train_plan_make(const struct spsim_result *r, const struct spsim_hardware 
                           "train_tokens: must be a number from 1 to 1e18, got %g", train_tokens);
     if (!(gpu_hour_price >= 0 && gpu_hour_price <= 1e6))
         return spsim_fail(err, SPSIM_EINVAL,
-                          "gpu_hour_price: must be a number from 0 to 1e6, got %g",
-                          gpu_hour_price);
+                          "gpu_hour_price: must be a number from 0 to 1e6, got %g", gpu_hour_price);
     double per_iter = (double)r->config.gbs * (double)r->config.seq;
     if (!(per_iter > 0 && r->time.iteration_s > 0))
         return spsim_fail(err, SPSIM_EINVAL, "spsim_train_plan_make: the result has no iteration");

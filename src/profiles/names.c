@@ -358,8 +358,8 @@ spsim_pp_schedule_name(enum spsim_pp_schedule s, uint32_t vpp)
 int
 spsim_pp_schedule_parse(const char *name, enum spsim_pp_schedule *out)
 {
-    static const char *const names[] = {"1f1b", "interleaved", "zb-h1", "zb-v", "dualpipe",
-                                        "dualpipev", NULL};
+    static const char *const names[] = {"1f1b",     "interleaved", "zb-h1", "zb-v",
+                                        "dualpipe", "dualpipev",   NULL};
     int i = 0, rc = find_name(names, 6, name, &i);
     if (rc == SPSIM_OK && out)
         *out = i <= 1 ? SPSIM_PP_SCHEDULE_MEGATRON : (enum spsim_pp_schedule)(i - 1);

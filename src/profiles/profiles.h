@@ -289,8 +289,7 @@ void spsim_hybrid_defaults(struct spsim_model_shape *m);
 /** The hybrid rules of a shape (files, Megatron-LM lines, Hugging Face configs). */
 int spsim_model_check_hybrid(const struct spsim_model_shape *m, const struct spsim_jctx *c);
 /** One Gated DeltaNet layer's parameters: the mixer split over TP, its norms whole. */
-void spsim_gdn_parameters(const struct spsim_model_shape *m, struct spsim_param_split *p,
-                          bool *ok);
+void spsim_gdn_parameters(const struct spsim_model_shape *m, struct spsim_param_split *p, bool *ok);
 /** One Mamba layer's parameters: the mixer split over TP, its input norm whole. */
 void spsim_mamba_parameters(const struct spsim_model_shape *m, struct spsim_param_split *p,
                             bool *ok);

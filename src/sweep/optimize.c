@@ -1152,8 +1152,7 @@ search_item(struct search *s, const struct item *itp)
                         : slack_key(s, it.kind, slack, it.per_token_mfu);
     memcpy(s->d, it.d, sizeof(s->d));
     queue_push(s, ITEM_CHILDREN, lb, it.per_token_mfu,
-               it.kind == ITEM_ROOT ? -1 : (int32_t)it.d[SPSIM_AXIS_RECOMPUTE_MODULES],
-               it.mem_lb);
+               it.kind == ITEM_ROOT ? -1 : (int32_t)it.d[SPSIM_AXIS_RECOMPUTE_MODULES], it.mem_lb);
 }
 
 /* Best bound first, the threads taking items from one queue. */
