@@ -48,7 +48,7 @@ dualpipe-one-copy@src/engine/memory.c@s|n = spsim_add(n, own_parameters(m, le, x
 dualpipe-pairs-off@src/engine/pp_schedule.c@s|return m - 1.5 \* p + (double)h + 1 - (h == pp / 2 - 1 ? 1 : 0);|return m - 1.5 * p + (double)h + 1;|@schedules
 wgrad-halved@src/engine/timing.c@s|be->wgrad_compute_s += c->compute_s;|be->wgrad_compute_s += 0.5 * c->compute_s;|@schedules
 dualpipe-no-pairing@src/engine/pipeline_time.c@s|if (par->moe_a2a_overlap \|\| par->pp_schedule == SPSIM_PP_SCHEDULE_DUALPIPE \|\||if (par->moe_a2a_overlap \|\||@schedules
-schedule-held-as-megatron@src/engine/evaluate.c@s|for (int i = 0; x.schedule != SPSIM_PP_SCHEDULE_MEGATRON \&\& i < 3; i++)|for (int i = 0; 0 \&\& i < 3; i++)|@schedules
+schedule-held-as-megatron@src/engine/evaluate.c@s|if (x.schedule != SPSIM_PP_SCHEDULE_MEGATRON)|if (0 \&\& x.schedule != SPSIM_PP_SCHEDULE_MEGATRON)|@schedules
 optimizer-x3@src/engine/dp_time.c@s|return opt_bytes / hw->hbm_achievable_Bps;|return 3.0 * opt_bytes / hw->hbm_achievable_Bps;|@terms
 no-pipeline-sends@src/engine/pipeline_time.c@s|\*t_send = ct.time_s + ag.time_s;|*t_send = 0 * (ct.time_s + ag.time_s);|@overlap,terms
 overlapped-dp-free@src/engine/dp_time.c@s|\*exposed = spsim_max_d(0.0, grad) + tr->param_gather_exposed_s;|*exposed = 0 * spsim_max_d(0.0, grad) + tr->param_gather_exposed_s;|@overlap,terms
@@ -137,7 +137,7 @@ pp-busy-without-fill@src/engine/pipeline_time.c@s|(mb + x->p - 1.0) \* p2p);|mb 
 expert-dp-overlapped-free@src/engine/dp_time.c@s|\*exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;|*exposed += par->overlap_grad_reduce ? 0 : alone;|@moe_terms
 nvfp4-copy-scales-dropped@src/engine/fp8.c@s|return spsim_add(spsim_add(data, scales, ok), 4, ok);|return spsim_add(data, 4, ok);|@fp8
 moe-fp8-copies-one-expert@src/engine/fp8.c@s|spsim_mul3(op->k, op->n, op->batch, ok)|spsim_mul(op->k, op->n, ok)|@fp8
-router-in-fp8@src/engine/fp8.c@s|if (op->kind == SPSIM_OPK_GEMM \&\& op->outside_te)|if (0 \&\& op->outside_te)|@fp8
+router-in-fp8@src/engine/fp8.c@s|if (op->adapter \|\| (op->kind == SPSIM_OPK_GEMM \&\& op->outside_te))|if (op->adapter \|\| (0 \&\& op->outside_te))|@fp8
 fsdp-root-not-kept@src/engine/memory.c@s|spsim_mul(sp->root, 2, ok), ok);|spsim_mul(sp->root, 0, ok), ok);|@zero
 fsdp-root-gather-free@src/engine/dp_time.c@s|\*exposed = emb.time_s + spsim_max_d(0.0, out.time_s - le->layer.fwd_s);|*exposed = 0;|@zero
 expert-fsdp-rs-free@src/engine/dp_time.c@s|\*exposed += mb \* spsim_max_d(0.0, a.time_s - crit->bwd_window) +|*exposed += 0 * mb * spsim_max_d(0.0, a.time_s - crit->bwd_window) +|@moe_terms
