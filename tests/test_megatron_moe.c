@@ -579,6 +579,113 @@ START_TEST(hybrid_flags)
 }
 END_TEST
 
+/* A file of tests/data as one spsim_megatron_input (the caller frees text). */
+static struct spsim_megatron_input
+data_input(const char *rel)
+{
+    char *text = fixture(rel, "\n");
+    struct spsim_megatron_input in = {text, strlen(text), rel};
+    return in;
+}
+
+/*
+ * Megatron-LM's functional-test case hybrid/hybrid_mr_mcore_te_tp2_pp1_cp1_dgx_a100_1N8G
+ * (tests/data/megatron-functional, d98e8a64; its config only): the pattern's 20 Mamba, 4
+ * attention and 20 MLP layers of 1024 with Megatron's defaults (LayerNorm, biases, GeLU MLP of
+ * 4h, tied embeddings, learned positions), 16 heads in 8 groups of 64, GPT-2's vocabulary padded
+ * to 128·tp = 256: 50432. By hand: Mamba 2h + h(2d + 2GN + H) + (d + 2GN)·5 + 3H + d + d·h with
+ * H = 2h/64 = 32, d = 2048, GN = 8·128; attention 2h + h·2048 + 2048 + 1024·h + h; MLP 2h + h·4h +
+ * 4h + 4h·h + h; embeddings 50432·h and positions 1024·h, the final norm 2h: 402,132,864.
+ * Megatron-Bridge's override file examples/recipes/nemotron_3/config/nemotron_3_nano_pretrain.yaml
+ * (at baa2a8fb5^) on --model nemotron-3-nano: its pp 2 and batch 32 over the shipped profile,
+ * whose hybrid flags the base model's words carry.
+ */
+START_TEST(hybrid_recipes)
+{
+    uint64_t h = 1024, H = 32, d = H * 64, GN = 8 * 128;
+    uint64_t mamba = 2 * h + h * (2 * d + 2 * GN + H) + (d + 2 * GN) * 5 + 3 * H + d + d * h;
+    uint64_t att = 2 * h + h * 2048 + 2048 + 1024 * h + h;
+    uint64_t mlp = 2 * h + h * 4 * h + 4 * h + 4 * h * h + h;
+    uint64_t total = 20 * mamba + 4 * att + 20 * mlp + 50432 * h + 1024 * h + 2 * h;
+    ck_assert_uint_eq(total, 402132864ull);
+    struct spsim_megatron_input in =
+        data_input("../megatron-functional/hybrid/hybrid_mr_mcore_te_tp2_pp1_cp1_dgx_a100_1N8G/"
+                   "model_config.yaml");
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse_inputs(&in, 1, NULL, &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 2), total);
+    ck_assert_int_eq(spsim_model_layer_kind(mc.model, 0), SPSIM_LAYER_MAMBA);
+    ck_assert_uint_eq(mc.par.tp, 2);
+    spsim_model_destroy(mc.model);
+    free((char *)in.text);
+    struct spsim_model *nano = testutil_model_named("nemotron-3-nano");
+    struct spsim_megatron_context ctx = {.model = nano};
+    in = data_input("bridge/nemotron_3_nano_pretrain.yaml");
+    ck_assert_msg(spsim_megatron_parse_inputs(&in, 1, &ctx, &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert(mc.par.pp == 2 && mc.par.gbs == 32);
+    ck_assert_str_eq(spsim_model_get_shape(mc.model)->hybrid_pattern,
+                     spsim_model_get_shape(nano)->hybrid_pattern);
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), spsim_model_parameters(nano, 1));
+    ck_assert_uint_eq(spsim_model_active_parameters(mc.model, 1),
+                      spsim_model_active_parameters(nano, 1));
+    spsim_model_destroy(mc.model);
+    spsim_model_destroy(nano);
+    free((char *)in.text);
+}
+END_TEST
+
+/* A Bridge dump's hybrid fields (HybridModelProvider: the pattern, the Mamba-2 numbers,
+ * mamba_chunk_size, moe_latent_size, squared_relu as activation_func, the attention variant);
+ * dsa refused naming it. */
+START_TEST(hybrid_bridge_fields)
+{
+    static char yaml[] =
+        "model:\n"
+        "  _target_: megatron.bridge.models.hybrid.hybrid_provider.HybridModelProvider\n"
+        "  hybrid_layer_pattern: \"M*-E\"\n"
+        "  hybrid_override_pattern: null\n"
+        "  num_layers: 4\n"
+        "  hidden_size: 64\n"
+        "  num_attention_heads: 4\n"
+        "  num_query_groups: 2\n"
+        "  ffn_hidden_size: 128\n"
+        "  mamba_num_heads: 4\n"
+        "  mamba_head_dim: 32\n"
+        "  mamba_state_dim: 16\n"
+        "  mamba_num_groups: 2\n"
+        "  mamba_chunk_size: 64\n"
+        "  num_moe_experts: 4\n"
+        "  moe_router_topk: 2\n"
+        "  moe_latent_size: 32\n"
+        "  experimental_attention_variant: gdn\n"
+        "  activation_func:\n"
+        "    _target_: megatron.core.activations.squared_relu\n"
+        "  position_embedding_type: none\n"
+        "  vocab_size: 256\n"
+        "  seq_length: 128\n"
+        "  bf16: true\n"
+        "train:\n"
+        "  global_batch_size: 8\n";
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse(yaml, strlen(yaml), "h.yaml", &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert_str_eq(s->hybrid_pattern, "M*-E");
+    ck_assert(s->mlp == SPSIM_MLP_RELU2 && s->moe_latent == 32 && s->mamba_chunk == 64);
+    ck_assert(s->mamba_heads == 4 && s->mamba_state_dim == 16 &&
+              s->position == SPSIM_POSITION_NONE);
+    spsim_model_destroy(mc.model);
+    char *v = strstr(yaml, "variant: gdn");
+    memcpy(v + 9, "dsa", 3);
+    ck_assert_int_eq(spsim_megatron_parse(yaml, strlen(yaml), "h.yaml", &mc, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "'dsa': DeepSeek sparse attention is not modelled"));
+}
+END_TEST
+
 static Suite *
 megatron_moe_suite(void)
 {
@@ -592,6 +699,8 @@ megatron_moe_suite(void)
     tcase_add_test(tc, kimi_k2_example);
     tcase_add_test(tc, nemotron_conf_examples);
     tcase_add_test(tc, hybrid_flags);
+    tcase_add_test(tc, hybrid_recipes);
+    tcase_add_test(tc, hybrid_bridge_fields);
     tcase_add_test(tc, bridge_recipe);
     tcase_add_test(tc, window_flags);
     tcase_add_test(tc, router_loss_flags);

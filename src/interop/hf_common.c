@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hf_config.h"
+#include "profiles/jsonfield.h"
 
 /* PretrainedConfig's own keys (transformers configuration_utils.py, PretrainedConfig.__init__:
  * the outputs a forward returns, generation's defaults, the task head's labels, the token ids
@@ -74,4 +75,37 @@ spsim_hf_generic_key(const char *key)
         if (strcmp(*k, key) == 0)
             return true;
     return false;
+}
+
+int
+spsim_hf_check_known(const struct spsim_jctx *c, const cJSON *obj, const char *prefix,
+                     const char *const *known, const char *family)
+{
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        bool ok = it->string[0] == '_' || spsim_hf_generic_key(it->string);
+        for (const char *const *k = known; !ok && *k; k++)
+            ok = strcmp(*k, it->string) == 0;
+        if (!ok)
+            return spsim_json_field_error(c, prefix, it->string,
+                                          "not a key spsim knows for %s; it may change the layer, "
+                                          "so the file is refused",
+                                          family);
+    }
+    return SPSIM_OK;
+}
+
+bool
+spsim_hf_present(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return v && !cJSON_IsNull(v);
+}
+
+int
+spsim_hf_get_u32(const struct spsim_jctx *c, const cJSON *o, const char *prefix, const char *key,
+                 bool required, uint32_t *out)
+{
+    if (!spsim_hf_present(o, key))
+        return required ? spsim_json_field_error(c, prefix, key, "missing") : SPSIM_OK;
+    return spsim_json_get_u32(c, o, prefix, key, true, 0, UINT32_MAX, out);
 }

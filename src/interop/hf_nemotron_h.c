@@ -104,31 +104,13 @@ static const char *const known[] = {"architectures",
 static int
 check_known(const struct spsim_jctx *c, const cJSON *root)
 {
-    for (const cJSON *it = root->child; it; it = it->next) {
-        bool ok = it->string[0] == '_' || spsim_hf_generic_key(it->string);
-        for (const char *const *k = known; !ok && *k; k++)
-            ok = strcmp(*k, it->string) == 0;
-        if (!ok)
-            return spsim_json_field_error(c, NULL, it->string,
-                                          "not a key spsim knows for Nemotron-H; it may change "
-                                          "the layer, so the file is refused");
-    }
-    return SPSIM_OK;
-}
-
-static bool
-present(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return v && !cJSON_IsNull(v);
+    return spsim_hf_check_known(c, root, NULL, known, "Nemotron-H");
 }
 
 static int
 get_u32(const struct spsim_jctx *c, const cJSON *o, const char *key, bool required, uint32_t *out)
 {
-    if (!present(o, key))
-        return required ? spsim_json_field_error(c, NULL, key, "missing") : SPSIM_OK;
-    return spsim_json_get_u32(c, o, NULL, key, true, 0, UINT32_MAX, out);
+    return spsim_hf_get_u32(c, o, NULL, key, required, out);
 }
 
 /* A pattern from its string key, else from its list of block names, into buf (cap bytes). */
@@ -191,13 +173,13 @@ check_layer(const struct spsim_jctx *c, const cJSON *root)
     if (conv && !cJSON_IsTrue(conv))
         return spsim_json_field_error(c, NULL, "use_conv_bias",
                                       "Megatron's MambaMixer always has the convolution's bias");
-    if (present(root, "sliding_window"))
+    if (spsim_hf_present(root, "sliding_window"))
         return spsim_json_field_error(c, NULL, "sliding_window",
                                       "sliding-window attention is not modelled (null is)");
     static const char *const drops[] = {"attention_dropout", "hidden_dropout"};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(drops); i++) {
         double p = 0;
-        int rc = present(root, drops[i])
+        int rc = spsim_hf_present(root, drops[i])
                      ? spsim_json_get_double(c, root, NULL, drops[i], true, 0, 1, &p)
                      : SPSIM_OK;
         if (rc != SPSIM_OK || p > 0)
