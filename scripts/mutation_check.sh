@@ -118,6 +118,13 @@ moe-expert-bias-group-without-dp@src/engine/dp_time.c@s|uint64_t group = x->t \*
 moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|@moe_aux
 moe-expert-bias-halved@src/engine/layer.c@s|9.0 \* te, 0.0);|4.5 * te, 0.0);|@moe_aux
 cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|uint64_t kvw = x->qk_w - x->q_t;|@terms,mla
+nemotron-h-head-dim-ignored@src/interop/hf_nemotron_h.c@s|get_u32(c, root, "head_dim", false|get_u32(c, root, "head_dimx", false|@moe_model
+nemotron-h-moe-block-dropped@src/interop/hf_nemotron_h.c@s|{"moe", |{"moex", |@moe_model
+nemotron-h-shared-expert-dropped@src/interop/hf_nemotron_h.c@s|"moe_shared_expert_intermediate_size", false,|"moe_shared_expert_intermediate_sizex", false,|@moe_model
+megatron-hybrid-mtp-depths-one@src/interop/megatron_args.c@s|    s->mtp_layers = depths;|    s->mtp_layers = 1;|@megatron_moe
+megatron-hybrid-mamba-heads-ignored@src/interop/megatron_args.c@s|uint32_t \*mdst\[\] = {\&s->mamba_heads,|uint32_t *mdst[] = {\&s->gdn_conv,|@megatron_moe
+megatron-gdn-gpt-every-layer-linear@src/interop/megatron_args.c@s|bool linear = every ? (i + 1) % every != 0 : la\[i\] != 0;|bool linear = true;|@megatron_moe
+recipe-squared-relu-dropped@src/interop/megatron_recipe.c@s|int rc = word(c, "--squared-relu", false);|int rc = SPSIM_OK;|@megatron_moe
 hf-mrope-accepted@src/interop/hf_config.c@s|    if (mrope)$|    if (0 \&\& mrope)|@hf_config
 bridge-window-context-halved@src/engine/model_flops.c@s|return full + (layers - full) \* (w|return full + 0.5 * (layers - full) * (w|@moe_model
 launch-cost-halved@src/profiles/hardware.c@s|hw->kernel_launch_s = us \* 1e-6;|hw->kernel_launch_s = us * 0.5e-6;|@host

@@ -84,11 +84,14 @@ expect 3 "attention sinks are not modelled" -- check "$hf/gpt-oss-120b"
 # as worked by hand in test_moe_model.c hf_published_counts (Llama 3.1 8B 8,030,261,248; Qwen3-8B
 # 8,190,735,360; Kimi K2 1,026,408,209,408 total, 32,861,477,888 active; Qwen2.5-7B
 # 7,615,616,512 and Qwen2.5-1.5B 1,543,714,304, their cards' 7.61B and 1.54B; Qwen3-Next
-# 79,674,391,296 total, 3,874,929,408 active; Qwen3.5-27B 27,320,697,856: hf_gated_deltanet_counts).
+# 79,674,391,296 total, 3,874,929,408 active; Qwen3.5-27B 27,320,697,856: hf_gated_deltanet_counts;
+# Nemotron-H-56B 56,324,350,464 and Nemotron 3 Nano 31,577,937,344 total, 3,580,073,408 active:
+# hf_nemotron_h_counts).
 for case in Meta-Llama-3.1-8B:8030261248:8030261248 Qwen3-8B:8190735360:8190735360 \
     Kimi-K2-Instruct:1026408209408:32861477888 Qwen2.5-7B:7615616512:7615616512 \
     Qwen2.5-1.5B:1543714304:1543714304 Qwen3-Next-80B-A3B:79674391296:3874929408 \
-    Qwen3.5-27B:27320697856:27320697856; do
+    Qwen3.5-27B:27320697856:27320697856 Nemotron-H-56B-Base-8K:56324350464:56324350464 \
+    NVIDIA-Nemotron-3-Nano-30B-A3B-BF16:31577937344:3580073408; do
     name=${case%%:*} active=${case##*:} total=${case#*:}
     total=${total%:*}
     "$spsim" query --model "$hf/$name" --hw dgx-h100 --seq 4096 --tp 1 --pp 1 --format json \
@@ -106,7 +109,6 @@ grep -q "GDN\|vpp 1" "$tmp/out" || fail "qwen3-next-80b-a3b at pp 4: no vpp 1"
 # Published families spsim does not model: refused naming what their layer has.
 expect 3 "'gemma4': sliding-window attention on 5 of 6 layers" -- check "$hf/gemma-4-26B-A4B"
 expect 3 "'llama4': chunked attention" -- check "$hf/Llama-4-Scout-17B-16E-Instruct"
-expect 3 "'nemotron_h': Mamba-2 layers" -- check "$hf/Nemotron-H-56B-Base-8K"
 expect 3 "'glm_moe_dsa': DeepSeek sparse attention's indexer" -- check "$hf/GLM-5"
 expect 3 "'minimax_m2': rotary embedding on part of the head" -- check "$hf/MiniMax-M2.5"
 expect 3 "'mimo': MiMo's multi-token prediction layers" -- query --model "$hf/MiMo-7B-Base"

@@ -435,6 +435,257 @@ START_TEST(router_loss_flags)
 }
 END_TEST
 
+/* A Mamba-2 layer (Megatron-LM d98e8a6 ssm/mamba_mixer.py): the input norm h, in_proj
+ * h·(2d + 2GN + H) with d = H·P, conv1d (d + 2GN)·(4 taps + bias), dt_bias, A_log and D per
+ * head, the gated norm d, out_proj d·h. */
+static uint64_t
+mamba_layer(uint64_t h, uint64_t H, uint64_t P, uint64_t N, uint64_t G)
+{
+    uint64_t d = H * P;
+    return h + h * (2 * d + 2 * G * N + H) + (d + 2 * G * N) * 5 + 3 * H + d + d * h;
+}
+
+/*
+ * Megatron-LM's Nemotron-H and Nemotron 3 conf files (examples/post_training/modelopt/conf/
+ * nvidia/ at d98e8a64, verbatim: their MODEL_ARGS, launched here by pretrain_hybrid.py with the
+ * Nemotron tokenizer's 131072 tokens, which HuggingFaceTokenizer would read from the checkpoint).
+ * Nemotron-H 8B by hand: 24 Mamba layers of 4096 (128 heads of 64, state 128, 8 groups: the
+ * defaults), 4 attention layers (32 heads, 8 KV of 128), 24 squared-ReLU MLPs of 21504, both
+ * embeddings and the final norm: 8,100,852,736 (the shipped nemotron-h-8b's; its RoPE on half
+ * the channels has no weight). 56B, Nemotron 3 Nano and Ultra: the shipped profiles' counts
+ * (test_hybrid.c works them by hand). Super: the shipped profile less its MTP depth, which the
+ * script does not train (enorm, hnorm, final norm 3h, eh_proj 2h·h, an attention layer
+ * h + h·(32·128 + 2·2·128) + 32·128·h and a latent MoE layer h + h·512 + 512·2·1024·2688 +
+ * 2·h·5376 + 2·h·1024).
+ */
+START_TEST(nemotron_conf_examples)
+{
+    uint64_t h = 4096, V = 131072;
+    uint64_t h8 = 24 * mamba_layer(h, 128, 64, 128, 8) +
+                  4 * (h + h * (32 * 128 + 2 * 8 * 128) + 32 * 128 * h) + 24 * (h + 2 * h * 21504) +
+                  2 * V * h + h;
+    ck_assert_uint_eq(h8, 8100852736ull);
+    uint64_t att = h + h * (32 * 128 + 2 * 2 * 128) + 32 * 128 * h;
+    uint64_t moe = h + h * 512 + 512ull * 2 * 1024 * 2688 + 2 * h * 5376 + 2 * h * 1024;
+    uint64_t mtp = 3 * h + 2 * h * h + att + moe;
+    const struct {
+        const char *file, *shipped;
+        uint64_t total, less;
+        enum spsim_position position;
+    } cases[] = {
+        {"Nemotron-H-8B-Base-8K.sh", "nemotron-h-8b", h8, 0, SPSIM_POSITION_ROPE},
+        {"Nemotron-H-56B-Base-8K.sh", "nemotron-h-56b", 0, 0, SPSIM_POSITION_NONE},
+        {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.sh", "nemotron-3-nano", 0, 0, SPSIM_POSITION_NONE},
+        {"NVIDIA-Nemotron-3-Super-120B-A12B-BF16.sh", "nemotron-3-super", 0, mtp,
+         SPSIM_POSITION_NONE},
+        {"NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.sh", "nemotron-3-ultra", 0, 0,
+         SPSIM_POSITION_NONE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *text = fixture(cases[i].file, "\ntorchrun pretrain_hybrid.py --vocab-size 131072 "
+                                            "$MODEL_ARGS\n");
+        struct spsim_megatron_config mc;
+        parse_ok(text, cases[i].file, &mc);
+        struct spsim_model *ship = testutil_model_named(cases[i].shipped);
+        const struct spsim_model_shape *a = spsim_model_get_shape(mc.model),
+                                       *b = spsim_model_get_shape(ship);
+        uint64_t want =
+            cases[i].total ? cases[i].total : spsim_model_parameters(ship, 1) - cases[i].less;
+        ck_assert_msg(spsim_model_parameters(mc.model, 1) == want, "%s: %llu, want %llu",
+                      cases[i].file, (unsigned long long)spsim_model_parameters(mc.model, 1),
+                      (unsigned long long)want);
+        ck_assert_str_eq(a->hybrid_pattern, b->hybrid_pattern);
+        ck_assert(a->mlp == SPSIM_MLP_RELU2 && a->position == cases[i].position);
+        ck_assert(a->mamba_heads == b->mamba_heads && a->mamba_head_dim == b->mamba_head_dim &&
+                  a->mamba_state_dim == b->mamba_state_dim && a->mamba_groups == b->mamba_groups);
+        ck_assert(a->experts == b->experts && a->moe_latent == b->moe_latent &&
+                  a->expert_ffn_hidden == b->expert_ffn_hidden &&
+                  a->shared_expert_ffn_hidden == b->shared_expert_ffn_hidden &&
+                  a->load_balancing == b->load_balancing && a->expert_bias == b->expert_bias);
+        ck_assert(!a->mtp_layers);
+        spsim_model_destroy(ship);
+        spsim_model_destroy(mc.model);
+        free(text);
+    }
+}
+END_TEST
+
+/* The pattern's MTP depths ('/', all identical; or the legacy --mtp-hybrid-override-pattern
+ * with --mtp-num-layers), what it refuses, and --experimental-attention-variant: gdn on a GPT
+ * model makes its layers Gated DeltaNet where --linear-attention-freq says (every 4th SDPA),
+ * each layer its mixer then its MLP; gdn2 and dsa are refused naming them. */
+START_TEST(hybrid_flags)
+{
+    static const char base[] =
+        "torchrun pretrain_hybrid.py --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 256 --bf16 --squared-relu --position-embedding-type none --normalization "
+        "RMSNorm "
+        "--disable-bias-linear --untie-embeddings-and-output-weights --mamba-num-heads 4 "
+        "--mamba-head-dim 32 --mamba-state-dim 16 --mamba-num-groups 2 --ffn-hidden-size 128 ";
+    char text[1024];
+    struct spsim_megatron_config mc;
+    snprintf(text, sizeof(text), "%s--hybrid-layer-pattern 'M*-/*-/*-' --mtp-use-repeated-layer",
+             base);
+    parse_ok(text, "h.sh", &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert_str_eq(s->hybrid_pattern, "M*-");
+    ck_assert(s->mtp_layers == 2 && s->mtp_shared && strcmp(s->mtp_pattern, "*-") == 0);
+    uint64_t h = 64, att = h + h * (4 * 16 + 2 * 4 * 16) + 4 * 16 * h, mlp = h + 2 * h * 128;
+    uint64_t total = mamba_layer(h, 4, 32, 16, 2) + att + mlp + 2 * 256 * h + h +
+                     (3 * h + 2 * h * h + att + mlp); /* one shared MTP depth */
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), total);
+    spsim_model_destroy(mc.model);
+    snprintf(text, sizeof(text),
+             "%s--hybrid-override-pattern M*- --mtp-hybrid-override-pattern '*-' "
+             "--mtp-num-layers 3",
+             base);
+    parse_ok(text, "h.sh", &mc);
+    s = spsim_model_get_shape(mc.model);
+    ck_assert(s->mtp_layers == 3 && !s->mtp_shared && strcmp(s->mtp_pattern, "*-") == 0);
+    spsim_model_destroy(mc.model);
+    static const struct {
+        const char *flags, *message;
+    } refused[] = {
+        {"--hybrid-layer-pattern 'M*|-'", "offset 2: pipeline segments ('|') are not modelled"},
+        {"--hybrid-layer-pattern 'MD-'", "'D' (DeepSeek sparse attention) is not modelled"},
+        {"--hybrid-layer-pattern 'M*-/*-/*E'", "the MTP patterns after '/' must be identical"},
+        {"--hybrid-layer-pattern M*- --mtp-num-layers 1", "need their pattern"},
+        {"--hybrid-layer-pattern M*- --hybrid-override-pattern M*-", "cannot both be specified"},
+        {"--num-layers 3", "--hybrid-layer-pattern: missing: pretrain_hybrid.py builds"},
+        {"--hybrid-layer-pattern M*G --experimental-attention-variant gdn2",
+         "'gdn2': Gated DeltaNet-2 (channel-wise decay, erase and write gates) is not modelled"},
+        {"--hybrid-layer-pattern M*- --experimental-attention-variant dsa",
+         "'dsa': DeepSeek sparse attention is not modelled"},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        snprintf(text, sizeof(text), "%s%s", base, refused[i].flags);
+        struct spsim_error err = {0};
+        ck_assert_int_ne(spsim_megatron_parse(text, strlen(text), "h.sh", &mc, &err), SPSIM_OK);
+        ck_assert_msg(strstr(err.message, refused[i].message), "%zu: %s", i, err.message);
+    }
+    /* A GPT model with Gated DeltaNet layers: 8 layers, every 4th SDPA, dense. */
+    static const char gpt[] =
+        "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 64 --num-attention-heads 4 "
+        "--seq-length 128 --vocab-size 256 --bf16 --swiglu --normalization RMSNorm "
+        "--disable-bias-linear "
+        "--untie-embeddings-and-output-weights --experimental-attention-variant gated_delta_net "
+        "--linear-attention-freq 4 --linear-num-key-heads 2 --linear-num-value-heads 4 "
+        "--linear-key-head-dim 16 --linear-value-head-dim 16";
+    parse_ok(gpt, "g.sh", &mc);
+    s = spsim_model_get_shape(mc.model);
+    ck_assert_str_eq(s->hybrid_pattern, "G-G-G-*-G-G-G-*-");
+    ck_assert(s->gdn_key_heads == 2 && s->gdn_value_heads == 4 && s->gdn_conv == 4);
+    spsim_model_destroy(mc.model);
+}
+END_TEST
+
+/* A file of tests/data as one spsim_megatron_input (the caller frees text). */
+static struct spsim_megatron_input
+data_input(const char *rel)
+{
+    char *text = fixture(rel, "\n");
+    struct spsim_megatron_input in = {text, strlen(text), rel};
+    return in;
+}
+
+/*
+ * Megatron-LM's functional-test case hybrid/hybrid_mr_mcore_te_tp2_pp1_cp1_dgx_a100_1N8G
+ * (tests/data/megatron-functional, d98e8a64; its config only): the pattern's 20 Mamba, 4
+ * attention and 20 MLP layers of 1024 with Megatron's defaults (LayerNorm, biases, GeLU MLP of
+ * 4h, tied embeddings, learned positions), 16 heads in 8 groups of 64, GPT-2's vocabulary padded
+ * to 128·tp = 256: 50432. By hand: Mamba 2h + h(2d + 2GN + H) + (d + 2GN)·5 + 3H + d + d·h with
+ * H = 2h/64 = 32, d = 2048, GN = 8·128; attention 2h + h·2048 + 2048 + 1024·h + h; MLP 2h + h·4h +
+ * 4h + 4h·h + h; embeddings 50432·h and positions 1024·h, the final norm 2h: 402,132,864.
+ * Megatron-Bridge's override file examples/recipes/nemotron_3/config/nemotron_3_nano_pretrain.yaml
+ * (at baa2a8fb5^) on --model nemotron-3-nano: its pp 2 and batch 32 over the shipped profile,
+ * whose hybrid flags the base model's words carry.
+ */
+START_TEST(hybrid_recipes)
+{
+    uint64_t h = 1024, H = 32, d = H * 64, GN = 8 * 128;
+    uint64_t mamba = 2 * h + h * (2 * d + 2 * GN + H) + (d + 2 * GN) * 5 + 3 * H + d + d * h;
+    uint64_t att = 2 * h + h * 2048 + 2048 + 1024 * h + h;
+    uint64_t mlp = 2 * h + h * 4 * h + 4 * h + 4 * h * h + h;
+    uint64_t total = 20 * mamba + 4 * att + 20 * mlp + 50432 * h + 1024 * h + 2 * h;
+    ck_assert_uint_eq(total, 402132864ull);
+    struct spsim_megatron_input in =
+        data_input("../megatron-functional/hybrid/hybrid_mr_mcore_te_tp2_pp1_cp1_dgx_a100_1N8G/"
+                   "model_config.yaml");
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse_inputs(&in, 1, NULL, &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 2), total);
+    ck_assert_int_eq(spsim_model_layer_kind(mc.model, 0), SPSIM_LAYER_MAMBA);
+    ck_assert_uint_eq(mc.par.tp, 2);
+    spsim_model_destroy(mc.model);
+    free((char *)in.text);
+    struct spsim_model *nano = testutil_model_named("nemotron-3-nano");
+    struct spsim_megatron_context ctx = {.model = nano};
+    in = data_input("bridge/nemotron_3_nano_pretrain.yaml");
+    ck_assert_msg(spsim_megatron_parse_inputs(&in, 1, &ctx, &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert(mc.par.pp == 2 && mc.par.gbs == 32);
+    ck_assert_str_eq(spsim_model_get_shape(mc.model)->hybrid_pattern,
+                     spsim_model_get_shape(nano)->hybrid_pattern);
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), spsim_model_parameters(nano, 1));
+    ck_assert_uint_eq(spsim_model_active_parameters(mc.model, 1),
+                      spsim_model_active_parameters(nano, 1));
+    spsim_model_destroy(mc.model);
+    spsim_model_destroy(nano);
+    free((char *)in.text);
+}
+END_TEST
+
+/* A Bridge dump's hybrid fields (HybridModelProvider: the pattern, the Mamba-2 numbers,
+ * mamba_chunk_size, moe_latent_size, squared_relu as activation_func, the attention variant);
+ * dsa refused naming it. */
+START_TEST(hybrid_bridge_fields)
+{
+    static char yaml[] =
+        "model:\n"
+        "  _target_: megatron.bridge.models.hybrid.hybrid_provider.HybridModelProvider\n"
+        "  hybrid_layer_pattern: \"M*-E\"\n"
+        "  hybrid_override_pattern: null\n"
+        "  num_layers: 4\n"
+        "  hidden_size: 64\n"
+        "  num_attention_heads: 4\n"
+        "  num_query_groups: 2\n"
+        "  ffn_hidden_size: 128\n"
+        "  mamba_num_heads: 4\n"
+        "  mamba_head_dim: 32\n"
+        "  mamba_state_dim: 16\n"
+        "  mamba_num_groups: 2\n"
+        "  mamba_chunk_size: 64\n"
+        "  num_moe_experts: 4\n"
+        "  moe_router_topk: 2\n"
+        "  moe_latent_size: 32\n"
+        "  experimental_attention_variant: gdn\n"
+        "  activation_func:\n"
+        "    _target_: megatron.core.activations.squared_relu\n"
+        "  position_embedding_type: none\n"
+        "  vocab_size: 256\n"
+        "  seq_length: 128\n"
+        "  bf16: true\n"
+        "train:\n"
+        "  global_batch_size: 8\n";
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse(yaml, strlen(yaml), "h.yaml", &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert_str_eq(s->hybrid_pattern, "M*-E");
+    ck_assert(s->mlp == SPSIM_MLP_RELU2 && s->moe_latent == 32 && s->mamba_chunk == 64);
+    ck_assert(s->mamba_heads == 4 && s->mamba_state_dim == 16 &&
+              s->position == SPSIM_POSITION_NONE);
+    spsim_model_destroy(mc.model);
+    char *v = strstr(yaml, "variant: gdn");
+    memcpy(v + 9, "dsa", 3);
+    ck_assert_int_eq(spsim_megatron_parse(yaml, strlen(yaml), "h.yaml", &mc, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "'dsa': DeepSeek sparse attention is not modelled"));
+}
+END_TEST
+
 static Suite *
 megatron_moe_suite(void)
 {
@@ -446,6 +697,10 @@ megatron_moe_suite(void)
     tcase_add_test(tc, deepseek_v3_example);
     tcase_add_test(tc, deepseek_v2_lite_example);
     tcase_add_test(tc, kimi_k2_example);
+    tcase_add_test(tc, nemotron_conf_examples);
+    tcase_add_test(tc, hybrid_flags);
+    tcase_add_test(tc, hybrid_recipes);
+    tcase_add_test(tc, hybrid_bridge_fields);
     tcase_add_test(tc, bridge_recipe);
     tcase_add_test(tc, window_flags);
     tcase_add_test(tc, router_loss_flags);

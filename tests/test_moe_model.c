@@ -717,9 +717,154 @@ START_TEST(hf_gated_deltanet_counts)
 }
 END_TEST
 
+/* A Mamba-2 layer (Megatron-LM d98e8a6 ssm/mamba_mixer.py): the input norm h, in_proj
+ * h·(2d + 2GN + H) with d = H·P, conv1d (d + 2GN)·(4 taps + its bias), dt_bias, A_log and D per
+ * head, the gated norm d, out_proj d·h. */
+static uint64_t
+mamba_layer(uint64_t h, uint64_t H, uint64_t P, uint64_t N, uint64_t G)
+{
+    uint64_t d = H * P;
+    return h + h * (2 * d + 2 * G * N + H) + (d + 2 * G * N) * 5 + 3 * H + d + d * h;
+}
+
+/* A latent MoE layer of Nemotron 3 (moe_layer.py): norm h, router h·E, E squared-ReLU experts
+ * of 2·r·f_e on the latent r (r = h without one), the shared expert 2·h·f_s, the two latent
+ * projections 2·h·r. */
+static uint64_t
+nemotron_moe(uint64_t h, uint64_t E, uint64_t k, uint64_t fe, uint64_t fs, uint64_t r)
+{
+    uint64_t w = r ? r : h;
+    return h + h * E + k * 2 * w * fe + 2 * h * fs + (r ? 2 * h * r : 0);
+}
+
+/*
+ * Nemotron-H and Nemotron 3 config.json files (tests/data/hf, ai-dynamo/aiconfigurator), read as
+ * Megatron-Bridge's NemotronHBridge converts them. Nemotron-H-56B: 54 Mamba layers of 8192 (256
+ * heads of 64, state 256, 8 groups), 10 attention layers (64 heads, 8 KV heads of 128), 54
+ * squared-ReLU MLPs of 32768 (fc1 and fc2), 131072 tokens untied, the final norm:
+ * 56,324,350,464 (the name's 56B). Nemotron 3 Nano 30B-A3B: 23 Mamba layers of 2688 (64 heads of
+ * 64, state 128, 8 groups), 6 attention layers (32 heads, 2 KV of 128), 23 MoE layers of 128
+ * experts of 1856, top 6, a shared expert of 3712: 31,577,937,344 (the shipped profile's; the
+ * checkpoint's 23 router biases of 128 are buffers). Super, 3.5 Lightning: the shipped profiles'
+ * totals (test_hybrid.c works them by hand; their one MTP depth's weights once). Ultra: the
+ * shipped profile and the MTP depth its config publishes (mtp_layers_block_type attention, moe):
+ * enorm, hnorm and final norm 3h, eh_proj 2h·h, an attention and a latent MoE layer.
+ */
+START_TEST(hf_nemotron_h_counts)
+{
+    uint64_t V = 131072;
+    uint64_t h = 8192, h56 = 54 * mamba_layer(h, 256, 64, 256, 8) +
+                             10 * (h + h * (64 * 128 + 2 * 8 * 128) + 64 * 128 * h) +
+                             54 * (h + 2 * h * 32768) + 2 * V * h + h;
+    ck_assert_uint_eq(h56, 56324350464ull);
+    uint64_t n = 2688, att = n + n * (32 * 128 + 2 * 2 * 128) + 32 * 128 * n;
+    uint64_t nano_rest = 23 * mamba_layer(n, 64, 64, 128, 8) + 6 * att + 2 * V * n + n;
+    uint64_t nano = nano_rest + 23 * nemotron_moe(n, 128, 128, 1856, 3712, 0);
+    uint64_t nano_active = nano_rest + 23 * nemotron_moe(n, 128, 6, 1856, 3712, 0);
+    uint64_t u = 8192, uatt = u + u * (64 * 128 + 2 * 2 * 128) + 64 * 128 * u;
+    uint64_t umtp = 3 * u + 2 * u * u + uatt + nemotron_moe(u, 512, 512, 5120, 10240, 2048);
+    uint64_t umtp_active = 3 * u + 2 * u * u + uatt + nemotron_moe(u, 512, 22, 5120, 10240, 2048);
+    const struct {
+        const char *dir, *shipped, *mtp;
+        uint64_t total, active;
+    } cases[] = {
+        {"Nemotron-H-56B-Base-8K", "nemotron-h-56b", NULL, h56, h56},
+        {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano", NULL, nano, nano_active},
+        {"NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "nemotron-3-super", "*E", 0, 0},
+        {"NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", "nemotron-3.5-lightning", "*E", 0, 0},
+        {"NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra", "*E", umtp, umtp_active},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        char path[256];
+        snprintf(path, sizeof(path), "tests/data/hf/%s", cases[i].dir);
+        struct spsim_model *m = load_path(path);
+        struct spsim_model *ship = testutil_model_named(cases[i].shipped);
+        const struct spsim_model_shape *a = spsim_model_get_shape(m),
+                                       *b = spsim_model_get_shape(ship);
+        bool ultra = strstr(cases[i].dir, "Ultra") != NULL;
+        uint64_t total = ultra            ? spsim_model_parameters(ship, 1) + cases[i].total
+                         : cases[i].total ? cases[i].total
+                                          : spsim_model_parameters(ship, 1);
+        uint64_t active = ultra ? spsim_model_active_parameters(ship, 1) + cases[i].active
+                          : cases[i].active ? cases[i].active
+                                            : spsim_model_active_parameters(ship, 1);
+        ck_assert_msg(spsim_model_parameters(m, 1) == total, "%s: %llu, want %llu", cases[i].dir,
+                      (unsigned long long)spsim_model_parameters(m, 1), (unsigned long long)total);
+        ck_assert_uint_eq(spsim_model_active_parameters(m, 1), active);
+        /* The decoder the shipped profile states: its pattern, the Mamba-2 mixer, squared ReLU,
+         * no position embedding, the experts with their latent width and router. */
+        ck_assert_str_eq(a->hybrid_pattern, b->hybrid_pattern);
+        ck_assert(a->mlp == SPSIM_MLP_RELU2 && a->position == SPSIM_POSITION_NONE &&
+                  a->norm == SPSIM_NORM_RMSNORM && !a->linear_bias && !a->tied_embeddings);
+        ck_assert(a->mamba_heads == b->mamba_heads && a->mamba_head_dim == b->mamba_head_dim &&
+                  a->mamba_state_dim == b->mamba_state_dim && a->mamba_groups == b->mamba_groups);
+        ck_assert(a->heads == b->heads && a->kv_heads == b->kv_heads &&
+                  a->head_dim == b->head_dim && a->ffn_hidden == b->ffn_hidden &&
+                  a->vocab == b->vocab);
+        ck_assert(a->experts == b->experts && a->experts_per_token == b->experts_per_token &&
+                  a->expert_ffn_hidden == b->expert_ffn_hidden && a->moe_latent == b->moe_latent &&
+                  a->shared_expert_ffn_hidden == b->shared_expert_ffn_hidden &&
+                  a->router_score == b->router_score && a->expert_bias == b->expert_bias &&
+                  a->load_balancing == b->load_balancing);
+        ck_assert(cases[i].mtp ? a->mtp_pattern && strcmp(a->mtp_pattern, cases[i].mtp) == 0 &&
+                                     a->mtp_layers == 1 && a->mtp_shared
+                               : !a->mtp_pattern && !a->mtp_layers);
+        spsim_model_destroy(ship);
+        spsim_model_destroy(m);
+    }
+}
+END_TEST
+
+/* What a Nemotron-H config may set that Megatron's HybridModel does not build is refused by key:
+ * another MLP activation, biases, a window, a block name without a symbol, a pattern whose
+ * length is not num_hidden_layers, MTP depths without their pattern, an unknown key. */
+START_TEST(hf_nemotron_h_refusals)
+{
+    static const char head[] =
+        "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+        "\"num_key_value_heads\": 2, \"intermediate_size\": 128, \"vocab_size\": 256, "
+        "\"max_position_embeddings\": 64, \"mamba_num_heads\": 4, \"mamba_head_dim\": 32, "
+        "\"ssm_state_size\": 16, \"n_groups\": 2, ";
+    static const struct {
+        const char *tail, *field, *what;
+    } cases[] = {
+        {"\"hybrid_override_pattern\": \"M*-\", \"mlp_hidden_act\": \"gelu\"}", "mlp_hidden_act",
+         "\"relu2\""},
+        {"\"hybrid_override_pattern\": \"M*-\", \"use_bias\": true}", "use_bias", "true is not"},
+        {"\"hybrid_override_pattern\": \"M*-\", \"sliding_window\": 16}", "sliding_window",
+         "sliding-window"},
+        {"\"layers_block_type\": [\"mamba\", \"gdn\"]}", "layers_block_type", "entry 1"},
+        {"\"hybrid_override_pattern\": \"M*-\", \"num_hidden_layers\": 4}", "num_hidden_layers",
+         "pattern has 3"},
+        {"\"hybrid_override_pattern\": \"M*-\", \"num_nextn_predict_layers\": 1}",
+         "num_nextn_predict_layers", "mtp_hybrid_override_pattern"},
+        {"\"hybrid_override_pattern\": \"M*-\", \"mamba_d_ssm\": 3}", "mamba_d_ssm",
+         "not a key spsim knows for Nemotron-H"},
+        {"\"hybrid_override_pattern\": \"MD-\"}", "hybrid_pattern", "'D'"},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        char json[1024], field[64];
+        snprintf(json, sizeof(json), "%s%s", head, cases[i].tail);
+        snprintf(field, sizeof(field), "field '%s'", cases[i].field);
+        struct spsim_model *m = NULL;
+        struct spsim_error err = {0};
+        ck_assert_int_eq(spsim_model_parse(json, strlen(json), "nh.json", &m, &err), SPSIM_EFIELD);
+        ck_assert_msg(strstr(err.message, field) && strstr(err.message, cases[i].what), "%zu: %s",
+                      i, err.message);
+    }
+    /* The smallest accepted: one Mamba, one attention, one MLP layer. */
+    char json[1024];
+    snprintf(json, sizeof(json), "%s\"hybrid_override_pattern\": \"M*-\"}", head);
+    struct spsim_model *m = parse_ok(json);
+    uint64_t h = 64, att = h + h * (4 * 16 + 2 * 2 * 16) + 4 * 16 * h;
+    ck_assert_uint_eq(spsim_model_parameters(m, 1),
+                      mamba_layer(h, 4, 32, 16, 2) + att + h + 2 * h * 128 + 2 * 256 * h + h);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 /* The published configs of families spsim does not model are refused naming what their
- * layer has (exit 3); Nemotron-H's time_step_limit [0.0, Infinity] (Python's json.dumps) is
- * read, not refused as malformed JSON. */
+ * layer has (exit 3). */
 START_TEST(hf_published_refusals)
 {
     static const struct {
@@ -728,7 +873,6 @@ START_TEST(hf_published_refusals)
         {"gemma-4-26B-A4B", "'gemma4': sliding-window attention on 5 of 6 layers, final logit "
                             "softcapping"},
         {"Llama-4-Scout-17B-16E-Instruct", "'llama4': chunked attention (attention_chunk_size)"},
-        {"Nemotron-H-56B-Base-8K", "'nemotron_h': Mamba-2 layers in a hybrid pattern"},
         {"GLM-5", "'glm_moe_dsa': DeepSeek sparse attention's indexer"},
         {"MiniMax-M2.5", "'minimax_m2': rotary embedding on part of the head (rotary_dim)"},
         {"MiMo-7B-Base", "'mimo': MiMo's multi-token prediction layers"},
@@ -877,6 +1021,8 @@ main(void)
     tcase_add_test(tc, hf_deepseek_v2_lite);
     tcase_add_test(tc, hf_published_counts);
     tcase_add_test(tc, hf_gated_deltanet_counts);
+    tcase_add_test(tc, hf_nemotron_h_counts);
+    tcase_add_test(tc, hf_nemotron_h_refusals);
     tcase_add_test(tc, hf_published_refusals);
     tcase_add_test(tc, mtp_counts_as_last_layer);
     tcase_add_test(tc, bridge_flops_shipped);

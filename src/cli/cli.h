@@ -481,7 +481,10 @@ enum cli_config_opt {
     "                         configuration replace the options before it; the flags spsim\n"      \
     "                         does not model are listed on standard error. Recipes given again\n"  \
     "                         merge in order (override files), on --model's shape when --model\n"  \
-    "                         comes before them\n"                                                 \
+    "                         comes before them. Hybrid models (pretrain_hybrid.py,\n"             \
+    "                         --hybrid-layer-pattern, --mamba-*, --linear-*, Bridge's\n"           \
+    "                         HybridModelProvider) are read with their Mamba-2 and Gated\n"        \
+    "                         DeltaNet layers\n"                                                   \
     "  --megatron-log FILE    a Megatron-LM training log: its printed arguments are the model\n"   \
     "                         and configuration (as --megatron-args); query prints what its\n"     \
     "                         iteration lines measured beside the prediction\n"                    \

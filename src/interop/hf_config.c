@@ -1,7 +1,8 @@
 /*
  * Hugging Face transformers config.json files read as model profiles: the decoder families whose
  * layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, GPT-NeoX; the mixtures of
- * experts Mixtral, Qwen3-MoE and DeepSeek-V2/V3 with its latent attention, and Kimi K2). Every
+ * experts Mixtral, Qwen3-MoE and DeepSeek-V2/V3 with its latent attention, and Kimi K2; the
+ * hybrids Qwen3-Next, Qwen3.5, Nemotron-H and Nemotron 3 in their own files). Every
  * key is either mapped, known to change nothing spsim computes, or refused by name: a key this file
  * does not know might change the layer, so it is not guessed at.
  */
@@ -40,64 +41,6 @@ static const char *const common_keys[] = {
     "bos_token_id",    "eos_token_id",   "pad_token_id",         "use_cache",   "initializer_range",
     "rms_norm_eps",    "layer_norm_eps", "layer_norm_epsilon",   "rope_theta",  "rope_scaling",
     "tokenizer_class", "vocab_size",     "tie_word_embeddings",  NULL};
-
-/* PretrainedConfig's own keys (transformers configuration_utils.py, PretrainedConfig.__init__:
- * the outputs a forward returns, generation's defaults, the task head's labels, the token ids
- * of encoder-decoders, the attention implementation chosen at load time, the hub's
- * bookkeeping), which save_pretrained writes into every config.json and none of which changes
- * the decoder layer. The list follows transformers' documented PretrainedConfig parameters
- * (4.x); the repository itself (1.3 GB) could not be fetched here to check it against the
- * source. is_encoder_decoder, add_cross_attention and cross_attention_hidden_size do change the
- * model and are refused when true or set (check_generic). */
-static const char *const generic_keys[] = {"return_dict",
-                                           "output_hidden_states",
-                                           "output_attentions",
-                                           "torchscript",
-                                           "use_bfloat16",
-                                           "tf_legacy_loss",
-                                           "pruned_heads",
-                                           "chunk_size_feed_forward",
-                                           "is_decoder",
-                                           "tie_encoder_decoder",
-                                           "max_length",
-                                           "min_length",
-                                           "do_sample",
-                                           "early_stopping",
-                                           "num_beams",
-                                           "num_beam_groups",
-                                           "diversity_penalty",
-                                           "temperature",
-                                           "top_k",
-                                           "top_p",
-                                           "typical_p",
-                                           "repetition_penalty",
-                                           "length_penalty",
-                                           "no_repeat_ngram_size",
-                                           "encoder_no_repeat_ngram_size",
-                                           "bad_words_ids",
-                                           "num_return_sequences",
-                                           "output_scores",
-                                           "return_dict_in_generate",
-                                           "forced_bos_token_id",
-                                           "forced_eos_token_id",
-                                           "remove_invalid_values",
-                                           "exponential_decay_length_penalty",
-                                           "suppress_tokens",
-                                           "begin_suppress_tokens",
-                                           "finetuning_task",
-                                           "id2label",
-                                           "label2id",
-                                           "num_labels",
-                                           "prefix",
-                                           "sep_token_id",
-                                           "decoder_start_token_id",
-                                           "problem_type",
-                                           "is_encoder_decoder",
-                                           "add_cross_attention",
-                                           "cross_attention_hidden_size",
-                                           "attn_implementation",
-                                           "use_return_dict",
-                                           NULL};
 
 /* transformers/models/llama/configuration_llama.py (and mistral, qwen2, gemma): the keys. */
 static const char *const llama_keys[] = {"num_hidden_layers",
@@ -263,14 +206,12 @@ static const struct {
 
 /* Published families whose layer spsim does not model, named by what their config.json sets
  * (tests/data/hf/: the released files) rather than "not a family": Gemma 4's layer_types and
- * final_logit_softcapping, Llama 4's attention_chunk_size and no_rope layers, Nemotron-H's
- * hybrid_override_pattern of Mamba (M) and attention (*) layers with mlp_hidden_act relu2,
- * GLM-5's indexer keys, MiniMax-M2's rotary_dim 64 of head_dim 128, MiMo's MTP layers (a Qwen2
- * decoder layer with its own input projection and norms), Nemotron-Super's block_configs (31 of
- * 80 attentions no_op), Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's
- * full_attention_interval and linear_* keys, DeepSeek-V3.2's index_* keys, DeepSeek-V4's
- * compress_ratios and hc_* keys, Gemma 2's soft-capping keys and Gemma 3's text_config with its
- * layer_types and vision_config. */
+ * final_logit_softcapping, Llama 4's attention_chunk_size and no_rope layers, GLM-5's indexer keys,
+ * MiniMax-M2's rotary_dim 64 of head_dim 128, MiMo's MTP layers (a Qwen2 decoder layer with its own
+ * input projection and norms), Nemotron-Super's block_configs (31 of 80 attentions no_op),
+ * Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's full_attention_interval and linear_* keys,
+ * DeepSeek-V3.2's index_* keys, DeepSeek-V4's compress_ratios and hc_* keys, Gemma 2's soft-capping
+ * keys and Gemma 3's text_config with its layer_types and vision_config. */
 static const struct {
     const char *type, *what;
 } unmodelled[] = {
@@ -290,9 +231,6 @@ static const struct {
                     "per layer"},
     {"llama4", "chunked attention (attention_chunk_size) on 3 of 4 layers, the 4th without "
                "rotary embedding, and a vision tower"},
-    {"nemotron_h", "Mamba-2 layers in a hybrid pattern (hybrid_override_pattern) and a squared "
-                   "ReLU MLP are not read from a Hugging Face config (the engine models them: "
-                   "the shipped nemotron-h-8b and nemotron-h-56b profiles)"},
     {"glm_moe_dsa", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
     {"minimax_m2", "rotary embedding on part of the head (rotary_dim) and per-layer Q/K norms"},
     {"mimo", "MiMo's multi-token prediction layers (num_nextn_predict_layers), not DeepSeek's"},
@@ -397,8 +335,7 @@ check_keys(const struct spsim_jctx *c, const cJSON *root, const struct hf_family
         bool known = it->string[0] == '_';
         for (const char *const *k = common_keys; !known && *k; k++)
             known = strcmp(*k, it->string) == 0;
-        for (const char *const *k = generic_keys; !known && *k; k++)
-            known = strcmp(*k, it->string) == 0;
+        known = known || spsim_hf_generic_key(it->string);
         for (const char *const *k = f->keys; !known && *k; k++)
             known = strcmp(*k, it->string) == 0;
         for (const char *const *k = f->moe_keys; !known && k && *k; k++)
@@ -717,14 +654,17 @@ read_moe(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *
 }
 
 /* Qwen3-Next and Qwen3.5: hybrid models of Gated DeltaNet and gated attention layers
- * (hf_qwen_next.c); the sequence defaults as below. */
+ * (hf_qwen_next.c), Nemotron-H and Nemotron 3: Mamba-2 hybrids (hf_nemotron_h.c); the sequence
+ * defaults as below (neither has learned positions). */
 static int
-qwen_next(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
-          uint32_t *positions, char *pattern, size_t cap)
+hybrid(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
+       uint32_t *positions, char *pattern, size_t cap)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     bool qwen35 = strcmp(t->valuestring, "qwen3_5") == 0;
-    int rc = spsim_hf_qwen_next_read(c, root, qwen35, m, pattern, cap);
+    int rc = strcmp(t->valuestring, "nemotron_h") == 0
+                 ? spsim_hf_nemotron_h_read(c, root, m, pattern, cap)
+                 : spsim_hf_qwen_next_read(c, root, qwen35, m, pattern, cap);
     *positions = m->seq_len;
     if (m->seq_len > SPSIM_HF_DEFAULT_SEQ)
         m->seq_len = SPSIM_HF_DEFAULT_SEQ;
@@ -740,8 +680,9 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
     memset(m, 0, sizeof(*m));
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (cJSON_IsString(t) &&
-        (strcmp(t->valuestring, "qwen3_next") == 0 || strcmp(t->valuestring, "qwen3_5") == 0))
-        return qwen_next(c, root, m, positions, pattern, cap);
+        (strcmp(t->valuestring, "qwen3_next") == 0 || strcmp(t->valuestring, "qwen3_5") == 0 ||
+         strcmp(t->valuestring, "nemotron_h") == 0))
+        return hybrid(c, root, m, positions, pattern, cap);
     if ((rc = find_family(c, root, &f)) || (rc = check_keys(c, root, f)) ||
         (rc = read_numbers(c, root, f, m)) || (f->moe && (rc = read_moe(c, root, f, m))) ||
         (rc = check_activation(c, root, f)) || (rc = read_dropout(c, root, m)) ||

@@ -77,32 +77,14 @@ static const char *const known[] = {"architectures",
 static int
 check_known(const struct spsim_jctx *c, const cJSON *obj, const char *prefix)
 {
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        bool ok = it->string[0] == '_';
-        for (const char *const *k = known; !ok && *k; k++)
-            ok = strcmp(*k, it->string) == 0;
-        if (!ok)
-            return spsim_json_field_error(c, prefix, it->string,
-                                          "not a key spsim knows for Qwen3-Next or Qwen3.5; it "
-                                          "may change the layer, so the file is refused");
-    }
-    return SPSIM_OK;
-}
-
-static bool
-present(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return v && !cJSON_IsNull(v);
+    return spsim_hf_check_known(c, obj, prefix, known, "Qwen3-Next or Qwen3.5");
 }
 
 static int
 get_u32(const struct spsim_jctx *c, const cJSON *o, const char *p, const char *key, bool required,
         uint32_t *out)
 {
-    if (!present(o, key))
-        return required ? spsim_json_field_error(c, p, key, "missing") : SPSIM_OK;
-    return spsim_json_get_u32(c, o, p, key, true, 0, UINT32_MAX, out);
+    return spsim_hf_get_u32(c, o, p, key, required, out);
 }
 
 /* The decoder's numbers, the Gated DeltaNet's and the experts'. */
@@ -216,13 +198,13 @@ read_layer(const struct spsim_jctx *c, const cJSON *t, const char *p, bool qwen3
             return spsim_json_field_error(c, p, off[i], "true is not modelled (false is)");
     double drop = 0, coef = 0, rot = 1;
     const cJSON *rope = cJSON_GetObjectItemCaseSensitive(t, "rope_parameters");
-    const cJSON *rot_at = present(t, "partial_rotary_factor") ? t : rope;
+    const cJSON *rot_at = spsim_hf_present(t, "partial_rotary_factor") ? t : rope;
     int rc;
-    if ((present(t, "attention_dropout") &&
+    if ((spsim_hf_present(t, "attention_dropout") &&
          (rc = spsim_json_get_double(c, t, p, "attention_dropout", true, 0, 1, &drop))) ||
-        (present(t, "router_aux_loss_coef") &&
+        (spsim_hf_present(t, "router_aux_loss_coef") &&
          (rc = spsim_json_get_double(c, t, p, "router_aux_loss_coef", true, 0, 1e9, &coef))) ||
-        (cJSON_IsObject(rot_at) && present(rot_at, "partial_rotary_factor") &&
+        (cJSON_IsObject(rot_at) && spsim_hf_present(rot_at, "partial_rotary_factor") &&
          (rc = spsim_json_get_double(c, rot_at, rot_at == t ? p : "rope_parameters",
                                      "partial_rotary_factor", true, 0.001, 1, &rot))))
         return rc;

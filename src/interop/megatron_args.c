@@ -150,6 +150,24 @@ enum flag_id {
     F_OPT_OFFLOAD,
     F_OPT_OFFLOAD_FRACTION,
     F_OPT_OFFLOAD_OVERLAP,
+    F_HYBRID,
+    F_HYBRID_OVERRIDE,
+    F_MTP_HYBRID,
+    F_MTP_REPEATED,
+    F_MAMBA_HEADS,
+    F_MAMBA_HEAD_DIM,
+    F_MAMBA_STATE,
+    F_MAMBA_GROUPS,
+    F_SQUARED_RELU,
+    F_MOE_LATENT,
+    F_ATTN_VARIANT,
+    F_LA_FREQ,
+    F_LIN_KEY_HEADS,
+    F_LIN_VALUE_HEADS,
+    F_LIN_KEY_DIM,
+    F_LIN_VALUE_DIM,
+    F_LIN_CONV,
+    F_MAMBA_CHUNK,
     F_COUNT
 };
 
@@ -263,6 +281,29 @@ static const struct {
     [F_OPT_OFFLOAD] = {"--optimizer-cpu-offload", K_SWITCH},
     [F_OPT_OFFLOAD_FRACTION] = {"--optimizer-offload-fraction", K_VALUE},
     [F_OPT_OFFLOAD_OVERLAP] = {"--overlap-cpu-optimizer-d2h-h2d", K_SWITCH},
+    /* Hybrid models (arguments.py _add_experimental_args, the pattern's deprecation handling;
+     * TransformerConfig's mamba_*, moe_latent_size, mtp_*, experimental_attention_variant and
+     * linear_* fields, which ArgumentGroupFactory makes flags) */
+    [F_HYBRID] = {"--hybrid-layer-pattern", K_VALUE},
+    [F_HYBRID_OVERRIDE] = {"--hybrid-override-pattern", K_VALUE},
+    [F_MTP_HYBRID] = {"--mtp-hybrid-override-pattern", K_VALUE},
+    [F_MTP_REPEATED] = {"--mtp-use-repeated-layer", K_SWITCH},
+    [F_MAMBA_HEADS] = {"--mamba-num-heads", K_VALUE},
+    [F_MAMBA_HEAD_DIM] = {"--mamba-head-dim", K_VALUE},
+    [F_MAMBA_STATE] = {"--mamba-state-dim", K_VALUE},
+    [F_MAMBA_GROUPS] = {"--mamba-num-groups", K_VALUE},
+    [F_SQUARED_RELU] = {"--squared-relu", K_SWITCH},
+    [F_MOE_LATENT] = {"--moe-latent-size", K_VALUE},
+    [F_ATTN_VARIANT] = {"--experimental-attention-variant", K_VALUE},
+    [F_LA_FREQ] = {"--linear-attention-freq", K_VALUE},
+    [F_LIN_KEY_HEADS] = {"--linear-num-key-heads", K_VALUE},
+    [F_LIN_VALUE_HEADS] = {"--linear-num-value-heads", K_VALUE},
+    [F_LIN_KEY_DIM] = {"--linear-key-head-dim", K_VALUE},
+    [F_LIN_VALUE_DIM] = {"--linear-value-head-dim", K_VALUE},
+    [F_LIN_CONV] = {"--linear-conv-kernel-dim", K_VALUE},
+    /* Megatron-Bridge's HybridModelProvider.mamba_chunk_size (hybrid_provider.py at 067f987,
+     * the SSD scan's chunk); Megatron-LM has no such flag, MambaMixer's chunk_size is 128 */
+    [F_MAMBA_CHUNK] = {"--mamba-chunk-size", K_VALUE},
     [F_TP_COMM_OVERLAP] = {"--tp-comm-overlap", K_SWITCH},
     [F_CUDA_GRAPH_IMPL] = {"--cuda-graph-impl", K_VALUE},
     [F_CUDA_GRAPH_SCOPE] = {"--cuda-graph-scope", K_LIST},
@@ -310,8 +351,9 @@ struct mg {
     uint32_t line[F_COUNT];
     char *unmodelled;
     size_t used;
-    char *assumed;     /* spsim_megatron_config.assumed */
-    char list[4][256]; /* each K_LIST flag's words joined by ',' */
+    char *assumed;      /* spsim_megatron_config.assumed */
+    bool hybrid_script; /* pretrain_hybrid.py or pretrain_mamba.py: a hybrid model */
+    char list[4][256];  /* each K_LIST flag's words joined by ',' */
 };
 
 /* "ORIGIN:LINE: --flag: reason" (or "ORIGIN: --flag: reason" for a flag that is absent). */
@@ -387,8 +429,6 @@ static const struct {
     {"--softmax-type", "vanilla",
      "attention sinks (learnable or off-by-one softmax) are not modelled"},
     {"--quick-geglu", NULL, "the quick-GeGLU activation (gpt-oss) is not modelled"},
-    {"--hybrid-override-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
-    {"--hybrid-layer-pattern", NULL, "hybrid (Mamba) layers are not modelled"},
 };
 
 /* @return SPSIM_OK, or the refusal of one of refused_flags */
@@ -605,7 +645,8 @@ static int
 attention_shape(const struct mg *m, struct spsim_model_shape *s)
 {
     int rc;
-    if ((rc = needed(m, F_LAYERS, 4096, &s->layers)) ||
+    /* A hybrid pattern gives the layers (arguments.py ignores --num-layers then). */
+    if ((!s->layers && (rc = needed(m, F_LAYERS, 4096, &s->layers))) ||
         (rc = needed(m, F_HIDDEN, 1048576, &s->hidden)) ||
         (rc = needed(m, F_HEADS, 65536, &s->heads)))
         return rc;
@@ -624,7 +665,9 @@ attention_shape(const struct mg *m, struct spsim_model_shape *s)
         return rc;
     /* SwiGLU's default keeps the parameters of a 4h MLP, to a multiple of 64:
      * int((4 * h * 2 / 3) / 64) * 64 (arguments.py). */
-    s->mlp = m->given[F_SWIGLU] ? SPSIM_MLP_SWIGLU : SPSIM_MLP_GELU;
+    s->mlp = m->given[F_SWIGLU]         ? SPSIM_MLP_SWIGLU
+             : m->given[F_SQUARED_RELU] ? SPSIM_MLP_RELU2
+                                        : SPSIM_MLP_GELU;
     uint32_t ffn =
         s->mlp == SPSIM_MLP_SWIGLU ? (uint32_t)(8ull * s->hidden / 192 * 64) : 4 * s->hidden;
     return num32(m, F_FFN, 4194304, ffn ? ffn : 1, &s->ffn_hidden);
@@ -635,7 +678,8 @@ static int
 layer_kind(const struct mg *m, struct spsim_model_shape *s)
 {
     static const char *const norms[] = {"LayerNorm", "RMSNorm", NULL};
-    static const char *const positions[] = {"learned_absolute", "rope", NULL};
+    static const char *const positions[] = {"learned_absolute", "rope", "none",
+                                            NULL}; /* enum spsim_position */
     static const char *const backends[] = {"unfused", "local", "flash", "fused", "auto", NULL};
     int norm = 0, position = 0, backend = 4, rc;
     double attention_p = 0, hidden_p = 0;
@@ -813,7 +857,8 @@ moe_shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, boo
         (rc = choice(m, F_MOE_SCORE, scores, 0, &score)) ||
         (rc = capacity(m, &s->capacity_factor)) || (rc = pad_capacity(m, s)) ||
         (rc = layer_freq(m, s, pattern, has_pattern)) || (rc = group_limited(m, s)) ||
-        (rc = router_losses(m, s)))
+        (rc = router_losses(m, s)) ||
+        (rc = num32(m, F_MOE_LATENT, 1048576, 0, &s->moe_latent))) /* > 0: arguments.py */
         return rc;
     s->shared_expert_ffn_hidden = (uint32_t)shared;
     s->moe_shared_expert_gate = shared && m->given[F_SHARED_GATE];
@@ -841,7 +886,8 @@ q_lora(const struct mg *m, uint32_t *out)
 static int
 mla_shape(const struct mg *m, struct spsim_model_shape *s)
 {
-    int rc = num32(m, F_MTP, SPSIM_MODEL_MAX_LAYERS, 0, &s->mtp_layers);
+    /* A hybrid pattern's MTP depths are its own (arguments.py: the inferred count wins). */
+    int rc = s->mtp_pattern ? SPSIM_OK : num32(m, F_MTP, SPSIM_MODEL_MAX_LAYERS, 0, &s->mtp_layers);
     if (rc != SPSIM_OK || !m->given[F_MLA])
         return rc;
     if (m->given[F_GQA])
@@ -879,8 +925,13 @@ unused_flags(struct mg *m)
     if (m->yaml) /* a recipe or a dump writes every field: none was asked for */
         return;
     bool moe = m->given[F_EXPERTS] && strcmp(m->value[F_EXPERTS], "0") != 0;
+    bool hybrid = m->given[F_HYBRID] || m->given[F_HYBRID_OVERRIDE];
+    bool linear = hybrid || m->given[F_ATTN_VARIANT];
     for (int id = 0; id < F_COUNT; id++) {
-        bool unused = (!moe && id >= F_MOE_TOPK && id <= F_ETP) ||
+        bool unused = (!moe && (id >= F_MOE_TOPK && id <= F_ETP)) || (!moe && id == F_MOE_LATENT) ||
+                      (!hybrid && id >= F_MAMBA_HEADS && id <= F_MAMBA_GROUPS) ||
+                      (!hybrid && (id == F_MTP_HYBRID || id == F_MTP_REPEATED)) ||
+                      (!linear && id >= F_LA_FREQ && id <= F_LIN_CONV) ||
                       (!m->given[F_MLA] && id >= F_Q_LORA && id <= F_V_HEAD) ||
                       (m->given[F_MLA] && id == F_KV_CHANNELS) ||
                       ((id == F_CUDA_GRAPH_SCOPE || id == F_CUDA_GRAPH_MODULES) && no_graphs(m));
@@ -1322,14 +1373,14 @@ ends_with(const char *s, const char *tail)
 static int
 launched_script(const struct mg *m, const struct spsim_sh_word *w)
 {
-    static const char *const others[] = {"bert",  "t5",  "mamba",      "hybrid", "vlm",   "vision",
-                                         "retro", "ict", "multimodal", "mimo",   "llava", NULL};
+    static const char *const others[] = {"bert", "t5",         "vlm",  "vision", "retro",
+                                         "ict",  "multimodal", "mimo", "llava",  NULL};
     const char *base = strrchr(w->text, '/') ? strrchr(w->text, '/') + 1 : w->text;
     for (size_t i = 0; others[i]; i++)
         if (strstr(base, others[i]))
             return spsim_fail(m->err, SPSIM_EFIELD,
                               "%s:%u: %s: spsim models pretrain_gpt.py's models (GPT and its "
-                              "mixtures of experts), not this one",
+                              "mixtures of experts) and pretrain_hybrid.py's, not this one",
                               m->origin, w->line, SPSIM_Q(base));
     return SPSIM_OK;
 }
@@ -1376,6 +1427,8 @@ collect(struct mg *m, const struct spsim_sh_script *sc, bool yaml)
         for (size_t j = 0; j < sc->cmd[i].n; j++)
             if (ends_with(sc->cmd[i].w[j].text, ".py")) {
                 int rc = launched_script(m, &sc->cmd[i].w[j]);
+                const char *py = sc->cmd[i].w[j].text;
+                m->hybrid_script = strstr(py, "pretrain_hybrid") || strstr(py, "pretrain_mamba");
                 if (rc == SPSIM_OK)
                     rc = launcher_flags(m, &sc->cmd[i], j);
                 return rc ? rc : read_flags(m, &sc->cmd[i], j + 1, sc->cmd[i].n);
@@ -1425,14 +1478,187 @@ window_shape(const struct mg *m, struct spsim_model_shape *s)
     return rc;
 }
 
+/* A pattern's symbols: those spsim builds (hybrid_layer_allocation.py Symbols), the others
+ * refused naming what they build. */
 static int
-shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *has_pattern)
+pattern_symbols(const struct mg *m, int id, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] && strchr("M*-EG", p[i]))
+            continue;
+        const char *why = p[i] == '|'   ? "pipeline segments ('|') are not modelled: spsim splits "
+                                          "the layers evenly (remove them)"
+                          : p[i] == 'D' ? "'D' (DeepSeek sparse attention) is not modelled"
+                          : p[i] == '+' ? "'+' (multi-latent attention) is not modelled in a "
+                                          "hybrid model"
+                                        : "not a layer symbol (M Mamba, G Gated DeltaNet, * "
+                                          "attention, - MLP, E MoE)";
+        return flag_error(m, id, "%s at offset %zu: %s", SPSIM_Q(m->value[id]), i, why);
+    }
+    return SPSIM_OK;
+}
+
+/* The MTP depths of a unified pattern ("main/mtp/mtp": one depth per part, all identical,
+ * hybrid_layer_allocation.py parse_hybrid_pattern), or the legacy --mtp-hybrid-override-pattern
+ * repeated --mtp-num-layers times (arguments.py's conversion). */
+static int
+hybrid_mtp(const struct mg *m, int id, const char *tail, struct spsim_model_shape *s, char *buf)
+{
+    uint32_t depths = 0;
+    int rc = SPSIM_OK;
+    if (*tail) {
+        size_t n = strcspn(tail + 1, "/");
+        for (const char *p = tail; *p == '/'; p += n + 1, depths++)
+            if (strncmp(p + 1, tail + 1, n) != 0 || (p[n + 1] != '/' && p[n + 1]))
+                return flag_error(m, id, "%s: the MTP patterns after '/' must be identical",
+                                  SPSIM_Q(m->value[id]));
+        memcpy(buf, tail + 1, n);
+        buf[n] = '\0';
+        depths = n ? depths : 0;
+    } else if (m->given[F_MTP_HYBRID] &&
+               (rc = num32(m, F_MTP, SPSIM_MODEL_MAX_LAYERS, 0, &depths)) == SPSIM_OK && depths) {
+        if (strlen(m->value[F_MTP_HYBRID]) > SPSIM_MODEL_MAX_LAYERS)
+            return flag_error(m, F_MTP_HYBRID, "longer than %u symbols", SPSIM_MODEL_MAX_LAYERS);
+        strcpy(buf, m->value[F_MTP_HYBRID]);
+        id = F_MTP_HYBRID;
+    } else if (rc == SPSIM_OK && m->given[F_MTP] && strcmp(m->value[F_MTP], "0") != 0) {
+        return flag_error(m, F_MTP,
+                          "a hybrid model's MTP depths need their pattern (after '/' in "
+                          "--hybrid-layer-pattern, or --mtp-hybrid-override-pattern)");
+    }
+    if (rc != SPSIM_OK || !depths)
+        return rc;
+    s->mtp_layers = depths;
+    s->mtp_pattern = buf;
+    s->mtp_shared = m->given[F_MTP_REPEATED];
+    return pattern_symbols(m, id, buf, strlen(buf));
+}
+
+/* --experimental-attention-variant (transformer_config.py: gdn, gdn2, dsa and gdn's deprecated
+ * spelling gated_delta_net): gdn is the Gated DeltaNet spsim builds for 'G'. */
+static int
+attention_variant(const struct mg *m, bool *gdn)
+{
+    const char *v = m->given[F_ATTN_VARIANT] ? m->value[F_ATTN_VARIANT] : "None";
+    *gdn = strcmp(v, "gdn") == 0 || strcmp(v, "gated_delta_net") == 0;
+    if (*gdn || strcmp(v, "None") == 0)
+        return SPSIM_OK;
+    return flag_error(m, F_ATTN_VARIANT, "%s: %s", SPSIM_Q(v),
+                      strcmp(v, "gdn2") == 0
+                          ? "Gated DeltaNet-2 (channel-wise decay, erase and write gates) is not "
+                            "modelled (gdn is)"
+                      : strcmp(v, "dsa") == 0
+                          ? "DeepSeek sparse attention is not modelled"
+                          : "not one of gdn, gdn2, dsa (transformer_config.py)");
+}
+
+/* The Mamba-2 and Gated DeltaNet mixers' numbers, for the layers the pattern has (0: Megatron's
+ * defaults, which the model fills in). */
+static int
+mixer_numbers(const struct mg *m, struct spsim_model_shape *s)
+{
+    const int mamba[] = {F_MAMBA_HEADS, F_MAMBA_HEAD_DIM, F_MAMBA_STATE, F_MAMBA_GROUPS,
+                         F_MAMBA_CHUNK};
+    uint32_t *mdst[] = {&s->mamba_heads, &s->mamba_head_dim, &s->mamba_state_dim, &s->mamba_groups,
+                        &s->mamba_chunk};
+    const int gdn[] = {F_LIN_KEY_HEADS, F_LIN_VALUE_HEADS, F_LIN_KEY_DIM, F_LIN_VALUE_DIM,
+                       F_LIN_CONV};
+    uint32_t *gdst[] = {&s->gdn_key_heads, &s->gdn_value_heads, &s->gdn_key_head_dim,
+                        &s->gdn_value_head_dim, &s->gdn_conv};
+    bool has_m = strchr(s->hybrid_pattern, 'M') || (s->mtp_pattern && strchr(s->mtp_pattern, 'M'));
+    bool has_g = strchr(s->hybrid_pattern, 'G') || (s->mtp_pattern && strchr(s->mtp_pattern, 'G'));
+    int rc = SPSIM_OK;
+    for (size_t i = 0; rc == SPSIM_OK && i < SPSIM_ARRAY_LENGTH(mamba); i++)
+        if (has_m)
+            rc = num32(m, mamba[i], 1048576, 0, mdst[i]);
+    for (size_t i = 0; rc == SPSIM_OK && i < SPSIM_ARRAY_LENGTH(gdn); i++)
+        if (has_g)
+            rc = num32(m, gdn[i], 1048576, 0, gdst[i]);
+    return rc;
+}
+
+/* --hybrid-layer-pattern (or its deprecated --hybrid-override-pattern): one symbol per decoder
+ * layer, the layer count (arguments.py: "ignoring --num-layers"), MTP depths after '/'. */
+static int
+hybrid_shape(const struct mg *m, struct spsim_model_shape *s, char *buf)
+{
+    int id = m->given[F_HYBRID] ? F_HYBRID : F_HYBRID_OVERRIDE;
+    if (m->given[F_HYBRID] && m->given[F_HYBRID_OVERRIDE])
+        return rule_error(m, F_HYBRID_OVERRIDE,
+                          "--hybrid-override-pattern and --hybrid-layer-pattern cannot both be "
+                          "specified (arguments.py)");
+    if (!m->given[id])
+        return m->hybrid_script ? flag_error(m, F_HYBRID,
+                                             "missing: pretrain_hybrid.py builds its layers "
+                                             "from the pattern")
+                                : SPSIM_OK;
+    const char *v = m->value[id];
+    size_t n = strcspn(v, "/");
+    if (n == 0 || n > SPSIM_MODEL_MAX_LAYERS || strlen(v) > 2 * SPSIM_MODEL_MAX_LAYERS)
+        return flag_error(m, id, "%s: 1 to %u layers, the MTP patterns after '/'", SPSIM_Q(v),
+                          SPSIM_MODEL_MAX_LAYERS);
+    int rc = pattern_symbols(m, id, v, n);
+    if (rc != SPSIM_OK)
+        return rc;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    s->hybrid_pattern = buf;
+    s->layers = (uint32_t)n;
+    return hybrid_mtp(m, id, v + n, s, buf + n + 1);
+}
+
+/* A GPT model with --experimental-attention-variant gdn: layer i's self-attention a Gated
+ * DeltaNet where --linear-attention-freq says (an integer N: every N-th layer counted from 1
+ * is SDPA; a list: 1 LA, 0 SDPA; experimental_attention_variant_module_specs.py
+ * get_linear_attention_pattern), each layer written as its mixer then its MLP or MoE block
+ * ('G'/'*' then 'E'/'-', as the Qwen3-Next reader and profile write it: the same modules). */
+static int
+gdn_gpt_shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *moe, bool *has_moe,
+              char *buf)
+{
+    uint8_t la[SPSIM_MODEL_MAX_LAYERS];
+    uint32_t every = 0, n = 0;
+    if (!m->given[F_LA_FREQ])
+        return rule_error(m, F_LA_FREQ,
+                          "missing: linear_attention_freq must be set for linear "
+                          "gdn (transformer_config.py)");
+    const char *v = m->value[F_LA_FREQ];
+    const char *why = strchr(v, '[') ? spsim_moe_pattern_parse(v, la, s->layers, &n) : NULL;
+    int rc = strchr(v, '[') ? SPSIM_OK : num32(m, F_LA_FREQ, s->layers, 0, &every);
+    if (why || (strchr(v, '[') && n != s->layers))
+        return flag_error(m, F_LA_FREQ, "%s: %s", SPSIM_Q(v),
+                          why ? why : "needs one entry per layer");
+    if (rc != SPSIM_OK || 2ull * s->layers > SPSIM_MODEL_MAX_LAYERS)
+        return rc ? rc : flag_error(m, F_LAYERS, "at most %u layers", SPSIM_MODEL_MAX_LAYERS / 2);
+    for (uint32_t i = 0; i < s->layers; i++) {
+        bool linear = every ? (i + 1) % every != 0 : la[i] != 0;
+        bool e = s->experts && (*has_moe ? moe[i] != 0 : i % s->moe_layer_freq == 0);
+        buf[2 * i] = linear ? 'G' : '*';
+        buf[2 * i + 1] = e ? 'E' : '-';
+    }
+    buf[2 * s->layers] = '\0';
+    s->layers *= 2;
+    s->hybrid_pattern = buf;
+    s->moe_layer_freq = 1;
+    *has_moe = false;
+    if (s->mtp_layers) /* an MTP depth is one transformer layer: attention and its MLP or MoE */
+        s->mtp_pattern = s->experts ? "*E" : "*-";
+    return SPSIM_OK;
+}
+
+static int
+shape(const struct mg *m, struct spsim_model_shape *s, uint8_t *pattern, bool *has_pattern,
+      char *hybrid)
 {
     int rc;
+    bool gdn = false;
     memset(s, 0, sizeof(*s));
-    if ((rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
+    if ((rc = hybrid_shape(m, s, hybrid)) || (rc = attention_variant(m, &gdn)) ||
+        (rc = attention_shape(m, s)) || (rc = layer_kind(m, s)) ||
         (rc = moe_shape(m, s, pattern, has_pattern)) || (rc = mla_shape(m, s)) ||
-        (rc = window_shape(m, s)) || (rc = vocabulary(m, &s->vocab, &s->vocab_divisible_by)) ||
+        (gdn && !s->hybrid_pattern && (rc = gdn_gpt_shape(m, s, pattern, has_pattern, hybrid))) ||
+        (s->hybrid_pattern && (rc = mixer_numbers(m, s))) || (rc = window_shape(m, s)) ||
+        (rc = vocabulary(m, &s->vocab, &s->vocab_divisible_by)) ||
         (rc = needed(m, F_SEQ, 16777216, &s->seq_len)))
         return rc;
     /* The model's positions: --max-position-embeddings, else the sequence. */
@@ -1503,6 +1729,20 @@ base_flag(int id)
                               F_MTP,
                               F_WINDOW,
                               F_WINDOW_SKIP,
+                              F_HYBRID,
+                              F_MTP_REPEATED,
+                              F_MAMBA_HEADS,
+                              F_MAMBA_HEAD_DIM,
+                              F_MAMBA_STATE,
+                              F_MAMBA_GROUPS,
+                              F_MAMBA_CHUNK,
+                              F_SQUARED_RELU,
+                              F_MOE_LATENT,
+                              F_LIN_KEY_HEADS,
+                              F_LIN_VALUE_HEADS,
+                              F_LIN_KEY_DIM,
+                              F_LIN_VALUE_DIM,
+                              F_LIN_CONV,
                               F_BACKEND,
                               F_SEQ,
                               F_BF16};
@@ -1554,10 +1794,11 @@ build(struct mg *m, const struct spsim_sh_script *sc, const struct spsim_sh_word
 {
     struct spsim_model_shape s;
     uint8_t pattern[SPSIM_MODEL_MAX_LAYERS];
+    char hybrid[2 * SPSIM_MODEL_MAX_LAYERS + 2];
     bool has_pattern = false;
     int rc = base && base->n ? read_flags(m, base, 0, base->n) : SPSIM_OK;
     if (rc == SPSIM_OK && (rc = collect(m, sc, m->yaml)) == SPSIM_OK &&
-        (rc = shape(m, &s, pattern, &has_pattern)) == SPSIM_OK &&
+        (rc = shape(m, &s, pattern, &has_pattern, hybrid)) == SPSIM_OK &&
         (rc = parallel(m, &s, out)) == SPSIM_OK) {
         unused_flags(m);
         rc = spsim_model_create_pattern(&s, has_pattern ? pattern : NULL, name, &out->model, err);

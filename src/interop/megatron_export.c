@@ -43,9 +43,13 @@ model_flags(struct out *o, const struct spsim_model_shape *s)
     emit(o, "    --max-position-embeddings %u \\\n", s->seq_len);
     if (s->mlp == SPSIM_MLP_SWIGLU)
         emit(o, "    --swiglu \\\n");
+    if (s->mlp == SPSIM_MLP_RELU2)
+        emit(o, "    --squared-relu \\\n");
     emit(o, "    --normalization %s \\\n", s->norm == SPSIM_NORM_RMSNORM ? "RMSNorm" : "LayerNorm");
     emit(o, "    --position-embedding-type %s \\\n",
-         s->position == SPSIM_POSITION_ROPE ? "rope" : "learned_absolute");
+         s->position == SPSIM_POSITION_ROPE   ? "rope"
+         : s->position == SPSIM_POSITION_NONE ? "none"
+                                              : "learned_absolute");
     if (!s->linear_bias)
         emit(o, "    --disable-bias-linear \\\n");
     if (!s->linear_bias && s->qkv_bias)
@@ -111,6 +115,8 @@ router_loss_flags(struct out *o, const struct spsim_model_shape *s)
         emit(o, "    --moe-router-enable-expert-bias \\\n");
 }
 
+static void hybrid_flags(struct out *o, const struct spsim_model_shape *s);
+
 static void
 moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim_model_shape *s)
 {
@@ -144,12 +150,44 @@ moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim
         emit(o, "    --qk-pos-emb-head-dim %u \\\n    --v-head-dim %u \\\n", s->qk_pos_emb_head_dim,
              s->v_head_dim);
     }
-    if (s->mtp_layers)
+    if (s->mtp_layers && !s->hybrid_pattern) /* a hybrid model's: its pattern's depths */
         emit(o, "    --mtp-num-layers %u \\\n", s->mtp_layers);
+    hybrid_flags(o, s);
     if (s->window) /* window_size (W − 1, 0): W positions, causal */
         emit(o, "    --window-size %u,0 \\\n", s->window - 1);
     if (s->window_skip_freq)
         emit(o, "    --window-attn-skip-freq %u \\\n", s->window_skip_freq);
+}
+
+/* A hybrid model (arguments.py --hybrid-layer-pattern, its MTP depths after '/'; the mixers'
+ * TransformerConfig fields; Megatron-Bridge's mamba_chunk_size, which spsim reads back). */
+static void
+hybrid_flags(struct out *o, const struct spsim_model_shape *s)
+{
+    if (!s->hybrid_pattern)
+        return;
+    emit(o, "    --hybrid-layer-pattern '%s", s->hybrid_pattern);
+    for (uint32_t i = 0; s->mtp_pattern && i < s->mtp_layers; i++)
+        emit(o, "/%s", s->mtp_pattern);
+    emit(o, "' \\\n");
+    if (s->mtp_shared)
+        emit(o, "    --mtp-use-repeated-layer \\\n");
+    if (s->mamba_heads)
+        emit(o,
+             "    --mamba-num-heads %u \\\n    --mamba-head-dim %u \\\n    --mamba-state-dim %u "
+             "\\\n    --mamba-num-groups %u \\\n",
+             s->mamba_heads, s->mamba_head_dim, s->mamba_state_dim, s->mamba_groups);
+    if (s->mamba_chunk && s->mamba_chunk != 128)
+        emit(o, "    --mamba-chunk-size %u \\\n", s->mamba_chunk);
+    if (s->gdn_key_heads)
+        emit(o,
+             "    --linear-num-key-heads %u \\\n    --linear-num-value-heads %u \\\n"
+             "    --linear-key-head-dim %u \\\n    --linear-value-head-dim %u \\\n"
+             "    --linear-conv-kernel-dim %u \\\n",
+             s->gdn_key_heads, s->gdn_value_heads, s->gdn_key_head_dim, s->gdn_value_head_dim,
+             s->gdn_conv);
+    if (s->moe_latent)
+        emit(o, "    --moe-latent-size %u \\\n", s->moe_latent);
 }
 
 /* Expert parallelism: ep, etp (absent: tp) and the dispatcher (absent: allgather). */
@@ -372,8 +410,9 @@ spsim_megatron_format(const struct spsim_model *model, const struct spsim_parall
              "# packed sequences (THD, %u-token sub-sequences) come from the data, not a "
              "flag: this line trains on whole rows\n",
              par->packed_subseq_len);
-    emit(&o, "torchrun --nproc_per_node %llu --nnodes %llu pretrain_gpt.py \\\n",
-         (unsigned long long)per_node, (unsigned long long)(gpus / per_node));
+    emit(&o, "torchrun --nproc_per_node %llu --nnodes %llu %s \\\n", (unsigned long long)per_node,
+         (unsigned long long)(gpus / per_node),
+         s->hybrid_pattern ? "pretrain_hybrid.py" : "pretrain_gpt.py");
     model_flags(&o, s);
     moe_mla_flags(&o, model, s);
     parallel_flags(&o, s, par);

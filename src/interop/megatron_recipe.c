@@ -139,6 +139,25 @@ static const struct rule {
     {"mtp_num_layers", "--mtp-num-layers", M_VALUE, "model *"},
     {"window_size", "--window-size", M_WINDOW, "model *"},
     {"window_attn_skip_freq", "--window-attn-skip-freq", M_VALUE, "model *"},
+    /* Hybrid models (Megatron-Bridge HybridModelProvider, hybrid_provider.py at 067f987, and
+     * TransformerConfig's mamba_*, linear_* and attention-variant fields) */
+    {"hybrid_layer_pattern", "--hybrid-layer-pattern", M_VALUE, "model *"},
+    {"hybrid_override_pattern", "--hybrid-override-pattern", M_VALUE, "model *"},
+    {"mtp_hybrid_override_pattern", "--mtp-hybrid-override-pattern", M_VALUE, "model *"},
+    {"mtp_use_repeated_layer", "--mtp-use-repeated-layer", M_SWITCH, "model *"},
+    {"mamba_num_heads", "--mamba-num-heads", M_VALUE, "model *"},
+    {"mamba_head_dim", "--mamba-head-dim", M_VALUE, "model *"},
+    {"mamba_state_dim", "--mamba-state-dim", M_VALUE, "model *"},
+    {"mamba_num_groups", "--mamba-num-groups", M_VALUE, "model *"},
+    {"mamba_chunk_size", "--mamba-chunk-size", M_VALUE, "model *"},
+    {"moe_latent_size", "--moe-latent-size", M_VALUE, "model *"},
+    {"experimental_attention_variant", "--experimental-attention-variant", M_VALUE, "model *"},
+    {"linear_attention_freq", "--linear-attention-freq", M_PATTERN, "model *"},
+    {"linear_num_key_heads", "--linear-num-key-heads", M_VALUE, "model *"},
+    {"linear_num_value_heads", "--linear-num-value-heads", M_VALUE, "model *"},
+    {"linear_key_head_dim", "--linear-key-head-dim", M_VALUE, "model *"},
+    {"linear_value_head_dim", "--linear-value-head-dim", M_VALUE, "model *"},
+    {"linear_conv_kernel_dim", "--linear-conv-kernel-dim", M_VALUE, "model *"},
     {"micro_batch_size", "--micro-batch-size", M_VALUE, "train *"},
     {"global_batch_size", "--global-batch-size", M_VALUE, "train *"},
     {"recompute_granularity", "--recompute-granularity", M_VALUE, "model *"},
@@ -709,15 +728,7 @@ static const struct {
      "PEFT (LoRA, DoRA) is not modelled: frozen weights keep no gradients or optimizer state"},
     {"model.softmax_type", IS_NOT, "vanilla",
      "attention sinks (softmax_type learnable or off-by-one) are not modelled"},
-    {"model.is_hybrid_model", IS_TRUE, NULL, "hybrid (Mamba) layers are not modelled"},
-    {"model.hybrid_override_pattern", IS_SET, NULL, "hybrid (Mamba) layers are not modelled"},
-    {"model.hybrid_layer_pattern", IS_SET, NULL, "hybrid (Mamba) layers are not modelled"},
     {"model.heterogeneous_block_specs", IS_TRUE, NULL, "heterogeneous layers are not modelled"},
-    {"model.experimental_attention_variant", IS_SET, NULL,
-     "an experimental attention variant is not modelled"},
-    {"model.linear_attention_freq", IS_SET, NULL,
-     "linear-attention (gated delta net) layers are not modelled"},
-    {"model.moe_latent_size", IS_SET, NULL, "latent mixture of experts is not modelled"},
     {"model.dsa_indexer_n_heads", IS_SET, NULL, "DeepSeek sparse attention is not modelled"},
     {"model.fine_grained_activation_offloading", IS_TRUE, NULL,
      "fine-grained activation offloading is not modelled"},
@@ -746,12 +757,13 @@ refused(const struct spsim_yaml *y, size_t k, const struct spsim_yaml_entry *e)
     (void)y;
 }
 
-/* The model's provider and activation: a GPT layer with SiLU (gated: SwiGLU) or GeLU. */
+/* The model's provider and activation: a GPT or hybrid (Mamba, Nemotron-H: HybridModelProvider
+ * and its predecessors) layer with SiLU (gated: SwiGLU), GeLU or squared ReLU. */
 static int
 bridge_model(struct ctx *c)
 {
     const struct spsim_yaml_entry *t = spsim_yaml_get(c->y, "model._target_");
-    static const char *const others[] = {"amba", "ybrid", "NemotronH", "T5", "Bert", "VL", NULL};
+    static const char *const others[] = {"T5", "Bert", "VL", NULL};
     for (size_t i = 0; t && t->kind == SPSIM_YAML_SCALAR && others[i]; i++)
         if (strstr(t->v[0], others[i]))
             return fail(c, t, "%s: only GPT models are modelled", SPSIM_Q(t->v[0]));
@@ -763,8 +775,13 @@ bridge_model(struct ctx *c)
     bool gated = picked_true(c, "gated_linear_unit");
     if (strcmp(base, "silu") == 0 ? gated : strcmp(base, "gelu") == 0)
         return SPSIM_OK; /* SwiGLU, GeGLU (the gated MLP spsim models with either) or GeLU */
-    return fail(c, a, "%s%s is not modelled (silu with gated_linear_unit, or gelu)", SPSIM_Q(f),
-                gated ? " gated" : "");
+    if (strcmp(base, "squared_relu") == 0 && !gated) { /* megatron.core.activations */
+        begin(c, a, NULL);
+        int rc = word(c, "--squared-relu", false);
+        return rc ? rc : flush(c);
+    }
+    return fail(c, a, "%s%s is not modelled (silu with gated_linear_unit, gelu, or squared_relu)",
+                SPSIM_Q(f), gated ? " gated" : "");
 }
 
 static int
@@ -936,11 +953,6 @@ static const char *const quiet_fields[] = {
     "kitchen_attention_backend",
     "layernorm_epsilon",
     "layernorm_zero_centered_gamma",
-    "linear_conv_kernel_dim",
-    "linear_key_head_dim",
-    "linear_num_key_heads",
-    "linear_num_value_heads",
-    "linear_value_head_dim",
     "lion_beta1",
     "lion_beta2",
     "log_max_attention_logit",
@@ -950,10 +962,6 @@ static const char *const quiet_fields[] = {
     "lr",
     "main_grads_dtype",
     "main_params_dtype",
-    "mamba_head_dim",
-    "mamba_num_groups",
-    "mamba_num_heads",
-    "mamba_state_dim",
     "manual_gc",
     "manual_gc_eval",
     "manual_gc_interval",

@@ -24,7 +24,7 @@ hf_model(const cJSON *root, const char *origin, struct spsim_model **out, struct
         return rc;
     snprintf(source, sizeof(source), "Hugging Face transformers config: %s", origin);
     /* The description says where the default sequence came from (the CLI prints it). */
-    if (shape.position == SPSIM_POSITION_ROPE)
+    if (shape.position != SPSIM_POSITION_LEARNED)
         snprintf(description, sizeof(description),
                  "sequence length %u unless --seq gives one (Megatron-Bridge's and Megatron-LM's "
                  "GPT default 1024, at most the positions; its max_position_embeddings %u is the "
