@@ -33,6 +33,12 @@ done
 mutations='bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|@overlap,terms
 trace-hop-at-critical-pace@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? step : 0;|@trace
 trace-hop-halved@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? 0.5 * t->pp_bubble_s / (p - 1) : 0;|@trace
+trace-zbh1-w-not-deferred@src/engine/trace.c@s|        if (i >= r)|        if (i + 1 >= r)|@trace
+trace-wgrad-halved@src/engine/trace.c@s|x.w = spsim_min_d(t->wgrad_s / (m \* v)|x.w = spsim_min_d(0.5 * t->wgrad_s / (m * v)|@trace
+trace-dual-warmup-halved@src/engine/trace.c@s|i < (n - h - 1) \* 2; i++|i < (n - h - 1); i++|@trace
+trace-dual-no-flip@src/engine/trace.c@s|d.flip = !v_shape \&\& r >= p / 2;|d.flip = false;|@trace
+trace-idle-spread-halved@src/engine/trace.c@s|double k = idle > 0 ? bubble / idle : 0|double k = idle > 0 ? 0.5 * bubble / idle : 0|@trace
+trace-dependency-at-start@src/engine/trace.c@s|    return o->done ? o->end : -1;|    return o->done ? o->start : -1;|@trace
 zbh1-w-halved@src/engine/pp_schedule.c@s|slots = p - 1, chunk = stage - 2 \* wgrad;|slots = p - 1, chunk = stage - wgrad;|@schedules
 zbv-w-halved@src/engine/pp_schedule.c@s|chunk = (stage - 3 \* wgrad) / 2;|chunk = (stage - 1.5 * wgrad) / 2;|@schedules
 zbv-slots-halved@src/engine/pp_schedule.c@s|slots = p - 1, chunk = (stage - 3 \* wgrad) / 2;|slots = (p - 1) / 2, chunk = (stage - 3 * wgrad) / 2;|@schedules

@@ -47,6 +47,11 @@ refused 4 "dualpipe is not modelled with Muon" --pp-schedule dualpipe --optimize
 err=$("$spsim" trace $base --pp-schedule zb-v 2>&1 >/dev/null)
 [ $? -eq 4 ] || fail "trace --pp-schedule zb-v: exit not 4 ($err)"
 printf '%s' "$err" | grep -q "zb-v schedule is not drawn" || fail "trace: $err"
-printf '%s' "$err" | grep -q "the trace draws 1F1B and interleaved only" || fail "trace: $err"
+for s in zb-h1 dualpipe; do
+    "$spsim" trace $base --pp-schedule "$s" | grep -q "\"schedule\":\"$s\"" ||
+        fail "trace --pp-schedule $s: no trace naming it"
+done
+"$spsim" trace $base --pp-schedule dualpipev --vpp 2 | grep -q '"cat":"wgrad"' ||
+    fail "trace --pp-schedule dualpipev: no weight-gradient ops"
 [ "$failures" -eq 0 ] || exit 1
 echo "cli schedules: ok"

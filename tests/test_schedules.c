@@ -2,8 +2,10 @@
  * The pipeline schedules beyond Megatron-Core's (engine/pp_schedule.c), worked by hand against
  * each one's paper and reference code:
  * - ZB-H1: bubble (p − 1)(T_F + T_B − T_W), T_B the input gradient alone, memory p·M_B (Qi et
- *   al. 2024, ICLR, Table 1); at T_F = T_B = T_W a third of 1F1B's (the repository README's
- *   table: ZB1P "B/3");
+ *   al. 2024, ICLR, §3.1 and Table 1; 1F1B's (p − 1)(T_F + T_B + T_W) with the same memory); at
+ *   T_F = T_B = T_W a third of 1F1B's (the repository README's table: ZB1P "B/3"); the drawn
+ *   order's dependencies give the same (tests/test_trace.c, against the paper's
+ *   get_hand_schedule);
  * - ZB-V: p − 1 chunk slots of f + b − 2w, (p − 1)(T_F + T_B − 2T_W)/2 of the stage's times,
  *   zero at equal times (README: ZBV "0"), what the reference's greedy scheduler
  *   (scheduler/zbv.py try_v_schedule, run at 39f2c186) gives at w = 0 and w = f with f = b;

@@ -598,9 +598,13 @@ spsim_muon_step_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
  * - GPU: _set_sub_optimizer_grads casts each kept gradient to fp32 (grad.to: read g, write 4;
  *   none for fp32 gradients), FusedAdam on the fp32 copy (grad 4, copy, m, v read and written:
  *   28), fp32_param_copy_back_gpu_hook writes the bf16 parameter (read 4, write 2): (1 − f)·P_s;
- * - D2H: each offloaded gradient copy_(non_blocking=True) into its fp32 pinned buffer: PyTorch
- *   converts the source to the destination's dtype on the GPU before the copy (Copy.cu
- *   copy_kernel_cuda), so 4 B each over host_link at d2h_GBps;
+ * - D2H: each offloaded gradient copy_(non_blocking=True) into its pinned host buffer of the
+ *   host copy's dtype (hybrid_optimizer.py:108-114), fp32 (param_update_in_fp32=True,
+ *   optimizer/__init__.py:542; hybrid_optimizer.py:277-278); the gradient is the grad buffer's
+ *   shard (distrib_optimizer.py:2790, decoupled_grad with the precision-aware optimizer that
+ *   offload needs), fp32: 4 B each over host_link at d2h_GBps, no conversion. 16-bit gradients
+ *   are refused (parallel.c check_cpu_offload: where PyTorch's copy_ converts them is not
+ *   read here);
  * - CPU: torch AdamW (fused=True) on the fp32 copy: grad 4, param, exp_avg, exp_avg_sq read
  *   and written 24: 28 B each at host_link.cpu_memory_GBps;
  * - H2D: param_copy_back_gpu_hook's gpu_param.copy_(param) into the bf16 parameter, converted

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "profiles/profiles.h"
+#include "compose.h"
 #include "moe.h"
 #include "pp_schedule.h"
 #include "stages.h"
@@ -282,6 +283,16 @@ check_cpu_offload(const struct spsim_hardware *hw, const struct spsim_parallel *
     if (p->optimizer == SPSIM_OPTIMIZER_MUON || p->zero >= 2)
         return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': with Muon or Megatron-FSDP "
                                 "(zero >= 2) it is not modelled");
+    /* The offloaded gradients' copy into the fp32 host buffer (hybrid_optimizer.py:108-114;
+     * the buffer has the host copy's dtype, fp32 by param_update_in_fp32): fp32 gradients move
+     * 4 B each; 16-bit ones are converted on the GPU or on the host as PyTorch's copy_ decides
+     * (aten/src/ATen/native/cuda/Copy.cu, not readable here: the pytorch snapshot is over the
+     * fetch limit), so their 2 or 4 B is unsourced. */
+    if (f > 0 && grad_bytes(p) != 4)
+        return CONFIG_FAIL(err, "field 'main_grads_dtype': --optimizer-cpu-offload with 16-bit "
+                                "gradients is not modelled (the size of their copy to the fp32 "
+                                "host buffer, converted on the GPU or the host by PyTorch's "
+                                "copy_, is unsourced); use fp32 main gradients");
     if (f > 0 && hw && hw->host_d2h_Bps <= 0)
         return CONFIG_FAIL(err, "field 'optimizer_cpu_offload': the hardware profile has no "
                                 "host_link (GPU <-> host copy bandwidth)");

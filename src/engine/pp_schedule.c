@@ -124,6 +124,9 @@ spsim_pp_schedule_bubble(enum spsim_pp_schedule s, uint32_t pp, double stage, do
     double p = pp, slots, chunk;
     switch (s) {
     case SPSIM_PP_SCHEDULE_ZB_H1:
+        /* §3.1: (p − 1)(T_F + T_B − T_W) against 1F1B's (p − 1)(T_F + T_B + T_W) = (p − 1)·stage,
+         * T_B the input gradient = bwd − W: stage − 2W (the reference's get_hand_schedule
+         * makespans, test_trace.c trace_zb_h1_bubble_by_hand) */
         slots = p - 1, chunk = stage - 2 * wgrad;
         break;
     case SPSIM_PP_SCHEDULE_ZB_V: /* p − 1 half-stage chunk slots */

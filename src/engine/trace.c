@@ -30,6 +30,14 @@
  * mean stage is quicker than the critical one (uneven stages), a hop is shorter than the
  * drawn op: the next rank starts before the drawing of its producer ends, by the critical
  * stage's excess over the mean.
+ *
+ * ZB-H1, DualPipe and DualPipeV run their reference code's order (build_zb_h1, dual_steps),
+ * with a backward split into its input gradient (B less W) and its weight gradient W
+ * (time.wgrad_s / (m·v)) where the schedule splits it. Each op waits for its true producer's
+ * end (stage_of, rank_at); the idle this leaves on each rank is then scaled, gap by gap, to
+ * the composition's pp_bubble_s (the schedule's closed form, pp_schedule.c), so that the trace
+ * still ends at time.iteration_s; otherData.dependency_idle_s keeps the largest before the
+ * scaling. ZB-V's order is the reference's greedy search (zbv.py try_v_schedule): not drawn.
  */
 #include "config.h"
 
@@ -98,24 +106,53 @@ event(struct buf *b, const char *name, const char *cat, uint32_t pid, int tid, d
     put(b, "}");
 }
 
-/* The op list of one rank: forwards (F) and backwards (B) of (micro-batch, chunk), in order. */
+/* The op list of one rank in its order: forwards (F), whole backwards (B), and, in the
+ * zero-bubble and DualPipe schedules, input-gradient backwards and weight gradients (W) apart. */
+enum op_kind { OP_F = 0, OP_B = 1, OP_BI = 2, OP_W = 3 };
+
 struct op {
-    bool bwd;
+    uint8_t kind;
+    bool paired; /* DualPipe's _forward_backward_chunk: a forward and a backward overlapped */
+    bool done;
     int mb, chunk;
     double start, end;
-    bool done;
 };
 
 struct sched {
     uint32_t p, v, m;
-    struct op *ops;  /* p × 2·m·v, each rank's in its order */
-    uint32_t *where; /* (rank, backward, micro-batch, chunk) -> the op's index in its rank */
+    uint32_t nc;     /* chunk indices: v, or DualPipe's two directions */
+    uint32_t cap;    /* ops per rank at most: 3·m·nc */
+    uint32_t *n;     /* each rank's ops */
+    struct op *ops;  /* p × cap, each rank's in its order */
+    uint32_t *where; /* (rank, F / B / W, micro-batch, chunk) -> the op's index in its rank */
+    enum spsim_pp_schedule schedule;
 };
 
-static size_t
-key(const struct sched *s, uint32_t r, bool bwd, int mb, int chunk)
+static int
+op_class(uint8_t kind)
 {
-    return (((size_t)r * 2 + bwd) * s->m + (size_t)mb) * s->v + (size_t)chunk;
+    return kind == OP_F ? 0 : kind == OP_W ? 2 : 1;
+}
+
+static size_t
+key(const struct sched *s, uint32_t r, int cls, int mb, int chunk)
+{
+    return (((size_t)r * 3 + (size_t)cls) * s->m + (size_t)mb) * s->nc + (size_t)chunk;
+}
+
+static struct op *
+rank_ops(const struct sched *s, uint32_t r)
+{
+    return s->ops + (size_t)r * s->cap;
+}
+
+/* Append (kind, micro-batch, chunk) to rank r's order. */
+static void
+push(struct sched *s, uint32_t r, uint8_t kind, int mb, int chunk, bool paired)
+{
+    uint32_t j = s->n[r]++;
+    rank_ops(s, r)[j] = (struct op){.kind = kind, .paired = paired, .mb = mb, .chunk = chunk};
+    s->where[key(s, r, op_class(kind), mb, chunk)] = j;
 }
 
 /* Megatron's model chunk and micro-batch of rank-local forward (or backward) k. */
@@ -140,71 +177,240 @@ build_order(struct sched *s, uint32_t r)
     uint32_t warm = v == 1 ? p - r - 1 : (p - r - 1) * 2 + (v - 1) * p;
     if (warm > total)
         warm = total;
-    struct op *o = s->ops + (size_t)r * 2 * total;
-    uint32_t nf = 0, nb = 0, i = 0;
-    for (; nf < warm; nf++, i++)
-        o[i] = (struct op){.bwd = false};
+    uint32_t nf = 0, nb = 0;
+    int mb, chunk;
+    for (; nf < warm; nf++) {
+        chunk_of(s, nf, false, &mb, &chunk);
+        push(s, r, OP_F, mb, chunk, false);
+    }
     while (nb < total) {
         if (nf < total) {
-            o[i++] = (struct op){.bwd = false, .mb = (int)nf};
-            nf++;
+            chunk_of(s, nf++, false, &mb, &chunk);
+            push(s, r, OP_F, mb, chunk, false);
         }
-        o[i++] = (struct op){.bwd = true, .mb = (int)nb};
-        nb++;
-    }
-    for (uint32_t j = 0, f = 0, b = 0; j < 2 * total; j++) {
-        uint32_t k = o[j].bwd ? b++ : f++;
-        chunk_of(s, k, o[j].bwd, &o[j].mb, &o[j].chunk);
-        s->where[key(s, r, o[j].bwd, o[j].mb, o[j].chunk)] = j;
+        chunk_of(s, nb++, true, &mb, &chunk);
+        push(s, r, OP_B, mb, chunk, false);
     }
 }
 
-/* The end of (rank, micro-batch, chunk)'s forward or backward, or -1 if not yet scheduled. */
-static double
-done_at(const struct sched *s, uint32_t r, bool bwd, int mb, int chunk)
+/*
+ * ZB-H1 as the paper's hand-made schedule (Qi et al. 2024 §3.1, Figure 3; get_hand_schedule
+ * with warmup_c = 1 in sail-sg/zero-bubble-pipeline-parallelism's arxiv branch at f68d3879,
+ * megatron/core/pipeline_parallel/efficiency.py:110): 1F1B's min(p − r − 1, m) warm-up
+ * forwards, every backward split into its input gradient B and its W, rank r running no W in
+ * its first r steady steps (a W after each B once i >= r) and the r it deferred at the end.
+ */
+static void
+build_zb_h1(struct sched *s, uint32_t r)
 {
-    const struct op *o = s->ops + (size_t)r * 2 * s->m * s->v + s->where[key(s, r, bwd, mb, chunk)];
+    uint32_t p = s->p, m = s->m, warm = spsim_min_u64(p - r - 1, m);
+    int nf = 0, nb = 0, nw = 0;
+    for (uint32_t k = 0; k < warm; k++)
+        push(s, r, OP_F, nf++, 0, false);
+    for (uint32_t i = 0; i < m; i++) {
+        if (warm + i < m)
+            push(s, r, OP_F, nf++, 0, false);
+        push(s, r, OP_BI, nb++, 0, false);
+        if (i >= r)
+            push(s, r, OP_W, nw++, 0, false);
+    }
+    while (nw < (int)m)
+        push(s, r, OP_W, nw++, 0, false);
+}
+
+/* One rank of DualPipe or DualPipeV while its order is built: the micro-batches each phase
+ * ran forward and backward, and the weight gradients WeightGradStore holds (a FIFO). */
+struct dual {
+    struct sched *s;
+    uint32_t r;
+    bool flip; /* dualpipe.py: phase ^= is_in_second_half */
+    int half;  /* DualPipe: direction 1's micro-batches are numbered after direction 0's */
+    int nf[2], nb[2];
+    int *wq, wh, wt; /* the deferred W's (micro-batch, chunk) pairs */
+};
+
+static void
+dual_f(struct dual *d, int phase, bool paired)
+{
+    int c = phase ^ d->flip;
+    push(d->s, d->r, OP_F, c * d->half + d->nf[c]++, c, paired);
+}
+
+/* _backward_chunk(phase, enable_zb): a whole backward, or B with its W queued */
+static void
+dual_b(struct dual *d, int phase, bool zb, bool paired)
+{
+    int c = phase ^ d->flip, mb = c * d->half + d->nb[c]++;
+    push(d->s, d->r, zb ? OP_BI : OP_B, mb, c, paired);
+    if (zb) {
+        d->wq[2 * d->wt] = mb, d->wq[2 * d->wt + 1] = c;
+        d->wt++;
+    }
+}
+
+static void
+dual_w(struct dual *d)
+{
+    push(d->s, d->r, OP_W, d->wq[2 * d->wh], d->wq[2 * d->wh + 1], false);
+    d->wh++;
+}
+
+/*
+ * DualPipe and DualPipeV's eight steps (deepseek-ai/DualPipe at 3da1bbe, dualpipe.py:358-425,
+ * dualpipev.py:330-396; the same loops): `n` the ranks of a half (DualPipe p/2, DualPipeV p),
+ * `h` the rank's place in it (DualPipe min(r, p − 1 − r), DualPipeV r), `c` each phase's
+ * micro-batches (DualPipe m/2, DualPipeV m). A pair is _forward_backward_chunk; the middle
+ * (DualPipeV: last) rank's first main step runs its forward and backward apart.
+ */
+static void
+dual_steps(struct dual *d, int n, int h, int c)
+{
+    for (int i = 0; i < (n - h - 1) * 2; i++) /* step 1: nF0 */
+        dual_f(d, 0, false);
+    for (int i = 0; i < h + 1; i++) { /* step 2: nF0F1 */
+        dual_f(d, 0, false);
+        dual_f(d, 1, false);
+    }
+    for (int i = 0; i < n - h - 1; i++) { /* step 3: nB1W1F1 */
+        dual_b(d, 1, true, false);
+        dual_w(d);
+        dual_f(d, 1, false);
+    }
+    for (int i = 0; i < c - 2 * n + h + 1; i++) { /* step 4: nF0B1F1B0 */
+        bool apart = i == 0 && h == n - 1;
+        dual_f(d, 0, !apart);
+        dual_b(d, 1, false, !apart);
+        dual_f(d, 1, true);
+        dual_b(d, 0, false, true);
+    }
+    for (int i = 0; i < n - h - 1; i++) { /* step 5: nB1F1B0 */
+        dual_b(d, 1, false, false);
+        dual_f(d, 1, true);
+        dual_b(d, 0, false, true);
+    }
+    bool zb = false;
+    for (int i = 0; i < h + 1; i++) { /* step 6: nB1B0, the second half zero-bubble */
+        if (i == (h + 1) / 2 && h % 2 == 1)
+            zb = true;
+        dual_b(d, 1, zb, false);
+        if (i == (h + 1) / 2 && h % 2 == 0)
+            zb = true;
+        dual_b(d, 0, zb, false);
+    }
+    for (int i = 0; i < n - h - 1; i++) { /* step 7: nWB0 */
+        dual_w(d);
+        dual_b(d, 0, true, false);
+    }
+    while (d->wh < d->wt) /* step 8: nW, the rest (h + 1) */
+        dual_w(d);
+}
+
+static bool
+build_dual(struct sched *s, uint32_t r)
+{
+    uint32_t p = s->p, m = s->m;
+    bool v_shape = s->schedule == SPSIM_PP_SCHEDULE_DUALPIPEV;
+    struct dual d = {.s = s, .r = r, .wq = malloc(sizeof(int) * 2 * 2 * m)};
+    if (!d.wq)
+        return false;
+    d.flip = !v_shape && r >= p / 2;
+    d.half = v_shape ? 0 : (int)m / 2;
+    int h = v_shape ? (int)r : (int)spsim_min_u64(r, p - 1 - r);
+    dual_steps(&d, v_shape ? (int)p : (int)p / 2, h, v_shape ? (int)m : (int)m / 2);
+    free(d.wq);
+    return true;
+}
+
+/* The end of rank r's op of class `cls` (F 0, B 1, W 2) on (micro-batch, chunk), or -1 if not
+ * yet scheduled. */
+static double
+done_at(const struct sched *s, uint32_t r, int cls, int mb, int chunk)
+{
+    const struct op *o = rank_ops(s, r) + s->where[key(s, r, cls, mb, chunk)];
     return o->done ? o->end : -1;
 }
 
-/* The start of (rank, micro-batch, chunk)'s forward or backward plus `hop`, or -1 if not yet
+/* The start of rank r's op of class `cls` on (micro-batch, chunk) plus `hop`, or -1 if not yet
  * scheduled. */
 static double
-handed_at(const struct sched *s, uint32_t r, bool bwd, int mb, int chunk, double hop)
+handed_at(const struct sched *s, uint32_t r, int cls, int mb, int chunk, double hop)
 {
-    const struct op *o = s->ops + (size_t)r * 2 * s->m * s->v + s->where[key(s, r, bwd, mb, chunk)];
+    const struct op *o = rank_ops(s, r) + s->where[key(s, r, cls, mb, chunk)];
     return o->done ? o->start + hop : -1;
 }
 
-/* When an op's input is ready (see the header), or -1 if its producer has not run: a
- * producer on another rank hands over `hop[bwd]` after it starts, one on the same rank (the
- * last chunk's own forward, or everything with pp = 1) when it ends. */
+/* When an op's input is ready in Megatron's schedules (see the header), or -1 if its producer
+ * has not run: a producer on another rank hands over `hop[bwd]` after it starts, one on the
+ * same rank (the last chunk's own forward, or everything with pp = 1) when it ends. */
 static double
 ready_at(const struct sched *s, uint32_t r, const struct op *o, const double hop[2])
 {
     uint32_t p = s->p, v = s->v;
     int c = o->chunk;
-    if (!o->bwd) {
+    if (o->kind == OP_F) {
         if (r > 0)
-            return handed_at(s, r - 1, false, o->mb, c, hop[0]);
+            return handed_at(s, r - 1, 0, o->mb, c, hop[0]);
         if (c == 0)
             return 0;
-        return p > 1 ? handed_at(s, p - 1, false, o->mb, c - 1, hop[0])
-                     : done_at(s, 0, false, o->mb, c - 1);
+        return p > 1 ? handed_at(s, p - 1, 0, o->mb, c - 1, hop[0])
+                     : done_at(s, 0, 0, o->mb, c - 1);
     }
     if (r < p - 1)
-        return handed_at(s, r + 1, true, o->mb, c, hop[1]);
+        return handed_at(s, r + 1, 1, o->mb, c, hop[1]);
     if ((uint32_t)c < v - 1)
-        return p > 1 ? handed_at(s, 0, true, o->mb, c + 1, hop[1])
-                     : done_at(s, 0, true, o->mb, c + 1);
-    return done_at(s, r, false, o->mb, c);
+        return p > 1 ? handed_at(s, 0, 1, o->mb, c + 1, hop[1]) : done_at(s, 0, 1, o->mb, c + 1);
+    return done_at(s, r, 0, o->mb, c);
 }
 
-/* Place every op at max(its rank's previous op, its input); step = op + exposed send. */
-static bool
-simulate(struct sched *s, double f, double b, double send, const double hop[2])
+/* The pipeline stage of rank r's chunk c in the zero-bubble and DualPipe schedules (see
+ * pp_schedule.c): ZB-H1 stage r; DualPipe direction c's stage (r, or p − 1 − r for the
+ * micro-batches fed at the last rank); the V shapes stage r (chunk 0) or 2p − 1 − r. */
+static uint32_t
+stage_of(const struct sched *s, uint32_t r, int c)
 {
-    uint32_t n = 2 * s->m * s->v;
+    return c == 0 ? r : s->schedule == SPSIM_PP_SCHEDULE_DUALPIPE ? s->p - 1 - r : 2 * s->p - 1 - r;
+}
+
+/* The rank holding stage `st` of chunk (direction) c's micro-batches, and its chunk there. */
+static uint32_t
+rank_at(const struct sched *s, uint32_t st, int c, int *chunk)
+{
+    if (s->schedule == SPSIM_PP_SCHEDULE_DUALPIPE) {
+        *chunk = c;
+        return c == 0 ? st : s->p - 1 - st;
+    }
+    *chunk = st < s->p ? 0 : 1;
+    return st < s->p ? st : 2 * s->p - 1 - st;
+}
+
+/* When an op's input is ready in the other schedules: a forward at the end of the stage
+ * before's (with its send), a backward at the end of the stage after's (the last stage's own
+ * forward), a W at the end of its own B. */
+static double
+ready_dep(const struct sched *s, uint32_t r, const struct op *o)
+{
+    uint32_t stages = s->schedule == SPSIM_PP_SCHEDULE_DUALPIPE || s->nc == 1 ? s->p : 2 * s->p;
+    uint32_t st = stage_of(s, r, o->chunk);
+    int c;
+    if (o->kind == OP_W)
+        return done_at(s, r, 1, o->mb, o->chunk);
+    if (o->kind == OP_F) {
+        if (st == 0)
+            return 0;
+        uint32_t q = rank_at(s, st - 1, o->chunk, &c);
+        return done_at(s, q, 0, o->mb, c);
+    }
+    if (st == stages - 1)
+        return done_at(s, r, 0, o->mb, o->chunk);
+    uint32_t q = rank_at(s, st + 1, o->chunk, &c);
+    return done_at(s, q, 1, o->mb, c);
+}
+
+/* Place every op at max(its rank's previous op, its input); step = op + exposed send (a W
+ * sends nothing). `len` each kind's duration. */
+static bool
+simulate(struct sched *s, const double len[4], double send, const double hop[2])
+{
     uint32_t *next = calloc(s->p, sizeof(*next));
     double *free_at = calloc(s->p, sizeof(*free_at));
     if (!next || !free_at) {
@@ -212,16 +418,17 @@ simulate(struct sched *s, double f, double b, double send, const double hop[2])
         free(free_at);
         return false;
     }
+    bool megatron = s->schedule == SPSIM_PP_SCHEDULE_MEGATRON;
     for (bool moved = true; moved;) {
         moved = false;
         for (uint32_t r = 0; r < s->p; r++) {
-            while (next[r] < n) {
-                struct op *o = s->ops + (size_t)r * n + next[r];
-                double in = ready_at(s, r, o, hop);
+            while (next[r] < s->n[r]) {
+                struct op *o = rank_ops(s, r) + next[r];
+                double in = megatron ? ready_at(s, r, o, hop) : ready_dep(s, r, o);
                 if (in < 0)
                     break;
                 o->start = fmax(free_at[r], in);
-                o->end = o->start + (o->bwd ? b : f) + send;
+                o->end = o->start + len[o->kind] + (o->kind == OP_W ? 0 : send);
                 o->done = true;
                 free_at[r] = o->end;
                 next[r]++;
@@ -231,10 +438,39 @@ simulate(struct sched *s, double f, double b, double send, const double hop[2])
     }
     bool all = true;
     for (uint32_t r = 0; r < s->p; r++)
-        all = all && next[r] == n;
+        all = all && next[r] == s->n[r];
     free(next);
     free(free_at);
     return all;
+}
+
+/*
+ * The other schedules' fill and drain are the composition's pp_bubble_s (pp_schedule.c's
+ * closed forms), not the dependency simulation's idle: each rank's idle gaps, in the places
+ * the dependencies put them, are scaled to sum to pp_bubble_s (a rank without any keeps it
+ * at its end). @return the largest idle of a rank before scaling.
+ */
+static double
+spread_idle(struct sched *s, double bubble)
+{
+    double most = 0;
+    for (uint32_t r = 0; r < s->p; r++) {
+        struct op *o = rank_ops(s, r);
+        double busy = 0;
+        for (uint32_t j = 0; j < s->n[r]; j++)
+            busy += o[j].end - o[j].start;
+        double idle = s->n[r] ? o[s->n[r] - 1].end - busy : 0;
+        most = fmax(most, idle);
+        double k = idle > 0 ? bubble / idle : 0, at = 0, before = 0;
+        for (uint32_t j = 0; j < s->n[r]; j++) {
+            double len = o[j].end - o[j].start, gap = o[j].start - before;
+            before = o[j].end;
+            o[j].start = at + gap * k;
+            o[j].end = o[j].start + len;
+            at = o[j].end;
+        }
+    }
+    return most;
 }
 
 static void
@@ -282,7 +518,7 @@ tail(struct buf *b, const struct spsim_time_report *t, uint32_t pid, double at)
 
 /* The per-micro-batch terms of the critical stage (see the header). */
 struct mb_terms {
-    double f, b, exposed_f, exposed_b, send, send_full, tail, hop[2];
+    double f, b, w, exposed_f, exposed_b, send, send_full, tail, hop[2];
 };
 
 static struct mb_terms
@@ -299,6 +535,8 @@ terms(const struct spsim_result *r)
     x.exposed_b = exposed * (1 - share_f) / (m * v);
     x.f = comp_f / (m * v) + x.exposed_f;
     x.b = comp_b / (m * v) + x.exposed_b;
+    /* the weight-gradient GEMMs' share (pipeline_time.c wgrad_s), a chunk's */
+    x.w = spsim_min_d(t->wgrad_s / (m * v), comp_b / (m * v));
     x.send = t->pp_p2p_s / (2 * m * v);
     x.send_full = (t->pp_p2p_s + t->pp_p2p_hidden_s) / (2 * m * v);
     /* The fill and drain's hand-overs: pp_bubble_s / (p − 1) per chunk, split as the chunk's
@@ -315,24 +553,85 @@ terms(const struct spsim_result *r)
 static void
 rank_events(struct buf *b, const struct sched *s, const struct mb_terms *x, uint32_t r)
 {
-    const struct op *o = s->ops + (size_t)r * 2 * s->m * s->v;
-    char name[64];
-    for (uint32_t j = 0; j < 2 * s->m * s->v; j++) {
-        double len = o[j].bwd ? x->b : x->f, ex = o[j].bwd ? x->exposed_b : x->exposed_f;
-        snprintf(name, sizeof(name), "%s mb %d chunk %d", o[j].bwd ? "backward" : "forward",
-                 o[j].mb, o[j].chunk);
-        event(b, name, o[j].bwd ? "backward" : "forward", r, TID_COMPUTE, o[j].start, len, o[j].mb,
-              o[j].chunk);
+    static const char *const names[] = {"forward", "backward", "backward input-gradient",
+                                        "weight-gradient"};
+    static const char *const cats[] = {"forward", "backward", "backward", "wgrad"};
+    const struct op *o = rank_ops(s, r);
+    char name[96];
+    for (uint32_t j = 0; j < s->n[r]; j++) {
+        int k = o[j].kind;
+        double len = k == OP_F ? x->f : k == OP_B ? x->b : k == OP_BI ? x->b - x->w : x->w;
+        double ex = k == OP_F ? x->exposed_f : k == OP_W ? 0 : x->exposed_b;
+        snprintf(name, sizeof(name), "%s mb %d chunk %d%s", names[k], o[j].mb, o[j].chunk,
+                 o[j].paired ? " (F&B)" : "");
+        event(b, name, cats[k], r, TID_COMPUTE, o[j].start, len, o[j].mb, o[j].chunk);
         if (ex > 0)
             event(b, "exposed communication", "comm", r, TID_COMM, o[j].start + len - ex, ex,
                   o[j].mb, o[j].chunk);
+        if (k == OP_W)
+            continue;
         if (s->p > 1 && x->send > 0)
             event(b, "send (exposed)", "p2p", r, TID_COMPUTE, o[j].start + len, x->send, o[j].mb,
                   o[j].chunk);
         if (s->p > 1 && x->send_full > 0)
-            event(b, o[j].bwd ? "send gradient" : "send activation", "p2p", r, TID_SEND,
+            event(b, k == OP_F ? "send activation" : "send gradient", "p2p", r, TID_SEND,
                   o[j].start + len, x->send_full, o[j].mb, o[j].chunk);
     }
+}
+
+/* The schedule's rules the trace relies on (a result edited by hand escapes the query's
+ * checks, parallel.c and pp_schedule.c), or 0. */
+static int
+trace_check(const struct spsim_result *r, struct spsim_error *err)
+{
+    uint32_t p = r->config.pp, v = r->config.vpp, m = r->comm.microbatches;
+    enum spsim_pp_schedule sc = r->config.pp_schedule;
+    const char *name = spsim_pp_schedule_name(sc, v);
+    if ((uint64_t)p * 2 * m * v > 4000000)
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "trace: %u ranks x %u micro-batches x %u chunks are more than 2,000,000 "
+                          "ops",
+                          p, m, v);
+    if (sc == SPSIM_PP_SCHEDULE_ZB_V) /* zbv.py's PipelineGraph.try_v_schedule: not ported */
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "trace: the zb-v schedule is not drawn (its order is the reference's "
+                          "greedy search, not ported); its query gives its terms");
+    if (sc == SPSIM_PP_SCHEDULE_MEGATRON && v > 1 && m % p != 0) /* groups of p per chunk */
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "trace: the interleaved schedule is traced for micro-batches a multiple "
+                          "of pp (%u micro-batches, pp %u)",
+                          m, p);
+    bool dual = sc == SPSIM_PP_SCHEDULE_DUALPIPE || sc == SPSIM_PP_SCHEDULE_DUALPIPEV;
+    if (sc != SPSIM_PP_SCHEDULE_MEGATRON &&
+        (p < 2 || v != (sc == SPSIM_PP_SCHEDULE_DUALPIPEV ? 2u : 1u) || (dual && m < 2 * p) ||
+         (sc == SPSIM_PP_SCHEDULE_DUALPIPE && (p % 2 || m % 2))))
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "trace: %s is traced as its rules say (pp %u, vpp %u, %u micro-batches)",
+                          name, p, v, m);
+    return SPSIM_OK;
+}
+
+/* Every rank's order; false when out of memory. */
+static bool
+build_orders(struct sched *s)
+{
+    for (uint32_t k = 0; k < s->p; k++) {
+        if (s->schedule == SPSIM_PP_SCHEDULE_MEGATRON)
+            build_order(s, k);
+        else if (s->schedule == SPSIM_PP_SCHEDULE_ZB_H1)
+            build_zb_h1(s, k);
+        else if (!build_dual(s, k))
+            return false;
+    }
+    return true;
+}
+
+static void
+sched_free(struct sched *s)
+{
+    free(s->ops);
+    free(s->where);
+    free(s->n);
 }
 
 int
@@ -343,54 +642,53 @@ spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *e
     uint32_t p = r->config.pp, v = r->config.vpp, m = r->comm.microbatches;
     if (!(p >= 1 && v >= 1 && m >= 1 && r->time.iteration_s > 0))
         return spsim_fail(err, SPSIM_EINVAL, "spsim_trace_json: the result has no iteration");
-    if ((uint64_t)p * 2 * m * v > 4000000)
-        return spsim_fail(err, SPSIM_ERANGE,
-                          "trace: %u ranks x %u micro-batches x %u chunks are more than 2,000,000 "
-                          "ops",
-                          p, m, v);
-    if (r->config.pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
-        return spsim_fail(err, SPSIM_ERANGE,
-                          "trace: the %s schedule is not drawn (the trace draws 1F1B and "
-                          "interleaved only); its query gives its terms",
-                          spsim_pp_schedule_name(r->config.pp_schedule, v));
-    if (v > 1 && m % p != 0) /* schedules.py's micro-batch groups of p per model chunk */
-        return spsim_fail(err, SPSIM_ERANGE,
-                          "trace: the interleaved schedule is traced for micro-batches a multiple "
-                          "of pp (%u micro-batches, pp %u)",
-                          m, p);
-    size_t n = (size_t)p * 2 * m * v;
-    struct sched s = {p, v, m, calloc(n, sizeof(struct op)), calloc(n, sizeof(uint32_t))};
-    if (!s.ops || !s.where) {
-        free(s.ops);
-        free(s.where);
+    int rc = trace_check(r, err);
+    if (rc)
+        return rc;
+    enum spsim_pp_schedule sc = r->config.pp_schedule;
+    uint32_t nc = sc == SPSIM_PP_SCHEDULE_DUALPIPE ? 2 : v;
+    uint32_t cap = (sc == SPSIM_PP_SCHEDULE_MEGATRON ? 2 : 3) * m * nc;
+    size_t n = (size_t)p * cap;
+    struct sched s = {p,
+                      v,
+                      m,
+                      nc,
+                      cap,
+                      calloc(p, sizeof(uint32_t)),
+                      calloc(n, sizeof(struct op)),
+                      calloc((size_t)p * 3 * m * nc, sizeof(uint32_t)),
+                      sc};
+    if (!s.n || !s.ops || !s.where || !build_orders(&s)) {
+        sched_free(&s);
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     }
-    for (uint32_t k = 0; k < p; k++)
-        build_order(&s, k);
     struct mb_terms x = terms(r);
-    if (!simulate(&s, x.f, x.b, p > 1 ? x.send : 0, x.hop)) {
-        free(s.ops);
-        free(s.where);
+    const double len[4] = {x.f, x.b, x.b - x.w, x.w};
+    if (!simulate(&s, len, p > 1 ? x.send : 0, x.hop)) {
+        sched_free(&s);
         return spsim_fail(err, SPSIM_ENUMERIC, "trace: the schedule deadlocked (p %u, v %u, m %u)",
                           p, v, m);
     }
+    double dep_idle = sc == SPSIM_PP_SCHEDULE_MEGATRON ? 0 : spread_idle(&s, r->time.pp_bubble_s);
     struct buf b = {0};
     metadata(&b, p);
     double pipe_end = 0;
     for (uint32_t k = 0; k < p; k++) {
         rank_events(&b, &s, &x, k);
-        const struct op *last = s.ops + ((size_t)k + 1) * 2 * m * v - 1;
-        pipe_end = fmax(pipe_end, last->end);
+        pipe_end = fmax(pipe_end, rank_ops(&s, k)[s.n[k] - 1].end);
     }
     double at = pipe_end; /* = iteration_s − tail (see the header) */
     for (uint32_t k = 0; k < p; k++)
         tail(&b, &r->time, k, at);
     put(&b,
         "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"iteration_s\":%.17g,"
-        "\"pipeline_end_s\":%.17g,\"trace_end_s\":%.17g}}\n",
+        "\"pipeline_end_s\":%.17g,\"trace_end_s\":%.17g",
         r->time.iteration_s, pipe_end, at + x.tail);
-    free(s.ops);
-    free(s.where);
+    if (sc != SPSIM_PP_SCHEDULE_MEGATRON)
+        put(&b, ",\"schedule\":\"%s\",\"dependency_idle_s\":%.17g", spsim_pp_schedule_name(sc, v),
+            dep_idle);
+    put(&b, "}}\n");
+    sched_free(&s);
     if (b.oom) {
         free(b.s);
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
