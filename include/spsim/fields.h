@@ -52,6 +52,19 @@ SPSIM_API size_t spsim_result_optimizer_fields(const struct spsim_field **fields
 SPSIM_API bool spsim_result_optimizer_shown(const struct spsim_result *r);
 
 /**
+ * The fields of the "hsdp" object (HSDP across distributed-optimizer instances:
+ * num_distributed_optimizer_instances, outer_dp_shard, inner_ranks, outer_ranks, outer_tier,
+ * outer_reduce_wire_bytes_per_rank, outer_ag_wire_bytes_per_rank, outer_s), written in the JSON
+ * document only where spsim_result_hsdp_shown().
+ * @param fields  receives the table (static storage)
+ * @return the number of fields
+ */
+SPSIM_API size_t spsim_result_hsdp_fields(const struct spsim_field **fields);
+
+/** Whether the result's JSON holds the "hsdp" object: num_distributed_optimizer_instances > 1. */
+SPSIM_API bool spsim_result_hsdp_shown(const struct spsim_result *r);
+
+/**
  * Format a field's value of `r` into buf: integers in decimal, booleans as true/false, enums by
  * name, doubles by spsim_format_double().
  * @return the length written (buf is NUL-terminated); 0 if cap is too small (cap >= 32 always

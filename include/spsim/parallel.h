@@ -402,6 +402,14 @@ struct spsim_parallel {
     /** --overlap-cpu-optimizer-d2h-h2d: the copies and the CPU step overlap per parameter on
      * their own streams; default false */
     bool overlap_cpu_optimizer_d2h_h2d;
+    /** HSDP (README "HSDP"): Megatron's --num-distributed-optimizer-instances R, the dp·cp ranks
+     * D split into R replicas of D/R consecutive ranks (parallel_state.py intra_partial groups);
+     * the sharding (zero >= 1) is over D/R, the gradient shards reduced across the R replicas
+     * (inter_dist_opt group); 0 or 1 = one instance (default) */
+    uint32_t dist_opt_instances;
+    /** --outer-dp-sharding-strategy optim (Megatron-FSDP HFSDP, needs zero 3 and R > 1): the
+     * main weights and optimizer state sharded over all D ranks; false = no_shard (default) */
+    bool outer_dp_shard;
     /** The pipeline schedule (--pp-schedule; README "Pipeline schedules"): Megatron-Core's 1F1B
      * or interleaved by vpp (default), or zero-bubble ZB-H1 / ZB-V, DualPipe / DualPipeV */
     enum spsim_pp_schedule pp_schedule;

@@ -189,6 +189,16 @@ struct spsim_comm_report {
                                            (D = dp·cp) */
     uint64_t dp_rs_wire_bytes_per_rank; /**< sharded (zero >= 1): gradient ReduceScatters */
     uint64_t dp_ag_wire_bytes_per_rank; /**< sharded: parameter AllGathers */
+    /* HSDP (--num-distributed-optimizer-instances R > 1): the dp_* figures above are those of
+     * the replica's D/R ranks (the inner group); across the R replicas (the outer group,
+     * inter_dist_opt) the gradient shard of D/R of the gradients is reduced once an iteration. */
+    uint32_t dp_inner_ranks;                      /**< D/R (D without HSDP) */
+    uint32_t dp_outer_ranks;                      /**< R (1 without HSDP) */
+    enum spsim_tier dp_outer_tier;                /**< the outer group's links */
+    uint64_t dp_outer_reduce_wire_bytes_per_rank; /**< AllReduce 2(R−1)/R of the shard, or with
+                                                     outer_dp_shard its ReduceScatter (R−1)/R */
+    uint64_t dp_outer_ag_wire_bytes_per_rank;     /**< outer_dp_shard: the bf16 weight shards
+                                                     gathered (R−1)/R, at the first micro-batch */
     /* Context parallelism (per rank): KV exchanges of one layer, and of the stage's layers over
      * the iteration. */
     uint64_t cp_forward_wire_bytes_per_layer;
@@ -270,6 +280,10 @@ struct spsim_time_report {
     /** Buckets of pipeline rank 0's first model chunk in the overlapped gradient reduction
      * (1: one bucket, the whole buffer). */
     uint32_t dp_buckets;
+    /** HSDP: the collectives across the replicas (outer group) alone, per iteration: the
+     * gradient shard's AllReduce (or ReduceScatter) and, with outer_dp_shard, the weight shards'
+     * AllGather; part of what dp_exposed_s shows. 0 without HSDP. */
+    double dp_outer_s;
     /** Kernels the host launches for one transformer layer, one micro-batch, forward and
      * backward (recompute included); a CUDA graph replay counts one (engine/host.c) */
     uint32_t layer_forward_launches;

@@ -333,6 +333,8 @@ enum cli_config_opt {
     OPT_OPT_OFFLOAD_FRACTION,
     OPT_OPT_OFFLOAD_OVERLAP,
     OPT_PP_SCHEDULE,
+    OPT_DIST_OPT_INSTANCES,
+    OPT_OUTER_DP_SHARDING,
     OPT_CONFIG_END
 };
 
@@ -390,6 +392,12 @@ enum cli_config_opt {
     "                         --distributed-optimizer), 2 + gradients, 3 + parameters\n"           \
     "  --fsdp S               Megatron-FSDP strategy: optim (= --zero 1), optim_grads (2),\n"      \
     "                         optim_grads_params (3)\n"                                            \
+    "  --num-distributed-optimizer-instances R\n"                                                  \
+    "                         HSDP: R replicas of dp·cp/R ranks, sharded inside each, the\n"      \
+    "                         gradient shards all-reduced across them (needs --zero >= 1)\n"       \
+    "  --outer-dp-sharding-strategy S\n"                                                           \
+    "                         HSDP across replicas: no_shard (default) or optim (optimizer\n"      \
+    "                         state over all dp·cp; needs --zero 3)\n"                            \
     "  --grad-reduce-in-fp32, --grad-reduce-in-bf16\n"                                             \
     "                         gradient buffer and reduction in fp32 or 16-bit (default: fp32,\n"   \
     "                         fp16 with --dtype fp16, as Megatron)\n"                              \

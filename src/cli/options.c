@@ -71,6 +71,8 @@ static const struct cli_option_spec {
     {"hierarchical-cp-sizes", required_argument, OPT_HCP_SIZES, -1},
     {"zero", required_argument, OPT_ZERO, SPSIM_AXIS_ZERO},
     {"fsdp", required_argument, OPT_FSDP, -1},
+    {"num-distributed-optimizer-instances", required_argument, OPT_DIST_OPT_INSTANCES, -1},
+    {"outer-dp-sharding-strategy", required_argument, OPT_OUTER_DP_SHARDING, -1},
     {"grad-reduce-in-fp32", no_argument, OPT_GRAD_FP32, SPSIM_AXIS_GRAD_REDUCE_IN_FP32},
     {"grad-reduce-in-bf16", no_argument, OPT_GRAD_BF16, -1},
     {"overlap-param-gather", no_argument, OPT_OVERLAP_PARAM, SPSIM_AXIS_OVERLAP_PARAM_GATHER},
@@ -157,6 +159,8 @@ static const struct {
      offsetof(struct spsim_parallel, packed_subseq_len), false},
     {OPT_MUON_NS_STEPS, "--muon-num-ns-steps", 100, offsetof(struct spsim_parallel, muon_ns_steps),
      false},
+    {OPT_DIST_OPT_INSTANCES, "--num-distributed-optimizer-instances", 65536,
+     offsetof(struct spsim_parallel, dist_opt_instances), false},
 };
 
 void
@@ -326,6 +330,13 @@ config_sharding(struct spsim_parallel *p, int opt, const char *arg, uint32_t *le
         rc = parse_fsdp(arg, &p->zero);
         *level = p->zero;
         break;
+    case OPT_OUTER_DP_SHARDING: /* Megatron's choices (arguments.py --outer-dp-sharding-strategy) */
+        if (strcmp(arg, "no_shard") != 0 && strcmp(arg, "optim") != 0)
+            return -cli_error(EXIT_USAGE,
+                              "--outer-dp-sharding-strategy: %s is not one of no_shard, optim",
+                              CLI_Q(arg));
+        p->outer_dp_shard = strcmp(arg, "optim") == 0;
+        return 1;
     case OPT_MOE_DISPATCHER:
         if (spsim_moe_dispatcher_parse(arg, &p->moe_dispatcher) == SPSIM_OK)
             return 1;

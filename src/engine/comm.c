@@ -54,7 +54,7 @@ zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le
           const struct shape *x, uint64_t grad_frac, uint32_t peak, struct spsim_comm_report *comm,
           bool *ok)
 {
-    uint64_t D = x->dc, unit = spsim_mul(le->params_layer - le->params_layer_experts, 2, ok) -
+    uint64_t D = x->di, unit = spsim_mul(le->params_layer - le->params_layer_experts, 2, ok) -
                                spsim_fp8_gather_saved(par, le, 1);
     uint64_t fp8_layers = x->lps - (x->bf16 ? rank_dense(x, peak) : 0);
     uint64_t weights = spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok) -
@@ -78,6 +78,38 @@ zero_comm(const struct spsim_parallel *par, const struct spsim_layer_summary *le
     }
     comm->dp_wire_bytes_per_rank =
         spsim_add(comm->dp_rs_wire_bytes_per_rank, comm->dp_ag_wire_bytes_per_rank, ok);
+}
+
+/* (R−1)/R of `bytes`, exactly as the inner group's fractions. */
+static uint64_t
+outer_frac(uint64_t bytes, uint64_t R)
+{
+    return (bytes / R) * (R - 1) + (bytes % R) * (R - 1) / R;
+}
+
+/*
+ * HSDP across the R replicas (Megatron-Core @d98e8a64): each rank holds the gradient shard of
+ * its replica, S = G / (D/R) of its G gradient bytes, after the inner ReduceScatter, and
+ * reduces it over the outer group (R ranks, D/R·t apart: parallel_state.py builds the intra
+ * groups as consecutive slices of the dp-cp ranks) once an iteration: an AllReduce of S
+ * (param_and_grad_buffer.py start_grad_sync, the inter-instance all_reduce after the intra
+ * reduce-scatter; Megatron-FSDP's HSDP all_reduce on the last micro-batch), or with the outer
+ * sharding (HFSDP) a ReduceScatter of S and, at the next iteration's first micro-batch, the
+ * AllGather of the bf16 weight shards 2·P/(D/R) (megatron_fsdp/param_and_grad_buffer.py
+ * _bucket_group_gradient_reduce and all_gather_params' outer_fsdp_group_param_gather).
+ */
+static void
+outer_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par, const struct shape *x,
+           struct spsim_comm_report *comm, bool *ok)
+{
+    uint64_t S = ceil_div(comm->dp_grad_bytes, x->di), R = x->R;
+    uint64_t W = ceil_div(spsim_mul(comm->dp_grad_bytes / grad_bytes(par), 2, ok), x->di);
+    bool shard = par->outer_dp_shard;
+    comm->dp_outer_reduce_wire_bytes_per_rank = shard ? outer_frac(S, R) : 2 * outer_frac(S, R);
+    comm->dp_outer_ag_wire_bytes_per_rank = shard ? outer_frac(W, R) : 0;
+    comm->dp_outer_tier =
+        hw ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)R, x->t * x->di))
+           : SPSIM_TIER_NETWORK;
 }
 
 /* The most MoE layers a pipeline rank runs (the stage whose token exchanges move the most). */
@@ -176,8 +208,11 @@ spsim_compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel 
     comm->dp_grad_bytes = x->dc > 1 ? grads : 0;
     if (x->moe)
         moe_comm(hw, par, le, x, mem, comm, ok);
+    comm->dp_inner_ranks = (uint32_t)x->di;
+    comm->dp_outer_ranks = (uint32_t)x->R;
+    comm->dp_outer_tier = SPSIM_TIER_LOCAL;
     if (x->dc > 1) {
-        uint64_t D = x->dc;
+        uint64_t D = x->di; /* the replica's ranks (all dp·cp without HSDP) */
         uint64_t frac = (grads / D) * (D - 1) + (grads % D) * (D - 1) / D;
         /* AllReduce moves 2(D−1)/D; RS of the gradients + AG of bf16 parameters with the
          * distributed optimizer moves (D−1)/D of each. */
@@ -186,6 +221,8 @@ spsim_compose_comm(const struct spsim_hardware *hw, const struct spsim_parallel 
                            : SPSIM_TIER_NETWORK;
         if (zero_level(par) >= 1)
             zero_comm(par, le, x, frac, mem->peak_stage, comm, ok);
+        if (x->R > 1)
+            outer_comm(hw, par, x, comm, ok);
     }
     /* Pipeline: Megatron's scatter-gather optimisation sends 1/t of the [s/c, b, h] activation
      * (with SP the activation already is the s/(c·t) shard). */

@@ -19,6 +19,10 @@
  * reduced over and the optimizer is sharded over (Megatron's intra_dp_cp_group). */
 struct shape {
     uint64_t L, p, v, d, t, micro, c, dc;
+    /* HSDP (--num-distributed-optimizer-instances R): the dc ranks split into R replicas of
+     * di = dc/R consecutive ranks (parallel_state.py's intra_partial_dp groups), what the
+     * sharding and the inner collectives span; R = 1, di = dc without it. */
+    uint64_t R, di;
     uint64_t lps, lpc; /* the most layers a rank, and a model chunk, builds */
     const struct spsim_stage_plan *plan;
     /* Ranks 0, 1 and p − 1 (the candidates without a layout): layers built and in flight,
@@ -45,6 +49,15 @@ static inline uint32_t
 zero_level(const struct spsim_parallel *par)
 {
     return par->zero > 0 ? par->zero : (par->distributed_optimizer ? 1u : 0u);
+}
+
+/* The ranks the optimizer state is sharded over: the replica's di, or all dc with Megatron-FSDP's
+ * outer optimizer sharding (HFSDP: the main weight buffer and its optimizer state over the
+ * DP-Outer × DP-Shard group, megatron_fsdp/param_and_grad_buffer.py @d98e8a64). */
+static inline uint64_t
+opt_ranks(const struct spsim_parallel *par, const struct shape *x)
+{
+    return par->outer_dp_shard && x->R > 1 ? x->dc : x->di;
 }
 
 /* Bytes per parameter of the gradient buffer: fp32 main gradients, or the parameter dtype

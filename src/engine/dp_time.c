@@ -57,6 +57,45 @@ shared_finish(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return rc;
 }
 
+/* HSDP's collectives across the R replicas (comm.c outer_comm), alone: the gradient shard's
+ * AllReduce, or with the outer sharding its ReduceScatter (`red`), and the weight shards'
+ * AllGather (`ag`); over the outer group, R ranks t·D/R apart. Zero without HSDP. */
+static int
+outer_colls(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+            const struct spsim_parallel *par, const struct shape *x,
+            const struct spsim_comm_report *comm, struct spsim_coll_time *red,
+            struct spsim_coll_time *ag)
+{
+    *red = *ag = (struct spsim_coll_time){0};
+    if (x->R <= 1 || comm->dp_grad_bytes == 0)
+        return SPSIM_OK;
+    double di = (double)x->di, grads = (double)comm->dp_grad_bytes;
+    uint64_t stride = x->t * x->di;
+    int rc = spsim_memo_collective(
+        memo, hw, par->outer_dp_shard ? SPSIM_COLL_REDUCE_SCATTER : SPSIM_COLL_ALL_REDUCE,
+        (uint32_t)x->R, stride, ceil(grads / di), red);
+    if (rc == SPSIM_OK && par->outer_dp_shard)
+        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->R, stride,
+                                   ceil(2.0 * grads / (double)grad_bytes(par) / di), ag);
+    return rc;
+}
+
+/*
+ * Megatron-FSDP's HSDP on the last micro-batch (megatron_fsdp.py: outer_fsdp_group_grad_reduce
+ * only then): each unit's outer reduction waits for its inner ReduceScatter on its own stream
+ * (param_and_grad_buffer.py _bucket_group_gradient_reduce), so the units run through three
+ * stages, backward tb, inner ReduceScatter ti, outer to per unit (n = L/p units, the stage's
+ * times in n equal parts). The outer stream ends at max(E_i + to, tb + ti + n·to), E_i =
+ * max(backward, inner finish) the inner one's end; what passes the backward shows.
+ */
+static double
+outer_last_exposed(double bwd, double inner, double outer, double n)
+{
+    double tb = bwd / n, ti = inner / n, to = outer / n;
+    double end = spsim_max_d(spsim_max_d(bwd, inner) + to, tb + ti + n * to);
+    return spsim_max_d(0.0, end - bwd);
+}
+
 /* The parameter AllGather after the step (distributed optimizer, optim_grads): exposed, or
  * with --overlap-param-gather behind the next iteration's first forward of the stage. */
 static double
@@ -80,7 +119,7 @@ dp_gather(struct spsim_coll_memo *memo, const struct spsim_hardware *hw, const s
           double bytes, struct spsim_coll_time *ag)
 {
     *ag = (struct spsim_coll_time){0};
-    return bytes > 0 ? spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->dc, x->t,
+    return bytes > 0 ? spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->di, x->t,
                                              bytes, ag)
                      : SPSIM_OK;
 }
@@ -113,7 +152,7 @@ root_gather_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *h
 static int
 unit_gathers_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                      const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-                     const struct shape *x, const struct stage_time *crit, uint32_t r,
+                     const struct shape *x, const struct stage_time *crit, uint32_t r, double tog,
                      double *gather, double *busy)
 {
     double unit = 2.0 * (double)(le->params_layer - le->params_layer_experts) -
@@ -132,6 +171,11 @@ unit_gathers_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *
     double hidden = spsim_max_d(0.0, t - fwd) + spsim_max_d(0.0, t - bwd);
     *gather = mb * (2.0 * t + ((double)crit->layers - 1.0) * hidden) + root;
     *busy = mb * 2.0 * (double)crit->layers * t + root_busy;
+    /* HFSDP: at the first micro-batch each unit's outer AllGather (tog, the stage's in L/p
+     * equal parts) runs before its inner one, synchronously (all_gather_params), so the
+     * first forward's gathers take tog longer each. */
+    *gather += tog + ((double)crit->layers - 1.0) *
+                         (spsim_max_d(0.0, t + tog - fwd) - spsim_max_d(0.0, t - fwd));
     return rc;
 }
 
@@ -140,20 +184,23 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
              const struct spsim_parallel *par, const struct spsim_layer_summary *le,
              const struct shape *x, const struct spsim_comm_report *comm,
              const struct stage_time *crit, uint32_t r, double t_send, double *exposed,
-             struct busy *busy)
+             double *outer_s, struct busy *busy)
 {
-    uint32_t D = (uint32_t)x->dc;
+    uint32_t D = (uint32_t)x->di; /* the replica's ranks */
     double grads = (double)comm->dp_grad_bytes, mb = (double)x->micro;
     double weights =
         grads / (double)grad_bytes(par) * 2.0 - (double)spsim_fp8_gather_saved(par, le, x->lps);
-    struct spsim_coll_time a, ag, none = {0};
+    struct spsim_coll_time a, ag, none = {0}, o, og;
     int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a);
+    if (rc == SPSIM_OK)
+        rc = outer_colls(memo, hw, par, x, comm, &o, &og);
     double finish = 0, gather = 0, gathering = 0;
     if (rc == SPSIM_OK)
         rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none, a.time_s,
                            &finish);
     if (rc == SPSIM_OK && par->zero >= 3) {
-        rc = unit_gathers_exposed(memo, hw, par, le, x, crit, r, &gather, &gathering);
+        rc = unit_gathers_exposed(memo, hw, par, le, x, crit, r, og.time_s / (double)crit->layers,
+                                  &gather, &gathering);
     } else if (rc == SPSIM_OK && (rc = dp_gather(memo, hw, x, weights, &ag)) == SPSIM_OK) {
         gather = param_gather_exposed(par, crit, ag.time_s);
         gathering = ag.time_s;
@@ -162,6 +209,12 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         return rc;
     double rs = mb * spsim_max_d(0.0, finish - crit->bwd_window);
     busy_add(busy, a.tier == SPSIM_TIER_NVLINK, mb * a.time_s + gathering);
+    if (x->R > 1) { /* the last micro-batch's exposure includes the outer reduction's */
+        rs += outer_last_exposed(crit->bwd_window, finish, o.time_s, (double)crit->layers) -
+              spsim_max_d(0.0, finish - crit->bwd_window);
+        busy_add(busy, o.tier == SPSIM_TIER_NVLINK, o.time_s + og.time_s);
+        *outer_s = o.time_s + og.time_s;
+    }
     *exposed = rs + gather;
     return SPSIM_OK;
 }
@@ -183,6 +236,11 @@ struct dp_plan {
     const struct spsim_hardware *hw;
     struct spsim_group g;
     enum spsim_coll_op op;
+    /* HSDP (gradients only): each bucket's shard, 1/(D/R) of it, all-reduced across the
+     * replicas after its ReduceScatter on the same communication stream
+     * (param_and_grad_buffer.py start_grad_sync): `outer` ranks, else 0. */
+    struct spsim_group og;
+    uint32_t outer;
     double per, share, slot, whole_s;
     double last_params, last_s; /* the latest collective's size and time: ranks repeat chunks */
 };
@@ -200,6 +258,11 @@ dp_coll_s(struct dp_plan *c, double params, double *s)
     }
     int rc = spsim_memo_time(c->memo, c->hw, c->op, c->g, params * c->per, &ct);
     *s = ct.time_s * c->share;
+    if (rc == SPSIM_OK && c->outer > 1) {
+        rc = spsim_memo_time(c->memo, c->hw, SPSIM_COLL_ALL_REDUCE, c->og,
+                             ceil(params * c->per / (double)c->g.size), &ct);
+        *s += ct.time_s;
+    }
     c->last_params = params;
     c->last_s = *s;
     return rc;
@@ -248,14 +311,26 @@ dp_buckets_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw
                    double *param, uint32_t *nbuckets)
 {
     const uint32_t ranks[3] = {0, x->p > 1 ? 1u : 0u, (uint32_t)x->p - 1};
-    struct spsim_group g = spsim_group_place(hw, (uint32_t)x->dc, x->t);
+    struct spsim_group g = spsim_group_place(hw, (uint32_t)x->di, x->t);
+    struct spsim_group og = spsim_group_place(hw, (uint32_t)x->R, x->t * x->di);
     enum spsim_coll_op op =
         zero_level(par) >= 1 ? SPSIM_COLL_REDUCE_SCATTER : SPSIM_COLL_ALL_REDUCE;
     /* Gradients in their buffer's dtype; parameters gathered in bf16, 2 bytes each. */
-    struct dp_plan rs = {
-        memo, hw, g, op, (double)grad_bytes(par), share, crit->bwd_window / x->v, whole[0], -1, 0};
-    struct dp_plan ag = {memo,     hw, g, SPSIM_COLL_ALL_GATHER, 2.0, 1.0, crit->fwd_wall / x->v,
-                         whole[1], -1, 0};
+    struct dp_plan rs = {memo,
+                         hw,
+                         g,
+                         op,
+                         og,
+                         (uint32_t)x->R,
+                         (double)grad_bytes(par),
+                         share,
+                         crit->bwd_window / x->v,
+                         whole[0],
+                         -1,
+                         0};
+    struct dp_plan ag = {memo, hw,  g,   SPSIM_COLL_ALL_GATHER, og,
+                         0,    2.0, 1.0, crit->fwd_wall / x->v, whole[1],
+                         -1,   0};
     double finish = -INFINITY, wait = 0;
     for (uint32_t i = 0; i < 3; i++) {
         if (i > 0 && ranks[i] == ranks[i - 1])
@@ -296,14 +371,16 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         return SPSIM_OK;
     if (zero_level(par) >= 2)
         return zero_exposed(memo, hw, par, le, x, comm, crit, tr->critical_stage, t_send, exposed,
-                            busy);
+                            &tr->dp_outer_s, busy);
     double grads = (double)comm->dp_grad_bytes;
     /* LoRA: only the BF16 adapters are updated and gathered (finetune.c). */
     double weights = (grad_bytes(par) == 4 ? grads / 2 : grads) -
                      (le->params_lora_layer ? 0 : (double)spsim_fp8_gather_saved(par, le, x->lps));
-    uint32_t D = (uint32_t)x->dc;
-    struct spsim_coll_time a, b = {0};
-    int rc;
+    uint32_t D = (uint32_t)x->di; /* the replica's ranks */
+    struct spsim_coll_time a, b = {0}, o, og;
+    int rc = outer_colls(memo, hw, par, x, comm, &o, &og);
+    if (rc != SPSIM_OK)
+        return rc;
     if (zero_level(par) >= 1) {
         if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a)) ||
             (rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, D, x->t, weights, &b)))
@@ -311,8 +388,10 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     } else if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_REDUCE, D, x->t, grads, &a))) {
         return rc;
     }
-    double alone = a.time_s + b.time_s;
-    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, alone);
+    double alone = a.time_s + b.time_s + o.time_s;
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, a.time_s + b.time_s);
+    busy_add(busy, o.tier == SPSIM_TIER_NVLINK, o.time_s);
+    tr->dp_outer_s = o.time_s;
     tr->dp_buckets = 1;
     tr->param_gather_exposed_s = b.time_s; /* after the step unless --overlap-param-gather */
     /* LoRA: the adapters' gradients, a few tens of MB, fill less than one DDP bucket per model
@@ -326,9 +405,10 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     struct spsim_coll_time none = {0};
     if ((rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none,
                             a.time_s, &finish)) ||
-        (rc = dp_buckets_exposed(
-             memo, hw, par, le, x, mem, crit, spsim_max_d(1.0, finish / a.time_s),
-             (const double[2]){a.time_s, b.time_s}, &grad, &gather, &tr->dp_buckets)))
+        (rc = dp_buckets_exposed(memo, hw, par, le, x, mem, crit,
+                                 a.time_s > 0 ? spsim_max_d(1.0, finish / a.time_s) : 1.0,
+                                 (const double[2]){a.time_s + o.time_s, b.time_s}, &grad, &gather,
+                                 &tr->dp_buckets)))
         return rc;
     /* Without --overlap-param-gather the AllGather runs after the step, synchronously
      * (distrib_optimizer.py), whatever the reduction overlapped. */
@@ -546,8 +626,9 @@ spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_paral
                        const struct shape *x, const struct spsim_memory_report *mem)
 {
     /* LoRA: only the adapters are stepped (trainable_parameters_per_gpu). */
+    /* HSDP: the replica's shard, or all D ranks' with the outer sharding (opt_ranks). */
     return spsim_optimizer_step_params_s(hw, par, (double)mem->trainable_parameters_per_gpu,
-                                         (double)x->dc);
+                                         (double)opt_ranks(par, x));
 }
 
 /*
@@ -567,7 +648,7 @@ spsim_muon_step_s(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
 {
     double g = (double)grad_bytes(par), P = (double)mem->trainable_parameters_per_gpu;
     double M = (double)mem->muon_parameters_per_gpu;
-    double D = par->zero || par->distributed_optimizer ? (double)x->dc : 1.0;
+    double D = par->zero || par->distributed_optimizer ? (double)opt_ranks(par, x) : 1.0;
     double coef = 0, full = 0;
     spsim_optimizer_step_bytes(par, (uint32_t)g, &coef, &full);
     double muon = spsim_muon_step_bytes(par, (uint32_t)g);
@@ -620,7 +701,7 @@ spsim_offload_step_s(const struct spsim_hardware *hw, const struct spsim_paralle
                      struct spsim_time_report *tr)
 {
     double g = (double)grad_bytes(par), P = (double)mem->trainable_parameters_per_gpu;
-    double f = par->optimizer_offload_fraction, Ps = P / (double)x->dc;
+    double f = par->optimizer_offload_fraction, Ps = P / (double)opt_ranks(par, x);
     double cast = g == 4 ? 0.0 : g + 4.0;
     double gpu = (1.0 - f) * Ps * (cast + 28.0 + 6.0) / hw->hbm_achievable_Bps;
     double norm = 2.0 * g * P / hw->hbm_achievable_Bps;

@@ -254,6 +254,8 @@ make_shape(const struct spsim_model_shape *m, const struct spsim_parallel *par,
     x->micro = par->gbs / ((uint64_t)par->mbs * par->dp);
     x->c = par->cp;
     x->dc = x->d * x->c;
+    x->R = par->dist_opt_instances > 1 ? par->dist_opt_instances : 1;
+    x->di = x->dc / x->R;
     x->plan = plan;
     if (even_shape(m, par, plan, x))
         return SPSIM_OK;

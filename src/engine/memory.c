@@ -67,12 +67,13 @@ struct stage_params {
 };
 
 /* `bytes` per parameter of p parameters, x of them the routed experts', sharded: the others
- * over the dp·cp ranks D, the experts' over the expert data-parallel ranks (the expert_dp mesh
- * Megatron-FSDP shards them on, mcore_fsdp_adapter.py). */
+ * over the dp·cp ranks of the replica (all D, or D/R with HSDP: Megatron-FSDP's DP-Shard
+ * buffers, hfsdp_helper_wbuf/gbuf with the outer sharding), the experts' over the expert
+ * data-parallel ranks (the expert_dp mesh Megatron-FSDP shards them on, mcore_fsdp_adapter.py). */
 static uint64_t
 sharded_bytes(const struct stage_params *sp, uint64_t bytes, const struct shape *x, bool *ok)
 {
-    uint64_t D = x->dc, E = x->moe ? x->edp : D;
+    uint64_t D = x->di, E = x->moe ? x->edp : D;
     return spsim_add(ceil_div(spsim_mul(sp->all - sp->expert, bytes, ok), D),
                      ceil_div(spsim_mul(sp->expert, bytes, ok), E), ok);
 }
@@ -112,7 +113,8 @@ lora_static(uint64_t params, uint64_t lora, const struct spsim_parallel *par, co
     s->weights = spsim_mul(spsim_add(params, lora, ok), 2, ok);
     s->grads = spsim_mul(lora, fp32 ? 4 : 2, ok);
     uint64_t opt = spsim_mul(lora, spsim_optimizer_state_bytes(par, fp32 ? 4 : 2), ok);
-    s->optimizer = par->zero || par->distributed_optimizer ? (opt + x->dc - 1) / x->dc : opt;
+    uint64_t D = opt_ranks(par, x);
+    s->optimizer = par->zero || par->distributed_optimizer ? (opt + D - 1) / D : opt;
 }
 
 /* Muon's optimizer state (engine/optimizer.c): `muon` bytes per parameter of the 2-D weights it
@@ -130,7 +132,7 @@ muon_static(const struct stage_params *sp, const struct spsim_parallel *par, con
     uint64_t b_e = spsim_add(spsim_mul(sp->expert - me, adam, ok), spsim_mul(me, muon, ok), ok);
     if (!par->zero && !par->distributed_optimizer)
         return spsim_add(b_ne, b_e, ok);
-    uint64_t D = x->dc, E = x->moe ? x->edp : D;
+    uint64_t D = opt_ranks(par, x), E = x->moe ? x->edp : D;
     return spsim_add((b_ne + D - 1) / D, (b_e + E - 1) / E, ok);
 }
 
@@ -149,7 +151,7 @@ static uint64_t
 offload_sharded(const struct stage_params *sp, const struct shape *x, double fraction, double bytes,
                 bool *ok)
 {
-    uint64_t D = x->dc, E = x->moe ? x->edp : D;
+    uint64_t D = x->di, E = x->moe ? x->edp : D; /* HSDP: the replica's shard */
     double ne = (double)(sp->all - sp->expert) * bytes * fraction;
     double e = (double)sp->expert * bytes * fraction;
     if (!(ne < 1.8e19 && e < 1.8e19))
@@ -161,13 +163,15 @@ static void
 stage_static(const struct stage_params *sp, const struct spsim_parallel *par, const struct shape *x,
              struct stage_memory *s, bool *ok)
 {
-    uint64_t D = x->dc, params = sp->all, expert = sp->expert;
+    /* D: the optimizer's shard (opt_ranks: the replica's D/R with HSDP, or all D with the
+     * outer sharding); the FSDP buffers' test below is on the replica's ranks. */
+    uint64_t D = opt_ranks(par, x), params = sp->all, expert = sp->expert;
     s->params = params;
     s->trainable = params;
     s->weights = spsim_mul(params, 2, ok);
     bool fp32 = grad_bytes(par) == 4;
     s->grads = fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
-    if (par->zero >= 2 && (D > 1 || (expert && x->edp > 1)))
+    if (par->zero >= 2 && (x->di > 1 || (expert && x->edp > 1)))
         fsdp_static(sp, par, x, s, ok);
     /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
      * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter), unless
@@ -543,7 +547,7 @@ muon_report(const struct spsim_parallel *par, const struct spsim_layer_summary *
     struct spsim_muon_totals o;
     rank_muon(par, le, x, mem->peak_stage, &o);
     bool shard = par->zero || par->distributed_optimizer;
-    double D = shard ? (double)x->dc : 1.0, E = shard && x->moe ? (double)x->edp : D;
+    double D = shard ? (double)opt_ranks(par, x) : 1.0, E = shard && x->moe ? (double)x->edp : D;
     mem->muon_parameters_per_gpu = o.params + o.expert_params;
     mem->muon_ns_flops_per_gpu = o.ns_flops / D + o.expert_ns_flops / E;
     mem->muon_tp_gather_bytes_per_gpu = o.gather_bytes / D;
@@ -608,12 +612,14 @@ peak_stage(const struct spsim_model_shape *m, const struct spsim_parallel *par,
 
 /* What the GPU reports less what tensors cannot use: the CUDA context and cuBLAS workspace,
  * the NCCL buffers of each communicator this configuration runs collectives on (TP, CP, DP·CP,
- * the tied embedding's pair), then the allocator's fragmentation as a fraction of the rest. */
+ * the tied embedding's pair, HSDP's replica and cross-replica groups), then the allocator's
+ * fragmentation as a fraction of the rest. */
 static void
 memory_limit(const struct spsim_hardware *hw, const struct shape *x, bool tied,
              struct spsim_memory_report *mem)
 {
     uint64_t comms = (x->t > 1) + (x->c > 1) + (x->dc > 1) + (x->p > 1 && tied);
+    comms += (x->R > 1) + (x->R > 1 && x->di > 1); /* HSDP: the inter and intra groups */
     if (x->moe) /* the dispatch group and the expert data-parallel group */
         comms += (x->ep_group > 1) + (x->edp > 1);
     uint64_t reserved = hw->reserved_fixed_bytes + comms * hw->nccl_comm_bytes;

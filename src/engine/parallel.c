@@ -49,6 +49,8 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .zero = 0,
         .grad_reduce_in_fp32 = -1,
         .overlap_param_gather = false,
+        .dist_opt_instances = 1,
+        .outer_dp_shard = false,
         .fp8_recipe = SPSIM_FP8_DELAYED,
         .fp8_param_gather = false,
         .no_overlap_p2p = false,
@@ -362,6 +364,39 @@ check_sharding(const struct spsim_parallel *p, struct spsim_error *err)
     return SPSIM_OK;
 }
 
+/* HSDP (--num-distributed-optimizer-instances R > 1): Megatron-Core's rules at d98e8a64,
+ * messages verbatim. Without HSDP the outer strategy has no effect, as in Megatron (arguments.py:
+ * "only effective when Hybrid FSDP is enabled"). */
+static int
+check_hsdp(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+           struct spsim_error *err)
+{
+    uint32_t R = p->dist_opt_instances;
+    if (R <= 1)
+        return SPSIM_OK;
+    /* parallel_state.py:922-926 */
+    if (((uint64_t)p->dp * p->cp) % R != 0)
+        return CONFIG_FAIL(err,
+                           "field 'dist_opt_instances': Data parallel size should be divisible by "
+                           "partial DistOpt shard factor (dp·cp = %u·%u, %u instances)",
+                           p->dp, p->cp, R);
+    /* distributed_data_parallel.py:357-360 */
+    if (!p->distributed_optimizer && p->zero == 0)
+        return CONFIG_FAIL(err, "field 'dist_opt_instances': Partial DistOpt cannot be used "
+                                "without DistOpt");
+    /* megatron_fsdp/param_and_grad_buffer.py:2500-2513 (NotImplementedError) */
+    if (p->outer_dp_shard && p->zero != 3)
+        return CONFIG_FAIL(err, "field 'outer_dp_shard': [Megatron-FSDP] Optimizer fully-sharded "
+                                "HFSDP is only supported with full-sharding on DP-Shard.");
+    if (m->experts)
+        return CONFIG_FAIL(err, "field 'dist_opt_instances': HSDP of an MoE model (the experts' "
+                                "intra and inter expert data-parallel groups) is not modelled");
+    if (p->optimizer == SPSIM_OPTIMIZER_MUON)
+        return CONFIG_FAIL(err, "field 'dist_opt_instances': HSDP with Muon (the layer-wise "
+                                "distributed optimizer) is not modelled");
+    return SPSIM_OK;
+}
+
 static int
 check_tensor(const struct spsim_model_shape *m, const struct spsim_parallel *p, uint32_t seq,
              struct spsim_error *err)
@@ -597,9 +632,9 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
                            seq, m->seq_len);
     bool flash = p->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : p->flash_attn == 1;
     if ((rc = check_tensor(m, p, seq, err)) || (rc = check_context(m, p, seq, flash, err)) ||
-        (rc = check_sharding(p, err)) || (rc = check_pipeline(m, p, err)) ||
-        (rc = check_modules(m, p, err)) || (rc = check_recompute_method(m, p, err)) ||
-        (rc = check_offload(m, hw, p, err)) ||
+        (rc = check_sharding(p, err)) || (rc = check_hsdp(m, p, err)) ||
+        (rc = check_pipeline(m, p, err)) || (rc = check_modules(m, p, err)) ||
+        (rc = check_recompute_method(m, p, err)) || (rc = check_offload(m, hw, p, err)) ||
         ((p->precision_aware_optimizer || p->main_grads_dtype || p->main_params_dtype ||
           p->exp_avg_dtype || p->exp_avg_sq_dtype) &&
          (rc = check_optimizer(p, err))) ||

@@ -112,6 +112,8 @@ enum flag_id {
     F_OVERLAP,
     F_NO_OVERLAP_P2P,
     F_DDP_BUCKET,
+    F_DIST_OPT_INSTANCES,
+    F_OUTER_SHARDING,
     F_TP_COMM_OVERLAP,
     F_CUDA_GRAPH_IMPL,
     F_CUDA_GRAPH_SCOPE,
@@ -270,6 +272,8 @@ static const struct {
     [F_OVERLAP] = {"--overlap-grad-reduce", K_SWITCH},
     [F_NO_OVERLAP_P2P] = {"--no-overlap-p2p-communication", K_SWITCH},
     [F_DDP_BUCKET] = {"--ddp-bucket-size", K_VALUE},
+    [F_DIST_OPT_INSTANCES] = {"--num-distributed-optimizer-instances", K_VALUE},
+    [F_OUTER_SHARDING] = {"--outer-dp-sharding-strategy", K_VALUE},
     [F_OPTIMIZER] = {"--optimizer", K_VALUE},
     [F_MUON_NS] = {"--muon-num-ns-steps", K_VALUE},
     [F_MUON_TP_MODE] = {"--muon-tp-mode", K_VALUE},
@@ -1136,6 +1140,14 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
     p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
     p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
+    /* HSDP (arguments.py: --num-distributed-optimizer-instances, default 1;
+     * --outer-dp-sharding-strategy no_shard|optim, default no_shard). */
+    static const char *const outer[] = {"no_shard", "optim", NULL};
+    int o = 0;
+    if ((rc = num32(m, F_DIST_OPT_INSTANCES, 65536, 1, &p->dist_opt_instances)) ||
+        (rc = choice(m, F_OUTER_SHARDING, outer, 0, &o)))
+        return rc;
+    p->outer_dp_shard = o == 1;
     int rc2 = optimizer_dtypes(m, p);
     return rc2 ? rc2 : optimizer_kind(m, p);
 }

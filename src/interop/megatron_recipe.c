@@ -186,6 +186,10 @@ static const struct rule {
     {"overlap_cpu_optimizer_d2h_h2d", "--overlap-cpu-optimizer-d2h-h2d", M_SWITCH, "optimizer"},
     {"use_megatron_fsdp", "--use-megatron-fsdp", M_EITHER, "dist ddp"},
     {"data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", M_SHARDING, "ddp *"},
+    /* HSDP: Megatron-Core's DistributedDataParallelConfig fields (README "HSDP") */
+    {"num_distributed_optimizer_instances", "--num-distributed-optimizer-instances", M_VALUE,
+     "ddp"},
+    {"outer_dp_sharding_strategy", "--outer-dp-sharding-strategy", M_VALUE, "ddp"},
     {"cpu_offloading", "--cpu-offloading", M_SWITCH, "model *"},
     {"cpu_offloading_num_layers", "--cpu-offloading-num-layers", M_OFFLOAD, "model *"},
     {"overlap_grad_reduce", "--overlap-grad-reduce", M_SWITCH, "comm_overlap+true ddp *"},
@@ -734,10 +738,6 @@ static const struct {
      "fine-grained activation offloading is not modelled"},
     {"model.fp32_residual_connection", IS_TRUE, NULL,
      "an fp32 residual stream is not modelled (spsim keeps activations in 16 bits)"},
-    {"ddp.num_distributed_optimizer_instances", IS_NOT, "1",
-     "several distributed-optimizer instances (hierarchical sharding) are not modelled"},
-    {"ddp.outer_dp_sharding_strategy", IS_NOT, "no_shard",
-     "an outer data-parallel sharding is not modelled"},
 };
 
 static bool

@@ -363,6 +363,32 @@ static const struct spsim_field optimizer_fields[] = {
     F("optimizer.h2d_s", F64, time.optimizer_h2d_s),
 };
 
+/* The "hsdp" object (README "HSDP"): written only with --num-distributed-optimizer-instances
+ * R > 1 (spsim_result_hsdp_shown), so the other documents stay as they were. */
+static const struct spsim_field hsdp_fields[] = {
+    F("hsdp.num_distributed_optimizer_instances", U32, config.dist_opt_instances),
+    F("hsdp.outer_dp_shard", BOOL, config.outer_dp_shard),
+    F("hsdp.inner_ranks", U32, comm.dp_inner_ranks),
+    F("hsdp.outer_ranks", U32, comm.dp_outer_ranks),
+    E("hsdp.outer_tier", comm.dp_outer_tier, tier_name),
+    F("hsdp.outer_reduce_wire_bytes_per_rank", U64, comm.dp_outer_reduce_wire_bytes_per_rank),
+    F("hsdp.outer_ag_wire_bytes_per_rank", U64, comm.dp_outer_ag_wire_bytes_per_rank),
+    F("hsdp.outer_s", F64, time.dp_outer_s),
+};
+
+size_t
+spsim_result_hsdp_fields(const struct spsim_field **out)
+{
+    *out = hsdp_fields;
+    return SPSIM_ARRAY_LENGTH(hsdp_fields);
+}
+
+bool
+spsim_result_hsdp_shown(const struct spsim_result *r)
+{
+    return r->config.dist_opt_instances > 1;
+}
+
 size_t
 spsim_result_fields(const struct spsim_field **out)
 {

@@ -179,6 +179,13 @@ jd_document(struct jdoc *d, const struct spsim_result *r, const char *model, con
         jd_section(d, r, fields, n, "optimizer");
         jd_close(d, '}');
     }
+    if (spsim_result_hsdp_shown(r)) { /* the other documents as they were */
+        const struct spsim_field *fields;
+        size_t n = spsim_result_hsdp_fields(&fields);
+        jd_open(d, "hsdp", '{');
+        jd_section(d, r, fields, n, "hsdp");
+        jd_close(d, '}');
+    }
     jd_close(d, '}');
     fputc('\n', d->f);
 }

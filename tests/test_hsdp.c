@@ -1,0 +1,245 @@
+/*
+ * HSDP (--num-distributed-optimizer-instances R, --outer-dp-sharding-strategy) against closed
+ * forms worked by hand, from Megatron-Core @d98e8a64: parallel_state.py splits the D = dp·cp
+ * ranks into R consecutive slices of D/R (the intra groups) and builds the inter group across
+ * them; the distributed optimizer (and Megatron-FSDP's DP-Shard buffers) shard over D/R
+ * (distributed_data_parallel.py: intra_dp_cp_group); each bucket's shard is all-reduced across
+ * the R instances after its reduce-scatter (param_and_grad_buffer.py start_grad_sync);
+ * Megatron-FSDP's outer sharding (HFSDP) keeps the main weights and optimizer state over all D
+ * and reduce-scatters the shard instead, gathering the weight shards back at the first
+ * micro-batch (megatron_fsdp/param_and_grad_buffer.py).
+ *
+ * llama3-8b at tp 1 on dgx-h100 (8 GPUs a node), dp 16, R = 2: the inner groups are the two
+ * nodes (8 ranks on NVLink), the outer group 2 ranks 8 apart (one per node, the network).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "profiles/profiles.h"
+#include "testutil.h"
+
+/* tests/test_zero.c's llama3-8b counts: a layer, the whole model, the root FSDP unit. */
+#define PL   218112000ull
+#define P    8030261248ull
+#define L    32ull
+#define ROOT (525336576ull + 525340672ull)
+
+static struct spsim_parallel
+hsdp_config(uint32_t zero, uint32_t micro, uint32_t instances)
+{
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.dp = 16;
+    p.seq = 1024;
+    p.gbs = 16ull * micro;
+    p.zero = zero;
+    p.dist_opt_instances = instances;
+    p.cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION; /* no host waits (test_zero.c) */
+    return p;
+}
+
+static uint64_t
+ceil_n(uint64_t x, uint64_t n)
+{
+    return x / n + (x % n != 0);
+}
+
+/* (n−1)/n of x bytes, exact in integers (comm.c). */
+static uint64_t
+frac_n(uint64_t x, uint64_t n)
+{
+    return x / n * (n - 1) + (x % n) * (n - 1) / n;
+}
+
+START_TEST(memory_per_level)
+{
+    /* Sharded over the replica's D/R = 8 ranks: level 1 the 12 bytes of optimizer state
+     * (fp32 master + Adam m, v), level 3 also the 2 + 4 of weights and gradients (plus two
+     * units unsharded, the root unit whole, as test_zero.c). HFSDP: the 12 over all 16. */
+    struct spsim_parallel p = hsdp_config(1, 1, 2);
+    struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.memory.parameters_per_gpu, P);
+    ck_assert_uint_eq(r.memory.weights_bytes, 2 * P);
+    ck_assert_uint_eq(r.memory.gradients_bytes, 4 * P);
+    ck_assert_uint_eq(r.memory.optimizer_bytes, ceil_n(12 * P, 8));
+    for (int outer = 0; outer <= 1; outer++) {
+        p = hsdp_config(3, 1, 2);
+        p.outer_dp_shard = outer;
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+        ck_assert_uint_eq(r.memory.weights_bytes, ceil_n(2 * P, 8) + 2 * 2 * PL + 2 * ROOT);
+        ck_assert_uint_eq(r.memory.gradients_bytes, ceil_n(4 * P, 8) + 2 * 4 * PL);
+        ck_assert_uint_eq(r.memory.optimizer_bytes, ceil_n(12 * P, outer ? 16 : 8));
+    }
+    /* The NCCL buffers of two more communicators (the intra and inter groups). */
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel one = hsdp_config(1, 1, 1);
+    struct spsim_result r1 = testutil_evaluate_config("llama3-8b", "dgx-h100", &one);
+    p = hsdp_config(1, 1, 2);
+    r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.memory.reserved_bytes, r1.memory.reserved_bytes + 2 * hw->nccl_comm_bytes);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
+START_TEST(bytes_per_level)
+{
+    /* G = 4P fp32 gradient bytes. Inner: RS (7/8)·G, AG of the bf16 weights (7/8)·2P; outer:
+     * AllReduce of the shard S = G/8 across 2 ranks, 2·(1/2)·S = S. */
+    uint64_t G = 4 * P, S = G / 8;
+    struct spsim_parallel p = hsdp_config(1, 1, 2);
+    struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.comm.dp_grad_bytes, G);
+    ck_assert_uint_eq(r.comm.dp_inner_ranks, 8);
+    ck_assert_uint_eq(r.comm.dp_outer_ranks, 2);
+    ck_assert_uint_eq(r.comm.dp_rs_wire_bytes_per_rank, frac_n(G, 8));
+    ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank, frac_n(G, 8) / 2);
+    ck_assert_uint_eq(r.comm.dp_outer_reduce_wire_bytes_per_rank, S);
+    ck_assert_uint_eq(r.comm.dp_outer_reduce_wire_bytes_per_rank, 4015130624ull);
+    ck_assert_uint_eq(r.comm.dp_outer_ag_wire_bytes_per_rank, 0);
+    ck_assert_int_eq(r.comm.dp_tier, SPSIM_TIER_NVLINK);
+    ck_assert_int_eq(r.comm.dp_outer_tier, SPSIM_TIER_NETWORK);
+    /* HFSDP (level 3): the outer RS (1/2)·S and the weight shards' AG (1/2)·2P/8. */
+    p = hsdp_config(3, 1, 2);
+    p.outer_dp_shard = true;
+    r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.comm.dp_outer_reduce_wire_bytes_per_rank, S / 2);
+    ck_assert_uint_eq(r.comm.dp_outer_ag_wire_bytes_per_rank, 2 * P / 8 / 2);
+    ck_assert_uint_eq(r.comm.dp_outer_ag_wire_bytes_per_rank, 1003782656ull);
+    /* Without HSDP: one group of 16, no outer level. */
+    p = hsdp_config(1, 1, 1);
+    r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.comm.dp_inner_ranks, 16);
+    ck_assert_uint_eq(r.comm.dp_outer_reduce_wire_bytes_per_rank, 0);
+    ck_assert_uint_eq(r.comm.dp_rs_wire_bytes_per_rank, frac_n(G, 16));
+}
+END_TEST
+
+static double
+predict(enum spsim_coll_op op, uint32_t gpus, uint32_t nodes, uint64_t bytes)
+{
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_collective_prediction c;
+    ck_assert_int_eq(spsim_collective_predict(hw, op, gpus, nodes, bytes, &c, NULL), SPSIM_OK);
+    spsim_hardware_destroy(hw);
+    return c.time_s;
+}
+
+/* dp_time.c spsim_dp_beside_compute_s, as test_zero.c's beside(). */
+static double
+beside(double busy, double exposed)
+{
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    double k = (double)hw->nccl_channels / hw->sm_count;
+    spsim_hardware_destroy(hw);
+    return exposed + k * (busy - exposed);
+}
+
+START_TEST(exposed_time)
+{
+    uint64_t G = 4 * P;
+    double rs = predict(SPSIM_COLL_REDUCE_SCATTER, 8, 1, G),
+           ag = predict(SPSIM_COLL_ALL_GATHER, 8, 1, 2 * P);
+    double ar = predict(SPSIM_COLL_ALL_REDUCE, 2, 2, G / 8);
+    /* Level 1 without --overlap-grad-reduce: RS, then the shard's AllReduce on the same
+     * stream, the AG after the step: all exposed. */
+    struct spsim_parallel p = hsdp_config(1, 1, 2);
+    struct spsim_result r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+    ck_assert_double_eq_tol(r.time.dp_outer_s, ar, 1e-12 * ar);
+    ck_assert_double_eq_tol(r.time.dp_exposed_s, rs + ag + ar, 1e-12 * (rs + ag + ar));
+    /* Level 2, m micro-batches: every micro-batch's RS beside its backward; on the last one
+     * each unit's outer AllReduce follows its RS, so the L units run through backward (tb),
+     * RS (ti) and AllReduce (to): the outer stream ends at max(max(B, RS) + to, tb + ti + L·to)
+     * (B the micro-batch's backward), what passes B shows. */
+    for (uint32_t m = 1; m <= 4; m *= 2) {
+        p = hsdp_config(2, m, 2);
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+        double B = r.time.backward_s / m, tb = B / L, ti = rs / L, to = ar / L;
+        double end = fmax(fmax(B, rs) + to, tb + ti + L * to);
+        ck_assert(end - B > fmax(0, rs - B)); /* the outer level shows */
+        double want = (m - 1.0) * fmax(0, rs - B) + (end - B) + ag;
+        want = beside(m * rs + ag + ar, want);
+        ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
+    }
+}
+END_TEST
+
+START_TEST(megatron_rules)
+{
+    struct spsim_model *model = testutil_model_named("llama3-8b");
+    struct spsim_error err = {0};
+    uint32_t warnings = 0;
+    struct spsim_parallel p = hsdp_config(1, 1, 3);
+    ck_assert_int_eq(spsim_parallel_check(model, NULL, &p, &warnings, &err), SPSIM_ECONFIG);
+    ck_assert_str_eq(err.message, "parallel config: field 'dist_opt_instances': Data parallel "
+                                  "size should be divisible by partial DistOpt shard factor "
+                                  "(dp·cp = 16·1, 3 instances)");
+    p = hsdp_config(0, 1, 2);
+    ck_assert_int_eq(spsim_parallel_check(model, NULL, &p, &warnings, &err), SPSIM_ECONFIG);
+    ck_assert_str_eq(err.message, "parallel config: field 'dist_opt_instances': Partial DistOpt "
+                                  "cannot be used without DistOpt");
+    p = hsdp_config(2, 1, 2);
+    p.outer_dp_shard = true;
+    ck_assert_int_eq(spsim_parallel_check(model, NULL, &p, &warnings, &err), SPSIM_ECONFIG);
+    ck_assert_str_eq(err.message, "parallel config: field 'outer_dp_shard': [Megatron-FSDP] "
+                                  "Optimizer fully-sharded HFSDP is only supported with "
+                                  "full-sharding on DP-Shard.");
+    p = hsdp_config(1, 1, 16); /* one rank a replica: accepted, the shard is whole */
+    ck_assert_int_eq(spsim_parallel_check(model, NULL, &p, &warnings, &err), SPSIM_OK);
+    spsim_model_destroy(model);
+}
+END_TEST
+
+/* The launch line's and a Megatron-Bridge recipe's flags: the same configuration. */
+START_TEST(imported)
+{
+    static const char line[] =
+        "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+        "--num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
+        "--vocab-size 1000 --bf16 --micro-batch-size 1 --global-batch-size 16 "
+        "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params "
+        "--use-distributed-optimizer --num-distributed-optimizer-instances 2 "
+        "--outer-dp-sharding-strategy optim";
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse(line, strlen(line), "launch.sh", &mc, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert(mc.par.dist_opt_instances == 2 && mc.par.outer_dp_shard && mc.par.zero == 3);
+    spsim_model_destroy(mc.model);
+    static const char yaml[] = "model:\n  num_layers: 2\n  hidden_size: 64\n"
+                               "  num_attention_heads: 4\n  seq_length: 128\n  vocab_size: 1000\n"
+                               "  bf16: true\nddp:\n  use_distributed_optimizer: true\n"
+                               "  num_distributed_optimizer_instances: 4\n"
+                               "  outer_dp_sharding_strategy: no_shard\n";
+    ck_assert_msg(spsim_megatron_parse(yaml, strlen(yaml), "x.yaml", &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert(mc.par.dist_opt_instances == 4 && !mc.par.outer_dp_shard);
+    ck_assert(mc.par.distributed_optimizer);
+    spsim_model_destroy(mc.model);
+    static const char bad[] = "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+                              "--num-attention-heads 4 --seq-length 128 "
+                              "--max-position-embeddings 128 --vocab-size 1000 --bf16 "
+                              "--outer-dp-sharding-strategy optim_grads";
+    ck_assert_int_ne(spsim_megatron_parse(bad, strlen(bad), "launch.sh", &mc, &err), SPSIM_OK);
+    ck_assert_ptr_nonnull(strstr(err.message, "--outer-dp-sharding-strategy"));
+}
+END_TEST
+
+static Suite *
+hsdp_suite(void)
+{
+    Suite *s = suite_create("hsdp");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, memory_per_level);
+    tcase_add_test(tc, bytes_per_level);
+    tcase_add_test(tc, exposed_time);
+    tcase_add_test(tc, megatron_rules);
+    tcase_add_test(tc, imported);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return testutil_run(hsdp_suite());
+}
