@@ -120,7 +120,9 @@ expect 3 "'gemma3': sliding-window attention on 5 of 6 layers" -- check "$hf/gem
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
     "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --mbs 2 --dtype fp8 --distributed-optimizer" \
     "--tp 1 --pp 4 --vpp 3 --dp 2 --gbs 16 --recompute none --no-sp --no-flash-attn --dtype fp16" \
-    "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --distributed-optimizer --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype fp8 --exp-avg-sq-dtype bf16"; do
+    "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --distributed-optimizer --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype fp8 --exp-avg-sq-dtype bf16" \
+    "--tp 8 --pp 1 --vpp 1 --dp 4 --gbs 16 --zero 1 --distributed-optimizer --num-distributed-optimizer-instances 2" \
+    "--tp 8 --pp 1 --vpp 1 --dp 4 --gbs 16 --zero 3 --num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy optim"; do
     "$spsim" query --model gpt3-175b --hw dgx-h100 $conf --format megatron >"$tmp/gpt3-175b.sh" ||
         fail "query --format megatron $conf"
     "$spsim" query --model gpt3-175b --hw dgx-h100 $conf --format json >"$tmp/before.json"

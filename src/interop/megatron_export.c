@@ -238,6 +238,9 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
     if (p->zero < 4 && (p->zero > 1 || (p->zero == 1 && !p->distributed_optimizer)))
         emit(o, "    --use-megatron-fsdp \\\n    --data-parallel-sharding-strategy %s \\\n",
              strategies[p->zero]);
+    if (p->dist_opt_instances > 1) /* HSDP: arguments.py's flags, default 1 and no_shard */
+        emit(o, "    --num-distributed-optimizer-instances %u \\\n%s", p->dist_opt_instances,
+             p->outer_dp_shard ? "    --outer-dp-sharding-strategy optim \\\n" : "");
     if (p->grad_reduce_in_fp32 >= 0)
         emit(o, "    %s \\\n",
              p->grad_reduce_in_fp32 ? "--accumulate-allreduce-grads-in-fp32"
