@@ -138,6 +138,32 @@ START_TEST(unmodelled_name_escaped)
 }
 END_TEST
 
+/* --use-megatron-fsdp alone shards weights, gradients and optimizer state: arguments.py
+ * (Megatron-LM d98e8a64, line 3190) defaults --data-parallel-sharding-strategy to
+ * optim_grads_params (spsim's --zero 3); given, the strategy is read as written. */
+START_TEST(megatron_fsdp_default_strategy)
+{
+    static const char *const base = "pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+                                    "--num-attention-heads 4 --seq-length 128 --vocab-size 128 "
+                                    "--bf16 --use-megatron-fsdp";
+    static const struct {
+        const char *extra;
+        uint32_t zero;
+    } cases[] = {{"", 3},
+                 {" --data-parallel-sharding-strategy optim", 1},
+                 {" --data-parallel-sharding-strategy no_shard", 0}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s%s\n", base, cases[i].extra);
+        struct spsim_megatron_config mc;
+        struct spsim_error err = {0};
+        ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s", err.message);
+        ck_assert_uint_eq(mc.par.zero, cases[i].zero);
+        spsim_model_destroy(mc.model);
+    }
+}
+END_TEST
+
 /* A redirection whose target expands to no word (`> $L` with L empty) drops nothing else: the
  * lexer once took the previous word ("2") for the target and dropped it, and on a command of
  * no words indexed w[-1] (UBSan, the fuzz_launch campaign of 2026-12-02). */
@@ -740,6 +766,17 @@ START_TEST(bridge_yaml_equals_launch_line)
     spsim_model_destroy(a.model);
     spsim_model_destroy(b.model);
 
+    /* Bridge's Megatron-FSDP without a strategy takes DistributedDataParallelConfig's default,
+     * no_shard (distributed_data_parallel_config.py, d98e8a64:103), not arguments.py's
+     * optim_grads_params that the same flag alone on a launch line gets. */
+    static const char fsdp[] = "model:\n  num_layers: 2\n  hidden_size: 64\n"
+                               "  num_attention_heads: 4\n  seq_length: 128\n  vocab_size: 128\n"
+                               "  bf16: true\nddp:\n  use_megatron_fsdp: true\n";
+    ck_assert_msg(spsim_megatron_parse(fsdp, strlen(fsdp), "fsdp.yaml", &a, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert_uint_eq(a.par.zero, 0);
+    spsim_model_destroy(a.model);
+
     /* A value that is not one: the key and the line. */
     static const char bad[] = "model:\n  num_layers: 2\n  sequence_parallel: maybe\n";
     ck_assert_int_eq(spsim_megatron_parse(bad, strlen(bad), "bad.yaml", &a, &err), SPSIM_EFIELD);
@@ -762,6 +799,7 @@ megatron_suite(void)
     tcase_set_timeout(tc, 360);
     tcase_add_test(tc, gpt3_example_as_written);
     tcase_add_test(tc, unmodelled_name_escaped);
+    tcase_add_test(tc, megatron_fsdp_default_strategy);
     tcase_add_test(tc, redirection_to_empty_word);
     tcase_add_test(tc, gpt3_example_on_16_nodes);
     tcase_add_test(tc, llama3_example_as_written);

@@ -1128,8 +1128,10 @@ sharding(const struct mg *m, struct spsim_parallel *p)
 {
     static const char *const strategies[] = {"no_shard", "optim", "optim_grads",
                                              "optim_grads_params", NULL};
+    /* arguments.py (d98e8a64:3190): --data-parallel-sharding-strategy defaults to
+     * optim_grads_params (Megatron-Core's DDP config defaults to no_shard: Bridge's recipes). */
     int level = 0;
-    int rc = choice(m, F_SHARDING, strategies, 0, &level);
+    int rc = choice(m, F_SHARDING, strategies, m->given[F_FSDP] ? 3 : 0, &level);
     if (rc != SPSIM_OK)
         return rc;
     if (m->given[F_SHARDING] && !m->given[F_FSDP])

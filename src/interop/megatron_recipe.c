@@ -185,7 +185,8 @@ static const struct rule {
     {"optimizer_offload_fraction", "--optimizer-offload-fraction", M_VALUE, "optimizer"},
     {"overlap_cpu_optimizer_d2h_h2d", "--overlap-cpu-optimizer-d2h-h2d", M_SWITCH, "optimizer"},
     {"use_megatron_fsdp", "--use-megatron-fsdp", M_EITHER, "dist ddp"},
-    {"data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", M_SHARDING, "ddp *"},
+    {"data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", M_SHARDING,
+     "ddp * ddp?no_shard"}, /* DistributedDataParallelConfig's default, not arguments.py's */
     /* HSDP: Megatron-Core's DistributedDataParallelConfig fields (README "HSDP") */
     {"num_distributed_optimizer_instances", "--num-distributed-optimizer-instances", M_VALUE,
      "ddp"},
