@@ -407,6 +407,29 @@ START_TEST(trace_zb_h1_bubble_by_hand)
 }
 END_TEST
 
+/*
+ * DualPipe's drawn order against its README's bubble (deepseek-ai/DualPipe at 3da1bbe, README
+ * table: (PP/2 − 1)(F&B + B − 3W), F a stage's forward, B its whole backward, W its weight
+ * gradient), without sends, at F = 1, B = 2 (input gradient 1 + W 1), W = 1 and F&B = F + B = 3
+ * (the trace draws a pair's two ops one after the other): pp 4: (4/2 − 1)(3 + 2 − 3) = 2;
+ * pp 8: 3·2 = 6; DualPipeV on pp 4 is PP = 8 stages of chunk times (1, 1, 1): 3·2 = 6.
+ * A pair waits for both its receives and sends both outputs after its compute
+ * (_forward_backward_chunk, dualpipe.py:205-214: _recv_forward, _recv_backward,
+ * _commit_and_wait_comm, the overlapped compute, then _send_forward, _send_backward); an event
+ * simulation of dualpipe.py's and dualpipev.py's eight steps with that rule, written apart from
+ * engine/trace.c, idles 2, 6 and 6 on every rank. A pair's forward handed on before its
+ * backward's input is in idles half: 1, 3, 3 (what the trace drew before).
+ */
+START_TEST(trace_dualpipe_bubble_by_hand)
+{
+    ck_assert_double_eq_tol(dependency_idle(SPSIM_PP_SCHEDULE_DUALPIPE, 4, 1, 8, 1, 1, 1), 2, 1e-9);
+    ck_assert_double_eq_tol(dependency_idle(SPSIM_PP_SCHEDULE_DUALPIPE, 8, 1, 16, 1, 1, 1), 6,
+                            1e-9);
+    ck_assert_double_eq_tol(dependency_idle(SPSIM_PP_SCHEDULE_DUALPIPEV, 4, 2, 8, 1, 1, 1), 6,
+                            1e-9);
+}
+END_TEST
+
 START_TEST(trace_refusals)
 {
     /* Megatron refuses such a configuration first (parallel_check); a result edited by hand
@@ -447,6 +470,7 @@ trace_suite(void)
     tcase_add_test(tc, trace_dualpipe_order);
     tcase_add_test(tc, trace_dualpipev_order);
     tcase_add_test(tc, trace_zb_h1_bubble_by_hand);
+    tcase_add_test(tc, trace_dualpipe_bubble_by_hand);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -37,7 +37,10 @@
  * end (stage_of, rank_at); the idle this leaves on each rank is then scaled, gap by gap, to
  * the composition's pp_bubble_s (the schedule's closed form, pp_schedule.c), so that the trace
  * still ends at time.iteration_s; otherData.dependency_idle_s keeps the largest before the
- * scaling. ZB-V's order is the reference's greedy search (zbv.py try_v_schedule): not drawn.
+ * scaling. A DualPipe pair (a forward beside another micro-batch's backward) starts once both
+ * inputs are in and hands both outputs on at its end, as _forward_backward_chunk receives both,
+ * computes, then sends (dualpipe.py:205-214 at 3da1bbe). ZB-V's order is the reference's greedy
+ * search (zbv.py try_v_schedule): not drawn.
  */
 #include "config.h"
 
@@ -321,12 +324,24 @@ build_dual(struct sched *s, uint32_t r)
     return true;
 }
 
+/* A DualPipe pair's forward, its backward next in the rank's order (dual_steps): the pair
+ * receives both inputs before it computes and sends both outputs after (dualpipe.py:205-214,
+ * _forward_backward_chunk). */
+static bool
+pair_head(const struct op *o)
+{
+    return o->paired && o->kind == OP_F;
+}
+
 /* The end of rank r's op of class `cls` (F 0, B 1, W 2) on (micro-batch, chunk), or -1 if not
- * yet scheduled. */
+ * yet scheduled. A paired forward's output leaves with its backward's, at the pair's end
+ * (dualpipe.py _forward_backward_chunk: _send_forward after the overlapped compute). */
 static double
 done_at(const struct sched *s, uint32_t r, int cls, int mb, int chunk)
 {
     const struct op *o = rank_ops(s, r) + s->where[key(s, r, cls, mb, chunk)];
+    if (pair_head(o))
+        o++; /* the pair's end */
     return o->done ? o->end : -1;
 }
 
@@ -406,6 +421,23 @@ ready_dep(const struct sched *s, uint32_t r, const struct op *o)
     return done_at(s, q, 1, o->mb, c);
 }
 
+/* When rank r's op j can start: its input's arrival, or for a DualPipe pair (a paired forward
+ * and the backward after it) both inputs', as _forward_backward_chunk receives both before
+ * computing (dualpipe.py:205-214 at 3da1bbe); -1 if not yet there. */
+static double
+input_at(const struct sched *s, uint32_t r, uint32_t j, const double hop[2])
+{
+    const struct op *o = rank_ops(s, r) + j;
+    if (s->schedule == SPSIM_PP_SCHEDULE_MEGATRON)
+        return ready_at(s, r, o, hop);
+    double in = ready_dep(s, r, o);
+    if (in >= 0 && pair_head(o)) {
+        double other = ready_dep(s, r, o + 1);
+        in = other < 0 ? -1 : fmax(in, other);
+    }
+    return in;
+}
+
 /* Place every op at max(its rank's previous op, its input); step = op + exposed send (a W
  * sends nothing). `len` each kind's duration. */
 static bool
@@ -418,13 +450,13 @@ simulate(struct sched *s, const double len[4], double send, const double hop[2])
         free(free_at);
         return false;
     }
-    bool megatron = s->schedule == SPSIM_PP_SCHEDULE_MEGATRON;
     for (bool moved = true; moved;) {
         moved = false;
         for (uint32_t r = 0; r < s->p; r++) {
             while (next[r] < s->n[r]) {
                 struct op *o = rank_ops(s, r) + next[r];
-                double in = megatron ? ready_at(s, r, o, hop) : ready_dep(s, r, o);
+                bool pair_b = o->paired && o->kind != OP_F; /* its forward waited for it */
+                double in = pair_b ? 0 : input_at(s, r, next[r], hop);
                 if (in < 0)
                     break;
                 o->start = fmax(free_at[r], in);
