@@ -40,6 +40,10 @@ trace-wgrad-halved@src/engine/trace.c@s|x.w = spsim_min_d(t->wgrad_s / (m \* v)|
 trace-dual-warmup-halved@src/engine/trace.c@s|i < (n - h - 1) \* 2; i++|i < (n - h - 1); i++|@trace
 trace-dual-no-flip@src/engine/trace.c@s|d.flip = !v_shape \&\& r >= p / 2;|d.flip = false;|@trace
 trace-idle-spread-halved@src/engine/trace.c@s|double k = idle > 0 ? bubble / idle : 0|double k = idle > 0 ? 0.5 * bubble / idle : 0|@trace
+trace-dual-pair-as-two-ops@src/engine/trace.c@s|    return o->paired \&\& o->kind == OP_F;|    return false;|@trace
+trace-zbv-backward-chunk-unmapped@src/engine/zbv_order.c@s|(cat == 0 ? chunk : 1 - chunk)|(chunk)|@trace
+trace-zbv-no-approved-rerun@src/engine/zbv_order.c@s|if (!try_run(g) \|\| !(max_bubble(g, -1) < most))|if (1 \|\| !try_run(g))|@trace
+trace-zbv-bubble-from-zero@src/engine/trace.c@s|idle - (from_first \&\& s->n\[r\] ? o\[0\].start : 0)|idle|@trace
 trace-dependency-at-start@src/engine/trace.c@s|    return o->done ? o->end : -1;|    return o->done ? o->start : -1;|@trace
 zbh1-w-halved@src/engine/pp_schedule.c@s|slots = p - 1, chunk = stage - 2 \* wgrad;|slots = p - 1, chunk = stage - wgrad;|@schedules
 zbv-w-halved@src/engine/pp_schedule.c@s|chunk = (stage - 3 \* wgrad) / 2;|chunk = (stage - 1.5 * wgrad) / 2;|@schedules

@@ -44,9 +44,11 @@ refused 4 "1f1b needs vpp 1" --pp-schedule 1f1b --vpp 2
 refused 4 "zb-h1 runs one model chunk per rank" --pp-schedule zb-h1 --vpp 2
 refused 4 "an even count of micro-batches >= 2·pp = 8" --pp-schedule dualpipe --gbs 6
 refused 4 "dualpipe is not modelled with Muon" --pp-schedule dualpipe --optimizer muon
-err=$("$spsim" trace $base --pp-schedule zb-v 2>&1 >/dev/null)
-[ $? -eq 4 ] || fail "trace --pp-schedule zb-v: exit not 4 ($err)"
-printf '%s' "$err" | grep -q "zb-v schedule is not drawn" || fail "trace: $err"
+err=$("$spsim" trace $base --pp-schedule zb-v --vpp 1 2>&1 >/dev/null)
+[ $? -eq 4 ] || fail "trace --pp-schedule zb-v --vpp 1: exit not 4 ($err)"
+printf '%s' "$err" | grep -q "zb-v runs two model chunks" || fail "trace: $err"
+"$spsim" trace $base --pp-schedule zb-v | grep -q '"schedule":"zb-v"' ||
+    fail "trace --pp-schedule zb-v: no trace naming it"
 for s in zb-h1 dualpipe; do
     "$spsim" trace $base --pp-schedule "$s" | grep -q "\"schedule\":\"$s\"" ||
         fail "trace --pp-schedule $s: no trace naming it"

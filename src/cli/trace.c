@@ -13,8 +13,8 @@ static const char trace_help[] =
     "The schedule of one iteration of a configuration as Chrome trace-event JSON, which\n"
     "Perfetto (ui.perfetto.dev) and chrome://tracing open: one process per pipeline rank, a\n"
     "compute stream with every forward and backward of each micro-batch and model chunk\n"
-    "(Megatron-Core's 1F1B or interleaved order; --pp-schedule zb-h1, dualpipe and dualpipev\n"
-    "in their reference code's order, with input-gradient and weight-gradient backwards\n"
+    "(Megatron-Core's 1F1B or interleaved order; --pp-schedule zb-h1, zb-v, dualpipe and\n"
+    "dualpipev in their reference code's order, with input-gradient and weight-gradient backwards\n"
     "apart), the exposed TP/CP/EP communication, the\n"
     "pipeline sends, and the data-parallel reduction and optimizer step at the end. Times are\n"
     "the query's terms; the trace ends at its time.iteration_s. 'spsim plot timeline FILE'\n"
@@ -26,8 +26,8 @@ static const char trace_help[] =
     "  -h, --help             show this help\n"
     "\n"
     "Exit status: 0 ok, 2 bad option, 3 bad profile file, 4 invalid configuration or one not\n"
-    "traced (an interleaved schedule whose micro-batches are not a multiple of pp,\n"
-    "--pp-schedule zb-v, more than 2,000,000 ops), 1 other failure.\n";
+    "traced (an interleaved schedule whose micro-batches are not a multiple of pp, a zb-v\n"
+    "case its greedy search finds no order for, more than 2,000,000 ops), 1 other failure.\n";
 
 static int
 parse_option(void *ctx, int opt, const char *arg, const char *current)

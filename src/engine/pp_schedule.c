@@ -25,7 +25,10 @@
  *   batches fed from both ends, rank r holding stages r and p − 1 − r (README: parameters 2x;
  *   examples/example_dualpipe.py:138 builds full_modules[rank], full_modules[pp − 1 − rank]),
  *   each forward overlapped with another micro-batch's backward so that the EP all-to-all of
- *   one hides under the other's computation. Bubble (p/2 − 1)(F&B + B − 3W), activations p + 1
+ *   one hides under the other's computation. Bubble (p/2 − 1)(F&B + B − 3W) (an event
+ *   simulation of dualpipe.py's order, a pair waiting for both inputs, idles exactly that at
+ *   F : B : W = 1 : 2 : 1 with F&B = F + B, and less with a shorter W: pp 4, W = B/4, 3 against
+ *   3.5; test_trace.c trace_dualpipe_bubble_by_hand), activations p + 1
  *   micro-batches per rank (README table). pp even and micro-batches even and >= 2·pp
  *   (dualpipe.py:332-333).
  * - DualPipeV (the "cut-in-half" V of DualPipe; dualpipev.py): 2p stages of half a rank's

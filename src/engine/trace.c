@@ -31,13 +31,17 @@
  * drawn op: the next rank starts before the drawing of its producer ends, by the critical
  * stage's excess over the mean.
  *
- * ZB-H1, DualPipe and DualPipeV run their reference code's order (build_zb_h1, dual_steps),
+ * ZB-H1, ZB-V, DualPipe and DualPipeV run their reference code's order (build_zb_h1;
+ * build_zbv, zbv.py's greedy try_v_schedule in zbv_order.c; dual_steps),
  * with a backward split into its input gradient (B less W) and its weight gradient W
  * (time.wgrad_s / (m·v)) where the schedule splits it. Each op waits for its true producer's
  * end (stage_of, rank_at); the idle this leaves on each rank is then scaled, gap by gap, to
  * the composition's pp_bubble_s (the schedule's closed form, pp_schedule.c), so that the trace
  * still ends at time.iteration_s; otherData.dependency_idle_s keeps the largest before the
- * scaling. ZB-V's order is the reference's greedy search (zbv.py try_v_schedule): not drawn.
+ * scaling. A DualPipe pair (a forward beside another micro-batch's backward) starts once both
+ * inputs are in and hands both outputs on at its end, as _forward_backward_chunk receives both,
+ * computes, then sends (dualpipe.py:205-214 at 3da1bbe). ZB-V's dependency_idle_s counts from
+ * each rank's first forward, as zbv.py's bubble does.
  */
 #include "config.h"
 
@@ -49,6 +53,7 @@
 
 #include "internal.h"
 #include "spsim/plan.h"
+#include "zbv_order.h"
 
 enum { TID_COMPUTE = 0, TID_COMM = 1, TID_SEND = 2, TID_DP = 3 };
 
@@ -321,12 +326,24 @@ build_dual(struct sched *s, uint32_t r)
     return true;
 }
 
+/* A DualPipe pair's forward, its backward next in the rank's order (dual_steps): the pair
+ * receives both inputs before it computes and sends both outputs after (dualpipe.py:205-214,
+ * _forward_backward_chunk). */
+static bool
+pair_head(const struct op *o)
+{
+    return o->paired && o->kind == OP_F;
+}
+
 /* The end of rank r's op of class `cls` (F 0, B 1, W 2) on (micro-batch, chunk), or -1 if not
- * yet scheduled. */
+ * yet scheduled. A paired forward's output leaves with its backward's, at the pair's end
+ * (dualpipe.py _forward_backward_chunk: _send_forward after the overlapped compute). */
 static double
 done_at(const struct sched *s, uint32_t r, int cls, int mb, int chunk)
 {
     const struct op *o = rank_ops(s, r) + s->where[key(s, r, cls, mb, chunk)];
+    if (pair_head(o))
+        o++; /* the pair's end */
     return o->done ? o->end : -1;
 }
 
@@ -406,6 +423,23 @@ ready_dep(const struct sched *s, uint32_t r, const struct op *o)
     return done_at(s, q, 1, o->mb, c);
 }
 
+/* When rank r's op j can start: its input's arrival, or for a DualPipe pair (a paired forward
+ * and the backward after it) both inputs', as _forward_backward_chunk receives both before
+ * computing (dualpipe.py:205-214 at 3da1bbe); -1 if not yet there. */
+static double
+input_at(const struct sched *s, uint32_t r, uint32_t j, const double hop[2])
+{
+    const struct op *o = rank_ops(s, r) + j;
+    if (s->schedule == SPSIM_PP_SCHEDULE_MEGATRON)
+        return ready_at(s, r, o, hop);
+    double in = ready_dep(s, r, o);
+    if (in >= 0 && pair_head(o)) {
+        double other = ready_dep(s, r, o + 1);
+        in = other < 0 ? -1 : fmax(in, other);
+    }
+    return in;
+}
+
 /* Place every op at max(its rank's previous op, its input); step = op + exposed send (a W
  * sends nothing). `len` each kind's duration. */
 static bool
@@ -418,13 +452,13 @@ simulate(struct sched *s, const double len[4], double send, const double hop[2])
         free(free_at);
         return false;
     }
-    bool megatron = s->schedule == SPSIM_PP_SCHEDULE_MEGATRON;
     for (bool moved = true; moved;) {
         moved = false;
         for (uint32_t r = 0; r < s->p; r++) {
             while (next[r] < s->n[r]) {
                 struct op *o = rank_ops(s, r) + next[r];
-                double in = megatron ? ready_at(s, r, o, hop) : ready_dep(s, r, o);
+                bool pair_b = o->paired && o->kind != OP_F; /* its forward waited for it */
+                double in = pair_b ? 0 : input_at(s, r, next[r], hop);
                 if (in < 0)
                     break;
                 o->start = fmax(free_at[r], in);
@@ -451,7 +485,7 @@ simulate(struct sched *s, const double len[4], double send, const double hop[2])
  * at its end). @return the largest idle of a rank before scaling.
  */
 static double
-spread_idle(struct sched *s, double bubble)
+spread_idle(struct sched *s, double bubble, bool from_first)
 {
     double most = 0;
     for (uint32_t r = 0; r < s->p; r++) {
@@ -460,7 +494,9 @@ spread_idle(struct sched *s, double bubble)
         for (uint32_t j = 0; j < s->n[r]; j++)
             busy += o[j].end - o[j].start;
         double idle = s->n[r] ? o[s->n[r] - 1].end - busy : 0;
-        most = fmax(most, idle);
+        /* ZB-V's bubble counts from the rank's first forward (zbv.py put: stage_bubble grows
+         * once count[stage][0] > 0), as try_v_schedule's max_bubble and the closed form do */
+        most = fmax(most, idle - (from_first && s->n[r] ? o[0].start : 0));
         double k = idle > 0 ? bubble / idle : 0, at = 0, before = 0;
         for (uint32_t j = 0; j < s->n[r]; j++) {
             double len = o[j].end - o[j].start, gap = o[j].start - before;
@@ -592,10 +628,6 @@ trace_check(const struct spsim_result *r, struct spsim_error *err)
                           "trace: %u ranks x %u micro-batches x %u chunks are more than 2,000,000 "
                           "ops",
                           p, m, v);
-    if (sc == SPSIM_PP_SCHEDULE_ZB_V) /* zbv.py's PipelineGraph.try_v_schedule: not ported */
-        return spsim_fail(err, SPSIM_ERANGE,
-                          "trace: the zb-v schedule is not drawn (its order is the reference's "
-                          "greedy search, not ported); its query gives its terms");
     if (sc == SPSIM_PP_SCHEDULE_MEGATRON && v > 1 && m % p != 0) /* groups of p per chunk */
         return spsim_fail(err, SPSIM_ERANGE,
                           "trace: the interleaved schedule is traced for micro-batches a multiple "
@@ -603,12 +635,44 @@ trace_check(const struct spsim_result *r, struct spsim_error *err)
                           m, p);
     bool dual = sc == SPSIM_PP_SCHEDULE_DUALPIPE || sc == SPSIM_PP_SCHEDULE_DUALPIPEV;
     if (sc != SPSIM_PP_SCHEDULE_MEGATRON &&
-        (p < 2 || v != (sc == SPSIM_PP_SCHEDULE_DUALPIPEV ? 2u : 1u) || (dual && m < 2 * p) ||
-         (sc == SPSIM_PP_SCHEDULE_DUALPIPE && (p % 2 || m % 2))))
+        (p < 2 ||
+         v != (sc == SPSIM_PP_SCHEDULE_DUALPIPEV || sc == SPSIM_PP_SCHEDULE_ZB_V ? 2u : 1u) ||
+         (dual && m < 2 * p) || (sc == SPSIM_PP_SCHEDULE_DUALPIPE && (p % 2 || m % 2))))
         return spsim_fail(err, SPSIM_ERANGE,
                           "trace: %s is traced as its rules say (pp %u, vpp %u, %u micro-batches)",
                           name, p, v, m);
     return SPSIM_OK;
+}
+
+/*
+ * ZB-V's order from the zero-bubble repository's greedy search (zbv_order.c), run as its
+ * runtime runs it (runtime.py:1550 at 3fd87fd) with each chunk's forward, input-gradient and
+ * weight-gradient steps (the exposed send in the first two; c = 0) and the memory of the ZB
+ * paper's Table 1 (M_B = 34sbh + 5as²b a forward holds, M_W = 32sbh its W keeps until it runs;
+ * runtime.py:1336-1338): activation_modes_bytes[none] and 16× [full] (2sbh), under zbv.py's
+ * cap of 2p forwards. @return 0, 1 no order, −1 out of memory.
+ */
+static int
+build_zbv(struct sched *s, const struct spsim_memory_report *mr, const double len[4], double send)
+{
+    size_t per = (size_t)6 * s->m;
+    struct spsim_zbv_op *o = calloc(per * s->p, sizeof(*o));
+    uint32_t *n = calloc(s->p, sizeof(*n));
+    double fm = (double)mr->activation_modes_bytes[SPSIM_MODE_NONE];
+    double wm = fm > 0 ? 16.0 * (double)mr->activation_modes_bytes[SPSIM_MODE_FULL] : 0;
+    fm = fm > 0 ? fm : 1; /* a result without the modes: W keeps nothing */
+    const double cost[3] = {len[OP_F] + send, len[OP_BI] + send, len[OP_W]};
+    const double mem[3] = {fm, -(fm - wm), -wm};
+    int rc = o && n ? spsim_zbv_order(s->p, s->m, cost, mem, 2.0 * s->p * fm, o, n) : -1;
+    static const uint8_t kinds[3] = {OP_F, OP_BI, OP_W};
+    for (uint32_t r = 0; rc == 0 && r < s->p; r++)
+        for (uint32_t j = 0; j < n[r]; j++) {
+            const struct spsim_zbv_op *x = o + per * r + j;
+            push(s, r, kinds[x->kind], (int)x->mb, x->chunk, false);
+        }
+    free(o);
+    free(n);
+    return rc;
 }
 
 /* Every rank's order; false when out of memory. */
@@ -624,6 +688,31 @@ build_orders(struct sched *s)
             return false;
     }
     return true;
+}
+
+/* Every rank's order and its ops placed by their dependencies (see the header), or the
+ * failure. */
+static int
+lay_out(struct sched *s, const struct spsim_result *r, const struct mb_terms *x,
+        struct spsim_error *err)
+{
+    uint32_t p = s->p;
+    const double len[4] = {x->f, x->b, x->b - x->w, x->w};
+    double send = p > 1 ? x->send : 0;
+    int z = s->schedule == SPSIM_PP_SCHEDULE_ZB_V ? build_zbv(s, &r->memory, len, send)
+            : build_orders(s)                     ? 0
+                                                  : -1;
+    if (z < 0)
+        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    if (z > 0) /* one of zbv.py's asserts */
+        return spsim_fail(err, SPSIM_ERANGE,
+                          "trace: zb-v's greedy search (zbv.py try_v_schedule) finds no order "
+                          "for pp %u and %u micro-batches",
+                          p, s->m);
+    if (!simulate(s, len, send, x->hop))
+        return spsim_fail(err, SPSIM_ENUMERIC, "trace: the schedule deadlocked (p %u, v %u, m %u)",
+                          p, s->v, s->m);
+    return SPSIM_OK;
 }
 
 static void
@@ -658,18 +747,16 @@ spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *e
                       calloc(n, sizeof(struct op)),
                       calloc((size_t)p * 3 * m * nc, sizeof(uint32_t)),
                       sc};
-    if (!s.n || !s.ops || !s.where || !build_orders(&s)) {
-        sched_free(&s);
-        return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
-    }
     struct mb_terms x = terms(r);
-    const double len[4] = {x.f, x.b, x.b - x.w, x.w};
-    if (!simulate(&s, len, p > 1 ? x.send : 0, x.hop)) {
+    rc = s.n && s.ops && s.where ? lay_out(&s, r, &x, err)
+                                 : spsim_fail(err, SPSIM_ENOMEM, "out of memory");
+    if (rc) {
         sched_free(&s);
-        return spsim_fail(err, SPSIM_ENUMERIC, "trace: the schedule deadlocked (p %u, v %u, m %u)",
-                          p, v, m);
+        return rc;
     }
-    double dep_idle = sc == SPSIM_PP_SCHEDULE_MEGATRON ? 0 : spread_idle(&s, r->time.pp_bubble_s);
+    double dep_idle = sc == SPSIM_PP_SCHEDULE_MEGATRON
+                          ? 0
+                          : spread_idle(&s, r->time.pp_bubble_s, sc == SPSIM_PP_SCHEDULE_ZB_V);
     struct buf b = {0};
     metadata(&b, p);
     double pipe_end = 0;
