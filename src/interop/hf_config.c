@@ -34,13 +34,12 @@ struct hf_family {
 /* The mixture-of-experts families, by where transformers keeps their experts. */
 enum hf_moe { HF_DENSE = 0, HF_MIXTRAL, HF_QWEN_MOE, HF_DEEPSEEK };
 
-/* Keys that change nothing spsim computes: identity, token ids, numerics of the norm, the
- * rotary frequencies, inference caches, the stored dtype (the training dtype is --dtype). */
+/* Keys every family here reads or may ignore: numerics of the norm, the rotary frequencies,
+ * the tokenizer, the vocabulary and its tying (the identity, stored dtype, token ids, inference
+ * cache and initialisation every reader accepts are hf_common.c's). */
 static const char *const common_keys[] = {
-    "architectures",   "model_type",     "transformers_version", "torch_dtype", "dtype",
-    "bos_token_id",    "eos_token_id",   "pad_token_id",         "use_cache",   "initializer_range",
-    "rms_norm_eps",    "layer_norm_eps", "layer_norm_epsilon",   "rope_theta",  "rope_scaling",
-    "tokenizer_class", "vocab_size",     "tie_word_embeddings",  NULL};
+    "rms_norm_eps",    "layer_norm_eps", "layer_norm_epsilon",  "rope_theta", "rope_scaling",
+    "tokenizer_class", "vocab_size",     "tie_word_embeddings", NULL};
 
 /* transformers/models/llama/configuration_llama.py (and mistral, qwen2, gemma): the keys. */
 static const char *const llama_keys[] = {"num_hidden_layers",
