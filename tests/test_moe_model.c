@@ -622,6 +622,16 @@ START_TEST(hf_published_counts)
     ck_assert(fabs((double)qwen25_7b - 7.61e9) < 0.01e9 &&
               fabs((double)(qwen25_7b - 2 * 152064 * q7 - q7) - 6.53e9) < 0.01e9);
     ck_assert(fabs((double)qwen25_15b - 1.54e9) < 0.01e9);
+    /* Mixtral-8x22B-v0.1 (tests/data/hf, ai-dynamo/aiconfigurator 0b077da: 56 layers, 6144, 48
+     * heads, 8 KV heads of 128, 8 experts of 16384, top 2, router h·8, 32000 tokens, untied):
+     * per layer attention 88,080,384, experts 8 × 301,989,888, router 49,152, norms 12,288;
+     * 140,620,634,112 total and 39,152,031,744 active, Mistral AI's "141B" and "39B active". */
+    uint64_t mx = 6144, mx_total, mx_active;
+    moe_closed_form(56, mx, gqa_attention(mx, 48, 8, 128, false), 8, 2, 16384, 32000, &mx_total,
+                    &mx_active);
+    ck_assert_uint_eq(mx_total, 140620634112ull);
+    ck_assert_uint_eq(mx_active, 39152031744ull);
+    ck_assert(fabs((double)mx_total - 141e9) < 0.5e9 && fabs((double)mx_active - 39e9) < 0.5e9);
     const struct {
         const char *dir;
         uint64_t total, active;
@@ -629,7 +639,8 @@ START_TEST(hf_published_counts)
                  {"tests/data/hf/Qwen3-8B", qwen, qwen},
                  {"tests/data/hf/Kimi-K2-Instruct", kimi, kimi_active},
                  {"tests/data/hf/Qwen2.5-7B", qwen25_7b, qwen25_7b},
-                 {"tests/data/hf/Qwen2.5-1.5B", qwen25_15b, qwen25_15b}};
+                 {"tests/data/hf/Qwen2.5-1.5B", qwen25_15b, qwen25_15b},
+                 {"tests/data/hf/Mixtral-8x22B-v0.1", mx_total, mx_active}};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         struct spsim_model *m = load_path(cases[i].dir);
         ck_assert_uint_eq(spsim_model_parameters(m, 1), cases[i].total);

@@ -210,7 +210,7 @@ static const struct {
  * input projection and norms), Nemotron-Super's block_configs (31 of 80 attentions no_op),
  * Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's full_attention_interval and linear_* keys,
  * DeepSeek-V3.2's index_* keys, DeepSeek-V4's compress_ratios and hc_* keys, Gemma 2's soft-capping
- * keys and Gemma 3's text_config with its layer_types and vision_config. */
+ * keys and Gemma 3's text_config with its layer_types and vision_config, Falcon's parallel_attn. */
 static const struct {
     const char *type, *what;
 } unmodelled[] = {
@@ -239,6 +239,12 @@ static const struct {
     {"deepseek_v32", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
     {"deepseek_v4", "compressed sparse attention (compress_ratios, index_topk), "
                     "hyper-connections (hc_mult) and hash-routed layers"},
+    /* FalconDecoderLayer (transformers modeling_falcon.py): with parallel_attn (every released
+     * Falcon 7B/40B/180B; new_decoder_architecture gives the two branches their own input
+     * norms, ln_attn and ln_mlp) the attention and the MLP read the same input and both add to
+     * the residual; falcon-rw's sequential layer uses ALiBi (alibi) instead of rotary. */
+    {"falcon", "parallel attention and MLP branches (parallel_attn, with new_decoder_"
+               "architecture's two input norms) or ALiBi positions (alibi)"},
 };
 
 static const struct hf_family *
