@@ -130,6 +130,8 @@ moe-expert-bias-group-without-dp@src/engine/dp_time.c@s|uint64_t group = x->t \*
 moe-z-loss-halved@src/engine/layer.c@s|"router z-loss", 2.0 \* te, 10.0 \* te|"router z-loss", 1.0 * te, 5.0 * te|@moe_aux
 moe-expert-bias-halved@src/engine/layer.c@s|9.0 \* te, 0.0);|4.5 * te, 0.0);|@moe_aux
 cp-mla-v-dropped@src/engine/layer.c@s|uint64_t kvw = x->qk_w - x->q_t + x->v_w;|uint64_t kvw = x->qk_w - x->q_t;|@terms,mla
+hf-window-skip-freq-off-by-one@src/interop/hf_config.c@s|            \*freq = i + 1;|            *freq = i + 2;|@moe_model
+hf-mistral-window-dropped@src/interop/hf_config.c@s|    m->window = window;|    m->window = 0;|@moe_model
 nemotron-h-head-dim-ignored@src/interop/hf_nemotron_h.c@s|get_u32(c, root, "head_dim", false|get_u32(c, root, "head_dimx", false|@moe_model
 nemotron-h-moe-block-dropped@src/interop/hf_nemotron_h.c@s|{"moe", |{"moex", |@moe_model
 nemotron-h-shared-expert-dropped@src/interop/hf_nemotron_h.c@s|"moe_shared_expert_intermediate_size", false,|"moe_shared_expert_intermediate_sizex", false,|@moe_model

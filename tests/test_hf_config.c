@@ -301,7 +301,7 @@ START_TEST(gpt2_and_neox_layers)
 END_TEST
 
 /* MoE and latent-attention keys in a dense family's config (read for mixtral, qwen3_moe and
- * deepseek only: tests/test_moe_model.c), Gemma 2, Mistral v0.1's sliding window, and an unknown
+ * deepseek only: tests/test_moe_model.c), Gemma 2, Qwen2's sliding window, and an unknown
  * key: refused naming the key, SPSIM_EFIELD (exit 3). */
 START_TEST(refused_by_key)
 {
@@ -317,10 +317,12 @@ START_TEST(refused_by_key)
         {"{\"model_type\": \"qwen3\", \"kv_lora_rank\": 512}", "kv_lora_rank"},
         /* google/gemma-2-9b: soft-capping, sliding layers, four norms per layer */
         {"{\"model_type\": \"gemma2\", \"num_hidden_layers\": 42}", "model_type"},
-        /* mistralai/Mistral-7B-v0.1 */
-        {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 32, \"hidden_size\": 4096, "
+        /* Qwen2's windows from max_window_layers on, without layer_types (Mistral v0.1's
+         * window on every layer is read: test_moe_model.c hf_sliding_windows) */
+        {"{\"model_type\": \"qwen2\", \"num_hidden_layers\": 32, \"hidden_size\": 4096, "
          "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336, "
-         "\"vocab_size\": 32000, \"max_position_embeddings\": 32768, \"sliding_window\": 4096}",
+         "\"vocab_size\": 32000, \"max_position_embeddings\": 32768, \"use_sliding_window\": "
+         "true, \"sliding_window\": 4096, \"max_window_layers\": 28}",
          "sliding_window"},
         {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"hidden_size\": 64, "
          "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "

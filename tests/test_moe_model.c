@@ -522,8 +522,8 @@ START_TEST(hf_refusals)
     snprintf(path, sizeof(path), "%s/tests/data/hf/gpt-oss-120b", getenv("SPSIM_DATA_DIR"));
     ck_assert_int_eq(spsim_model_load(path, &m, &err), SPSIM_EFIELD);
     ck_assert_ptr_nonnull(strstr(err.message, "field 'model_type': \"gpt_oss\": its "
-                                              "sliding-window attention on alternate layers and "
-                                              "attention sinks are not modelled"));
+                                              "attention sinks (a learned logit per head) are "
+                                              "not modelled"));
     static const struct {
         const char *json, *field;
     } cases[] = {
@@ -622,6 +622,16 @@ START_TEST(hf_published_counts)
     ck_assert(fabs((double)qwen25_7b - 7.61e9) < 0.01e9 &&
               fabs((double)(qwen25_7b - 2 * 152064 * q7 - q7) - 6.53e9) < 0.01e9);
     ck_assert(fabs((double)qwen25_15b - 1.54e9) < 0.01e9);
+    /* Mixtral-8x22B-v0.1 (tests/data/hf, ai-dynamo/aiconfigurator 0b077da: 56 layers, 6144, 48
+     * heads, 8 KV heads of 128, 8 experts of 16384, top 2, router h·8, 32000 tokens, untied):
+     * per layer attention 88,080,384, experts 8 × 301,989,888, router 49,152, norms 12,288;
+     * 140,620,634,112 total and 39,152,031,744 active, Mistral AI's "141B" and "39B active". */
+    uint64_t mx = 6144, mx_total, mx_active;
+    moe_closed_form(56, mx, gqa_attention(mx, 48, 8, 128, false), 8, 2, 16384, 32000, &mx_total,
+                    &mx_active);
+    ck_assert_uint_eq(mx_total, 140620634112ull);
+    ck_assert_uint_eq(mx_active, 39152031744ull);
+    ck_assert(fabs((double)mx_total - 141e9) < 0.5e9 && fabs((double)mx_active - 39e9) < 0.5e9);
     const struct {
         const char *dir;
         uint64_t total, active;
@@ -629,7 +639,8 @@ START_TEST(hf_published_counts)
                  {"tests/data/hf/Qwen3-8B", qwen, qwen},
                  {"tests/data/hf/Kimi-K2-Instruct", kimi, kimi_active},
                  {"tests/data/hf/Qwen2.5-7B", qwen25_7b, qwen25_7b},
-                 {"tests/data/hf/Qwen2.5-1.5B", qwen25_15b, qwen25_15b}};
+                 {"tests/data/hf/Qwen2.5-1.5B", qwen25_15b, qwen25_15b},
+                 {"tests/data/hf/Mixtral-8x22B-v0.1", mx_total, mx_active}};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         struct spsim_model *m = load_path(cases[i].dir);
         ck_assert_uint_eq(spsim_model_parameters(m, 1), cases[i].total);
@@ -880,7 +891,7 @@ START_TEST(hf_published_refusals)
         {"Step-3.7-Flash", "'step3p7': sliding-window attention on 33 of 45 layers"},
         {"DeepSeek-V3.2", "'deepseek_v32': DeepSeek sparse attention's indexer"},
         {"DeepSeek-V4-Flash", "'deepseek_v4': compressed sparse attention (compress_ratios"},
-        {"gemma-3-27b", "'gemma3': sliding-window attention on 5 of 6 layers (layer_types)"},
+        {"gemma-3-27b", "'gemma3': post-attention and post-MLP norms (four norms per layer)"},
     };
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         char path[4096];
@@ -1002,6 +1013,118 @@ START_TEST(bridge_flops_shipped)
 }
 END_TEST
 
+/* The forward flash FLOPs of the layer op (layer.c attention_kernel) at sequence s, mbs 1, tp 1. */
+static double
+attention_op_flops(const struct spsim_model *m, uint32_t s, uint32_t *window)
+{
+    struct spsim_model_shape sh = *spsim_model_get_shape(m);
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.seq = s;
+    struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    spsim_layer_config_from(&sh, &p, &cfg);
+    static struct spsim_layer_eval le;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_layer_evaluate(&sh, NULL, &cfg, sh.vocab, &le, &err) == SPSIM_OK, "%s",
+                  err.message);
+    for (uint32_t i = 0; i < le.layer.block.nops; i++)
+        if (le.layer.block.ops[i].flash_fwd_flops > 0) {
+            *window = le.layer.block.ops[i].attn_window;
+            return le.layer.block.ops[i].flash_fwd_flops;
+        }
+    ck_abort_msg("no attention op");
+    return 0;
+}
+
+/*
+ * Sliding windows read from config.json. Mistral-7B-v0.1-4L (tests/data/hf,
+ * aws-neuron/neuronx-distributed-inference e07f056: Mistral 7B v0.1's config cut to 4 layers of
+ * 256, 32 heads of 8, 8 KV heads, FFN 256, tied, sliding_window 1024): MistralAttention windows
+ * every layer, Megatron-Bridge's window_size [1023, 0]. Parameters 4·(163,840 attention +
+ * 196,608 SwiGLU + 512 norms) + 32000·256 + 256 = 9,636,096. At s = 4096 > W = 1024 each
+ * query sees at most 1024 keys: the windowed layer's forward core attention is
+ * 2·b·a·(W(W + 1)/2 + (s − W)·W)·(d_qk + d_v) = 2·32·3,670,528·16 = 3,758,620,672 FLOPs (cuDNN's
+ * causal-window count), against the whole causal 2·32·4096²·16/2 = 8,589,934,592; Bridge's
+ * per-token count takes each layer's average context W − W(W − 1)/(2s) = 896.125 keys:
+ * 2·1,441,792 weights + 4·2·896.125·512 core + 2·256·32000 logits = 22,938,112.
+ */
+START_TEST(hf_sliding_windows)
+{
+    struct spsim_model *m = load_path("tests/data/hf/Mistral-7B-v0.1-4L");
+    const struct spsim_model_shape *sh = spsim_model_get_shape(m);
+    ck_assert_uint_eq(sh->window, 1024);
+    ck_assert_uint_eq(sh->window_skip_freq, 0);
+    uint64_t h = 256;
+    ck_assert_uint_eq(spsim_model_parameters(m, 1),
+                      4 * (gqa_attention(h, 32, 8, 8, false) + 3 * h * 256 + 2 * h) + 32000 * h +
+                          h);
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), 9636096ull);
+    uint32_t window = 0;
+    double W = 1024, S = 4096, windowed = 2.0 * 32 * (W * (W + 1) / 2 + (S - W) * W) * 16;
+    ck_assert_double_eq_tol(windowed, 3758620672.0, 0.5);
+    ck_assert_double_eq_tol(attention_op_flops(m, 4096, &window), windowed, 1);
+    ck_assert_uint_eq(window, 1024);
+    /* At s = 1024 the window covers the whole context: 2·32·1024²·16/2. */
+    ck_assert_double_eq_tol(attention_op_flops(m, 1024, &window), 2.0 * 32 * 1024 * 1024 * 8, 1);
+    struct spsim_flops_per_token f;
+    spsim_model_flops_per_token(m, S, 32000, &f);
+    double c = W - W * (W - 1) / (2 * S);
+    ck_assert_double_eq_tol(f.megatron, 2 * 1441792.0 + 4 * 2 * c * 512 + 2 * 256 * 32000.0, 1);
+    ck_assert_double_eq_tol(f.megatron, 22938112.0, 1);
+    spsim_model_destroy(m);
+
+    /* Gemma 2's layer_types (sliding unless (i + 1) % 2 == 0) and Gemma 3's ((i + 1) % 6) on
+     * a Mistral layer: Megatron's --window-attn-skip-freq 2 and 6, the op the layers' mean
+     * ((L − L/N)/L of them windowed). Layer types of another form (Step 3.7's full layers 0, 4,
+     * 8, ...) and other kinds are refused naming layer_types. */
+    static const char head[] =
+        "{\"model_type\": \"mistral\", \"num_hidden_layers\": 12, \"hidden_size\": 256, "
+        "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 256, "
+        "\"vocab_size\": 32000, \"max_position_embeddings\": 8192, \"sliding_window\": 1024, "
+        "\"layer_types\": [";
+    const struct {
+        uint32_t freq;
+        const char *full; /* 'f' full, 's' sliding, 'c' chunked, per layer */
+        const char *error;
+    } cases[] = {{2, "sfsfsfsfsfsf", NULL},
+                 {6, "sssssfsssssf", NULL},
+                 {0, "ssssssssssss", NULL},
+                 {0, "fsssfsssfsss", "layer 1 is windowed: only every N-th layer full"},
+                 {0, "sssssfssssss", "layer 11 is windowed"},
+                 {0, "sfsfsfsfsfsc", "layer 11 is 'chunked_attention'"}};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        char json[1024];
+        size_t n = snprintf(json, sizeof(json), "%s", head);
+        for (const char *k = cases[i].full; *k; k++)
+            n += snprintf(json + n, sizeof(json) - n, "%s\"%s_attention\"",
+                          k == cases[i].full ? "" : ", ",
+                          *k == 'f'   ? "full"
+                          : *k == 's' ? "sliding"
+                                      : "chunked");
+        snprintf(json + n, sizeof(json) - n, "]}");
+        struct spsim_error err = {0};
+        m = NULL;
+        int rc = spsim_model_parse(json, strlen(json), "x/config.json", &m, &err);
+        if (cases[i].error) {
+            ck_assert_int_eq(rc, SPSIM_EFIELD);
+            ck_assert_msg(strstr(err.message, "field 'layer_types': ") &&
+                              strstr(err.message, cases[i].error),
+                          "%s", err.message);
+            continue;
+        }
+        ck_assert_msg(rc == SPSIM_OK, "%s", err.message);
+        ck_assert_uint_eq(spsim_model_get_shape(m)->window, 1024);
+        ck_assert_uint_eq(spsim_model_get_shape(m)->window_skip_freq, cases[i].freq);
+        double share = cases[i].freq ? 1 - 1.0 / cases[i].freq : 1;
+        double full = 2.0 * 32 * S * S * 8;
+        ck_assert_double_eq_tol(attention_op_flops(m, 4096, &window),
+                                share * windowed + (1 - share) * full, 1);
+        spsim_model_destroy(m);
+    }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1026,6 +1149,7 @@ main(void)
     tcase_add_test(tc, hf_published_refusals);
     tcase_add_test(tc, mtp_counts_as_last_layer);
     tcase_add_test(tc, bridge_flops_shipped);
+    tcase_add_test(tc, hf_sliding_windows);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

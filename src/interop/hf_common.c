@@ -17,7 +17,11 @@
  * the decoder layer. The list follows transformers' documented PretrainedConfig parameters
  * (4.x); the repository itself (1.3 GB) could not be fetched here to check it against the
  * source. is_encoder_decoder, add_cross_attention and cross_attention_hidden_size do change the
- * model and are refused when true or set (check_generic). */
+ * model and are refused when true or set (check_generic). Then the keys every family's config
+ * writes that change nothing spsim computes: the identity (architectures, model_type,
+ * transformers_version: PretrainedConfig.to_dict adds the last two), the stored dtype
+ * (torch_dtype, renamed dtype in 4.56; the training dtype is --dtype), the special tokens' ids,
+ * the inference cache (use_cache) and the initialisation's range (initializer_range). */
 static const char *const generic_keys[] = {"return_dict",
                                            "output_hidden_states",
                                            "output_attentions",
@@ -66,6 +70,16 @@ static const char *const generic_keys[] = {"return_dict",
                                            "cross_attention_hidden_size",
                                            "attn_implementation",
                                            "use_return_dict",
+                                           "architectures",
+                                           "model_type",
+                                           "transformers_version",
+                                           "torch_dtype",
+                                           "dtype",
+                                           "bos_token_id",
+                                           "eos_token_id",
+                                           "pad_token_id",
+                                           "use_cache",
+                                           "initializer_range",
                                            NULL};
 
 bool

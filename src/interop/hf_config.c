@@ -34,13 +34,12 @@ struct hf_family {
 /* The mixture-of-experts families, by where transformers keeps their experts. */
 enum hf_moe { HF_DENSE = 0, HF_MIXTRAL, HF_QWEN_MOE, HF_DEEPSEEK };
 
-/* Keys that change nothing spsim computes: identity, token ids, numerics of the norm, the
- * rotary frequencies, inference caches, the stored dtype (the training dtype is --dtype). */
+/* Keys every family here reads or may ignore: numerics of the norm, the rotary frequencies,
+ * the tokenizer, the vocabulary and its tying (the identity, stored dtype, token ids, inference
+ * cache and initialisation every reader accepts are hf_common.c's). */
 static const char *const common_keys[] = {
-    "architectures",   "model_type",     "transformers_version", "torch_dtype", "dtype",
-    "bos_token_id",    "eos_token_id",   "pad_token_id",         "use_cache",   "initializer_range",
-    "rms_norm_eps",    "layer_norm_eps", "layer_norm_epsilon",   "rope_theta",  "rope_scaling",
-    "tokenizer_class", "vocab_size",     "tie_word_embeddings",  NULL};
+    "rms_norm_eps",    "layer_norm_eps", "layer_norm_epsilon",  "rope_theta", "rope_scaling",
+    "tokenizer_class", "vocab_size",     "tie_word_embeddings", NULL};
 
 /* transformers/models/llama/configuration_llama.py (and mistral, qwen2, gemma): the keys. */
 static const char *const llama_keys[] = {"num_hidden_layers",
@@ -211,24 +210,29 @@ static const struct {
  * input projection and norms), Nemotron-Super's block_configs (31 of 80 attentions no_op),
  * Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's full_attention_interval and linear_* keys,
  * DeepSeek-V3.2's index_* keys, DeepSeek-V4's compress_ratios and hc_* keys, Gemma 2's soft-capping
- * keys and Gemma 3's text_config with its layer_types and vision_config. */
+ * keys, Gemma 2's and 3's four norms per layer and Gemma 3's vision_config, Falcon's
+ * parallel_attn. */
 static const struct {
     const char *type, *what;
 } unmodelled[] = {
     {"gemma4", "sliding-window attention on 5 of 6 layers, final logit softcapping, shared "
                "K=V projections and a vision tower"},
-    /* Gemma2DecoderLayer: sliding_window on even layers (layer_idx % 2 == 0 in transformers
-     * 4.42's modeling_gemma2.py), attn_logit_softcapping and final_logit_softcapping, and
-     * pre/post norms around both the attention and the MLP (four per layer). */
-    {"gemma2", "sliding-window attention on alternate layers, attention and final logit "
-               "soft-capping, and four norms per layer"},
-    /* Gemma3ForConditionalGeneration (google/gemma-3-27b: tests/data/hf/): text_config's
-     * layer_types put 52 of 62 layers on a 1024-token window (_sliding_window_pattern 6), Q/K
-     * norms, four norms per layer, and a SigLIP vision tower (vision_config). */
-    {"gemma3", "sliding-window attention on 5 of 6 layers (layer_types), four norms per layer "
-               "and a vision tower (vision_config)"},
-    {"gemma3_text", "sliding-window attention on 5 of 6 layers (layer_types) and four norms "
-                    "per layer"},
+    /* Gemma2DecoderLayer: attn_logit_softcapping (tanh on the scores, which Megatron-Bridge
+     * runs in its own Gemma2DotProductAttention, unfused or FlexAttention, not TE's fused
+     * kernels: gemma2_provider.py at 067f987), final_logit_softcapping, and post-attention and
+     * post-MLP norms beside the two input norms (four per layer: TERowParallelLinearLayerNorm
+     * in Bridge's layer spec). Its windows (every other layer) alone would be read
+     * (read_windows). */
+    {"gemma2", "attention logit soft-capping (attn_logit_softcapping), final logit "
+               "soft-capping, and post-attention and post-MLP norms (four norms per layer)"},
+    /* Gemma3ForConditionalGeneration (google/gemma-3-27b: tests/data/hf/): the text layer's
+     * post-attention and post-MLP norms (gemma3_provider.py's TERowParallelLinearLayerNorm at
+     * 067f987) and a SigLIP vision tower (vision_config). Its windows (text_config's
+     * layer_types: 1024 tokens on 5 of 6 layers, Megatron's --window-attn-skip-freq 6) and Q/K
+     * norms alone would be read. */
+    {"gemma3", "post-attention and post-MLP norms (four norms per layer) and a vision tower "
+               "(vision_config)"},
+    {"gemma3_text", "post-attention and post-MLP norms (four norms per layer)"},
     {"llama4", "chunked attention (attention_chunk_size) on 3 of 4 layers, the 4th without "
                "rotary embedding, and a vision tower"},
     {"glm_moe_dsa", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
@@ -240,6 +244,12 @@ static const struct {
     {"deepseek_v32", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
     {"deepseek_v4", "compressed sparse attention (compress_ratios, index_topk), "
                     "hyper-connections (hc_mult) and hash-routed layers"},
+    /* FalconDecoderLayer (transformers modeling_falcon.py): with parallel_attn (every released
+     * Falcon 7B/40B/180B; new_decoder_architecture gives the two branches their own input
+     * norms, ln_attn and ln_mlp) the attention and the MLP read the same input and both add to
+     * the residual; falcon-rw's sequential layer uses ALiBi (alibi) instead of rotary. */
+    {"falcon", "parallel attention and MLP branches (parallel_attn, with new_decoder_"
+               "architecture's two input norms) or ALiBi positions (alibi)"},
 };
 
 static const struct hf_family *
@@ -294,15 +304,14 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     const char *type = cJSON_IsString(t) ? t->valuestring : NULL;
     const struct hf_family *f = family_of(type);
-    /* GptOssAttention: sliding-window layers alternating with full ones and a learned sink
-     * logit per head; the shipped models/gpt-oss-120b.json is the documented full-attention
-     * approximation. */
+    /* GptOssAttention: sliding-window layers alternating with full ones (readable from
+     * layer_types) and a learned sink logit per head, which is not modelled; the shipped
+     * models/gpt-oss-120b.json models the windows and documents the sinks it leaves out. */
     if (type && strcmp(type, "gpt_oss") == 0)
         return spsim_json_field_error(c, NULL, "model_type",
-                                      "\"gpt_oss\": its sliding-window attention on alternate "
-                                      "layers and attention sinks are not modelled (the shipped "
-                                      "gpt-oss-120b profile approximates every layer as full "
-                                      "attention)");
+                                      "\"gpt_oss\": its attention sinks (a learned logit per "
+                                      "head) are not modelled (the shipped gpt-oss-120b profile "
+                                      "has its sliding windows and leaves the sinks out)");
     for (size_t i = 0; type && i < SPSIM_ARRAY_LENGTH(unmodelled); i++)
         if (strcmp(type, unmodelled[i].type) == 0)
             return spsim_json_field_error(
@@ -442,29 +451,10 @@ read_bias(const struct spsim_jctx *c, const cJSON *root, const struct hf_family 
     return SPSIM_OK;
 }
 
-/* transformers 4.53 and later save each layer's attention ("layer_types"): spsim models
- * "full_attention" in every layer. */
+/* A window where neither layer_types nor the family says which layers it applies to. */
 static int
-check_layer_types(const struct spsim_jctx *c, const cJSON *root)
-{
-    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
-    if (!types || cJSON_IsNull(types))
-        return SPSIM_OK;
-    if (!cJSON_IsArray(types))
-        return spsim_json_field_error(c, NULL, "layer_types", "must be an array of names");
-    for (const cJSON *t = types->child; t; t = t->next)
-        if (!cJSON_IsString(t) || strcmp(t->valuestring, "full_attention") != 0)
-            return spsim_json_field_error(c, NULL, "layer_types",
-                                          "%s: only full attention in every layer is modelled",
-                                          SPSIM_Q(cJSON_IsString(t) ? t->valuestring : "?"));
-    return SPSIM_OK;
-}
-
-/* Layer variants spsim does not model: sliding windows, GPT-NeoX's parallel residual and
- * partial rotary embedding (both on by default in GPTNeoXConfig). */
-static int
-check_variants(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f,
-               uint32_t positions)
+check_window(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f,
+             uint32_t positions)
 {
     bool use_window = strncmp(f->type, "qwen", 4) != 0; /* Qwen2/3Config: use_sliding_window
                                                          * False */
@@ -475,9 +465,102 @@ check_variants(const struct spsim_jctx *c, const cJSON *root, const struct hf_fa
         return rc;
     if (use_window && window < positions)
         return spsim_json_field_error(c, NULL, "sliding_window",
-                                      "sliding-window attention (%u of %u positions) is not "
-                                      "modelled",
-                                      window, positions);
+                                      "sliding-window attention (%u of %u positions) "
+                                      "without layer_types is not modelled for model_type %s",
+                                      window, positions, SPSIM_Q(f->type));
+    return SPSIM_OK;
+}
+
+/* One name of layer_types: whether the layer attends fully (else it is windowed). */
+static int
+layer_type(const struct spsim_jctx *c, const cJSON *t, uint32_t i, bool *full)
+{
+    const char *name = cJSON_IsString(t) ? t->valuestring : "?";
+    *full = strcmp(name, "full_attention") == 0;
+    if (*full || strcmp(name, "sliding_attention") == 0)
+        return SPSIM_OK;
+    return spsim_json_field_error(c, NULL, "layer_types",
+                                  "layer %u is %s: only full_attention and sliding_attention "
+                                  "are modelled",
+                                  i, SPSIM_Q(name));
+}
+
+/* transformers 4.53 and later save each layer's attention ("layer_types"; Gemma 2's and
+ * Gemma 3's config classes derive it as sliding unless (i + 1) % 2, resp. (i + 1) %
+ * sliding_window_pattern, is 0). Megatron-Core windows layer_number (1-based) unless
+ * layer_number % window_attn_skip_freq == 0 (transformer/utils.py is_layer_window_attention at
+ * d98e8a6; Megatron-Bridge gemma3_provider.py _is_local_attn_layer at 067f987 is the same rule
+ * for its (5, 1) pattern): the names must be of that form, the first full layer's number the
+ * frequency (0: every layer windowed). *sliding says whether any layer is windowed. */
+static int
+layer_types_pattern(const struct spsim_jctx *c, const cJSON *types, uint32_t layers, uint32_t *freq,
+                    bool *sliding)
+{
+    if (!cJSON_IsArray(types))
+        return spsim_json_field_error(c, NULL, "layer_types", "must be an array of names");
+    if ((uint32_t)cJSON_GetArraySize(types) != layers)
+        return spsim_json_field_error(c, NULL, "layer_types", "has %d names for %u layers",
+                                      cJSON_GetArraySize(types), layers);
+    uint32_t i = 0;
+    bool full = false;
+    *freq = 0;
+    *sliding = false;
+    for (const cJSON *t = types->child; t; t = t->next, i++) {
+        int rc = layer_type(c, t, i, &full);
+        if (rc != SPSIM_OK)
+            return rc;
+        *sliding = *sliding || !full;
+        if (full && !*freq)
+            *freq = i + 1;
+    }
+    i = 0;
+    for (const cJSON *t = types->child; *sliding && t; t = t->next, i++) {
+        full = strcmp(t->valuestring, "full_attention") == 0;
+        if (full != (*freq && (i + 1) % *freq == 0))
+            return spsim_json_field_error(c, NULL, "layer_types",
+                                          "layer %u is %s: only every N-th layer full (here "
+                                          "N = %u, Megatron's --window-attn-skip-freq) is "
+                                          "modelled",
+                                          i, full ? "full" : "windowed", *freq);
+    }
+    return SPSIM_OK;
+}
+
+/* Sliding windows: from layer_types where the file has them; else MistralAttention and
+ * MixtralAttention window every layer by sliding_window (Megatron-Bridge mistral_bridge.py at
+ * 067f987: window_size [sliding_window - 1, 0], i.e. W positions, the query's own included),
+ * and the other families' windows (Qwen2's from max_window_layers on) are refused when shorter
+ * than the context. Flash and fused attention keep no s × s scores, so a window changes the
+ * attention kernels' work (layer.c attention_kernel) and Megatron-Bridge's FLOP count
+ * (model_flops.c bridge_core_layers), not the activations. */
+static int
+read_windows(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f,
+             struct spsim_model_shape *m, uint32_t positions)
+{
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    bool sliding = false, mistral = !strcmp(f->type, "mistral") || !strcmp(f->type, "mixtral");
+    uint32_t freq = 0, window = UINT32_MAX;
+    int rc;
+    if (types && !cJSON_IsNull(types))
+        rc = layer_types_pattern(c, types, m->layers, &freq, &sliding);
+    else if (mistral)
+        sliding = present(root, "sliding_window"), rc = SPSIM_OK;
+    else
+        return check_window(c, root, f, positions);
+    if (rc != SPSIM_OK || !sliding ||
+        (rc = get_u32(c, root, "sliding_window", true, &window)) != SPSIM_OK)
+        return rc;
+    m->window = window;
+    m->window_skip_freq = freq;
+    return SPSIM_OK;
+}
+
+/* Layer variants spsim does not model: GPT-NeoX's parallel residual and partial rotary
+ * embedding (both on by default in GPTNeoXConfig), Qwen2-VL's multimodal rotary sections. */
+static int
+check_variants(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f)
+{
+    int rc;
     bool mrope = false;
     if ((rc = get_bool(c, root, "use_mrope", &mrope)))
         return rc;
@@ -686,8 +769,8 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
     if ((rc = find_family(c, root, &f)) || (rc = check_keys(c, root, f)) ||
         (rc = read_numbers(c, root, f, m)) || (f->moe && (rc = read_moe(c, root, f, m))) ||
         (rc = check_activation(c, root, f)) || (rc = read_dropout(c, root, m)) ||
-        (rc = read_bias(c, root, f, m)) || (rc = check_variants(c, root, f, m->seq_len)) ||
-        (rc = check_layer_types(c, root)) || (rc = check_generic(c, root)))
+        (rc = read_bias(c, root, f, m)) || (rc = check_variants(c, root, f)) ||
+        (rc = read_windows(c, root, f, m, m->seq_len)) || (rc = check_generic(c, root)))
         return rc;
     /* max_position_embeddings is the context the model can take, not a training sequence
      * (Llama 3.1 and Qwen2.5 say 131072): with rotary positions the sequence defaults to 1024,

@@ -21,27 +21,18 @@
 #include "hf_config.h"
 #include "profiles/jsonfield.h"
 
-/* The keys of NemotronHConfig that spsim reads, and those that change nothing it computes:
- * identity, token ids, the norms' epsilons, initialisation (initializer_range,
- * rescale_prenorm_residual, time_step_min/max/floor: dt_bias's initial range), the clamp of
- * dt (time_step_limit), inference (use_cache, num_logits_to_keep, mamba_ssm_cache_dtype,
+/* The keys of NemotronHConfig that spsim reads, and those that change nothing it computes
+ * (beyond the identity, token ids, use_cache and initializer_range every reader accepts:
+ * hf_common.c): the norms' epsilons, initialisation (rescale_prenorm_residual,
+ * time_step_min/max/floor: dt_bias's initial range), the clamp of dt (time_step_limit),
+ * inference (num_logits_to_keep, mamba_ssm_cache_dtype,
  * use_mamba_kernels), the routing's normalisation and scale (norm_topk_prob,
  * routed_scaling_factor: no FLOP or byte spsim counts), rope_theta and partial_rotary_factor
  * (the model has no position embedding: provider_bridge sets "none"), expand and time_step_rank
  * (the Mamba-2 mixer's width is mamba_num_heads × mamba_head_dim, which Bridge maps; dt is one
  * per head), moe_shared_expert_overlap (when the shared expert runs, not what it computes). */
-static const char *const known[] = {"architectures",
-                                    "auto_map",
-                                    "model_type",
-                                    "transformers_version",
-                                    "torch_dtype",
-                                    "dtype",
-                                    "bos_token_id",
-                                    "eos_token_id",
-                                    "pad_token_id",
-                                    "use_cache",
+static const char *const known[] = {"auto_map",
                                     "num_logits_to_keep",
-                                    "initializer_range",
                                     "rescale_prenorm_residual",
                                     "rms_norm_eps",
                                     "layer_norm_epsilon",

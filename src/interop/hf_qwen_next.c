@@ -15,20 +15,12 @@
 #include "hf_config.h"
 #include "profiles/jsonfield.h"
 
-/* The keys of Qwen3NextConfig and of Qwen3.5's text_config: the layer's numbers, the routing
- * options (norm_topk_prob, output_router_logits change no FLOP spsim counts), identity, token
- * ids, caches and the stored dtypes (mamba_ssm_dtype: the inference state cache's). */
-static const char *const known[] = {"architectures",
-                                    "model_type",
-                                    "transformers_version",
-                                    "torch_dtype",
-                                    "dtype",
-                                    "bos_token_id",
-                                    "eos_token_id",
-                                    "pad_token_id",
-                                    "use_cache",
-                                    "initializer_range",
-                                    "rms_norm_eps",
+/* The keys of Qwen3NextConfig and of Qwen3.5's text_config (beyond the identity, token ids,
+ * use_cache and initializer_range every reader accepts: hf_common.c): the layer's numbers, the
+ * routing options (norm_topk_prob, output_router_logits change no FLOP spsim counts), the
+ * multimodal wrapper's token ids and the stored dtypes (mamba_ssm_dtype: the inference state
+ * cache's). */
+static const char *const known[] = {"rms_norm_eps",
                                     "rope_theta",
                                     "rope_scaling",
                                     "rope_parameters",
