@@ -1239,6 +1239,11 @@ search_init(struct search *s, const struct spsim_sweep *sw,
     s->top = spsim_calloc(opt->top_k, sizeof(*s->top));
     if (!s->top || spsim_sweep_worker_init(&s->w, sw, NULL) != SPSIM_OK)
         return SPSIM_ENOMEM;
+    /* The sweep's memos (exact: a hit is what composing again gives, tests/test_staged.c): the
+     * search composes the pipelines of one summary over their sharding settings and batches,
+     * whose collectives repeat. spsim_sweep_worker_free releases it. */
+    if (!(s->w.memo = spsim_coll_memo_create()))
+        return SPSIM_ENOMEM;
     if (make_orders(s) != SPSIM_OK)
         return SPSIM_ENOMEM;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(layer_axis_set); i++)
