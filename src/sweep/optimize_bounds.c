@@ -111,8 +111,10 @@ spsim_opt_shape_layers(const struct spsim_model *model, const struct spsim_stage
                 if (ranks[i] != r || (i == 1 && plan->p <= 2))
                     continue;
                 x->built[i] += n;
-                for (uint32_t l = off; l < off + n; l++)
-                    x->main[i] += !model->shape.experts || spsim_model_layer_is_moe(model, l);
+                if (!model->shape.experts) /* every layer of the main kind: the same sum */
+                    x->main[i] += n;
+                for (uint32_t l = off; l < off + n && model->shape.experts; l++)
+                    x->main[i] += spsim_model_layer_is_moe(model, l);
             }
             off += n;
         }
