@@ -30,7 +30,10 @@ done
 
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
-mutations='bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|@overlap,terms
+mutations='recheck-no-sharding-rule@src/engine/parallel.c@s|check_fp8(p, NULL) == SPSIM_OK \&\& check_sharding(p, NULL) == SPSIM_OK \&\&|check_fp8(p, NULL) == SPSIM_OK \&\&|@staged
+recheck-no-batch-split@src/engine/parallel.c@s|              p->gbs % per_step == 0 \&\&|              1 \&\&|@staged
+recheck-no-groups-rule@src/engine/parallel.c@s|check_groups(p, p->vpp, micro, NULL) == SPSIM_OK \&\&|1 \&\&|@staged
+bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|@overlap,terms
 hsdp-outer-allreduce-bytes-halved@src/engine/comm.c@s|: 2 \* outer_frac(S, R);|: outer_frac(S, R);|@hsdp
 hsdp-outer-reduction-hidden@src/engine/dp_time.c@s|rs += outer_last_exposed(crit->bwd_window, finish, o.time_s,|rs += outer_last_exposed(crit->bwd_window, finish, 0 * o.time_s,|@hsdp
 trace-hop-at-critical-pace@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? step : 0;|@trace

@@ -168,6 +168,44 @@ START_TEST(cp_recompute_offload_inner_axes)
 }
 END_TEST
 
+START_TEST(batch_optimizer_overlap_innermost)
+{
+    /* gbs, distributed_optimizer and overlap_grad_reduce innermost: a point they alone moved
+     * to from one that passed is checked for their rules only (spsim_parallel_recheck_batch),
+     * so each rule must still refuse right after a point that passed. Without
+     * --overlap-param-gather every optimizer and overlap setting passes and the batch rules
+     * refuse: mbs·dp not dividing gbs, and interleaving's micro-batch count (M = gbs/(mbs·dp)
+     * in [pp, ...] with M mod pp 0 or >= pp, schedules.py: at pp 2, mbs·dp 4, gbs 12 after 8).
+     * With it, arguments.py refuses it without the distributed optimizer (zero 0) and without
+     * --overlap-grad-reduce, the passing point (on, on) last before the next batch. */
+    static const char *const batch[] = {"model=llama3-8b",
+                                        "hw=dgx-h100",
+                                        "tp=1,2",
+                                        "pp=2,4",
+                                        "dp=1,2,4",
+                                        "vpp=1,2",
+                                        "mbs=1,2",
+                                        "gbs=4..48:4",
+                                        "distributed_optimizer=on,off",
+                                        "overlap_grad_reduce=on,off",
+                                        NULL};
+    static const char *const sharding[] = {"model=llama3-8b",
+                                           "hw=dgx-h100",
+                                           "tp=1,2",
+                                           "pp=2",
+                                           "dp=2",
+                                           "vpp=1,2",
+                                           "dtype=fp8",
+                                           "overlap_param_gather=on",
+                                           "gbs=8..32:8",
+                                           "distributed_optimizer=off,on",
+                                           "overlap_grad_reduce=off,on",
+                                           NULL};
+    rows_equal_evaluate(batch, 300);
+    rows_equal_evaluate(sharding, 10);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -177,6 +215,7 @@ main(void)
     tcase_add_test(tc, dense_inner_axes);
     tcase_add_test(tc, moe_mla_inner_axes);
     tcase_add_test(tc, cp_recompute_offload_inner_axes);
+    tcase_add_test(tc, batch_optimizer_overlap_innermost);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

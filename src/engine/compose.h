@@ -8,6 +8,7 @@
 #ifndef SPSIM_COMPOSE_H
 #define SPSIM_COMPOSE_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include "eval.h"
@@ -244,6 +245,17 @@ memo_bits(double v)
     return bits;
 }
 
+/* Whether two configurations are equal but for their batch, which the memory and
+ * synchronisation memos do not read (they compare the rest in place, padding included, as a
+ * copy with gbs cleared compared). */
+static inline bool
+memo_par_equal(const struct spsim_parallel *a, const struct spsim_parallel *b)
+{
+    const size_t at = offsetof(struct spsim_parallel, gbs), end = at + sizeof(a->gbs);
+    return memcmp(a, b, at) == 0 &&
+           memcmp((const char *)a + end, (const char *)b + end, sizeof(*a) - end) == 0;
+}
+
 #define SPSIM_CRIT_MEMO_KEY    8
 #define SPSIM_CRIT_MEMO_BITS   6
 #define SPSIM_CRIT_MEMO_SLOTS  (1u << SPSIM_CRIT_MEMO_BITS)
@@ -292,7 +304,7 @@ struct spsim_coll_memo {
     struct spsim_mem_memo_slot {
         bool used;
         uint64_t key[SPSIM_MEM_MEMO_KEY];
-        struct spsim_parallel par; /* the whole configuration but its batch */
+        struct spsim_parallel par; /* the configuration (its batch not compared) */
         struct spsim_memory_report mem;
     } mem[SPSIM_MEM_MEMO_SLOTS];
     /* The data-parallel and synchronisation terms of an iteration (pipeline_time.c
@@ -301,7 +313,7 @@ struct spsim_coll_memo {
         bool used;
         uint32_t dp_buckets, nbusy;
         uint64_t key[SPSIM_SYNC_MEMO_KEY];
-        struct spsim_parallel par; /* the whole configuration but its batch (sync_key) */
+        struct spsim_parallel par; /* the configuration (its batch not compared: sync_key) */
         double dp_exposed_s, param_gather_exposed_s, tied_embedding_allreduce_s,
             fp8_amax_allreduce_s, moe_expert_bias_allreduce_s, optimizer_s;
         bool busy_nvlink[SPSIM_BUSY_LOG];

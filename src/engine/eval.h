@@ -213,6 +213,16 @@ int spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_h
  * (sweep.c fails_inside_gbs), follows them as they change. */
 bool spsim_batch_fails(const struct spsim_parallel *p, uint32_t v);
 
+/** spsim_parallel_check of p where p differs from a configuration that passed it with the same
+ * model and hardware only in gbs, distributed_optimizer and overlap_grad_reduce (the sweep's
+ * innermost axes): only the rules that read those (the batch's range and split, the FP8,
+ * sharding, HSDP and precision-aware optimizer rules on the distributed optimizer, the
+ * overlaps' rule), then the warnings; a refusal, or an uneven split, is checked in full, so its
+ * message is the first rule's as spsim_parallel_check orders them. */
+int spsim_parallel_recheck_batch(const struct spsim_model *model, const struct spsim_hardware *hw,
+                                 const struct spsim_parallel *p, uint32_t *warnings,
+                                 struct spsim_error *err);
+
 /** SPSIM_ECONFIG naming what the engine does not model yet in this model (mixture-of-experts
  * layers, multi-latent attention, multi-token prediction), else SPSIM_OK: spsim_parallel_check
  * asks it, and the sweep once per model, so that a space of such a model is refused whole. */

@@ -719,13 +719,9 @@ spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shap
         x->t | x->c << 32,
         x->ep_group,
         x->L | (uint64_t)x->moe << 32};
-    struct spsim_parallel key_par;
-    spsim_copy(&key_par, par, sizeof(key_par));
-    key_par.gbs = 0;
     struct spsim_mem_memo_slot *s =
         &memo->mem[memo_hash(key, SPSIM_MEM_MEMO_HASHED, SPSIM_MEM_MEMO_BITS)];
-    if (s->used && memcmp(s->key, key, sizeof(key)) == 0 &&
-        memcmp(&s->par, &key_par, sizeof(key_par)) == 0) {
+    if (s->used && memcmp(s->key, key, sizeof(key)) == 0 && memo_par_equal(&s->par, par)) {
         spsim_copy(mem, &s->mem, sizeof(*mem));
         return SPSIM_OK;
     }
@@ -735,7 +731,7 @@ spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shap
     if (rc != SPSIM_OK || !fits64)
         return rc; /* an overflow is not remembered: it fails the point */
     memcpy(s->key, key, sizeof(key));
-    spsim_copy(&s->par, &key_par, sizeof(key_par));
+    spsim_copy(&s->par, par, sizeof(*par));
     spsim_copy(&s->mem, mem, sizeof(*mem));
     s->used = true;
     return SPSIM_OK;

@@ -604,6 +604,17 @@ hardware_warnings(const struct spsim_hardware *hw, const struct spsim_parallel *
     return w;
 }
 
+/* The warnings of a configuration that passed the rules. */
+static uint32_t
+config_warnings(const struct spsim_hardware *hw, const struct spsim_parallel *p)
+{
+    uint64_t micro = p->gbs / ((uint64_t)p->mbs * p->dp);
+    uint32_t w = hardware_warnings(hw, p);
+    if (p->pp > 1 && micro < p->pp)
+        w |= SPSIM_WARN_FEW_MICROBATCHES;
+    return w;
+}
+
 /* Every feature a valid profile describes (issue 11: MoE, MLA, MTP) is modelled; what is not
  * modelled of their combinations with a configuration is refused by spsim_parallel_check. */
 int
@@ -664,11 +675,32 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
                            "field 'attention_backend': fused needs the profile's measured fused "
                            "attention (gpu.attention_table), which '%s' has not",
                            hw->name);
-    if (warnings) {
-        uint64_t micro = p->gbs / ((uint64_t)p->mbs * p->dp);
-        *warnings = hardware_warnings(hw, p);
-        if (p->pp > 1 && micro < p->pp)
-            *warnings |= SPSIM_WARN_FEW_MICROBATCHES;
-    }
+    if (warnings)
+        *warnings = config_warnings(hw, p);
+    return SPSIM_OK;
+}
+
+int
+spsim_parallel_recheck_batch(const struct spsim_model *model, const struct spsim_hardware *hw,
+                             const struct spsim_parallel *p, uint32_t *warnings,
+                             struct spsim_error *err)
+{
+    bool plain = !p->first_stage_layers && !p->last_stage_layers && !p->account_embedding &&
+                 !p->account_loss && !p->pipeline_layout;
+    uint64_t per_step = (uint64_t)p->mbs * p->dp, micro = per_step ? p->gbs / per_step : 0;
+    bool precision = p->precision_aware_optimizer || p->main_grads_dtype || p->main_params_dtype ||
+                     p->exp_avg_dtype || p->exp_avg_sq_dtype;
+    bool ok = model && plain && p->gbs >= 1 && p->gbs <= MAX_GBS &&
+              check_fp8(p, NULL) == SPSIM_OK && check_sharding(p, NULL) == SPSIM_OK &&
+              check_hsdp(&model->shape, p, NULL) == SPSIM_OK && per_step &&
+              p->gbs % per_step == 0 &&
+              (p->pp_schedule == SPSIM_PP_SCHEDULE_MEGATRON ||
+               spsim_pp_schedule_check(p, micro, NULL) == SPSIM_OK) &&
+              check_groups(p, p->vpp, micro, NULL) == SPSIM_OK &&
+              (!precision || check_optimizer(p, NULL) == SPSIM_OK);
+    if (!ok)
+        return spsim_parallel_check(model, hw, p, warnings, err);
+    if (warnings)
+        *warnings = config_warnings(hw, p);
     return SPSIM_OK;
 }

@@ -405,41 +405,37 @@ static void
 sync_key(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
          const struct shape *x, const struct spsim_memory_report *mem,
          const struct spsim_comm_report *comm, const struct stage_time *crit, double t_send,
-         uint32_t critical, uint64_t *key, struct spsim_parallel *key_par)
+         uint32_t critical, uint64_t *key)
 {
-    spsim_copy(key_par, par, sizeof(*key_par));
-    key_par->gbs = 0;
     bool per_micro = zero_level(par) >= 2 || par->dtype == SPSIM_DTYPE_FP8;
-    const uint64_t k[SPSIM_SYNC_MEMO_KEY] = {
-        le->id,
-        (uint64_t)par->zero | (uint64_t)par->distributed_optimizer << 8 |
-            (uint64_t)par->overlap_grad_reduce << 9 | (uint64_t)par->overlap_param_gather << 10 |
-            (uint64_t)(par->grad_reduce_in_fp32 + 1) << 12 | (uint64_t)par->dtype << 16 |
-            (uint64_t)par->fp8_recipe << 24 | (uint64_t)par->fp8_param_gather << 32 |
-            (uint64_t)x->moe << 33,
-        x->p | x->v << 32,
-        x->d,
-        per_micro ? x->micro : 0,
-        mem->parameters_per_gpu,
-        memo_bits(crit->bwd_window),
-        comm->dp_grad_bytes,
-        par->ddp_bucket_size,
-        (uint64_t)par->ep | (uint64_t)par->etp << 32,
-        x->dc,
-        x->t,
-        x->lps,
-        x->edp,
-        comm->expert_dp_grad_bytes,
-        comm->pp_message_bytes,
-        mem->parameters_first_stage,
-        mem->parameters_last_stage,
-        memo_bits(crit->fwd_wall),
-        crit->layers,
-        memo_bits(t_send),
-        critical,
-        x->c,
-        x->L};
-    memcpy(key, k, sizeof(k));
+    key[0] = le->id;
+    key[1] = (uint64_t)par->zero | (uint64_t)par->distributed_optimizer << 8 |
+             (uint64_t)par->overlap_grad_reduce << 9 | (uint64_t)par->overlap_param_gather << 10 |
+             (uint64_t)(par->grad_reduce_in_fp32 + 1) << 12 | (uint64_t)par->dtype << 16 |
+             (uint64_t)par->fp8_recipe << 24 | (uint64_t)par->fp8_param_gather << 32 |
+             (uint64_t)x->moe << 33;
+    key[2] = x->p | x->v << 32;
+    key[3] = x->d;
+    key[4] = per_micro ? x->micro : 0;
+    key[5] = mem->parameters_per_gpu;
+    key[6] = memo_bits(crit->bwd_window);
+    key[7] = comm->dp_grad_bytes;
+    key[8] = par->ddp_bucket_size;
+    key[9] = (uint64_t)par->ep | (uint64_t)par->etp << 32;
+    key[10] = x->dc;
+    key[11] = x->t;
+    key[12] = x->lps;
+    key[13] = x->edp;
+    key[14] = comm->expert_dp_grad_bytes;
+    key[15] = comm->pp_message_bytes;
+    key[16] = mem->parameters_first_stage;
+    key[17] = mem->parameters_last_stage;
+    key[18] = memo_bits(crit->fwd_wall);
+    key[19] = crit->layers;
+    key[20] = memo_bits(t_send);
+    key[21] = critical;
+    key[22] = x->c;
+    key[23] = x->L;
 }
 
 /* sync_terms() through the memo, for an even split of one kind of layer: a hit sets its lines
@@ -456,12 +452,10 @@ sync_terms_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
         par->optimizer == SPSIM_OPTIMIZER_MUON || par->optimizer_cpu_offload)
         return sync_terms(memo, hw, par, le, x, mem, comm, crit, t_send, tr, busy);
     uint64_t key[SPSIM_SYNC_MEMO_KEY];
-    struct spsim_parallel key_par;
-    sync_key(par, le, x, mem, comm, crit, t_send, tr->critical_stage, key, &key_par);
+    sync_key(par, le, x, mem, comm, crit, t_send, tr->critical_stage, key);
     struct spsim_sync_memo_slot *s =
         &memo->sync[memo_hash(key, SPSIM_SYNC_MEMO_HASHED, SPSIM_SYNC_MEMO_BITS)];
-    if (s->used && memcmp(s->key, key, sizeof(key)) == 0 &&
-        memcmp(&s->par, &key_par, sizeof(key_par)) == 0) {
+    if (s->used && memcmp(s->key, key, sizeof(key)) == 0 && memo_par_equal(&s->par, par)) {
         tr->dp_exposed_s = s->dp_exposed_s;
         tr->dp_buckets = s->dp_buckets;
         tr->param_gather_exposed_s = s->param_gather_exposed_s;
@@ -488,7 +482,7 @@ sync_terms_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                                            tr->moe_expert_bias_allreduce_s,
                                        .optimizer_s = tr->optimizer_s};
     memcpy(s->key, key, sizeof(key));
-    spsim_copy(&s->par, &key_par, sizeof(key_par));
+    spsim_copy(&s->par, par, sizeof(*par));
     memcpy(s->busy_nvlink, busy->nvlink + first, s->nbusy * sizeof(bool));
     memcpy(s->busy_add, busy->add + first, s->nbusy * sizeof(double));
     return SPSIM_OK;

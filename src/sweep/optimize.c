@@ -442,7 +442,7 @@ leaf(struct search *s, const struct spsim_sweep_point *pt, uint64_t key_lb)
  * sharding axes change only the data-parallel and optimizer lines (pipeline_time.c compose_time:
  * dp_exposed, optimizer_step_s; the stages, bubble, point-to-point, offload and host lines read
  * none of them). @return whether one evaluated (*pipe: the others' key bound); false with
- * *pipe = UINT64_MAX when none of them can enter the answers.
+ * *pipe = UINT64_MAX when none of them can enter the answers. `pt` holds the point of s->d.
  */
 static int
 first_of_pipeline(struct search *s, uint64_t key, uint64_t *pipe, struct spsim_sweep_point *pt)
@@ -450,7 +450,6 @@ first_of_pipeline(struct search *s, uint64_t key, uint64_t *pipe, struct spsim_s
     *pipe = key;
     if (!any(needed(s, key, NULL)))
         return -1;
-    spsim_sweep_point_of(s->sw, s->d, pt);
     uint32_t warnings = 0;
     if (pt->par.dp == 0 || pt->invalid || spsim_opt_alias(s->sw, s->d, pt))
         return 0;
@@ -549,11 +548,18 @@ pipeline(struct search *s, uint64_t key, double floor)
         note_pipeline(s, key, spsim_max_d(floor, s->shape_s), axes, n);
         return floor;
     }
-    struct spsim_sweep_point first, pt;
+    /* The pipeline's points differ in sharding axes alone, which no derived axis reads
+     * (sweep.c point_update: pp and vpp auto, dp from gpus, the split, max_gbs): each is the
+     * pipeline's first point with its sharding digits set. */
+    struct spsim_sweep_point base, first, pt;
+    spsim_sweep_point_of(s->sw, s->d, &base);
     uint64_t pipe = key;
     int found = 0;
     do {
         if (found <= 0) {
+            first = base;
+            for (uint32_t i = 0; i < n; i++)
+                spsim_sweep_point_set(s->sw, &first, axes[i], s->d[axes[i]]);
             found = first_of_pipeline(s, key, &pipe, &first);
             s->st.pruned += found < 0;
             continue;
@@ -1238,6 +1244,11 @@ search_init(struct search *s, const struct spsim_sweep *sw,
     s->opt = opt;
     s->top = spsim_calloc(opt->top_k, sizeof(*s->top));
     if (!s->top || spsim_sweep_worker_init(&s->w, sw, NULL) != SPSIM_OK)
+        return SPSIM_ENOMEM;
+    /* The sweep's memos (exact: a hit is what composing again gives, tests/test_staged.c): the
+     * search composes the pipelines of one summary over their sharding settings and batches,
+     * whose collectives repeat. spsim_sweep_worker_free releases it. */
+    if (!(s->w.memo = spsim_coll_memo_create()))
         return SPSIM_ENOMEM;
     if (make_orders(s) != SPSIM_OK)
         return SPSIM_ENOMEM;

@@ -98,19 +98,26 @@ void
 spsim_opt_shape_layers(const struct spsim_model *model, const struct spsim_stage_plan *plan,
                        struct spsim_opt_shape *x)
 {
+    /* One pass over the virtual stages in their c·p + r order, the offset of each the sum of
+     * the layers before it (spsim_stage_chunk_offset's, without its loop per chunk). */
     const uint32_t ranks[3] = {0, plan->p > 2 ? 1 : 0, plan->p - 1};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++)
         x->built[i] = x->main[i] = 0;
-        if (i == 1 && plan->p <= 2)
-            continue;
-        for (uint32_t c = 0; c < plan->v; c++) {
-            uint32_t off = spsim_stage_chunk_offset(plan, ranks[i], c);
-            uint32_t n = spsim_stage_chunk_layers(plan, ranks[i], c);
-            x->built[i] += n;
-            for (uint32_t l = off; l < off + n; l++)
-                x->main[i] += !model->shape.experts || spsim_model_layer_is_moe(model, l);
+    uint32_t off = 0;
+    for (uint32_t c = 0; c < plan->v; c++)
+        for (uint32_t r = 0; r < plan->p; r++) {
+            uint32_t n = spsim_stage_chunk_layers(plan, r, c);
+            for (int i = 0; i < 3; i++) {
+                if (ranks[i] != r || (i == 1 && plan->p <= 2))
+                    continue;
+                x->built[i] += n;
+                if (!model->shape.experts) /* every layer of the main kind: the same sum */
+                    x->main[i] += n;
+                for (uint32_t l = off; l < off + n && model->shape.experts; l++)
+                    x->main[i] += spsim_model_layer_is_moe(model, l);
+            }
+            off += n;
         }
-    }
 }
 
 /* A rank's layers at their kinds' walls. */

@@ -132,6 +132,14 @@ copy_axes(const struct spsim_sweep_spec *spec, struct spsim_sweep *sw, struct sp
             sw->active[k++] = (uint8_t)a;
     }
     sw->nactive = k;
+    sw->recheck_from = SPSIM_AXIS_COUNT;
+    for (uint32_t i = k; i-- > 0;) {
+        int a = sw->active[i];
+        if (a != SPSIM_AXIS_GBS && a != SPSIM_AXIS_DISTRIBUTED_OPTIMIZER &&
+            a != SPSIM_AXIS_OVERLAP_GRAD_REDUCE)
+            break;
+        sw->recheck_from = a;
+    }
     return SPSIM_OK;
 }
 
@@ -688,6 +696,8 @@ spsim_sweep_worker_init(struct spsim_sweep_worker *w, const struct spsim_sweep *
     memset(w, 0, sizeof(*w));
     w->sw = sw;
     w->changed_since = 0;
+    w->check_ok = false;
+    w->check_since = 0;
     /* Without options, a worker for one point (spsim_sweep_evaluate): one cache slot and no
      * memo, which only repeats serve (they were up to 9 MB to clear for a single point). */
     w->cache_slots = opt ? sw->cache_slots : 1;
@@ -776,19 +786,27 @@ spsim_sweep_eval_digits(struct spsim_sweep_worker *w, const uint32_t *d, int fro
 {
     if (from < w->changed_since)
         w->changed_since = from;
+    if (from < w->check_since)
+        w->check_since = from;
     point_update(w->sw, d, from, pt);
+    bool recheck = w->check_ok && w->check_since >= w->sw->recheck_from;
+    w->check_ok = false;
     if (pt->par.dp == 0)
         return gpus_error(pt, err);
     if (pt->invalid)
         return spsim_fail(err, SPSIM_ECONFIG, "parallel config: %s", pt->invalid);
     uint32_t warnings = 0;
-    int rc = spsim_parallel_check(pt->model, pt->hw, &pt->par, &warnings, err);
+    int rc = recheck ? spsim_parallel_recheck_batch(pt->model, pt->hw, &pt->par, &warnings, err)
+                     : spsim_parallel_check(pt->model, pt->hw, &pt->par, &warnings, err);
     const struct spsim_layer_summary *sum = NULL;
     if (rc == SPSIM_OK)
         rc = point_summary(w, d, pt, &sum, err);
     if (rc == SPSIM_OK)
         rc = spsim_compose_into(pt->model, pt->hw, &pt->par, sum, warnings, w->memo, per_layer,
                                 &w->res, err);
+    /* A failure (and the points skipped after it) leaves no configuration that passed behind. */
+    w->check_ok = rc == SPSIM_OK;
+    w->check_since = SPSIM_AXIS_COUNT;
     return rc;
 }
 

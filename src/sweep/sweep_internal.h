@@ -35,6 +35,11 @@ struct spsim_sweep {
      * inside it (a change from a on can change the layer summary; sweep.c layer_inert_axes);
      * layer_inside[SPSIM_AXIS_COUNT] is false. */
     bool layer_inside[SPSIM_AXIS_COUNT + 1];
+    /* The outermost axis from which on every multi-valued axis is gbs, distributed_optimizer
+     * or overlap_grad_reduce (SPSIM_AXIS_COUNT: none): a point that only they moved to from
+     * one that passed spsim_parallel_check is checked again for their rules alone
+     * (spsim_parallel_recheck_batch). */
+    int recheck_from;
     bool skip_inert;                         /* from the spec (optimize's space) */
     uint32_t nactive;                        /* axes of more than one value, */
     uint8_t active[SPSIM_AXIS_COUNT];        /* outermost first */
@@ -200,6 +205,10 @@ struct spsim_sweep_worker {
     const struct spsim_layer_summary *last_sum;
     int last_sum_rc;
     int changed_since;
+    /* Whether the last point checked passed spsim_parallel_check and was evaluated, and the
+     * outermost axis changed since (SPSIM_AXIS_COUNT: none). */
+    bool check_ok;
+    int check_since;
     uint64_t summaries; /* made so far: their ids */
     struct spsim_coll_memo *memo;
     struct spsim_result res;
