@@ -514,6 +514,38 @@ START_TEST(optimizer_step_on_the_host)
 }
 END_TEST
 
+/* The logged statistics from a launch line, a Bridge recipe (LoggerConfig.log_params_norm,
+ * OptimizerConfig.log_num_zeros_in_grad) and back into a launch line. */
+START_TEST(logged_statistics_are_read)
+{
+    static const char line[] =
+        "pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 "
+        "--vocab-size 100 --bf16 --log-params-norm --log-num-zeros-in-grad\n";
+    static const char recipe[] =
+        "model:\n  num_layers: 2\n  hidden_size: 64\n"
+        "  num_attention_heads: 4\n  seq_length: 32\n"
+        "  max_position_embeddings: 32\n  vocab_size: 100\n"
+        "mixed_precision:\n  bf16: true\nlogger:\n  log_params_norm: true\n"
+        "optimizer:\n  log_num_zeros_in_grad: false\n";
+    struct spsim_megatron_config mc, back;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse(line, strlen(line), "launch.sh", &mc, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert(mc.par.log_params_norm && mc.par.log_num_zeros_in_grad);
+    char text[8192];
+    ck_assert(spsim_megatron_format(mc.model, &mc.par, 8, text, sizeof(text)) < sizeof(text));
+    ck_assert_msg(spsim_megatron_parse(text, strlen(text), "out.sh", &back, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert(back.par.log_params_norm && back.par.log_num_zeros_in_grad);
+    spsim_model_destroy(back.model);
+    spsim_model_destroy(mc.model);
+    ck_assert_msg(spsim_megatron_parse(recipe, strlen(recipe), "r.yaml", &mc, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert(mc.par.log_params_norm && !mc.par.log_num_zeros_in_grad);
+    spsim_model_destroy(mc.model);
+}
+END_TEST
+
 START_TEST(host_field_is_validated)
 {
     host_refused("\"host\": {\"kernel_launch_us\": 5}", "kernel_launch_us");
@@ -544,6 +576,7 @@ host_suite(void)
     tcase_add_test(tc, framework_ops_cost_host_time);
     tcase_add_test(tc, moe_dispatch_waits_for_the_gpu);
     tcase_add_test(tc, optimizer_step_on_the_host);
+    tcase_add_test(tc, logged_statistics_are_read);
     tcase_add_test(tc, host_field_is_validated);
     suite_add_tcase(s, tc);
     return s;
