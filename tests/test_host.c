@@ -546,6 +546,39 @@ START_TEST(logged_statistics_are_read)
 }
 END_TEST
 
+/*
+ * The tensors of an MoE model (engine/opt_host.c rank_tensors), Mixtral 8x7B (32 layers,
+ * RMSNorm, no biases, RoPE, untied): a layer's attention 3 (the norm fused into linear_qkv, QKV,
+ * projection), its MoE block the pre-MLP norm, the router and fc1 + fc2 of each local expert
+ * (TE registers one weight per expert); the embedding 1, the final norm and the output layer 2.
+ * ep 1: 32 × (3 + 2 + 16) + 3 = 675. ep 2 at dp 2 with the distributed optimizer: the dense
+ * tensors 32 × 5 + 3 = 163 over dp 2, 82; the experts' 32 × 4 × 2 = 256 over edp 1 (dp·tp / ep),
+ * all; one more per bucket a shard cuts (the dense buckets and the experts' buffer).
+ */
+START_TEST(moe_tensors_per_expert)
+{
+    const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 3, \"source\": \"t\"}, "
+                       "\"op_us\": {\"value\": 40, \"source\": \"t\"}}";
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/models/mixtral-8x7b.json", getenv("SPSIM_DATA_DIR"));
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s", err.message);
+    struct spsim_hardware *hw = host_hw(host);
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    struct spsim_result r;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(r.time.optimizer_host_tensors, 675);
+    p.ep = p.dp = 2;
+    p.gbs = 4;
+    p.distributed_optimizer = true;
+    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(r.time.optimizer_host_tensors, 82 + 256 + r.time.dp_buckets + 1);
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
 START_TEST(host_field_is_validated)
 {
     host_refused("\"host\": {\"kernel_launch_us\": 5}", "kernel_launch_us");
@@ -577,6 +610,7 @@ host_suite(void)
     tcase_add_test(tc, moe_dispatch_waits_for_the_gpu);
     tcase_add_test(tc, optimizer_step_on_the_host);
     tcase_add_test(tc, logged_statistics_are_read);
+    tcase_add_test(tc, moe_tensors_per_expert);
     tcase_add_test(tc, host_field_is_validated);
     suite_add_tcase(s, tc);
     return s;
