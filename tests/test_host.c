@@ -481,6 +481,8 @@ host_refused(const char *host, const char *needle)
  * list with tensors, 7 for the empty ones, 6 AllReduces, 7 additions, 1 .item(): 160.
  * Distributed optimizer at dp 2: the rank's shard meets 68/2 + 1 (the bucket it cuts) = 35
  * tensors, 12 calls each, 16 once: 436 before the wait.
+ * The stage whose host time is most exposed sets it (train_step's wait is over the whole
+ * model-parallel group).
  */
 START_TEST(optimizer_step_on_the_host)
 {
@@ -508,6 +510,17 @@ START_TEST(optimizer_step_on_the_host)
     double gpu = t->dp_exposed_s + t->optimizer_s;
     ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 0.436 - gpu) + 0.012, tol);
     assert_breakdown(t);
+    /* pp 2: rank 0 holds 4 layers (32) and the embeddings (2): 34; rank 1 its 4 layers, the
+     * final LayerNorm and the tied embedding's copy (1): 35, and the loss average: 35 × 8 + 18 =
+     * 298 before the wait, 12 after it, beside the GPU's tied-embedding AllReduce and step. */
+    p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.pp = 2;
+    r = run(host, &p);
+    ck_assert_uint_eq(t->optimizer_host_tensors, 35);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 0.298 + 0.012, tol);
+    gpu = t->tied_embedding_allreduce_s + t->optimizer_s;
+    ck_assert(t->tied_embedding_allreduce_s > 0);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 0.298 - gpu) + 0.012, tol);
     /* Without a launch price the host is not modelled. */
     r = run(NULL, &p);
     ck_assert_double_eq(t->optimizer_host_s, 0);
