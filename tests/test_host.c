@@ -82,11 +82,12 @@ layer_config(enum spsim_cuda_graph_impl impl, uint32_t scope)
     return p;
 }
 
+/* Evaluate the model file `model` (relative to the source tree) on terms-hw.json + `host`. */
 static struct spsim_result
-run(const char *host, const struct spsim_parallel *p)
+run_on(const char *model, const char *host, const struct spsim_parallel *p)
 {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-model.json", getenv("SPSIM_DATA_DIR"));
+    snprintf(path, sizeof(path), "%s/%s", getenv("SPSIM_DATA_DIR"), model);
     struct spsim_model *m = NULL;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s", err.message);
@@ -96,6 +97,12 @@ run(const char *host, const struct spsim_parallel *p)
     spsim_model_destroy(m);
     spsim_hardware_destroy(hw);
     return r;
+}
+
+static struct spsim_result
+run(const char *host, const struct spsim_parallel *p)
+{
+    return run_on("tests/data/terms/terms-model.json", host, p);
 }
 
 /* The iteration is its breakdown, the host-bound line included. */
@@ -572,23 +579,14 @@ START_TEST(moe_tensors_per_expert)
 {
     const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 3, \"source\": \"t\"}, "
                        "\"op_us\": {\"value\": 40, \"source\": \"t\"}}";
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/models/mixtral-8x7b.json", getenv("SPSIM_DATA_DIR"));
-    struct spsim_model *m = NULL;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s", err.message);
-    struct spsim_hardware *hw = host_hw(host);
     struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
-    struct spsim_result r;
-    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    struct spsim_result r = run_on("models/mixtral-8x7b.json", host, &p);
     ck_assert_uint_eq(r.time.optimizer_host_tensors, 675);
     p.ep = p.dp = 2;
     p.gbs = 4;
     p.distributed_optimizer = true;
-    ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+    r = run_on("models/mixtral-8x7b.json", host, &p);
     ck_assert_uint_eq(r.time.optimizer_host_tensors, 82 + 256 + r.time.dp_buckets + 1);
-    spsim_model_destroy(m);
-    spsim_hardware_destroy(hw);
 }
 END_TEST
 
