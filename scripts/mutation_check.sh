@@ -36,6 +36,10 @@ recheck-no-groups-rule@src/engine/parallel.c@s|check_groups(p, p->vpp, micro, NU
 bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|@overlap,terms
 hsdp-outer-allreduce-bytes-halved@src/engine/comm.c@s|: 2 \* outer_frac(S, R);|: outer_frac(S, R);|@hsdp
 hsdp-outer-reduction-hidden@src/engine/dp_time.c@s|rs += outer_last_exposed(crit->bwd_window, finish, o.time_s,|rs += outer_last_exposed(crit->bwd_window, finish, 0 * o.time_s,|@hsdp
+opt-host-tensor-ops-halved@src/engine/opt_host.c@s|c->step_ops = ns \* (dist ? 12.0 : 8.0)|c->step_ops = ns * (dist ? 6.0 : 4.0)|@host
+opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, step - gpu) + after;|double exposed = step + after;|@host
+opt-host-exposed-halved@src/engine/opt_host.c@s|tr->iteration_s += tr->optimizer_host_exposed_s;|tr->iteration_s += 0.5 * tr->optimizer_host_exposed_s;|@host
+opt-host-experts-one-tensor@src/engine/opt_host.c@s|return n + 1.0 + local \* (2.0 + 2.0 \* b) + shared;|return n + 1.0 + (2.0 + 2.0 * b) + shared;|@host
 trace-hop-at-critical-pace@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? step : 0;|@trace
 trace-hop-halved@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? 0.5 * t->pp_bubble_s / (p - 1) : 0;|@trace
 trace-zbh1-w-not-deferred@src/engine/trace.c@s|        if (i >= r)|        if (i + 1 >= r)|@trace

@@ -63,7 +63,7 @@ fi
 # buckets, kernel launches), microseconds (_us), a tier, a ratio (MFU, HFU, utilisation, factor), a yes/no or a stage index; the
 # rest are the configuration's own options. A new column without one of these fails here.
 "$spsim" query --format csv | head -1 | tr ',' '\n' >"$tmp/names"
-grep -vE "_bytes($|_)|_s($|_)|_gib$|flops|_per_s|parameters|layers|chunks|microbatches|_ranks$|_buckets$|_launches$|_us$|_tier$|^time_(mfu|hfu)(_dtype)?$|utilisation|factor|_fits$|_stage$" "$tmp/names" |
+grep -vE "_bytes($|_)|_s($|_)|_gib$|flops|_per_s|parameters|layers|chunks|microbatches|_ranks$|_buckets$|_launches$|_tensors$|_us$|_tier$|^time_(mfu|hfu)(_dtype)?$|utilisation|factor|_fits$|_stage$" "$tmp/names" |
     grep -vxE "model|hw|tp|pp|dp|vpp|sp|recompute|mbs|gbs|seq|flash_attn|distributed_optimizer|overlap_grad_reduce|dtype|fp8_recipe|fp8_param_gather|first_stage_layers|last_stage_layers|account_embedding|account_loss|gpus|padded_vocab|recompute_modules|recompute_method|recompute_layers|offload_layers|cp|cp_comm_type|zero|grad_reduce_in_fp32|overlap_param_gather|no_overlap_p2p|ddp_bucket_size|tp_comm_overlap|ep|etp|moe_dispatcher|moe_a2a_overlap|delay_wgrad_compute|moe_routing|cuda_graph_impl|cuda_graph_scope|precision_aware_optimizer|main_grads_dtype|main_params_dtype|exp_avg_dtype|exp_avg_sq_dtype|attention_backend|lora_rank|lora_targets|lora_dropout|packed_subseq_len" >"$tmp/unitless"
 [ -s "$tmp/unitless" ] && fail "columns without a unit: $(tr '\n' ' ' <"$tmp/unitless")"
 [ "$(wc -l <"$tmp/names")" -gt 100 ] || fail "query --format csv: only $(wc -l <"$tmp/names") columns"

@@ -82,11 +82,12 @@ layer_config(enum spsim_cuda_graph_impl impl, uint32_t scope)
     return p;
 }
 
+/* Evaluate the model file `model` (relative to the source tree) on terms-hw.json + `host`. */
 static struct spsim_result
-run(const char *host, const struct spsim_parallel *p)
+run_on(const char *model, const char *host, const struct spsim_parallel *p)
 {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/tests/data/terms/terms-model.json", getenv("SPSIM_DATA_DIR"));
+    snprintf(path, sizeof(path), "%s/%s", getenv("SPSIM_DATA_DIR"), model);
     struct spsim_model *m = NULL;
     struct spsim_error err = {0};
     ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s", err.message);
@@ -98,6 +99,12 @@ run(const char *host, const struct spsim_parallel *p)
     return r;
 }
 
+static struct spsim_result
+run(const char *host, const struct spsim_parallel *p)
+{
+    return run_on("tests/data/terms/terms-model.json", host, p);
+}
+
 /* The iteration is its breakdown, the host-bound line included. */
 static void
 assert_breakdown(const struct spsim_time_report *t)
@@ -105,7 +112,8 @@ assert_breakdown(const struct spsim_time_report *t)
     double sum = t->forward_s + t->backward_s + t->recompute_s + t->tp_exposed_s + t->cp_exposed_s +
                  t->pp_bubble_s + t->pp_p2p_s + t->dp_exposed_s + t->tied_embedding_allreduce_s +
                  t->optimizer_s + t->offload_exposed_s + t->ep_exposed_s + t->host_exposed_s +
-                 t->moe_aux_allreduce_s + t->moe_expert_bias_allreduce_s;
+                 t->optimizer_host_exposed_s + t->moe_aux_allreduce_s +
+                 t->moe_expert_bias_allreduce_s;
     EQ(t->iteration_s, sum);
 }
 
@@ -129,7 +137,7 @@ START_TEST(eager_layer_is_host_bound)
     double layers = 2 * 8 * (24e-3 - gpu.time.layer_forward_s - gpu.time.layer_backward_s);
     ck_assert(t->host_exposed_s >= layers * (1 - 1e-12));
     ck_assert(t->host_exposed_s <= layers + 2 * 20e-3); /* embedding + output: < 20 launches */
-    EQ(t->iteration_s - t->host_exposed_s, gpu.time.iteration_s);
+    EQ(t->iteration_s - t->host_exposed_s - t->optimizer_host_exposed_s, gpu.time.iteration_s);
     assert_breakdown(t);
 }
 END_TEST
@@ -217,11 +225,13 @@ START_TEST(full_iteration_and_fast_host_add_nothing)
     ck_assert_uint_eq(r.time.layer_forward_launches, 0);
     ck_assert_uint_eq(r.time.layer_backward_launches, 0);
     EQ(r.time.host_exposed_s, 0);
-    EQ(r.time.iteration_s, gpu.time.iteration_s);
+    /* the optimizer step stays eager (training.py: only --optimizer-cuda-graph captures it) */
+    ck_assert(r.time.optimizer_host_exposed_s > 0);
+    EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s, gpu.time.iteration_s);
     /* 0.1 µs a launch: 10 of them (1 µs) are far below the GPU's forward. */
     r = run("\"host\": {\"kernel_launch_us\": {\"value\": 0.1, \"source\": \"test\"}}", &eager);
     EQ(r.time.host_exposed_s, 0);
-    EQ(r.time.iteration_s, gpu.time.iteration_s);
+    EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s, gpu.time.iteration_s);
     /* Graphs without a launch figure change the counts only. */
     p = layer_config(SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_ATTN);
     r = run(NULL, &p);
@@ -459,6 +469,127 @@ host_refused(const char *host, const char *needle)
     ck_assert_ptr_null(hw);
 }
 
+/*
+ * The optimizer step and the training loop on the host (engine/opt_host.c), worked by hand on
+ * the terms model: 8 layers of LayerNorm (weight, bias) + QKV + projection | LayerNorm + FC1 +
+ * FC2 (no biases): 8 tensors a layer, 64; the word and the learned position embeddings 2; the
+ * final LayerNorm 2; the tied output layer none at pp 1: 68 tensors.
+ * Float16OptimizerWithFloat16Params (dp 1): 8 torch calls per tensor (main_grad.float(),
+ * grad.type() and detach() of the clip loop, FusedAdam's p_grad.data twice and p.data, .data of
+ * the model and main parameters) = 544, and once 6 (grad norm) + 5 (clip) + 2 (Adam's two
+ * groups) + 2 (fill_, the copy's applier) + 3 (logical_and) = 18: 562 before train_step's
+ * .item(); after it 4 (the grad norm's reduce_max_stat) + 1 (loss_scale) + 1 (one gradient
+ * buffer's zero_) + 2 + 4 (the loss average over 2 micro-batches) = 12.
+ * At 1 ms an op and 0.001 us a launch (under 100 launches: below 1e-6 s) the host takes
+ * 0.574 s; the 0.562 s before the wait run beside the GPU's optimizer step (dp 1: no exposed
+ * reduction), the 0.012 s after it add whole.
+ * --log-num-zeros-in-grad: 4 per tensor + 3 before, 4 after; --log-params-norm after: 2 per
+ * tensor (param.data.float(): no main_param without the distributed optimizer), 3 for the one
+ * list with tensors, 7 for the empty ones, 6 AllReduces, 7 additions, 1 .item(): 160.
+ * Distributed optimizer at dp 2: the rank's shard meets 68/2 + 1 (the bucket it cuts) = 35
+ * tensors, 12 calls each, 16 once: 436 before the wait.
+ * The stage whose host time is most exposed sets it (train_step's wait is over the whole
+ * model-parallel group).
+ */
+START_TEST(optimizer_step_on_the_host)
+{
+    const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 0.001, \"source\": \"t\"}, "
+                       "\"op_us\": {\"value\": 1000, \"source\": \"t\"}}";
+    const double tol = 1e-6;
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    struct spsim_result r = run(host, &p);
+    const struct spsim_time_report *t = &r.time;
+    ck_assert_uint_eq(t->optimizer_host_tensors, 68);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 0.574, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 0.562 - t->optimizer_s + 0.012, tol);
+    assert_breakdown(t);
+    p.log_num_zeros_in_grad = p.log_params_norm = true;
+    r = run(host, &p);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 0.574 + 0.275 + 0.004 + 0.160, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 0.837 - t->optimizer_s + 0.176, tol);
+    p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.dp = 2;
+    p.gbs = 4;
+    p.distributed_optimizer = true;
+    r = run(host, &p);
+    ck_assert_uint_eq(t->optimizer_host_tensors, 35);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 0.436 + 0.012, tol);
+    double gpu = t->dp_exposed_s + t->optimizer_s;
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 0.436 - gpu) + 0.012, tol);
+    assert_breakdown(t);
+    /* pp 2: rank 0 holds 4 layers (32) and the embeddings (2): 34; rank 1 its 4 layers, the
+     * final LayerNorm and the tied embedding's copy (1): 35, and the loss average: 35 × 8 + 18 =
+     * 298 before the wait, 12 after it, beside the GPU's tied-embedding AllReduce and step. */
+    p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.pp = 2;
+    r = run(host, &p);
+    ck_assert_uint_eq(t->optimizer_host_tensors, 35);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 0.298 + 0.012, tol);
+    gpu = t->tied_embedding_allreduce_s + t->optimizer_s;
+    ck_assert(t->tied_embedding_allreduce_s > 0);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 0.298 - gpu) + 0.012, tol);
+    /* Without a launch price the host is not modelled. */
+    r = run(NULL, &p);
+    ck_assert_double_eq(t->optimizer_host_s, 0);
+}
+END_TEST
+
+/* The logged statistics from a launch line, a Bridge recipe (LoggerConfig.log_params_norm,
+ * OptimizerConfig.log_num_zeros_in_grad) and back into a launch line. */
+START_TEST(logged_statistics_are_read)
+{
+    static const char line[] =
+        "pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 "
+        "--vocab-size 100 --bf16 --log-params-norm --log-num-zeros-in-grad\n";
+    static const char recipe[] =
+        "model:\n  num_layers: 2\n  hidden_size: 64\n"
+        "  num_attention_heads: 4\n  seq_length: 32\n"
+        "  max_position_embeddings: 32\n  vocab_size: 100\n"
+        "mixed_precision:\n  bf16: true\nlogger:\n  log_params_norm: true\n"
+        "optimizer:\n  log_num_zeros_in_grad: false\n";
+    struct spsim_megatron_config mc, back;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_megatron_parse(line, strlen(line), "launch.sh", &mc, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert(mc.par.log_params_norm && mc.par.log_num_zeros_in_grad);
+    char text[8192];
+    ck_assert(spsim_megatron_format(mc.model, &mc.par, 8, text, sizeof(text)) < sizeof(text));
+    ck_assert_msg(spsim_megatron_parse(text, strlen(text), "out.sh", &back, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert(back.par.log_params_norm && back.par.log_num_zeros_in_grad);
+    spsim_model_destroy(back.model);
+    spsim_model_destroy(mc.model);
+    ck_assert_msg(spsim_megatron_parse(recipe, strlen(recipe), "r.yaml", &mc, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert(mc.par.log_params_norm && !mc.par.log_num_zeros_in_grad);
+    spsim_model_destroy(mc.model);
+}
+END_TEST
+
+/*
+ * The tensors of an MoE model (engine/opt_host.c rank_tensors), Mixtral 8x7B (32 layers,
+ * RMSNorm, no biases, RoPE, untied): a layer's attention 3 (the norm fused into linear_qkv, QKV,
+ * projection), its MoE block the pre-MLP norm, the router and fc1 + fc2 of each local expert
+ * (TE registers one weight per expert); the embedding 1, the final norm and the output layer 2.
+ * ep 1: 32 × (3 + 2 + 16) + 3 = 675. ep 2 at dp 2 with the distributed optimizer: the dense
+ * tensors 32 × 5 + 3 = 163 over dp 2, 82; the experts' 32 × 4 × 2 = 256 over edp 1 (dp·tp / ep),
+ * all; one more per bucket a shard cuts (the dense buckets and the experts' buffer).
+ */
+START_TEST(moe_tensors_per_expert)
+{
+    const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 3, \"source\": \"t\"}, "
+                       "\"op_us\": {\"value\": 40, \"source\": \"t\"}}";
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    struct spsim_result r = run_on("models/mixtral-8x7b.json", host, &p);
+    ck_assert_uint_eq(r.time.optimizer_host_tensors, 675);
+    p.ep = p.dp = 2;
+    p.gbs = 4;
+    p.distributed_optimizer = true;
+    r = run_on("models/mixtral-8x7b.json", host, &p);
+    ck_assert_uint_eq(r.time.optimizer_host_tensors, 82 + 256 + r.time.dp_buckets + 1);
+}
+END_TEST
+
 START_TEST(host_field_is_validated)
 {
     host_refused("\"host\": {\"kernel_launch_us\": 5}", "kernel_launch_us");
@@ -488,6 +619,9 @@ host_suite(void)
     tcase_add_test(tc, shipped_launch_binds_a_small_layer);
     tcase_add_test(tc, framework_ops_cost_host_time);
     tcase_add_test(tc, moe_dispatch_waits_for_the_gpu);
+    tcase_add_test(tc, optimizer_step_on_the_host);
+    tcase_add_test(tc, logged_statistics_are_read);
+    tcase_add_test(tc, moe_tensors_per_expert);
     tcase_add_test(tc, host_field_is_validated);
     suite_add_tcase(s, tc);
     return s;

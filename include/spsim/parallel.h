@@ -402,6 +402,13 @@ struct spsim_parallel {
     /** --overlap-cpu-optimizer-d2h-h2d: the copies and the CPU step overlap per parameter on
      * their own streams; default false */
     bool overlap_cpu_optimizer_d2h_h2d;
+    /** --log-params-norm: the training loop computes the parameters' L2 norm every iteration
+     * (calc_params_l2_norm, host ops and a device-to-host wait: time.optimizer_host_s);
+     * default false */
+    bool log_params_norm;
+    /** --log-num-zeros-in-grad: the optimizer counts the gradients' zeros every step
+     * (count_zeros_fp32, per tensor ops and a wait: time.optimizer_host_s); default false */
+    bool log_num_zeros_in_grad;
     /** HSDP (README "HSDP"): Megatron's --num-distributed-optimizer-instances R, the dp·cp ranks
      * D split into R replicas of D/R consecutive ranks (parallel_state.py intra_partial groups);
      * the sharding (zero >= 1) is over D/R, the gradient shards reduced across the R replicas

@@ -297,6 +297,19 @@ struct spsim_time_report {
     /** Wall time the critical stage's blocks take beyond their GPU time because the host
      * issues their launches more slowly (max(GPU, host) per block and phase) */
     double host_exposed_s;
+    /** The host's per-iteration work in eager mode beyond the layers' schedule: the optimizer
+     * step Megatron-Core runs in Python per parameter tensor (copies, clipping, FusedAdam's
+     * lists, multi-tensor launches), train_step's reductions and, with log_params_norm and
+     * log_num_zeros_in_grad, their statistics (engine/opt_host.c), at host.op_us an op and
+     * host.kernel_launch_us a launch, on the pipeline rank where most of it is exposed; 0
+     * without host.kernel_launch_us, for Muon and the CPU-offloaded optimizer */
+    double optimizer_host_s;
+    /** Of it, the wall time added to the iteration: beyond the GPU work queued after the
+     * backward (exposed DP reduction, optimizer kernels), and whole after train_step's wait */
+    double optimizer_host_exposed_s;
+    /** The parameter tensors that rank's optimizer steps (its shard's with the distributed
+     * optimizer) */
+    uint32_t optimizer_host_tensors;
     /** FP8 delayed scaling: the amax AllReduces over the TP×DP×CP group after each model
      * chunk's forward and backward of every micro-batch, on the critical path (0 otherwise). */
     double fp8_amax_allreduce_s;

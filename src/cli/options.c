@@ -121,6 +121,8 @@ static const struct cli_option_spec {
     {"optimizer-cpu-offload", no_argument, OPT_OPT_CPU_OFFLOAD, -1},
     {"optimizer-offload-fraction", required_argument, OPT_OPT_OFFLOAD_FRACTION, -1},
     {"overlap-cpu-optimizer-d2h-h2d", no_argument, OPT_OPT_OFFLOAD_OVERLAP, -1},
+    {"log-params-norm", no_argument, OPT_LOG_PARAMS_NORM, -1},
+    {"log-num-zeros-in-grad", no_argument, OPT_LOG_ZEROS, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -423,6 +425,12 @@ config_muon(struct spsim_parallel *p, int opt, const char *arg)
         return 1;
     case OPT_OPT_OFFLOAD_OVERLAP:
         p->overlap_cpu_optimizer_d2h_h2d = true;
+        return 1;
+    case OPT_LOG_PARAMS_NORM:
+        p->log_params_norm = true;
+        return 1;
+    case OPT_LOG_ZEROS:
+        p->log_num_zeros_in_grad = true;
         return 1;
     case OPT_OPT_OFFLOAD_FRACTION: {
         int rc = cli_parse_double("--optimizer-offload-fraction", arg, 0, 1,

@@ -356,6 +356,12 @@ print_host(FILE *f, const struct spsim_result *r)
                 t->kernel_launch_us, fmt_time(a, sizeof(a), t->host_exposed_s));
     else
         fprintf(f, "  host launch cost not modelled: no sourced figure (host.kernel_launch_us)\n");
+    if (t->optimizer_host_s > 0)
+        fprintf(f,
+                "  optimizer step and training loop on the host: %s for %u parameter tensors, "
+                "%s of it beyond the GPU's work\n",
+                fmt_time(a, sizeof(a), t->optimizer_host_s), t->optimizer_host_tensors,
+                fmt_time(scope, sizeof(scope), t->optimizer_host_exposed_s));
 }
 
 /* What the pipeline and data-parallel overlaps hide and leave exposed, where they run. */
@@ -445,6 +451,8 @@ print_time(FILE *f, const struct spsim_result *r)
          t->moe_expert_bias_allreduce_s > 0},
         {"MoE dispatch and combine", t->ep_exposed_s, t->ep_exposed_s > 0},
         {"host-bound kernel launches", t->host_exposed_s, t->host_exposed_s > 0},
+        {"optimizer step on the host", t->optimizer_host_exposed_s,
+         t->optimizer_host_exposed_s > 0},
         {"FP8 amax AllReduces (delayed)", t->fp8_amax_allreduce_s, t->fp8_amax_allreduce_s > 0}};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         if (rows[i].shown)

@@ -379,6 +379,11 @@ int spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardwar
                         struct spsim_time_report *tr, struct busy *busy);
 double spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                               const struct shape *x, const struct spsim_memory_report *mem);
+/* The host's per-iteration optimizer step and training-loop work in eager mode (opt_host.c):
+ * tr's optimizer_host_* lines, the exposed part added to iteration_s. */
+void spsim_optimizer_host(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                          const struct spsim_layer_summary *le, const struct shape *x,
+                          const struct spsim_memory_report *mem, struct spsim_time_report *tr);
 /* The hybrid device optimizer's step (dp_time.c): tr's optimizer_s and optimizer_d2h/cpu/h2d. */
 void spsim_offload_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                           const struct shape *x, const struct spsim_memory_report *mem,

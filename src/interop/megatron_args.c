@@ -152,6 +152,8 @@ enum flag_id {
     F_OPT_OFFLOAD,
     F_OPT_OFFLOAD_FRACTION,
     F_OPT_OFFLOAD_OVERLAP,
+    F_LOG_PARAMS_NORM,
+    F_LOG_ZEROS,
     F_HYBRID,
     F_HYBRID_OVERRIDE,
     F_MTP_HYBRID,
@@ -285,6 +287,9 @@ static const struct {
     [F_OPT_OFFLOAD] = {"--optimizer-cpu-offload", K_SWITCH},
     [F_OPT_OFFLOAD_FRACTION] = {"--optimizer-offload-fraction", K_VALUE},
     [F_OPT_OFFLOAD_OVERLAP] = {"--overlap-cpu-optimizer-d2h-h2d", K_SWITCH},
+    /* The statistics training.py logs every iteration (engine/opt_host.c) */
+    [F_LOG_PARAMS_NORM] = {"--log-params-norm", K_SWITCH},
+    [F_LOG_ZEROS] = {"--log-num-zeros-in-grad", K_SWITCH},
     /* Hybrid models (arguments.py _add_experimental_args, the pattern's deprecation handling;
      * TransformerConfig's mamba_*, moe_latent_size, mtp_*, experimental_attention_variant and
      * linear_* fields, which ArgumentGroupFactory makes flags) */
@@ -1079,6 +1084,8 @@ optimizer_kind(const struct mg *m, struct spsim_parallel *p)
      * spsim_parallel_check's */
     p->optimizer_cpu_offload = m->given[F_OPT_OFFLOAD];
     p->overlap_cpu_optimizer_d2h_h2d = m->given[F_OPT_OFFLOAD_OVERLAP];
+    p->log_params_norm = m->given[F_LOG_PARAMS_NORM];
+    p->log_num_zeros_in_grad = m->given[F_LOG_ZEROS];
     if ((rc = probability(m, F_OPT_OFFLOAD_FRACTION, 0.0, &p->optimizer_offload_fraction)))
         return rc;
     if (k == 0)

@@ -258,6 +258,8 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
         emit(o, "    --optimizer-cpu-offload \\\n    --optimizer-offload-fraction %.17g \\\n%s",
              p->optimizer_offload_fraction,
              p->overlap_cpu_optimizer_d2h_h2d ? "    --overlap-cpu-optimizer-d2h-h2d \\\n" : "");
+    emit(o, "%s%s", p->log_params_norm ? "    --log-params-norm \\\n" : "",
+         p->log_num_zeros_in_grad ? "    --log-num-zeros-in-grad \\\n" : "");
     if (p->optimizer == SPSIM_OPTIMIZER_MUON) /* with the distributed optimizer: layer-wise */
         emit(o,
              "    --optimizer muon \\\n    --muon-num-ns-steps %u \\\n    --muon-tp-mode %s \\\n"

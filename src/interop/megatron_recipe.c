@@ -184,6 +184,10 @@ static const struct rule {
     {"optimizer_cpu_offload", "--optimizer-cpu-offload", M_SWITCH, "optimizer"},
     {"optimizer_offload_fraction", "--optimizer-offload-fraction", M_VALUE, "optimizer"},
     {"overlap_cpu_optimizer_d2h_h2d", "--overlap-cpu-optimizer-d2h-h2d", M_SWITCH, "optimizer"},
+    /* the statistics logged every iteration (Bridge's LoggerConfig.log_params_norm,
+     * OptimizerConfig.log_num_zeros_in_grad): engine/opt_host.c */
+    {"log_params_norm", "--log-params-norm", M_SWITCH, "logger"},
+    {"log_num_zeros_in_grad", "--log-num-zeros-in-grad", M_SWITCH, "optimizer"},
     {"use_megatron_fsdp", "--use-megatron-fsdp", M_EITHER, "dist ddp"},
     {"data_parallel_sharding_strategy", "--data-parallel-sharding-strategy", M_SHARDING,
      "ddp * ddp?no_shard"}, /* DistributedDataParallelConfig's default, not arguments.py's */
@@ -957,7 +961,6 @@ static const char *const quiet_fields[] = {
     "lion_beta1",
     "lion_beta2",
     "log_max_attention_logit",
-    "log_num_zeros_in_grad",
     "loss_scale",
     "loss_scale_window",
     "lr",

@@ -470,7 +470,10 @@ first_of_pipeline(struct search *s, uint64_t key, uint64_t *pipe, struct spsim_s
         s->pl.params[2] =
             pt->par.pp > 2 && (!even || s->pl.mixed) ? s->x.built[1] * s->pl.layer_params : 0;
     }
-    s->pipe_s = r->time.iteration_s - r->time.dp_exposed_s - r->time.optimizer_s;
+    /* the optimizer's host time reads the sharding (its tensors) and the DP line it hides
+     * behind: one of the sharding's lines */
+    s->pipe_s = r->time.iteration_s - r->time.dp_exposed_s - r->time.optimizer_s -
+                r->time.optimizer_host_exposed_s;
     /* the micro-batch's wall holds its backward (bwd_window) */
     s->x.backward_s = spsim_min_d(s->shape_backward, r->time.microbatch_s);
     uint64_t bound = spsim_opt_key_lb(s->opt->by, s->pipe_s,
