@@ -143,7 +143,9 @@ graph-replay-call-halved@src/engine/host.c@s|hp\[ph\].host += launch_s + op_s;|h
 d2h-sync-ignored@src/engine/host.c@s|if (st->op->d2h_sync \&\& ph != SPSIM_PHASE_BACKWARD)|if (false \&\& st->op->d2h_sync)|@host
 d2h-sync-unmarked@src/engine/layer.c@s|bld->layer->ops\[sync\].d2h_sync = true;|bld->layer->ops[sync].d2h_sync = false;|@host
 graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|@host
-fp8-cast-launch-dropped@src/engine/host.c@s|(st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0);|(false);|@host
+fp8-cast-launch-dropped@src/engine/host.c@s|bool cast = st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0;|bool cast = false;|@host
+split-quantize-halved@src/engine/host.c@s|return (cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 3 : 1) \* splits;|return (cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 3 : 1) * splits / 2;|@host
+split-quantize-current-one-kernel@src/engine/host.c@s|SPSIM_FP8_CURRENT ? 3 : 1) \* splits;|SPSIM_FP8_CURRENT ? 1 : 1) * splits;|@host
 moe-sent-not-over-etp@src/engine/moe.c@s|out->sent = spsim_mul(tpe, local, ok) / cfg->etp;|out->sent = spsim_mul(tpe, local, ok);|@moe_terms
 moe-tokens-not-over-cp@src/engine/moe.c@s|uint64_t T = cfg->s / c / (cfg->sp ? t : 1) \* cfg->b|uint64_t T = cfg->s / (cfg->sp ? t : 1) * cfg->b|@moe_terms,moe_aux
 cp-ring-backward-busy-one-block@src/engine/timing.c@s|c->comm_s = 2 \* one.time_s + (r - 2) \* two.time_s;|c->comm_s = 1 * one.time_s + (r - 2) * two.time_s;|@terms

@@ -449,6 +449,61 @@ START_TEST(moe_dispatch_waits_for_the_gpu)
 }
 END_TEST
 
+/*
+ * TE's split_quantize (engine/host.c split_quantize_kernels): the experts' grouped GEMMs cast
+ * their input (forward: FC1, FC2) and their output gradient (dgrad: FC2, FC1) per local expert
+ * unless the recipe is delayed scaling (one fused multi_cast_transpose for all of them).
+ * Qwen3-30B-A3B, tp 1, ep 8: E = 128 / 8 = 16 local experts, the alltoall dispatcher. Against
+ * the same layer in BF16 (no casts), FP8 adds the dense casts of fp8_casts_are_launches (QKV
+ * follows a norm: delayed fuses its cast into the norm, so forward 1 (the projection), else 2;
+ * backward the 2 dgrads' dY) and the experts' 2 casts forward and 2 backward, each of
+ *   delayed 1, MXFP8 E = 16 (one nvte_quantize_v2 a split), current scaling 3E = 48 (amax,
+ *   scale, cast a split):
+ * forward delayed 1 + 2 = 3, MXFP8 2 + 32 = 34, current 2 + 96 = 98; backward 2 + 2 = 4,
+ * 2 + 32 = 34, 2 + 96 = 98. At 1 ms a launch every phase is host-bound: launches × 1 ms.
+ */
+START_TEST(grouped_gemm_casts_each_expert)
+{
+    static const struct {
+        enum spsim_dtype dtype;
+        enum spsim_fp8_recipe recipe;
+        uint32_t fwd, bwd; /* beyond BF16's */
+    } cases[] = {{SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 0, 0},
+                 {SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, 3, 4},
+                 {SPSIM_DTYPE_FP8, SPSIM_FP8_MXFP8, 34, 34},
+                 {SPSIM_DTYPE_FP8, SPSIM_FP8_CURRENT, 98, 98}};
+    struct spsim_model *m = testutil_model_named("qwen3-30b-a3b");
+    struct spsim_error err = {0};
+    uint32_t base[2] = {0, 0};
+    fp8_peak = FP8_PEAK;
+    struct spsim_hardware *hw = host_hw(LAUNCH_1MS);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+        p.tp = 1;
+        p.pp = 1;
+        p.dp = 8;
+        p.ep = 8;
+        p.gbs = 8;
+        p.seq = 4096;
+        p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
+        p.dtype = cases[i].dtype;
+        p.fp8_recipe = cases[i].recipe;
+        struct spsim_result r;
+        ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+        if (i == 0) {
+            base[0] = r.time.layer_forward_launches;
+            base[1] = r.time.layer_backward_launches;
+        }
+        ck_assert_uint_eq(r.time.layer_forward_launches, base[0] + cases[i].fwd);
+        ck_assert_uint_eq(r.time.layer_backward_launches, base[1] + cases[i].bwd);
+        EQ(r.time.layer_forward_s, r.time.layer_forward_launches * 1e-3);
+    }
+    fp8_peak = NULL;
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
 static void
 host_refused(const char *host, const char *needle)
 {
@@ -488,6 +543,7 @@ host_suite(void)
     tcase_add_test(tc, shipped_launch_binds_a_small_layer);
     tcase_add_test(tc, framework_ops_cost_host_time);
     tcase_add_test(tc, moe_dispatch_waits_for_the_gpu);
+    tcase_add_test(tc, grouped_gemm_casts_each_expert);
     tcase_add_test(tc, host_field_is_validated);
     suite_add_tcase(s, tc);
     return s;
