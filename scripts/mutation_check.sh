@@ -146,6 +146,9 @@ graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|@host
 fp8-cast-launch-dropped@src/engine/host.c@s|bool cast = st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0;|bool cast = false;|@host
 split-quantize-halved@src/engine/host.c@s|return (cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 3 : 1) \* splits;|return (cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 3 : 1) * splits / 2;|@host
 split-quantize-current-one-kernel@src/engine/host.c@s|SPSIM_FP8_CURRENT ? 3 : 1) \* splits;|SPSIM_FP8_CURRENT ? 1 : 1) * splits;|@host
+experts-padding-copy-halved@src/engine/layer.c@s|double copy = 4.0 \* (double)tr->rows \* (double)x->h;|double copy = 2.0 * (double)tr->rows * (double)x->h;|@host
+experts-padding-dropped@src/engine/layer.c@s|bool pad = experts_pad(\&bld->layer->cfg);|bool pad = false;|@host
+experts-padding-with-hybridep@src/engine/layer.c@s|return !(cfg->dispatcher == SPSIM_MOE_FLEX \&\& cfg->flex_backend == SPSIM_FLEX_HYBRIDEP);|return true;|@host
 moe-sent-not-over-etp@src/engine/moe.c@s|out->sent = spsim_mul(tpe, local, ok) / cfg->etp;|out->sent = spsim_mul(tpe, local, ok);|@moe_terms
 moe-tokens-not-over-cp@src/engine/moe.c@s|uint64_t T = cfg->s / c / (cfg->sp ? t : 1) \* cfg->b|uint64_t T = cfg->s / (cfg->sp ? t : 1) * cfg->b|@moe_terms,moe_aux
 cp-ring-backward-busy-one-block@src/engine/timing.c@s|c->comm_s = 2 \* one.time_s + (r - 2) \* two.time_s;|c->comm_s = 1 * one.time_s + (r - 2) * two.time_s;|@terms
