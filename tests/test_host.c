@@ -528,7 +528,7 @@ END_TEST
 
 /*
  * TEGroupedMLP's quantization padding (engine/layer.c experts_pad; Megatron-LM d98e8a64
- * moe/experts.py:883-892, 1040-1045): in FP8, with the alltoall dispatcher, the experts' tokens
+ * moe/experts.py:896-904, 1043): in FP8, with the alltoall dispatcher, the experts' tokens
  * are copied into padded rows before FC1 and FC2's output copied back after it, each reading
  * and writing the rows' 2-byte elements: 4 B × rows × h a pass, the same bytes as the unsort
  * of the experts' output into rank order (sort_chunks_by_idxs: 4 B × rows × h), so the three

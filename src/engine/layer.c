@@ -1063,13 +1063,14 @@ add_combine(struct builder *bld, const struct dims *x, const struct spsim_moe_tr
  * and strips the padding after FC2 (experts_pad below).
  */
 /*
- * TEGroupedMLP.forward (Megatron-LM d98e8a64 moe/experts.py:883-892, 826 for the fused path)
+ * TEGroupedMLP.forward (Megatron-LM d98e8a64 moe/experts.py:896-904; the op-fuser path 736-744)
  * runs TE's Fp8Padding on the experts' tokens and on their probabilities before FC1, and
- * Fp8Unpadding on FC2's output (experts.py:1040-1045), when the config is fp8 or fp4 and
+ * Fp8Unpadding on FC2's output (experts.py:1043; 826), when the config is fp8 or fp4 and
  * skip_routed_expert_padding is false (moe_utils.py:1494: not with
- * moe_router_padding_for_quantization, off by default and in Megatron-Bridge's Qwen3 MoE
- * recipes, nor with the HybridEP dispatcher, nor DeepEP's fused permute-and-pad, which needs
- * moe_use_grouped_tensor, off by default). Each is one autograd op of one TE kernel
+ * moe_router_padding_for_quantization, off by default and set False by Megatron-Bridge's
+ * Qwen3 MoE recipes, 067f987df recipes/qwen/h100/qwen3_moe.py:106, with no override in
+ * scripts/performance; nor with the HybridEP dispatcher, nor DeepEP's fused permute-and-pad, which
+ * needs moe_use_grouped_tensor, off by default). Each is one autograd op of one TE kernel
  * (fp8_padding.py, fp8_unpadding.py: tex.fused_multi_row_padding / _unpadding, one launch per
  * 64 tensors, common/util/padding.cu kMaxTensorsPerKernel), a copy: the tokens read and written
  * (2 + 2 B an element), the fp32 probabilities (4 + 4 B a row); backward the same copy the
