@@ -82,7 +82,10 @@ delayed-amax-halved@src/engine/dp_time.c@s|tr->fp8_amax_allreduce_s = times \* (
 moe-router-bytes-halved@src/engine/layer.c@s|10.0 \* scores + 12.0 \* (double)T \* k, 10.0 \* scores);|5.0 * scores + 6.0 * (double)T * k, 5.0 * scores);|@moe_terms,moe
 moe-permute-halved@src/engine/layer.c@s|"permute (token copies into expert order)", 4.0 \* copies \* h,|"permute (token copies into expert order)", 2.0 * copies * h,|@moe_terms,moe_imbalance
 moe-unpermute-halved@src/engine/layer.c@s|2.0 \* copies \* h + 2.0 \* T \* h, 4.0 \* copies \* h);|1.0 * copies * h + 1.0 * T * h, 2.0 * copies * h);|@moe_terms,moe
-moe-dispatch-halved@src/engine/moe.c@s|out->dispatch = spsim_mul(copies, 2 \* h + 4, ok);|out->dispatch = spsim_mul(copies / 2, 2 * h + 4, ok);|@moe_terms,ep_overlap
+moe-dispatch-halved@src/engine/moe.c@s|out->dispatch = spsim_mul(copies, 2 \* h, ok);|out->dispatch = spsim_mul(copies / 2, 2 * h, ok);|@moe_terms,ep_overlap
+moe-probs-alltoall-halved@src/engine/moe.c@s|out->dispatch_probs = spsim_mul(copies, 4, ok);|out->dispatch_probs = spsim_mul(copies, 2, ok);|@moe_terms,moe
+moe-probs-alltoall-dropped@src/engine/layer.c@s|add_ep_op(bld, "dispatch all-to-all of the probabilities (EP)", SPSIM_COLL_ALL_TO_ALL,|if (0) add_ep_op(bld, "dispatch all-to-all of the probabilities (EP)", SPSIM_COLL_ALL_TO_ALL,|@moe_terms,moe
+moe-etp-gather-without-probs@src/engine/moe.c@s|spsim_mul(copies \* cfg->etp, 2 \* h + 4, ok)|spsim_mul(copies * cfg->etp, 2 * h, ok)|@moe_terms
 moe-combine-halved@src/engine/moe.c@s|out->combine = spsim_mul(copies, 2 \* h, ok);|out->combine = spsim_mul(copies / 2, 2 * h, ok);|@moe_terms,ep_overlap
 grouped-gemm-halved@src/engine/timing.c@s|\*seconds = (double)rounds \* full + part;|*seconds = 0.5 * ((double)rounds * full + part);|@moe_terms
 grouped-gemm-one-batch@src/engine/timing.c@s|#define SPSIM_TE_GEMM_STREAMS 4|#define SPSIM_TE_GEMM_STREAMS 64|@moe_terms

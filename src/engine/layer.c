@@ -966,7 +966,8 @@ add_flex_combine(struct builder *bld, const struct dims *x, const struct spsim_m
 
 /* Tokens to the experts' ranks (token_dispatcher.py; bytes in moe.c). alltoall: permute the
  * T·k copies into expert order (read and write 2 B each way), the EP all-to-all, with ETP the
- * AllGather over the expert-TP group. allgather: the AllGather over ETP×EP, then the local
+ * AllGather over the expert-TP group (the tokens and the probabilities in one, a lower bound: the
+ * code gathers each). allgather: the AllGather over ETP×EP, then the local
  * experts' copies are picked out (the same permute over `rows`).
  * Returns the op before whose launch the host waits for the tokens per expert (dropless
  * routing sizes the experts' GEMMs on the host): alltoall copies them to the host after the
@@ -988,9 +989,13 @@ add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_t
     } else if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
         op = add_moe_memory(bld, "permute (token copies into expert order)", 4.0 * copies * h,
                             4.0 * copies * h);
-        if (cfg->ep > 1)
+        if (cfg->ep > 1) {
             add_ep_op(bld, "dispatch all-to-all (EP)", SPSIM_COLL_ALL_TO_ALL, SPSIM_COLL_ALL_TO_ALL,
                       tr->dispatch, tr->dispatch_bwd, cfg->ep, cfg->etp);
+            add_ep_op(bld, "dispatch all-to-all of the probabilities (EP)", SPSIM_COLL_ALL_TO_ALL,
+                      SPSIM_COLL_ALL_TO_ALL, tr->dispatch_probs, tr->dispatch_probs, cfg->ep,
+                      cfg->etp);
+        }
         if (cfg->etp > 1)
             add_ep_op(bld, "dispatch AllGather (expert TP)", SPSIM_COLL_ALL_GATHER,
                       SPSIM_COLL_REDUCE_SCATTER, tr->etp_dispatch, tr->etp_dispatch, cfg->etp, 1);
