@@ -93,7 +93,10 @@ delayed-amax-halved@src/engine/dp_time.c@s|tr->fp8_amax_allreduce_s = times \* (
 moe-router-bytes-halved@src/engine/layer.c@s|10.0 \* scores + 12.0 \* (double)T \* k, 10.0 \* scores);|5.0 * scores + 6.0 * (double)T * k, 5.0 * scores);|@moe_terms,moe
 moe-permute-halved@src/engine/layer.c@s|"permute (token copies into expert order)", 4.0 \* copies \* h,|"permute (token copies into expert order)", 2.0 * copies * h,|@moe_terms,moe_imbalance
 moe-unpermute-halved@src/engine/layer.c@s|2.0 \* copies \* h + 2.0 \* T \* h, 4.0 \* copies \* h);|1.0 * copies * h + 1.0 * T * h, 2.0 * copies * h);|@moe_terms,moe
-moe-dispatch-halved@src/engine/moe.c@s|out->dispatch = spsim_mul(copies, 2 \* h + 4, ok);|out->dispatch = spsim_mul(copies / 2, 2 * h + 4, ok);|@moe_terms,ep_overlap
+moe-dispatch-halved@src/engine/moe.c@s|out->dispatch = spsim_mul(copies, 2 \* h, ok);|out->dispatch = spsim_mul(copies / 2, 2 * h, ok);|@moe_terms,ep_overlap
+moe-probs-alltoall-halved@src/engine/moe.c@s|out->dispatch_probs = spsim_mul(copies, 4, ok);|out->dispatch_probs = spsim_mul(copies, 2, ok);|@moe_terms,moe
+moe-probs-alltoall-dropped@src/engine/layer.c@s|add_ep_op(bld, "dispatch all-to-all of the probabilities (EP)", SPSIM_COLL_ALL_TO_ALL,|if (0) add_ep_op(bld, "dispatch all-to-all of the probabilities (EP)", SPSIM_COLL_ALL_TO_ALL,|@moe_terms,moe
+moe-etp-gather-without-probs@src/engine/moe.c@s|spsim_mul(copies \* cfg->etp, 2 \* h + 4, ok)|spsim_mul(copies * cfg->etp, 2 * h, ok)|@moe_terms
 moe-combine-halved@src/engine/moe.c@s|out->combine = spsim_mul(copies, 2 \* h, ok);|out->combine = spsim_mul(copies / 2, 2 * h, ok);|@moe_terms,ep_overlap
 grouped-gemm-halved@src/engine/timing.c@s|\*seconds = (double)rounds \* full + part;|*seconds = 0.5 * ((double)rounds * full + part);|@moe_terms
 grouped-gemm-one-batch@src/engine/timing.c@s|#define SPSIM_TE_GEMM_STREAMS 4|#define SPSIM_TE_GEMM_STREAMS 64|@moe_terms
@@ -156,7 +159,12 @@ graph-replay-call-halved@src/engine/host.c@s|hp\[ph\].host += launch_s + op_s;|h
 d2h-sync-ignored@src/engine/host.c@s|if (st->op->d2h_sync \&\& ph != SPSIM_PHASE_BACKWARD)|if (false \&\& st->op->d2h_sync)|@host
 d2h-sync-unmarked@src/engine/layer.c@s|bld->layer->ops\[sync\].d2h_sync = true;|bld->layer->ops[sync].d2h_sync = false;|@host
 graph-replay-free@src/engine/host.c@s|be->launches\[ph\]++;|(void)0;|@host
-fp8-cast-launch-dropped@src/engine/host.c@s|(st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0);|(false);|@host
+fp8-cast-launch-dropped@src/engine/host.c@s|bool cast = st->op->kind == SPSIM_OPK_GEMM \&\& st->pass != SPSIM_PASS_WGRAD \&\& st->bytes > 0;|bool cast = false;|@host
+split-quantize-halved@src/engine/host.c@s|return (cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 3 : 1) \* splits;|return (cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 3 : 1) * splits / 2;|@host
+split-quantize-current-one-kernel@src/engine/host.c@s|SPSIM_FP8_CURRENT ? 3 : 1) \* splits;|SPSIM_FP8_CURRENT ? 1 : 1) * splits;|@host
+experts-padding-copy-halved@src/engine/layer.c@s|double copy = 4.0 \* (double)tr->rows \* (double)x->h;|double copy = 2.0 * (double)tr->rows * (double)x->h;|@host
+experts-padding-dropped@src/engine/layer.c@s|bool pad = experts_pad(\&bld->layer->cfg);|bool pad = false;|@host
+experts-padding-with-hybridep@src/engine/layer.c@s|return !(cfg->dispatcher == SPSIM_MOE_FLEX \&\& cfg->flex_backend == SPSIM_FLEX_HYBRIDEP);|return true;|@host
 moe-sent-not-over-etp@src/engine/moe.c@s|out->sent = spsim_mul(tpe, local, ok) / cfg->etp;|out->sent = spsim_mul(tpe, local, ok);|@moe_terms
 moe-tokens-not-over-cp@src/engine/moe.c@s|uint64_t T = cfg->s / c / (cfg->sp ? t : 1) \* cfg->b|uint64_t T = cfg->s / (cfg->sp ? t : 1) * cfg->b|@moe_terms,moe_aux
 cp-ring-backward-busy-one-block@src/engine/timing.c@s|c->comm_s = 2 \* one.time_s + (r - 2) \* two.time_s;|c->comm_s = 1 * one.time_s + (r - 2) * two.time_s;|@terms

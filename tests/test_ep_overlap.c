@@ -97,11 +97,12 @@ enum { A, D, M, C };
 static int
 node_of(const char *op)
 {
-    if (strcmp(op, "dispatch all-to-all (EP)") == 0 || strncmp(op, "flex dispatch", 13) == 0)
+    /* the tokens' all-to-all and the probabilities' (token_dispatch: both in the D node) */
+    if (strncmp(op, "dispatch all-to-all", 19) == 0 || strncmp(op, "flex dispatch", 13) == 0)
         return D;
     /* flex: the permutation of the received tokens and the unpermutation before the combine
      * run between the two exchanges, with the experts. */
-    if (strncmp(op, "experts ", 8) == 0 || strncmp(op, "permute (received", 17) == 0 ||
+    if (strncmp(op, "experts", 7) == 0 || strncmp(op, "permute (received", 17) == 0 ||
         strncmp(op, "unpermute (sum of the rank's", 28) == 0)
         return M;
     if (strncmp(op, "flex combine", 12) == 0)

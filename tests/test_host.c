@@ -401,6 +401,19 @@ START_TEST(framework_ops_cost_host_time)
 }
 END_TEST
 
+/* One layer's schedule (spsim explain's steps) into `steps`; returns their count. */
+static size_t
+layer_steps(const struct spsim_model *m, const struct spsim_hardware *hw,
+            const struct spsim_parallel *p, struct spsim_schedule_step *steps)
+{
+    size_t n = 0;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_layer_schedule(m, hw, p, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, &err) ==
+                      SPSIM_OK,
+                  "%s", err.message);
+    return n;
+}
+
 /*
  * The MoE dispatcher's device-to-host copy of the tokens per expert (token_dispatcher.py): the
  * host waits for the GPU before it launches the experts' side, so a layer's forward is two
@@ -422,11 +435,7 @@ START_TEST(moe_dispatch_waits_for_the_gpu)
     p.seq = 4096;
     struct spsim_hardware *hw = host_hw(NULL);
     static struct spsim_schedule_step steps[SPSIM_MAX_SCHEDULE_STEPS];
-    size_t n = 0;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_layer_schedule(m, hw, &p, steps, SPSIM_MAX_SCHEDULE_STEPS, &n, &err) ==
-                      SPSIM_OK,
-                  "%s", err.message);
+    size_t n = layer_steps(m, hw, &p, steps);
     spsim_hardware_destroy(hw);
     double g[2] = {0, 0};
     uint32_t k[2] = {0, 0}, seg = 0;
@@ -451,11 +460,126 @@ START_TEST(moe_dispatch_waits_for_the_gpu)
              launch_s * 1e6);
     hw = host_hw(host);
     struct spsim_result r;
+    struct spsim_error err = {0};
     ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
     ck_assert_uint_eq(r.time.layer_forward_launches, k[0] + k[1]);
     EQ(r.time.layer_forward_s, split);
     spsim_hardware_destroy(hw);
     spsim_model_destroy(m);
+}
+END_TEST
+
+/* Qwen3-30B-A3B's MoE layer at tp 1, ep 8 (dp 8): 16 local experts; `d` flex is HybridEP. */
+static struct spsim_parallel
+ep8_config(enum spsim_dtype dtype, enum spsim_moe_dispatcher d)
+{
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.tp = 1;
+    p.pp = 1;
+    p.dp = 8;
+    p.ep = 8;
+    p.gbs = 8;
+    p.seq = 4096;
+    p.dtype = dtype;
+    p.moe_dispatcher = d;
+    p.moe_flex_backend = SPSIM_FLEX_HYBRIDEP;
+    return p;
+}
+
+/*
+ * TE's split_quantize (engine/host.c split_quantize_kernels): the experts' grouped GEMMs cast
+ * their input (forward: FC1, FC2) and their output gradient (dgrad: FC2, FC1) per local expert
+ * unless the recipe is delayed scaling (one fused multi_cast_transpose for all of them).
+ * Qwen3-30B-A3B, tp 1, ep 8: E = 128 / 8 = 16 local experts, the alltoall dispatcher. Against
+ * the same layer in BF16 (no casts), FP8 adds the dense casts of fp8_casts_are_launches (QKV
+ * follows a norm: delayed fuses its cast into the norm, so forward 1 (the projection), else 2;
+ * backward the 2 dgrads' dY), TEGroupedMLP's 3 padding copies (Fp8Padding of the tokens and of
+ * the probabilities, Fp8Unpadding of FC2's output: one kernel each, both passes;
+ * moe_fp8_padding_copies below) and the experts' 2 casts forward and 2 backward, each of
+ *   delayed 1, MXFP8 E = 16 (one nvte_quantize_v2 a split), current scaling 3E = 48 (amax,
+ *   scale, cast a split):
+ * forward delayed 1 + 3 + 2 = 6, MXFP8 2 + 3 + 32 = 37, current 2 + 3 + 96 = 101; backward
+ * 2 + 3 + 2 = 7, 2 + 3 + 32 = 37, 2 + 3 + 96 = 101. At 1 ms a launch every phase is
+ * host-bound: launches × 1 ms.
+ */
+START_TEST(grouped_gemm_casts_each_expert)
+{
+    static const struct {
+        enum spsim_dtype dtype;
+        enum spsim_fp8_recipe recipe;
+        uint32_t fwd, bwd; /* beyond BF16's */
+    } cases[] = {{SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 0, 0},
+                 {SPSIM_DTYPE_FP8, SPSIM_FP8_DELAYED, 6, 7},
+                 {SPSIM_DTYPE_FP8, SPSIM_FP8_MXFP8, 37, 37},
+                 {SPSIM_DTYPE_FP8, SPSIM_FP8_CURRENT, 101, 101}};
+    struct spsim_model *m = testutil_model_named("qwen3-30b-a3b");
+    struct spsim_error err = {0};
+    uint32_t base[2] = {0, 0};
+    fp8_peak = FP8_PEAK;
+    struct spsim_hardware *hw = host_hw(LAUNCH_1MS);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct spsim_parallel p = ep8_config(cases[i].dtype, SPSIM_MOE_ALLTOALL);
+        p.fp8_recipe = cases[i].recipe;
+        struct spsim_result r;
+        ck_assert_msg(spsim_evaluate(m, hw, &p, &r, &err) == SPSIM_OK, "%s", err.message);
+        if (i == 0) {
+            base[0] = r.time.layer_forward_launches;
+            base[1] = r.time.layer_backward_launches;
+        }
+        ck_assert_uint_eq(r.time.layer_forward_launches, base[0] + cases[i].fwd);
+        ck_assert_uint_eq(r.time.layer_backward_launches, base[1] + cases[i].bwd);
+        EQ(r.time.layer_forward_s, r.time.layer_forward_launches * 1e-3);
+    }
+    fp8_peak = NULL;
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+}
+END_TEST
+
+/*
+ * TEGroupedMLP's quantization padding (engine/layer.c experts_pad; Megatron-LM d98e8a64
+ * moe/experts.py:896-904, 1043): in FP8, with the alltoall dispatcher, the experts' tokens
+ * are copied into padded rows before FC1 and FC2's output copied back after it, each reading
+ * and writing the rows' 2-byte elements: 4 B × rows × h a pass, the same bytes as the unsort
+ * of the experts' output into rank order (sort_chunks_by_idxs: 4 B × rows × h), so the three
+ * memory-bound steps take the same time in each pass. BF16 runs no padding; HybridEP pads in
+ * its dispatch (skip_routed_expert_padding), so neither has the steps. Qwen3-30B-A3B, tp 1,
+ * ep 8 on DGX H100.
+ */
+static uint32_t
+padding_steps(enum spsim_dtype dtype, enum spsim_moe_dispatcher d, double *pad, double *unsort)
+{
+    struct spsim_model *m = testutil_model_named("qwen3-30b-a3b");
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel p = ep8_config(dtype, d);
+    static struct spsim_schedule_step steps[SPSIM_MAX_SCHEDULE_STEPS];
+    size_t n = layer_steps(m, hw, &p, steps);
+    uint32_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ph = steps[i].phase == SPSIM_PHASE_FORWARD ? 0 : 1;
+        if (strstr(steps[i].op, "padded for quantization") || strstr(steps[i].op, "unpadded")) {
+            pad[2 * ph + (strstr(steps[i].op, "unpadded") != NULL)] = steps[i].time_s;
+            found++;
+        } else if (strstr(steps[i].op, "probabilities padded"))
+            found++;
+        else if (!strcmp(steps[i].op, "unsort chunks (rank order)"))
+            unsort[ph] = steps[i].time_s;
+    }
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+    return found;
+}
+
+START_TEST(moe_fp8_padding_copies)
+{
+    double pad[4] = {0, 0, 0, 0}, unsort[2] = {0, 0};
+    ck_assert_uint_eq(padding_steps(SPSIM_DTYPE_FP8, SPSIM_MOE_ALLTOALL, pad, unsort), 6);
+    for (int i = 0; i < 4; i++) {
+        ck_assert(unsort[i / 2] > 0);
+        EQ(pad[i], unsort[i / 2]);
+    }
+    ck_assert_uint_eq(padding_steps(SPSIM_DTYPE_BF16, SPSIM_MOE_ALLTOALL, pad, unsort), 0);
+    ck_assert_uint_eq(padding_steps(SPSIM_DTYPE_FP8, SPSIM_MOE_FLEX, pad, unsort), 0);
 }
 END_TEST
 
@@ -622,6 +746,8 @@ host_suite(void)
     tcase_add_test(tc, optimizer_step_on_the_host);
     tcase_add_test(tc, logged_statistics_are_read);
     tcase_add_test(tc, moe_tensors_per_expert);
+    tcase_add_test(tc, grouped_gemm_casts_each_expert);
+    tcase_add_test(tc, moe_fp8_padding_copies);
     tcase_add_test(tc, host_field_is_validated);
     suite_add_tcase(s, tc);
     return s;

@@ -491,7 +491,10 @@ START_TEST(latent_moe_terms)
     EQ(step(st, n, F, "latent up-projection GEMM (fc2_latent_proj, duplicated)", "forward")->flops,
        2 * T * r * h);
     ck_assert_uint_eq(step(st, n, F, "dispatch all-to-all (EP)", "")->message_bytes,
-                      (uint64_t)(T * k * (2 * r + 4)));
+                      (uint64_t)(T * k * 2 * r));
+    ck_assert_uint_eq(
+        step(st, n, F, "dispatch all-to-all of the probabilities (EP)", "")->message_bytes,
+        (uint64_t)(T * k * 4));
     ck_assert_uint_eq(step(st, n, F, "combine all-to-all (EP)", "")->message_bytes,
                       (uint64_t)(T * k * 2 * r));
     EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->flops, 2 * 4 * 1024 * r * fe);

@@ -217,8 +217,9 @@ find_step(const struct spsim_schedule_step *steps, size_t n, enum spsim_phase ph
 
 /*
  * Each MoE term's time, tp 2, SP, ep 2, alltoall, T = 2048 (k = 2, E = 8, h = 1024):
- *   - the dispatch and combine all-to-alls cost what `spsim collective --op all_to_all` says
- *     for their buffers (8 404 992 and 8 388 608 B) on 2 GPUs of one node;
+ *   - the dispatch's two all-to-alls and the combine's cost what `spsim collective --op
+ *     all_to_all` says for their buffers (8 388 608 B of tokens and 16 384 B of probabilities,
+ *     8 388 608 B) on 2 GPUs of one node;
  *   - memory-bound rows take their HBM bytes at one rate: permute 4·T·k·h, unpermute
  *     2·T·k·h + 2·T·h, router score and top-k 10·T·E + 12·T·k, so their times stand
  *     (k + 1)/(2k) = 3/4 and (10E + 12k)/(4kh) = 104/8192 to the permute's;
@@ -238,11 +239,18 @@ START_TEST(moe_term_times)
                      SPSIM_OK);
     const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
     struct spsim_collective_prediction a2a;
+    /* The tokens (2048·2 copies·2·1024 B = 8388608) and then, a second all-to-all, their fp32
+     * probabilities (2048·2·4 = 16384 B; token_dispatcher.py token_dispatch). */
     const struct spsim_schedule_step *st = find_step(steps, n, F, "dispatch all-to-all (EP)");
-    ck_assert_uint_eq(st->message_bytes, 8404992);
-    ck_assert_uint_eq(st->wire_bytes, 4202496);
+    ck_assert_uint_eq(st->message_bytes, 8388608);
+    ck_assert_uint_eq(st->wire_bytes, 4194304);
     ck_assert_uint_eq(st->group_size, 2);
-    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_TO_ALL, 2, 1, 8404992, &a2a, NULL),
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_TO_ALL, 2, 1, 8388608, &a2a, NULL),
+                     SPSIM_OK);
+    ck_assert_double_eq_tol(st->time_s, a2a.time_s, 1e-15);
+    st = find_step(steps, n, F, "dispatch all-to-all of the probabilities (EP)");
+    ck_assert_uint_eq(st->message_bytes, 16384);
+    ck_assert_int_eq(spsim_collective_predict(hw, SPSIM_COLL_ALL_TO_ALL, 2, 1, 16384, &a2a, NULL),
                      SPSIM_OK);
     ck_assert_double_eq_tol(st->time_s, a2a.time_s, 1e-15);
     st = find_step(steps, n, B, "combine all-to-all (EP)");

@@ -111,9 +111,9 @@ wgrad_bytes_s(double rows, double in, double out, double batch)
  * N = ep·T = 8192 tokens reach a rank's S = 16 experts: μ = N·k/ep = 8192 copies (512 per
  * expert), σ² = N·k·(1/8)(7/8)(120/127) = 6772.9, z_8 = 1.4236: the most-loaded rank gets
  * 8192·(1 + 1.4236·82.30/8192) = 8309.2 copies, ⌈519.32⌉ = 520 per expert, 8320 rows. It
- * receives 8320·(2h + 4) B in the dispatch and 8320·2h in the combine, over 8 ranks; its
- * grouped GEMMs' weight gradients (bytes-bound, as in test_moe_terms) run on 8320 rows; the
- * permute of its own 1024·8 copies stays at the mean.
+ * receives 8320·2h B in the dispatch (then 8320·4 B of probabilities) and 8320·2h in the combine,
+ * over 8 ranks; its grouped GEMMs' weight gradients (bytes-bound, as in test_moe_terms) run on 8320
+ * rows; the permute of its own 1024·8 copies stays at the mean.
  */
 START_TEST(critical_rank_terms)
 {
@@ -124,8 +124,10 @@ START_TEST(critical_rank_terms)
     ck_assert_double_eq(ceil(512 * (1 + 1.4236 * sigma / 8192)), 520);
     size_t n = schedule(SPSIM_MOE_ROUTING_RANDOM, SPSIM_MOE_ALLTOALL, st);
     const struct spsim_schedule_step *d = step(st, n, F, "dispatch all-to-all (EP)", "");
-    ck_assert_uint_eq(d->message_bytes, (uint64_t)(rows * (2 * h + 4)));
-    EQ(d->time_s, rows * (2 * h + 4) * 7 / 8 / NV);
+    ck_assert_uint_eq(d->message_bytes, (uint64_t)(rows * 2 * h));
+    EQ(d->time_s, rows * 2 * h * 7 / 8 / NV);
+    d = step(st, n, F, "dispatch all-to-all of the probabilities (EP)", "");
+    ck_assert_uint_eq(d->message_bytes, (uint64_t)(rows * 4));
     EQ(step(st, n, B, "combine all-to-all (EP)", "")->time_s, rows * 2 * h * 7 / 8 / NV);
     EQ(step(st, n, B, "experts FC1 grouped GEMM", "wgrad")->time_s,
        wgrad_bytes_s(rows, h, 2 * fe, loc));
@@ -140,7 +142,7 @@ START_TEST(critical_rank_terms)
     EQ(step(st, n, B, "experts FC2 grouped GEMM", "wgrad")->time_s,
        wgrad_bytes_s(8192, fe, h, loc));
     ck_assert_uint_eq(step(st, n, F, "dispatch all-to-all (EP)", "")->message_bytes,
-                      (uint64_t)(8192 * (2 * h + 4)));
+                      (uint64_t)(8192 * 2 * h));
 }
 END_TEST
 

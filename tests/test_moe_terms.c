@@ -140,13 +140,17 @@ START_TEST(alltoall_terms)
        (2 * c * h + 2 * T * h) / HBM);
     EQ(step(st, n, B, "unpermute (sum of each token's copies)", "backward")->time_s,
        4 * c * h / HBM);
-    /* Dispatch T·k·(2h + 4) B (tokens and fp32 probabilities), combine T·k·2h, over 8 ranks,
-     * both passes. */
+    /* Dispatch T·k·2h B (the tokens), then T·k·4 B (their fp32 probabilities: a second
+     * all-to-all, token_dispatcher.py token_dispatch), combine T·k·2h, over 8 ranks, both
+     * passes. */
     for (int ph = 0; ph < 2; ph++) {
         const struct spsim_schedule_step *d =
             step(st, n, ph ? B : F, "dispatch all-to-all (EP)", "");
-        ck_assert_uint_eq(d->message_bytes, (uint64_t)(c * (2 * h + 4)));
-        EQ(d->time_s, c * (2 * h + 4) * 7 / 8 / NV);
+        ck_assert_uint_eq(d->message_bytes, (uint64_t)(c * 2 * h));
+        EQ(d->time_s, c * 2 * h * 7 / 8 / NV);
+        d = step(st, n, ph ? B : F, "dispatch all-to-all of the probabilities (EP)", "");
+        ck_assert_uint_eq(d->message_bytes, (uint64_t)(c * 4));
+        EQ(d->time_s, c * 4 * 7 / 8 / NV);
         EQ(step(st, n, ph ? B : F, "combine all-to-all (EP)", "")->time_s, c * 2 * h * 7 / 8 / NV);
     }
     /* The 16 local experts' chunks sorted expert-major after the all-to-all (tokens 2 B read and
@@ -214,7 +218,9 @@ START_TEST(etp_terms)
         EQ(ag->time_s, etp * c * (2 * h + 4) / 2 / NV);
         EQ(step(st, n, p, "combine ReduceScatter (expert TP)", "")->time_s,
            etp * c * 2 * h / 2 / NV);
-        EQ(step(st, n, p, "dispatch all-to-all (EP)", "")->time_s, c * (2 * h + 4) * 3 / 4 / NV);
+        EQ(step(st, n, p, "dispatch all-to-all (EP)", "")->time_s, c * 2 * h * 3 / 4 / NV);
+        EQ(step(st, n, p, "dispatch all-to-all of the probabilities (EP)", "")->time_s,
+           c * 4 * 3 / 4 / NV);
         EQ(step(st, n, p, "combine all-to-all (EP)", "")->time_s, c * 2 * h * 3 / 4 / NV);
     }
     EQ(step(st, n, F, "experts FC1 grouped GEMM", "forward")->time_s,
@@ -251,8 +257,8 @@ START_TEST(cp_divides_tokens)
     for (int ph = 0; ph < 2; ph++) {
         const struct spsim_schedule_step *d =
             step(st, n, ph ? B : F, "dispatch all-to-all (EP)", "");
-        ck_assert_uint_eq(d->message_bytes, (uint64_t)(c * (2 * h + 4)));
-        EQ(d->time_s, c * (2 * h + 4) * 7 / 8 / NV);
+        ck_assert_uint_eq(d->message_bytes, (uint64_t)(c * 2 * h));
+        EQ(d->time_s, c * 2 * h * 7 / 8 / NV);
         EQ(step(st, n, ph ? B : F, "combine all-to-all (EP)", "")->time_s, c * 2 * h * 7 / 8 / NV);
     }
     EQ(step(st, n, F, "router softmax and top-k", "forward")->time_s,

@@ -87,23 +87,46 @@ spsim_cuda_graph_captures(uint32_t capture, uint32_t module)
 }
 
 /*
+ * The kernels TE's split_quantize launches for a grouped GEMM's FP8 input or output gradient
+ * over `splits` local experts (TransformerEngine d0067d0, pytorch/module/grouped_linear.py
+ * _GroupedLinear.forward:820 and backward:1315 call _split_quantize; the default module path,
+ * NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM unset: grouped_linear.py:1656-1668).
+ * csrc/extensions/cast.cpp split_quantize:1895 hands the splits to multi_tensor_quantize_impl
+ * (cast.cpp:894), which launches one fused nvte_multi_cast_transpose for all of them only with
+ * delayed-scaling quantizers (IsFloat8Quantizers, both usages allocated: the forward's input
+ * and the backward's gradient, rowwise and columnwise), else one quantizer->quantize per split:
+ * MXFP8 and block scaling one nvte_quantize_v2 each (csrc/quantizer.cpp:1848, 1437), current
+ * scaling three (Float8CurrentScalingQuantizer::quantize_impl, quantizer.cpp:1011-1028: the
+ * amax, the scale from it, the cast). NVFP4's split quantize (a group amax, then RHT or a
+ * per-split cast, cast.cpp split_quantize_nvfp4_impl) is left at one kernel.
+ */
+static uint32_t
+split_quantize_kernels(const struct spsim_layer_config *cfg, uint32_t splits)
+{
+    if (cfg->dtype != SPSIM_DTYPE_FP8 || cfg->fp8_recipe == SPSIM_FP8_DELAYED)
+        return 1;
+    return (cfg->fp8_recipe == SPSIM_FP8_CURRENT ? 3 : 1) * splits;
+}
+
+/*
  * Kernels one step launches, at least: a GEMM pass is one cuBLASLt matmul (TE general_gemm;
  * the experts' grouped GEMM one per local expert),
  * with FP8 its input's or output gradient's cast one more (TE quantize/cast_transpose; the
- * wgrad's bytes are its bias gradient, in the epilogue); a flash pass one fused attention
+ * wgrad's bytes are its bias gradient, in the epilogue; a grouped GEMM's split_quantize above);
+ * a flash pass one fused attention
  * kernel; a memory-bound row one fused TE/Apex kernel per pass; a collective one NCCL kernel
  * (enqueue.cc launches one kernel per plan). Ops TE runs as several kernels (a norm backward's
  * finalize, FlashAttention-2 backward's preprocessing) count once.
  */
 static uint32_t
-step_kernels(const struct spsim_step *st)
+step_kernels(const struct spsim_layer_config *cfg, const struct spsim_step *st)
 {
     uint32_t k = st->coll != SPSIM_COLL_NONE;
     /* TE's grouped GEMM is one cuBLASLt GEMM per local expert (timing.c grouped_gemm_time). */
     uint32_t gemms = st->op->kind == SPSIM_OPK_GEMM && st->gbatch > 1 ? (uint32_t)st->gbatch : 1;
+    bool cast = st->op->kind == SPSIM_OPK_GEMM && st->pass != SPSIM_PASS_WGRAD && st->bytes > 0;
     if (st->flops > 0)
-        k += gemms +
-             (st->op->kind == SPSIM_OPK_GEMM && st->pass != SPSIM_PASS_WGRAD && st->bytes > 0);
+        k += gemms + (cast ? (gemms > 1 ? split_quantize_kernels(cfg, gemms) : 1) : 0);
     else if (st->bytes > 0)
         k += 1;
     return k;
@@ -136,7 +159,8 @@ spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be)
     for (uint32_t i = 0; i < be->sched.nsteps; i++) {
         const struct spsim_step *st = &be->sched.steps[i];
         /* Backward and its recompute are one issue stream (one graph with per-layer capture). */
-        uint32_t k = step_kernels(st), ph = st->phase, run = ph != SPSIM_PHASE_FORWARD;
+        uint32_t k = step_kernels(&be->block.cfg, st), ph = st->phase,
+                 run = ph != SPSIM_PHASE_FORWARD;
         double g = hw ? be->cost[i].compute_s + be->cost[i].exposed_comm_s : 0;
         gpu[ph] += g;
         if (st->op->d2h_sync && ph != SPSIM_PHASE_BACKWARD)

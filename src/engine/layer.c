@@ -966,7 +966,8 @@ add_flex_combine(struct builder *bld, const struct dims *x, const struct spsim_m
 
 /* Tokens to the experts' ranks (token_dispatcher.py; bytes in moe.c). alltoall: permute the
  * T·k copies into expert order (read and write 2 B each way), the EP all-to-all, with ETP the
- * AllGather over the expert-TP group. allgather: the AllGather over ETP×EP, then the local
+ * AllGather over the expert-TP group (the tokens and the probabilities in one, a lower bound: the
+ * code gathers each). allgather: the AllGather over ETP×EP, then the local
  * experts' copies are picked out (the same permute over `rows`).
  * Returns the op before whose launch the host waits for the tokens per expert (dropless
  * routing sizes the experts' GEMMs on the host): alltoall copies them to the host after the
@@ -988,9 +989,13 @@ add_dispatch(struct builder *bld, const struct dims *x, const struct spsim_moe_t
     } else if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
         op = add_moe_memory(bld, "permute (token copies into expert order)", 4.0 * copies * h,
                             4.0 * copies * h);
-        if (cfg->ep > 1)
+        if (cfg->ep > 1) {
             add_ep_op(bld, "dispatch all-to-all (EP)", SPSIM_COLL_ALL_TO_ALL, SPSIM_COLL_ALL_TO_ALL,
                       tr->dispatch, tr->dispatch_bwd, cfg->ep, cfg->etp);
+            add_ep_op(bld, "dispatch all-to-all of the probabilities (EP)", SPSIM_COLL_ALL_TO_ALL,
+                      SPSIM_COLL_ALL_TO_ALL, tr->dispatch_probs, tr->dispatch_probs, cfg->ep,
+                      cfg->etp);
+        }
         if (cfg->etp > 1)
             add_ep_op(bld, "dispatch AllGather (expert TP)", SPSIM_COLL_ALL_GATHER,
                       SPSIM_COLL_REDUCE_SCATTER, tr->etp_dispatch, tr->etp_dispatch, cfg->etp, 1);
@@ -1059,7 +1064,34 @@ add_combine(struct builder *bld, const struct dims *x, const struct spsim_moe_tr
  * probabilities applied to its output), FC2 [f_e/etp → h]. Kept: FC1's input (the permuted
  * copies), its output and the probabilities (dropped by moe), FC2's input (dropped by moe and
  * by moe_act, whose output-discarding checkpoint re-runs the activation).
+ * In FP8 and NVFP4 TEGroupedMLP pads each expert's rows to the recipe's alignment before FC1
+ * and strips the padding after FC2 (experts_pad below).
  */
+/*
+ * TEGroupedMLP.forward (Megatron-LM d98e8a64 moe/experts.py:896-904; the op-fuser path 736-744)
+ * runs TE's Fp8Padding on the experts' tokens and on their probabilities before FC1, and
+ * Fp8Unpadding on FC2's output (experts.py:1043; 826), when the config is fp8 or fp4 and
+ * skip_routed_expert_padding is false (moe_utils.py:1494: not with
+ * moe_router_padding_for_quantization, off by default and set False by Megatron-Bridge's
+ * Qwen3 MoE recipes, 067f987df recipes/qwen/h100/qwen3_moe.py:106, with no override in
+ * scripts/performance; nor with the HybridEP dispatcher, nor DeepEP's fused permute-and-pad, which
+ * needs moe_use_grouped_tensor, off by default). Each is one autograd op of one TE kernel
+ * (fp8_padding.py, fp8_unpadding.py: tex.fused_multi_row_padding / _unpadding, one launch per
+ * 64 tensors, common/util/padding.cu kMaxTensorsPerKernel), a copy: the tokens read and written
+ * (2 + 2 B an element), the fp32 probabilities (4 + 4 B a row); backward the same copy the
+ * other way. The copy is skipped only when every expert's rows are already a multiple of the
+ * alignment (16, MXFP8 32: TE quantization.py get_align_size_for_quantization), which dropless
+ * routing over several experts all but never gives: taken as always. The up to alignment - 1
+ * padded rows an expert adds to the GEMMs are left out.
+ */
+static bool
+experts_pad(const struct spsim_layer_config *cfg)
+{
+    if (cfg->dtype != SPSIM_DTYPE_FP8 && cfg->dtype != SPSIM_DTYPE_NVFP4)
+        return false;
+    return !(cfg->dispatcher == SPSIM_MOE_FLEX && cfg->flex_backend == SPSIM_FLEX_HYBRIDEP);
+}
+
 static void
 add_experts(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
             const struct spsim_moe_traffic *tr)
@@ -1068,6 +1100,13 @@ add_experts(struct builder *bld, const struct spsim_model_shape *m, const struct
     uint64_t f = m->expert_ffn_hidden / bld->layer->cfg.etp, tpe = tr->tokens_per_expert;
     uint64_t act = spsim_mul(tr->rows, f, ok);
     const enum spsim_rgroup act_group = (enum spsim_rgroup)(SPSIM_RG_MOE | SPSIM_RG_MOE_ACT);
+    double copy = 4.0 * (double)tr->rows * (double)x->h;
+    bool pad = experts_pad(&bld->layer->cfg);
+    if (pad) {
+        add_moe_memory(bld, "experts' tokens padded for quantization (Fp8Padding)", copy, copy);
+        add_moe_memory(bld, "experts' probabilities padded (Fp8Padding)", 8.0 * (double)tr->rows,
+                       8.0 * (double)tr->rows);
+    }
     struct spsim_op *op =
         add_gemm(bld, "experts FC1 grouped GEMM", SPSIM_GEMM_ROW, tpe, x->h, x->gate * f);
     op->batch = tr->local_experts;
@@ -1096,6 +1135,8 @@ add_experts(struct builder *bld, const struct spsim_model_shape *m, const struct
     dims3(op->in, &op->nin, "E/ep", tr->local_experts, "tokens per expert", tpe, "f_e/etp", f);
     dims3(op->out, &op->nout, "E/ep", tr->local_experts, "tokens per expert", tpe,
           "h (partial sums)", x->h);
+    if (pad)
+        add_moe_memory(bld, "experts' output unpadded (Fp8Unpadding)", copy, copy);
 }
 
 /* The ops from `first` not yet in a CUDA-graph module join `module` (transformer_layer.py

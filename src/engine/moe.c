@@ -138,8 +138,10 @@ spsim_moe_edp(const struct spsim_parallel *p)
  * copies from each rank. Dropless routing and a capacity factor (at least 1, the profile's
  * rule) then move the same copies: none is over capacity, and padding to capacity
  * (--moe-pad-expert-input-to-capacity) is not modelled. With f = 1:
- *   alltoall: all-to-all over EP of the token copies and their fp32 probabilities, S =
- *     T·k·f·(2h + 4) forward and its gradient backward; combine the tokens back, T·k·f·2h. With
+ *   alltoall: all-to-all over EP of the token copies, S = T·k·f·2h, then a second of their
+ *     fp32 probabilities, T·k·f·4 (token_dispatch, Megatron-LM d98e8a64
+ *     token_dispatcher.py:705 and 718: two all_to_all calls, each its own NCCL launch and
+ *     latency), forward and their gradients backward; combine the tokens back, T·k·f·2h. With
  *     ETP > 1 an AllGather over ETP after the dispatch (S = etp·T·k·f·(2h + 4)) and a
  *     ReduceScatter before the combine (etp·T·k·f·2h); backward the conjugates.
  *   allgather: AllGather over ETP×EP of the hidden states, the fp32 probabilities and the
@@ -199,9 +201,10 @@ spsim_moe_traffic(const struct spsim_model_shape *m, const struct spsim_layer_co
     }
     uint64_t copies = out->rows / cfg->etp; /* received by the all-to-all, per rank */
     if (cfg->dispatcher == SPSIM_MOE_ALLTOALL) {
-        out->dispatch = spsim_mul(copies, 2 * h + 4, ok);
+        out->dispatch = spsim_mul(copies, 2 * h, ok);
+        out->dispatch_probs = spsim_mul(copies, 4, ok);
         out->combine = spsim_mul(copies, 2 * h, ok);
-        out->etp_dispatch = cfg->etp > 1 ? spsim_mul(out->dispatch, cfg->etp, ok) : 0;
+        out->etp_dispatch = cfg->etp > 1 ? spsim_mul(copies * cfg->etp, 2 * h + 4, ok) : 0;
         out->etp_combine = cfg->etp > 1 ? spsim_mul(out->combine, cfg->etp, ok) : 0;
         out->dispatch_bwd = out->dispatch;
         return;

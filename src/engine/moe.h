@@ -36,8 +36,9 @@ struct spsim_moe_traffic {
     uint64_t tokens_per_expert;               /* balanced expectation, rounded up */
     uint64_t rows;                            /* token copies this rank's experts compute */
     uint64_t dispatch, dispatch_bwd, combine; /* EP all-to-all, or the ETP×EP AG/RS */
-    uint64_t etp_dispatch, etp_combine;       /* alltoall with etp > 1: the ETP AG and RS */
-    struct spsim_moe_flex_traffic flex;       /* flex only */
+    uint64_t dispatch_probs; /* alltoall: the EP all-to-all of the probabilities (both passes) */
+    uint64_t etp_dispatch, etp_combine; /* alltoall with etp > 1: the ETP AG and RS */
+    struct spsim_moe_flex_traffic flex; /* flex only */
     /* Routing imbalance (moe_imbalance.c): the critical rank's copies over the mean (1 when
      * balanced), and the copies of its own tokens a rank permutes before sending (alltoall;
      * not imbalanced). */
