@@ -386,13 +386,7 @@ END_TEST
 static struct spsim_model *
 load_path(const char *rel)
 {
-    char path[4096];
-    const char *root = getenv("SPSIM_DATA_DIR");
-    snprintf(path, sizeof(path), "%s/%s", root ? root : ".", rel);
-    struct spsim_model *m = NULL;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s: %s", rel, err.message);
-    return m;
+    return testutil_model_path(rel);
 }
 
 /* The shape fields that decide every count (seq_len aside: a config's is its longest context). */
@@ -891,7 +885,6 @@ START_TEST(hf_published_refusals)
         {"Step-3.7-Flash", "'step3p7': sliding-window attention on 33 of 45 layers"},
         {"DeepSeek-V3.2", "'deepseek_v32': DeepSeek sparse attention's indexer"},
         {"DeepSeek-V4-Flash", "'deepseek_v4': compressed sparse attention (compress_ratios"},
-        {"gemma-3-27b", "'gemma3': post-attention and post-MLP norms (four norms per layer)"},
     };
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         char path[4096];

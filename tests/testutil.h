@@ -190,6 +190,19 @@ testutil_hardware_file_text(const char *name, char *path, size_t cap)
     return text;
 }
 
+/** A model file (a profile or a Hugging Face config's folder) by its path in the tree. */
+static inline struct spsim_model *
+testutil_model_path(const char *rel)
+{
+    char path[4096];
+    const char *root = getenv("SPSIM_DATA_DIR");
+    snprintf(path, sizeof(path), "%s/%s", root ? root : ".", rel);
+    struct spsim_model *m = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_model_load(path, &m, &err) == SPSIM_OK, "%s: %s", rel, err.message);
+    return m;
+}
+
 static inline struct spsim_model *
 testutil_model_named(const char *name)
 {

@@ -170,6 +170,14 @@ SPSIM_API size_t spsim_megatron_format(const struct spsim_model *model,
                                        const struct spsim_parallel *par, uint32_t gpus_per_node,
                                        char *buf, size_t cap);
 
+/**
+ * What of the model no Megatron-LM flag states, so that spsim_megatron_format() would write a
+ * line of another model: Gemma 2's and 3's post-attention and post-MLP norms (Megatron-Bridge's
+ * TERowParallelLinearLayerNorm, which Megatron-LM's pretrain_gpt.py cannot build).
+ * @return a phrase naming the feature, or NULL when the line is the model's
+ */
+SPSIM_API const char *spsim_megatron_unsupported(const struct spsim_model *model);
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,6 +66,12 @@ struct spsim_model_shape {
     bool moe_shared_expert_gate;
     bool qk_norm; /**< the layer's norm over each head's channels of Q and K after the QKV
                      projection (Qwen3, Megatron --qk-layernorm) */
+    /** Post-norms (Gemma 2 and 3): a norm of h channels on the attention projection's output
+     * and one on FC2's, each before its residual add, beside the two input norms (four per
+     * layer; Megatron-Bridge common/te_layers.py TERowParallelLinearLayerNorm, a TENorm after
+     * the row-parallel linear, in gemma3_provider.py's layer spec). Dense layers with standard
+     * attention only; Megatron-LM has no flag for it. */
+    bool post_norms;
     /* Mixture of experts (doc/profiles.md). experts == 0 is a dense model, and every MoE field is
        then 0. Megatron-Core's option in brackets. */
     uint32_t experts;           /**< routed experts per MoE layer [--num-experts] */

@@ -215,6 +215,10 @@ int
 cli_megatron_write(FILE *f, const struct spsim_model *model, const struct spsim_hardware *hw,
                    const struct spsim_parallel *par)
 {
+    const char *unsupported = spsim_megatron_unsupported(model);
+    if (unsupported)
+        return cli_error(EXIT_INPUT, "--format megatron: model %s has %s", spsim_model_name(model),
+                         unsupported);
     struct spsim_hardware_info info;
     spsim_hardware_get_info(hw, &info);
     char buf[8192];

@@ -435,6 +435,28 @@ add_qk_norm(struct builder *bld, const struct dims *x)
     dims3(op->out, &op->nout, x->s_sym, x->s, "b", x->b, "(a+kv)d/t", x->q_t + x->kv_t);
 }
 
+/* Gemma 2's and 3's post-norms (model post_norms): Megatron-Bridge's
+ * TERowParallelLinearLayerNorm (common/te_layers.py at 067f987, the linear_proj and linear_fc2
+ * of gemma3_provider.py's layer spec) runs a TENorm of h channels on the row-parallel linear's
+ * reduced output, s'·b·h (after the ReduceScatter with SP, the AllReduce without), before the
+ * residual add. TE's RMSNorm keeps its input for backward and moves the input norms' bytes
+ * (add_norm). It belongs to the module of its linear: the attention block's (not core_attn's
+ * checkpoint) or the MLP's (replayed by mlp recomputation, its input dropped with it). */
+static void
+add_post_norm(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
+              bool mlp)
+{
+    bool ln = m->norm == SPSIM_NORM_LAYERNORM;
+    const char *name = mlp ? (ln ? "post-MLP LayerNorm" : "post-MLP RMSNorm")
+                           : (ln ? "post-attention LayerNorm" : "post-attention RMSNorm");
+    struct spsim_op *op =
+        add_norm(bld, x, name, mlp ? "post-MLP norm input" : "post-attention norm input",
+                 spsim_mul3(x->sl, x->b, x->h, &bld->ok));
+    op->post_norm = true;
+    if (mlp)
+        op->group = op->saved[0].group = SPSIM_RG_MLP;
+}
+
 static void
 add_attention_block(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x)
 {
@@ -492,6 +514,8 @@ add_attention_block(struct builder *bld, const struct spsim_model_shape *m, cons
                  "f̄: AllReduce after projection",
                  "ḡ backward: AllGather of the projection output gradient", "f̄ backward: identity");
     spsim_lora_add(bld->layer, SPSIM_LORA_PROJ, tokens, x->t * x->q_t, x->h, ok);
+    if (m->post_norms)
+        add_post_norm(bld, m, x, false);
     add_dropout_add(bld, m, x,
                     m->dropout ? "bias-dropout-add (attention)" : "residual add (attention)");
 }
@@ -752,6 +776,8 @@ add_mlp_block(struct builder *bld, const struct spsim_model_shape *m, const stru
              spsim_mul3(x->sl, x->b, x->h, &bld->ok))
         ->group = SPSIM_RG_NORM;
     add_mlp_core(bld, m, x, false);
+    if (m->post_norms)
+        add_post_norm(bld, m, x, true);
     add_dropout_add(bld, m, x, m->dropout ? "bias-dropout-add (MLP)" : "residual add (MLP)");
 }
 

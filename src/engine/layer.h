@@ -132,6 +132,9 @@ struct spsim_op {
     /* The host waits here for the GPU (a device-to-host copy this op's launch needs: the MoE
      * dispatchers' tokens per expert), in forward and its recompute (engine/host.c). */
     bool d2h_sync;
+    /* Gemma's post-attention or post-MLP norm (add_post_norm): it runs inside the row-parallel
+     * linear before it, so the input norms' recompute hook is on its output (schedule.c). */
+    bool post_norm;
 };
 
 #define SPSIM_LAYER_MAX_OPS 56

@@ -78,7 +78,9 @@ attention_tensors(const struct spsim_model_shape *m)
     double n = norm_tensors(m), b = m->linear_bias ? 1.0 : 0.0;
     if (m->kv_lora_rank)
         return n + (m->q_lora_rank ? 2.0 + n : 1.0) + 2.0 + n + 1.0 + 4.0 * b;
-    return n + 1.0 + (m->linear_bias || m->qkv_bias) + (m->qk_norm ? 2.0 * n : 0) + 1.0 + b;
+    /* Gemma's post-attention norm: linear_proj.post_layernorm (te_layers.py at Bridge 067f987). */
+    double post = m->post_norms ? n : 0.0;
+    return n + 1.0 + (m->linear_bias || m->qkv_bias) + (m->qk_norm ? 2.0 * n : 0) + 1.0 + b + post;
 }
 
 /* The dense MLP (its norm fused into linear_fc1) or the MoE block: pre_mlp_layernorm, the
@@ -89,8 +91,8 @@ static double
 mlp_tensors(const struct spsim_model_shape *m, const struct spsim_parallel *par, bool moe)
 {
     double n = norm_tensors(m), b = m->linear_bias ? 1.0 : 0.0;
-    if (!moe)
-        return n + 2.0 + 2.0 * b;
+    if (!moe) /* and Gemma's post-MLP norm, linear_fc2.post_layernorm */
+        return n + 2.0 + 2.0 * b + (m->post_norms ? n : 0.0);
     double local = (double)m->experts / (par->ep ? par->ep : 1);
     double shared = m->shared_expert_ffn_hidden ? 2.0 + 2.0 * b + m->moe_shared_expert_gate : 0;
     return n + 1.0 + local * (2.0 + 2.0 * b) + shared;

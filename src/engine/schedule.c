@@ -248,7 +248,7 @@ replay_runs(const struct spsim_layer *L, struct replay *out, uint32_t cap)
             uint32_t anchor = j;
             if (g == SPSIM_RG_NORM) {
                 uint32_t k = j + 1;
-                while (k < L->nops && L->ops[k].region != SPSIM_REGION_SEQ)
+                while (k < L->nops && (L->ops[k].region != SPSIM_REGION_SEQ || L->ops[k].post_norm))
                     k++;
                 anchor = k - 1;
             }

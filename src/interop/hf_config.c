@@ -29,6 +29,7 @@ struct hf_family {
     const char *const *keys;     /* accepted beyond the common keys */
     int moe;                     /* enum hf_moe: how its experts are read (0: dense) */
     const char *const *moe_keys; /* accepted beyond keys (its MoE and MLA keys, Qwen2's extra) */
+    bool post_norms; /* Gemma 3's post-attention and post-MLP norms (profile key post_norms) */
 };
 
 /* The mixture-of-experts families, by where transformers keeps their experts. */
@@ -143,51 +144,74 @@ static const char *const deepseek_keys[] = {"n_routed_experts",
                                             "rope_interleave",
                                             NULL};
 
+/* Gemma3TextConfig's own keys (the gemma3_text model_type, Gemma 3's text_config): the softmax
+ * scale 1/sqrt(query_pre_attn_scalar) and the local layers' rotary base (Megatron-Bridge
+ * gemma3_bridge.py at 067f987: softmax_scale, rotary_base (local, global)) change no FLOP or
+ * byte spsim counts; the soft-capping keys are read, and refused unless null (check_variants);
+ * sliding_window_pattern is the windowed layers' rule before layer_types (read_windows);
+ * cache_implementation is generation's. */
+static const char *const gemma3_keys[] = {"query_pre_attn_scalar",
+                                          "rope_local_base_freq",
+                                          "attn_logit_softcapping",
+                                          "final_logit_softcapping",
+                                          "sliding_window_pattern",
+                                          "cache_implementation",
+                                          NULL};
+
 static const struct hf_family families[] = {
     {"llama", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, false, llama_keys, HF_DENSE, NULL},
+     false, false, false, llama_keys, HF_DENSE, NULL, false},
     {"mistral", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, false, llama_keys, HF_DENSE, NULL},
+     false, false, false, llama_keys, HF_DENSE, NULL, false},
     {"qwen2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, true, false, llama_keys, HF_DENSE, qwen2_keys},
+     false, true, false, llama_keys, HF_DENSE, qwen2_keys, false},
     {"qwen3", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, true, llama_keys, HF_DENSE, NULL},
+     false, false, true, llama_keys, HF_DENSE, NULL, false},
     /* GemmaMLP is gated (gate_proj, up_proj) with a GeLU: the gated layer, GeLU for SiLU. */
     {"gemma", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, true,
-     false, false, false, llama_keys, HF_DENSE, NULL},
+     false, false, false, llama_keys, HF_DENSE, NULL, false},
+    /* Gemma3DecoderLayer as Megatron-Bridge trains it (gemma3_provider.py at 067f987:
+     * gated_linear_unit with fast_gelu, qk_layernorm, share_embeddings_and_output_weights, the
+     * layer spec's TERowParallelLinearLayerNorm on linear_proj and linear_fc2): the Gemma layer
+     * with Q/K norms of head_dim and a post-norm after the attention and after the MLP. The
+     * embedding's sqrt(h) scale (Gemma3LanguageModelEmbedding, one elementwise pass over the
+     * embedding's output) is not modelled. */
+    {"gemma3_text", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+     "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, true,
+     false, false, true, llama_keys, HF_DENSE, gemma3_keys, true},
     {"gpt2", "n_layer", "n_embd", "n_head", "n_inner", "n_positions", SPSIM_MLP_GELU,
      SPSIM_NORM_LAYERNORM, SPSIM_POSITION_LEARNED, true, true, false, false, gpt2_keys, HF_DENSE,
-     NULL},
+     NULL, false},
     {"gpt_neox", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_GELU, SPSIM_NORM_LAYERNORM, SPSIM_POSITION_ROPE, false,
-     true, false, false, neox_keys, HF_DENSE, NULL},
+     true, false, false, neox_keys, HF_DENSE, NULL, false},
     /* MixtralSparseMoeBlock in every layer: experts of intermediate_size, softmax router. */
     {"mixtral", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, false, llama_keys, HF_MIXTRAL, mixtral_keys},
+     false, false, false, llama_keys, HF_MIXTRAL, mixtral_keys, false},
     /* Qwen3MoeSparseMoeBlock: experts of moe_intermediate_size, Qwen3's Q/K norms. */
     {"qwen3_moe", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, true, llama_keys, HF_QWEN_MOE, qwen_moe_keys},
+     false, false, true, llama_keys, HF_QWEN_MOE, qwen_moe_keys, false},
     /* DeepseekV3MoE after first_k_dense_replace dense layers, DeepseekV3Attention (MLA) with
      * its q_a_layernorm and kv_a_layernorm (profile key qk_norm). */
     {"deepseek_v3", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys},
+     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys, false},
     /* Moonshot's Kimi K2 (model_type kimi_k2): its config.json names DeepseekV3ForCausalLM and
      * auto_map's configuration_deepseek.DeepseekV3Config, the DeepSeek-V3 layer with other
      * widths (Kimi K2 report arXiv:2507.20534 §2: "a similar architecture to DeepSeek-V3"). */
     {"kimi_k2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys},
+     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys, false},
     {"deepseek_v2", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
-     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys},
+     false, false, true, llama_keys, HF_DEEPSEEK, deepseek_keys, false},
 };
 
 /* Keys of layers spsim does not model, named in the refusal. */
@@ -210,7 +234,7 @@ static const struct {
  * input projection and norms), Nemotron-Super's block_configs (31 of 80 attentions no_op),
  * Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's full_attention_interval and linear_* keys,
  * DeepSeek-V3.2's index_* keys, DeepSeek-V4's compress_ratios and hc_* keys, Gemma 2's soft-capping
- * keys, Gemma 2's and 3's four norms per layer and Gemma 3's vision_config, Falcon's
+ * keys and four norms per layer (Gemma 3's are read: gemma3_text), Falcon's
  * parallel_attn. */
 static const struct {
     const char *type, *what;
@@ -219,20 +243,11 @@ static const struct {
                "K=V projections and a vision tower"},
     /* Gemma2DecoderLayer: attn_logit_softcapping (tanh on the scores, which Megatron-Bridge
      * runs in its own Gemma2DotProductAttention, unfused or FlexAttention, not TE's fused
-     * kernels: gemma2_provider.py at 067f987), final_logit_softcapping, and post-attention and
-     * post-MLP norms beside the two input norms (four per layer: TERowParallelLinearLayerNorm
-     * in Bridge's layer spec). Its windows (every other layer) alone would be read
-     * (read_windows). */
-    {"gemma2", "attention logit soft-capping (attn_logit_softcapping), final logit "
-               "soft-capping, and post-attention and post-MLP norms (four norms per layer)"},
-    /* Gemma3ForConditionalGeneration (google/gemma-3-27b: tests/data/hf/): the text layer's
-     * post-attention and post-MLP norms (gemma3_provider.py's TERowParallelLinearLayerNorm at
-     * 067f987) and a SigLIP vision tower (vision_config). Its windows (text_config's
-     * layer_types: 1024 tokens on 5 of 6 layers, Megatron's --window-attn-skip-freq 6) and Q/K
-     * norms alone would be read. */
-    {"gemma3", "post-attention and post-MLP norms (four norms per layer) and a vision tower "
-               "(vision_config)"},
-    {"gemma3_text", "post-attention and post-MLP norms (four norms per layer)"},
+     * kernels: gemma2_provider.py at 067f987) and final_logit_softcapping. Its windows (every
+     * other layer) and its four norms per layer (Bridge's TERowParallelLinearLayerNorm, as
+     * Gemma 3's: profile key post_norms) alone would be read. */
+    {"gemma2", "attention logit soft-capping (attn_logit_softcapping) and final logit "
+               "soft-capping (final_logit_softcapping)"},
     {"llama4", "chunked attention (attention_chunk_size) on 3 of 4 layers, the 4th without "
                "rotary embedding, and a vision tower"},
     {"glm_moe_dsa", "DeepSeek sparse attention's indexer (index_topk, index_n_heads)"},
@@ -384,7 +399,7 @@ static int
 check_activation(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f)
 {
     static const char *const keys[] = {"hidden_act", "hidden_activation", "activation_function"};
-    bool silu = f->mlp == SPSIM_MLP_SWIGLU && strcmp(f->type, "gemma") != 0;
+    bool silu = f->mlp == SPSIM_MLP_SWIGLU && strncmp(f->type, "gemma", 5) != 0;
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(keys); i++) {
         const char *act = NULL;
         if (!present(root, keys[i]))
@@ -526,6 +541,24 @@ layer_types_pattern(const struct spsim_jctx *c, const cJSON *types, uint32_t lay
     return SPSIM_OK;
 }
 
+/* Gemma 3's files before layer_types (transformers < 4.53) say sliding_window_pattern N (4.53
+ * and later write it as _sliding_window_pattern beside layer_types): Gemma3TextConfig's layers
+ * are sliding unless (i + 1) % N == 0, Megatron's --window-attn-skip-freq N (N = 1: every layer
+ * full). Neither key: which layers are windowed is not stated, and is not guessed. */
+static int
+gemma3_pattern(const struct spsim_jctx *c, const cJSON *root, uint32_t *freq, bool *sliding)
+{
+    const char *key = present(root, "sliding_window_pattern") ? "sliding_window_pattern"
+                                                              : "_sliding_window_pattern";
+    if (!present(root, key))
+        return spsim_json_field_error(c, NULL, "layer_types",
+                                      "missing, and no sliding_window_pattern says which layers "
+                                      "are windowed");
+    int rc = get_u32(c, root, key, true, freq);
+    *sliding = rc == SPSIM_OK && *freq > 1;
+    return rc;
+}
+
 /* Sliding windows: from layer_types where the file has them; else MistralAttention and
  * MixtralAttention window every layer by sliding_window (Megatron-Bridge mistral_bridge.py at
  * 067f987: window_size [sliding_window - 1, 0], i.e. W positions, the query's own included),
@@ -543,6 +576,8 @@ read_windows(const struct spsim_jctx *c, const cJSON *root, const struct hf_fami
     int rc;
     if (types && !cJSON_IsNull(types))
         rc = layer_types_pattern(c, types, m->layers, &freq, &sliding);
+    else if (f->post_norms)
+        rc = gemma3_pattern(c, root, &freq, &sliding);
     else if (mistral)
         sliding = present(root, "sliding_window"), rc = SPSIM_OK;
     else
@@ -568,6 +603,14 @@ check_variants(const struct spsim_jctx *c, const cJSON *root, const struct hf_fa
         return spsim_json_field_error(c, NULL, "use_mrope",
                                       "true: multimodal rotary sections (Qwen2-VL) are not "
                                       "modelled");
+    /* Gemma3TextConfig's soft-capping keys, null in Gemma 3's released files (Gemma 2's tanh
+     * soft-capping: not modelled, see unmodelled). */
+    static const char *const caps[] = {"attn_logit_softcapping", "final_logit_softcapping"};
+    for (size_t i = 0; f->post_norms && i < SPSIM_ARRAY_LENGTH(caps); i++)
+        if (present(root, caps[i]))
+            return spsim_json_field_error(c, NULL, caps[i],
+                                          "logit soft-capping (Gemma 2's tanh) is not modelled "
+                                          "(only null)");
     if (strcmp(f->type, "gpt_neox") != 0)
         return SPSIM_OK;
     bool parallel = true;
@@ -754,6 +797,50 @@ hybrid(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *
     return rc;
 }
 
+/* Gemma3ForConditionalGeneration's config (model_type gemma3): its language model is
+ * text_config, a gemma3_text config (Megatron-Bridge's Gemma3ModelBridge converts
+ * Gemma3ForCausalLM, that model; gemma3_vl_bridge.py the whole), read in its place, the errors
+ * naming it; the SigLIP vision tower (vision_config) and the image tokens' ids are left out
+ * (model_file.c says so in the description). */
+static const char *const gemma3_wrapper_keys[] = {"text_config",
+                                                  "vision_config",
+                                                  "boi_token_index",
+                                                  "eoi_token_index",
+                                                  "image_token_index",
+                                                  "mm_tokens_per_image",
+                                                  NULL};
+
+static int
+gemma3_text(const struct spsim_jctx *c, const cJSON **root, struct spsim_jctx *tc, char *origin,
+            size_t cap)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(*root, "model_type");
+    if (!cJSON_IsString(t) || strcmp(t->valuestring, "gemma3") != 0)
+        return SPSIM_OK;
+    int rc = spsim_hf_check_known(c, *root, NULL, gemma3_wrapper_keys, "Gemma 3");
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(*root, "text_config");
+    if (rc == SPSIM_OK && !cJSON_IsObject(text))
+        return spsim_json_field_error(c, NULL, "text_config", "missing (Gemma 3's decoder)");
+    t = cJSON_GetObjectItemCaseSensitive(text, "model_type");
+    if (rc == SPSIM_OK && (!cJSON_IsString(t) || strcmp(t->valuestring, "gemma3_text") != 0))
+        return spsim_json_field_error(c, "text_config", "model_type", "must be \"gemma3_text\"");
+    snprintf(origin, cap, "%s: text_config", c->origin);
+    *tc = (struct spsim_jctx){origin, c->err};
+    *root = text;
+    return rc;
+}
+
+/* Megatron-Bridge's converted vocabulary divisor (model_bridge.py make_vocab_size_divisible_by
+ * at 067f987): the largest power of 2 up to 128 dividing the vocabulary (Gemma 3's 262208: 64). */
+static uint32_t
+bridge_vocab_divisor(uint32_t vocab)
+{
+    uint32_t by = 128;
+    while (by > 1 && vocab % by != 0)
+        by /= 2;
+    return by;
+}
+
 int
 spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m,
                      uint32_t *positions, char *pattern, size_t cap)
@@ -766,6 +853,12 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
         (strcmp(t->valuestring, "qwen3_next") == 0 || strcmp(t->valuestring, "qwen3_5") == 0 ||
          strcmp(t->valuestring, "nemotron_h") == 0))
         return hybrid(c, root, m, positions, pattern, cap);
+    struct spsim_jctx text_ctx = {NULL, NULL};
+    char origin[512];
+    if ((rc = gemma3_text(c, &root, &text_ctx, origin, sizeof(origin))))
+        return rc;
+    if (text_ctx.origin) /* Gemma 3: its text_config, the errors naming it */
+        c = &text_ctx;
     if ((rc = find_family(c, root, &f)) || (rc = check_keys(c, root, f)) ||
         (rc = read_numbers(c, root, f, m)) || (f->moe && (rc = read_moe(c, root, f, m))) ||
         (rc = check_activation(c, root, f)) || (rc = read_dropout(c, root, m)) ||
@@ -783,6 +876,9 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
         m->seq_len = SPSIM_HF_DEFAULT_SEQ;
     m->tied_embeddings = f->tied;
     m->qk_norm = f->qk_norm;
+    m->post_norms = f->post_norms;
+    if (f->post_norms)
+        m->vocab_divisible_by = bridge_vocab_divisor(m->vocab);
     if ((rc = get_bool(c, root, "tie_word_embeddings", &m->tied_embeddings)))
         return rc;
     if (strcmp(f->type, "gpt2") == 0 && !m->tied_embeddings)

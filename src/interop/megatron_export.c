@@ -384,6 +384,19 @@ parallel_flags(struct out *o, const struct spsim_model_shape *s, const struct sp
     emit(o, "    %s\n", p->dtype == SPSIM_DTYPE_FP16 ? "--fp16" : "--bf16");
 }
 
+/* Megatron-LM at d98e8a6 has no flag for a norm after linear_proj or linear_fc2 (arguments.py;
+ * transformer_config.py's apply_residual_connection_post_layernorm moves the residual, it adds no
+ * norm): Gemma's post-norms come from Megatron-Bridge's own layer spec only. */
+const char *
+spsim_megatron_unsupported(const struct spsim_model *model)
+{
+    const struct spsim_model_shape *s = spsim_model_get_shape(model);
+    if (s && s->post_norms)
+        return "post-attention and post-MLP norms (post_norms, Gemma 2/3: Megatron-Bridge's "
+               "TERowParallelLinearLayerNorm; Megatron-LM has no flag for them)";
+    return NULL;
+}
+
 size_t
 spsim_megatron_format(const struct spsim_model *model, const struct spsim_parallel *par,
                       uint32_t gpus_per_node, char *buf, size_t cap)

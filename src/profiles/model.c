@@ -39,6 +39,12 @@ shape_check(const struct spsim_model_shape *m, const struct spsim_jctx *c, bool 
     if ((uint64_t)m->heads * m->head_dim > MAX_HIDDEN)
         return spsim_json_field_error(c, NULL, "head_dim", "heads × head_dim must not exceed %u",
                                       MAX_HIDDEN);
+    /* Gemma 2's and 3's post-norms are built for dense layers of standard attention (layer.c
+     * add_post_norm); on MoE, MLA or hybrid layers they are not modelled. */
+    if (m->post_norms && (m->experts || m->kv_lora_rank || m->hybrid_pattern))
+        return spsim_json_field_error(c, NULL, "post_norms",
+                                      "post-attention and post-MLP norms are modelled on dense "
+                                      "layers of standard attention only (Gemma 2 and 3)");
     return SPSIM_OK;
 }
 
@@ -97,6 +103,7 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "post_norms", false, &m->post_norms)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "attention_output_gate", false,
                                   &m->attention_output_gate)) ||
         (rc = spsim_json_get_double(c, root, NULL, "rotary_percent", false, 0.001, 1.0,
@@ -191,6 +198,7 @@ static const char *const model_keys[] = {"schema",
                                          "tied_embeddings",
                                          "qkv_bias",
                                          "qk_norm",
+                                         "post_norms",
                                          "experts",
                                          "experts_per_token",
                                          "expert_ffn_hidden",
@@ -346,7 +354,9 @@ spsim_layer_parameters_per_rank(const struct spsim_model_shape *m, uint32_t tp, 
     spsim_mlp_parameters(m, m->ffn_hidden, &mlp, ok);
     uint64_t norm = m->norm == SPSIM_NORM_LAYERNORM ? 2ull * m->hidden : m->hidden;
     uint64_t sharded = spsim_add(att.sharded, mlp.sharded, ok);
-    uint64_t replicated = spsim_add(2 * norm, att.replicated + mlp.replicated, ok);
+    /* Two input norms, and Gemma's post-attention and post-MLP norms (each a TENorm of h). */
+    uint64_t norms = (m->post_norms ? 4 : 2) * norm;
+    uint64_t replicated = spsim_add(norms, att.replicated + mlp.replicated, ok);
     return spsim_add(sharded / tp, replicated, ok);
 }
 
