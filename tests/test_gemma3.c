@@ -148,6 +148,47 @@ START_TEST(post_norm_ops)
 }
 END_TEST
 
+/* With --recompute-modules layernorm an input norm is replayed from a hook on the gradient of
+ * the attention or MLP output it feeds (transformer_layer.py at Megatron-LM d98e8a6:
+ * discard_output_and_register_recompute on attention_output_with_bias[0] and on the MLP's
+ * output): Gemma's post-norm runs inside linear_proj and linear_fc2 (te_layers.py), so the
+ * output is the post-norm's and the replay comes before its backward, right after the
+ * residual add's. */
+START_TEST(post_norm_recompute_hook)
+{
+    struct spsim_model *m = load_hf("gemma-3-27b");
+    struct spsim_model_shape ms = *spsim_model_get_shape(m);
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 4;
+    p.sp = true;
+    p.seq = 4096;
+    p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
+    p.recompute_modules = SPSIM_RMOD_LAYERNORM;
+    struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    spsim_layer_config_from(&ms, &p, &cfg);
+    static struct spsim_layer L;
+    static struct spsim_schedule sched;
+    spsim_layer_build(&ms, &cfg, &L);
+    spsim_schedule_build(&L, &sched);
+    const char *pairs[][3] = {{"residual add (MLP)", "RMSNorm 2", "post-MLP RMSNorm"},
+                              {"residual add (attention)", "RMSNorm 1", "post-attention RMSNorm"}};
+    for (int k = 0; k < 2; k++) {
+        uint32_t i = 1;
+        while (i + 1 < sched.nsteps && !(sched.steps[i].phase == SPSIM_PHASE_RECOMPUTE &&
+                                         strcmp(sched.steps[i].op->name, pairs[k][1]) == 0))
+            i++;
+        ck_assert_msg(i + 1 < sched.nsteps, "no replay of %s", pairs[k][1]);
+        ck_assert_int_eq(sched.steps[i - 1].phase, SPSIM_PHASE_BACKWARD);
+        ck_assert_str_eq(sched.steps[i - 1].op->name, pairs[k][0]);
+        ck_assert_int_eq(sched.steps[i + 1].phase, SPSIM_PHASE_BACKWARD);
+        ck_assert_str_eq(sched.steps[i + 1].op->name, pairs[k][2]);
+    }
+    spsim_model_destroy(m);
+}
+END_TEST
+
 /* The evaluation: per layer 2 norms of 2·s/t·b·h bytes more activation memory (the default
  * selective recomputation, core_attn, keeps both), 2·h more parameters per layer. */
 START_TEST(post_norm_memory)
@@ -257,6 +298,7 @@ main(void)
     TCase *tc = tcase_create("gemma3");
     tcase_add_test(tc, gemma3_27b_parameters);
     tcase_add_test(tc, post_norm_ops);
+    tcase_add_test(tc, post_norm_recompute_hook);
     tcase_add_test(tc, post_norm_memory);
     tcase_add_test(tc, gemma3_text_and_refusals);
     suite_add_tcase(s, tc);

@@ -1,7 +1,8 @@
 /*
  * Hugging Face transformers config.json files read as model profiles: the decoder families whose
- * layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, GPT-2, GPT-NeoX; the mixtures of
- * experts Mixtral, Qwen3-MoE and DeepSeek-V2/V3 with its latent attention, and Kimi K2; the
+ * layer spsim models (Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma 3's language model, GPT-2,
+ * GPT-NeoX; the mixtures of experts Mixtral, Qwen3-MoE and DeepSeek-V2/V3 with its latent
+ * attention, and Kimi K2; the
  * hybrids Qwen3-Next, Qwen3.5, Nemotron-H and Nemotron 3 in their own files). Every
  * key is either mapped, known to change nothing spsim computes, or refused by name: a key this file
  * does not know might change the layer, so it is not guessed at.
@@ -234,7 +235,7 @@ static const struct {
  * input projection and norms), Nemotron-Super's block_configs (31 of 80 attentions no_op),
  * Step 3.7's and Qwen3.5's layer_types, Qwen3-Next's full_attention_interval and linear_* keys,
  * DeepSeek-V3.2's index_* keys, DeepSeek-V4's compress_ratios and hc_* keys, Gemma 2's soft-capping
- * keys and four norms per layer (Gemma 3's are read: gemma3_text), Falcon's
+ * keys (its four norms per layer are Gemma 3's, which are read), Falcon's
  * parallel_attn. */
 static const struct {
     const char *type, *what;
@@ -344,11 +345,11 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
         return rc;
     if ((*out = f))
         return SPSIM_OK;
-    return spsim_json_field_error(c, NULL, "model_type",
-                                  "%s is not a family spsim models (llama, mistral, qwen2, "
-                                  "qwen3, gemma, gpt2, gpt_neox, mixtral, qwen3_moe, deepseek_v2, "
-                                  "deepseek_v3, kimi_k2)",
-                                  SPSIM_Q(type));
+    return spsim_json_field_error(
+        c, NULL, "model_type",
+        "%s is not a family spsim models (llama, mistral, qwen2, qwen3, gemma, gemma3, "
+        "gemma3_text, gpt2, gpt_neox, mixtral, qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2)",
+        SPSIM_Q(type));
 }
 
 /* Every key is common, the family's, or refused by name. */
