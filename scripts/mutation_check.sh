@@ -236,6 +236,7 @@ post-norms-params-dropped@src/profiles/model.c@s|uint64_t norms = (m->post_norms
 post-mlp-norm-op-dropped@src/engine/layer.c@s|        add_post_norm(bld, m, x, true);|        (void)0;|@gemma3
 post-mlp-norm-outside-mlp-module@src/engine/layer.c@s|op->group = op->saved\[0\].group = SPSIM_RG_MLP;|(void)op;|@gemma3
 post-norm-recompute-hook-before-it@src/engine/schedule.c@s/ || L->ops\[k\].post_norm))/))/@gemma3
+opt-host-post-mlp-norm-tensor-dropped@src/engine/opt_host.c@s|return n + 2.0 + 2.0 \* b + (m->post_norms ? n : 0.0);|return n + 2.0 + 2.0 * b;|@gemma3
 gemma3-text-config-ignored@src/interop/hf_config.c@s|    if (text_ctx.origin) /\* Gemma 3: its text_config, the errors naming it \*/|    if (0)|@gemma3
 offload-gpu-step-halved@src/engine/dp_time.c@s|(cast + 28.0 + 6.0) / hw->hbm_achievable_Bps|(cast + 28.0 + 6.0) / 2 / hw->hbm_achievable_Bps|@optimizer_offload'
 

@@ -215,6 +215,13 @@ START_TEST(post_norm_memory)
                       2ull * 2 * 4096 / 8 * 5376);
     ck_assert(a.time.layer_forward_s > b.time.layer_forward_s);
     ck_assert(a.time.layer_backward_s > b.time.layer_backward_s);
+    /* The optimizer's parameter tensors on the most loaded pipeline rank (opt_host.c), the
+     * last: per layer the input norm fused in linear_qkv, its weight, q_layernorm, k_layernorm,
+     * linear_proj and its post_layernorm, linear_fc1's norm and weight, linear_fc2 and its
+     * post_layernorm (the ten names of gemma3_bridge.py's mapping_registry), 31 layers, the
+     * final norm and the tied embedding's copy: 312 (8 a layer without the post-norms). */
+    ck_assert_uint_eq(a.time.optimizer_host_tensors, 31 * 10 + 2);
+    ck_assert_uint_eq(b.time.optimizer_host_tensors, 31 * 8 + 2);
     spsim_hardware_destroy(hw);
     spsim_model_destroy(with);
     spsim_model_destroy(without);
