@@ -86,8 +86,9 @@ find_op(const struct spsim_layer *L, const char *name)
     return NULL;
 }
 
+/* The layer at tp t with SP, s = 4096, b = 1; rmods: the recompute modules (0: the default). */
 static void
-build(const struct spsim_model_shape *ms, uint32_t t, struct spsim_layer *L)
+build(const struct spsim_model_shape *ms, uint32_t t, uint32_t rmods, struct spsim_layer *L)
 {
     struct spsim_parallel p;
     spsim_parallel_defaults(&p);
@@ -95,6 +96,10 @@ build(const struct spsim_model_shape *ms, uint32_t t, struct spsim_layer *L)
     p.sp = true;
     p.seq = 4096;
     p.mbs = 1;
+    if (rmods) {
+        p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
+        p.recompute_modules = rmods;
+    }
     struct spsim_layer_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     spsim_layer_config_from(ms, &p, &cfg);
@@ -116,7 +121,7 @@ START_TEST(post_norm_ops)
     struct spsim_model *m = load_hf("gemma-3-27b");
     struct spsim_model_shape ms = *spsim_model_get_shape(m);
     static struct spsim_layer with, without;
-    build(&ms, 4, &with);
+    build(&ms, 4, 0, &with);
     const double x = 4096.0 / 4 * 5376;
     ck_assert_double_eq_tol(x, 5505024.0, 0.1);
     const char *names[] = {"post-attention RMSNorm", "post-MLP RMSNorm"};
@@ -137,7 +142,7 @@ START_TEST(post_norm_ops)
         ck_assert_ptr_nonnull(strstr(op[1].name, "residual add"));
     }
     ms.post_norms = false;
-    build(&ms, 4, &without);
+    build(&ms, 4, 0, &without);
     ck_assert_uint_eq(with.nops, without.nops + 2);
     ck_assert_ptr_null(find_op(&without, "post-attention RMSNorm"));
     bool ok = true;
@@ -157,20 +162,9 @@ END_TEST
 START_TEST(post_norm_recompute_hook)
 {
     struct spsim_model *m = load_hf("gemma-3-27b");
-    struct spsim_model_shape ms = *spsim_model_get_shape(m);
-    struct spsim_parallel p;
-    spsim_parallel_defaults(&p);
-    p.tp = 4;
-    p.sp = true;
-    p.seq = 4096;
-    p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
-    p.recompute_modules = SPSIM_RMOD_LAYERNORM;
-    struct spsim_layer_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    spsim_layer_config_from(&ms, &p, &cfg);
     static struct spsim_layer L;
     static struct spsim_schedule sched;
-    spsim_layer_build(&ms, &cfg, &L);
+    build(spsim_model_get_shape(m), 4, SPSIM_RMOD_LAYERNORM, &L);
     spsim_schedule_build(&L, &sched);
     const char *pairs[][3] = {{"residual add (MLP)", "RMSNorm 2", "post-MLP RMSNorm"},
                               {"residual add (attention)", "RMSNorm 1", "post-attention RMSNorm"}};
