@@ -305,6 +305,9 @@ END_TEST
  * forward on a B200, 8.1 ms over 16 layers of 11 ops, less the launch:
  * 8100 / 16 / 11 - 3.259 = 42.76 us. */
 #define SHIPPED_OP_US 42.76
+/* And a torch call's beyond its launch (host.torch_call_us), the same run per aten op: about 50
+ * a layer × 16 = 800, 8100 / 800 - 3.259 = 6.866 us. */
+#define SHIPPED_CALL_US 6.866
 
 static int
 each_hardware(void *ctx, const char *name, const char *path)
@@ -330,6 +333,9 @@ each_hardware(void *ctx, const char *name, const char *path)
                   SHIPPED_LAUNCH_US);
     ck_assert_msg(r.time.host_op_us == SHIPPED_OP_US, "%s: host.op_us %g, not the sourced %g", name,
                   r.time.host_op_us, SHIPPED_OP_US);
+    ck_assert_msg(r.time.host_torch_call_us == SHIPPED_CALL_US,
+                  "%s: host.torch_call_us %g, not the sourced %g", name, r.time.host_torch_call_us,
+                  SHIPPED_CALL_US);
     /* Llama 3 8B at its 8192 tokens: every layer's GPU time is far above 46 us an op (only
      * the embedding's and output layer's few small steps may wait for the host). */
     ck_assert_msg(r.time.host_exposed_s < 1e-3 * r.time.iteration_s, "%s: a host-bound 8B layer",
@@ -604,9 +610,10 @@ host_refused(const char *host, const char *needle)
  * groups) + 2 (fill_, the copy's applier) + 3 (logical_and) = 18: 562 before train_step's
  * .item(); after it 4 (the grad norm's reduce_max_stat) + 1 (loss_scale) + 1 (one gradient
  * buffer's zero_) + 2 + 4 (the loss average over 2 micro-batches) = 12.
- * At 1 ms an op and 0.001 us a launch (under 100 launches: below 1e-6 s) the host takes
- * 0.574 s; the 0.562 s before the wait run beside the GPU's optimizer step (dp 1: no exposed
- * reduction), the 0.012 s after it add whole.
+ * At 250 us a torch call (host.torch_call_us; the layers' framework ops stay at host.op_us,
+ * 1 ms) and 0.001 us a launch (a few hundred launches: under 1e-6 s) the host takes 574 calls
+ * = 0.1435 s; the 562 before the wait run beside the GPU's optimizer step (dp 1: no exposed
+ * reduction), the 12 after it add whole.
  * --log-num-zeros-in-grad: 4 per tensor + 3 before, 4 after; --log-params-norm after: 2 per
  * tensor (param.data.float(): no main_param without the distributed optimizer), 3 for the one
  * list with tensors, 7 for the empty ones, 6 AllReduces, 7 additions, 1 .item(): 160.
@@ -614,32 +621,47 @@ host_refused(const char *host, const char *needle)
  * tensors, 12 calls each, 16 once: 436 before the wait.
  * The stage whose host time is most exposed sets it (train_step's wait is over the whole
  * model-parallel group).
+ * A profile without host.torch_call_us prices the calls at host.op_us (doc/profiles.md): 574
+ * calls at 1 ms, 0.574 s; the layers' host time is the same either way.
  */
 START_TEST(optimizer_step_on_the_host)
 {
     const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 0.001, \"source\": \"t\"}, "
-                       "\"op_us\": {\"value\": 1000, \"source\": \"t\"}}";
-    const double tol = 1e-6;
+                       "\"op_us\": {\"value\": 1000, \"source\": \"t\"}, "
+                       "\"torch_call_us\": {\"value\": 250, \"source\": \"t\"}}";
+    const char *op_only = "\"host\": {\"kernel_launch_us\": {\"value\": 0.001, \"source\": "
+                          "\"t\"}, \"op_us\": {\"value\": 1000, \"source\": \"t\"}}";
+    const double tol = 1e-6, call = 250e-6;
     struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     struct spsim_result r = run(host, &p);
     const struct spsim_time_report *t = &r.time;
     ck_assert_uint_eq(t->optimizer_host_tensors, 68);
-    ck_assert_double_eq_tol(t->optimizer_host_s, 0.574, tol);
-    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 0.562 - t->optimizer_s + 0.012, tol);
+    EQ(t->host_torch_call_us, 250);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 574 * call, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 562 * call - t->optimizer_s + 12 * call,
+                            tol);
     assert_breakdown(t);
+    double layers = t->host_exposed_s;
+    ck_assert(layers > 0);
+    r = run(op_only, &p);
+    EQ(t->host_torch_call_us, 1000);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 0.574, tol);
+    EQ(t->host_exposed_s, layers);
     p.log_num_zeros_in_grad = p.log_params_norm = true;
     r = run(host, &p);
-    ck_assert_double_eq_tol(t->optimizer_host_s, 0.574 + 0.275 + 0.004 + 0.160, tol);
-    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 0.837 - t->optimizer_s + 0.176, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_s, (574 + 275 + 4 + 160) * call, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 837 * call - t->optimizer_s + 176 * call,
+                            tol);
     p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     p.dp = 2;
     p.gbs = 4;
     p.distributed_optimizer = true;
     r = run(host, &p);
     ck_assert_uint_eq(t->optimizer_host_tensors, 35);
-    ck_assert_double_eq_tol(t->optimizer_host_s, 0.436 + 0.012, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_s, (436 + 12) * call, tol);
     double gpu = t->dp_exposed_s + t->optimizer_s;
-    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 0.436 - gpu) + 0.012, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 436 * call - gpu) + 12 * call,
+                            tol);
     assert_breakdown(t);
     /* pp 2: rank 0 holds 4 layers (32) and the embeddings (2): 34; rank 1 its 4 layers, the
      * final LayerNorm and the tied embedding's copy (1): 35, and the loss average: 35 × 8 + 18 =
@@ -648,10 +670,11 @@ START_TEST(optimizer_step_on_the_host)
     p.pp = 2;
     r = run(host, &p);
     ck_assert_uint_eq(t->optimizer_host_tensors, 35);
-    ck_assert_double_eq_tol(t->optimizer_host_s, 0.298 + 0.012, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_s, (298 + 12) * call, tol);
     gpu = t->tied_embedding_allreduce_s + t->optimizer_s;
     ck_assert(t->tied_embedding_allreduce_s > 0);
-    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 0.298 - gpu) + 0.012, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 298 * call - gpu) + 12 * call,
+                            tol);
     /* Without a launch price the host is not modelled. */
     r = run(NULL, &p);
     ck_assert_double_eq(t->optimizer_host_s, 0);
@@ -723,6 +746,12 @@ START_TEST(host_field_is_validated)
     host_refused("\"host\": {\"kernel_launch_us\": {\"value\": 5, \"source\": \"t\"}, "
                  "\"op_us\": {\"value\": -1, \"source\": \"t\"}}",
                  "op_us");
+    host_refused("\"host\": {\"kernel_launch_us\": {\"value\": 5, \"source\": \"t\"}, "
+                 "\"torch_call_us\": {\"value\": 2e4, \"source\": \"t\"}}",
+                 "torch_call_us");
+    host_refused("\"host\": {\"kernel_launch_us\": {\"value\": 5, \"source\": \"t\"}, "
+                 "\"torch_call_us\": 7}",
+                 "torch_call_us");
 }
 END_TEST
 

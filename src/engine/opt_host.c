@@ -7,8 +7,9 @@
  * transformer_engine/pytorch/optimizers/fused_adam.py, multi_tensor_apply.py and
  * common/multi_tensor/multi_tensor_apply.cuh).
  *
- * Counted are the torch calls the Python issues (each one framework op at host.op_us, the
- * profile's host time of an op beyond its launches) and the kernels they launch (each at
+ * Counted are the torch calls the Python issues (each at host.torch_call_us, the profile's
+ * host time of one aten op beyond its launch; host.op_us, a whole framework op's, where the
+ * profile gives none: profiles/hardware.c read_host) and the kernels they launch (each at
  * host.kernel_launch_us); the Python between them (the filters, dict look-ups, .grad = None)
  * is not charged, so the term is likely an underestimate. BF16 (or FP16) with fp32 main
  * parameters and TE's FusedAdam, the default path:
@@ -201,7 +202,7 @@ spsim_optimizer_host(const struct spsim_hardware *hw, const struct spsim_paralle
     if (!hw || hw->kernel_launch_s <= 0 || par->optimizer != SPSIM_OPTIMIZER_ADAM ||
         par->optimizer_cpu_offload)
         return;
-    double op_s = hw->host_op_s, launch_s = hw->kernel_launch_s;
+    double op_s = hw->host_torch_call_s, launch_s = hw->kernel_launch_s;
     double buckets = (double)(tr->dp_buckets ? tr->dp_buckets : 1) * (double)x->v + x->moe;
     double elements = (double)mem->trainable_parameters_per_gpu;
     /* The GPU's work queued after the backward's last wait, which the step's host time runs
