@@ -39,7 +39,17 @@ hsdp-outer-reduction-hidden@src/engine/dp_time.c@s|rs += outer_last_exposed(crit
 opt-host-tensor-ops-halved@src/engine/opt_host.c@s|c->step_ops = ns \* (dist ? 12.0 : 8.0)|c->step_ops = ns * (dist ? 6.0 : 4.0)|@host
 opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, step - gpu) + after;|double exposed = step + after;|@host
 opt-host-exposed-halved@src/engine/opt_host.c@s|tr->iteration_s += tr->optimizer_host_exposed_s;|tr->iteration_s += 0.5 * tr->optimizer_host_exposed_s;|@host
-opt-host-experts-one-tensor@src/engine/opt_host.c@s|return n + 1.0 + local \* (2.0 + 2.0 \* b) + shared;|return n + 1.0 + (2.0 + 2.0 * b) + shared;|@host
+opt-host-experts-one-tensor@src/engine/mb_host.c@s|return n + 1.0 + local \* (2.0 + 2.0 \* b) + shared;|return n + 1.0 + (2.0 + 2.0 * b) + shared;|@host
+opt-host-torch-call-halved@src/engine/opt_host.c@s|double op_s = hw->host_torch_call_s,|double op_s = 0.5 * hw->host_torch_call_s,|@host
+torch-call-field-ignored@src/profiles/hardware.c@s|hw->host_torch_call_us = hw->torch_call_given ? call : op;|hw->host_torch_call_us = op;|@host
+torch-call-no-fallback@src/profiles/hardware.c@s|hw->host_torch_call_us = hw->torch_call_given ? call : op;|hw->host_torch_call_us = hw->torch_call_given ? call : 0;|@host
+calibrate-torch-call-not-scaled@src/calibrate/runs_profile.c@s|: k->nnodes \&\& k->base\[0\] > 0.0 ? theta\[i\] / k->base\[0\]|: false ? theta[i] / k->base[0]|@calibrate_runs
+mb-hooks-halved@src/engine/mb_host.c@s|h->bwd_calls = tensors + 2.0 \* adds;|h->bwd_calls = 0.5 * (tensors + 2.0 * adds);|@host
+mb-wgrad-fusion-ignored@src/engine/mb_host.c@s|double adds = cfg->wgrad_fusion ? tensors - weights : tensors;|double adds = tensors - weights;|@host
+mb-get-batch-halved@src/engine/mb_host.c@s|h->fwd_head_calls = h->fwd_head_launches = keys + sent;|h->fwd_head_calls = h->fwd_head_launches = 0.5 * (keys + sent);|@host
+mb-loss-halved@src/engine/mb_host.c@s|h->fwd_tail_calls = 15.0;|h->fwd_tail_calls = 7.5;|@host
+mb-loss-wait-ignored@src/engine/host.c@s|    if (h->wait)|    if (false)|@host
+mb-after-wait-dropped@src/engine/host.c@s|fwd->host += h->after_calls \* call_s + h->after_launches \* launch_s;|(void)0;|@host
 trace-hop-at-critical-pace@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? step : 0;|@trace
 trace-hop-halved@src/engine/trace.c@s|double hop = p > 1 ? t->pp_bubble_s / (p - 1) : 0;|double hop = p > 1 ? 0.5 * t->pp_bubble_s / (p - 1) : 0;|@trace
 trace-zbh1-w-not-deferred@src/engine/trace.c@s|        if (i >= r)|        if (i + 1 >= r)|@trace
@@ -236,7 +246,7 @@ post-norms-params-dropped@src/profiles/model.c@s|uint64_t norms = (m->post_norms
 post-mlp-norm-op-dropped@src/engine/layer.c@s|        add_post_norm(bld, m, x, true);|        (void)0;|@gemma3
 post-mlp-norm-outside-mlp-module@src/engine/layer.c@s|op->group = op->saved\[0\].group = SPSIM_RG_MLP;|(void)op;|@gemma3
 post-norm-recompute-hook-before-it@src/engine/schedule.c@s/ || L->ops\[k\].post_norm))/))/@gemma3
-opt-host-post-mlp-norm-tensor-dropped@src/engine/opt_host.c@s|return n + 2.0 + 2.0 \* b + (m->post_norms ? n : 0.0);|return n + 2.0 + 2.0 * b;|@gemma3
+opt-host-post-mlp-norm-tensor-dropped@src/engine/mb_host.c@s|return n + 2.0 + 2.0 \* b + (m->post_norms ? n : 0.0);|return n + 2.0 + 2.0 * b;|@gemma3
 gemma3-text-config-ignored@src/interop/hf_config.c@s|    if (text_ctx.origin) /\* Gemma 3: its text_config, the errors naming it \*/|    if (0)|@gemma3
 offload-gpu-step-halved@src/engine/dp_time.c@s|(cast + 28.0 + 6.0) / hw->hbm_achievable_Bps|(cast + 28.0 + 6.0) / 2 / hw->hbm_achievable_Bps|@optimizer_offload'
 

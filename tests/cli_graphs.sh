@@ -2,7 +2,10 @@
 # CUDA graphs and host launches through the command (issue 12): the options and their errors,
 # query's and explain's lines, the JSON fields, and the Megatron launch line and Bridge YAML in
 # and out. The shipped profiles price a launch at cudaLaunchKernel's 3.259 us (doc/profiles.md
-# "host"), which binds no block of Llama 3 8B at 8192 tokens, so the time is the GPU's. Usage:
+# "host"), which binds no block of Llama 3 8B at 8192 tokens, so the time is the GPU's but for
+# what follows the loss checks' device-to-host wait in each micro-batch (engine/mb_host.c: isinf,
+# its bool and forward_step_calc_loss, 6 torch calls at 6.866 us and 5 launches at 3.259 us):
+# 16 micro-batches x 57.491 us = 919.856 us. Usage:
 # cli_graphs.sh SPSIM
 set -u
 spsim=$1
@@ -25,7 +28,9 @@ grep -q '"cuda_graph_impl": "transformer_engine"' "$tmp/te.json" || fail "json: 
 grep -q '"cuda_graph_scope": "attn"' "$tmp/te.json" || fail "json: scope"
 grep -q '"kernel_launch_us": 3.259,' "$tmp/te.json" || fail "json: the shipped launch figure"
 grep -q '"host_op_us": 42.76,' "$tmp/te.json" || fail "json: the shipped framework-op figure"
-grep -q '"host_exposed_s": 0,' "$tmp/te.json" || fail "json: a host-bound 8B layer"
+h=$(sed -n 's/.*"host_exposed_s": \([0-9.e-]*\),.*/\1/p' "$tmp/te.json")
+awk -v h="$h" 'BEGIN { d = h - 919.856e-6; exit !(d < 1e-9 && d > -1e-9) }' ||
+    fail "json: the 8B layer's host time beyond the loss checks' wait: $h"
 # Where the launches do not bind, the graphs change the launches, not the time.
 e=$(grep '"layer_forward_launches"' "$tmp/eager.json")
 g=$(grep '"layer_forward_launches"' "$tmp/te.json")
@@ -34,14 +39,15 @@ g=$(grep '"layer_forward_launches"' "$tmp/te.json")
     fail "json: the iteration changed where the launches do not bind"
 # shellcheck disable=SC2086
 "$spsim" query $cfg --cuda-graph-impl local >"$tmp/q.txt" || fail "query local exits $?"
-grep -q "host launches per layer: 1 forward, 1 backward (CUDA graphs local)" "$tmp/q.txt" ||
+# backward: the replay and the two RMSNorm weights' main_grad.add_ in their DDP hooks
+grep -q "host launches per layer: 1 forward, 3 backward (CUDA graphs local)" "$tmp/q.txt" ||
     fail "query: the launches line"
-grep -q "at 3.259 us a launch and 42.76 us a framework op, host-bound time beyond the GPU's: 0" \
+grep -q "at 3.259 us a launch and 42.76 us a framework op, host-bound time beyond the GPU's: 919.9 us" \
     "$tmp/q.txt" ||
     fail "query: the launch figure's line"
 # shellcheck disable=SC2086
 "$spsim" query $cfg >"$tmp/plain.txt" || fail "query exits $?"
-grep -q "host launches per layer: 15 forward, 21 backward (CUDA graphs none)" "$tmp/plain.txt" ||
+grep -q "host launches per layer: 15 forward, 23 backward (CUDA graphs none)" "$tmp/plain.txt" ||
     fail "query: eager launches with the shipped figure"
 # A profile without host.kernel_launch_us (the hand-worked terms profile) says so.
 terms="${SPSIM_DATA_DIR:-.}/tests/data/terms"

@@ -44,9 +44,13 @@ true_profile(void)
     }
     v = cJSON_GetObjectItem(cJSON_GetObjectItem(gpu, "hbm_achievable_GBps"), "value");
     cJSON_SetNumberValue(v, v->valuedouble * TRUE_HBM);
-    v = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "host"), "op_us"),
-                            "value");
+    cJSON *host = cJSON_GetObjectItem(root, "host");
+    v = cJSON_GetObjectItem(cJSON_GetObjectItem(host, "op_us"), "value");
+    double was = v->valuedouble;
     cJSON_SetNumberValue(v, TRUE_HOST_US);
+    /* One host speed: a torch call's host time (host.torch_call_us) by the same factor. */
+    v = cJSON_GetObjectItem(cJSON_GetObjectItem(host, "torch_call_us"), "value");
+    cJSON_SetNumberValue(v, v->valuedouble * TRUE_HOST_US / was);
     char *text = cJSON_PrintUnformatted(root);
     struct spsim_hardware *hw = testutil_hardware_text(text);
     cJSON_free(text);
@@ -244,6 +248,14 @@ START_TEST(writes_a_fitted_profile)
     const char *src = cJSON_GetObjectItem(host, "source")->valuestring;
     ck_assert_ptr_nonnull(strstr(src, "fitted: host_op_us"));
     ck_assert_ptr_nonnull(strstr(src, "ml-engineering")); /* the base's source kept */
+    /* A torch call's host time moves by the same factor: the shipped 6.866 us (per aten op)
+     * times the fitted op_us over its prior 42.76 us (the same run per framework op). */
+    host = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "host"), "torch_call_us");
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(host, "value")->valuedouble,
+                            6.866 * param(&c, "host_op_us")->value / 42.76, 1e-9);
+    src = cJSON_GetObjectItem(host, "source")->valuestring;
+    ck_assert_ptr_nonnull(strstr(src, "fitted: host_op_us"));
+    ck_assert_ptr_nonnull(strstr(src, "times that value / prior"));
     cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(cal, "runs"), 3);
     ck_assert_double_eq(cJSON_GetObjectItem(run, "measured_s")->valuedouble, r.run[3].measured_s);
     cJSON_Delete(root);

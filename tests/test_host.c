@@ -10,9 +10,13 @@
  *                dropout-add, projection dgrad + wgrad, flash attention, QKV dgrad + wgrad,
  *                LayerNorm 1 (the MLP module is the first seven).
  * At tp 2 with SP each TP collective is one more launch (test below).
+ * The backward also runs each parameter tensor's DDP hook (engine/mb_host.c): the layer's 8
+ * tensors (two LayerNorms' weight and bias, QKV, projection, FC1, FC2), one torch call each,
+ * and for the 4 whose gradient TE's linears do not accumulate into main_grad (the LayerNorms')
+ * main_grad.add_: 2 calls and a kernel: 16 calls, 4 launches more, 18 in all.
  * At 1 ms a launch every block is host-bound (one layer's GPU forward is 0.34 ms on this
  * profile), so a layer's phase takes launches × 1 ms whatever the GPU model says; at 0.1 µs
- * none is, and the host adds nothing.
+ * none is, and the host adds only what follows the loss checks' wait (see below).
  */
 #include <math.h>
 #include <stdio.h>
@@ -123,10 +127,10 @@ START_TEST(eager_layer_is_host_bound)
     struct spsim_result r = run(LAUNCH_1MS, &p), gpu = run(NULL, &p);
     const struct spsim_time_report *t = &r.time;
     ck_assert_uint_eq(t->layer_forward_launches, 10);
-    ck_assert_uint_eq(t->layer_backward_launches, 14);
+    ck_assert_uint_eq(t->layer_backward_launches, 18);
     EQ(t->kernel_launch_us, 1000);
     EQ(t->layer_forward_s, 10 * 1e-3);
-    EQ(t->layer_backward_s, 14 * 1e-3);
+    EQ(t->layer_backward_s, 18 * 1e-3);
     /* Without the figure the same counts, no host term. */
     ck_assert_uint_eq(gpu.time.layer_forward_launches, 10);
     EQ(gpu.time.kernel_launch_us, 0);
@@ -134,9 +138,11 @@ START_TEST(eager_layer_is_host_bound)
     ck_assert(gpu.time.layer_forward_s < 1e-3);
     /* Per micro-batch the 8 layers' host excess over their GPU time, twice (2 micro-batches),
      * plus the embedding's and the output layer's (host-bound too): at least the layers'. */
-    double layers = 2 * 8 * (24e-3 - gpu.time.layer_forward_s - gpu.time.layer_backward_s);
+    double layers = 2 * 8 * (28e-3 - gpu.time.layer_forward_s - gpu.time.layer_backward_s);
     ck_assert(t->host_exposed_s >= layers * (1 - 1e-12));
-    ck_assert(t->host_exposed_s <= layers + 2 * 20e-3); /* embedding + output: < 20 launches */
+    /* embedding + output: < 20 launches of their schedules, 28 of get_batch, loss_func and
+     * their hooks (mb_host.c) */
+    ck_assert(t->host_exposed_s <= layers + 2 * 48e-3);
     EQ(t->iteration_s - t->host_exposed_s - t->optimizer_host_exposed_s, gpu.time.iteration_s);
     assert_breakdown(t);
 }
@@ -147,15 +153,15 @@ START_TEST(tp_collectives_are_launches)
     /* tp 2 with SP: forward adds the four boundary collectives (g before QKV and FC1, ḡ after
      * the projection and FC2): 14. Backward adds ḡ's two AllGathers as their own steps and,
      * beside QKV's and FC1's dgrad and wgrad, the weight-gradient re-gather and g's
-     * ReduceScatter: 14 + 2 + 4 = 20. */
+     * ReduceScatter: 14 + 2 + 4 = 20, and the 4 hooks' add_: 24. */
     struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     p.tp = 2;
     p.sp = true;
     struct spsim_result r = run(LAUNCH_1MS, &p);
     ck_assert_uint_eq(r.time.layer_forward_launches, 14);
-    ck_assert_uint_eq(r.time.layer_backward_launches, 20);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 24);
     EQ(r.time.layer_forward_s, 14e-3);
-    EQ(r.time.layer_backward_s, 20e-3);
+    EQ(r.time.layer_backward_s, 24e-3);
     assert_breakdown(&r.time);
 }
 END_TEST
@@ -166,7 +172,8 @@ END_TEST
  * (TE LayerNormLinear: QKV, FC1) delayed scaling writes the norm's output in FP8 from the norm
  * kernel itself (normalization.cpp), so only the projection's and FC2's inputs are cast
  * forward: 10 + 2 = 12; current scaling and MXFP8 norm in high precision and quantize after it:
- * 10 + 4 = 14. Backward, every recipe casts the 4 dgrads' dY unfused: 14 + 4 = 18. */
+ * 10 + 4 = 14. Backward, every recipe casts the 4 dgrads' dY unfused: 14 + 4 = 18, and the 4
+ * hooks' add_: 22. */
 START_TEST(fp8_casts_are_launches)
 {
     static const struct {
@@ -180,9 +187,9 @@ START_TEST(fp8_casts_are_launches)
         p.fp8_recipe = cases[i].recipe;
         struct spsim_result r = run(LAUNCH_1MS, &p);
         ck_assert_uint_eq(r.time.layer_forward_launches, cases[i].fwd);
-        ck_assert_uint_eq(r.time.layer_backward_launches, 18);
+        ck_assert_uint_eq(r.time.layer_backward_launches, 22);
         EQ(r.time.layer_forward_s, cases[i].fwd * 1e-3);
-        EQ(r.time.layer_backward_s, 18e-3);
+        EQ(r.time.layer_backward_s, 22e-3);
         assert_breakdown(&r.time);
     }
     fp8_peak = NULL;
@@ -192,27 +199,28 @@ END_TEST
 START_TEST(graph_scopes_replace_launches)
 {
     /* attn captured: its five forward kernels are one replay, the MLP's five stay; backward
-     * the MLP's seven and one replay. */
+     * the MLP's seven and one replay, and the DDP hooks' 4 add_, which run eager (autograd's
+     * AccumulateGrad after the graph's backward). */
     struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_ATTN);
     struct spsim_result r = run(LAUNCH_1MS, &p);
     ck_assert_uint_eq(r.time.layer_forward_launches, 6);
-    ck_assert_uint_eq(r.time.layer_backward_launches, 8);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 12);
     EQ(r.time.layer_forward_s, 6e-3);
-    EQ(r.time.layer_backward_s, 8e-3);
+    EQ(r.time.layer_backward_s, 12e-3);
     assert_breakdown(&r.time);
     /* mlp alone: the mirror image (attention's five and seven eager). */
     p = layer_config(SPSIM_CUDA_GRAPH_LOCAL, SPSIM_CGS_MLP);
     r = run(LAUNCH_1MS, &p);
     ck_assert_uint_eq(r.time.layer_forward_launches, 6);
-    ck_assert_uint_eq(r.time.layer_backward_launches, 8);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 12);
     /* No scope: the whole layer, one replay each way; 1 ms is still above the GPU's 0.34 ms
      * forward. */
     p = layer_config(SPSIM_CUDA_GRAPH_TE, 0);
     r = run(LAUNCH_1MS, &p);
     ck_assert_uint_eq(r.time.layer_forward_launches, 1);
-    ck_assert_uint_eq(r.time.layer_backward_launches, 1);
+    ck_assert_uint_eq(r.time.layer_backward_launches, 5);
     EQ(r.time.layer_forward_s, 1e-3);
-    EQ(r.time.layer_backward_s, 1e-3);
+    EQ(r.time.layer_backward_s, 5e-3);
 }
 END_TEST
 
@@ -228,10 +236,14 @@ START_TEST(full_iteration_and_fast_host_add_nothing)
     /* the optimizer step stays eager (training.py: only --optimizer-cuda-graph captures it) */
     ck_assert(r.time.optimizer_host_exposed_s > 0);
     EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s, gpu.time.iteration_s);
-    /* 0.1 µs a launch: 10 of them (1 µs) are far below the GPU's forward. */
+    /* 0.1 µs a launch: 10 of them (1 µs) are far below the GPU's forward; what the host does
+     * after the loss check's device-to-host wait finds the GPU idle and adds whole (mb_host.c:
+     * isinf, its bool and forward_step_calc_loss's three kernels, 5 launches; no op_us, so the
+     * calls cost nothing): 2 micro-batches x 5 x 0.1 µs. */
     r = run("\"host\": {\"kernel_launch_us\": {\"value\": 0.1, \"source\": \"test\"}}", &eager);
-    EQ(r.time.host_exposed_s, 0);
-    EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s, gpu.time.iteration_s);
+    EQ(r.time.host_exposed_s, 2 * 5 * 0.1e-6);
+    EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s - r.time.host_exposed_s,
+       gpu.time.iteration_s);
     /* Graphs without a launch figure change the counts only. */
     p = layer_config(SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_ATTN);
     r = run(NULL, &p);
@@ -305,6 +317,9 @@ END_TEST
  * forward on a B200, 8.1 ms over 16 layers of 11 ops, less the launch:
  * 8100 / 16 / 11 - 3.259 = 42.76 us. */
 #define SHIPPED_OP_US 42.76
+/* And a torch call's beyond its launch (host.torch_call_us), the same run per aten op: about 50
+ * a layer × 16 = 800, 8100 / 800 - 3.259 = 6.866 us. */
+#define SHIPPED_CALL_US 6.866
 
 static int
 each_hardware(void *ctx, const char *name, const char *path)
@@ -330,6 +345,9 @@ each_hardware(void *ctx, const char *name, const char *path)
                   SHIPPED_LAUNCH_US);
     ck_assert_msg(r.time.host_op_us == SHIPPED_OP_US, "%s: host.op_us %g, not the sourced %g", name,
                   r.time.host_op_us, SHIPPED_OP_US);
+    ck_assert_msg(r.time.host_torch_call_us == SHIPPED_CALL_US,
+                  "%s: host.torch_call_us %g, not the sourced %g", name, r.time.host_torch_call_us,
+                  SHIPPED_CALL_US);
     /* Llama 3 8B at its 8192 tokens: every layer's GPU time is far above 46 us an op (only
      * the embedding's and output layer's few small steps may wait for the host). */
     ck_assert_msg(r.time.host_exposed_s < 1e-3 * r.time.iteration_s, "%s: a host-bound 8B layer",
@@ -367,10 +385,11 @@ START_TEST(shipped_launch_binds_a_small_layer)
     ck_assert_msg(spsim_evaluate(m, hw, &g, &gpu, &err) == SPSIM_OK, "%s", err.message);
     const struct spsim_time_report *t = &r.time;
     ck_assert_uint_eq(t->layer_forward_launches, 10);
-    ck_assert_uint_eq(t->layer_backward_launches, 14);
+    ck_assert_uint_eq(t->layer_backward_launches, 18);
     const double op_s = (SHIPPED_LAUNCH_US + SHIPPED_OP_US) * 1e-6;
     EQ(t->layer_forward_s, 10 * op_s);
-    EQ(t->layer_backward_s, 14 * op_s);
+    /* and the DDP hooks: 16 torch calls, 4 launches (see the top) */
+    EQ(t->layer_backward_s, 14 * op_s + 16 * SHIPPED_CALL_US * 1e-6 + 4 * SHIPPED_LAUNCH_US * 1e-6);
     ck_assert(gpu.time.layer_forward_s < 0.5 * 10 * op_s);
     /* 2 micro-batches x 8 layers of forward excess at least. */
     ck_assert(t->host_exposed_s >= 2 * 8 * (10 * op_s - gpu.time.layer_forward_s) * (1 - 1e-12));
@@ -384,15 +403,16 @@ END_TEST
 START_TEST(framework_ops_cost_host_time)
 {
     /* At 1 ms a launch and 1 ms a framework op (host.op_us) the terms layer's 10 forward steps,
-     * one kernel each, take 10 x 2 ms; its 14 backward steps 14 x 2 ms. A graph replay is one
-     * launch and one call: whole-layer capture leaves one replay forward. */
+     * one kernel each, take 10 x 2 ms; its 14 backward steps 14 x 2 ms and the DDP hooks' 16
+     * torch calls (at op_us: no torch_call_us) and 4 launches. A graph replay is one launch and
+     * one call: whole-layer capture leaves one replay forward. */
     const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 1000, \"source\": \"t\"}, "
                        "\"op_us\": {\"value\": 1000, \"source\": \"t\"}}";
     struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     struct spsim_result r = run(host, &p);
     EQ(r.time.host_op_us, 1000);
     EQ(r.time.layer_forward_s, 10 * 2e-3);
-    EQ(r.time.layer_backward_s, 14 * 2e-3);
+    EQ(r.time.layer_backward_s, 14 * 2e-3 + 16e-3 + 4e-3);
     assert_breakdown(&r.time);
     p = layer_config(SPSIM_CUDA_GRAPH_TE, 0);
     r = run(host, &p);
@@ -604,9 +624,10 @@ host_refused(const char *host, const char *needle)
  * groups) + 2 (fill_, the copy's applier) + 3 (logical_and) = 18: 562 before train_step's
  * .item(); after it 4 (the grad norm's reduce_max_stat) + 1 (loss_scale) + 1 (one gradient
  * buffer's zero_) + 2 + 4 (the loss average over 2 micro-batches) = 12.
- * At 1 ms an op and 0.001 us a launch (under 100 launches: below 1e-6 s) the host takes
- * 0.574 s; the 0.562 s before the wait run beside the GPU's optimizer step (dp 1: no exposed
- * reduction), the 0.012 s after it add whole.
+ * At 250 us a torch call (host.torch_call_us; the layers' framework ops stay at host.op_us,
+ * 1 ms) and 0.001 us a launch (a few hundred launches: under 1e-6 s) the host takes 574 calls
+ * = 0.1435 s; the 562 before the wait run beside the GPU's optimizer step (dp 1: no exposed
+ * reduction), the 12 after it add whole.
  * --log-num-zeros-in-grad: 4 per tensor + 3 before, 4 after; --log-params-norm after: 2 per
  * tensor (param.data.float(): no main_param without the distributed optimizer), 3 for the one
  * list with tensors, 7 for the empty ones, 6 AllReduces, 7 additions, 1 .item(): 160.
@@ -614,32 +635,46 @@ host_refused(const char *host, const char *needle)
  * tensors, 12 calls each, 16 once: 436 before the wait.
  * The stage whose host time is most exposed sets it (train_step's wait is over the whole
  * model-parallel group).
+ * A profile without host.torch_call_us prices the calls at host.op_us (doc/profiles.md): 574
+ * calls at 1 ms, 0.574 s; the layers' host time is the same either way.
  */
 START_TEST(optimizer_step_on_the_host)
 {
     const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 0.001, \"source\": \"t\"}, "
-                       "\"op_us\": {\"value\": 1000, \"source\": \"t\"}}";
-    const double tol = 1e-6;
+                       "\"op_us\": {\"value\": 1000, \"source\": \"t\"}, "
+                       "\"torch_call_us\": {\"value\": 250, \"source\": \"t\"}}";
+    const char *op_only = "\"host\": {\"kernel_launch_us\": {\"value\": 0.001, \"source\": "
+                          "\"t\"}, \"op_us\": {\"value\": 1000, \"source\": \"t\"}}";
+    const double tol = 1e-6, call = 250e-6;
     struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     struct spsim_result r = run(host, &p);
     const struct spsim_time_report *t = &r.time;
     ck_assert_uint_eq(t->optimizer_host_tensors, 68);
-    ck_assert_double_eq_tol(t->optimizer_host_s, 0.574, tol);
-    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 0.562 - t->optimizer_s + 0.012, tol);
+    EQ(t->host_torch_call_us, 250);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 574 * call, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 562 * call - t->optimizer_s + 12 * call,
+                            tol);
     assert_breakdown(t);
+    double layer_fwd = t->layer_forward_s;
+    r = run(op_only, &p);
+    EQ(t->host_torch_call_us, 1000);
+    ck_assert_double_eq_tol(t->optimizer_host_s, 0.574, tol);
+    EQ(t->layer_forward_s, layer_fwd);
     p.log_num_zeros_in_grad = p.log_params_norm = true;
     r = run(host, &p);
-    ck_assert_double_eq_tol(t->optimizer_host_s, 0.574 + 0.275 + 0.004 + 0.160, tol);
-    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 0.837 - t->optimizer_s + 0.176, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_s, (574 + 275 + 4 + 160) * call, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, 837 * call - t->optimizer_s + 176 * call,
+                            tol);
     p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     p.dp = 2;
     p.gbs = 4;
     p.distributed_optimizer = true;
     r = run(host, &p);
     ck_assert_uint_eq(t->optimizer_host_tensors, 35);
-    ck_assert_double_eq_tol(t->optimizer_host_s, 0.436 + 0.012, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_s, (436 + 12) * call, tol);
     double gpu = t->dp_exposed_s + t->optimizer_s;
-    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 0.436 - gpu) + 0.012, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 436 * call - gpu) + 12 * call,
+                            tol);
     assert_breakdown(t);
     /* pp 2: rank 0 holds 4 layers (32) and the embeddings (2): 34; rank 1 its 4 layers, the
      * final LayerNorm and the tied embedding's copy (1): 35, and the loss average: 35 × 8 + 18 =
@@ -648,23 +683,80 @@ START_TEST(optimizer_step_on_the_host)
     p.pp = 2;
     r = run(host, &p);
     ck_assert_uint_eq(t->optimizer_host_tensors, 35);
-    ck_assert_double_eq_tol(t->optimizer_host_s, 0.298 + 0.012, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_s, (298 + 12) * call, tol);
     gpu = t->tied_embedding_allreduce_s + t->optimizer_s;
     ck_assert(t->tied_embedding_allreduce_s > 0);
-    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 0.298 - gpu) + 0.012, tol);
+    ck_assert_double_eq_tol(t->optimizer_host_exposed_s, fmax(0, 298 * call - gpu) + 12 * call,
+                            tol);
     /* Without a launch price the host is not modelled. */
     r = run(NULL, &p);
     ck_assert_double_eq(t->optimizer_host_s, 0);
 }
 END_TEST
 
+/*
+ * The micro-batch's host work outside the layers' schedule (engine/mb_host.c), worked by hand
+ * on the terms model (8 layers, LayerNorm, learned positions, tied embeddings, 2 micro-batches)
+ * at 10 ms a torch call (host.torch_call_us; no op_us, so the schedules' ops cost nothing) and
+ * 0.001 us a launch (a few hundred: under 1e-6 s), where every block it touches is host-bound:
+ * - each layer's backward: 8 hooks (one call each) and the 4 LayerNorm tensors' add_ (2
+ *   calls): 16 calls; --no-gradient-accumulation-fusion adds the 4 linear weights' add_: 24;
+ * - the embedding's forward: get_batch's 5 .cuda() and the broadcasts of tokens, position_ids
+ *   and the attention mask: 8 calls (6 with --no-create-attention-mask-in-dataloader); its
+ *   backward the word and position embeddings' hooks and add_: 6;
+ * - the output block's forward: labels' and loss_mask's broadcasts (2), loss_func's 15 calls,
+ *   isnan and its bool (2) before the wait; isinf and its bool (2) and forward_step_calc_loss's
+ *   4 after it: 25 (21 with --no-check-for-nan-in-loss-and-grad, all beside the forward); its
+ *   backward the final LayerNorm's weight and bias: 6.
+ * Per micro-batch 8 x 16 + 8 + 6 + 25 + 6 = 173 calls: 2 x 173 x 10 ms = 3.46 s of host time,
+ * of which the iteration shows all but the GPU time of those block phases; each flag moves it
+ * by its calls exactly: +2 x 8 x 8 (1.28 s), -2 x 4 (80 ms), -2 x 2 (40 ms).
+ */
+START_TEST(micro_batch_host_work)
+{
+    const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 0.001, \"source\": \"t\"}, "
+                       "\"torch_call_us\": {\"value\": 10000, \"source\": \"t\"}}";
+    const double call = 10e-3, tol = 1e-6;
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    struct spsim_result gpu = run(NULL, &p), r = run(host, &p);
+    const struct spsim_time_report *t = &r.time;
+    double base = t->iteration_s - t->optimizer_host_exposed_s;
+    double work = 2 * 173 * call;
+    ck_assert_double_le(base - gpu.time.iteration_s, work + tol);
+    ck_assert_double_ge(base - gpu.time.iteration_s, work - gpu.time.iteration_s - tol);
+    assert_breakdown(t);
+    p.no_gradient_accumulation_fusion = true;
+    r = run(host, &p);
+    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - base, 2 * 8 * 8 * call,
+                            tol);
+    ck_assert_uint_eq(t->layer_backward_launches, 14 + 8);
+    p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.no_check_for_nan_in_loss_and_grad = true;
+    r = run(host, &p);
+    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - base, -2 * 4 * call,
+                            tol);
+    p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.no_create_attention_mask_in_dataloader = true;
+    r = run(host, &p);
+    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - base, -2 * 2 * call,
+                            tol);
+    /* A full-iteration graph replays it all: only the optimizer step's host time is left. */
+    p = layer_config(SPSIM_CUDA_GRAPH_FULL_ITERATION, 0);
+    r = run(host, &p);
+    EQ(t->iteration_s - t->optimizer_host_exposed_s, run(NULL, &p).time.iteration_s);
+}
+END_TEST
+
 /* The logged statistics from a launch line, a Bridge recipe (LoggerConfig.log_params_norm,
- * OptimizerConfig.log_num_zeros_in_grad) and back into a launch line. */
+ * OptimizerConfig.log_num_zeros_in_grad) and back into a launch line; and the micro-batch's
+ * flags (engine/mb_host.c) from the line and back. */
 START_TEST(logged_statistics_are_read)
 {
     static const char line[] =
         "pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 "
-        "--vocab-size 100 --bf16 --log-params-norm --log-num-zeros-in-grad\n";
+        "--vocab-size 100 --bf16 --log-params-norm --log-num-zeros-in-grad "
+        "--no-gradient-accumulation-fusion --no-create-attention-mask-in-dataloader "
+        "--no-check-for-nan-in-loss-and-grad\n";
     static const char recipe[] =
         "model:\n  num_layers: 2\n  hidden_size: 64\n"
         "  num_attention_heads: 4\n  seq_length: 32\n"
@@ -681,6 +773,11 @@ START_TEST(logged_statistics_are_read)
     ck_assert_msg(spsim_megatron_parse(text, strlen(text), "out.sh", &back, &err) == SPSIM_OK, "%s",
                   err.message);
     ck_assert(back.par.log_params_norm && back.par.log_num_zeros_in_grad);
+    ck_assert(mc.par.no_gradient_accumulation_fusion && back.par.no_gradient_accumulation_fusion);
+    ck_assert(mc.par.no_create_attention_mask_in_dataloader &&
+              back.par.no_create_attention_mask_in_dataloader);
+    ck_assert(mc.par.no_check_for_nan_in_loss_and_grad &&
+              back.par.no_check_for_nan_in_loss_and_grad);
     spsim_model_destroy(back.model);
     spsim_model_destroy(mc.model);
     ck_assert_msg(spsim_megatron_parse(recipe, strlen(recipe), "r.yaml", &mc, &err) == SPSIM_OK,
@@ -723,6 +820,12 @@ START_TEST(host_field_is_validated)
     host_refused("\"host\": {\"kernel_launch_us\": {\"value\": 5, \"source\": \"t\"}, "
                  "\"op_us\": {\"value\": -1, \"source\": \"t\"}}",
                  "op_us");
+    host_refused("\"host\": {\"kernel_launch_us\": {\"value\": 5, \"source\": \"t\"}, "
+                 "\"torch_call_us\": {\"value\": 2e4, \"source\": \"t\"}}",
+                 "torch_call_us");
+    host_refused("\"host\": {\"kernel_launch_us\": {\"value\": 5, \"source\": \"t\"}, "
+                 "\"torch_call_us\": 7}",
+                 "torch_call_us");
 }
 END_TEST
 
@@ -745,6 +848,7 @@ host_suite(void)
     tcase_add_test(tc, moe_dispatch_waits_for_the_gpu);
     tcase_add_test(tc, optimizer_step_on_the_host);
     tcase_add_test(tc, logged_statistics_are_read);
+    tcase_add_test(tc, micro_batch_host_work);
     tcase_add_test(tc, moe_tensors_per_expert);
     tcase_add_test(tc, grouped_gemm_casts_each_expert);
     tcase_add_test(tc, moe_fp8_padding_copies);

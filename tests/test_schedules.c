@@ -116,6 +116,9 @@ evaluate(enum spsim_pp_schedule s, uint32_t vpp)
 {
     struct spsim_parallel p = testutil_config(1, 4, vpp, 1, 16, false, SPSIM_RECOMPUTE_SELECTIVE);
     p.pp_schedule = s;
+    /* No loss checks: the host's calls after their device-to-host wait would show beside the
+     * GPU's walls (engine/mb_host.c); the rest of the host's work hides under an 8B layer. */
+    p.no_check_for_nan_in_loss_and_grad = true;
     return testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
 }
 

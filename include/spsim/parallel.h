@@ -409,6 +409,16 @@ struct spsim_parallel {
     /** --log-num-zeros-in-grad: the optimizer counts the gradients' zeros every step
      * (count_zeros_fp32, per tensor ops and a wait: time.optimizer_host_s); default false */
     bool log_num_zeros_in_grad;
+    /** --no-gradient-accumulation-fusion: TE's linears return their weight gradient and the DDP
+     * hook adds it to main_grad, a kernel per parameter tensor per micro-batch (engine/
+     * mb_host.c); default false (fused into the wgrad GEMM) */
+    bool no_gradient_accumulation_fusion;
+    /** --no-create-attention-mask-in-dataloader: get_batch copies and broadcasts no attention
+     * mask; default false (the data loader builds it, pretrain_gpt.py) */
+    bool no_create_attention_mask_in_dataloader;
+    /** --no-check-for-nan-in-loss-and-grad: loss_func does not check the loss (two
+     * device-to-host waits per micro-batch on the last stage otherwise); default false */
+    bool no_check_for_nan_in_loss_and_grad;
     /** HSDP (README "HSDP"): Megatron's --num-distributed-optimizer-instances R, the dp·cp ranks
      * D split into R replicas of D/R consecutive ranks (parallel_state.py intra_partial groups);
      * the sharding (zero >= 1) is over D/R, the gradient shards reduced across the R replicas

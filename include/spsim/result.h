@@ -294,15 +294,19 @@ struct spsim_time_report {
     /** The profile's host time per framework op in eager mode beyond its launches (host.op_us:
      * Python, the dispatcher, Transformer Engine's module code); 0: absent, not modelled */
     double host_op_us;
+    /** The host time per torch call beyond its launch that prices the Python outside the layers'
+     * schedule (the optimizer step's, engine/opt_host.c): the profile's host.torch_call_us, or
+     * host.op_us where the profile gives no torch_call_us (doc/profiles.md "host") */
+    double host_torch_call_us;
     /** Wall time the critical stage's blocks take beyond their GPU time because the host
      * issues their launches more slowly (max(GPU, host) per block and phase) */
     double host_exposed_s;
     /** The host's per-iteration work in eager mode beyond the layers' schedule: the optimizer
      * step Megatron-Core runs in Python per parameter tensor (copies, clipping, FusedAdam's
      * lists, multi-tensor launches), train_step's reductions and, with log_params_norm and
-     * log_num_zeros_in_grad, their statistics (engine/opt_host.c), at host.op_us an op and
-     * host.kernel_launch_us a launch, on the pipeline rank where most of it is exposed; 0
-     * without host.kernel_launch_us, for Muon and the CPU-offloaded optimizer */
+     * log_num_zeros_in_grad, their statistics (engine/opt_host.c), at host_torch_call_us a
+     * torch call and host.kernel_launch_us a launch, on the pipeline rank where most of it is
+     * exposed; 0 without host.kernel_launch_us, for Muon and the CPU-offloaded optimizer */
     double optimizer_host_s;
     /** Of it, the wall time added to the iteration: beyond the GPU work queued after the
      * backward (exposed DP reduction, optimizer kernels), and whole after train_step's wait */

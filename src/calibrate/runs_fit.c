@@ -365,9 +365,11 @@ write_sources(struct spsim_runs_profile *p, const struct provenance *v)
                      "%zu measured runs [spsim calibrate --runs %s, %s, base %s; command: %s]; "
                      "the base's source: %s",
                      q->name, q->value, q->sigma,
-                     q->scale ? "a factor on the base's figures" : "the field's value", q->prior,
-                     q->prior_source, q->lo, q->hi, v->nruns, spsim_version(), v->date, v->base,
-                     v->command ? v->command : "-", was);
+                     q->scale ? "a factor on the base's figures"
+                     : j == 0 ? "the field's value"
+                              : "this field is its base value times that value / prior",
+                     q->prior, q->prior_source, q->lo, q->hi, v->nruns, spsim_version(), v->date,
+                     v->base, v->command ? v->command : "-", was);
             bool ok = cJSON_SetValuestring(src, text) != NULL;
             free(text);
             if (!ok)

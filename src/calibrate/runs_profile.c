@@ -23,6 +23,9 @@
  * the host time per framework op beyond its launches (host.op_us) between 1 µs and 100 µs
  * (the source's per-aten-op reading is 6.9 µs, its per-layer reading 42.76 µs); the
  * network hop between 0.5 and 30 µs (NCCL's table spans 2.7 to 20.9 µs per NET step).
+ * host.op_us and host.torch_call_us are one physical parameter, the host's speed at running
+ * PyTorch eagerly (both read off one run, ml-engineering's eager forward: per framework op and
+ * per aten op): the fit sets op_us and scales torch_call_us by the same factor, value / prior.
  */
 /* A measured table a scale also multiplies: its points' entries [first, last] (rates), when
  * its dtype is the one named. */
@@ -32,7 +35,8 @@ struct table_part {
 };
 
 static const struct {
-    const char *name, *field, *path, *why;
+    /* also: a value parameter's second field, which moves by the factor the first moves by */
+    const char *name, *field, *path, *why, *also;
     struct table_part table[2];
     bool scale;
     double lo, hi;
@@ -45,6 +49,7 @@ static const struct {
      "gpu.gemm_achievable_tflops.bf16",
      "1: the profile's measured BF16 GEMM rates (MAMF, gemm_table, sustained-load points) as "
      "their sources give them",
+     NULL,
      {{"gpu.gemm_table", "bf16", 3, 3}, {"gpu.sustained_clock.gemm", "bf16", 3, 3}},
      true,
      0.5,
@@ -53,6 +58,7 @@ static const struct {
      "gpu.gemm_achievable_tflops.fp8, gpu.sustained_clock.gemm (fp8)",
      "gpu.gemm_achievable_tflops.fp8",
      "1: the profile's measured FP8 GEMM rates (MAMF, sustained-load points)",
+     NULL,
      {{"gpu.sustained_clock.gemm", "fp8", 3, 3}, {NULL, NULL, 0, 0}},
      true,
      0.4,
@@ -61,6 +67,7 @@ static const struct {
      "gpu.gemm_achievable_tflops.nvfp4",
      "gpu.gemm_achievable_tflops.nvfp4",
      "1: the profile's NVFP4 GEMM rate",
+     NULL,
      {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}},
      true,
      0.4,
@@ -72,6 +79,7 @@ static const struct {
      "gpu.flash_attention_tflops",
      "1: the profile's measured attention rates (FlashAttention-2 on H100, else a stated "
      "fraction of MAMF; cuDNN's fused attention per shape in attention_table)",
+     NULL,
      {{"gpu.attention_table", NULL, 4, 5}, {NULL, NULL, 0, 0}},
      true,
      0.4,
@@ -80,15 +88,17 @@ static const struct {
      "gpu.hbm_achievable_GBps",
      "gpu.hbm_achievable_GBps",
      "1: the profile's achievable HBM bandwidth (a measured STREAM Triad or its stated carry-over)",
+     NULL,
      {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}},
      true,
      0.4,
      1.05},
     {"host_op_us",
-     "host.op_us",
+     "host.op_us (and host.torch_call_us by the same factor)",
      "host.op_us",
      "the profile's host time per framework op beyond its launches (an eager Llama 3.2 1B "
      "forward on a B200, stas00/ml-engineering; 6.9 us per aten op at the range's low end)",
+     "host.torch_call_us",
      {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}},
      false,
      1.0,
@@ -97,6 +107,7 @@ static const struct {
      "network.hop_latency_us",
      "network.hop_latency_us",
      "the profile's network hop latency (NCCL's NET Ring/LL 2.7 us)",
+     NULL,
      {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}},
      false,
      0.5,
@@ -161,6 +172,11 @@ open_param(struct spsim_runs_profile *p, size_t i)
     cJSON *obj = at_path(p->root, defs[i].path);
     add_node(k, cJSON_GetObjectItemCaseSensitive(obj, "value"));
     add_source(k, obj);
+    cJSON *also = defs[i].also && k->nnodes ? at_path(p->root, defs[i].also) : NULL;
+    if (also) {
+        add_node(k, cJSON_GetObjectItemCaseSensitive(also, "value"));
+        add_source(k, also);
+    }
     for (int t = 0; t < 2 && k->nnodes; t++)
         add_table(k, p->root, &defs[i].table[t]);
     *q = (struct spsim_runs_param){.name = defs[i].name,
@@ -220,9 +236,13 @@ spsim_runs_profile_build(struct spsim_runs_profile *p, const double *theta,
 {
     for (size_t i = 0; i < p->nparams; i++) {
         const struct spsim_runs_knob *k = &p->knob[i];
+        /* A value's second field (defs[].also) moves by the value's factor on its base. */
+        double f = p->param[i].scale               ? theta[i]
+                   : k->nnodes && k->base[0] > 0.0 ? theta[i] / k->base[0]
+                                                   : 1.0;
         for (size_t j = 0; j < k->nnodes; j++)
-            cJSON_SetNumberValue(k->node[j], p->param[i].scale ? k->base[j] * theta[i]
-                                                               : (j == 0 ? theta[i] : k->base[j]));
+            cJSON_SetNumberValue(k->node[j],
+                                 !p->param[i].scale && j == 0 ? theta[i] : k->base[j] * f);
     }
     char *text = cJSON_PrintUnformatted(p->root);
     if (!text)

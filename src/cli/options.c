@@ -123,6 +123,7 @@ static const struct cli_option_spec {
     {"overlap-cpu-optimizer-d2h-h2d", no_argument, OPT_OPT_OFFLOAD_OVERLAP, -1},
     {"log-params-norm", no_argument, OPT_LOG_PARAMS_NORM, -1},
     {"log-num-zeros-in-grad", no_argument, OPT_LOG_ZEROS, -1},
+    {"no-gradient-accumulation-fusion", no_argument, OPT_NO_WGRAD_FUSION, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -431,6 +432,9 @@ config_muon(struct spsim_parallel *p, int opt, const char *arg)
         return 1;
     case OPT_LOG_ZEROS:
         p->log_num_zeros_in_grad = true;
+        return 1;
+    case OPT_NO_WGRAD_FUSION:
+        p->no_gradient_accumulation_fusion = true;
         return 1;
     case OPT_OPT_OFFLOAD_FRACTION: {
         int rc = cli_parse_double("--optimizer-offload-fraction", arg, 0, 1,

@@ -358,10 +358,10 @@ print_host(FILE *f, const struct spsim_result *r)
         fprintf(f, "  host launch cost not modelled: no sourced figure (host.kernel_launch_us)\n");
     if (t->optimizer_host_s > 0)
         fprintf(f,
-                "  optimizer step and training loop on the host: %s for %u parameter tensors, "
-                "%s of it beyond the GPU's work\n",
+                "  optimizer step and training loop on the host: %s for %u parameter tensors "
+                "at %.4g us a torch call, %s of it beyond the GPU's work\n",
                 fmt_time(a, sizeof(a), t->optimizer_host_s), t->optimizer_host_tensors,
-                fmt_time(scope, sizeof(scope), t->optimizer_host_exposed_s));
+                t->host_torch_call_us, fmt_time(scope, sizeof(scope), t->optimizer_host_exposed_s));
 }
 
 /* What the pipeline and data-parallel overlaps hide and leave exposed, where they run. */

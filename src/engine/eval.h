@@ -20,6 +20,23 @@ struct spsim_step_cost {
 
 /** A block of ops (a transformer layer, the embedding, the output layer) folded into totals.
  * Times and bytes are per micro-batch on one rank. */
+/* A block's per-micro-batch host work outside its schedule (engine/mb_host.c): torch calls and
+ * launches before its forward's steps (head), after them (tail) and, past a device-to-host
+ * wait (wait), after the wait; and in its backward (the DDP hooks). */
+struct spsim_mb_host {
+    double fwd_head_calls, fwd_head_launches, fwd_tail_calls, fwd_tail_launches;
+    double after_calls, after_launches, bwd_calls, bwd_launches;
+    bool wait;
+};
+
+/* Which block of the model a block evaluation is (engine/mb_host.c). */
+enum spsim_block_role {
+    SPSIM_BLOCK_LAYER,
+    SPSIM_BLOCK_EMBEDDING,
+    SPSIM_BLOCK_OUTPUT,
+    SPSIM_BLOCK_MTP
+};
+
 struct spsim_block_eval {
     struct spsim_layer block;
     struct spsim_schedule sched;
@@ -50,6 +67,7 @@ struct spsim_block_eval {
      * them more slowly than the GPU ran them (0 without host.kernel_launch_us). */
     uint32_t launches[3];
     double host_exposed_s;
+    struct spsim_mb_host mb_host;
     /* An MoE layer with EP: the token exchanges' time left exposed when its forward runs beside
      * another micro-batch's backward (ep_overlap.c), without and with delayed wgrad. */
     double ep_pair_exposed_s[2];
@@ -264,6 +282,17 @@ bool spsim_cuda_graph_captures(uint32_t capture, uint32_t module);
 /** Count a folded block's host launches and, with hw's kernel_launch_s, make each phase's wall
  * max(GPU time, host issue time) (engine/host.c). hw may be NULL (counts only). */
 void spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be);
+
+/** Count a block's per-micro-batch host work outside its schedule into be->mb_host (the DDP
+ * hooks, get_batch, loss_func: engine/mb_host.c), which spsim_block_host then prices. */
+void spsim_block_mb_host(const struct spsim_model_shape *m, enum spsim_block_role role,
+                         struct spsim_block_eval *be);
+
+/** The parameter tensors of the model's norm, attention and MLP or MoE block (engine/mb_host.c,
+ * the TE layer spec); *weights: the Transformer Engine linears' weights among them. */
+double spsim_norm_tensors(const struct spsim_model_shape *m);
+double spsim_attention_tensors(const struct spsim_model_shape *m, double *weights);
+double spsim_mlp_tensors(const struct spsim_model_shape *m, uint32_t ep, bool moe, double *weights);
 
 /** Time of one GEMM (M, N, K, batch) of `dtype` on the hardware, roofline included.
  * @param fp32_accumulate_out  the output is accumulated in fp32 (Megatron's wgrad fusion) */

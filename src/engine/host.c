@@ -4,7 +4,9 @@
  * when a profile gives the host's time per launch (host.kernel_launch_us) and per framework
  * op in eager mode (host.op_us: Python, PyTorch's dispatcher and autograd, Transformer
  * Engine's module code, once per op of the schedule or graph replay), with the host's waits
- * for the GPU (the MoE dispatchers' device-to-host copies) splitting a phase.
+ * for the GPU (the MoE dispatchers' device-to-host copies, the loss checks) splitting a phase,
+ * and the block's per-micro-batch work outside its schedule (engine/mb_host.c) at
+ * host.torch_call_us a torch call.
  */
 #include "config.h"
 
@@ -147,6 +149,33 @@ host_segment_close(struct host_phase *hp)
     hp->host = hp->gpu = 0;
 }
 
+/* The block's per-micro-batch host work outside its schedule (engine/mb_host.c), priced at
+ * host.torch_call_us a call: before the forward's steps (`head`), or after them: the tail, a
+ * wait for the GPU when there is one (the loss checks' device-to-host copy) and what follows
+ * it, with the backward's DDP hooks. A full-iteration graph replays all of it (none eager). */
+static void
+mb_host_add(const struct spsim_hardware *hw, struct spsim_block_eval *be, struct host_phase *hp,
+            bool head)
+{
+    const struct spsim_mb_host *h = &be->mb_host;
+    if (be->block.cfg.graph_capture & SPSIM_CGS_FULL_ITERATION)
+        return;
+    double call_s = hw ? hw->host_torch_call_s : 0, launch_s = hw ? hw->kernel_launch_s : 0;
+    struct host_phase *fwd = &hp[SPSIM_PHASE_FORWARD], *bwd = &hp[SPSIM_PHASE_BACKWARD];
+    if (head) {
+        fwd->host += h->fwd_head_calls * call_s + h->fwd_head_launches * launch_s;
+        be->launches[SPSIM_PHASE_FORWARD] +=
+            (uint32_t)(h->fwd_head_launches + h->fwd_tail_launches + h->after_launches);
+        be->launches[SPSIM_PHASE_BACKWARD] += (uint32_t)h->bwd_launches;
+        return;
+    }
+    fwd->host += h->fwd_tail_calls * call_s + h->fwd_tail_launches * launch_s;
+    if (h->wait)
+        host_segment_close(fwd);
+    fwd->host += h->after_calls * call_s + h->after_launches * launch_s;
+    bwd->host += h->bwd_calls * call_s + h->bwd_launches * launch_s;
+}
+
 void
 spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be)
 {
@@ -156,6 +185,7 @@ spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be)
     double gpu[3] = {0, 0, 0};
     double launch_s = hw ? hw->kernel_launch_s : 0, op_s = hw ? hw->host_op_s : 0;
     memset(be->launches, 0, sizeof(be->launches));
+    mb_host_add(hw, be, hp, true);
     for (uint32_t i = 0; i < be->sched.nsteps; i++) {
         const struct spsim_step *st = &be->sched.steps[i];
         /* Backward and its recompute are one issue stream (one graph with per-layer capture). */
@@ -182,6 +212,7 @@ spsim_block_host(const struct spsim_hardware *hw, struct spsim_block_eval *be)
         be->launches[ph] += k;
         hp[ph].host += k * launch_s + op_s;
     }
+    mb_host_add(hw, be, hp, false);
     if (!hw || hw->kernel_launch_s <= 0)
         return;
     double *wall[3] = {[SPSIM_PHASE_FORWARD] = &be->fwd_s,

@@ -185,6 +185,11 @@ struct spsim_layer_config {
     bool frozen;
     uint32_t lora_rank, lora_targets;
     double lora_dropout;
+    /* The micro-batch's host work outside the schedule (engine/mb_host.c): TE's linears
+     * accumulate their weight gradient into main_grad (no --no-gradient-accumulation-fusion),
+     * the data loader builds the attention mask (no --no-create-attention-mask-in-dataloader),
+     * loss_func checks the loss for NaN and Inf (no --no-check-for-nan-in-loss-and-grad). */
+    bool wgrad_fusion, mask_in_dataloader, nan_check;
     /* A hybrid model's layer kind to build (SPSIM_LAYER_TRANSFORMER: attention and the MLP or,
      * with moe, the MoE block); spsim_layer_evaluate builds one block per kind. */
     enum spsim_layer_kind kind;

@@ -7,8 +7,9 @@
  * transformer_engine/pytorch/optimizers/fused_adam.py, multi_tensor_apply.py and
  * common/multi_tensor/multi_tensor_apply.cuh).
  *
- * Counted are the torch calls the Python issues (each one framework op at host.op_us, the
- * profile's host time of an op beyond its launches) and the kernels they launch (each at
+ * Counted are the torch calls the Python issues (each at host.torch_call_us, the profile's
+ * host time of one aten op beyond its launch; host.op_us, a whole framework op's, where the
+ * profile gives none: profiles/hardware.c read_host) and the kernels they launch (each at
  * host.kernel_launch_us); the Python between them (the filters, dict look-ups, .grad = None)
  * is not charged, so the term is likely an underestimate. BF16 (or FP16) with fp32 main
  * parameters and TE's FusedAdam, the default path:
@@ -62,42 +63,6 @@ mt_launches(double T, double E, double max_tensors)
     return by_tensors > by_blocks ? by_tensors : by_blocks;
 }
 
-static double
-norm_tensors(const struct spsim_model_shape *m)
-{
-    return m->norm == SPSIM_NORM_LAYERNORM ? 2.0 : 1.0; /* weight, and LayerNorm's bias */
-}
-
-/* Megatron-Core's TE layer spec (gpt_layer_specs.py): the input norm fused into linear_qkv
- * (TELayerNormColumnParallelLinear), QKV weight and bias, the Q and K norms, linear_proj; MLA:
- * input_layernorm, linear_q_proj or linear_q_down_proj and linear_q_up_proj (its norm fused),
- * linear_kv_down_proj, linear_kv_up_proj (its norm fused), linear_proj. */
-static double
-attention_tensors(const struct spsim_model_shape *m)
-{
-    double n = norm_tensors(m), b = m->linear_bias ? 1.0 : 0.0;
-    if (m->kv_lora_rank)
-        return n + (m->q_lora_rank ? 2.0 + n : 1.0) + 2.0 + n + 1.0 + 4.0 * b;
-    /* Gemma's post-attention norm: linear_proj.post_layernorm (te_layers.py at Bridge 067f987). */
-    double post = m->post_norms ? n : 0.0;
-    return n + 1.0 + (m->linear_bias || m->qkv_bias) + (m->qk_norm ? 2.0 * n : 0) + 1.0 + b + post;
-}
-
-/* The dense MLP (its norm fused into linear_fc1) or the MoE block: pre_mlp_layernorm, the
- * router, fc1 and fc2 of each local expert (TE GroupedLinear registers weight{i} per expert
- * unless moe_single_grouped_weight, default False: extensions/transformer_engine.py; SequentialMLP
- * a module per expert), the shared experts and their gate. */
-static double
-mlp_tensors(const struct spsim_model_shape *m, const struct spsim_parallel *par, bool moe)
-{
-    double n = norm_tensors(m), b = m->linear_bias ? 1.0 : 0.0;
-    if (!moe) /* and Gemma's post-MLP norm, linear_fc2.post_layernorm */
-        return n + 2.0 + 2.0 * b + (m->post_norms ? n : 0.0);
-    double local = (double)m->experts / (par->ep ? par->ep : 1);
-    double shared = m->shared_expert_ffn_hidden ? 2.0 + 2.0 * b + m->moe_shared_expert_gate : 0;
-    return n + 1.0 + local * (2.0 + 2.0 * b) + shared;
-}
-
 /* Tensors of pipeline rank r: its layers, the embedding on the first rank, the final norm and
  * the output layer (or the tied embedding's copy past rank 0) and the MTP depths (enorm, hnorm,
  * eh_proj, a layer, final_layernorm) on the last. Experts apart (sharded over edp). */
@@ -106,15 +71,16 @@ rank_tensors(const struct spsim_layer_summary *le, const struct shape *x,
              const struct spsim_parallel *par, uint64_t r, double *dense, double *experts)
 {
     const struct spsim_model_shape *m = &x->model->shape;
-    double att = attention_tensors(m), mlp = mlp_tensors(m, par, false);
-    double moe_shared = mlp_tensors(m, par, true) -
+    double w = 0, att = spsim_attention_tensors(m, &w),
+           mlp = spsim_mlp_tensors(m, par->ep, false, &w);
+    double moe_shared = spsim_mlp_tensors(m, par->ep, true, &w) -
                         (double)m->experts / (par->ep ? par->ep : 1) * (2.0 + 2.0 * m->linear_bias);
     double moe_layers = x->moe ? (double)rank_moe_layers(le, x, r) : 0;
     double layers = (double)rank_built(x, r);
     if (x->hybrid) {
         /* MambaMixer: in_proj (its norm fused), conv1d weight and bias, dt_bias, A_log, D,
          * norm, out_proj; a Gated DeltaNet layer taken as Mamba's (not read). */
-        double ssm = 7.0 + norm_tensors(m);
+        double ssm = 7.0 + spsim_norm_tensors(m);
         *dense =
             ssm * (double)(rank_kind(x, r, SPSIM_LAYER_MAMBA) + rank_kind(x, r, SPSIM_LAYER_GDN)) +
             att * (double)rank_kind(x, r, SPSIM_LAYER_ATTENTION) +
@@ -125,14 +91,14 @@ rank_tensors(const struct spsim_layer_summary *le, const struct shape *x,
         double dense_layers = x->moe ? (double)rank_dense(x, r) : layers;
         double mtp_dense = x->moe && mtp_layer(le, x) == &le->layer ? 0 : mtp;
         *dense = att * (layers + mtp) + mlp * (dense_layers + mtp_dense) + moe_shared * moe_layers +
-                 mtp * (3.0 * norm_tensors(m) + 1.0);
+                 mtp * (3.0 * spsim_norm_tensors(m) + 1.0);
     }
     *experts =
         moe_layers * ((double)m->experts / (par->ep ? par->ep : 1)) * (2.0 + 2.0 * m->linear_bias);
     if (r == 0)
         *dense += 1.0 + (m->position == SPSIM_POSITION_LEARNED);
     if (r == x->p - 1)
-        *dense += norm_tensors(m) + (!m->tied_embeddings || x->p > 1);
+        *dense += spsim_norm_tensors(m) + (!m->tied_embeddings || x->p > 1);
 }
 
 /* One rank's counts: ops and launches up to train_step's wait (step) and after it (after). */
@@ -203,7 +169,7 @@ spsim_optimizer_host(const struct spsim_hardware *hw, const struct spsim_paralle
     if (!hw || hw->kernel_launch_s <= 0 || par->optimizer != SPSIM_OPTIMIZER_ADAM ||
         par->optimizer_cpu_offload)
         return;
-    double op_s = hw->host_op_s, launch_s = hw->kernel_launch_s;
+    double op_s = hw->host_torch_call_s, launch_s = hw->kernel_launch_s;
     double buckets = (double)(tr->dp_buckets ? tr->dp_buckets : 1) * (double)x->v + x->moe;
     double elements = (double)mem->trainable_parameters_per_gpu;
     /* The GPU's work queued after the backward's last wait, which the step's host time runs

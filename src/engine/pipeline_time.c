@@ -299,6 +299,7 @@ host_time(const struct spsim_hardware *hw, const struct spsim_layer_summary *le,
     tr->layer_backward_launches = le->layer_backward_launches;
     tr->kernel_launch_us = hw ? hw->kernel_launch_us : 0;
     tr->host_op_us = hw ? hw->host_op_us : 0;
+    tr->host_torch_call_us = hw ? hw->host_torch_call_us : 0;
     if (!le->host_bound)
         return;
     double others = crit->fwd + crit->bwd + crit->rec + crit->exposed + crit->cp_exposed +

@@ -176,6 +176,9 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->lora_targets = par->lora_rank ? par->lora_targets : 0;
     cfg->lora_dropout = par->lora_rank ? par->lora_dropout : 0;
     cfg->kind = spsim_hybrid_primary(m);
+    cfg->wgrad_fusion = !par->no_gradient_accumulation_fusion;
+    cfg->mask_in_dataloader = !par->no_create_attention_mask_in_dataloader;
+    cfg->nan_check = !par->no_check_for_nan_in_loss_and_grad;
 }
 
 enum spsim_layer_kind
@@ -750,7 +753,8 @@ ub_cost(const struct spsim_hardware *hw, const struct spsim_layer_config *cfg,
 
 /* Schedule, cost and fold a built block. Without hardware the steps cost nothing. */
 static int
-block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_block_eval *be,
+block_fold(const struct spsim_model_shape *m, enum spsim_block_role role,
+           const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_block_eval *be,
            bool *ok, struct spsim_error *err)
 {
     const struct spsim_layer_config *cfg = &be->block.cfg;
@@ -791,6 +795,7 @@ block_fold(const struct spsim_hardware *hw, struct spsim_group tp, struct spsim_
         }
         fold_step(be, st, &be->cost[i]);
     }
+    spsim_block_mb_host(m, role, be);
     spsim_block_host(hw, be);
     return SPSIM_OK;
 }
@@ -817,7 +822,7 @@ second_layer(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
     dense.rmods = cfg->rmods;
     spsim_layer_build(m, &dense, &le->dense.block);
     *ok = *ok && le->dense.block.ok;
-    return block_fold(hw, le->tp_group, &le->dense, ok, err);
+    return block_fold(m, SPSIM_BLOCK_LAYER, hw, le->tp_group, &le->dense, ok, err);
 }
 
 /* Clear what the evaluation sums into or sets only sometimes, not the op, step and cost tables
@@ -875,7 +880,7 @@ hybrid_kinds(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
         c.rmods = cfg->rmods;
         spsim_layer_build(m, &c, &le->hybrid[k].block);
         *ok = *ok && le->hybrid[k].block.ok;
-        int rc = block_fold(hw, le->tp_group, &le->hybrid[k], ok, err);
+        int rc = block_fold(m, SPSIM_BLOCK_LAYER, hw, le->tp_group, &le->hybrid[k], ok, err);
         if (rc != SPSIM_OK)
             return rc;
     }
@@ -910,17 +915,17 @@ spsim_layer_evaluate(const struct spsim_model_shape *m, const struct spsim_hardw
     ok = le->layer.block.ok && le->embedding.block.ok && le->output.block.ok;
     fill_modes(m, cfg, le, &ok);
     int rc;
-    if ((rc = block_fold(hw, le->tp_group, &le->layer, &ok, err)))
+    if ((rc = block_fold(m, SPSIM_BLOCK_LAYER, hw, le->tp_group, &le->layer, &ok, err)))
         return rc;
     if (hw && cfg->moe && cfg->ep > 1)
         spsim_ep_overlap_pair(hw, &le->layer, le->layer.ep_pair_exposed_s);
-    if ((rc = block_fold(hw, le->tp_group, &le->embedding, &ok, err)) ||
-        (rc = block_fold(hw, le->tp_group, &le->output, &ok, err)))
+    if ((rc = block_fold(m, SPSIM_BLOCK_EMBEDDING, hw, le->tp_group, &le->embedding, &ok, err)) ||
+        (rc = block_fold(m, SPSIM_BLOCK_OUTPUT, hw, le->tp_group, &le->output, &ok, err)))
         return rc;
     if (m->mtp_layers) {
         spsim_mtp_build(m, &plain, &le->mtp.block);
         ok = ok && le->mtp.block.ok;
-        if ((rc = block_fold(hw, le->tp_group, &le->mtp, &ok, err)))
+        if ((rc = block_fold(m, SPSIM_BLOCK_MTP, hw, le->tp_group, &le->mtp, &ok, err)))
             return rc;
     }
     /* An MoE model's dense layers (spsim_model_layer_is_moe): a dense layer of its FFN size. */

@@ -154,6 +154,9 @@ enum flag_id {
     F_OPT_OFFLOAD_OVERLAP,
     F_LOG_PARAMS_NORM,
     F_LOG_ZEROS,
+    F_NO_WGRAD_FUSION,
+    F_NO_MASK,
+    F_NO_NAN_CHECK,
     F_HYBRID,
     F_HYBRID_OVERRIDE,
     F_MTP_HYBRID,
@@ -290,6 +293,10 @@ static const struct {
     /* The statistics training.py logs every iteration (engine/opt_host.c) */
     [F_LOG_PARAMS_NORM] = {"--log-params-norm", K_SWITCH},
     [F_LOG_ZEROS] = {"--log-num-zeros-in-grad", K_SWITCH},
+    /* The micro-batch's host work outside the layers (engine/mb_host.c) */
+    [F_NO_WGRAD_FUSION] = {"--no-gradient-accumulation-fusion", K_SWITCH},
+    [F_NO_MASK] = {"--no-create-attention-mask-in-dataloader", K_SWITCH},
+    [F_NO_NAN_CHECK] = {"--no-check-for-nan-in-loss-and-grad", K_SWITCH},
     /* Hybrid models (arguments.py _add_experimental_args, the pattern's deprecation handling;
      * TransformerConfig's mamba_*, moe_latent_size, mtp_*, experimental_attention_variant and
      * linear_* fields, which ArgumentGroupFactory makes flags) */
@@ -1086,6 +1093,9 @@ optimizer_kind(const struct mg *m, struct spsim_parallel *p)
     p->overlap_cpu_optimizer_d2h_h2d = m->given[F_OPT_OFFLOAD_OVERLAP];
     p->log_params_norm = m->given[F_LOG_PARAMS_NORM];
     p->log_num_zeros_in_grad = m->given[F_LOG_ZEROS];
+    p->no_gradient_accumulation_fusion = m->given[F_NO_WGRAD_FUSION];
+    p->no_create_attention_mask_in_dataloader = m->given[F_NO_MASK];
+    p->no_check_for_nan_in_loss_and_grad = m->given[F_NO_NAN_CHECK];
     if ((rc = probability(m, F_OPT_OFFLOAD_FRACTION, 0.0, &p->optimizer_offload_fraction)))
         return rc;
     if (k == 0)

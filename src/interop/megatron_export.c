@@ -260,6 +260,13 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
              p->overlap_cpu_optimizer_d2h_h2d ? "    --overlap-cpu-optimizer-d2h-h2d \\\n" : "");
     emit(o, "%s%s", p->log_params_norm ? "    --log-params-norm \\\n" : "",
          p->log_num_zeros_in_grad ? "    --log-num-zeros-in-grad \\\n" : "");
+    emit(o, "%s%s%s",
+         p->no_gradient_accumulation_fusion ? "    --no-gradient-accumulation-fusion \\\n" : "",
+         p->no_create_attention_mask_in_dataloader
+             ? "    --no-create-attention-mask-in-dataloader \\\n"
+             : "",
+         p->no_check_for_nan_in_loss_and_grad ? "    --no-check-for-nan-in-loss-and-grad \\\n"
+                                              : "");
     if (p->optimizer == SPSIM_OPTIMIZER_MUON) /* with the distributed optimizer: layer-wise */
         emit(o,
              "    --optimizer muon \\\n    --muon-num-ns-steps %u \\\n    --muon-tp-mode %s \\\n"

@@ -655,20 +655,25 @@ read_host_link(const struct spsim_jctx *c, const cJSON *hl, struct spsim_hardwar
 /* host: the node's CPU as it drives the GPU. kernel_launch_us is the host time of one kernel
  * launch through PyTorch and the CUDA driver (the shipped profiles give the driver call's
  * alone, doc/profiles.md "host"); op_us (optional) the host time of one framework op beyond
- * its launches (Python, the dispatcher, Transformer Engine's module code). */
+ * its launches (Python, the dispatcher, Transformer Engine's module code); torch_call_us
+ * (optional) one torch call's beyond its launch, op_us when absent (doc/profiles.md). */
 static int
 read_host(const struct spsim_jctx *c, const cJSON *host, struct spsim_hardware *hw)
 {
-    static const char *const keys[] = {"kernel_launch_us", "op_us", NULL};
-    double us = 0, op = 0;
+    static const char *const keys[] = {"kernel_launch_us", "op_us", "torch_call_us", NULL};
+    double us = 0, op = 0, call = -1;
     int rc;
     if (!host)
         return SPSIM_OK;
     if ((rc = spsim_json_check_keys(c, host, "host", keys)) ||
         (rc = spsim_json_get_sourced(c, host, "host", "kernel_launch_us", true, 1e-3, 1e4, &us,
                                      NULL)) ||
-        (rc = spsim_json_get_sourced(c, host, "host", "op_us", false, 0, 1e4, &op, NULL)))
+        (rc = spsim_json_get_sourced(c, host, "host", "op_us", false, 0, 1e4, &op, NULL)) ||
+        (rc = spsim_json_get_sourced(c, host, "host", "torch_call_us", false, 0, 1e4, &call, NULL)))
         return rc;
+    hw->torch_call_given = call >= 0;
+    hw->host_torch_call_us = hw->torch_call_given ? call : op;
+    hw->host_torch_call_s = hw->host_torch_call_us * 1e-6;
     hw->kernel_launch_s = us * 1e-6;
     hw->kernel_launch_us = us;
     hw->host_op_s = op * 1e-6;

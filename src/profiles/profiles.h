@@ -176,6 +176,14 @@ struct spsim_hardware {
      * host.op_us); 0: absent, only the launches are priced. */
     double host_op_s;
     double host_op_us;
+    /* Host time of one torch call beyond its kernel's launch (a view, a slice, a copy_: one aten
+     * op through Python and the dispatcher; profile host.torch_call_us), for the Python outside
+     * the layers' schedule (engine/opt_host.c). Absent: host.op_us, the per-op figure that
+     * priced these calls before the field (an upper end: a framework op is one or more torch
+     * calls); torch_call_given says which. */
+    double host_torch_call_s;
+    double host_torch_call_us;
+    bool torch_call_given;
     /* nvlink.nvls 0: the GPUs have no NVSwitch multicast (NVLink SHARP), so NCCL builds no NVLS
      * graph (a 4-GPU HGX board's direct NVLinks); false: NVLS on sm90+ as before. */
     bool nvls_absent;

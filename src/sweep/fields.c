@@ -336,6 +336,7 @@ static const struct spsim_field fields[] = {
     F("time.layer_backward_launches", U32, time.layer_backward_launches),
     F("time.kernel_launch_us", F64, time.kernel_launch_us),
     F("time.host_op_us", F64, time.host_op_us),
+    F("time.host_torch_call_us", F64, time.host_torch_call_us),
     F("time.host_exposed_s", F64, time.host_exposed_s),
     F("time.optimizer_host_s", F64, time.optimizer_host_s),
     F("time.optimizer_host_exposed_s", F64, time.optimizer_host_exposed_s),
