@@ -52,12 +52,13 @@ struct pick {
 /* The best-first queue: layer summaries by the key bound of everything composed from them; a
  * root or a node also stands for its recomputation subtree, whose next level it queues as one
  * item (children, bounded by what the search of the node found) until that is taken. */
-enum { ITEM_SUMMARY, ITEM_ROOT, ITEM_NODE, ITEM_CHILDREN };
+enum { ITEM_SUMMARY, ITEM_ROOT, ITEM_NODE, ITEM_CHILDREN, ITEM_LAZY };
 
 struct item {
     uint64_t key;
     uint32_t kind;
-    int32_t parent;       /* ITEM_CHILDREN: the modules digit of the node, -1 for the root */
+    int32_t parent;       /* ITEM_CHILDREN: the modules digit of the node, -1 for the root;
+                           * ITEM_LAZY: the kind it is queued as once evaluated */
     double per_token_mfu; /* mfu / tokens_per_s of its configurations (MFU ranking) */
     uint64_t mem_lb;      /* the least total_bytes of its configurations (memory_lb) */
     uint32_t d[SPSIM_AXIS_COUNT];
@@ -118,6 +119,9 @@ struct search {
     double shape_least_any;            /* sharding_least without the backward: -1 until known */
     uint64_t tree_lb;                  /* what the node being searched bounds its subtree by */
     bool tracking;
+    /* The TE userbuffers axis' digit without them when its variants are queued unevaluated
+     * (add_lazy_ub); -1: evaluated up front. */
+    int lazy_ub;
     /* Each axis' digits in the order inner visits them: a floor's base value first, the block
      * method's layer counts ascending, else as given. */
     uint32_t *order[SPSIM_AXIS_COUNT];
@@ -920,13 +924,23 @@ probe_mfu(struct search *s, const struct spsim_sweep_point *probe)
     return s->w.res.time.mfu / s->w.res.time.tokens_per_s;
 }
 
+/* What a layer configuration's summary bounds of its TE userbuffers variants (lazy_ub). */
+struct lazy {
+    bool known;
+    uint64_t key, mem; /* the key bound of its computation alone; its memory bound */
+    double per_token_mfu;
+};
+
 /* The layer configuration of digits s->d (with `root`, its variant without recomputation,
- * standing for every recomputation variant): evaluated, bounded, queued. */
+ * standing for every recomputation variant): evaluated, bounded, queued. `lazy` (or NULL)
+ * receives the key bound of its computation alone (lazy_ub). */
 static void
-add_summary(struct search *s, uint32_t kind, uint64_t floor)
+add_summary(struct search *s, uint32_t kind, uint64_t floor, struct lazy *lazy)
 {
     struct spsim_sweep_point probe;
     const struct spsim_layer_summary *le = NULL;
+    if (lazy)
+        lazy->known = false;
     if (spsim_opt_layer_invalid(s->sw, s->d, kind == ITEM_ROOT, &probe) ||
         spsim_opt_layer_alias(s->sw, s->d, &probe) ||
         spsim_sweep_summary(&s->w, s->d, &probe, &le, NULL) != SPSIM_OK)
@@ -937,6 +951,10 @@ add_summary(struct search *s, uint32_t kind, uint64_t floor)
     uint64_t key = summary_key(s, &f, le, &probe, c), mem = memory_lb(s, le, &probe);
     if (s->opt->by == SPSIM_BY_TOTAL_BYTES)
         key = mem;
+    if (lazy) {
+        spsim_opt_floor_of(probe.model, le, true, &f);
+        *lazy = (struct lazy){true, summary_key(s, &f, le, &probe, c), mem, c};
+    }
     queue_push(s, kind, key > floor ? key : floor, c, 0, mem);
 }
 
@@ -992,14 +1010,51 @@ add_children(struct search *s, int parent, uint64_t floor)
     if (parent < 0 && rf >= 0 && m0 >= 0) {
         s->d[SPSIM_AXIS_RECOMPUTE] = (uint32_t)rf;
         s->d[SPSIM_AXIS_RECOMPUTE_MODULES] = (uint32_t)m0;
-        add_summary(s, ITEM_SUMMARY, floor);
+        add_summary(s, ITEM_SUMMARY, floor, NULL);
     }
     for (uint32_t m = 0; rs >= 0 && m < sw->n[SPSIM_AXIS_RECOMPUTE_MODULES]; m++)
         if (modules_parent(sw, m) == parent) {
             s->d[SPSIM_AXIS_RECOMPUTE] = (uint32_t)rs;
             s->d[SPSIM_AXIS_RECOMPUTE_MODULES] = m;
-            add_summary(s, ITEM_NODE, floor);
+            add_summary(s, ITEM_NODE, floor, NULL);
         }
+}
+
+/*
+ * The TE userbuffers variants of the layer configuration of s->d (at the digit without them,
+ * whose summary bounded its computation: `lz`), queued as `kind` unevaluated. TE userbuffers
+ * change only how a TP collective overlaps its GEMM (schedule.c boundary_overlap, timing.c
+ * ub_cost, ub_without_ring_tail): the steps and their computation are the same, and a step's
+ * wall is its computation and its exposed communication (fold_step), so the computation of
+ * the variant without them bounds every variant's walls, its recomputation subtree's too; the
+ * parameters, which the memory bound reads, are the same. A variant is evaluated when the
+ * queue reaches that bound (search_item). Without `lz` (no summary there) each is evaluated now.
+ */
+static void
+add_lazy_ub(struct search *s, uint32_t kind, const struct lazy *lz)
+{
+    uint32_t off = s->d[SPSIM_AXIS_TP_COMM_OVERLAP];
+    for (uint32_t u = 0; u < s->sw->n[SPSIM_AXIS_TP_COMM_OVERLAP] && s->rc == SPSIM_OK; u++) {
+        if (u == off)
+            continue;
+        s->d[SPSIM_AXIS_TP_COMM_OVERLAP] = u;
+        if (lz->known)
+            queue_push(s, ITEM_LAZY, lz->key, lz->per_token_mfu, (int32_t)kind, lz->mem);
+        else
+            add_summary(s, kind, 0, NULL);
+    }
+    s->d[SPSIM_AXIS_TP_COMM_OVERLAP] = off;
+}
+
+/* The layer configuration of s->d as `kind` (floor 0), and with lazy_ub its TE userbuffers
+ * variants. */
+static void
+add_layer(struct search *s, uint32_t kind)
+{
+    struct lazy lz;
+    add_summary(s, kind, 0, s->lazy_ub >= 0 ? &lz : NULL);
+    if (s->lazy_ub >= 0)
+        add_lazy_ub(s, kind, &lz);
 }
 
 /* Every recomputation variant of s->d, each on its own (no shared bound). */
@@ -1011,7 +1066,7 @@ add_variants(struct search *s)
         for (uint32_t m = 0; m < nm && s->rc == SPSIM_OK; m++) {
             s->d[SPSIM_AXIS_RECOMPUTE] = r;
             s->d[SPSIM_AXIS_RECOMPUTE_MODULES] = m;
-            add_summary(s, ITEM_SUMMARY, 0);
+            add_layer(s, ITEM_SUMMARY);
         }
 }
 
@@ -1060,7 +1115,7 @@ add_root(struct search *s)
     int m0 = digit_of(s->sw, SPSIM_AXIS_RECOMPUTE_MODULES, 0);
     s->d[SPSIM_AXIS_RECOMPUTE] = rn >= 0 ? (uint32_t)rn : 0;
     s->d[SPSIM_AXIS_RECOMPUTE_MODULES] = m0 >= 0 ? (uint32_t)m0 : 0;
-    add_summary(s, ITEM_ROOT, 0);
+    add_layer(s, ITEM_ROOT);
 }
 
 /* Every layer configuration of the space, queued. */
@@ -1071,9 +1126,11 @@ add_layers(struct search *s)
     uint32_t n = 0;
     for (uint32_t i = 0; i < s->nlayer; i++)
         if (s->layer_axes[i] != SPSIM_AXIS_RECOMPUTE &&
-            s->layer_axes[i] != SPSIM_AXIS_RECOMPUTE_MODULES)
+            s->layer_axes[i] != SPSIM_AXIS_RECOMPUTE_MODULES &&
+            (s->layer_axes[i] != SPSIM_AXIS_TP_COMM_OVERLAP || s->lazy_ub < 0))
             axes[n++] = s->layer_axes[i];
     memset(s->d, 0, sizeof(s->d));
+    s->d[SPSIM_AXIS_TP_COMM_OVERLAP] = s->lazy_ub >= 0 ? (uint32_t)s->lazy_ub : 0;
     do {
         if (tree_of(s))
             add_root(s);
@@ -1134,6 +1191,10 @@ search_item(struct search *s, const struct item *itp)
         return;
     }
     s->per_token_mfu = it.per_token_mfu;
+    if (it.kind == ITEM_LAZY) { /* a TE userbuffers variant reached: evaluated (add_lazy_ub) */
+        add_summary(s, (uint32_t)it.parent, it.key, NULL);
+        return;
+    }
     if (it.kind == ITEM_CHILDREN) {
         add_children(s, it.parent, it.key);
         return;
@@ -1238,6 +1299,9 @@ make_orders(struct search *s)
     return SPSIM_OK;
 }
 
+/* The layer summaries a search thread keeps (a power of 2; about 9 kB each). */
+#define OPT_CACHE_SLOTS 256
+
 static int
 search_init(struct search *s, const struct spsim_sweep *sw,
             const struct spsim_optimize_options *opt)
@@ -1252,6 +1316,13 @@ search_init(struct search *s, const struct spsim_sweep *sw,
      * search composes the pipelines of one summary over their sharding settings and batches,
      * whose collectives repeat. spsim_sweep_worker_free releases it. */
     if (!(s->w.memo = spsim_coll_memo_create()))
+        return SPSIM_ENOMEM;
+    /* The sweep's layer cache too (slots by the layer key, as a sweep worker's): a summary
+     * queued is asked again when it is taken, a TE userbuffers variant right after it is
+     * evaluated (add_lazy_ub), and the recomputation children after their node. */
+    free(s->w.cache);
+    s->w.cache_slots = OPT_CACHE_SLOTS;
+    if (!(s->w.cache = spsim_calloc(s->w.cache_slots, sizeof(*s->w.cache))))
         return SPSIM_ENOMEM;
     if (make_orders(s) != SPSIM_OK)
         return SPSIM_ENOMEM;
@@ -1273,6 +1344,9 @@ search_init(struct search *s, const struct spsim_sweep *sw,
         memset(s->stages, -1, nstages);
     s->last =
         spsim_calloc((size_t)sw->n[SPSIM_AXIS_MODEL] * sw->n[SPSIM_AXIS_PP], sizeof(*s->last));
+    s->lazy_ub = opt->by != SPSIM_BY_TOTAL_BYTES && sw->n[SPSIM_AXIS_TP_COMM_OVERLAP] > 1
+                     ? digit_of(sw, SPSIM_AXIS_TP_COMM_OVERLAP, 0)
+                     : -1;
     s->tree = opt->by != SPSIM_BY_TOTAL_BYTES && !s->a2a &&
               (sw->n[SPSIM_AXIS_RECOMPUTE] > 1 || sw->n[SPSIM_AXIS_RECOMPUTE_MODULES] > 1);
     return SPSIM_OK;
