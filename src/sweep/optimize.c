@@ -125,7 +125,11 @@ struct search {
     /* Each axis' digits in the order inner visits them: a floor's base value first, the block
      * method's layer counts ascending, else as given. */
     uint32_t *order[SPSIM_AXIS_COUNT];
-    int8_t *stages;           /* stages_exist by (model, pp, split, vpp): -1 unknown */
+    int8_t *stages; /* stages_exist by (model, pp, split, vpp): -1 unknown */
+    /* The configuration of the last digits point_here decoded (here_d; valid with `here`). */
+    struct spsim_sweep_point here;
+    uint32_t here_d[SPSIM_AXIS_COUNT];
+    bool has_here;
     struct last_layers *last; /* last_layers_of by (model, pp) */
     int rc;
     struct spsim_optimize_stats st;
@@ -486,6 +490,22 @@ first_of_pipeline(struct search *s, uint64_t key, uint64_t *pipe, struct spsim_s
     return 1;
 }
 
+/* The configuration of s->d, updated from the last one decoded from the outermost axis whose
+ * digit differs (the search moves a few inner axes between its pipelines). */
+static void
+point_here(struct search *s, struct spsim_sweep_point *pt)
+{
+    int from = 0;
+    while (s->has_here && from < SPSIM_AXIS_COUNT && s->here_d[from] == s->d[from])
+        from++;
+    if (from < SPSIM_AXIS_COUNT) {
+        spsim_sweep_point_update(s->sw, s->d, from, &s->here);
+        memcpy(s->here_d, s->d, sizeof(s->here_d));
+        s->has_here = true;
+    }
+    *pt = s->here;
+}
+
 /* A bound the node being searched gives its recomputation subtree, from one composition. */
 static void
 tree_note(struct search *s, uint64_t key)
@@ -559,7 +579,7 @@ pipeline(struct search *s, uint64_t key, double floor)
      * (sweep.c point_update: pp and vpp auto, dp from gpus, the split, max_gbs): each is the
      * pipeline's first point with its sharding digits set. */
     struct spsim_sweep_point base, first, pt;
-    spsim_sweep_point_of(s->sw, s->d, &base);
+    point_here(s, &base);
     uint64_t pipe = key;
     int found = 0;
     do {
@@ -671,7 +691,7 @@ static void
 group(struct search *s)
 {
     struct spsim_sweep_point pt;
-    spsim_sweep_point_of(s->sw, s->d, &pt);
+    point_here(s, &pt);
     struct spsim_opt_shape x;
     const struct spsim_layer_summary *le = NULL;
     if (pt.par.dp == 0 || pt.invalid || !shape_ok(&pt, &x) ||
