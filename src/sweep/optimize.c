@@ -519,7 +519,7 @@ static double
 sharding_least(struct search *s, const int *axes, uint32_t n)
 {
     struct spsim_sweep_point pt;
-    spsim_sweep_point_of(s->sw, s->d, &pt);
+    point_here(s, &pt);
     double least = -1;
     do {
         for (uint32_t i = 0; i < n; i++)
