@@ -90,6 +90,12 @@ struct last_layers {
     double first_main[LAST_LAYERS_MAX], first_built[LAST_LAYERS_MAX];
 };
 
+/* What shape_ok keeps of a stage plan (plan_shape): x's p, v, main and built. */
+struct plan_memo {
+    bool known, ok;
+    struct spsim_opt_shape x;
+};
+
 struct search {
     const struct spsim_sweep *sw;
     const struct spsim_optimize_options *opt;
@@ -125,7 +131,8 @@ struct search {
     /* Each axis' digits in the order inner visits them: a floor's base value first, the block
      * method's layer counts ascending, else as given. */
     uint32_t *order[SPSIM_AXIS_COUNT];
-    int8_t *stages; /* stages_exist by (model, pp, split, vpp): -1 unknown */
+    int8_t *stages;          /* stages_exist by (model, pp, split, vpp): -1 unknown */
+    struct plan_memo *plans; /* shape_ok's plans by the same (NULL: none kept) */
     /* The configuration of the last digits point_here decoded (here_d; valid with `here`). */
     struct spsim_sweep_point here;
     uint32_t here_d[SPSIM_AXIS_COUNT];
@@ -660,11 +667,23 @@ inner(struct search *s, uint32_t level, const uint64_t keys[2][2], double floor)
     return least > 0 ? least : 0;
 }
 
-/* check_pipeline's rules on what the shape alone decides: interleaving needs pp >= 2, the split
- * exists, the batch divides into micro-batches, the interleaved schedule's micro-batches divide
- * by pp. *x receives the shape (its ranks' layers from the stage plan). */
+/* The index of s->d's (model, pp, split, vpp) in stages_exist's and shape_ok's memos. */
+static size_t
+stages_index(const struct search *s)
+{
+    const struct spsim_sweep *sw = s->sw;
+    const uint32_t *d = s->d;
+    return (((size_t)d[SPSIM_AXIS_MODEL] * sw->n[SPSIM_AXIS_PP] + d[SPSIM_AXIS_PP]) *
+                sw->n[SPSIM_AXIS_PP_SPLIT] +
+            d[SPSIM_AXIS_PP_SPLIT]) *
+               sw->n[SPSIM_AXIS_VPP] +
+           d[SPSIM_AXIS_VPP];
+}
+
+/* Whether the stage plan of `pt` exists with its layers dividing as the split needs, and *x's
+ * ranks and layers from it (spsim_opt_shape_layers). */
 static bool
-shape_ok(const struct spsim_sweep_point *pt, struct spsim_opt_shape *x)
+plan_shape(const struct spsim_sweep_point *pt, struct spsim_opt_shape *x)
 {
     const struct spsim_parallel *p = &pt->par;
     const struct spsim_model_shape *m = &pt->model->shape;
@@ -677,11 +696,34 @@ shape_ok(const struct spsim_sweep_point *pt, struct spsim_opt_shape *x)
     x->p = p->pp;
     x->v = plan.v;
     spsim_opt_shape_layers(pt->model, &plan, x);
+    return true;
+}
+
+/* check_pipeline's rules on what the shape alone decides: interleaving needs pp >= 2, the split
+ * exists, the batch divides into micro-batches, the interleaved schedule's micro-batches divide
+ * by pp. *x receives the shape (its ranks' layers from the stage plan, remembered by model, pp,
+ * split and vpp: the plan reads nothing else that the space varies, spsim_stage_plan_make). */
+static bool
+shape_ok(struct search *s, const struct spsim_sweep_point *pt, struct spsim_opt_shape *x)
+{
+    const struct spsim_parallel *p = &pt->par;
+    struct plan_memo *pm = s->plans ? &s->plans[stages_index(s)] : NULL;
+    if (!pm || !pm->known) {
+        bool ok = plan_shape(pt, x);
+        if (pm)
+            *pm = (struct plan_memo){.known = true, .ok = ok, .x = *x};
+        if (!ok)
+            return false;
+    } else if (!pm->ok) {
+        return false;
+    } else {
+        *x = pm->x;
+    }
     uint64_t step = (uint64_t)p->mbs * p->dp;
-    if ((plan.v > 1 && p->pp < 2) || step == 0 || p->gbs % step != 0)
+    if ((x->v > 1 && p->pp < 2) || step == 0 || p->gbs % step != 0)
         return false;
     x->micro = (double)(p->gbs / step);
-    return !(plan.v > 1 && (p->gbs / step) % p->pp != 0);
+    return !(x->v > 1 && (p->gbs / step) % p->pp != 0);
 }
 
 /* The pipeline shape of digits s->d (the group axes set, the inner ones at 0): its bound for
@@ -694,7 +736,7 @@ group(struct search *s)
     point_here(s, &pt);
     struct spsim_opt_shape x;
     const struct spsim_layer_summary *le = NULL;
-    if (pt.par.dp == 0 || pt.invalid || !shape_ok(&pt, &x) ||
+    if (pt.par.dp == 0 || pt.invalid || !shape_ok(s, &pt, &x) ||
         spsim_sweep_summary(&s->w, s->d, &pt, &le, NULL) != SPSIM_OK)
         return;
     uint64_t keys[2][2] = {{0, 0}, {0, 0}}, least = UINT64_MAX;
@@ -749,11 +791,7 @@ stages_exist(struct search *s)
 {
     const struct spsim_sweep *sw = s->sw;
     const uint32_t *d = s->d;
-    size_t idx = (((size_t)d[SPSIM_AXIS_MODEL] * sw->n[SPSIM_AXIS_PP] + d[SPSIM_AXIS_PP]) *
-                      sw->n[SPSIM_AXIS_PP_SPLIT] +
-                  d[SPSIM_AXIS_PP_SPLIT]) *
-                     sw->n[SPSIM_AXIS_VPP] +
-                 d[SPSIM_AXIS_VPP];
+    size_t idx = stages_index(s);
     if (s->stages && s->stages[idx] >= 0)
         return s->stages[idx];
     struct spsim_sweep_point pt;
@@ -1362,6 +1400,8 @@ search_init(struct search *s, const struct spsim_sweep *sw,
                      sw->n[SPSIM_AXIS_PP_SPLIT] * sw->n[SPSIM_AXIS_VPP];
     if (nstages <= (1u << 22) && (s->stages = malloc(nstages)) != NULL)
         memset(s->stages, -1, nstages);
+    if (nstages <= (1u << 16) && !sw->auto_pipeline)
+        s->plans = spsim_calloc(nstages, sizeof(*s->plans));
     s->last =
         spsim_calloc((size_t)sw->n[SPSIM_AXIS_MODEL] * sw->n[SPSIM_AXIS_PP], sizeof(*s->last));
     s->lazy_ub = opt->by != SPSIM_BY_TOTAL_BYTES && sw->n[SPSIM_AXIS_TP_COMM_OVERLAP] > 1
@@ -1379,6 +1419,7 @@ search_free(struct search *s)
         free(s->order[a]);
     free(s->top);
     free(s->stages);
+    free(s->plans);
     free(s->last);
     spsim_sweep_worker_free(&s->w);
 }
