@@ -133,6 +133,9 @@ struct search {
     uint32_t *order[SPSIM_AXIS_COUNT];
     int8_t *stages;          /* stages_exist by (model, pp, split, vpp): -1 unknown */
     struct plan_memo *plans; /* shape_ok's plans by the same (NULL: none kept) */
+    /* The vpp digits whose plan exists, by (model, pp, split): nvpp of them (UINT32_MAX:
+     * not listed yet) at vpps + index · n[vpp] (NULL: none kept; vpp_shapes). */
+    uint32_t *vpps, *nvpp;
     /* The configuration of the last digits point_here decoded (here_d; valid with `here`). */
     struct spsim_sweep_point here;
     uint32_t here_d[SPSIM_AXIS_COUNT];
@@ -896,6 +899,33 @@ last_layers_wall(struct search *s, uint32_t ppd, const struct spsim_opt_floor *f
     return least > 0 ? least : 0;
 }
 
+static void shapes(struct search *s, uint32_t level);
+
+/* The vpp axis at `level`: the digits whose stage plan exists for s->d's model, pp and split
+ * (stages_exist), listed once for them. */
+static void
+vpp_shapes(struct search *s, uint32_t level)
+{
+    uint32_t nv = s->sw->n[SPSIM_AXIS_VPP];
+    s->d[SPSIM_AXIS_VPP] = 0;
+    size_t g = stages_index(s) / nv;
+    uint32_t *list = s->vpps + g * nv;
+    if (s->nvpp[g] == UINT32_MAX) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < nv; i++) {
+            s->d[SPSIM_AXIS_VPP] = i;
+            if (stages_exist(s))
+                list[k++] = i;
+        }
+        s->nvpp[g] = k;
+    }
+    for (uint32_t k = 0; k < s->nvpp[g] && s->rc == SPSIM_OK; k++) {
+        s->d[SPSIM_AXIS_VPP] = list[k];
+        shapes(s, level + 1);
+    }
+    s->d[SPSIM_AXIS_VPP] = 0;
+}
+
 /* The group axes (pp first), then each shape. */
 static void
 shapes(struct search *s, uint32_t level)
@@ -905,6 +935,10 @@ shapes(struct search *s, uint32_t level)
         return;
     }
     int axis = s->comp_axes[level];
+    if (axis == SPSIM_AXIS_VPP && s->vpps) {
+        vpp_shapes(s, level);
+        return;
+    }
     for (uint32_t i = 0; i < s->sw->n[axis] && s->rc == SPSIM_OK; i++) {
         s->d[axis] = i;
         if (axis == SPSIM_AXIS_PP && s->sw->use_gpus) {
@@ -1400,8 +1434,17 @@ search_init(struct search *s, const struct spsim_sweep *sw,
                      sw->n[SPSIM_AXIS_PP_SPLIT] * sw->n[SPSIM_AXIS_VPP];
     if (nstages <= (1u << 22) && (s->stages = malloc(nstages)) != NULL)
         memset(s->stages, -1, nstages);
-    if (nstages <= (1u << 16) && !sw->auto_pipeline)
+    if (nstages <= (1u << 16) && !sw->auto_pipeline) {
         s->plans = spsim_calloc(nstages, sizeof(*s->plans));
+        s->vpps = spsim_calloc(nstages, sizeof(*s->vpps));
+        s->nvpp = malloc(nstages / sw->n[SPSIM_AXIS_VPP] * sizeof(*s->nvpp));
+        if (s->nvpp)
+            memset(s->nvpp, 0xff, nstages / sw->n[SPSIM_AXIS_VPP] * sizeof(*s->nvpp));
+        if (!s->nvpp) {
+            free(s->vpps);
+            s->vpps = NULL;
+        }
+    }
     s->last =
         spsim_calloc((size_t)sw->n[SPSIM_AXIS_MODEL] * sw->n[SPSIM_AXIS_PP], sizeof(*s->last));
     s->lazy_ub = opt->by != SPSIM_BY_TOTAL_BYTES && sw->n[SPSIM_AXIS_TP_COMM_OVERLAP] > 1
@@ -1420,6 +1463,8 @@ search_free(struct search *s)
     free(s->top);
     free(s->stages);
     free(s->plans);
+    free(s->vpps);
+    free(s->nvpp);
     free(s->last);
     spsim_sweep_worker_free(&s->w);
 }
