@@ -32,4 +32,6 @@ one "llama3-8b, 64 H100, --gbs 512" --model llama3-8b --hw dgx-h100 --gpus 64 --
     one "gpt3-175b, 1,024 A100, --gbs 1536" --model gpt3-175b --hw dgx-a100-80g --gpus 1024 \
         --gbs 1536 &&
     one "llama3-405b, 16,384 H100, --max-gbs 2048" --model llama3-405b --hw dgx-h100 \
-        --gpus 16384 --max-gbs 2048
+        --gpus 16384 --max-gbs 2048 &&
+    one "mixtral-8x7b, 64 H100, --gbs 256" --model mixtral-8x7b --hw dgx-h100 --gpus 64 \
+        --gbs 256

@@ -222,6 +222,7 @@ optimize-memory-bound-doubled@src/sweep/optimize_bounds.c@s|return spsim_max_d(r
 optimize-layer-floor-doubled@src/sweep/optimize_bounds.c@s|f->sum = f->layers \* layer_replay + f->embedding + f->last;|f->sum = 2 * f->layers * layer_replay + f->embedding + f->last;|@optimize
 optimize-threads-unmerged@src/sweep/optimize.c@s|for (unsigned i = 1; i < started \&\& rc == SPSIM_OK; i++)|for (unsigned i = 1; i < 1 \&\& rc == SPSIM_OK; i++)|@optimize
 optimize-offload-twins-kept@src/sweep/optimize.c@s|if (s->sw->n\[SPSIM_AXIS_OFFLOAD_LAYERS\] > 1) {|if (0 \&\& s->sw->n[SPSIM_AXIS_OFFLOAD_LAYERS] > 1) {|@optimize
+optimize-lazy-ub-full-floor@src/sweep/optimize.c@s|spsim_opt_floor_of(probe.model, le, true, \&f);|spsim_opt_floor_of(probe.model, le, false, \&f);|@optimize
 muon-state-halved@src/engine/optimizer.c@s|return 8 + (grad_bytes == 2 ? 4 : 0);|return 4 + (grad_bytes == 2 ? 4 : 0);|@muon
 muon-ns-halved@src/engine/optimizer.c@s|return (double)steps \* (4.0 \* m \* m \* n + 2.0 \* m \* m \* m);|return 0.5 * steps * (4.0 * m * m * n + 2.0 * m * m * m);|@muon
 muon-ns-gram-square-dropped@src/engine/optimizer.c@s|+ 2.0 \* m \* m \* m);|+ 0.0 * m * m * m);|@muon

@@ -52,12 +52,13 @@ struct pick {
 /* The best-first queue: layer summaries by the key bound of everything composed from them; a
  * root or a node also stands for its recomputation subtree, whose next level it queues as one
  * item (children, bounded by what the search of the node found) until that is taken. */
-enum { ITEM_SUMMARY, ITEM_ROOT, ITEM_NODE, ITEM_CHILDREN };
+enum { ITEM_SUMMARY, ITEM_ROOT, ITEM_NODE, ITEM_CHILDREN, ITEM_LAZY };
 
 struct item {
     uint64_t key;
     uint32_t kind;
-    int32_t parent;       /* ITEM_CHILDREN: the modules digit of the node, -1 for the root */
+    int32_t parent;       /* ITEM_CHILDREN: the modules digit of the node, -1 for the root;
+                           * ITEM_LAZY: the kind it is queued as once evaluated */
     double per_token_mfu; /* mfu / tokens_per_s of its configurations (MFU ranking) */
     uint64_t mem_lb;      /* the least total_bytes of its configurations (memory_lb) */
     uint32_t d[SPSIM_AXIS_COUNT];
@@ -89,6 +90,12 @@ struct last_layers {
     double first_main[LAST_LAYERS_MAX], first_built[LAST_LAYERS_MAX];
 };
 
+/* What shape_ok keeps of a stage plan (plan_shape): x's p, v, main and built. */
+struct plan_memo {
+    bool known, ok;
+    struct spsim_opt_shape x;
+};
+
 struct search {
     const struct spsim_sweep *sw;
     const struct spsim_optimize_options *opt;
@@ -118,10 +125,21 @@ struct search {
     double shape_least_any;            /* sharding_least without the backward: -1 until known */
     uint64_t tree_lb;                  /* what the node being searched bounds its subtree by */
     bool tracking;
+    /* The TE userbuffers axis' digit without them when its variants are queued unevaluated
+     * (add_lazy_ub); -1: evaluated up front. */
+    int lazy_ub;
     /* Each axis' digits in the order inner visits them: a floor's base value first, the block
      * method's layer counts ascending, else as given. */
     uint32_t *order[SPSIM_AXIS_COUNT];
-    int8_t *stages;           /* stages_exist by (model, pp, split, vpp): -1 unknown */
+    int8_t *stages;          /* stages_exist by (model, pp, split, vpp): -1 unknown */
+    struct plan_memo *plans; /* shape_ok's plans by the same (NULL: none kept) */
+    /* The vpp digits whose plan exists, by (model, pp, split): nvpp of them (UINT32_MAX:
+     * not listed yet) at vpps + index · n[vpp] (NULL: none kept; vpp_shapes). */
+    uint32_t *vpps, *nvpp;
+    /* The configuration of the last digits point_here decoded (here_d; valid with `here`). */
+    struct spsim_sweep_point here;
+    uint32_t here_d[SPSIM_AXIS_COUNT];
+    bool has_here;
     struct last_layers *last; /* last_layers_of by (model, pp) */
     int rc;
     struct spsim_optimize_stats st;
@@ -482,6 +500,22 @@ first_of_pipeline(struct search *s, uint64_t key, uint64_t *pipe, struct spsim_s
     return 1;
 }
 
+/* The configuration of s->d, updated from the last one decoded from the outermost axis whose
+ * digit differs (the search moves a few inner axes between its pipelines). */
+static void
+point_here(struct search *s, struct spsim_sweep_point *pt)
+{
+    int from = 0;
+    while (s->has_here && from < SPSIM_AXIS_COUNT && s->here_d[from] == s->d[from])
+        from++;
+    if (from < SPSIM_AXIS_COUNT) {
+        spsim_sweep_point_update(s->sw, s->d, from, &s->here);
+        memcpy(s->here_d, s->d, sizeof(s->here_d));
+        s->has_here = true;
+    }
+    *pt = s->here;
+}
+
 /* A bound the node being searched gives its recomputation subtree, from one composition. */
 static void
 tree_note(struct search *s, uint64_t key)
@@ -495,7 +529,7 @@ static double
 sharding_least(struct search *s, const int *axes, uint32_t n)
 {
     struct spsim_sweep_point pt;
-    spsim_sweep_point_of(s->sw, s->d, &pt);
+    point_here(s, &pt);
     double least = -1;
     do {
         for (uint32_t i = 0; i < n; i++)
@@ -555,7 +589,7 @@ pipeline(struct search *s, uint64_t key, double floor)
      * (sweep.c point_update: pp and vpp auto, dp from gpus, the split, max_gbs): each is the
      * pipeline's first point with its sharding digits set. */
     struct spsim_sweep_point base, first, pt;
-    spsim_sweep_point_of(s->sw, s->d, &base);
+    point_here(s, &base);
     uint64_t pipe = key;
     int found = 0;
     do {
@@ -636,11 +670,23 @@ inner(struct search *s, uint32_t level, const uint64_t keys[2][2], double floor)
     return least > 0 ? least : 0;
 }
 
-/* check_pipeline's rules on what the shape alone decides: interleaving needs pp >= 2, the split
- * exists, the batch divides into micro-batches, the interleaved schedule's micro-batches divide
- * by pp. *x receives the shape (its ranks' layers from the stage plan). */
+/* The index of s->d's (model, pp, split, vpp) in stages_exist's and shape_ok's memos. */
+static size_t
+stages_index(const struct search *s)
+{
+    const struct spsim_sweep *sw = s->sw;
+    const uint32_t *d = s->d;
+    return (((size_t)d[SPSIM_AXIS_MODEL] * sw->n[SPSIM_AXIS_PP] + d[SPSIM_AXIS_PP]) *
+                sw->n[SPSIM_AXIS_PP_SPLIT] +
+            d[SPSIM_AXIS_PP_SPLIT]) *
+               sw->n[SPSIM_AXIS_VPP] +
+           d[SPSIM_AXIS_VPP];
+}
+
+/* Whether the stage plan of `pt` exists with its layers dividing as the split needs, and *x's
+ * ranks and layers from it (spsim_opt_shape_layers). */
 static bool
-shape_ok(const struct spsim_sweep_point *pt, struct spsim_opt_shape *x)
+plan_shape(const struct spsim_sweep_point *pt, struct spsim_opt_shape *x)
 {
     const struct spsim_parallel *p = &pt->par;
     const struct spsim_model_shape *m = &pt->model->shape;
@@ -653,11 +699,34 @@ shape_ok(const struct spsim_sweep_point *pt, struct spsim_opt_shape *x)
     x->p = p->pp;
     x->v = plan.v;
     spsim_opt_shape_layers(pt->model, &plan, x);
+    return true;
+}
+
+/* check_pipeline's rules on what the shape alone decides: interleaving needs pp >= 2, the split
+ * exists, the batch divides into micro-batches, the interleaved schedule's micro-batches divide
+ * by pp. *x receives the shape (its ranks' layers from the stage plan, remembered by model, pp,
+ * split and vpp: the plan reads nothing else that the space varies, spsim_stage_plan_make). */
+static bool
+shape_ok(struct search *s, const struct spsim_sweep_point *pt, struct spsim_opt_shape *x)
+{
+    const struct spsim_parallel *p = &pt->par;
+    struct plan_memo *pm = s->plans ? &s->plans[stages_index(s)] : NULL;
+    if (!pm || !pm->known) {
+        bool ok = plan_shape(pt, x);
+        if (pm)
+            *pm = (struct plan_memo){.known = true, .ok = ok, .x = *x};
+        if (!ok)
+            return false;
+    } else if (!pm->ok) {
+        return false;
+    } else {
+        *x = pm->x;
+    }
     uint64_t step = (uint64_t)p->mbs * p->dp;
-    if ((plan.v > 1 && p->pp < 2) || step == 0 || p->gbs % step != 0)
+    if ((x->v > 1 && p->pp < 2) || step == 0 || p->gbs % step != 0)
         return false;
     x->micro = (double)(p->gbs / step);
-    return !(plan.v > 1 && (p->gbs / step) % p->pp != 0);
+    return !(x->v > 1 && (p->gbs / step) % p->pp != 0);
 }
 
 /* The pipeline shape of digits s->d (the group axes set, the inner ones at 0): its bound for
@@ -667,10 +736,10 @@ static void
 group(struct search *s)
 {
     struct spsim_sweep_point pt;
-    spsim_sweep_point_of(s->sw, s->d, &pt);
+    point_here(s, &pt);
     struct spsim_opt_shape x;
     const struct spsim_layer_summary *le = NULL;
-    if (pt.par.dp == 0 || pt.invalid || !shape_ok(&pt, &x) ||
+    if (pt.par.dp == 0 || pt.invalid || !shape_ok(s, &pt, &x) ||
         spsim_sweep_summary(&s->w, s->d, &pt, &le, NULL) != SPSIM_OK)
         return;
     uint64_t keys[2][2] = {{0, 0}, {0, 0}}, least = UINT64_MAX;
@@ -725,11 +794,7 @@ stages_exist(struct search *s)
 {
     const struct spsim_sweep *sw = s->sw;
     const uint32_t *d = s->d;
-    size_t idx = (((size_t)d[SPSIM_AXIS_MODEL] * sw->n[SPSIM_AXIS_PP] + d[SPSIM_AXIS_PP]) *
-                      sw->n[SPSIM_AXIS_PP_SPLIT] +
-                  d[SPSIM_AXIS_PP_SPLIT]) *
-                     sw->n[SPSIM_AXIS_VPP] +
-                 d[SPSIM_AXIS_VPP];
+    size_t idx = stages_index(s);
     if (s->stages && s->stages[idx] >= 0)
         return s->stages[idx];
     struct spsim_sweep_point pt;
@@ -834,6 +899,33 @@ last_layers_wall(struct search *s, uint32_t ppd, const struct spsim_opt_floor *f
     return least > 0 ? least : 0;
 }
 
+static void shapes(struct search *s, uint32_t level);
+
+/* The vpp axis at `level`: the digits whose stage plan exists for s->d's model, pp and split
+ * (stages_exist), listed once for them. */
+static void
+vpp_shapes(struct search *s, uint32_t level)
+{
+    uint32_t nv = s->sw->n[SPSIM_AXIS_VPP];
+    s->d[SPSIM_AXIS_VPP] = 0;
+    size_t g = stages_index(s) / nv;
+    uint32_t *list = s->vpps + g * nv;
+    if (s->nvpp[g] == UINT32_MAX) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < nv; i++) {
+            s->d[SPSIM_AXIS_VPP] = i;
+            if (stages_exist(s))
+                list[k++] = i;
+        }
+        s->nvpp[g] = k;
+    }
+    for (uint32_t k = 0; k < s->nvpp[g] && s->rc == SPSIM_OK; k++) {
+        s->d[SPSIM_AXIS_VPP] = list[k];
+        shapes(s, level + 1);
+    }
+    s->d[SPSIM_AXIS_VPP] = 0;
+}
+
 /* The group axes (pp first), then each shape. */
 static void
 shapes(struct search *s, uint32_t level)
@@ -843,6 +935,10 @@ shapes(struct search *s, uint32_t level)
         return;
     }
     int axis = s->comp_axes[level];
+    if (axis == SPSIM_AXIS_VPP && s->vpps) {
+        vpp_shapes(s, level);
+        return;
+    }
     for (uint32_t i = 0; i < s->sw->n[axis] && s->rc == SPSIM_OK; i++) {
         s->d[axis] = i;
         if (axis == SPSIM_AXIS_PP && s->sw->use_gpus) {
@@ -920,13 +1016,23 @@ probe_mfu(struct search *s, const struct spsim_sweep_point *probe)
     return s->w.res.time.mfu / s->w.res.time.tokens_per_s;
 }
 
+/* What a layer configuration's summary bounds of its TE userbuffers variants (lazy_ub). */
+struct lazy {
+    bool known;
+    uint64_t key, mem; /* the key bound of its computation alone; its memory bound */
+    double per_token_mfu;
+};
+
 /* The layer configuration of digits s->d (with `root`, its variant without recomputation,
- * standing for every recomputation variant): evaluated, bounded, queued. */
+ * standing for every recomputation variant): evaluated, bounded, queued. `lazy` (or NULL)
+ * receives the key bound of its computation alone (lazy_ub). */
 static void
-add_summary(struct search *s, uint32_t kind, uint64_t floor)
+add_summary(struct search *s, uint32_t kind, uint64_t floor, struct lazy *lazy)
 {
     struct spsim_sweep_point probe;
     const struct spsim_layer_summary *le = NULL;
+    if (lazy)
+        lazy->known = false;
     if (spsim_opt_layer_invalid(s->sw, s->d, kind == ITEM_ROOT, &probe) ||
         spsim_opt_layer_alias(s->sw, s->d, &probe) ||
         spsim_sweep_summary(&s->w, s->d, &probe, &le, NULL) != SPSIM_OK)
@@ -937,6 +1043,10 @@ add_summary(struct search *s, uint32_t kind, uint64_t floor)
     uint64_t key = summary_key(s, &f, le, &probe, c), mem = memory_lb(s, le, &probe);
     if (s->opt->by == SPSIM_BY_TOTAL_BYTES)
         key = mem;
+    if (lazy) {
+        spsim_opt_floor_of(probe.model, le, true, &f);
+        *lazy = (struct lazy){true, summary_key(s, &f, le, &probe, c), mem, c};
+    }
     queue_push(s, kind, key > floor ? key : floor, c, 0, mem);
 }
 
@@ -992,14 +1102,51 @@ add_children(struct search *s, int parent, uint64_t floor)
     if (parent < 0 && rf >= 0 && m0 >= 0) {
         s->d[SPSIM_AXIS_RECOMPUTE] = (uint32_t)rf;
         s->d[SPSIM_AXIS_RECOMPUTE_MODULES] = (uint32_t)m0;
-        add_summary(s, ITEM_SUMMARY, floor);
+        add_summary(s, ITEM_SUMMARY, floor, NULL);
     }
     for (uint32_t m = 0; rs >= 0 && m < sw->n[SPSIM_AXIS_RECOMPUTE_MODULES]; m++)
         if (modules_parent(sw, m) == parent) {
             s->d[SPSIM_AXIS_RECOMPUTE] = (uint32_t)rs;
             s->d[SPSIM_AXIS_RECOMPUTE_MODULES] = m;
-            add_summary(s, ITEM_NODE, floor);
+            add_summary(s, ITEM_NODE, floor, NULL);
         }
+}
+
+/*
+ * The TE userbuffers variants of the layer configuration of s->d (at the digit without them,
+ * whose summary bounded its computation: `lz`), queued as `kind` unevaluated. TE userbuffers
+ * change only how a TP collective overlaps its GEMM (schedule.c boundary_overlap, timing.c
+ * ub_cost, ub_without_ring_tail): the steps and their computation are the same, and a step's
+ * wall is its computation and its exposed communication (fold_step), so the computation of
+ * the variant without them bounds every variant's walls, its recomputation subtree's too; the
+ * parameters, which the memory bound reads, are the same. A variant is evaluated when the
+ * queue reaches that bound (search_item). Without `lz` (no summary there) each is evaluated now.
+ */
+static void
+add_lazy_ub(struct search *s, uint32_t kind, const struct lazy *lz)
+{
+    uint32_t off = s->d[SPSIM_AXIS_TP_COMM_OVERLAP];
+    for (uint32_t u = 0; u < s->sw->n[SPSIM_AXIS_TP_COMM_OVERLAP] && s->rc == SPSIM_OK; u++) {
+        if (u == off)
+            continue;
+        s->d[SPSIM_AXIS_TP_COMM_OVERLAP] = u;
+        if (lz->known)
+            queue_push(s, ITEM_LAZY, lz->key, lz->per_token_mfu, (int32_t)kind, lz->mem);
+        else
+            add_summary(s, kind, 0, NULL);
+    }
+    s->d[SPSIM_AXIS_TP_COMM_OVERLAP] = off;
+}
+
+/* The layer configuration of s->d as `kind` (floor 0), and with lazy_ub its TE userbuffers
+ * variants. */
+static void
+add_layer(struct search *s, uint32_t kind)
+{
+    struct lazy lz;
+    add_summary(s, kind, 0, s->lazy_ub >= 0 ? &lz : NULL);
+    if (s->lazy_ub >= 0)
+        add_lazy_ub(s, kind, &lz);
 }
 
 /* Every recomputation variant of s->d, each on its own (no shared bound). */
@@ -1011,7 +1158,7 @@ add_variants(struct search *s)
         for (uint32_t m = 0; m < nm && s->rc == SPSIM_OK; m++) {
             s->d[SPSIM_AXIS_RECOMPUTE] = r;
             s->d[SPSIM_AXIS_RECOMPUTE_MODULES] = m;
-            add_summary(s, ITEM_SUMMARY, 0);
+            add_layer(s, ITEM_SUMMARY);
         }
 }
 
@@ -1060,7 +1207,7 @@ add_root(struct search *s)
     int m0 = digit_of(s->sw, SPSIM_AXIS_RECOMPUTE_MODULES, 0);
     s->d[SPSIM_AXIS_RECOMPUTE] = rn >= 0 ? (uint32_t)rn : 0;
     s->d[SPSIM_AXIS_RECOMPUTE_MODULES] = m0 >= 0 ? (uint32_t)m0 : 0;
-    add_summary(s, ITEM_ROOT, 0);
+    add_layer(s, ITEM_ROOT);
 }
 
 /* Every layer configuration of the space, queued. */
@@ -1071,9 +1218,11 @@ add_layers(struct search *s)
     uint32_t n = 0;
     for (uint32_t i = 0; i < s->nlayer; i++)
         if (s->layer_axes[i] != SPSIM_AXIS_RECOMPUTE &&
-            s->layer_axes[i] != SPSIM_AXIS_RECOMPUTE_MODULES)
+            s->layer_axes[i] != SPSIM_AXIS_RECOMPUTE_MODULES &&
+            (s->layer_axes[i] != SPSIM_AXIS_TP_COMM_OVERLAP || s->lazy_ub < 0))
             axes[n++] = s->layer_axes[i];
     memset(s->d, 0, sizeof(s->d));
+    s->d[SPSIM_AXIS_TP_COMM_OVERLAP] = s->lazy_ub >= 0 ? (uint32_t)s->lazy_ub : 0;
     do {
         if (tree_of(s))
             add_root(s);
@@ -1134,6 +1283,10 @@ search_item(struct search *s, const struct item *itp)
         return;
     }
     s->per_token_mfu = it.per_token_mfu;
+    if (it.kind == ITEM_LAZY) { /* a TE userbuffers variant reached: evaluated (add_lazy_ub) */
+        add_summary(s, (uint32_t)it.parent, it.key, NULL);
+        return;
+    }
     if (it.kind == ITEM_CHILDREN) {
         add_children(s, it.parent, it.key);
         return;
@@ -1238,6 +1391,9 @@ make_orders(struct search *s)
     return SPSIM_OK;
 }
 
+/* The layer summaries a search thread keeps (a power of 2; about 9 kB each). */
+#define OPT_CACHE_SLOTS 256
+
 static int
 search_init(struct search *s, const struct spsim_sweep *sw,
             const struct spsim_optimize_options *opt)
@@ -1252,6 +1408,13 @@ search_init(struct search *s, const struct spsim_sweep *sw,
      * search composes the pipelines of one summary over their sharding settings and batches,
      * whose collectives repeat. spsim_sweep_worker_free releases it. */
     if (!(s->w.memo = spsim_coll_memo_create()))
+        return SPSIM_ENOMEM;
+    /* The sweep's layer cache too (slots by the layer key, as a sweep worker's): a summary
+     * queued is asked again when it is taken, a TE userbuffers variant right after it is
+     * evaluated (add_lazy_ub), and the recomputation children after their node. */
+    free(s->w.cache);
+    s->w.cache_slots = OPT_CACHE_SLOTS;
+    if (!(s->w.cache = spsim_calloc(s->w.cache_slots, sizeof(*s->w.cache))))
         return SPSIM_ENOMEM;
     if (make_orders(s) != SPSIM_OK)
         return SPSIM_ENOMEM;
@@ -1271,8 +1434,22 @@ search_init(struct search *s, const struct spsim_sweep *sw,
                      sw->n[SPSIM_AXIS_PP_SPLIT] * sw->n[SPSIM_AXIS_VPP];
     if (nstages <= (1u << 22) && (s->stages = malloc(nstages)) != NULL)
         memset(s->stages, -1, nstages);
+    if (nstages <= (1u << 16) && !sw->auto_pipeline) {
+        s->plans = spsim_calloc(nstages, sizeof(*s->plans));
+        s->vpps = spsim_calloc(nstages, sizeof(*s->vpps));
+        s->nvpp = malloc(nstages / sw->n[SPSIM_AXIS_VPP] * sizeof(*s->nvpp));
+        if (s->nvpp)
+            memset(s->nvpp, 0xff, nstages / sw->n[SPSIM_AXIS_VPP] * sizeof(*s->nvpp));
+        if (!s->nvpp) {
+            free(s->vpps);
+            s->vpps = NULL;
+        }
+    }
     s->last =
         spsim_calloc((size_t)sw->n[SPSIM_AXIS_MODEL] * sw->n[SPSIM_AXIS_PP], sizeof(*s->last));
+    s->lazy_ub = opt->by != SPSIM_BY_TOTAL_BYTES && sw->n[SPSIM_AXIS_TP_COMM_OVERLAP] > 1
+                     ? digit_of(sw, SPSIM_AXIS_TP_COMM_OVERLAP, 0)
+                     : -1;
     s->tree = opt->by != SPSIM_BY_TOTAL_BYTES && !s->a2a &&
               (sw->n[SPSIM_AXIS_RECOMPUTE] > 1 || sw->n[SPSIM_AXIS_RECOMPUTE_MODULES] > 1);
     return SPSIM_OK;
@@ -1285,6 +1462,9 @@ search_free(struct search *s)
         free(s->order[a]);
     free(s->top);
     free(s->stages);
+    free(s->plans);
+    free(s->vpps);
+    free(s->nvpp);
     free(s->last);
     spsim_sweep_worker_free(&s->w);
 }

@@ -620,6 +620,13 @@ spsim_sweep_point_of(const struct spsim_sweep *sw, const uint32_t *d, struct sps
 }
 
 void
+spsim_sweep_point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
+                         struct spsim_sweep_point *pt)
+{
+    point_update(sw, d, from, pt);
+}
+
+void
 spsim_sweep_point_set(const struct spsim_sweep *sw, struct spsim_sweep_point *pt, int axis,
                       uint32_t digit)
 {

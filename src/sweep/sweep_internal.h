@@ -240,6 +240,11 @@ void spsim_sweep_run_block(struct spsim_sweep_worker *w, const struct spsim_swee
 void spsim_sweep_point_of(const struct spsim_sweep *sw, const uint32_t *d,
                           struct spsim_sweep_point *pt);
 
+/** The configuration of the point of digits `d` from `pt`, the configuration of digits that
+ * equal `d` on every axis before `from` (0: none; the sweep's walk, spsim_sweep_eval_digits). */
+void spsim_sweep_point_update(const struct spsim_sweep *sw, const uint32_t *d, int from,
+                              struct spsim_sweep_point *pt);
+
 /** Set one axis' field of a point to the axis' digit `digit`: for an axis nothing else is derived
  * from (the sharding and overlap switches). */
 void spsim_sweep_point_set(const struct spsim_sweep *sw, struct spsim_sweep_point *pt, int axis,
