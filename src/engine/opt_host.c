@@ -66,15 +66,29 @@ mt_launches(double T, double E, double max_tensors)
 /* Tensors of pipeline rank r: its layers, the embedding on the first rank, the final norm and
  * the output layer (or the tied embedding's copy past rank 0) and the MTP depths (enorm, hnorm,
  * eh_proj, a layer, final_layernorm) on the last. Experts apart (sharded over edp). */
+/* A layer's tensors by block, the same on every rank (computed once per evaluation). */
+struct layer_tensors {
+    double att, mlp, moe_shared;
+};
+
+static struct layer_tensors
+layer_tensors_of(const struct spsim_model_shape *m, const struct spsim_parallel *par)
+{
+    double w = 0;
+    struct layer_tensors t = {spsim_attention_tensors(m, &w),
+                              spsim_mlp_tensors(m, par->ep, false, &w), 0};
+    t.moe_shared = spsim_mlp_tensors(m, par->ep, true, &w) -
+                   (double)m->experts / (par->ep ? par->ep : 1) * (2.0 + 2.0 * m->linear_bias);
+    return t;
+}
+
 static void
 rank_tensors(const struct spsim_layer_summary *le, const struct shape *x,
-             const struct spsim_parallel *par, uint64_t r, double *dense, double *experts)
+             const struct spsim_parallel *par, const struct layer_tensors *lt, uint64_t r,
+             double *dense, double *experts)
 {
     const struct spsim_model_shape *m = &x->model->shape;
-    double w = 0, att = spsim_attention_tensors(m, &w),
-           mlp = spsim_mlp_tensors(m, par->ep, false, &w);
-    double moe_shared = spsim_mlp_tensors(m, par->ep, true, &w) -
-                        (double)m->experts / (par->ep ? par->ep : 1) * (2.0 + 2.0 * m->linear_bias);
+    double att = lt->att, mlp = lt->mlp, moe_shared = lt->moe_shared;
     double moe_layers = x->moe ? (double)rank_moe_layers(le, x, r) : 0;
     double layers = (double)rank_built(x, r);
     if (x->hybrid) {
@@ -177,10 +191,13 @@ spsim_optimizer_host(const struct spsim_hardware *hw, const struct spsim_paralle
     double gpu = tr->dp_exposed_s + tr->tied_embedding_allreduce_s +
                  tr->moe_expert_bias_allreduce_s + tr->optimizer_s;
     const uint64_t ranks[3] = {0, x->p > 2 ? 1 : 0, x->p - 1};
+    const struct layer_tensors lt = layer_tensors_of(&x->model->shape, par);
     for (int i = 0; i < 3; i++) {
+        if (i > 0 && ranks[i] == ranks[i - 1])
+            continue; /* the same rank again (p <= 2): the same counts, never more exposed */
         double dense = 0, experts = 0;
         struct opt_count c = {0};
-        rank_tensors(le, x, par, ranks[i], &dense, &experts);
+        rank_tensors(le, x, par, &lt, ranks[i], &dense, &experts);
         count_step(par, x, dense, experts, elements, buckets, &c);
         count_after(par, x, dense + experts, elements, ranks[i] == x->p - 1, &c);
         double step = c.step_ops * op_s + c.step_launches * launch_s;
