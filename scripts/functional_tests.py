@@ -38,12 +38,13 @@ DATA = os.path.join(ROOT, "tests", "data", "megatron-functional")
 HARDWARE = "dgx-h100"
 
 # The training scripts of the CI recipes (tests/test_utils/recipes/h100/*.yaml) and what spsim
-# makes of them: only pretrain_gpt.py trains a decoder-only GPT (dense or MoE) as spsim models.
+# makes of them: pretrain_gpt.py trains a decoder-only GPT (dense or MoE), pretrain_hybrid.py a
+# hybrid of Mamba-2, attention and MLP layers (--hybrid-layer-pattern), both as spsim models them.
 SCRIPTS = {
     "pretrain_gpt.py": None,
+    "pretrain_hybrid.py": None,
     "examples/bert/pretrain_bert.py": "BERT (encoder with a binary head, pretrain_bert.py) is not modelled",
     "examples/t5/pretrain_t5.py": "T5 (encoder-decoder, pretrain_t5.py) is not modelled",
-    "pretrain_hybrid.py": "hybrid Mamba models (pretrain_hybrid.py) are not modelled",
     "megatron/elastification/pretrain_hybrid_flex.py": "hybrid Mamba models (Flextron) are not modelled",
     "./examples/mimo/train.py": "multimodal MIMO training (examples/mimo/train.py) is not modelled",
     "pretrain_vlm.py": "LLaVA vision-language training (pretrain_vlm.py) is not modelled",

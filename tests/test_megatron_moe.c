@@ -510,6 +510,24 @@ START_TEST(nemotron_conf_examples)
 }
 END_TEST
 
+/* Each of `n` launch lines, `base` and a refusal's flags, refused with its message. */
+struct refusal {
+    const char *flags, *message;
+};
+
+static void
+expect_refused(const char *base, const struct refusal *refused, size_t n)
+{
+    char text[1024];
+    struct spsim_megatron_config mc;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(text, sizeof(text), "%s%s", base, refused[i].flags);
+        struct spsim_error err = {0};
+        ck_assert_int_ne(spsim_megatron_parse(text, strlen(text), "h.sh", &mc, &err), SPSIM_OK);
+        ck_assert_msg(strstr(err.message, refused[i].message), "%zu: %s", i, err.message);
+    }
+}
+
 /* The pattern's MTP depths ('/', all identical; or the legacy --mtp-hybrid-override-pattern
  * with --mtp-num-layers), what it refuses, and --experimental-attention-variant: gdn on a GPT
  * model makes its layers Gated DeltaNet where --linear-attention-freq says (every 4th SDPA),
@@ -543,10 +561,8 @@ START_TEST(hybrid_flags)
     s = spsim_model_get_shape(mc.model);
     ck_assert(s->mtp_layers == 3 && !s->mtp_shared && strcmp(s->mtp_pattern, "*-") == 0);
     spsim_model_destroy(mc.model);
-    static const struct {
-        const char *flags, *message;
-    } refused[] = {
-        {"--hybrid-layer-pattern 'M*|-'", "offset 2: pipeline segments ('|') are not modelled"},
+    static const struct refusal refused[] = {
+        {"--hybrid-layer-pattern 'M*-/*|-'", "offset 1: a pipe ('|') in an MTP pattern"},
         {"--hybrid-layer-pattern 'MD-'", "'D' (DeepSeek sparse attention) is not modelled"},
         {"--hybrid-layer-pattern 'M*-/*-/*E'", "the MTP patterns after '/' must be identical"},
         {"--hybrid-layer-pattern M*- --mtp-num-layers 1", "need their pattern"},
@@ -557,12 +573,7 @@ START_TEST(hybrid_flags)
         {"--hybrid-layer-pattern M*- --experimental-attention-variant dsa",
          "'dsa': DeepSeek sparse attention is not modelled"},
     };
-    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        snprintf(text, sizeof(text), "%s%s", base, refused[i].flags);
-        struct spsim_error err = {0};
-        ck_assert_int_ne(spsim_megatron_parse(text, strlen(text), "h.sh", &mc, &err), SPSIM_OK);
-        ck_assert_msg(strstr(err.message, refused[i].message), "%zu: %s", i, err.message);
-    }
+    expect_refused(base, refused, sizeof(refused) / sizeof(refused[0]));
     /* A GPT model with Gated DeltaNet layers: 8 layers, every 4th SDPA, dense. */
     static const char gpt[] =
         "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 64 --num-attention-heads 4 "
@@ -576,6 +587,46 @@ START_TEST(hybrid_flags)
     ck_assert_str_eq(s->hybrid_pattern, "G-G-G-*-G-G-G-*-");
     ck_assert(s->gdn_key_heads == 2 && s->gdn_value_heads == 4 && s->gdn_conv == 4);
     spsim_model_destroy(mc.model);
+}
+END_TEST
+
+/* Pipeline segments ('|') in the pattern (arguments.py, hybrid_layer_allocation.py
+ * select_pipeline_segment at d98e8a64): segment vp·pp + rank on rank `rank` at virtual stage vp,
+ * the order of a --pipeline-model-parallel-layout's stages, so 'M*|-M|*-|M-' over pp 2 is the
+ * layout E + tt | tt | tt | tt + L (embedding first, loss last) with vpp = 4 / 2 = 2; an MTP depth
+ * goes before the loss; the segments' count a multiple of pp, and the flags arguments.py asserts
+ * against beside them refused naming the flag. */
+START_TEST(hybrid_segments)
+{
+    static const char base[] =
+        "torchrun pretrain_hybrid.py --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+        "--vocab-size 256 --bf16 --position-embedding-type none --mamba-num-heads 4 "
+        "--mamba-head-dim 32 --mamba-state-dim 16 --mamba-num-groups 2 --ffn-hidden-size 128 "
+        "--pipeline-model-parallel-size 2 ";
+    char text[1024];
+    struct spsim_megatron_config mc;
+    snprintf(text, sizeof(text), "%s--hybrid-layer-pattern 'M*|-M|*-|M-'", base);
+    parse_ok(text, "h.sh", &mc);
+    ck_assert_str_eq(spsim_model_get_shape(mc.model)->hybrid_pattern, "M*-M*-M-");
+    ck_assert_str_eq(mc.par.pipeline_layout, "Ett|tt|tt|ttL");
+    ck_assert(mc.par.pipeline_layout == mc.pipeline_layout && mc.par.vpp == 2 && mc.par.pp == 2);
+    spsim_model_destroy(mc.model);
+    snprintf(text, sizeof(text), "%s--hybrid-layer-pattern '|M*-M/*-'", base);
+    parse_ok(text, "h.sh", &mc);
+    ck_assert_str_eq(mc.par.pipeline_layout, "E|ttttmL");
+    ck_assert(mc.par.vpp == 1 && spsim_model_get_shape(mc.model)->layers == 4);
+    spsim_model_destroy(mc.model);
+    static const struct refusal refused[] = {
+        {"--hybrid-layer-pattern 'M*|-M|*-'",
+         "must be evenly divisible by --pipeline-model-parallel-size. Got 3 segments and 2"},
+        {"--hybrid-layer-pattern 'M*|-M' --decoder-first-pipeline-num-layers 1",
+         "--decoder-first-pipeline-num-layers: should not be used with --hybrid-layer-pattern"},
+        {"--hybrid-layer-pattern 'M*|-M' --num-virtual-stages-per-pipeline-rank 2",
+         "--num-virtual-stages-per-pipeline-rank: should not be used"},
+        {"--hybrid-layer-pattern 'M*|-M' --pipeline-model-parallel-layout 'Ett|ttL'",
+         "defined by the '|' segments"},
+    };
+    expect_refused(base, refused, sizeof(refused) / sizeof(refused[0]));
 }
 END_TEST
 
@@ -699,6 +750,7 @@ megatron_moe_suite(void)
     tcase_add_test(tc, kimi_k2_example);
     tcase_add_test(tc, nemotron_conf_examples);
     tcase_add_test(tc, hybrid_flags);
+    tcase_add_test(tc, hybrid_segments);
     tcase_add_test(tc, hybrid_recipes);
     tcase_add_test(tc, hybrid_bridge_fields);
     tcase_add_test(tc, bridge_recipe);

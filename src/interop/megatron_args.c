@@ -1347,6 +1347,69 @@ uneven_stages(const struct mg *m, struct spsim_megatron_config *out)
     return SPSIM_OK;
 }
 
+/* The flags arguments.py refuses beside a pattern with pipeline segments ('|'): the segments
+ * are the layout. */
+static int
+segments_exclusive(const struct mg *m, int id)
+{
+    static const int excl[] = {F_FIRST_LAYERS, F_LAST_LAYERS, F_VPP_LAYERS,  F_VPP,
+                               F_LAYOUT,       F_ACCOUNT_EMB, F_ACCOUNT_LOSS};
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(excl); i++)
+        if (m->given[excl[i]])
+            return rule_error(m, excl[i],
+                              "should not be used with %s with pipe separators: the pipeline "
+                              "layout is defined by the '|' segments (arguments.py)",
+                              flags[id].name);
+    return SPSIM_OK;
+}
+
+/* A hybrid pattern's pipeline segments ('|'), as arguments.py and hybrid_layer_allocation.py
+ * (select_pipeline_segment, Megatron-LM d98e8a64) take them: their count a multiple of pp,
+ * vpp = segments / pp where there are more, segment vp·pp + rank on pipeline rank `rank` at
+ * virtual stage vp, which is the order of a --pipeline-model-parallel-layout's stages; so the
+ * segments are written as that layout (the embedding on the first, MTP and the loss on the
+ * last), which the engine checks and composes. */
+static int
+hybrid_segments(const struct mg *m, const struct spsim_model_shape *s,
+                struct spsim_megatron_config *out)
+{
+    int id = m->given[F_HYBRID] ? F_HYBRID : F_HYBRID_OVERRIDE;
+    if (!s->hybrid_pattern || !m->given[id])
+        return SPSIM_OK;
+    const char *v = m->value[id];
+    size_t n = strcspn(v, "/"), segments = 1;
+    for (size_t i = 0; i < n; i++)
+        segments += v[i] == '|';
+    if (segments == 1)
+        return SPSIM_OK;
+    int rc = segments_exclusive(m, id);
+    struct spsim_parallel *p = &out->par;
+    if (rc == SPSIM_OK && segments % p->pp != 0)
+        return rule_error(m, id,
+                          "The number of hybrid pipeline segments described by "
+                          "--hybrid-layer-pattern must be evenly divisible by "
+                          "--pipeline-model-parallel-size. Got %zu segments and %u pipeline "
+                          "parallel size.",
+                          segments, p->pp);
+    if (rc != SPSIM_OK)
+        return rc;
+    char *o = out->pipeline_layout;
+    size_t cap = sizeof(out->pipeline_layout), k = 0;
+    if (n + s->mtp_layers + 3 > cap)
+        return flag_error(m, id, "%zu layers and segments: a layout of at most %zu symbols", n,
+                          cap - 3);
+    o[k++] = 'E';
+    for (size_t i = 0; i < n; i++)
+        o[k++] = v[i] == '|' ? '|' : 't';
+    for (uint32_t i = 0; i < s->mtp_layers; i++)
+        o[k++] = 'm';
+    o[k++] = 'L';
+    o[k] = '\0';
+    p->pipeline_layout = o;
+    p->vpp = segments > p->pp ? (uint32_t)(segments / p->pp) : 1;
+    return SPSIM_OK;
+}
+
 static int
 parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_megatron_config *out)
 {
@@ -1374,7 +1437,7 @@ parallel(const struct mg *m, const struct spsim_model_shape *s, struct spsim_meg
     p->tp_comm_overlap = m->given[F_TP_COMM_OVERLAP] &&
                          !(tpo && strncmp(tpo, "comm_overlap.", 13) == 0 && (p->tp < 2 || !p->sp));
     p->moe_a2a_overlap = m->given[F_A2A_OVERLAP];
-    if ((rc = uneven_stages(m, out)))
+    if ((rc = uneven_stages(m, out)) || (rc = hybrid_segments(m, s, out)))
         return rc;
     p->delay_wgrad_compute = m->given[F_DELAY_WGRAD];
     p->flash_attn = -1;
@@ -1512,13 +1575,13 @@ window_shape(const struct mg *m, struct spsim_model_shape *s)
 /* A pattern's symbols: those spsim builds (hybrid_layer_allocation.py Symbols), the others
  * refused naming what they build. */
 static int
-pattern_symbols(const struct mg *m, int id, const char *p, size_t n)
+pattern_symbols(const struct mg *m, int id, const char *p, size_t n, bool allow_pipe)
 {
     for (size_t i = 0; i < n; i++) {
-        if (p[i] && strchr("M*-EG", p[i]))
+        if (p[i] && (strchr("M*-EG", p[i]) || (allow_pipe && p[i] == '|')))
             continue;
-        const char *why = p[i] == '|'   ? "pipeline segments ('|') are not modelled: spsim splits "
-                                          "the layers evenly (remove them)"
+        const char *why = p[i] == '|'   ? "a pipe ('|') in an MTP pattern: pipeline segments "
+                                          "belong to the main pattern (_validate_pattern)"
                           : p[i] == 'D' ? "'D' (DeepSeek sparse attention) is not modelled"
                           : p[i] == '+' ? "'+' (multi-latent attention) is not modelled in a "
                                           "hybrid model"
@@ -1562,7 +1625,7 @@ hybrid_mtp(const struct mg *m, int id, const char *tail, struct spsim_model_shap
     s->mtp_layers = depths;
     s->mtp_pattern = buf;
     s->mtp_shared = m->given[F_MTP_REPEATED];
-    return pattern_symbols(m, id, buf, strlen(buf));
+    return pattern_symbols(m, id, buf, strlen(buf), false);
 }
 
 /* --experimental-attention-variant (transformer_config.py: gdn, gdn2, dsa and gdn's deprecated
@@ -1628,13 +1691,18 @@ hybrid_shape(const struct mg *m, struct spsim_model_shape *s, char *buf)
     if (n == 0 || n > SPSIM_MODEL_MAX_LAYERS || strlen(v) > 2 * SPSIM_MODEL_MAX_LAYERS)
         return flag_error(m, id, "%s: 1 to %u layers, the MTP patterns after '/'", SPSIM_Q(v),
                           SPSIM_MODEL_MAX_LAYERS);
-    int rc = pattern_symbols(m, id, v, n);
+    int rc = pattern_symbols(m, id, v, n, true);
     if (rc != SPSIM_OK)
         return rc;
-    memcpy(buf, v, n);
-    buf[n] = '\0';
+    size_t layers = 0; /* the layers without the pipeline segments' separators */
+    for (size_t i = 0; i < n; i++)
+        if (v[i] != '|')
+            buf[layers++] = v[i];
+    buf[layers] = '\0';
+    if (layers == 0)
+        return flag_error(m, id, "%s: no decoder layer", SPSIM_Q(v));
     s->hybrid_pattern = buf;
-    s->layers = (uint32_t)n;
+    s->layers = (uint32_t)layers;
     return hybrid_mtp(m, id, v + n, s, buf + n + 1);
 }
 
