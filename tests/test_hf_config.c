@@ -216,6 +216,43 @@ START_TEST(generic_keys_and_sequence)
 }
 END_TEST
 
+/*
+ * transformers 5 writes the rotary settings as one rope_parameters object instead of rope_theta
+ * and rope_scaling (modeling_rope_utils.py RopeParameters): Llama 3 8B's file so written is the
+ * same model, 8,030,261,248 parameters, its partial_rotary_factor the shape's rotary_percent
+ * (0.5 here, 1 when absent); anything but an object or null is refused naming the key.
+ */
+START_TEST(rope_parameters_object)
+{
+    static const char old_keys[] = "\"rope_scaling\": null, \"rope_theta\": 500000.0, ";
+    const char *at = strstr(llama3_8b, old_keys);
+    ck_assert_ptr_nonnull(at);
+    static const char *const rope[] = {
+        "{\"rope_theta\": 500000.0, \"rope_type\": \"default\"}",
+        "{\"rope_theta\": 500000.0, \"rope_type\": \"default\", \"partial_rotary_factor\": 0.5}",
+        "null", "3", "{\"partial_rotary_factor\": 2}"};
+    const double percent[] = {1.0, 0.5, 1.0};
+    char json[4096];
+    struct spsim_error err = {0};
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(json, sizeof(json), "%.*s\"rope_parameters\": %s, %s", (int)(at - llama3_8b),
+                 llama3_8b, rope[i], at + sizeof(old_keys) - 1);
+        if (i < 3) {
+            struct spsim_model *m = load(json, "Meta-Llama-3-8B/config.json", &err);
+            ck_assert_uint_eq(spsim_model_parameters(m, 1), 8030261248ull);
+            ck_assert_double_eq(spsim_model_get_shape(m)->rotary_percent, percent[i]);
+            spsim_model_destroy(m);
+            continue;
+        }
+        struct spsim_model *bad = NULL;
+        ck_assert_int_eq(spsim_model_parse(json, strlen(json), "c.json", &bad, &err), SPSIM_EFIELD);
+        ck_assert_msg(strstr(err.message, i == 3 ? "'rope_parameters': must be an object"
+                                                 : "partial_rotary_factor"),
+                      "%s", err.message);
+    }
+}
+END_TEST
+
 START_TEST(layer_types_full_attention)
 {
     static const char json[] =
@@ -376,6 +413,7 @@ hf_suite(void)
     tcase_add_test(tc, llama3_shape_and_name);
     tcase_add_test(tc, generic_keys_and_sequence);
     tcase_add_test(tc, gpt2_and_neox_layers);
+    tcase_add_test(tc, rope_parameters_object);
     tcase_add_test(tc, layer_types_full_attention);
     tcase_add_test(tc, qwen3_qk_norm_memory);
     tcase_add_test(tc, refused_by_key);

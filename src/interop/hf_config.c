@@ -39,9 +39,11 @@ enum hf_moe { HF_DENSE = 0, HF_MIXTRAL, HF_QWEN_MOE, HF_DEEPSEEK };
 /* Keys every family here reads or may ignore: numerics of the norm, the rotary frequencies,
  * the tokenizer, the vocabulary and its tying (the identity, stored dtype, token ids, inference
  * cache and initialisation every reader accepts are hf_common.c's). */
-static const char *const common_keys[] = {
-    "rms_norm_eps",    "layer_norm_eps", "layer_norm_epsilon",  "rope_theta", "rope_scaling",
-    "tokenizer_class", "vocab_size",     "tie_word_embeddings", NULL};
+static const char *const common_keys[] = {"rms_norm_eps",        "layer_norm_eps",
+                                          "layer_norm_epsilon",  "rope_theta",
+                                          "rope_scaling",        "rope_parameters",
+                                          "tokenizer_class",     "vocab_size",
+                                          "tie_word_embeddings", NULL};
 
 /* transformers/models/llama/configuration_llama.py (and mistral, qwen2, gemma): the keys. */
 static const char *const llama_keys[] = {"num_hidden_layers",
@@ -591,6 +593,26 @@ read_windows(const struct spsim_jctx *c, const cJSON *root, const struct hf_fami
     return SPSIM_OK;
 }
 
+/* transformers 5 writes a model's rotary settings as one rope_parameters object (rope_theta,
+ * rope_type and its scaling numbers, partial_rotary_factor; modeling_rope_utils.py
+ * RopeParameters) where earlier releases wrote rope_theta and rope_scaling beside the layer's
+ * keys. The frequencies change no FLOP or byte spsim counts; the rotated fraction of the head is
+ * the shape's rotary_percent (GPT-NeoX's is checked with its rotary_pct below). */
+static int
+read_rope(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_shape *m)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    m->rotary_percent = 1.0;
+    if (!r || cJSON_IsNull(r))
+        return SPSIM_OK;
+    if (!cJSON_IsObject(r))
+        return spsim_json_field_error(c, NULL, "rope_parameters", "must be an object or null");
+    if (!present(r, "partial_rotary_factor"))
+        return SPSIM_OK;
+    return spsim_json_get_double(c, r, "rope_parameters", "partial_rotary_factor", true, 0.001, 1,
+                                 &m->rotary_percent);
+}
+
 /* Layer variants spsim does not model: GPT-NeoX's parallel residual and partial rotary
  * embedding (both on by default in GPTNeoXConfig), Qwen2-VL's multimodal rotary sections. */
 static int
@@ -863,8 +885,9 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
     if ((rc = find_family(c, root, &f)) || (rc = check_keys(c, root, f)) ||
         (rc = read_numbers(c, root, f, m)) || (f->moe && (rc = read_moe(c, root, f, m))) ||
         (rc = check_activation(c, root, f)) || (rc = read_dropout(c, root, m)) ||
-        (rc = read_bias(c, root, f, m)) || (rc = check_variants(c, root, f)) ||
-        (rc = read_windows(c, root, f, m, m->seq_len)) || (rc = check_generic(c, root)))
+        (rc = read_bias(c, root, f, m)) || (rc = read_rope(c, root, m)) ||
+        (rc = check_variants(c, root, f)) || (rc = read_windows(c, root, f, m, m->seq_len)) ||
+        (rc = check_generic(c, root)))
         return rc;
     /* max_position_embeddings is the context the model can take, not a training sequence
      * (Llama 3.1 and Qwen2.5 say 131072): with rotary positions the sequence defaults to 1024,
