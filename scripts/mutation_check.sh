@@ -36,6 +36,9 @@ recheck-no-groups-rule@src/engine/parallel.c@s|check_groups(p, p->vpp, micro, NU
 bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|@overlap,terms
 hsdp-outer-allreduce-bytes-halved@src/engine/comm.c@s|: 2 \* outer_frac(S, R);|: outer_frac(S, R);|@hsdp
 hsdp-outer-reduction-hidden@src/engine/dp_time.c@s|rs += outer_last_exposed(crit->bwd_window, finish, o.time_s,|rs += outer_last_exposed(crit->bwd_window, finish, 0 * o.time_s,|@hsdp
+hsdp-moe-outer-bytes-halved@src/engine/comm.c@s|comm->expert_dp_outer_wire_bytes_per_rank = 2 \* outer_frac(shard, x->R);|comm->expert_dp_outer_wire_bytes_per_rank = outer_frac(shard, x->R);|@hsdp
+hsdp-moe-outer-time-dropped@src/engine/dp_time.c@s|double alone = o.time_s + a.time_s + b.time_s;|double alone = a.time_s + b.time_s;|@hsdp
+hsdp-moe-experts-over-edp@src/engine/memory.c@s|uint64_t e = spsim_mul(expert, per, ok), E = x->edi;|uint64_t e = spsim_mul(expert, per, ok), E = x->edp;|@hsdp
 opt-host-tensor-ops-halved@src/engine/opt_host.c@s|c->step_ops = ns \* (dist ? 12.0 : 8.0)|c->step_ops = ns * (dist ? 6.0 : 4.0)|@host
 opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, step - gpu) + after;|double exposed = step + after;|@host
 opt-host-exposed-halved@src/engine/opt_host.c@s|tr->iteration_s += tr->optimizer_host_exposed_s;|tr->iteration_s += 0.5 * tr->optimizer_host_exposed_s;|@host

@@ -163,6 +163,67 @@ START_TEST(exposed_time)
 }
 END_TEST
 
+/*
+ * An MoE model (parallel_state.py:1444-1496, distributed_data_parallel.py:285-286 and 352-360 at
+ * d98e8a64): the experts' buffers shard over the intra-partial expert data-parallel group,
+ * edp / R consecutive ranks of the expert data-parallel group, and each expert bucket's shard
+ * is all-reduced across the R instances after its reduce-scatter, as the dense ones. Mixtral
+ * 8x7B at tp 1, ep 8, dp 32 (4 nodes), R = 2: edp = 32 / 8 = 4, edi = 2. A rank holds one
+ * expert of each of the 32 layers, 3·4096·14336 parameters each: E = 5,637,144,576, fp32
+ * gradients G = 4E. Intra group (2 ranks 8 apart, across nodes): RS (1/2)·G, AG of the bf16
+ * weights (1/2)·2E; across the replicas (2 ranks 16 apart): AllReduce of S = G/2, 2·(1/2)·S = S
+ * on the wire. Optimizer state 12 B: the dense parameters over the replica's 16 ranks, the
+ * experts over edi = 2 (over edp = 4 without HSDP). Without --overlap-grad-reduce the experts'
+ * RS, AG and AllReduce are exposed whole, the AllReduce also in dp_outer_s beside the dense
+ * one's (2 ranks on 2 nodes, the dense shard 4·(P − E)/16).
+ */
+START_TEST(moe_groups)
+{
+    uint64_t E = 32ull * 3 * 4096 * 14336, G = 4 * E, S = G / 2;
+    ck_assert_uint_eq(E, 5637144576ull);
+    struct spsim_parallel p = hsdp_config(1, 1, 2);
+    p.dp = 32;
+    p.gbs = 32;
+    p.ep = 8;
+    struct spsim_result r = testutil_evaluate_config("mixtral-8x7b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.memory.expert_parameters_per_gpu, E);
+    ck_assert_uint_eq(r.comm.expert_dp_grad_bytes, G);
+    ck_assert_uint_eq(r.comm.expert_dp_ranks, 2);
+    ck_assert_uint_eq(r.comm.expert_dp_wire_bytes_per_rank, frac_n(G, 2) + frac_n(G, 2) / 2);
+    ck_assert_uint_eq(r.comm.expert_dp_outer_wire_bytes_per_rank, S);
+    ck_assert_int_eq(r.comm.expert_dp_outer_tier, SPSIM_TIER_NETWORK);
+    uint64_t dense = r.memory.parameters_per_gpu - E;
+    ck_assert_uint_eq(r.memory.optimizer_bytes, ceil_n(12 * dense, 16) + ceil_n(12 * E, 2));
+    double rs = predict(SPSIM_COLL_REDUCE_SCATTER, 2, 2, G),
+           ag = predict(SPSIM_COLL_ALL_GATHER, 2, 2, 2 * E),
+           ar = predict(SPSIM_COLL_ALL_REDUCE, 2, 2, S),
+           dense_ar = predict(SPSIM_COLL_ALL_REDUCE, 2, 2, ceil_n(4 * dense, 16));
+    ck_assert_double_eq_tol(r.time.dp_outer_s, dense_ar + ar, 1e-12 * ar);
+    struct spsim_parallel one = p;
+    one.dist_opt_instances = 1;
+    struct spsim_result w = testutil_evaluate_config("mixtral-8x7b", "dgx-h100", &one);
+    ck_assert_uint_eq(w.comm.expert_dp_ranks, 4);
+    ck_assert_uint_eq(w.comm.expert_dp_outer_wire_bytes_per_rank, 0);
+    ck_assert_uint_eq(w.memory.optimizer_bytes, ceil_n(12 * dense, 32) + ceil_n(12 * E, 4));
+    /* The experts' part of the exposed time: what the dense part leaves (the dense one alone
+     * with the experts' collectives taken out: the same configuration's dense figures). */
+    double dense_rs = predict(SPSIM_COLL_REDUCE_SCATTER, 16, 2, 4 * dense),
+           dense_ag = predict(SPSIM_COLL_ALL_GATHER, 16, 2, 2 * dense);
+    double all = rs + ag + ar + dense_rs + dense_ag + dense_ar;
+    ck_assert_double_eq_tol(r.time.dp_exposed_s, beside(all, all), 1e-9 * all);
+    /* R = 8 divides dp·cp = 32 but not edp = 4 (parallel_state.py:1447-1449). */
+    struct spsim_model *model = testutil_model_named("mixtral-8x7b");
+    struct spsim_error err = {0};
+    uint32_t warnings = 0;
+    p.dist_opt_instances = 8;
+    ck_assert_int_eq(spsim_parallel_check(model, NULL, &p, &warnings, &err), SPSIM_ECONFIG);
+    ck_assert_str_eq(err.message, "parallel config: field 'dist_opt_instances': Expert data "
+                                  "parallel size should be divisible by partial DistOpt shard "
+                                  "factor (edp = 4, 8 instances)");
+    spsim_model_destroy(model);
+}
+END_TEST
+
 START_TEST(megatron_rules)
 {
     struct spsim_model *model = testutil_model_named("llama3-8b");
@@ -232,6 +293,7 @@ hsdp_suite(void)
     tcase_add_test(tc, memory_per_level);
     tcase_add_test(tc, bytes_per_level);
     tcase_add_test(tc, exposed_time);
+    tcase_add_test(tc, moe_groups);
     tcase_add_test(tc, megatron_rules);
     tcase_add_test(tc, imported);
     suite_add_tcase(s, tc);

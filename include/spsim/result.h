@@ -223,7 +223,12 @@ struct spsim_comm_report {
     uint32_t expert_dp_ranks;
     enum spsim_tier expert_dp_tier;
     uint64_t expert_dp_grad_bytes;          /**< the experts' gradients reduced per rank */
-    uint64_t expert_dp_wire_bytes_per_rank; /**< AR 2(D−1)/D, or RS + AG sharded (D = edp) */
+    uint64_t expert_dp_wire_bytes_per_rank; /**< AR 2(D−1)/D, or RS + AG sharded (D = edp, or
+                                               edp / R with HSDP: expert_dp_ranks) */
+    /* HSDP: the experts' gradient shard all-reduced across the R replicas once an iteration
+     * (2(R−1)/R of G / (edp / R)), and that group's links. */
+    uint64_t expert_dp_outer_wire_bytes_per_rank;
+    enum spsim_tier expert_dp_outer_tier;
 };
 
 /** Times of one iteration on the slowest pipeline stage. Seconds unless named otherwise. */
@@ -282,7 +287,8 @@ struct spsim_time_report {
     uint32_t dp_buckets;
     /** HSDP: the collectives across the replicas (outer group) alone, per iteration: the
      * gradient shard's AllReduce (or ReduceScatter) and, with outer_dp_shard, the weight shards'
-     * AllGather; part of what dp_exposed_s shows. 0 without HSDP. */
+     * AllGather, and an MoE model's expert shard AllReduce; part of what dp_exposed_s shows. 0
+     * without HSDP. */
     double dp_outer_s;
     /** Kernels the host launches for one transformer layer, one micro-batch, forward and
      * backward (recompute included); a CUDA graph replay counts one (engine/host.c) */

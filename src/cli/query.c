@@ -332,6 +332,13 @@ print_comm(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)c->expert_dp_grad_bytes), c->expert_dp_ranks,
             fmt_bytes(b, sizeof(b), (double)c->expert_dp_wire_bytes_per_rank),
             spsim_tier_name(c->expert_dp_ranks > 1 ? c->expert_dp_tier : SPSIM_TIER_LOCAL));
+    if (c->dp_outer_ranks > 1)
+        fprintf(
+            f,
+            "  expert gradient shard across the %u HSDP replicas: %s on the wire per rank (%s)\n",
+            c->dp_outer_ranks,
+            fmt_bytes(a, sizeof(a), (double)c->expert_dp_outer_wire_bytes_per_rank),
+            spsim_tier_name(c->expert_dp_outer_tier));
 }
 
 /* The host's kernel launches, when CUDA graphs are asked or the profile prices a launch. */

@@ -112,6 +112,26 @@ outer_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par, co
            : SPSIM_TIER_NETWORK;
 }
 
+/*
+ * HSDP of an MoE model (Megatron-Core @d98e8a64): the experts' buffers are built over the
+ * intra-partial expert data-parallel group, edp / R consecutive ranks of the expert data-parallel
+ * group (parallel_state.py:1474-1496, create_hierarchical_groups [edp / R, R];
+ * distributed_data_parallel.py:285-286), and each expert bucket group is given the same
+ * inter-instance group as the dense ones (distributed_data_parallel.py:352-360): after the
+ * intra ReduceScatter, its shard S = G / (edp / R) is all-reduced across the R replicas, whose
+ * members are etp·ep·edp / R ranks apart.
+ */
+static void
+expert_outer_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                  const struct shape *x, uint64_t shard, struct spsim_comm_report *comm)
+{
+    comm->expert_dp_outer_wire_bytes_per_rank = 2 * outer_frac(shard, x->R);
+    uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep * x->edi;
+    comm->expert_dp_outer_tier =
+        hw ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)x->R, stride))
+           : SPSIM_TIER_NETWORK;
+}
+
 /* The most MoE layers a pipeline rank runs (the stage whose token exchanges move the most). */
 static uint64_t
 busiest_moe_layers(const struct spsim_layer_summary *le, const struct shape *x)
@@ -150,11 +170,15 @@ moe_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                         : SPSIM_TIER_NVLINK;
     if (par->moe_dispatcher == SPSIM_MOE_FLEX && hw && x->ep_group > 1)
         comm->ep_tier = spsim_moe_flex_tier(hw, par);
-    comm->expert_dp_ranks = (uint32_t)x->edp;
-    uint64_t D = x->edp, grads = spsim_mul(mem->expert_parameters_per_gpu, grad_bytes(par), ok);
-    if (D <= 1)
+    comm->expert_dp_ranks = (uint32_t)x->edi;
+    uint64_t D = x->edi, grads = spsim_mul(mem->expert_parameters_per_gpu, grad_bytes(par), ok);
+    if (x->edp <= 1)
         return;
     comm->expert_dp_grad_bytes = grads;
+    if (x->R > 1 && grads) /* HSDP: the intra group's shard across the replicas */
+        expert_outer_comm(hw, par, x, ceil_div(grads, D), comm);
+    if (D <= 1)
+        return;
     uint64_t frac = (grads / D) * (D - 1) + (grads % D) * (D - 1) / D;
     uint32_t z = zero_level(par);
     /* Sharded: the bf16 weights gathered are half the fp32 gradients (2/g of them). With

@@ -29,11 +29,12 @@ struct shape {
     /* Ranks 0, 1 and p − 1 (the candidates without a layout): layers built and in flight,
      * computed once per configuration. */
     uint64_t built[3], held[3];
-    /* Mixture of experts: the expert data-parallel size (edp; dc for a dense model), whether
-     * dense layers mix with the MoE ones (their count per rank from the model), and all of
-     * them. */
+    /* Mixture of experts: the expert data-parallel size (edp; dc for a dense model), its part
+     * in one HSDP replica (edi = edp / R, the intra-partial expert data-parallel group the
+     * experts' buffers shard over; edp without HSDP), whether dense layers mix with the MoE
+     * ones (their count per rank from the model), and all of them. */
     bool moe, mixed;
-    uint64_t edp, dense_total, ep_group; /* ep_group: ranks of the widest dispatch group */
+    uint64_t edp, edi, dense_total, ep_group; /* ep_group: ranks of the widest dispatch group */
     const struct spsim_model *model;
     /* first_last_layers_bf16 on a dense model (bf16_layers.c): mixed too, the second kind of
      * layer (le->dense, rank_dense, dense_total) being the BF16 one; every rank a candidate. */
@@ -361,7 +362,7 @@ double spsim_dp_beside_compute_s(const struct spsim_hardware *hw, double busy, d
 int spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                             const struct spsim_parallel *par, const struct shape *x,
                             const struct spsim_comm_report *comm, const struct stage_time *crit,
-                            double *exposed, struct busy *busy);
+                            double *exposed, double *outer_s, struct busy *busy);
 int spsim_tied_embedding_sync(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                               const struct spsim_model_shape *m,
                               const struct spsim_layer_summary *le, const struct shape *x,

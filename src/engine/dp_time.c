@@ -159,8 +159,8 @@ unit_gathers_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *
                   (double)spsim_fp8_gather_saved(par, le, 1);
     struct spsim_coll_time ag, ag_e = {0};
     int rc = dp_gather(memo, hw, x, unit, &ag);
-    if (rc == SPSIM_OK && x->moe && le->params_layer_experts && x->edp > 1)
-        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edp,
+    if (rc == SPSIM_OK && x->moe && le->params_layer_experts && x->edi > 1)
+        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edi,
                                    (uint64_t)spsim_moe_etp(par) * par->ep,
                                    2.0 * (double)le->params_layer_experts, &ag_e);
     double root = 0, root_busy = 0;
@@ -443,10 +443,10 @@ expert_fsdp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *h
 {
     uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep;
     struct spsim_coll_time a, b = {0};
-    int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edp, stride,
+    int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edi, stride,
                                    grads, &a);
     if (rc == SPSIM_OK && par->zero == 2)
-        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edp, stride,
+        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edi, stride,
                                    grads * 2.0 / (double)grad_bytes(par), &b);
     if (rc != SPSIM_OK)
         return rc;
@@ -457,35 +457,64 @@ expert_fsdp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *h
     return SPSIM_OK;
 }
 
+/* HSDP of an MoE model (comm.c expert_outer_comm): the experts' shard of the intra group
+ * all-reduced across the R replicas, etp·ep·edp / R ranks apart, on the bucket groups'
+ * communication stream after their intra ReduceScatter (param_and_grad_buffer.py
+ * start_grad_sync); zero without HSDP. */
+static int
+expert_outer(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+             const struct spsim_parallel *par, const struct shape *x, double grads,
+             struct spsim_coll_time *o)
+{
+    *o = (struct spsim_coll_time){0};
+    if (x->R <= 1)
+        return SPSIM_OK;
+    uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep * x->edi;
+    return spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->R, stride,
+                                 ceil(grads / (double)x->edi), o);
+}
+
 /* The experts' gradient reduction over the expert data-parallel group (moe_comm), added to the
  * data-parallel exposed time: whole, or with --overlap-grad-reduce beside the last
- * micro-batch's backward on its own (not sharing links with the dense reduction). */
+ * micro-batch's backward on its own (not sharing links with the dense reduction); with HSDP
+ * the intra group's, then across the replicas (added to *outer_s). */
 int
 spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                         const struct spsim_parallel *par, const struct shape *x,
                         const struct spsim_comm_report *comm, const struct stage_time *crit,
-                        double *exposed, struct busy *busy)
+                        double *exposed, double *outer_s, struct busy *busy)
 {
     if (x->edp <= 1 || comm->expert_dp_grad_bytes == 0)
         return SPSIM_OK;
     double grads = (double)comm->expert_dp_grad_bytes;
     uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep;
-    struct spsim_coll_time a, b = {0};
-    int rc;
+    struct spsim_coll_time a = {0}, b = {0}, o;
+    int rc = expert_outer(memo, hw, par, x, grads, &o);
+    if (rc != SPSIM_OK)
+        return rc;
+    if (x->R > 1) {
+        busy_add(busy, o.tier == SPSIM_TIER_NVLINK, o.time_s);
+        *outer_s += o.time_s;
+    }
+    if (x->edi <= 1) { /* one rank a replica: only the reduction across them */
+        *exposed +=
+            par->overlap_grad_reduce ? spsim_max_d(0.0, o.time_s - crit->bwd_window) : o.time_s;
+        return SPSIM_OK;
+    }
     if (zero_level(par) >= 2)
         return expert_fsdp_exposed(memo, hw, par, x, crit, grads, exposed, busy);
     if (zero_level(par) >= 1) {
-        if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edp,
+        if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edi,
                                         stride, grads, &a)) ||
-            (rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edp, stride,
+            (rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->edi, stride,
                                         grads * 2.0 / (double)grad_bytes(par), &b)))
             return rc;
-    } else if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->edp,
+    } else if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->edi,
                                            stride, grads, &a))) {
         return rc;
     }
-    double alone = a.time_s + b.time_s;
-    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, alone);
+    busy_add(busy, a.tier == SPSIM_TIER_NVLINK, a.time_s + b.time_s);
+    double alone = o.time_s + a.time_s + b.time_s; /* the outer AllReduce after each RS */
     *exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;
     return SPSIM_OK;
 }

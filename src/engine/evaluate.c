@@ -312,10 +312,12 @@ spsim_compose_into(const struct spsim_model *model, const struct spsim_hardware 
     r->config.vpp = plan.v;
     x.model = model;
     x.edp = x.dc;
+    x.edi = x.di;
     if (m->experts) { /* the dense path pays this one branch */
         x.moe = true;
         x.mixed = le->has_dense || m->hybrid_pattern;
         x.edp = spsim_moe_edp(par);
+        x.edi = x.edp / x.R; /* check_hsdp: R divides edp */
         x.ep_group = par->moe_dispatcher == SPSIM_MOE_ALLTOALL
                          ? par->ep
                          : (uint64_t)par->ep * spsim_moe_etp(par);

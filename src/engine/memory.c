@@ -73,7 +73,7 @@ struct stage_params {
 static uint64_t
 sharded_bytes(const struct stage_params *sp, uint64_t bytes, const struct shape *x, bool *ok)
 {
-    uint64_t D = x->di, E = x->moe ? x->edp : D;
+    uint64_t D = x->di, E = x->moe ? x->edi : D;
     return spsim_add(ceil_div(spsim_mul(sp->all - sp->expert, bytes, ok), D),
                      ceil_div(spsim_mul(sp->expert, bytes, ok), E), ok);
 }
@@ -132,7 +132,7 @@ muon_static(const struct stage_params *sp, const struct spsim_parallel *par, con
     uint64_t b_e = spsim_add(spsim_mul(sp->expert - me, adam, ok), spsim_mul(me, muon, ok), ok);
     if (!par->zero && !par->distributed_optimizer)
         return spsim_add(b_ne, b_e, ok);
-    uint64_t D = opt_ranks(par, x), E = x->moe ? x->edp : D;
+    uint64_t D = opt_ranks(par, x), E = x->moe ? x->edi : D;
     return spsim_add((b_ne + D - 1) / D, (b_e + E - 1) / E, ok);
 }
 
@@ -151,7 +151,7 @@ static uint64_t
 offload_sharded(const struct stage_params *sp, const struct shape *x, double fraction, double bytes,
                 bool *ok)
 {
-    uint64_t D = x->di, E = x->moe ? x->edp : D; /* HSDP: the replica's shard */
+    uint64_t D = x->di, E = x->moe ? x->edi : D; /* HSDP: the replica's shard */
     double ne = (double)(sp->all - sp->expert) * bytes * fraction;
     double e = (double)sp->expert * bytes * fraction;
     if (!(ne < 1.8e19 && e < 1.8e19))
@@ -171,7 +171,7 @@ stage_static(const struct stage_params *sp, const struct spsim_parallel *par, co
     s->weights = spsim_mul(params, 2, ok);
     bool fp32 = grad_bytes(par) == 4;
     s->grads = fp32 ? spsim_mul(params, 4, ok) : spsim_mul(params, 2, ok);
-    if (par->zero >= 2 && (x->di > 1 || (expert && x->edp > 1)))
+    if (par->zero >= 2 && (x->di > 1 || (expert && x->edi > 1)))
         fsdp_static(sp, par, x, s, ok);
     /* 16-bit gradients: the optimizer keeps an fp32 copy of its gradients (Megatron's
      * dist_optimizer.md: fp16 parameters and gradients, 20 = 4 + 16 B per parameter), unless
@@ -191,7 +191,7 @@ stage_static(const struct stage_params *sp, const struct spsim_parallel *par, co
     /* MoE: the experts' state is sharded over the expert data-parallel group instead
      * (distrib_optimizer.py builds their buffers over the expert-DP group). */
     if (expert && s->optimizer != opt) {
-        uint64_t e = spsim_mul(expert, per, ok), E = x->edp;
+        uint64_t e = spsim_mul(expert, per, ok), E = x->edi;
         s->optimizer = (opt - e + D - 1) / D + (e + E - 1) / E;
     }
 }
@@ -547,7 +547,7 @@ muon_report(const struct spsim_parallel *par, const struct spsim_layer_summary *
     struct spsim_muon_totals o;
     rank_muon(par, le, x, mem->peak_stage, &o);
     bool shard = par->zero || par->distributed_optimizer;
-    double D = shard ? (double)opt_ranks(par, x) : 1.0, E = shard && x->moe ? (double)x->edp : D;
+    double D = shard ? (double)opt_ranks(par, x) : 1.0, E = shard && x->moe ? (double)x->edi : D;
     mem->muon_parameters_per_gpu = o.params + o.expert_params;
     mem->muon_ns_flops_per_gpu = o.ns_flops / D + o.expert_ns_flops / E;
     mem->muon_tp_gather_bytes_per_gpu = o.gather_bytes / D;
@@ -620,8 +620,9 @@ memory_limit(const struct spsim_hardware *hw, const struct shape *x, bool tied,
 {
     uint64_t comms = (x->t > 1) + (x->c > 1) + (x->dc > 1) + (x->p > 1 && tied);
     comms += (x->R > 1) + (x->R > 1 && x->di > 1); /* HSDP: the inter and intra groups */
-    if (x->moe) /* the dispatch group and the expert data-parallel group */
-        comms += (x->ep_group > 1) + (x->edp > 1);
+    if (x->moe) /* the dispatch group, the expert data-parallel group (HSDP: its intra and
+                 * inter partial groups) */
+        comms += (x->ep_group > 1) + (x->edi > 1) + (x->R > 1);
     uint64_t reserved = hw->reserved_fixed_bytes + comms * hw->nccl_comm_bytes;
     uint64_t left = hw->hbm_capacity_bytes > reserved ? hw->hbm_capacity_bytes - reserved : 0;
     if (hw->allocator_fragmentation > 0)
@@ -715,7 +716,7 @@ spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shap
         x->dc,
         x->lps | x->lpc << 32,
         x->held[1],
-        x->edp,
+        x->edi,
         x->t | x->c << 32,
         x->ep_group,
         x->L | (uint64_t)x->moe << 32};

@@ -388,9 +388,16 @@ check_hsdp(const struct spsim_model_shape *m, const struct spsim_parallel *p,
     if (p->outer_dp_shard && p->zero != 3)
         return CONFIG_FAIL(err, "field 'outer_dp_shard': [Megatron-FSDP] Optimizer fully-sharded "
                                 "HFSDP is only supported with full-sharding on DP-Shard.");
-    if (m->experts)
-        return CONFIG_FAIL(err, "field 'dist_opt_instances': HSDP of an MoE model (the experts' "
-                                "intra and inter expert data-parallel groups) is not modelled");
+    /* parallel_state.py:1447-1449: the experts' groups split the same way */
+    uint64_t edp = m->experts ? spsim_moe_edp(p) : R;
+    if (edp % R != 0)
+        return CONFIG_FAIL(err,
+                           "field 'dist_opt_instances': Expert data parallel size should be "
+                           "divisible by partial DistOpt shard factor (edp = %llu, %u instances)",
+                           (unsigned long long)edp, R);
+    if (m->experts && p->zero >= 2)
+        return CONFIG_FAIL(err, "field 'dist_opt_instances': Megatron-FSDP's HSDP of an MoE "
+                                "model (its expert_dp mesh across replicas) is not modelled");
     if (p->optimizer == SPSIM_OPTIMIZER_MUON)
         return CONFIG_FAIL(err, "field 'dist_opt_instances': HSDP with Muon (the layer-wise "
                                 "distributed optimizer) is not modelled");

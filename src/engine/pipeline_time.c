@@ -366,8 +366,8 @@ sync_terms(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     struct busy dp = {0};
     if ((rc = spsim_dp_exposed(memo, hw, par, le, x, comm, mem, crit, t_send, tr, &dp)))
         return rc;
-    if (x->moe &&
-        (rc = spsim_expert_dp_exposed(memo, hw, par, x, comm, crit, &tr->dp_exposed_s, &dp)))
+    if (x->moe && (rc = spsim_expert_dp_exposed(memo, hw, par, x, comm, crit, &tr->dp_exposed_s,
+                                                &tr->dp_outer_s, &dp)))
         return rc;
     tr->dp_exposed_s += spsim_dp_beside_compute_s(hw, dp.nv + dp.net, tr->dp_exposed_s);
     for (uint32_t i = 0; i < dp.n && dp.n <= SPSIM_BUSY_LOG; i++)
