@@ -109,8 +109,8 @@ moe-probs-alltoall-dropped@src/engine/layer.c@s|add_ep_op(bld, "dispatch all-to-
 moe-etp-gather-without-probs@src/engine/moe.c@s|spsim_mul(copies \* cfg->etp, 2 \* h + 4, ok)|spsim_mul(copies * cfg->etp, 2 * h, ok)|@moe_terms
 moe-combine-halved@src/engine/moe.c@s|out->combine = spsim_mul(copies, 2 \* h, ok);|out->combine = spsim_mul(copies / 2, 2 * h, ok);|@moe_terms,ep_overlap
 moe-fc2-bias-fp32-fwd-halved@src/engine/layer.c@s|(fp32_probs ? 28.0 : 12.0) \* elements,|(fp32_probs ? 14.0 : 12.0) * elements,|@moe_terms
-moe-fc2-bias-fp32-bwd-halved@src/engine/layer.c@s|(fp32_probs ? 36.0 : 12.0) \* elements);|(fp32_probs ? 18.0 : 12.0) * elements);|@moe_terms
-moe-fc2-bias-bf16-halved@src/engine/layer.c@s|(fp32_probs ? 28.0 : 12.0) \* elements, (fp32_probs ? 36.0 : 12.0) \* elements);|(fp32_probs ? 28.0 : 6.0) * elements, (fp32_probs ? 36.0 : 6.0) * elements);|@moe_terms
+moe-fc2-bias-fp32-bwd-halved@src/engine/layer.c@s|(fp32_probs ? 40.0 : 16.0) \* elements);|(fp32_probs ? 20.0 : 16.0) * elements);|@moe_terms
+moe-fc2-bias-bf16-halved@src/engine/layer.c@s|(fp32_probs ? 28.0 : 12.0) \* elements, (fp32_probs ? 40.0 : 16.0) \* elements);|(fp32_probs ? 28.0 : 6.0) * elements, (fp32_probs ? 40.0 : 8.0) * elements);|@moe_terms
 moe-fc2-bias-dropped@src/engine/layer.c@s|        add_expert_fc2_bias(bld, x, tr);|        (void)0;|@moe_terms
 grouped-gemm-halved@src/engine/timing.c@s|\*seconds = (double)rounds \* full + part;|*seconds = 0.5 * ((double)rounds * full + part);|@moe_terms
 grouped-gemm-one-batch@src/engine/timing.c@s|#define SPSIM_TE_GEMM_STREAMS 4|#define SPSIM_TE_GEMM_STREAMS 64|@moe_terms

@@ -1136,7 +1136,8 @@ experts_pad(const struct spsim_layer_config *cfg)
  *   backward  .to's backward casts dY up (e = 4: read 2, write 4); cat's is slices; autograd's
  *             engine casts t's gradient to bf16 (e = 4: read 4, write 2); the product's two
  *             gradients dY·p and dY·b, each written (e), read with dY (e, e) and summed over the
- *             broadcast dimension:                              e = 4: 36;  e = 2: 12
+ *             broadcast dimension; torch.split's backward concatenates the experts' bf16
+ *             gradients of t into one (read 2, write 2):     e = 4: 40;  e = 2: 16
  * FC1's bias is TE's: added in the cuBLAS epilogue, its gradient fused into dY's quantization
  * in FP8 (TE d0067d0 pytorch/module/grouped_linear.py:1315-1321 compute_dbias) or into the
  * wgrad GEMMs' bgrad epilogue (grouped_linear.py:1455): no extra pass.
@@ -1147,7 +1148,7 @@ add_expert_fc2_bias(struct builder *bld, const struct dims *x, const struct spsi
     bool fp32_probs = bld->layer->cfg.dispatcher == SPSIM_MOE_FLEX;
     double elements = (double)tr->rows * (double)x->h;
     add_moe_memory(bld, "experts FC2 bias × probabilities (_apply_bias)",
-                   (fp32_probs ? 28.0 : 12.0) * elements, (fp32_probs ? 36.0 : 12.0) * elements);
+                   (fp32_probs ? 28.0 : 12.0) * elements, (fp32_probs ? 40.0 : 16.0) * elements);
 }
 
 static void
