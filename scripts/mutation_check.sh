@@ -111,6 +111,10 @@ moe-probs-alltoall-halved@src/engine/moe.c@s|out->dispatch_probs = spsim_mul(cop
 moe-probs-alltoall-dropped@src/engine/layer.c@s|add_ep_op(bld, "dispatch all-to-all of the probabilities (EP)", SPSIM_COLL_ALL_TO_ALL,|if (0) add_ep_op(bld, "dispatch all-to-all of the probabilities (EP)", SPSIM_COLL_ALL_TO_ALL,|@moe_terms,moe
 moe-etp-gather-without-probs@src/engine/moe.c@s|spsim_mul(copies \* cfg->etp, 2 \* h + 4, ok)|spsim_mul(copies * cfg->etp, 2 * h, ok)|@moe_terms
 moe-combine-halved@src/engine/moe.c@s|out->combine = spsim_mul(copies, 2 \* h, ok);|out->combine = spsim_mul(copies / 2, 2 * h, ok);|@moe_terms,ep_overlap
+moe-fc2-bias-fp32-fwd-halved@src/engine/layer.c@s|(fp32_probs ? 28.0 : 12.0) \* elements,|(fp32_probs ? 14.0 : 12.0) * elements,|@moe_terms
+moe-fc2-bias-fp32-bwd-halved@src/engine/layer.c@s|(fp32_probs ? 40.0 : 16.0) \* elements);|(fp32_probs ? 20.0 : 16.0) * elements);|@moe_terms
+moe-fc2-bias-bf16-halved@src/engine/layer.c@s|(fp32_probs ? 28.0 : 12.0) \* elements, (fp32_probs ? 40.0 : 16.0) \* elements);|(fp32_probs ? 28.0 : 6.0) * elements, (fp32_probs ? 40.0 : 8.0) * elements);|@moe_terms
+moe-fc2-bias-dropped@src/engine/layer.c@s|        add_expert_fc2_bias(bld, x, tr);|        (void)0;|@moe_terms
 grouped-gemm-halved@src/engine/timing.c@s|\*seconds = (double)rounds \* full + part;|*seconds = 0.5 * ((double)rounds * full + part);|@moe_terms
 grouped-gemm-one-batch@src/engine/timing.c@s|#define SPSIM_TE_GEMM_STREAMS 4|#define SPSIM_TE_GEMM_STREAMS 64|@moe_terms
 grouped-gemm-one-launch@src/engine/host.c@s|(uint32_t)st->gbatch : 1;|1 : 1;|@host

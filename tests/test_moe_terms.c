@@ -80,12 +80,26 @@ wgrad_bytes_s(double rows, double in, double out, double batch)
 
 #define EQ(got, want) ck_assert_double_eq_tol((got), (want), 1e-9 * fabs(want))
 
+/* The layer's schedule of model `m` (destroyed here) under `p`, balanced routing. */
+static size_t
+schedule_of(struct spsim_model *m, struct spsim_parallel *p, struct spsim_schedule_step *st)
+{
+    struct spsim_hardware *hw = terms_hw();
+    p->moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
+    size_t n = 0;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_layer_schedule(m, hw, p, st, SPSIM_MAX_SCHEDULE_STEPS, &n, &err) ==
+                      SPSIM_OK,
+                  "%s", err.message);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(m);
+    return n;
+}
+
 /* The layer's schedule on 8 GPUs: tp · cp · dp = 8. */
 static size_t
 schedule_cp(uint32_t tp, uint32_t cp, uint32_t ep, uint32_t etp, struct spsim_schedule_step *st)
 {
-    struct spsim_model *m = moe_model();
-    struct spsim_hardware *hw = terms_hw();
     struct spsim_parallel p;
     spsim_parallel_defaults(&p);
     p.tp = tp;
@@ -96,15 +110,7 @@ schedule_cp(uint32_t tp, uint32_t cp, uint32_t ep, uint32_t etp, struct spsim_sc
     p.dp = 8 / tp / cp;
     p.gbs = p.dp;
     p.moe_dispatcher = SPSIM_MOE_ALLTOALL;
-    p.moe_routing = SPSIM_MOE_ROUTING_BALANCED; /* these values pin the balanced mean */
-    size_t n = 0;
-    struct spsim_error err = {0};
-    ck_assert_msg(spsim_layer_schedule(m, hw, &p, st, SPSIM_MAX_SCHEDULE_STEPS, &n, &err) ==
-                      SPSIM_OK,
-                  "%s", err.message);
-    spsim_hardware_destroy(hw);
-    spsim_model_destroy(m);
-    return n;
+    return schedule_of(moe_model(), &p, st);
 }
 
 static size_t
@@ -332,6 +338,49 @@ START_TEST(expert_dp_reduction)
 }
 END_TEST
 
+/*
+ * The experts' FC2 bias (add_bias_linear): TEGroupedMLP adds it times each copy's probability
+ * after FC2 (Megatron-LM d98e8a64 moe/experts.py:365-380, _apply_bias's list path: per expert
+ * t + b·p, torch.cat, .to(bf16)), on the [rows, h] output: rows = 8192 copies of h = 1024 on
+ * ep 8 (as alltoall_terms). Bytes per element (layer.c add_expert_fc2_bias):
+ *   alltoall, bf16 probabilities (the router logits' dtype): forward b·p 2, t + b·p 2 + 2 + 2,
+ *     cat 2 + 2, .to a no-op = 12 B: 12 · 8192 · 1024 / 1e12 = 100.663 µs; backward the two
+ *     gradients dY·p and dY·b, 2 + 2 + 2 each, and split's concatenation 2 + 2 = 16 B,
+ *     134.218 µs;
+ *   flex (HybridEP), fp32 probabilities: forward 4 + (2 + 4 + 4) + (4 + 4) + (4 + 2) = 28 B,
+ *     234.881 µs; backward (2 + 4) + (4 + 2) + 2 · (4 + 4 + 4) + (2 + 2) = 40 B, 335.544 µs.
+ */
+static size_t
+bias_schedule(enum spsim_moe_dispatcher dispatcher, struct spsim_schedule_step *st)
+{
+    struct spsim_model_shape shape = {TESTUTIL_MOE_SHAPE, .linear_bias = true};
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.ep = p.dp = p.gbs = 8;
+    p.moe_dispatcher = dispatcher;
+    p.moe_flex_backend = SPSIM_FLEX_HYBRIDEP;
+    return schedule_of(testutil_model(&shape), &p, st);
+}
+
+START_TEST(expert_fc2_bias)
+{
+    static struct spsim_schedule_step st[SPSIM_MAX_SCHEDULE_STEPS];
+    const enum spsim_phase F = SPSIM_PHASE_FORWARD, B = SPSIM_PHASE_BACKWARD;
+    const char *op = "experts FC2 bias × probabilities (_apply_bias)";
+    double rows = 8192;
+    size_t n = bias_schedule(SPSIM_MOE_ALLTOALL, st);
+    EQ(step(st, n, F, op, "forward")->time_s, 12 * rows * h / HBM);
+    EQ(step(st, n, B, op, "backward")->time_s, 16 * rows * h / HBM);
+    n = bias_schedule(SPSIM_MOE_FLEX, st);
+    EQ(step(st, n, F, op, "forward")->time_s, 28 * rows * h / HBM);
+    EQ(step(st, n, B, op, "backward")->time_s, 40 * rows * h / HBM);
+    /* Without the bias no such step. */
+    n = schedule(1, 8, 1, st);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(strcmp(st[i].op, op) != 0, "a bias step without linear_bias");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -341,6 +390,7 @@ main(void)
     tcase_add_test(tc, etp_terms);
     tcase_add_test(tc, expert_dp_reduction);
     tcase_add_test(tc, cp_divides_tokens);
+    tcase_add_test(tc, expert_fc2_bias);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

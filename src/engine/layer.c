@@ -1118,6 +1118,39 @@ experts_pad(const struct spsim_layer_config *cfg)
     return !(cfg->dispatcher == SPSIM_MOE_FLEX && cfg->flex_backend == SPSIM_FLEX_HYBRIDEP);
 }
 
+/*
+ * The experts' FC2 bias (add_bias_linear, e.g. GPT-OSS). TEGroupedMLP builds linear_fc2 with
+ * skip_bias_add=True (Megatron-LM d98e8a64 moe/experts.py:247) and adds the bias times each
+ * copy's routing probability after FC2 in _apply_bias (experts.py:1039), which without
+ * moe_use_grouped_tensor (off by default; tokens_per_expert is then a host list,
+ * experts.py:905-915) takes its list path (experts.py:365-380): per expert t + b·p, then
+ * torch.cat of the experts' results and .to(the output's dtype), four PyTorch kernels over the
+ * [copies, h] output. p is [copies, 1] in the dispatcher's probability dtype: fp32 with the flex
+ * dispatchers (HybridEP and DeepEP upcast, token_dispatcher.py:1135-1141, 1312-1318), else the
+ * router logits' (probs.type_as(logits), moe_utils.py:936; bf16 without moe_router_dtype,
+ * router.py:106-111, which spsim does not take). PyTorch's type promotion makes b·p and the sum
+ * fp32 when p is (bf16 with fp32 -> fp32); torch.cat always writes a new tensor; .to() to the
+ * same dtype returns its input. Bytes per element of [copies, h], e = 4 (fp32 p) or 2:
+ *   forward   b·p writes e; t + b·p reads 2 + e, writes e; cat reads and writes e;
+ *             .to(bf16) (e = 4 only) reads 4, writes 2:       e = 4: 28;  e = 2: 12
+ *   backward  .to's backward casts dY up (e = 4: read 2, write 4); cat's is slices; autograd's
+ *             engine casts t's gradient to bf16 (e = 4: read 4, write 2); the product's two
+ *             gradients dY·p and dY·b, each written (e), read with dY (e, e) and summed over the
+ *             broadcast dimension; torch.split's backward concatenates the experts' bf16
+ *             gradients of t into one (read 2, write 2):     e = 4: 40;  e = 2: 16
+ * FC1's bias is TE's: added in the cuBLAS epilogue, its gradient fused into dY's quantization
+ * in FP8 (TE d0067d0 pytorch/module/grouped_linear.py:1315-1321 compute_dbias) or into the
+ * wgrad GEMMs' bgrad epilogue (grouped_linear.py:1455): no extra pass.
+ */
+static void
+add_expert_fc2_bias(struct builder *bld, const struct dims *x, const struct spsim_moe_traffic *tr)
+{
+    bool fp32_probs = bld->layer->cfg.dispatcher == SPSIM_MOE_FLEX;
+    double elements = (double)tr->rows * (double)x->h;
+    add_moe_memory(bld, "experts FC2 bias × probabilities (_apply_bias)",
+                   (fp32_probs ? 28.0 : 12.0) * elements, (fp32_probs ? 40.0 : 16.0) * elements);
+}
+
 static void
 add_experts(struct builder *bld, const struct spsim_model_shape *m, const struct dims *x,
             const struct spsim_moe_traffic *tr)
@@ -1161,6 +1194,8 @@ add_experts(struct builder *bld, const struct spsim_model_shape *m, const struct
     dims3(op->in, &op->nin, "E/ep", tr->local_experts, "tokens per expert", tpe, "f_e/etp", f);
     dims3(op->out, &op->nout, "E/ep", tr->local_experts, "tokens per expert", tpe,
           "h (partial sums)", x->h);
+    if (m->linear_bias)
+        add_expert_fc2_bias(bld, x, tr);
     if (pad)
         add_moe_memory(bld, "experts' output unpadded (Fp8Unpadding)", copy, copy);
 }
