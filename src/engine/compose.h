@@ -347,6 +347,14 @@ int spsim_memo_collective(struct spsim_coll_memo *memo, const struct spsim_hardw
                           enum spsim_coll_op op, uint32_t size, uint64_t stride, double bytes,
                           struct spsim_coll_time *out);
 
+/* The training loop's host work beyond opt_host.c's: training_log and the pipeline's blocking
+ * transfers (log_host.c). */
+double spsim_p2p_host_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                        const struct shape *x, double t_send);
+int spsim_log_host(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                   const struct spsim_parallel *par, const struct shape *x,
+                   struct spsim_time_report *tr);
+
 /* Data parallelism, the iteration's gradient synchronisations and the optimizer step
  * (dp_time.c). */
 uint64_t spsim_bucket_params(const struct spsim_parallel *par, const struct shape *x);
