@@ -319,6 +319,12 @@ struct spsim_coll_memo {
         bool busy_nvlink[SPSIM_BUSY_LOG];
         double busy_add[SPSIM_BUSY_LOG];
     } sync[SPSIM_SYNC_MEMO_SLOTS];
+    /* training_log's two one-element AllReduces (log_host.c), the last groups' */
+    struct spsim_log_memo {
+        const struct spsim_hardware *hw; /* NULL: empty */
+        uint64_t mp, stride, world;
+        double t_mp, t_world;
+    } log;
 };
 
 /* Memory per GPU (memory.c): the stages' weights, gradients, optimizer state and activations
