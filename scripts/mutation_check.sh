@@ -33,7 +33,7 @@ done
 mutations='recheck-no-sharding-rule@src/engine/parallel.c@s|check_fp8(p, NULL) == SPSIM_OK \&\& check_sharding(p, NULL) == SPSIM_OK \&\&|check_fp8(p, NULL) == SPSIM_OK \&\&|@staged
 recheck-no-batch-split@src/engine/parallel.c@s|              p->gbs % per_step == 0 \&\&|              1 \&\&|@staged
 recheck-no-groups-rule@src/engine/parallel.c@s|check_groups(p, p->vpp, micro, NULL) == SPSIM_OK \&\&|1 \&\&|@staged
-bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|@overlap,terms
+bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p + p2p_host);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p + p2p_host);|@overlap,terms
 hsdp-outer-allreduce-bytes-halved@src/engine/comm.c@s|: 2 \* outer_frac(S, R);|: outer_frac(S, R);|@hsdp
 hsdp-outer-reduction-hidden@src/engine/dp_time.c@s|rs += outer_last_exposed(crit->bwd_window, finish, o.time_s,|rs += outer_last_exposed(crit->bwd_window, finish, 0 * o.time_s,|@hsdp
 hsdp-moe-outer-bytes-halved@src/engine/comm.c@s|comm->expert_dp_outer_wire_bytes_per_rank = 2 \* outer_frac(shard, x->R);|comm->expert_dp_outer_wire_bytes_per_rank = outer_frac(shard, x->R);|@hsdp
@@ -44,6 +44,15 @@ opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, 
 opt-host-exposed-halved@src/engine/opt_host.c@s|tr->iteration_s += tr->optimizer_host_exposed_s;|tr->iteration_s += 0.5 * tr->optimizer_host_exposed_s;|@host
 opt-host-experts-one-tensor@src/engine/mb_host.c@s|return n + 1.0 + local \* (2.0 + 2.0 \* b) + shared;|return n + 1.0 + (2.0 + 2.0 * b) + shared;|@host
 opt-host-torch-call-halved@src/engine/opt_host.c@s|double op_s = hw->host_torch_call_s,|double op_s = 0.5 * hw->host_torch_call_s,|@host
+log-host-calls-halved@src/engine/log_host.c@s|double calls = keys + 4.0, launches = keys + 2.0;|double calls = 0.5 * (keys + 4.0), launches = keys + 2.0;|@host
+log-host-interval-halved@src/engine/log_host.c@s|double icalls = 4.0 + 2.0 \* keys|double icalls = 2.0 + 1.0 * keys|@host
+log-host-tensorboard-halved@src/engine/log_host.c@s|calls += 2.0 \* (4.0 + keys)|calls += 1.0 * (4.0 + keys)|@host
+log-host-memory-stats-dropped@src/engine/log_host.c@s|calls += 1.0 + 4.0;|calls += 0.0;|@host
+log-host-exposed-halved@src/engine/log_host.c@s|tr->iteration_s += tr->log_host_s;|tr->iteration_s += 0.5 * tr->log_host_s;|@host
+p2p-host-halved@src/engine/log_host.c@s|return 3.0 \* call + hw->kernel_launch_s|return 1.5 * call + hw->kernel_launch_s|@host
+p2p-host-waits-hidden@src/engine/log_host.c@s|spsim_max_d(0.0, 2.0 \* call - t_send)|spsim_max_d(0.0, 0.0 * call - t_send)|@host
+p2p-host-not-in-bubble@src/engine/pipeline_time.c@s|(avg + p2p + p2p_host);|(avg + p2p);|@schedules,trace
+p2p-host-not-in-steady-state@src/engine/pipeline_time.c@s|    p2p_steady += p2p_host;|    p2p_steady += 0.5 * p2p_host;|@host
 torch-call-field-ignored@src/profiles/hardware.c@s|hw->host_torch_call_us = hw->torch_call_given ? call : op;|hw->host_torch_call_us = op;|@host
 torch-call-no-fallback@src/profiles/hardware.c@s|hw->host_torch_call_us = hw->torch_call_given ? call : op;|hw->host_torch_call_us = hw->torch_call_given ? call : 0;|@host
 calibrate-torch-call-not-scaled@src/calibrate/runs_profile.c@s|: k->nnodes \&\& k->base\[0\] > 0.0 ? theta\[i\] / k->base\[0\]|: false ? theta[i] / k->base[0]|@calibrate_runs

@@ -257,7 +257,9 @@ START_TEST(writes_a_fitted_profile)
     ck_assert_ptr_nonnull(strstr(src, "fitted: host_op_us"));
     ck_assert_ptr_nonnull(strstr(src, "times that value / prior"));
     cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItem(cal, "runs"), 3);
-    ck_assert_double_eq(cJSON_GetObjectItem(run, "measured_s")->valuedouble, r.run[3].measured_s);
+    /* cJSON prints 15 digits where they read back within its DBL_EPSILON tolerance */
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(run, "measured_s")->valuedouble,
+                            r.run[3].measured_s, 1e-14 * r.run[3].measured_s);
     cJSON_Delete(root);
     char path[] = "/tmp/spsim-runs-XXXXXX";
     int fd = mkstemp(path);

@@ -188,8 +188,8 @@ START_TEST(cp_with_block_recompute)
         double tp = n->tp_exposed_s + 4.0 / 32 * (a->tp_exposed_s - n->tp_exposed_s);
         ck_assert_double_eq_tol(t->cp_exposed_s, cp, 1e-9 * cp);
         ck_assert_double_eq_tol(t->tp_exposed_s, tp, 1e-9 * tp);
-        double it =
-            8 * t->microbatch_s + t->dp_exposed_s + t->optimizer_s + t->optimizer_host_exposed_s;
+        double it = 8 * t->microbatch_s + t->dp_exposed_s + t->optimizer_s +
+                    t->optimizer_host_exposed_s + t->log_host_s;
         ck_assert_double_eq_tol(t->iteration_s, it, 1e-9 * it);
     }
     spsim_model_destroy(m);

@@ -117,7 +117,7 @@ assert_breakdown(const struct spsim_time_report *t)
                  t->pp_bubble_s + t->pp_p2p_s + t->dp_exposed_s + t->tied_embedding_allreduce_s +
                  t->optimizer_s + t->offload_exposed_s + t->ep_exposed_s + t->host_exposed_s +
                  t->optimizer_host_exposed_s + t->moe_aux_allreduce_s +
-                 t->moe_expert_bias_allreduce_s;
+                 t->moe_expert_bias_allreduce_s + t->log_host_s;
     EQ(t->iteration_s, sum);
 }
 
@@ -143,7 +143,9 @@ START_TEST(eager_layer_is_host_bound)
     /* embedding + output: < 20 launches of their schedules, 28 of get_batch, loss_func and
      * their hooks (mb_host.c) */
     ck_assert(t->host_exposed_s <= layers + 2 * 48e-3);
-    EQ(t->iteration_s - t->host_exposed_s - t->optimizer_host_exposed_s, gpu.time.iteration_s);
+    EQ(t->iteration_s - t->host_exposed_s - t->optimizer_host_exposed_s - t->log_host_s -
+           t->pp_p2p_host_s,
+       gpu.time.iteration_s);
     assert_breakdown(t);
 }
 END_TEST
@@ -235,14 +237,17 @@ START_TEST(full_iteration_and_fast_host_add_nothing)
     EQ(r.time.host_exposed_s, 0);
     /* the optimizer step stays eager (training.py: only --optimizer-cuda-graph captures it) */
     ck_assert(r.time.optimizer_host_exposed_s > 0);
-    EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s, gpu.time.iteration_s);
+    EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s - r.time.log_host_s -
+           r.time.pp_p2p_host_s,
+       gpu.time.iteration_s);
     /* 0.1 µs a launch: 10 of them (1 µs) are far below the GPU's forward; what the host does
      * after the loss check's device-to-host wait finds the GPU idle and adds whole (mb_host.c:
      * isinf, its bool and forward_step_calc_loss's three kernels, 5 launches; no op_us, so the
      * calls cost nothing): 2 micro-batches x 5 x 0.1 µs. */
     r = run("\"host\": {\"kernel_launch_us\": {\"value\": 0.1, \"source\": \"test\"}}", &eager);
     EQ(r.time.host_exposed_s, 2 * 5 * 0.1e-6);
-    EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s - r.time.host_exposed_s,
+    EQ(r.time.iteration_s - r.time.optimizer_host_exposed_s - r.time.host_exposed_s -
+           r.time.log_host_s - r.time.pp_p2p_host_s,
        gpu.time.iteration_s);
     /* Graphs without a launch figure change the counts only. */
     p = layer_config(SPSIM_CUDA_GRAPH_TE, SPSIM_CGS_ATTN);
@@ -720,30 +725,86 @@ START_TEST(micro_batch_host_work)
     struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     struct spsim_result gpu = run(NULL, &p), r = run(host, &p);
     const struct spsim_time_report *t = &r.time;
-    double base = t->iteration_s - t->optimizer_host_exposed_s;
+    double base = t->iteration_s - t->optimizer_host_exposed_s - t->log_host_s;
     double work = 2 * 173 * call;
     ck_assert_double_le(base - gpu.time.iteration_s, work + tol);
     ck_assert_double_ge(base - gpu.time.iteration_s, work - gpu.time.iteration_s - tol);
     assert_breakdown(t);
     p.no_gradient_accumulation_fusion = true;
     r = run(host, &p);
-    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - base, 2 * 8 * 8 * call,
-                            tol);
+    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - t->log_host_s - base,
+                            2 * 8 * 8 * call, tol);
     ck_assert_uint_eq(t->layer_backward_launches, 14 + 8);
     p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     p.no_check_for_nan_in_loss_and_grad = true;
     r = run(host, &p);
-    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - base, -2 * 4 * call,
-                            tol);
+    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - t->log_host_s - base,
+                            -2 * 4 * call, tol);
     p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
     p.no_create_attention_mask_in_dataloader = true;
     r = run(host, &p);
-    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - base, -2 * 2 * call,
-                            tol);
-    /* A full-iteration graph replays it all: only the optimizer step's host time is left. */
+    ck_assert_double_eq_tol(t->iteration_s - t->optimizer_host_exposed_s - t->log_host_s - base,
+                            -2 * 2 * call, tol);
+    /* A full-iteration graph replays it all: only the optimizer step's and training_log's host
+     * time (outside the graph) is left. */
     p = layer_config(SPSIM_CUDA_GRAPH_FULL_ITERATION, 0);
     r = run(host, &p);
-    EQ(t->iteration_s - t->optimizer_host_exposed_s, run(NULL, &p).time.iteration_s);
+    EQ(t->iteration_s - t->optimizer_host_exposed_s - t->log_host_s,
+       run(NULL, &p).time.iteration_s);
+}
+END_TEST
+
+/* training_log and the blocking pipeline transfers (engine/log_host.c), at 10 ms a torch call
+ * and 0.001 us a launch (under 1e-6 s in all), on terms-hw.json (every latency 0: a 4-byte
+ * AllReduce is under 1e-9 s), pp 2, 2 micro-batches:
+ * - training_log on the last rank, every iteration: the loss's addition (1 call), the learning
+ *   rate's reduce_max_stat (torch.tensor, all_reduce, .item() twice: 4): 5 calls; every
+ *   log_interval (Megatron's 100): two barriers and two synchronisations (4), the loss's .item()
+ *   and its reset tensor (2): 6 calls / 100. 5.06 calls: 50.6 ms;
+ * - with --tensorboard-dir, --log-interval 1, --log-timers-to-tensorboard,
+ *   --log-memory-to-tensorboard, --log-num-zeros-in-grad and --log-params-norm: add_scalar pairs
+ *   of the learning rate, batch size, loss, loss scale, grad norm, num-zeros and params-norm
+ *   (14), memory_stats and its 4 scalars (5): 5 + 19 = 24 calls a iteration; every iteration
+ *   now 6 + the iteration-time scalar = 7: 31 calls, 310 ms;
+ * - each blocking transfer (p2p_communication.py _communicate): the receive buffer and
+ *   batch_isend_irecv before it (2 calls and a launch), torch.cuda.synchronize after (1), the two
+ *   waits beside it where they outlast it: 30 ms + max(0, 20 ms − send). 2 transfers a
+ *   micro-batch, m + p − 1 = 3 micro-batch slots (the steady state's 2 and the bubble's 1):
+ *   pp_p2p_host_s = 6 × that; of it pp_p2p_s holds the steady state's 2 × 2.
+ */
+START_TEST(training_log_and_transfers_on_the_host)
+{
+    const char *host = "\"host\": {\"kernel_launch_us\": {\"value\": 0.001, \"source\": \"t\"}, "
+                       "\"torch_call_us\": {\"value\": 10000, \"source\": \"t\"}}";
+    const double call = 10e-3, tol = 1e-6;
+    struct spsim_parallel p = layer_config(SPSIM_CUDA_GRAPH_NONE, 0);
+    p.pp = 2;
+    struct spsim_result gpu = run(NULL, &p), r = run(host, &p);
+    const struct spsim_time_report *t = &r.time;
+    ck_assert_double_eq(gpu.time.log_host_s, 0);
+    ck_assert_double_eq(gpu.time.pp_p2p_host_s, 0);
+    ck_assert_double_eq_tol(t->log_host_s, 5.06 * call, tol);
+    double send = gpu.time.pp_p2p_s / (2 * 2), per = 3 * call + fmax(0, 2 * call - send);
+    ck_assert_double_eq_tol(t->pp_p2p_host_s, 6 * per, tol);
+    ck_assert_double_eq_tol(t->pp_p2p_s - gpu.time.pp_p2p_s, 4 * per, tol);
+    assert_breakdown(t);
+    p.tensorboard = p.log_timers_to_tensorboard = p.log_memory_to_tensorboard = true;
+    p.log_num_zeros_in_grad = p.log_params_norm = true;
+    p.log_interval = 1;
+    r = run(host, &p);
+    ck_assert_double_eq_tol(t->log_host_s, 31 * call, tol);
+    assert_breakdown(t);
+    /* The interleaved schedule overlaps its transfers (no batch_p2p_sync); a full-iteration
+     * graph replays them; training_log stays eager in both. */
+    p.vpp = 2;
+    r = run(host, &p);
+    ck_assert_double_eq(t->pp_p2p_host_s, 0);
+    ck_assert_double_eq_tol(t->log_host_s, 31 * call, tol);
+    p = layer_config(SPSIM_CUDA_GRAPH_FULL_ITERATION, 0);
+    p.pp = 2;
+    r = run(host, &p);
+    ck_assert_double_eq(t->pp_p2p_host_s, 0);
+    ck_assert_double_eq_tol(t->log_host_s, 5.06 * call, tol);
 }
 END_TEST
 
@@ -849,6 +910,7 @@ host_suite(void)
     tcase_add_test(tc, optimizer_step_on_the_host);
     tcase_add_test(tc, logged_statistics_are_read);
     tcase_add_test(tc, micro_batch_host_work);
+    tcase_add_test(tc, training_log_and_transfers_on_the_host);
     tcase_add_test(tc, moe_tensors_per_expert);
     tcase_add_test(tc, grouped_gemm_casts_each_expert);
     tcase_add_test(tc, moe_fp8_padding_copies);

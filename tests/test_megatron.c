@@ -84,8 +84,8 @@ START_TEST(gpt3_example_on_16_nodes)
                      "--master_addr, --master_port, --step-batch-size-schedule, --train-iters, "
                      "--weight-decay, --adam-beta1, --adam-beta2, --init-method-std, "
                      "--clip-grad, --lr, --lr-decay-style, --min-lr, --lr-warmup-fraction, "
-                     "--lr-decay-iters, --data-path, --split, --log-interval, --save-interval, "
-                     "--eval-interval, --save, --load, --eval-iters, --tensorboard-dir");
+                     "--lr-decay-iters, --data-path, --split, --save-interval, "
+                     "--eval-interval, --save, --load, --eval-iters");
     spsim_model_destroy(mc.model);
     free(text);
 }

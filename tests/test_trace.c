@@ -181,7 +181,7 @@ START_TEST(trace_sums_to_the_terms)
     uint32_t chunks = dualpipe ? 2 : v; /* DualPipe's chunk: the direction, m/2 each */
     cJSON *root = trace(&r);
     double tail = t->dp_exposed_s + t->tied_embedding_allreduce_s + t->moe_expert_bias_allreduce_s +
-                  t->optimizer_s + t->optimizer_host_exposed_s;
+                  t->optimizer_s + t->optimizer_host_exposed_s + t->log_host_s;
     double tol = 1e-9 * t->iteration_s;
     for (uint32_t k = 0; k < p; k++) {
         struct sums s = walk(root, (int)k, m, chunks);

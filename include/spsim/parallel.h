@@ -419,6 +419,18 @@ struct spsim_parallel {
     /** --no-check-for-nan-in-loss-and-grad: loss_func does not check the loss (two
      * device-to-host waits per micro-batch on the last stage otherwise); default false */
     bool no_check_for_nan_in_loss_and_grad;
+    /** --log-interval: training_log prints (and stops and restarts its interval timer, two
+     * barriers and device synchronisations) every this many iterations; 0 = Megatron's default
+     * 100 (engine/log_host.c) */
+    uint32_t log_interval;
+    /** --tensorboard-dir given: the last rank writes training_log's scalars every iteration
+     * (tensorboard_log_interval 1, Megatron's default); default false */
+    bool tensorboard;
+    /** --log-timers-to-tensorboard: the iteration time is written too; default false */
+    bool log_timers_to_tensorboard;
+    /** --log-memory-to-tensorboard: torch.cuda.memory_stats() and four scalars every
+     * iteration; default false */
+    bool log_memory_to_tensorboard;
     /** HSDP (README "HSDP"): Megatron's --num-distributed-optimizer-instances R, the dp·cp ranks
      * D split into R replicas of D/R consecutive ranks (parallel_state.py intra_partial groups);
      * the sharding (zero >= 1) is over D/R, the gradient shards reduced across the R replicas

@@ -320,6 +320,16 @@ struct spsim_time_report {
     /** The parameter tensors that rank's optimizer steps (its shard's with the distributed
      * optimizer) */
     uint32_t optimizer_host_tensors;
+    /** training_log's host work on the last rank, the TensorBoard writer's (engine/log_host.c):
+     * every iteration the loss accumulation, the learning rate's reduction and the scalars
+     * written; every log_interval iterations the interval timer's barriers and synchronisations
+     * and the loss's .item(); after train_step's last wait, so whole in the iteration; 0
+     * without host.kernel_launch_us */
+    double log_host_s;
+    /** Of pp_p2p_s and pp_bubble_s, the host's part: each blocking transfer's calls
+     * (p2p_communication.py _communicate with batch_p2p_comm and batch_p2p_sync: the receive
+     * buffer, batch_isend_irecv, the waits, torch.cuda.synchronize) */
+    double pp_p2p_host_s;
     /** FP8 delayed scaling: the amax AllReduces over the TP×DP×CP group after each model
      * chunk's forward and backward of every micro-batch, on the critical path (0 otherwise). */
     double fp8_amax_allreduce_s;

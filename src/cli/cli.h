@@ -165,7 +165,7 @@ struct cli_config {
     /* The options given since the last --megatron-args (whose file replaces those before it),
      * by OPT_* − OPT_MODEL, and the levels --zero and --fsdp asked for: cli_config_finish
      * refuses two that contradict each other. */
-    bool given[96];
+    bool given[104];
     uint32_t zero_level, fsdp_level;
     /* --megatron-args since the last --model (recipes merge in order), --env NAME=VALUE for a
      * launch script, whether --model was given. */
@@ -334,6 +334,10 @@ enum cli_config_opt {
     OPT_OPT_OFFLOAD_OVERLAP,
     OPT_LOG_PARAMS_NORM,
     OPT_LOG_ZEROS,
+    OPT_LOG_INTERVAL,
+    OPT_TENSORBOARD,
+    OPT_LOG_TIMERS_TB,
+    OPT_LOG_MEMORY_TB,
     OPT_NO_WGRAD_FUSION,
     OPT_PP_SCHEDULE,
     OPT_DIST_OPT_INSTANCES,

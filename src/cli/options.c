@@ -123,6 +123,10 @@ static const struct cli_option_spec {
     {"overlap-cpu-optimizer-d2h-h2d", no_argument, OPT_OPT_OFFLOAD_OVERLAP, -1},
     {"log-params-norm", no_argument, OPT_LOG_PARAMS_NORM, -1},
     {"log-num-zeros-in-grad", no_argument, OPT_LOG_ZEROS, -1},
+    {"log-interval", required_argument, OPT_LOG_INTERVAL, -1},
+    {"tensorboard-dir", required_argument, OPT_TENSORBOARD, -1},
+    {"log-timers-to-tensorboard", no_argument, OPT_LOG_TIMERS_TB, -1},
+    {"log-memory-to-tensorboard", no_argument, OPT_LOG_MEMORY_TB, -1},
     {"no-gradient-accumulation-fusion", no_argument, OPT_NO_WGRAD_FUSION, -1},
 };
 
@@ -433,6 +437,19 @@ config_muon(struct spsim_parallel *p, int opt, const char *arg)
     case OPT_LOG_ZEROS:
         p->log_num_zeros_in_grad = true;
         return 1;
+    case OPT_TENSORBOARD: /* only its presence counts (engine/log_host.c) */
+        p->tensorboard = true;
+        return 1;
+    case OPT_LOG_TIMERS_TB:
+        p->log_timers_to_tensorboard = true;
+        return 1;
+    case OPT_LOG_MEMORY_TB:
+        p->log_memory_to_tensorboard = true;
+        return 1;
+    case OPT_LOG_INTERVAL: {
+        int rc = cli_parse_u32("--log-interval", arg, 1, UINT32_MAX, &p->log_interval);
+        return rc == EXIT_OK ? 1 : -rc;
+    }
     case OPT_NO_WGRAD_FUSION:
         p->no_gradient_accumulation_fusion = true;
         return 1;

@@ -369,6 +369,11 @@ print_host(FILE *f, const struct spsim_result *r)
                 "at %.4g us a torch call, %s of it beyond the GPU's work\n",
                 fmt_time(a, sizeof(a), t->optimizer_host_s), t->optimizer_host_tensors,
                 t->host_torch_call_us, fmt_time(scope, sizeof(scope), t->optimizer_host_exposed_s));
+    if (t->pp_p2p_host_s > 0)
+        fprintf(f,
+                "  synchronised pipeline transfers' host calls (in the sends and the bubble): "
+                "%s\n",
+                fmt_time(a, sizeof(a), t->pp_p2p_host_s));
 }
 
 /* What the pipeline and data-parallel overlaps hide and leave exposed, where they run. */
@@ -460,6 +465,7 @@ print_time(FILE *f, const struct spsim_result *r)
         {"host-bound kernel launches", t->host_exposed_s, t->host_exposed_s > 0},
         {"optimizer step on the host", t->optimizer_host_exposed_s,
          t->optimizer_host_exposed_s > 0},
+        {"training_log on the host", t->log_host_s, t->log_host_s > 0},
         {"FP8 amax AllReduces (delayed)", t->fp8_amax_allreduce_s, t->fp8_amax_allreduce_s > 0}};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         if (rows[i].shown)

@@ -320,6 +320,12 @@ struct spsim_coll_memo {
         bool busy_nvlink[SPSIM_BUSY_LOG];
         double busy_add[SPSIM_BUSY_LOG];
     } sync[SPSIM_SYNC_MEMO_SLOTS];
+    /* training_log's two one-element AllReduces (log_host.c), the last groups' */
+    struct spsim_log_memo {
+        const struct spsim_hardware *hw; /* NULL: empty */
+        uint64_t mp, stride, world;
+        double t_mp, t_world;
+    } log;
 };
 
 /* Memory per GPU (memory.c): the stages' weights, gradients, optimizer state and activations
@@ -347,6 +353,14 @@ int spsim_memo_maxmin(struct spsim_coll_memo *memo, const double cap[2], struct 
 int spsim_memo_collective(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                           enum spsim_coll_op op, uint32_t size, uint64_t stride, double bytes,
                           struct spsim_coll_time *out);
+
+/* The training loop's host work beyond opt_host.c's: training_log and the pipeline's blocking
+ * transfers (log_host.c). */
+double spsim_p2p_host_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
+                        const struct shape *x, double t_send);
+int spsim_log_host(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                   const struct spsim_parallel *par, const struct shape *x,
+                   struct spsim_time_report *tr);
 
 /* Data parallelism, the iteration's gradient synchronisations and the optimizer step
  * (dp_time.c). */

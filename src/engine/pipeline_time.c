@@ -510,6 +510,10 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
     double p2p = 2.0 * (double)x->v * t_send;
     double mb = (double)x->micro, hidden = 0;
     double p2p_steady = p2p_exposed_s(hw, par, x, crit, t_send, &hidden);
+    /* the host's calls around each blocking transfer (log_host.c), 2v a micro-batch */
+    double p2p_host = 2.0 * (double)x->v * spsim_p2p_host_s(hw, par, x, t_send);
+    p2p_steady += p2p_host;
+    tr->pp_p2p_host_s = (mb + (x->p - 1.0) / x->v) * p2p_host;
     tr->pp_p2p_hidden_s = mb * hidden;
     tr->microbatch_s = crit->wall + p2p_steady;
     tr->forward_s = mb * crit->fwd;
@@ -520,7 +524,7 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
     tr->cp_exposed_s = mb * crit->cp_exposed;
     tr->offload_exposed_s = mb * crit->offload;
     /* Bubble (Narayanan et al. 2021): (p − 1)/v micro-batch slots of fill and drain. */
-    tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p);
+    tr->pp_bubble_s = (x->p - 1.0) / x->v * (avg + p2p + p2p_host);
     if (par->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
         tr->pp_bubble_s = schedule_bubble(par, le, x, crit, avg, t_send);
     tr->pp_p2p_s = mb * p2p_steady;
@@ -553,6 +557,8 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
                       tr->moe_aux_allreduce_s + tr->moe_expert_bias_allreduce_s;
     host_time(hw, le, mb, crit, tr);
     spsim_optimizer_host(hw, par, le, x, mem, tr);
+    if ((rc = spsim_log_host(memo, hw, par, x, tr)))
+        return rc;
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy.nv;

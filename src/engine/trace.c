@@ -544,6 +544,7 @@ tail(struct buf *b, const struct spsim_time_report *t, uint32_t pid, double at)
         {"expert-bias AllReduce", t->moe_expert_bias_allreduce_s},
         {"optimizer step", t->optimizer_s},
         {"optimizer step on the host (exposed)", t->optimizer_host_exposed_s},
+        {"training_log on the host", t->log_host_s},
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
         if (steps[i].dur <= 0)
@@ -583,7 +584,7 @@ terms(const struct spsim_result *r)
     x.hop[0] = step > 0 ? hop * (x.f + x.send) / step : 0;
     x.hop[1] = hop - x.hop[0];
     x.tail = t->dp_exposed_s + t->tied_embedding_allreduce_s + t->moe_expert_bias_allreduce_s +
-             t->optimizer_s + t->optimizer_host_exposed_s;
+             t->optimizer_s + t->optimizer_host_exposed_s + t->log_host_s;
     return x;
 }
 

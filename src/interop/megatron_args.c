@@ -154,6 +154,10 @@ enum flag_id {
     F_OPT_OFFLOAD_OVERLAP,
     F_LOG_PARAMS_NORM,
     F_LOG_ZEROS,
+    F_LOG_INTERVAL,
+    F_TENSORBOARD,
+    F_LOG_TIMERS_TB,
+    F_LOG_MEMORY_TB,
     F_NO_WGRAD_FUSION,
     F_NO_MASK,
     F_NO_NAN_CHECK,
@@ -293,6 +297,11 @@ static const struct {
     /* The statistics training.py logs every iteration (engine/opt_host.c) */
     [F_LOG_PARAMS_NORM] = {"--log-params-norm", K_SWITCH},
     [F_LOG_ZEROS] = {"--log-num-zeros-in-grad", K_SWITCH},
+    /* training_log's work every iteration and every --log-interval (engine/log_host.c) */
+    [F_LOG_INTERVAL] = {"--log-interval", K_VALUE},
+    [F_TENSORBOARD] = {"--tensorboard-dir", K_VALUE},
+    [F_LOG_TIMERS_TB] = {"--log-timers-to-tensorboard", K_SWITCH},
+    [F_LOG_MEMORY_TB] = {"--log-memory-to-tensorboard", K_SWITCH},
     /* The micro-batch's host work outside the layers (engine/mb_host.c) */
     [F_NO_WGRAD_FUSION] = {"--no-gradient-accumulation-fusion", K_SWITCH},
     [F_NO_MASK] = {"--no-create-attention-mask-in-dataloader", K_SWITCH},
@@ -540,8 +549,9 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
         } else {
             return flag_error(m, id, "needs a value");
         }
-        /* Only the presence of the tokenizer's files counts (GPT-2's BPE), not their paths. */
-        bool path = id == F_VOCAB_FILE || id == F_MERGE_FILE;
+        /* Only the presence of the tokenizer's files (GPT-2's BPE) and of a TensorBoard
+         * directory counts, not their paths. */
+        bool path = id == F_VOCAB_FILE || id == F_MERGE_FILE || id == F_TENSORBOARD;
         if (m->unresolved[id][0] && !path)
             return flag_error(m, id,
                               "%s uses %s, which the file does not set (spsim does not run "
@@ -1096,6 +1106,11 @@ optimizer_kind(const struct mg *m, struct spsim_parallel *p)
     p->no_gradient_accumulation_fusion = m->given[F_NO_WGRAD_FUSION];
     p->no_create_attention_mask_in_dataloader = m->given[F_NO_MASK];
     p->no_check_for_nan_in_loss_and_grad = m->given[F_NO_NAN_CHECK];
+    p->tensorboard = m->given[F_TENSORBOARD];
+    p->log_timers_to_tensorboard = m->given[F_LOG_TIMERS_TB];
+    p->log_memory_to_tensorboard = m->given[F_LOG_MEMORY_TB];
+    if ((rc = num32(m, F_LOG_INTERVAL, UINT32_MAX, 0, &p->log_interval)))
+        return rc;
     if ((rc = probability(m, F_OPT_OFFLOAD_FRACTION, 0.0, &p->optimizer_offload_fraction)))
         return rc;
     if (k == 0)

@@ -260,6 +260,11 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
              p->overlap_cpu_optimizer_d2h_h2d ? "    --overlap-cpu-optimizer-d2h-h2d \\\n" : "");
     emit(o, "%s%s", p->log_params_norm ? "    --log-params-norm \\\n" : "",
          p->log_num_zeros_in_grad ? "    --log-num-zeros-in-grad \\\n" : "");
+    if (p->log_interval)
+        emit(o, "    --log-interval %u \\\n", p->log_interval);
+    emit(o, "%s%s%s", p->tensorboard ? "    --tensorboard-dir tensorboard \\\n" : "",
+         p->log_timers_to_tensorboard ? "    --log-timers-to-tensorboard \\\n" : "",
+         p->log_memory_to_tensorboard ? "    --log-memory-to-tensorboard \\\n" : "");
     emit(o, "%s%s%s",
          p->no_gradient_accumulation_fusion ? "    --no-gradient-accumulation-fusion \\\n" : "",
          p->no_create_attention_mask_in_dataloader

@@ -341,6 +341,8 @@ static const struct spsim_field fields[] = {
     F("time.optimizer_host_s", F64, time.optimizer_host_s),
     F("time.optimizer_host_exposed_s", F64, time.optimizer_host_exposed_s),
     F("time.optimizer_host_tensors", U32, time.optimizer_host_tensors),
+    F("time.log_host_s", F64, time.log_host_s),
+    F("time.pp_p2p_host_s", F64, time.pp_p2p_host_s),
     F("time.ep_a2a_hidden_s", F64, time.ep_a2a_hidden_s),
     F("time.moe_aux_allreduce_s", F64, time.moe_aux_allreduce_s),
     F("time.moe_expert_bias_allreduce_s", F64, time.moe_expert_bias_allreduce_s),
