@@ -35,12 +35,15 @@ def main():
         cases = list(csv.DictReader(f))
     with tempfile.TemporaryDirectory() as tmp:
         md, js = os.path.join(tmp, "ft.md"), os.path.join(tmp, "rows.json")
+        runs = os.path.join(tmp, "runs.csv")
         p = subprocess.run([sys.executable, os.path.join(root, "scripts", "functional_tests.py"),
-                            "--spsim", spsim, "--write", md, "--json", js],
+                            "--spsim", spsim, "--write", md, "--json", js, "--runs", runs],
                            capture_output=True, text=True)
         check(p.returncode == 0, f"harness exit {p.returncode}: {p.stderr[-500:]}")
         rows = json.load(open(js))
         table = open(md).read()
+        with open(runs) as f:
+            run_rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     check(len(rows) == len(cases), f"{len(rows)} rows for {len(cases)} cases")
     by = {c["case"]: c for c in cases}
     stated = 0
@@ -62,6 +65,16 @@ def main():
             mem = max(g["mem-max-allocated-bytes"]["values"].values())
             check(r["measured_mem"] == mem, f"{r['case']}: measured memory")
     check(stated >= 80, f"only {stated} cases stated")
+    # --runs: one calibrate --runs row per stated case, its args the case's file and GPUs.
+    timed = {r["case"]: r for r in rows if r["reason"] is None and r["measured_s"]}
+    check(len(run_rows) == len(timed), f"{len(run_rows)} runs for {len(timed)} timed cases")
+    for run in run_rows:
+        r = timed.get(run["id"][len("ftest "):])
+        check(r is not None and float(run["measured_iteration_s"]) == r["measured_s"],
+              f"run {run['id']}: measured time")
+        words = run["args"].split()
+        check(words[0] == "--megatron-args" and os.path.exists(os.path.join(root, words[1])) and
+              r is not None and words[2:] == ["--gpus", str(r["gpus"])], f"run {run['id']}: args")
     if FAILURES:
         print(f"{len(FAILURES)} failure(s)")
         return 1
