@@ -131,6 +131,15 @@ expect 3 "'falcon': parallel attention and MLP branches" -- check "$hf/Falcon-18
     --format megatron 2>"$tmp/err" | grep -q -- "--window-size 1023,0" ||
     fail "Mistral-7B-v0.1-4L: no --window-size 1023,0: $(cat "$tmp/err")"
 
+# HSDP's levels in the text: the replica's shard and, across the replicas, Llama 3 8B's fp32
+# gradient shard 4·8,030,261,248 / 8 = 4,015,130,624 B = 3.74 GiB (test_hsdp.c bytes_per_level).
+"$spsim" query --model llama3-8b --hw dgx-h100 --tp 1 --pp 1 --dp 16 --gbs 128 --zero 1 \
+    --num-distributed-optimizer-instances 2 >"$tmp/hsdp.txt" 2>"$tmp/err" || fail "hsdp query"
+grep -qF "sharded over each HSDP replica's 8 of dp·cp = 16 (zero 1)" "$tmp/hsdp.txt" ||
+    fail "hsdp: no inner shard line"
+grep -qF "across the 2 replicas: gradient shard 3.74 GiB on the wire per rank (network)" \
+    "$tmp/hsdp.txt" || fail "hsdp: no outer line: $(grep -i replica "$tmp/hsdp.txt")"
+
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \
     "--tp 4 --pp 1 --vpp 1 --dp 3 --gbs 12 --mbs 2 --dtype fp8 --distributed-optimizer" \
