@@ -164,6 +164,43 @@ START_TEST(megatron_fsdp_default_strategy)
 }
 END_TEST
 
+/* --transformer-impl local (gpt_builders.py:139 @d98e8a64: get_gpt_layer_local_spec, its core
+ * attention Megatron's DotProductAttention, models/backends.py:131) keeps the s² scores whatever
+ * --attention-backend says; transformer_engine (the default) runs TE's flash or fused kernels
+ * under auto. A name Megatron-LM knows that spsim does not model is refused, naming the flag. */
+START_TEST(transformer_impl_local_attention)
+{
+    static const char *const base = "pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+                                    "--num-attention-heads 4 --seq-length 128 --vocab-size 128 "
+                                    "--bf16";
+    static const struct {
+        const char *extra;
+        enum spsim_attention attention;
+    } cases[] = {{"", SPSIM_ATTENTION_FLASH},
+                 {" --transformer-impl transformer_engine", SPSIM_ATTENTION_FLASH},
+                 {" --transformer-impl local", SPSIM_ATTENTION_STANDARD},
+                 {" --transformer-impl local --attention-backend flash", SPSIM_ATTENTION_STANDARD},
+                 {" --attention-backend unfused", SPSIM_ATTENTION_STANDARD}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "%s%s\n", base, cases[i].extra);
+        struct spsim_megatron_config mc;
+        struct spsim_error err = {0};
+        ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s", err.message);
+        ck_assert_int_eq(spsim_model_get_shape(mc.model)->attention, cases[i].attention);
+        ck_assert_ptr_null(strstr(mc.unmodelled ? mc.unmodelled : "", "--transformer-impl"));
+        spsim_model_destroy(mc.model);
+    }
+    char text[512];
+    snprintf(text, sizeof(text), "%s --transformer-impl inference_optimized\n", base);
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(parse(text, &mc, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(
+        strstr(err.message, "--transformer-impl: 'inference_optimized' is not modelled"));
+}
+END_TEST
+
 /* A redirection whose target expands to no word (`> $L` with L empty) drops nothing else: the
  * lexer once took the previous word ("2") for the target and dropped it, and on a command of
  * no words indexed w[-1] (UBSan, the fuzz_launch campaign of 2026-12-02). */
@@ -800,6 +837,7 @@ megatron_suite(void)
     tcase_add_test(tc, gpt3_example_as_written);
     tcase_add_test(tc, unmodelled_name_escaped);
     tcase_add_test(tc, megatron_fsdp_default_strategy);
+    tcase_add_test(tc, transformer_impl_local_attention);
     tcase_add_test(tc, redirection_to_empty_word);
     tcase_add_test(tc, gpt3_example_on_16_nodes);
     tcase_add_test(tc, llama3_example_as_written);
