@@ -117,7 +117,8 @@ cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_con
  * copies them to fp32 (tensor_parallel/cross_entropy.py:25 .float()), works in place on the copy
  * (:42, :62, :77) and saves it as the softmax (:181). Both are live until the forward returns,
  * 2 + 4 B per logit; the backward's gradient, cast back to the 16-bit input's dtype beside the
- * fp32 softmax it is computed in, is the same 2 B. The logits take the output layer's input
+ * fp32 softmax it is computed in (an fp32 one reaching the output layer is cast there,
+ * tensor_parallel/layers.py:644), is the same 2 B. The logits take the output layer's input
  * dtype (--output-logit-dtype unset, arguments.py:3075), 16-bit for every training dtype: the
  * output layer is tensor_parallel.ColumnParallelLinear, outside FP8 (gpt_model.py:272).
  */
