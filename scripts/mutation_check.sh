@@ -265,7 +265,10 @@ post-mlp-norm-outside-mlp-module@src/engine/layer.c@s|op->group = op->saved\[0\]
 post-norm-recompute-hook-before-it@src/engine/schedule.c@s/ || L->ops\[k\].post_norm))/))/@gemma3
 opt-host-post-mlp-norm-tensor-dropped@src/engine/mb_host.c@s|return n + 2.0 + 2.0 \* b + (m->post_norms ? n : 0.0);|return n + 2.0 + 2.0 * b;|@gemma3
 gemma3-text-config-ignored@src/interop/hf_config.c@s|    if (text_ctx.origin) /\* Gemma 3: its text_config, the errors naming it \*/|    if (0)|@gemma3
-offload-gpu-step-halved@src/engine/dp_time.c@s|(cast + 28.0 + 6.0) / hw->hbm_achievable_Bps|(cast + 28.0 + 6.0) / 2 / hw->hbm_achievable_Bps|@optimizer_offload'
+offload-gpu-step-halved@src/engine/dp_time.c@s|(cast + 28.0 + 6.0) / hw->hbm_achievable_Bps|(cast + 28.0 + 6.0) / 2 / hw->hbm_achievable_Bps|@optimizer_offload
+logits-working-halved@src/engine/summary.c@s|padded_vocab / t, 2, ok);|padded_vocab / t, 1, ok);|@terms,stages,moe,bf16_layers,cp
+logits-working-first-stage-dropped@src/engine/memory.c@s|        first = spsim_add(first, le->logits_working_bytes, ok);|        first = first;|@terms
+transformer-impl-local-as-te@src/interop/megatron_args.c@s|m->given\[F_FLASH\]) \&\& impl == 0|m->given[F_FLASH]) \&\& impl >= 0|@megatron'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

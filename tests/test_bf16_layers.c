@@ -209,14 +209,21 @@ START_TEST(each_rank_its_own_mix)
                             4 * (dgrad_wgrad_s(false) - dgrad_wgrad_s(true) - 54 * SBH / 1e12),
                             1e-11);
     /* N = 2, M = 0: both BF16 layers on rank 0 (2 in flight), none on rank 1; rank 0 keeps
-     * no FP8 copy at all. */
+     * no FP8 copy at all, rank 1 both of its layers' (48h²). Rank 1 less rank 0: activations
+     * 2·77 sbh + the output block's 4 sbh + 4·s·v (fp32 logits) + 2·s·v (16-bit logits at the
+     * loss) against 2·2·84 sbh + 2 sbh (dropout masks); parameters rank 0's s·h positions
+     * against rank 1's 2h final LayerNorm, 18·(sh − 2h) = 18·3,271,680:
+     * −180·3,276,800 + 6·1280·51200 + 48·2560² − 58,890,240 = 59,074,560 B > 0, so the peak is
+     * rank 1 (without the 16-bit logits, 2·s·v = 131,072,000 B, it would be rank 0). */
     p = config(2, 2, 0);
     bf = evaluate(hw, 4, &p);
     ck_assert_uint_eq(bf.memory.activation_first_stage_bytes -
                           q.memory.activation_first_stage_bytes,
                       2 * 2 * 7 * SBH);
     ck_assert_uint_eq(bf.memory.activation_last_stage_bytes, q.memory.activation_last_stage_bytes);
-    ck_assert_uint_eq(q.memory.weights_bytes - bf.memory.weights_bytes, 2 * 2 * 12.0 * H * H);
+    ck_assert_uint_eq(bf.memory.peak_stage, 1);
+    /* Both peak ranks keep 48h² of FP8 copies: their weights differ by 2·(sh − 2h). */
+    ck_assert_uint_eq(q.memory.weights_bytes - bf.memory.weights_bytes, 2 * (S * H - 2 * H));
     spsim_hardware_destroy(hw);
 }
 END_TEST

@@ -73,6 +73,12 @@ START_TEST(activations_divide_by_cp)
         /* The p2p backward's two [KV, dKV] receive buffers: 4·KV_blk, KV_blk = 2·b·(s/c)·kv/t·2. */
         uint64_t blk = 4ull * cases[i].mbs * (cases[i].seq / cases[i].cp) * KV / cases[i].tp;
         ck_assert_uint_eq(r.memory.activation_cp_working_bytes, 4 * blk);
+        /* The 16-bit logits at the loss (summary.c), of the rank's s/c tokens and v/t: Llama 3's
+         * 128,256 padded to a multiple of 128·t, 128,256 for t <= 2, 128,512 at t = 4, 129,024
+         * at t = 8. */
+        uint64_t tp = cases[i].tp, vpad = (128256 + 128 * tp - 1) / (128 * tp) * 128 * tp;
+        ck_assert_uint_eq(r.memory.activation_logits_working_bytes,
+                          2ull * cases[i].mbs * (cases[i].seq / cases[i].cp) * (vpad / tp));
         ck_assert_uint_eq(r.memory.activation_layers_bytes, 32 * want);
         ck_assert_uint_eq(r.config.cp, cases[i].cp);
         ck_assert_uint_eq(r.gpus, cases[i].tp * cases[i].cp);

@@ -25,6 +25,18 @@ parse(const char *text, struct spsim_megatron_config *mc, struct spsim_error *er
     return spsim_megatron_parse(text, strlen(text), "launch.sh", mc, err);
 }
 
+/* A 2-layer GPT of width 64 with `extra` flags after its own, parsed as one launch line. */
+static int
+parse_small(const char *extra, struct spsim_megatron_config *mc, struct spsim_error *err)
+{
+    char text[512];
+    snprintf(text, sizeof(text),
+             "pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+             "--seq-length 128 --vocab-size 128 --bf16%s\n",
+             extra);
+    return parse(text, mc, err);
+}
+
 /* As written, one node of 8 GPUs: Megatron's initialize refuses tp 8 · pp 16 ("world size (8)
  * is not divisible by total_model_size"), and spsim names the torchrun flag's line. */
 START_TEST(gpt3_example_as_written)
@@ -143,24 +155,48 @@ END_TEST
  * optim_grads_params (spsim's --zero 3); given, the strategy is read as written. */
 START_TEST(megatron_fsdp_default_strategy)
 {
-    static const char *const base = "pretrain_gpt.py --num-layers 2 --hidden-size 64 "
-                                    "--num-attention-heads 4 --seq-length 128 --vocab-size 128 "
-                                    "--bf16 --use-megatron-fsdp";
     static const struct {
         const char *extra;
         uint32_t zero;
-    } cases[] = {{"", 3},
-                 {" --data-parallel-sharding-strategy optim", 1},
-                 {" --data-parallel-sharding-strategy no_shard", 0}};
+    } cases[] = {{" --use-megatron-fsdp", 3},
+                 {" --use-megatron-fsdp --data-parallel-sharding-strategy optim", 1},
+                 {" --use-megatron-fsdp --data-parallel-sharding-strategy no_shard", 0}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char text[512];
-        snprintf(text, sizeof(text), "%s%s\n", base, cases[i].extra);
         struct spsim_megatron_config mc;
         struct spsim_error err = {0};
-        ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s", err.message);
+        ck_assert_msg(parse_small(cases[i].extra, &mc, &err) == SPSIM_OK, "%s", err.message);
         ck_assert_uint_eq(mc.par.zero, cases[i].zero);
         spsim_model_destroy(mc.model);
     }
+}
+END_TEST
+
+/* --transformer-impl local (gpt_builders.py:139 @d98e8a64: get_gpt_layer_local_spec, its core
+ * attention Megatron's DotProductAttention, models/backends.py:131) keeps the s² scores whatever
+ * --attention-backend says; transformer_engine (the default) runs TE's flash or fused kernels
+ * under auto. A name Megatron-LM knows that spsim does not model is refused, naming the flag. */
+START_TEST(transformer_impl_local_attention)
+{
+    static const struct {
+        const char *extra;
+        enum spsim_attention attention;
+    } cases[] = {{"", SPSIM_ATTENTION_FLASH},
+                 {" --transformer-impl transformer_engine", SPSIM_ATTENTION_FLASH},
+                 {" --transformer-impl local", SPSIM_ATTENTION_STANDARD},
+                 {" --transformer-impl local --attention-backend flash", SPSIM_ATTENTION_STANDARD},
+                 {" --attention-backend unfused", SPSIM_ATTENTION_STANDARD}};
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ck_assert_msg(parse_small(cases[i].extra, &mc, &err) == SPSIM_OK, "%s", err.message);
+        ck_assert_int_eq(spsim_model_get_shape(mc.model)->attention, cases[i].attention);
+        ck_assert_ptr_null(strstr(mc.unmodelled, "--transformer-impl"));
+        spsim_model_destroy(mc.model);
+    }
+    ck_assert_int_eq(parse_small(" --transformer-impl inference_optimized", &mc, &err),
+                     SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(
+        strstr(err.message, "--transformer-impl: 'inference_optimized' is not modelled"));
 }
 END_TEST
 
@@ -800,6 +836,7 @@ megatron_suite(void)
     tcase_add_test(tc, gpt3_example_as_written);
     tcase_add_test(tc, unmodelled_name_escaped);
     tcase_add_test(tc, megatron_fsdp_default_strategy);
+    tcase_add_test(tc, transformer_impl_local_attention);
     tcase_add_test(tc, redirection_to_empty_word);
     tcase_add_test(tc, gpt3_example_on_16_nodes);
     tcase_add_test(tc, llama3_example_as_written);

@@ -290,7 +290,9 @@ END_TEST
  * dense layer (the MoE layer's attention part 29 425 664, FC1 input 4 194 304, SwiGLU input
  * 2·4096·2·2048·2 = 33 554 432, FC2 input 16 777 216: 83 951 616) and of the MoE layer
  * (67 256 320); rank 1 one of its two MoE layers, with the output layer's norm and GEMM inputs
- * (4 194 304 each) and fp32 logits 4096·16384·4 = 268 435 456.
+ * (4 194 304 each), fp32 logits 4096·16384·4 = 268 435 456 and, at the loss, the 16-bit
+ * logits beside them 4096·16384·2 = 134 217 728 (Megatron-LM gpt_model.py:807,
+ * cross_entropy.py:25 @d98e8a64).
  */
 START_TEST(dense_layers_of_an_moe_model)
 {
@@ -307,7 +309,7 @@ START_TEST(dense_layers_of_an_moe_model)
     ck_assert_uint_eq(r.memory.parameters_last_stage, 2ull * 14690304 + 16777216 + 1024);
     ck_assert_uint_eq(r.memory.activation_first_stage_bytes, 2ull * (83951616 + 67256320));
     ck_assert_uint_eq(r.memory.activation_last_stage_bytes,
-                      2ull * 67256320 + 2 * 4194304 + 268435456);
+                      2ull * 67256320 + 2 * 4194304 + 268435456 + 134217728);
     /* The most loaded rank is the last (its logits): two MoE layers' 4 experts each. */
     ck_assert_uint_eq(r.memory.peak_stage, 1);
     ck_assert_uint_eq(r.memory.expert_parameters_per_gpu, 2ull * 4 * 3 * H * FE);

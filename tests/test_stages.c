@@ -27,6 +27,9 @@
  * each, SP-sharded: 4sbh/t) and the fp32 logits (4·s·b·v/t). */
 #define EMB_MASK (S * H / T)
 #define OUTPUT   (4 * S * H / T + 4 * S * V / T)
+/* At the loss, beside the fp32 logits, the output layer's 16-bit logits (Megatron-LM
+ * gpt_model.py:807 and cross_entropy.py:25 @d98e8a64): 2·s·b·v/t = 2·512·51200/2 = 26,214,400. */
+#define LOGITS (2 * S * V / T)
 /* Parameters of one TP rank (the memory suite's count): per layer the QKV, projection, FC1
  * and FC2 weights and the column-parallel biases over t, the two row-parallel biases and two
  * LayerNorms (2h each) replicated; the embedding is v·h/t plus s·h learned positions; the last
@@ -93,7 +96,7 @@ START_TEST(first_last_stages_1f1b)
     ck_assert_uint_eq(r.memory.layers_per_stage, 13);
     ck_assert_uint_eq(r.memory.activation_layers_bytes, 8 * ACT);
     ck_assert_uint_eq(r.memory.activation_first_stage_bytes, 8 * ACT + 4 * EMB_MASK);
-    ck_assert_uint_eq(r.memory.activation_last_stage_bytes, 2 * ACT + OUTPUT);
+    ck_assert_uint_eq(r.memory.activation_last_stage_bytes, 2 * ACT + OUTPUT + LOGITS);
     ck_assert_uint_eq(r.memory.parameters_first_stage, 2 * P_LAYER + P_EMBED);
     ck_assert_uint_eq(r.memory.parameters_last_stage, 2 * P_LAYER + P_OUTPUT);
     /* The most loaded rank is a middle one: 39·ACT + 18·13·P_LAYER = 1,822,080,000 B against
@@ -135,7 +138,7 @@ START_TEST(accounted_embedding_and_loss_interleaved)
     ck_assert_uint_eq(r.memory.layers_per_chunk, 4);
     ck_assert_uint_eq(r.memory.activation_layers_bytes, 37 * ACT);
     ck_assert_uint_eq(r.memory.activation_first_stage_bytes, 37 * ACT + 8 * EMB_MASK);
-    ck_assert_uint_eq(r.memory.activation_last_stage_bytes, 20 * ACT + OUTPUT);
+    ck_assert_uint_eq(r.memory.activation_last_stage_bytes, 20 * ACT + OUTPUT + LOGITS);
     /* Rank 1 (uniform chunks of 4): (2·2 + 4 + 1)·4 = 36 layers, 8 layers' parameters. */
     uint64_t r0 = 37 * ACT + 8 * EMB_MASK + STATIC(7 * P_LAYER + P_EMBED);
     uint64_t r1 = 36 * ACT + STATIC(8 * P_LAYER);

@@ -383,22 +383,29 @@ START_TEST(one_gpu_activation_memory)
     ck_assert_uint_eq(r.memory.activation_layers_bytes, (uint64_t)(L * per_layer));
     ck_assert_uint_eq(r.memory.activation_embedding_bytes, (uint64_t)sbh);
     ck_assert_uint_eq(r.memory.activation_output_bytes, (uint64_t)(4 * sbh * (1 + V / h)));
+    /* At the loss the output layer's bf16 logits live beside their fp32 copy (Megatron-LM
+     * gpt_model.py:807, tensor_parallel/cross_entropy.py:25 @d98e8a64): 2·s·b·v/t =
+     * 2·1024·1·32768/1 = 67,108,864 B, on the last stage (here the first). */
+    double lg = 2 * s * V;
+    ck_assert_uint_eq(r.memory.activation_logits_working_bytes, 67108864);
     ck_assert_uint_eq(r.memory.activation_first_stage_bytes,
-                      (uint64_t)(L * per_layer + sbh + 4 * sbh * (1 + V / h)));
+                      (uint64_t)(L * per_layer + sbh + 4 * sbh * (1 + V / h) + lg));
+    ck_assert_uint_eq(r.memory.activation_last_stage_bytes, r.memory.activation_first_stage_bytes);
     double P = L * layer_params(1) + V * h + s * h + 2 * h;
     ck_assert_uint_eq(r.memory.total_bytes,
-                      (uint64_t)(18 * P + L * per_layer + sbh + 4 * sbh * (1 + V / h)));
+                      (uint64_t)(18 * P + L * per_layer + sbh + 4 * sbh * (1 + V / h) + lg));
     /* The six modes of Table 2 with flash attention at t = 1 (no TP, so tp and tp_sp are the
      * none row): 34sbh and the log-sum-exp 4as without selective recompute, 34sbh with it,
      * 2sbh with full recomputation; the first stage holds the 8 layers in each mode, the
-     * embedding mask and the output layer, and for full also the layer being recomputed (the
-     * tp row's inventory); the totals add the 18P of weights, gradients and Adam state. */
+     * embedding mask, the output layer and the bf16 logits at the loss, and for full also the
+     * layer being recomputed (the tp row's inventory); the totals add the 18P of weights,
+     * gradients and Adam state. */
     const double mode_layer[SPSIM_MODE_COUNT] = {
         [SPSIM_MODE_NONE] = 34 * sbh + 4 * a * s,  [SPSIM_MODE_TP] = 34 * sbh + 4 * a * s,
         [SPSIM_MODE_TP_SP] = 34 * sbh + 4 * a * s, [SPSIM_MODE_TP_SELECTIVE] = 34 * sbh,
         [SPSIM_MODE_TP_SP_SELECTIVE] = 34 * sbh,   [SPSIM_MODE_FULL] = 2 * sbh};
     for (int i = 0; i < SPSIM_MODE_COUNT; i++) {
-        double first = L * mode_layer[i] + sbh + 4 * sbh * (1 + V / h) +
+        double first = L * mode_layer[i] + sbh + 4 * sbh * (1 + V / h) + lg +
                        (i == SPSIM_MODE_FULL ? 34 * sbh + 4 * a * s : 0);
         ck_assert_uint_eq(r.memory.activation_modes_bytes[i], (uint64_t)mode_layer[i]);
         ck_assert_uint_eq(r.memory.activation_modes_first_stage_bytes[i], (uint64_t)first);
@@ -412,7 +419,7 @@ START_TEST(one_gpu_activation_memory)
     ck_assert_uint_eq(r.memory.activation_per_layer_bytes, (uint64_t)(2 * sbh));
     ck_assert_uint_eq(r.memory.activation_recompute_working_bytes, (uint64_t)per_layer);
     ck_assert_uint_eq(r.memory.activation_first_stage_bytes,
-                      (uint64_t)(L * 2 * sbh + per_layer + sbh + 4 * sbh * (1 + V / h)));
+                      (uint64_t)(L * 2 * sbh + per_layer + sbh + 4 * sbh * (1 + V / h) + lg));
     /* Selective (core_attn): flash attention's log-sum-exp is dropped. */
     p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
     r = run(&p);
@@ -560,15 +567,22 @@ START_TEST(pipeline_1f1b)
      * on the wire for n = 2), on its own line; with dp = 1 nothing is data-parallel. */
     EQ(r.time.tied_embedding_allreduce_s, 4 * V * h / NV);
     ck_assert(r.time.dp_exposed_s == 0);
-    /* The optimizer runs on rank 0's parameters (the most loaded: 4 layers, the embedding and
-     * the position table against rank 1's 4 layers, final norm and the tied copy). */
-    double P0 = 4 * layer_params(1) + V * h + s * h;
-    ck_assert_uint_eq(r.memory.peak_stage, 0);
-    ck_assert_uint_eq(r.memory.parameters_per_gpu, (uint64_t)P0);
+    /* The optimizer step is timed on the most loaded rank's parameters (dp_time.c), here
+     * rank 1: its 4 layers, final norm and tied copy, P1 = P0 − (sh − 2h), against rank 0's 4
+     * layers, embedding and position table, P0. Rank 0 holds 2·4 layers in flight and 2
+     * dropout masks, 8·35,684,352 + 2·1,048,576 = 287,571,968 B; rank 1 one micro-batch's 4
+     * layers, the output block's 4sbh + 4sbv and the bf16 logits at the loss 2sbv (summary.c
+     * logits_working_bytes), 142,737,408 + 4,194,304 + 134,217,728 + 67,108,864 = 348,258,304
+     * B: more than rank 0's with its 18·(sh − 2h) = 18,837,504 B of extra parameters. */
+    double P0 = 4 * layer_params(1) + V * h + s * h, P1 = P0 - (s * h - 2 * h);
+    ck_assert_uint_eq(r.memory.peak_stage, 1);
+    ck_assert_uint_eq(r.memory.parameters_per_gpu, (uint64_t)P1);
+    ck_assert_uint_eq(r.memory.parameters_first_stage, (uint64_t)P0);
     ck_assert_uint_eq(r.memory.parameters_last_stage,
                       (uint64_t)(4 * layer_params(1) + 2 * h + V * h));
+    ck_assert_uint_eq(r.memory.activation_last_stage_bytes, 348258304);
     double iteration =
-        4 * w1 + 4 * 2 * send + ((w0 + w1) / 2 + 2 * send) + 4 * V * h / NV + 38 * P0 / HBM;
+        4 * w1 + 4 * 2 * send + ((w0 + w1) / 2 + 2 * send) + 4 * V * h / NV + 38 * P1 / HBM;
     EQ(r.time.iteration_s, iteration);
     /* Link-busy accounting (issue 23: no test read it): the NVLink port carries the sends of
      * the m micro-batches and of the (p − 1) fill/drain slots, 2 sends each, and the tied
@@ -602,9 +616,13 @@ START_TEST(pipeline_interleaved)
     /* Bubble: (p − 1)/v = 1/2 slot. */
     EQ(r.time.pp_bubble_s, 0.5 * ((w0 + w1) / 2 + p2p));
     EQ(r.time.tied_embedding_allreduce_s, 4 * V * h / NV);
-    double P0 = 4 * layer_params(1) + V * h + s * h;
+    /* The step on the most loaded rank's parameters: rank 1 (3 chunks of 2 layers,
+     * 214,106,112 B, the output block's 138,412,032 B and the bf16 logits' 67,108,864 B,
+     * against rank 0's 361,037,824 B below and 18·(sh − 2h) more parameter bytes). */
+    double P1 = 4 * layer_params(1) + V * h + 2 * h;
+    ck_assert_uint_eq(r.memory.peak_stage, 1);
     EQ(r.time.iteration_s,
-       8 * (w1 + p2p) + 0.5 * ((w0 + w1) / 2 + p2p) + 4 * V * h / NV + 38 * P0 / HBM);
+       8 * (w1 + p2p) + 0.5 * ((w0 + w1) / 2 + p2p) + 4 * V * h / NV + 38 * P1 / HBM);
     /* Memory, rank 0 (schedules.py): 2(p − 1) + (v − 1)p = 4 warm-up chunk forwards and one
      * more in steady state, 5 chunks of 2 layers. The embedding's dropout masks (sbh, 1 B):
      * forwards run chunk by chunk in groups of p micro-batches, backwards in reverse chunk
@@ -791,7 +809,8 @@ START_TEST(link_busy_across_nodes)
      * the two stages (4·v·h bytes; across nodes NCCL's Ring/Simple pays the protocol's own
      * latencies beside 2(n−1)/n of it on the wire: the collective model's figure, as nccl-tests
      * would take it, spsim_collective_predict); the gradient AllReduce over the 8 ranks of a
-     * node, 2·7/8 · 4·P₀ bytes at 50 GB/s, is the NVLink port's. */
+     * node, 2·7/8 · 4·P₁ bytes at 50 GB/s, is the NVLink port's: P₁ the parameters of the
+     * most loaded rank, the last (pipeline_1f1b). */
     struct spsim_parallel p = config(1, 2, 1, 8, 4);
     struct spsim_result r = run(&p);
     const double NIC = 25e9, T = s;
@@ -803,13 +822,14 @@ START_TEST(link_busy_across_nodes)
     spsim_hardware_destroy(hw);
     double send = 2 * T * h / NIC, tied = ar.time_s;
     ck_assert(tied >= 4 * V * h / NIC); /* at least the wire time */
-    double P0 = 4 * layer_params(1) + V * h + s * h;
+    double P1 = 4 * layer_params(1) + V * h + 2 * h;
+    ck_assert_uint_eq(r.memory.peak_stage, 1);
     ck_assert_int_eq(r.comm.pp_tier, SPSIM_TIER_NETWORK);
     ck_assert_int_eq(r.comm.dp_tier, SPSIM_TIER_NVLINK);
     EQ(r.time.pp_p2p_s, 4 * 2 * send);
     EQ(r.time.tied_embedding_allreduce_s, tied);
-    EQ(r.time.dp_exposed_s, 2 * 7.0 / 8 * 4 * P0 / NV);
-    double net = (4 + 1) * 2 * send + tied, nv = 2 * 7.0 / 8 * 4 * P0 / NV;
+    EQ(r.time.dp_exposed_s, 2 * 7.0 / 8 * 4 * P1 / NV);
+    double net = (4 + 1) * 2 * send + tied, nv = 2 * 7.0 / 8 * 4 * P1 / NV;
     EQ(r.time.network_busy_s, net);
     EQ(r.time.nvlink_busy_s, nv);
     EQ(r.time.network_utilisation, net / r.time.iteration_s);

@@ -120,7 +120,10 @@ struct spsim_memory_report {
      * [KV, dKV] receive buffers; all_gather: the gathered K, V and the full dK, dV; a2a: the
      * exchanged Q, K, V). 0 with cp = 1. */
     uint64_t activation_cp_working_bytes;
-    uint64_t activation_first_stage_bytes; /**< sum of the five terms above */
+    /** The last stage's cross-entropy peak beside the kept fp32 logits: the 16-bit logits in
+     * forward (their gradient in backward), 2·(s/c)·b·v/t; in the first stage's sum when p = 1. */
+    uint64_t activation_logits_working_bytes;
+    uint64_t activation_first_stage_bytes; /**< sum of the six terms above */
     uint64_t activation_last_stage_bytes;  /**< the last stage (its layers, output layer, logits) */
     uint32_t recomputed_layers_per_stage;  /**< layers whose forward is replayed (full
                                               recompute): L/p, or vpp·min(N, L/(p·vpp)) with

@@ -162,6 +162,7 @@ struct spsim_layer_summary {
     uint64_t params_mtp;
     uint64_t params_dense_layer, params_layer_experts;
     uint64_t cp_working_bytes; /* CP's transient exchange buffers of one layer (see summary.c) */
+    uint64_t logits_working_bytes; /* the 16-bit logits beside their fp32 copy (summary.c) */
     /* MLA with SP and t > 1: one layer's parameters duplicated over TP whose gradients are
      * all-reduced over TP once per iteration (the down-projections and latent norms); else 0. */
     uint64_t params_tp_synced;

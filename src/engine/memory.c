@@ -281,7 +281,7 @@ rank_activations(const struct spsim_parallel *par, const struct spsim_layer_summ
     /* Paper §4.3: the last stage's final norm, output-layer input and fp32 logits,
      * 4sbh/t·(1 + v/h). */
     if (r == x->p - 1)
-        act = spsim_add(act, le->output.saved_bytes, ok);
+        act = spsim_add(act, spsim_add(le->output.saved_bytes, le->logits_working_bytes, ok), ok);
     if (r == x->p - 1 && le->params_mtp)
         act = spsim_add(act, mtp_saved(le, x, ok), ok);
     /* Full recomputation rebuilds one layer's activations before its backward: that layer's
@@ -352,6 +352,8 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_embedding_bytes =
         spsim_mul(le->embedding.saved_bytes, embedding_inflight(x), ok);
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
+    /* The cross-entropy's 16-bit logits beside their fp32 copy (summary.c), on the last stage. */
+    mem->activation_logits_working_bytes = le->logits_working_bytes;
     if (!x->plan->even || x->mixed) {
         mem->activation_cp_working_bytes = le->cp_working_bytes;
         mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
@@ -365,6 +367,8 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     first = spsim_add(first, mem->activation_output_bytes, ok);
     first = spsim_add(first, mem->activation_recompute_working_bytes, ok);
     first = spsim_add(first, mem->activation_cp_working_bytes, ok);
+    if (x->p == 1)
+        first = spsim_add(first, le->logits_working_bytes, ok);
     if (x->p == 1 && le->params_mtp)
         first = spsim_add(first, mtp_saved(le, x, ok), ok);
     mem->activation_first_stage_bytes = first;
@@ -372,6 +376,7 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     if (x->p > 1) {
         last = spsim_mul(inflight_chunks(x, x->p - 1), chunk, ok);
         last = spsim_add(last, le->output.saved_bytes, ok);
+        last = spsim_add(last, le->logits_working_bytes, ok);
         last = spsim_add(last, mem->activation_recompute_working_bytes, ok);
         last = spsim_add(last, mem->activation_cp_working_bytes, ok);
         if (le->params_mtp)
@@ -652,6 +657,8 @@ stage_totals(const struct spsim_model_shape *m, const struct spsim_hardware *hw,
     if (hw)
         memory_limit(hw, x, m->tied_embeddings, mem);
     uint64_t extras = spsim_add(mem->activation_embedding_bytes, mem->activation_output_bytes, ok);
+    if (x->p == 1)
+        extras = spsim_add(extras, mem->activation_logits_working_bytes, ok);
     uint64_t static0 = spsim_add(spsim_add(s0.weights, s0.grads, ok), s0.optimizer, ok);
     uint64_t layers0 = x->held[0];
     for (int i = 0; i < SPSIM_MODE_COUNT; i++) {

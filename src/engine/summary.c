@@ -110,6 +110,25 @@ cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_con
     }
 }
 
+/*
+ * The cross-entropy's peak beside the fp32 logits the output block keeps (layer.c): Megatron-LM
+ * @d98e8a64 gpt_model.py:807 holds the output layer's 16-bit logits [s/c, b, v/t] while
+ * compute_language_model_loss (:839, language_module.py:200) runs; vocab_parallel_cross_entropy
+ * copies them to fp32 (tensor_parallel/cross_entropy.py:25 .float()), works in place on the copy
+ * (:42, :62, :77) and saves it as the softmax (:181). Both are live until the forward returns,
+ * 2 + 4 B per logit; the backward's gradient, cast back to the 16-bit input's dtype beside the
+ * fp32 softmax it is computed in (an fp32 one reaching the output layer is cast there,
+ * tensor_parallel/layers.py:644), is the same 2 B. The logits take the output layer's input
+ * dtype (--output-logit-dtype unset, arguments.py:3075), 16-bit for every training dtype: the
+ * output layer is tensor_parallel.ColumnParallelLinear, outside FP8 (gpt_model.py:272).
+ */
+static uint64_t
+logits_working_bytes(const struct spsim_layer_config *cfg, uint64_t padded_vocab, bool *ok)
+{
+    uint64_t t = cfg->t ? cfg->t : 1, c = cfg->cp > 1 ? cfg->cp : 1;
+    return spsim_mul3(spsim_mul(cfg->s / c, cfg->b, ok), padded_vocab / t, 2, ok);
+}
+
 /* A hybrid model's kinds (struct spsim_layer_summary): totals, parameters and FP8 weights per
  * kind on one rank; an 'E' layer's routed experts are params_layer_experts, as a MoE model's.
  * With SP and t > 1 the latent projections, duplicated over TP, join the router's TP gradient
@@ -173,6 +192,7 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
     s->params_total = spsim_model_parameters(model, t);
     s->params_active = spsim_model_active_parameters(model, t);
     s->cp_working_bytes = cp_working_bytes(m, &le->cfg, &ok);
+    s->logits_working_bytes = logits_working_bytes(&le->cfg, le->padded_vocab, &ok);
     if (m->kv_lora_rank && le->cfg.sp && t > 1) { /* dp_time.c mla_grad_sync */
         struct spsim_param_split attn;
         spsim_attention_parameters(m, &attn, &ok);

@@ -49,6 +49,7 @@ enum flag_id {
     F_DIVISIBLE,
     F_FLASH,
     F_BACKEND,
+    F_IMPL,
     F_TP,
     F_PP,
     F_VPP_LAYERS,
@@ -218,6 +219,7 @@ static const struct {
     [F_DIVISIBLE] = {"--make-vocab-size-divisible-by", K_VALUE},
     [F_FLASH] = {"--use-flash-attn", K_SWITCH},
     [F_BACKEND] = {"--attention-backend", K_VALUE},
+    [F_IMPL] = {"--transformer-impl", K_VALUE},
     [F_TP] = {"--tensor-model-parallel-size", K_VALUE},
     [F_PP] = {"--pipeline-model-parallel-size", K_VALUE},
     [F_VPP_LAYERS] = {"--num-layers-per-virtual-pipeline-stage", K_VALUE},
@@ -707,11 +709,13 @@ layer_kind(const struct mg *m, struct spsim_model_shape *s)
     static const char *const positions[] = {"learned_absolute", "rope", "none",
                                             NULL}; /* enum spsim_position */
     static const char *const backends[] = {"unfused", "local", "flash", "fused", "auto", NULL};
-    int norm = 0, position = 0, backend = 4, rc;
+    static const char *const impls[] = {"transformer_engine", "local", NULL};
+    int norm = 0, position = 0, backend = 4, impl = 0, rc;
     double attention_p = 0, hidden_p = 0;
     if ((rc = choice(m, F_NORM, norms, 0, &norm)) ||
         (rc = choice(m, F_POSITION_TYPE, positions, m->given[F_ROTARY], &position)) ||
         (rc = choice(m, F_BACKEND, backends, 4, &backend)) ||
+        (rc = choice(m, F_IMPL, impls, 0, &impl)) ||
         (rc = probability(m, F_ATTN_DROPOUT, 0.1, &attention_p)) ||
         (rc = probability(m, F_HIDDEN_DROPOUT, 0.1, &hidden_p)) ||
         (rc = probability(m, F_ROTARY_PERCENT, 1.0, &s->rotary_percent)))
@@ -730,9 +734,13 @@ layer_kind(const struct mg *m, struct spsim_model_shape *s)
     s->tied_embeddings = !m->given[F_UNTIE];
     s->qk_norm = m->given[F_QK_NORM]; /* the layer's --normalization, over each head */
     s->attention_output_gate = m->given[F_OUTPUT_GATE];
-    /* TransformerConfig.attention_backend defaults to auto (flash or fused: no s² tensors). */
-    s->attention =
-        backend >= 2 || m->given[F_FLASH] ? SPSIM_ATTENTION_FLASH : SPSIM_ATTENTION_STANDARD;
+    /* TransformerConfig.attention_backend defaults to auto (flash or fused: no s² tensors).
+     * --transformer-impl local (default transformer_engine, transformer_config.py:1314
+     * @d98e8a64) builds get_gpt_layer_local_spec (gpt_builders.py:139), whose core attention is
+     * Megatron's DotProductAttention (models/backends.py:131 LocalSpecProvider): the [b, a, s, s]
+     * scores, softmax and dropout mask whatever the backend flag says. */
+    s->attention = (backend >= 2 || m->given[F_FLASH]) && impl == 0 ? SPSIM_ATTENTION_FLASH
+                                                                    : SPSIM_ATTENTION_STANDARD;
     return SPSIM_OK;
 }
 
@@ -1858,6 +1866,7 @@ base_flag(int id)
                               F_LIN_VALUE_DIM,
                               F_LIN_CONV,
                               F_BACKEND,
+                              F_IMPL,
                               F_SEQ,
                               F_BF16};
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(ids); i++)
