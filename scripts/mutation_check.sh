@@ -39,6 +39,9 @@ hsdp-outer-reduction-hidden@src/engine/dp_time.c@s|rs += outer_last_exposed(crit
 hsdp-moe-outer-bytes-halved@src/engine/comm.c@s|comm->expert_dp_outer_wire_bytes_per_rank = 2 \* outer_frac(shard, x->R);|comm->expert_dp_outer_wire_bytes_per_rank = outer_frac(shard, x->R);|@hsdp
 hsdp-moe-outer-time-dropped@src/engine/dp_time.c@s|double alone = o.time_s + a.time_s + b.time_s;|double alone = a.time_s + b.time_s;|@hsdp
 hsdp-moe-experts-over-edp@src/engine/memory.c@s|uint64_t e = spsim_mul(expert, per, ok), E = x->edi;|uint64_t e = spsim_mul(expert, per, ok), E = x->edp;|@hsdp
+main-grad-add-halved@src/engine/layer.c@s|op->bwd_bytes = (2.0 + 2.0 \* L->cfg.main_grad_bytes) \* elements;|op->bwd_bytes = (1.0 + 1.0 * L->cfg.main_grad_bytes) * elements;|@terms
+embedding-table-grad-dropped@src/engine/layer.c@s|cfg->frozen ? 0 : (4.0 + 2.0 \* cfg->main_grad_bytes) \* table + 6.0|cfg->frozen ? 0 : 6.0|@terms
+main-grad-add-launched@src/engine/host.c@s|if (st->op->mb_host_launched)|if (0)|@terms
 opt-host-tensor-ops-halved@src/engine/opt_host.c@s|c->step_ops = ns \* (dist ? 12.0 : 8.0)|c->step_ops = ns * (dist ? 6.0 : 4.0)|@host
 opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, step - gpu) + after;|double exposed = step + after;|@host
 opt-host-exposed-halved@src/engine/opt_host.c@s|tr->iteration_s += tr->optimizer_host_exposed_s;|tr->iteration_s += 0.5 * tr->optimizer_host_exposed_s;|@host

@@ -209,8 +209,10 @@ layer_bwd(struct dims x)
 }
 
 /* The embedding on rank 0: the word lookup and the learned positions (8 B per [T, b, h]
- * element forward, the scatter-add into the fp32 main gradient 10 B backward) and its dropout
- * (read, write and the mask: 5 B per SP-region element, both ways). */
+ * element forward) and its dropout (read, write and the mask: 5 B per SP-region element, both
+ * ways). Backward: F.embedding's dense gradient of the V/t × h shard, zero-filled (2 B) and the
+ * token rows summed into it (6 B per [T, b, h] element), then the DDP hook's main_grad.add_ into
+ * the fp32 main gradient (read 2 + 4, write 4): (4 + 2·4)·(V/t)·h + 6·T·h. */
 static double
 emb_fwd(struct dims x)
 {
@@ -220,7 +222,7 @@ emb_fwd(struct dims x)
 static double
 emb_bwd(struct dims x)
 {
-    return (10 * x.T * h + 5 * x.E) / HBM;
+    return (12 * V / x.t * h + 6 * x.T * h + 5 * x.E) / HBM;
 }
 
 /* The output block on rank p − 1: final LayerNorm (4 and 10 B), the logits GEMM T·h·v/t
@@ -248,6 +250,25 @@ layer_params(double t)
 }
 
 /* ---- Forward, backward, recomputation, optimizer, memory on one GPU. ---- */
+
+/* --no-gradient-accumulation-fusion: each weight's gradient is added into the fp32 main
+ * gradient by the DDP hook (main_grad.add_: read 2 + 4 B, write 4 B an element) in every
+ * micro-batch's backward, the layer's 12h² weights (QKV 3h², projection h², FC1 and FC2 4h²
+ * each; the output layer is the tied embedding's, whose add_ the embedding already pays): the
+ * backward grows by 2 · L · 10 · 12h² / HBM over the fused run, the forward not at all, and the
+ * schedule counts no launch for it (mb_host.c's). */
+START_TEST(main_grad_add_without_fusion)
+{
+    struct spsim_parallel p = config(1, 1, 1, 1, 2);
+    struct spsim_result fused = run(&p);
+    p.no_gradient_accumulation_fusion = true;
+    struct spsim_result r = run(&p);
+    EQ(r.time.backward_s - fused.time.backward_s, 2 * L * 10 * 12 * h * h / HBM);
+    EQ(r.time.layer_backward_s - fused.time.layer_backward_s, 10 * 12 * h * h / HBM);
+    EQ(r.time.forward_s, fused.time.forward_s);
+    ck_assert_uint_eq(r.time.layer_backward_launches - fused.time.layer_backward_launches, 4);
+}
+END_TEST
 
 START_TEST(one_gpu_forward_backward_optimizer)
 {
@@ -843,6 +864,7 @@ terms_suite(void)
     Suite *suite = suite_create("terms");
     TCase *tc = tcase_create("hand");
     tcase_add_test(tc, one_gpu_forward_backward_optimizer);
+    tcase_add_test(tc, main_grad_add_without_fusion);
     tcase_add_test(tc, one_gpu_activation_memory);
     tcase_add_test(tc, fused_attention_rates);
     tcase_add_test(tc, recomputation);

@@ -123,6 +123,8 @@ split_quantize_kernels(const struct spsim_layer_config *cfg, uint32_t splits)
 static uint32_t
 step_kernels(const struct spsim_layer_config *cfg, const struct spsim_step *st)
 {
+    if (st->op->mb_host_launched) /* mb_host.c's calls and launches */
+        return 0;
     uint32_t k = st->coll != SPSIM_COLL_NONE;
     /* TE's grouped GEMM is one cuBLASLt GEMM per local expert (timing.c grouped_gemm_time). */
     uint32_t gemms = st->op->kind == SPSIM_OPK_GEMM && st->gbatch > 1 ? (uint32_t)st->gbatch : 1;

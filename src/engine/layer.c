@@ -1722,6 +1722,36 @@ block_begin(struct spsim_layer *layer, const struct spsim_layer_config *cfg, str
     layer->message_bytes = spsim_mul4(x->b, x->s, x->h, 2, &bld->ok);
 }
 
+/*
+ * Without gradient-accumulation fusion (--no-gradient-accumulation-fusion) TE's wgrad GEMMs
+ * write each weight's gradient in the weights' dtype and Megatron's DDP hook adds it into the
+ * main gradient (Megatron-LM d98e8a64 distributed_data_parallel.py _make_backward_post_hook:
+ * param.main_grad.add_(param.grad.data)): an add_ a weight reading 2 + g and writing g bytes an
+ * element of the rank's weights (g = main_grad_bytes). With the fusion the GEMM accumulates
+ * into main_grad in its epilogue (fuse_wgrad_accumulation). The calls and launches are
+ * mb_host.c's. The norms' and biases' add_, and a LoRA base's frozen GEMMs (no gradient),
+ * are left out.
+ */
+static void
+add_main_grad_adds(struct builder *bld)
+{
+    struct spsim_layer *L = bld->layer;
+    if (L->cfg.wgrad_fusion)
+        return;
+    double elements = 0;
+    for (uint32_t i = 0; i < L->nops; i++) {
+        const struct spsim_op *op = &L->ops[i];
+        if (op->kind == SPSIM_OPK_GEMM && (!L->cfg.frozen || op->adapter))
+            elements += (double)op->k * (double)op->n * (double)op->batch;
+    }
+    if (elements <= 0)
+        return;
+    struct spsim_op *op = add_op(bld, "main_grad.add_ of the weights' gradients (DDP hook)",
+                                 SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->bwd_bytes = (2.0 + 2.0 * L->cfg.main_grad_bytes) * elements;
+    op->mb_host_launched = true;
+}
+
 void
 spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                   struct spsim_layer *layer)
@@ -1731,6 +1761,7 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
     block_begin(layer, cfg, &bld, &x, m);
     if (cfg->kind != SPSIM_LAYER_TRANSFORMER) {
         build_hybrid(&bld, m, &x);
+        add_main_grad_adds(&bld);
         spsim_layer_apply_fp8(layer);
         layer->ok = bld.ok;
         return;
@@ -1747,6 +1778,7 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
         add_mlp_block(&bld, m, &x);
     mark_graph(layer, ffn, cfg->moe ? SPSIM_CGS_MOE : SPSIM_CGS_MLP);
     spsim_lora_freeze(layer);
+    add_main_grad_adds(&bld);
     spsim_layer_apply_fp8(layer);
     layer->ok = bld.ok;
 }
@@ -1758,17 +1790,23 @@ spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_laye
     struct builder bld;
     struct dims x;
     block_begin(block, cfg, &bld, &x, m);
-    (void)padded_vocab;
     uint64_t elements = spsim_mul3(x.s, x.b, x.h, &bld.ok);
-    /* VocabParallelEmbedding: each rank looks up the tokens of its vocabulary shard (2 B read,
-     * 2 B written per element), the learned position table is read and added; backward
-     * scatter-adds the gradient into the fp32 main gradient (read 2, read-modify-write 8). */
+    /* VocabParallelEmbedding (Megatron-LM d98e8a64 tensor_parallel/layers.py:357-361): each rank
+     * looks up the tokens of its vocabulary shard with F.embedding (2 B read, 2 B written per
+     * element), the learned position table is read and added. */
     struct spsim_op *op = add_op(&bld, "word embedding lookup (vocabulary-parallel)",
                                  SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
     bool learned = m->position == SPSIM_POSITION_LEARNED;
     op->fwd_bytes = (learned ? 8.0 : 4.0) * elements;
-    /* A frozen table (LoRA) gets no gradient: nothing runs backward below the first layer. */
-    op->bwd_bytes = cfg->frozen ? 0 : 10.0 * elements;
+    /* Backward: F.embedding's (and, in deterministic mode, indexing's) gradient is a dense table
+     * of the shard, V/t × h in the weights' 16-bit dtype, zero-filled (2 B an element) before
+     * the token rows' gradients are summed into it (read 2, read and write the rows' 4 B); the
+     * DDP hook then adds the table into the main gradient (distributed_data_parallel.py
+     * _make_backward_post_hook, main_grad.add_: read 2 + g, write g): (4 + 2g)·(V/t)·h + 6·s·b·h.
+     * A frozen table (LoRA) gets no gradient: nothing runs backward below the first layer. */
+    double table = (double)padded_vocab / (double)x.t * (double)x.h;
+    op->bwd_bytes =
+        cfg->frozen ? 0 : (4.0 + 2.0 * cfg->main_grad_bytes) * table + 6.0 * (double)elements;
     dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "token ids", 1);
     op->nin = 2;
     dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "h (partial sums)", x.h);
@@ -1835,6 +1873,11 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
         dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "3 fp32", 3);
     }
     spsim_lora_freeze(block);
+    /* An untied output layer's weight (Megatron's ColumnParallelLinear: without the fusion its
+     * wgrad is a plain matmul, then the hook's add_); a tied one is the embedding's table,
+     * whose add_ the embedding pays (the last stage's copy of it with pp > 1 left out). */
+    if (!m->tied_embeddings)
+        add_main_grad_adds(&bld);
     block->ok = bld.ok;
 }
 

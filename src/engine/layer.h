@@ -132,6 +132,9 @@ struct spsim_op {
     /* The host waits here for the GPU (a device-to-host copy this op's launch needs: the MoE
      * dispatchers' tokens per expert), in forward and its recompute (engine/host.c). */
     bool d2h_sync;
+    /* Kernels whose calls and launches mb_host.c prices (the DDP hook's main_grad.add_): timed
+     * on the GPU here, never counted again by the schedule's host walk (host.c step_kernels). */
+    bool mb_host_launched;
     /* Gemma's post-attention or post-MLP norm (add_post_norm): it runs inside the row-parallel
      * linear before it, so the input norms' recompute hook is on its output (schedule.c). */
     bool post_norm;
@@ -190,6 +193,9 @@ struct spsim_layer_config {
      * the data loader builds the attention mask (no --no-create-attention-mask-in-dataloader),
      * loss_func checks the loss for NaN and Inf (no --no-check-for-nan-in-loss-and-grad). */
     bool wgrad_fusion, mask_in_dataloader, nan_check;
+    /* Bytes of a main-gradient element (4: fp32, 2: 16-bit with --grad-reduce-in-bf16): what
+     * the DDP hook's main_grad.add_ reads and writes (layer.c add_main_grad_adds). */
+    uint8_t main_grad_bytes;
     /* A hybrid model's layer kind to build (SPSIM_LAYER_TRANSFORMER: attention and the MLP or,
      * with moe, the MoE block); spsim_layer_evaluate builds one block per kind. */
     enum spsim_layer_kind kind;

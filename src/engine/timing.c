@@ -8,6 +8,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "collective_model.h"
+#include "compose.h"
 #include "ep_overlap.h"
 #include "eval.h"
 #include "gemm_shape.h"
@@ -177,6 +178,7 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->lora_dropout = par->lora_rank ? par->lora_dropout : 0;
     cfg->kind = spsim_hybrid_primary(m);
     cfg->wgrad_fusion = !par->no_gradient_accumulation_fusion;
+    cfg->main_grad_bytes = (uint8_t)grad_bytes(par);
     cfg->mask_in_dataloader = !par->no_create_attention_mask_in_dataloader;
     cfg->nan_check = !par->no_check_for_nan_in_loss_and_grad;
 }

@@ -214,7 +214,8 @@ static const int layer_key_axes[] = {SPSIM_AXIS_MODEL,
                                      SPSIM_AXIS_EP,
                                      SPSIM_AXIS_ETP,
                                      SPSIM_AXIS_MOE_DISPATCHER,
-                                     SPSIM_AXIS_TP_COMM_OVERLAP};
+                                     SPSIM_AXIS_TP_COMM_OVERLAP,
+                                     SPSIM_AXIS_GRAD_REDUCE_IN_FP32};
 
 /* The axes that set no field spsim_layer_config_from reads (nor the padded vocabulary's tp):
  * while only these change, consecutive points share their layer summary. An axis whose field
@@ -226,7 +227,6 @@ static const int layer_inert_axes[] = {SPSIM_AXIS_PP,
                                        SPSIM_AXIS_OVERLAP_GRAD_REDUCE,
                                        SPSIM_AXIS_ZERO,
                                        SPSIM_AXIS_OVERLAP_PARAM_GATHER,
-                                       SPSIM_AXIS_GRAD_REDUCE_IN_FP32,
                                        SPSIM_AXIS_RECOMPUTE_METHOD,
                                        SPSIM_AXIS_RECOMPUTE_LAYERS,
                                        SPSIM_AXIS_OFFLOAD_LAYERS,
