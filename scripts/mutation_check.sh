@@ -36,11 +36,13 @@ recheck-no-groups-rule@src/engine/parallel.c@s|check_groups(p, p->vpp, micro, NU
 bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p);|@overlap,terms
 hsdp-outer-allreduce-bytes-halved@src/engine/comm.c@s|: 2 \* outer_frac(S, R);|: outer_frac(S, R);|@hsdp
 hsdp-outer-reduction-hidden@src/engine/dp_time.c@s|rs += outer_last_exposed(crit->bwd_window, finish, o.time_s,|rs += outer_last_exposed(crit->bwd_window, finish, 0 * o.time_s,|@hsdp
-opt-host-tensor-ops-halved@src/engine/opt_host.c@s|c->step_ops = ns \* (dist ? 12.0 : 8.0)|c->step_ops = ns * (dist ? 6.0 : 4.0)|@host
-opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, step - gpu) + after;|double exposed = step + after;|@host
+opt-host-memo-no-shard-ranks@src/engine/opt_host.c@s#dist ? \(D\|x->edp\) : 0,#0,#@staged
+opt-host-memo-no-params-per-gpu@src/engine/opt_host.c@s|^        elements,$|        0,|@staged
+opt-host-tensor-ops-halved@src/engine/opt_host.c@s|c->ops = ns \* (dist ? 12.0 : 8.0)|c->ops = ns * (dist ? 6.0 : 4.0)|@host
+opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, c\[i\].step_s - gpu) + after;|double exposed = c[i].step_s + after;|@host
 opt-host-exposed-halved@src/engine/opt_host.c@s|tr->iteration_s += tr->optimizer_host_exposed_s;|tr->iteration_s += 0.5 * tr->optimizer_host_exposed_s;|@host
 opt-host-experts-one-tensor@src/engine/mb_host.c@s|return n + 1.0 + local \* (2.0 + 2.0 \* b) + shared;|return n + 1.0 + (2.0 + 2.0 * b) + shared;|@host
-opt-host-torch-call-halved@src/engine/opt_host.c@s|double op_s = hw->host_torch_call_s,|double op_s = 0.5 * hw->host_torch_call_s,|@host
+opt-host-torch-call-halved@src/engine/opt_host.c@s|const double price\[2\] = {hw->host_torch_call_s,|const double price[2] = {0.5 * hw->host_torch_call_s,|@host
 torch-call-field-ignored@src/profiles/hardware.c@s|hw->host_torch_call_us = hw->torch_call_given ? call : op;|hw->host_torch_call_us = op;|@host
 torch-call-no-fallback@src/profiles/hardware.c@s|hw->host_torch_call_us = hw->torch_call_given ? call : op;|hw->host_torch_call_us = hw->torch_call_given ? call : 0;|@host
 calibrate-torch-call-not-scaled@src/calibrate/runs_profile.c@s|: k->nnodes \&\& k->base\[0\] > 0.0 ? theta\[i\] / k->base\[0\]|: false ? theta[i] / k->base[0]|@calibrate_runs

@@ -552,7 +552,7 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
                       tr->offload_exposed_s + tr->ep_exposed_s + tr->fp8_amax_allreduce_s +
                       tr->moe_aux_allreduce_s + tr->moe_expert_bias_allreduce_s;
     host_time(hw, le, mb, crit, tr);
-    spsim_optimizer_host(hw, par, le, x, mem, tr);
+    spsim_optimizer_host(memo, hw, par, le, x, mem, tr);
     tr->layer_forward_s = le->layer.fwd_s;
     tr->layer_backward_s = le->layer.bwd_s + le->layer.recompute_s;
     tr->nvlink_busy_s = busy.nv;
