@@ -182,8 +182,11 @@ after_s(const double price[2], const struct spsim_parallel *par, const struct sh
 static void
 step_counts(const double price[2], const struct spsim_parallel *par,
             const struct spsim_layer_summary *le, const struct shape *x, double elements,
-            double buckets, struct spsim_opt_rank_counts out[3])
+            uint32_t dp_buckets, struct spsim_opt_rank_counts out[3])
 {
+    /* The buckets a shard's range can cut: rank 0's first chunk's (dp_time.c) for each model
+     * chunk, and one for the experts */
+    double buckets = (double)(dp_buckets ? dp_buckets : 1) * (double)x->v + x->moe;
     const uint64_t ranks[3] = {0, x->p > 2 ? 1 : 0, x->p - 1};
     const struct layer_tensors lt = layer_tensors_of(&x->model->shape, par);
     for (int i = 0; i < 3; i++) {
@@ -217,32 +220,32 @@ static const struct spsim_opt_rank_counts *
 step_counts_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                  const double price[2], const struct spsim_parallel *par,
                  const struct spsim_layer_summary *le, const struct shape *x, uint64_t elements,
-                 double buckets, struct spsim_opt_rank_counts local[3])
+                 uint32_t dp_buckets, struct spsim_opt_rank_counts local[3])
 {
     if (!memo || x->bf16 || (x->mixed && !x->plan->even)) {
-        step_counts(price, par, le, x, (double)elements, buckets, local);
+        step_counts(price, par, le, x, (double)elements, dp_buckets, local);
         return local;
     }
     const uint64_t D = opt_ranks(par, x);
     const bool dist = zero_level(par) >= 1 && D > 1;
     const uint64_t key[SPSIM_STEP_MEMO_KEY] = {
-        (uint64_t)(uintptr_t)x->model,
-        x->p | x->v << 32,
-        x->built[0] | x->built[1] << 32,
         x->built[2] | (uint64_t)x->plan->even << 32 | (uint64_t)x->mixed << 33 |
             (uint64_t)(le->params_mtp != 0) << 34 | (uint64_t)dist << 35 |
             (uint64_t)(grad_bytes(par) == 2) << 36 | (uint64_t)par->log_num_zeros_in_grad << 37 |
             (uint64_t)par->log_params_norm << 38,
         elements,
-        par->ep,
         dist ? D : 0,
+        dist ? dp_buckets : 0,
         dist ? x->edp : 0,
-        dist ? memo_bits(buckets) : 0,
+        x->p | x->v << 32,
+        (uint64_t)(uintptr_t)x->model,
+        x->built[0] | x->built[1] << 32,
+        par->ep,
         (uint64_t)(uintptr_t)hw};
     struct spsim_opthost_memo_slot *s =
         &memo->opthost[memo_hash(key, SPSIM_STEP_MEMO_KEY, SPSIM_STEP_MEMO_BITS)];
     if (!s->used || memcmp(s->key, key, sizeof(key)) != 0) {
-        step_counts(price, par, le, x, (double)elements, buckets, s->rank);
+        step_counts(price, par, le, x, (double)elements, dp_buckets, s->rank);
         memcpy(s->key, key, sizeof(key));
         s->used = true;
     }
@@ -262,14 +265,13 @@ spsim_optimizer_host(struct spsim_coll_memo *memo, const struct spsim_hardware *
         return;
     /* The prices (the memo knows them by the profile's address). */
     const double price[2] = {hw->host_torch_call_s, hw->kernel_launch_s};
-    double buckets = (double)(tr->dp_buckets ? tr->dp_buckets : 1) * (double)x->v + x->moe;
     /* The GPU's work queued after the backward's last wait, which the step's host time runs
      * beside. */
     double gpu = tr->dp_exposed_s + tr->tied_embedding_allreduce_s +
                  tr->moe_expert_bias_allreduce_s + tr->optimizer_s;
     struct spsim_opt_rank_counts local[3];
     const struct spsim_opt_rank_counts *c = step_counts_memo(
-        memo, hw, price, par, le, x, mem->trainable_parameters_per_gpu, buckets, local);
+        memo, hw, price, par, le, x, mem->trainable_parameters_per_gpu, tr->dp_buckets, local);
     const uint64_t ranks[3] = {0, x->p > 2 ? 1 : 0, x->p - 1};
     for (int i = 0; i < 3; i++) {
         if (i > 0 && ranks[i] == ranks[i - 1])
