@@ -42,11 +42,6 @@ hsdp-moe-experts-over-edp@src/engine/memory.c@s|uint64_t e = spsim_mul(expert, p
 main-grad-add-halved@src/engine/layer.c@s|op->bwd_bytes = (2.0 + 2.0 \* L->cfg.main_grad_bytes) \* elements;|op->bwd_bytes = (1.0 + 1.0 * L->cfg.main_grad_bytes) * elements;|@terms
 embedding-table-grad-dropped@src/engine/layer.c@s|cfg->frozen ? 0 : (4.0 + 2.0 \* cfg->main_grad_bytes) \* table + 6.0|cfg->frozen ? 0 : 6.0|@terms
 main-grad-add-launched@src/engine/host.c@s|if (st->op->mb_host_launched)|if (0)|@terms
-opt-host-tensor-ops-halved@src/engine/opt_host.c@s|c->step_ops = ns \* (dist ? 12.0 : 8.0)|c->step_ops = ns * (dist ? 6.0 : 4.0)|@host
-opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, step - gpu) + after;|double exposed = step + after;|@host
-opt-host-exposed-halved@src/engine/opt_host.c@s|tr->iteration_s += tr->optimizer_host_exposed_s;|tr->iteration_s += 0.5 * tr->optimizer_host_exposed_s;|@host
-opt-host-experts-one-tensor@src/engine/mb_host.c@s|return n + 1.0 + local \* (2.0 + 2.0 \* b) + shared;|return n + 1.0 + (2.0 + 2.0 * b) + shared;|@host
-opt-host-torch-call-halved@src/engine/opt_host.c@s|double op_s = hw->host_torch_call_s,|double op_s = 0.5 * hw->host_torch_call_s,|@host
 log-host-calls-halved@src/engine/log_host.c@s|double calls = keys + 4.0, launches = keys + 2.0;|double calls = 0.5 * (keys + 4.0), launches = keys + 2.0;|@host
 log-host-interval-halved@src/engine/log_host.c@s|double icalls = 4.0 + 2.0 \* keys|double icalls = 2.0 + 1.0 * keys|@host
 log-host-tensorboard-halved@src/engine/log_host.c@s|calls += 2.0 \* (4.0 + keys)|calls += 1.0 * (4.0 + keys)|@host
@@ -56,6 +51,13 @@ p2p-host-halved@src/engine/log_host.c@s|return 3.0 \* call + hw->kernel_launch_s
 p2p-host-waits-hidden@src/engine/log_host.c@s|spsim_max_d(0.0, 2.0 \* call - t_send)|spsim_max_d(0.0, 0.0 * call - t_send)|@host
 p2p-host-not-in-bubble@src/engine/pipeline_time.c@s|(avg + p2p + p2p_host);|(avg + p2p);|@schedules,trace
 p2p-host-not-in-steady-state@src/engine/pipeline_time.c@s|    p2p_steady += p2p_host;|    p2p_steady += 0.5 * p2p_host;|@host
+opt-host-memo-no-shard-ranks@src/engine/opt_host.c@s#dist ? \(D\|x->edi\) : 0,#0,#@staged
+opt-host-memo-no-params-per-gpu@src/engine/opt_host.c@s|^        elements,$|        0,|@staged
+opt-host-tensor-ops-halved@src/engine/opt_host.c@s|c->ops = ns \* (dist ? 12.0 : 8.0)|c->ops = ns * (dist ? 6.0 : 4.0)|@host
+opt-host-never-hidden@src/engine/opt_host.c@s|double exposed = spsim_max_d(0.0, c\[i\].step_s - gpu) + after;|double exposed = c[i].step_s + after;|@host
+opt-host-exposed-halved@src/engine/opt_host.c@s|tr->iteration_s += tr->optimizer_host_exposed_s;|tr->iteration_s += 0.5 * tr->optimizer_host_exposed_s;|@host
+opt-host-experts-one-tensor@src/engine/mb_host.c@s|return n + 1.0 + local \* (2.0 + 2.0 \* b) + shared;|return n + 1.0 + (2.0 + 2.0 * b) + shared;|@host
+opt-host-torch-call-halved@src/engine/opt_host.c@s|const double price\[2\] = {hw->host_torch_call_s,|const double price[2] = {0.5 * hw->host_torch_call_s,|@host
 torch-call-field-ignored@src/profiles/hardware.c@s|hw->host_torch_call_us = hw->torch_call_given ? call : op;|hw->host_torch_call_us = op;|@host
 torch-call-no-fallback@src/profiles/hardware.c@s|hw->host_torch_call_us = hw->torch_call_given ? call : op;|hw->host_torch_call_us = hw->torch_call_given ? call : 0;|@host
 calibrate-torch-call-not-scaled@src/calibrate/runs_profile.c@s|: k->nnodes \&\& k->base\[0\] > 0.0 ? theta\[i\] / k->base\[0\]|: false ? theta[i] / k->base[0]|@calibrate_runs

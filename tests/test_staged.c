@@ -206,6 +206,43 @@ START_TEST(batch_optimizer_overlap_innermost)
 }
 END_TEST
 
+START_TEST(optimizer_host_stage_axes)
+{
+    /* The optimizer step's host counts (engine/opt_host.c) are remembered by the axes they read:
+     * the model, the stage plan (pp, vpp, split), ep, the sharding and the gradient dtype, and
+     * dp only where the optimizer is sharded. Here dp, the sharding and the split move inside
+     * the stage plan's axes, the models share layer counts (llama2-7b and llama3-8b, 32 each),
+     * and the MoE and hybrid ones are split evenly (remembered) and unevenly (counted afresh):
+     * a key word left out reuses another configuration's tensor counts and a row differs. */
+    static const char *const dense[] = {"model=llama2-7b,llama3-8b",
+                                        "hw=dgx-h100",
+                                        "tp=1,2",
+                                        "pp=1,2,4",
+                                        "dp=1,2,8",
+                                        "vpp=1,2",
+                                        "pp_split=even,account,balanced",
+                                        "gbs=32,64",
+                                        "distributed_optimizer=on,off",
+                                        "zero=0,1,3",
+                                        "grad_reduce_in_fp32=on,off",
+                                        NULL};
+    static const char *const moe[] = {
+        "model=mixtral-8x7b,deepseek-v3,nemotron-3-nano,nemotron-h-8b",
+        "hw=dgx-h100",
+        "tp=1,2",
+        "pp=1,2,3,4",
+        "dp=2,4,8",
+        "ep=1,2,4",
+        "pp_split=even,account",
+        "gbs=64,128",
+        "distributed_optimizer=on,off",
+        "zero=0,1",
+        NULL};
+    rows_equal_evaluate(dense, 1000);
+    rows_equal_evaluate(moe, 400);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -216,6 +253,7 @@ main(void)
     tcase_add_test(tc, moe_mla_inner_axes);
     tcase_add_test(tc, cp_recompute_offload_inner_axes);
     tcase_add_test(tc, batch_optimizer_overlap_innermost);
+    tcase_add_test(tc, optimizer_host_stage_axes);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

@@ -268,6 +268,16 @@ memo_par_equal(const struct spsim_parallel *a, const struct spsim_parallel *b)
 #define SPSIM_SYNC_MEMO_HASHED 8 /* the words of the key the slot is chosen by */
 #define SPSIM_SYNC_MEMO_BITS   7
 #define SPSIM_SYNC_MEMO_SLOTS  (1u << SPSIM_SYNC_MEMO_BITS)
+#define SPSIM_STEP_MEMO_KEY    10
+#define SPSIM_STEP_MEMO_BITS   6
+#define SPSIM_STEP_MEMO_SLOTS  (1u << SPSIM_STEP_MEMO_BITS)
+
+/* One pipeline rank's optimizer step on the host (opt_host.c): the parameter tensors it holds,
+ * the tensors its optimizer steps (its shard's), the host time up to train_step's wait and,
+ * but on the last rank, whose loss average reads the micro-batch count, after it. */
+struct spsim_opt_rank_counts {
+    double held, step_tensors, step_s, after_s;
+};
 
 /*
  * The composition's memos, one per sweep worker (spsim_coll_memo_create). Remembered collective
@@ -326,6 +336,14 @@ struct spsim_coll_memo {
         uint64_t mp, stride, world;
         double t_mp, t_world;
     } log;
+    /* The optimizer step's host time of ranks 0, 1 and p − 1 (opt_host.c step_counts_memo):
+     * it reads the stage plan, ep, the sharding and the flags, not the batch, mbs or the
+     * layer's other settings. */
+    struct spsim_opthost_memo_slot {
+        bool used;
+        uint64_t key[SPSIM_STEP_MEMO_KEY];
+        struct spsim_opt_rank_counts rank[3];
+    } opthost[SPSIM_STEP_MEMO_SLOTS];
 };
 
 /* Memory per GPU (memory.c): the stages' weights, gradients, optimizer state and activations
@@ -395,10 +413,12 @@ int spsim_mla_grad_sync(struct spsim_coll_memo *memo, const struct spsim_hardwar
 double spsim_optimizer_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                               const struct shape *x, const struct spsim_memory_report *mem);
 /* The host's per-iteration optimizer step and training-loop work in eager mode (opt_host.c):
- * tr's optimizer_host_* lines, the exposed part added to iteration_s. */
-void spsim_optimizer_host(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-                          const struct spsim_layer_summary *le, const struct shape *x,
-                          const struct spsim_memory_report *mem, struct spsim_time_report *tr);
+ * tr's optimizer_host_* lines, the exposed part added to iteration_s (the step's counts through
+ * the memo when there is one). */
+void spsim_optimizer_host(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                          const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                          const struct shape *x, const struct spsim_memory_report *mem,
+                          struct spsim_time_report *tr);
 /* The hybrid device optimizer's step (dp_time.c): tr's optimizer_s and optimizer_d2h/cpu/h2d. */
 void spsim_offload_step_s(const struct spsim_hardware *hw, const struct spsim_parallel *par,
                           const struct shape *x, const struct spsim_memory_report *mem,

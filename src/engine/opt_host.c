@@ -63,9 +63,6 @@ mt_launches(double T, double E, double max_tensors)
     return by_tensors > by_blocks ? by_tensors : by_blocks;
 }
 
-/* Tensors of pipeline rank r: its layers, the embedding on the first rank, the final norm and
- * the output layer (or the tied embedding's copy past rank 0) and the MTP depths (enorm, hnorm,
- * eh_proj, a layer, final_layernorm) on the last. Experts apart (sharded over edp). */
 /* A layer's tensors by block, the same on every rank (computed once per evaluation). */
 struct layer_tensors {
     double att, mlp, moe_shared;
@@ -82,6 +79,10 @@ layer_tensors_of(const struct spsim_model_shape *m, const struct spsim_parallel 
     return t;
 }
 
+/* Tensors of pipeline rank r: its layers, the embedding on the first rank, the final norm and
+ * the output layer (or the tied embedding's copy past rank 0) and the MTP depths (enorm, hnorm,
+ * eh_proj, a layer, final_layernorm) on the last. Experts apart (sharded over edp, the replica's
+ * edp / R with HSDP). */
 static void
 rank_tensors(const struct spsim_layer_summary *le, const struct shape *x,
              const struct spsim_parallel *par, const struct layer_tensors *lt, uint64_t r,
@@ -115,17 +116,19 @@ rank_tensors(const struct spsim_layer_summary *le, const struct shape *x,
         *dense += spsim_norm_tensors(m) + (!m->tied_embeddings || x->p > 1);
 }
 
-/* One rank's counts: ops and launches up to train_step's wait (step) and after it (after). */
-struct opt_count {
-    double step_ops, step_launches, after_ops, after_launches, tensors;
+/* One rank's step up to train_step's wait: the tensors its optimizer steps, torch calls and
+ * kernel launches. */
+struct opt_step {
+    double tensors, ops, launches;
 };
 
 /* The optimizer's tensors on the rank (distrib_optimizer.py _build_model_gbuf_param_range_map:
  * a tensor is the rank's when its range meets the rank's contiguous 1/D of a bucket, so about
- * n/D of them and one more per bucket it cuts), and their per-tensor and multi-tensor work. */
+ * n/D of them and one more per bucket it cuts), and their per-tensor and multi-tensor work up to
+ * train_step's wait. */
 static void
 count_step(const struct spsim_parallel *par, const struct shape *x, double dense, double experts,
-           double elements, double buckets, struct opt_count *c)
+           double elements, double buckets, struct opt_step *c)
 {
     /* One rank's shard is the whole model: counted as the Float16 optimizer's (the
      * DistributedOptimizer's extra view and slice per tensor left out), so that the sharding
@@ -133,80 +136,156 @@ count_step(const struct spsim_parallel *par, const struct shape *x, double dense
     double D = (double)opt_ranks(par, x), n = dense + experts, ns = n;
     bool dist = zero_level(par) >= 1 && D > 1;
     if (dist) {
-        ns = ceil(dense / D) + ceil(experts / (double)(x->edp ? x->edp : 1)) + buckets;
+        ns = ceil(dense / D) + ceil(experts / (double)(x->edi ? x->edi : 1)) + buckets;
         ns = ns < n ? ns : n;
         elements /= D;
     }
     c->tensors = ns;
-    c->step_ops = ns * (dist ? 12.0 : 8.0) + 6.0 + 5.0 + 2.0 + (dist ? 0 : 2.0) + 3.0;
-    c->step_launches = ns * ((dist ? 1.0 : 0) + (grad_bytes(par) == 2)) + 5.0 + 4.0 +
-                       (dist ? 0 : 1.0) + 2.0 + mt_launches(ns, elements, 110) + 1.0 +
-                       mt_launches(ns, elements, 64) + mt_launches(ns, elements, 36) +
-                       (dist ? 0 : mt_launches(ns, elements, 64));
+    c->ops = ns * (dist ? 12.0 : 8.0) + 6.0 + 5.0 + 2.0 + (dist ? 0 : 2.0) + 3.0;
+    c->launches = ns * ((dist ? 1.0 : 0) + (grad_bytes(par) == 2)) + 5.0 + 4.0 + (dist ? 0 : 1.0) +
+                  2.0 + mt_launches(ns, elements, 110) + 1.0 + mt_launches(ns, elements, 64) +
+                  mt_launches(ns, elements, 36) + (dist ? 0 : mt_launches(ns, elements, 64));
     if (par->log_num_zeros_in_grad) {
-        c->step_ops += 4.0 * ns + 3.0;
-        c->step_launches += 3.0 * ns + 2.0;
+        c->ops += 4.0 * ns + 3.0;
+        c->launches += 3.0 * ns + 2.0;
     }
 }
 
 /* After the wait: the training loop's reductions, the last stage's loss average, the next
- * step's zero_grad_buffer, and the logged statistics' (see the header). */
-static void
-count_after(const struct spsim_parallel *par, const struct shape *x, double n, double elements,
-            bool last, struct opt_count *c)
+ * step's zero_grad_buffer, and the logged statistics' (see the header), priced at the torch
+ * call's and the launch's host time (price). */
+static double
+after_s(const double price[2], const struct spsim_parallel *par, const struct shape *x, double n,
+        double elements, bool last)
 {
     /* zero_grad_buffer: one zero_ per gradient buffer (param_and_grad_buffer.py reset), a model
      * chunk's dense one and its experts' */
     double buffers = (double)x->v * (1.0 + x->moe);
-    c->after_ops = 4.0 + 1.0 + buffers + (last ? (double)x->micro + 4.0 : 0);
-    c->after_launches = 2.0 + buffers + (last ? 4.0 : 0);
+    double ops = 4.0 + 1.0 + buffers + (last ? (double)x->micro + 4.0 : 0);
+    double launches = 2.0 + buffers + (last ? 4.0 : 0);
     if (par->log_num_zeros_in_grad) {
-        c->after_ops += 4.0;
-        c->after_launches += 2.0;
+        ops += 4.0;
+        launches += 2.0;
     }
     if (par->log_params_norm) {
         bool dist = zero_level(par) >= 1 && opt_ranks(par, x) > 1;
         double k = 1.0 + x->moe; /* the lists that hold tensors: dense (and expert) */
-        c->after_ops += (dist ? 0 : 2.0 * n) + 3.0 * k + (8.0 - k) + 6.0 + 7.0 + 1.0;
-        c->after_launches +=
+        ops += (dist ? 0 : 2.0 * n) + 3.0 * k + (8.0 - k) + 6.0 + 7.0 + 1.0;
+        launches +=
             (dist ? 0 : n) + k * 3.0 + mt_launches(n, elements, 110) + (8.0 - k) + 6.0 + 7.0;
+    }
+    return ops * price[0] + launches * price[1];
+}
+
+/* The step of ranks 0, a middle one (1) and p − 1, priced; a pipeline of one or two ranks
+ * counts each rank once (the same counts). The last rank's time after the wait reads the
+ * micro-batch count: it is priced per configuration (spsim_optimizer_host). */
+static void
+step_counts(const double price[2], const struct spsim_parallel *par,
+            const struct spsim_layer_summary *le, const struct shape *x, double elements,
+            uint32_t dp_buckets, struct spsim_opt_rank_counts out[3])
+{
+    /* The buckets a shard's range can cut: rank 0's first chunk's (dp_time.c) for each model
+     * chunk, and one for the experts */
+    double buckets = (double)(dp_buckets ? dp_buckets : 1) * (double)x->v + x->moe;
+    const uint64_t ranks[3] = {0, x->p > 2 ? 1 : 0, x->p - 1};
+    const struct layer_tensors lt = layer_tensors_of(&x->model->shape, par);
+    for (int i = 0; i < 3; i++) {
+        if (i > 0 && ranks[i] == ranks[i - 1]) {
+            out[i] = out[i - 1];
+            continue;
+        }
+        double dense = 0, experts = 0;
+        struct opt_step c;
+        rank_tensors(le, x, par, &lt, ranks[i], &dense, &experts);
+        count_step(par, x, dense, experts, elements, buckets, &c);
+        out[i].held = dense + experts;
+        out[i].step_tensors = c.tensors;
+        out[i].step_s = c.ops * price[0] + c.launches * price[1];
+        out[i].after_s =
+            ranks[i] == x->p - 1 ? 0 : after_s(price, par, x, out[i].held, elements, false);
     }
 }
 
+/*
+ * step_counts() through the memo, keyed by all it reads: the model (by its address, fixed for a
+ * sweep's run) and the hardware profile (its prices, likewise), the stage plan (for one kind of
+ * layer the three ranks' layer counts; with several kinds, an even split's, which p and v fix),
+ * whether the summary has MTP parameters, the parameters per GPU, ep, the gradient dtype and
+ * the logging flags, and where the optimizer is sharded the ranks, the expert data-parallel size
+ * and the buckets it spans. Not the batch, mbs, the overlaps, the layer's other settings, nor dp
+ * unsharded, so that the sweep's inner axes reuse one slot. first_last_layers_bf16 (its layers
+ * from the configuration) and uneven splits of several kinds of layer are counted afresh.
+ */
+static const struct spsim_opt_rank_counts *
+step_counts_memo(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                 const double price[2], const struct spsim_parallel *par,
+                 const struct spsim_layer_summary *le, const struct shape *x, uint64_t elements,
+                 uint32_t dp_buckets, struct spsim_opt_rank_counts local[3])
+{
+    if (!memo || x->bf16 || (x->mixed && !x->plan->even)) {
+        step_counts(price, par, le, x, (double)elements, dp_buckets, local);
+        return local;
+    }
+    const uint64_t D = opt_ranks(par, x);
+    const bool dist = zero_level(par) >= 1 && D > 1;
+    const uint64_t key[SPSIM_STEP_MEMO_KEY] = {
+        x->built[2] | (uint64_t)x->plan->even << 32 | (uint64_t)x->mixed << 33 |
+            (uint64_t)(le->params_mtp != 0) << 34 | (uint64_t)dist << 35 |
+            (uint64_t)(grad_bytes(par) == 2) << 36 | (uint64_t)par->log_num_zeros_in_grad << 37 |
+            (uint64_t)par->log_params_norm << 38,
+        elements,
+        dist ? D : 0,
+        dist ? dp_buckets : 0,
+        dist ? x->edi : 0,
+        x->p | x->v << 32,
+        (uint64_t)(uintptr_t)x->model,
+        x->built[0] | x->built[1] << 32,
+        par->ep,
+        (uint64_t)(uintptr_t)hw};
+    struct spsim_opthost_memo_slot *s =
+        &memo->opthost[memo_hash(key, SPSIM_STEP_MEMO_KEY, SPSIM_STEP_MEMO_BITS)];
+    if (!s->used || memcmp(s->key, key, sizeof(key)) != 0) {
+        step_counts(price, par, le, x, (double)elements, dp_buckets, s->rank);
+        memcpy(s->key, key, sizeof(key));
+        s->used = true;
+    }
+    return s->rank;
+}
+
 void
-spsim_optimizer_host(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-                     const struct spsim_layer_summary *le, const struct shape *x,
-                     const struct spsim_memory_report *mem, struct spsim_time_report *tr)
+spsim_optimizer_host(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                     const struct spsim_parallel *par, const struct spsim_layer_summary *le,
+                     const struct shape *x, const struct spsim_memory_report *mem,
+                     struct spsim_time_report *tr)
 {
     tr->optimizer_host_s = tr->optimizer_host_exposed_s = 0;
     tr->optimizer_host_tensors = 0;
     if (!hw || hw->kernel_launch_s <= 0 || par->optimizer != SPSIM_OPTIMIZER_ADAM ||
         par->optimizer_cpu_offload)
         return;
-    double op_s = hw->host_torch_call_s, launch_s = hw->kernel_launch_s;
-    double buckets = (double)(tr->dp_buckets ? tr->dp_buckets : 1) * (double)x->v + x->moe;
-    double elements = (double)mem->trainable_parameters_per_gpu;
+    /* The prices (the memo knows them by the profile's address). */
+    const double price[2] = {hw->host_torch_call_s, hw->kernel_launch_s};
     /* The GPU's work queued after the backward's last wait, which the step's host time runs
      * beside. */
     double gpu = tr->dp_exposed_s + tr->tied_embedding_allreduce_s +
                  tr->moe_expert_bias_allreduce_s + tr->optimizer_s;
+    struct spsim_opt_rank_counts local[3];
+    const struct spsim_opt_rank_counts *c = step_counts_memo(
+        memo, hw, price, par, le, x, mem->trainable_parameters_per_gpu, tr->dp_buckets, local);
     const uint64_t ranks[3] = {0, x->p > 2 ? 1 : 0, x->p - 1};
-    const struct layer_tensors lt = layer_tensors_of(&x->model->shape, par);
     for (int i = 0; i < 3; i++) {
         if (i > 0 && ranks[i] == ranks[i - 1])
             continue; /* the same rank again (p <= 2): the same counts, never more exposed */
-        double dense = 0, experts = 0;
-        struct opt_count c = {0};
-        rank_tensors(le, x, par, &lt, ranks[i], &dense, &experts);
-        count_step(par, x, dense, experts, elements, buckets, &c);
-        count_after(par, x, dense + experts, elements, ranks[i] == x->p - 1, &c);
-        double step = c.step_ops * op_s + c.step_launches * launch_s;
-        double after = c.after_ops * op_s + c.after_launches * launch_s;
-        double exposed = spsim_max_d(0.0, step - gpu) + after;
+        double after =
+            ranks[i] == x->p - 1
+                ? after_s(price, par, x, c[i].held, (double)mem->trainable_parameters_per_gpu, true)
+                : c[i].after_s;
+        double exposed = spsim_max_d(0.0, c[i].step_s - gpu) + after;
         if (i == 0 || exposed > tr->optimizer_host_exposed_s) {
             tr->optimizer_host_exposed_s = exposed;
-            tr->optimizer_host_s = step + after;
-            tr->optimizer_host_tensors = (uint32_t)c.tensors;
+            tr->optimizer_host_s = c[i].step_s + after;
+            tr->optimizer_host_tensors = (uint32_t)c[i].step_tensors;
         }
     }
     tr->iteration_s += tr->optimizer_host_exposed_s;

@@ -556,7 +556,7 @@ spsim_compose_time(struct spsim_coll_memo *memo, const struct spsim_model *model
                       tr->offload_exposed_s + tr->ep_exposed_s + tr->fp8_amax_allreduce_s +
                       tr->moe_aux_allreduce_s + tr->moe_expert_bias_allreduce_s;
     host_time(hw, le, mb, crit, tr);
-    spsim_optimizer_host(hw, par, le, x, mem, tr);
+    spsim_optimizer_host(memo, hw, par, le, x, mem, tr);
     if ((rc = spsim_log_host(memo, hw, par, x, tr)))
         return rc;
     tr->layer_forward_s = le->layer.fwd_s;
