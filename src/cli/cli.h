@@ -401,7 +401,8 @@ enum cli_config_opt {
     "                         optim_grads_params (3)\n"                                            \
     "  --num-distributed-optimizer-instances R\n"                                                  \
     "                         HSDP: R replicas of dp·cp/R ranks, sharded inside each, the\n"      \
-    "                         gradient shards all-reduced across them (needs --zero >= 1)\n"       \
+    "                         gradient shards all-reduced across them (needs --zero >= 1;\n"       \
+    "                         an MoE model's expert data-parallel group split the same way)\n"     \
     "  --outer-dp-sharding-strategy S\n"                                                           \
     "                         HSDP across replicas: no_shard (default) or optim (optimizer\n"      \
     "                         state over all dp·cp; needs --zero 3)\n"                            \
@@ -440,6 +441,20 @@ enum cli_config_opt {
     "                         kernel launches, the time only with host.kernel_launch_us\n"         \
     "  --cuda-graph-scope L   local/transformer_engine: modules captured, of attn, mlp, moe,\n"    \
     "                         moe_router, moe_preprocess, mamba (default: the whole layer)\n"      \
+    "Optimizer and host work (Megatron-LM's flags of the same names):\n"                           \
+    "  --optimizer O          adam (default), muon or dist_muon (Muon on the 2-D weights, Adam\n"  \
+    "                         on the others; dist_muon shards whole weights over dp·cp)\n"        \
+    "  --muon-num-ns-steps N, --muon-tp-mode M (duplicated, blockwise), --muon-nesterov,\n"        \
+    "  --muon-no-split-qkv    Muon's Newton-Schulz steps, TP mode and options\n"                   \
+    "  --optimizer-cpu-offload, --optimizer-offload-fraction F, --overlap-cpu-optimizer-d2h-h2d\n" \
+    "                         the step of a fraction F of the shard on the CPU\n"                  \
+    "  --log-params-norm, --log-num-zeros-in-grad\n"                                               \
+    "                         the step's parameter norm and gradient zero count (host calls)\n"    \
+    "  --log-interval N, --tensorboard-dir DIR, --log-timers-to-tensorboard,\n"                    \
+    "  --log-memory-to-tensorboard\n"                                                              \
+    "                         training_log's host work on the last rank each iteration\n"          \
+    "  --no-gradient-accumulation-fusion\n"                                                        \
+    "                         every weight's gradient added into main_grad by the DDP hook\n"      \
     "Mixture of experts (models with experts):\n"                                                  \
     "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \
