@@ -162,9 +162,14 @@ def write_runs(rows, cases, path):
             c = by[r["case"]]
             w.writerow([HARDWARE, repr(r["measured_s"]), run_id(r), case_group(c),
                         f"--megatron-args {config_rel(c)} --gpus {r['gpus']}"])
+    write_atomic(path, buf.getvalue())
+
+
+def write_atomic(path, text):
+    """Write through a temporary file renamed over `path`: a failure leaves the old file."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        f.write(buf.getvalue())
+        f.write(text)
     os.replace(tmp, path)
 
 
@@ -268,17 +273,11 @@ def main():
         write_runs(rows, read_cases(), args.runs)
     text = markdown(rows)
     if args.write:
-        tmp = args.write + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, args.write)
+        write_atomic(args.write, text)
     else:
         sys.stdout.write(text)
     if args.json:
-        tmp = args.json + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(rows, f, indent=1)
-        os.replace(tmp, args.json)
+        write_atomic(args.json, json.dumps(rows, indent=1))
     for line in summary(rows):
         print(line, file=sys.stderr)
     return 0

@@ -671,6 +671,22 @@ START_TEST(hybrid_recipes)
     ck_assert_uint_eq(mc.par.tp, 2);
     spsim_model_destroy(mc.model);
     free((char *)in.text);
+    /* The same model at pp 2 with its pattern in four pipe segments of 11 layers
+     * (hybrid_mr_mcore_te_tp1_pp2_vpp2_cp1_dgx_a100_1N8G, d98e8a64): vpp = 4 / 2 = 2 and the
+     * segments as the layout, embedding first and loss last. */
+    in = data_input(
+        "../megatron-functional/hybrid/hybrid_mr_mcore_te_tp1_pp2_vpp2_cp1_dgx_a100_1N8G/"
+        "model_config.yaml");
+    ck_assert_msg(spsim_megatron_parse_inputs(&in, 1, NULL, &mc, &err) == SPSIM_OK, "%s",
+                  err.message);
+    ck_assert(mc.par.pp == 2 && mc.par.vpp == 2 && mc.par.tp == 1);
+    ck_assert_str_eq(mc.par.pipeline_layout, "Ettttttttttt|ttttttttttt|ttttttttttt|tttttttttttL");
+    ck_assert_str_eq(spsim_model_get_shape(mc.model)->hybrid_pattern,
+                     "M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M-");
+    /* at tp 1 the vocabulary pads to 128: 50304 rows instead of 50432 */
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), total - (50432 - 50304) * h);
+    spsim_model_destroy(mc.model);
+    free((char *)in.text);
     struct spsim_model *nano = testutil_model_named("nemotron-3-nano");
     struct spsim_megatron_context ctx = {.model = nano};
     in = data_input("bridge/nemotron_3_nano_pretrain.yaml");

@@ -247,28 +247,26 @@ print_cp_sharding(FILE *f, const struct spsim_result *r)
                 fmt_bytes(a, sizeof(a), (double)c->cp_forward_wire_bytes_per_layer),
                 fmt_bytes(b, sizeof(b), (double)c->cp_backward_wire_bytes_per_layer),
                 fmt_bytes(t, sizeof(t), (double)c->cp_recompute_wire_bytes_per_layer));
-    if ((p->zero || (p->distributed_optimizer && p->cp > 1)) && c->dp_outer_ranks <= 1)
-        fprintf(f,
-                "  sharded over dp·cp = %u (zero %u): gradient RS %s, parameter AG %s per rank\n",
-                p->dp * p->cp, p->zero ? p->zero : 1u,
+    char over[96];
+    if (c->dp_outer_ranks > 1)
+        snprintf(over, sizeof(over), "each HSDP replica's %u of dp·cp = %u", c->dp_inner_ranks,
+                 p->dp * p->cp);
+    else
+        snprintf(over, sizeof(over), "dp·cp = %u", p->dp * p->cp);
+    if (p->zero || (p->distributed_optimizer && p->cp > 1) || c->dp_outer_ranks > 1)
+        fprintf(f, "  sharded over %s (zero %u): gradient RS %s, parameter AG %s per rank\n", over,
+                p->zero ? p->zero : 1u,
                 fmt_bytes(a, sizeof(a), (double)c->dp_rs_wire_bytes_per_rank),
                 fmt_bytes(b, sizeof(b), (double)c->dp_ag_wire_bytes_per_rank));
-    if (c->dp_outer_ranks <= 1)
-        return;
-    fprintf(f,
-            "  sharded over each HSDP replica's %u of dp·cp = %u (zero %u): gradient RS %s, "
-            "parameter AG %s per rank\n",
-            c->dp_inner_ranks, p->dp * p->cp, p->zero ? p->zero : 1u,
-            fmt_bytes(a, sizeof(a), (double)c->dp_rs_wire_bytes_per_rank),
-            fmt_bytes(b, sizeof(b), (double)c->dp_ag_wire_bytes_per_rank));
-    fprintf(f, "  across the %u replicas: gradient shard %s%s%s on the wire per rank (%s)\n",
-            c->dp_outer_ranks,
-            fmt_bytes(a, sizeof(a), (double)c->dp_outer_reduce_wire_bytes_per_rank),
-            c->dp_outer_ag_wire_bytes_per_rank ? ", weight shards " : "",
-            c->dp_outer_ag_wire_bytes_per_rank
-                ? fmt_bytes(b, sizeof(b), (double)c->dp_outer_ag_wire_bytes_per_rank)
-                : "",
-            spsim_tier_name(c->dp_outer_tier));
+    if (c->dp_outer_ranks > 1)
+        fprintf(f, "  across the %u replicas: gradient shard %s%s%s on the wire per rank (%s)\n",
+                c->dp_outer_ranks,
+                fmt_bytes(a, sizeof(a), (double)c->dp_outer_reduce_wire_bytes_per_rank),
+                c->dp_outer_ag_wire_bytes_per_rank ? ", weight shards " : "",
+                c->dp_outer_ag_wire_bytes_per_rank
+                    ? fmt_bytes(b, sizeof(b), (double)c->dp_outer_ag_wire_bytes_per_rank)
+                    : "",
+                spsim_tier_name(c->dp_outer_tier));
 }
 
 /* A collective whose exposed time exceeds its own: TE userbuffers' pipelined ReduceScatter
