@@ -30,7 +30,8 @@ done
 
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
-mutations='recheck-no-sharding-rule@src/engine/parallel.c@s|check_fp8(p, NULL) == SPSIM_OK \&\& check_sharding(p, NULL) == SPSIM_OK \&\&|check_fp8(p, NULL) == SPSIM_OK \&\&|@staged
+mutations='json-plain-always@src/profiles/jsontext.c@s|                \*plain = false;|                (void)0;|@profiles
+recheck-no-sharding-rule@src/engine/parallel.c@s|check_fp8(p, NULL) == SPSIM_OK \&\& check_sharding(p, NULL) == SPSIM_OK \&\&|check_fp8(p, NULL) == SPSIM_OK \&\&|@staged
 recheck-no-batch-split@src/engine/parallel.c@s|              p->gbs % per_step == 0 \&\&|              1 \&\&|@staged
 recheck-no-groups-rule@src/engine/parallel.c@s|check_groups(p, p->vpp, micro, NULL) == SPSIM_OK \&\&|1 \&\&|@staged
 bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p + p2p_host);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p + p2p_host);|@overlap,terms
