@@ -2,6 +2,7 @@
  * message naming the file, the field and the rule. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "profiles/profiles.h"
 #include "testutil.h"
@@ -186,7 +187,7 @@ read_text(const char *path)
 static const struct bad_case hw_cases[] = {
     /* Every number needs its source. */
     {"\"sm_count\": {\"value\": 108,", "\"sm_count\": 108, \"_x\": {\"value\": 108,", SPSIM_EFIELD,
-     "field 'gpu.sm_count': must be {\"value\": NUMBER, \"source\": \"TEXT\"}"},
+     "field 'gpu.sm_count': must be {\"value\": NUMBER or null, \"source\": \"TEXT\"}"},
     {"\"value\": 108, \"source\": \"", "\"value\": 108, \"sourc\": \"", SPSIM_EFIELD,
      "field 'gpu.sm_count.sourc': unknown key"},
     {"\"value\": 108,", "\"value\": -108,", SPSIM_EFIELD, "field 'gpu.sm_count.value'"},
@@ -251,13 +252,19 @@ load_each_hardware(void *cookie, const char *name, const char *path)
 {
     struct spsim_hardware *hw = NULL;
     struct spsim_error err = {0};
-    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_hardware_load_listing(path, &hw, &err) == SPSIM_OK, "%s", err.message);
     struct spsim_hardware_info i;
     spsim_hardware_get_info(hw, &i);
     ck_assert_str_eq(i.name, name);
     ck_assert(i.peak_tflops[SPSIM_DTYPE_BF16] > 0 && i.hbm_capacity_bytes > 0);
-    (*(int *)cookie)++;
+    bool listing = i.unsourced_fields != NULL;
     spsim_hardware_destroy(hw);
+    hw = NULL;
+    /* A profile with unsourced time-model figures is refused by the loader the models use. */
+    int rc = spsim_hardware_load(path, &hw, &err);
+    ck_assert_msg(rc == (listing ? SPSIM_EFIELD : SPSIM_OK), "%s: rc %d", name, rc);
+    spsim_hardware_destroy(hw);
+    (*(int *)cookie)++;
     return 0;
 }
 
@@ -472,6 +479,45 @@ START_TEST(hgx_h800_derivations)
 }
 END_TEST
 
+/* {"value": null} for a figure the time model needs: read by the listing loader only; absent is
+ * still an error, and the GEMM derivations that would run the model are refused. */
+START_TEST(unsourced_time_figures)
+{
+    char path[4096];
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-a100-80g", path, sizeof(path), NULL),
+        SPSIM_OK);
+    char *base = read_text(path);
+    char *null_sm = edit(base, "\"sm_count\": {\"value\": 108,", "\"sm_count\": {\"value\": null,");
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_hardware_parse(null_sm, strlen(null_sm), "t.json", &hw, &err),
+                     SPSIM_EFIELD);
+    ck_assert_ptr_null(hw);
+    ck_assert_msg(strstr(err.message, "t.json: unsourced gpu.sm_count (each field's source"), "%s",
+                  err.message);
+    char *absent = edit(base, "\"sm_count\": {", "\"_sm_count\": {");
+    ck_assert_int_eq(spsim_hardware_parse(absent, strlen(absent), "t.json", &hw, &err),
+                     SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "field 'gpu.sm_count': is required but missing"), "%s",
+                  err.message);
+    /* dgx-a100-80g has a gemm_table: with the SM count unsourced it cannot be derived. */
+    char tmp[] = "/tmp/spsim-h20-XXXXXX";
+    int fd = mkstemp(tmp);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(write(fd, null_sm, strlen(null_sm)) == (ssize_t)strlen(null_sm));
+    close(fd);
+    ck_assert_int_eq(spsim_hardware_load_listing(tmp, &hw, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "field 'gpu.gemm_table': needs gpu.sm_count, which the "
+                                      "profile marks unsourced"),
+                  "%s", err.message);
+    unlink(tmp);
+    free(absent);
+    free(null_sm);
+    free(base);
+}
+END_TEST
+
 START_TEST(profile_names_resolve)
 {
     char path[4096];
@@ -539,6 +585,7 @@ profiles_suite(void)
     tcase_add_test(tc, dgx_b300_derivations);
     tcase_add_test(tc, gb300_nvl72_derivations);
     tcase_add_test(tc, hgx_h800_derivations);
+    tcase_add_test(tc, unsourced_time_figures);
     suite_add_tcase(s, tc);
     tc = tcase_create("shipped");
     tcase_add_test(tc, shipped_profiles_load);
