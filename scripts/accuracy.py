@@ -314,7 +314,48 @@ def command_for(maps, row, s):
         # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
         # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
         argv.append("--use-precision-aware-optimizer")
+    argv += nemo_2407_optimizer_args(row, argv)
     return argv + finetune_args(row) + nemo_2407_args(row) + ["--format", "json"], None
+
+
+# NeMo 24.07's optimizer is Apex's DistributedFusedAdam (NeMo r2.0.0rc1
+# nemo/core/optim/distributed_adam.py; optim.name distributed_fused_adam in every training and
+# SFT config of NeMo-Framework-Launcher 24.07), sharded over dp·cp like the distributed optimizer
+# (its process_group: get_data_parallel_group(with_context_parallel=True)); its gradient buffer
+# is in grad_sync_dtype (apex distributed_fused_adam.py _init_grad_buffer at f3f04924: one buffer
+# of the bucket sizes in grad_sync_dtype), its moments in optim.dtype. The launcher at tag 24.07
+# sets, whatever the parallel mapping:
+#  * grad_sync_dtype bf16 in every H100 GPT-3 and Llama training example
+#    (examples/training/{gpt,llama}/h100/*.sh, `+training.model.optim.grad_sync_dtype=bf16`, the
+#    FSDP ones aside) and in conf/training/nemotron/nemotron_340b.yaml:161, whose optim.dtype
+#    bf16 (:162) keeps Adam's moments in bf16; the Nemotron 8B/22B examples and configs leave
+#    both at fp32;
+#  * for SFT, conf/peft/llama/sft.yaml:257-258 (optim.dtype and grad_sync_dtype bf16), and the
+#    H100 SFT examples of the page's rows (examples/peft/llama/h100/7b_1node.sh, 13b_1node.sh,
+#    70b_2node.sh: the rows' GPUs, TP, PP, MBS and GBS) `++peft.model.fp8_params=true`, VP 10
+#    (13B) and 20 (70B), and for 70B ub_tp_comm_overlap true.
+# spsim states the bf16 moments as the precision-aware optimizer's (--exp-avg-dtype bf16): its
+# fp32 master weights over-count DistributedFusedAdam's (none with optim.dtype bf16, bf16 ones
+# with fp8_params: store_params by megatron_base_model.py:797-806), as its fp32 Adam's 12 B over
+# dp·cp over-counts the 10 of the fp32 configs (store_param_remainders: bf16 weight + 16-bit
+# remainder, exp_avg, exp_avg_sq).
+NEMO_2407_BF16_GRADS = ("GPT3-", "LLAMA", "Nemotron-340B")
+NEMO_2407_BF16_MOMENTS = ["--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
+NEMO_2407_SFT_VP = {"LLAMA2-13B": 10, "LLAMA2-70B": 20}
+
+
+def nemo_2407_optimizer_args(row, argv):
+    """The 24.07 launcher's optimizer and SFT settings (above); argv's --vpp set in place."""
+    if row["container"] != "24.07" or FINETUNE_TASKS.get(row["task"]) == "lora":
+        return []
+    if row["task"] in FINETUNE_TASKS:
+        if row["model"] in NEMO_2407_SFT_VP:
+            argv[argv.index("--vpp") + 1] = str(NEMO_2407_SFT_VP[row["model"]])
+        extra = ["--tp-comm-overlap"] if row["model"] == "LLAMA2-70B" else []
+        return ["--grad-reduce-in-bf16", "--fp8-param-gather"] + NEMO_2407_BF16_MOMENTS + extra
+    if not row["model"].startswith(NEMO_2407_BF16_GRADS):
+        return []
+    return ["--grad-reduce-in-bf16"] + (NEMO_2407_BF16_MOMENTS if row["model"] == "Nemotron-340B" else [])
 
 
 def nemo_2407_args(row):
@@ -642,7 +683,12 @@ as the development set's README (1.0.2) establishes. NeMo 24.07's rows run with 
 and Bridge's defaults above, FP8 as delayed scaling, and FlashAttention: NeMo-Framework-Launcher's
 24.07 `config.yaml` turns cuDNN's fused attention off (`NVTE_FUSED_ATTN: 0`), so TE runs flash-attn
 (`--flash-attn --attention-backend flash`); the page's parallel mappings are not those of the
-launcher's training configs, whose other settings are therefore not read.
+launcher's training configs, whose mapping-tuned settings (recompute) are therefore not read. What
+the launcher sets whatever the mapping is: its optimizer, Apex's DistributedFusedAdam, reduces
+gradients in bf16 in every H100 GPT-3 and Llama training example and in Nemotron-340B's config,
+whose Adam moments are bf16 too (`--grad-reduce-in-bf16`, `--exp-avg-dtype bf16`); the SFT rows
+are the launcher's H100 SFT examples (`examples/peft/llama/h100/`: the rows' GPUs, TP, PP and
+batches), with FP8 parameters, VP 10 (13B) and 20 (70B), and `sft.yaml`'s bf16 gradients and moments.
 Pipeline layouts (`--pipeline-layout`, with DeepSeek-V3's MTP depth `m` beside the loss) are the
 preset's `pp_layout` or its builder's map by (pp, vp) (DeepSeek-V3, Kimi K2); DeepSeek-V3 at pp 8 × vp 4
 takes the H100 recipe's `Et|(tt|)*30mL` and at pp 2 × vp 4 the map's 8-stage layout (its layouts
