@@ -288,6 +288,34 @@ def finetune_settings(row, s):
         s["fp8_param_gather"] = "True"
 
 
+# The 26.08 Nemotron 3 Ultra rows' presets are Bridge's library perf recipes at the page's own
+# commit 067f987 (recipe-settings.csv reads scripts/performance/configs, which has none):
+# src/megatron/bridge/perf_recipes/nemotronh/gb300/nemotronh.py
+# nemotron_3_ultra_pretrain_256gpu_gb300_fp8mx_config and gb200/nemotronh.py
+# nemotron_3_ultra_pretrain_256gpu_gb200_fp8mx_config (the rows' GPUs, TP, PP, EP, MBS, GBS):
+# _perf_precision("fp8_mx") (bf16_with_mxfp8_mixed: fp8_param_gather; grad_reduce_in_fp32
+# False), selective recompute of moe_act, the flex dispatcher with HybridEP (32 SMs,
+# _common.py:89), ETP 1, and common.py _apply_nemotron_3_ultra_fsdp_hsdp: Megatron-FSDP
+# optim_grads_params over HSDP, 256 // 64 = 4 optimizer instances with the outer strategy
+# "optim", bf16 main gradients. Their fine-grained activation offloading of the fused expert MLP
+# (offload_modules ["fused_group_mlp"], tensors above min_offloaded_tensor_size) has no spsim
+# option: named in the reason when spsim refuses the row.
+ULTRA_067F987 = {("26.08", "Nemotron_3_Ultra")}
+ULTRA_UNMODELLED = ("nor are Megatron-FSDP's sharding of a hybrid model (spsim's refusal without HSDP) "
+                    "and the recipe's fine-grained activation offloading of the fused expert MLP "
+                    "(offload_modules fused_group_mlp)")
+
+
+def perf_recipe_settings(row, s):
+    """Fill s with a 26.08 Nemotron 3 Ultra row's recipe settings; the HSDP options (above)."""
+    if (row["container"], row["model"]) not in ULTRA_067F987:
+        return []
+    s.update(use_megatron_fsdp="True", grad_reduce_in_fp32="False", fp8_param_gather="True",
+             recompute_modules="moe_act", etp="1", moe_token_dispatcher_type="flex",
+             moe_flex_dispatcher_backend="hybridep", unmodelled=ULTRA_UNMODELLED)
+    return ["--num-distributed-optimizer-instances", "4", "--outer-dp-sharding-strategy", "optim"]
+
+
 def finetune_args(row):
     if FINETUNE_TASKS.get(row["task"]) != "lora":
         return []
@@ -303,6 +331,7 @@ def command_for(maps, row, s):
     if reason:
         return None, reason
     finetune_settings(row, s)
+    hsdp = perf_recipe_settings(row, s)
     model = maps.get("model", row["model"])
     argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
     if "(w/o MTP)" in row["model"]:
@@ -314,7 +343,7 @@ def command_for(maps, row, s):
         # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
         # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
         argv.append("--use-precision-aware-optimizer")
-    argv += nemo_2407_optimizer_args(row, argv)
+    argv += nemo_2407_optimizer_args(row, argv) + hsdp
     return argv + finetune_args(row) + nemo_2407_args(row) + ["--format", "json"], None
 
 
@@ -428,6 +457,8 @@ def evaluate_row(spsim, env, maps, row):
         out["reason"] = reason
         if "unknown option '--optimizer'" in reason:  # muon_dp_args
             out["reason"] = f"Muon optimizer (the recipe's dist_muon): spsim models Adam only; {reason}"
+        if s.get("unmodelled"):
+            out["reason"] = f"{reason}; {s['unmodelled']}"
         res, dropped, rest = without_unknown(spsim, argv, env, reason)
         if res is not None:
             out["approx"] = dict(dropped=dropped, argv=rest, **figures(res, row))
@@ -689,6 +720,9 @@ gradients in bf16 in every H100 GPT-3 and Llama training example and in Nemotron
 whose Adam moments are bf16 too (`--grad-reduce-in-bf16`, `--exp-avg-dtype bf16`); the SFT rows
 are the launcher's H100 SFT examples (`examples/peft/llama/h100/`: the rows' GPUs, TP, PP and
 batches), with FP8 parameters, VP 10 (13B) and 20 (70B), and `sft.yaml`'s bf16 gradients and moments.
+The 26.08 Nemotron 3 Ultra rows take Bridge's library perf recipes at the page's commit 067f987
+(`perf_recipes/nemotronh/`: Megatron-FSDP over HSDP, bf16 gradients, FP8 parameters, moe_act
+recompute, fine-grained offload of the expert MLP), which spsim cannot state yet.
 Pipeline layouts (`--pipeline-layout`, with DeepSeek-V3's MTP depth `m` beside the loss) are the
 preset's `pp_layout` or its builder's map by (pp, vp) (DeepSeek-V3, Kimi K2); DeepSeek-V3 at pp 8 × vp 4
 takes the H100 recipe's `Et|(tt|)*30mL` and at pp 2 × vp 4 the map's 8-stage layout (its layouts
