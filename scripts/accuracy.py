@@ -282,9 +282,10 @@ def finetune_settings(row, s):
     s["tp_comm_overlap"] = "True"
     if row["system"] != "DGX-H100" or (FINETUNE_TASKS[row["task"]] == "sft"):
         s["cuda_graph_impl"], s["cuda_graph_scope"] = "transformer_engine", "mlp"
-    # bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set fp8_param_gather; a
-    # frozen base's FP8 parameters are not modelled (spsim refuses them with LoRA): left out.
-    if FINETUNE_TASKS[row["task"]] == "sft":
+    # bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set fp8_param_gather
+    # (training/mixed_precision.py:302 and :264 at 8f341b04f; the SFT and LoRA builders keep it):
+    # with LoRA the frozen base is built FP8 (spsim's memory.c add_fp8_weight_copies).
+    if row["Precision"] in ("FP8", "MXFP8"):
         s["fp8_param_gather"] = "True"
 
 
@@ -736,8 +737,8 @@ is Bridge's FLOPs per token without it.
 Fine-tuning rows (SFT and LoRA) take their recipes' settings from `scripts/accuracy.py`
 (`FINETUNE_TASKS`: Bridge 8f341b04f `llama3_llm_finetune.py` and its presets for 26.06, the
 24.07 launcher's `peft/llama/squad.yaml`): LoRA rank 32 on `linear_qkv`, 16-bit gradient
-reduction, CUDA graphs of the MLP where the preset sets them; the LoRA rows leave out the FP8
-parameters (not modelled on a frozen base), and the packed SQuAD rows attend over the whole
+reduction, CUDA graphs of the MLP where the preset sets them, FP8 parameters (the LoRA rows'
+frozen base built in FP8, no BF16 copy), and the packed SQuAD rows attend over the whole
 4096-token row (`--packed-subseq-len` unset: the recipes do not state the sub-sequences'
 lengths), an upper bound of their attention cost. Bridge counts a LoRA row's model FLOPs with
 its frozen weights at 2/3 and only the real (unpadded) tokens of the packed file, so their
