@@ -208,6 +208,9 @@ cp-ring-forward-busy-dropped@src/engine/timing.c@s|c->comm_s = (r - 1) \* one.ti
 pp-busy-without-fill@src/engine/pipeline_time.c@s|(mb + x->p - 1.0) \* p2p);|mb * p2p);|@terms
 expert-dp-overlapped-free@src/engine/dp_time.c@s|\*exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;|*exposed += par->overlap_grad_reduce ? 0 : alone;|@moe_terms
 nvfp4-copy-scales-dropped@src/engine/fp8.c@s|return spsim_add(spsim_add(data, scales, ok), 4, ok);|return spsim_add(data, 4, ok);|@fp8
+fp8-blackwell-transpose-kept@src/engine/fp8.c@s|uint64_t copies = per_tensor \&\& non_tn ? 1 : 2;|uint64_t copies = 2;|@fp8
+lora-fp8-base-bf16-kept@src/engine/memory.c@s|s->weights - bf16,|s->weights - 0 * bf16,|@finetune
+lora-fp8-base-gathered@src/engine/comm.c@s|if (!par->fp8_param_gather \|\| le->params_lora_layer)|if (!par->fp8_param_gather)|@finetune
 moe-fp8-copies-one-expert@src/engine/fp8.c@s|spsim_mul3(op->k, op->n, op->batch, ok)|spsim_mul(op->k, op->n, ok)|@fp8
 router-in-fp8@src/engine/fp8.c@s|if (op->adapter \|\| (op->kind == SPSIM_OPK_GEMM \&\& op->outside_te))|if (op->adapter \|\| (0 \&\& op->outside_te))|@fp8
 fsdp-root-not-kept@src/engine/memory.c@s|spsim_mul(sp->root, 2, ok), ok);|spsim_mul(sp->root, 0, ok), ok);|@zero

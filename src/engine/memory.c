@@ -237,9 +237,19 @@ static void
 add_fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                       const struct shape *x, uint64_t r, struct stage_memory *s, bool *ok)
 {
+    uint64_t layers = rank_built(x, r) - (x->bf16 ? rank_dense(x, r) : 0);
+    if (le->params_lora_layer && par->fp8_param_gather && le->fp8_weight_bytes_layer) {
+        /* LoRA's frozen base under FP8 parameters: its quantized weights are built FP8
+         * (Megatron-LM d98e8a64 fp8_utils.py:848,881 fp8_model_init; TE d0067d0da
+         * module/base.py:1884 keeps the high-precision init value on the CPU), stored as TE's
+         * copies are and never gathered: lora_static's 2 B of each become those bytes. */
+        uint64_t bf16 = spsim_mul3(layers, le->fp8_weights_layer, 2, ok);
+        s->weights =
+            spsim_add(s->weights - bf16, spsim_mul(layers, le->fp8_weight_bytes_layer, ok), ok);
+        return;
+    }
     if (le->fp8_weight_bytes_layer == 0 || par->fp8_param_gather) /* the one test: not FP8 */
         return;
-    uint64_t layers = rank_built(x, r) - (x->bf16 ? rank_dense(x, r) : 0);
     if (x->hybrid) {
         for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
             s->weights = spsim_add(s->weights,
