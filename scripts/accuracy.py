@@ -318,6 +318,13 @@ def perf_recipe_settings(row, s):
 
 
 def finetune_args(row):
+    # The 26.06 SFT configs (llama3_llm_finetune.py:123-124, 159-160, 189-190 at 8f341b04f)
+    # defer the output layer's weight gradients of 22 micro-batches to the flush (undone only
+    # with Megatron-FSDP, utils/overrides.py:95-97; Megatron needs pp > 1 for it).
+    if FINETUNE_TASKS.get(row["task"]) == "sft" and row["container"] == "26.06":
+        if as_int(row["PP"], 1) > 1 and row.get("FSDP", "") in ("", "0", "-", "n/a"):
+            return ["--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "22"]
+        return []
     if FINETUNE_TASKS.get(row["task"]) != "lora":
         return []
     return ["--lora-rank", "32", "--lora-target-modules", "linear_qkv"]
