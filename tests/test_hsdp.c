@@ -229,7 +229,7 @@ END_TEST
  * meshes the experts as [outer_fsdp_dp, intra-partial expert dp, etp], so their DP-Shard
  * buffers (weights, gradients, and the optimizer state without the outer sharding) shard over
  * edi = edp / R, the optimizer state with --outer-dp-sharding-strategy optim over all edp
- * (megatron_fsdp/param_and_grad_buffer.py:2582-2592: get_dp_group(is_expert_parallel)); on the
+ * (megatron_fsdp/param_and_grad_buffer.py:2594-2603: get_dp_group(is_expert_parallel)); on the
  * last micro-batch each expert unit's shard is all-reduced across the R replicas, or
  * reduce-scattered and its bf16 weight shard gathered back at the first micro-batch
  * (param_and_grad_buffer.py:4138-4200, 4541-4560). Mixtral 8x7B as moe_groups: tp 1, ep 8,

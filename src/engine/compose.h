@@ -65,7 +65,7 @@ opt_ranks(const struct spsim_parallel *par, const struct shape *x)
 /* The ranks the routed experts' optimizer state is sharded over: the replica's edi = edp / R,
  * or all edp with the outer sharding (HFSDP: the experts' main weight buffer over
  * get_dp_group(is_expert_parallel=True), the full expert data-parallel group,
- * megatron_fsdp/param_and_grad_buffer.py:2582-2592 and utils.py:686-694 @d98e8a64). */
+ * megatron_fsdp/param_and_grad_buffer.py:2594-2603 and utils.py:686-694 @d98e8a64). */
 static inline uint64_t
 expert_opt_ranks(const struct spsim_parallel *par, const struct shape *x)
 {
