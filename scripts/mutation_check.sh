@@ -41,9 +41,15 @@ recheck-no-groups-rule@src/engine/parallel.c@s|check_groups(p, p->vpp, micro, NU
 bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p + p2p_host);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p + p2p_host);|@overlap,terms
 hsdp-outer-allreduce-bytes-halved@src/engine/comm.c@s|: 2 \* outer_frac(S, R);|: outer_frac(S, R);|@hsdp
 hsdp-outer-reduction-hidden@src/engine/dp_time.c@s|rs += outer_last_exposed(crit->bwd_window, finish, o.time_s,|rs += outer_last_exposed(crit->bwd_window, finish, 0 * o.time_s,|@hsdp
-hsdp-moe-outer-bytes-halved@src/engine/comm.c@s|comm->expert_dp_outer_wire_bytes_per_rank = 2 \* outer_frac(shard, x->R);|comm->expert_dp_outer_wire_bytes_per_rank = outer_frac(shard, x->R);|@hsdp
+hsdp-moe-outer-bytes-halved@src/engine/comm.c@s|outer ? outer_frac(shard, x->R) : 2 \* outer_frac(shard, x->R);|outer ? outer_frac(shard, x->R) : outer_frac(shard, x->R);|@hsdp
 hsdp-moe-outer-time-dropped@src/engine/dp_time.c@s|double alone = o.time_s + a.time_s + b.time_s;|double alone = a.time_s + b.time_s;|@hsdp
-hsdp-moe-experts-over-edp@src/engine/memory.c@s|uint64_t e = spsim_mul(expert, per, ok), E = x->edi;|uint64_t e = spsim_mul(expert, per, ok), E = x->edp;|@hsdp
+hsdp-moe-experts-over-edp@src/engine/compose.h@s|? x->edp : x->edi;|? x->edp : x->edp;|@hsdp
+hsdp-fsdp-moe-opt-over-edi@src/engine/compose.h@s|? x->edp : x->edi;|? x->edi : x->edi;|@hsdp
+hsdp-fsdp-moe-outer-rs-bytes-halved@src/engine/comm.c@s|outer ? outer_frac(shard, x->R) :|outer ? outer_frac(shard, x->R) / 2 :|@hsdp
+hsdp-fsdp-moe-outer-ag-bytes-halved@src/engine/comm.c@s|= outer ? outer_frac(weights, x->R) : 0;|= outer ? outer_frac(weights, x->R) / 2 : 0;|@hsdp
+hsdp-fsdp-moe-outer-bytes-halved@src/engine/dp_time.c@s|(double)x->edi, grads, o, og);|(double)x->edi, grads / 2, o, og);|@hsdp
+hsdp-fsdp-moe-outer-ag-dropped@src/engine/dp_time.c@s|og.time_s += eog.time_s;|og.time_s += 0 * eog.time_s;|@hsdp
+hsdp-fsdp-moe-outer-exposure-dropped@src/engine/dp_time.c@s|outer_last_exposed(crit->bwd_window, a.time_s, outer,|outer_last_exposed(crit->bwd_window, a.time_s, 0 * outer,|@hsdp
 main-grad-add-halved@src/engine/layer.c@s|op->bwd_bytes = (2.0 + 2.0 \* L->cfg.main_grad_bytes) \* elements;|op->bwd_bytes = (1.0 + 1.0 * L->cfg.main_grad_bytes) * elements;|@terms
 embedding-table-grad-dropped@src/engine/layer.c@s|cfg->frozen ? 0 : (4.0 + 2.0 \* cfg->main_grad_bytes) \* table + 6.0|cfg->frozen ? 0 : 6.0|@terms
 main-grad-add-launched@src/engine/host.c@s|if (st->op->mb_host_launched)|if (0)|@terms

@@ -139,6 +139,15 @@ grep -qF "sharded over each HSDP replica's 8 of dp·cp = 16 (zero 1)" "$tmp/hsdp
     fail "hsdp: no inner shard line"
 grep -qF "across the 2 replicas: gradient shard 3.74 GiB on the wire per rank (network)" \
     "$tmp/hsdp.txt" || fail "hsdp: no outer line: $(grep -i replica "$tmp/hsdp.txt")"
+# Megatron-FSDP's HSDP of an MoE model (refused until issue 25): Mixtral 8x7B at ep 8, dp 32,
+# R = 2 with the outer sharding: the experts' E = 5,637,144,576 parameters a rank, their shard
+# reduce-scattered across the replicas, (1/2)·4E/2 = E B = 5.25 GiB, and the weight shard
+# gathered, (1/2)·2E/2 = 2,818,572,288 B = 2.62 GiB (test_hsdp.c fsdp_moe_bytes).
+"$spsim" query --model mixtral-8x7b --hw dgx-h100 --tp 1 --pp 1 --dp 32 --ep 8 --gbs 32 --zero 3 \
+    --num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy optim \
+    >"$tmp/hsdp-moe.txt" 2>"$tmp/err" || fail "hsdp moe query: $(cat "$tmp/err")"
+grep -qF "expert gradient shard across the 2 HSDP replicas: 5.25 GiB, weight shards 2.62 GiB on" \
+    "$tmp/hsdp-moe.txt" || fail "hsdp moe: no expert outer line: $(grep -i replica "$tmp/hsdp-moe.txt")"
 
 # Out and back in: query JSON equal, from a file named after the model and from stdin.
 for conf in "--tp 2 --pp 2 --vpp 2 --dp 2 --gbs 32 --recompute full --no-sp" \

@@ -278,5 +278,35 @@ for split in even even,balanced; do
     cmp -s "$tmp/skip.csv" "$tmp/all.csv" || fail "--pp-split $split: skipping changed the rows"
 done
 
+# The HSDP axis (num_distributed_optimizer_instances): each row, its hsdp columns named by
+# --columns, equals the query of its configuration (Mixtral 8x7B at ep 8 on 32 GPUs, Megatron-FSDP
+# level 3: R = 4 = edp leaves one expert replica a group); R = 8 breaks edp % R (invalid); the
+# spec file's field; optimize shows the replicas in its sharding cell.
+moe="--model mixtral-8x7b --hw dgx-h100 --tp 1 --pp 1 --dp 32 --ep 8 --gbs 32 --zero 3"
+cols=hsdp_num_distributed_optimizer_instances,hsdp_expert_outer_reduce_wire_bytes_per_rank,memory_total_bytes,time_iteration_s
+"$spsim" sweep $moe --sp off --num-distributed-optimizer-instances 1,2,4,8 --quiet --columns "$cols" \
+    >"$tmp/hsdp.csv" 2>"$tmp/err" || fail "hsdp axis sweep: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/hsdp.csv")" -eq 4 ] || fail "hsdp axis: want 3 rows: $(cat "$tmp/hsdp.csv")"
+tail -n +2 "$tmp/hsdp.csv" | while IFS=, read -r R bytes total iter; do
+    "$spsim" query $moe --no-sp --num-distributed-optimizer-instances "$R" --format json 2>/dev/null |
+        python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+h = d.get('hsdp', {'expert_outer_reduce_wire_bytes_per_rank': 0})
+got = (h['expert_outer_reduce_wire_bytes_per_rank'], d['memory']['total_bytes'], repr(d['time']['iteration_s']))
+sys.exit(got != ($bytes, $total, repr($iter)))" || echo "R=$R" >>"$tmp/hsdp.bad"
+done
+[ -s "$tmp/hsdp.bad" ] && fail "hsdp axis rows differ from query: $(cat "$tmp/hsdp.bad")"
+printf '{"model": ["mixtral-8x7b"], "hw": ["dgx-h100"], "tp": [1], "dp": [32], "ep": [8], "gbs": [32], "sp": ["off"], "zero": [3], "num_distributed_optimizer_instances": [2]}\n' >"$tmp/hsdp.json"
+"$spsim" sweep --spec "$tmp/hsdp.json" --quiet --columns hsdp_num_distributed_optimizer_instances \
+    >"$tmp/hsdp-spec.csv" 2>"$tmp/err" || fail "hsdp spec: $(cat "$tmp/err")"
+[ "$(tail -1 "$tmp/hsdp-spec.csv")" = 2 ] || fail "hsdp spec: $(cat "$tmp/hsdp-spec.csv")"
+expect 2 "--num-distributed-optimizer-instances: '0' is not an integer" -- sweep \
+    --num-distributed-optimizer-instances 0
+"$spsim" optimize --model mixtral-8x7b --hw dgx-h100 --gpus 32 --tp 2 --pp 1 --cp 1 --ep 8 --etp 1 \
+    --gbs 32 --zero 3 --num-distributed-optimizer-instances 2 --recompute full --dtype bf16 \
+    --mbs 1 --top 1 >"$tmp/hsdp-opt.txt" 2>"$tmp/err" || fail "hsdp optimize: $(cat "$tmp/err")"
+grep -qF "fsdp-params+hsdp2" "$tmp/hsdp-opt.txt" || fail "hsdp optimize: $(cat "$tmp/hsdp-opt.txt")"
+
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all CLI sweep checks passed"

@@ -224,6 +224,125 @@ START_TEST(moe_groups)
 }
 END_TEST
 
+/*
+ * Megatron-FSDP's HSDP of an MoE model (Megatron-Core @d98e8a64): mcore_fsdp_adapter.py:406-415
+ * meshes the experts as [outer_fsdp_dp, intra-partial expert dp, etp], so their DP-Shard
+ * buffers (weights, gradients, and the optimizer state without the outer sharding) shard over
+ * edi = edp / R, the optimizer state with --outer-dp-sharding-strategy optim over all edp
+ * (megatron_fsdp/param_and_grad_buffer.py:2594-2603: get_dp_group(is_expert_parallel)); on the
+ * last micro-batch each expert unit's shard is all-reduced across the R replicas, or
+ * reduce-scattered and its bf16 weight shard gathered back at the first micro-batch
+ * (param_and_grad_buffer.py:4138-4200, 4541-4560). Mixtral 8x7B as moe_groups: tp 1, ep 8,
+ * dp 32 (4 nodes), R = 2, edp = 4, edi = 2; E = 5,637,144,576 expert parameters a rank.
+ */
+static struct spsim_parallel
+fsdp_moe_config(uint32_t zero, uint32_t micro, uint32_t instances, bool outer)
+{
+    struct spsim_parallel p = hsdp_config(zero, micro, instances);
+    p.dp = 32;
+    p.gbs = 32ull * micro;
+    p.ep = 8;
+    p.outer_dp_shard = outer;
+    return p;
+}
+
+#define MIXTRAL_E 5637144576ull /* 32 layers · 3·4096·14336, one expert each at ep 8 */
+
+START_TEST(fsdp_moe_memory)
+{
+    /* Level 3: weights 2 B, gradients 4 B, optimizer 12 B a parameter; the dense N over the
+     * replica's 16 ranks (32 without HSDP), the experts' E over edi = 2 (edp = 4 without
+     * HSDP), the outer sharding putting the 12 B over 32 and 4. The two gathered units and
+     * the root unit are the same in the three, so the differences are the shards':
+     * weights 2N/16 − 2N/32 + 2E/2 − 2E/4, gradients 4N/16 − 4N/32 + 4E/2 − 4E/4. */
+    uint64_t E = MIXTRAL_E;
+    struct spsim_parallel p = fsdp_moe_config(3, 1, 2, false);
+    struct spsim_result r = testutil_evaluate_config("mixtral-8x7b", "dgx-h100", &p);
+    p = fsdp_moe_config(3, 1, 2, true);
+    struct spsim_result o = testutil_evaluate_config("mixtral-8x7b", "dgx-h100", &p);
+    p = fsdp_moe_config(3, 1, 1, false);
+    struct spsim_result w = testutil_evaluate_config("mixtral-8x7b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.memory.expert_parameters_per_gpu, E);
+    uint64_t N = r.memory.parameters_per_gpu - E;
+    ck_assert_uint_eq(r.memory.optimizer_bytes, ceil_n(12 * N, 16) + ceil_n(12 * E, 2));
+    ck_assert_uint_eq(o.memory.optimizer_bytes, ceil_n(12 * N, 32) + ceil_n(12 * E, 4));
+    ck_assert_uint_eq(w.memory.optimizer_bytes, ceil_n(12 * N, 32) + ceil_n(12 * E, 4));
+    ck_assert_uint_eq(r.memory.weights_bytes - w.memory.weights_bytes,
+                      ceil_n(2 * N, 16) - ceil_n(2 * N, 32) + ceil_n(2 * E, 2) - ceil_n(2 * E, 4));
+    ck_assert_uint_eq(r.memory.gradients_bytes - w.memory.gradients_bytes,
+                      ceil_n(4 * N, 16) - ceil_n(4 * N, 32) + ceil_n(4 * E, 2) - ceil_n(4 * E, 4));
+    ck_assert_uint_eq(o.memory.weights_bytes, r.memory.weights_bytes);
+    ck_assert_uint_eq(o.memory.gradients_bytes, r.memory.gradients_bytes);
+}
+END_TEST
+
+START_TEST(fsdp_moe_bytes)
+{
+    /* fp32 gradients G = 4E, the intra shard S = G/2 = 2E. No outer sharding: AllReduce across
+     * 2 ranks, 2·(1/2)·S = 2E = 11,274,289,152 B. Outer sharding: ReduceScatter (1/2)·S = E,
+     * and the bf16 weight shard 2E/2 = E gathered, (1/2)·E = 2,818,572,288 B. The 2 ranks are
+     * etp·ep·edi = 16 apart: two nodes (the network). */
+    uint64_t E = MIXTRAL_E, S = 4 * E / 2;
+    struct spsim_parallel p = fsdp_moe_config(3, 1, 2, false);
+    struct spsim_result r = testutil_evaluate_config("mixtral-8x7b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.comm.expert_dp_ranks, 2);
+    ck_assert_uint_eq(r.comm.expert_dp_grad_bytes, 4 * E);
+    ck_assert_uint_eq(r.comm.expert_dp_outer_wire_bytes_per_rank, S);
+    ck_assert_uint_eq(r.comm.expert_dp_outer_wire_bytes_per_rank, 11274289152ull);
+    ck_assert_uint_eq(r.comm.expert_dp_outer_ag_wire_bytes_per_rank, 0);
+    ck_assert_int_eq(r.comm.expert_dp_outer_tier, SPSIM_TIER_NETWORK);
+    /* dp_outer_s: the dense shard's AllReduce (4N/16 B) and the experts' (S), 2 ranks on 2
+     * nodes each. */
+    uint64_t N = r.memory.parameters_per_gpu - E;
+    double want = predict(SPSIM_COLL_ALL_REDUCE, 2, 2, ceil_n(4 * N, 16)) +
+                  predict(SPSIM_COLL_ALL_REDUCE, 2, 2, S);
+    ck_assert_double_eq_tol(r.time.dp_outer_s, want, 1e-12 * want);
+    p = fsdp_moe_config(3, 1, 2, true);
+    r = testutil_evaluate_config("mixtral-8x7b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.comm.expert_dp_outer_wire_bytes_per_rank, S / 2);
+    ck_assert_uint_eq(r.comm.expert_dp_outer_ag_wire_bytes_per_rank, 2 * E / 2 / 2);
+    ck_assert_uint_eq(r.comm.expert_dp_outer_ag_wire_bytes_per_rank, 2818572288ull);
+    /* HFSDP: the ReduceScatters of the dense shard and of S, the AllGathers of the dense
+     * weight shard 2N/16 and of the experts' 2E/2. */
+    want = predict(SPSIM_COLL_REDUCE_SCATTER, 2, 2, ceil_n(4 * N, 16)) +
+           predict(SPSIM_COLL_ALL_GATHER, 2, 2, ceil_n(2 * N, 16)) +
+           predict(SPSIM_COLL_REDUCE_SCATTER, 2, 2, S) +
+           predict(SPSIM_COLL_ALL_GATHER, 2, 2, 2 * E / 2);
+    ck_assert_double_eq_tol(r.time.dp_outer_s, want, 1e-12 * want);
+}
+END_TEST
+
+START_TEST(fsdp_moe_exposed)
+{
+    /* Level 2 (optim_grads), m micro-batches, tp = pp = cp = 1, seq 8192: every micro-batch's
+     * RS (the dense 4N over the replica's 16 ranks on 2 nodes, the experts' 4E over edi = 2 on
+     * 2 nodes) runs beside its backward B; on the last one each level's outer AllReduce (the
+     * dense shard 4N/16, the experts' 4E/2) follows its RS unit by unit through the L units
+     * (outer_last_exposed: the stream ends at max(max(B, RS) + AR/L, B/L + RS/L + AR)). Here B
+     * exceeds RS + AR on both levels (asserted from its lower bound, the backward's compute), so
+     * each shows by its last unit's AR/L, and the bf16 weights' AllGathers after the step (2N
+     * over 16, 2E over 2) in full: exposed = AG + AG_e + (AR + AR_e)/L, then beside(). */
+    uint64_t E = MIXTRAL_E;
+    for (uint32_t m = 1; m <= 2; m++) {
+        struct spsim_parallel p = fsdp_moe_config(2, m, 2, false);
+        p.seq = 8192;
+        struct spsim_result r = testutil_evaluate_config("mixtral-8x7b", "dgx-h100", &p);
+        uint64_t N = r.memory.parameters_per_gpu - E;
+        double rs = predict(SPSIM_COLL_REDUCE_SCATTER, 16, 2, 4 * N),
+               ag = predict(SPSIM_COLL_ALL_GATHER, 16, 2, 2 * N),
+               ar = predict(SPSIM_COLL_ALL_REDUCE, 2, 2, ceil_n(4 * N, 16));
+        double rs_e = predict(SPSIM_COLL_REDUCE_SCATTER, 2, 2, 4 * E),
+               ag_e = predict(SPSIM_COLL_ALL_GATHER, 2, 2, 2 * E),
+               ar_e = predict(SPSIM_COLL_ALL_REDUCE, 2, 2, 4 * E / 2);
+        double lo = (r.time.backward_s + r.time.recompute_s) / m;
+        ck_assert(lo * (1 - 1.0 / L) >= fmax(rs, rs_e) + fmax(ar, ar_e) * (1 - 1.0 / L));
+        double busy = m * (rs + rs_e) + ag + ag_e + ar + ar_e;
+        double want = beside(busy, ag + ag_e + (ar + ar_e) / L);
+        ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
+    }
+}
+END_TEST
+
 START_TEST(megatron_rules)
 {
     struct spsim_model *model = testutil_model_named("llama3-8b");
@@ -294,6 +413,9 @@ hsdp_suite(void)
     tcase_add_test(tc, bytes_per_level);
     tcase_add_test(tc, exposed_time);
     tcase_add_test(tc, moe_groups);
+    tcase_add_test(tc, fsdp_moe_memory);
+    tcase_add_test(tc, fsdp_moe_bytes);
+    tcase_add_test(tc, fsdp_moe_exposed);
     tcase_add_test(tc, megatron_rules);
     tcase_add_test(tc, imported);
     suite_add_tcase(s, tc);

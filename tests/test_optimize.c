@@ -155,6 +155,26 @@ static const struct axis_text userbuffers_space[] = {
 /* Llama 3 8B on 64 H100 with offload: the copies of up to 7 layers hide behind compute, so
  * configurations that differ in them alone rank alike (to rounding); the answer shows each
  * once (optimize.c top_push; without it #1 and #2 of this space are offload 2 and 3). */
+/* HSDP (num_distributed_optimizer_instances): Llama 3 8B and Mixtral 8x7B on 32 H100, every
+ * sharding level and both Megatron-FSDP levels of the experts, R dividing dp·cp and edp or not
+ * (invalid), one node a replica or less: the inner groups on NVLink where dp·cp spans nodes. */
+static const struct axis_text hsdp_space[] = {
+    {SPSIM_AXIS_MODEL, "llama3-8b,mixtral-8x7b"},
+    {SPSIM_AXIS_HW, "dgx-h100"},
+    {SPSIM_AXIS_GPUS, "32"},
+    {SPSIM_AXIS_TP, "1,2"},
+    {SPSIM_AXIS_PP, "1,2"},
+    {SPSIM_AXIS_EP, "1,8"},
+    {SPSIM_AXIS_MBS, "1"},
+    {SPSIM_AXIS_GBS, "64"},
+    {SPSIM_AXIS_SP, "on,off"},
+    {SPSIM_AXIS_RECOMPUTE, "none,full"},
+    {SPSIM_AXIS_ZERO, "0..3"},
+    {SPSIM_AXIS_DISTRIBUTED_OPTIMIZER, "off,on"},
+    {SPSIM_AXIS_OVERLAP_GRAD_REDUCE, "on,off"},
+    {SPSIM_AXIS_DIST_OPT_INSTANCES, "1,2,4,8"},
+};
+
 static const struct axis_text offload_space[] = {
     {SPSIM_AXIS_MODEL, "llama3-8b"},
     {SPSIM_AXIS_HW, "dgx-h100"},
@@ -211,7 +231,8 @@ run_optimize(const struct spsim_sweep *sw, enum spsim_sweep_by by, uint64_t k, b
 }
 
 /* Two entries are the same configuration with the same result: every field of the sweep's
- * row (exact doubles: shortest round-trip). Not memcmp of the structures, whose padding bytes
+ * row (exact doubles: shortest round-trip), and the HSDP replicas (no column of the row's).
+ * Not memcmp of the structures, whose padding bytes
  * are indeterminate (C11 6.2.6.1p6) and differ between a composed and a copied result under
  * clang. */
 static bool
@@ -221,7 +242,8 @@ same_entry(const struct spsim_optimize_entry *a, const struct spsim_optimize_ent
     size_t nx = spsim_row_format(SPSIM_ROW_CSV, "m", "h", &a->result, x, sizeof(x));
     size_t ny = spsim_row_format(SPSIM_ROW_CSV, "m", "h", &b->result, y, sizeof(y));
     ck_assert(nx > 0 && ny > 0);
-    return a->model == b->model && a->hw == b->hw && nx == ny && memcmp(x, y, nx) == 0;
+    return a->model == b->model && a->hw == b->hw && nx == ny && memcmp(x, y, nx) == 0 &&
+           a->result.config.dist_opt_instances == b->result.config.dist_opt_instances;
 }
 
 /* The length of a CSV row's first `n` fields. */
@@ -236,7 +258,7 @@ fields_len(const char *row, size_t len, size_t n)
 
 /* Whether two entries are one configuration but for the offloaded layers: their rows'
  * configuration columns (those before the first memory_ column) with offload_layers made
- * equal. */
+ * equal, and the same HSDP replicas. */
 static bool
 offload_twins(const struct spsim_optimize_entry *a, const struct spsim_optimize_entry *b)
 {
@@ -252,7 +274,8 @@ offload_twins(const struct spsim_optimize_entry *a, const struct spsim_optimize_
     size_t nx = spsim_row_format(SPSIM_ROW_CSV, "m", "h", &ra, x, sizeof(x));
     size_t ny = spsim_row_format(SPSIM_ROW_CSV, "m", "h", &rb, y, sizeof(y));
     size_t lx = fields_len(x, nx, cols + 1), ly = fields_len(y, ny, cols + 1);
-    return a->model == b->model && a->hw == b->hw && lx == ly && memcmp(x, y, lx) == 0;
+    return a->model == b->model && a->hw == b->hw && lx == ly && memcmp(x, y, lx) == 0 &&
+           ra.config.dist_opt_instances == rb.config.dist_opt_instances;
 }
 
 /* Canonical form: no two rows of an answer differ in the offloaded layers alone (top_push). */
@@ -356,6 +379,12 @@ END_TEST
 START_TEST(offload_space_answer)
 {
     bnb_is_exhaustive(SPACE(offload_space), "offload");
+}
+END_TEST
+
+START_TEST(hsdp_space_answer)
+{
+    bnb_is_exhaustive(SPACE(hsdp_space), "hsdp");
 }
 END_TEST
 
@@ -713,6 +742,7 @@ main(void)
     tcase_add_test(tc, mixed_space_answer);
     tcase_add_test(tc, userbuffers_space_answer);
     tcase_add_test(tc, offload_space_answer);
+    tcase_add_test(tc, hsdp_space_answer);
     tcase_add_test(tc, nothing_fits_answer);
     suite_add_tcase(s, tc);
     return testutil_run(s);

@@ -54,8 +54,10 @@ SPSIM_API bool spsim_result_optimizer_shown(const struct spsim_result *r);
 /**
  * The fields of the "hsdp" object (HSDP across distributed-optimizer instances:
  * num_distributed_optimizer_instances, outer_dp_shard, inner_ranks, outer_ranks, outer_tier,
- * outer_reduce_wire_bytes_per_rank, outer_ag_wire_bytes_per_rank, outer_s), written in the JSON
- * document only where spsim_result_hsdp_shown().
+ * outer_reduce_wire_bytes_per_rank, outer_ag_wire_bytes_per_rank, the experts'
+ * expert_outer_reduce_wire_bytes_per_rank, expert_outer_ag_wire_bytes_per_rank and
+ * expert_outer_tier, outer_s), written in the JSON document only where
+ * spsim_result_hsdp_shown().
  * @param fields  receives the table (static storage)
  * @return the number of fields
  */

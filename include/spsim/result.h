@@ -233,8 +233,11 @@ struct spsim_comm_report {
     uint64_t expert_dp_wire_bytes_per_rank; /**< AR 2(D−1)/D, or RS + AG sharded (D = edp, or
                                                edp / R with HSDP: expert_dp_ranks) */
     /* HSDP: the experts' gradient shard all-reduced across the R replicas once an iteration
-     * (2(R−1)/R of G / (edp / R)), and that group's links. */
+     * (2(R−1)/R of G / (edp / R)), or with outer_dp_shard reduce-scattered ((R−1)/R) and its
+     * bf16 weight shard 2·E / (edp / R) gathered (R−1)/R at the first micro-batch; that
+     * group's links. */
     uint64_t expert_dp_outer_wire_bytes_per_rank;
+    uint64_t expert_dp_outer_ag_wire_bytes_per_rank;
     enum spsim_tier expert_dp_outer_tier;
 };
 

@@ -66,6 +66,9 @@ enum spsim_sweep_axis {
     /** Interleaved schedule's async P2P on/off (off: --no-overlap-p2p-communication); default
      * on, Megatron's (without interleaving the sends block whatever it says) */
     SPSIM_AXIS_OVERLAP_P2P,
+    /** HSDP: distributed-optimizer instances R (Megatron's --num-distributed-optimizer-instances;
+     * needs zero >= 1, R dividing dp·cp and the expert data-parallel size); default 1 */
+    SPSIM_AXIS_DIST_OPT_INSTANCES,
     SPSIM_AXIS_COUNT
 };
 

@@ -54,6 +54,7 @@ static const char optimize_help[] =
     "                         delayed, current and blockwise recipes; nvfp4 and mxfp8 on GPUs\n"
     "                         with an NVFP4 peak)\n"
     "  --tp-comm-overlap LIST, --overlap-p2p-communication LIST   default on,off\n"
+    "  --num-distributed-optimizer-instances LIST   HSDP replicas (default 1)\n"
     "  --ep LIST, --etp LIST, --moe-dispatcher LIST   MoE: every ep dividing gcd(N, experts),\n"
     "                         etp 0 (tp) and the divisors of the NVLink domain, alltoall and\n"
     "                         allgather\n"
@@ -290,13 +291,16 @@ cell_offload(const struct spsim_result *r, char *b, size_t n)
     snprintf(b, n, "%u", r->config.offload_layers);
 }
 
-/* The sharding: none, the distributed optimizer, or Megatron-FSDP's strategy. */
+/* The sharding: none, the distributed optimizer, or Megatron-FSDP's strategy; with HSDP
+ * "+hsdpR" (R replicas, "+hfsdpR" with the outer sharding). */
 static void
 cell_sharding(const struct spsim_result *r, char *b, size_t n)
 {
     static const char *const fsdp[] = {"none", "fsdp-optim", "fsdp-grads", "fsdp-params"};
-    uint32_t z = r->config.zero < 4 ? r->config.zero : 0;
-    snprintf(b, n, "%s", z == 1 && r->config.distributed_optimizer ? "dist-opt" : fsdp[z]);
+    uint32_t z = r->config.zero < 4 ? r->config.zero : 0, R = r->config.dist_opt_instances;
+    int k = snprintf(b, n, "%s", z == 1 && r->config.distributed_optimizer ? "dist-opt" : fsdp[z]);
+    if (R > 1 && k >= 0 && (size_t)k < n)
+        snprintf(b + k, n - (size_t)k, "+%s%u", r->config.outer_dp_shard ? "hfsdp" : "hsdp", R);
 }
 
 static void

@@ -235,6 +235,20 @@ print_memory(FILE *f, const struct spsim_result *r)
         fprintf(f, "  model parameters: %.4g (vocabulary padded)\n", (double)m->parameters_total);
 }
 
+/* HSDP's bytes across the replicas: the gradient shard's, then with the outer sharding
+ * ", weight shards" and the weight shard's gather. */
+static const char *
+fmt_outer(char *buf, size_t cap, uint64_t reduce, uint64_t gather)
+{
+    char a[32], b[32];
+    fmt_bytes(a, sizeof(a), (double)reduce);
+    if (gather)
+        snprintf(buf, cap, "%s, weight shards %s", a, fmt_bytes(b, sizeof(b), (double)gather));
+    else
+        snprintf(buf, cap, "%s", a);
+    return buf;
+}
+
 /* Context parallelism's exchanges and the sharded data-parallel traffic, when configured. */
 static void
 print_cp_sharding(FILE *f, const struct spsim_result *r)
@@ -262,13 +276,10 @@ print_cp_sharding(FILE *f, const struct spsim_result *r)
                 fmt_bytes(a, sizeof(a), (double)c->dp_rs_wire_bytes_per_rank),
                 fmt_bytes(b, sizeof(b), (double)c->dp_ag_wire_bytes_per_rank));
     if (c->dp_outer_ranks > 1)
-        fprintf(f, "  across the %u replicas: gradient shard %s%s%s on the wire per rank (%s)\n",
+        fprintf(f, "  across the %u replicas: gradient shard %s on the wire per rank (%s)\n",
                 c->dp_outer_ranks,
-                fmt_bytes(a, sizeof(a), (double)c->dp_outer_reduce_wire_bytes_per_rank),
-                c->dp_outer_ag_wire_bytes_per_rank ? ", weight shards " : "",
-                c->dp_outer_ag_wire_bytes_per_rank
-                    ? fmt_bytes(b, sizeof(b), (double)c->dp_outer_ag_wire_bytes_per_rank)
-                    : "",
+                fmt_outer(over, sizeof(over), c->dp_outer_reduce_wire_bytes_per_rank,
+                          c->dp_outer_ag_wire_bytes_per_rank),
                 spsim_tier_name(c->dp_outer_tier));
 }
 
@@ -351,13 +362,15 @@ print_comm(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)c->expert_dp_grad_bytes), c->expert_dp_ranks,
             fmt_bytes(b, sizeof(b), (double)c->expert_dp_wire_bytes_per_rank),
             spsim_tier_name(c->expert_dp_ranks > 1 ? c->expert_dp_tier : SPSIM_TIER_LOCAL));
+    char outer[96];
     if (c->dp_outer_ranks > 1)
-        fprintf(
-            f,
-            "  expert gradient shard across the %u HSDP replicas: %s on the wire per rank (%s)\n",
-            c->dp_outer_ranks,
-            fmt_bytes(a, sizeof(a), (double)c->expert_dp_outer_wire_bytes_per_rank),
-            spsim_tier_name(c->expert_dp_outer_tier));
+        fprintf(f,
+                "  expert gradient shard across the %u HSDP replicas: %s on the wire per rank "
+                "(%s)\n",
+                c->dp_outer_ranks,
+                fmt_outer(outer, sizeof(outer), c->expert_dp_outer_wire_bytes_per_rank,
+                          c->expert_dp_outer_ag_wire_bytes_per_rank),
+                spsim_tier_name(c->expert_dp_outer_tier));
 }
 
 /* The host's kernel launches, when CUDA graphs are asked or the profile prices a launch. */

@@ -66,6 +66,8 @@ static const char sweep_help[] =
     "  --tp-comm-overlap LIST TE userbuffers TP overlap: on, off (default off; on needs sp)\n"
     "  --overlap-p2p-communication LIST   the interleaved schedule's async sends: on, off\n"
     "                         (default on, Megatron's)\n"
+    "  --num-distributed-optimizer-instances LIST   HSDP replicas R (default 1; R > 1 needs\n"
+    "                         the distributed optimizer or --zero, R dividing dp*cp and edp)\n"
     "  Unlisted axes take the defaults of 'spsim query' (the paper's GPT-3 175B setting).\n"
     "\n"
     "Selection and output:\n"

@@ -120,13 +120,22 @@ outer_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par, co
  * distributed_data_parallel.py:285-286), and each expert bucket group is given the same
  * inter-instance group as the dense ones (distributed_data_parallel.py:352-360): after the
  * intra ReduceScatter, its shard S = G / (edp / R) is all-reduced across the R replicas, whose
- * members are etp·ep·edp / R ranks apart.
+ * members are etp·ep·edp / R ranks apart. Megatron-FSDP the same way: the experts' mesh is
+ * [outer_fsdp_dp, intra-partial expert dp, etp] (mcore_fsdp_adapter.py:406-415; its outer
+ * dimension is the dense inter-instance group itself, the same ranks), the shard all-reduced
+ * on the last micro-batch, or with the outer sharding reduce-scattered, and the bf16 weight
+ * shard W = 2·E / (edp / R) gathered back at the first micro-batch
+ * (megatron_fsdp/param_and_grad_buffer.py:4541-4560, get_outer_fsdp_group(is_expert_parallel)).
  */
 static void
 expert_outer_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
-                  const struct shape *x, uint64_t shard, struct spsim_comm_report *comm)
+                  const struct shape *x, uint64_t shard, uint64_t weights,
+                  struct spsim_comm_report *comm)
 {
-    comm->expert_dp_outer_wire_bytes_per_rank = 2 * outer_frac(shard, x->R);
+    bool outer = par->outer_dp_shard;
+    comm->expert_dp_outer_wire_bytes_per_rank =
+        outer ? outer_frac(shard, x->R) : 2 * outer_frac(shard, x->R);
+    comm->expert_dp_outer_ag_wire_bytes_per_rank = outer ? outer_frac(weights, x->R) : 0;
     uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep * x->edi;
     comm->expert_dp_outer_tier =
         hw ? spsim_group_tier(hw, spsim_group_place(hw, (uint32_t)x->R, stride))
@@ -177,7 +186,8 @@ moe_comm(const struct spsim_hardware *hw, const struct spsim_parallel *par,
         return;
     comm->expert_dp_grad_bytes = grads;
     if (x->R > 1 && grads) /* HSDP: the intra group's shard across the replicas */
-        expert_outer_comm(hw, par, x, ceil_div(grads, D), comm);
+        expert_outer_comm(hw, par, x, ceil_div(grads, D),
+                          ceil_div(spsim_mul(mem->expert_parameters_per_gpu, 2, ok), D), comm);
     if (D <= 1)
         return;
     uint64_t frac = (grads / D) * (D - 1) + (grads % D) * (D - 1) / D;

@@ -62,6 +62,16 @@ opt_ranks(const struct spsim_parallel *par, const struct shape *x)
     return par->outer_dp_shard && x->R > 1 ? x->dc : x->di;
 }
 
+/* The ranks the routed experts' optimizer state is sharded over: the replica's edi = edp / R,
+ * or all edp with the outer sharding (HFSDP: the experts' main weight buffer over
+ * get_dp_group(is_expert_parallel=True), the full expert data-parallel group,
+ * megatron_fsdp/param_and_grad_buffer.py:2594-2603 and utils.py:686-694 @d98e8a64). */
+static inline uint64_t
+expert_opt_ranks(const struct spsim_parallel *par, const struct shape *x)
+{
+    return par->outer_dp_shard && x->R > 1 ? x->edp : x->edi;
+}
+
 /* Bytes per parameter of the gradient buffer: fp32 main gradients, or the parameter dtype
  * (arguments.py: bf16 training accumulates and reduces in fp32 unless --grad-reduce-in-bf16;
  * fp16 training keeps fp16 gradients). */

@@ -57,27 +57,50 @@ shared_finish(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     return rc;
 }
 
-/* HSDP's collectives across the R replicas (comm.c outer_comm), alone: the gradient shard's
- * AllReduce, or with the outer sharding its ReduceScatter (`red`), and the weight shards'
- * AllGather (`ag`); over the outer group, R ranks t·D/R apart. Zero without HSDP. */
+/* HSDP's collectives across the R replicas, R ranks `stride` apart, alone: the shard of
+ * `grads` gradient bytes over the replica's `inner` ranks all-reduced, or with the outer
+ * sharding reduce-scattered (`red`), and its bf16 weight shard gathered (`ag`). */
+static int
+replica_colls(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+              const struct spsim_parallel *par, const struct shape *x, uint64_t stride,
+              double inner, double grads, struct spsim_coll_time *red, struct spsim_coll_time *ag)
+{
+    *red = *ag = (struct spsim_coll_time){0};
+    if (x->R <= 1 || grads <= 0)
+        return SPSIM_OK;
+    int rc = spsim_memo_collective(
+        memo, hw, par->outer_dp_shard ? SPSIM_COLL_REDUCE_SCATTER : SPSIM_COLL_ALL_REDUCE,
+        (uint32_t)x->R, stride, ceil(grads / inner), red);
+    if (rc == SPSIM_OK && par->outer_dp_shard)
+        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->R, stride,
+                                   ceil(2.0 * grads / (double)grad_bytes(par) / inner), ag);
+    return rc;
+}
+
+/* The dense ones (comm.c outer_comm): the replica's D/R ranks, R ranks t·D/R apart. Zero
+ * without HSDP. */
 static int
 outer_colls(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
             const struct spsim_parallel *par, const struct shape *x,
             const struct spsim_comm_report *comm, struct spsim_coll_time *red,
             struct spsim_coll_time *ag)
 {
-    *red = *ag = (struct spsim_coll_time){0};
-    if (x->R <= 1 || comm->dp_grad_bytes == 0)
-        return SPSIM_OK;
-    double di = (double)x->di, grads = (double)comm->dp_grad_bytes;
-    uint64_t stride = x->t * x->di;
-    int rc = spsim_memo_collective(
-        memo, hw, par->outer_dp_shard ? SPSIM_COLL_REDUCE_SCATTER : SPSIM_COLL_ALL_REDUCE,
-        (uint32_t)x->R, stride, ceil(grads / di), red);
-    if (rc == SPSIM_OK && par->outer_dp_shard)
-        rc = spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_GATHER, (uint32_t)x->R, stride,
-                                   ceil(2.0 * grads / (double)grad_bytes(par) / di), ag);
-    return rc;
+    return replica_colls(memo, hw, par, x, x->t * x->di, (double)x->di, (double)comm->dp_grad_bytes,
+                         red, ag);
+}
+
+/* HSDP of an MoE model (comm.c expert_outer_comm): the experts' shard of the intra group
+ * (edp / R ranks), etp·ep·edp / R ranks apart, all-reduced across the R replicas on the bucket
+ * groups' communication stream after their intra ReduceScatter (param_and_grad_buffer.py
+ * start_grad_sync; Megatron-FSDP's on the last micro-batch), or with the outer sharding
+ * reduce-scattered (`o`) and its bf16 weight shard gathered (`og`); zero without HSDP. */
+static int
+expert_outer_colls(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
+                   const struct spsim_parallel *par, const struct shape *x, double grads,
+                   struct spsim_coll_time *o, struct spsim_coll_time *og)
+{
+    return replica_colls(memo, hw, par, x, (uint64_t)spsim_moe_etp(par) * par->ep * x->edi,
+                         (double)x->edi, grads, o, og);
 }
 
 /*
@@ -194,6 +217,11 @@ zero_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     int rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, D, x->t, grads, &a);
     if (rc == SPSIM_OK)
         rc = outer_colls(memo, hw, par, x, comm, &o, &og);
+    struct spsim_coll_time eo = {0}, eog = {0}; /* the experts' (eo: spsim_expert_dp_exposed's) */
+    if (rc == SPSIM_OK && x->moe)
+        rc = expert_outer_colls(memo, hw, par, x, (double)comm->expert_dp_grad_bytes, &eo, &eog);
+    if (x->moe) /* their weight shards' gather joins the units' first one (unit_gathers_exposed) */
+        og.time_s += eog.time_s;
     double finish = 0, gather = 0, gathering = 0;
     if (rc == SPSIM_OK)
         rc = shared_finish(memo, hw, le, x, comm, t_send, (double)crit->layers, &a, &none, a.time_s,
@@ -435,11 +463,13 @@ spsim_dp_beside_compute_s(const struct spsim_hardware *hw, double busy, double e
 /* Megatron-FSDP's experts (2, 3): their gradients reduce-scattered over the expert
  * data-parallel group after every micro-batch's backward, beside it (grad_reduce_every_bprop);
  * level 2 gathers their updated bf16 weights once after the step, level 3 with each unit
- * (unit_gathers_exposed). */
+ * (unit_gathers_exposed). HSDP: on the last micro-batch each unit's shard goes on across the
+ * replicas after its RS (`outer` seconds in all, outer_last_exposed as the dense units'). */
 static int
 expert_fsdp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
                     const struct spsim_parallel *par, const struct shape *x,
-                    const struct stage_time *crit, double grads, double *exposed, struct busy *busy)
+                    const struct stage_time *crit, double grads, double outer, double *exposed,
+                    struct busy *busy)
 {
     uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep;
     struct spsim_coll_time a, b = {0};
@@ -452,26 +482,12 @@ expert_fsdp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *h
         return rc;
     double mb = (double)x->micro;
     busy_add(busy, a.tier == SPSIM_TIER_NVLINK, mb * a.time_s + b.time_s);
-    *exposed += mb * spsim_max_d(0.0, a.time_s - crit->bwd_window) +
-                param_gather_exposed(par, crit, b.time_s);
+    double inner = spsim_max_d(0.0, a.time_s - crit->bwd_window);
+    *exposed += mb * inner + param_gather_exposed(par, crit, b.time_s);
+    if (x->R > 1)
+        *exposed +=
+            outer_last_exposed(crit->bwd_window, a.time_s, outer, (double)crit->layers) - inner;
     return SPSIM_OK;
-}
-
-/* HSDP of an MoE model (comm.c expert_outer_comm): the experts' shard of the intra group
- * all-reduced across the R replicas, etp·ep·edp / R ranks apart, on the bucket groups'
- * communication stream after their intra ReduceScatter (param_and_grad_buffer.py
- * start_grad_sync); zero without HSDP. */
-static int
-expert_outer(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
-             const struct spsim_parallel *par, const struct shape *x, double grads,
-             struct spsim_coll_time *o)
-{
-    *o = (struct spsim_coll_time){0};
-    if (x->R <= 1)
-        return SPSIM_OK;
-    uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep * x->edi;
-    return spsim_memo_collective(memo, hw, SPSIM_COLL_ALL_REDUCE, (uint32_t)x->R, stride,
-                                 ceil(grads / (double)x->edi), o);
 }
 
 /* The experts' gradient reduction over the expert data-parallel group (moe_comm), added to the
@@ -488,8 +504,8 @@ spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardwar
         return SPSIM_OK;
     double grads = (double)comm->expert_dp_grad_bytes;
     uint64_t stride = (uint64_t)spsim_moe_etp(par) * par->ep;
-    struct spsim_coll_time a = {0}, b = {0}, o;
-    int rc = expert_outer(memo, hw, par, x, grads, &o);
+    struct spsim_coll_time a = {0}, b = {0}, o, og; /* og: zero_exposed's, with the units' */
+    int rc = expert_outer_colls(memo, hw, par, x, grads, &o, &og);
     if (rc != SPSIM_OK)
         return rc;
     if (x->R > 1) {
@@ -502,7 +518,7 @@ spsim_expert_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardwar
         return SPSIM_OK;
     }
     if (zero_level(par) >= 2)
-        return expert_fsdp_exposed(memo, hw, par, x, crit, grads, exposed, busy);
+        return expert_fsdp_exposed(memo, hw, par, x, crit, grads, o.time_s, exposed, busy);
     if (zero_level(par) >= 1) {
         if ((rc = spsim_memo_collective(memo, hw, SPSIM_COLL_REDUCE_SCATTER, (uint32_t)x->edi,
                                         stride, grads, &a)) ||

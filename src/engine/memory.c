@@ -191,7 +191,7 @@ stage_static(const struct stage_params *sp, const struct spsim_parallel *par, co
     /* MoE: the experts' state is sharded over the expert data-parallel group instead
      * (distrib_optimizer.py builds their buffers over the expert-DP group). */
     if (expert && s->optimizer != opt) {
-        uint64_t e = spsim_mul(expert, per, ok), E = x->edi;
+        uint64_t e = spsim_mul(expert, per, ok), E = expert_opt_ranks(par, x);
         s->optimizer = (opt - e + D - 1) / D + (e + E - 1) / E;
     }
 }

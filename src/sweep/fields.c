@@ -383,6 +383,7 @@ static const struct spsim_field hsdp_fields[] = {
     F("hsdp.outer_ag_wire_bytes_per_rank", U64, comm.dp_outer_ag_wire_bytes_per_rank),
     F("hsdp.expert_outer_reduce_wire_bytes_per_rank", U64,
       comm.expert_dp_outer_wire_bytes_per_rank),
+    F("hsdp.expert_outer_ag_wire_bytes_per_rank", U64, comm.expert_dp_outer_ag_wire_bytes_per_rank),
     E("hsdp.expert_outer_tier", comm.expert_dp_outer_tier, tier_name),
     F("hsdp.outer_s", F64, time.dp_outer_s),
 };

@@ -221,8 +221,9 @@ spsim_opt_sharding_lb(const struct spsim_sweep_point *pt, const struct spsim_opt
 {
     double least = -1, D = (double)pt->par.dp * pt->par.cp;
     /* LoRA: only the adapters are reduced and stepped; the CPU offload's step overlaps its
-     * copies: no bound */
-    if (pt->par.lora_rank || pt->par.optimizer_cpu_offload)
+     * copies; HSDP's inner collectives span D/R ranks (maybe one node's NVLink where D spans
+     * the network) and its outer ones are not timed here: no bound */
+    if (pt->par.lora_rank || pt->par.optimizer_cpu_offload || pt->par.dist_opt_instances > 1)
         return 0;
     for (int r = 0; r < 3; r++) {
         double P = pl->params[r];
@@ -533,6 +534,7 @@ spsim_opt_layer_invalid(const struct spsim_sweep *sw, const uint32_t *d, bool re
     p->first_stage_layers = p->last_stage_layers = 0;
     p->distributed_optimizer = p->overlap_grad_reduce = p->overlap_param_gather = false;
     p->zero = 0;
+    p->dist_opt_instances = 1; /* HSDP needs a sharding level: a composition axis too */
     p->recompute_method = SPSIM_RECOMPUTE_METHOD_DEFAULT;
     p->recompute_layers = p->offload_layers = 0;
     p->moe_a2a_overlap = p->delay_wgrad_compute = false;

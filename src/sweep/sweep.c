@@ -82,6 +82,7 @@ axis_default(int axis)
     case SPSIM_AXIS_GBS:
     case SPSIM_AXIS_EP:
     case SPSIM_AXIS_OVERLAP_P2P: /* Megatron's default: async sends with interleaving */
+    case SPSIM_AXIS_DIST_OPT_INSTANCES:
         return 1;
     case SPSIM_AXIS_FLASH_ATTN:
         return -1; /* the model's kernel */
@@ -233,7 +234,8 @@ static const int layer_inert_axes[] = {SPSIM_AXIS_PP,
                                        SPSIM_AXIS_PP_SPLIT,
                                        SPSIM_AXIS_MAX_GBS,
                                        SPSIM_AXIS_A2A_OVERLAP,
-                                       SPSIM_AXIS_DELAY_WGRAD};
+                                       SPSIM_AXIS_DELAY_WGRAD,
+                                       SPSIM_AXIS_DIST_OPT_INSTANCES};
 
 /* The multi-valued ones among them, in that order (sw->key_axes). */
 static void
@@ -457,6 +459,9 @@ set_sharding_axis(struct spsim_parallel *p, int axis, int64_t v)
         break;
     case SPSIM_AXIS_OVERLAP_P2P:
         p->no_overlap_p2p = v == 0;
+        break;
+    case SPSIM_AXIS_DIST_OPT_INSTANCES:
+        p->dist_opt_instances = (uint32_t)v;
         break;
     default: /* model and hw are pointers, set by point_update */
         break;
@@ -904,7 +909,10 @@ sharding_text(const struct spsim_parallel *p, char *buf, size_t cap)
     if (p->tp_comm_overlap && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, " tp_comm_overlap=on");
     if (p->no_overlap_p2p && n >= 0 && (size_t)n < cap)
-        snprintf(buf + n, cap - (size_t)n, " overlap_p2p_communication=off");
+        n += snprintf(buf + n, cap - (size_t)n, " overlap_p2p_communication=off");
+    if (p->dist_opt_instances > 1 && n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, " num_distributed_optimizer_instances=%u",
+                 p->dist_opt_instances);
 }
 
 /* "model=M hw=H tp=.. ...: REASON\n" for --show-invalid. */
@@ -919,9 +927,9 @@ describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct 
         snprintf(dp, sizeof(dp), "gpus=%u", pt->gpus);
     else
         snprintf(dp, sizeof(dp), "dp=%u", p->dp);
-    char extra[224];
+    char extra[272];
     sharding_text(p, extra, sizeof(extra));
-    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 736;
+    size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 784;
     if (spsim_buf_reserve(out, room) != SPSIM_OK)
         return SPSIM_ENOMEM;
     static const char *const splits[] = {"", " pp_split=account", " pp_split=balanced"};

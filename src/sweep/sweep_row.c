@@ -115,14 +115,16 @@ spsim_row_writer_free(struct spsim_row_writer *w)
     memset(w, 0, sizeof(*w));
 }
 
-/* The field whose column is `name` (`len` bytes), of the main table or the optimizer object's
- * (named only by --columns); NULL when none is. */
+/* The field whose column is `name` (`len` bytes), of the main table or the optimizer or HSDP
+ * object's (named only by --columns); NULL when none is. */
 static const struct spsim_field *
 field_of_column(const char *name, size_t len)
 {
-    for (int table = 0; table < 2; table++) {
+    for (int table = 0; table < 3; table++) {
         const struct spsim_field *fields;
-        size_t n = table ? spsim_result_optimizer_fields(&fields) : spsim_result_fields(&fields);
+        size_t n = table == 2   ? spsim_result_hsdp_fields(&fields)
+                   : table == 1 ? spsim_result_optimizer_fields(&fields)
+                                : spsim_result_fields(&fields);
         for (size_t i = 0; i < n; i++) {
             char col[128];
             if (column_name(fields[i].path, col) == len && memcmp(col, name, len) == 0)
@@ -210,7 +212,8 @@ spsim_row_writer_init(struct spsim_row_writer *w, enum spsim_row_format format, 
 {
     memset(w, 0, sizeof(*w));
     const struct spsim_field *fields;
-    size_t cap = spsim_result_fields(&fields) + spsim_result_optimizer_fields(&fields) + 2,
+    size_t cap = spsim_result_fields(&fields) + spsim_result_optimizer_fields(&fields) +
+                 spsim_result_hsdp_fields(&fields) + 2,
            longest = 32; /* braces, line break */
     w->format = format;
     w->wide_loads = true; /* unless a column ends the struct (add_column) */

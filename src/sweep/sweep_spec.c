@@ -76,6 +76,8 @@ static const struct axis_info axes[SPSIM_AXIS_COUNT] = {
     [SPSIM_AXIS_DELAY_WGRAD] = {"delay_wgrad_compute", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_TP_COMM_OVERLAP] = {"tp_comm_overlap", KIND_SWITCH, 0, 0, NULL, 0, 0},
     [SPSIM_AXIS_OVERLAP_P2P] = {"overlap_p2p_communication", KIND_SWITCH, 0, 0, NULL, 0, 0},
+    [SPSIM_AXIS_DIST_OPT_INSTANCES] = {"num_distributed_optimizer_instances", KIND_INT, 1,
+                                       DEGREE_MAX, NULL, 0, 0},
 };
 
 const char *
