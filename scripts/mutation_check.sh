@@ -273,7 +273,8 @@ gemma3-text-config-ignored@src/interop/hf_config.c@s|    if (text_ctx.origin) /\
 offload-gpu-step-halved@src/engine/dp_time.c@s|(cast + 28.0 + 6.0) / hw->hbm_achievable_Bps|(cast + 28.0 + 6.0) / 2 / hw->hbm_achievable_Bps|@optimizer_offload
 logits-working-halved@src/engine/summary.c@s|padded_vocab / t, 2, ok);|padded_vocab / t, 1, ok);|@terms,stages,moe,bf16_layers,cp
 logits-working-first-stage-dropped@src/engine/memory.c@s|        first = spsim_add(first, le->logits_working_bytes, ok);|        first = first;|@terms
-transformer-impl-local-as-te@src/interop/megatron_args.c@s|m->given\[F_FLASH\]) \&\& impl == 0|m->given[F_FLASH]) \&\& impl >= 0|@megatron'
+transformer-impl-local-as-te@src/interop/megatron_args.c@s|m->given\[F_FLASH\]) \&\& impl == 0|m->given[F_FLASH]) \&\& impl >= 0|@megatron
+vpp-chunks-without-accounted-layers@src/interop/megatron_args.c@s|(uint64_t)layers + m->given\[F_ACCOUNT_EMB\] + m->given\[F_ACCOUNT_LOSS\];|(uint64_t)layers;|@megatron'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then
