@@ -279,7 +279,9 @@ embedding-scale-fwd-halved@src/engine/layer.c@s|    op->fwd_bytes = 4.0 \* local
 embedding-scale-bwd-halved@src/engine/layer.c@s|    op->bwd_bytes = 4.0 \* local;|    op->bwd_bytes = 2.0 * local;|@gemma3
 embedding-scale-dropped@src/engine/layer.c@s|    if (m->embedding_scale)|    if (0 \&\& m->embedding_scale)|@gemma3
 embedding-scale-gemma3-not-read@src/interop/hf_config.c@s|strcmp(f->type, "gemma3_text") == 0;|strcmp(f->type, "gemma3_texx") == 0;|@gemma3
-embedding-scale-gemma-not-read@src/interop/hf_config.c@s|m->embedding_scale = strcmp(f->type, "gemma") == 0|m->embedding_scale = strcmp(f->type, "gemmx") == 0|@hf_config'
+embedding-scale-gemma-not-read@src/interop/hf_config.c@s|m->embedding_scale = strcmp(f->type, "gemma") == 0|m->embedding_scale = strcmp(f->type, "gemmx") == 0|@hf_config
+bridge-ddp-gather-exposed-whole@src/engine/dp_time.c@s|            alone += tr->param_gather_exposed_s - b.time_s;|            alone += 0 * b.time_s;|@zero
+bridge-ddp-not-from-recipes@src/interop/megatron_args.c@s|    p->bridge_ddp = m->yaml;|    p->bridge_ddp = false;|@recipes'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

@@ -1182,6 +1182,7 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
     p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
     p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
+    p->bridge_ddp = m->yaml; /* a recipe: Bridge's comm_overlap, not arguments.py, decides */
     /* HSDP (arguments.py: --num-distributed-optimizer-instances, default 1;
      * --outer-dp-sharding-strategy no_shard|optim, default no_shard). */
     static const char *const outer[] = {"no_shard", "optim", NULL};
