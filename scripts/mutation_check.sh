@@ -281,7 +281,9 @@ embedding-scale-dropped@src/engine/layer.c@s|    if (m->embedding_scale)|    if 
 embedding-scale-gemma3-not-read@src/interop/hf_config.c@s|strcmp(f->type, "gemma3_text") == 0;|strcmp(f->type, "gemma3_texx") == 0;|@gemma3
 embedding-scale-gemma-not-read@src/interop/hf_config.c@s|m->embedding_scale = strcmp(f->type, "gemma") == 0|m->embedding_scale = strcmp(f->type, "gemmx") == 0|@hf_config
 bridge-ddp-gather-exposed-whole@src/engine/dp_time.c@s|            alone += tr->param_gather_exposed_s - b.time_s;|            alone += 0 * b.time_s;|@zero
-bridge-ddp-not-from-recipes@src/interop/megatron_args.c@s|    p->bridge_ddp = m->yaml;|    p->bridge_ddp = false;|@recipes'
+bridge-ddp-not-from-recipes@src/interop/megatron_args.c@s|    p->bridge_ddp = m->yaml;|    p->bridge_ddp = false;|@recipes
+plot-top-ranks-unfit@python/spsim/plot.py@s|    fit = \[r for r in rows if r.get("memory_fits") is True\]|    fit = list(rows)|@python-api
+plot-memory-activations-alone@python/spsim/plot.py@s|right = {m: \[d\["memory"\]\["total_modes_bytes"\]|right = {m: [d["memory"]["activation_modes_first_stage_bytes"]|@python-api'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then
