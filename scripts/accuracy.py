@@ -282,13 +282,49 @@ def finetune_settings(row, s):
     s["tp_comm_overlap"] = "True"
     if row["system"] != "DGX-H100" or (FINETUNE_TASKS[row["task"]] == "sft"):
         s["cuda_graph_impl"], s["cuda_graph_scope"] = "transformer_engine", "mlp"
-    # bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set fp8_param_gather; a
-    # frozen base's FP8 parameters are not modelled (spsim refuses them with LoRA): left out.
-    if FINETUNE_TASKS[row["task"]] == "sft":
+    # bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set fp8_param_gather
+    # (training/mixed_precision.py:302 and :264 at 8f341b04f; the SFT and LoRA builders keep it):
+    # with LoRA the frozen base is built FP8 (spsim's memory.c add_fp8_weight_copies).
+    if row["Precision"] in ("FP8", "MXFP8"):
         s["fp8_param_gather"] = "True"
 
 
+# The 26.08 Nemotron 3 Ultra rows' presets are Bridge's library perf recipes at the page's own
+# commit 067f987 (recipe-settings.csv reads scripts/performance/configs, which has none):
+# src/megatron/bridge/perf_recipes/nemotronh/gb300/nemotronh.py
+# nemotron_3_ultra_pretrain_256gpu_gb300_fp8mx_config and gb200/nemotronh.py
+# nemotron_3_ultra_pretrain_256gpu_gb200_fp8mx_config (the rows' GPUs, TP, PP, EP, MBS, GBS):
+# _perf_precision("fp8_mx") (bf16_with_mxfp8_mixed: fp8_param_gather; grad_reduce_in_fp32
+# False), selective recompute of moe_act, the flex dispatcher with HybridEP (32 SMs,
+# _common.py:89), ETP 1, and common.py _apply_nemotron_3_ultra_fsdp_hsdp: Megatron-FSDP
+# optim_grads_params over HSDP, 256 // 64 = 4 optimizer instances with the outer strategy
+# "optim", bf16 main gradients. Their fine-grained activation offloading of the fused expert MLP
+# (offload_modules ["fused_group_mlp"], tensors above min_offloaded_tensor_size) has no spsim
+# option: named in the reason when spsim refuses the row.
+ULTRA_067F987 = {("26.08", "Nemotron_3_Ultra")}
+ULTRA_UNMODELLED = ("nor are Megatron-FSDP's sharding of a hybrid model (spsim's refusal without HSDP) "
+                    "and the recipe's fine-grained activation offloading of the fused expert MLP "
+                    "(offload_modules fused_group_mlp)")
+
+
+def perf_recipe_settings(row, s):
+    """Fill s with a 26.08 Nemotron 3 Ultra row's recipe settings; the HSDP options (above)."""
+    if (row["container"], row["model"]) not in ULTRA_067F987:
+        return []
+    s.update(use_megatron_fsdp="True", grad_reduce_in_fp32="False", fp8_param_gather="True",
+             recompute_modules="moe_act", etp="1", moe_token_dispatcher_type="flex",
+             moe_flex_dispatcher_backend="hybridep", unmodelled=ULTRA_UNMODELLED)
+    return ["--num-distributed-optimizer-instances", "4", "--outer-dp-sharding-strategy", "optim"]
+
+
 def finetune_args(row):
+    # The 26.06 SFT configs (llama3_llm_finetune.py:123-124, 159-160, 189-190 at 8f341b04f)
+    # defer the output layer's weight gradients of 22 micro-batches to the flush (undone only
+    # with Megatron-FSDP, utils/overrides.py:95-97; Megatron needs pp > 1 for it).
+    if FINETUNE_TASKS.get(row["task"]) == "sft" and row["container"] == "26.06":
+        if as_int(row["PP"], 1) > 1 and row.get("FSDP", "") in ("", "0", "-", "n/a"):
+            return ["--defer-embedding-wgrad-compute", "--wgrad-deferral-limit", "22"]
+        return []
     if FINETUNE_TASKS.get(row["task"]) != "lora":
         return []
     return ["--lora-rank", "32", "--lora-target-modules", "linear_qkv"]
@@ -303,6 +339,7 @@ def command_for(maps, row, s):
     if reason:
         return None, reason
     finetune_settings(row, s)
+    hsdp = perf_recipe_settings(row, s)
     model = maps.get("model", row["model"])
     argv = ["query", "--model", model["spsim"], "--hw", maps.get("system", row["system"])["spsim"]]
     if "(w/o MTP)" in row["model"]:
@@ -314,7 +351,48 @@ def command_for(maps, row, s):
         # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
         # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
         argv.append("--use-precision-aware-optimizer")
+    argv += nemo_2407_optimizer_args(row, argv) + hsdp
     return argv + finetune_args(row) + nemo_2407_args(row) + ["--format", "json"], None
+
+
+# NeMo 24.07's optimizer is Apex's DistributedFusedAdam (NeMo r2.0.0rc1
+# nemo/core/optim/distributed_adam.py; optim.name distributed_fused_adam in every training and
+# SFT config of NeMo-Framework-Launcher 24.07), sharded over dp·cp like the distributed optimizer
+# (its process_group: get_data_parallel_group(with_context_parallel=True)); its gradient buffer
+# is in grad_sync_dtype (apex distributed_fused_adam.py _init_grad_buffer at f3f04924: one buffer
+# of the bucket sizes in grad_sync_dtype), its moments in optim.dtype. The launcher at tag 24.07
+# sets, whatever the parallel mapping:
+#  * grad_sync_dtype bf16 in every H100 GPT-3 and Llama training example
+#    (examples/training/{gpt,llama}/h100/*.sh, `+training.model.optim.grad_sync_dtype=bf16`, the
+#    FSDP ones aside) and in conf/training/nemotron/nemotron_340b.yaml:161, whose optim.dtype
+#    bf16 (:162) keeps Adam's moments in bf16; the Nemotron 8B/22B examples and configs leave
+#    both at fp32;
+#  * for SFT, conf/peft/llama/sft.yaml:257-258 (optim.dtype and grad_sync_dtype bf16), and the
+#    H100 SFT examples of the page's rows (examples/peft/llama/h100/7b_1node.sh, 13b_1node.sh,
+#    70b_2node.sh: the rows' GPUs, TP, PP, MBS and GBS) `++peft.model.fp8_params=true`, VP 10
+#    (13B) and 20 (70B), and for 70B ub_tp_comm_overlap true.
+# spsim states the bf16 moments as the precision-aware optimizer's (--exp-avg-dtype bf16): its
+# fp32 master weights over-count DistributedFusedAdam's (none with optim.dtype bf16, bf16 ones
+# with fp8_params: store_params by megatron_base_model.py:797-806), as its fp32 Adam's 12 B over
+# dp·cp over-counts the 10 of the fp32 configs (store_param_remainders: bf16 weight + 16-bit
+# remainder, exp_avg, exp_avg_sq).
+NEMO_2407_BF16_GRADS = ("GPT3-", "LLAMA", "Nemotron-340B")
+NEMO_2407_BF16_MOMENTS = ["--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
+NEMO_2407_SFT_VP = {"LLAMA2-13B": 10, "LLAMA2-70B": 20}
+
+
+def nemo_2407_optimizer_args(row, argv):
+    """The 24.07 launcher's optimizer and SFT settings (above); argv's --vpp set in place."""
+    if row["container"] != "24.07" or FINETUNE_TASKS.get(row["task"]) == "lora":
+        return []
+    if row["task"] in FINETUNE_TASKS:
+        if row["model"] in NEMO_2407_SFT_VP:
+            argv[argv.index("--vpp") + 1] = str(NEMO_2407_SFT_VP[row["model"]])
+        extra = ["--tp-comm-overlap"] if row["model"] == "LLAMA2-70B" else []
+        return ["--grad-reduce-in-bf16", "--fp8-param-gather"] + NEMO_2407_BF16_MOMENTS + extra
+    if not row["model"].startswith(NEMO_2407_BF16_GRADS):
+        return []
+    return ["--grad-reduce-in-bf16"] + (NEMO_2407_BF16_MOMENTS if row["model"] == "Nemotron-340B" else [])
 
 
 def nemo_2407_args(row):
@@ -387,6 +465,8 @@ def evaluate_row(spsim, env, maps, row):
         out["reason"] = reason
         if "unknown option '--optimizer'" in reason:  # muon_dp_args
             out["reason"] = f"Muon optimizer (the recipe's dist_muon): spsim models Adam only; {reason}"
+        if s.get("unmodelled"):
+            out["reason"] = f"{reason}; {s['unmodelled']}"
         res, dropped, rest = without_unknown(spsim, argv, env, reason)
         if res is not None:
             out["approx"] = dict(dropped=dropped, argv=rest, **figures(res, row))
@@ -642,7 +722,15 @@ as the development set's README (1.0.2) establishes. NeMo 24.07's rows run with 
 and Bridge's defaults above, FP8 as delayed scaling, and FlashAttention: NeMo-Framework-Launcher's
 24.07 `config.yaml` turns cuDNN's fused attention off (`NVTE_FUSED_ATTN: 0`), so TE runs flash-attn
 (`--flash-attn --attention-backend flash`); the page's parallel mappings are not those of the
-launcher's training configs, whose other settings are therefore not read.
+launcher's training configs, whose mapping-tuned settings (recompute) are therefore not read. What
+the launcher sets whatever the mapping is: its optimizer, Apex's DistributedFusedAdam, reduces
+gradients in bf16 in every H100 GPT-3 and Llama training example and in Nemotron-340B's config,
+whose Adam moments are bf16 too (`--grad-reduce-in-bf16`, `--exp-avg-dtype bf16`); the SFT rows
+are the launcher's H100 SFT examples (`examples/peft/llama/h100/`: the rows' GPUs, TP, PP and
+batches), with FP8 parameters, VP 10 (13B) and 20 (70B), and `sft.yaml`'s bf16 gradients and moments.
+The 26.08 Nemotron 3 Ultra rows take Bridge's library perf recipes at the page's commit 067f987
+(`perf_recipes/nemotronh/`: Megatron-FSDP over HSDP, bf16 gradients, FP8 parameters, moe_act
+recompute, fine-grained offload of the expert MLP), which spsim cannot state yet.
 Pipeline layouts (`--pipeline-layout`, with DeepSeek-V3's MTP depth `m` beside the loss) are the
 preset's `pp_layout` or its builder's map by (pp, vp) (DeepSeek-V3, Kimi K2); DeepSeek-V3 at pp 8 × vp 4
 takes the H100 recipe's `Et|(tt|)*30mL` and at pp 2 × vp 4 the map's 8-stage layout (its layouts
@@ -656,8 +744,8 @@ is Bridge's FLOPs per token without it.
 Fine-tuning rows (SFT and LoRA) take their recipes' settings from `scripts/accuracy.py`
 (`FINETUNE_TASKS`: Bridge 8f341b04f `llama3_llm_finetune.py` and its presets for 26.06, the
 24.07 launcher's `peft/llama/squad.yaml`): LoRA rank 32 on `linear_qkv`, 16-bit gradient
-reduction, CUDA graphs of the MLP where the preset sets them; the LoRA rows leave out the FP8
-parameters (not modelled on a frozen base), and the packed SQuAD rows attend over the whole
+reduction, CUDA graphs of the MLP where the preset sets them, FP8 parameters (the LoRA rows'
+frozen base built in FP8, no BF16 copy), and the packed SQuAD rows attend over the whole
 4096-token row (`--packed-subseq-len` unset: the recipes do not state the sub-sequences'
 lengths), an upper bound of their attention cost. Bridge counts a LoRA row's model FLOPs with
 its frozen weights at 2/3 and only the real (unpadded) tokens of the packed file, so their

@@ -30,7 +30,12 @@ done
 
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
-mutations='recheck-no-sharding-rule@src/engine/parallel.c@s|check_fp8(p, NULL) == SPSIM_OK \&\& check_sharding(p, NULL) == SPSIM_OK \&\&|check_fp8(p, NULL) == SPSIM_OK \&\&|@staged
+mutations='deferred-wgrad-kept-halved@src/engine/memory.c@s|    uint64_t kept = spsim_min_u64(limit, x->micro - 1);|    uint64_t kept = spsim_min_u64(limit, x->micro - 1) / 2;|@terms
+deferred-wgrad-input-dropped@src/engine/memory.c@s|spsim_add(le->logits_working_bytes, input, ok)|spsim_add(le->logits_working_bytes, 0, ok)|@terms
+deferred-wgrad-not-in-last-stage@src/engine/memory.c@s|mem->activation_last_stage_bytes = spsim_add(last, mem->activation_deferred_wgrad_bytes, ok);|mem->activation_last_stage_bytes = last;|@terms
+deferred-wgrad-limit-ignored@src/engine/memory.c@s|uint64_t limit = par->wgrad_deferral_limit ? par->wgrad_deferral_limit : x->micro;|uint64_t limit = x->micro;|@terms
+json-plain-always@src/profiles/jsontext.c@s|                \*plain = false;|                (void)0;|@profiles
+recheck-no-sharding-rule@src/engine/parallel.c@s|check_fp8(p, NULL) == SPSIM_OK \&\& check_sharding(p, NULL) == SPSIM_OK \&\&|check_fp8(p, NULL) == SPSIM_OK \&\&|@staged
 recheck-no-batch-split@src/engine/parallel.c@s|              p->gbs % per_step == 0 \&\&|              1 \&\&|@staged
 recheck-no-groups-rule@src/engine/parallel.c@s|check_groups(p, p->vpp, micro, NULL) == SPSIM_OK \&\&|1 \&\&|@staged
 bubble-halved@src/engine/pipeline_time.c@s|tr->pp_bubble_s = (x->p - 1.0) / x->v \* (avg + p2p + p2p_host);|tr->pp_bubble_s = 0.5 * (x->p - 1.0) / x->v * (avg + p2p + p2p_host);|@overlap,terms
@@ -203,6 +208,9 @@ cp-ring-forward-busy-dropped@src/engine/timing.c@s|c->comm_s = (r - 1) \* one.ti
 pp-busy-without-fill@src/engine/pipeline_time.c@s|(mb + x->p - 1.0) \* p2p);|mb * p2p);|@terms
 expert-dp-overlapped-free@src/engine/dp_time.c@s|\*exposed += par->overlap_grad_reduce ? spsim_max_d(0.0, alone - crit->bwd_window) : alone;|*exposed += par->overlap_grad_reduce ? 0 : alone;|@moe_terms
 nvfp4-copy-scales-dropped@src/engine/fp8.c@s|return spsim_add(spsim_add(data, scales, ok), 4, ok);|return spsim_add(data, 4, ok);|@fp8
+fp8-blackwell-transpose-kept@src/engine/fp8.c@s|uint64_t copies = per_tensor \&\& non_tn ? 1 : 2;|uint64_t copies = 2;|@fp8
+lora-fp8-base-bf16-kept@src/engine/memory.c@s|s->weights - bf16,|s->weights - 0 * bf16,|@finetune
+lora-fp8-base-gathered@src/engine/comm.c@s|if (!par->fp8_param_gather \|\| le->params_lora_layer)|if (!par->fp8_param_gather)|@finetune
 moe-fp8-copies-one-expert@src/engine/fp8.c@s|spsim_mul3(op->k, op->n, op->batch, ok)|spsim_mul(op->k, op->n, ok)|@fp8
 router-in-fp8@src/engine/fp8.c@s|if (op->adapter \|\| (op->kind == SPSIM_OPK_GEMM \&\& op->outside_te))|if (op->adapter \|\| (0 \&\& op->outside_te))|@fp8
 fsdp-root-not-kept@src/engine/memory.c@s|spsim_mul(sp->root, 2, ok), ok);|spsim_mul(sp->root, 0, ok), ok);|@zero
@@ -283,7 +291,10 @@ embedding-scale-gemma-not-read@src/interop/hf_config.c@s|m->embedding_scale = st
 bridge-ddp-gather-exposed-whole@src/engine/dp_time.c@s|            alone += tr->param_gather_exposed_s - b.time_s;|            alone += 0 * b.time_s;|@zero
 bridge-ddp-not-from-recipes@src/interop/megatron_args.c@s|    p->bridge_ddp = m->yaml;|    p->bridge_ddp = false;|@recipes
 plot-top-ranks-unfit@python/spsim/plot.py@s|    fit = \[r for r in rows if r.get("memory_fits") is True\]|    fit = list(rows)|@python-api
-plot-memory-activations-alone@python/spsim/plot.py@s|right = {m: \[d\["memory"\]\["total_modes_bytes"\]|right = {m: [d["memory"]["activation_modes_first_stage_bytes"]|@python-api'
+plot-memory-activations-alone@python/spsim/plot.py@s|right = {m: \[d\["memory"\]\["total_modes_bytes"\]|right = {m: [d["memory"]["activation_modes_first_stage_bytes"]|@python-api
+unsourced-profile-timed@src/engine/hardware_view.c@s|hw->unsourced_fields \&\& !listing)|hw->unsourced_fields \&\& 0)|@profiles,cli
+unsourced-null-taken-as-zero@src/profiles/hardware.c@s|    return note_unsourced(c, spsim_json_path(path, sizeof(path), prefix, key), hw);|    return SPSIM_OK;|@profiles,cli
+unsourced-listed-as-zero@src/cli/list.c@s|        snprintf(buf, size, "%s", "n/s");|        snprintf(buf, size, fmt, value);|@cli'
 
 # --changed: the files that differ from the revision (committed or not).
 if [ -n "$changed" ]; then

@@ -91,6 +91,26 @@ def check_settings(root, rows, header):
         check(got == tuple(row[c] for c in cols), f"recipe-settings line {i + 2} is not row {i + 2}")
 
 
+def check_nemo_2407(records):
+    """NeMo-Framework-Launcher 24.07's optimizer settings reach the rows (scripts/accuracy.py
+    nemo_2407_optimizer_args): bf16 gradients for GPT-3, fp32 for Nemotron-8B, the 70B SFT
+    example's VP 20 and FP8 parameters."""
+    seen = 0
+    for r in records:
+        row, argv = r["row"], r.get("argv") or []
+        if row["container"] != "24.07":
+            continue
+        if row["model"] == "GPT3-175B" or row["model"] == "Nemotron-8B":
+            seen += 1
+            bf16 = "--grad-reduce-in-bf16" in argv
+            check(bf16 == (row["model"] == "GPT3-175B"), f"24.07 {row['model']}: bf16 gradients {bf16}")
+        if row["model"] == "LLAMA2-70B" and row["task"] == "Fine-Tuning SFT":
+            seen += 1
+            check(argv[argv.index("--vpp") + 1] == "20" and "--fp8-param-gather" in argv,
+                  f"24.07 LLAMA2-70B SFT: the example's VP 20 and FP8 parameters in {argv}")
+    check(seen == 4, f"{seen} of the 4 NeMo 24.07 rows checked")
+
+
 def check_rerun(spsim, root, records):
     """One tabulated command line (a prediction, else an approximation) run again by hand."""
     for r in records:
@@ -115,6 +135,7 @@ def main():
         predicted = check_records(records, rows, header)
         check_markdown(text, len(rows), predicted)
         check_settings(root, rows, header)
+        check_nemo_2407(records)
         check_rerun(spsim, root, records)
         missing = os.path.join(tmp, "no-such-spsim")
         p = subprocess.run([sys.executable, os.path.join(root, "scripts", "accuracy.py"), "--spsim", missing],

@@ -270,7 +270,7 @@ grep -q '"dtype": "nvfp4"' "$tmp/before.json" || fail "query json of nvfp4 lacks
 
 # Did you mean.
 expect 3 "no model profile named 'llama3-8'; did you mean 'llama3-8b'?" -- query --model llama3-8
-expect 3 "no hardware profile named 'dgx-h10'; did you mean 'dgx-h100'?" -- query --hw dgx-h10
+expect 3 "no hardware profile named 'dgx-h10'; did you mean 'dgx-h100' or 'hgx-h20'?" -- query --hw dgx-h10
 expect 2 "unknown option '--recompte'; did you mean '--recompute'?" -- query --recompte full
 expect 2 "unknown option '--topp'; did you mean '--top'?" -- merge --topp 3
 

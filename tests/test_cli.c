@@ -451,6 +451,29 @@ START_TEST(every_command_has_help)
     ck_assert_ptr_nonnull(strstr(R.out, "gb200-nvl72"));
     ck_assert_ptr_nonnull(strstr(R.out, "gb300-nvl72"));
     ck_assert_ptr_nonnull(strstr(R.out, "hgx-h800"));
+    /* hgx-h20: listed with its unsourced GEMM rate, HBM bandwidth and board power as n/s */
+    ck_assert_ptr_nonnull(strstr(R.out,
+                                 "hgx-h20        NVIDIA H20 141GB (H20-3e)    148     n/s   "
+                                 "141  140.4     n/s    450   370.8    8   8x400     n/s\n"));
+    /* ... checked, and refused by every command that times it: exit 3, the fields named */
+    run(&R, "check \"$SPSIM_DATA_DIR/hardware/hgx-h20.json\"");
+    ck_assert_int_eq(R.status, 0);
+    ck_assert_ptr_nonnull(strstr(R.out, "hgx-h20.json: ok, time model refused: unsourced "
+                                        "gpu.gemm_achievable_tflops.bf16, gpu.sm_count"));
+    static const char *const timed[] = {
+        "query --model llama3-8b --hw hgx-h20 --tp 1 --pp 1 --vpp 1",
+        "collective --op all_reduce --gpus 8 --bytes 8 --hw hgx-h20",
+        "trace --model llama3-8b --hw hgx-h20 --tp 1 --pp 1 --vpp 1"};
+    for (size_t i = 0; i < sizeof(timed) / sizeof(timed[0]); i++) {
+        run(&R, timed[i]);
+        ck_assert_msg(R.status == 3 && strstr(R.err, "hgx-h20.json: unsourced "
+                                                     "gpu.gemm_achievable_tflops.bf16, "
+                                                     "gpu.sm_count, gpu.hbm_bandwidth_GBps, "
+                                                     "gpu.hbm_achievable_GBps (each field's "
+                                                     "source says why): the time model needs "
+                                                     "them"),
+                      "%s: %d %s", timed[i], R.status, R.err);
+    }
     /* spsim trace: a trace-event document; a bad configuration is exit 4 as for query */
     run(&R, "trace --model llama3-8b --hw dgx-h100 --tp 2 --pp 2 --vpp 1 --gbs 4");
     ck_assert_int_eq(R.status, 0);

@@ -65,6 +65,41 @@ START_TEST(lora_memory)
 END_TEST
 
 /*
+ * FP8 current scaling on GB300 (Blackwell: one 1-B copy of a per-tensor FP8 weight, no
+ * transpose). The frozen linear weights are W = 80 · 855 638 016 = 68 451 041 280 (a layer's
+ * 855 654 400 parameters less its two 8192-wide norms). Without FP8 parameters TE's copy sits
+ * beside the BF16 base: 2·(base + adapters) + W. With them (fp8_param_gather: the base built
+ * FP8, fp8_model_init) the copy is the weight: 2·(base − W) + W + 2·adapters, and nothing of
+ * the base is gathered (the BF16 adapters only, dp_grad_bytes unchanged). On H100 (Hopper)
+ * the FP8 weight keeps its transpose too, 2 B: 2·(base + adapters) again. MXFP8's two copies
+ * and their scale bytes (1 per 32 in each): 2W + W/16 in place of the 2W of BF16.
+ */
+START_TEST(lora_fp8_parameters)
+{
+    const double W = 68451041280.0;
+    ck_assert_double_eq(80.0 * 855638016.0, W);
+    struct spsim_parallel p = lora_70b();
+    p.dtype = SPSIM_DTYPE_FP8;
+    p.fp8_recipe = SPSIM_FP8_CURRENT;
+    struct spsim_result r = testutil_evaluate_config("llama3-70b", "gb300-nvl72", &p);
+    ck_assert_uint_eq(r.memory.weights_bytes, (uint64_t)(2 * (BASE_70B + ADAPTERS_70B) + W));
+    p.fp8_param_gather = true;
+    r = testutil_evaluate_config("llama3-70b", "gb300-nvl72", &p);
+    ck_assert_uint_eq(r.memory.weights_bytes,
+                      (uint64_t)(2 * (BASE_70B - W) + W + 2 * ADAPTERS_70B));
+    ck_assert_uint_eq(r.memory.gradients_bytes, (uint64_t)(2 * ADAPTERS_70B));
+    ck_assert_uint_eq(r.comm.dp_grad_bytes, (uint64_t)(2 * ADAPTERS_70B));
+    ck_assert_uint_eq(r.comm.dp_ag_wire_bytes_per_rank, (uint64_t)(2 * ADAPTERS_70B / 8 * 7));
+    r = testutil_evaluate_config("llama3-70b", "dgx-h100", &p);
+    ck_assert_uint_eq(r.memory.weights_bytes, (uint64_t)(2 * (BASE_70B + ADAPTERS_70B)));
+    p.fp8_recipe = SPSIM_FP8_MXFP8;
+    r = testutil_evaluate_config("llama3-70b", "gb300-nvl72", &p);
+    ck_assert_uint_eq(r.memory.weights_bytes,
+                      (uint64_t)(2 * (BASE_70B - W) + 2 * W + W / 16 + 2 * ADAPTERS_70B));
+}
+END_TEST
+
+/*
  * The activations a layer keeps (tp 1, one micro-batch of 4096 tokens, BF16): a frozen linear
  * keeps no input (TE linear.py saves it only when the weight requires a gradient; Megatron's
  * LinearWithFrozenWeight only the weight), except the attention projection's, the output that
@@ -164,7 +199,9 @@ START_TEST(finetune_rules)
     p.dtype = SPSIM_DTYPE_FP8;
     p.fp8_recipe = SPSIM_FP8_CURRENT;
     p.fp8_param_gather = true;
-    testutil_expect_rule("llama3-70b", &p, "LoRA with FP8 parameters is not modelled");
+    p.dtype = SPSIM_DTYPE_NVFP4;
+    p.fp8_recipe = SPSIM_FP8_DELAYED;
+    testutil_expect_rule("llama3-70b", &p, "LoRA with NVFP4 parameters is not modelled");
 }
 END_TEST
 
@@ -174,6 +211,7 @@ finetune_suite(void)
     Suite *s = suite_create("finetune");
     TCase *tc = tcase_create("lora_packed");
     tcase_add_test(tc, lora_memory);
+    tcase_add_test(tc, lora_fp8_parameters);
     tcase_add_test(tc, lora_activations);
     tcase_add_test(tc, lora_flops);
     tcase_add_test(tc, packed_attention_flops);

@@ -93,6 +93,57 @@ START_TEST(weight_copies)
 }
 END_TEST
 
+/* The synthetic profile as a GPU named `model` (spsim_nccl_arch_of reads the name). */
+static struct spsim_hardware *
+synthetic_gpu(const char *model)
+{
+    static const char at[] = "\"model\": \"X\"";
+    const char *cut = strstr(testutil_synthetic_hw, at);
+    char text[sizeof(testutil_synthetic_hw) + 64];
+    snprintf(text, sizeof(text), "%.*s\"model\": \"%s\"%s", (int)(cut - testutil_synthetic_hw),
+             testutil_synthetic_hw, model, cut + strlen(at));
+    return testutil_hardware_text(text);
+}
+
+static uint64_t
+weights_on(const struct spsim_hardware *hw, const struct spsim_parallel *p)
+{
+    struct spsim_model_shape ms = shape();
+    struct spsim_model *m = testutil_model(&ms);
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(m, hw, p, &r, &err) == SPSIM_OK, "evaluate: %s", err.message);
+    spsim_model_destroy(m);
+    return r.memory.weights_bytes;
+}
+
+/* On Blackwell (compute capability 10.x) TE runs FP8 GEMMs in every layout, so a per-tensor
+ * FP8 weight (delayed or current scaling) keeps one 1-B copy for both usages and no transpose
+ * (quantizer.cpp:363,375 and :679,689 at TE d0067d0da): the 8 layers' 12h² weights each add
+ * w = 8·12·2560² = 629,145,600 B beside BF16, not 2w. Hopper keeps 2w; MXFP8's rowwise and
+ * columnwise copies differ in their scales' direction and stay 2w + w/16 on either GPU. */
+START_TEST(weight_copies_blackwell)
+{
+    struct spsim_hardware *b200 = synthetic_gpu("B200"), *h100 = synthetic_gpu("H100");
+    struct spsim_parallel p = config(SPSIM_DTYPE_BF16, SPSIM_FP8_DELAYED, 1);
+    uint64_t bf16 = weights_on(b200, &p);
+    ck_assert_uint_eq(bf16, weights_on(h100, &p));
+    double w = 8.0 * 12 * H * (double)H;
+    ck_assert_uint_eq((uint64_t)w, 629145600);
+    p.dtype = SPSIM_DTYPE_FP8;
+    ck_assert_uint_eq(weights_on(b200, &p) - bf16, w);
+    ck_assert_uint_eq(weights_on(h100, &p) - bf16, 2 * w);
+    p.fp8_recipe = SPSIM_FP8_CURRENT;
+    ck_assert_uint_eq(weights_on(b200, &p) - bf16, w);
+    ck_assert_uint_eq(weights_on(h100, &p) - bf16, 2 * w);
+    p.fp8_recipe = SPSIM_FP8_MXFP8;
+    ck_assert_uint_eq(weights_on(b200, &p) - bf16, 2 * w + w / 16);
+    ck_assert_uint_eq(weights_on(h100, &p) - bf16, 2 * w + w / 16);
+    spsim_hardware_destroy(b200);
+    spsim_hardware_destroy(h100);
+}
+END_TEST
+
 /* A mixture of experts (TESTUTIL_MOE_SHAPE: 2 layers, h 1024, 8 heads of 128, E = 128 experts
  * of f_e = 128, SwiGLU, no shared experts), tp 1, ep 8: each rank's 16 local experts are 16
  * TE GroupedLinear weights, each quantized with its copies (spsim counted one expert of the
@@ -692,6 +743,7 @@ fp8_suite(void)
     TCase *tc = tcase_create("te");
     tcase_add_test(tc, saved_inputs_in_fp8);
     tcase_add_test(tc, weight_copies);
+    tcase_add_test(tc, weight_copies_blackwell);
     tcase_add_test(tc, fp8_parameter_gather);
     tcase_add_test(tc, cast_bytes_per_recipe);
     tcase_add_test(tc, fp8_all_gathers);

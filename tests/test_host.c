@@ -329,8 +329,9 @@ END_TEST
 static int
 each_hardware(void *ctx, const char *name, const char *path)
 {
-    (void)path;
     (void)ctx;
+    if (testutil_listing_only(path)) /* hgx-h20: the time model refuses it (test_profiles.c) */
+        return 0;
     struct spsim_hardware *hw = testutil_hardware(name);
     struct spsim_hardware_info info;
     spsim_hardware_get_info(hw, &info);

@@ -2,6 +2,7 @@
  * message naming the file, the field and the rule. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "profiles/profiles.h"
 #include "testutil.h"
@@ -186,7 +187,7 @@ read_text(const char *path)
 static const struct bad_case hw_cases[] = {
     /* Every number needs its source. */
     {"\"sm_count\": {\"value\": 108,", "\"sm_count\": 108, \"_x\": {\"value\": 108,", SPSIM_EFIELD,
-     "field 'gpu.sm_count': must be {\"value\": NUMBER, \"source\": \"TEXT\"}"},
+     "field 'gpu.sm_count': must be {\"value\": NUMBER or null, \"source\": \"TEXT\"}"},
     {"\"value\": 108, \"source\": \"", "\"value\": 108, \"sourc\": \"", SPSIM_EFIELD,
      "field 'gpu.sm_count.sourc': unknown key"},
     {"\"value\": 108,", "\"value\": -108,", SPSIM_EFIELD, "field 'gpu.sm_count.value'"},
@@ -251,13 +252,19 @@ load_each_hardware(void *cookie, const char *name, const char *path)
 {
     struct spsim_hardware *hw = NULL;
     struct spsim_error err = {0};
-    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_hardware_load_listing(path, &hw, &err) == SPSIM_OK, "%s", err.message);
     struct spsim_hardware_info i;
     spsim_hardware_get_info(hw, &i);
     ck_assert_str_eq(i.name, name);
     ck_assert(i.peak_tflops[SPSIM_DTYPE_BF16] > 0 && i.hbm_capacity_bytes > 0);
-    (*(int *)cookie)++;
+    bool listing = i.unsourced_fields != NULL;
     spsim_hardware_destroy(hw);
+    hw = NULL;
+    /* A profile with unsourced time-model figures is refused by the loader the models use. */
+    int rc = spsim_hardware_load(path, &hw, &err);
+    ck_assert_msg(rc == (listing ? SPSIM_EFIELD : SPSIM_OK), "%s: rc %d", name, rc);
+    spsim_hardware_destroy(hw);
+    (*(int *)cookie)++;
     return 0;
 }
 
@@ -472,6 +479,92 @@ START_TEST(hgx_h800_derivations)
 }
 END_TEST
 
+/* hgx-h20 (H20 141GB, H20-3e): SimAI's H20 is H100's 18 NVLink4 links, so 18 x 25 GB/s per
+ * direction and NCCL's 18 x 20.6 = 370.8 GB/s ring, one channel per link; the peaks and memory
+ * are vidur's H20 SKU (148 / 296 TFLOPS, 141 GB) and SimAI's test machine (143,771 MiB). The
+ * NVLink step latency is worked from [DeepEP-303]'s 12.49 us all_reduce of 8 B on 8 H20:
+ * (12.49 - 6.6 base) / 14 ring steps = 0.4207 us, so base + 14 steps gives the measurement back.
+ * The SM count, GEMM rate and HBM bandwidth are unsourced: the profile is listed, never timed. */
+START_TEST(hgx_h20_derivations)
+{
+    char path[4096];
+    struct spsim_error err = {0};
+    struct spsim_hardware *hw = NULL;
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "hgx-h20", path, sizeof(path), NULL),
+        SPSIM_OK);
+    ck_assert_msg(spsim_hardware_load_listing(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    struct spsim_hardware_info i;
+    spsim_hardware_get_info(hw, &i);
+    ck_assert_double_eq_tol(i.peak_tflops[SPSIM_DTYPE_BF16], 148, 1e-9);
+    ck_assert_double_eq_tol(i.peak_tflops[SPSIM_DTYPE_FP8], 296, 1e-9);
+    ck_assert_uint_eq(i.hbm_marketed_bytes, 141000000000ull);
+    ck_assert_uint_eq(i.hbm_capacity_bytes, 143771ull << 20);
+    ck_assert_double_eq_tol(i.nvlink_bandwidth_per_direction_GBps, 18 * 450.0 / 18, 1e-9);
+    ck_assert_double_eq_tol(i.nvlink_ring_busbw_GBps, 18 * 20.6, 1e-9);
+    ck_assert_double_eq_tol(i.nvlink_allreduce_busbw_GBps, 475.0, 1e-9);
+    ck_assert_uint_eq(hw->nccl_channels, 18);
+    ck_assert_uint_eq(i.nics_per_node, 8);
+    double hop_us = (12.49 - 6.6) / 14; /* 0.420714... */
+    ck_assert_double_eq_tol(hw->nvlink.hop_latency_s * 1e6, hop_us, 1e-4);
+    ck_assert_double_eq_tol((hw->nvlink.base_latency_s + 14 * hw->nvlink.hop_latency_s) * 1e6,
+                            12.49, 2e-3);
+    ck_assert_str_eq(i.unsourced_fields, "gpu.gemm_achievable_tflops.bf16, gpu.sm_count, "
+                                         "gpu.hbm_bandwidth_GBps, gpu.hbm_achievable_GBps");
+    ck_assert_uint_eq(i.sm_count, 0);
+    ck_assert_double_eq(i.hbm_bandwidth_GBps, 0);
+    ck_assert_ptr_nonnull(i.board_power_unsourced);
+    spsim_hardware_destroy(hw);
+    hw = NULL;
+    ck_assert_int_eq(spsim_hardware_load(path, &hw, &err), SPSIM_EFIELD);
+    ck_assert_ptr_null(hw);
+    ck_assert_msg(strstr(err.message, "hgx-h20.json: unsourced gpu.gemm_achievable_tflops.bf16, "
+                                      "gpu.sm_count, gpu.hbm_bandwidth_GBps, "
+                                      "gpu.hbm_achievable_GBps (each field's source says why): "
+                                      "the time model needs them, so the profile is refused"),
+                  "%s", err.message);
+}
+END_TEST
+
+/* {"value": null} for a figure the time model needs: read by the listing loader only; absent is
+ * still an error, and the GEMM derivations that would run the model are refused. */
+START_TEST(unsourced_time_figures)
+{
+    char path[4096];
+    ck_assert_int_eq(
+        spsim_profile_resolve(SPSIM_PROFILE_HARDWARE, "dgx-a100-80g", path, sizeof(path), NULL),
+        SPSIM_OK);
+    char *base = read_text(path);
+    char *null_sm = edit(base, "\"sm_count\": {\"value\": 108,", "\"sm_count\": {\"value\": null,");
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_hardware_parse(null_sm, strlen(null_sm), "t.json", &hw, &err),
+                     SPSIM_EFIELD);
+    ck_assert_ptr_null(hw);
+    ck_assert_msg(strstr(err.message, "t.json: unsourced gpu.sm_count (each field's source"), "%s",
+                  err.message);
+    char *absent = edit(base, "\"sm_count\": {", "\"_sm_count\": {");
+    ck_assert_int_eq(spsim_hardware_parse(absent, strlen(absent), "t.json", &hw, &err),
+                     SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "field 'gpu.sm_count': is required but missing"), "%s",
+                  err.message);
+    /* dgx-a100-80g has a gemm_table: with the SM count unsourced it cannot be derived. */
+    char tmp[] = "/tmp/spsim-h20-XXXXXX";
+    int fd = mkstemp(tmp);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(write(fd, null_sm, strlen(null_sm)) == (ssize_t)strlen(null_sm));
+    close(fd);
+    ck_assert_int_eq(spsim_hardware_load_listing(tmp, &hw, &err), SPSIM_EFIELD);
+    ck_assert_msg(strstr(err.message, "field 'gpu.gemm_table': needs gpu.sm_count, which the "
+                                      "profile marks unsourced"),
+                  "%s", err.message);
+    unlink(tmp);
+    free(absent);
+    free(null_sm);
+    free(base);
+}
+END_TEST
+
 START_TEST(profile_names_resolve)
 {
     char path[4096];
@@ -539,6 +632,8 @@ profiles_suite(void)
     tcase_add_test(tc, dgx_b300_derivations);
     tcase_add_test(tc, gb300_nvl72_derivations);
     tcase_add_test(tc, hgx_h800_derivations);
+    tcase_add_test(tc, hgx_h20_derivations);
+    tcase_add_test(tc, unsourced_time_figures);
     suite_add_tcase(s, tc);
     tc = tcase_create("shipped");
     tcase_add_test(tc, shipped_profiles_load);

@@ -111,8 +111,11 @@ START_TEST(llama3_70b_sft_dump)
     ck_assert(p->overlap_grad_reduce && p->overlap_param_gather && !p->no_overlap_p2p);
     ck_assert_uint_eq(p->ddp_bucket_size, 128ull * 1024 * 1024);
     ck_assert(p->dtype == SPSIM_DTYPE_FP8 && p->fp8_recipe == SPSIM_FP8_MXFP8);
-    /* comm_overlap's defer_embedding_wgrad_compute (true) is a schedule spsim does not model */
-    ck_assert_str_eq(mc.unmodelled, "comm_overlap.defer_embedding_wgrad_compute");
+    /* comm_overlap's defer_embedding_wgrad_compute (true) and wgrad_deferral_limit (22) are
+     * read over the model section's (false, 0), as Bridge applies them (comm_overlap.py
+     * _get_model_comm_overlap_cfgs, _apply_cfgs); nothing is left unmodelled */
+    ck_assert(p->defer_embedding_wgrad_compute && p->wgrad_deferral_limit == 22);
+    ck_assert_str_eq(mc.unmodelled, "");
     spsim_model_destroy(mc.model);
 }
 END_TEST

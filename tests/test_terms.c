@@ -448,6 +448,52 @@ START_TEST(one_gpu_activation_memory)
 }
 END_TEST
 
+/* --defer-embedding-wgrad-compute (Megatron-LM d98e8a64 tensor_parallel/layers.py:1228-1232,
+ * 661-663): the last stage keeps, of each of the first `limit` micro-batches, the output layer's
+ * input [s, b, h/1] and the logits' 16-bit gradient [s, b, v/t] until the flush; at its peak (a
+ * micro-batch's loss) those of the micro-batches before it: min(limit, m - 1). */
+START_TEST(deferred_embedding_wgrad_memory)
+{
+    /* tp 2, pp 2, 6 micro-batches: per micro-batch 2·s·v/t = 2·1024·16384 = 33,554,432 B of
+     * gradient and 2·s·h = 2,097,152 B of input (no SP: the whole sequence), 35,651,584 B. */
+    struct spsim_parallel p = config(2, 2, 1, 1, 6);
+    p.sp = false;
+    struct spsim_result base = run(&p);
+    ck_assert_uint_eq(base.memory.activation_deferred_wgrad_bytes, 0);
+    p.defer_embedding_wgrad_compute = true;
+    p.wgrad_deferral_limit = 2;
+    struct spsim_result r = run(&p);
+    ck_assert_uint_eq(r.memory.activation_deferred_wgrad_bytes, 2 * 35651584ull);
+    ck_assert_uint_eq(r.memory.activation_last_stage_bytes,
+                      base.memory.activation_last_stage_bytes + 2 * 35651584ull);
+    ck_assert_uint_eq(r.memory.activation_first_stage_bytes,
+                      base.memory.activation_first_stage_bytes);
+    /* limit 0 (every micro-batch) or above m - 1: the 5 before the last one's loss */
+    p.wgrad_deferral_limit = 0;
+    ck_assert_uint_eq(run(&p).memory.activation_deferred_wgrad_bytes, 5 * 35651584ull);
+    p.wgrad_deferral_limit = 9;
+    ck_assert_uint_eq(run(&p).memory.activation_deferred_wgrad_bytes, 5 * 35651584ull);
+    /* with SP the kept input is the rank's s/t rows: 2·512·1024 = 1,048,576 B */
+    p.sp = true;
+    p.wgrad_deferral_limit = 2;
+    ck_assert_uint_eq(run(&p).memory.activation_deferred_wgrad_bytes,
+                      2 * (33554432ull + 1048576ull));
+    /* Megatron's own refusals (model_parallel_config.py:545-553) */
+    struct spsim_model *m = terms_model();
+    struct spsim_hardware *hw = terms_hw();
+    struct spsim_error err = {0};
+    p.no_gradient_accumulation_fusion = true;
+    ck_assert_int_eq(spsim_evaluate(m, hw, &p, &r, &err), SPSIM_ECONFIG);
+    ck_assert(strstr(err.message, "when gradient accumulation fusion is not used"));
+    p = config(2, 1, 1, 1, 6);
+    p.defer_embedding_wgrad_compute = true;
+    ck_assert_int_eq(spsim_evaluate(m, hw, &p, &r, &err), SPSIM_ECONFIG);
+    ck_assert(strstr(err.message, "when pipeline model parallel is not used"));
+    spsim_model_destroy(m);
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
 START_TEST(recomputation)
 {
     struct dims x = dims_of(1, false, 1);
@@ -866,6 +912,7 @@ terms_suite(void)
     tcase_add_test(tc, one_gpu_forward_backward_optimizer);
     tcase_add_test(tc, main_grad_add_without_fusion);
     tcase_add_test(tc, one_gpu_activation_memory);
+    tcase_add_test(tc, deferred_embedding_wgrad_memory);
     tcase_add_test(tc, fused_attention_rates);
     tcase_add_test(tc, recomputation);
     tcase_add_test(tc, rmsnorm_moves_layernorm_bytes);

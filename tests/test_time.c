@@ -285,8 +285,9 @@ END_TEST
 static int
 each_hardware(void *cookie, const char *name, const char *path)
 {
-    (void)path;
     struct spsim_model *m = cookie;
+    if (testutil_listing_only(path)) /* hgx-h20: the time model refuses it (test_profiles.c) */
+        return 0;
     struct spsim_hardware *hw = testutil_hardware(name);
     const struct spsim_model_shape *s = spsim_model_get_shape(m);
     struct spsim_parallel p;

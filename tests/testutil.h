@@ -174,6 +174,22 @@ testutil_hardware(const char *name)
     return hw;
 }
 
+/** Whether the hardware profile at path is one only list and check read: it marks figures the
+ * time model needs unsourced (spsim_hardware_load_listing), so no time can be asked of it. */
+static inline bool
+testutil_listing_only(const char *path)
+{
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_hardware_load_listing(path, &hw, &err) == SPSIM_OK, "%s: %s", path,
+                  err.message);
+    struct spsim_hardware_info i;
+    spsim_hardware_get_info(hw, &i);
+    bool listing = i.unsourced_fields != NULL;
+    spsim_hardware_destroy(hw);
+    return listing;
+}
+
 /** A shipped hardware profile's text (static storage, replaced by the next call); its path
  * into `path`. */
 static inline char *

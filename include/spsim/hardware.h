@@ -54,6 +54,11 @@ struct spsim_hardware_info {
     /** where the profile marks board_power_W unsourced ({"value": null}), its reason (owned by
      * the hardware object); NULL otherwise */
     const char *board_power_unsourced;
+    /** the figures the time model needs that the profile marks unsourced, comma-separated
+     *  (owned by the hardware object), e.g. "gpu.sm_count, gpu.hbm_bandwidth_GBps"; their
+     *  fields above are 0. NULL when all are sourced. Only spsim_hardware_load_listing loads
+     *  such a profile */
+    const char *unsourced_fields;
 };
 
 struct spsim_hardware;
@@ -65,6 +70,16 @@ struct spsim_hardware;
  */
 SPSIM_API int spsim_hardware_load(const char *path, struct spsim_hardware **out,
                                   struct spsim_error *err);
+
+/**
+ * Load a profile for listing and checking only: as spsim_hardware_load, but a profile that
+ * marks figures the time model needs unsourced ({"value": null}: gpu.sm_count,
+ * gpu.gemm_achievable_tflops.bf16, gpu.hbm_bandwidth_GBps, gpu.hbm_achievable_GBps) is read,
+ * with spsim_hardware_info.unsourced_fields naming them. Such an object may be passed to
+ * spsim_hardware_get_info and spsim_hardware_destroy only: spsim_hardware_load refuses it.
+ */
+SPSIM_API int spsim_hardware_load_listing(const char *path, struct spsim_hardware **out,
+                                          struct spsim_error *err);
 
 /** Parse a hardware profile held in memory; origin names it in error messages. */
 SPSIM_API int spsim_hardware_parse(const char *json, size_t len, const char *origin,

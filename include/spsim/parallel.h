@@ -418,6 +418,15 @@ struct spsim_parallel {
      * hook adds it to main_grad, a kernel per parameter tensor per micro-batch (engine/
      * mb_host.c); default false (fused into the wgrad GEMM) */
     bool no_gradient_accumulation_fusion;
+    /** --defer-embedding-wgrad-compute: the last stage keeps the output layer's input and the
+     * logits' gradient of the first wgrad_deferral_limit micro-batches and runs their weight
+     * gradient GEMMs in the pipeline flush (Megatron-LM d98e8a64 tensor_parallel/layers.py
+     * 1228-1232, 661-663; schedules.py finish_embedding_wgrad_compute): memory.
+     * activation_deferred_wgrad_bytes. Needs pp > 1 and gradient accumulation fusion
+     * (model_parallel_config.py:545-553); default false */
+    bool defer_embedding_wgrad_compute;
+    /** --wgrad-deferral-limit: the micro-batches deferred; 0 = every one (Megatron's default) */
+    uint32_t wgrad_deferral_limit;
     /** --no-create-attention-mask-in-dataloader: get_batch copies and broadcasts no attention
      * mask; default false (the data loader builds it, pretrain_gpt.py) */
     bool no_create_attention_mask_in_dataloader;

@@ -123,6 +123,10 @@ struct spsim_memory_report {
     /** The last stage's cross-entropy peak beside the kept fp32 logits: the 16-bit logits in
      * forward (their gradient in backward), 2·(s/c)·b·v/t; in the first stage's sum when p = 1. */
     uint64_t activation_logits_working_bytes;
+    /** --defer-embedding-wgrad-compute: the last stage's kept logits gradients (16-bit, s/c·b·v/t
+     * each) and output-layer inputs of the micro-batches deferred before the peak's; in the last
+     * stage's sum. */
+    uint64_t activation_deferred_wgrad_bytes;
     uint64_t activation_first_stage_bytes; /**< sum of the six terms above */
     uint64_t activation_last_stage_bytes;  /**< the last stage (its layers, output layer, logits) */
     uint32_t recomputed_layers_per_stage;  /**< layers whose forward is replayed (full

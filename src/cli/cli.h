@@ -339,6 +339,8 @@ enum cli_config_opt {
     OPT_LOG_TIMERS_TB,
     OPT_LOG_MEMORY_TB,
     OPT_NO_WGRAD_FUSION,
+    OPT_DEFER_EMB_WGRAD,
+    OPT_WGRAD_DEFERRAL_LIMIT,
     OPT_PP_SCHEDULE,
     OPT_DIST_OPT_INSTANCES,
     OPT_OUTER_DP_SHARDING,
@@ -455,6 +457,9 @@ enum cli_config_opt {
     "                         training_log's host work on the last rank each iteration\n"          \
     "  --no-gradient-accumulation-fusion\n"                                                        \
     "                         every weight's gradient added into main_grad by the DDP hook\n"      \
+    "  --defer-embedding-wgrad-compute, --wgrad-deferral-limit N\n"                                \
+    "                         the last stage keeps the output layer's input and logits\n"          \
+    "                         gradient of N micro-batches (0: all) for the flush (memory)\n"       \
     "Mixture of experts (models with experts):\n"                                                  \
     "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \

@@ -36,13 +36,25 @@ show_model(void *cookie, const char *name, const char *path)
     return 0;
 }
 
+/* A figure the profile marks unsourced shows as "n/s" (spsim_hardware_info.unsourced_fields). */
+static const char *
+figure(char *buf, size_t size, const char *fmt, double value, const struct spsim_hardware_info *i,
+       const char *field)
+{
+    if (value == 0 && i->unsourced_fields && strstr(i->unsourced_fields, field))
+        snprintf(buf, size, "%s", "n/s");
+    else
+        snprintf(buf, size, fmt, value);
+    return buf;
+}
+
 static int
 show_hardware(void *cookie, const char *name, const char *path)
 {
     int *rc = cookie;
     struct spsim_hardware *hw = NULL;
     struct spsim_error err = {0};
-    if (spsim_hardware_load(path, &hw, &err) != SPSIM_OK) {
+    if (spsim_hardware_load_listing(path, &hw, &err) != SPSIM_OK) {
         *rc = cli_fail(&err);
         return 0;
     }
@@ -56,11 +68,15 @@ show_hardware(void *cookie, const char *name, const char *path)
         snprintf(watts, sizeof(watts), "%s", i.board_power_unsourced ? "n/s" : "-");
     /* Marketed GB (10^9 B) beside what the GPU reports, in GiB as nvidia-smi's MiB / 1024: an
      * "80 GB" H100 reports 81559 MiB, 79.6 GiB. */
-    printf("%-14s %-24s %6.0f %7.1f %5.0f %6.1f %7.0f %6.0f %7.1f %4u %3ux%-4.0f %6s%s\n", name,
-           i.gpu_model, i.peak_tflops[SPSIM_DTYPE_BF16], i.gemm_achievable_tflops_bf16,
+    char gemm[16], hbm[16];
+    printf("%-14s %-24s %6.0f %7s %5.0f %6.1f %7s %6.0f %7.1f %4u %3ux%-4.0f %6s%s\n", name,
+           i.gpu_model, i.peak_tflops[SPSIM_DTYPE_BF16],
+           figure(gemm, sizeof(gemm), "%.1f", i.gemm_achievable_tflops_bf16, &i,
+                  "gpu.gemm_achievable_tflops.bf16"),
            (double)i.hbm_marketed_bytes / 1e9, (double)i.hbm_capacity_bytes / 1073741824.0,
-           i.hbm_bandwidth_GBps, i.nvlink_bandwidth_per_direction_GBps, i.nvlink_ring_busbw_GBps,
-           i.nvlink_domain_gpus, i.nics_per_node, i.nic_line_rate_Gbit_s, watts,
+           figure(hbm, sizeof(hbm), "%.0f", i.hbm_bandwidth_GBps, &i, "gpu.hbm_bandwidth_GBps"),
+           i.nvlink_bandwidth_per_direction_GBps, i.nvlink_ring_busbw_GBps, i.nvlink_domain_gpus,
+           i.nics_per_node, i.nic_line_rate_Gbit_s, watts,
            i.fitted ? "  fitted" : (i.calibrated ? "  calibrated" : ""));
     spsim_hardware_destroy(hw);
     return 0;

@@ -128,6 +128,8 @@ static const struct cli_option_spec {
     {"log-timers-to-tensorboard", no_argument, OPT_LOG_TIMERS_TB, -1},
     {"log-memory-to-tensorboard", no_argument, OPT_LOG_MEMORY_TB, -1},
     {"no-gradient-accumulation-fusion", no_argument, OPT_NO_WGRAD_FUSION, -1},
+    {"defer-embedding-wgrad-compute", no_argument, OPT_DEFER_EMB_WGRAD, -1},
+    {"wgrad-deferral-limit", required_argument, OPT_WGRAD_DEFERRAL_LIMIT, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -453,6 +455,14 @@ config_muon(struct spsim_parallel *p, int opt, const char *arg)
     case OPT_NO_WGRAD_FUSION:
         p->no_gradient_accumulation_fusion = true;
         return 1;
+    case OPT_DEFER_EMB_WGRAD:
+        p->defer_embedding_wgrad_compute = true;
+        return 1;
+    case OPT_WGRAD_DEFERRAL_LIMIT: {
+        int rc =
+            cli_parse_u32("--wgrad-deferral-limit", arg, 0, UINT32_MAX, &p->wgrad_deferral_limit);
+        return rc == EXIT_OK ? 1 : -rc;
+    }
     case OPT_OPT_OFFLOAD_FRACTION: {
         int rc = cli_parse_double("--optimizer-offload-fraction", arg, 0, 1,
                                   &p->optimizer_offload_fraction);

@@ -189,6 +189,9 @@ print_memory(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)m->activation_output_bytes));
     fprintf(f, "  %-44s %14s\n", "activations, 16-bit logits (last stage)",
             fmt_bytes(a, sizeof(a), (double)m->activation_logits_working_bytes));
+    if (r->config.defer_embedding_wgrad_compute)
+        fprintf(f, "  %-44s %14s\n", "activations, deferred output wgrads (last)",
+                fmt_bytes(a, sizeof(a), (double)m->activation_deferred_wgrad_bytes));
     fprintf(f, "  %-44s %14s\n", "activations, full-recompute working set",
             fmt_bytes(a, sizeof(a), (double)m->activation_recompute_working_bytes));
     if (r->config.cp > 1)

@@ -29,7 +29,8 @@ uint64_t
 spsim_fp8_gather_saved(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                        uint64_t layers)
 {
-    if (!par->fp8_param_gather)
+    /* LoRA gathers only its BF16 adapters; the frozen FP8 base is in no DDP buffer. */
+    if (!par->fp8_param_gather || le->params_lora_layer)
         return 0;
     /* --fp4-param-gather (Megatron arguments.py): the NVFP4 weights gathered instead, their
      * rowwise 1/2 B and the E4M3 scale of each 16×16 block (the columnwise copy of a 2D-scaled

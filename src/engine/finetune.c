@@ -187,10 +187,10 @@ spsim_finetune_check(const struct spsim_model_shape *m, const struct spsim_paral
         return CONFIG_FAIL(err, "field 'lora_rank': LoRA on mixture-of-experts, multi-latent "
                                 "attention, multi-token prediction, sliding-window or hybrid "
                                 "(Mamba) models is not modelled");
-    /* FP8 primary weights (TE fp8_model_init) of a frozen base: 1 B a weight and no gather at
-     * all, neither modelled. */
-    if (p->fp8_param_gather)
-        return CONFIG_FAIL(err, "field 'fp8_param_gather': LoRA with FP8 parameters is not "
+    /* FP8 primary weights of a frozen base (memory.c add_fp8_weight_copies); NVFP4 ones
+     * (--fp4-param-gather) are not modelled. */
+    if (p->fp8_param_gather && p->dtype != SPSIM_DTYPE_FP8)
+        return CONFIG_FAIL(err, "field 'fp8_param_gather': LoRA with NVFP4 parameters is not "
                                 "modelled");
     if (p->zero >= 2)
         return CONFIG_FAIL(err, "field 'zero': LoRA with Megatron-FSDP sharding (zero 2, 3) is "

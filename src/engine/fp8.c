@@ -42,6 +42,7 @@
 #include "config.h"
 
 #include "layer.h"
+#include "nccl_tuning.h"
 
 /* Scale bytes per element of one orientation (MXFP8: 1 B per 32; blockwise: 4 B per 128). */
 static double
@@ -212,8 +213,17 @@ nvfp4_copies(const struct spsim_layer *L, bool *ok)
     return bytes;
 }
 
+bool
+spsim_te_non_tn_fp8(const struct spsim_hardware *hw)
+{
+    /* transformer_engine.cpp:1200 nvte_is_non_tn_fp8_gemm_supported: compute capability 10.x,
+     * 11.x or >= 13.0, the Blackwell data-centre GPUs (B200, B300, GB200, GB300: 10.0 and
+     * 10.3); Hopper and anything unnamed keep the transpose. */
+    return hw && spsim_nccl_arch_of(hw) == SPSIM_NCCL_BLACKWELL;
+}
+
 uint64_t
-spsim_layer_fp8_weight_bytes(const struct spsim_layer *L, bool *ok)
+spsim_layer_fp8_weight_bytes(const struct spsim_layer *L, bool non_tn, bool *ok)
 {
     if (L->cfg.dtype == SPSIM_DTYPE_NVFP4)
         return nvfp4_copies(L, ok);
@@ -221,12 +231,19 @@ spsim_layer_fp8_weight_bytes(const struct spsim_layer *L, bool *ok)
         return 0;
     uint64_t weights =
         spsim_add(quantized_weights(L, false, ok), quantized_weights(L, true, ok), ok);
-    /* Rowwise and columnwise (the transpose cache), 1 B each; MXFP8's E8M0 scale per 32 in
-     * each; blockwise's fp32 scale per 128×128 block in each (2·4/16384 per weight). */
+    /* Per-tensor scaling (delayed, current) where the GPU runs non-TN FP8 GEMMs: one 1-B copy
+     * serves both usages (TE d0067d0da pytorch/csrc/quantizer.cpp:363,375 Float8Quantizer and
+     * :679,689 Float8CurrentScalingQuantizer: the rowwise data kept whenever non-TN GEMMs run,
+     * the transpose only where they do not). */
+    bool per_tensor =
+        L->cfg.fp8_recipe == SPSIM_FP8_DELAYED || L->cfg.fp8_recipe == SPSIM_FP8_CURRENT;
+    uint64_t copies = per_tensor && non_tn ? 1 : 2;
+    /* Else rowwise and columnwise (the transpose cache), 1 B each; MXFP8's E8M0 scale per 32
+     * in each; blockwise's fp32 scale per 128×128 block in each (2·4/16384 per weight). */
     uint64_t scales = 0;
     if (L->cfg.fp8_recipe == SPSIM_FP8_MXFP8)
         scales = weights / 16;
     else if (L->cfg.fp8_recipe == SPSIM_FP8_BLOCKWISE)
         scales = weights / 2048;
-    return spsim_add(spsim_mul(weights, 2, ok), scales, ok);
+    return spsim_add(spsim_mul(weights, copies, ok), scales, ok);
 }

@@ -182,6 +182,12 @@ spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin, struct sps
 {
     struct spsim_jctx c = {origin, err};
     int rc;
+    /* Both derivations run the GEMM model, which needs every figure a listing-only profile
+     * lacks. */
+    if (hw->unsourced_fields && (hw->gemm_points || hw->sustained_gemm))
+        return spsim_json_field_error(&c, "gpu", hw->gemm_points ? "gemm_table" : "sustained_clock",
+                                      "needs %s, which the profile marks unsourced",
+                                      hw->unsourced_fields);
     if (hw->gemm_points && (rc = prepare_gemm_table(&c, hw)))
         return rc;
     if (hw->sustained_gemm && (rc = prepare_sustained(&c, hw)))
@@ -194,9 +200,22 @@ spsim_hardware_prepare(struct spsim_hardware *hw, const char *origin, struct sps
     return SPSIM_OK;
 }
 
-int
-spsim_hardware_parse(const char *json, size_t len, const char *origin, struct spsim_hardware **out,
-                     struct spsim_error *err)
+/* A profile that marks figures the time model needs unsourced is read for listing only: every
+ * GEMM, memory-bound term and ring tail would use them, so no model is given a 0 in their place
+ * (doc/profiles.md, "Unsourced figures"). */
+static int
+refuse_unsourced(const struct spsim_hardware *hw, const char *origin, struct spsim_error *err)
+{
+    return spsim_fail(err, SPSIM_EFIELD,
+                      "%s: unsourced %s (each field's source says why): the time model needs "
+                      "them, so the profile is refused here ('spsim list hardware' and 'spsim "
+                      "check' read it)",
+                      origin, hw->unsourced_fields);
+}
+
+static int
+parse_profile(const char *json, size_t len, const char *origin, bool listing,
+              struct spsim_hardware **out, struct spsim_error *err)
 {
     if (!json || !out)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_hardware_parse: NULL argument");
@@ -204,7 +223,11 @@ spsim_hardware_parse(const char *json, size_t len, const char *origin, struct sp
         origin = "<hardware>";
     struct spsim_hardware *hw = NULL;
     int rc = spsim_hardware_read(json, len, origin, &hw, err);
-    if (rc == SPSIM_OK && (rc = spsim_hardware_prepare(hw, origin, err)) != SPSIM_OK) {
+    if (rc == SPSIM_OK && hw->unsourced_fields && !listing)
+        rc = refuse_unsourced(hw, origin, err);
+    else if (rc == SPSIM_OK)
+        rc = spsim_hardware_prepare(hw, origin, err);
+    if (rc != SPSIM_OK) {
         spsim_hardware_destroy(hw);
         hw = NULL;
     }
@@ -213,7 +236,14 @@ spsim_hardware_parse(const char *json, size_t len, const char *origin, struct sp
 }
 
 int
-spsim_hardware_load(const char *path, struct spsim_hardware **out, struct spsim_error *err)
+spsim_hardware_parse(const char *json, size_t len, const char *origin, struct spsim_hardware **out,
+                     struct spsim_error *err)
+{
+    return parse_profile(json, len, origin, false, out, err);
+}
+
+static int
+load_profile(const char *path, bool listing, struct spsim_hardware **out, struct spsim_error *err)
 {
     if (!path || !out)
         return spsim_fail(err, SPSIM_EINVAL, "spsim_hardware_load: NULL argument");
@@ -221,7 +251,19 @@ spsim_hardware_load(const char *path, struct spsim_hardware **out, struct spsim_
     size_t len = 0;
     int rc = spsim_read_file(path, &buf, &len, err);
     if (rc == SPSIM_OK)
-        rc = spsim_hardware_parse(buf, len, path, out, err);
+        rc = parse_profile(buf, len, path, listing, out, err);
     free(buf);
     return rc;
+}
+
+int
+spsim_hardware_load(const char *path, struct spsim_hardware **out, struct spsim_error *err)
+{
+    return load_profile(path, false, out, err);
+}
+
+int
+spsim_hardware_load_listing(const char *path, struct spsim_hardware **out, struct spsim_error *err)
+{
+    return load_profile(path, true, out, err);
 }

@@ -249,8 +249,13 @@ void spsim_layer_apply_fp8(struct spsim_layer *layer);
 uint64_t spsim_layer_fp8_weights(const struct spsim_layer *layer, bool *ok);
 
 /** The FP8 or NVFP4 weight copies TE keeps beside one layer's BF16 linear weights on one rank
- * (rowwise and columnwise, with the recipe's scales; every local expert). 0 in BF16. */
-uint64_t spsim_layer_fp8_weight_bytes(const struct spsim_layer *layer, bool *ok);
+ * (rowwise and columnwise, with the recipe's scales; every local expert; one copy for
+ * per-tensor FP8 where `non_tn`, spsim_te_non_tn_fp8). 0 in BF16. */
+uint64_t spsim_layer_fp8_weight_bytes(const struct spsim_layer *layer, bool non_tn, bool *ok);
+
+/** Whether TE runs FP8 GEMMs in every layout on this GPU (Blackwell), so that a per-tensor
+ * FP8 weight needs no transpose; false without a profile. */
+bool spsim_te_non_tn_fp8(const struct spsim_hardware *hw);
 
 /** Activation bytes this layer keeps for backward on one rank, for its recompute setting.
  * *ok is cleared on overflow. */

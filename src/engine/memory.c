@@ -237,9 +237,19 @@ static void
 add_fp8_weight_copies(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                       const struct shape *x, uint64_t r, struct stage_memory *s, bool *ok)
 {
+    uint64_t layers = rank_built(x, r) - (x->bf16 ? rank_dense(x, r) : 0);
+    if (le->params_lora_layer && par->fp8_param_gather && le->fp8_weight_bytes_layer) {
+        /* LoRA's frozen base under FP8 parameters: its quantized weights are built FP8
+         * (Megatron-LM d98e8a64 fp8_utils.py:848,881 fp8_model_init; TE d0067d0da
+         * module/base.py:1884 keeps the high-precision init value on the CPU), stored as TE's
+         * copies are and never gathered: lora_static's 2 B of each become those bytes. */
+        uint64_t bf16 = spsim_mul3(layers, le->fp8_weights_layer, 2, ok);
+        s->weights =
+            spsim_add(s->weights - bf16, spsim_mul(layers, le->fp8_weight_bytes_layer, ok), ok);
+        return;
+    }
     if (le->fp8_weight_bytes_layer == 0 || par->fp8_param_gather) /* the one test: not FP8 */
         return;
-    uint64_t layers = rank_built(x, r) - (x->bf16 ? rank_dense(x, r) : 0);
     if (x->hybrid) {
         for (int k = SPSIM_LAYER_MAMBA; k < SPSIM_LAYER_KIND_COUNT; k++)
             s->weights = spsim_add(s->weights,
@@ -322,11 +332,38 @@ chunk_activations(const struct spsim_parallel *par, const struct spsim_layer_sum
     return spsim_mul((lpc + n - 1) / n, kept, ok);
 }
 
+/*
+ * --defer-embedding-wgrad-compute (Megatron-LM d98e8a64): the output layer appends its input
+ * (input_parallel: [s/c, b, h], [s/(c·t), b, h] with SP) to embedding_activation_buffer in
+ * forward (tensor_parallel/layers.py:1228-1232) and, in backward, the logits' gradient in the
+ * input's 16-bit dtype ([s/c, b, v/t], :644 and :661-663) to grad_output_buffer, instead of
+ * computing the weight gradient, for the first wgrad_deferral_limit micro-batches (0: all);
+ * both lists are drained only after the last backward (schedules.py
+ * finish_embedding_wgrad_compute, utils.py drain_embedding_wgrad_compute). The last stage's
+ * peak is a micro-batch's loss (its 2 + 4 B a logit beside the 2 B a kept gradient holds), with
+ * the gradients of the micro-batches before it kept: min(limit, m - 1) of them.
+ */
+static uint64_t
+deferred_wgrad_bytes(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+                     const struct spsim_layer_summary *le, const struct shape *x, bool *ok)
+{
+    if (!par->defer_embedding_wgrad_compute || x->micro == 0)
+        return 0;
+    uint64_t limit = par->wgrad_deferral_limit ? par->wgrad_deferral_limit : x->micro;
+    uint64_t kept = spsim_min_u64(limit, x->micro - 1);
+    uint64_t t = le->cfg.t ? le->cfg.t : 1, c = le->cfg.cp > 1 ? le->cfg.cp : 1;
+    uint64_t rows = le->cfg.sp && t > 1 ? le->cfg.s / (c * t) : le->cfg.s / c;
+    uint64_t input = spsim_mul3(spsim_mul(rows, le->cfg.b, ok), m->hidden, 2, ok);
+    /* the gradient's bytes are the 16-bit logits' (summary.c logits_working_bytes) */
+    return spsim_mul(kept, spsim_add(le->logits_working_bytes, input, ok), ok);
+}
+
 /* The first and last stages' activations: in-flight chunks of the schedule, plus the extras
  * of the first (embedding) and last (output layer) stages. */
 static void
-activation_memory(const struct spsim_parallel *par, const struct spsim_layer_summary *le,
-                  const struct shape *x, struct spsim_memory_report *mem, bool *ok)
+activation_memory(const struct spsim_model_shape *m, const struct spsim_parallel *par,
+                  const struct spsim_layer_summary *le, const struct shape *x,
+                  struct spsim_memory_report *mem, bool *ok)
 {
     memcpy(mem->activation_modes_bytes, le->act_modes, sizeof(le->act_modes));
     mem->activation_per_layer_bytes = le->layer.saved_bytes;
@@ -354,10 +391,12 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
     mem->activation_output_bytes = x->p == 1 ? le->output.saved_bytes : 0;
     /* The cross-entropy's 16-bit logits beside their fp32 copy (summary.c), on the last stage. */
     mem->activation_logits_working_bytes = le->logits_working_bytes;
+    mem->activation_deferred_wgrad_bytes = x->p > 1 ? deferred_wgrad_bytes(m, par, le, x, ok) : 0;
     if (!x->plan->even || x->mixed) {
         mem->activation_cp_working_bytes = le->cp_working_bytes;
         mem->activation_first_stage_bytes = rank_activations(par, le, x, 0, ok);
-        mem->activation_last_stage_bytes = rank_activations(par, le, x, x->p - 1, ok);
+        mem->activation_last_stage_bytes = spsim_add(rank_activations(par, le, x, x->p - 1, ok),
+                                                     mem->activation_deferred_wgrad_bytes, ok);
         return;
     }
     /* Full recomputation rebuilds a group's activations before its backward: that group's
@@ -382,7 +421,7 @@ activation_memory(const struct spsim_parallel *par, const struct spsim_layer_sum
         if (le->params_mtp)
             last = spsim_add(last, mtp_saved(le, x, ok), ok);
     }
-    mem->activation_last_stage_bytes = last;
+    mem->activation_last_stage_bytes = spsim_add(last, mem->activation_deferred_wgrad_bytes, ok);
 }
 
 /* DualPipe's rank r holds stages r and p − 1 − r (two copies of the parameters,
@@ -675,7 +714,7 @@ compose_memory(const struct spsim_model_shape *m, const struct spsim_hardware *h
                const struct spsim_parallel *par, const struct spsim_layer_summary *le,
                const struct shape *x, struct spsim_memory_report *mem, bool *ok)
 {
-    activation_memory(par, le, x, mem, ok);
+    activation_memory(m, par, le, x, mem, ok);
     parameter_memory(m, le, x, mem, ok);
     stage_totals(m, hw, par, le, x, mem, ok);
     if (hw) {
@@ -704,7 +743,9 @@ spsim_compose_memory(struct spsim_coll_memo *memo, const struct spsim_model_shap
 {
     /* Without hardware (the optimizer's memory-only compositions) the report lacks the limit
      * and the fit: it must not stand for a full composition's in the memo. */
-    if (!memo || !hw || !le->id || !x->plan->even || x->mixed || x->bf16)
+    /* The deferred gradients depend on the micro-batches, which the key leaves out (gbs). */
+    if (!memo || !hw || !le->id || !x->plan->even || x->mixed || x->bf16 ||
+        par->defer_embedding_wgrad_compute)
         return compose_memory(m, hw, par, le, x, mem, ok);
     /* The settings that vary inside a sweep's innermost axes come first: the slot is chosen
      * by the first words. */

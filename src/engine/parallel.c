@@ -486,6 +486,28 @@ spsim_batch_fails(const struct spsim_parallel *p, uint32_t v)
     return check_groups(p, v, p->gbs / per_step, NULL) != SPSIM_OK;
 }
 
+/* --defer-embedding-wgrad-compute: Megatron-LM d98e8a64 model_parallel_config.py:545-553 (its
+ * messages); the drain is in Megatron's own schedules only (schedules.py). */
+static int
+check_deferred_wgrad(const struct spsim_parallel *p, struct spsim_error *err)
+{
+    if (!p->defer_embedding_wgrad_compute)
+        return SPSIM_OK;
+    if (p->pp < 2)
+        return CONFIG_FAIL(err, "field 'defer_embedding_wgrad_compute': Cannot defer embedding "
+                                "wgrad compute when pipeline model parallel is not used");
+    if (p->no_gradient_accumulation_fusion)
+        return CONFIG_FAIL(err, "field 'defer_embedding_wgrad_compute': Cannot defer embedding "
+                                "wgrad compute when gradient accumulation fusion is not used");
+    if (p->pp_schedule != SPSIM_PP_SCHEDULE_MEGATRON)
+        return CONFIG_FAIL(err,
+                           "field 'defer_embedding_wgrad_compute': only Megatron's 1F1B and "
+                           "interleaved schedules drain the deferred gradients "
+                           "(schedules.py); not with --pp-schedule %s",
+                           spsim_pp_schedule_name(p->pp_schedule, p->vpp));
+    return SPSIM_OK;
+}
+
 static int
 check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p,
                struct spsim_error *err)
@@ -508,6 +530,8 @@ check_pipeline(const struct spsim_model_shape *m, const struct spsim_parallel *p
     if (plan.v > 1 && p->pp < 2)
         return CONFIG_FAIL(err, "field 'vpp': the interleaved schedule (vpp = %u) needs pp >= 2",
                            plan.v);
+    if ((rc = check_deferred_wgrad(p, err)) != SPSIM_OK)
+        return rc;
     uint64_t per_step = (uint64_t)p->mbs * p->dp;
     if (p->gbs % per_step != 0)
         return CONFIG_FAIL(err,

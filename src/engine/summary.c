@@ -134,7 +134,7 @@ logits_working_bytes(const struct spsim_layer_config *cfg, uint64_t padded_vocab
  * With SP and t > 1 the latent projections, duplicated over TP, join the router's TP gradient
  * all-reduce. */
 static void
-hybrid_summary(const struct spsim_model_shape *m, const struct spsim_layer_eval *le,
+hybrid_summary(const struct spsim_model_shape *m, const struct spsim_layer_eval *le, bool non_tn,
                struct spsim_layer_summary *s, bool *ok)
 {
     uint32_t t = le->cfg.t;
@@ -150,7 +150,7 @@ hybrid_summary(const struct spsim_model_shape *m, const struct spsim_layer_eval 
             block_totals(b, &s->hybrid[k]);
         s->params_hybrid[k] = spsim_hybrid_layer_parameters(m, (enum spsim_layer_kind)k, t, ok);
         s->fp8_weights_hybrid[k] = spsim_layer_fp8_weights(&b->block, ok);
-        s->fp8_weight_bytes_hybrid[k] = spsim_layer_fp8_weight_bytes(&b->block, ok);
+        s->fp8_weight_bytes_hybrid[k] = spsim_layer_fp8_weight_bytes(&b->block, non_tn, ok);
         s->host_bound = s->host_bound || b->host_exposed_s != 0;
     }
     if (le->hybrid_kinds >> SPSIM_LAYER_MOE & 1) { /* its layer's parameters hold its experts */
@@ -214,7 +214,8 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
         block_totals(&le->mtp, &s->mtp);
         s->params_mtp = spsim_mtp_extra_parameters_per_rank(m, t, &ok);
     }
-    s->fp8_weight_bytes_layer = spsim_layer_fp8_weight_bytes(&le->layer.block, &ok);
+    s->fp8_weight_bytes_layer =
+        spsim_layer_fp8_weight_bytes(&le->layer.block, spsim_te_non_tn_fp8(hw), &ok);
     s->fp8_weights_layer = spsim_layer_fp8_weights(&le->layer.block, &ok);
     s->fp8_gemms_layer = 0;
     for (uint32_t i = 0; i < le->layer.block.nops; i++) {
@@ -238,7 +239,7 @@ spsim_layer_summarize(const struct spsim_model *model, const struct spsim_hardwa
                     le->output.host_exposed_s != 0 || le->dense.host_exposed_s != 0 ||
                     le->mtp.host_exposed_s != 0;
     if (m->hybrid_pattern) {
-        hybrid_summary(m, le, s, &ok);
+        hybrid_summary(m, le, spsim_te_non_tn_fp8(hw), s, &ok);
         s->params_ok = s->params_ok && ok;
     }
 }

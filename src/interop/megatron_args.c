@@ -160,6 +160,8 @@ enum flag_id {
     F_LOG_TIMERS_TB,
     F_LOG_MEMORY_TB,
     F_NO_WGRAD_FUSION,
+    F_DEFER_EMB_WGRAD,
+    F_WGRAD_DEFERRAL_LIMIT,
     F_NO_MASK,
     F_NO_NAN_CHECK,
     F_HYBRID,
@@ -306,6 +308,8 @@ static const struct {
     [F_LOG_MEMORY_TB] = {"--log-memory-to-tensorboard", K_SWITCH},
     /* The micro-batch's host work outside the layers (engine/mb_host.c) */
     [F_NO_WGRAD_FUSION] = {"--no-gradient-accumulation-fusion", K_SWITCH},
+    [F_DEFER_EMB_WGRAD] = {"--defer-embedding-wgrad-compute", K_SWITCH},
+    [F_WGRAD_DEFERRAL_LIMIT] = {"--wgrad-deferral-limit", K_VALUE},
     [F_NO_MASK] = {"--no-create-attention-mask-in-dataloader", K_SWITCH},
     [F_NO_NAN_CHECK] = {"--no-check-for-nan-in-loss-and-grad", K_SWITCH},
     /* Hybrid models (arguments.py _add_experimental_args, the pattern's deprecation handling;
@@ -1119,6 +1123,14 @@ optimizer_kind(const struct mg *m, struct spsim_parallel *p)
     p->log_memory_to_tensorboard = m->given[F_LOG_MEMORY_TB];
     if ((rc = num32(m, F_LOG_INTERVAL, UINT32_MAX, 0, &p->log_interval)))
         return rc;
+    /* The limit counts only with the deferral (model_parallel_config.py:555 checks it then;
+     * Megatron-Bridge writes -1 beside a deferral that is off, comm_overlap.py:436-437). */
+    p->defer_embedding_wgrad_compute = m->given[F_DEFER_EMB_WGRAD];
+    uint64_t limit = 0;
+    if (p->defer_embedding_wgrad_compute &&
+        (rc = num(m, F_WGRAD_DEFERRAL_LIMIT, 0, UINT32_MAX, 0, &limit)))
+        return rc;
+    p->wgrad_deferral_limit = (uint32_t)limit;
     if ((rc = probability(m, F_OPT_OFFLOAD_FRACTION, 0.0, &p->optimizer_offload_fraction)))
         return rc;
     if (k == 0)

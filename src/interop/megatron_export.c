@@ -272,6 +272,9 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
              : "",
          p->no_check_for_nan_in_loss_and_grad ? "    --no-check-for-nan-in-loss-and-grad \\\n"
                                               : "");
+    if (p->defer_embedding_wgrad_compute)
+        emit(o, "    --defer-embedding-wgrad-compute \\\n    --wgrad-deferral-limit %u \\\n",
+             p->wgrad_deferral_limit);
     if (p->optimizer == SPSIM_OPTIMIZER_MUON) /* with the distributed optimizer: layer-wise */
         emit(o,
              "    --optimizer muon \\\n    --muon-num-ns-steps %u \\\n    --muon-tp-mode %s \\\n"

@@ -211,6 +211,10 @@ static const struct rule {
      "comm_overlap?false model *"},
     {"moe_a2a_overlap", "--overlap-moe-expert-parallel-comm", M_SWITCH, "*"},
     {"delay_wgrad_compute", "--delay-wgrad-compute", M_SWITCH, "comm_overlap?false model *"},
+    /* comm_overlap.py:436-437 (off, -1 unless set) */
+    {"defer_embedding_wgrad_compute", "--defer-embedding-wgrad-compute", M_SWITCH,
+     "comm_overlap?false model *"},
+    {"wgrad_deferral_limit", "--wgrad-deferral-limit", M_VALUE, "comm_overlap model *"},
     {"bf16", "--bf16", M_SWITCH, "mixed_precision! model *"},
     {"fp16", "--fp16", M_SWITCH, "mixed_precision! model *"},
     {"fp8", "--fp8-format", M_FP8, "mixed_precision! model *"},
@@ -1077,7 +1081,6 @@ static const char *const quiet_fields[] = {
     "use_torch_optimizer_for_cpu_offload",
     "variable_seq_lengths",
     "weight_decay",
-    "wgrad_deferral_limit",
     "yarn_beta_fast",
     "yarn_beta_slow",
     "yarn_correction_range_round_to_int",

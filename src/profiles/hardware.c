@@ -170,6 +170,37 @@ static int read_board_power(const struct spsim_jctx *c, const cJSON *gpu,
 static int read_memory_limits(const struct spsim_jctx *c, const cJSON *gpu,
                               struct spsim_hardware *hw);
 
+/* Record one figure the time model needs as unsourced: its path joins the list
+ * (spsim_hardware_parse refuses the profile with them). */
+static int
+note_unsourced(const struct spsim_jctx *c, const char *path, struct spsim_hardware *hw)
+{
+    size_t have = hw->unsourced_fields ? strlen(hw->unsourced_fields) : 0;
+    char *list = realloc(hw->unsourced_fields, have + strlen(path) + 3);
+    if (!list)
+        return spsim_fail(c->err, SPSIM_ENOMEM, "out of memory");
+    snprintf(list + have, strlen(path) + 3, "%s%s", have ? ", " : "", path);
+    hw->unsourced_fields = list;
+    return SPSIM_OK;
+}
+
+/* A figure the time model needs: required, sourced, or {"value": null, "source": WHY} where no
+ * source gives it (doc/profiles.md, "Unsourced figures"); *out is then 0 and the path noted. */
+static int
+get_needed(const struct spsim_jctx *c, const cJSON *obj, const char *prefix, const char *key,
+           double min, double max, double *out, struct spsim_hardware *hw)
+{
+    const char *why = NULL;
+    char path[160];
+    *out = 0;
+    if (!cJSON_GetObjectItemCaseSensitive(obj, key))
+        return spsim_json_get_sourced(c, obj, prefix, key, true, min, max, out, NULL);
+    int rc = spsim_json_get_sourced_or_null(c, obj, prefix, key, min, max, out, &why);
+    if (rc != SPSIM_OK || !why)
+        return rc;
+    return note_unsourced(c, spsim_json_path(path, sizeof(path), prefix, key), hw);
+}
+
 /* The keys of a profile's gpu object (doc/profiles.md). */
 static const char *const gpu_keys[] = {"model",
                                        "peak_dense_tflops",
@@ -214,8 +245,11 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
         bool required = t == SPSIM_DTYPE_BF16;
         if ((rc = spsim_json_get_sourced(c, peak, "gpu.peak_dense_tflops", spsim_dtype_names[t],
                                          required, 1e-3, 1e5, &p, NULL)) ||
-            (rc = spsim_json_get_sourced(c, ach, "gpu.gemm_achievable_tflops", spsim_dtype_names[t],
-                                         required, 1e-3, 1e5, &a, NULL)))
+            (rc = required
+                      ? get_needed(c, ach, "gpu.gemm_achievable_tflops", spsim_dtype_names[t], 1e-3,
+                                   1e5, &a, hw)
+                      : spsim_json_get_sourced(c, ach, "gpu.gemm_achievable_tflops",
+                                               spsim_dtype_names[t], false, 1e-3, 1e5, &a, NULL)))
             return rc;
         if (a > 0 && p == 0)
             return spsim_json_field_error(c, "gpu.gemm_achievable_tflops", spsim_dtype_names[t],
@@ -234,17 +268,15 @@ read_gpu(const struct spsim_jctx *c, const cJSON *gpu, struct spsim_hardware *hw
                                           &epilogue, NULL)) ||
         (rc = spsim_json_get_sourced(c, gpu, "gpu", "flash_attention_tflops", false, 1e-3,
                                      hw->peak_flops[SPSIM_DTYPE_BF16] / 1e12, &flash, NULL)) ||
-        (rc = spsim_json_get_sourced(c, gpu, "gpu", "sm_count", true, 1, 4096, &sm, NULL)) ||
+        (rc = get_needed(c, gpu, "gpu", "sm_count", 1, 4096, &sm, hw)) ||
         (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_capacity_GB", true, 1e-3, 1e5, &cap,
                                      NULL)) ||
-        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_bandwidth_GBps", true, 1e-3, 1e6, &bw,
-                                     NULL)) ||
-        (rc = spsim_json_get_sourced(c, gpu, "gpu", "hbm_achievable_GBps", true, 1e-3, 1e6, &bw_ach,
-                                     NULL)))
+        (rc = get_needed(c, gpu, "gpu", "hbm_bandwidth_GBps", 1e-3, 1e6, &bw, hw)) ||
+        (rc = get_needed(c, gpu, "gpu", "hbm_achievable_GBps", 1e-3, 1e6, &bw_ach, hw)))
         return rc;
     if (sm != floor(sm))
         return spsim_json_field_error(c, "gpu", "sm_count", "must be an integer, got %g", sm);
-    if (bw_ach > bw)
+    if (bw > 0 && bw_ach > bw)
         return spsim_json_field_error(c, "gpu", "hbm_achievable_GBps",
                                       "must not exceed hbm_bandwidth_GBps (%g), got %g", bw,
                                       bw_ach);
@@ -565,7 +597,7 @@ read_nvlink(const struct spsim_jctx *c, const cJSON *nv, struct spsim_hardware *
         return spsim_json_field_error(c, "nvlink", "ring_busbw_GBps",
                                       "must not exceed bandwidth_per_direction_GBps (%g), got %g",
                                       line, ring);
-    if (channels != floor(channels) || channels >= hw->sm_count)
+    if (channels != floor(channels) || (hw->sm_count > 0 && channels >= hw->sm_count))
         return spsim_json_field_error(c, "nvlink", "nccl_channels",
                                       "must be an integer below gpu.sm_count (%u), got %g",
                                       hw->sm_count, channels);
@@ -765,6 +797,7 @@ spsim_hardware_destroy(struct spsim_hardware *hw)
     free(hw->description);
     free(hw->gpu_model);
     free(hw->board_power_unsourced);
+    free(hw->unsourced_fields);
     free(hw);
 }
 
@@ -795,4 +828,5 @@ spsim_hardware_get_info(const struct spsim_hardware *hw, struct spsim_hardware_i
     info->fitted = hw->fitted;
     info->board_power_W = hw->board_power_W;
     info->board_power_unsourced = hw->board_power_unsourced;
+    info->unsourced_fields = hw->unsourced_fields;
 }

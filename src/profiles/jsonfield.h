@@ -17,8 +17,10 @@ int spsim_json_parse(const char *text, size_t len, const char *origin, cJSON **o
                      struct spsim_error *err);
 
 /** Before cJSON: refuse a NUL byte and nesting deeper than cJSON's limit (SPSIM_EPARSE, naming
- * the offset). */
-int spsim_json_check_raw(const char *text, size_t len, const char *origin, struct spsim_error *err);
+ * the offset). *plain is set when no string holds a byte above 0x7F or a \\u escape: then no
+ * string can fail spsim_json_check_strings, and the walk it makes is not needed. */
+int spsim_json_check_raw(const char *text, size_t len, const char *origin, bool *plain,
+                         struct spsim_error *err);
 /** After cJSON accepted the text: refuse a string, key or value, that is not valid UTF-8 or
  * holds \u0000 (SPSIM_EFIELD, naming the field). */
 int spsim_json_check_strings(const char *text, size_t len, const char *origin,

@@ -28,14 +28,24 @@ line_column(const char *text, size_t offset, unsigned *line, unsigned *column)
 }
 
 int
-spsim_json_check_raw(const char *text, size_t len, const char *origin, struct spsim_error *err)
+spsim_json_check_raw(const char *text, size_t len, const char *origin, bool *plain,
+                     struct spsim_error *err)
 {
     /* The bytes the loop acts on, outside and inside strings: the runs between them are
-     * skipped by one table lookup a byte (a profile is mostly such runs). */
+     * skipped by one table lookup a byte (a profile is mostly such runs). Inside a string a
+     * byte above 0x7F stops the run too: it is what check_strings would have to validate. */
     static const bool outside[256] = {
         ['\0'] = 1, ['"'] = 1, ['['] = 1, ['{'] = 1, [']'] = 1, ['}'] = 1};
-    static const bool inside[256] = {['\0'] = 1, ['"'] = 1, ['\\'] = 1};
+#define ROW16(b)                                                                                   \
+    [b] = 1, [b + 1] = 1, [b + 2] = 1, [b + 3] = 1, [b + 4] = 1, [b + 5] = 1, [b + 6] = 1,         \
+    [b + 7] = 1, [b + 8] = 1, [b + 9] = 1, [b + 10] = 1, [b + 11] = 1, [b + 12] = 1, [b + 13] = 1, \
+    [b + 14] = 1, [b + 15] = 1
+    static const bool inside[256] = {['\0'] = 1,  ['"'] = 1,   ['\\'] = 1,  ROW16(0x80),
+                                     ROW16(0x90), ROW16(0xA0), ROW16(0xB0), ROW16(0xC0),
+                                     ROW16(0xD0), ROW16(0xE0), ROW16(0xF0)};
+#undef ROW16
     bool in_string = false;
+    *plain = true;
     size_t depth = 0;
     for (size_t i = 0; i < len; i++) {
         const bool *acts = in_string ? inside : outside;
@@ -50,6 +60,8 @@ spsim_json_check_raw(const char *text, size_t len, const char *origin, struct sp
                               "%s: a NUL byte at byte offset %zu (a profile is UTF-8 text)", origin,
                               i);
         if (in_string) {
+            if ((unsigned char)c > 0x7F || (c == '\\' && i + 1 < len && text[i + 1] == 'u'))
+                *plain = false;
             if (c == '\\' && i + 1 < len && text[i + 1] != '\0')
                 i++;
             else if (c == '"')

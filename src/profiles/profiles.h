@@ -195,6 +195,12 @@ struct spsim_hardware {
      * marks it unsourced ({"value": null}), board_power_unsourced holds its reason (owned). */
     double board_power_W;
     char *board_power_unsourced;
+    /* The figures the time model needs (gpu.sm_count, gpu.gemm_achievable_tflops.bf16,
+     * gpu.hbm_bandwidth_GBps, gpu.hbm_achievable_GBps) that the profile marks unsourced
+     * ({"value": null}): their paths, comma-separated (owned); NULL when all are sourced.
+     * spsim_hardware_load refuses such a profile; only spsim_hardware_load_listing reads it
+     * (list, check). */
+    char *unsourced_fields;
     /* Derived, not read: the NCCL tuning tables' GPU architecture (engine/nccl_tuning.c) plus 1,
      * resolved from gpu_model once by spsim_hardware_prepare; 0: not resolved (a profile built
      * in code), looked up from gpu_model at each use. */

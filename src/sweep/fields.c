@@ -262,6 +262,7 @@ static const struct spsim_field fields[] = {
     F("memory.trainable_parameters_per_gpu", U64, memory.trainable_parameters_per_gpu),
     F("memory.activation_cp_working_bytes", U64, memory.activation_cp_working_bytes),
     F("memory.activation_logits_working_bytes", U64, memory.activation_logits_working_bytes),
+    F("memory.activation_deferred_wgrad_bytes", U64, memory.activation_deferred_wgrad_bytes),
     E("comm.tp_tier", comm.tp_tier, tier_name),
     F("comm.tp_forward_wire_bytes_per_layer", U64, comm.tp_forward_wire_bytes_per_layer),
     F("comm.tp_backward_wire_bytes_per_layer", U64, comm.tp_backward_wire_bytes_per_layer),
