@@ -288,6 +288,16 @@ offload-gpu-step-halved@src/engine/dp_time.c@s|(cast + 28.0 + 6.0) / hw->hbm_ach
 logits-working-halved@src/engine/summary.c@s|padded_vocab / t, 2, ok);|padded_vocab / t, 1, ok);|@terms,stages,moe,bf16_layers,cp
 logits-working-first-stage-dropped@src/engine/memory.c@s|        first = spsim_add(first, le->logits_working_bytes, ok);|        first = first;|@terms
 transformer-impl-local-as-te@src/interop/megatron_args.c@s|m->given\[F_FLASH\]) \&\& impl == 0|m->given[F_FLASH]) \&\& impl >= 0|@megatron
+vpp-chunks-without-accounted-layers@src/interop/megatron_args.c@s|(uint64_t)layers + m->given\[F_ACCOUNT_EMB\] + m->given\[F_ACCOUNT_LOSS\];|(uint64_t)layers;|@megatron
+embedding-scale-fwd-halved@src/engine/layer.c@s|    op->fwd_bytes = 4.0 \* local;|    op->fwd_bytes = 2.0 * local;|@gemma3
+embedding-scale-bwd-halved@src/engine/layer.c@s|    op->bwd_bytes = 4.0 \* local;|    op->bwd_bytes = 2.0 * local;|@gemma3
+embedding-scale-dropped@src/engine/layer.c@s|    if (m->embedding_scale)|    if (0 \&\& m->embedding_scale)|@gemma3
+embedding-scale-gemma3-not-read@src/interop/hf_config.c@s|strcmp(f->type, "gemma3_text") == 0;|strcmp(f->type, "gemma3_texx") == 0;|@gemma3
+embedding-scale-gemma-not-read@src/interop/hf_config.c@s|m->embedding_scale = strcmp(f->type, "gemma") == 0|m->embedding_scale = strcmp(f->type, "gemmx") == 0|@hf_config
+bridge-ddp-gather-exposed-whole@src/engine/dp_time.c@s|            alone += tr->param_gather_exposed_s - b.time_s;|            alone += 0 * b.time_s;|@zero
+bridge-ddp-not-from-recipes@src/interop/megatron_args.c@s|    p->bridge_ddp = m->yaml;|    p->bridge_ddp = false;|@recipes
+plot-top-ranks-unfit@python/spsim/plot.py@s|    fit = \[r for r in rows if r.get("memory_fits") is True\]|    fit = list(rows)|@python-api
+plot-memory-activations-alone@python/spsim/plot.py@s|right = {m: \[d\["memory"\]\["total_modes_bytes"\]|right = {m: [d["memory"]["activation_modes_first_stage_bytes"]|@python-api
 unsourced-profile-timed@src/engine/hardware_view.c@s|hw->unsourced_fields \&\& !listing)|hw->unsourced_fields \&\& 0)|@profiles,cli
 unsourced-null-taken-as-zero@src/profiles/hardware.c@s|    return note_unsourced(c, spsim_json_path(path, sizeof(path), prefix, key), hw);|    return SPSIM_OK;|@profiles,cli
 unsourced-listed-as-zero@src/cli/list.c@s|        snprintf(buf, size, "%s", "n/s");|        snprintf(buf, size, fmt, value);|@cli'

@@ -88,6 +88,29 @@ for claim in "refuses these as configurations until it models their layers" \
     grep -qF -- "$claim" "$readme" && fail "README still says: $claim"
 done
 
+# sweep --top without --feasible-only ranks configurations that do not fit: said on standard
+# error (README's Llama 3 70B spec: 2856 valid, 994 that fit), and not with --feasible-only.
+spec="$(dirname "$0")/../examples/sweeps/llama3-70b-h100.json"
+"$spsim" sweep --spec "$spec" --top 3 --by mfu >/dev/null 2>"$tmp/top" || fail "sweep --top exits $?"
+grep -qF -- "--top ranked every valid configuration, 1862 of which do not fit in HBM" "$tmp/top" ||
+    fail "sweep --top: no note on the rows that do not fit: $(cat "$tmp/top")"
+"$spsim" sweep --spec "$spec" --top 3 --by mfu --feasible-only >/dev/null 2>"$tmp/top" ||
+    fail "sweep --top --feasible-only exits $?"
+grep -q "do not fit" "$tmp/top" && fail "sweep --top --feasible-only: a note where none applies"
+
+# Figures that look wrong are said why, once (query.c print_exposed_note, print_rates): with TE
+# userbuffers an exposed TP time above the collective's own, and HFU below MFU with flash
+# attention (the model FLOPs count the whole s×s scores); without flash attention HFU is above
+# MFU and nothing is said.
+u="--model llama3-8b --hw dgx-h100 --tp 8 --pp 1 --gbs 8"
+"$spsim" query $u --tp-comm-overlap >"$tmp/ub" 2>&1 || fail "--tp-comm-overlap query exits $?"
+[ "$(grep -c "^  exposed above time: with TE userbuffers the GEMM beside the collective" "$tmp/ub")" = 1 ] ||
+    fail "--tp-comm-overlap: the exposed-above-time note is not said once"
+grep -q "^  HFU below MFU: the model FLOPs count attention's whole s×s scores" "$tmp/ub" ||
+    fail "flash attention: no HFU-below-MFU note"
+"$spsim" query $u --no-flash-attn >"$tmp/std" 2>&1 || fail "--no-flash-attn query exits $?"
+grep -q "HFU below MFU\|exposed above time" "$tmp/std" && fail "standard attention: a note where none applies"
+
 # --megatron-log: a real training log's configuration, and what it measured beside the
 # prediction (tests/data/megatron-logs; figures worked in tests/test_megatron_runs.c).
 log="$(dirname "$0")/data/megatron-logs/meg_gpt2_base_n4_dp1_tp4_pp4-1809579.out"

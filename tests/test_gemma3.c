@@ -86,9 +86,9 @@ find_op(const struct spsim_layer *L, const char *name)
     return NULL;
 }
 
-/* The layer at tp t with SP, s = 4096, b = 1; rmods: the recompute modules (0: the default). */
-static void
-build(const struct spsim_model_shape *ms, uint32_t t, uint32_t rmods, struct spsim_layer *L)
+/* Tensor parallelism t with SP, s = 4096, b = 1, the rest the defaults. */
+static struct spsim_parallel
+tp_sp(uint32_t t)
 {
     struct spsim_parallel p;
     spsim_parallel_defaults(&p);
@@ -96,6 +96,24 @@ build(const struct spsim_model_shape *ms, uint32_t t, uint32_t rmods, struct sps
     p.sp = true;
     p.seq = 4096;
     p.mbs = 1;
+    return p;
+}
+
+/* Both models evaluated at par, each result checked. */
+static void
+evaluate_both(struct spsim_model *a, struct spsim_model *b, const struct spsim_hardware *hw,
+              const struct spsim_parallel *par, struct spsim_result *ra, struct spsim_result *rb)
+{
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(a, hw, par, ra, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_evaluate(b, hw, par, rb, &err) == SPSIM_OK, "%s", err.message);
+}
+
+/* The layer at tp_sp(t); rmods: the recompute modules (0: the default). */
+static void
+build(const struct spsim_model_shape *ms, uint32_t t, uint32_t rmods, struct spsim_layer *L)
+{
+    struct spsim_parallel p = tp_sp(t);
     if (rmods) {
         p.recompute = SPSIM_RECOMPUTE_SELECTIVE;
         p.recompute_modules = rmods;
@@ -195,16 +213,11 @@ START_TEST(post_norm_memory)
     ck_assert_uint_eq(spsim_model_parameters(with, 1) - spsim_model_parameters(without, 1),
                       62ull * 2 * 5376);
     struct spsim_hardware *hw = testutil_hardware("dgx-h100");
-    struct spsim_parallel par;
-    spsim_parallel_defaults(&par);
-    par.tp = 8;
-    par.sp = true;
+    struct spsim_parallel par = tp_sp(8);
     par.pp = 2;
-    par.seq = 4096;
     par.gbs = 16;
     struct spsim_result a, b;
-    ck_assert_msg(spsim_evaluate(with, hw, &par, &a, &err) == SPSIM_OK, "%s", err.message);
-    ck_assert_msg(spsim_evaluate(without, hw, &par, &b, &err) == SPSIM_OK, "%s", err.message);
+    evaluate_both(with, without, hw, &par, &a, &b);
     ck_assert_uint_eq(a.memory.activation_per_layer_bytes - b.memory.activation_per_layer_bytes,
                       2ull * 2 * 4096 / 8 * 5376);
     ck_assert(a.time.layer_forward_s > b.time.layer_forward_s);
@@ -219,6 +232,71 @@ START_TEST(post_norm_memory)
     spsim_hardware_destroy(hw);
     spsim_model_destroy(with);
     spsim_model_destroy(without);
+}
+END_TEST
+
+/* The embedding block at tp_sp(t). */
+static void
+build_embedding(const struct spsim_model_shape *ms, uint32_t t, struct spsim_layer *E)
+{
+    struct spsim_parallel p = tp_sp(t);
+    struct spsim_layer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    spsim_layer_config_from(ms, &p, &cfg);
+    spsim_embedding_build(ms, &cfg, 262208, E);
+    ck_assert(E->ok);
+}
+
+/*
+ * Gemma's sqrt(h) scale on the embedding's output (model embedding_scale; Megatron-Bridge 067f987
+ * gemma3_provider.py:281, modules.py:40), read from the Hugging Face gemma3 config, not from
+ * Llama's. At tp 4 with SP, s = 4096, b = 1 the scaled tensor is the scattered output,
+ * s/t·b·h = 1024·5376 = 5,505,024 elements: forward reads and writes 2 B each,
+ * 4 · 5,505,024 = 22,020,096 B; backward the gradient times the scalar, the same 22,020,096 B;
+ * nothing saved (the factor needs no gradient). On the synthetic profile (HBM 1 TB/s, no
+ * latencies), tp 4, pp 1, gbs 2 (two micro-batches): the iteration's forward and backward
+ * each grow by 2 · 22,020,096 B / 1e12 B/s = 44.040192 µs.
+ */
+START_TEST(embedding_scale)
+{
+    struct spsim_model *m = load_hf("gemma-3-27b"), *llama = load_hf("Meta-Llama-3.1-8B");
+    ck_assert(spsim_model_get_shape(m)->embedding_scale);
+    ck_assert(!spsim_model_get_shape(llama)->embedding_scale);
+    spsim_model_destroy(llama);
+    struct spsim_model_shape ms = *spsim_model_get_shape(m);
+    static struct spsim_layer with, without;
+    build_embedding(&ms, 4, &with);
+    const struct spsim_op *op = find_op(&with, "embedding scale (× sqrt(h), Gemma)");
+    ck_assert_ptr_nonnull(op);
+    ck_assert_int_eq(op->kind, SPSIM_OPK_MEMORY);
+    ck_assert_int_eq(op->region, SPSIM_REGION_SEQ);
+    ck_assert_double_eq_tol(op->fwd_bytes, 22020096.0, 0.5);
+    ck_assert_double_eq_tol(op->bwd_bytes, 22020096.0, 0.5);
+    ck_assert_uint_eq(op->nsaved, 0);
+    ck_assert_ptr_eq(op, &with.ops[with.nops - 1]); /* after the scatter: the block's last op */
+    ms.embedding_scale = false;
+    build_embedding(&ms, 4, &without);
+    ck_assert_uint_eq(with.nops, without.nops + 1);
+    bool ok = true;
+    ck_assert_uint_eq(spsim_layer_saved_bytes(&with, &ok), spsim_layer_saved_bytes(&without, &ok));
+    ck_assert(ok);
+
+    struct spsim_error err = {0};
+    struct spsim_model *unscaled = NULL;
+    ck_assert_int_eq(spsim_model_create(&ms, "unscaled", &unscaled, &err), SPSIM_OK);
+    struct spsim_hardware *hw = testutil_terms_hw();
+    struct spsim_parallel par = tp_sp(4);
+    par.pp = 1;
+    par.vpp = 1;
+    par.gbs = 2;
+    struct spsim_result a, b;
+    evaluate_both(m, unscaled, hw, &par, &a, &b);
+    ck_assert_double_eq_tol(a.time.forward_s - b.time.forward_s, 44.040192e-6, 1e-12);
+    ck_assert_double_eq_tol(a.time.backward_s - b.time.backward_s, 44.040192e-6, 1e-12);
+    ck_assert_uint_eq(a.memory.activation_first_stage_bytes, b.memory.activation_first_stage_bytes);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(unscaled);
+    spsim_model_destroy(m);
 }
 END_TEST
 
@@ -301,6 +379,7 @@ main(void)
     tcase_add_test(tc, post_norm_ops);
     tcase_add_test(tc, post_norm_recompute_hook);
     tcase_add_test(tc, post_norm_memory);
+    tcase_add_test(tc, embedding_scale);
     tcase_add_test(tc, gemma3_text_and_refusals);
     suite_add_tcase(s, tc);
     return testutil_run(s);

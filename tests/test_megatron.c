@@ -171,6 +171,52 @@ START_TEST(megatron_fsdp_default_strategy)
 }
 END_TEST
 
+/* --num-layers-per-virtual-pipeline-stage with the account-for flags: arguments.py:959-977
+ * @d98e8a64 counts the embedding and the loss as a layer each before it divides, so 6 layers
+ * on pp 4 with both flags are (6 + 2) / 4 = 2 a stage, 1 a chunk: vpp 2 (the functional test
+ * gpt3_mcore_te_tp1_pp4_vp2_account_for_embedding_loss_in_pipeline_split's shape, said with
+ * layers a chunk); 30 on pp 4, 4 a chunk: (30 + 2) / 4 = 8, vpp 2. Without the flags 6 layers
+ * do not split into chunks of 1 over 4 stages (6 mod 4 = 2), nor with one of them (7). */
+START_TEST(chunk_layers_with_accounted_embedding)
+{
+    static const struct {
+        const char *extra;
+        uint32_t vpp;
+    } ok[] = {{" --num-layers 6 --num-layers-per-virtual-pipeline-stage 1", 2},
+              {" --num-layers 30 --num-layers-per-virtual-pipeline-stage 4", 2}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "pretrain_gpt.py --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+                 "--vocab-size 128 --bf16 --pipeline-model-parallel-size 4%s "
+                 "--account-for-embedding-in-pipeline-split "
+                 "--account-for-loss-in-pipeline-split\n",
+                 ok[i].extra);
+        struct spsim_megatron_config mc;
+        struct spsim_error err = {0};
+        ck_assert_msg(parse(text, &mc, &err) == SPSIM_OK, "%s: %s", ok[i].extra, err.message);
+        ck_assert_uint_eq(mc.par.vpp, ok[i].vpp);
+        ck_assert(mc.par.account_embedding && mc.par.account_loss);
+        spsim_model_destroy(mc.model);
+    }
+    static const char *const refused[] = {"", " --account-for-loss-in-pipeline-split"};
+    for (size_t i = 0; i < 2; i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "pretrain_gpt.py --num-layers 6 --hidden-size 64 --num-attention-heads 4 "
+                 "--seq-length 128 --vocab-size 128 --bf16 --pipeline-model-parallel-size 4 "
+                 "--num-layers-per-virtual-pipeline-stage 1%s\n",
+                 refused[i]);
+        struct spsim_megatron_config mc;
+        struct spsim_error err = {0};
+        ck_assert_int_eq(parse(text, &mc, &err), SPSIM_ECONFIG);
+        ck_assert_msg(strstr(err.message, "--num-layers-per-virtual-pipeline-stage: 1 layers "
+                                          "per chunk do not divide") != NULL,
+                      "%s", err.message);
+    }
+}
+END_TEST
+
 /* --transformer-impl local (gpt_builders.py:139 @d98e8a64: get_gpt_layer_local_spec, its core
  * attention Megatron's DotProductAttention, models/backends.py:131) keeps the s² scores whatever
  * --attention-backend says; transformer_engine (the default) runs TE's flash or fused kernels
@@ -836,6 +882,7 @@ megatron_suite(void)
     tcase_add_test(tc, gpt3_example_as_written);
     tcase_add_test(tc, unmodelled_name_escaped);
     tcase_add_test(tc, megatron_fsdp_default_strategy);
+    tcase_add_test(tc, chunk_layers_with_accounted_embedding);
     tcase_add_test(tc, transformer_impl_local_attention);
     tcase_add_test(tc, redirection_to_empty_word);
     tcase_add_test(tc, gpt3_example_on_16_nodes);

@@ -53,10 +53,11 @@ class Pictures(unittest.TestCase):
         texts = self.draw("memory", "memory", "--model", "paper-175b", "--tp", "1,2,4,8",
                           via_cli=True)
         for label in ("tensor parallel size (tp)", "activation memory per layer (GiB)",
-                      "activation memory first pipeline stage (GiB)", "no parallelism",
+                      "first stage, every tensor (GiB)",
+                      "no parallelism",
                       "tensor parallel", "TP + sequence parallel", "TP + selective recompute",
                       "TP + SP + selective recompute", "full recompute",
-                      "HBM capacity (75 GiB)", "1", "2", "4", "8"):
+                      "memory for tensors (74.5 GiB)", "1", "2", "4", "8"):
             self.assertIn(label, texts)
 
     def test_time_from_csv_and_from_queries(self):

@@ -258,6 +258,48 @@ class Sweep(unittest.TestCase):
         self.assertEqual(list(frame["time_mfu"]), [r["time_mfu"] for r in spsim.sweep(**self.AXES)])
 
 
+class PlotData(unittest.TestCase):
+    """What spsim plot draws, without matplotlib: --top ranks only the rows that fit, and the
+    memory lines are the whole first stage's against the memory for tensors."""
+
+    def test_top_ranks_only_rows_that_fit(self):
+        import spsim.plot
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.csv")
+            # Llama 3 8B on 8 H100: tp 2 without recomputation is the fastest and needs
+            # 87.3 GiB or more, over the 79.6 GiB an H100 has; tp 4 fits.
+            cli("sweep", "--model", "llama3-8b", "--hw", "dgx-h100", "--gpus", "8", "--tp",
+                "1,2,4,8", "--pp", "1", "--mbs", "1,2,4", "--recompute", "none,full", "--gbs",
+                "64", "-o", path)
+            rows = spsim.plot.read_rows(path)
+        fastest = min(rows, key=lambda r: r["time_iteration_s"])
+        self.assertFalse(fastest["memory_fits"])
+        best = spsim.plot.best_rows(rows, 3)
+        fit = sorted((r for r in rows if r["memory_fits"]), key=lambda r: r["time_iteration_s"])
+        self.assertEqual(best, fit[:3])
+        self.assertTrue(all(r["memory_fits"] for r in best))
+        with self.assertRaisesRegex(spsim.InputError, "none of its 1 rows fits in HBM"):
+            spsim.plot.best_rows([fastest], 1, "x.csv")
+
+    def test_memory_lines_whole_stage_against_tensor_memory(self):
+        import spsim.plot
+        docs = [spsim.query(model="llama3-8b", hw="dgx-h100", tp=t, sp=t > 1, pp=1, gbs=8)
+                for t in (1, 2)]
+        left, right, cap = spsim.plot.memory_series(docs)
+        g = 1024.0 ** 3
+        for m in spsim.plot.MODES:
+            self.assertEqual(left[m], [d["memory"]["activation_modes_bytes"][m] / g for d in docs])
+            self.assertEqual(right[m], [d["memory"]["total_modes_bytes"][m] / g for d in docs])
+            # The whole stage holds its weights beside the activations.
+            first = docs[0]["memory"]["activation_modes_first_stage_bytes"][m] / g
+            self.assertGreater(right[m][0], first)
+        self.assertEqual(cap, docs[0]["memory"]["capacity_bytes"] / g)
+        # Every line its own marker and dash: none hides another of the same values.
+        styles = [spsim.plot.MODE_STYLES[m][:2] for m in spsim.plot.MODES]
+        self.assertEqual(len({s[0] for s in styles}), 6)
+        self.assertEqual(len({str(s[1]) for s in styles}), 6)
+
+
 class Optimize(unittest.TestCase):
     def test_rows_equal_the_cli_rows(self):
         rows = spsim.optimize(model="llama3-8b", hw="dgx-h100", gpus=16, top=4)

@@ -183,6 +183,23 @@ START_TEST(deepseek_v3_dump)
     ck_assert(p->exp_avg_sq_dtype == SPSIM_OPT_BF16 && p->main_grads_dtype == SPSIM_OPT_BF16);
     ck_assert(p->main_params_dtype == SPSIM_OPT_FP32);
     ck_assert_str_eq(mc.unmodelled, "model.moe_grouped_gemm");
+    /* Its DDP: comm_overlap.overlap_grad_reduce false with overlap_param_gather null, which
+     * Bridge turns on at dp > 1 (comm_overlap.py:576-579 @067f987; its ddp section says so
+     * too): Megatron-LM's arguments.py:1028 refuses that pair, Megatron-Core's DDP runs it. On
+     * 1024 GPUs (dp 64; ep 64 · pp 8 needs 512 at least) with the layout Bridge's recipe builds
+     * for pp 8 · vp 2 (recipes/deepseek/h100/deepseek_v3.py:57 at 067f987; the dump's is null,
+     * and 61 layers do not split over 16 chunks evenly): the AllGather behind the first forward,
+     * the reduction after the backward whole. */
+    ck_assert(p->bridge_ddp && p->overlap_param_gather && !p->overlap_grad_reduce);
+    mc.par.dp = 64;
+    mc.par.pipeline_layout = "Etttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|"
+                             "tttt|tttt|tttt|tmL";
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(mc.model, hw, &mc.par, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert(r.time.param_gather_exposed_s < r.time.dp_exposed_s);
+    spsim_hardware_destroy(hw);
     spsim_model_destroy(mc.model);
 }
 END_TEST

@@ -161,11 +161,23 @@ START_TEST(exposed_time_per_level)
         double bwd = r.time.backward_s / m, fwd = r.time.forward_s / m;
         double hidden_rs = m * fmax(0, rs - bwd);
         ck_assert(hidden_rs > 0); /* the test must see the per-micro-batch RS */
+        /* A Megatron-Bridge recipe's DDP at dp > 1 with comm_overlap.overlap_grad_reduce false:
+         * comm_overlap.py:576-579 @067f987 turns overlap_param_gather on, which Megatron-LM's
+         * arguments.py:1028 refuses and Megatron-Core's DDP runs: the RS after the backward
+         * whole, the AG behind the next iteration's first forward, max(0, ag − fwd); busy:
+         * both. */
+        p.overlap_param_gather = true;
+        p.bridge_ddp = true;
+        r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
+        ck_assert_double_eq_tol(r.time.param_gather_exposed_s, fmax(0, ag - fwd), 1e-12 * ag);
+        double want = beside(rs + ag, rs + fmax(0, ag - fwd));
+        ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
+        ck_assert(fwd > 0); /* the forward hides some of it */
         p = zero_config(2, m);
         p.cuda_graph_impl = SPSIM_CUDA_GRAPH_FULL_ITERATION;
         r = testutil_evaluate_config("llama3-8b", "dgx-h100", &p);
         /* Busy: every micro-batch's RS and the AG after the step. */
-        double want = beside(m * rs + ag, hidden_rs + ag);
+        want = beside(m * rs + ag, hidden_rs + ag);
         ck_assert_double_eq_tol(r.time.dp_exposed_s, want, 1e-9 * want);
         /* --overlap-param-gather: the AG behind the next iteration's first forward. */
         p.overlap_param_gather = true;
@@ -324,6 +336,13 @@ START_TEST(megatron_rules)
     p.zero = 1;
     testutil_expect_rule("llama3-8b", &p,
                          "Must use --overlap-param-gather with --overlap-grad-reduce");
+    p.bridge_ddp = true; /* Megatron-Bridge's recipes do not run arguments.py */
+    {
+        struct spsim_model *m = testutil_model_named("llama3-8b");
+        ck_assert_int_eq(spsim_parallel_check(m, NULL, &p, NULL, NULL), SPSIM_OK);
+        spsim_model_destroy(m);
+    }
+    p.bridge_ddp = false;
     p.zero = 4;
     p.overlap_param_gather = false;
     testutil_expect_rule("llama3-8b", &p, "field 'zero'");

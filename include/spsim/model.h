@@ -72,6 +72,11 @@ struct spsim_model_shape {
      * the row-parallel linear, in gemma3_provider.py's layer spec). Dense layers with standard
      * attention only; Megatron-LM has no flag for it. */
     bool post_norms;
+    /** The embedding's output multiplied by sqrt(h) before the first layer (Gemma 1, 2 and 3:
+     * Megatron-Bridge 067f987 gemma3_provider.py:281 Gemma3LanguageModelEmbedding and
+     * modules.py:40 EmbeddingScalingMixin): one elementwise pass forward and one backward on
+     * the embedding's output, nothing saved. Megatron-LM has no flag for it. */
+    bool embedding_scale;
     /* Mixture of experts (doc/profiles.md). experts == 0 is a dense model, and every MoE field is
        then 0. Megatron-Core's option in brackets. */
     uint32_t experts;           /**< routed experts per MoE layer [--num-experts] */

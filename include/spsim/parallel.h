@@ -293,6 +293,11 @@ struct spsim_parallel {
     /** Defer the parameter AllGather after the optimizer step to the next forward
      * (--overlap-param-gather; needs the distributed optimizer and overlap_grad_reduce). */
     bool overlap_param_gather;
+    /** The DDP's overlaps as Megatron-Bridge sets them (training/comm_overlap.py:562-586 at
+     * 067f987): overlap_param_gather without overlap_grad_reduce is allowed, as Megatron-Core's
+     * DDP runs it; Megatron-LM's arguments.py:1028 (d98e8a64) refuses it. Set by the recipe
+     * reader (spsim_megatron_parse_inputs on YAML); default false. */
+    bool bridge_ddp;
     /* Uneven pipeline stages (Megatron-Core transformer_block.py get_num_layers_to_build). At
      * most one way is used: first/last layer counts, embedding/loss accounting, or a layout. */
     uint32_t first_stage_layers; /**< layers of pipeline rank 0 (--decoder-first-pipeline-num-

@@ -6,11 +6,13 @@
     python3 -m spsim.plot timeline trace.json -o timeline.png
 
 memory: activation memory of the six modes of Korthikanti et al. 2022 (Table 2) against tp, per
-layer and for the first pipeline stage, with the HBM capacity (the paper's Figure 1 style);
+layer, and the first pipeline stage's whole memory in each mode (weights, gradients, optimizer
+state and activations) against the memory the GPU holds for tensors (the paper's Figure 1 style);
 every other option is a query option (--hw, --pp, --seq, ...). time: the iteration time of
-configurations as stacked bars of its terms, from a sweep's CSV (`spsim sweep -o FILE`) or from
-queries (--config 'tp=8,pp=8' repeated). pareto: a sweep's MFU against memory per GPU, the
-configurations that fit and those that do not, and the Pareto front of those that fit.
+configurations as stacked bars of its terms, from a sweep's CSV (`spsim sweep -o FILE`; --top K:
+the K fastest of those that fit) or from queries (--config 'tp=8,pp=8' repeated). pareto: a
+sweep's MFU against memory per GPU, the configurations that fit and those that do not, and the
+Pareto front of those that fit.
 timeline: one iteration's schedule from `spsim trace -o FILE` (Chrome trace-event JSON): a row
 per pipeline rank and stream, a box per forward, backward, send and tail step.
 The format follows the output's suffix (.png, .svg, .pdf); SVG text stays text.
@@ -53,27 +55,47 @@ def _pyplot():
     return plt
 
 
+# Each mode its own marker and dash, so that two modes of equal memory (tp and none at tp 1,
+# or the selective modes when attention is flash's) stay visible one over the other.
+MODE_STYLES = {"none": ("o", "-", 9), "tp": ("s", "--", 7.5), "tp_sp": ("^", "-.", 6.5),
+               "tp_selective": ("D", ":", 5.5), "tp_sp_selective": ("v", (0, (5, 2, 1, 2)), 4.5),
+               "full": ("x", (0, (1, 1)), 6)}
+
+
+def memory_series(docs):
+    """The memory figure's lines from one query document per tp: each mode's activations per
+    layer (left) and the first stage's whole memory in that mode (right: weights, gradients,
+    optimizer state and activations, memory.total_modes_bytes), in GiB, and the memory the GPU
+    holds for tensors (memory.capacity_bytes: HBM less what the CUDA context and NCCL keep)."""
+    left = {m: [d["memory"]["activation_modes_bytes"][m] / GIB for d in docs] for m in MODES}
+    right = {m: [d["memory"]["total_modes_bytes"][m] / GIB for d in docs] for m in MODES}
+    return left, right, docs[0]["memory"]["capacity_bytes"] / GIB
+
+
 def memory_figure(tps, **config):
-    """Figure: the six modes' activation memory against tp (spsim.query for each tp)."""
+    """Figure: the six modes' activation memory per layer and the first stage's whole memory
+    against tp (spsim.query for each tp), beside the memory the GPU has for tensors."""
     plt = _pyplot()
     # Every document holds all six modes at its tp; sp only has to be valid (it needs tp > 1).
     docs = [spsim.query(**dict(config, tp=tp, sp=tp > 1)) for tp in tps]
+    left_y, right_y, cap = memory_series(docs)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     for mode in MODES:
-        left.plot(tps, [d["memory"]["activation_modes_bytes"][mode] / GIB for d in docs], marker="o",
-                  label=MODE_LABELS[mode])
-        right.plot(tps, [d["memory"]["activation_modes_first_stage_bytes"][mode] / GIB for d in docs],
-                   marker="o", label=MODE_LABELS[mode])
-    cap = docs[0]["memory"]["capacity_bytes"] / GIB
-    right.axhline(cap, color="black", linestyle="--", label=f"HBM capacity ({cap:.0f} GiB)")
-    for ax, what in ((left, "per layer"), (right, "first pipeline stage")):
+        marker, dash, size = MODE_STYLES[mode]
+        style = dict(marker=marker, linestyle=dash, markersize=size, fillstyle="none",
+                     label=MODE_LABELS[mode])
+        left.plot(tps, left_y[mode], **style)
+        right.plot(tps, right_y[mode], **style)
+    right.axhline(cap, color="black", linestyle="--", label=f"memory for tensors ({cap:.1f} GiB)")
+    for ax, what in ((left, "activation memory per layer"),
+                     (right, "first stage, every tensor")):
         ax.set_xscale("log", base=2)
         ax.set_xticks(tps, [str(t) for t in tps])
         ax.set_xlabel("tensor parallel size (tp)")
-        ax.set_ylabel(f"activation memory {what} (GiB)")
+        ax.set_ylabel(f"{what} (GiB)")
         ax.grid(True, alpha=0.3)
     right.legend(fontsize=8)
-    fig.suptitle(f"Activation memory: {docs[0]['model']} on {docs[0]['hardware']}, "
+    fig.suptitle(f"Memory by mode: {docs[0]['model']} on {docs[0]['hardware']}, "
                  f"seq {docs[0]['config']['seq']}, mbs {docs[0]['config']['mbs']}")
     fig.tight_layout()
     return fig
@@ -258,7 +280,8 @@ def _parser():
     p.add_argument("-o", "--output", required=True, help="FILE.png, FILE.svg or FILE.pdf")
     p.add_argument("--tp", default="1,2,4,8", help="memory: the tp values (default 1,2,4,8)")
     p.add_argument("--top", type=int, default=0,
-                   help="time: the best K rows by time_iteration_s (default: every row, at most 24)")
+                   help="time: the best K rows that fit in HBM by time_iteration_s (default: "
+                   "every row, at most 24)")
     p.add_argument("--config", action="append", default=[],
                    help="time: a configuration as 'tp=8,pp=8,...' (repeatable) instead of a CSV")
     return p
@@ -348,8 +371,18 @@ def _figure(args, axes):
     if args.kind == "pareto":
         return pareto_figure(rows)
     if args.top:
-        rows = sorted(rows, key=lambda r: r["time_iteration_s"])[:args.top]
+        rows = best_rows(rows, args.top, args.csv)
     return time_figure(rows[:24])
+
+
+def best_rows(rows, top, path="-"):
+    """The `top` fastest rows by time_iteration_s among those that fit in HBM (memory_fits): a
+    configuration that does not fit is no plan, however fast. spsim.InputError when none fits."""
+    fit = [r for r in rows if r.get("memory_fits") is True]
+    if not fit:
+        raise spsim.InputError(f"{_spsim.escape(path)}: none of its {len(rows)} rows fits in HBM "
+                               "(memory_fits); --top ranks only those that fit", "memory_fits")
+    return sorted(fit, key=lambda r: r["time_iteration_s"])[:top]
 
 
 def _flat(doc):

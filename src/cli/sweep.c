@@ -306,7 +306,8 @@ draw_progress(void *cookie, const struct spsim_sweep_stats *s)
 }
 
 static void
-summary(const struct report *r, const struct spsim_sweep_stats *s)
+summary(const struct report *r, const struct spsim_sweep_options *opt,
+        const struct spsim_sweep_stats *s)
 {
     if (r->drawn)
         fprintf(stderr, "\r%*s\r", 100, "");
@@ -318,6 +319,12 @@ summary(const struct report *r, const struct spsim_sweep_stats *s)
             (unsigned long long)s->evaluated, (unsigned long long)s->valid,
             (unsigned long long)s->feasible, (unsigned long long)s->written, s->elapsed_s,
             s->elapsed_s > 0 ? (double)s->evaluated / s->elapsed_s : 0.0);
+    /* A ranking a planner can trust holds only what fits (issue 24): say when it may not. */
+    if (opt->top_k && !opt->feasible_only && s->valid > s->feasible)
+        fprintf(stderr,
+                "spsim: sweep: --top ranked every valid configuration, %llu of which do not fit "
+                "in HBM (memory_fits false); --feasible-only ranks only those that fit\n",
+                (unsigned long long)(s->valid - s->feasible));
 }
 
 /* The evaluation, alone or spread over MPI ranks. @return an exit code; a failure of the
@@ -370,7 +377,7 @@ write_output(struct sweep_args *a, const struct spsim_sweep *sw, const struct cl
         rc = cli_usage_error("sweep", "--columns: not with --top under mpirun");
     else if (shard_line(a, sw, &stream, NULL) == 0)
         rc = evaluate_all(mpi, sw, &a->opt, &stats);
-    summary(&rep, &stats);
+    summary(&rep, &a->opt, &stats);
     if (rc == EXIT_OK && !stream.error)
         shard_line(a, sw, &stream, &stats);
     free(terminal);

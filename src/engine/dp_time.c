@@ -425,6 +425,12 @@ spsim_dp_exposed(struct spsim_coll_memo *memo, const struct spsim_hardware *hw,
     /* LoRA: the adapters' gradients, a few tens of MB, fill less than one DDP bucket per model
      * chunk, reduced once that chunk's last backward has run: taken as exposed whole. */
     if (!par->overlap_grad_reduce || le->params_lora_layer) {
+        /* Megatron-Bridge's DDP may overlap the AllGather alone (bridge_ddp): the reduction
+         * after the backward whole, the gather behind the next first forward. */
+        if (par->overlap_param_gather && !le->params_lora_layer && zero_level(par) == 1) {
+            tr->param_gather_exposed_s = param_gather_exposed(par, crit, b.time_s);
+            alone += tr->param_gather_exposed_s - b.time_s;
+        }
         *exposed = alone;
         return SPSIM_OK;
     }

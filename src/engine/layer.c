@@ -1783,6 +1783,24 @@ spsim_layer_build(const struct spsim_model_shape *m, const struct spsim_layer_co
     layer->ok = bld.ok;
 }
 
+/* Gemma's sqrt(h) scale on the embedding's output (model embedding_scale): Megatron-Bridge 067f987
+ * gemma3_provider.py:281 multiplies what LanguageModelEmbedding.forward returns (after its
+ * sequence-parallel scatter and dropout: s/t·b·h with SP) by a Python float, modules.py:40 by a
+ * 0-dim tensor that needs no gradient. One elementwise kernel forward (read 2 B, write 2 B an
+ * element) and one backward (the gradient times the same scalar: 4 B); autograd's MulBackward0
+ * keeps only the scalar, since the factor needs no gradient, so nothing is saved. */
+static void
+add_embedding_scale(struct builder *bld, const struct dims *x)
+{
+    uint64_t local = spsim_mul3(x->sl, x->b, x->h, &bld->ok);
+    struct spsim_op *op = add_op(bld, "embedding scale (× sqrt(h), Gemma)", SPSIM_OPK_MEMORY,
+                                 SPSIM_REGION_SEQ, SPSIM_RG_LAYER);
+    op->fwd_bytes = 4.0 * local;
+    op->bwd_bytes = 4.0 * local;
+    dims3(op->in, &op->nin, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+    dims3(op->out, &op->nout, x->sl_sym, x->sl, "b", x->b, "h", x->h);
+}
+
 void
 spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                       uint64_t padded_vocab, struct spsim_layer *block)
@@ -1826,6 +1844,8 @@ spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_laye
         dims3(op->in, &op->nin, x.sl_sym, x.sl, "b", x.b, "h", x.h);
         dims3(op->out, &op->nout, x.sl_sym, x.sl, "b", x.b, "h", x.h);
     }
+    if (m->embedding_scale)
+        add_embedding_scale(&bld, &x);
     block->ok = bld.ok;
 }
 

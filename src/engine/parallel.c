@@ -49,6 +49,7 @@ spsim_parallel_defaults(struct spsim_parallel *par)
         .zero = 0,
         .grad_reduce_in_fp32 = -1,
         .overlap_param_gather = false,
+        .bridge_ddp = false,
         .dist_opt_instances = 1,
         .outer_dp_shard = false,
         .fp8_recipe = SPSIM_FP8_DELAYED,
@@ -357,8 +358,9 @@ check_sharding(const struct spsim_parallel *p, struct spsim_error *err)
                                 "supported with distributed optimizer, megatron fsdp, or "
                                 "dist_muon");
     /* Megatron-FSDP forces overlap_grad_reduce for optim_grads and optim_grads_params
-     * (megatron_fsdp.py), so only levels 0 and 1 can lack it. */
-    if (p->overlap_param_gather && !p->overlap_grad_reduce && p->zero < 2)
+     * (megatron_fsdp.py), so only levels 0 and 1 can lack it; Megatron-Bridge's recipes do not
+     * run arguments.py (bridge_ddp). */
+    if (p->overlap_param_gather && !p->overlap_grad_reduce && p->zero < 2 && !p->bridge_ddp)
         return CONFIG_FAIL(err, "field 'overlap_param_gather': Must use --overlap-param-gather "
                                 "with --overlap-grad-reduce");
     return SPSIM_OK;

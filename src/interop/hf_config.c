@@ -181,9 +181,8 @@ static const struct hf_family families[] = {
     /* Gemma3DecoderLayer as Megatron-Bridge trains it (gemma3_provider.py at 067f987:
      * gated_linear_unit with fast_gelu, qk_layernorm, share_embeddings_and_output_weights, the
      * layer spec's TERowParallelLinearLayerNorm on linear_proj and linear_fc2): the Gemma layer
-     * with Q/K norms of head_dim and a post-norm after the attention and after the MLP. The
-     * embedding's sqrt(h) scale (Gemma3LanguageModelEmbedding, one elementwise pass over the
-     * embedding's output) is not modelled. */
+     * with Q/K norms of head_dim and a post-norm after the attention and after the MLP, the
+     * embedding's output scaled by sqrt(h) (model embedding_scale). */
     {"gemma3_text", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, true,
      false, false, true, llama_keys, HF_DENSE, gemma3_keys, true},
@@ -901,6 +900,11 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
     m->tied_embeddings = f->tied;
     m->qk_norm = f->qk_norm;
     m->post_norms = f->post_norms;
+    /* Megatron-Bridge 067f987 scales the first stage's embedding output by sqrt(h) for Gemma
+     * (gemma_provider.py:76-78, modules.py:40 EmbeddingScalingMixin) and Gemma 3
+     * (gemma3_provider.py:120 and :281 Gemma3LanguageModelEmbedding), as transformers'
+     * GemmaModel and Gemma3TextModel do (the normalizer). */
+    m->embedding_scale = strcmp(f->type, "gemma") == 0 || strcmp(f->type, "gemma3_text") == 0;
     if (f->post_norms)
         m->vocab_divisible_by = bridge_vocab_divisor(m->vocab);
     if ((rc = get_bool(c, root, "tie_word_embeddings", &m->tied_embeddings)))

@@ -1194,6 +1194,7 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return flag_error(m, F_GRAD_BF16, "given with --accumulate-allreduce-grads-in-fp32");
     p->grad_reduce_in_fp32 = m->given[F_GRAD_FP32] ? 1 : m->given[F_GRAD_BF16] ? 0 : -1;
     p->overlap_param_gather = m->given[F_OVERLAP_PARAM];
+    p->bridge_ddp = m->yaml; /* a recipe: Bridge's comm_overlap, not arguments.py, decides */
     /* HSDP (arguments.py: --num-distributed-optimizer-instances, default 1;
      * --outer-dp-sharding-strategy no_shard|optim, default no_shard). */
     static const char *const outer[] = {"no_shard", "optim", NULL};
@@ -1294,13 +1295,18 @@ grid(const struct mg *m, uint32_t layers, struct spsim_megatron_config *out)
         (rc = num32(m, F_VPP_LAYERS, 4096, 0, &per_chunk)) ||
         (rc = num32(m, F_NPROC, 65536, 1, &nproc)) || (rc = num32(m, F_NNODES, 65536, 1, &nnodes)))
         return rc;
-    if (per_chunk && layers % ((uint64_t)p->pp * per_chunk))
+    /* arguments.py:959-977 @d98e8a64: the embedding and the loss count as a layer each when
+     * their --account-for flag is given, before the layers split into stages and chunks. */
+    uint64_t split = (uint64_t)layers + m->given[F_ACCOUNT_EMB] + m->given[F_ACCOUNT_LOSS];
+    if (per_chunk && split % ((uint64_t)p->pp * per_chunk))
         return rule_error(m, F_VPP_LAYERS,
-                          "%u layers per chunk do not divide %u layers over %u "
+                          "%u layers per chunk do not divide %llu layers%s over %u "
                           "stages",
-                          per_chunk, layers, p->pp);
+                          per_chunk, (unsigned long long)split,
+                          split > layers ? " (the accounted embedding or loss included)" : "",
+                          p->pp);
     if (per_chunk)
-        p->vpp = layers / (p->pp * per_chunk);
+        p->vpp = (uint32_t)(split / ((uint64_t)p->pp * per_chunk));
     out->world_size_given = m->given[F_NPROC] || m->given[F_NNODES];
     uint64_t world = (uint64_t)nproc * nnodes, model = (uint64_t)p->tp * p->pp * p->cp;
     if (out->world_size_given && world % model)

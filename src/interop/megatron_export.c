@@ -409,6 +409,11 @@ spsim_megatron_unsupported(const struct spsim_model *model)
     if (s && s->post_norms)
         return "post-attention and post-MLP norms (post_norms, Gemma 2/3: Megatron-Bridge's "
                "TERowParallelLinearLayerNorm; Megatron-LM has no flag for them)";
+    /* LanguageModelEmbedding scales only by MuP's mup_embedding_mult (language_model_embedding.py
+     * :135 @d98e8a64), with MuP's other changes: no flag scales by sqrt(h) alone. */
+    if (s && s->embedding_scale)
+        return "the embedding's sqrt(h) scale (embedding_scale, Gemma: Megatron-Bridge's "
+               "Gemma providers; Megatron-LM has no flag for it)";
     return NULL;
 }
 

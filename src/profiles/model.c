@@ -104,6 +104,7 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qk_norm", false, &m->qk_norm)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "post_norms", false, &m->post_norms)) ||
+        (rc = spsim_json_get_bool(c, root, NULL, "embedding_scale", false, &m->embedding_scale)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "attention_output_gate", false,
                                   &m->attention_output_gate)) ||
         (rc = spsim_json_get_double(c, root, NULL, "rotary_percent", false, 0.001, 1.0,
@@ -199,6 +200,7 @@ static const char *const model_keys[] = {"schema",
                                          "qkv_bias",
                                          "qk_norm",
                                          "post_norms",
+                                         "embedding_scale",
                                          "experts",
                                          "experts_per_token",
                                          "expert_ffn_hidden",
