@@ -41,6 +41,8 @@ q="--model llama3-8b --hw dgx-h100 --tp 2 --pp 4 --gbs 512"
 # with cp: 64 / (2·2·4) = 4
 [ "$(field config.dp $q --cp 2 --gpus 64)" = 4 ] || fail "--gpus 64 at tp 2, cp 2, pp 4: dp, want 4"
 expect 2 "--gpus 60 is not a multiple of tp·cp·pp = 2·1·4 = 8" -- query $q --gpus 60
+# with tp and pp left at the paper's defaults (8, 8) the message says so and what to give
+expect 2 "--gpus 8 is not a multiple of tp·cp·pp = 8·1·8 = 64 (tp and pp are the defaults, the paper's GPT-3 175B setting: give --tp and --pp, or try 'spsim optimize')" -- query --model llama3-8b --gpus 8
 expect 2 "--dp 4 contradicts --gpus 64 (tp·cp·pp = 8 gives dp 8): give one of them" -- \
     query $q --gpus 64 --dp 4
 

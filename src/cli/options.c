@@ -751,9 +751,14 @@ gpus_to_dp(struct cli_config *cfg)
     if (!cfg->gpus)
         return EXIT_OK;
     uint64_t model = (uint64_t)p->tp * p->cp * p->pp;
+    /* A new user's `--model M --gpus 8` meets the paper's tp 8 and pp 8 (query's defaults) */
+    bool defaults = !cfg->file_world && !given(cfg, OPT_TP) && !given(cfg, OPT_PP);
     if (cfg->gpus % model)
-        return cli_error(EXIT_USAGE, "--gpus %u is not a multiple of tp·cp·pp = %u·%u·%u = %llu",
-                         cfg->gpus, p->tp, p->cp, p->pp, (unsigned long long)model);
+        return cli_error(EXIT_USAGE, "--gpus %u is not a multiple of tp·cp·pp = %u·%u·%u = %llu%s",
+                         cfg->gpus, p->tp, p->cp, p->pp, (unsigned long long)model,
+                         defaults ? " (tp and pp are the defaults, the paper's GPT-3 175B "
+                                    "setting: give --tp and --pp, or try 'spsim optimize')"
+                                  : "");
     uint32_t dp = (uint32_t)(cfg->gpus / model);
     if (given(cfg, OPT_DP) && p->dp != dp)
         return cli_error(EXIT_USAGE,
