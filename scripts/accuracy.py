@@ -302,8 +302,7 @@ def finetune_settings(row, s):
 # (offload_modules ["fused_group_mlp"], tensors above min_offloaded_tensor_size) has no spsim
 # option: named in the reason when spsim refuses the row.
 ULTRA_067F987 = {("26.08", "Nemotron_3_Ultra")}
-ULTRA_UNMODELLED = ("nor are Megatron-FSDP's sharding of a hybrid model (spsim's refusal without HSDP) "
-                    "and the recipe's fine-grained activation offloading of the fused expert MLP "
+ULTRA_UNMODELLED = ("nor is the recipe's fine-grained activation offloading of the fused expert MLP "
                     "(offload_modules fused_group_mlp)")
 
 
