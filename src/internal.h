@@ -38,6 +38,16 @@ void spsim_copy(void *restrict d, const void *restrict s, size_t n);
 void *spsim_calloc(size_t n, size_t size);
 char *spsim_strdup(const char *s);
 
+/** Text grown by appending, NUL-terminated (s NULL until the first put; the owner frees it).
+ * `failed` once a put would take it past `max` bytes with its NUL (0: no limit) or an
+ * allocation failed; later puts do nothing. */
+struct spsim_text {
+    char *s;
+    size_t len, cap, max;
+    bool failed;
+};
+void spsim_text_put(struct spsim_text *t, const char *s, size_t n);
+
 /** Read a whole regular file (spsim_file_open_input: no FIFO, device or directory) to its end,
  * at most 64 MiB. *buf is NUL-terminated; the caller frees it. */
 int spsim_read_file(const char *path, char **buf, size_t *len, struct spsim_error *err);

@@ -161,6 +161,32 @@ spsim_calloc(size_t n, size_t size)
     return calloc(n ? n : 1, size ? size : 1);
 }
 
+void
+spsim_text_put(struct spsim_text *t, const char *s, size_t n)
+{
+    if (t->failed)
+        return;
+    if (n >= SIZE_MAX - t->len || (t->max && t->len + n + 1 > t->max)) {
+        t->failed = true;
+        return;
+    }
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 64;
+        while (cap < t->len + n + 1)
+            cap = cap > SIZE_MAX / 2 ? t->len + n + 1 : 2 * cap;
+        char *grown = realloc(t->s, cap);
+        if (!grown) {
+            t->failed = true;
+            return;
+        }
+        t->s = grown;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
 char *
 spsim_strdup(const char *s)
 {

@@ -15,36 +15,11 @@
 /* Expanded layouts longer than this are refused: a few symbols per layer of any model. */
 #define LAYOUT_MAX_CHARS (1u << 20)
 
-struct text {
-    char *s;
-    size_t len, cap;
-    bool full; /* exceeded LAYOUT_MAX_CHARS or out of memory */
-};
-
 static void
-text_put(struct text *t, const char *s, size_t n, uint64_t times)
+text_put(struct spsim_text *t, const char *s, size_t n, uint64_t times)
 {
-    for (uint64_t i = 0; i < times && !t->full; i++) {
-        if (t->len + n + 1 > LAYOUT_MAX_CHARS) {
-            t->full = true;
-            return;
-        }
-        if (t->len + n + 1 > t->cap) {
-            size_t cap = t->cap ? t->cap * 2 : 256;
-            while (cap < t->len + n + 1)
-                cap *= 2;
-            char *grown = realloc(t->s, cap);
-            if (!grown) {
-                t->full = true;
-                return;
-            }
-            t->s = grown;
-            t->cap = cap;
-        }
-        memcpy(t->s + t->len, s, n);
-        t->len += n;
-        t->s[t->len] = '\0';
-    }
+    for (uint64_t i = 0; i < times && !t->failed; i++)
+        spsim_text_put(t, s, n);
 }
 
 /* "*N" at s: N, and *end after it; false when s is not '*' and digits. */
@@ -63,11 +38,11 @@ repeat_count(const char *s, const char **end, uint64_t *n)
 
 /* One of Megatron's two substitutions, left to right: groups "(x)*n" (parens), else "c*n". */
 static void
-unroll(const char *in, bool parens, struct text *out)
+unroll(const char *in, bool parens, struct spsim_text *out)
 {
     const char *s = in, *end;
     uint64_t n;
-    while (*s && !out->full) {
+    while (*s && !out->failed) {
         const char *close = parens && s[0] == '(' ? strchr(s + 1, ')') : NULL;
         if (close && close > s + 1 && repeat_count(close + 1, &end, &n)) {
             text_put(out, s + 1, (size_t)(close - s - 1), n);
@@ -135,16 +110,17 @@ int
 spsim_layout_parse(const char *text, uint32_t *decoder, struct spsim_layout_info *info,
                    struct spsim_error *err)
 {
-    struct text a = {0}, b = {0}, c = {0};
-    for (const char *s = text; *s && !a.full; s++)
+    struct spsim_text a = {.max = LAYOUT_MAX_CHARS}, b = {.max = LAYOUT_MAX_CHARS},
+                      c = {.max = LAYOUT_MAX_CHARS};
+    for (const char *s = text; *s && !a.failed; s++)
         if (*s != ',') /* Megatron: "remove purely cosmetic commas" */
             text_put(&a, s, 1, 1);
     text_put(&a, "", 0, 1);
-    if (!a.full)
+    if (!a.failed)
         unroll(a.s, true, &b);
-    if (!a.full && !b.full)
+    if (!a.failed && !b.failed)
         unroll(b.s, false, &c);
-    int rc = a.full || b.full || c.full
+    int rc = a.failed || b.failed || c.failed
                  ? CONFIG_FAIL(err, "field 'pipeline_layout': expands to more than %u symbols",
                                LAYOUT_MAX_CHARS)
                  : layout_count(c.s, decoder, info, err);

@@ -175,39 +175,9 @@ spsim_yaml_set(struct spsim_yaml *y, const char *path, const char *value, int32_
 #define RESOLVE_DEPTH_MAX  32
 #define RESOLVED_BYTES_MAX (64u << 20)
 
-struct rbuf {
-    char *s;
-    size_t n, cap;
-    bool bad; /* too long, or out of memory */
-};
-
-static void
-rb_put(struct rbuf *b, const char *t, size_t n)
-{
-    if (b->bad || b->n + n >= SPSIM_YAML_VALUE_MAX) {
-        b->bad = true;
-        return;
-    }
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->bad = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, t, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
 /* The path ref[0, n) names from entry e. @return false if it leaves the document */
 static bool
-target_path(const struct spsim_yaml_entry *e, const char *ref, size_t n, struct rbuf *out)
+target_path(const struct spsim_yaml_entry *e, const char *ref, size_t n, struct spsim_text *out)
 {
     size_t dots = strspn(ref, ".");
     if (dots >= n)
@@ -221,11 +191,11 @@ target_path(const struct spsim_yaml_entry *e, const char *ref, size_t n, struct 
         if (base > 0)
             base--;
     }
-    rb_put(out, e->path, base);
+    spsim_text_put(out, e->path, base);
     if (base)
-        rb_put(out, ".", 1);
-    rb_put(out, ref + dots, n - dots);
-    return !out->bad;
+        spsim_text_put(out, ".", 1);
+    spsim_text_put(out, ref + dots, n - dots);
+    return !out->failed;
 }
 
 static void resolve_entry(struct spsim_yaml *y, int32_t i, int depth);
@@ -234,7 +204,7 @@ static void resolve_entry(struct spsim_yaml *y, int32_t i, int depth);
 static int32_t
 target(struct spsim_yaml *y, const struct spsim_yaml_entry *e, const char *ref, size_t n, int depth)
 {
-    struct rbuf path = {0};
+    struct spsim_text path = {.max = SPSIM_YAML_VALUE_MAX};
     int32_t t = -1;
     if (n && strcspn(ref, "${}:") >= n && depth < RESOLVE_DEPTH_MAX &&
         target_path(e, ref, n, &path))
@@ -250,26 +220,26 @@ target(struct spsim_yaml *y, const struct spsim_yaml_entry *e, const char *ref, 
 /* text with its interpolations replaced, into out. @return false if one is unresolved */
 static bool
 interpolate(struct spsim_yaml *y, const struct spsim_yaml_entry *e, const char *text,
-            struct rbuf *out, int depth)
+            struct spsim_text *out, int depth)
 {
     for (const char *p = text; *p;) {
         if (p[0] == '\\' && p[1] == '$' && p[2] == '{') {
-            rb_put(out, "${", 2);
+            spsim_text_put(out, "${", 2);
             p += 3;
             continue;
         }
         if (p[0] != '$' || p[1] != '{') {
-            rb_put(out, p++, 1);
+            spsim_text_put(out, p++, 1);
             continue;
         }
         const char *end = strchr(p + 2, '}');
         int32_t t = end ? target(y, e, p + 2, (size_t)(end - p - 2), depth) : -1;
         if (t < 0 || y->e[t].kind != SPSIM_YAML_SCALAR)
             return false;
-        rb_put(out, y->e[t].v[0], strlen(y->e[t].v[0]));
+        spsim_text_put(out, y->e[t].v[0], strlen(y->e[t].v[0]));
         p = end + 1;
     }
-    return !out->bad;
+    return !out->failed;
 }
 
 /* A value that is one interpolation of a sequence or a null takes its target whole. */
@@ -312,9 +282,10 @@ resolve_entry(struct spsim_yaml *y, int32_t i, int depth)
     for (uint32_t k = 0; k < e->n && !e->unresolved; k++) {
         if (!strstr(e->v[k], "${"))
             continue;
-        struct rbuf out = {0};
-        if (interpolate(y, e, e->v[k], &out, depth) && y->resolved + out.n <= RESOLVED_BYTES_MAX) {
-            y->resolved += out.n;
+        struct spsim_text out = {.max = SPSIM_YAML_VALUE_MAX};
+        if (interpolate(y, e, e->v[k], &out, depth) &&
+            y->resolved + out.len <= RESOLVED_BYTES_MAX) {
+            y->resolved += out.len;
             free(e->v[k]);
             e->v[k] = out.s ? out.s : strdup("");
             e->unresolved = !e->v[k];

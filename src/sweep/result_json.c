@@ -18,45 +18,22 @@
  * grows in a buffer of its own: a memstream's locked fputs and fwrite were a fifth of a
  * `spsim query --format json`'s instructions. */
 struct jdoc {
-    char *text;
-    size_t len, cap;
+    struct spsim_text text;
     int depth;
     bool first[8];
-    bool failed; /* out of memory */
+    bool failed; /* out of memory quoting a string */
 };
-
-static void
-jd_put(struct jdoc *d, const char *s, size_t n)
-{
-    if (d->failed)
-        return;
-    if (d->len + n + 1 > d->cap) {
-        size_t cap = d->cap ? d->cap : 16384;
-        while (d->len + n + 1 > cap)
-            cap *= 2;
-        char *grown = realloc(d->text, cap);
-        if (!grown) {
-            d->failed = true;
-            return;
-        }
-        d->text = grown;
-        d->cap = cap;
-    }
-    memcpy(d->text + d->len, s, n);
-    d->len += n;
-    d->text[d->len] = '\0';
-}
 
 static void
 jd_puts(struct jdoc *d, const char *s)
 {
-    jd_put(d, s, strlen(s));
+    spsim_text_put(&d->text, s, strlen(s));
 }
 
 static void
 jd_putc(struct jdoc *d, char c)
 {
-    jd_put(d, &c, 1);
+    spsim_text_put(&d->text, &c, 1);
 }
 
 /* Two spaces per level, written at once (fprintf and a call per level were a fifth of a short
@@ -67,7 +44,7 @@ indent_to(struct jdoc *d, int depth)
     static const char spaces[] = "                                ";
     for (size_t left = 2 * (size_t)depth; left > 0;) {
         size_t n = left < sizeof(spaces) - 1 ? left : sizeof(spaces) - 1;
-        jd_put(d, spaces, n);
+        spsim_text_put(&d->text, spaces, n);
         left -= n;
     }
 }
@@ -236,10 +213,10 @@ spsim_result_to_json(const struct spsim_result *r, const char *model_name, const
     *out = NULL;
     struct jdoc d = {0};
     jd_document(&d, r, model_name, hw_name);
-    if (d.failed) {
-        free(d.text);
+    if (d.failed || d.text.failed) {
+        free(d.text.s);
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     }
-    *out = d.text;
+    *out = d.text.s;
     return SPSIM_OK;
 }
