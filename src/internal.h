@@ -38,15 +38,19 @@ void spsim_copy(void *restrict d, const void *restrict s, size_t n);
 void *spsim_calloc(size_t n, size_t size);
 char *spsim_strdup(const char *s);
 
-/** Text grown by appending, NUL-terminated (s NULL until the first put; the owner frees it).
- * `failed` once a put would take it past `max` bytes with its NUL (0: no limit) or an
- * allocation failed; later puts do nothing. */
+/** Text grown by appending (s NULL until the first put or reserve; spsim_text_free frees it).
+ * spsim_text_put keeps it NUL-terminated and sets `failed` once a put would take it past `max`
+ * bytes with its NUL (0: no limit) or an allocation failed; later puts do nothing.
+ * spsim_text_reserve makes room for `more` bytes and a NUL for a caller that writes them
+ * itself (the sweep's rows): SPSIM_OK or SPSIM_ENOMEM. */
 struct spsim_text {
     char *s;
     size_t len, cap, max;
     bool failed;
 };
 void spsim_text_put(struct spsim_text *t, const char *s, size_t n);
+int spsim_text_reserve(struct spsim_text *t, size_t more);
+void spsim_text_free(struct spsim_text *t);
 
 /** Read a whole regular file (spsim_file_open_input: no FIFO, device or directory) to its end,
  * at most 64 MiB. *buf is NUL-terminated; the caller frees it. */

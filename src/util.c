@@ -161,30 +161,47 @@ spsim_calloc(size_t n, size_t size)
     return calloc(n ? n : 1, size ? size : 1);
 }
 
+int
+spsim_text_reserve(struct spsim_text *t, size_t more)
+{
+    if (t->cap - t->len > more)
+        return SPSIM_OK;
+    if (more >= SIZE_MAX - t->len)
+        return SPSIM_ENOMEM;
+    size_t cap = t->cap ? t->cap : 64;
+    while (cap - t->len <= more) {
+        if (cap > SIZE_MAX / 2)
+            return SPSIM_ENOMEM;
+        cap *= 2;
+    }
+    char *grown = realloc(t->s, cap);
+    if (!grown)
+        return SPSIM_ENOMEM;
+    t->s = grown;
+    t->cap = cap;
+    return SPSIM_OK;
+}
+
 void
 spsim_text_put(struct spsim_text *t, const char *s, size_t n)
 {
     if (t->failed)
         return;
-    if (n >= SIZE_MAX - t->len || (t->max && t->len + n + 1 > t->max)) {
+    if ((t->max && (n >= t->max || t->len + n + 1 > t->max)) ||
+        spsim_text_reserve(t, n) != SPSIM_OK) {
         t->failed = true;
         return;
-    }
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 64;
-        while (cap < t->len + n + 1)
-            cap = cap > SIZE_MAX / 2 ? t->len + n + 1 : 2 * cap;
-        char *grown = realloc(t->s, cap);
-        if (!grown) {
-            t->failed = true;
-            return;
-        }
-        t->s = grown;
-        t->cap = cap;
     }
     memcpy(t->s + t->len, s, n);
     t->len += n;
     t->s[t->len] = '\0';
+}
+
+void
+spsim_text_free(struct spsim_text *t)
+{
+    free(t->s);
+    memset(t, 0, sizeof(*t));
 }
 
 char *

@@ -317,19 +317,19 @@ reference_rows(void)
 static int
 append(void *cookie, const char *text, size_t len)
 {
-    struct spsim_buf *b = cookie;
-    ck_assert_int_eq(spsim_buf_reserve(b, len + 1), SPSIM_OK);
-    memcpy(b->data + b->len, text, len);
+    struct spsim_text *b = cookie;
+    ck_assert_int_eq(spsim_text_reserve(b, len + 1), SPSIM_OK);
+    memcpy(b->s + b->len, text, len);
     b->len += len;
-    b->data[b->len] = '\0';
+    b->s[b->len] = '\0';
     return 0;
 }
 
-static struct spsim_buf
+static struct spsim_text
 run_to_memory(const struct spsim_sweep *sw, struct spsim_sweep_options *opt,
               struct spsim_sweep_stats *stats)
 {
-    struct spsim_buf out = {0};
+    struct spsim_text out = {0};
     struct spsim_error err = {0};
     append(&out, "", 0);
     opt->write = append;
@@ -338,7 +338,7 @@ run_to_memory(const struct spsim_sweep *sw, struct spsim_sweep_options *opt,
     return out;
 }
 
-static struct spsim_buf
+static struct spsim_text
 run_csv(const struct spsim_sweep *sw, unsigned threads, uint64_t begin, uint64_t end, bool header)
 {
     struct spsim_sweep_options opt;
@@ -367,10 +367,10 @@ check_rows(const struct spsim_sweep *sw, const struct reference *ref, enum spsim
     spsim_sweep_options_defaults(&opt);
     opt.threads = 2;
     opt.format = format;
-    struct spsim_buf out = run_to_memory(sw, &opt, &stats);
+    struct spsim_text out = run_to_memory(sw, &opt, &stats);
     ck_assert_uint_eq(stats.valid, ref->n);
     ck_assert_uint_eq(stats.written, ref->n);
-    char *line = out.data, expect[SPSIM_ROW_MAX];
+    char *line = out.s, expect[SPSIM_ROW_MAX];
     if (format == SPSIM_ROW_CSV) {
         char header[SPSIM_ROW_MAX];
         spsim_row_header(SPSIM_ROW_CSV, header, sizeof(header));
@@ -386,7 +386,7 @@ check_rows(const struct spsim_sweep *sw, const struct reference *ref, enum spsim
         line += strlen(expect);
     }
     ck_assert_str_eq(line, "");
-    free(out.data);
+    free(out.s);
 }
 
 START_TEST(row_writer_keeps_rows_exact)
@@ -448,12 +448,12 @@ START_TEST(jsonl_matches_csv)
     /* The same keys, values and order in both layouts: parse the JSONL rows with cJSON and
      * compare with the CSV cells (doubles by their bits). */
     struct spsim_sweep *sw = make_sweep(space_text);
-    struct spsim_buf csv = run_csv(sw, 1, 0, 0, true);
+    struct spsim_text csv = run_csv(sw, 1, 0, 0, true);
     struct spsim_sweep_options opt;
     spsim_sweep_options_defaults(&opt);
     opt.format = SPSIM_ROW_JSONL;
-    struct spsim_buf jsonl = run_to_memory(sw, &opt, NULL);
-    char *c = csv.data, *j = jsonl.data;
+    struct spsim_text jsonl = run_to_memory(sw, &opt, NULL);
+    char *c = csv.s, *j = jsonl.s;
     char *header_end = strchr(c, '\n');
     *header_end = '\0';
     char *names[256];
@@ -489,8 +489,8 @@ START_TEST(jsonl_matches_csv)
     }
     ck_assert_int_gt(rows, 100);
     ck_assert_str_eq(c, "");
-    free(csv.data);
-    free(jsonl.data);
+    free(csv.s);
+    free(jsonl.s);
     spsim_sweep_destroy(sw);
 }
 END_TEST
@@ -501,13 +501,13 @@ START_TEST(columns_are_cells_of_the_full_rows)
      * strtok, not by the row writer), in the order given, from two threads. */
     static const char *const pick[] = {"time_mfu", "tp", "model", "memory_fits", "hw", "sp"};
     struct spsim_sweep *sw = make_sweep(space_text);
-    struct spsim_buf full = run_csv(sw, 1, 0, 0, true);
+    struct spsim_text full = run_csv(sw, 1, 0, 0, true);
     struct spsim_sweep_options opt;
     spsim_sweep_options_defaults(&opt);
     opt.threads = 2;
     opt.columns = "time_mfu,tp,model,memory_fits,hw,sp";
-    struct spsim_buf some = run_to_memory(sw, &opt, NULL);
-    char *f = full.data, *line = some.data, *names[256];
+    struct spsim_text some = run_to_memory(sw, &opt, NULL);
+    char *f = full.s, *line = some.s, *names[256];
     int nnames = 0, at[6], rows = 0;
     char *end = strchr(f, '\n');
     *end = '\0';
@@ -537,8 +537,8 @@ START_TEST(columns_are_cells_of_the_full_rows)
     ck_assert_int_gt(rows, 100);
     ck_assert_str_eq(line, "");
     free(want);
-    free(full.data);
-    free(some.data);
+    free(full.s);
+    free(some.s);
     spsim_sweep_destroy(sw);
 }
 END_TEST
@@ -562,13 +562,13 @@ START_TEST(columns_errors)
     struct spsim_sweep_options opt;
     spsim_sweep_options_defaults(&opt);
     opt.columns = "tp,tp";
-    struct spsim_buf out = {0};
+    struct spsim_text out = {0};
     opt.write = append;
     opt.cookie = &out;
     ck_assert_int_eq(spsim_sweep_run(sw, &opt, NULL, &err), SPSIM_EINVAL);
     ck_assert_str_eq(err.message, "columns: 'tp' is listed twice");
     ck_assert_uint_eq(out.len, 0);
-    free(out.data);
+    free(out.s);
     spsim_sweep_destroy(sw);
 }
 END_TEST
@@ -576,14 +576,14 @@ END_TEST
 START_TEST(threads_give_the_same_output)
 {
     struct spsim_sweep *sw = make_sweep(space_text);
-    struct spsim_buf one = run_csv(sw, 1, 0, 0, true);
+    struct spsim_text one = run_csv(sw, 1, 0, 0, true);
     for (unsigned t = 2; t <= 5; t++) {
-        struct spsim_buf more = run_csv(sw, t, 0, 0, true);
+        struct spsim_text more = run_csv(sw, t, 0, 0, true);
         ck_assert_uint_eq(more.len, one.len);
-        ck_assert_msg(memcmp(more.data, one.data, one.len) == 0, "threads = %u differs", t);
-        free(more.data);
+        ck_assert_msg(memcmp(more.s, one.s, one.len) == 0, "threads = %u differs", t);
+        free(more.s);
     }
-    free(one.data);
+    free(one.s);
     spsim_sweep_destroy(sw);
 }
 END_TEST
@@ -617,24 +617,24 @@ START_TEST(shards_concatenate_to_the_whole)
     /* The shards' rows, headers dropped and concatenated in order, are the whole sweep's:
      * no point twice, none missing. */
     struct spsim_sweep *sw = make_sweep(space_text);
-    struct spsim_buf whole = run_csv(sw, 1, 0, 0, false);
+    struct spsim_text whole = run_csv(sw, 1, 0, 0, false);
     uint64_t size = spsim_sweep_size(sw);
     for (uint64_t n = 2; n <= 7; n++) {
-        struct spsim_buf joined = {0};
+        struct spsim_text joined = {0};
         append(&joined, "", 0);
         for (uint64_t s = 0; s < n; s++) {
             uint64_t b, e;
             ck_assert_int_eq(spsim_sweep_shard_range(size, s, n, &b, &e, NULL), SPSIM_OK);
-            struct spsim_buf part = run_csv(sw, 2, b, e, false);
-            append(&joined, part.data, part.len);
-            free(part.data);
+            struct spsim_text part = run_csv(sw, 2, b, e, false);
+            append(&joined, part.s, part.len);
+            free(part.s);
         }
         ck_assert_uint_eq(joined.len, whole.len);
-        ck_assert_msg(memcmp(joined.data, whole.data, whole.len) == 0, "%llu shards differ",
+        ck_assert_msg(memcmp(joined.s, whole.s, whole.len) == 0, "%llu shards differ",
                       (unsigned long long)n);
-        free(joined.data);
+        free(joined.s);
     }
-    free(whole.data);
+    free(whole.s);
     spsim_sweep_destroy(sw);
 }
 END_TEST
@@ -684,16 +684,16 @@ check_top(const struct spsim_sweep *sw, struct ref_row *rows, size_t n, enum sps
         opt.feasible_only = true;
         opt.top_index = index;
         opt.top_count = &count;
-        struct spsim_buf out = run_to_memory(sw, &opt, NULL);
+        struct spsim_text out = run_to_memory(sw, &opt, NULL);
         ck_assert_uint_eq(count, ks[t] < n ? ks[t] : n);
-        char *line = strchr(out.data, '\n') + 1, expect[SPSIM_ROW_MAX];
+        char *line = strchr(out.s, '\n') + 1, expect[SPSIM_ROW_MAX];
         for (uint64_t k = 0; k < count; k++) {
             ck_assert_uint_eq(index[k], rows[k].index);
             expected_row(SPSIM_ROW_CSV, &rows[k], expect);
             ck_assert_int_eq(strncmp(line, expect, strlen(expect)), 0);
             line += strlen(expect);
         }
-        free(out.data);
+        free(out.s);
     }
 }
 
@@ -718,7 +718,7 @@ END_TEST
 START_TEST(invalid_points_are_listed)
 {
     struct spsim_sweep *sw = make_sweep(space_text);
-    struct spsim_buf invalid = {0};
+    struct spsim_text invalid = {0};
     append(&invalid, "", 0);
     struct spsim_sweep_stats stats;
     struct spsim_sweep_options opt;
@@ -728,21 +728,21 @@ START_TEST(invalid_points_are_listed)
     opt.cookie = &invalid;
     ck_assert_int_eq(spsim_sweep_run(sw, &opt, &stats, NULL), SPSIM_OK);
     uint64_t lines = 0;
-    for (char *p = invalid.data; (p = strchr(p, '\n')); p++)
+    for (char *p = invalid.s; (p = strchr(p, '\n')); p++)
         lines++;
     ck_assert_uint_eq(lines, stats.points - stats.valid);
-    ck_assert_ptr_nonnull(strstr(invalid.data, "model=llama3-8b hw=dgx-a100-80g tp=1 pp=1 gpus=16 "
+    ck_assert_ptr_nonnull(strstr(invalid.s, "model=llama3-8b hw=dgx-a100-80g tp=1 pp=1 gpus=16 "
                                                "vpp=2 sp=off recompute=none mbs=1 gbs=48 seq=2048 "
                                                "flash_attn=model distributed_optimizer=on "
                                                "overlap_grad_reduce=off dtype=bf16: parallel "
                                                "config: field 'vpp'"));
-    ck_assert_ptr_nonnull(strstr(invalid.data,
+    ck_assert_ptr_nonnull(strstr(invalid.s,
                                  "tp=8 pp=3 gpus=16 vpp=1 sp=off recompute=none mbs=1 "
                                  "gbs=48 seq=2048 flash_attn=model "
                                  "distributed_optimizer=on overlap_grad_reduce=off "
                                  "dtype=bf16: parallel config: field 'gpus': 16 GPUs "
                                  "do not split into tp·pp = 8·3 groups"));
-    free(invalid.data);
+    free(invalid.s);
     spsim_sweep_destroy(sw);
 }
 END_TEST

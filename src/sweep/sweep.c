@@ -12,32 +12,6 @@
 #include "spsim/data.h"
 #include "sweep_internal.h"
 
-int
-spsim_buf_reserve(struct spsim_buf *b, size_t more)
-{
-    if (b->cap - b->len > more)
-        return SPSIM_OK;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap - b->len <= more) {
-        if (cap > SIZE_MAX / 2)
-            return SPSIM_ENOMEM;
-        cap *= 2;
-    }
-    char *data = realloc(b->data, cap);
-    if (!data)
-        return SPSIM_ENOMEM;
-    b->data = data;
-    b->cap = cap;
-    return SPSIM_OK;
-}
-
-void
-spsim_buf_free(struct spsim_buf *b)
-{
-    free(b->data);
-    memset(b, 0, sizeof(*b));
-}
-
 static void
 free_names(char **names, uint32_t n)
 {
@@ -917,7 +891,7 @@ sharding_text(const struct spsim_parallel *p, char *buf, size_t cap)
 
 /* "model=M hw=H tp=.. ...: REASON\n" for --show-invalid. */
 static int
-describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct spsim_buf *out)
+describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct spsim_text *out)
 {
     const struct spsim_parallel *p = &pt->par;
     char seq[16] = "model", dp[32];
@@ -930,11 +904,11 @@ describe_invalid(const struct spsim_sweep_point *pt, const char *reason, struct 
     char extra[272];
     sharding_text(p, extra, sizeof(extra));
     size_t room = strlen(reason) + strlen(pt->model_name) + strlen(pt->hw_name) + 784;
-    if (spsim_buf_reserve(out, room) != SPSIM_OK)
+    if (spsim_text_reserve(out, room) != SPSIM_OK)
         return SPSIM_ENOMEM;
     static const char *const splits[] = {"", " pp_split=account", " pp_split=balanced"};
     const char *split = (unsigned)pt->pp_split < 3 ? splits[pt->pp_split] : "";
-    int n = snprintf(out->data + out->len, out->cap - out->len,
+    int n = snprintf(out->s + out->len, out->cap - out->len,
                      "model=%s hw=%s tp=%u pp=%u %s vpp=%u sp=%s recompute=%s mbs=%u gbs=%llu "
                      "seq=%s flash_attn=%s distributed_optimizer=%s overlap_grad_reduce=%s "
                      "dtype=%s%s%s: %s\n",
@@ -963,9 +937,9 @@ emit_row(struct spsim_sweep_worker *w, const struct spsim_sweep_options *opt, co
     bool csv = opt->format == SPSIM_ROW_CSV;
     const char *model = (csv ? sw->csv_model : sw->json_model)[d[SPSIM_AXIS_MODEL]];
     const char *hw = (csv ? sw->csv_hw : sw->json_hw)[d[SPSIM_AXIS_HW]];
-    if (spsim_buf_reserve(&b->out, SPSIM_ROW_MAX + strlen(model) + strlen(hw)) != SPSIM_OK)
+    if (spsim_text_reserve(&b->out, SPSIM_ROW_MAX + strlen(model) + strlen(hw)) != SPSIM_OK)
         return SPSIM_ENOMEM;
-    b->out.len += spsim_row_writer_row(&w->rows, model, hw, &w->res, b->out.data + b->out.len);
+    b->out.len += spsim_row_writer_row(&w->rows, model, hw, &w->res, b->out.s + b->out.len);
     b->written++;
     return SPSIM_OK;
 }

@@ -52,15 +52,6 @@ struct spsim_sweep {
     uint32_t cache_slots; /* layer summaries kept per thread (a power of two) */
 };
 
-/** Growable text buffer. */
-struct spsim_buf {
-    char *data;
-    size_t len, cap;
-};
-/** Make room for `more` bytes. @return SPSIM_OK or SPSIM_ENOMEM */
-int spsim_buf_reserve(struct spsim_buf *b, size_t more);
-void spsim_buf_free(struct spsim_buf *b);
-
 /* Row formatting with a per-thread memory of each column's last value and text: consecutive
  * rows share most values, and a repeated value is copied instead of formatted again. */
 /* The value "auto" of the pp and vpp axes (below their minimum, 1): derived per configuration as
@@ -227,8 +218,8 @@ void spsim_sweep_worker_free(struct spsim_sweep_worker *w);
 struct spsim_block {
     uint64_t begin, end;
     uint64_t evaluated, valid, feasible, written;
-    struct spsim_buf out, invalid;
-    int rc; /* SPSIM_OK or a failure that stops the run (ENOMEM) */
+    struct spsim_text out, invalid; /* internal.h */
+    int rc;                         /* SPSIM_OK or a failure that stops the run (ENOMEM) */
 };
 
 /** Evaluate points [b->begin, b->end) into the block (rows or the worker's top-K). */

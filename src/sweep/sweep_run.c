@@ -113,9 +113,9 @@ emit(struct runner *r, struct spsim_block *blk)
     const struct spsim_sweep_options *opt = r->opt;
     if (blk->rc != SPSIM_OK)
         return blk->rc;
-    if (blk->invalid.len && opt->invalid(opt->cookie, blk->invalid.data, blk->invalid.len))
+    if (blk->invalid.len && opt->invalid(opt->cookie, blk->invalid.s, blk->invalid.len))
         return SPSIM_EIO;
-    if (blk->out.len && opt->write(opt->cookie, blk->out.data, blk->out.len))
+    if (blk->out.len && opt->write(opt->cookie, blk->out.s, blk->out.len))
         return SPSIM_EIO;
     r->stats.evaluated += blk->evaluated;
     r->stats.valid += blk->valid;
@@ -274,7 +274,7 @@ finish_top(struct runner *r)
         blk->written = 0;
         spsim_sweep_run_block(&r->workers[0], &one, blk);
         rc = blk->rc;
-        if (rc == SPSIM_OK && blk->out.len && opt->write(opt->cookie, blk->out.data, blk->out.len))
+        if (rc == SPSIM_OK && blk->out.len && opt->write(opt->cookie, blk->out.s, blk->out.len))
             rc = SPSIM_EIO;
         r->stats.written += blk->written;
     }
@@ -325,8 +325,8 @@ runner_free(struct runner *r)
     for (unsigned i = 0; r->workers && i < r->nthreads; i++)
         spsim_sweep_worker_free(&r->workers[i]);
     for (unsigned i = 0; r->slots && i < r->nslots; i++) {
-        spsim_buf_free(&r->slots[i].out);
-        spsim_buf_free(&r->slots[i].invalid);
+        spsim_text_free(&r->slots[i].out);
+        spsim_text_free(&r->slots[i].invalid);
     }
     free(r->workers);
     free(r->slots);

@@ -436,7 +436,7 @@ json_item_text(const struct spsim_jctx *c, const char *key, const cJSON *v, char
 
 /* The axis' JSON value (a value or an array of values) joined into list text. */
 static int
-json_axis_text(const struct spsim_jctx *c, const cJSON *v, struct spsim_buf *text)
+json_axis_text(const struct spsim_jctx *c, const cJSON *v, struct spsim_text *text)
 {
     bool array = cJSON_IsArray(v);
     if (array && !v->child)
@@ -447,12 +447,12 @@ json_axis_text(const struct spsim_jctx *c, const cJSON *v, struct spsim_buf *tex
                      ? spsim_json_field_error(c, NULL, v->string, "arrays must not be nested")
                      : json_item_text(c, v->string, it, item, sizeof(item));
         if (rc == SPSIM_OK)
-            rc = spsim_buf_reserve(text, strlen(item) + 2);
+            rc = spsim_text_reserve(text, strlen(item) + 2);
         if (rc != SPSIM_OK)
             return rc == SPSIM_ENOMEM ? spsim_fail(c->err, rc, "out of memory") : rc;
         if (text->len)
-            text->data[text->len++] = ',';
-        memcpy(text->data + text->len, item, strlen(item) + 1);
+            text->s[text->len++] = ',';
+        memcpy(text->s + text->len, item, strlen(item) + 1);
         text->len += strlen(item);
     }
     return SPSIM_OK;
@@ -483,13 +483,13 @@ load_axes(struct spsim_sweep_spec *spec, const cJSON *root, const char *path,
                 "recompute_layers, offload_layers, cp_comm_type, zero, "
                 "overlap_param_gather, grad_reduce_in_fp32; "
                 "keys starting with '_' are comments)");
-        struct spsim_buf text = {0};
+        struct spsim_text text = {0};
         int rc = json_axis_text(&c, v, &text);
         char where[512];
         snprintf(where, sizeof(where), "%s: field %s", path, SPSIM_Q(v->string));
         if (rc == SPSIM_OK)
-            rc = spsim_sweep_spec_parse(spec, (enum spsim_sweep_axis)axis, text.data, where, err);
-        spsim_buf_free(&text);
+            rc = spsim_sweep_spec_parse(spec, (enum spsim_sweep_axis)axis, text.s, where, err);
+        spsim_text_free(&text);
         if (rc != SPSIM_OK)
             return rc;
     }
