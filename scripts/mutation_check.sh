@@ -30,7 +30,8 @@ done
 
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
-mutations='deferred-wgrad-kept-halved@src/engine/memory.c@s|    uint64_t kept = spsim_min_u64(limit, x->micro - 1);|    uint64_t kept = spsim_min_u64(limit, x->micro - 1) / 2;|@terms
+mutations='deferred-wgrad-flag-not-read@src/interop/megatron_args.c@s|    p->defer_embedding_wgrad_compute = m->given\[F_DEFER_EMB_WGRAD\];|    p->defer_embedding_wgrad_compute = false;|@megatron_runs,recipes
+deferred-wgrad-kept-halved@src/engine/memory.c@s|    uint64_t kept = spsim_min_u64(limit, x->micro - 1);|    uint64_t kept = spsim_min_u64(limit, x->micro - 1) / 2;|@terms
 deferred-wgrad-input-dropped@src/engine/memory.c@s|spsim_add(le->logits_working_bytes, input, ok)|spsim_add(le->logits_working_bytes, 0, ok)|@terms
 deferred-wgrad-not-in-last-stage@src/engine/memory.c@s|mem->activation_last_stage_bytes = spsim_add(last, mem->activation_deferred_wgrad_bytes, ok);|mem->activation_last_stage_bytes = last;|@terms
 deferred-wgrad-limit-ignored@src/engine/memory.c@s|uint64_t limit = par->wgrad_deferral_limit ? par->wgrad_deferral_limit : x->micro;|uint64_t limit = x->micro;|@terms

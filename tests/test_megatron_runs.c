@@ -92,6 +92,36 @@ START_TEST(gpt_case_as_the_ci_runs_it)
 }
 END_TEST
 
+/* gpt3_mcore_te_tp2_pp2_resume_torch_dist_defer_embedding_wgrad_compute (d98e8a64): its
+ * --defer-embedding-wgrad-compute and --wgrad-deferral-limit 2 are read, no longer listed as not
+ * modelled; evaluated on 8 GPUs (dp 2, 4 micro-batches of 4 × 1024 tokens) the last stage keeps
+ * min(2, 4 − 1) = 2 micro-batches' logits gradient, 2·4096·(50432 / 2) B, and output-layer input,
+ * 2·4096·512 B (no SP): 2 · (206,569,472 + 4,194,304) = 421,527,552 B. */
+START_TEST(deferred_wgrad_case)
+{
+    struct spsim_megatron_config mc;
+    struct spsim_error err = {0};
+    ck_assert_msg(parse_case("gpt/gpt3_mcore_te_tp2_pp2_resume_torch_dist_defer_embedding_wgrad_"
+                             "compute",
+                             &mc, &err) == SPSIM_OK,
+                  "%s", err.message);
+    ck_assert(mc.par.defer_embedding_wgrad_compute && mc.par.wgrad_deferral_limit == 2);
+    ck_assert_msg(!strstr(mc.unmodelled, "defer") && !strstr(mc.unmodelled, "deferral"), "%s",
+                  mc.unmodelled);
+    ck_assert(mc.par.tp == 2 && mc.par.pp == 2 && !mc.par.sp);
+    mc.par.dp = 2;
+    struct spsim_hardware *hw = NULL;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/hardware/dgx-h100.json", getenv("SPSIM_DATA_DIR"));
+    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    struct spsim_result r;
+    ck_assert_msg(spsim_evaluate(mc.model, hw, &mc.par, &r, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(r.memory.activation_deferred_wgrad_bytes, 421527552ull);
+    spsim_hardware_destroy(hw);
+    spsim_model_destroy(mc.model);
+}
+END_TEST
+
 /* The CI's rules in memory: `true` is the flag alone, an empty value drops the flag, a value
  * in [ ] is its words, ${VAR} the CI does not set is refused in a flag spsim maps. */
 START_TEST(ci_value_rules)
@@ -590,6 +620,7 @@ suite(void)
     TCase *tc = tcase_create("functional tests");
     tcase_add_test(tc, gpt_case_as_the_ci_runs_it);
     tcase_add_test(tc, ci_value_rules);
+    tcase_add_test(tc, deferred_wgrad_case);
     tcase_add_test(tc, microbatch_groups);
     tcase_add_test(tc, vocab_padding_and_mtp_layout);
     tcase_add_test(tc, uneven_pipeline_flags);
