@@ -57,50 +57,33 @@
 
 enum { TID_COMPUTE = 0, TID_COMM = 1, TID_SEND = 2, TID_DP = 3 };
 
-struct buf {
-    char *s;
-    size_t n, cap;
-    bool oom;
-};
-
-static void SPSIM_PRINTF(2, 3) put(struct buf *b, const char *fmt, ...)
+/* The trace's text (internal.h spsim_text): each event printed in place, the buffer grown to
+ * what vsnprintf says it needs. */
+static void SPSIM_PRINTF(2, 3) put(struct spsim_text *b, const char *fmt, ...)
 {
-    if (b->oom)
+    if (b->failed || spsim_text_reserve(b, 256) != SPSIM_OK) {
+        b->failed = true;
         return;
-    if (!b->s) { /* never offset a null pointer (vsnprintf into NULL + 0) */
-        b->cap = 1 << 16;
-        if (!(b->s = malloc(b->cap))) {
-            b->oom = true;
-            return;
-        }
     }
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int k = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+        int k = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
         va_end(ap);
-        if (k < 0) {
-            b->oom = true;
+        if (k >= 0 && (size_t)k < b->cap - b->len) {
+            b->len += (size_t)k;
             return;
         }
-        if ((size_t)k < b->cap - b->n) {
-            b->n += (size_t)k;
+        if (k < 0 || spsim_text_reserve(b, (size_t)k) != SPSIM_OK) {
+            b->failed = true;
             return;
         }
-        size_t cap = b->cap * 2 + (size_t)k + 256;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
     }
 }
 
 /* One complete ("X") event; times in seconds, written in microseconds. */
 static void
-event(struct buf *b, const char *name, const char *cat, uint32_t pid, int tid, double start,
+event(struct spsim_text *b, const char *name, const char *cat, uint32_t pid, int tid, double start,
       double dur, int mb, int chunk)
 {
     put(b, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%d,", name, cat, pid,
@@ -510,7 +493,7 @@ spread_idle(struct sched *s, double bubble, bool from_first)
 }
 
 static void
-metadata(struct buf *b, uint32_t p)
+metadata(struct spsim_text *b, uint32_t p)
 {
     static const char *const streams[] = {"compute", "TP/CP/EP exposed", "pipeline sends",
                                           "data parallel, optimizer"};
@@ -532,7 +515,7 @@ metadata(struct buf *b, uint32_t p)
 
 /* The iteration's tail, the same on every rank from `at` (see the header). */
 static void
-tail(struct buf *b, const struct spsim_time_report *t, uint32_t pid, double at)
+tail(struct spsim_text *b, const struct spsim_time_report *t, uint32_t pid, double at)
 {
     const struct {
         const char *name;
@@ -589,7 +572,7 @@ terms(const struct spsim_result *r)
 }
 
 static void
-rank_events(struct buf *b, const struct sched *s, const struct mb_terms *x, uint32_t r)
+rank_events(struct spsim_text *b, const struct sched *s, const struct mb_terms *x, uint32_t r)
 {
     static const char *const names[] = {"forward", "backward", "backward input-gradient",
                                         "weight-gradient"};
@@ -759,7 +742,7 @@ spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *e
     double dep_idle = sc == SPSIM_PP_SCHEDULE_MEGATRON
                           ? 0
                           : spread_idle(&s, r->time.pp_bubble_s, sc == SPSIM_PP_SCHEDULE_ZB_V);
-    struct buf b = {0};
+    struct spsim_text b = {0};
     metadata(&b, p);
     double pipe_end = 0;
     for (uint32_t k = 0; k < p; k++) {
@@ -778,7 +761,7 @@ spsim_trace_json(const struct spsim_result *r, char **out, struct spsim_error *e
             dep_idle);
     put(&b, "}}\n");
     sched_free(&s);
-    if (b.oom) {
+    if (b.failed) {
         free(b.s);
         return spsim_fail(err, SPSIM_ENOMEM, "out of memory");
     }
