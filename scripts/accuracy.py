@@ -350,6 +350,13 @@ def command_for(maps, row, s):
         # Bridge's bf16 performance runs use the precision-aware optimizer (development set's
         # README 1.0.1, scripts/performance/utils/overrides.py), its dtypes at their fp32 defaults.
         argv.append("--use-precision-aware-optimizer")
+    if row["container"] != "24.07":
+        # Bridge's loss: cross_entropy_loss_fusion on (GPTModelProvider's default, gpt_provider.py
+        # :205, hybrid_provider.py:149 at 067f987) with impl "te" (the perf scripts' common
+        # overrides, scripts/performance/utils/overrides.py at every row's commit); TE up to 2.17
+        # writes the gradient into the logits: Bridge's uv.lock pins TE 2.9 to 2.16 at those
+        # commits (release_v2.9 70f5366 ... 2.16 d64bc14), before TE's fp32 gradient (2.18, PR #3193).
+        argv += ["--cross-entropy-fusion-impl", "te-inplace"]
     argv += nemo_2407_optimizer_args(row, argv) + hsdp
     return argv + finetune_args(row) + nemo_2407_args(row) + ["--format", "json"], None
 

@@ -30,7 +30,15 @@ done
 
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
-mutations='deferred-wgrad-flag-not-read@src/interop/megatron_args.c@s|    p->defer_embedding_wgrad_compute = m->given\[F_DEFER_EMB_WGRAD\];|    p->defer_embedding_wgrad_compute = false;|@megatron_runs,recipes
+mutations='ce-unfused-fwd-halved@src/engine/layer.c@s|"logits (fp32)", 38, 14,|"logits (fp32)", 19, 14,|@terms
+ce-unfused-bwd-halved@src/engine/layer.c@s|"logits (fp32)", 38, 14,|"logits (fp32)", 38, 7,|@terms
+ce-te-inplace-keeps-fp32@src/engine/layer.c@s|"logits, their gradient in place (16-bit)", 6, 4, 2}|"logits, their gradient in place (16-bit)", 6, 4, 4}|@terms
+ce-native-working-as-unfused@src/engine/summary.c@s|cfg->cross_entropy == 1 + SPSIM_CE_NATIVE   ? 6|cfg->cross_entropy == 1 + SPSIM_CE_NATIVE   ? 2|@terms,megatron_runs
+ce-fusion-not-in-layer-config@src/engine/timing.c@s|    cfg->cross_entropy = par->cross_entropy_loss_fusion|    cfg->cross_entropy = 0 \&\& par->cross_entropy_loss_fusion|@terms
+ce-fusion-flag-not-read@src/interop/megatron_args.c@s|p->cross_entropy_loss_fusion = m->given\[F_CE_FUSION\];|p->cross_entropy_loss_fusion = false;|@megatron_runs
+ce-te-launch-line-accepted@src/interop/megatron_args.c@s|if (p->cross_entropy_loss_fusion \&\& impl \&\& !m->yaml)|if (0)|@cli-import
+export-bridge-gather-alone-written@src/interop/megatron_export.c@s|if (p->overlap_param_gather \&\& (p->overlap_grad_reduce \|\| p->zero >= 2))|if (p->overlap_param_gather)|@cli-import
+deferred-wgrad-flag-not-read@src/interop/megatron_args.c@s|    p->defer_embedding_wgrad_compute = m->given\[F_DEFER_EMB_WGRAD\];|    p->defer_embedding_wgrad_compute = false;|@megatron_runs,recipes
 deferred-wgrad-kept-halved@src/engine/memory.c@s|    uint64_t kept = spsim_min_u64(limit, x->micro - 1);|    uint64_t kept = spsim_min_u64(limit, x->micro - 1) / 2;|@terms
 deferred-wgrad-input-dropped@src/engine/memory.c@s|spsim_add(le->logits_working_bytes, input, ok)|spsim_add(le->logits_working_bytes, 0, ok)|@terms
 deferred-wgrad-not-in-last-stage@src/engine/memory.c@s|mem->activation_last_stage_bytes = spsim_add(last, mem->activation_deferred_wgrad_bytes, ok);|mem->activation_last_stage_bytes = last;|@terms
@@ -146,7 +154,7 @@ grouped-gemm-one-batch@src/engine/timing.c@s|#define SPSIM_TE_GEMM_STREAMS 4|#de
 grouped-gemm-one-launch@src/engine/host.c@s|(uint32_t)st->gbatch : 1;|1 : 1;|@host
 moe-sort-chunks-halved@src/engine/layer.c@s|"sort chunks by local expert", 4.0 \* rows \* h + 8.0 \* rows,|"sort chunks by local expert", 2.0 * rows * h + 4.0 * rows,|@moe_terms
 moe-unsort-chunks-halved@src/engine/layer.c@s|"unsort chunks (rank order)", 4.0 \* (double)tr->rows \* h,|"unsort chunks (rank order)", 2.0 * (double)tr->rows * h,|@moe_terms
-moe-etp-dispatch-halved@src/engine/moe.c@s|spsim_mul(out->dispatch, cfg->etp, ok) : 0;|spsim_mul(out->dispatch / 2, cfg->etp, ok) : 0;|@moe_terms,ep_overlap
+moe-etp-dispatch-halved@src/engine/moe.c@s|spsim_mul(copies \* cfg->etp, 2 \* h + 4, ok) : 0;|spsim_mul(copies * cfg->etp / 2, 2 * h + 4, ok) : 0;|@moe_terms,ep_overlap
 moe-grouped-fc1-half-experts@src/engine/layer.c@0,/op->batch = tr->local_experts;/s//op->batch = tr->local_experts \/ 2;/@moe_terms,moe_flex
 moe-experts-act-halved@src/engine/layer.c@s|op->fwd_bytes = (x->gate == 2 ? 6.0 : 4.0) \* (double)act|op->fwd_bytes = (x->gate == 2 ? 3.0 : 2.0) * (double)act|@moe_terms,moe_imbalance
 moe-shared-width-halved@src/engine/layer.c@s|sx.ffn_t = m->shared_expert_ffn_hidden / x->t;|sx.ffn_t = m->shared_expert_ffn_hidden / x->t / 2;|@moe_terms

@@ -122,6 +122,40 @@ START_TEST(deferred_wgrad_case)
 }
 END_TEST
 
+/* Megatron-LM's own case with --cross-entropy-loss-fusion (d98e8a64 model_config.yaml; the
+ * native fusion: no --cross-entropy-fusion-impl). At the loss its last stage holds the 16-bit
+ * logits, calculate_logits_max's fp32 copy and the compiled exponentials (engine/summary.c):
+ * 2 + 4 B per logit of s·b = 1024 · 4 tokens and v/t = 50,432 / 2 = 25,216 logits (GPT-2's
+ * 50,257 padded to 128 · tp): 6 · 4096 · 25216 = 619,708,416 B, where the unfused case holds
+ * 2 B (206,569,472); the case's golden values peak 409.4 MB above that case's, 4 B a logit
+ * 413,138,944. */
+START_TEST(cross_entropy_fusion_case)
+{
+    static const char *const cases[] = {"gpt/gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
+                                        "gpt/gpt3_mcore_te_tp2_pp2_resume_torch_dist"};
+    static const uint64_t want[] = {619708416ull, 206569472ull};
+    struct spsim_hardware *hw = NULL;
+    struct spsim_error err = {0};
+    char path[512];
+    snprintf(path, sizeof(path), "%s/hardware/dgx-h100.json", getenv("SPSIM_DATA_DIR"));
+    ck_assert_msg(spsim_hardware_load(path, &hw, &err) == SPSIM_OK, "%s", err.message);
+    for (int i = 0; i < 2; i++) {
+        struct spsim_megatron_config mc;
+        ck_assert_msg(parse_case(cases[i], &mc, &err) == SPSIM_OK, "%s", err.message);
+        ck_assert(mc.par.cross_entropy_loss_fusion == (i == 0));
+        ck_assert(mc.par.cross_entropy_fusion_impl == SPSIM_CE_NATIVE);
+        ck_assert_msg(!strstr(mc.unmodelled, "cross-entropy"), "%s", mc.unmodelled);
+        mc.par.dp = 2;
+        struct spsim_result r;
+        ck_assert_msg(spsim_evaluate(mc.model, hw, &mc.par, &r, &err) == SPSIM_OK, "%s",
+                      err.message);
+        ck_assert_uint_eq(r.memory.activation_logits_working_bytes, want[i]);
+        spsim_model_destroy(mc.model);
+    }
+    spsim_hardware_destroy(hw);
+}
+END_TEST
+
 /* The CI's rules in memory: `true` is the flag alone, an empty value drops the flag, a value
  * in [ ] is its words, ${VAR} the CI does not set is refused in a flag spsim maps. */
 START_TEST(ci_value_rules)
@@ -621,6 +655,7 @@ suite(void)
     tcase_add_test(tc, gpt_case_as_the_ci_runs_it);
     tcase_add_test(tc, ci_value_rules);
     tcase_add_test(tc, deferred_wgrad_case);
+    tcase_add_test(tc, cross_entropy_fusion_case);
     tcase_add_test(tc, microbatch_groups);
     tcase_add_test(tc, vocab_padding_and_mtp_layout);
     tcase_add_test(tc, uneven_pipeline_flags);

@@ -226,18 +226,20 @@ emb_bwd(struct dims x)
 }
 
 /* The output block on rank p − 1: final LayerNorm (4 and 10 B), the logits GEMM T·h·v/t
- * (twice backward), the vocabulary-parallel cross-entropy (fp32 logits: 10 B per logit
- * forward, 6 B backward). */
+ * (twice backward), the vocabulary-parallel cross-entropy's eager kernels (Megatron-LM
+ * d98e8a64 tensor_parallel/cross_entropy.py: .float() 2 + 4 B per logit, max 4, the
+ * subtraction 4 + 4, exp 4 + 4, its sum 4, the division 4 + 4 forward: 38 B; mul_ 4 + 4 and
+ * the fp32 gradient's cast to bf16 4 + 2 backward: 14 B). */
 static double
 out_fwd(struct dims x)
 {
-    return 4 * x.E / HBM + linear_fwd(x.T, h, V / x.t) + 10 * x.T * V / x.t / HBM;
+    return 4 * x.E / HBM + linear_fwd(x.T, h, V / x.t) + 38 * x.T * V / x.t / HBM;
 }
 
 static double
 out_bwd(struct dims x)
 {
-    return 10 * x.E / HBM + linear_bwd(x.T, h, V / x.t) + 6 * x.T * V / x.t / HBM;
+    return 10 * x.E / HBM + linear_bwd(x.T, h, V / x.t) + 14 * x.T * V / x.t / HBM;
 }
 
 /* Parameters on one TP rank: a layer's four weight matrices 12h²/t and two LayerNorms (2h
@@ -452,6 +454,52 @@ END_TEST
  * 661-663): the last stage keeps, of each of the first `limit` micro-batches, the output layer's
  * input [s, b, h/1] and the logits' 16-bit gradient [s, b, v/t] until the flush; at its peak (a
  * micro-batch's loss) those of the micro-batches before it: min(limit, m - 1). */
+/* The fused losses (Megatron-LM d98e8a64 language_module.py:173-205), against the unfused run of
+ * one_gpu_forward_backward_optimizer and one_gpu_activation_memory (2 micro-batches of T = s
+ * tokens, V logits each on the one rank). Bytes per logit worked from each implementation:
+ *  - native (fusions/fused_cross_entropy.py, torch.compile'd: each function reads its inputs
+ *    and writes its outputs and the inputs it mutates once): forward 2 + 4, 4 + 4 + 4, 4 + 4 =
+ *    26 B, backward 4 + 4 + 2 = 10 B; kept the fp32 softmax (4 B), and at the loss the 16-bit
+ *    logits and the fp32 copy beside the new exponentials (2 + 4 B);
+ *  - TE 2.18 (triton/cross_entropy.py at d0067d0: online softmax reads 2, the loss kernel reads
+ *    2 and writes an fp32 gradient 4): 8 B; backward element_mul in fp32 4 + 4 and the cast to
+ *    bf16 4 + 2: 14 B; kept the fp32 gradient, the 16-bit logits beside it (2 B);
+ *  - TE up to 2.17 (5671fd3: the gradient written into the logits): 2 + 2 + 2 = 6 B, backward
+ *    2 + 2 = 4 B; kept the 16-bit logits only, nothing beside them.
+ * The unfused loss is 38 B forward, 14 B backward (out_fwd, out_bwd), 4 + 2 B of memory. */
+START_TEST(fused_cross_entropy)
+{
+    static const struct {
+        bool fusion;
+        enum spsim_ce_impl impl;
+        double fwd, bwd, kept, beside;
+    } ce[] = {
+        {false, SPSIM_CE_NATIVE, 38, 14, 4, 2},
+        {true, SPSIM_CE_NATIVE, 26, 10, 4, 6},
+        {true, SPSIM_CE_TE, 8, 14, 4, 2},
+        {true, SPSIM_CE_TE_INPLACE, 6, 4, 2, 0},
+    };
+    struct spsim_parallel p = config(1, 1, 1, 1, 2);
+    struct spsim_result base = run(&p);
+    double logits = s * V, sbh = s * h;
+    for (size_t i = 0; i < sizeof(ce) / sizeof(ce[0]); i++) {
+        p.cross_entropy_loss_fusion = ce[i].fusion;
+        p.cross_entropy_fusion_impl = ce[i].impl;
+        struct spsim_result r = run(&p);
+        /* two micro-batches, each the loss's forward and backward once */
+        EQ(r.time.forward_s - base.time.forward_s, 2 * (ce[i].fwd - 38) * logits / HBM);
+        EQ(r.time.backward_s - base.time.backward_s, 2 * (ce[i].bwd - 14) * logits / HBM);
+        ck_assert_uint_eq(r.memory.activation_output_bytes,
+                          (uint64_t)(4 * sbh + ce[i].kept * logits));
+        ck_assert_uint_eq(r.memory.activation_logits_working_bytes,
+                          (uint64_t)(ce[i].beside * logits));
+        ck_assert_uint_eq(r.memory.activation_first_stage_bytes,
+                          (uint64_t)((double)base.memory.activation_first_stage_bytes +
+                                     (ce[i].kept + ce[i].beside - 6) * logits));
+    }
+}
+END_TEST
+
 START_TEST(deferred_embedding_wgrad_memory)
 {
     /* tp 2, pp 2, 6 micro-batches: per micro-batch 2·s·v/t = 2·1024·16384 = 33,554,432 B of
@@ -913,6 +961,7 @@ terms_suite(void)
     tcase_add_test(tc, main_grad_add_without_fusion);
     tcase_add_test(tc, one_gpu_activation_memory);
     tcase_add_test(tc, deferred_embedding_wgrad_memory);
+    tcase_add_test(tc, fused_cross_entropy);
     tcase_add_test(tc, fused_attention_rates);
     tcase_add_test(tc, recomputation);
     tcase_add_test(tc, rmsnorm_moves_layernorm_bytes);

@@ -114,6 +114,25 @@ SPSIM_API const char *spsim_pp_schedule_name(enum spsim_pp_schedule s, uint32_t 
  * says), "zb-h1", "zb-v", "dualpipe", "dualpipev" the others. @return SPSIM_OK or SPSIM_EINVAL */
 SPSIM_API int spsim_pp_schedule_parse(const char *name, enum spsim_pp_schedule *out);
 
+/** The fused cross-entropy loss's implementation (Megatron --cross-entropy-fusion-impl, with
+ * --cross-entropy-loss-fusion; Megatron-LM d98e8a64 language_module.py:161-205). */
+enum spsim_ce_impl {
+    /** fused_cross_entropy.py: tensor_parallel/cross_entropy.py's steps in torch.compile'd
+     * functions (jit.py: jit_fuser = torch.compile); Megatron's default */
+    SPSIM_CE_NATIVE = 0,
+    /** Transformer Engine's parallel_cross_entropy (Triton), 2.18 on: an fp32 gradient beside
+     * the 16-bit logits (TE 01bbe3e, PR #3193) */
+    SPSIM_CE_TE = 1,
+    /** Transformer Engine's parallel_cross_entropy up to 2.17: the gradient written into the
+     * 16-bit logits themselves (triton/cross_entropy.py returns its input) */
+    SPSIM_CE_TE_INPLACE = 2,
+    SPSIM_CE_IMPL_COUNT
+};
+/** @return "native", "te", "te-inplace"; "?" for an unknown value. */
+SPSIM_API const char *spsim_ce_impl_name(enum spsim_ce_impl impl);
+/** The implementation named `name`. @return SPSIM_OK or SPSIM_EINVAL */
+SPSIM_API int spsim_ce_impl_parse(const char *name, enum spsim_ce_impl *out);
+
 /** How Transformer Engine scales FP8 tensors (Megatron --fp8-recipe; TE
  * common/recipe/__init__.py). */
 enum spsim_fp8_recipe {
@@ -427,6 +446,13 @@ struct spsim_parallel {
     bool defer_embedding_wgrad_compute;
     /** --wgrad-deferral-limit: the micro-batches deferred; 0 = every one (Megatron's default) */
     uint32_t wgrad_deferral_limit;
+    /** --cross-entropy-loss-fusion: the last stage's loss runs fused, as
+     * cross_entropy_fusion_impl says (memory.activation_logits_working_bytes and the loss's
+     * bytes, engine/layer.c); default false (tensor_parallel.vocab_parallel_cross_entropy) */
+    bool cross_entropy_loss_fusion;
+    /** --cross-entropy-fusion-impl: which fused loss (read with cross_entropy_loss_fusion only);
+     * default native */
+    enum spsim_ce_impl cross_entropy_fusion_impl;
     /** --no-create-attention-mask-in-dataloader: get_batch copies and broadcasts no attention
      * mask; default false (the data loader builds it, pretrain_gpt.py) */
     bool no_create_attention_mask_in_dataloader;

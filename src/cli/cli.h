@@ -341,6 +341,8 @@ enum cli_config_opt {
     OPT_NO_WGRAD_FUSION,
     OPT_DEFER_EMB_WGRAD,
     OPT_WGRAD_DEFERRAL_LIMIT,
+    OPT_CE_FUSION,
+    OPT_CE_IMPL,
     OPT_PP_SCHEDULE,
     OPT_DIST_OPT_INSTANCES,
     OPT_OUTER_DP_SHARDING,
@@ -460,6 +462,9 @@ enum cli_config_opt {
     "  --defer-embedding-wgrad-compute, --wgrad-deferral-limit N\n"                                \
     "                         the last stage keeps the output layer's input and logits\n"          \
     "                         gradient of N micro-batches (0: all) for the flush (memory)\n"       \
+    "  --cross-entropy-loss-fusion, --cross-entropy-fusion-impl native|te|te-inplace\n"            \
+    "                         the loss fused (impl implies the fusion; default native):\n"         \
+    "                         torch.compile'd, TE >= 2.18, or TE <= 2.17 in place\n"               \
     "Mixture of experts (models with experts):\n"                                                  \
     "  --ep N                 expert parallel size (default 1): experts split over N ranks\n"      \
     "  --etp N                expert tensor parallel size (default: tp); expert data parallel\n"   \

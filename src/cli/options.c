@@ -131,6 +131,8 @@ static const struct cli_option_spec {
     {"no-gradient-accumulation-fusion", no_argument, OPT_NO_WGRAD_FUSION, -1},
     {"defer-embedding-wgrad-compute", no_argument, OPT_DEFER_EMB_WGRAD, -1},
     {"wgrad-deferral-limit", required_argument, OPT_WGRAD_DEFERRAL_LIMIT, -1},
+    {"cross-entropy-loss-fusion", no_argument, OPT_CE_FUSION, -1},
+    {"cross-entropy-fusion-impl", required_argument, OPT_CE_IMPL, -1},
 };
 
 /* getopt values of the axis options: CLI_AXIS_OPT + axis. */
@@ -474,6 +476,21 @@ config_muon(struct spsim_parallel *p, int opt, const char *arg)
     }
 }
 
+/* The loss's fusion (--cross-entropy-fusion-impl implies --cross-entropy-loss-fusion: alone it
+ * would change nothing): 1 if consumed, 0 if not it, -exit code on a bad value. */
+static int
+config_loss(struct spsim_parallel *p, int opt, const char *arg)
+{
+    if (opt == OPT_CE_IMPL && spsim_ce_impl_parse(arg, &p->cross_entropy_fusion_impl) != SPSIM_OK)
+        return -cli_error(EXIT_USAGE,
+                          "--cross-entropy-fusion-impl: %s is not one of native, te, te-inplace",
+                          CLI_Q(arg));
+    if (opt != OPT_CE_IMPL && opt != OPT_CE_FUSION)
+        return 0;
+    p->cross_entropy_loss_fusion = true;
+    return 1;
+}
+
 /* --pp-schedule (1f1b and interleaved checked against vpp in cli_config_finish): 1 if consumed,
  * 0 if not it, -exit code on a bad value. */
 static int
@@ -680,7 +697,8 @@ cli_config_option(struct cli_config *cfg, int opt, const char *arg)
         rc = config_cuda_graphs(p, opt, arg);
         if (rc != 0)
             return rc;
-        if ((rc = config_optimizer(p, opt, arg)) != 0 || (rc = config_muon(p, opt, arg)) != 0)
+        if ((rc = config_optimizer(p, opt, arg)) != 0 || (rc = config_muon(p, opt, arg)) != 0 ||
+            (rc = config_loss(p, opt, arg)) != 0)
             return rc;
         return config_sharding(p, opt, arg, opt == OPT_FSDP ? &cfg->fsdp_level : &cfg->zero_level);
     }

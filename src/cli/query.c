@@ -187,7 +187,7 @@ print_memory(FILE *f, const struct spsim_result *r)
             fmt_bytes(a, sizeof(a), (double)m->activation_embedding_bytes));
     fprintf(f, "  %-44s %14s\n", "activations, output layer and logits (p = 1)",
             fmt_bytes(a, sizeof(a), (double)m->activation_output_bytes));
-    fprintf(f, "  %-44s %14s\n", "activations, 16-bit logits (last stage)",
+    fprintf(f, "  %-44s %14s\n", "activations, loss working set (last stage)",
             fmt_bytes(a, sizeof(a), (double)m->activation_logits_working_bytes));
     if (r->config.defer_embedding_wgrad_compute)
         fprintf(f, "  %-44s %14s\n", "activations, deferred output wgrads (last)",

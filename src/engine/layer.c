@@ -1849,6 +1849,58 @@ spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_laye
     block->ok = bld.ok;
 }
 
+/*
+ * The last stage's loss over [s/c·b, v/t] logits, the kernels' bytes per logit (Megatron-LM
+ * d98e8a64 language_module.py compute_language_model_loss:161-205). Its small all-reduces
+ * (max, sum, target logit; s·b fp32 each; TE's one all-gather of them) are latency-bound and
+ * modelled as one (spsim_output_build).
+ *  - Unfused (tensor_parallel/cross_entropy.py, eager kernels): forward .float() (read 2,
+ *    write 4, :25), max (4, :27), the in-place subtraction (4 + 4, :42), exp in place (4 + 4,
+ *    :62), its sum (4, :63), the in-place division (4 + 4, :77): 38 B; backward the in-place
+ *    mul_ (4 + 4, :114, by :206) and the cast of the fp32 gradient to the logits' 16 bits (4 + 2):
+ * 14 B. Keeps the fp32 softmax (paper §4.3: 4sbv/t).
+ *  - Native fusion (fusions/fused_cross_entropy.py:12-82: the same steps in torch.compile'd
+ *    functions (jit.py:21), each reading its inputs and writing its outputs and the inputs it
+ * mutates once): calculate_logits_max (2 + 4), calculate_predicted_logits (the fp32 copy read, the
+ *    exponentials written and the copy they mutate: 4 + 4 + 4), calculate_cross_entropy_loss
+ *    (div_: 4 + 4): 26 B; backward calculate_gradients (the softmax read and mutated, the
+ *    bf16 gradient written, :82: 4 + 4 + 2): 10 B. Keeps the fp32 softmax; its working set
+ *    (summary.c logits_working_bytes) holds one more fp32 tensor.
+ *  - TE up to 2.17 (pytorch/triton/cross_entropy.py at TE 5671fd3 ... d64bc14, the commits
+ *    Megatron-Bridge's uv.lock pins for its 25.11 to 26.08 containers): online_softmax_kernel
+ *    reads the logits (2), cross_entropy_kernel reads them and writes the gradient into them
+ *    (2 + 2): 6 B; backward element_mul_kernel scales it in place (2 + 2; grad_output is the
+ *    loss mask, not the scalar 1.0 it skips for): 4 B. Keeps only the 16-bit logits.
+ *  - TE 2.18 on (d0067d0, PR #3193): the gradient in a new fp32 tensor (2, 2 + 4: 8 B); backward
+ *    element_mul in fp32 (4 + 4) and autograd's cast to the logits' dtype (4 + 2): 14 B. Keeps
+ *    the fp32 gradient.
+ */
+static struct spsim_op *
+add_cross_entropy(struct builder *bld, const struct spsim_layer_config *cfg, uint64_t logits)
+{
+    static const struct {
+        const char *name, *kept;
+        double fwd, bwd;
+        uint32_t kept_bytes;
+    } ce[] = {
+        [SPSIM_LAYER_CE_UNFUSED] = {"vocabulary-parallel cross-entropy", "logits (fp32)", 38, 14,
+                                    4},
+        [1 + SPSIM_CE_NATIVE] = {"vocabulary-parallel cross-entropy (native fusion)",
+                                 "softmax (fp32)", 26, 10, 4},
+        [1 + SPSIM_CE_TE] = {"vocabulary-parallel cross-entropy (TE)", "logits gradient (fp32)", 8,
+                             14, 4},
+        [1 + SPSIM_CE_TE_INPLACE] = {"vocabulary-parallel cross-entropy (TE, in place)",
+                                     "logits, their gradient in place (16-bit)", 6, 4, 2},
+    };
+    uint32_t i = cfg->cross_entropy < SPSIM_ARRAY_LENGTH(ce) ? cfg->cross_entropy : 0;
+    struct spsim_op *op =
+        add_op(bld, ce[i].name, SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR, SPSIM_RG_LAYER);
+    op->fwd_bytes = ce[i].fwd * (double)logits;
+    op->bwd_bytes = ce[i].bwd * (double)logits;
+    save(op, ce[i].kept, logits, ce[i].kept_bytes, SPSIM_RG_LAYER);
+    return op;
+}
+
 void
 spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_config *cfg,
                    uint64_t padded_vocab, struct spsim_layer *block)
@@ -1870,16 +1922,8 @@ spsim_output_build(const struct spsim_model_shape *m, const struct spsim_layer_c
     op->regather_site = "wgrad AG: re-gather of the saved output-layer input shard";
     dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "h", x.h);
     dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "v/t", vocab_t);
-    /* Vocabulary-parallel cross-entropy keeps the logits in fp32 (paper §4.3: 4sbv/t). Forward
-     * reads the bf16 logits and writes and re-reads fp32 exponentials; backward reads them and
-     * writes the bf16 gradient. Its three small all-reduces (max, sum, target logit; s·b fp32
-     * each) are latency-bound and modelled as one. */
     uint64_t logits = spsim_mul(tokens, vocab_t, &bld.ok);
-    op = add_op(&bld, "vocabulary-parallel cross-entropy", SPSIM_OPK_MEMORY, SPSIM_REGION_TENSOR,
-                SPSIM_RG_LAYER);
-    op->fwd_bytes = 10.0 * logits;
-    op->bwd_bytes = 6.0 * logits;
-    save(op, "logits (fp32)", logits, 4, SPSIM_RG_LAYER);
+    op = add_cross_entropy(&bld, cfg, logits);
     dims3(op->in, &op->nin, x.s_sym, x.s, "b", x.b, "v/t", vocab_t);
     dims3(op->out, &op->nout, x.s_sym, x.s, "b", x.b, "loss", 1);
     op->nout = 2;

@@ -142,6 +142,10 @@ struct spsim_op {
 
 #define SPSIM_LAYER_MAX_OPS 56
 
+/* struct spsim_layer_config cross_entropy: tensor_parallel.vocab_parallel_cross_entropy, or a
+ * fused loss (1 + enum spsim_ce_impl). */
+#define SPSIM_LAYER_CE_UNFUSED 0
+
 /** A configuration with its defaults resolved, as the engines use it. */
 struct spsim_layer_config {
     uint32_t t; /* tensor parallel size */
@@ -196,6 +200,9 @@ struct spsim_layer_config {
     /* Bytes of a main-gradient element (4: fp32, 2: 16-bit with --grad-reduce-in-bf16): what
      * the DDP hook's main_grad.add_ reads and writes (layer.c add_main_grad_adds). */
     uint8_t main_grad_bytes;
+    /* The last stage's cross-entropy (struct spsim_parallel cross_entropy_loss_fusion and its
+     * impl): SPSIM_LAYER_CE_UNFUSED or 1 + enum spsim_ce_impl. */
+    uint8_t cross_entropy;
     /* A hybrid model's layer kind to build (SPSIM_LAYER_TRANSFORMER: attention and the MLP or,
      * with moe, the MoE block); spsim_layer_evaluate builds one block per kind. */
     enum spsim_layer_kind kind;

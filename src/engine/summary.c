@@ -121,12 +121,23 @@ cp_working_bytes(const struct spsim_model_shape *m, const struct spsim_layer_con
  * tensor_parallel/layers.py:644), is the same 2 B. The logits take the output layer's input
  * dtype (--output-logit-dtype unset, arguments.py:3075), 16-bit for every training dtype: the
  * output layer is tensor_parallel.ColumnParallelLinear, outside FP8 (gpt_model.py:272).
+ * The fused losses (layer.c add_cross_entropy): TE up to 2.17 writes its gradient into the
+ * logits it keeps (nothing beside them); TE 2.18 keeps an fp32 gradient beside the 16-bit
+ * logits, as the unfused loss its softmax; the native fusion's compiled functions return the
+ * exponentials as a new fp32 tensor while calculate_logits_max's fp32 copy is still live
+ * (fused_cross_entropy.py:93-119): 2 + 4 B beside the kept 4. Measured: Megatron-LM's
+ * gpt3_mcore_te_tp2_pp2(_resume_torch_dist)_cross_entropy_loss_fusion cases peak 409.4 and
+ * 417.3 MB above their unfused cases on DGX H100 (golden values, d98e8a64); 4 B a logit is
+ * 413.1 MB there (4,096 tokens, 25,216 logits each).
  */
 static uint64_t
 logits_working_bytes(const struct spsim_layer_config *cfg, uint64_t padded_vocab, bool *ok)
 {
     uint64_t t = cfg->t ? cfg->t : 1, c = cfg->cp > 1 ? cfg->cp : 1;
-    return spsim_mul3(spsim_mul(cfg->s / c, cfg->b, ok), padded_vocab / t, 2, ok);
+    uint64_t per_logit = cfg->cross_entropy == 1 + SPSIM_CE_TE_INPLACE ? 0
+                         : cfg->cross_entropy == 1 + SPSIM_CE_NATIVE   ? 6
+                                                                       : 2;
+    return spsim_mul3(spsim_mul(cfg->s / c, cfg->b, ok), padded_vocab / t, per_logit, ok);
 }
 
 /* A hybrid model's kinds (struct spsim_layer_summary): totals, parameters and FP8 weights per

@@ -181,6 +181,9 @@ spsim_layer_config_from(const struct spsim_model_shape *m, const struct spsim_pa
     cfg->main_grad_bytes = (uint8_t)grad_bytes(par);
     cfg->mask_in_dataloader = !par->no_create_attention_mask_in_dataloader;
     cfg->nan_check = !par->no_check_for_nan_in_loss_and_grad;
+    cfg->cross_entropy = par->cross_entropy_loss_fusion
+                             ? (uint8_t)(1 + par->cross_entropy_fusion_impl)
+                             : SPSIM_LAYER_CE_UNFUSED;
 }
 
 enum spsim_layer_kind

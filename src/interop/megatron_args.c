@@ -162,6 +162,8 @@ enum flag_id {
     F_NO_WGRAD_FUSION,
     F_DEFER_EMB_WGRAD,
     F_WGRAD_DEFERRAL_LIMIT,
+    F_CE_FUSION,
+    F_CE_IMPL,
     F_NO_MASK,
     F_NO_NAN_CHECK,
     F_HYBRID,
@@ -310,6 +312,8 @@ static const struct {
     [F_NO_WGRAD_FUSION] = {"--no-gradient-accumulation-fusion", K_SWITCH},
     [F_DEFER_EMB_WGRAD] = {"--defer-embedding-wgrad-compute", K_SWITCH},
     [F_WGRAD_DEFERRAL_LIMIT] = {"--wgrad-deferral-limit", K_VALUE},
+    [F_CE_FUSION] = {"--cross-entropy-loss-fusion", K_SWITCH},
+    [F_CE_IMPL] = {"--cross-entropy-fusion-impl", K_VALUE},
     [F_NO_MASK] = {"--no-create-attention-mask-in-dataloader", K_SWITCH},
     [F_NO_NAN_CHECK] = {"--no-check-for-nan-in-loss-and-grad", K_SWITCH},
     /* Hybrid models (arguments.py _add_experimental_args, the pattern's deprecation handling;
@@ -1149,6 +1153,27 @@ optimizer_kind(const struct mg *m, struct spsim_parallel *p)
     return num32(m, F_MUON_NS, 100, 0, &p->muon_ns_steps);
 }
 
+/* The loss's fusion (--cross-entropy-loss-fusion; the impl counts only with it,
+ * language_module.py:173). Megatron-LM's launcher refuses TE's (arguments.py:1697-1702: "disabled
+ * due to stability issues"); Megatron-Bridge's recipes run it (scripts/performance/utils/
+ * overrides.py), so a recipe or dump may. */
+static int
+cross_entropy(const struct mg *m, struct spsim_parallel *p)
+{
+    static const char *const impls[] = {"native", "te", NULL};
+    int impl = 0, rc = choice(m, F_CE_IMPL, impls, 0, &impl);
+    if (rc)
+        return rc;
+    p->cross_entropy_loss_fusion = m->given[F_CE_FUSION];
+    p->cross_entropy_fusion_impl = impl ? SPSIM_CE_TE : SPSIM_CE_NATIVE;
+    if (p->cross_entropy_loss_fusion && impl && !m->yaml)
+        return rule_error(m, F_CE_IMPL,
+                          "Transformer Engine cross entropy loss fusion is disabled due to "
+                          "stability issues (Megatron-LM arguments.py); use native, or omit "
+                          "--cross-entropy-loss-fusion");
+    return SPSIM_OK;
+}
+
 /* The precision-aware optimizer (--use-precision-aware-optimizer) and its dtypes, with
  * Megatron's choices per flag (arguments.py); the rules between them are spsim_parallel_check's. */
 static int
@@ -1204,6 +1229,8 @@ sharding(const struct mg *m, struct spsim_parallel *p)
         return rc;
     p->outer_dp_shard = o == 1;
     int rc2 = optimizer_dtypes(m, p);
+    if (!rc2)
+        rc2 = cross_entropy(m, p);
     return rc2 ? rc2 : optimizer_kind(m, p);
 }
 

@@ -245,7 +245,10 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
         emit(o, "    %s \\\n",
              p->grad_reduce_in_fp32 ? "--accumulate-allreduce-grads-in-fp32"
                                     : "--grad-reduce-in-bf16");
-    if (p->overlap_param_gather)
+    /* A Megatron-Bridge recipe's DDP may overlap the gather alone (bridge_ddp); Megatron-LM's
+     * arguments.py:1028 refuses that line, so the gather is written only beside the reduction
+     * (the refusal is said in a comment, spsim_megatron_format). */
+    if (p->overlap_param_gather && (p->overlap_grad_reduce || p->zero >= 2))
         emit(o, "    --overlap-param-gather \\\n");
     if (p->precision_aware_optimizer)
         emit(o,
@@ -275,6 +278,10 @@ sharding_flags(struct out *o, const struct spsim_parallel *p)
     if (p->defer_embedding_wgrad_compute)
         emit(o, "    --defer-embedding-wgrad-compute \\\n    --wgrad-deferral-limit %u \\\n",
              p->wgrad_deferral_limit);
+    /* Megatron-LM's launcher takes only the native fusion (arguments.py:1697-1702; TE's is
+     * Megatron-Bridge's, said in a comment by spsim_megatron_format). */
+    if (p->cross_entropy_loss_fusion)
+        emit(o, "    --cross-entropy-loss-fusion \\\n");
     if (p->optimizer == SPSIM_OPTIMIZER_MUON) /* with the distributed optimizer: layer-wise */
         emit(o,
              "    --optimizer muon \\\n    --muon-num-ns-steps %u \\\n    --muon-tp-mode %s \\\n"
@@ -448,6 +455,13 @@ spsim_megatron_format(const struct spsim_model *model, const struct spsim_parall
              "# packed sequences (THD, %u-token sub-sequences) come from the data, not a "
              "flag: this line trains on whole rows\n",
              par->packed_subseq_len);
+    if (par->overlap_param_gather && !par->overlap_grad_reduce && par->zero < 2)
+        emit(&o, "# the parameter gather overlapped without the gradient reduction is Megatron-"
+                 "Bridge's DDP; Megatron-LM refuses it (arguments.py): this line does not "
+                 "overlap the gather\n");
+    if (par->cross_entropy_loss_fusion && par->cross_entropy_fusion_impl != SPSIM_CE_NATIVE)
+        emit(&o, "# Transformer Engine's cross-entropy fusion is Megatron-Bridge's; Megatron-LM "
+                 "refuses it (arguments.py): this line runs the native fusion\n");
     emit(&o, "torchrun --nproc_per_node %llu --nnodes %llu %s \\\n", (unsigned long long)per_node,
          (unsigned long long)(gpus / per_node),
          s->hybrid_pattern ? "pretrain_hybrid.py" : "pretrain_gpt.py");

@@ -215,6 +215,10 @@ static const struct rule {
     {"defer_embedding_wgrad_compute", "--defer-embedding-wgrad-compute", M_SWITCH,
      "comm_overlap?false model *"},
     {"wgrad_deferral_limit", "--wgrad-deferral-limit", M_VALUE, "comm_overlap model *"},
+    /* the loss's fusion (Megatron-Bridge gpt_provider.py: on by default; impl te in the perf
+     * scripts' overrides.py) */
+    {"cross_entropy_loss_fusion", "--cross-entropy-loss-fusion", M_SWITCH, "model *"},
+    {"cross_entropy_fusion_impl", "--cross-entropy-fusion-impl", M_VALUE, "model *"},
     {"bf16", "--bf16", M_SWITCH, "mixed_precision! model *"},
     {"fp16", "--fp16", M_SWITCH, "mixed_precision! model *"},
     {"fp8", "--fp8-format", M_FP8, "mixed_precision! model *"},
@@ -895,8 +899,6 @@ static const char *const quiet_fields[] = {
     "cpu_offloading_activations",
     "cpu_offloading_double_buffering",
     "cpu_offloading_retain_pinned_cpu_buffers",
-    "cross_entropy_fusion_impl",
-    "cross_entropy_loss_fusion",
     "cuda_graph_use_single_mempool",
     "cuda_graph_warmup_steps",
     "data_parallel_size",

@@ -136,6 +136,23 @@ spsim_fp8_recipe_parse(const char *name, enum spsim_fp8_recipe *out)
     return rc;
 }
 
+static const char *const ce_impl_names[SPSIM_CE_IMPL_COUNT] = {"native", "te", "te-inplace"};
+
+const char *
+spsim_ce_impl_name(enum spsim_ce_impl impl)
+{
+    return (unsigned)impl < SPSIM_CE_IMPL_COUNT ? ce_impl_names[impl] : "?";
+}
+
+int
+spsim_ce_impl_parse(const char *name, enum spsim_ce_impl *out)
+{
+    int i = 0, rc = find_name(ce_impl_names, SPSIM_CE_IMPL_COUNT, name, out ? &i : NULL);
+    if (rc == SPSIM_OK && out)
+        *out = (enum spsim_ce_impl)i;
+    return rc;
+}
+
 const char *
 spsim_opt_dtype_name(enum spsim_opt_dtype d)
 {
