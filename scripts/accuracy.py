@@ -144,7 +144,10 @@ def dp_args(row, s):
     """Bridge's DDP defaults (recipes' DistributedDataParallelConfig: distributed optimizer,
     overlap_grad_reduce and overlap_param_gather on), Megatron-FSDP where the row or the
     preset uses it (overrides.py: data_parallel_sharding_strategy optim_grads_params)."""
-    fsdp = (as_int(row["FSDP"], 0) or 0) > 0 or s.get("use_megatron_fsdp") == "True"
+    # The page's FSDP cell where it has one (0: none; the 25.09 to 26.04.01 pages state it), else
+    # the preset's: a preset whose mapping differs from the row's is not the row's (MAPPING).
+    cell = as_int(row["FSDP"], None)
+    fsdp = cell > 0 if cell is not None else s.get("use_megatron_fsdp") == "True"
     args = ["--fsdp", "optim_grads_params"] if fsdp else ["--distributed-optimizer"]
     args.append("--overlap-grad-reduce")
     if s.get("overlap_param_gather") != "False":

@@ -30,7 +30,8 @@ done
 
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
-mutations='ce-unfused-fwd-halved@src/engine/layer.c@s|"logits (fp32)", 38, 14,|"logits (fp32)", 19, 14,|@terms
+mutations='fsdp-pipelined-accepted@src/engine/parallel.c@s|    if (p->zero >= 2 \&\& p->pp > 1)|    if (0)|@zero,cli-sweep
+ce-unfused-fwd-halved@src/engine/layer.c@s|"logits (fp32)", 38, 14,|"logits (fp32)", 19, 14,|@terms
 ce-unfused-bwd-halved@src/engine/layer.c@s|"logits (fp32)", 38, 14,|"logits (fp32)", 38, 7,|@terms
 ce-te-inplace-keeps-fp32@src/engine/layer.c@s|"logits, their gradient in place (16-bit)", 6, 4, 2}|"logits, their gradient in place (16-bit)", 6, 4, 4}|@terms
 ce-native-working-as-unfused@src/engine/summary.c@s|cfg->cross_entropy == 1 + SPSIM_CE_NATIVE   ? 6|cfg->cross_entropy == 1 + SPSIM_CE_NATIVE   ? 2|@terms,megatron_runs

@@ -297,7 +297,7 @@ got = (h['expert_outer_reduce_wire_bytes_per_rank'], d['memory']['total_bytes'],
 sys.exit(got != ($bytes, $total, repr($iter)))" || echo "R=$R" >>"$tmp/hsdp.bad"
 done
 [ -s "$tmp/hsdp.bad" ] && fail "hsdp axis rows differ from query: $(cat "$tmp/hsdp.bad")"
-printf '{"model": ["mixtral-8x7b"], "hw": ["dgx-h100"], "tp": [1], "dp": [32], "ep": [8], "gbs": [32], "sp": ["off"], "zero": [3], "num_distributed_optimizer_instances": [2]}\n' >"$tmp/hsdp.json"
+printf '{"model": ["mixtral-8x7b"], "hw": ["dgx-h100"], "tp": [1], "pp": [1], "dp": [32], "ep": [8], "gbs": [32], "sp": ["off"], "zero": [3], "num_distributed_optimizer_instances": [2]}\n' >"$tmp/hsdp.json"
 "$spsim" sweep --spec "$tmp/hsdp.json" --quiet --columns hsdp_num_distributed_optimizer_instances \
     >"$tmp/hsdp-spec.csv" 2>"$tmp/err" || fail "hsdp spec: $(cat "$tmp/err")"
 [ "$(tail -1 "$tmp/hsdp-spec.csv")" = 2 ] || fail "hsdp spec: $(cat "$tmp/hsdp-spec.csv")"

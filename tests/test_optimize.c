@@ -684,7 +684,9 @@ bounds_hold(const struct axis_text *axes, size_t n, bool has_aliases)
         check_time_bounds(&w, d, &pt, &r, le);
         check_memory_bound(sw, &pt, &r, le);
     }
-    ck_assert_uint_gt(valid, 100);
+    /* enough points to mean something (nothing_fits_space has 92: Megatron-FSDP is refused
+     * with pp 2) */
+    ck_assert_uint_gt(valid, 80);
     ck_assert(has_aliases == (aliases > 0));
     for (uint64_t i = 0; i < size; i++)
         if (!isnan(rec[i].pipe))

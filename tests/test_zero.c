@@ -249,8 +249,10 @@ END_TEST
 START_TEST(llama3_405b_as_meta_ran_it)
 {
     /* Llama 3 paper §3.3: gradients and optimizer state sharded over data parallelism,
-     * parameters not resharded after forward: Megatron-FSDP optim_grads, --zero 2. (126 layers
-     * on 14 stages here; the paper's 16-stage layout is part B's.) */
+     * parameters not resharded after forward: Megatron-FSDP optim_grads, --zero 2. Meta ran it
+     * with 16 pipeline stages (its own stack); Megatron-FSDP at d98e8a64 meshes the whole world
+     * as dp·cp × tp (mcore_fsdp_adapter.py _get_dp_tp_mesh) and cannot pipeline: refused with
+     * pp 14, stated with the 126 layers on one stage. */
     struct spsim_parallel p;
     spsim_parallel_defaults(&p);
     p.tp = 8;
@@ -259,6 +261,12 @@ START_TEST(llama3_405b_as_meta_ran_it)
     p.sp = true;
     p.seq = 8192;
     p.gbs = 2048;
+    p.zero = 2;
+    testutil_expect_rule("llama3-405b", &p, "Megatron-FSDP (zero 2, optim_grads) needs pp = 1");
+    p.zero = 3;
+    testutil_expect_rule("llama3-405b", &p, "Megatron-FSDP (zero 3, optim_grads_params) needs pp");
+    p.pp = 1;
+    p.vpp = 1;
     p.zero = 2;
     struct spsim_result r = testutil_evaluate_config("llama3-405b", "dgx-h100", &p);
     uint64_t params = r.memory.parameters_per_gpu;

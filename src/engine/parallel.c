@@ -351,6 +351,18 @@ check_muon(const struct spsim_model_shape *m, const struct spsim_parallel *p,
 static int
 check_sharding(const struct spsim_parallel *p, struct spsim_error *err)
 {
+    /* Megatron-FSDP at d98e8a64 shards over the dp·cp × tp ranks of the whole world: its v1
+     * adapter builds the device mesh from torch.arange(world_size) as (dp_cp ep tp)
+     * (distributed/fsdp/mcore_fsdp_adapter.py:820-832 _get_dp_tp_mesh, :751-761 for HSDP), which
+     * fails unless pp = 1, and its v2 refuses pipeline_model_parallel_size != 1 (:626-640). No
+     * functional test nor Bridge recipe runs it with pp > 1. zero 1 is also the distributed
+     * optimizer, which pipelines. */
+    if (p->zero >= 2 && p->pp > 1)
+        return CONFIG_FAIL(err,
+                           "field 'zero': Megatron-FSDP (zero %u, %s) needs pp = 1: it meshes "
+                           "the dp·cp × tp ranks of the whole world (mcore_fsdp_adapter.py "
+                           "_get_dp_tp_mesh); got pp = %u",
+                           p->zero, p->zero == 2 ? "optim_grads" : "optim_grads_params", p->pp);
     if (!p->overlap_param_gather)
         return SPSIM_OK;
     if (p->overlap_param_gather && !p->distributed_optimizer && p->zero == 0)
