@@ -231,7 +231,7 @@ moe-fp8-copies-one-expert@src/engine/fp8.c@s|spsim_mul3(op->k, op->n, op->batch,
 router-in-fp8@src/engine/fp8.c@s|if (op->adapter \|\| (op->kind == SPSIM_OPK_GEMM \&\& op->outside_te))|if (op->adapter \|\| (0 \&\& op->outside_te))|@fp8
 fsdp-root-not-kept@src/engine/memory.c@s|spsim_mul(sp->root, 2, ok), ok);|spsim_mul(sp->root, 0, ok), ok);|@zero
 fsdp-root-gather-free@src/engine/dp_time.c@s|\*exposed = emb.time_s + spsim_max_d(0.0, out.time_s - le->layer.fwd_s);|*exposed = 0;|@zero
-expert-fsdp-rs-free@src/engine/dp_time.c@s|\*exposed += mb \* spsim_max_d(0.0, a.time_s - crit->bwd_window) +|*exposed += 0 * mb * spsim_max_d(0.0, a.time_s - crit->bwd_window) +|@moe_terms
+expert-fsdp-rs-free@src/engine/dp_time.c@s|    \*exposed += mb \* inner + param_gather_exposed(par, crit, b.time_s);|    *exposed += 0 * mb * inner + param_gather_exposed(par, crit, b.time_s);|@moe_terms
 mamba-inproj-z-dropped@src/engine/layer.c@s|uint64_t proj = 2 \* md.d_t + 2 \* md.G_t|uint64_t proj = md.d_t + 2 * md.G_t|@hybrid
 mamba-conv-bytes-halved@src/engine/layer.c@s|op->fwd_bytes = 4.0 \* (double)conv;|op->fwd_bytes = 2.0 * (double)conv;|@hybrid
 mamba-state-passing-bwd-halved@src/engine/layer.c@s|op->bwd_bytes = 28.0 \* (double)states;|op->bwd_bytes = 14.0 * (double)states;|@hybrid
