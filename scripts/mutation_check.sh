@@ -30,7 +30,9 @@ done
 
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
-mutations='fsdp-pipelined-accepted@src/engine/parallel.c@s|    if (p->zero >= 2 \&\& p->pp > 1)|    if (0)|@zero,cli-sweep
+mutations='interleaved-split-peak-without-b@src/engine/stages.c@s|uint64_t h = held + b + chunk_steps(j, g, period, v - 1 - s) - f;|uint64_t h = held + chunk_steps(j, g, period, v - 1 - s) - f;|@stages
+interleaved-split-peak-no-edges@src/engine/stages.c@s|        uint64_t j = spsim_min_u64(edges\[i\], steady - 1);|        uint64_t j = spsim_min_u64(0 * edges[i], steady - 1);|@stages
+fsdp-pipelined-accepted@src/engine/parallel.c@s|    if (p->zero >= 2 \&\& p->pp > 1)|    if (0)|@zero,cli-sweep
 ce-unfused-fwd-halved@src/engine/layer.c@s|"logits (fp32)", 38, 14,|"logits (fp32)", 19, 14,|@terms
 ce-unfused-bwd-halved@src/engine/layer.c@s|"logits (fp32)", 38, 14,|"logits (fp32)", 38, 7,|@terms
 ce-te-inplace-keeps-fp32@src/engine/layer.c@s|"logits, their gradient in place (16-bit)", 6, 4, 2}|"logits, their gradient in place (16-bit)", 6, 4, 4}|@terms

@@ -3,12 +3,15 @@
  * GPU leaves to tensors, and the named model-FLOPs formulas: every figure against a closed
  * form worked by hand beside it.
  */
+#include "config.h"
+
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/stages.h"
 #include "spsim/spsim.h"
 #include "testutil.h"
 
@@ -145,6 +148,46 @@ START_TEST(accounted_embedding_and_loss_interleaved)
     ck_assert_uint_eq(r.memory.total_bytes, r0 > r1 ? r0 : r1);
     ck_assert_uint_eq(r.memory.peak_stage, r0 > r1 ? 0 : 1);
     spsim_model_destroy(m);
+}
+END_TEST
+
+/* The interleaved peak of a rank whose chunks differ by the accounted embedding or loss, in
+ * closed form (stages.c interleaved_peak_split), against the same chunks given as a layout,
+ * which the schedule's step-by-step count takes (interleaved_peak): every p ≤ 6, v ≤ 5, group
+ * g = p or p + 2, b ≤ 3 layers a chunk, m ≤ 3gv + 2 micro-batches, both ends. And one by hand:
+ * p = v = g = 2, b = 2, embedding accounted, m = 4: chunk 0 of rank 0 builds 1 layer, chunk 1
+ * builds 2; the warm-up's 2 + 2 forwards run chunks 0, 0, 1, 1 (6 layers), then each step
+ * adds a forward and frees a backward: +1 → 7, −2; +1 → 6, −2; +2 → 6, −1; +2 → 7. Peak 7. */
+START_TEST(interleaved_split_peak_closed_form)
+{
+    struct spsim_stage_plan hand = {
+        .p = 2, .v = 2, .g = 2, .first = 4, .middle = 4, .last = 4, .emb = true};
+    ck_assert_uint_eq(spsim_stage_inflight_layers(&hand, 0, 4), 7);
+    for (uint32_t p = 2; p <= 6; p++)
+        for (uint32_t v = 2; v <= 5; v++)
+            for (uint32_t g = p; g <= p + 2; g += 2)
+                for (uint32_t b = 1; b <= 3; b++)
+                    for (int ends = 1; ends <= 3; ends++) {
+                        struct spsim_stage_plan split = {.p = p,
+                                                         .v = v,
+                                                         .g = g,
+                                                         .first = b * v,
+                                                         .middle = b * v,
+                                                         .last = b * v,
+                                                         .emb = ends & 1,
+                                                         .loss = ends & 2};
+                        struct spsim_stage_plan layout = split;
+                        layout.emb = layout.loss = false;
+                        layout.nlayout = p * v;
+                        for (uint32_t i = 0; i < p * v; i++)
+                            layout.layout[i] = spsim_stage_chunk_layers(&split, i % p, i / p);
+                        for (uint64_t m = 1; m <= 3ull * g * v + 2; m++)
+                            for (uint32_t r = 0; r < p; r++)
+                                ck_assert_msg(spsim_stage_inflight_layers(&split, r, m) ==
+                                                  spsim_stage_inflight_layers(&layout, r, m),
+                                              "p %u v %u g %u b %u ends %d m %llu r %u", p, v, g, b,
+                                              ends, (unsigned long long)m, r);
+                    }
 }
 END_TEST
 
@@ -481,6 +524,7 @@ stages_suite(void)
     tcase_add_test(tc, first_last_stages_1f1b);
     tcase_add_test(tc, accounted_embedding_and_loss_interleaved);
     tcase_add_test(tc, layout_equals_the_same_split);
+    tcase_add_test(tc, interleaved_split_peak_closed_form);
     tcase_add_test(tc, deepseek_v3_bridge_layout_pp8_vpp4);
     tcase_add_test(tc, critical_stage_is_found);
     tcase_add_test(tc, megatron_rules_and_messages);

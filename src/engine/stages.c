@@ -407,6 +407,58 @@ interleaved_peak(const struct spsim_stage_plan *pl, uint32_t r, uint64_t micro)
     return peak;
 }
 
+/* Of the steps k in [0, n), those whose chunk (k mod period) div g is c. */
+static uint64_t
+chunk_steps(uint64_t n, uint64_t g, uint64_t period, uint64_t c)
+{
+    uint64_t rem = n % period, lo = c * g;
+    return n / period * g + (rem > lo ? spsim_min_u64(rem - lo, g) : 0);
+}
+
+/*
+ * interleaved_peak without a layout, in closed form: rank r's chunks build b layers each but
+ * chunk s, which builds b − 1 (the accounted embedding, s = 0 on rank 0, or loss, s = v − 1 on
+ * rank p − 1). After the warm-up's `warm` forwards (b each, less one per forward of chunk s),
+ * steady step j holds H(j) = held + b − F(j) + B(j): F(j) the forwards of chunk s among the
+ * steady forwards 0..j, B(j) the backwards of chunk s among the frees 0..j − 1. Both count
+ * steps in blocks of g, so H is piecewise linear with slopes −1, 0, +1 between the block edges:
+ * its largest value over the steady steps is at an edge or an end, where it is evaluated.
+ */
+static uint64_t
+interleaved_peak_split(const struct spsim_stage_plan *pl, uint32_t r, uint64_t micro)
+{
+    uint64_t g = pl->g, v = pl->v, period = g * v, total = micro * v, s = r == 0 ? 0 : v - 1;
+    uint64_t b = (r == 0 ? pl->first : r == pl->p - 1 ? pl->last : pl->middle) / v;
+    uint64_t warm = spsim_stage_warmup(pl, r, micro);
+    uint64_t held = warm * b - chunk_steps(warm, g, period, s);
+    if (warm == total)
+        return held;
+    uint64_t steady = spsim_min_u64(total - warm, period), fwd0 = chunk_steps(warm, g, period, s);
+    /* edges: where a backward block of chunk s begins or ends (j − 1 crosses (v−1−s)g, +g), or a
+     * forward block of chunk s does (warm + j crosses sg, sg + g modulo period) */
+    uint64_t lo = (v - 1 - s) * g, at = (s * g + period - warm % period) % period;
+    uint64_t edges[] = {0,
+                        steady - 1,
+                        lo,
+                        lo + 1,
+                        lo + g,
+                        lo + g + 1,
+                        at,
+                        at + g,
+                        at + period - 1,
+                        at + g - 1,
+                        at == 0 ? 0 : at - 1,
+                        (at + g) % period};
+    uint64_t peak = 0;
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        uint64_t j = spsim_min_u64(edges[i], steady - 1);
+        uint64_t f = chunk_steps(warm + j + 1, g, period, s) - fwd0;
+        uint64_t h = held + b + chunk_steps(j, g, period, v - 1 - s) - f;
+        peak = h > peak ? h : peak;
+    }
+    return peak;
+}
+
 uint64_t
 spsim_stage_inflight_layers(const struct spsim_stage_plan *pl, uint32_t r, uint64_t micro)
 {
@@ -416,7 +468,7 @@ spsim_stage_inflight_layers(const struct spsim_stage_plan *pl, uint32_t r, uint6
     if (rank_uniform(pl, r))
         return spsim_min_u64(spsim_stage_warmup(pl, r, micro) + 1, micro * v) *
                spsim_stage_chunk_layers(pl, r, 0);
-    return interleaved_peak(pl, r, micro);
+    return pl->nlayout ? interleaved_peak(pl, r, micro) : interleaved_peak_split(pl, r, micro);
 }
 
 uint32_t
