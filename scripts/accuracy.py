@@ -719,7 +719,10 @@ published the row's container into `tests/data/published-runs/recipe-settings.cs
 file, config name and commit per row): SP whenever TP > 1 (`WorkloadBaseConfig.sequence_parallel`),
 no recomputation unless the preset sets `recompute_num_layers` (full, block) or
 `recompute_modules` (selective), CPU activation offload, Megatron-FSDP (`optim_grads_params`)
-or the distributed optimizer, overlapped gradient reduction and parameter gather (the recipes'
+or the distributed optimizer (where the page has no FSDP cell: a cell, 0 included, is the row's),
+Transformer Engine's cross-entropy fusion (GPTModelProvider's fusion, the perf scripts' impl "te";
+TE 2.9 to 2.16 in Bridge's uv.lock write the gradient into the logits: `--cross-entropy-fusion-impl
+te-inplace`), overlapped gradient reduction and parameter gather (the recipes'
 DDP config; off where the builder turns it off), 16-bit gradient reduction
 (`grad_reduce_in_fp32 = False`), the precision-aware optimizer for bf16 runs (its dtypes at
 Megatron's fp32 defaults), CUDA graphs, TP communication overlap (userbuffers; off for
