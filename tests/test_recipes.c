@@ -87,6 +87,8 @@ START_TEST(llama3_8b_sft_dump)
     ck_assert(!p->overlap_grad_reduce && !p->overlap_param_gather && p->no_overlap_p2p);
     ck_assert(p->cuda_graph_impl == SPSIM_CUDA_GRAPH_NONE && !p->first_last_layers_bf16);
     ck_assert(p->recompute == SPSIM_RECOMPUTE_NONE && !mc.world_size_given);
+    /* model.cross_entropy_loss_fusion: true, cross_entropy_fusion_impl: native (:281-282) */
+    ck_assert(p->cross_entropy_loss_fusion && p->cross_entropy_fusion_impl == SPSIM_CE_NATIVE);
     ck_assert_str_eq(mc.unmodelled, "");
     spsim_model_destroy(mc.model);
 }
@@ -183,6 +185,8 @@ START_TEST(deepseek_v3_dump)
     ck_assert(p->exp_avg_sq_dtype == SPSIM_OPT_BF16 && p->main_grads_dtype == SPSIM_OPT_BF16);
     ck_assert(p->main_params_dtype == SPSIM_OPT_FP32);
     ck_assert_str_eq(mc.unmodelled, "model.moe_grouped_gemm");
+    /* model.cross_entropy_loss_fusion: true, cross_entropy_fusion_impl: te (the dump's :297-298) */
+    ck_assert(p->cross_entropy_loss_fusion && p->cross_entropy_fusion_impl == SPSIM_CE_TE);
     /* Its DDP: comm_overlap.overlap_grad_reduce false with overlap_param_gather null, which
      * Bridge turns on at dp > 1 (comm_overlap.py:576-579 @067f987; its ddp section says so
      * too): Megatron-LM's arguments.py:1028 refuses that pair, Megatron-Core's DDP runs it. On

@@ -1866,8 +1866,9 @@ spsim_embedding_build(const struct spsim_model_shape *m, const struct spsim_laye
  *    (div_: 4 + 4): 26 B; backward calculate_gradients (the softmax read and mutated, the
  *    bf16 gradient written, :82: 4 + 4 + 2): 10 B. Keeps the fp32 softmax; its working set
  *    (summary.c logits_working_bytes) holds one more fp32 tensor.
- *  - TE up to 2.17 (pytorch/triton/cross_entropy.py at TE 5671fd3 ... d64bc14, the commits
- *    Megatron-Bridge's uv.lock pins for its 25.11 to 26.08 containers): online_softmax_kernel
+ *  - TE up to 2.17 (pytorch/triton/cross_entropy.py at TE 70f5366 (2.9) ... d64bc14 (2.16),
+ *    the commits Megatron-Bridge's uv.lock pins for its 25.11 to 26.08 containers):
+ *    online_softmax_kernel
  *    reads the logits (2), cross_entropy_kernel reads them and writes the gradient into them
  *    (2 + 2): 6 B; backward element_mul_kernel scales it in place (2 + 2; grad_output is the
  *    loss mask, not the scalar 1.0 it skips for): 4 B. Keeps only the 16-bit logits.
