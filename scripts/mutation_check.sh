@@ -30,7 +30,16 @@ done
 
 # name@file@sed expression@tests (one substitution; the file must change; tests: the unit tests
 # that killed it at the last full check, comma-separated, which --quick runs)
-mutations='interleaved-split-peak-without-b@src/engine/stages.c@s|uint64_t h = held + b + chunk_steps(j, g, period, v - 1 - s) - f;|uint64_t h = held + chunk_steps(j, g, period, v - 1 - s) - f;|@stages
+mutations='sinks-parameters-dropped@src/profiles/model_params.c@s|        p->sharded = spsim_add(p->sharded, m->heads, ok);|        p->sharded = spsim_add(p->sharded, 0, ok);|@moe_model
+sinks-tensor-dropped@src/engine/mb_host.c@s|softmax_type == SPSIM_SOFTMAX_LEARNABLE ? 1.0 : 0.0;|softmax_type == SPSIM_SOFTMAX_LEARNABLE ? 0.0 : 0.0;|@moe_model
+sinks-flash-backend-accepted@src/engine/parallel.c@s|    if (p->attention_backend == SPSIM_ATTN_FLASH)|    if (0)|@cli-import
+sinks-cp-p2p-accepted@src/engine/parallel.c@s|    if (p->cp > 1 \&\& p->cp_comm_type != SPSIM_CP_A2A)|    if (0)|@cli-import
+hf-gpt-oss-without-sinks@src/interop/hf_config.c@s|strcmp(f->type, "gpt_oss") == 0 ? SPSIM_SOFTMAX_LEARNABLE|0 ? SPSIM_SOFTMAX_LEARNABLE|@moe_model
+hf-gpt-oss-aux-loss-kept@src/interop/hf_config.c@s|    m->load_balancing = SPSIM_BALANCE_NONE;|    (void)0;|@moe_model
+softmax-type-flag-not-read@src/interop/megatron_args.c@s|        s->softmax_type = (enum spsim_softmax)type;|        s->softmax_type = SPSIM_SOFTMAX_VANILLA;|@megatron_moe,scripts
+quick-geglu-not-gated@src/interop/megatron_args.c@s|    s->mlp = m->given\[F_SWIGLU\] \|\| m->given\[F_QUICK_GEGLU\] ? SPSIM_MLP_SWIGLU|    s->mlp = m->given[F_SWIGLU] ? SPSIM_MLP_SWIGLU|@scripts
+softmax-type-not-exported@src/interop/megatron_export.c@s|    if (s->softmax_type != SPSIM_SOFTMAX_VANILLA) /\* arguments.py --softmax-type \*/|    if (0)|@megatron_moe
+interleaved-split-peak-without-b@src/engine/stages.c@s|uint64_t h = held + b + chunk_steps(j, g, period, v - 1 - s) - f;|uint64_t h = held + chunk_steps(j, g, period, v - 1 - s) - f;|@stages
 interleaved-split-peak-no-edges@src/engine/stages.c@s|        uint64_t j = spsim_min_u64(edges\[i\], steady - 1);|        uint64_t j = spsim_min_u64(0 * edges[i], steady - 1);|@stages
 fsdp-pipelined-accepted@src/engine/parallel.c@s|    if (p->zero >= 2 \&\& p->pp > 1)|    if (0)|@zero,cli-sweep
 ce-unfused-fwd-halved@src/engine/layer.c@s|"logits (fp32)", 38, 14,|"logits (fp32)", 19, 14,|@terms

@@ -67,8 +67,7 @@ echo '{"model_type": "llama", "num_local_experts": 8}' >"$tmp/mixtral.json"
 expect 3 "mixtral.json: field 'num_local_experts': mixture-of-experts layers (Mixtral) are not read for model_type 'llama'" -- check "$tmp/mixtral.json"
 expect 3 "field 'num_local_experts'" -- query --model "$tmp/mixtral.json"
 # The published MoE configs (tests/data/hf/) read and evaluate (DeepSeek-V3's multi-latent
-# attention and MTP layer too: tests/cli_mla.sh), and gpt-oss is refused naming what is not
-# modelled (exit 3).
+# attention and MTP layer too: tests/cli_mla.sh); gpt-oss below.
 hf="$(dirname "$0")/data/hf"
 "$spsim" check "$hf/Mixtral-8x7B-v0.1" "$hf/Qwen3-30B-A3B" "$hf/DeepSeek-V3" >/dev/null ||
     fail "spsim check of the MoE configs"
@@ -79,7 +78,15 @@ grep -q "g: AllGather of the kv latent" "$tmp/out" || fail "query of the DeepSee
     >"$tmp/out" 2>"$tmp/err" || fail "query of the Mixtral config with --ep 4: $(cat "$tmp/err")"
 grep -q "MoE dispatch and combine" "$tmp/out" || fail "query of the Mixtral config: no MoE lines"
 
-expect 3 "attention sinks (a learned logit per head) are not modelled" -- check "$hf/gpt-oss-120b"
+# gpt-oss's learned sinks run on TE's FusedAttention only (utils.py:1113-1155 at TE d0067d0):
+# the flash backend is refused, and context parallelism other than a2a.
+oss="--model $hf/gpt-oss-120b --hw dgx-h100 --tp 1 --ep 8 --pp 4 --gbs 64 --gpus 64"
+expect 4 "field 'attention_backend': flash runs no attention sinks (the model's softmax_type learnable)" -- \
+    query $oss --attention-backend flash
+expect 4 "field 'cp_comm_type': attention sinks (the model's softmax_type learnable) run with context parallelism only with cp_comm_type a2a" -- \
+    query $oss --cp 2 --seq 8192
+"$spsim" query $oss --cp 2 --seq 8192 --cp-comm-type a2a >/dev/null 2>"$tmp/err" ||
+    fail "gpt-oss at cp 2 over a2a: $(cat "$tmp/err")"
 # The published dense and Kimi K2 configs: parameters_total at tp 1 (no vocabulary padding)
 # as worked by hand in test_moe_model.c hf_published_counts (Llama 3.1 8B 8,030,261,248; Qwen3-8B
 # 8,190,735,360; Kimi K2 1,026,408,209,408 total, 32,861,477,888 active; Qwen2.5-7B
@@ -88,14 +95,17 @@ expect 3 "attention sinks (a learned logit per head) are not modelled" -- check 
 # Nemotron-H-56B 56,324,350,464 and Nemotron 3 Nano 31,577,937,344 total, 3,580,073,408 active:
 # hf_nemotron_h_counts; Mixtral-8x22B 140,620,634,112 total, 39,152,031,744 active; the 4-layer
 # Mistral 7B v0.1 test config 9,636,096: hf_sliding_windows; Gemma 3 27B's language model
-# 27,009,346,304: tests/test_gemma3.c gemma3_27b_parameters).
+# 27,009,346,304: tests/test_gemma3.c gemma3_27b_parameters; gpt-oss-120b 116,829,156,672
+# total, 5,711,982,912 active and gpt-oss-20b 20,914,757,184 and 4,187,440,704:
+# test_moe_model.c hf_gpt_oss).
 for case in Meta-Llama-3.1-8B:8030261248:8030261248 Qwen3-8B:8190735360:8190735360 \
     Kimi-K2-Instruct:1026408209408:32861477888 Qwen2.5-7B:7615616512:7615616512 \
     Qwen2.5-1.5B:1543714304:1543714304 Qwen3-Next-80B-A3B:79674391296:3874929408 \
     Qwen3.5-27B:27320697856:27320697856 Nemotron-H-56B-Base-8K:56324350464:56324350464 \
     NVIDIA-Nemotron-3-Nano-30B-A3B-BF16:31577937344:3580073408 \
     Mixtral-8x22B-v0.1:140620634112:39152031744 Mistral-7B-v0.1-4L:9636096:9636096 \
-    gemma-3-27b:27009346304:27009346304; do
+    gemma-3-27b:27009346304:27009346304 gpt-oss-120b:116829156672:5711982912 \
+    gpt-oss-20b:20914757184:4187440704; do
     name=${case%%:*} active=${case##*:} total=${case#*:}
     total=${total%:*}
     "$spsim" query --model "$hf/$name" --hw dgx-h100 --seq 4096 --tp 1 --pp 1 --format json \

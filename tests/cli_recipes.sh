@@ -68,8 +68,12 @@ got=$(json dp --env SLURM_NNODES=4 --megatron-args "$data/train_mixtral_8x7b_dis
 grep -qF "spsim: warning: $data/train_mixtral_8x7b_distributed.sh: variables the script tests that it does not set, taken as unset: WANDB_API_KEY" "$tmp/err" ||
     fail "the Mixtral example: no note of WANDB_API_KEY: $(cat "$tmp/err")"
 expect 2 "--env: '1X=2' is not NAME=VALUE" -- query --env 1X=2 --megatron-args "$data/train_mixtral_8x7b_distributed.sh"
-expect 3 "--quick-geglu: the quick-GeGLU activation (gpt-oss) is not modelled" -- \
-    query --megatron-args "$data/gptoss_02_train.sh"
+# examples/gptoss/02_train.sh: its defaults (pp 8 over 12 layers) fail Megatron's own
+# divisibility check; at pp 4 its 289,445,120 parameters (test_scripts.c gptoss_script).
+expect 4 "the model's 12 layers are not divisible by pp·vpp = 8·1 = 8" -- \
+    query --megatron-args "$data/gptoss_02_train.sh" --hw dgx-h100
+got=$(json parameters_total --megatron-args "$data/gptoss_02_train.sh" --hw dgx-h100 --pp 4 --dp 2)
+[ "$got" = '"parameters_total": 289445120' ] || fail "the gpt-oss example at pp 4: $got ($(cat "$tmp/err"))"
 # The examples' control flow refused where it cannot be decided, naming the line.
 printf '%s\n' 'if [ -f /etc/cluster ]; then TP=2; else TP=4; fi' \
     'pretrain_gpt.py --num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 128 --vocab-size 1000 --bf16 --tensor-model-parallel-size $TP' \

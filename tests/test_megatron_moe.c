@@ -363,11 +363,54 @@ START_TEST(window_flags)
     char line[8192];
     ck_assert_uint_lt(spsim_megatron_format(oss, &p, 8, line, sizeof(line)), sizeof(line));
     ck_assert_ptr_nonnull(strstr(line, "--window-size 127,0"));
+    ck_assert_ptr_nonnull(strstr(line, "--softmax-type learnable"));
     parse_ok(line, "oss.sh", &mc);
     ck_assert_uint_eq(spsim_model_get_shape(mc.model)->window, 128);
     ck_assert_uint_eq(spsim_model_get_shape(mc.model)->window_skip_freq, 2);
+    ck_assert_int_eq(spsim_model_get_shape(mc.model)->softmax_type, SPSIM_SOFTMAX_LEARNABLE);
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), spsim_model_parameters(oss, 1));
     spsim_model_destroy(mc.model);
     spsim_model_destroy(oss);
+}
+END_TEST
+
+/* --softmax-type (arguments.py choices vanilla, off-by-one, learnable; TE's softmax_offset):
+ * learnable adds a Parameter of one logit per head in each layer (Qwen3-30B-A3B's 32 heads ×
+ * 48 layers = 1536), off-by-one a zero buffer (no parameter); --quick-geglu is the gated
+ * layer's two fc1 halves, as --swiglu (mlp.py:287 at d98e8a64), and refused beside it. */
+START_TEST(softmax_type_flags)
+{
+    struct spsim_megatron_config mc;
+    char *text = fixture("qwen3_30b_a3b_flags.sh", "");
+    parse_ok(text, "qwen3.sh", &mc);
+    uint64_t vanilla = spsim_model_parameters(mc.model, 1);
+    ck_assert_int_eq(spsim_model_get_shape(mc.model)->softmax_type, SPSIM_SOFTMAX_VANILLA);
+    spsim_model_destroy(mc.model);
+    free(text);
+    static const struct {
+        const char *flag;
+        enum spsim_softmax type;
+        uint64_t extra;
+    } cases[] = {{" --softmax-type off-by-one", SPSIM_SOFTMAX_OFF_BY_ONE, 0},
+                 {" --softmax-type learnable", SPSIM_SOFTMAX_LEARNABLE, 32 * 48}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        text = fixture("qwen3_30b_a3b_flags.sh", cases[i].flag);
+        parse_ok(text, "qwen3.sh", &mc);
+        ck_assert_int_eq(spsim_model_get_shape(mc.model)->softmax_type, cases[i].type);
+        ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), vanilla + cases[i].extra);
+        ck_assert_ptr_null(strstr(mc.unmodelled, "--softmax-type"));
+        spsim_model_destroy(mc.model);
+        free(text);
+    }
+    struct spsim_error err = {0};
+    text = fixture("qwen3_30b_a3b_flags.sh", " --softmax-type sink");
+    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "q.sh", &mc, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "--softmax-type"));
+    free(text);
+    text = fixture("qwen3_30b_a3b_flags.sh", " --quick-geglu");
+    ck_assert_int_eq(spsim_megatron_parse(text, strlen(text), "q.sh", &mc, &err), SPSIM_EFIELD);
+    ck_assert_ptr_nonnull(strstr(err.message, "--quick-geglu"));
+    free(text);
 }
 END_TEST
 
@@ -771,6 +814,7 @@ megatron_moe_suite(void)
     tcase_add_test(tc, hybrid_bridge_fields);
     tcase_add_test(tc, bridge_recipe);
     tcase_add_test(tc, window_flags);
+    tcase_add_test(tc, softmax_type_flags);
     tcase_add_test(tc, router_loss_flags);
     suite_add_tcase(s, tc);
     return s;

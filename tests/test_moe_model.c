@@ -478,9 +478,24 @@ START_TEST(hf_import)
 }
 END_TEST
 
+/* gpt-oss's count by hand: biases everywhere (QKV 4096 + 2·512, projection 2880; each expert's
+ * fc1 2·2880 and fc2 2880; the router's E), and a sink logit for each of the 64 heads; 4 of
+ * the E experts active. */
+static void
+gpt_oss_closed_form(uint64_t layers, uint64_t E, uint64_t *total, uint64_t *active)
+{
+    uint64_t h = 2880, f = 2880, V = 201088;
+    uint64_t att = h * (4096 + 1024) + 4096 * h + (4096 + 1024) + h + 64;
+    uint64_t expert = 3 * h * f + 2 * f + h, rest = att + 2 * h + h * E + E;
+    *total = layers * (rest + E * expert) + 2 * V * h + h;
+    *active = layers * (rest + 4 * expert) + 2 * V * h + h;
+}
+
 /* Shipped profiles against the closed forms: Mixtral 8x22B 141B / 39B (Mistral AI's release,
  * "141B parameters, 39B active"), Qwen3-235B-A22B, and gpt-oss-120b 116.83B total (OpenAI's
- * model card, Table 1) less its 2304 sink logits, which the profile leaves out. */
+ * model card, Table 1), its 36 · 64 attention-sink logits included (TE's softmax_offset, one
+ * per head: transformer_engine/pytorch/attention/dot_product_attention/dot_product_attention.py
+ * at d0067d0, lines 772-784). */
 START_TEST(shipped_totals)
 {
     uint64_t t, a;
@@ -494,16 +509,78 @@ START_TEST(shipped_totals)
     m = testutil_model_named("qwen3-235b-a22b");
     ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
     spsim_model_destroy(m);
-    /* gpt-oss: biases everywhere (QKV 4096 + 2·512, projection 2880; each expert's fc1 2·2880
-     * and fc2 2880; the router's 128). */
-    uint64_t h = 2880, E = 128, f = 2880, V = 201088;
-    uint64_t att = h * (4096 + 1024) + 4096 * h + (4096 + 1024) + h;
-    uint64_t expert = 3 * h * f + 2 * f + h, rest = att + 2 * h + h * E + E;
-    t = 36 * (rest + E * expert) + 2 * V * h + h;
+    gpt_oss_closed_form(36, 128, &t, &a);
     m = testutil_model_named("gpt-oss-120b");
     ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
-    ck_assert(fabs((double)(t + 36 * 64) - 116.83e9) < 0.01e9);
+    ck_assert(fabs((double)t - 116.83e9) < 0.01e9);
     spsim_model_destroy(m);
+}
+END_TEST
+
+/* The sinks on one rank: tp 2 with SP, pp 4 (9 layers a stage), ep 8, etp 1. Each layer's
+ * softmax_offset is one Parameter of heads / tp = 32 logits (TE dot_product_attention.py:778-784 at
+ * d0067d0): against the same model without sinks, 9 · 32 = 288 more parameters on the GPU and 9
+ * more tensors for its optimizer step (opt_host.c). */
+static void
+sinks_on_a_rank(const struct spsim_model *with)
+{
+    struct spsim_model_shape sh = *spsim_model_get_shape(with);
+    sh.softmax_type = SPSIM_SOFTMAX_VANILLA;
+    struct spsim_model *without = NULL;
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_model_create(&sh, "no sinks", &without, &err), SPSIM_OK);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_parallel p;
+    spsim_parallel_defaults(&p);
+    p.tp = 2, p.sp = true, p.pp = 4, p.ep = 8, p.etp = 1, p.dp = 8, p.gbs = 64;
+    struct spsim_result a, b;
+    ck_assert_msg(spsim_evaluate(with, hw, &p, &a, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_msg(spsim_evaluate(without, hw, &p, &b, &err) == SPSIM_OK, "%s", err.message);
+    ck_assert_uint_eq(a.memory.parameters_per_gpu - b.memory.parameters_per_gpu, 9 * 32);
+    ck_assert_uint_eq(a.time.optimizer_host_tensors - b.time.optimizer_host_tensors, 9);
+    spsim_model_destroy(without);
+    spsim_hardware_destroy(hw);
+}
+
+/* openai/gpt-oss-120b's and -20b's config.json, verbatim from ai-dynamo/aiconfigurator
+ * (tests/data/hf/README.md), read as Megatron-Bridge's GPTOSSBridge converts them
+ * (gpt_oss_bridge.py at 067f987): the closed form above, the totals of OpenAI's model card
+ * (Table 1: 116.83B and 20.91B; active 5.13B and 3.61B, the input embedding left out), learned
+ * sinks, the 128-token window on the first of each pair of layers, no load-balancing loss. */
+START_TEST(hf_gpt_oss)
+{
+    static const struct {
+        const char *dir;
+        uint64_t layers, experts;
+        double total, active;
+    } cases[] = {
+        {"tests/data/hf/gpt-oss-120b", 36, 128, 116.83e9, 5.13e9},
+        {"tests/data/hf/gpt-oss-20b", 24, 32, 20.91e9, 3.61e9},
+    };
+    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
+        uint64_t t, a;
+        gpt_oss_closed_form(cases[i].layers, cases[i].experts, &t, &a);
+        struct spsim_model *hf = load_path(cases[i].dir);
+        const struct spsim_model_shape *sh = spsim_model_get_shape(hf);
+        ck_assert_uint_eq(spsim_model_parameters(hf, 1), t);
+        ck_assert_uint_eq(spsim_model_active_parameters(hf, 1), a);
+        ck_assert(fabs((double)t - cases[i].total) < 0.01e9);
+        ck_assert(fabs((double)(a - 201088 * 2880) - cases[i].active) < 0.01e9);
+        ck_assert_int_eq(sh->softmax_type, SPSIM_SOFTMAX_LEARNABLE);
+        ck_assert_uint_eq(sh->window, 128);
+        ck_assert_uint_eq(sh->window_skip_freq, 2);
+        ck_assert_int_eq(sh->load_balancing, SPSIM_BALANCE_NONE);
+        ck_assert(sh->linear_bias && !sh->tied_embeddings && sh->mlp == SPSIM_MLP_SWIGLU);
+        ck_assert_uint_eq(sh->seq_len, 1024); /* GPTModelProvider's seq_length */
+        if (i == 0) {
+            struct spsim_model *shipped = testutil_model_named("gpt-oss-120b");
+            same_shape(sh, spsim_model_get_shape(shipped), cases[i].dir);
+            ck_assert_int_eq(spsim_model_get_shape(shipped)->softmax_type, sh->softmax_type);
+            spsim_model_destroy(shipped);
+            sinks_on_a_rank(hf);
+        }
+        spsim_model_destroy(hf);
+    }
 }
 END_TEST
 
@@ -512,12 +589,6 @@ START_TEST(hf_refusals)
 {
     struct spsim_error err = {0};
     struct spsim_model *m = NULL;
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/tests/data/hf/gpt-oss-120b", getenv("SPSIM_DATA_DIR"));
-    ck_assert_int_eq(spsim_model_load(path, &m, &err), SPSIM_EFIELD);
-    ck_assert_ptr_nonnull(strstr(err.message, "field 'model_type': \"gpt_oss\": its "
-                                              "attention sinks (a learned logit per head) are "
-                                              "not modelled"));
     static const struct {
         const char *json, *field;
     } cases[] = {
@@ -542,6 +613,11 @@ START_TEST(hf_refusals)
          "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
          "\"max_position_embeddings\": 64, \"num_local_experts\": 4}",
          "num_experts_per_tok"},
+        {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
+         "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
+         "\"max_position_embeddings\": 64, \"num_local_experts\": 4, \"num_experts_per_tok\": 2, "
+         "\"experts_per_token\": 3}",
+         "experts_per_token"},
         {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 64, "
          "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100, "
          "\"max_position_embeddings\": 64, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, "
@@ -1133,6 +1209,7 @@ main(void)
     tcase_add_test(tc, flops_dense_agree);
     tcase_add_test(tc, hf_import);
     tcase_add_test(tc, shipped_totals);
+    tcase_add_test(tc, hf_gpt_oss);
     tcase_add_test(tc, hf_refusals);
     tcase_add_test(tc, hf_deepseek_v2_lite);
     tcase_add_test(tc, hf_published_counts);

@@ -208,16 +208,34 @@ START_TEST(deepseek_v3_dump)
 }
 END_TEST
 
-/* gpt-oss-120b: its learnable softmax offsets (attention sinks) are not modelled. */
+/* gpt-oss-120b as Bridge dumps it: learnable softmax offsets (attention sinks, the dump's
+ * :488 softmax_type), the gated quick-GeLU (:245-247 activation_func quick_gelu with
+ * gated_linear_unit), 128-token windows on every other layer (:529-532), biases on every
+ * linear. Its parameters, worked from the dump's shape: per layer the attention h·(q + 2kv)
+ * + q·h weights with q + 2kv + h biases (q = 64·64, kv = 8·64), 64 softmax offsets (TE's
+ * softmax_offset, one per head), two RMSNorms of h, the router h·E + E and E experts of
+ * h·2f + 2f + f·h + h (h = f = 2880, E = 128); the untied embedding and output layer v·h each
+ * (v = 201088, a multiple of 128: no padding), the final norm h. */
 START_TEST(gpt_oss_dump)
 {
     const char *names[] = {"bridge/gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml"};
     struct spsim_megatron_config mc;
-    struct spsim_error err = {0};
-    ck_assert_int_eq(parse_files(names, 1, NULL, &mc, &err), SPSIM_EFIELD);
-    ck_assert_str_eq(err.message, "gpt_oss_120b_pretrain_h100_fp8_mx_v1.yaml:488: "
-                                  "model.softmax_type: attention sinks (softmax_type learnable "
-                                  "or off-by-one) are not modelled");
+    parse_ok(names, 1, NULL, &mc);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->softmax_type == SPSIM_SOFTMAX_LEARNABLE && s->mlp == SPSIM_MLP_SWIGLU);
+    ck_assert(s->window == 128 && s->window_skip_freq == 2 && s->linear_bias);
+    ck_assert(s->experts == 128 && s->experts_per_token == 4 && !s->tied_embeddings);
+    const uint64_t h = 2880, q = 64 * 64, kv = 8 * 64, f = 2880, E = 128, v = 201088;
+    uint64_t attention = h * (q + 2 * kv) + q * h + (q + 2 * kv) + h + 64;
+    uint64_t experts = E * (h * 2 * f + 2 * f + f * h + h);
+    uint64_t layer = attention + 2 * h + (h * E + E) + experts;
+    uint64_t total = 36 * layer + 2 * v * h + h;
+    ck_assert_uint_eq(total, 116829156672ull);
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), total);
+    struct spsim_model *shipped = testutil_model_named("gpt-oss-120b");
+    ck_assert_uint_eq(spsim_model_parameters(shipped, 1), total);
+    spsim_model_destroy(shipped);
+    spsim_model_destroy(mc.model);
 }
 END_TEST
 

@@ -45,6 +45,18 @@ refused(const char *text, int rc, const char *message)
     ck_assert_ptr_null(mc.model);
 }
 
+/* The script's configuration evaluates; then the model, the profile and the text are freed. */
+static void
+evaluate_and_free(struct spsim_megatron_config *mc, struct spsim_hardware *hw, char *text)
+{
+    struct spsim_result r;
+    struct spsim_error err = {0};
+    ck_assert_msg(spsim_evaluate(mc->model, hw, &mc->par, &r, &err) == SPSIM_OK, "%s", err.message);
+    spsim_model_destroy(mc->model);
+    spsim_hardware_destroy(hw);
+    free(text);
+}
+
 /* if/elif/else and case on the script's variables, for over words, && and ||, $(( )). */
 START_TEST(flow_decided)
 {
@@ -238,11 +250,7 @@ START_TEST(mixtral_script)
     mc = accepted(text, env, 2);
     ck_assert_uint_eq(mc.par.dp, 8);
     ck_assert_ptr_nonnull(strstr(mc.unmodelled, "--wandb-project"));
-    struct spsim_result r;
-    ck_assert_msg(spsim_evaluate(mc.model, hw, &mc.par, &r, &err) == SPSIM_OK, "%s", err.message);
-    spsim_model_destroy(mc.model);
-    spsim_hardware_destroy(hw);
-    free(text);
+    evaluate_and_free(&mc, hw, text);
 }
 END_TEST
 
@@ -268,14 +276,41 @@ START_TEST(fsdp_script)
 }
 END_TEST
 
+/* examples/gptoss/02_train.sh: gpt-oss's layer at a small width (h 512, 64 heads of 8, 8 KV
+ * groups, 4 experts of 2048, top 2, no biases, untied, vocabulary 128256): quick-GeGLU gated
+ * as SwiGLU is (two fc1 halves), learned sinks, --window-size 127,0 on the first of each pair
+ * of layers. By hand: attention 512·(512 + 2·64) + 512·512 = 589,824, 64 sinks, two norms
+ * 1024, the router 512·4 = 2048, experts 4·3·512·2048 = 12,582,912: 13,175,872 a layer; 12
+ * layers, 2·128256·512 embedding and output, the final norm 512: 289,445,120. Its defaults
+ * (PP_SIZE = WORLD_SIZE = 8 over 12 layers) fail Megatron's own check (arguments.py:996-998 at
+ * d98e8a64: num_layers divisible by the pipeline size); pp 4 runs. */
+START_TEST(gptoss_script)
+{
+    char *text = data("gptoss_02_train.sh");
+    struct spsim_megatron_config mc = accepted(text, NULL, 0);
+    const struct spsim_model_shape *s = spsim_model_get_shape(mc.model);
+    ck_assert(s->layers == 12 && s->hidden == 512 && s->heads == 64 && s->kv_heads == 8);
+    ck_assert(s->experts == 4 && s->experts_per_token == 2 && s->expert_ffn_hidden == 2048);
+    ck_assert(s->mlp == SPSIM_MLP_SWIGLU && !s->linear_bias && !s->tied_embeddings);
+    ck_assert_int_eq(s->softmax_type, SPSIM_SOFTMAX_LEARNABLE);
+    ck_assert(s->window == 128 && s->window_skip_freq == 2);
+    ck_assert_uint_eq(spsim_model_parameters(mc.model, 1), 289445120ull);
+    ck_assert(mc.par.pp == 8 && mc.par.dtype == SPSIM_DTYPE_FP8 && mc.par.gbs == 128);
+    struct spsim_hardware *hw = testutil_hardware("dgx-h100");
+    struct spsim_error err = {0};
+    ck_assert_int_eq(spsim_parallel_check(mc.model, hw, &mc.par, NULL, &err), SPSIM_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.message, "12 layers are not divisible by pp"));
+    mc.par.pp = 4, mc.par.dp = 2;
+    evaluate_and_free(&mc, hw, text);
+}
+END_TEST
+
 /* The examples spsim refuses, each naming what it does not model. */
 START_TEST(refused_scripts)
 {
     static const struct {
         const char *file, *message;
     } cases[] = {
-        {"gptoss_02_train.sh", "launch.sh:148: --quick-geglu: the quick-GeGLU activation "
-                               "(gpt-oss) is not modelled"},
         {"train_bert_340m_distributed.sh",
          "launch.sh:73: 'pretrain_bert.py': spsim models pretrain_gpt.py's models (GPT and its "
          "mixtures of experts) and pretrain_hybrid.py's, not this one"},
@@ -316,6 +351,7 @@ scripts_suite(void)
     tcase_add_test(tc, flow_capped);
     tcase_add_test(tc, mixtral_script);
     tcase_add_test(tc, fsdp_script);
+    tcase_add_test(tc, gptoss_script);
     tcase_add_test(tc, refused_scripts);
     suite_add_tcase(s, tc);
     return s;

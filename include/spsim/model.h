@@ -13,6 +13,14 @@ extern "C" {
 enum spsim_mlp { SPSIM_MLP_GELU = 0, SPSIM_MLP_SWIGLU = 1, SPSIM_MLP_RELU2 = 2 };
 enum spsim_norm { SPSIM_NORM_LAYERNORM = 0, SPSIM_NORM_RMSNORM = 1 };
 enum spsim_attention { SPSIM_ATTENTION_STANDARD = 0, SPSIM_ATTENTION_FLASH = 1 };
+/** The attention softmax (Megatron-Core transformer_config.py softmax_type, --softmax-type;
+ * Transformer Engine's DotProductAttention softmax_type): vanilla; off-by-one, a zero logit
+ * beside each row's scores; learnable, one trained logit per head (attention sinks, gpt-oss). */
+enum spsim_softmax {
+    SPSIM_SOFTMAX_VANILLA = 0,
+    SPSIM_SOFTMAX_OFF_BY_ONE = 1,
+    SPSIM_SOFTMAX_LEARNABLE = 2
+};
 /** Position embedding; none: neither a table nor RoPE (Megatron --position-embedding-type none,
  * the hybrid models'). */
 enum spsim_position {
@@ -104,6 +112,9 @@ struct spsim_model_shape {
                                   (Megatron window_size[0] + window_size[1] + 1) */
     uint32_t window_skip_freq; /**< every n-th layer (1-based) attends fully; 0: none
                                   [--window-attn-skip-freq] */
+    /** Attention sinks [--softmax-type]: learnable adds TE's softmax_offset, heads/tp values
+     * per attention layer and rank (dot_product_attention.py:772-784 at TE d0067d0). */
+    enum spsim_softmax softmax_type;
     /* Group-limited routing (DeepSeek-V3's node-limited routing): the experts in
      * router_num_groups equal groups, each token's experts among router_group_topk of them;
      * 0, 0 = none [--moe-router-num-groups, --moe-router-group-topk]. */

@@ -46,14 +46,17 @@ double
 spsim_attention_tensors(const struct spsim_model_shape *m, double *weights)
 {
     double n = spsim_norm_tensors(m), b = m->linear_bias ? 1.0 : 0.0;
+    /* core_attention.softmax_offset, with learnable attention sinks (model_params.c) */
+    double sinks = m->softmax_type == SPSIM_SOFTMAX_LEARNABLE ? 1.0 : 0.0;
     if (m->kv_lora_rank) {
         *weights = (m->q_lora_rank ? 2.0 : 1.0) + 3.0;
-        return n + (m->q_lora_rank ? 2.0 + n : 1.0) + 2.0 + n + 1.0 + 4.0 * b;
+        return n + (m->q_lora_rank ? 2.0 + n : 1.0) + 2.0 + n + 1.0 + 4.0 * b + sinks;
     }
     *weights = 2.0;
     /* Gemma's post-attention norm: linear_proj.post_layernorm (te_layers.py at Bridge 067f987). */
     double post = m->post_norms ? n : 0.0;
-    return n + 1.0 + (m->linear_bias || m->qkv_bias) + (m->qk_norm ? 2.0 * n : 0) + 1.0 + b + post;
+    return n + 1.0 + (m->linear_bias || m->qkv_bias) + (m->qk_norm ? 2.0 * n : 0) + 1.0 + b + post +
+           sinks;
 }
 
 /* The dense MLP (its norm fused into linear_fc1) or the MoE block: pre_mlp_layernorm, the

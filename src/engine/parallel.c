@@ -672,6 +672,39 @@ spsim_model_modelled(const struct spsim_model *model, struct spsim_error *err)
     return SPSIM_OK;
 }
 
+/*
+ * Attention sinks (softmax_type off-by-one or learnable) where Transformer Engine runs them
+ * (dot_product_attention/utils.py get_attention_backend at d0067d0, "Filter: Softmax type",
+ * :1113-1155): FlashAttention is disabled for them (:1122-1124), so the flash backend alone
+ * leaves none; with context parallelism FusedAttention only with cp_comm_type a2a (:1148-1155),
+ * and UnfusedDotProductAttention has no context parallelism (Megatron-Core's local attention:
+ * check_context). Its FP8 rule meets no configuration spsim states (core attention stays
+ * BF16, engine/fp8.c); its packed-sequence (THD) rule asks for cuDNN 9.18, a version spsim is
+ * not told: packed sequences are taken to run. Without a measured FusedAttention
+ * (gpu.attention_table) the attention is priced at the profile's flash rate (timing.c).
+ */
+static int
+check_softmax(const struct spsim_model_shape *m, const struct spsim_parallel *p,
+              struct spsim_error *err)
+{
+    if (m->softmax_type == SPSIM_SOFTMAX_VANILLA)
+        return SPSIM_OK;
+    const char *type = m->softmax_type == SPSIM_SOFTMAX_LEARNABLE ? "learnable" : "off-by-one";
+    if (p->attention_backend == SPSIM_ATTN_FLASH)
+        return CONFIG_FAIL(err,
+                           "field 'attention_backend': flash runs no attention sinks (the "
+                           "model's softmax_type %s): Transformer Engine disables "
+                           "FlashAttention for them; use auto or fused",
+                           type);
+    if (p->cp > 1 && p->cp_comm_type != SPSIM_CP_A2A)
+        return CONFIG_FAIL(err,
+                           "field 'cp_comm_type': attention sinks (the model's softmax_type %s) "
+                           "run with context parallelism only with cp_comm_type a2a "
+                           "(Transformer Engine's FusedAttention), got %s",
+                           type, spsim_cp_comm_name(p->cp_comm_type));
+    return SPSIM_OK;
+}
+
 int
 spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardware *hw,
                      const struct spsim_parallel *p, uint32_t *warnings, struct spsim_error *err)
@@ -690,9 +723,10 @@ spsim_parallel_check(const struct spsim_model *model, const struct spsim_hardwar
                            seq, m->seq_len);
     bool flash = p->flash_attn < 0 ? m->attention == SPSIM_ATTENTION_FLASH : p->flash_attn == 1;
     if ((rc = check_tensor(m, p, seq, err)) || (rc = check_context(m, p, seq, flash, err)) ||
-        (rc = check_sharding(p, err)) || (rc = check_hsdp(m, p, err)) ||
-        (rc = check_pipeline(m, p, err)) || (rc = check_modules(m, p, err)) ||
-        (rc = check_recompute_method(m, p, err)) || (rc = check_offload(m, hw, p, err)) ||
+        (rc = check_softmax(m, p, err)) || (rc = check_sharding(p, err)) ||
+        (rc = check_hsdp(m, p, err)) || (rc = check_pipeline(m, p, err)) ||
+        (rc = check_modules(m, p, err)) || (rc = check_recompute_method(m, p, err)) ||
+        (rc = check_offload(m, hw, p, err)) ||
         ((p->precision_aware_optimizer || p->main_grads_dtype || p->main_params_dtype ||
           p->exp_avg_dtype || p->exp_avg_sq_dtype) &&
          (rc = check_optimizer(p, err))) ||

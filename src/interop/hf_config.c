@@ -112,6 +112,16 @@ static const char *const qwen2_keys[] = {"use_mrope", NULL};
 static const char *const mixtral_keys[] = {"num_local_experts",    "num_experts_per_tok",
                                            "output_router_logits", "router_aux_loss_coef",
                                            "router_jitter_noise",  NULL};
+/* configuration_gpt_oss.py (openai/gpt-oss-120b's config.json): Mixtral's expert keys;
+ * experts_per_token repeats num_experts_per_tok (the two must agree); swiglu_limit is the
+ * activation's clamp (Bridge activation_func_clamp_value 7.0, elementwise: no FLOP or byte
+ * spsim counts), initial_context_length the context before YaRN (the rope_scaling's
+ * original_max_position_embeddings), quantization_config how the released weights are stored
+ * (MXFP4 experts; the training dtype is --dtype). */
+static const char *const gpt_oss_keys[] = {
+    "num_local_experts",      "num_experts_per_tok",  "experts_per_token",
+    "output_router_logits",   "router_aux_loss_coef", "swiglu_limit",
+    "initial_context_length", "quantization_config",  NULL};
 /* configuration_qwen3_moe.py */
 static const char *const qwen_moe_keys[] = {
     "num_experts",          "num_experts_per_tok",  "moe_intermediate_size",
@@ -196,6 +206,13 @@ static const struct hf_family families[] = {
     {"mixtral", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
      false, false, false, llama_keys, HF_MIXTRAL, mixtral_keys, false},
+    /* GptOssForCausalLM as Megatron-Bridge trains it (gpt_oss_bridge.py at 067f987:
+     * gated_linear_unit with quick_gelu, add_bias_linear and add_qkv_bias, untied, experts of
+     * intermediate_size): biases on every linear, the router's included (:178); its learned
+     * sinks are set below, its windows read from layer_types. */
+    {"gpt_oss", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+     "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
+     true, false, false, llama_keys, HF_MIXTRAL, gpt_oss_keys, false},
     /* Qwen3MoeSparseMoeBlock: experts of moe_intermediate_size, Qwen3's Q/K norms. */
     {"qwen3_moe", "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
      "max_position_embeddings", SPSIM_MLP_SWIGLU, SPSIM_NORM_RMSNORM, SPSIM_POSITION_ROPE, false,
@@ -321,14 +338,6 @@ find_family(const struct spsim_jctx *c, const cJSON *root, const struct hf_famil
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     const char *type = cJSON_IsString(t) ? t->valuestring : NULL;
     const struct hf_family *f = family_of(type);
-    /* GptOssAttention: sliding-window layers alternating with full ones (readable from
-     * layer_types) and a learned sink logit per head, which is not modelled; the shipped
-     * models/gpt-oss-120b.json models the windows and documents the sinks it leaves out. */
-    if (type && strcmp(type, "gpt_oss") == 0)
-        return spsim_json_field_error(c, NULL, "model_type",
-                                      "\"gpt_oss\": its attention sinks (a learned logit per "
-                                      "head) are not modelled (the shipped gpt-oss-120b profile "
-                                      "has its sliding windows and leaves the sinks out)");
     for (size_t i = 0; type && i < SPSIM_ARRAY_LENGTH(unmodelled); i++)
         if (strcmp(type, unmodelled[i].type) == 0)
             return spsim_json_field_error(
@@ -777,6 +786,25 @@ router_terms(const struct spsim_jctx *c, const cJSON *root, const struct hf_fami
     return SPSIM_OK;
 }
 
+/* gpt-oss: experts_per_token beside num_experts_per_tok, and the router as the bridge sets it,
+ * moe_router_load_balancing_type "none" whatever router_aux_loss_coef says
+ * (gpt_oss_bridge.py:71 at 067f987). */
+static int
+gpt_oss_fields(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *f,
+               struct spsim_model_shape *m)
+{
+    if (strcmp(f->type, "gpt_oss") != 0)
+        return SPSIM_OK;
+    uint32_t k = m->experts_per_token;
+    int rc = get_u32(c, root, "experts_per_token", false, &k);
+    if (rc == SPSIM_OK && k != m->experts_per_token)
+        return spsim_json_field_error(c, NULL, "experts_per_token",
+                                      "%u disagrees with num_experts_per_tok %u", k,
+                                      m->experts_per_token);
+    m->load_balancing = SPSIM_BALANCE_NONE;
+    return rc;
+}
+
 /* The experts: how many, top-k and their width (Mixtral's intermediate_size, the others'
  * moe_intermediate_size), then the family's own keys. */
 static int
@@ -794,7 +822,7 @@ read_moe(const struct spsim_jctx *c, const cJSON *root, const struct hf_family *
         (f->moe != HF_MIXTRAL &&
          (rc = get_u32(c, root, "moe_intermediate_size", true, &m->expert_ffn_hidden))))
         return rc;
-    if ((rc = router_terms(c, root, f, m)))
+    if ((rc = router_terms(c, root, f, m)) || (rc = gpt_oss_fields(c, root, f, m)))
         return rc;
     if (f->moe == HF_QWEN_MOE)
         return qwen_moe_layers(c, root);
@@ -900,6 +928,10 @@ spsim_hf_config_read(const struct spsim_jctx *c, const cJSON *root, struct spsim
     m->tied_embeddings = f->tied;
     m->qk_norm = f->qk_norm;
     m->post_norms = f->post_norms;
+    /* GptOssAttention's sinks, a learned logit per head: Megatron-Bridge trains them as TE's
+     * softmax_offset (gpt_oss_bridge.py:86 softmax_type "learnable", :176 the sinks' mapping). */
+    m->softmax_type =
+        strcmp(f->type, "gpt_oss") == 0 ? SPSIM_SOFTMAX_LEARNABLE : SPSIM_SOFTMAX_VANILLA;
     /* Megatron-Bridge 067f987 scales the first stage's embedding output by sqrt(h) for Gemma
      * (gemma_provider.py:76-78, modules.py:40 EmbeddingScalingMixin) and Gemma 3
      * (gemma3_provider.py:120 and :281 Gemma3LanguageModelEmbedding), as transformers'

@@ -88,6 +88,8 @@ enum flag_id {
     F_MTP,
     F_WINDOW,
     F_WINDOW_SKIP,
+    F_SOFTMAX_TYPE,
+    F_QUICK_GEGLU,
     F_MBS,
     F_GBS,
     F_RECOMPUTE_ACT,
@@ -262,6 +264,8 @@ static const struct {
     [F_MTP] = {"--mtp-num-layers", K_VALUE},
     [F_WINDOW] = {"--window-size", K_VALUE},
     [F_WINDOW_SKIP] = {"--window-attn-skip-freq", K_VALUE},
+    [F_SOFTMAX_TYPE] = {"--softmax-type", K_VALUE},
+    [F_QUICK_GEGLU] = {"--quick-geglu", K_SWITCH},
     [F_MBS] = {"--micro-batch-size", K_VALUE},
     [F_GBS] = {"--global-batch-size", K_VALUE},
     [F_RECOMPUTE_ACT] = {"--recompute-activations", K_SWITCH},
@@ -456,33 +460,6 @@ unmodelled(struct mg *m, const char *word)
         (size_t)snprintf(m->unmodelled + m->used, cap - m->used, "%s%s", m->used ? ", " : "", name);
 }
 
-/* Flags spsim does not map whose value changes the layer, the optimizer's state or the model
- * in a way it does not model (arguments.py): refused unless at `keep` (NULL: any value). */
-static const struct {
-    const char *flag, *keep, *why;
-} refused_flags[] = {
-    {"--softmax-type", "vanilla",
-     "attention sinks (learnable or off-by-one softmax) are not modelled"},
-    {"--quick-geglu", NULL, "the quick-GeGLU activation (gpt-oss) is not modelled"},
-};
-
-/* @return SPSIM_OK, or the refusal of one of refused_flags */
-static int
-refused_flag(const struct mg *m, const struct spsim_sh_word *w, const char *value)
-{
-    size_t n = strcspn(w->text, "=");
-    for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(refused_flags); i++) {
-        const char *f = refused_flags[i].flag;
-        if (strlen(f) != n || strncmp(f, w->text, n) != 0 ||
-            (refused_flags[i].keep && value && strcmp(value, refused_flags[i].keep) == 0))
-            continue;
-        return spsim_fail(m->err, SPSIM_EFIELD, "%s:%u: %s%s%s: %s",
-                          w->origin ? w->origin : m->origin, w->line, f, value ? " " : "",
-                          value ? SPSIM_Q(value) : "", refused_flags[i].why);
-    }
-    return SPSIM_OK;
-}
-
 /* The table's flag named by `word` (up to '='); '_' and '-' are the same (torchrun takes
  * both spellings). @return its id, or -1 */
 static int
@@ -520,12 +497,6 @@ read_flags(struct mg *m, const struct spsim_sh_words *c, size_t from, size_t to)
             continue;
         }
         if (id < 0) {
-            const char *value = eq                                         ? eq + 1
-                                : i + 1 < to && !is_flag(c->w[i + 1].text) ? c->w[i + 1].text
-                                                                           : NULL;
-            int rc = is_flag(w->text) ? refused_flag(m, w, value) : SPSIM_OK;
-            if (rc != SPSIM_OK)
-                return rc;
             unmodelled(m, w->text);
             /* An unknown flag's values: the words up to the next flag (argparse's nargs). */
             while (is_flag(w->text) && !eq && i + 1 < to && !is_flag(c->w[i + 1].text))
@@ -701,9 +672,16 @@ attention_shape(const struct mg *m, struct spsim_model_shape *s)
         return rc;
     /* SwiGLU's default keeps the parameters of a 4h MLP, to a multiple of 64:
      * int((4 * h * 2 / 3) / 64) * 64 (arguments.py). */
-    s->mlp = m->given[F_SWIGLU]         ? SPSIM_MLP_SWIGLU
-             : m->given[F_SQUARED_RELU] ? SPSIM_MLP_RELU2
-                                        : SPSIM_MLP_GELU;
+    /* --quick-geglu is gated too (argument_utils.py:323-326 at d98e8a6: gated_linear_unit with
+     * quick_gelu), fused like SwiGLU (experts.py:974 and mlp.py:287 weighted_bias_quick_geglu_impl
+     * beside weighted_bias_swiglu_impl: the same tensors in and out): spsim's gated layer. Its
+     * --glu-linear-offset and --activation-func-clamp-value act inside that kernel. */
+    if (m->given[F_QUICK_GEGLU] && (m->given[F_SWIGLU] || m->given[F_SQUARED_RELU]))
+        return flag_error(m, F_QUICK_GEGLU, "contradicts %s (Megatron asserts one activation)",
+                          m->given[F_SWIGLU] ? "--swiglu" : "--squared-relu");
+    s->mlp = m->given[F_SWIGLU] || m->given[F_QUICK_GEGLU] ? SPSIM_MLP_SWIGLU
+             : m->given[F_SQUARED_RELU]                    ? SPSIM_MLP_RELU2
+                                                           : SPSIM_MLP_GELU;
     uint32_t ffn =
         s->mlp == SPSIM_MLP_SWIGLU ? (uint32_t)(8ull * s->hidden / 192 * 64) : 4 * s->hidden;
     return num32(m, F_FFN, 4194304, ffn ? ffn : 1, &s->ffn_hidden);
@@ -1637,6 +1615,12 @@ window_shape(const struct mg *m, struct spsim_model_shape *s)
     int rc = num32(m, F_WINDOW_SKIP, SPSIM_MODEL_MAX_LAYERS, 0, &s->window_skip_freq);
     if (rc == SPSIM_OK && s->window_skip_freq && !s->window)
         s->window_skip_freq = 0; /* without a window every layer is full anyway */
+    /* --softmax-type (TransformerConfig.softmax_type, a Literal the argument factory offers
+     * as choices): attention sinks, in enum spsim_softmax order. */
+    static const char *const softmax[] = {"vanilla", "off-by-one", "learnable", NULL};
+    int type = 0;
+    if (rc == SPSIM_OK && (rc = choice(m, F_SOFTMAX_TYPE, softmax, 0, &type)) == SPSIM_OK)
+        s->softmax_type = (enum spsim_softmax)type;
     return rc;
 }
 
@@ -1896,6 +1880,8 @@ base_flag(int id)
                               F_MTP,
                               F_WINDOW,
                               F_WINDOW_SKIP,
+                              F_SOFTMAX_TYPE,
+                              F_QUICK_GEGLU,
                               F_HYBRID,
                               F_MTP_REPEATED,
                               F_MAMBA_HEADS,

@@ -157,6 +157,9 @@ moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim
         emit(o, "    --window-size %u,0 \\\n", s->window - 1);
     if (s->window_skip_freq)
         emit(o, "    --window-attn-skip-freq %u \\\n", s->window_skip_freq);
+    if (s->softmax_type != SPSIM_SOFTMAX_VANILLA) /* arguments.py --softmax-type */
+        emit(o, "    --softmax-type %s \\\n",
+             s->softmax_type == SPSIM_SOFTMAX_LEARNABLE ? "learnable" : "off-by-one");
 }
 
 /* A hybrid model (arguments.py --hybrid-layer-pattern, its MTP depths after '/'; the mixers'

@@ -139,6 +139,7 @@ static const struct rule {
     {"mtp_num_layers", "--mtp-num-layers", M_VALUE, "model *"},
     {"window_size", "--window-size", M_WINDOW, "model *"},
     {"window_attn_skip_freq", "--window-attn-skip-freq", M_VALUE, "model *"},
+    {"softmax_type", "--softmax-type", M_VALUE, "model *"},
     /* Hybrid models (Megatron-Bridge HybridModelProvider, hybrid_provider.py at 067f987, and
      * TransformerConfig's mamba_*, linear_* and attention-variant fields) */
     {"hybrid_layer_pattern", "--hybrid-layer-pattern", M_VALUE, "model *"},
@@ -743,8 +744,6 @@ static const struct {
 } refusals[] = {
     {"peft", IS_SET, NULL,
      "PEFT (LoRA, DoRA) is not modelled: frozen weights keep no gradients or optimizer state"},
-    {"model.softmax_type", IS_NOT, "vanilla",
-     "attention sinks (softmax_type learnable or off-by-one) are not modelled"},
     {"model.heterogeneous_block_specs", IS_TRUE, NULL, "heterogeneous layers are not modelled"},
     {"model.dsa_indexer_n_heads", IS_SET, NULL, "DeepSeek sparse attention is not modelled"},
     {"model.fine_grained_activation_offloading", IS_TRUE, NULL,
@@ -786,14 +785,19 @@ bridge_model(struct ctx *c)
         return SPSIM_OK;
     const char *base = strrchr(f, '.') ? strrchr(f, '.') + 1 : f;
     bool gated = picked_true(c, "gated_linear_unit");
-    if (strcmp(base, "silu") == 0 ? gated : strcmp(base, "gelu") == 0)
-        return SPSIM_OK; /* SwiGLU, GeGLU (the gated MLP spsim models with either) or GeLU */
+    /* gpt-oss's quick_gelu (megatron.core.fusions.fused_bias_geglu) is gated like SwiGLU, its
+     * fused kernel taking and giving the same tensors (megatron_args.c, --quick-geglu). */
+    if (strcmp(base, "silu") == 0 || strcmp(base, "quick_gelu") == 0 ? gated
+                                                                     : strcmp(base, "gelu") == 0)
+        return SPSIM_OK; /* SwiGLU, GeGLU, quick-GeGLU (the gated MLP models each) or GeLU */
     if (strcmp(base, "squared_relu") == 0 && !gated) { /* megatron.core.activations */
         begin(c, a, NULL);
         int rc = word(c, "--squared-relu", false);
         return rc ? rc : flush(c);
     }
-    return fail(c, a, "%s%s is not modelled (silu with gated_linear_unit, gelu, or squared_relu)",
+    return fail(c, a,
+                "%s%s is not modelled (silu or quick_gelu with gated_linear_unit, gelu, or "
+                "squared_relu)",
                 SPSIM_Q(f), gated ? " gated" : "");
 }
 
@@ -1049,7 +1053,6 @@ static const char *const quiet_fields[] = {
     "skip_sync_grad_norm_across_mp",
     "skip_train",
     "softmax_scale",
-    "softmax_type",
     "store_param_remainders",
     "suggested_communication_unit_size",
     "symmetric_ar_type",

@@ -12,6 +12,8 @@ static const char *const mlp_names[] = {"gelu", "swiglu", "relu2", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const attention_names[] = {"standard", "flash", NULL};
 static const char *const position_names[] = {"learned", "rope", "none", NULL};
+/* Megatron-Core's spellings (transformer_config.py softmax_type), in enum spsim_softmax order. */
+static const char *const softmax_names[] = {"vanilla", "off-by-one", "learnable", NULL};
 
 /* Limits on sizes: far above any real model, low enough that every per-layer byte count of
  * the memory engine is checked rather than assumed to fit (see the checked arithmetic). */
@@ -60,6 +62,9 @@ shape_limits(const struct spsim_model_shape *shape, const struct spsim_jctx *c)
         {"heads", shape->heads, MAX_HEADS},        {"kv_heads", shape->kv_heads, MAX_HEADS},
         {"head_dim", shape->head_dim, MAX_HIDDEN}, {"ffn_hidden", shape->ffn_hidden, MAX_FFN},
         {"vocab", shape->vocab, MAX_VOCAB},        {"seq_len", shape->seq_len, MAX_SEQ}};
+    if ((unsigned)shape->softmax_type > SPSIM_SOFTMAX_LEARNABLE)
+        return spsim_json_field_error(c, NULL, "softmax_type",
+                                      "must be vanilla, off-by-one or learnable");
     if (shape->vocab_divisible_by > MAX_VOCAB)
         return spsim_json_field_error(c, NULL, "vocab_divisible_by",
                                       "must be an integer in [0, %u], got %u", MAX_VOCAB,
@@ -80,7 +85,7 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
            uint8_t **pattern)
 {
     int rc;
-    int mlp = 0, norm = 0, attention = 0, position = 0;
+    int mlp = 0, norm = 0, attention = 0, position = 0, softmax = 0;
     bool head_dim_given = cJSON_GetObjectItemCaseSensitive(root, "head_dim") != NULL;
     memset(m, 0, sizeof(*m));
     if ((rc = spsim_json_get_u32(c, root, NULL, "layers", true, 1, MAX_LAYERS, &m->layers)) ||
@@ -99,6 +104,7 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_enum(c, root, NULL, "attention", true, attention_names, &attention)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "position_embedding", true, position_names,
                                   &position)) ||
+        (rc = spsim_json_get_enum(c, root, NULL, "softmax_type", false, softmax_names, &softmax)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "linear_bias", true, &m->linear_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||
@@ -123,6 +129,7 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
     m->norm = (enum spsim_norm)norm;
     m->attention = (enum spsim_attention)attention;
     m->position = (enum spsim_position)position;
+    m->softmax_type = (enum spsim_softmax)softmax;
     spsim_hybrid_defaults(m);
     if ((rc = shape_check(m, c, head_dim_given || m->kv_lora_rank)) ||
         (rc = spsim_model_check_hybrid(m, c)))
@@ -224,6 +231,7 @@ static const char *const model_keys[] = {"schema",
                                          "mtp_layers",
                                          "window",
                                          "window_skip_freq",
+                                         "softmax_type",
                                          "moe_latent",
                                          "hybrid_pattern",
                                          "mtp_pattern",

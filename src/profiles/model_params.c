@@ -63,6 +63,11 @@ mla_attention(const struct spsim_model_shape *m, struct spsim_param_split *p, bo
         p->replicated += h;
 }
 
+/* Either attention, and with learnable softmax offsets (attention sinks) TE's softmax_offset
+ * Parameter of num_attention_heads // tp_size values in its DotProductAttention
+ * (dot_product_attention.py:778-784 at TE d0067d0; Megatron-Core's TEDotProductAttention
+ * passes softmax_type, extensions/transformer_engine.py:2184-2189 at d98e8a6): split over TP
+ * with the heads. Off-by-one's zero offset is a buffer, not a parameter. */
 void
 spsim_attention_parameters(const struct spsim_model_shape *m, struct spsim_param_split *p, bool *ok)
 {
@@ -70,6 +75,8 @@ spsim_attention_parameters(const struct spsim_model_shape *m, struct spsim_param
         mla_attention(m, p, ok);
     else
         standard_attention(m, p, ok);
+    if (m->softmax_type == SPSIM_SOFTMAX_LEARNABLE)
+        p->sharded = spsim_add(p->sharded, m->heads, ok);
 }
 
 /*
