@@ -492,10 +492,11 @@ gpt_oss_closed_form(uint64_t layers, uint64_t E, uint64_t *total, uint64_t *acti
 }
 
 /* Shipped profiles against the closed forms: Mixtral 8x22B 141B / 39B (Mistral AI's release,
- * "141B parameters, 39B active"), Qwen3-235B-A22B, and gpt-oss-120b 116.83B total (OpenAI's
- * model card, Table 1), its 36 · 64 attention-sink logits included (TE's softmax_offset, one
- * per head: transformer_engine/pytorch/attention/dot_product_attention/dot_product_attention.py
- * at d0067d0, lines 772-784). */
+ * "141B parameters, 39B active"), Qwen3-235B-A22B, gpt-oss-120b 116.83B and gpt-oss-20b 20.91B
+ * total (OpenAI's model card, Table 1), their 64 attention-sink logits a layer included (TE's
+ * softmax_offset, one per head:
+ * transformer_engine/pytorch/attention/dot_product_attention/dot_product_attention.py at d0067d0,
+ * lines 772-784). */
 START_TEST(shipped_totals)
 {
     uint64_t t, a;
@@ -513,6 +514,12 @@ START_TEST(shipped_totals)
     m = testutil_model_named("gpt-oss-120b");
     ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
     ck_assert(fabs((double)t - 116.83e9) < 0.01e9);
+    spsim_model_destroy(m);
+    gpt_oss_closed_form(24, 32, &t, &a);
+    m = testutil_model_named("gpt-oss-20b");
+    ck_assert_uint_eq(spsim_model_parameters(m, 1), t);
+    ck_assert_uint_eq(spsim_model_active_parameters(m, 1), a);
+    ck_assert(fabs((double)t - 20.91e9) < 0.01e9);
     spsim_model_destroy(m);
 }
 END_TEST
@@ -550,12 +557,12 @@ sinks_on_a_rank(const struct spsim_model *with)
 START_TEST(hf_gpt_oss)
 {
     static const struct {
-        const char *dir;
+        const char *dir, *shipped;
         uint64_t layers, experts;
         double total, active;
     } cases[] = {
-        {"tests/data/hf/gpt-oss-120b", 36, 128, 116.83e9, 5.13e9},
-        {"tests/data/hf/gpt-oss-20b", 24, 32, 20.91e9, 3.61e9},
+        {"tests/data/hf/gpt-oss-120b", "gpt-oss-120b", 36, 128, 116.83e9, 5.13e9},
+        {"tests/data/hf/gpt-oss-20b", "gpt-oss-20b", 24, 32, 20.91e9, 3.61e9},
     };
     for (size_t i = 0; i < SPSIM_ARRAY_LENGTH(cases); i++) {
         uint64_t t, a;
@@ -572,13 +579,14 @@ START_TEST(hf_gpt_oss)
         ck_assert_int_eq(sh->load_balancing, SPSIM_BALANCE_NONE);
         ck_assert(sh->linear_bias && !sh->tied_embeddings && sh->mlp == SPSIM_MLP_SWIGLU);
         ck_assert_uint_eq(sh->seq_len, 1024); /* GPTModelProvider's seq_length */
-        if (i == 0) {
-            struct spsim_model *shipped = testutil_model_named("gpt-oss-120b");
-            same_shape(sh, spsim_model_get_shape(shipped), cases[i].dir);
-            ck_assert_int_eq(spsim_model_get_shape(shipped)->softmax_type, sh->softmax_type);
-            spsim_model_destroy(shipped);
+        struct spsim_model *shipped = testutil_model_named(cases[i].shipped);
+        same_shape(sh, spsim_model_get_shape(shipped), cases[i].dir);
+        ck_assert_int_eq(spsim_model_get_shape(shipped)->softmax_type, sh->softmax_type);
+        ck_assert(spsim_model_get_shape(shipped)->window == sh->window &&
+                  spsim_model_get_shape(shipped)->window_skip_freq == sh->window_skip_freq);
+        spsim_model_destroy(shipped);
+        if (i == 0)
             sinks_on_a_rank(hf);
-        }
         spsim_model_destroy(hf);
     }
 }
