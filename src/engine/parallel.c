@@ -689,7 +689,7 @@ check_softmax(const struct spsim_model_shape *m, const struct spsim_parallel *p,
 {
     if (m->softmax_type == SPSIM_SOFTMAX_VANILLA)
         return SPSIM_OK;
-    const char *type = m->softmax_type == SPSIM_SOFTMAX_LEARNABLE ? "learnable" : "off-by-one";
+    const char *type = spsim_softmax_names[m->softmax_type];
     if (p->attention_backend == SPSIM_ATTN_FLASH)
         return CONFIG_FAIL(err,
                            "field 'attention_backend': flash runs no attention sinks (the "

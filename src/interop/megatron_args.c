@@ -1616,10 +1616,10 @@ window_shape(const struct mg *m, struct spsim_model_shape *s)
     if (rc == SPSIM_OK && s->window_skip_freq && !s->window)
         s->window_skip_freq = 0; /* without a window every layer is full anyway */
     /* --softmax-type (TransformerConfig.softmax_type, a Literal the argument factory offers
-     * as choices): attention sinks, in enum spsim_softmax order. */
-    static const char *const softmax[] = {"vanilla", "off-by-one", "learnable", NULL};
+     * as choices): attention sinks. */
     int type = 0;
-    if (rc == SPSIM_OK && (rc = choice(m, F_SOFTMAX_TYPE, softmax, 0, &type)) == SPSIM_OK)
+    if (rc == SPSIM_OK &&
+        (rc = choice(m, F_SOFTMAX_TYPE, spsim_softmax_names, 0, &type)) == SPSIM_OK)
         s->softmax_type = (enum spsim_softmax)type;
     return rc;
 }

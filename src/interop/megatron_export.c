@@ -158,8 +158,7 @@ moe_mla_flags(struct out *o, const struct spsim_model *model, const struct spsim
     if (s->window_skip_freq)
         emit(o, "    --window-attn-skip-freq %u \\\n", s->window_skip_freq);
     if (s->softmax_type != SPSIM_SOFTMAX_VANILLA) /* arguments.py --softmax-type */
-        emit(o, "    --softmax-type %s \\\n",
-             s->softmax_type == SPSIM_SOFTMAX_LEARNABLE ? "learnable" : "off-by-one");
+        emit(o, "    --softmax-type %s \\\n", spsim_softmax_names[s->softmax_type]);
 }
 
 /* A hybrid model (arguments.py --hybrid-layer-pattern, its MTP depths after '/'; the mixers'

@@ -12,8 +12,6 @@ static const char *const mlp_names[] = {"gelu", "swiglu", "relu2", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const attention_names[] = {"standard", "flash", NULL};
 static const char *const position_names[] = {"learned", "rope", "none", NULL};
-/* Megatron-Core's spellings (transformer_config.py softmax_type), in enum spsim_softmax order. */
-static const char *const softmax_names[] = {"vanilla", "off-by-one", "learnable", NULL};
 
 /* Limits on sizes: far above any real model, low enough that every per-layer byte count of
  * the memory engine is checked rather than assumed to fit (see the checked arithmetic). */
@@ -104,7 +102,8 @@ read_shape(const struct spsim_jctx *c, const cJSON *root, struct spsim_model_sha
         (rc = spsim_json_get_enum(c, root, NULL, "attention", true, attention_names, &attention)) ||
         (rc = spsim_json_get_enum(c, root, NULL, "position_embedding", true, position_names,
                                   &position)) ||
-        (rc = spsim_json_get_enum(c, root, NULL, "softmax_type", false, softmax_names, &softmax)) ||
+        (rc = spsim_json_get_enum(c, root, NULL, "softmax_type", false, spsim_softmax_names,
+                                  &softmax)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "linear_bias", true, &m->linear_bias)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "tied_embeddings", true, &m->tied_embeddings)) ||
         (rc = spsim_json_get_bool(c, root, NULL, "qkv_bias", false, &m->qkv_bias)) ||

@@ -29,6 +29,10 @@ const char *const spsim_coll_op_names[SPSIM_COLL_COUNT + 1] = {
 const char *const spsim_ring_basis_names[] = {"all_reduce", "all_gather", "reduce_scatter", "link",
                                               NULL};
 
+/* Megatron-Core's softmax_type spellings (transformer_config.py, --softmax-type), in enum
+ * spsim_softmax order: the model profile's key, the launch line and the exporter. */
+const char *const spsim_softmax_names[] = {"vanilla", "off-by-one", "learnable", NULL};
+
 /* Megatron's --cp-comm-type values, in enum spsim_cp_comm order. */
 const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1] = {"p2p", "all_gather", "a2a",
                                                                   "a2a+p2p", NULL};

@@ -14,6 +14,7 @@
 extern const char *const spsim_dtype_names[SPSIM_DTYPE_COUNT + 1];
 extern const char *const spsim_recompute_names[SPSIM_RECOMPUTE_COUNT + 1];
 extern const char *const spsim_cp_comm_names[SPSIM_CP_COMM_COUNT + 1];
+extern const char *const spsim_softmax_names[]; /* enum spsim_softmax order */
 extern const char *const spsim_attention_backend_names[SPSIM_ATTN_BACKEND_COUNT + 1];
 extern const char *const spsim_moe_dispatcher_names[SPSIM_MOE_DISPATCHER_COUNT + 1];
 extern const char *const spsim_moe_flex_backend_names[SPSIM_FLEX_BACKEND_COUNT + 1];
